@@ -1,0 +1,140 @@
+//! A builder for kernels: appends statements to the innermost open block and types every
+//! value as it is defined, so front ends and tests never write types by hand.
+
+use crate::kernel::*;
+use crate::types::{Constant, ScalarType};
+use crate::validate::result_type;
+
+/// Builds one [`Kernel`]. Nested blocks (for `If` and `Loop`) are opened with
+/// [`begin_block`](Self::begin_block) and closed with [`end_block`](Self::end_block).
+pub struct KernelBuilder {
+    kernel: Kernel,
+    open_blocks: Vec<Vec<Stmt>>,
+}
+
+impl KernelBuilder {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            kernel: Kernel {
+                name: name.into(),
+                ..Kernel::default()
+            },
+            open_blocks: vec![Vec::new()],
+        }
+    }
+
+    /// The kernel built so far (its body is not filled in until [`finish`](Self::finish)).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// Adds a parameter and returns its index.
+    pub fn param(&mut self, name: impl Into<String>, kind: ParamKind) -> u32 {
+        self.kernel.params.push(Param {
+            name: name.into(),
+            kind,
+        });
+        (self.kernel.params.len() - 1) as u32
+    }
+
+    pub fn set_launch_bounds(&mut self, bounds: Option<LaunchBounds>) {
+        self.kernel.launch_bounds = bounds;
+    }
+
+    /// Declares a static shared array and returns its index.
+    pub fn shared_array(&mut self, decl: ArrayDecl) -> u32 {
+        self.kernel.shared.push(decl);
+        (self.kernel.shared.len() - 1) as u32
+    }
+
+    /// Declares a per-thread array and returns its index.
+    pub fn local_array(&mut self, decl: ArrayDecl) -> u32 {
+        self.kernel.locals.push(decl);
+        (self.kernel.locals.len() - 1) as u32
+    }
+
+    /// Declares a mutable variable.
+    pub fn var(&mut self, name: impl Into<String>, ty: ScalarType) -> Var {
+        self.kernel.vars.append(VarDef {
+            name: name.into(),
+            ty,
+        })
+    }
+
+    /// The type of a value defined earlier.
+    pub fn type_of(&self, v: Value) -> ScalarType {
+        self.kernel
+            .values
+            .try_get(v)
+            .map_or(ScalarType::Bool, |d| d.ty)
+    }
+
+    /// Defines a new value as the result of `op`. Fails with a message when the operands are
+    /// ill-typed.
+    pub fn def(&mut self, op: Op) -> Result<Value, String> {
+        let values = &self.kernel.values;
+        let ty = result_type(&self.kernel, &op, |v| {
+            values
+                .try_get(v)
+                .map(|d| d.ty)
+                .ok_or_else(|| format!("value {v:?} out of range"))
+        })?;
+        let value = self.kernel.values.append(ValueDef { ty });
+        self.push(Stmt::Def { value, op });
+        Ok(value)
+    }
+
+    /// Defines a constant.
+    pub fn constant(&mut self, c: Constant) -> Value {
+        let value = self.kernel.values.append(ValueDef { ty: c.ty });
+        self.push(Stmt::Def {
+            value,
+            op: Op::Const(c),
+        });
+        value
+    }
+
+    /// Appends a statement to the innermost open block.
+    pub fn push(&mut self, stmt: Stmt) {
+        if let Some(block) = self.open_blocks.last_mut() {
+            block.push(stmt);
+        }
+    }
+
+    /// Opens a nested block.
+    pub fn begin_block(&mut self) {
+        self.open_blocks.push(Vec::new());
+    }
+
+    /// Closes the innermost nested block and returns it, to be placed in an `If` or `Loop`.
+    pub fn end_block(&mut self) -> Block {
+        if self.open_blocks.len() <= 1 {
+            return Block::default();
+        }
+        Block {
+            stmts: self.open_blocks.pop().unwrap_or_default(),
+        }
+    }
+
+    /// Whether the innermost open block already ends in a statement that leaves it.
+    pub fn block_terminated(&self) -> bool {
+        matches!(
+            self.open_blocks.last().and_then(|b| b.last()),
+            Some(Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Trap(_))
+        )
+    }
+
+    /// Finishes the kernel. Unclosed nested blocks are appended to the body in order.
+    pub fn finish(mut self) -> Kernel {
+        while self.open_blocks.len() > 1 {
+            let inner = self.open_blocks.pop().unwrap_or_default();
+            if let Some(outer) = self.open_blocks.last_mut() {
+                outer.extend(inner);
+            }
+        }
+        self.kernel.body = Block {
+            stmts: self.open_blocks.pop().unwrap_or_default(),
+        };
+        self.kernel
+    }
+}

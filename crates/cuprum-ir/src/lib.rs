@@ -1,0 +1,21 @@
+//! cuprum's kernel IR, shared by every front end (SIMT macros, iterator tracing, the tile
+//! lowering) and every back end (the PTX writer, the emulator).
+//!
+//! Plain data: arenas with typed handles ([`arena`]), scalar types ([`types`]), kernels with
+//! structured control flow and their semantics ([`kernel`]), a builder ([`builder`]), a
+//! validator for every documented invariant ([`validate`]) and a text printer ([`print`]).
+//! This crate depends on nothing else of cuprum's and must stay that way.
+
+pub mod arena;
+pub mod builder;
+pub mod kernel;
+pub mod print;
+pub mod types;
+pub mod validate;
+
+pub use arena::{Arena, Handle};
+pub use builder::KernelBuilder;
+pub use kernel::*;
+pub use print::{print_kernel, print_module};
+pub use types::{Constant, ScalarType};
+pub use validate::{ValidationError, validate_kernel, validate_module};

@@ -1,0 +1,204 @@
+//! The IR's text form, for `cargo cuprum emit`, snapshots and error messages.
+//!
+//! One statement per line, values as `%N`, variables as `$name.N`; nested blocks indented.
+//! The format is for people; nothing parses it back.
+
+use std::fmt::{self, Write};
+
+use crate::kernel::*;
+
+/// Prints every kernel of `module`.
+pub fn print_module(module: &Module) -> String {
+    let mut out = String::new();
+    for (i, k) in module.kernels.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&print_kernel(k));
+    }
+    out
+}
+
+/// Prints one kernel.
+pub fn print_kernel(kernel: &Kernel) -> String {
+    let mut p = Printer {
+        kernel,
+        out: String::new(),
+    };
+    // Writing to a String cannot fail.
+    let _ = p.kernel();
+    p.out
+}
+
+struct Printer<'k> {
+    kernel: &'k Kernel,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn kernel(&mut self) -> fmt::Result {
+        let k = self.kernel;
+        write!(self.out, "kernel {}(", k.name)?;
+        for (i, p) in k.params.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            match p.kind {
+                ParamKind::Scalar(t) => write!(self.out, "{}: {t}", p.name)?,
+                ParamKind::Slice { elem, access } => {
+                    let a = match access {
+                        SliceAccess::ReadOnly => "&",
+                        SliceAccess::Disjoint => "disjoint ",
+                        SliceAccess::ReadWrite => "&mut ",
+                    };
+                    write!(self.out, "{}: {a}[{elem}]", p.name)?
+                }
+            }
+        }
+        self.out.push(')');
+        if let Some(b) = k.launch_bounds {
+            write!(self.out, " maxntid({})", b.max_threads)?;
+            if let Some(m) = b.min_blocks_per_sm {
+                write!(self.out, " minnctapersm({m})")?;
+            }
+        }
+        self.out.push_str(" {\n");
+        for a in &k.shared {
+            writeln!(self.out, "  shared {}: [{}; {}]", a.name, a.elem, a.len)?;
+        }
+        for a in &k.locals {
+            writeln!(self.out, "  local {}: [{}; {}]", a.name, a.elem, a.len)?;
+        }
+        for (v, d) in k.vars.iter() {
+            writeln!(self.out, "  var ${}.{}: {}", d.name, v.index(), d.ty)?;
+        }
+        self.block(&k.body, 1)?;
+        self.out.push_str("}\n");
+        Ok(())
+    }
+
+    fn var(&self, v: Var) -> String {
+        let name = self.kernel.vars.try_get(v).map_or("?", |d| d.name.as_str());
+        format!("${name}.{}", v.index())
+    }
+
+    fn block(&mut self, block: &Block, depth: usize) -> fmt::Result {
+        for s in &block.stmts {
+            self.stmt(s, depth)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match stmt {
+            Stmt::Def { value, op } => {
+                let ty = self
+                    .kernel
+                    .values
+                    .try_get(*value)
+                    .map_or("?".into(), |d| d.ty.to_string());
+                let op = self.op(op);
+                writeln!(self.out, "{pad}%{}: {ty} = {op}", value.index())
+            }
+            Stmt::WriteVar { var, value } => {
+                let var = self.var(*var);
+                writeln!(self.out, "{pad}{var} = %{}", value.index())
+            }
+            Stmt::Store { space, addr, value } => {
+                writeln!(
+                    self.out,
+                    "{pad}store.{space:?} [%{}] = %{}",
+                    addr.index(),
+                    value.index()
+                )
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                writeln!(self.out, "{pad}if %{} {{", cond.index())?;
+                self.block(then, depth + 1)?;
+                if !otherwise.stmts.is_empty() {
+                    writeln!(self.out, "{pad}}} else {{")?;
+                    self.block(otherwise, depth + 1)?;
+                }
+                writeln!(self.out, "{pad}}}")
+            }
+            Stmt::Loop { body } => {
+                writeln!(self.out, "{pad}loop {{")?;
+                self.block(body, depth + 1)?;
+                writeln!(self.out, "{pad}}}")
+            }
+            Stmt::Break => writeln!(self.out, "{pad}break"),
+            Stmt::Continue => writeln!(self.out, "{pad}continue"),
+            Stmt::Return => writeln!(self.out, "{pad}return"),
+            Stmt::Barrier => writeln!(self.out, "{pad}barrier"),
+            Stmt::Fence { scope } => writeln!(self.out, "{pad}fence.{scope:?}"),
+            Stmt::Trap(TrapKind::BoundsCheck { index, len, site }) => writeln!(
+                self.out,
+                "{pad}trap bounds_check(%{}, %{}) {site:?}",
+                index.index(),
+                len.index()
+            ),
+            Stmt::Trap(t) => writeln!(self.out, "{pad}trap {t:?}"),
+        }
+    }
+
+    fn op(&self, op: &Op) -> String {
+        let v = |v: &Value| format!("%{}", v.index());
+        match op {
+            Op::Const(c) => format!("const {c}"),
+            Op::Param(i) => format!("param {}", self.param_name(*i)),
+            Op::SliceBase(i) => format!("slice_base {}", self.param_name(*i)),
+            Op::SliceLen(i) => format!("slice_len {}", self.param_name(*i)),
+            Op::SharedAddr(i) => format!("shared_addr {i}"),
+            Op::DynSharedAddr => "dyn_shared_addr".into(),
+            Op::LocalAddr(i) => format!("local_addr {i}"),
+            Op::Special(s) => format!("special {s:?}"),
+            Op::Unary(u, a) => format!("{u:?} {}", v(a)),
+            Op::Binary(b, l, r) => format!("{b:?} {}, {}", v(l), v(r)),
+            Op::Ternary(t, a, b, c) => format!("{t:?} {}, {}, {}", v(a), v(b), v(c)),
+            Op::Compare(c, l, r) => format!("cmp.{c:?} {}, {}", v(l), v(r)),
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => {
+                format!("select {}, {}, {}", v(cond), v(if_true), v(if_false))
+            }
+            Op::Cast { value, to } => format!("cast {} as {to}", v(value)),
+            Op::Bitcast { value, to } => format!("bitcast {} to {to}", v(value)),
+            Op::ReadVar(var) => format!("read {}", self.var(*var)),
+            Op::Load { space, ty, addr } => format!("load.{space:?}.{ty} [{}]", v(addr)),
+            Op::Atomic {
+                op,
+                space,
+                scope,
+                addr,
+                value,
+                compare,
+            } => {
+                let cmp = compare
+                    .as_ref()
+                    .map(|c| format!(", cmp {}", v(c)))
+                    .unwrap_or_default();
+                format!(
+                    "atomic.{op:?}.{space:?}.{scope:?} [{}], {}{cmp}",
+                    v(addr),
+                    v(value)
+                )
+            }
+            Op::Shuffle { mode, value, lane } => format!("shfl.{mode:?} {}, {}", v(value), v(lane)),
+            Op::Vote { mode, pred } => format!("vote.{mode:?} {}", v(pred)),
+        }
+    }
+
+    fn param_name(&self, i: u32) -> String {
+        self.kernel
+            .params
+            .get(i as usize)
+            .map_or_else(|| format!("#{i}"), |p| p.name.clone())
+    }
+}

@@ -1,0 +1,365 @@
+//! The validator: checks every invariant documented on [`Kernel`].
+//!
+//! Front ends, passes and tests run it after every transformation; the PTX writer and the
+//! emulator may assume a validated kernel and need not re-check these rules.
+
+use std::collections::HashSet;
+
+use crate::kernel::*;
+use crate::types::ScalarType;
+
+/// A broken invariant, with enough context to find it in the printed IR.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("invalid IR in kernel `{kernel}`: {message}")]
+pub struct ValidationError {
+    pub kernel: String,
+    pub message: String,
+}
+
+/// The type `op` produces, or why its operands are ill-typed. `value_ty` gives the type of an
+/// already defined value. Shared by the validator and the builder so the two cannot disagree.
+pub fn result_type(
+    kernel: &Kernel,
+    op: &Op,
+    value_ty: impl Fn(Value) -> Result<ScalarType, String>,
+) -> Result<ScalarType, String> {
+    use ScalarType as S;
+    let param = |index: u32| {
+        kernel
+            .params
+            .get(index as usize)
+            .map(|p| p.kind)
+            .ok_or_else(|| format!("parameter index {index} out of range"))
+    };
+    Ok(match op {
+        Op::Const(c) => {
+            if !c.is_canonical() {
+                return Err(format!("constant {c:?} has bits above its width"));
+            }
+            c.ty
+        }
+        Op::Param(i) => match param(*i)? {
+            ParamKind::Scalar(ty) => ty,
+            ParamKind::Slice { .. } => return Err(format!("Param({i}) names a slice parameter")),
+        },
+        Op::SliceBase(i) | Op::SliceLen(i) => match param(*i)? {
+            ParamKind::Slice { .. } => S::U64,
+            ParamKind::Scalar(_) => return Err(format!("slice op on scalar parameter {i}")),
+        },
+        Op::SharedAddr(i) => {
+            if *i as usize >= kernel.shared.len() {
+                return Err(format!("shared array index {i} out of range"));
+            }
+            S::U32
+        }
+        Op::LocalAddr(i) => {
+            if *i as usize >= kernel.locals.len() {
+                return Err(format!("local array index {i} out of range"));
+            }
+            S::U32
+        }
+        Op::DynSharedAddr => S::U32,
+        Op::Special(_) => S::U32,
+        Op::Unary(u, v) => {
+            let t = value_ty(*v)?;
+            if u.is_float_only() && !t.is_float() {
+                return Err(format!("{u:?} needs a float operand, got {t}"));
+            }
+            if *u == UnaryOp::Neg && t == S::Bool {
+                return Err("Neg on bool".into());
+            }
+            t
+        }
+        Op::Binary(b, l, r) => {
+            let (lt, rt) = (value_ty(*l)?, value_ty(*r)?);
+            match b {
+                BinaryOp::Shl | BinaryOp::Shr => {
+                    if !lt.is_int() || rt != S::U32 {
+                        return Err(format!("{b:?} needs an integer and a u32, got {lt}, {rt}"));
+                    }
+                }
+                _ => {
+                    if lt != rt {
+                        return Err(format!("{b:?} operands differ: {lt} vs {rt}"));
+                    }
+                    let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
+                    if lt == S::Bool && !logical {
+                        return Err(format!("{b:?} on bool"));
+                    }
+                    if lt.is_float() && logical {
+                        return Err(format!("{b:?} on float"));
+                    }
+                }
+            }
+            lt
+        }
+        Op::Ternary(TernaryOp::MulAdd, a, b, c) => {
+            let (at, bt, ct) = (value_ty(*a)?, value_ty(*b)?, value_ty(*c)?);
+            if at != bt || bt != ct || !at.is_float() {
+                return Err(format!(
+                    "MulAdd needs three equal float types, got {at}, {bt}, {ct}"
+                ));
+            }
+            at
+        }
+        Op::Compare(_, l, r) => {
+            let (lt, rt) = (value_ty(*l)?, value_ty(*r)?);
+            if lt != rt {
+                return Err(format!("comparison operands differ: {lt} vs {rt}"));
+            }
+            S::Bool
+        }
+        Op::Select {
+            cond,
+            if_true,
+            if_false,
+        } => {
+            let (c, t, f) = (value_ty(*cond)?, value_ty(*if_true)?, value_ty(*if_false)?);
+            if c != S::Bool || t != f {
+                return Err(format!("Select needs (bool, T, T), got ({c}, {t}, {f})"));
+            }
+            t
+        }
+        Op::Cast { value, to } => {
+            let from = value_ty(*value)?;
+            if *to == S::Bool && from != S::Bool {
+                return Err(format!("cast from {from} to bool is not allowed"));
+            }
+            *to
+        }
+        Op::Bitcast { value, to } => {
+            let from = value_ty(*value)?;
+            if from.size_bytes() != to.size_bytes() || from == S::Bool || *to == S::Bool {
+                return Err(format!("bitcast between {from} and {to}"));
+            }
+            *to
+        }
+        Op::ReadVar(var) => {
+            kernel
+                .vars
+                .try_get(*var)
+                .ok_or_else(|| format!("variable {var:?} out of range"))?
+                .ty
+        }
+        Op::Load { space, ty, addr } => {
+            check_address(*space, value_ty(*addr)?)?;
+            *ty
+        }
+        Op::Atomic {
+            op,
+            space,
+            addr,
+            value,
+            compare,
+            ..
+        } => {
+            check_address(*space, value_ty(*addr)?)?;
+            if *space == AddressSpace::Local {
+                return Err("atomics on local memory".into());
+            }
+            let t = value_ty(*value)?;
+            if !matches!(t.size_bytes(), 4 | 8) || t == S::Bool {
+                return Err(format!("atomic on {t}: only 32- and 64-bit types"));
+            }
+            let is_cas = *op == AtomicOp::CompareExchange;
+            match compare {
+                Some(c) if is_cas => {
+                    if value_ty(*c)? != t {
+                        return Err("compare-exchange operands differ".into());
+                    }
+                }
+                None if !is_cas => {}
+                _ => return Err("compare operand present exactly for CompareExchange".into()),
+            }
+            if t.is_float()
+                && !matches!(
+                    op,
+                    AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
+                )
+            {
+                return Err(format!("atomic {op:?} on float"));
+            }
+            t
+        }
+        Op::Shuffle { value, lane, .. } => {
+            let t = value_ty(*value)?;
+            if value_ty(*lane)? != S::U32 {
+                return Err("shuffle lane operand must be u32".into());
+            }
+            t
+        }
+        Op::Vote { mode, pred } => {
+            if value_ty(*pred)? != S::Bool {
+                return Err("vote predicate must be bool".into());
+            }
+            match mode {
+                VoteMode::Ballot => S::U32,
+                VoteMode::All | VoteMode::Any => S::Bool,
+            }
+        }
+    })
+}
+
+fn check_address(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
+    if ty != space.address_type() {
+        return Err(format!(
+            "{space:?} address must be {}, got {ty}",
+            space.address_type()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every invariant of `kernel`.
+pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
+    let err = |message: String| ValidationError {
+        kernel: kernel.name.clone(),
+        message,
+    };
+    if !is_ptx_identifier(&kernel.name) {
+        return Err(err(format!(
+            "`{}` is not a valid PTX identifier",
+            kernel.name
+        )));
+    }
+    if let Some(b) = kernel.launch_bounds {
+        if b.max_threads == 0 || b.max_threads > 1024 || b.min_blocks_per_sm == Some(0) {
+            return Err(err(format!("launch bounds {b:?} out of range")));
+        }
+    }
+    let mut state = Walk {
+        kernel,
+        defined: vec![false; kernel.values.len()],
+        scope: Vec::new(),
+    };
+    state.block(&kernel.body, 0).map_err(err)?;
+    if let Some((v, _)) = kernel
+        .values
+        .iter()
+        .find(|(v, _)| !state.defined[v.index()])
+    {
+        return Err(err(format!("value {v:?} is never defined")));
+    }
+    Ok(())
+}
+
+/// Validates every kernel and checks that names are unique.
+pub fn validate_module(module: &Module) -> Result<(), ValidationError> {
+    let mut names = HashSet::new();
+    for k in &module.kernels {
+        validate_kernel(k)?;
+        if !names.insert(k.name.as_str()) {
+            return Err(ValidationError {
+                kernel: k.name.clone(),
+                message: "duplicate kernel name".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn is_ptx_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+struct Walk<'k> {
+    kernel: &'k Kernel,
+    defined: Vec<bool>,
+    /// Values visible at this point: a stack, truncated when a block ends.
+    scope: Vec<Value>,
+}
+
+impl Walk<'_> {
+    fn visible(&self, v: Value) -> Result<ScalarType, String> {
+        let def = self
+            .kernel
+            .values
+            .try_get(v)
+            .ok_or_else(|| format!("value {v:?} out of range"))?;
+        if !self.scope.contains(&v) {
+            return Err(format!(
+                "value {v:?} used where its definition does not dominate"
+            ));
+        }
+        Ok(def.ty)
+    }
+
+    fn block(&mut self, block: &Block, loop_depth: u32) -> Result<(), String> {
+        let mark = self.scope.len();
+        for stmt in &block.stmts {
+            self.stmt(stmt, loop_depth)?;
+        }
+        self.scope.truncate(mark);
+        Ok(())
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, loop_depth: u32) -> Result<(), String> {
+        match stmt {
+            Stmt::Def { value, op } => {
+                let ty = result_type(self.kernel, op, |v| self.visible(v))?;
+                let def = self
+                    .kernel
+                    .values
+                    .try_get(*value)
+                    .ok_or_else(|| format!("defined value {value:?} out of range"))?;
+                if def.ty != ty {
+                    return Err(format!(
+                        "value {value:?} declared {} but {op:?} gives {ty}",
+                        def.ty
+                    ));
+                }
+                if std::mem::replace(&mut self.defined[value.index()], true) {
+                    return Err(format!("value {value:?} defined twice"));
+                }
+                self.scope.push(*value);
+            }
+            Stmt::WriteVar { var, value } => {
+                let vt = self.visible(*value)?;
+                let var_ty = self
+                    .kernel
+                    .vars
+                    .try_get(*var)
+                    .ok_or_else(|| format!("variable {var:?} out of range"))?
+                    .ty;
+                if vt != var_ty {
+                    return Err(format!(
+                        "writing {vt} into variable {var:?} of type {var_ty}"
+                    ));
+                }
+            }
+            Stmt::Store { space, addr, value } => {
+                check_address(*space, self.visible(*addr)?)?;
+                self.visible(*value)?;
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                if self.visible(*cond)? != ScalarType::Bool {
+                    return Err("if condition must be bool".into());
+                }
+                self.block(then, loop_depth)?;
+                self.block(otherwise, loop_depth)?;
+            }
+            Stmt::Loop { body } => self.block(body, loop_depth + 1)?,
+            Stmt::Break | Stmt::Continue => {
+                if loop_depth == 0 {
+                    return Err(format!("{stmt:?} outside a loop"));
+                }
+            }
+            Stmt::Return | Stmt::Barrier | Stmt::Fence { .. } => {}
+            Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
+                if self.visible(*index)? != ScalarType::U64
+                    || self.visible(*len)? != ScalarType::U64
+                {
+                    return Err("bounds-check trap operands must be u64".into());
+                }
+            }
+            Stmt::Trap(_) => {}
+        }
+        Ok(())
+    }
+}
