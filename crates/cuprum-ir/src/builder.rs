@@ -101,6 +101,11 @@ impl KernelBuilder {
         }
     }
 
+    /// How many nested blocks are open (0 at the kernel's top level).
+    pub fn depth(&self) -> usize {
+        self.open_blocks.len() - 1
+    }
+
     /// Opens a nested block.
     pub fn begin_block(&mut self) {
         self.open_blocks.push(Vec::new());

@@ -1,0 +1,268 @@
+//! Reads a `#[cuda_module]` module: finds its kernels and device helpers, parses the cuprum
+//! attributes on them, and checks the kernel signatures.
+
+use syn::spanned::Spanned;
+
+use crate::types::{ParamType, param_type};
+
+/// What the module holds, as the lowering and the host code generator need it.
+#[derive(Clone, Debug)]
+pub struct ModuleInfo {
+    pub kernels: Vec<KernelInfo>,
+    /// Plain `fn` items: device helpers callable from kernels.
+    pub helpers: Vec<syn::ItemFn>,
+}
+
+/// One `#[kernel]` function.
+#[derive(Clone, Debug)]
+pub struct KernelInfo {
+    pub name: String,
+    pub item: syn::ItemFn,
+    pub params: Vec<HostParam>,
+    pub launch_bounds: Option<cuprum_ir::LaunchBounds>,
+    pub contract: Option<ContractInfo>,
+    /// `unsafe fn`: raw pointers and `&mut [T]` allowed; launched only through the raw method.
+    pub is_unsafe: bool,
+}
+
+/// A kernel parameter with its original Rust type (used to spell host signatures).
+#[derive(Clone, Debug)]
+pub struct HostParam {
+    pub name: syn::Ident,
+    pub rust_type: syn::Type,
+    pub ty: ParamType,
+}
+
+/// `#[launch_contract(domain = N, block = (x, y, z))]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContractInfo {
+    pub domain: u32,
+    pub block: (u32, u32, u32),
+}
+
+/// Whether `attr`'s path ends in `name` (`kernel`, `cuprum::simt::kernel`).
+pub fn attr_is(attr: &syn::Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// The cuprum attributes that `#[cuda_module]` consumes.
+pub const CUPRUM_ATTRS: [&str; 3] = ["kernel", "launch_bounds", "launch_contract"];
+
+pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
+    let Some((_, items)) = &module.content else {
+        return Err(syn::Error::new(
+            module.span(),
+            "#[cuda_module] needs an inline module: `mod kernels { ... }`",
+        ));
+    };
+    let mut info = ModuleInfo { kernels: Vec::new(), helpers: Vec::new() };
+    let mut errors = Errors::default();
+    for item in items {
+        match item {
+            syn::Item::Fn(f) if f.attrs.iter().any(|a| attr_is(a, "kernel")) => {
+                match scan_kernel(f) {
+                    Ok(k) => info.kernels.push(k),
+                    Err(e) => errors.push(e),
+                }
+            }
+            syn::Item::Fn(f) => {
+                if let Some(a) = f.attrs.iter().find(|a| CUPRUM_ATTRS.iter().any(|n| attr_is(a, n))) {
+                    errors.push(syn::Error::new(
+                        a.span(),
+                        "this attribute belongs on a `#[kernel]` function",
+                    ));
+                }
+                info.helpers.push(f.clone());
+            }
+            syn::Item::Use(_) | syn::Item::Const(_) => {}
+            other => errors.push(syn::Error::new(
+                other.span(),
+                "unsupported item in a #[cuda_module]: only `use`, `const`, `#[kernel]` functions \
+                 and device helper functions may appear here",
+            )),
+        }
+    }
+    errors.finish()?;
+    Ok(info)
+}
+
+fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
+    let sig = &f.sig;
+    let mut errors = Errors::default();
+    let is_unsafe = sig.unsafety.is_some();
+    if !sig.generics.params.is_empty() {
+        errors.push(syn::Error::new(
+            sig.generics.span(),
+            "generic kernels are not supported yet: write one kernel per element type",
+        ));
+    }
+    if let Some(a) = &sig.asyncness {
+        errors.push(syn::Error::new(a.span(), "kernels cannot be `async`"));
+    }
+    if !matches!(sig.output, syn::ReturnType::Default) {
+        errors.push(syn::Error::new(
+            sig.output.span(),
+            "kernels return nothing: write results into a `DisjointSlice<T>` parameter",
+        ));
+    }
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Receiver(r) => {
+                errors.push(syn::Error::new(r.span(), "kernels cannot take `self`"))
+            }
+            syn::FnArg::Typed(pt) => {
+                let name = match &*pt.pat {
+                    syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                        id.ident.clone()
+                    }
+                    other => {
+                        errors.push(syn::Error::new(
+                            other.span(),
+                            "kernel parameters must be plain names",
+                        ));
+                        continue;
+                    }
+                };
+                match param_type(&pt.ty, is_unsafe) {
+                    Ok(ty) => params.push(HostParam { name, rust_type: (*pt.ty).clone(), ty }),
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+    }
+    let mut launch_bounds = None;
+    let mut contract = None;
+    for attr in &f.attrs {
+        if attr_is(attr, "launch_bounds") {
+            match parse_launch_bounds(attr) {
+                Ok(b) => launch_bounds = Some(b),
+                Err(e) => errors.push(e),
+            }
+        } else if attr_is(attr, "launch_contract") {
+            match parse_contract(attr) {
+                Ok(c) => contract = Some(c),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    if let (Some(c), Some(b)) = (contract, launch_bounds) {
+        let threads = c.block.0 as u64 * c.block.1 as u64 * c.block.2 as u64;
+        if threads > b.max_threads as u64 {
+            errors.push(syn::Error::new(
+                sig.ident.span(),
+                format!(
+                    "the contract's block ({} threads) exceeds #[launch_bounds({})]",
+                    threads, b.max_threads
+                ),
+            ));
+        }
+    }
+    if is_unsafe && contract.is_some() {
+        errors.push(syn::Error::new(
+            sig.ident.span(),
+            "`unsafe` kernels are launched through the raw `unsafe` method; remove \
+             #[launch_contract] or make the kernel safe",
+        ));
+    }
+    errors.finish()?;
+    Ok(KernelInfo {
+        name: sig.ident.to_string(),
+        item: f.clone(),
+        params,
+        launch_bounds,
+        contract,
+        is_unsafe,
+    })
+}
+
+fn lit_u32(e: &syn::Expr) -> syn::Result<u32> {
+    if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = e {
+        return i.base10_parse::<u32>();
+    }
+    Err(syn::Error::new(e.span(), "expected an integer literal"))
+}
+
+fn parse_launch_bounds(attr: &syn::Attribute) -> syn::Result<cuprum_ir::LaunchBounds> {
+    let args = attr.parse_args_with(
+        syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+    )?;
+    let mut it = args.iter();
+    let max_threads = match it.next() {
+        Some(e) => lit_u32(e)?,
+        None => return Err(syn::Error::new(attr.span(), "expected #[launch_bounds(max_threads)]")),
+    };
+    let min_blocks_per_sm = it.next().map(lit_u32).transpose()?;
+    if let Some(extra) = it.next() {
+        return Err(syn::Error::new(extra.span(), "#[launch_bounds] takes at most two numbers"));
+    }
+    if max_threads == 0 || max_threads > 1024 {
+        return Err(syn::Error::new(attr.span(), "max_threads must be between 1 and 1024"));
+    }
+    if min_blocks_per_sm == Some(0) {
+        return Err(syn::Error::new(attr.span(), "min_blocks must be at least 1"));
+    }
+    Ok(cuprum_ir::LaunchBounds { max_threads, min_blocks_per_sm })
+}
+
+fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
+    let args = attr.parse_args_with(
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
+    )?;
+    let mut domain = None;
+    let mut block = None;
+    for nv in &args {
+        let key = nv.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+        match key.as_str() {
+            "domain" => {
+                let d = lit_u32(&nv.value)?;
+                if !(1..=3).contains(&d) {
+                    return Err(syn::Error::new(nv.value.span(), "domain must be 1, 2 or 3"));
+                }
+                domain = Some(d);
+            }
+            "block" => {
+                let syn::Expr::Tuple(t) = &nv.value else {
+                    return Err(syn::Error::new(nv.value.span(), "expected block = (x, y, z)"));
+                };
+                let dims = t.elems.iter().map(lit_u32).collect::<syn::Result<Vec<_>>>()?;
+                let [x, y, z] = dims[..] else {
+                    return Err(syn::Error::new(t.span(), "expected three block dimensions"));
+                };
+                if x == 0 || y == 0 || z == 0 {
+                    return Err(syn::Error::new(t.span(), "block dimensions must be at least 1"));
+                }
+                block = Some((x, y, z));
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    nv.path.span(),
+                    "unknown launch_contract key: expected `domain` or `block`",
+                ));
+            }
+        }
+    }
+    match (domain, block) {
+        (Some(domain), Some(block)) => Ok(ContractInfo { domain, block }),
+        _ => Err(syn::Error::new(
+            attr.span(),
+            "expected #[launch_contract(domain = N, block = (x, y, z))]",
+        )),
+    }
+}
+
+/// Collects several errors into one, so a user sees all of them in one build.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+    pub fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}

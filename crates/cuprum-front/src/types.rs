@@ -1,0 +1,90 @@
+//! The types the front end understands, and how Rust type syntax maps onto them.
+//!
+//! The IR only knows scalars; the front end also tracks the handful of non-scalar things a
+//! kernel can hold (slices, thread indices, element references) and takes them apart.
+
+use cuprum_ir::{ScalarType, SliceAccess};
+use syn::spanned::Spanned;
+
+/// A kernel parameter's type as the user wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    Scalar(ScalarType),
+    Slice { elem: ScalarType, access: SliceAccess },
+}
+
+/// The last segment of a path type, with its generic arguments.
+fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        _ => None,
+    }
+}
+
+/// A scalar type name (`f32`, `usize`, `half::f16`, `bf16`).
+pub fn scalar_type(ty: &syn::Type) -> Option<ScalarType> {
+    let seg = last_segment(ty)?;
+    if !seg.arguments.is_none() {
+        return None;
+    }
+    ScalarType::from_rust_name(&seg.ident.to_string())
+}
+
+/// Parses a scalar type or explains why it is not one.
+pub fn expect_scalar(ty: &syn::Type) -> syn::Result<ScalarType> {
+    scalar_type(ty).ok_or_else(|| {
+        syn::Error::new(
+            ty.span(),
+            "unsupported type in device code: expected a scalar type (bool, i8..i64, u8..u64, \
+             usize, isize, f16, bf16, f32, f64)",
+        )
+    })
+}
+
+/// The single generic type argument of `Name<T>`.
+fn single_type_arg(seg: &syn::PathSegment) -> Option<&syn::Type> {
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+            Some(syn::GenericArgument::Type(t)) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Maps a kernel parameter type. `unsafe_kernel` allows `&mut [T]`.
+pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType> {
+    if let Some(s) = scalar_type(ty) {
+        return Ok(ParamType::Scalar(s));
+    }
+    if let syn::Type::Reference(r) = ty {
+        if let syn::Type::Slice(s) = &*r.elem {
+            let elem = expect_scalar(&s.elem)?;
+            if r.mutability.is_some() {
+                if !unsafe_kernel {
+                    return Err(syn::Error::new(
+                        ty.span(),
+                        "`&mut [T]` kernel parameters are only allowed in `unsafe` kernels: \
+                         every thread could write every element. Use `DisjointSlice<T>` for an \
+                         output each thread writes only at its own index",
+                    ));
+                }
+                return Ok(ParamType::Slice { elem, access: SliceAccess::ReadWrite });
+            }
+            return Ok(ParamType::Slice { elem, access: SliceAccess::ReadOnly });
+        }
+    }
+    if let Some(seg) = last_segment(ty) {
+        if seg.ident == "DisjointSlice" {
+            if let Some(t) = single_type_arg(seg) {
+                let elem = expect_scalar(t)?;
+                return Ok(ParamType::Slice { elem, access: SliceAccess::Disjoint });
+            }
+        }
+    }
+    Err(syn::Error::new(
+        ty.span(),
+        "unsupported kernel parameter type: expected a scalar (f32, u32, ...), `&[T]`, \
+         `DisjointSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
+    ))
+}
