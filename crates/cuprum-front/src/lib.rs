@@ -10,7 +10,9 @@ mod items;
 mod lower;
 mod types;
 
+pub use cuprum_ir::SliceAccess;
 pub use items::{ContractInfo, HostParam, KernelInfo, ModuleInfo};
+pub use types::ParamType;
 
 /// The IR of a module together with what the host-side code generator needs to know.
 #[derive(Clone, Debug)]

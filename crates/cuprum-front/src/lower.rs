@@ -338,26 +338,44 @@ impl<'a> Lowerer<'a> {
     }
 
     fn local(&mut self, local: &syn::Local) -> Result<()> {
-        let site = self.site();
-        let (pat, annotated) = match &local.pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(expect_scalar(&pt.ty)?)),
-            p => (p, None),
-        };
         let Some(init) = &local.init else {
             return err(local.span(), "declare device variables with an initial value: `let x = ...;`");
         };
         if let Some((_, diverge)) = &init.diverge {
             return err(diverge.span(), "`let ... else` is not supported in device code");
         }
+        self.let_binding(&local.pat, &init.expr)
+    }
+
+    /// `let pat = expr`, where `pat` is a name, `_`, a typed name, or a tuple of those matched
+    /// against a tuple expression.
+    fn let_binding(&mut self, pat: &syn::Pat, init: &syn::Expr) -> Result<()> {
+        if let syn::Pat::Tuple(pt) = pat {
+            let syn::Expr::Tuple(te) = init else {
+                return err(init.span(), "a tuple pattern needs a tuple expression in device code: `let (a, b) = (x, y);`");
+            };
+            if pt.elems.len() != te.elems.len() {
+                return err(pat.span(), "the tuple pattern and the tuple have different lengths");
+            }
+            for (p, e) in pt.elems.iter().zip(&te.elems) {
+                self.let_binding(p, e)?;
+            }
+            return Ok(());
+        }
+        let site = self.site();
+        let (pat, annotated) = match pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(expect_scalar(&pt.ty)?)),
+            p => (p, None),
+        };
         let (name, mutable) = match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 (Some(id.ident.to_string()), id.mutability.is_some())
             }
             syn::Pat::Wild(_) => (None, false),
-            other => return err(other.span(), "only `let name`, `let mut name` and `let _` patterns are supported in device code"),
+            other => return err(other.span(), "only `let name`, `let mut name`, `let _` and tuples of those are supported in device code"),
         };
-        let value = self.expr(&init.expr)?;
-        let span = init.expr.span();
+        let value = self.expr(init)?;
+        let span = init.span();
         let Some(name) = name else { return Ok(()) };
         if !mutable {
             let bound = match annotated {
@@ -709,6 +727,13 @@ impl<'a> Lowerer<'a> {
     }
 
     fn arith(&mut self, op: BinaryOp, l: Val, r: Val, span: proc_macro2::Span) -> Result<Val> {
+        if let (BinaryOp::Shl | BinaryOp::Shr, Val::Int(a), Val::Int(b)) = (op, &l, &r) {
+            let (a, b) = (*a, *b);
+            if !(0..128).contains(&b) {
+                return err(span, "shift amount out of range");
+            }
+            return Ok(Val::Int(if op == BinaryOp::Shl { a << b } else { a >> b }));
+        }
         if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
             let lhs = self.scalar(l, span)?;
             let amount = match r {

@@ -1,1 +1,55 @@
-//! placeholder
+//! cuprum's proc macros.
+//!
+//! `#[cuda_module]` is the SIMT front door: it runs the front end on the module at
+//! `cargo build` (so unsupported Rust is a compile error at the user's span), re-emits the
+//! kernel bodies as ordinary host functions (so rustc type-checks them and its messages point
+//! at the user's code), embeds the module's source for the run-time compile, and generates the
+//! typed host API: `load`, `prepare_<kernel>` and one launch method per kernel.
+//! `#[kernel]`, `#[launch_bounds]` and `#[launch_contract]` only mark items for it.
+
+use proc_macro::TokenStream;
+
+mod host;
+
+/// Compiles every `#[kernel]` in an inline module to device code and generates its host API.
+/// See the `cuprum` crate's documentation for the full shape.
+#[proc_macro_attribute]
+pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(proc_macro2::Span::call_site(), "#[cuda_module] takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let module = syn::parse_macro_input!(item as syn::ItemMod);
+    match host::expand(module) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn outside_module(what: &str) -> TokenStream {
+    syn::Error::new(
+        proc_macro2::Span::call_site(),
+        format!("#[{what}] only has a meaning on a function inside a #[cuda_module] module"),
+    )
+    .to_compile_error()
+    .into()
+}
+
+/// Marks a device kernel inside a `#[cuda_module]`.
+#[proc_macro_attribute]
+pub fn kernel(_attr: TokenStream, _item: TokenStream) -> TokenStream {
+    outside_module("kernel")
+}
+
+/// `#[launch_bounds(max_threads[, min_blocks_per_sm])]` on a kernel inside a `#[cuda_module]`.
+#[proc_macro_attribute]
+pub fn launch_bounds(_attr: TokenStream, _item: TokenStream) -> TokenStream {
+    outside_module("launch_bounds")
+}
+
+/// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`.
+#[proc_macro_attribute]
+pub fn launch_contract(_attr: TokenStream, _item: TokenStream) -> TokenStream {
+    outside_module("launch_contract")
+}

@@ -1,0 +1,138 @@
+//! Front-end tests that need no backend: what compiles, the IR it gives, and the errors (with
+//! their messages) for what device code cannot do.
+
+use cuprum_front::compile_source;
+use cuprum_ir::{ScalarType, print_kernel, validate_module};
+
+fn module(body: &str) -> String {
+    format!("mod kernels {{ use super::*; {body} }}")
+}
+
+fn compile_ok(body: &str) -> cuprum_ir::Module {
+    match compile_source(&module(body)) {
+        Ok(m) => {
+            if let Err(e) = validate_module(&m.ir) {
+                panic!("invalid IR: {e}");
+            }
+            m.ir
+        }
+        Err(e) => panic!("expected to compile, got: {e}"),
+    }
+}
+
+fn compile_err(body: &str) -> String {
+    match compile_source(&module(body)) {
+        Ok(m) => panic!("expected an error, got IR:\n{}", cuprum_ir::print_module(&m.ir)),
+        Err(e) => e,
+    }
+}
+
+const VECADD: &str = r#"
+    #[kernel]
+    #[launch_bounds(256)]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn vecadd(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(out) = c.get_mut(i) {
+            *out = a[i.get()] + b[i.get()];
+        }
+    }
+"#;
+
+#[test]
+fn vecadd_compiles_with_params_and_bounds() {
+    let ir = compile_ok(VECADD);
+    let k = &ir.kernels[0];
+    assert_eq!(k.name, "vecadd");
+    assert_eq!(k.params.len(), 3);
+    assert_eq!(k.launch_bounds.map(|b| b.max_threads), Some(256));
+    let text = print_kernel(k);
+    assert!(text.contains("c: disjoint [f32]"), "{text}");
+    assert!(text.contains("bounds_check"), "slice indexing must be checked:\n{text}");
+}
+
+#[test]
+fn the_same_source_gives_the_same_ir() {
+    assert_eq!(compile_ok(VECADD), compile_ok(VECADD));
+}
+
+#[test]
+fn mutable_literal_takes_its_type_from_later_use() {
+    let ir = compile_ok(
+        r#"#[kernel] pub fn sum(x: &[f64], mut out: DisjointSlice<f64>) {
+            let i = thread::index_1d();
+            let mut acc = 0.0;
+            let mut k = 0;
+            while k < x.len() { acc += x[k]; k += 1; }
+            if let Some(o) = out.get_mut(i) { *o = acc; }
+        }"#,
+    );
+    let vars: Vec<(String, ScalarType)> = ir.kernels[0].vars.iter().map(|(_, v)| (v.name.clone(), v.ty)).collect();
+    assert!(vars.contains(&("acc".into(), ScalarType::F64)), "{vars:?}");
+    assert!(vars.contains(&("k".into(), ScalarType::U64)), "{vars:?}");
+}
+
+#[test]
+fn unconstrained_literals_default_like_rust() {
+    let ir = compile_ok(
+        r#"#[kernel] pub fn d(mut out: DisjointSlice<i32>) {
+            let i = thread::index_1d();
+            let mut n = 0;
+            let mut f = 1.5;
+            n += 2;
+            f *= 2.0;
+            if let Some(o) = out.get_mut(i) { *o = n + (f as i32); }
+        }"#,
+    );
+    let vars: Vec<(String, ScalarType)> = ir.kernels[0].vars.iter().map(|(_, v)| (v.name.clone(), v.ty)).collect();
+    assert!(vars.contains(&("n".into(), ScalarType::I32)), "{vars:?}");
+    assert!(vars.contains(&("f".into(), ScalarType::F64)), "{vars:?}");
+}
+
+#[test]
+fn unsupported_rust_is_an_error_that_says_why() {
+    let cases = [
+        ("let v = Vec::new();", "heap"),
+        ("println!(\"hi\");", "printing"),
+        ("let f = |x: f32| x;", "closures"),
+        ("let s = std::f32::consts::PI;", "not a value known"),
+        ("let t = a.iter();", "method `iter` is not supported"),
+        ("let m = match 1 { _ => 2 };", "`match` is not supported"),
+    ];
+    for (stmt, needle) in cases {
+        let e = compile_err(&format!(
+            "#[kernel] pub fn k(a: &[f32], mut o: DisjointSlice<f32>) {{ {stmt} }}"
+        ));
+        assert!(e.contains(needle), "`{stmt}`: expected `{needle}` in: {e}");
+    }
+}
+
+#[test]
+fn signature_errors() {
+    let e = compile_err("#[kernel] pub fn k(a: &mut [f32]) {}");
+    assert!(e.contains("only allowed in `unsafe` kernels"), "{e}");
+    let e = compile_err("#[kernel] pub fn k(a: Vec<f32>) {}");
+    assert!(e.contains("unsupported kernel parameter type"), "{e}");
+    let e = compile_err("#[kernel] pub fn k(a: &[f32]) -> f32 { 1.0 }");
+    assert!(e.contains("kernels return nothing"), "{e}");
+    let e = compile_err("#[kernel] #[launch_bounds(64)] #[launch_contract(domain = 1, block = (128, 1, 1))] pub fn k(a: &[f32]) {}");
+    assert!(e.contains("exceeds #[launch_bounds(64)]"), "{e}");
+    let e = compile_err("#[kernel] #[launch_contract(domain = 4, block = (128, 1, 1))] pub fn k(a: &[f32]) {}");
+    assert!(e.contains("domain must be 1, 2 or 3"), "{e}");
+}
+
+#[test]
+fn disjoint_slices_take_only_the_thread_index() {
+    let e = compile_err(
+        "#[kernel] pub fn k(mut o: DisjointSlice<f32>) { if let Some(x) = o.get_mut(3) { *x = 1.0; } }",
+    );
+    assert!(e.contains("indexed by the thread's own index"), "{e}");
+}
+
+#[test]
+fn type_mismatches_are_reported() {
+    let e = compile_err(
+        "#[kernel] pub fn k(a: &[f32], mut o: DisjointSlice<u32>) { let i = thread::index_1d(); if let Some(x) = o.get_mut(i) { *x = a[i.get()]; } }",
+    );
+    assert!(e.contains("mismatched types: expected `u32`, found `f32`"), "{e}");
+}

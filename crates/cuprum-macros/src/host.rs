@@ -1,0 +1,274 @@
+//! Generation of the host side of a `#[cuda_module]`: the module's `load`, its `Module` type
+//! with `prepare_*` and launch methods, and the host copies of the kernels for type checking.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+
+use cuprum_front::{HostParam, KernelInfo};
+
+/// Names the generated `Module` type already uses; a kernel may not take them.
+const RESERVED: [&str; 4] = ["load", "ir", "ptx", "context"];
+
+pub fn expand(module: syn::ItemMod) -> syn::Result<TokenStream> {
+    let compiled = cuprum_front::compile_module(&module)?;
+    for k in &compiled.info.kernels {
+        if RESERVED.contains(&k.name.as_str()) || k.name.starts_with("prepare_") {
+            return Err(syn::Error::new(
+                k.item.sig.ident.span(),
+                format!("a kernel cannot be called `{}`: the generated module API uses that name", k.name),
+            ));
+        }
+    }
+    let source = quote!(#module).to_string();
+    let Some((_, items)) = &module.content else {
+        return Err(syn::Error::new(module.span(), "#[cuda_module] needs an inline module"));
+    };
+    let vis = &module.vis;
+    let ident = &module.ident;
+    let attrs = &module.attrs;
+    let module_name = ident.to_string();
+
+    let mut kept = Vec::new();
+    let mut host_kernels = Vec::new();
+    for item in items {
+        match item {
+            syn::Item::Fn(f) if f.attrs.iter().any(|a| cuprum_front_attr(a, "kernel")) => {
+                let mut f = f.clone();
+                f.attrs.retain(|a| !["kernel", "launch_bounds", "launch_contract"].iter().any(|n| cuprum_front_attr(a, n)));
+                f.vis = syn::Visibility::Inherited;
+                host_kernels.push(f);
+            }
+            syn::Item::Fn(f) => {
+                let mut f = f.clone();
+                f.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                kept.push(syn::Item::Fn(f));
+            }
+            other => kept.push(other.clone()),
+        }
+    }
+
+    let mut fields = Vec::new();
+    let mut field_inits = Vec::new();
+    let mut markers = Vec::new();
+    let mut methods = Vec::new();
+    for k in &compiled.info.kernels {
+        let name = &k.name;
+        let field = format_ident!("__kernel_{}", name);
+        fields.push(quote!(#field: usize));
+        field_inits.push(quote!(#field: inner.kernel_index(#name)?));
+        let (method, marker) = launch_method(k, &field)?;
+        methods.push(method);
+        markers.extend(marker);
+    }
+
+    Ok(quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#kept)*
+
+            /// Host copies of the kernels: never called, they let rustc type-check the
+            /// kernel bodies and point its errors at the user's code.
+            #[doc(hidden)]
+            #[allow(dead_code, unused_variables, unused_mut, unused_imports, unused_unsafe,
+                    unreachable_code, clippy::all)]
+            mod __cuprum_host_check {
+                use super::*;
+                #(#host_kernels)*
+            }
+
+            #(#markers)*
+
+            #[doc(hidden)]
+            const __CUPRUM_SOURCE: &str = #source;
+
+            /// The IR of this module's kernels, compiled once per process.
+            pub fn ir() -> ::cuprum::Result<::std::sync::Arc<::cuprum::ir::Module>> {
+                static IR: ::std::sync::OnceLock<
+                    ::std::result::Result<::std::sync::Arc<::cuprum::ir::Module>, ::std::string::String>,
+                > = ::std::sync::OnceLock::new();
+                IR.get_or_init(|| ::cuprum::__private::compile_source(__CUPRUM_SOURCE))
+                    .clone()
+                    .map_err(|message| ::cuprum::Error::Compile { kernel: #module_name.into(), message })
+            }
+
+            /// This module's kernels, loaded on one context.
+            pub struct Module {
+                inner: ::cuprum::__private::LoadedModule,
+                #(#fields,)*
+            }
+
+            /// Compiles (once per process) and loads this module's kernels on `ctx`.
+            pub fn load(ctx: &::cuprum::CudaContext) -> ::cuprum::Result<Module> {
+                let inner = ::cuprum::__private::LoadedModule::load(ctx, ir()?)?;
+                Ok(Module { #(#field_inits,)* inner })
+            }
+
+            impl Module {
+                /// The PTX the driver loaded (CUDA backend only).
+                pub fn ptx(&self) -> ::std::option::Option<&str> {
+                    self.inner.ptx()
+                }
+
+                /// The context the module is loaded on.
+                pub fn context(&self) -> &::cuprum::CudaContext {
+                    self.inner.context()
+                }
+
+                #(#methods)*
+            }
+        }
+    })
+}
+
+fn cuprum_front_attr(a: &syn::Attribute, name: &str) -> bool {
+    a.path().segments.last().is_some_and(|s| s.ident == name)
+}
+
+fn camel(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The element type `T` of `&[T]`, `&mut [T]` or `DisjointSlice<T>`.
+fn element_type(ty: &syn::Type) -> Option<&syn::Type> {
+    match ty {
+        syn::Type::Reference(r) => match &*r.elem {
+            syn::Type::Slice(s) => Some(&s.elem),
+            _ => None,
+        },
+        syn::Type::Path(p) => match &p.path.segments.last()?.arguments {
+            syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The host signature and argument conversion of one parameter.
+fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
+    let name = &p.name;
+    Ok(match p.ty {
+        cuprum_front::ParamType::Scalar(_) => {
+            let ty = &p.rust_type;
+            (quote!(#name: #ty), quote!(::cuprum::__private::KernelArg::scalar(#name)))
+        }
+        cuprum_front::ParamType::Slice { access, .. } => {
+            let elem = element_type(&p.rust_type)
+                .ok_or_else(|| syn::Error::new(p.rust_type.span(), "cannot find the element type"))?;
+            if access == cuprum_front::SliceAccess::ReadOnly {
+                (
+                    quote!(#name: &::cuprum::DeviceBuffer<#elem>),
+                    quote!(::cuprum::__private::KernelArg::slice(#name)),
+                )
+            } else {
+                (
+                    quote!(#name: &mut ::cuprum::DeviceBuffer<#elem>),
+                    quote!(::cuprum::__private::KernelArg::slice_mut(#name)),
+                )
+            }
+        }
+    })
+}
+
+fn launch_method(k: &KernelInfo, field: &syn::Ident) -> syn::Result<(TokenStream, Option<TokenStream>)> {
+    let name = &k.name;
+    let method = format_ident!("{}", name, span = k.item.sig.ident.span());
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    for p in &k.params {
+        let (param, arg) = host_param(p)?;
+        params.push(param);
+        args.push(arg);
+    }
+    let Some(contract) = k.contract else {
+        let doc = format!(
+            "Launches `{name}` with a raw configuration.\n\n# Safety\n\nThe kernel has no \
+             `#[launch_contract]`, so nothing checks the configuration against what the kernel \
+             assumes; {}the caller must make sure every thread's accesses stay in bounds and \
+             do not race.",
+            if k.is_unsafe { "it is an `unsafe` kernel, so " } else { "" }
+        );
+        return Ok((
+            quote! {
+                #[doc = #doc]
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn #method(
+                    &self,
+                    stream: &::cuprum::Stream,
+                    config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
+                    #(#params),*
+                ) -> ::cuprum::Result<()> {
+                    let args = [#(#args),*];
+                    // SAFETY: the caller upholds the contract stated above; the argument list
+                    // mirrors the kernel's parameters, as the macro generated it.
+                    unsafe { self.inner.launch(stream, self.#field, &config.into(), &args) }
+                }
+            },
+            None,
+        ));
+    };
+    let marker = format_ident!("{}Kernel", camel(name));
+    let prepare = format_ident!("prepare_{}", name);
+    let (bx, by, bz) = contract.block;
+    let domain = contract.domain;
+    let max_threads = match k.launch_bounds {
+        Some(b) => {
+            let m = b.max_threads;
+            quote!(::std::option::Option::Some(#m))
+        }
+        None => quote!(::std::option::Option::None),
+    };
+    let marker_doc = format!("Marks a [`Prepared`](::cuprum::simt::Prepared) configuration of kernel `{name}`.");
+    let prepare_doc = format!(
+        "Checks `config` against `{name}`'s launch contract (domain {domain}, block ({bx}, {by}, {bz})) \
+         and the device's limits."
+    );
+    let launch_doc = format!("Launches `{name}` on `stream` with a configuration checked by [`Module::{prepare}`].");
+    Ok((
+        quote! {
+            #[doc = #prepare_doc]
+            pub fn #prepare(
+                &self,
+                config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
+            ) -> ::cuprum::Result<::cuprum::simt::Prepared<#marker>> {
+                let config = config.into();
+                ::cuprum::__private::LaunchContract {
+                    kernel: #name,
+                    domain: #domain,
+                    block: (#bx, #by, #bz),
+                    max_threads: #max_threads,
+                }
+                .check(self.inner.context(), &config)?;
+                ::std::result::Result::Ok(::cuprum::simt::Prepared::__new(config))
+            }
+
+            #[doc = #launch_doc]
+            #[allow(clippy::too_many_arguments)]
+            pub fn #method(
+                &self,
+                stream: &::cuprum::Stream,
+                prepared: &::cuprum::simt::Prepared<#marker>,
+                #(#params),*
+            ) -> ::cuprum::Result<()> {
+                let args = [#(#args),*];
+                // SAFETY: the argument list mirrors the kernel's parameters (the macro made
+                // both); `&` and `&mut` borrows of the buffers rule out an output aliasing an
+                // input; the configuration passed the contract check in `prepare`.
+                unsafe { self.inner.launch(stream, self.#field, &prepared.config(), &args) }
+            }
+        },
+        Some(quote! {
+            #[doc = #marker_doc]
+            pub enum #marker {}
+        }),
+    ))
+}
