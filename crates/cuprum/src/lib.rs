@@ -1,1 +1,93 @@
-//! placeholder
+//! cuprum: GPU kernels written in Rust and run from Rust, on stable Rust, with no CUDA
+//! toolkit and no LLVM. Kernels compile to PTX that the CUDA driver runs; where there is no
+//! GPU, a CPU emulator runs the same kernels, so `cargo test` works anywhere.
+//!
+//! This is the facade users depend on: it re-exports the runtime, the SIMT track's macros and
+//! device API, and the IR for those who want to read what the compiler made.
+//!
+//! ```
+//! use cuprum::simt::{kernel, launch_bounds, launch_contract, thread, DisjointSlice};
+//! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+//!
+//! #[cuda_module]
+//! mod kernels {
+//!     use super::*;
+//!
+//!     #[kernel]
+//!     #[launch_bounds(128)]
+//!     #[launch_contract(domain = 1, block = (128, 1, 1))]
+//!     pub fn scale(factor: f32, x: &[f32], mut out: DisjointSlice<f32>) {
+//!         let i = thread::index_1d();
+//!         if let Some(o) = out.get_mut(i) {
+//!             *o = factor * x[i.get()];
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> cuprum::Result<()> {
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let x = DeviceBuffer::from_host(&stream, &[1.0f32, 2.0, 3.0])?;
+//! let mut out = DeviceBuffer::from_host(&stream, &[f32::NAN; 3])?;
+//! let module = kernels::load(&ctx)?;
+//! let prepared = module.prepare_scale(LaunchConfig1D::new(1, 128, 0))?;
+//! module.scale(&stream, &prepared, 2.0, &x, &mut out)?;
+//! assert_eq!(out.to_host_vec(&stream)?, vec![2.0, 4.0, 6.0]);
+//! # Ok(())
+//! # }
+//! ```
+
+// Lets the code `#[cuda_module]` generates (which names `::cuprum`) work inside this crate.
+extern crate self as cuprum;
+
+pub mod simt;
+
+pub use cuprum_ir as ir;
+pub use cuprum_macros::cuda_module;
+pub use cuprum_runtime::{
+    BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, Error, Event,
+    LaunchConfig, LaunchConfig1D, Result, Stream,
+};
+pub use half;
+
+/// What most programs need: `use cuprum::prelude::*;`.
+pub mod prelude {
+    pub use crate::simt::{DisjointSlice, Prepared, kernel, launch_bounds, launch_contract, thread};
+    pub use crate::{CudaContext, DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, Stream, cuda_module};
+}
+
+/// Used by the code `#[cuda_module]` generates; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use cuprum_runtime::{KernelArg, LaunchContract, LoadedModule};
+    use std::sync::Arc;
+
+    /// Compiles a module's embedded source to IR (once per process, cached by the caller).
+    ///
+    /// With `CUPRUM_PTX_DUMP=<dir>` set, also writes the module's PTX for every target into
+    /// that directory, whatever the backend: CI assembles those files with `ptxas`, so every
+    /// kernel the tests build is checked on a machine without a GPU.
+    pub fn compile_source(source: &str) -> Result<Arc<cuprum_ir::Module>, String> {
+        let ir = cuprum_front::compile_source(source)?.ir;
+        if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+            dump_ptx(std::path::Path::new(&dir), source, &ir)?;
+        }
+        Ok(Arc::new(ir))
+    }
+
+    fn dump_ptx(dir: &std::path::Path, source: &str, ir: &cuprum_ir::Module) -> Result<(), String> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut hasher);
+        let stem = match ir.kernels.first() {
+            Some(k) => format!("{}-{:016x}", k.name, hasher.finish()),
+            None => format!("empty-{:016x}", hasher.finish()),
+        };
+        for target in [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90] {
+            let ptx = cuprum_ptx::write_module(ir, target).map_err(|e| e.to_string())?;
+            let path = dir.join(format!("{stem}.{}.ptx", target.name()));
+            std::fs::write(&path, ptx).map_err(|e| format!("CUPRUM_PTX_DUMP: writing {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+}

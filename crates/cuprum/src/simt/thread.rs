@@ -1,0 +1,60 @@
+//! Thread, block and grid indices, as device code reads them.
+//!
+//! The bodies here run only if host code calls them, which is meaningless: they return zero.
+//! In a kernel, the compiler replaces each call with the hardware register it names.
+
+/// The global 1-D index of the calling thread (`blockIdx.x * blockDim.x + threadIdx.x`).
+///
+/// Only [`index_1d`] makes one, which is what lets [`DisjointSlice`](super::DisjointSlice)
+/// promise that threads write disjoint elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadIndex1D {
+    raw: usize,
+}
+
+impl ThreadIndex1D {
+    /// The index as a `usize`, for indexing slices.
+    pub fn get(self) -> usize {
+        self.raw
+    }
+}
+
+/// The global 1-D index of the calling thread.
+pub fn index_1d() -> ThreadIndex1D {
+    ThreadIndex1D { raw: 0 }
+}
+
+macro_rules! registers {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        $( $(#[$doc])* pub fn $name() -> u32 { 0 } )*
+    };
+}
+
+registers! {
+    /// `threadIdx.x`.
+    thread_idx_x,
+    /// `threadIdx.y`.
+    thread_idx_y,
+    /// `threadIdx.z`.
+    thread_idx_z,
+    /// `blockIdx.x`.
+    block_idx_x,
+    /// `blockIdx.y`.
+    block_idx_y,
+    /// `blockIdx.z`.
+    block_idx_z,
+    /// `blockDim.x`.
+    block_dim_x,
+    /// `blockDim.y`.
+    block_dim_y,
+    /// `blockDim.z`.
+    block_dim_z,
+    /// `gridDim.x`.
+    grid_dim_x,
+    /// `gridDim.y`.
+    grid_dim_y,
+    /// `gridDim.z`.
+    grid_dim_z,
+    /// The lane of the calling thread within its warp, `0..32`.
+    lane_id,
+}

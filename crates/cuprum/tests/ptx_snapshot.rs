@@ -1,0 +1,46 @@
+//! The PTX of vecadd, kept as a snapshot so every change to code generation shows up in
+//! review. `CUPRUM_BLESS=1 cargo test --test ptx_snapshot` rewrites the snapshot.
+//! Where `ptxas` is available (CI installs it), the PTX must also assemble.
+
+use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
+use cuprum::cuda_module;
+use cuprum_ptx::Target;
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    #[kernel]
+    #[launch_bounds(256)]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn vecadd(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(out) = c.get_mut(i) {
+            *out = a[i.get()] + b[i.get()];
+        }
+    }
+}
+
+#[test]
+fn vecadd_ptx_matches_the_snapshot() -> Result<(), Box<dyn std::error::Error>> {
+    let ir = kernels::ir()?;
+    for target in [Target::Sm80, Target::Sm90] {
+        let ptx = cuprum_ptx::write_module(&ir, target)?;
+        let path = format!("{}/tests/snapshots/vecadd.{}.ptx", env!("CARGO_MANIFEST_DIR"), target.name());
+        if std::env::var_os("CUPRUM_BLESS").is_some() {
+            std::fs::write(&path, &ptx)?;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{path}: {e} (run with CUPRUM_BLESS=1 to create it)"))?;
+        assert!(
+            ptx == expected,
+            "PTX for {} changed; review and bless with CUPRUM_BLESS=1.\n--- new ---\n{ptx}",
+            target.name()
+        );
+        match cuprum_ptx::ptxas::assemble(&ptx, target) {
+            Ok(()) => {}
+            Err(e) => panic!("ptxas rejected vecadd for {}: {e}", target.name()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! The device language the front end accepts today — loops, branches, inference of literal
+//! types, integer and float operations, casts, `unsafe` kernels — each kernel checked against
+//! the same computation in plain Rust on random inputs.
+
+mod common;
+
+use common::{assert_same, blocks_for, ctx, random_f32, random_i32, random_u32};
+use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
+use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    /// Collatz steps: a `while` loop whose trip count differs from lane to lane.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn collatz(x: &[u32], mut steps: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        let mut v = x[i.get() % x.len()] % 1000 + 1;
+        let mut n = 0;
+        while v != 1 {
+            if v % 2 == 0 {
+                v = v / 2;
+            } else {
+                v = 3 * v + 1;
+            }
+            n += 1;
+        }
+        if let Some(out) = steps.get_mut(i) {
+            *out = n;
+        }
+    }
+
+    /// Horner's rule: `acc` and the loop counter take their types from their uses.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn horner(coef: &[f32], x: &[f32], mut y: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            let v = x[i.get()];
+            let mut acc = 0.0;
+            for k in 0..coef.len() {
+                acc = acc * v + coef[k];
+            }
+            *out = acc;
+        }
+    }
+
+    /// Wrapping integer arithmetic, shifts, bit operations, min/max and an `if` with a value.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn int_mix(a: &[i32], b: &[i32], mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        let k = i.get();
+        let (x, y) = (a[k], b[k]);
+        let d = if y == 0 { 1 } else { y };
+        let q = x / d + x % d;
+        let s = (x << (y & 7)) ^ (x >> 3) | (y & 0x0f0f);
+        let m = x.wrapping_mul(31).wrapping_add(y).max(-5).min(1 << 20);
+        let sign = if x < 0 { -1 } else if x > 0 { 1 } else { 0 };
+        if let Some(o) = out.get_mut(i) {
+            *o = q.wrapping_add(s).wrapping_sub(m) + sign;
+        }
+    }
+
+    /// Rust's `as`: float to int saturates, NaN gives 0; int to float rounds.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn casts(x: &[f32], mut as_i32: DisjointSlice<i32>, mut as_u8: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        let v = x[i.get()];
+        if let Some(o) = as_i32.get_mut(i) {
+            *o = v as i32;
+        }
+        if let Some(o) = as_u8.get_mut(i) {
+            *o = (v as u8) as u32 + ((v as i64) as f64 as f32 as u16) as u32;
+        }
+    }
+
+    /// `loop`, `break`, `continue`, a reversed and a stepped range.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn loops(n: &[u32], mut out: DisjointSlice<u64>) {
+        let i = thread::index_1d();
+        let limit = n[i.get()] % 200;
+        let mut total: u64 = 0;
+        let mut k = 0u32;
+        loop {
+            k += 1;
+            if k > limit {
+                break;
+            }
+            if k % 3 == 0 {
+                continue;
+            }
+            total += k as u64;
+        }
+        for j in (0..limit).rev() {
+            if j % 5 == 0 {
+                continue;
+            }
+            total = total * 3 + j as u64;
+        }
+        for j in (1..=limit).step_by(7) {
+            total ^= j as u64;
+        }
+        if let Some(o) = out.get_mut(i) {
+            *o = total;
+        }
+    }
+
+    /// Float methods and short-circuit logic.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn float_methods(x: &[f32], mut y: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        let k = i.get();
+        let v = x[k];
+        let safe = k + 1 < x.len() && x[k + 1] > 0.0;
+        let w = if safe { v.abs().sqrt() } else { v.floor().min(2.5).max(-2.5) };
+        if let Some(o) = y.get_mut(i) {
+            *o = w.mul_add(2.0, -v.ceil()) + v.trunc() + v.round();
+        }
+    }
+
+    /// An `unsafe` kernel may take `&mut [T]`; it is launched through the raw method.
+    #[kernel]
+    pub unsafe fn scale_in_place(data: &mut [f32], factor: f32) {
+        let i = thread::index_1d().get();
+        if i < data.len() {
+            data[i] = data[i] * factor;
+        }
+    }
+}
+
+fn config(n: usize, block: u32) -> LaunchConfig1D {
+    LaunchConfig1D::new(blocks_for(n, block), block, 0)
+}
+
+#[test]
+fn collatz_divergent_while_loop() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 3000);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_u32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &vec![u32::MAX; n])?;
+    m.collatz(&stream, &m.prepare_collatz(config(n, 128))?, &dx, &mut out)?;
+    let want: Vec<u32> = x
+        .iter()
+        .map(|&v| {
+            let (mut v, mut n) = (v % 1000 + 1, 0);
+            while v != 1 {
+                v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+                n += 1;
+            }
+            n
+        })
+        .collect();
+    assert_same("collatz", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn horner_infers_literal_types_from_use() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 5000);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let (coef, x) = (random_f32(7), random_f32(n).iter().map(|v| v / 100.0).collect::<Vec<_>>());
+    let (dc, dx) = (DeviceBuffer::from_host(&stream, &coef)?, DeviceBuffer::from_host(&stream, &x)?);
+    let mut dy = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    m.horner(&stream, &m.prepare_horner(config(n, 128))?, &dc, &dx, &mut dy)?;
+    let want: Vec<f32> = x.iter().map(|&v| coef.iter().fold(0.0f32, |acc, &c| acc * v + c)).collect();
+    assert_same("horner", &dy.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn integer_operations_wrap_like_rust_release() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 4099);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let (a, mut b) = (random_i32(n), random_i32(n));
+    b[0] = 0;
+    b[1] = -1;
+    let (da, db) = (DeviceBuffer::from_host(&stream, &a)?, DeviceBuffer::from_host(&stream, &b)?);
+    let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN; n])?;
+    m.int_mix(&stream, &m.prepare_int_mix(config(n, 256))?, &da, &db, &mut out)?;
+    let want: Vec<i32> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| {
+            let d = if y == 0 { 1 } else { y };
+            let q = x.wrapping_div(d).wrapping_add(x.wrapping_rem(d));
+            let s = (x.wrapping_shl((y & 7) as u32)) ^ (x >> 3) | (y & 0x0f0f);
+            let m = x.wrapping_mul(31).wrapping_add(y).max(-5).min(1 << 20);
+            let sign = x.signum();
+            q.wrapping_add(s).wrapping_sub(m).wrapping_add(sign)
+        })
+        .collect();
+    assert_same("int_mix", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn casts_follow_rust_as() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 2048);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut x: Vec<f32> = random_f32(n).iter().map(|v| v * 1e8).collect();
+    x[..8].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 255.9, 256.0, -1e30, 3e9]);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut o1 = DeviceBuffer::from_host(&stream, &vec![7i32; n])?;
+    let mut o2 = DeviceBuffer::from_host(&stream, &vec![7u32; n])?;
+    m.casts(&stream, &m.prepare_casts(config(n, 128))?, &dx, &mut o1, &mut o2)?;
+    let want1: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+    let want2: Vec<u32> = x.iter().map(|&v| (v as u8) as u32 + ((v as i64) as f64 as f32 as u16) as u32).collect();
+    assert_same("f32 as i32", &o1.to_host_vec(&stream)?, &want1);
+    assert_same("mixed casts", &o2.to_host_vec(&stream)?, &want2);
+    Ok(())
+}
+
+#[test]
+fn loop_break_continue_rev_step_by() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 700);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_u32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &vec![u64::MAX; n])?;
+    m.loops(&stream, &m.prepare_loops(config(n, 64))?, &dx, &mut out)?;
+    let want: Vec<u64> = x
+        .iter()
+        .map(|&v| {
+            let limit = v % 200;
+            let mut total: u64 = (1..=limit).filter(|k| k % 3 != 0).map(u64::from).sum();
+            for j in (0..limit).rev() {
+                if j % 5 != 0 {
+                    total = total.wrapping_mul(3).wrapping_add(j as u64);
+                }
+            }
+            for j in (1..=limit).step_by(7) {
+                total ^= j as u64;
+            }
+            total
+        })
+        .collect();
+    assert_same("loops", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn float_methods_and_short_circuit() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 1500);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_f32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut dy = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    m.float_methods(&stream, &m.prepare_float_methods(config(n, 128))?, &dx, &mut dy)?;
+    let want: Vec<f32> = (0..n)
+        .map(|k| {
+            let v = x[k];
+            let safe = k + 1 < n && x[k + 1] > 0.0;
+            let w = if safe { v.abs().sqrt() } else { v.floor().min(2.5).max(-2.5) };
+            w.mul_add(2.0, -v.ceil()) + v.trunc() + v.round()
+        })
+        .collect();
+    assert_same("float methods", &dy.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn unsafe_kernel_through_raw_launch() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 1003);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_f32(n);
+    let mut d = DeviceBuffer::from_host(&stream, &x)?;
+    let config: LaunchConfig = config(n, 96).into();
+    // SAFETY: one thread per element, guarded by `i < data.len()`; nothing else aliases `d`.
+    unsafe { m.scale_in_place(&stream, config, &mut d, 1.5)? };
+    let want: Vec<f32> = x.iter().map(|v| v * 1.5).collect();
+    assert_same("scale_in_place", &d.to_host_vec(&stream)?, &want);
+    Ok(())
+}
