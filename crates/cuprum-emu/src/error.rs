@@ -1,0 +1,241 @@
+//! The emulator's errors: one typed variant per thing that can go wrong, each naming the kernel,
+//! the block and thread (`[x, y, z]`, as `blockIdx`/`threadIdx`) and the address where that
+//! applies, with a message that says what to look at.
+//!
+//! Hot code never builds these: the interpreter reports small internal faults and the warp that
+//! hit one turns it into an [`EmuError`] with its context, once, on the error path.
+
+use cuprum_ir::AddressSpace;
+
+/// A block or thread index (`[x, y, z]`), as CUDA's `blockIdx` / `threadIdx`.
+pub type Dim3 = [u32; 3];
+
+/// Which kind of conflict a shared-memory race is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RaceKind {
+    /// Two threads wrote the same byte between two barriers.
+    WriteWrite,
+    /// One thread wrote and another read the same byte between two barriers.
+    ReadWrite,
+}
+
+/// What a faulting memory access was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    Load,
+    Store,
+    Atomic,
+}
+
+impl AccessKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Load => "load",
+            Self::Store => "store",
+            Self::Atomic => "atomic",
+        }
+    }
+}
+
+fn space_name(space: &AddressSpace) -> &'static str {
+    match space {
+        AddressSpace::Global => "global",
+        AddressSpace::Shared => "shared",
+        AddressSpace::Local => "local",
+    }
+}
+
+fn race_name(kind: &RaceKind) -> &'static str {
+    match kind {
+        RaceKind::WriteWrite => "write/write",
+        RaceKind::ReadWrite => "read/write",
+    }
+}
+
+/// Everything the emulator reports. Device-side variants name the kernel, the block and the
+/// thread; memory variants name the address (a device address for `Global`, a byte offset into
+/// the block's shared memory or the thread's local memory otherwise).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EmuError {
+    /// The kernel failed IR validation; nothing ran.
+    #[error("kernel `{kernel}` is not valid IR, nothing was run: {message}")]
+    InvalidKernel { kernel: String, message: String },
+
+    /// The grid, block or shared-memory size is not one a GPU accepts.
+    #[error("cannot launch kernel `{kernel}`: {message}")]
+    InvalidLaunch { kernel: String, message: String },
+
+    /// The launch passed a different number of arguments than the kernel has parameters.
+    #[error("kernel `{kernel}` has {expected} parameters but the launch passed {got} arguments")]
+    ArgumentCount {
+        kernel: String,
+        expected: usize,
+        got: usize,
+    },
+
+    /// An argument does not fit its parameter (wrong kind, non-canonical scalar bits, or a
+    /// slice that is not inside live device memory).
+    #[error("argument {index} (`{param}`) of kernel `{kernel}`: {message}")]
+    ArgumentMismatch {
+        kernel: String,
+        index: usize,
+        param: String,
+        message: String,
+    },
+
+    /// An allocation did not fit in the emulated device's memory.
+    #[error(
+        "out of emulated device memory: {requested} bytes requested, {available} of the \
+         emulator's capacity still free (free buffers, or create the Memory with a larger capacity)"
+    )]
+    OutOfMemory { requested: u64, available: u64 },
+
+    /// `free` of an address that is not the start of a live allocation.
+    #[error(
+        "free of {address:#x}, which is not the start of a live allocation (freed twice, or \
+         an address from somewhere else)"
+    )]
+    InvalidFree { address: u64 },
+
+    /// A host-side read, write, fill or copy touched memory outside every live allocation.
+    #[error(
+        "host {op} of {len} bytes at {address:#x} is not inside one live allocation (buffer \
+         freed, too short, or wrong address)"
+    )]
+    HostOutOfBounds {
+        op: &'static str,
+        address: u64,
+        len: u64,
+    },
+
+    /// A kernel accessed memory outside every live allocation (global), outside the block's
+    /// shared memory, or outside the thread's local arrays; or an access straddled the end.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: out-of-bounds {} memory {} of \
+         {size} bytes at {address:#x}",
+        space_name(.space), .access.name()
+    )]
+    OutOfBounds {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        address: u64,
+        size: u32,
+        space: AddressSpace,
+        access: AccessKind,
+    },
+
+    /// A load, store or atomic at an address not a multiple of its size.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: misaligned {} memory access \
+         of {size} bytes at {address:#x} (addresses must be multiples of the access size)",
+        space_name(.space)
+    )]
+    Misaligned {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        address: u64,
+        size: u32,
+        space: AddressSpace,
+    },
+
+    /// A bounds check the front end emitted failed (`slice[index]` with `index >= len`).
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: index out of bounds at \
+         `{site}`: the len is {len} but the index is {index}"
+    )]
+    BoundsCheck {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        index: u64,
+        len: u64,
+        site: String,
+    },
+
+    /// An integer division or remainder by zero (a front-end check, or the IR operation
+    /// itself).
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: division by zero at {site}")]
+    DivideByZero {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        site: String,
+    },
+
+    /// A signed `MIN / -1` or `MIN % -1`, which overflows.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: signed division overflow \
+         (MIN / -1) at {site}"
+    )]
+    DivideOverflow {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        site: String,
+    },
+
+    /// A device assertion failed.
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: assertion failed: {message}")]
+    AssertFailed {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        message: String,
+    },
+
+    /// Two threads of a block touched the same shared-memory byte between two barriers, at
+    /// least one of them writing (atomics excepted). `threads.0` accessed it first.
+    #[error(
+        "kernel `{kernel}`, block {block:?}: shared-memory {} race at offset {address:#x} \
+         between thread {:?} and thread {:?} with no barrier between the accesses",
+        race_name(.kind), .threads.0, .threads.1
+    )]
+    SharedRace {
+        kernel: String,
+        block: Dim3,
+        threads: (Dim3, Dim3),
+        address: u64,
+        kind: RaceKind,
+    },
+
+    /// A read of shared memory that nothing in the block has written since the launch.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: read of {size} bytes of \
+         uninitialized shared memory at offset {address:#x} (nothing in this block wrote it)"
+    )]
+    UninitializedSharedRead {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        address: u64,
+        size: u32,
+    },
+
+    /// A barrier that not every non-exited thread of the block reached (a barrier in a
+    /// divergent branch or loop, or warps waiting at different barrier statements).
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: barrier divergence: {message}")]
+    BarrierDivergence {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        message: String,
+    },
+
+    /// A shuffle read the value of a lane that was not executing it (diverged or exited).
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: shuffle reads lane \
+         {source_lane}, which is inactive (diverged or exited) at this shuffle"
+    )]
+    ShuffleInactiveLane {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        source_lane: u32,
+    },
+
+    /// Something a validated kernel cannot do happened: a bug in the emulator or validator.
+    #[error("emulator internal error in kernel `{kernel}`: {message} (please report this)")]
+    Internal { kernel: String, message: String },
+}

@@ -1,0 +1,293 @@
+//! A block's shared memory, with the bookkeeping that finds races and uninitialized reads.
+//!
+//! The warps of a block run on one CPU thread, so the bytes are a plain `Vec<u8>`. Beside each
+//! byte the tracker keeps, for the current *epoch* (the stretch between two barriers), which
+//! thread last wrote it and up to two distinct threads that read it, plus the block in which it
+//! was first written. With that, between two barriers:
+//! * a write by thread B after a write by thread A is a write/write race;
+//! * a read by B after a write by A, or a write by B after a read by A, is a read/write race;
+//! * a read of a byte no thread of this block has written is an uninitialized read.
+//!
+//! Accesses by one thread never race with themselves. Atomics neither race with each other nor
+//! are recorded as reads or writes; they do count as a read for the uninitialized check and as
+//! a conflicting access when another thread plainly wrote the byte in the same epoch. Lanes of
+//! one warp are separate threads: two lanes storing to one byte in a single store race, and so
+//! does lane A reading a byte that lane B of the same warp writes before the next barrier (the
+//! IR has no warp-synchronous memory model).
+//!
+//! Epoch and block counters only grow, so nothing is cleared between blocks or barriers; the
+//! tracker is sized once per worker and reused.
+
+use crate::error::RaceKind;
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Track {
+    /// Block generation in which the byte was first written (initialized iff == current).
+    init: u32,
+    write_epoch: u32,
+    writer: u32,
+    read_epoch: u32,
+    reader: u32,
+    /// A second reader distinct from `reader`, or `NONE`.
+    reader2: u32,
+}
+
+const CLEAN: Track = Track {
+    init: 0,
+    write_epoch: 0,
+    writer: NONE,
+    read_epoch: 0,
+    reader: NONE,
+    reader2: NONE,
+};
+
+/// Why a shared access failed; the warp adds kernel, block and thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SharedFault {
+    OutOfBounds,
+    Misaligned,
+    Uninitialized {
+        offset: u32,
+    },
+    Race {
+        first: u32,
+        second: u32,
+        offset: u32,
+        kind: RaceKind,
+    },
+}
+
+/// One block's shared memory and its race tracker.
+pub(crate) struct SharedMem {
+    bytes: Vec<u8>,
+    track: Vec<Track>,
+    size: u32,
+    epoch: u32,
+    block_gen: u32,
+}
+
+impl SharedMem {
+    pub(crate) fn new() -> Self {
+        Self {
+            bytes: Vec::new(),
+            track: Vec::new(),
+            size: 0,
+            epoch: 0,
+            block_gen: 0,
+        }
+    }
+
+    /// Starts a block with `size` bytes of shared memory, all uninitialized.
+    pub(crate) fn begin_block(&mut self, size: u32) {
+        let n = size as usize;
+        if self.bytes.len() < n {
+            self.bytes.resize(n, crate::memory::POISON);
+            self.track.resize(n, CLEAN);
+        }
+        self.size = size;
+        self.block_gen = self.block_gen.wrapping_add(1);
+        self.next_epoch();
+        if self.block_gen == 0 {
+            self.reset();
+        }
+    }
+
+    /// A barrier: accesses before it no longer conflict with accesses after it.
+    pub(crate) fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.reset();
+        }
+    }
+
+    /// Counter wrap-around (after 2^32 barriers or blocks): forget everything but which bytes
+    /// the current block has written, and restart both counters at 1.
+    fn reset(&mut self) {
+        let live = self.block_gen;
+        for t in &mut self.track {
+            let init = u32::from(live != 0 && t.init == live);
+            *t = Track { init, ..CLEAN };
+        }
+        self.epoch = 1;
+        self.block_gen = 1;
+    }
+
+    #[inline]
+    fn check(&self, off: u32, size: u32) -> Result<usize, SharedFault> {
+        match off.checked_add(size) {
+            Some(end) if end <= self.size => {}
+            _ => return Err(SharedFault::OutOfBounds),
+        }
+        if !off.is_multiple_of(size) {
+            return Err(SharedFault::Misaligned);
+        }
+        Ok(off as usize)
+    }
+
+    #[inline]
+    fn value(&self, at: usize, size: u32) -> u64 {
+        let mut b = [0u8; 8];
+        b[..size as usize].copy_from_slice(&self.bytes[at..at + size as usize]);
+        u64::from_le_bytes(b)
+    }
+
+    /// A plain load of `size` bytes at `off` by block thread `thread`.
+    pub(crate) fn load(&mut self, off: u32, size: u32, thread: u32) -> Result<u64, SharedFault> {
+        let at = self.check(off, size)?;
+        let (epoch, gen_) = (self.epoch, self.block_gen);
+        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
+            let offset = off + i as u32;
+            if t.init != gen_ {
+                return Err(SharedFault::Uninitialized { offset });
+            }
+            if t.write_epoch == epoch && t.writer != thread {
+                return Err(SharedFault::Race {
+                    first: t.writer,
+                    second: thread,
+                    offset,
+                    kind: RaceKind::ReadWrite,
+                });
+            }
+            if t.read_epoch != epoch {
+                t.read_epoch = epoch;
+                t.reader = thread;
+                t.reader2 = NONE;
+            } else if t.reader != thread && t.reader2 == NONE {
+                t.reader2 = thread;
+            }
+        }
+        Ok(self.value(at, size))
+    }
+
+    /// A plain store of the low `size` bytes of `value` at `off` by `thread`.
+    pub(crate) fn store(
+        &mut self,
+        off: u32,
+        size: u32,
+        value: u64,
+        thread: u32,
+    ) -> Result<(), SharedFault> {
+        let at = self.check(off, size)?;
+        let (epoch, gen_) = (self.epoch, self.block_gen);
+        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
+            let offset = off + i as u32;
+            if t.write_epoch == epoch && t.writer != thread {
+                return Err(SharedFault::Race {
+                    first: t.writer,
+                    second: thread,
+                    offset,
+                    kind: RaceKind::WriteWrite,
+                });
+            }
+            if t.read_epoch == epoch {
+                let other = if t.reader != thread {
+                    t.reader
+                } else {
+                    t.reader2
+                };
+                if other != NONE && other != thread {
+                    return Err(SharedFault::Race {
+                        first: other,
+                        second: thread,
+                        offset,
+                        kind: RaceKind::ReadWrite,
+                    });
+                }
+            }
+            t.write_epoch = epoch;
+            t.writer = thread;
+            t.init = gen_;
+        }
+        self.bytes[at..at + size as usize].copy_from_slice(&value.to_le_bytes()[..size as usize]);
+        Ok(())
+    }
+
+    /// An atomic read-modify-write: replaces the value `v` at `off` by `f(v)`, returns `v`.
+    pub(crate) fn atomic(
+        &mut self,
+        off: u32,
+        size: u32,
+        thread: u32,
+        f: impl FnOnce(u64) -> u64,
+    ) -> Result<u64, SharedFault> {
+        let at = self.check(off, size)?;
+        let (epoch, gen_) = (self.epoch, self.block_gen);
+        for (i, t) in self.track[at..at + size as usize].iter().enumerate() {
+            let offset = off + i as u32;
+            if t.init != gen_ {
+                return Err(SharedFault::Uninitialized { offset });
+            }
+            if t.write_epoch == epoch && t.writer != thread {
+                return Err(SharedFault::Race {
+                    first: t.writer,
+                    second: thread,
+                    offset,
+                    kind: RaceKind::WriteWrite,
+                });
+            }
+        }
+        let old = self.value(at, size);
+        let new = f(old);
+        self.bytes[at..at + size as usize].copy_from_slice(&new.to_le_bytes()[..size as usize]);
+        Ok(old)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn races_and_epochs() {
+        let mut s = SharedMem::new();
+        s.begin_block(64);
+        assert_eq!(
+            s.load(0, 4, 0),
+            Err(SharedFault::Uninitialized { offset: 0 })
+        );
+        s.store(0, 4, 7, 0).unwrap();
+        assert_eq!(s.load(0, 4, 0), Ok(7));
+        assert!(matches!(
+            s.load(0, 4, 1),
+            Err(SharedFault::Race {
+                first: 0,
+                second: 1,
+                kind: RaceKind::ReadWrite,
+                ..
+            })
+        ));
+        s.next_epoch();
+        assert_eq!(s.load(0, 4, 1), Ok(7));
+        assert_eq!(s.load(0, 4, 2), Ok(7));
+        assert!(matches!(
+            s.store(0, 4, 1, 1),
+            Err(SharedFault::Race {
+                first: 2,
+                second: 1,
+                kind: RaceKind::ReadWrite,
+                ..
+            })
+        ));
+        s.next_epoch();
+        s.store(8, 4, 1, 3).unwrap();
+        assert!(matches!(
+            s.store(8, 4, 1, 4),
+            Err(SharedFault::Race {
+                first: 3,
+                second: 4,
+                kind: RaceKind::WriteWrite,
+                ..
+            })
+        ));
+        assert_eq!(s.store(62, 4, 0, 0), Err(SharedFault::OutOfBounds));
+        assert_eq!(s.store(2, 4, 0, 0), Err(SharedFault::Misaligned));
+        // A new block forgets initialization.
+        s.begin_block(64);
+        assert_eq!(
+            s.load(0, 4, 0),
+            Err(SharedFault::Uninitialized { offset: 0 })
+        );
+    }
+}
