@@ -1,1 +1,33 @@
-//! placeholder
+//! cuprum's runtime: contexts, streams, events, device buffers, module loading and launches,
+//! with one public API over two backends, the CUDA driver and the CPU emulator.
+//!
+//! This crate exists so that everything above it (the facade, the macros' generated code, the
+//! iterator track) talks to devices through one API and one error type ([`Error`]), and never
+//! needs to know whether a GPU is there. `CUPRUM_DEVICE=auto|cuda|emu` picks the backend
+//! ([`CudaContext::new`]); `auto` uses a GPU when there is one, else the emulator.
+//!
+//! * [`context`][]: [`CudaContext`], [`Stream`], [`Event`], the backend choice.
+//! * [`buffer`][]: [`DeviceBuffer`] and the element traits [`DeviceCopy`], [`DeviceScalar`].
+//! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
+//! * [`limits`][]: [`DeviceLimits`].
+//! * [`error`][]: [`Error`], [`Result`].
+//!
+//! The CUDA backend (`cuda.rs`) loads `libcuda` at run time through `cudarc` and checks the
+//! library and its symbols first, so a missing driver is [`Error::NoDriver`], never a panic.
+//! The emulator backend (`emu.rs`) runs kernels synchronously with `cuprum-emu`.
+
+pub mod buffer;
+pub mod context;
+mod cuda;
+mod emu;
+pub mod error;
+pub mod launch;
+pub mod limits;
+
+pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
+pub use context::{
+    BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
+};
+pub use error::{Error, Result};
+pub use launch::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchContract, LoadedModule};
+pub use limits::DeviceLimits;

@@ -1,0 +1,397 @@
+//! Device memory: the element traits ([`DeviceCopy`], [`DeviceScalar`]) and
+//! [`DeviceBuffer`], a typed, owned allocation freed on drop.
+//!
+//! Buffers move bytes only; what the bytes mean to a kernel is the launch's business
+//! (`launch.rs`). Zero-length buffers allocate nothing (address 0). Host data is always
+//! copied before a call returns (the stream is synchronized), so no host slice has to outlive
+//! a call.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use cuprum_ir::ScalarType;
+
+use crate::context::{Backend, CudaContext, Stream};
+use crate::error::{Error, Result};
+
+/// Element types that may live in device memory (plain old data).
+///
+/// # Safety
+/// Implementors must be plain data: no padding or otherwise uninitialized bytes (values are
+/// copied as raw bytes), no pointers or references to host memory, and every bit pattern that
+/// the device may store, including all zeros ([`DeviceBuffer::zeroed`]), must be a valid
+/// value of the type.
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+
+macro_rules! device_copy {
+    ($($t:ty),* $(,)?) => { $(
+        // SAFETY: primitive plain data; every value a kernel may store is valid (for `bool`,
+        // kernels store only 0 or 1, the IR's `Bool` representation).
+        unsafe impl DeviceCopy for $t {}
+    )* };
+}
+
+device_copy!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    f32,
+    f64,
+    half::f16,
+    half::bf16,
+);
+
+// SAFETY: an array of plain data is plain data without padding.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+/// Scalars that map to one IR type: what a kernel's scalar parameter may be.
+pub trait DeviceScalar: DeviceCopy {
+    /// The IR type (`usize`/`isize` map to `U64`/`I64`).
+    const TYPE: ScalarType;
+    /// The value's bits, zero-extended to 64 (`-1i32` is `0xFFFF_FFFF`; `bool` is 0 or 1;
+    /// `f16`/`bf16` are their raw 16 bits).
+    fn to_bits(self) -> u64;
+    /// The value whose [`to_bits`](Self::to_bits) are the low bits of `bits`.
+    fn from_bits(bits: u64) -> Self;
+}
+
+macro_rules! device_scalar_int {
+    ($($t:ty => $ir:ident, $unsigned:ty;)*) => { $(
+        impl DeviceScalar for $t {
+            const TYPE: ScalarType = ScalarType::$ir;
+            #[inline]
+            fn to_bits(self) -> u64 {
+                self as $unsigned as u64
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                bits as $unsigned as $t
+            }
+        }
+    )* };
+}
+
+device_scalar_int! {
+    i8 => I8, u8;
+    i16 => I16, u16;
+    i32 => I32, u32;
+    i64 => I64, u64;
+    isize => I64, u64;
+    u8 => U8, u8;
+    u16 => U16, u16;
+    u32 => U32, u32;
+    u64 => U64, u64;
+    usize => U64, u64;
+}
+
+impl DeviceScalar for bool {
+    const TYPE: ScalarType = ScalarType::Bool;
+    #[inline]
+    fn to_bits(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn from_bits(bits: u64) -> Self {
+        bits & 1 != 0
+    }
+}
+
+impl DeviceScalar for f32 {
+    const TYPE: ScalarType = ScalarType::F32;
+    #[inline]
+    fn to_bits(self) -> u64 {
+        u64::from(f32::to_bits(self))
+    }
+    #[inline]
+    fn from_bits(bits: u64) -> Self {
+        f32::from_bits(bits as u32)
+    }
+}
+
+impl DeviceScalar for f64 {
+    const TYPE: ScalarType = ScalarType::F64;
+    #[inline]
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+    #[inline]
+    fn from_bits(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
+}
+
+impl DeviceScalar for half::f16 {
+    const TYPE: ScalarType = ScalarType::F16;
+    #[inline]
+    fn to_bits(self) -> u64 {
+        u64::from(half::f16::to_bits(self))
+    }
+    #[inline]
+    fn from_bits(bits: u64) -> Self {
+        half::f16::from_bits(bits as u16)
+    }
+}
+
+impl DeviceScalar for half::bf16 {
+    const TYPE: ScalarType = ScalarType::BF16;
+    #[inline]
+    fn to_bits(self) -> u64 {
+        u64::from(half::bf16::to_bits(self))
+    }
+    #[inline]
+    fn from_bits(bits: u64) -> Self {
+        half::bf16::from_bits(bits as u16)
+    }
+}
+
+fn as_bytes<T: DeviceCopy>(data: &[T]) -> &[u8] {
+    // SAFETY: `DeviceCopy` types have no uninitialized bytes; the length is the slice's size.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+fn as_bytes_mut<T: DeviceCopy>(data: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above, and every byte pattern the device stores is a valid `T`.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+/// A typed allocation of device memory (GPU or emulator), freed when dropped.
+///
+/// Not `Clone`: copying device memory is explicit ([`copy_from_device`](Self::copy_from_device)).
+pub struct DeviceBuffer<T: DeviceCopy> {
+    ctx: CudaContext,
+    /// Device address; 0 for a zero-length buffer (nothing allocated).
+    addr: u64,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("elem", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("address", &format_args!("{:#x}", self.addr))
+            .finish()
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    fn byte_len(len: usize) -> Result<usize> {
+        len.checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::OutOfMemory {
+                bytes: len as u128 * size_of::<T>() as u128,
+                detail: format!(
+                    "{len} elements of {} bytes do not fit in the address space",
+                    size_of::<T>()
+                ),
+            })
+    }
+
+    /// Allocates without initializing.
+    fn alloc(stream: &Stream, len: usize) -> Result<Self> {
+        let ctx = stream.context().clone();
+        let bytes = Self::byte_len(len)?;
+        let addr = if bytes == 0 {
+            0
+        } else {
+            let addr = match &ctx.inner.backend {
+                Backend::Cuda(d) => d.alloc(bytes).map_err(|f| {
+                    if f.is_out_of_memory() {
+                        Error::OutOfMemory {
+                            bytes: bytes as u128,
+                            detail: format!(
+                                "{}: {} bytes of device memory in total",
+                                f.describe(),
+                                ctx.limits().total_memory
+                            ),
+                        }
+                    } else {
+                        ctx.fail(f, Some(stream))
+                    }
+                })?,
+                Backend::Emu(e) => e.alloc(bytes)?,
+            };
+            ctx.count_allocation();
+            addr
+        };
+        Ok(Self {
+            ctx,
+            addr,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Copies `data` into a new buffer (waits for the copy).
+    pub fn from_host(stream: &Stream, data: &[T]) -> Result<Self> {
+        let mut buffer = Self::alloc(stream, data.len())?;
+        buffer.write_bytes(stream, as_bytes(data))?;
+        Ok(buffer)
+    }
+
+    /// A new buffer of `len` elements with every byte zero.
+    pub fn zeroed(stream: &Stream, len: usize) -> Result<Self> {
+        let buffer = Self::alloc(stream, len)?;
+        let bytes = buffer.size_bytes();
+        if bytes > 0 {
+            match &buffer.ctx.inner.backend {
+                Backend::Cuda(d) => d
+                    .zero(buffer.addr, bytes)
+                    .map_err(|f| buffer.ctx.fail(f, Some(stream)))?,
+                Backend::Emu(e) => e.zero(buffer.addr, bytes)?,
+            }
+        }
+        Ok(buffer)
+    }
+
+    /// A new buffer of `len` elements whose contents are whatever the memory held.
+    ///
+    /// # Safety
+    /// Reading an element before a kernel or copy has written it yields arbitrary bits: the
+    /// caller must write every element before reading it, or `T` must accept every bit
+    /// pattern.
+    pub unsafe fn uninit(stream: &Stream, len: usize) -> Result<Self> {
+        Self::alloc(stream, len)
+    }
+
+    /// Copies the buffer into a new `Vec` (waits for all earlier work on `stream`).
+    pub fn to_host_vec(&self, stream: &Stream) -> Result<Vec<T>> {
+        let mut out = Vec::<T>::with_capacity(self.len);
+        // SAFETY: all-zero bytes are a valid `T` (`DeviceCopy`'s contract), so after the
+        // fill the first `len` elements are initialized.
+        unsafe {
+            std::ptr::write_bytes(out.as_mut_ptr(), 0, self.len);
+            out.set_len(self.len);
+        }
+        self.copy_to_host(stream, &mut out)?;
+        Ok(out)
+    }
+
+    /// Overwrites the buffer with `data`, which must have the buffer's length (waits for the
+    /// copy).
+    pub fn copy_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
+        self.check_len("copy_from_host source slice", data.len())?;
+        self.write_bytes(stream, as_bytes(data))
+    }
+
+    /// Copies the buffer into `out`, which must have the buffer's length (waits for all
+    /// earlier work on `stream`).
+    pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
+        self.check_len("copy_to_host destination slice", out.len())?;
+        self.ctx.check_same(stream.context())?;
+        let bytes = as_bytes_mut(out);
+        match (&self.ctx.inner.backend, stream.cuda_handle()) {
+            (Backend::Cuda(d), Some(s)) => {
+                if bytes.is_empty() {
+                    return d
+                        .stream_synchronize(s)
+                        .map_err(|f| self.ctx.fail(f, Some(stream)));
+                }
+                // SAFETY: `addr..addr+len` is this buffer's live allocation.
+                unsafe { d.copy_dtoh(bytes, self.addr, s) }
+                    .map_err(|f| self.ctx.fail(f, Some(stream)))
+            }
+            (Backend::Emu(_), None) if bytes.is_empty() => Ok(()),
+            (Backend::Emu(e), None) => e.read(self.addr, bytes),
+            _ => Err(Error::ContextMismatch),
+        }
+    }
+
+    /// Overwrites the buffer with the contents of `src` (same length), ordered on `stream`.
+    pub fn copy_from_device(&mut self, stream: &Stream, src: &DeviceBuffer<T>) -> Result<()> {
+        self.check_len("copy_from_device source buffer", src.len)?;
+        self.ctx.check_same(stream.context())?;
+        self.ctx.check_same(&src.ctx)?;
+        let bytes = self.size_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        match (&self.ctx.inner.backend, stream.cuda_handle()) {
+            // SAFETY: both ranges are live allocations of this context.
+            (Backend::Cuda(d), Some(s)) => unsafe { d.copy_dtod(self.addr, src.addr, bytes, s) }
+                .map_err(|f| self.ctx.fail(f, Some(stream))),
+            (Backend::Emu(e), _) => e.copy(self.addr, src.addr, bytes),
+            _ => Err(Error::ContextMismatch),
+        }
+    }
+
+    fn write_bytes(&mut self, stream: &Stream, bytes: &[u8]) -> Result<()> {
+        self.ctx.check_same(stream.context())?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        match (&self.ctx.inner.backend, stream.cuda_handle()) {
+            // SAFETY: `addr..addr+len` is this buffer's live allocation.
+            (Backend::Cuda(d), Some(s)) => unsafe { d.copy_htod(self.addr, bytes, s) }
+                .map_err(|f| self.ctx.fail(f, Some(stream))),
+            (Backend::Emu(e), _) => e.write(self.addr, bytes),
+            _ => Err(Error::ContextMismatch),
+        }
+    }
+
+    fn check_len(&self, what: &str, actual: usize) -> Result<()> {
+        if actual == self.len {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                what: format!(
+                    "{what} (device buffer of {} `{}`)",
+                    self.len,
+                    std::any::type_name::<T>()
+                ),
+                expected: self.len,
+                actual,
+            })
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        // Cannot overflow: checked at allocation.
+        self.len * size_of::<T>()
+    }
+
+    /// The device address of the first element (a `CUdeviceptr`, or an emulator address);
+    /// 0 for an empty buffer.
+    #[doc(hidden)]
+    pub fn device_address(&self) -> u64 {
+        self.addr
+    }
+
+    /// The context that owns the memory.
+    pub fn context(&self) -> &CudaContext {
+        &self.ctx
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.addr == 0 {
+            return;
+        }
+        match &self.ctx.inner.backend {
+            Backend::Cuda(d) => d.free(self.addr),
+            Backend::Emu(e) => e.free(self.addr),
+        }
+    }
+}

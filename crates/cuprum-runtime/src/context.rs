@@ -1,0 +1,469 @@
+//! Contexts, streams and events: the public handles through which every device operation
+//! goes, and the choice of backend (`CUPRUM_DEVICE`).
+//!
+//! A [`CudaContext`] is one device (a GPU's primary context, or one emulator instance) with its
+//! limits, counters and default stream; [`Stream`]s order work on it; [`Event`]s mark points in
+//! a stream and time them. The backend-specific work lives in [`crate::cuda`] and
+//! [`crate::emu`]; this module only dispatches, keeps the shared bookkeeping (which kernel ran
+//! last on a stream, for fault messages; launch and allocation counters) and turns driver
+//! failures into [`Error`]s.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::Instant;
+
+use crate::cuda::{self, CuFail};
+use crate::emu;
+use crate::error::{Error, Result};
+use crate::limits::DeviceLimits;
+
+/// The environment variable that selects the backend.
+pub const DEVICE_ENV_VAR: &str = "CUPRUM_DEVICE";
+
+/// Which backend a context runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// An NVIDIA GPU through the CUDA driver.
+    Cuda,
+    /// The CPU emulator (`cuprum-emu`).
+    Emulator,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Cuda => "cuda",
+            Self::Emulator => "emu",
+        })
+    }
+}
+
+/// The value of `CUPRUM_DEVICE`: which backend [`CudaContext::new`] uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeviceSelection {
+    /// A GPU when a driver and a device with the requested ordinal exist, else the emulator
+    /// (said once per process on stderr). The default.
+    #[default]
+    Auto,
+    /// A GPU, or an error.
+    Cuda,
+    /// The CPU emulator.
+    Emulator,
+}
+
+impl DeviceSelection {
+    /// Parses a `CUPRUM_DEVICE` value: `auto`, `cuda` (alias `gpu`) or `emu` (aliases
+    /// `emulator`, `cpu`), ignoring case and surrounding blanks; empty means `auto`.
+    pub fn parse(value: &str) -> Result<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(Self::Auto),
+            "cuda" | "gpu" => Ok(Self::Cuda),
+            "emu" | "emulator" | "cpu" => Ok(Self::Emulator),
+            _ => Err(Error::InvalidDeviceSelection {
+                value: value.to_owned(),
+            }),
+        }
+    }
+
+    /// Reads `CUPRUM_DEVICE` (unset means `auto`).
+    pub fn from_env() -> Result<Self> {
+        match std::env::var_os(DEVICE_ENV_VAR) {
+            None => Ok(Self::Auto),
+            Some(v) => match v.to_str() {
+                Some(s) => Self::parse(s),
+                None => Err(Error::InvalidDeviceSelection {
+                    value: v.to_string_lossy().into_owned(),
+                }),
+            },
+        }
+    }
+}
+
+/// Counters of one context, for tests that prove what ran (e.g. that a fused iterator chain
+/// is one launch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RuntimeStats {
+    /// Kernel launches submitted.
+    pub launches: u64,
+    /// Device allocations made (zero-length buffers allocate nothing and are not counted).
+    pub allocations: u64,
+}
+
+pub(crate) enum Backend {
+    Cuda(cuda::CudaDevice),
+    Emu(emu::EmuDevice),
+}
+
+pub(crate) struct ContextInner {
+    /// Dropped before `backend` (fields drop in order): the default stream owns nothing, but
+    /// keep the order obvious.
+    default_stream: Arc<StreamInner>,
+    limits: DeviceLimits,
+    ordinal: usize,
+    launches: AtomicU64,
+    allocations: AtomicU64,
+    /// The kernel launched last on any stream, for faults seen by a context-wide call.
+    last_kernel: Mutex<Option<Arc<str>>>,
+    pub(crate) backend: Backend,
+}
+
+/// One device: a GPU's primary CUDA context, or one instance of the CPU emulator.
+///
+/// Cheap to clone (an `Arc` inside); every buffer, stream, event and module keeps its context
+/// alive.
+#[derive(Clone)]
+pub struct CudaContext {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+impl fmt::Debug for CudaContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaContext")
+            .field("backend", &self.backend())
+            .field("ordinal", &self.inner.ordinal)
+            .field("device", &self.inner.limits.name)
+            .finish()
+    }
+}
+
+impl CudaContext {
+    /// Opens device `ordinal` on the backend `CUPRUM_DEVICE` selects (`auto` when unset): the
+    /// GPU when there is one, else the CPU emulator (which has only ordinal 0).
+    ///
+    /// Each call makes a new context with its own counters (and, on the emulator, its own
+    /// memory); buffers, streams and modules of one context are refused by another
+    /// ([`Error::ContextMismatch`]), even when both use the same GPU. Clone a context to share
+    /// it.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_selection(DeviceSelection::from_env()?, ordinal)
+    }
+
+    /// Opens device `ordinal` on an explicitly chosen backend selection.
+    pub fn with_selection(selection: DeviceSelection, ordinal: usize) -> Result<Self> {
+        match selection {
+            DeviceSelection::Cuda => Self::cuda(ordinal),
+            DeviceSelection::Emulator => Self::emulator_ordinal(ordinal),
+            DeviceSelection::Auto => match Self::cuda(ordinal) {
+                Ok(ctx) => Ok(ctx),
+                Err(e) if e.is_no_gpu() && ordinal == 0 => {
+                    announce_fallback(&e);
+                    Ok(Self::emulator())
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    fn emulator_ordinal(ordinal: usize) -> Result<Self> {
+        if ordinal == 0 {
+            Ok(Self::emulator())
+        } else {
+            Err(Error::NoDevice { ordinal, count: 1 })
+        }
+    }
+
+    /// A fresh CPU emulator device (its own memory).
+    pub fn emulator() -> Self {
+        Self::from_backend(
+            Backend::Emu(emu::EmuDevice::new()),
+            DeviceLimits::emulator(),
+            0,
+        )
+    }
+
+    /// GPU `ordinal` through the CUDA driver (its primary context). Errors, never panics,
+    /// when there is no driver ([`Error::NoDriver`]) or no such device ([`Error::NoDevice`]).
+    pub fn cuda(ordinal: usize) -> Result<Self> {
+        let (device, limits) = cuda::CudaDevice::open(ordinal)?;
+        Ok(Self::from_backend(Backend::Cuda(device), limits, ordinal))
+    }
+
+    fn from_backend(backend: Backend, limits: DeviceLimits, ordinal: usize) -> Self {
+        let default_stream = Arc::new(StreamInner {
+            handle: match &backend {
+                Backend::Cuda(d) => StreamHandle::Cuda(d.default_stream()),
+                Backend::Emu(_) => StreamHandle::Emu,
+            },
+            last_kernel: Mutex::new(None),
+        });
+        Self {
+            inner: Arc::new(ContextInner {
+                default_stream,
+                limits,
+                ordinal,
+                launches: AtomicU64::new(0),
+                allocations: AtomicU64::new(0),
+                last_kernel: Mutex::new(None),
+                backend,
+            }),
+        }
+    }
+
+    /// Which backend runs this context's work.
+    pub fn backend(&self) -> BackendKind {
+        match self.inner.backend {
+            Backend::Cuda(_) => BackendKind::Cuda,
+            Backend::Emu(_) => BackendKind::Emulator,
+        }
+    }
+
+    /// The device ordinal this context was opened with.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+
+    /// The device's limits, queried once at creation.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.inner.limits
+    }
+
+    /// Whether `other` is a handle to this same context.
+    pub fn same_context(&self, other: &CudaContext) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The context's default stream. On CUDA this is the legacy default stream, which is
+    /// ordered with every stream made by [`new_stream`](Self::new_stream).
+    pub fn default_stream(&self) -> Stream {
+        Stream {
+            inner: self.inner.default_stream.clone(),
+            ctx: self.clone(),
+        }
+    }
+
+    /// A new stream. On CUDA it is a blocking stream (ordered with the default stream, not
+    /// with other new streams).
+    pub fn new_stream(&self) -> Result<Stream> {
+        let handle = match &self.inner.backend {
+            Backend::Cuda(d) => StreamHandle::Cuda(d.new_stream().map_err(|f| self.fail(f, None))?),
+            Backend::Emu(_) => StreamHandle::Emu,
+        };
+        Ok(Stream {
+            inner: Arc::new(StreamInner {
+                handle,
+                last_kernel: Mutex::new(None),
+            }),
+            ctx: self.clone(),
+        })
+    }
+
+    /// Waits for all work on every stream of this context.
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.inner.backend {
+            Backend::Cuda(d) => d.synchronize().map_err(|f| self.fail(f, None)),
+            Backend::Emu(_) => Ok(()),
+        }
+    }
+
+    /// Launch and allocation counters of this context.
+    pub fn stats(&self) -> RuntimeStats {
+        RuntimeStats {
+            launches: self.inner.launches.load(Ordering::Relaxed),
+            allocations: self.inner.allocations.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn count_launch(&self) {
+        self.inner.launches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_allocation(&self) {
+        self.inner.allocations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records `kernel` as the last one launched on `stream` (and on the context).
+    pub(crate) fn note_launch(&self, stream: &Stream, kernel: &Arc<str>) {
+        if let Ok(mut last) = stream.inner.last_kernel.lock() {
+            *last = Some(kernel.clone());
+        }
+        if let Ok(mut last) = self.inner.last_kernel.lock() {
+            *last = Some(kernel.clone());
+        }
+    }
+
+    /// Turns a failed driver call into an [`Error`]; faults name the last kernel launched on
+    /// `stream` (or on the context when there is no stream, or nothing ran on it).
+    pub(crate) fn fail(&self, failure: CuFail, stream: Option<&Stream>) -> Error {
+        let from_stream =
+            stream.and_then(|s| s.inner.last_kernel.lock().ok().and_then(|g| g.clone()));
+        let last =
+            from_stream.or_else(|| self.inner.last_kernel.lock().ok().and_then(|g| g.clone()));
+        failure.into_error(last.as_deref())
+    }
+
+    pub(crate) fn check_same(&self, other: &CudaContext) -> Result<()> {
+        if self.same_context(other) {
+            Ok(())
+        } else {
+            Err(Error::ContextMismatch)
+        }
+    }
+}
+
+fn announce_fallback(reason: &Error) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let why = match reason {
+            Error::NoDriver { .. } => {
+                "no CUDA driver library (libcuda.so) could be loaded".to_owned()
+            }
+            Error::NoDevice { count: 0, .. } => "the CUDA driver reports no device".to_owned(),
+            Error::NoDevice { ordinal, count } => {
+                format!("no device with ordinal {ordinal}, {count} present")
+            }
+            other => other.to_string(),
+        };
+        eprintln!("cuprum: no CUDA GPU found ({why}); running kernels on the CPU emulator");
+    });
+}
+
+pub(crate) enum StreamHandle {
+    Cuda(cuda::CudaStream),
+    Emu,
+}
+
+pub(crate) struct StreamInner {
+    pub(crate) handle: StreamHandle,
+    /// The kernel launched last on this stream, named in fault messages.
+    last_kernel: Mutex<Option<Arc<str>>>,
+}
+
+/// An ordered queue of device work. Cheap to clone (clones are the same stream).
+///
+/// On the emulator, every operation runs to completion when it is submitted, which trivially
+/// keeps the order.
+#[derive(Clone)]
+pub struct Stream {
+    // Declared before `ctx` so that the stream is destroyed while its context is still alive.
+    pub(crate) inner: Arc<StreamInner>,
+    ctx: CudaContext,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("context", &self.ctx)
+            .field("default", &self.is_default())
+            .finish()
+    }
+}
+
+impl Stream {
+    /// Waits until all work submitted to this stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        match (&self.ctx.inner.backend, &self.inner.handle) {
+            (Backend::Cuda(d), StreamHandle::Cuda(s)) => d
+                .stream_synchronize(s)
+                .map_err(|f| self.ctx.fail(f, Some(self))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The context this stream belongs to.
+    pub fn context(&self) -> &CudaContext {
+        &self.ctx
+    }
+
+    /// Whether this is its context's default stream.
+    pub fn is_default(&self) -> bool {
+        Arc::ptr_eq(&self.inner, &self.ctx.inner.default_stream)
+    }
+
+    /// Whether `other` is this same stream.
+    pub fn same_stream(&self, other: &Stream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Records an event at the current end of the stream.
+    pub fn record_event(&self) -> Result<Event> {
+        let kind = match (&self.ctx.inner.backend, &self.inner.handle) {
+            (Backend::Cuda(d), StreamHandle::Cuda(s)) => EventKind::Cuda(
+                d.record_event(s)
+                    .map_err(|f| self.ctx.fail(f, Some(self)))?,
+            ),
+            _ => EventKind::Emu(Instant::now()),
+        };
+        Ok(Event {
+            kind,
+            ctx: self.ctx.clone(),
+        })
+    }
+
+    pub(crate) fn cuda_handle(&self) -> Option<&cuda::CudaStream> {
+        match &self.inner.handle {
+            StreamHandle::Cuda(s) => Some(s),
+            StreamHandle::Emu => None,
+        }
+    }
+}
+
+pub(crate) enum EventKind {
+    Cuda(cuda::CudaEvent),
+    Emu(Instant),
+}
+
+/// A point in a stream, for waiting and timing. On the emulator it is the host time at which
+/// it was recorded (work there runs when submitted).
+pub struct Event {
+    // Declared before `ctx` so that the event is destroyed while its context is alive.
+    kind: EventKind,
+    ctx: CudaContext,
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event").field("context", &self.ctx).finish()
+    }
+}
+
+impl Event {
+    /// Waits until the work before the event has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        match (&self.ctx.inner.backend, &self.kind) {
+            (Backend::Cuda(d), EventKind::Cuda(e)) => {
+                d.event_synchronize(e).map_err(|f| self.ctx.fail(f, None))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Milliseconds from this event to `later` (waits for both to complete first).
+    pub fn elapsed_ms(&self, later: &Event) -> Result<f32> {
+        self.ctx.check_same(&later.ctx)?;
+        match (&self.ctx.inner.backend, &self.kind, &later.kind) {
+            (Backend::Cuda(d), EventKind::Cuda(a), EventKind::Cuda(b)) => d
+                .event_synchronize(a)
+                .and_then(|()| d.event_synchronize(b))
+                .and_then(|()| d.event_elapsed_ms(a, b))
+                .map_err(|f| self.ctx.fail(f, None)),
+            (_, EventKind::Emu(a), EventKind::Emu(b)) => Ok(if b >= a {
+                b.duration_since(*a).as_secs_f32() * 1e3
+            } else {
+                -(a.duration_since(*b).as_secs_f32() * 1e3)
+            }),
+            _ => Err(Error::ContextMismatch),
+        }
+    }
+
+    /// The context the event belongs to.
+    pub fn context(&self) -> &CudaContext {
+        &self.ctx
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let (Backend::Cuda(d), EventKind::Cuda(e)) = (&self.ctx.inner.backend, &self.kind) {
+            d.destroy_event(e);
+        }
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if let StreamHandle::Cuda(s) = &self.handle {
+            cuda::destroy_stream(s);
+        }
+    }
+}

@@ -1,0 +1,691 @@
+//! The CUDA backend: the driver API through `cudarc` (loaded at run time, so nothing CUDA is
+//! needed to build).
+//!
+//! `cudarc` panics when `libcuda` or one of its symbols is missing, so before the first call
+//! into it this module loads the driver library itself, with the same names in the same order
+//! as `cudarc` does, and checks every symbol the runtime uses; a missing library or symbol is
+//! [`Error::NoDriver`]. Optional symbols (stream-ordered allocation, event timing) are only
+//! called when present.
+//!
+//! Ordering rules the rest of the runtime relies on:
+//! * Every context is a device's *primary* context, made current on the calling thread before
+//!   each driver call (`bind`), so any thread may use any handle.
+//! * Allocation, freeing and zero-filling run on the *legacy default stream*, which is ordered
+//!   with every blocking stream of the context (all our streams are blocking). So a buffer is
+//!   never freed while a kernel or copy on any stream might still use it, and a new buffer is
+//!   ready for any stream, without per-buffer events.
+//! * Host-to-device and device-to-host copies synchronize their stream before returning, so
+//!   host slices never need to outlive the call.
+//!
+//! This module returns raw driver failures ([`CuFail`]); `context.rs` turns them into
+//! [`Error`]s, naming the kernel that ran last on the stream when the failure is a fault.
+
+use std::ffi::{CString, c_void};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+
+use crate::error::Error;
+use crate::limits::DeviceLimits;
+
+/// Symbols the runtime calls; a driver without any of them is treated as no driver.
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamSynchronize",
+    "cuStreamDestroy_v2",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventDestroy_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemsetD8Async",
+    "cuModuleLoadDataEx",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuLaunchKernel",
+    "cuFuncSetAttribute",
+];
+
+/// What the probe found: the library (kept loaded) and which optional symbols exist.
+struct Probe {
+    _library: libloading::Library,
+    stream_ordered_alloc: bool,
+    event_timing: bool,
+}
+
+fn probe_library() -> Result<Probe, String> {
+    // The same candidates, in the same order, as cudarc's `culib()`, so that we vet the very
+    // library it will load.
+    let candidates: Vec<String> = ["cuda", "nvcuda"]
+        .iter()
+        .flat_map(|name| cudarc::get_lib_name_candidates(name))
+        .collect();
+    let mut library = None;
+    let mut first_error = None;
+    for name in &candidates {
+        // SAFETY: loading the system's CUDA driver library runs its initializers, as loading
+        // it through cudarc would.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(lib) => {
+                library = Some((name.clone(), lib));
+                break;
+            }
+            Err(e) => {
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    let Some((name, library)) = library else {
+        return Err(format!(
+            "could not load libcuda.so, libcuda.so.1 or {} other candidate names; {}",
+            candidates.len().saturating_sub(2),
+            first_error.unwrap_or_default()
+        ));
+    };
+    let has = |symbol: &str| {
+        // SAFETY: only the symbol's presence is checked; it is never called through this
+        // pointer.
+        unsafe { library.get::<*const c_void>(symbol.as_bytes()).is_ok() }
+    };
+    let missing: Vec<&str> = REQUIRED_SYMBOLS
+        .iter()
+        .copied()
+        .filter(|s| !has(s))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{name} lacks {} (driver too old?)",
+            missing.join(", ")
+        ));
+    }
+    Ok(Probe {
+        stream_ordered_alloc: has("cuMemAllocAsync") && has("cuMemFreeAsync"),
+        event_timing: has("cuEventElapsedTime"),
+        _library: library,
+    })
+}
+
+fn probe() -> Result<&'static Probe, Error> {
+    static PROBE: OnceLock<Result<Probe, String>> = OnceLock::new();
+    PROBE
+        .get_or_init(probe_library)
+        .as_ref()
+        .map_err(|detail| Error::NoDriver {
+            detail: detail.clone(),
+        })
+}
+
+/// A failed driver call, before it becomes an [`Error`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CuFail {
+    pub(crate) call: &'static str,
+    pub(crate) err: DriverError,
+}
+
+fn fail(call: &'static str) -> impl FnOnce(DriverError) -> CuFail {
+    move |err| CuFail { call, err }
+}
+
+impl CuFail {
+    fn code_and_message(&self) -> (String, String) {
+        let code = self
+            .err
+            .error_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{:?}", self.err.0));
+        let message = self
+            .err
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "(no description from the driver)".to_owned());
+        (code, message)
+    }
+
+    /// Whether the error is one the GPU reports after a kernel went wrong; it is sticky: the
+    /// context cannot be used afterwards.
+    pub(crate) fn is_fault(&self) -> bool {
+        use sys::CUresult as R;
+        matches!(
+            self.err.0,
+            R::CUDA_ERROR_ILLEGAL_ADDRESS
+                | R::CUDA_ERROR_LAUNCH_TIMEOUT
+                | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | R::CUDA_ERROR_MISALIGNED_ADDRESS
+                | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | R::CUDA_ERROR_INVALID_PC
+                | R::CUDA_ERROR_LAUNCH_FAILED
+                | R::CUDA_ERROR_ASSERT
+                | R::CUDA_ERROR_ECC_UNCORRECTABLE
+        )
+    }
+
+    pub(crate) fn is_out_of_memory(&self) -> bool {
+        self.err.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+    }
+
+    /// Whether the driver refused a launch because of its configuration.
+    pub(crate) fn is_bad_launch_config(&self) -> bool {
+        use sys::CUresult as R;
+        matches!(
+            self.err.0,
+            R::CUDA_ERROR_INVALID_VALUE | R::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+        )
+    }
+
+    /// The driver's description, e.g. `CUDA_ERROR_INVALID_VALUE: invalid argument`.
+    pub(crate) fn describe(&self) -> String {
+        let (code, message) = self.code_and_message();
+        format!("{code}: {message} (from {})", self.call)
+    }
+
+    /// The error for the user; `last_kernel` is named when this is a kernel fault.
+    pub(crate) fn into_error(self, last_kernel: Option<&str>) -> Error {
+        let (code, message) = self.code_and_message();
+        if self.is_fault() {
+            Error::KernelFault {
+                kernel: last_kernel
+                    .unwrap_or("<unknown: no kernel launched yet>")
+                    .to_owned(),
+                detail: format!(
+                    "{code}: {message} (reported by {}). A device-side bounds check, assertion \
+                     or trap fired, or the kernel accessed invalid memory. The CUDA context is \
+                     now unusable: every later GPU call in this process fails; restart the \
+                     process. Running the same code with CUPRUM_DEVICE=emu names the block, \
+                     thread and index.",
+                    self.call
+                ),
+            }
+        } else {
+            Error::Driver {
+                call: self.call,
+                code,
+                message,
+            }
+        }
+    }
+}
+
+/// A device's primary context, retained for as long as this value lives.
+pub(crate) struct CudaDevice {
+    device: sys::CUdevice,
+    ctx: sys::CUcontext,
+    stream_ordered_alloc: bool,
+    event_timing: bool,
+}
+
+// SAFETY: CUDA driver handles may be used from any thread; every call first makes the context
+// current on the calling thread.
+unsafe impl Send for CudaDevice {}
+// SAFETY: as above; the driver API is thread-safe.
+unsafe impl Sync for CudaDevice {}
+
+fn driver_error(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+    move |err| CuFail { call, err }.into_error(None)
+}
+
+impl CudaDevice {
+    /// Loads the driver (checking it first), initializes it and retains the primary context
+    /// of device `ordinal`; returns the device and its limits.
+    pub(crate) fn open(ordinal: usize) -> Result<(Self, DeviceLimits), Error> {
+        let probe = probe()?;
+        if let Err(err) = result::init() {
+            let fail = CuFail {
+                call: "cuInit",
+                err,
+            };
+            return Err(if err.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+                Error::NoDevice { ordinal, count: 0 }
+            } else {
+                Error::NoDriver {
+                    detail: fail.describe(),
+                }
+            });
+        }
+        let count = result::device::get_count().map_err(driver_error("cuDeviceGetCount"))?;
+        let count = usize::try_from(count).unwrap_or(0);
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let device = result::device::get(ordinal as i32).map_err(driver_error("cuDeviceGet"))?;
+        let limits = query_limits(device)?;
+        // SAFETY: `device` came from cuDeviceGet.
+        let pools = unsafe {
+            result::device::get_attribute(
+                device,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            )
+        }
+        .unwrap_or(0);
+        // SAFETY: `device` came from cuDeviceGet; released in Drop.
+        let ctx = unsafe { result::primary_ctx::retain(device) }
+            .map_err(driver_error("cuDevicePrimaryCtxRetain"))?;
+        let this = Self {
+            device,
+            ctx,
+            stream_ordered_alloc: probe.stream_ordered_alloc && pools != 0,
+            event_timing: probe.event_timing,
+        };
+        this.bind().map_err(|f| f.into_error(None))?;
+        Ok((this, limits))
+    }
+
+    /// Makes this context current on the calling thread.
+    fn bind(&self) -> Result<(), CuFail> {
+        bind(self.ctx)
+    }
+
+    pub(crate) fn default_stream(&self) -> CudaStream {
+        CudaStream {
+            raw: std::ptr::null_mut(),
+            owned: false,
+            ctx: self.ctx,
+        }
+    }
+
+    pub(crate) fn new_stream(&self) -> Result<CudaStream, CuFail> {
+        self.bind()?;
+        let raw = result::stream::create(result::stream::StreamKind::Default)
+            .map_err(fail("cuStreamCreate"))?;
+        Ok(CudaStream {
+            raw,
+            owned: true,
+            ctx: self.ctx,
+        })
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<(), CuFail> {
+        self.bind()?;
+        result::ctx::synchronize().map_err(fail("cuCtxSynchronize"))
+    }
+
+    pub(crate) fn stream_synchronize(&self, stream: &CudaStream) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: the stream is alive (owned by a live StreamInner) or the legacy stream.
+        unsafe { result::stream::synchronize(stream.raw) }.map_err(fail("cuStreamSynchronize"))
+    }
+
+    pub(crate) fn record_event(&self, stream: &CudaStream) -> Result<CudaEvent, CuFail> {
+        self.bind()?;
+        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(fail("cuEventCreate"))?;
+        let event = CudaEvent { raw };
+        // SAFETY: both handles are alive.
+        unsafe { result::event::record(event.raw, stream.raw) }.map_err(fail("cuEventRecord"))?;
+        Ok(event)
+    }
+
+    pub(crate) fn event_synchronize(&self, event: &CudaEvent) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: the event is alive.
+        unsafe { result::event::synchronize(event.raw) }.map_err(fail("cuEventSynchronize"))
+    }
+
+    pub(crate) fn event_elapsed_ms(&self, a: &CudaEvent, b: &CudaEvent) -> Result<f32, CuFail> {
+        if !self.event_timing {
+            return Err(CuFail {
+                call: "cuEventElapsedTime",
+                err: DriverError(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED),
+            });
+        }
+        self.bind()?;
+        // SAFETY: both events are alive and were created with timing enabled.
+        unsafe { result::event::elapsed(a.raw, b.raw) }.map_err(fail("cuEventElapsedTime"))
+    }
+
+    pub(crate) fn destroy_event(&self, event: &CudaEvent) {
+        if self.bind().is_ok() {
+            // SAFETY: called once, from the owning Event's Drop.
+            let _ = unsafe { result::event::destroy(event.raw) };
+        }
+    }
+
+    /// Allocates `bytes` (> 0), ordered on the legacy default stream when the device supports
+    /// stream-ordered allocation.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<u64, CuFail> {
+        self.bind()?;
+        // SAFETY: plain allocation calls; the legacy stream handle (null) is always valid.
+        unsafe {
+            if self.stream_ordered_alloc {
+                result::malloc_async(std::ptr::null_mut(), bytes).map_err(fail("cuMemAllocAsync"))
+            } else {
+                result::malloc_sync(bytes).map_err(fail("cuMemAlloc"))
+            }
+        }
+    }
+
+    /// Frees an allocation made by [`alloc`](Self::alloc). Errors are ignored (this runs in
+    /// `Drop`; after a fault the context is unusable anyway).
+    pub(crate) fn free(&self, ptr: u64) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc` and is freed once; the legacy stream orders the
+        // free after all earlier work on every (blocking) stream.
+        unsafe {
+            let _ = if self.stream_ordered_alloc {
+                result::free_async(ptr, std::ptr::null_mut())
+            } else {
+                result::free_sync(ptr)
+            };
+        }
+    }
+
+    /// Fills `bytes` at `ptr` with zero, on the legacy default stream.
+    pub(crate) fn zero(&self, ptr: u64, bytes: usize) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: `ptr..ptr+bytes` is a live allocation.
+        unsafe { result::memset_d8_async(ptr, 0, bytes, std::ptr::null_mut()) }
+            .map_err(fail("cuMemsetD8Async"))
+    }
+
+    /// Copies host bytes to the device and waits for the copy.
+    ///
+    /// # Safety
+    /// `dst..dst+src.len()` must be a live device allocation of this context.
+    pub(crate) unsafe fn copy_htod(
+        &self,
+        dst: u64,
+        src: &[u8],
+        stream: &CudaStream,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: caller's contract; `src` outlives the call, which waits for the copy.
+        unsafe {
+            result::memcpy_htod_async(dst, src, stream.raw).map_err(fail("cuMemcpyHtoDAsync"))?;
+            result::stream::synchronize(stream.raw).map_err(fail("cuStreamSynchronize"))
+        }
+    }
+
+    /// Copies device bytes to the host and waits for the copy.
+    ///
+    /// # Safety
+    /// `src..src+dst.len()` must be a live device allocation of this context.
+    pub(crate) unsafe fn copy_dtoh(
+        &self,
+        dst: &mut [u8],
+        src: u64,
+        stream: &CudaStream,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: caller's contract; `dst` outlives the call, which waits for the copy.
+        unsafe {
+            result::memcpy_dtoh_async(dst, src, stream.raw).map_err(fail("cuMemcpyDtoHAsync"))?;
+            result::stream::synchronize(stream.raw).map_err(fail("cuStreamSynchronize"))
+        }
+    }
+
+    /// Copies device bytes to device bytes, ordered on `stream` (asynchronous).
+    ///
+    /// # Safety
+    /// Both ranges must be live device allocations of this context.
+    pub(crate) unsafe fn copy_dtod(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &CudaStream,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: caller's contract.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.raw) }
+            .map_err(fail("cuMemcpyDtoDAsync"))
+    }
+
+    /// JIT-compiles `ptx` and looks up every kernel in `names`. A JIT failure is
+    /// [`Error::ModuleLoad`] with the driver's error log.
+    pub(crate) fn load_module(&self, ptx: &str, names: &[&str]) -> Result<CudaModule, Error> {
+        let image = CString::new(ptx).map_err(|_| Error::ModuleLoad {
+            message: "the generated PTX contains a NUL byte".to_owned(),
+            log: String::new(),
+        })?;
+        self.bind().map_err(|f| f.into_error(None))?;
+        const LOG_SIZE: usize = 16 * 1024;
+        let mut error_log = vec![0u8; LOG_SIZE];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The driver reads option values by value; sizes travel in the pointer itself.
+        let mut values: [*mut c_void; 2] = [
+            error_log.as_mut_ptr().cast::<c_void>(),
+            LOG_SIZE as *mut c_void,
+        ];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `image` is NUL-terminated PTX; the options and values arrays have the length
+        // given and stay alive for the call; the log buffer has the size announced.
+        let loaded = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                image.as_ptr().cast::<c_void>(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        }
+        .result();
+        if let Err(err) = loaded {
+            let used = error_log.iter().position(|&b| b == 0).unwrap_or(LOG_SIZE);
+            let log = String::from_utf8_lossy(&error_log[..used]).into_owned();
+            let fail = CuFail {
+                call: "cuModuleLoadDataEx",
+                err,
+            };
+            if fail.is_fault() {
+                return Err(fail.into_error(None));
+            }
+            return Err(Error::ModuleLoad {
+                message: fail.describe(),
+                log,
+            });
+        }
+        let mut cuda_module = CudaModule {
+            raw: module,
+            ctx: self.ctx,
+            functions: Vec::with_capacity(names.len()),
+        };
+        for name in names {
+            let cname = CString::new(*name).map_err(|_| Error::KernelNotFound {
+                name: (*name).to_owned(),
+            })?;
+            // SAFETY: the module is loaded and alive.
+            let function =
+                unsafe { result::module::get_function(module, cname) }.map_err(|err| {
+                    Error::ModuleLoad {
+                        message: format!(
+                            "kernel `{name}` is missing from the loaded PTX: {}",
+                            CuFail {
+                                call: "cuModuleGetFunction",
+                                err
+                            }
+                            .describe()
+                        ),
+                        log: String::new(),
+                    }
+                })?;
+            cuda_module.functions.push(CudaFunction {
+                raw: function,
+                dynamic_shared_opt_in: AtomicU32::new(0),
+            });
+        }
+        Ok(cuda_module)
+    }
+
+    /// Launches `function`.
+    ///
+    /// # Safety
+    /// `params` must point at one correctly sized value per PTX parameter of the function,
+    /// alive for the call; the kernel's memory accesses must be valid.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn launch(
+        &self,
+        function: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        dynamic_shared: u32,
+        needs_opt_in: bool,
+        stream: &CudaStream,
+        params: &mut [*mut c_void],
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        if needs_opt_in && dynamic_shared > function.dynamic_shared_opt_in.load(Ordering::Relaxed) {
+            // SAFETY: the function belongs to a live module of this context.
+            unsafe {
+                result::function::set_function_attribute(
+                    function.raw,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_shared as i32,
+                )
+            }
+            .map_err(fail("cuFuncSetAttribute"))?;
+            function
+                .dynamic_shared_opt_in
+                .fetch_max(dynamic_shared, Ordering::Relaxed);
+        }
+        // SAFETY: caller's contract.
+        unsafe {
+            result::launch_kernel(
+                function.raw,
+                grid,
+                block,
+                dynamic_shared,
+                stream.raw,
+                params,
+            )
+        }
+        .map_err(fail("cuLaunchKernel"))
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // SAFETY: balances the retain in `open`.
+        let _ = unsafe { result::primary_ctx::release(self.device) };
+    }
+}
+
+fn bind(ctx: sys::CUcontext) -> Result<(), CuFail> {
+    let current = result::ctx::get_current().map_err(fail("cuCtxGetCurrent"))?;
+    if current != Some(ctx) {
+        // SAFETY: `ctx` is a retained primary context.
+        unsafe { result::ctx::set_current(ctx) }.map_err(fail("cuCtxSetCurrent"))?;
+    }
+    Ok(())
+}
+
+fn query_limits(device: sys::CUdevice) -> Result<DeviceLimits, Error> {
+    use sys::CUdevice_attribute as A;
+    let attr = |a: A| -> Result<u32, Error> {
+        // SAFETY: `device` came from cuDeviceGet.
+        let v = unsafe { result::device::get_attribute(device, a) }
+            .map_err(driver_error("cuDeviceGetAttribute"))?;
+        Ok(u32::try_from(v).unwrap_or(0))
+    };
+    let name = result::device::get_name(device).map_err(driver_error("cuDeviceGetName"))?;
+    // SAFETY: `device` came from cuDeviceGet.
+    let total =
+        unsafe { result::device::total_mem(device) }.map_err(driver_error("cuDeviceTotalMem"))?;
+    Ok(DeviceLimits {
+        name,
+        compute_capability: (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+        max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        max_block_dim: [
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ],
+        max_grid_dim: [
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ],
+        max_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+        max_shared_per_block_optin: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        multiprocessor_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        total_memory: total as u64,
+    })
+}
+
+/// A stream handle: the legacy default stream (null, not owned) or one we created.
+pub(crate) struct CudaStream {
+    raw: sys::CUstream,
+    owned: bool,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: stream handles may be used from any thread (the context is bound per call).
+unsafe impl Send for CudaStream {}
+// SAFETY: as above.
+unsafe impl Sync for CudaStream {}
+
+/// Destroys a stream we created (not the default stream). Errors are ignored: the driver
+/// releases a stream's resources once its work is done, and this runs in `Drop`.
+pub(crate) fn destroy_stream(stream: &CudaStream) {
+    if stream.owned && bind(stream.ctx).is_ok() {
+        // SAFETY: called once, from the owning StreamInner's Drop, while the context lives.
+        let _ = unsafe { result::stream::destroy(stream.raw) };
+    }
+}
+
+/// An event created with timing enabled.
+pub(crate) struct CudaEvent {
+    raw: sys::CUevent,
+}
+
+// SAFETY: event handles may be used from any thread.
+unsafe impl Send for CudaEvent {}
+// SAFETY: as above.
+unsafe impl Sync for CudaEvent {}
+
+/// A kernel of a loaded module.
+pub(crate) struct CudaFunction {
+    raw: sys::CUfunction,
+    /// The largest dynamic shared memory size this function was opted in for.
+    dynamic_shared_opt_in: AtomicU32,
+}
+
+/// A loaded PTX module; unloaded on drop.
+pub(crate) struct CudaModule {
+    raw: sys::CUmodule,
+    ctx: sys::CUcontext,
+    pub(crate) functions: Vec<CudaFunction>,
+}
+
+// SAFETY: module and function handles may be used from any thread.
+unsafe impl Send for CudaModule {}
+// SAFETY: as above; the opt-in size is atomic.
+unsafe impl Sync for CudaModule {}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        if bind(self.ctx).is_ok() {
+            // Kernels of this module may still be running: wait for them first.
+            let _ = result::ctx::synchronize();
+            // SAFETY: unloaded once; the owning LoadedModule keeps its context alive.
+            let _ = unsafe { result::module::unload(self.raw) };
+        }
+    }
+}

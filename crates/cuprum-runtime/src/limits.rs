@@ -1,0 +1,147 @@
+//! What a device can do ([`DeviceLimits`]), queried once when a context is created, and the
+//! checks of a launch configuration against those limits.
+//!
+//! Launch contracts (`prepare_*`) and raw launches both go through [`check_config`], so the
+//! user gets one precise [`Error::InvalidLaunch`] naming the kernel and the numbers instead of
+//! the driver's generic `CUDA_ERROR_INVALID_VALUE` (or, on the emulator, a different error than
+//! the GPU would give). This module only checks; it never talks to a device.
+
+use crate::error::{Error, Result};
+use crate::launch::LaunchConfig;
+
+/// The limits of one device, queried once at context creation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceLimits {
+    /// The device's marketing name (`"NVIDIA H200"`, `"cuprum CPU emulator"`).
+    pub name: String,
+    /// `(major, minor)`, e.g. `(9, 0)`.
+    pub compute_capability: (u32, u32),
+    pub max_threads_per_block: u32,
+    pub max_block_dim: [u32; 3],
+    pub max_grid_dim: [u32; 3],
+    /// Shared memory a block may use without opting in (48 KiB on every sm_80+ device).
+    pub max_shared_per_block: u32,
+    /// Shared memory a block may use after opting in (the runtime opts in when a launch needs
+    /// it): 163 KiB on sm_80, 227 KiB on sm_90.
+    pub max_shared_per_block_optin: u32,
+    pub multiprocessor_count: u32,
+    pub warp_size: u32,
+    /// Device memory in bytes.
+    pub total_memory: u64,
+}
+
+impl DeviceLimits {
+    /// The limits the emulator reports: those of an sm_90 part (H100/H200 class).
+    pub fn emulator() -> Self {
+        Self {
+            name: "cuprum CPU emulator".to_owned(),
+            compute_capability: (9, 0),
+            max_threads_per_block: 1024,
+            max_block_dim: [1024, 1024, 64],
+            max_grid_dim: [i32::MAX as u32, 65535, 65535],
+            max_shared_per_block: 48 * 1024,
+            max_shared_per_block_optin: 227 * 1024,
+            multiprocessor_count: 132,
+            warp_size: 32,
+            total_memory: 16 << 30,
+        }
+    }
+}
+
+/// Kernel facts that a configuration is checked against, beside the device limits.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KernelFacts {
+    /// `.maxntid` of the kernel, if declared.
+    pub max_threads: Option<u32>,
+    /// Bytes of static shared memory the kernel declares.
+    pub static_shared_bytes: u32,
+}
+
+fn fmt3(v: (u32, u32, u32)) -> String {
+    format!("({}, {}, {})", v.0, v.1, v.2)
+}
+
+/// Checks `config` against the device limits and the kernel facts. The reason names the
+/// numbers; the caller's kernel name goes into the error.
+pub(crate) fn check_config(
+    kernel: &str,
+    limits: &DeviceLimits,
+    facts: KernelFacts,
+    config: &LaunchConfig,
+) -> Result<()> {
+    let invalid = |reason: String| {
+        Err(Error::InvalidLaunch {
+            kernel: kernel.to_owned(),
+            reason,
+        })
+    };
+    let block = [config.block.0, config.block.1, config.block.2];
+    let grid = [config.grid.0, config.grid.1, config.grid.2];
+    const AXES: [&str; 3] = ["x", "y", "z"];
+    for axis in 0..3 {
+        if block[axis] == 0 {
+            return invalid(format!(
+                "block dimension {} is 0 in block {}: every dimension must be at least 1",
+                AXES[axis],
+                fmt3(config.block)
+            ));
+        }
+        if block[axis] > limits.max_block_dim[axis] {
+            return invalid(format!(
+                "block dimension {} is {}, above the device limit of {} ({})",
+                AXES[axis], block[axis], limits.max_block_dim[axis], limits.name
+            ));
+        }
+    }
+    let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
+    if threads > u64::from(limits.max_threads_per_block) {
+        return invalid(format!(
+            "block {} has {threads} threads, above the device limit of {} threads per block ({})",
+            fmt3(config.block),
+            limits.max_threads_per_block,
+            limits.name
+        ));
+    }
+    if let Some(max) = facts.max_threads
+        && threads > u64::from(max)
+    {
+        return invalid(format!(
+            "block {} has {threads} threads, above the kernel's launch bounds of {max} threads",
+            fmt3(config.block)
+        ));
+    }
+    for axis in 0..3 {
+        if grid[axis] == 0 {
+            return invalid(format!(
+                "grid dimension {} is 0 in grid {}: every dimension must be at least 1 (an \
+                 empty launch is not allowed; skip the launch instead)",
+                AXES[axis],
+                fmt3(config.grid)
+            ));
+        }
+        if grid[axis] > limits.max_grid_dim[axis] {
+            return invalid(format!(
+                "grid dimension {} is {}, above the device limit of {} ({})",
+                AXES[axis], grid[axis], limits.max_grid_dim[axis], limits.name
+            ));
+        }
+    }
+    let shared = u64::from(config.shared_mem_bytes) + u64::from(facts.static_shared_bytes);
+    if shared > u64::from(limits.max_shared_per_block_optin) {
+        let static_note = if facts.static_shared_bytes > 0 {
+            format!(
+                " ({} dynamic + {} static)",
+                config.shared_mem_bytes, facts.static_shared_bytes
+            )
+        } else {
+            String::new()
+        };
+        return invalid(format!(
+            "{shared} bytes of shared memory requested{static_note}, above the device limit of \
+             {} bytes per block ({})",
+            limits.max_shared_per_block_optin, limits.name
+        ));
+    }
+    Ok(())
+}

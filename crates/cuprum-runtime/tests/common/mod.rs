@@ -1,0 +1,205 @@
+//! Shared helpers of the runtime's tests: the context (on the backend `CUPRUM_DEVICE`
+//! selects), random data, and small kernels built with `cuprum_ir::KernelBuilder`.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use cuprum_ir::{
+    AddressSpace, BinaryOp, Block, CmpOp, Constant, Dim, Kernel, KernelBuilder, LaunchBounds,
+    Module, Op, ParamKind, ScalarType, SliceAccess, Special, Stmt, TrapKind, Value,
+};
+use cuprum_runtime::CudaContext;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The context every test uses: device 0 on the backend `CUPRUM_DEVICE` selects.
+pub fn ctx() -> CudaContext {
+    match CudaContext::new(0) {
+        Ok(ctx) => ctx,
+        Err(e) => panic!("could not open device 0: {e}"),
+    }
+}
+
+/// A seeded generator (the seed is printed so a failure can be replayed).
+pub fn rng(test: &str) -> StdRng {
+    let seed: u64 = rand::rng().random();
+    eprintln!("{test}: seed {seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+fn def(b: &mut KernelBuilder, op: Op) -> Value {
+    match b.def(op) {
+        Ok(v) => v,
+        Err(e) => panic!("ill-typed test kernel: {e}"),
+    }
+}
+
+/// `blockIdx.x * blockDim.x + threadIdx.x` as a `U64`.
+fn global_index_x(b: &mut KernelBuilder) -> Value {
+    let tid = def(b, Op::Special(Special::ThreadIdx(Dim::X)));
+    let bid = def(b, Op::Special(Special::BlockIdx(Dim::X)));
+    let bdim = def(b, Op::Special(Special::BlockDim(Dim::X)));
+    let base = def(b, Op::Binary(BinaryOp::Mul, bid, bdim));
+    let i = def(b, Op::Binary(BinaryOp::Add, base, tid));
+    def(
+        b,
+        Op::Cast {
+            value: i,
+            to: ScalarType::U64,
+        },
+    )
+}
+
+/// The address of element `i` (a `U64`) of slice parameter `param` with `elem_size` bytes.
+fn element_addr(b: &mut KernelBuilder, param: u32, i: Value, elem_size: u64) -> Value {
+    let size = b.constant(Constant::u64(elem_size));
+    let off = def(b, Op::Binary(BinaryOp::Mul, i, size));
+    let base = def(b, Op::SliceBase(param));
+    def(b, Op::Binary(BinaryOp::Add, base, off))
+}
+
+/// `vecadd(a: &[f32], b: &[f32], out: DisjointSlice<f32>)`: `out[i] = a[i] + b[i]` for
+/// `i < out.len()`.
+pub fn vecadd_kernel(name: &str, launch_bounds: Option<u32>) -> Kernel {
+    let f32_slice = |access| ParamKind::Slice {
+        elem: ScalarType::F32,
+        access,
+    };
+    let mut b = KernelBuilder::new(name);
+    let pa = b.param("a", f32_slice(SliceAccess::ReadOnly));
+    let pb = b.param("b", f32_slice(SliceAccess::ReadOnly));
+    let pout = b.param("out", f32_slice(SliceAccess::Disjoint));
+    b.set_launch_bounds(launch_bounds.map(|max_threads| LaunchBounds {
+        max_threads,
+        min_blocks_per_sm: None,
+    }));
+    let i = global_index_x(&mut b);
+    let n = def(&mut b, Op::SliceLen(pout));
+    let cond = def(&mut b, Op::Compare(CmpOp::Lt, i, n));
+    b.begin_block();
+    let addr_a = element_addr(&mut b, pa, i, 4);
+    let va = def(
+        &mut b,
+        Op::Load {
+            space: AddressSpace::Global,
+            ty: ScalarType::F32,
+            addr: addr_a,
+        },
+    );
+    let addr_b = element_addr(&mut b, pb, i, 4);
+    let vb = def(
+        &mut b,
+        Op::Load {
+            space: AddressSpace::Global,
+            ty: ScalarType::F32,
+            addr: addr_b,
+        },
+    );
+    let sum = def(&mut b, Op::Binary(BinaryOp::Add, va, vb));
+    let addr_out = element_addr(&mut b, pout, i, 4);
+    b.push(Stmt::Store {
+        space: AddressSpace::Global,
+        addr: addr_out,
+        value: sum,
+    });
+    let then = b.end_block();
+    b.push(Stmt::If {
+        cond,
+        then,
+        otherwise: Block::default(),
+    });
+    b.finish()
+}
+
+/// The scalar parameter types of [`scalars_kernel`], in order.
+pub const SCALAR_PARAMS: [ScalarType; 9] = [
+    ScalarType::U8,
+    ScalarType::I16,
+    ScalarType::Bool,
+    ScalarType::F16,
+    ScalarType::I64,
+    ScalarType::F32,
+    ScalarType::BF16,
+    ScalarType::U32,
+    ScalarType::F64,
+];
+
+/// `scalars(out: &mut [u64], p0: u8, p1: i16, p2: bool, p3: f16, p4: i64, p5: f32, p6: bf16,
+/// p7: u32, p8: f64)`: stores each parameter's bits, zero-extended, at `out[k]`. Proves that
+/// every scalar size travels through the launch intact.
+pub fn scalars_kernel() -> Kernel {
+    let mut b = KernelBuilder::new("scalars");
+    let pout = b.param(
+        "out",
+        ParamKind::Slice {
+            elem: ScalarType::U64,
+            access: SliceAccess::ReadWrite,
+        },
+    );
+    let params: Vec<u32> = SCALAR_PARAMS
+        .iter()
+        .enumerate()
+        .map(|(k, &ty)| b.param(format!("p{k}"), ParamKind::Scalar(ty)))
+        .collect();
+    for (k, (&ty, &p)) in SCALAR_PARAMS.iter().zip(&params).enumerate() {
+        let v = def(&mut b, Op::Param(p));
+        let unsigned = match ty {
+            ScalarType::I16 | ScalarType::F16 | ScalarType::BF16 => Some(ScalarType::U16),
+            ScalarType::I64 | ScalarType::F64 => Some(ScalarType::U64),
+            ScalarType::F32 => Some(ScalarType::U32),
+            _ => None,
+        };
+        let v = match unsigned {
+            Some(to) => def(&mut b, Op::Bitcast { value: v, to }),
+            None => v,
+        };
+        let wide = if b.type_of(v) == ScalarType::U64 {
+            v
+        } else {
+            def(
+                &mut b,
+                Op::Cast {
+                    value: v,
+                    to: ScalarType::U64,
+                },
+            )
+        };
+        let k = b.constant(Constant::u64(k as u64));
+        let addr = element_addr(&mut b, pout, k, 8);
+        b.push(Stmt::Store {
+            space: AddressSpace::Global,
+            addr,
+            value: wide,
+        });
+    }
+    b.finish()
+}
+
+/// `trap_kernel(out: DisjointSlice<u32>)`: every thread fails a bounds check at once.
+pub fn trap_kernel() -> Kernel {
+    let mut b = KernelBuilder::new("trap_kernel");
+    let pout = b.param(
+        "out",
+        ParamKind::Slice {
+            elem: ScalarType::U32,
+            access: SliceAccess::Disjoint,
+        },
+    );
+    let i = global_index_x(&mut b);
+    let len = def(&mut b, Op::SliceLen(pout));
+    let bigger = def(&mut b, Op::Binary(BinaryOp::Add, i, len));
+    b.push(Stmt::Trap(TrapKind::BoundsCheck {
+        index: bigger,
+        len,
+        site: "out[i + out.len()]".to_owned(),
+    }));
+    b.finish()
+}
+
+pub fn module(kernels: Vec<Kernel>) -> Arc<Module> {
+    let module = Module { kernels };
+    if let Err(e) = cuprum_ir::validate_module(&module) {
+        panic!("invalid test module: {e}");
+    }
+    Arc::new(module)
+}
