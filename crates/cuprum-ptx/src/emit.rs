@@ -1,0 +1,574 @@
+//! The kernel writer: one `.entry` per IR kernel, and the statements of its body.
+//!
+//! This module owns the structure of the PTX text (parameters, register declarations,
+//! shared and local arrays, labels for structured control flow) and the statements that touch
+//! memory or the warp (loads, stores, atomics, shuffles, votes, barriers). The computation of
+//! single values (arithmetic, comparisons, casts) lives in `ops`, float math sequences in
+//! `math`; both add methods to [`KernelWriter`].
+//!
+//! It must not change what the IR means: every construct maps to PTX with the semantics
+//! documented in `cuprum_ir::kernel`; anything it cannot express exactly is an
+//! [`PtxError::Unsupported`], never an approximation that is not documented.
+
+use std::fmt::{self, Write as _};
+
+use cuprum_ir::{
+    AddressSpace, AtomicOp, Block, Kernel, Op, ParamKind, Scope, ShuffleMode, Special, Stmt, Value,
+    Var, VoteMode, array_layout,
+};
+use cuprum_ir::{Dim, ScalarType};
+
+use crate::PtxError;
+use crate::regs::{Class, Reg, RegFile, class_of, int_op_type, mem_type};
+
+/// Appends one instruction line: a tab, the formatted text, `;` and a newline.
+macro_rules! ins {
+    ($w:expr, $($arg:tt)*) => {{
+        $w.out.push('\t');
+        let _ = ::std::fmt::Write::write_fmt(&mut $w.out, format_args!($($arg)*));
+        $w.out.push_str(";\n");
+    }};
+}
+pub(crate) use ins;
+
+/// The module-scope symbol of dynamic shared memory (one for the whole module; the hardware
+/// places it after the static shared memory of whichever kernel runs).
+pub(crate) const DYN_SHARED_SYMBOL: &str = "$cuprum_dsmem";
+/// The function-scope symbol of the static shared arrays of a kernel.
+const SHARED_SYMBOL: &str = "$smem";
+/// The function-scope symbol of the local arrays of a kernel.
+const LOCAL_SYMBOL: &str = "$lmem";
+
+/// The name of machine parameter `index` of `kernel` (see [`crate::machine_params`]).
+pub(crate) struct ParamName<'a>(pub(crate) &'a str, pub(crate) u32);
+
+impl fmt::Display for ParamName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_param_{}", self.0, self.1)
+    }
+}
+
+/// A label inside one entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Label(u32);
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "$L__{}", self.0)
+    }
+}
+
+/// The member mask of a warp-synchronous instruction.
+#[derive(Clone, Copy)]
+enum WarpMask {
+    /// `0xffffffff`: at the top level of the body, where every live lane of the warp runs.
+    Full,
+    /// The result of `activemask.b32`, inside `If`/`Loop` where lanes may have diverged.
+    Active(Reg),
+}
+
+impl fmt::Display for WarpMask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WarpMask::Full => f.write_str("0xffffffff"),
+            WarpMask::Active(r) => r.fmt(f),
+        }
+    }
+}
+
+/// Writes one kernel. Created per kernel by [`write_kernel`].
+pub(crate) struct KernelWriter<'k> {
+    pub(crate) kernel: &'k Kernel,
+    /// The body text; the entry header and declarations are written around it at the end.
+    pub(crate) out: String,
+    pub(crate) regs: RegFile,
+    values: Vec<Reg>,
+    vars: Vec<Reg>,
+    /// Per value: a global address inside a read-only slice (may use `ld.global.nc`).
+    read_only: Vec<bool>,
+    /// Per IR parameter: the index of its first machine parameter.
+    param_slots: Vec<u32>,
+    shared_offsets: Vec<u32>,
+    local_offsets: Vec<u32>,
+    next_label: u32,
+    /// (continue target, break target) of the enclosing loops, innermost last.
+    loops: Vec<(Label, Label)>,
+    /// How many `If`/`Loop` bodies enclose the current statement.
+    depth: u32,
+}
+
+/// Appends the `.entry` of `kernel` to `out`.
+pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxError> {
+    let mut regs = RegFile::default();
+    let values = kernel
+        .values
+        .iter()
+        .map(|(_, def)| regs.alloc(class_of(def.ty)))
+        .collect();
+    let vars = kernel
+        .vars
+        .iter()
+        .map(|(_, def)| regs.alloc(class_of(def.ty)))
+        .collect();
+    let mut param_slots = Vec::with_capacity(kernel.params.len());
+    let mut slot = 0u32;
+    for p in &kernel.params {
+        param_slots.push(slot);
+        slot += match p.kind {
+            ParamKind::Scalar(_) => 1,
+            ParamKind::Slice { .. } => 2,
+        };
+    }
+    let (shared_offsets, shared_size) = array_layout(&kernel.shared);
+    let (local_offsets, local_size) = array_layout(&kernel.locals);
+    let mut w = KernelWriter {
+        kernel,
+        out: String::with_capacity(64 * kernel.values.len() + 256),
+        regs,
+        values,
+        vars,
+        read_only: crate::analysis::read_only_addresses(kernel),
+        param_slots,
+        shared_offsets,
+        local_offsets,
+        next_label: 0,
+        loops: Vec::new(),
+        depth: 0,
+    };
+    w.block(&kernel.body)?;
+    ins!(w, "ret");
+
+    // The entry: header, parameters, performance directives, declarations, then the body.
+    let name = &kernel.name;
+    let _ = write!(out, "\n.visible .entry {name}(");
+    let mut n = 0u32;
+    for p in &kernel.params {
+        let types: &[&str] = match p.kind {
+            ParamKind::Scalar(ty) => &[mem_type(ty)],
+            ParamKind::Slice { .. } => &["u64", "u64"],
+        };
+        for t in types {
+            let sep = if n == 0 { "" } else { "," };
+            let _ = write!(out, "{sep}\n\t.param .{t} {}", ParamName(name, n));
+            n += 1;
+        }
+    }
+    out.push_str(if n == 0 { ")\n" } else { "\n)\n" });
+    if let Some(b) = kernel.launch_bounds {
+        let _ = writeln!(out, ".maxntid {}, 1, 1", b.max_threads);
+        if let Some(m) = b.min_blocks_per_sm {
+            let _ = writeln!(out, ".minnctapersm {m}");
+        }
+    }
+    out.push_str("{\n");
+    for class in Class::ALL {
+        let count = w.regs.count(class);
+        if count > 0 {
+            let _ = writeln!(
+                out,
+                "\t.reg .{} %{}<{count}>;",
+                class.ptx_type(),
+                class.prefix()
+            );
+        }
+    }
+    if shared_size > 0 {
+        let _ = writeln!(
+            out,
+            "\t.shared .align 16 .b8 {SHARED_SYMBOL}[{shared_size}];"
+        );
+    }
+    if local_size > 0 {
+        let _ = writeln!(out, "\t.local .align 16 .b8 {LOCAL_SYMBOL}[{local_size}];");
+    }
+    out.push('\n');
+    out.push_str(&w.out);
+    out.push_str("}\n");
+    Ok(())
+}
+
+/// Whether any kernel statement reads `Op::DynSharedAddr`.
+pub(crate) fn uses_dyn_shared(block: &Block) -> bool {
+    block.stmts.iter().any(|s| match s {
+        Stmt::Def { op, .. } => matches!(op, Op::DynSharedAddr),
+        Stmt::If {
+            then, otherwise, ..
+        } => uses_dyn_shared(then) || uses_dyn_shared(otherwise),
+        Stmt::Loop { body } => uses_dyn_shared(body),
+        _ => false,
+    })
+}
+
+const fn leaves_block(s: &Stmt) -> bool {
+    matches!(
+        s,
+        Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Trap(_)
+    )
+}
+
+fn space_name(space: AddressSpace) -> &'static str {
+    match space {
+        AddressSpace::Global => "global",
+        AddressSpace::Shared => "shared",
+        AddressSpace::Local => "local",
+    }
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Block => "cta",
+        Scope::Device => "gpu",
+        Scope::System => "sys",
+    }
+}
+
+/// The type of a store of `ty` (integers are stored by size; extension does not matter).
+fn store_type(ty: ScalarType) -> &'static str {
+    match ty.size_bytes() {
+        _ if ty.is_float() => mem_type(ty),
+        1 => "u8",
+        2 => "u16",
+        4 => "u32",
+        _ => "u64",
+    }
+}
+
+impl<'k> KernelWriter<'k> {
+    /// The register of value `v`.
+    pub(crate) fn reg(&self, v: Value) -> Reg {
+        // A validated kernel defines every value, so the index is in range; the fallback only
+        // keeps this total.
+        self.values.get(v.index()).copied().unwrap_or(Reg {
+            class: Class::B32,
+            index: 0,
+        })
+    }
+
+    /// The register of variable `v`.
+    pub(crate) fn var(&self, v: Var) -> Reg {
+        self.vars.get(v.index()).copied().unwrap_or(Reg {
+            class: Class::B32,
+            index: 0,
+        })
+    }
+
+    /// The type of value `v`.
+    pub(crate) fn ty(&self, v: Value) -> ScalarType {
+        self.kernel
+            .values
+            .try_get(v)
+            .map_or(ScalarType::U32, |d| d.ty)
+    }
+
+    /// A fresh temporary register.
+    pub(crate) fn tmp(&mut self, class: Class) -> Reg {
+        self.regs.alloc(class)
+    }
+
+    pub(crate) fn label(&mut self) -> Label {
+        self.next_label += 1;
+        Label(self.next_label)
+    }
+
+    pub(crate) fn place(&mut self, l: Label) {
+        let _ = writeln!(self.out, "{l}:");
+    }
+
+    pub(crate) fn unsupported(&self, what: impl Into<String>) -> PtxError {
+        PtxError::Unsupported {
+            kernel: self.kernel.name.clone(),
+            what: what.into(),
+        }
+    }
+
+    /// Name of the machine parameter `offset` of IR parameter `index`.
+    pub(crate) fn param_name(&self, index: u32, offset: u32) -> ParamName<'k> {
+        let slot = self.param_slots.get(index as usize).copied().unwrap_or(0);
+        ParamName(&self.kernel.name, slot + offset)
+    }
+
+    fn block(&mut self, block: &Block) -> Result<(), PtxError> {
+        for stmt in &block.stmts {
+            self.stmt(stmt)?;
+            if leaves_block(stmt) {
+                // The rest of the block is unreachable.
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn nested(&mut self, block: &Block) -> Result<(), PtxError> {
+        self.depth += 1;
+        let r = self.block(block);
+        self.depth -= 1;
+        r
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> Result<(), PtxError> {
+        match stmt {
+            Stmt::Def { value, op } => self.def(*value, op)?,
+            Stmt::WriteVar { var, value } => {
+                let (d, s) = (self.var(*var), self.reg(*value));
+                ins!(self, "mov.{} {d}, {s}", d.class.ptx_type());
+            }
+            Stmt::Store { space, addr, value } => self.store(*space, *addr, *value),
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.reg(*cond);
+                let end = self.label();
+                if otherwise.stmts.is_empty() {
+                    ins!(self, "@!{c} bra {end}");
+                    self.nested(then)?;
+                } else {
+                    let other = self.label();
+                    ins!(self, "@!{c} bra {other}");
+                    self.nested(then)?;
+                    if !then.stmts.iter().any(leaves_block) {
+                        ins!(self, "bra {end}");
+                    }
+                    self.place(other);
+                    self.nested(otherwise)?;
+                }
+                self.place(end);
+            }
+            Stmt::Loop { body } => {
+                let (head, exit) = (self.label(), self.label());
+                self.place(head);
+                self.loops.push((head, exit));
+                let r = self.nested(body);
+                self.loops.pop();
+                r?;
+                if !body.stmts.iter().any(leaves_block) {
+                    ins!(self, "bra {head}");
+                }
+                self.place(exit);
+            }
+            Stmt::Break | Stmt::Continue => {
+                let Some(&(head, exit)) = self.loops.last() else {
+                    return Err(self.unsupported("break or continue outside a loop"));
+                };
+                let target = if matches!(stmt, Stmt::Break) {
+                    exit
+                } else {
+                    head
+                };
+                ins!(self, "bra {target}");
+            }
+            Stmt::Return => ins!(self, "ret"),
+            Stmt::Barrier => ins!(self, "bar.sync 0"),
+            Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
+            Stmt::Trap(_) => ins!(self, "trap"),
+        }
+        Ok(())
+    }
+
+    /// `mov` of a whole register of any class.
+    pub(crate) fn mov(&mut self, d: Reg, s: Reg) {
+        ins!(self, "mov.{} {d}, {s}", d.class.ptx_type());
+    }
+
+    /// Values that read a parameter, an array address or a hardware register.
+    pub(crate) fn def_input(&mut self, d: Reg, ty: ScalarType, op: &Op) {
+        match op {
+            Op::Param(i) => {
+                let p = self.param_name(*i, 0);
+                if ty == ScalarType::Bool {
+                    let t = self.tmp(Class::B32);
+                    ins!(self, "ld.param.u8 {t}, [{p}]");
+                    ins!(self, "setp.ne.u32 {d}, {t}, 0");
+                } else {
+                    ins!(self, "ld.param.{} {d}, [{p}]", mem_type(ty));
+                }
+            }
+            Op::SliceBase(i) => {
+                let p = self.param_name(*i, 0);
+                ins!(self, "ld.param.u64 {d}, [{p}]");
+                ins!(self, "cvta.to.global.u64 {d}, {d}");
+            }
+            Op::SliceLen(i) => {
+                let p = self.param_name(*i, 1);
+                ins!(self, "ld.param.u64 {d}, [{p}]");
+            }
+            Op::SharedAddr(i) => {
+                let off = self.shared_offsets.get(*i as usize).copied().unwrap_or(0);
+                self.symbol_address(d, SHARED_SYMBOL, off);
+            }
+            Op::LocalAddr(i) => {
+                let off = self.local_offsets.get(*i as usize).copied().unwrap_or(0);
+                self.symbol_address(d, LOCAL_SYMBOL, off);
+            }
+            Op::DynSharedAddr => self.symbol_address(d, DYN_SHARED_SYMBOL, 0),
+            Op::Special(s) => {
+                let dim = |d: &Dim| match d {
+                    Dim::X => "x",
+                    Dim::Y => "y",
+                    Dim::Z => "z",
+                };
+                let (reg, dim) = match s {
+                    Special::ThreadIdx(d) => ("tid", dim(d)),
+                    Special::BlockDim(d) => ("ntid", dim(d)),
+                    Special::BlockIdx(d) => ("ctaid", dim(d)),
+                    Special::GridDim(d) => ("nctaid", dim(d)),
+                    Special::LaneId => ("laneid", ""),
+                };
+                let dot = if dim.is_empty() { "" } else { "." };
+                ins!(self, "mov.u32 {d}, %{reg}{dot}{dim}");
+            }
+            _ => {}
+        }
+    }
+
+    fn symbol_address(&mut self, d: Reg, symbol: &str, offset: u32) {
+        ins!(self, "mov.u32 {d}, {symbol}");
+        if offset != 0 {
+            ins!(self, "add.u32 {d}, {d}, {offset}");
+        }
+    }
+
+    pub(crate) fn load(&mut self, d: Reg, space: AddressSpace, ty: ScalarType, addr: Value) {
+        let a = self.reg(addr);
+        let sp = space_name(space);
+        let nc = if space == AddressSpace::Global
+            && self.read_only.get(addr.index()).copied().unwrap_or(false)
+        {
+            ".nc"
+        } else {
+            ""
+        };
+        if ty == ScalarType::Bool {
+            let t = self.tmp(Class::B32);
+            ins!(self, "ld.{sp}{nc}.u8 {t}, [{a}]");
+            ins!(self, "setp.ne.u32 {d}, {t}, 0");
+        } else {
+            ins!(self, "ld.{sp}{nc}.{} {d}, [{a}]", mem_type(ty));
+        }
+    }
+
+    fn store(&mut self, space: AddressSpace, addr: Value, value: Value) {
+        let (a, v, ty) = (self.reg(addr), self.reg(value), self.ty(value));
+        let sp = space_name(space);
+        if ty == ScalarType::Bool {
+            let t = self.tmp(Class::B32);
+            ins!(self, "selp.u32 {t}, 1, 0, {v}");
+            ins!(self, "st.{sp}.u8 [{a}], {t}");
+        } else {
+            ins!(self, "st.{sp}.{} [{a}], {v}", store_type(ty));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn atomic(
+        &mut self,
+        d: Reg,
+        op: AtomicOp,
+        space: AddressSpace,
+        scope: Scope,
+        addr: Value,
+        value: Value,
+        compare: Option<Value>,
+    ) -> Result<(), PtxError> {
+        let (a, mut v, ty) = (self.reg(addr), self.reg(value), self.ty(value));
+        if space == AddressSpace::Local {
+            return Err(self.unsupported("atomics on local memory"));
+        }
+        let wide = ty.size_bytes() == 8;
+        let bits = if wide { "b64" } else { "b32" };
+        let (name, t) = match op {
+            AtomicOp::Add | AtomicOp::Sub if ty.is_float() => {
+                if op == AtomicOp::Sub {
+                    return Err(self.unsupported("atomic sub on floats"));
+                }
+                ("add", crate::regs::float_type(ty))
+            }
+            AtomicOp::Add | AtomicOp::Sub => {
+                if op == AtomicOp::Sub {
+                    let n = self.tmp(v.class);
+                    ins!(self, "neg.s{} {n}, {v}", if wide { 64 } else { 32 });
+                    v = n;
+                }
+                ("add", if wide { "u64" } else { "u32" })
+            }
+            AtomicOp::Min | AtomicOp::Max if ty.is_int() => {
+                let name = if op == AtomicOp::Min { "min" } else { "max" };
+                (name, int_op_type(ty))
+            }
+            AtomicOp::Min | AtomicOp::Max => {
+                return Err(self.unsupported(format!("atomic {op:?} on {ty}")));
+            }
+            AtomicOp::Exchange => ("exch", bits),
+            AtomicOp::CompareExchange => ("cas", bits),
+            AtomicOp::And => ("and", bits),
+            AtomicOp::Or => ("or", bits),
+            AtomicOp::Xor => ("xor", bits),
+        };
+        let (sc, sp) = (scope_name(scope), space_name(space));
+        match compare {
+            Some(c) if op == AtomicOp::CompareExchange => {
+                let c = self.reg(c);
+                ins!(
+                    self,
+                    "atom.relaxed.{sc}.{sp}.{name}.{t} {d}, [{a}], {c}, {v}"
+                );
+            }
+            _ => ins!(self, "atom.relaxed.{sc}.{sp}.{name}.{t} {d}, [{a}], {v}"),
+        }
+        Ok(())
+    }
+
+    fn warp_mask(&mut self) -> WarpMask {
+        if self.depth == 0 {
+            WarpMask::Full
+        } else {
+            let m = self.tmp(Class::B32);
+            ins!(self, "activemask.b32 {m}");
+            WarpMask::Active(m)
+        }
+    }
+
+    pub(crate) fn shuffle(&mut self, d: Reg, mode: ShuffleMode, value: Value, lane: Value) {
+        let (v, b) = (self.reg(value), self.reg(lane));
+        let mask = self.warp_mask();
+        let (m, c) = match mode {
+            ShuffleMode::Idx => ("idx", "0x1f"),
+            ShuffleMode::Up => ("up", "0x0"),
+            ShuffleMode::Down => ("down", "0x1f"),
+            ShuffleMode::Xor => ("bfly", "0x1f"),
+        };
+        match v.class {
+            Class::B32 | Class::F32 => ins!(self, "shfl.sync.{m}.b32 {d}, {v}, {b}, {c}, {mask}"),
+            Class::B64 | Class::F64 => {
+                let (lo, hi) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                ins!(self, "mov.b64 {{{lo}, {hi}}}, {v}");
+                ins!(self, "shfl.sync.{m}.b32 {lo}, {lo}, {b}, {c}, {mask}");
+                ins!(self, "shfl.sync.{m}.b32 {hi}, {hi}, {b}, {c}, {mask}");
+                ins!(self, "mov.b64 {d}, {{{lo}, {hi}}}");
+            }
+            Class::B16 => {
+                let t = self.tmp(Class::B32);
+                ins!(self, "cvt.u32.u16 {t}, {v}");
+                ins!(self, "shfl.sync.{m}.b32 {t}, {t}, {b}, {c}, {mask}");
+                ins!(self, "cvt.u16.u32 {d}, {t}");
+            }
+            Class::Pred => {
+                let t = self.tmp(Class::B32);
+                ins!(self, "selp.u32 {t}, 1, 0, {v}");
+                ins!(self, "shfl.sync.{m}.b32 {t}, {t}, {b}, {c}, {mask}");
+                ins!(self, "setp.ne.u32 {d}, {t}, 0");
+            }
+        }
+    }
+
+    pub(crate) fn vote(&mut self, d: Reg, mode: VoteMode, pred: Value) {
+        let p = self.reg(pred);
+        let mask = self.warp_mask();
+        match mode {
+            VoteMode::All => ins!(self, "vote.sync.all.pred {d}, {p}, {mask}"),
+            VoteMode::Any => ins!(self, "vote.sync.any.pred {d}, {p}, {mask}"),
+            VoteMode::Ballot => ins!(self, "vote.sync.ballot.b32 {d}, {p}, {mask}"),
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Float operations: IEEE arithmetic with explicit rounding, 16-bit float conversions, and
+//! the instruction sequences for `Round`, float `Rem` and the transcendental functions.
+//!
+//! Every float arithmetic instruction carries an explicit rounding modifier (`add.rn.f32`,
+//! `mul.rn.f32`, ...): with it ptxas may not contract a multiply and an add into an `fma`,
+//! which the IR forbids. Nothing uses `.ftz` where a subnormal could matter.
+//!
+//! `f16`/`bf16` arithmetic is done in `f32` and rounded back once (`cvt.rn`), as the IR
+//! says; for `+ - * / sqrt` this equals the correctly rounded 16-bit result.
+//!
+//! # Accuracy of the `f32` functions
+//!
+//! | op | sequence | error |
+//! |---|---|---|
+//! | `Sqrt`, `Div` | `sqrt.rn`, `div.rn` | correctly rounded |
+//! | `Floor`, `Ceil`, `Trunc`, `Round`, `Abs` | `cvt.r?i`, `add.rz` | exact |
+//! | `Rem` | subtraction loop | exact (Rust's `%`, C's `fmod`) |
+//! | `Exp` | reduction to `2^n * 2^f`, `ex2.approx.ftz` on `f` in about [0, 1) | ~2 ulp |
+//! | `Exp2` | `ex2.approx.f32` | ~2 ulp (PTX: max rel. error 2^-22) |
+//! | `Ln`, `Log2` | `x = 2^e m`, `m` in [2/3, 4/3), `ln m = 2 atanh((m-1)/(m+1))` series | ~1 ulp |
+//! | `Sin`, `Cos` | quadrant reduction (3-part Cody–Waite), Taylor polynomials on [-pi/4, pi/4] | ~1 ulp for abs(x) < 105615; beyond, `sin.approx`/`cos.approx` (absolute error grows like abs(x) * 2^-22) |
+//! | `Tanh` | abs(x) >= 0.6: `1 - 2/(2^(2x log2 e) + 1)` with `ex2.approx`, `rcp.approx`; below: odd minimax polynomial | ~2 ulp |
+//!
+//! The `~` figures are design estimates from the algorithms and the PTX documentation of the
+//! `.approx` instructions (the unit tests check the algorithms with exact stand-ins for those);
+//! they have not been measured on hardware yet. `f64` supports only the exact operations
+//! (`Sqrt`, `Abs`, `Floor`, `Ceil`, `Trunc`, `Round`, arithmetic, `Rem`); its transcendental
+//! functions are [`PtxError::Unsupported`].
+
+use cuprum_ir::{BinaryOp, ScalarType, UnaryOp};
+
+use crate::PtxError;
+use crate::emit::{KernelWriter, ins};
+use crate::regs::{Class, Reg, float_type, int_op_type, is_half};
+
+use ScalarType as S;
+
+/// `f32` constants, as PTX hex literals.
+pub(crate) mod k {
+    pub(crate) const ONE: &str = "0f3F800000";
+    pub(crate) const HALF: &str = "0f3F000000";
+    pub(crate) const INF: &str = "0f7F800000";
+    pub(crate) const NEG_INF: &str = "0fFF800000";
+    pub(crate) const NAN: &str = "0f7FFFFFFF";
+}
+
+impl KernelWriter<'_> {
+    /// Converts a 16-bit float (raw bits in `s`) to a fresh `f32` register, exactly.
+    pub(crate) fn widen_half(&mut self, s: Reg, ty: ScalarType) -> Reg {
+        let f = self.tmp(Class::F32);
+        self.widen_half_into(f, s, ty);
+        f
+    }
+
+    pub(crate) fn widen_half_into(&mut self, d: Reg, s: Reg, ty: ScalarType) {
+        if ty == S::BF16 {
+            // bf16 is the high half of an f32 (`cvt.f32.bf16` needs sm_90).
+            let t = self.tmp(Class::B32);
+            ins!(self, "cvt.u32.u16 {t}, {s}");
+            ins!(self, "shl.b32 {t}, {t}, 16");
+            ins!(self, "mov.b32 {d}, {t}");
+        } else {
+            ins!(self, "cvt.f32.f16 {d}, {s}");
+        }
+    }
+
+    /// Rounds the `f32` in `f` to the 16-bit float `ty` (nearest even) into `d`.
+    pub(crate) fn narrow_half(&mut self, d: Reg, f: Reg, ty: ScalarType) {
+        let t = if ty == S::BF16 { "bf16" } else { "f16" };
+        ins!(self, "cvt.rn.{t}.f32 {d}, {f}");
+    }
+
+    /// Sets the last mantissa bit of `f` when `inexact`: round-to-odd from round-toward-zero.
+    fn set_sticky(&mut self, f: Reg, inexact: Reg) -> Reg {
+        let (b, o) = (self.tmp(Class::B32), self.tmp(Class::B32));
+        let r = self.tmp(Class::F32);
+        ins!(self, "mov.b32 {b}, {f}");
+        ins!(self, "or.b32 {o}, {b}, 1");
+        ins!(self, "selp.b32 {b}, {o}, {b}, {inexact}");
+        ins!(self, "mov.b32 {r}, {b}");
+        r
+    }
+
+    /// The integer `s` (32 or 64 bits) rounded to odd into a fresh `f32` register.
+    pub(crate) fn int_to_f32_odd(&mut self, from: ScalarType, s: Reg) -> Reg {
+        let t = int_op_type(from);
+        let (f, back, p) = (
+            self.tmp(Class::F32),
+            self.tmp(s.class),
+            self.tmp(Class::Pred),
+        );
+        ins!(self, "cvt.rz.f32.{t} {f}, {s}");
+        ins!(self, "cvt.rzi.{t}.f32 {back}, {f}");
+        ins!(self, "setp.ne.{t} {p}, {s}, {back}");
+        self.set_sticky(f, p)
+    }
+
+    /// The `f64` in `s` rounded to odd into a fresh `f32` register.
+    pub(crate) fn f64_to_f32_odd(&mut self, s: Reg) -> Reg {
+        let (f, back, p) = (
+            self.tmp(Class::F32),
+            self.tmp(Class::F64),
+            self.tmp(Class::Pred),
+        );
+        ins!(self, "cvt.rz.f32.f64 {f}, {s}");
+        ins!(self, "cvt.f64.f32 {back}, {f}");
+        ins!(self, "setp.neu.f64 {p}, {s}, {back}");
+        self.set_sticky(f, p)
+    }
+
+    /// Runs `op` on the `f32` widenings of 16-bit float operands and rounds the result back.
+    fn through_f32(
+        &mut self,
+        ty: ScalarType,
+        d: Reg,
+        operands: &[Reg],
+        op: impl FnOnce(&mut Self, Reg, &[Reg]) -> Result<(), PtxError>,
+    ) -> Result<(), PtxError> {
+        let mut wide = [d; 3];
+        for (w, &s) in wide.iter_mut().zip(operands) {
+            *w = self.widen_half(s, ty);
+        }
+        let fd = self.tmp(Class::F32);
+        op(self, fd, &wide[..operands.len()])?;
+        self.narrow_half(d, fd, ty);
+        Ok(())
+    }
+
+    pub(crate) fn float_binary(
+        &mut self,
+        b: BinaryOp,
+        ty: ScalarType,
+        d: Reg,
+        l: Reg,
+        r: Reg,
+    ) -> Result<(), PtxError> {
+        if is_half(ty) {
+            return self.through_f32(ty, d, &[l, r], |w, fd, x| {
+                w.float_binary(b, S::F32, fd, x[0], x[1])
+            });
+        }
+        let f = float_type(ty);
+        match b {
+            BinaryOp::Add => ins!(self, "add.rn.{f} {d}, {l}, {r}"),
+            BinaryOp::Sub => ins!(self, "sub.rn.{f} {d}, {l}, {r}"),
+            BinaryOp::Mul => ins!(self, "mul.rn.{f} {d}, {l}, {r}"),
+            BinaryOp::Div => ins!(self, "div.rn.{f} {d}, {l}, {r}"),
+            // Without `.ftz`, `min`/`max` return the other operand when one is NaN.
+            BinaryOp::Min => ins!(self, "min.{f} {d}, {l}, {r}"),
+            BinaryOp::Max => ins!(self, "max.{f} {d}, {l}, {r}"),
+            BinaryOp::Rem => self.fmod(ty, d, l, r),
+            _ => return Err(self.unsupported(format!("{b:?} on {ty}"))),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn mul_add(
+        &mut self,
+        ty: ScalarType,
+        d: Reg,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    ) -> Result<(), PtxError> {
+        if is_half(ty) {
+            return self.through_f32(ty, d, &[a, b, c], |w, fd, x| {
+                w.mul_add(S::F32, fd, x[0], x[1], x[2])
+            });
+        }
+        if !ty.is_float() {
+            return Err(self.unsupported(format!("MulAdd on {ty}")));
+        }
+        ins!(self, "fma.rn.{} {d}, {a}, {b}, {c}", float_type(ty));
+        Ok(())
+    }
+
+    /// The float-only unary operations other than `Abs` (`Neg`/`Abs` are bit operations).
+    pub(crate) fn float_unary(
+        &mut self,
+        u: UnaryOp,
+        ty: ScalarType,
+        d: Reg,
+        a: Reg,
+    ) -> Result<(), PtxError> {
+        if is_half(ty) {
+            return self.through_f32(ty, d, &[a], |w, fd, x| w.float_unary(u, S::F32, fd, x[0]));
+        }
+        let f = float_type(ty);
+        match u {
+            UnaryOp::Sqrt => ins!(self, "sqrt.rn.{f} {d}, {a}"),
+            UnaryOp::Floor => ins!(self, "cvt.rmi.{f}.{f} {d}, {a}"),
+            UnaryOp::Ceil => ins!(self, "cvt.rpi.{f}.{f} {d}, {a}"),
+            UnaryOp::Trunc => ins!(self, "cvt.rzi.{f}.{f} {d}, {a}"),
+            UnaryOp::Round => {
+                // Half away from zero: add 0.5 with the sign of `a`, rounding toward zero (so
+                // 0.49999997 + 0.5 stays below 1), then truncate. Exact; keeps -0.0 and the
+                // sign of results that round to zero.
+                let half = if ty == S::F64 {
+                    "0d3FE0000000000000"
+                } else {
+                    k::HALF
+                };
+                let (h, t) = (self.tmp(a.class), self.tmp(a.class));
+                ins!(self, "mov.{f} {h}, {half}");
+                ins!(self, "copysign.{f} {h}, {a}, {h}");
+                ins!(self, "add.rz.{f} {t}, {a}, {h}");
+                ins!(self, "cvt.rzi.{f}.{f} {d}, {t}");
+            }
+            _ if ty == S::F64 => {
+                return Err(self.unsupported(format!("{u:?} on f64")));
+            }
+            UnaryOp::Exp => self.exp_f32(d, a),
+            UnaryOp::Exp2 => ins!(self, "ex2.approx.f32 {d}, {a}"),
+            UnaryOp::Ln => self.log_f32(d, a, false),
+            UnaryOp::Log2 => self.log_f32(d, a, true),
+            UnaryOp::Sin => self.sin_cos_f32(d, a, false),
+            UnaryOp::Cos => self.sin_cos_f32(d, a, true),
+            UnaryOp::Tanh => self.tanh_f32(d, a),
+            UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs => {
+                return Err(self.unsupported(format!("{u:?} as a float function")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rust's float `%` (C's `fmod`), exactly: the remainder of `|x|` by the largest
+    /// `|y| * 2^k` not above it is subtracted while halving down to `|y|` (each subtraction
+    /// is exact by Sterbenz's lemma), and the result takes the sign of `x`.
+    fn fmod(&mut self, ty: ScalarType, d: Reg, x: Reg, y: Reg) {
+        let f = float_type(ty);
+        let (zero, inf, nan, half) = if ty == S::F64 {
+            (
+                "0d0000000000000000",
+                "0d7FF0000000000000",
+                "0d7FFFFFFFFFFFFFFF",
+                "0d3FE0000000000000",
+            )
+        } else {
+            ("0f00000000", k::INF, k::NAN, k::HALF)
+        };
+        let c = x.class;
+        let (ax, ay, r, bs, t) = (
+            self.tmp(c),
+            self.tmp(c),
+            self.tmp(c),
+            self.tmp(c),
+            self.tmp(c),
+        );
+        let (p, q, ok) = (
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        let (nan_l, up, down, done) = (self.label(), self.label(), self.label(), self.label());
+        ins!(self, "abs.{f} {ax}, {x}");
+        ins!(self, "abs.{f} {ay}, {y}");
+        // NaN operands, infinite x, or a zero divisor give NaN.
+        ins!(self, "setp.lt.{f} {p}, {ax}, {inf}");
+        ins!(self, "setp.gt.{f} {q}, {ay}, {zero}");
+        ins!(self, "and.pred {ok}, {p}, {q}");
+        ins!(self, "mov.{f} {r}, {ax}");
+        ins!(self, "@!{ok} bra {nan_l}");
+        ins!(self, "mov.{f} {bs}, {ay}");
+        self.place(up);
+        ins!(self, "add.rn.{f} {t}, {bs}, {bs}");
+        ins!(self, "setp.gt.{f} {p}, {t}, {r}");
+        ins!(self, "@{p} bra {down}");
+        ins!(self, "mov.{f} {bs}, {t}");
+        ins!(self, "bra {up}");
+        self.place(down);
+        ins!(self, "setp.ge.{f} {p}, {r}, {bs}");
+        ins!(self, "@{p} sub.rn.{f} {r}, {r}, {bs}");
+        ins!(self, "setp.eq.{f} {p}, {bs}, {ay}");
+        ins!(self, "@{p} bra {done}");
+        ins!(self, "mul.rn.{f} {bs}, {bs}, {half}");
+        ins!(self, "bra {down}");
+        self.place(nan_l);
+        ins!(self, "mov.{f} {r}, {nan}");
+        self.place(done);
+        ins!(self, "copysign.{f} {d}, {x}, {r}");
+    }
+}

@@ -1,0 +1,331 @@
+//! Every operation on every type it accepts, every cast and bitcast, every atomic, shuffle and
+//! vote: written for both targets and assembled with ptxas (when available).
+
+mod common;
+
+use common::{K, one, write_and_assemble};
+use cuprum_ir::ScalarType::{self as S};
+use cuprum_ir::*;
+
+/// A kernel over one byte buffer, with a fresh address per operand or result.
+struct Bytes {
+    k: K,
+    buf: u32,
+    next: u64,
+}
+
+impl Bytes {
+    fn new(name: &str) -> Self {
+        let mut k = K::new(name);
+        let buf = k.slice("buf", S::U8, SliceAccess::ReadWrite);
+        Self { k, buf, next: 0 }
+    }
+    fn addr(&mut self) -> Value {
+        self.next += 8;
+        let i = self.k.u64(self.next);
+        self.k.elem_addr(self.buf, i, S::U8)
+    }
+    /// A value of type `ty` that ptxas cannot constant-fold.
+    fn input(&mut self, ty: ScalarType) -> Value {
+        let a = self.addr();
+        self.k.load(AddressSpace::Global, ty, a)
+    }
+    fn output(&mut self, v: Value) {
+        let a = self.addr();
+        self.k.store(AddressSpace::Global, a, v);
+    }
+    fn finish(self) -> Kernel {
+        self.k.finish()
+    }
+}
+
+const UNARY: [UnaryOp; 15] = [
+    UnaryOp::Neg,
+    UnaryOp::Not,
+    UnaryOp::Abs,
+    UnaryOp::Sqrt,
+    UnaryOp::Floor,
+    UnaryOp::Ceil,
+    UnaryOp::Round,
+    UnaryOp::Trunc,
+    UnaryOp::Exp,
+    UnaryOp::Exp2,
+    UnaryOp::Ln,
+    UnaryOp::Log2,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+    UnaryOp::Tanh,
+];
+
+const BINARY: [BinaryOp; 12] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Rem,
+    BinaryOp::And,
+    BinaryOp::Or,
+    BinaryOp::Xor,
+    BinaryOp::Shl,
+    BinaryOp::Shr,
+    BinaryOp::Min,
+    BinaryOp::Max,
+];
+
+const CMP: [CmpOp; 6] = [
+    CmpOp::Eq,
+    CmpOp::Ne,
+    CmpOp::Lt,
+    CmpOp::Le,
+    CmpOp::Gt,
+    CmpOp::Ge,
+];
+
+fn unary_applies(u: UnaryOp, ty: ScalarType) -> bool {
+    match u {
+        UnaryOp::Not => !ty.is_float(),
+        UnaryOp::Neg => ty != S::Bool,
+        UnaryOp::Exp
+        | UnaryOp::Exp2
+        | UnaryOp::Ln
+        | UnaryOp::Log2
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Tanh => ty.is_float() && ty != S::F64,
+        _ => ty.is_float(),
+    }
+}
+
+fn binary_applies(b: BinaryOp, ty: ScalarType) -> bool {
+    let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
+    match ty {
+        S::Bool => logical,
+        t if t.is_float() => !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr),
+        _ => true,
+    }
+}
+
+fn ops_on(ty: ScalarType) -> Kernel {
+    let mut k = Bytes::new(&format!("ops_{}", ty.rust_name()));
+    let (a, b, c) = (k.input(ty), k.input(ty), k.input(ty));
+    let amount = k.input(S::U32);
+    let cond = k.input(S::Bool);
+    for u in UNARY.into_iter().filter(|u| unary_applies(*u, ty)) {
+        let r = k.k.op(Op::Unary(u, a));
+        k.output(r);
+    }
+    for op in BINARY.into_iter().filter(|op| binary_applies(*op, ty)) {
+        let rhs = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
+            amount
+        } else {
+            b
+        };
+        let r = k.k.bin(op, a, rhs);
+        k.output(r);
+    }
+    if ty.is_float() {
+        let r = k.k.op(Op::Ternary(TernaryOp::MulAdd, a, b, c));
+        k.output(r);
+    }
+    for op in CMP {
+        let r = k.k.cmp(op, a, b);
+        k.output(r);
+    }
+    let r = k.k.op(Op::Select {
+        cond,
+        if_true: a,
+        if_false: b,
+    });
+    k.output(r);
+    // Constants of the type, including extreme bit patterns.
+    for bits in [0u64, 1, u64::MAX, 1 << (ty.bits() - 1)] {
+        let v = k.k.c(Constant::new(ty, bits));
+        k.output(v);
+    }
+    k.finish()
+}
+
+#[test]
+fn every_op_on_every_type() {
+    let module = Module {
+        kernels: ScalarType::ALL.into_iter().map(ops_on).collect(),
+    };
+    let ptx = write_and_assemble(&module);
+    // Shift amounts are reduced modulo the width.
+    assert!(ptx.contains("and.b32 %r") && ptx.contains(", 7;") && ptx.contains(", 63;"));
+    // Narrow integers are re-normalised after wrapping arithmetic.
+    assert!(ptx.contains("cvt.s32.s8") && ptx.contains("cvt.s32.s16"));
+    assert!(ptx.contains("setp.neu.f32") && ptx.contains("setp.neu.f64"));
+    assert!(ptx.contains("div.rn.f64") && ptx.contains("sqrt.rn.f32"));
+    assert!(ptx.contains("cvt.rn.bf16.f32") && ptx.contains("cvt.rn.f16.f32"));
+    assert!(ptx.contains("mov.f32 %f") && ptx.contains("0f3F800000"));
+}
+
+/// Each kernel separately too, so a failure names its type.
+#[test]
+fn ops_per_type() {
+    for ty in ScalarType::ALL {
+        write_and_assemble(&one(ops_on(ty)));
+    }
+}
+
+#[test]
+fn every_cast_and_bitcast() {
+    let mut k = Bytes::new("casts");
+    for from in ScalarType::ALL {
+        let v = k.input(from);
+        for to in ScalarType::ALL {
+            if to == S::Bool && from != S::Bool {
+                continue;
+            }
+            let r = k.k.cast(v, to);
+            k.output(r);
+            let bitcast_ok =
+                from != S::Bool && to != S::Bool && from.size_bytes() == to.size_bytes();
+            if bitcast_ok {
+                let r = k.k.op(Op::Bitcast { value: v, to });
+                k.output(r);
+            }
+        }
+    }
+    let ptx = write_and_assemble(&one(k.finish()));
+    assert!(ptx.contains("cvt.rzi.s64.f64") && ptx.contains("cvt.rzi.u32.f32"));
+    assert!(
+        ptx.contains("cvt.rz.f32.f64"),
+        "round to odd on the way to halves"
+    );
+    assert!(ptx.contains("selp.f32 %f") && ptx.contains("0f3F800000, 0f00000000"));
+}
+
+#[test]
+fn every_atomic() {
+    let mut k = Bytes::new("atomics");
+    let sh = k.k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: S::U64,
+        len: 4,
+    });
+    let shared = k.k.op(Op::SharedAddr(sh));
+    let ops = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::Exchange,
+        AtomicOp::CompareExchange,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+    ];
+    let scopes = [Scope::Block, Scope::Device, Scope::System];
+    for (n, ty) in [S::I32, S::U32, S::I64, S::U64, S::F32, S::F64]
+        .into_iter()
+        .enumerate()
+    {
+        let value = k.input(ty);
+        let compare = k.input(ty);
+        for op in ops {
+            if ty.is_float()
+                && !matches!(
+                    op,
+                    AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
+                )
+            {
+                continue;
+            }
+            for space in [AddressSpace::Global, AddressSpace::Shared] {
+                let addr = if space == AddressSpace::Global {
+                    k.addr()
+                } else {
+                    shared
+                };
+                let r = k.k.op(Op::Atomic {
+                    op,
+                    space,
+                    scope: scopes[n % 3],
+                    addr,
+                    value,
+                    compare: (op == AtomicOp::CompareExchange).then_some(compare),
+                });
+                k.output(r);
+            }
+        }
+    }
+    let ptx = write_and_assemble(&one(k.finish()));
+    for s in [
+        "atom.relaxed.cta.global.add.u32",
+        "atom.relaxed.gpu.shared.min.u32",
+        "atom.relaxed.sys.global.max.s64",
+        "atom.relaxed.cta.global.cas.b64",
+        "atom.relaxed.gpu.global.add.f32",
+        "atom.relaxed.sys.shared.add.f64",
+        "atom.relaxed.cta.global.exch.b32",
+        "neg.s64",
+    ] {
+        assert!(ptx.contains(s), "{s}\n{ptx}");
+    }
+}
+
+#[test]
+fn every_shuffle_and_vote() {
+    let mut k = Bytes::new("warp");
+    let lane = k.input(S::U32);
+    let pred = k.input(S::Bool);
+    let modes = [
+        ShuffleMode::Idx,
+        ShuffleMode::Up,
+        ShuffleMode::Down,
+        ShuffleMode::Xor,
+    ];
+    let votes = [VoteMode::All, VoteMode::Any, VoteMode::Ballot];
+    let inputs: Vec<Value> = ScalarType::ALL.iter().map(|&t| k.input(t)).collect();
+    // At the top level (full mask) ...
+    for &v in &inputs {
+        for mode in modes {
+            let r = k.k.op(Op::Shuffle {
+                mode,
+                value: v,
+                lane,
+            });
+            k.output(r);
+        }
+    }
+    for mode in votes {
+        let r = k.k.op(Op::Vote { mode, pred });
+        k.output(r);
+    }
+    // ... and where lanes may have diverged (active mask).
+    let mut kk = std::mem::replace(&mut k.k, K::new("unused"));
+    kk.if_(pred, |kk| {
+        k.k = std::mem::replace(kk, K::new("unused"));
+        for &v in &inputs[9..] {
+            let r = k.k.op(Op::Shuffle {
+                mode: ShuffleMode::Down,
+                value: v,
+                lane,
+            });
+            k.output(r);
+        }
+        for mode in votes {
+            let r = k.k.op(Op::Vote { mode, pred });
+            k.output(r);
+        }
+        *kk = std::mem::replace(&mut k.k, K::new("unused"));
+    });
+    k.k = kk;
+    let ptx = write_and_assemble(&one(k.finish()));
+    for s in [
+        "shfl.sync.idx.b32",
+        "shfl.sync.up.b32",
+        "shfl.sync.down.b32",
+        "shfl.sync.bfly.b32",
+        "0x1f, 0xffffffff;",
+        "0x0, 0xffffffff;",
+        "vote.sync.all.pred",
+        "vote.sync.any.pred",
+        "vote.sync.ballot.b32",
+        "activemask.b32",
+    ] {
+        assert!(ptx.contains(s), "{s}\n{ptx}");
+    }
+}
