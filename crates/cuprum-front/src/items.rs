@@ -55,7 +55,10 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
             "#[cuda_module] needs an inline module: `mod kernels { ... }`",
         ));
     };
-    let mut info = ModuleInfo { kernels: Vec::new(), helpers: Vec::new() };
+    let mut info = ModuleInfo {
+        kernels: Vec::new(),
+        helpers: Vec::new(),
+    };
     let mut errors = Errors::default();
     for item in items {
         match item {
@@ -66,7 +69,11 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                 }
             }
             syn::Item::Fn(f) => {
-                if let Some(a) = f.attrs.iter().find(|a| CUPRUM_ATTRS.iter().any(|n| attr_is(a, n))) {
+                if let Some(a) = f
+                    .attrs
+                    .iter()
+                    .find(|a| CUPRUM_ATTRS.iter().any(|n| attr_is(a, n)))
+                {
                     errors.push(syn::Error::new(
                         a.span(),
                         "this attribute belongs on a `#[kernel]` function",
@@ -125,7 +132,11 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
                     }
                 };
                 match param_type(&pt.ty, is_unsafe) {
-                    Ok(ty) => params.push(HostParam { name, rust_type: (*pt.ty).clone(), ty }),
+                    Ok(ty) => params.push(HostParam {
+                        name,
+                        rust_type: (*pt.ty).clone(),
+                        ty,
+                    }),
                     Err(e) => errors.push(e),
                 }
             }
@@ -177,7 +188,11 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
 }
 
 fn lit_u32(e: &syn::Expr) -> syn::Result<u32> {
-    if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = e {
+    if let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(i),
+        ..
+    }) = e
+    {
         return i.base10_parse::<u32>();
     }
     Err(syn::Error::new(e.span(), "expected an integer literal"))
@@ -190,19 +205,36 @@ fn parse_launch_bounds(attr: &syn::Attribute) -> syn::Result<cuprum_ir::LaunchBo
     let mut it = args.iter();
     let max_threads = match it.next() {
         Some(e) => lit_u32(e)?,
-        None => return Err(syn::Error::new(attr.span(), "expected #[launch_bounds(max_threads)]")),
+        None => {
+            return Err(syn::Error::new(
+                attr.span(),
+                "expected #[launch_bounds(max_threads)]",
+            ));
+        }
     };
     let min_blocks_per_sm = it.next().map(lit_u32).transpose()?;
     if let Some(extra) = it.next() {
-        return Err(syn::Error::new(extra.span(), "#[launch_bounds] takes at most two numbers"));
+        return Err(syn::Error::new(
+            extra.span(),
+            "#[launch_bounds] takes at most two numbers",
+        ));
     }
     if max_threads == 0 || max_threads > 1024 {
-        return Err(syn::Error::new(attr.span(), "max_threads must be between 1 and 1024"));
+        return Err(syn::Error::new(
+            attr.span(),
+            "max_threads must be between 1 and 1024",
+        ));
     }
     if min_blocks_per_sm == Some(0) {
-        return Err(syn::Error::new(attr.span(), "min_blocks must be at least 1"));
+        return Err(syn::Error::new(
+            attr.span(),
+            "min_blocks must be at least 1",
+        ));
     }
-    Ok(cuprum_ir::LaunchBounds { max_threads, min_blocks_per_sm })
+    Ok(cuprum_ir::LaunchBounds {
+        max_threads,
+        min_blocks_per_sm,
+    })
 }
 
 fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
@@ -212,7 +244,11 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
     let mut domain = None;
     let mut block = None;
     for nv in &args {
-        let key = nv.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+        let key = nv
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
         match key.as_str() {
             "domain" => {
                 let d = lit_u32(&nv.value)?;
@@ -223,14 +259,24 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
             }
             "block" => {
                 let syn::Expr::Tuple(t) = &nv.value else {
-                    return Err(syn::Error::new(nv.value.span(), "expected block = (x, y, z)"));
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        "expected block = (x, y, z)",
+                    ));
                 };
-                let dims = t.elems.iter().map(lit_u32).collect::<syn::Result<Vec<_>>>()?;
+                let dims = t
+                    .elems
+                    .iter()
+                    .map(lit_u32)
+                    .collect::<syn::Result<Vec<_>>>()?;
                 let [x, y, z] = dims[..] else {
                     return Err(syn::Error::new(t.span(), "expected three block dimensions"));
                 };
                 if x == 0 || y == 0 || z == 0 {
-                    return Err(syn::Error::new(t.span(), "block dimensions must be at least 1"));
+                    return Err(syn::Error::new(
+                        t.span(),
+                        "block dimensions must be at least 1",
+                    ));
                 }
                 block = Some((x, y, z));
             }

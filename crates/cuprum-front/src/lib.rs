@@ -40,8 +40,9 @@ pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Erro
         return Err(e);
     }
     let ir = cuprum_ir::Module { kernels };
-    cuprum_ir::validate_module(&ir)
-        .map_err(|e| syn::Error::new(module.ident.span(), format!("internal compiler error: {e}")))?;
+    cuprum_ir::validate_module(&ir).map_err(|e| {
+        syn::Error::new(module.ident.span(), format!("internal compiler error: {e}"))
+    })?;
     Ok(CompiledModule { ir, info })
 }
 

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, Dim, KernelBuilder, Op, ScalarType as S, Special,
-    SliceAccess, Stmt, TernaryOp, TrapKind, UnaryOp, Value, Var,
+    AddressSpace, BinaryOp, CmpOp, Constant, Dim, KernelBuilder, Op, ScalarType as S, SliceAccess,
+    Special, Stmt, TernaryOp, TrapKind, UnaryOp, Value, Var,
 };
 use syn::spanned::Spanned;
 
@@ -85,13 +85,23 @@ impl Inference {
         }
     }
     fn solve(&self) -> HashMap<u32, S> {
-        let mut sites: Vec<u32> = self.parent.keys().chain(self.ty.keys()).chain(self.kind.keys()).copied().collect();
+        let mut sites: Vec<u32> = self
+            .parent
+            .keys()
+            .chain(self.ty.keys())
+            .chain(self.kind.keys())
+            .copied()
+            .collect();
         sites.sort_unstable();
         sites.dedup();
         let mut out = HashMap::new();
         for s in sites {
             let root = self.find(s);
-            let ty = self.ty.get(&root).copied().or_else(|| self.kind.get(&root).map(|k| k.default_type()));
+            let ty = self
+                .ty
+                .get(&root)
+                .copied()
+                .or_else(|| self.kind.get(&root).map(|k| k.default_type()));
             if let Some(t) = ty {
                 out.insert(s, t);
             }
@@ -121,21 +131,36 @@ enum Val {
     /// A slice parameter.
     Slice(u32),
     /// A reference to one element of global memory.
-    ElemRef { addr: Value, elem: S, mutable: bool },
+    ElemRef {
+        addr: Value,
+        elem: S,
+        mutable: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
 enum Binding {
     Val(Val),
-    Var { var: Var, ty: S, mutable: bool },
+    Var {
+        var: Var,
+        ty: S,
+        mutable: bool,
+    },
     /// Infer run only.
-    InferVar { site: u32, kind: LitKind },
+    InferVar {
+        site: u32,
+        kind: LitKind,
+    },
 }
 
 enum Place {
     Var(Var, S),
     InferVar(u32, LitKind),
-    Mem { space: AddressSpace, addr: Value, elem: S },
+    Mem {
+        space: AddressSpace,
+        addr: Value,
+        elem: S,
+    },
 }
 
 struct Lowerer<'a> {
@@ -173,7 +198,9 @@ impl<'a> Lowerer<'a> {
                     Val::Scalar(self.def(Op::Param(index), p.name.span())?)
                 }
                 ParamType::Slice { elem, access } => {
-                    let index = self.b.param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
+                    let index = self
+                        .b
+                        .param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
                     Val::Slice(index)
                 }
             };
@@ -182,7 +209,10 @@ impl<'a> Lowerer<'a> {
         let body = &k.item.block;
         let v = self.block_stmts(&body.stmts)?;
         if !matches!(v, Val::Unit | Val::Never) {
-            return err(body.span(), "kernels return nothing; this block has a value");
+            return err(
+                body.span(),
+                "kernels return nothing; this block has a value",
+            );
         }
         Ok(self.b.finish())
     }
@@ -190,7 +220,9 @@ impl<'a> Lowerer<'a> {
     // ----- helpers ------------------------------------------------------------------------
 
     fn def(&mut self, op: Op, span: proc_macro2::Span) -> Result<Value> {
-        self.b.def(op).or_else(|msg| err(span, format!("internal compiler error: {msg}")))
+        self.b
+            .def(op)
+            .or_else(|msg| err(span, format!("internal compiler error: {msg}")))
     }
 
     fn constant(&mut self, c: Constant) -> Value {
@@ -242,7 +274,12 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
-        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|(_, b)| b)
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
     }
 
     /// Turns `v` into an IR value of type `ty`, typing literals and checking the rest.
@@ -251,13 +288,19 @@ impl<'a> Lowerer<'a> {
             Val::Scalar(x) => {
                 let actual = self.ty(x);
                 if actual != ty {
-                    return err(span, format!("mismatched types: expected `{ty}`, found `{actual}`"));
+                    return err(
+                        span,
+                        format!("mismatched types: expected `{ty}`, found `{actual}`"),
+                    );
                 }
                 Ok(x)
             }
             Val::Int(i) => {
                 if ty.is_float() {
-                    return err(span, format!("expected `{ty}`, found an integer literal (write `{i}.0`)"));
+                    return err(
+                        span,
+                        format!("expected `{ty}`, found an integer literal (write `{i}.0`)"),
+                    );
                 }
                 if ty == S::Bool {
                     return err(span, "expected `bool`, found an integer");
@@ -266,7 +309,10 @@ impl<'a> Lowerer<'a> {
             }
             Val::Float(f) => {
                 if !ty.is_float() {
-                    return err(span, format!("expected `{ty}`, found a floating-point literal"));
+                    return err(
+                        span,
+                        format!("expected `{ty}`, found a floating-point literal"),
+                    );
                 }
                 Ok(self.constant(float_constant(ty, f)))
             }
@@ -274,7 +320,13 @@ impl<'a> Lowerer<'a> {
                 self.note_type(site, ty);
                 Ok(self.constant(Constant::new(ty, 0)))
             }
-            other => err(span, format!("expected a value of type `{ty}`, found {}", describe(&other))),
+            other => err(
+                span,
+                format!(
+                    "expected a value of type `{ty}`, found {}",
+                    describe(&other)
+                ),
+            ),
         }
     }
 
@@ -288,8 +340,14 @@ impl<'a> Lowerer<'a> {
                 let ty = self.solved(site).unwrap_or(kind.default_type());
                 self.materialize(Val::Infer(site, kind), ty, span)
             }
-            Val::Index1(_) => err(span, "a thread index is not a number here: call `.get()` to get its `usize` value"),
-            other => err(span, format!("expected a number, found {}", describe(&other))),
+            Val::Index1(_) => err(
+                span,
+                "a thread index is not a number here: call `.get()` to get its `usize` value",
+            ),
+            other => err(
+                span,
+                format!("expected a number, found {}", describe(&other)),
+            ),
         }
     }
 
@@ -329,7 +387,10 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 syn::Stmt::Item(item) => {
-                    return err(item.span(), "items inside kernel bodies are not supported: move them to the module");
+                    return err(
+                        item.span(),
+                        "items inside kernel bodies are not supported: move them to the module",
+                    );
                 }
                 syn::Stmt::Macro(m) => return Err(unsupported_macro(&m.mac)),
             };
@@ -339,10 +400,16 @@ impl<'a> Lowerer<'a> {
 
     fn local(&mut self, local: &syn::Local) -> Result<()> {
         let Some(init) = &local.init else {
-            return err(local.span(), "declare device variables with an initial value: `let x = ...;`");
+            return err(
+                local.span(),
+                "declare device variables with an initial value: `let x = ...;`",
+            );
         };
         if let Some((_, diverge)) = &init.diverge {
-            return err(diverge.span(), "`let ... else` is not supported in device code");
+            return err(
+                diverge.span(),
+                "`let ... else` is not supported in device code",
+            );
         }
         self.let_binding(&local.pat, &init.expr)
     }
@@ -352,10 +419,16 @@ impl<'a> Lowerer<'a> {
     fn let_binding(&mut self, pat: &syn::Pat, init: &syn::Expr) -> Result<()> {
         if let syn::Pat::Tuple(pt) = pat {
             let syn::Expr::Tuple(te) = init else {
-                return err(init.span(), "a tuple pattern needs a tuple expression in device code: `let (a, b) = (x, y);`");
+                return err(
+                    init.span(),
+                    "a tuple pattern needs a tuple expression in device code: `let (a, b) = (x, y);`",
+                );
             };
             if pt.elems.len() != te.elems.len() {
-                return err(pat.span(), "the tuple pattern and the tuple have different lengths");
+                return err(
+                    pat.span(),
+                    "the tuple pattern and the tuple have different lengths",
+                );
             }
             for (p, e) in pt.elems.iter().zip(&te.elems) {
                 self.let_binding(p, e)?;
@@ -372,7 +445,12 @@ impl<'a> Lowerer<'a> {
                 (Some(id.ident.to_string()), id.mutability.is_some())
             }
             syn::Pat::Wild(_) => (None, false),
-            other => return err(other.span(), "only `let name`, `let mut name`, `let _` and tuples of those are supported in device code"),
+            other => {
+                return err(
+                    other.span(),
+                    "only `let name`, `let mut name`, `let _` and tuples of those are supported in device code",
+                );
+            }
         };
         let value = self.expr(init)?;
         let span = init.span();
@@ -403,7 +481,13 @@ impl<'a> Lowerer<'a> {
                 self.solved(site)
             }
             (other, None) => {
-                return err(span, format!("`let mut` of {} is not supported in device code", describe(other)));
+                return err(
+                    span,
+                    format!(
+                        "`let mut` of {} is not supported in device code",
+                        describe(other)
+                    ),
+                );
             }
         };
         match ty {
@@ -411,7 +495,14 @@ impl<'a> Lowerer<'a> {
                 let var = self.b.var(name.clone(), ty);
                 let x = self.materialize(value, ty, span)?;
                 self.b.push(Stmt::WriteVar { var, value: x });
-                self.bind(name, Binding::Var { var, ty, mutable: true });
+                self.bind(
+                    name,
+                    Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    },
+                );
             }
             None => {
                 // Infer run: the type is decided by later uses.
@@ -451,13 +542,19 @@ impl<'a> Lowerer<'a> {
             syn::Expr::ForLoop(f) => self.for_loop(f),
             syn::Expr::Break(b) => {
                 if b.label.is_some() || b.expr.is_some() {
-                    return err(b.span(), "labelled `break` and `break` with a value are not supported in device code yet");
+                    return err(
+                        b.span(),
+                        "labelled `break` and `break` with a value are not supported in device code yet",
+                    );
                 }
                 self.jump(Stmt::Break, b.span())
             }
             syn::Expr::Continue(c) => {
                 if c.label.is_some() {
-                    return err(c.span(), "labelled `continue` is not supported in device code yet");
+                    return err(
+                        c.span(),
+                        "labelled `continue` is not supported in device code yet",
+                    );
                 }
                 self.jump(Stmt::Continue, c.span())
             }
@@ -475,16 +572,28 @@ impl<'a> Lowerer<'a> {
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
             syn::Expr::Macro(m) => Err(unsupported_macro(&m.mac)),
-            syn::Expr::Reference(r) => err(r.span(), "taking references is not supported in device code"),
-            syn::Expr::Closure(c) => err(c.span(), "closures are not supported in device code (write a helper `fn` in the module)"),
-            syn::Expr::Struct(s) => err(s.span(), "struct expressions are not supported in device code yet"),
+            syn::Expr::Reference(r) => err(
+                r.span(),
+                "taking references is not supported in device code",
+            ),
+            syn::Expr::Closure(c) => err(
+                c.span(),
+                "closures are not supported in device code (write a helper `fn` in the module)",
+            ),
+            syn::Expr::Struct(s) => err(
+                s.span(),
+                "struct expressions are not supported in device code yet",
+            ),
             syn::Expr::Tuple(t) => err(t.span(), "tuples are not supported in device code yet"),
             syn::Expr::Array(a) => err(a.span(), "arrays are not supported in device code yet"),
             syn::Expr::Match(m) => err(m.span(), "`match` is not supported in device code yet"),
             syn::Expr::Async(a) => err(a.span(), "`async` is not supported in device code"),
             syn::Expr::Await(a) => err(a.span(), "`.await` is not supported in device code"),
             syn::Expr::Try(t) => err(t.span(), "the `?` operator is not supported in device code"),
-            other => err(other.span(), "this expression is not supported in device code"),
+            other => err(
+                other.span(),
+                "this expression is not supported in device code",
+            ),
         }
     }
 
@@ -504,11 +613,19 @@ impl<'a> Lowerer<'a> {
                     "" => Ok(Val::Int(value)),
                     suffix => {
                         let ty = S::from_rust_name(suffix).filter(|t| t.is_int() || t.is_float());
-                        let Some(ty) = ty else { return err(i.span(), format!("unknown literal suffix `{suffix}`")) };
+                        let Some(ty) = ty else {
+                            return err(i.span(), format!("unknown literal suffix `{suffix}`"));
+                        };
                         if ty.is_float() {
-                            return Ok(Val::Scalar(self.constant(float_constant(ty, value as f64))));
+                            return Ok(Val::Scalar(
+                                self.constant(float_constant(ty, value as f64)),
+                            ));
                         }
-                        Ok(Val::Scalar(self.constant(int_constant(ty, value, i.span())?)))
+                        Ok(Val::Scalar(self.constant(int_constant(
+                            ty,
+                            value,
+                            i.span(),
+                        )?)))
                     }
                 }
             }
@@ -522,20 +639,36 @@ impl<'a> Lowerer<'a> {
                 }
             }
             syn::Lit::Bool(b) => Ok(Val::Scalar(self.constant(Constant::bool(b.value)))),
-            other => err(other.span(), "only numeric and boolean literals are supported in device code"),
+            other => err(
+                other.span(),
+                "only numeric and boolean literals are supported in device code",
+            ),
         }
     }
 
     fn path_value(&mut self, p: &syn::ExprPath) -> Result<Val> {
         let Some(ident) = p.path.get_ident() else {
-            return err(p.span(), format!("`{}` is not a value known in device code", path_string(&p.path)));
+            return err(
+                p.span(),
+                format!(
+                    "`{}` is not a value known in device code",
+                    path_string(&p.path)
+                ),
+            );
         };
         let name = ident.to_string();
         match self.lookup(&name).cloned() {
             Some(Binding::Val(v)) => Ok(v),
-            Some(Binding::Var { var, .. }) => Ok(Val::Scalar(self.def(Op::ReadVar(var), p.span())?)),
+            Some(Binding::Var { var, .. }) => {
+                Ok(Val::Scalar(self.def(Op::ReadVar(var), p.span())?))
+            }
             Some(Binding::InferVar { site, kind, .. }) => Ok(Val::Infer(site, kind)),
-            None => err(ident.span(), format!("cannot find `{name}` in device code (module constants and statics are not supported yet)")),
+            None => err(
+                ident.span(),
+                format!(
+                    "cannot find `{name}` in device code (module constants and statics are not supported yet)"
+                ),
+            ),
         }
     }
 
@@ -545,21 +678,50 @@ impl<'a> Lowerer<'a> {
         match e {
             syn::Expr::Paren(p) => self.place(&p.expr),
             syn::Expr::Path(p) => {
-                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
                 match self.lookup(&name).cloned() {
-                    Some(Binding::Var { var, ty, mutable: true }) => Ok(Place::Var(var, ty)),
+                    Some(Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    }) => Ok(Place::Var(var, ty)),
                     Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
-                    Some(_) => err(p.span(), format!("cannot assign to `{name}`: declare it with `let mut`")),
+                    Some(_) => err(
+                        p.span(),
+                        format!("cannot assign to `{name}`: declare it with `let mut`"),
+                    ),
                     None => err(p.span(), format!("cannot find `{name}` in device code")),
                 }
             }
-            syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) => match self.expr(expr)? {
-                Val::ElemRef { addr, elem, mutable: true } => Ok(Place::Mem { space: AddressSpace::Global, addr, elem }),
+            syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Deref(_),
+                expr,
+                ..
+            }) => match self.expr(expr)? {
+                Val::ElemRef {
+                    addr,
+                    elem,
+                    mutable: true,
+                } => Ok(Place::Mem {
+                    space: AddressSpace::Global,
+                    addr,
+                    elem,
+                }),
                 Val::ElemRef { .. } => err(e.span(), "cannot assign through a shared reference"),
-                other => err(expr.span(), format!("cannot dereference {}", describe(&other))),
+                other => err(
+                    expr.span(),
+                    format!("cannot dereference {}", describe(&other)),
+                ),
             },
             syn::Expr::Index(i) => self.index_place(i),
-            other => err(other.span(), "this is not an assignable place in device code"),
+            other => err(
+                other.span(),
+                "this is not an assignable place in device code",
+            ),
         }
     }
 
@@ -567,7 +729,14 @@ impl<'a> Lowerer<'a> {
         Ok(match place {
             Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(var), span)?),
             Place::InferVar(site, kind) => Val::Infer(site, kind),
-            Place::Mem { space, addr, elem } => Val::Scalar(self.def(Op::Load { space, ty: elem, addr }, span)?),
+            Place::Mem { space, addr, elem } => Val::Scalar(self.def(
+                Op::Load {
+                    space,
+                    ty: elem,
+                    addr,
+                },
+                span,
+            )?),
         })
     }
 
@@ -587,7 +756,11 @@ impl<'a> Lowerer<'a> {
             },
             Place::Mem { space, addr, elem } => {
                 let x = self.materialize(v, elem, span)?;
-                self.b.push(Stmt::Store { space, addr, value: x });
+                self.b.push(Stmt::Store {
+                    space,
+                    addr,
+                    value: x,
+                });
             }
         }
         Ok(())
@@ -597,21 +770,39 @@ impl<'a> Lowerer<'a> {
     fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
-            other => return err(i.expr.span(), format!("cannot index {} in device code", describe(&other))),
+            other => {
+                return err(
+                    i.expr.span(),
+                    format!("cannot index {} in device code", describe(&other)),
+                );
+            }
         };
         let (elem, access) = self.slice_param(param);
         let index_val = self.expr(&i.index)?;
         if matches!(index_val, Val::Index1(_)) {
-            return err(i.index.span(), "slices are indexed by `usize`: use `.get()` on the thread index");
+            return err(
+                i.index.span(),
+                "slices are indexed by `usize`: use `.get()` on the thread index",
+            );
         }
-        let index = self.materialize(index_val, S::U64, i.index.span())
-            .map_err(|e| syn::Error::new(e.span(), format!("{e} (slices are indexed by `usize`)")))?;
-        let site = quote::quote!(#i).to_string();
+        let index = self
+            .materialize(index_val, S::U64, i.index.span())
+            .map_err(|e| {
+                syn::Error::new(e.span(), format!("{e} (slices are indexed by `usize`)"))
+            })?;
+        let site = source_text(i);
         let addr = self.checked_element_addr(param, index, elem, site)?;
         if access == SliceAccess::Disjoint {
-            return err(i.span(), "a `DisjointSlice` is written through `get_mut(index)`, not indexed");
+            return err(
+                i.span(),
+                "a `DisjointSlice` is written through `get_mut(index)`, not indexed",
+            );
         }
-        Ok(Place::Mem { space: AddressSpace::Global, addr, elem })
+        Ok(Place::Mem {
+            space: AddressSpace::Global,
+            addr,
+            elem,
+        })
     }
 
     fn slice_param(&self, param: u32) -> (S, SliceAccess) {
@@ -622,16 +813,27 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Emits `if !(index < len) { trap }` and returns the element's address.
-    fn checked_element_addr(&mut self, param: u32, index: Value, elem: S, site: String) -> Result<Value> {
+    fn checked_element_addr(
+        &mut self,
+        param: u32,
+        index: Value,
+        elem: S,
+        site: String,
+    ) -> Result<Value> {
         let span = proc_macro2::Span::call_site();
         let len = self.def(Op::SliceLen(param), span)?;
         let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
         self.b.begin_block();
         let then = self.b.end_block();
         self.b.begin_block();
-        self.b.push(Stmt::Trap(TrapKind::BoundsCheck { index, len, site }));
+        self.b
+            .push(Stmt::Trap(TrapKind::BoundsCheck { index, len, site }));
         let otherwise = self.b.end_block();
-        self.b.push(Stmt::If { cond: in_bounds, then, otherwise });
+        self.b.push(Stmt::If {
+            cond: in_bounds,
+            then,
+            otherwise,
+        });
         self.element_addr(param, index, elem)
     }
 
@@ -666,9 +868,14 @@ impl<'a> Lowerer<'a> {
             let current = match &place {
                 Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(*var), span)?),
                 Place::InferVar(site, kind) => Val::Infer(*site, *kind),
-                Place::Mem { space, addr, elem } => {
-                    Val::Scalar(self.def(Op::Load { space: *space, ty: *elem, addr: *addr }, span)?)
-                }
+                Place::Mem { space, addr, elem } => Val::Scalar(self.def(
+                    Op::Load {
+                        space: *space,
+                        ty: *elem,
+                        addr: *addr,
+                    },
+                    span,
+                )?),
             };
             let rhs = self.expr(&b.right)?;
             let result = self.arith(op, current, rhs, span)?;
@@ -720,9 +927,17 @@ impl<'a> Lowerer<'a> {
             (Val::Infer(..), _) | (_, Val::Infer(..)) => None,
             (Val::Int(_), Val::Int(_)) | (Val::Float(_), Val::Float(_)) => None,
             (Val::Int(_), Val::Float(_)) | (Val::Float(_), Val::Int(_)) => {
-                return err(span, "cannot mix integer and floating-point literals: write `1.0`, not `1`");
+                return err(
+                    span,
+                    "cannot mix integer and floating-point literals: write `1.0`, not `1`",
+                );
             }
-            (a, b) => return err(span, format!("no arithmetic between {} and {}", describe(a), describe(b))),
+            (a, b) => {
+                return err(
+                    span,
+                    format!("no arithmetic between {} and {}", describe(a), describe(b)),
+                );
+            }
         })
     }
 
@@ -774,17 +989,31 @@ impl<'a> Lowerer<'a> {
     /// Rust panics on integer division by zero and on `MIN / -1`; so does the device.
     fn divide_checks(&mut self, op: BinaryOp, lhs: Value, rhs: Value, ty: S) -> Result<()> {
         let span = proc_macro2::Span::call_site();
-        let what = if op == BinaryOp::Div { "divide" } else { "calculate the remainder" };
+        let what = if op == BinaryOp::Div {
+            "divide"
+        } else {
+            "calculate the remainder"
+        };
         let zero = self.constant(Constant::new(ty, 0));
         let is_zero = self.def(Op::Compare(CmpOp::Eq, rhs, zero), span)?;
-        self.trap_if(is_zero, TrapKind::DivideByZero { site: format!("attempt to {what} with a divisor of zero") });
+        self.trap_if(
+            is_zero,
+            TrapKind::DivideByZero {
+                site: format!("attempt to {what} with a divisor of zero"),
+            },
+        );
         if ty.is_signed_int() {
             let minus_one = self.constant(Constant::new(ty, u64::MAX));
             let min = self.constant(Constant::new(ty, 1u64 << (ty.bits() - 1)));
             let a = self.def(Op::Compare(CmpOp::Eq, rhs, minus_one), span)?;
             let b = self.def(Op::Compare(CmpOp::Eq, lhs, min), span)?;
             let both = self.def(Op::Binary(BinaryOp::And, a, b), span)?;
-            self.trap_if(both, TrapKind::Assert { message: format!("attempt to {what} with overflow") });
+            self.trap_if(
+                both,
+                TrapKind::Assert {
+                    message: format!("attempt to {what} with overflow"),
+                },
+            );
         }
         Ok(())
     }
@@ -793,7 +1022,11 @@ impl<'a> Lowerer<'a> {
         self.b.begin_block();
         self.b.push(Stmt::Trap(kind));
         let then = self.b.end_block();
-        self.b.push(Stmt::If { cond, then, otherwise: Default::default() });
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Default::default(),
+        });
     }
 
     fn compare(&mut self, c: CmpOp, l: Val, r: Val, span: proc_macro2::Span) -> Result<Val> {
@@ -831,7 +1064,11 @@ impl<'a> Lowerer<'a> {
         } else {
             (Default::default(), evaluate_rhs)
         };
-        self.b.push(Stmt::If { cond: lhs, then, otherwise });
+        self.b.push(Stmt::If {
+            cond: lhs,
+            then,
+            otherwise,
+        });
         Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?))
     }
 
@@ -839,9 +1076,14 @@ impl<'a> Lowerer<'a> {
         let span = u.span();
         match u.op {
             syn::UnOp::Deref(_) => match self.expr(&u.expr)? {
-                Val::ElemRef { addr, elem, .. } => {
-                    Ok(Val::Scalar(self.def(Op::Load { space: AddressSpace::Global, ty: elem, addr }, span)?))
-                }
+                Val::ElemRef { addr, elem, .. } => Ok(Val::Scalar(self.def(
+                    Op::Load {
+                        space: AddressSpace::Global,
+                        ty: elem,
+                        addr,
+                    },
+                    span,
+                )?)),
                 other => err(span, format!("cannot dereference {}", describe(&other))),
             },
             syn::UnOp::Neg(_) => match self.expr(&u.expr)? {
@@ -880,7 +1122,10 @@ impl<'a> Lowerer<'a> {
                     return Ok(Val::Scalar(self.constant(float_constant(to, i as f64))));
                 }
                 if to == S::Bool {
-                    return err(span, "cannot cast an integer to `bool`: compare with 0 instead");
+                    return err(
+                        span,
+                        "cannot cast an integer to `bool`: compare with 0 instead",
+                    );
                 }
                 // An unsuffixed literal is an i32 (or whatever fits), truncated like `as`.
                 Ok(Val::Scalar(self.constant(Constant::new(to, i as u64))))
@@ -900,7 +1145,10 @@ impl<'a> Lowerer<'a> {
             v => {
                 let x = self.scalar(v, span)?;
                 if to == S::Bool && self.ty(x) != S::Bool {
-                    return err(span, "cannot cast a number to `bool`: compare with 0 instead");
+                    return err(
+                        span,
+                        "cannot cast a number to `bool`: compare with 0 instead",
+                    );
                 }
                 Ok(Val::Scalar(self.cast_value(x, to, span)?))
             }
@@ -923,7 +1171,13 @@ impl<'a> Lowerer<'a> {
             return self.if_let(l, i, site);
         }
         let cond = self.boolean(&i.cond)?;
-        self.branches(cond, |this| this.block(&i.then_branch), i.else_branch.as_ref().map(|(_, e)| &**e), site, span)
+        self.branches(
+            cond,
+            |this| this.block(&i.then_branch),
+            i.else_branch.as_ref().map(|(_, e)| &**e),
+            site,
+            span,
+        )
     }
 
     /// Lowers both arms of an `if` around the condition `cond`, joining their values.
@@ -957,7 +1211,15 @@ impl<'a> Lowerer<'a> {
                     self.note_union(site, *s);
                     self.solved(site)
                 }
-                other => return err(span, format!("an `if` that yields {} is not supported in device code", describe(other))),
+                other => {
+                    return err(
+                        span,
+                        format!(
+                            "an `if` that yields {} is not supported in device code",
+                            describe(other)
+                        ),
+                    );
+                }
             };
             if let Some(ty) = ty {
                 self.note_type(site, ty);
@@ -990,7 +1252,11 @@ impl<'a> Lowerer<'a> {
             }
         }
         let otherwise = self.b.end_block();
-        self.b.push(Stmt::If { cond, then, otherwise });
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        });
         let else_done = matches!(else_val, Val::Never);
         if then_done && else_done {
             return Ok(Val::Never);
@@ -1002,7 +1268,11 @@ impl<'a> Lowerer<'a> {
             Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
             None if then_done => Ok(else_val),
             None => {
-                let kind = if matches!(then_val, Val::Float(_)) { LitKind::Float } else { LitKind::Int };
+                let kind = if matches!(then_val, Val::Float(_)) {
+                    LitKind::Float
+                } else {
+                    LitKind::Int
+                };
                 Ok(Val::Infer(site, kind))
             }
         }
@@ -1012,9 +1282,7 @@ impl<'a> Lowerer<'a> {
     fn if_let(&mut self, l: &syn::ExprLet, i: &syn::ExprIf, site: u32) -> Result<Val> {
         let span = l.span();
         let (binding, mutable_binding) = match &*l.pat {
-            syn::Pat::TupleStruct(ts)
-                if ts.path.is_ident("Some") && ts.elems.len() == 1 =>
-            {
+            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
                 match ts.elems.first() {
                     Some(syn::Pat::Ident(id)) if id.by_ref.is_none() && id.subpat.is_none() => {
                         (id.ident.to_string(), id.mutability.is_some())
@@ -1022,16 +1290,29 @@ impl<'a> Lowerer<'a> {
                     _ => return err(ts.span(), "expected `Some(name)`"),
                 }
             }
-            other => return err(other.span(), "only `if let Some(x) = slice.get_mut(i)` / `.get(i)` is supported in device code"),
+            other => {
+                return err(
+                    other.span(),
+                    "only `if let Some(x) = slice.get_mut(i)` / `.get(i)` is supported in device code",
+                );
+            }
         };
         let _ = mutable_binding;
         let syn::Expr::MethodCall(m) = &*l.expr else {
-            return err(l.expr.span(), "expected `slice.get_mut(index)` or `slice.get(index)`");
+            return err(
+                l.expr.span(),
+                "expected `slice.get_mut(index)` or `slice.get(index)`",
+            );
         };
         let method = m.method.to_string();
         let param = match self.expr(&m.receiver)? {
             Val::Slice(p) => p,
-            other => return err(m.receiver.span(), format!("`{method}` on {} is not supported", describe(&other))),
+            other => {
+                return err(
+                    m.receiver.span(),
+                    format!("`{method}` on {} is not supported", describe(&other)),
+                );
+            }
         };
         let (elem, access) = self.slice_param(param);
         let mutable = match method.as_str() {
@@ -1063,7 +1344,14 @@ impl<'a> Lowerer<'a> {
             cond,
             |this| {
                 let addr = this.element_addr(param, index, elem)?;
-                this.scopes.push(vec![(binding, Binding::Val(Val::ElemRef { addr, elem, mutable }))]);
+                this.scopes.push(vec![(
+                    binding,
+                    Binding::Val(Val::ElemRef {
+                        addr,
+                        elem,
+                        mutable,
+                    }),
+                )]);
                 let r = this.block(then_block);
                 this.scopes.pop();
                 r
@@ -1089,7 +1377,11 @@ impl<'a> Lowerer<'a> {
         self.b.begin_block();
         self.b.push(Stmt::Break);
         let otherwise = self.b.end_block();
-        self.b.push(Stmt::If { cond, then: Default::default(), otherwise });
+        self.b.push(Stmt::If {
+            cond,
+            then: Default::default(),
+            otherwise,
+        });
     }
 
     fn while_loop(&mut self, w: &syn::ExprWhile) -> Result<Val> {
@@ -1125,7 +1417,9 @@ impl<'a> Lowerer<'a> {
             return err(span, "loop labels are not supported in device code yet");
         }
         let name = match &*f.pat {
-            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => Some(id.ident.to_string()),
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                Some(id.ident.to_string())
+            }
             syn::Pat::Wild(_) => None,
             other => return err(other.span(), "expected a loop variable name"),
         };
@@ -1158,7 +1452,10 @@ impl<'a> Lowerer<'a> {
             return err(span, "cannot infer the type of the loop variable");
         };
         if let Some(t) = Some(ty).filter(|t| !t.is_int()) {
-            return err(span, format!("device `for` loops range over integers, not `{t}`"));
+            return err(
+                span,
+                format!("device `for` loops range over integers, not `{t}`"),
+            );
         }
         let start = self.materialize(start, ty, span)?;
         let end = self.materialize(end, ty, span)?;
@@ -1184,8 +1481,14 @@ impl<'a> Lowerer<'a> {
             }
             (true, true) => (end, self.def(Op::Compare(CmpOp::Le, start, end), span)?),
         };
-        self.b.push(Stmt::WriteVar { var: cursor, value: first });
-        self.b.push(Stmt::WriteVar { var: more, value: has_any });
+        self.b.push(Stmt::WriteVar {
+            var: cursor,
+            value: first,
+        });
+        self.b.push(Stmt::WriteVar {
+            var: more,
+            value: has_any,
+        });
         self.loop_body(|this| {
             let go = this.def(Op::ReadVar(more), span)?;
             this.break_unless(go);
@@ -1194,20 +1497,37 @@ impl<'a> Lowerer<'a> {
             let room = if reversed {
                 this.def(Op::Binary(BinaryOp::Sub, current, start), span)?
             } else {
-                let last = if inclusive { end } else { this.def(Op::Binary(BinaryOp::Sub, end, one), span)? };
+                let last = if inclusive {
+                    end
+                } else {
+                    this.def(Op::Binary(BinaryOp::Sub, end, one), span)?
+                };
                 this.def(Op::Binary(BinaryOp::Sub, last, current), span)?
             };
             let room_u = this.cast_value(room, unsigned_of(ty), span)?;
             let step_u = this.cast_value(step, unsigned_of(ty), span)?;
             let another = this.def(Op::Compare(CmpOp::Ge, room_u, step_u), span)?;
-            this.b.push(Stmt::WriteVar { var: more, value: another });
+            this.b.push(Stmt::WriteVar {
+                var: more,
+                value: another,
+            });
             let next = if reversed {
                 this.def(Op::Binary(BinaryOp::Sub, current, step), span)?
             } else {
                 this.def(Op::Binary(BinaryOp::Add, current, step), span)?
             };
-            let next = this.def(Op::Select { cond: another, if_true: next, if_false: current }, span)?;
-            this.b.push(Stmt::WriteVar { var: cursor, value: next });
+            let next = this.def(
+                Op::Select {
+                    cond: another,
+                    if_true: next,
+                    if_false: current,
+                },
+                span,
+            )?;
+            this.b.push(Stmt::WriteVar {
+                var: cursor,
+                value: next,
+            });
             this.scopes.push(Vec::new());
             if let Some(n) = &name {
                 this.bind(n.clone(), Binding::Val(Val::Scalar(current)));
@@ -1233,7 +1553,12 @@ impl<'a> Lowerer<'a> {
                 return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
             }
             (Val::Slice(_), "get_mut" | "get") => {
-                return err(span, format!("use `{method}` as `if let Some(x) = slice.{method}(i) {{ .. }}` in device code"));
+                return err(
+                    span,
+                    format!(
+                        "use `{method}` as `if let Some(x) = slice.{method}(i) {{ .. }}` in device code"
+                    ),
+                );
             }
             _ => {}
         }
@@ -1267,7 +1592,14 @@ impl<'a> Lowerer<'a> {
                 let zero = self.constant(Constant::new(ty, 0));
                 let neg = self.def(Op::Compare(CmpOp::Lt, x, zero), span)?;
                 let negated = self.def(Op::Unary(UnaryOp::Neg, x), span)?;
-                return Ok(Val::Scalar(self.def(Op::Select { cond: neg, if_true: negated, if_false: x }, span)?));
+                return Ok(Val::Scalar(self.def(
+                    Op::Select {
+                        cond: neg,
+                        if_true: negated,
+                        if_false: x,
+                    },
+                    span,
+                )?));
             }
             if !ty.is_float() {
                 return err(span, format!("`{method}` needs a float, found `{ty}`"));
@@ -1283,12 +1615,16 @@ impl<'a> Lowerer<'a> {
             _ => None,
         };
         if let Some(op) = binary {
-            let [arg] = args[..] else { return err(span, format!("`{method}` takes one argument")) };
+            let [arg] = args[..] else {
+                return err(span, format!("`{method}` takes one argument"));
+            };
             let r = self.expr(arg)?;
             return self.arith(op, receiver, r, span);
         }
         if method == "mul_add" {
-            let [a, c] = args[..] else { return err(span, "`mul_add` takes two arguments") };
+            let [a, c] = args[..] else {
+                return err(span, "`mul_add` takes two arguments");
+            };
             let (a, c) = (self.expr(a)?, self.expr(c)?);
             let x = self.scalar(receiver, span)?;
             let ty = self.ty(x);
@@ -1297,27 +1633,59 @@ impl<'a> Lowerer<'a> {
             }
             let a = self.materialize(a, ty, span)?;
             let c = self.materialize(c, ty, span)?;
-            return Ok(Val::Scalar(self.def(Op::Ternary(TernaryOp::MulAdd, x, a, c), span)?));
+            return Ok(Val::Scalar(
+                self.def(Op::Ternary(TernaryOp::MulAdd, x, a, c), span)?,
+            ));
         }
-        err(m.method.span(), format!("method `{method}` is not supported in device code"))
+        err(
+            m.method.span(),
+            format!("method `{method}` is not supported in device code"),
+        )
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Result<Val> {
         let span = c.span();
         let syn::Expr::Path(p) = &*c.func else {
-            return err(c.func.span(), "only calls of named functions are supported in device code");
+            return err(
+                c.func.span(),
+                "only calls of named functions are supported in device code",
+            );
         };
         let path = path_string(&p.path);
-        let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-        let first = p.path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
-        if matches!(first.as_str(), "Vec" | "Box" | "String" | "Rc" | "Arc" | "HashMap" | "BTreeMap" | "VecDeque") {
-            return err(span, format!("`{path}` allocates on the heap, which device code cannot do"));
+        let last = p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let first = p
+            .path
+            .segments
+            .first()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        if matches!(
+            first.as_str(),
+            "Vec" | "Box" | "String" | "Rc" | "Arc" | "HashMap" | "BTreeMap" | "VecDeque"
+        ) {
+            return err(
+                span,
+                format!("`{path}` allocates on the heap, which device code cannot do"),
+            );
         }
         if first == "std" || first == "core" || first == "alloc" {
-            return err(span, format!("`{path}`: the standard library is not available in device code"));
+            return err(
+                span,
+                format!("`{path}`: the standard library is not available in device code"),
+            );
         }
         if !c.args.is_empty() {
-            return err(span, format!("`{path}` is not a device function known to cuprum (device helper functions are not supported yet)"));
+            return err(
+                span,
+                format!(
+                    "`{path}` is not a device function known to cuprum (device helper functions are not supported yet)"
+                ),
+            );
         }
         let special = |s| Some(Special::ThreadIdx(s));
         let reg = match last.as_str() {
@@ -1342,7 +1710,10 @@ impl<'a> Lowerer<'a> {
         };
         match reg {
             Some(r) => Ok(Val::Scalar(self.def(Op::Special(r), span)?)),
-            None => err(span, format!("`{path}` is not a device function known to cuprum")),
+            None => err(
+                span,
+                format!("`{path}` is not a device function known to cuprum"),
+            ),
         }
     }
 
@@ -1374,15 +1745,28 @@ fn range_parts(e: &syn::Expr) -> Result<(&syn::ExprRange, bool, Option<&syn::Exp
     match e {
         syn::Expr::Range(r) => Ok((r, false, None)),
         syn::Expr::Paren(p) => range_parts(&p.expr),
-        syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => match range_parts(&m.receiver)? {
-            (r, false, None) => Ok((r, true, None)),
-            _ => err(m.span(), "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops"),
-        },
-        syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => match range_parts(&m.receiver)? {
-            (r, false, None) => Ok((r, false, m.args.first())),
-            _ => err(m.span(), "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops"),
-        },
-        other => err(other.span(), "device `for` loops iterate over integer ranges: `for i in a..b`"),
+        syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+            match range_parts(&m.receiver)? {
+                (r, false, None) => Ok((r, true, None)),
+                _ => err(
+                    m.span(),
+                    "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops",
+                ),
+            }
+        }
+        syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+            match range_parts(&m.receiver)? {
+                (r, false, None) => Ok((r, false, m.args.first())),
+                _ => err(
+                    m.span(),
+                    "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops",
+                ),
+            }
+        }
+        other => err(
+            other.span(),
+            "device `for` loops iterate over integer ranges: `for i in a..b`",
+        ),
     }
 }
 
@@ -1413,14 +1797,24 @@ fn float_constant(ty: S, value: f64) -> Constant {
     match ty {
         S::F32 => Constant::f32(value as f32),
         S::F16 => Constant::new(S::F16, f64_to_half_bits(value, 5, 10)),
-        S::BF16 => Constant::new(S::BF16, (f32::to_bits(value as f32) as u64 + 0x7fff + ((f32::to_bits(value as f32) as u64 >> 16) & 1)) >> 16),
+        S::BF16 => Constant::new(
+            S::BF16,
+            (f32::to_bits(value as f32) as u64
+                + 0x7fff
+                + ((f32::to_bits(value as f32) as u64 >> 16) & 1))
+                >> 16,
+        ),
         _ => Constant::f64(value),
     }
 }
 
 /// Rounds an `f64` to an IEEE binary16 bit pattern (round to nearest even).
 fn f64_to_half_bits(value: f64, exp_bits: u32, man_bits: u32) -> u64 {
-    let sign = if value.is_sign_negative() { 1u64 << (exp_bits + man_bits) } else { 0 };
+    let sign = if value.is_sign_negative() {
+        1u64 << (exp_bits + man_bits)
+    } else {
+        0
+    };
     let a = value.abs();
     let bias = (1i32 << (exp_bits - 1)) - 1;
     let max_exp = (1u64 << exp_bits) - 1;
@@ -1507,20 +1901,49 @@ fn describe(v: &Val) -> String {
     }
 }
 
+/// The source of an expression as a person would write it, for error messages
+/// (`x[i.get()]`, not the token stream's `x [i . get ()]`).
+fn source_text(e: &impl quote::ToTokens) -> String {
+    let raw = e.to_token_stream().to_string();
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.peek().copied();
+            let tight_after = matches!(prev, Some('[' | '(' | '.' | '!'));
+            let tight_before = matches!(next, Some('[' | ']' | '(' | ')' | '.' | ',' | ';'));
+            if tight_after || tight_before {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn path_string(p: &syn::Path) -> String {
-    p.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::")
+    p.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
 }
 
 fn unsupported_macro(m: &syn::Macro) -> syn::Error {
-    let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let name = m
+        .path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     let hint = match name.as_str() {
         "println" | "print" | "eprintln" | "eprint" | "format" | "write" | "writeln" => {
             "printing and formatting are not available in device code yet"
         }
         "vec" => "`vec!` allocates on the heap, which device code cannot do",
-        "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo" | "unimplemented" => {
-            "panicking macros are not supported in device code yet"
-        }
+        "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo"
+        | "unimplemented" => "panicking macros are not supported in device code yet",
         _ => "macros are not supported in device code",
     };
     syn::Error::new(m.span(), format!("`{name}!`: {hint}"))

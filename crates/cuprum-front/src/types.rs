@@ -10,7 +10,10 @@ use syn::spanned::Spanned;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamType {
     Scalar(ScalarType),
-    Slice { elem: ScalarType, access: SliceAccess },
+    Slice {
+        elem: ScalarType,
+        access: SliceAccess,
+    },
 }
 
 /// The last segment of a path type, with its generic arguments.
@@ -69,16 +72,25 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
                          output each thread writes only at its own index",
                     ));
                 }
-                return Ok(ParamType::Slice { elem, access: SliceAccess::ReadWrite });
+                return Ok(ParamType::Slice {
+                    elem,
+                    access: SliceAccess::ReadWrite,
+                });
             }
-            return Ok(ParamType::Slice { elem, access: SliceAccess::ReadOnly });
+            return Ok(ParamType::Slice {
+                elem,
+                access: SliceAccess::ReadOnly,
+            });
         }
     }
     if let Some(seg) = last_segment(ty) {
         if seg.ident == "DisjointSlice" {
             if let Some(t) = single_type_arg(seg) {
                 let elem = expect_scalar(t)?;
-                return Ok(ParamType::Slice { elem, access: SliceAccess::Disjoint });
+                return Ok(ParamType::Slice {
+                    elem,
+                    access: SliceAccess::Disjoint,
+                });
             }
         }
     }

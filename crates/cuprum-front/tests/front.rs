@@ -22,7 +22,10 @@ fn compile_ok(body: &str) -> cuprum_ir::Module {
 
 fn compile_err(body: &str) -> String {
     match compile_source(&module(body)) {
-        Ok(m) => panic!("expected an error, got IR:\n{}", cuprum_ir::print_module(&m.ir)),
+        Ok(m) => panic!(
+            "expected an error, got IR:\n{}",
+            cuprum_ir::print_module(&m.ir)
+        ),
         Err(e) => e,
     }
 }
@@ -48,7 +51,10 @@ fn vecadd_compiles_with_params_and_bounds() {
     assert_eq!(k.launch_bounds.map(|b| b.max_threads), Some(256));
     let text = print_kernel(k);
     assert!(text.contains("c: disjoint [f32]"), "{text}");
-    assert!(text.contains("bounds_check"), "slice indexing must be checked:\n{text}");
+    assert!(
+        text.contains("bounds_check"),
+        "slice indexing must be checked:\n{text}"
+    );
 }
 
 #[test]
@@ -67,7 +73,11 @@ fn mutable_literal_takes_its_type_from_later_use() {
             if let Some(o) = out.get_mut(i) { *o = acc; }
         }"#,
     );
-    let vars: Vec<(String, ScalarType)> = ir.kernels[0].vars.iter().map(|(_, v)| (v.name.clone(), v.ty)).collect();
+    let vars: Vec<(String, ScalarType)> = ir.kernels[0]
+        .vars
+        .iter()
+        .map(|(_, v)| (v.name.clone(), v.ty))
+        .collect();
     assert!(vars.contains(&("acc".into(), ScalarType::F64)), "{vars:?}");
     assert!(vars.contains(&("k".into(), ScalarType::U64)), "{vars:?}");
 }
@@ -84,7 +94,11 @@ fn unconstrained_literals_default_like_rust() {
             if let Some(o) = out.get_mut(i) { *o = n + (f as i32); }
         }"#,
     );
-    let vars: Vec<(String, ScalarType)> = ir.kernels[0].vars.iter().map(|(_, v)| (v.name.clone(), v.ty)).collect();
+    let vars: Vec<(String, ScalarType)> = ir.kernels[0]
+        .vars
+        .iter()
+        .map(|(_, v)| (v.name.clone(), v.ty))
+        .collect();
     assert!(vars.contains(&("n".into(), ScalarType::I32)), "{vars:?}");
     assert!(vars.contains(&("f".into(), ScalarType::F64)), "{vars:?}");
 }
@@ -115,9 +129,13 @@ fn signature_errors() {
     assert!(e.contains("unsupported kernel parameter type"), "{e}");
     let e = compile_err("#[kernel] pub fn k(a: &[f32]) -> f32 { 1.0 }");
     assert!(e.contains("kernels return nothing"), "{e}");
-    let e = compile_err("#[kernel] #[launch_bounds(64)] #[launch_contract(domain = 1, block = (128, 1, 1))] pub fn k(a: &[f32]) {}");
+    let e = compile_err(
+        "#[kernel] #[launch_bounds(64)] #[launch_contract(domain = 1, block = (128, 1, 1))] pub fn k(a: &[f32]) {}",
+    );
     assert!(e.contains("exceeds #[launch_bounds(64)]"), "{e}");
-    let e = compile_err("#[kernel] #[launch_contract(domain = 4, block = (128, 1, 1))] pub fn k(a: &[f32]) {}");
+    let e = compile_err(
+        "#[kernel] #[launch_contract(domain = 4, block = (128, 1, 1))] pub fn k(a: &[f32]) {}",
+    );
     assert!(e.contains("domain must be 1, 2 or 3"), "{e}");
 }
 
@@ -134,5 +152,8 @@ fn type_mismatches_are_reported() {
     let e = compile_err(
         "#[kernel] pub fn k(a: &[f32], mut o: DisjointSlice<u32>) { let i = thread::index_1d(); if let Some(x) = o.get_mut(i) { *x = a[i.get()]; } }",
     );
-    assert!(e.contains("mismatched types: expected `u32`, found `f32`"), "{e}");
+    assert!(
+        e.contains("mismatched types: expected `u32`, found `f32`"),
+        "{e}"
+    );
 }

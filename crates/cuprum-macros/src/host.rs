@@ -16,13 +16,19 @@ pub fn expand(module: syn::ItemMod) -> syn::Result<TokenStream> {
         if RESERVED.contains(&k.name.as_str()) || k.name.starts_with("prepare_") {
             return Err(syn::Error::new(
                 k.item.sig.ident.span(),
-                format!("a kernel cannot be called `{}`: the generated module API uses that name", k.name),
+                format!(
+                    "a kernel cannot be called `{}`: the generated module API uses that name",
+                    k.name
+                ),
             ));
         }
     }
     let source = quote!(#module).to_string();
     let Some((_, items)) = &module.content else {
-        return Err(syn::Error::new(module.span(), "#[cuda_module] needs an inline module"));
+        return Err(syn::Error::new(
+            module.span(),
+            "#[cuda_module] needs an inline module",
+        ));
     };
     let vis = &module.vis;
     let ident = &module.ident;
@@ -35,7 +41,15 @@ pub fn expand(module: syn::ItemMod) -> syn::Result<TokenStream> {
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| cuprum_front_attr(a, "kernel")) => {
                 let mut f = f.clone();
-                f.attrs.retain(|a| !["kernel", "launch_bounds", "launch_contract"].iter().any(|n| cuprum_front_attr(a, n)));
+                for a in &mut f.attrs {
+                    if ["kernel", "launch_bounds", "launch_contract"]
+                        .iter()
+                        .any(|n| cuprum_front_attr(a, n))
+                    {
+                        let path = a.path().clone();
+                        *a = syn::parse_quote!(#[#path(__cuprum_host_copy)]);
+                    }
+                }
                 f.vis = syn::Visibility::Inherited;
                 host_kernels.push(f);
             }
@@ -130,7 +144,9 @@ fn camel(name: &str) -> String {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let mut c = p.chars();
-            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
         })
         .collect()
 }
@@ -159,11 +175,15 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
     Ok(match p.ty {
         cuprum_front::ParamType::Scalar(_) => {
             let ty = &p.rust_type;
-            (quote!(#name: #ty), quote!(::cuprum::__private::KernelArg::scalar(#name)))
+            (
+                quote!(#name: #ty),
+                quote!(::cuprum::__private::KernelArg::scalar(#name)),
+            )
         }
         cuprum_front::ParamType::Slice { access, .. } => {
-            let elem = element_type(&p.rust_type)
-                .ok_or_else(|| syn::Error::new(p.rust_type.span(), "cannot find the element type"))?;
+            let elem = element_type(&p.rust_type).ok_or_else(|| {
+                syn::Error::new(p.rust_type.span(), "cannot find the element type")
+            })?;
             if access == cuprum_front::SliceAccess::ReadOnly {
                 (
                     quote!(#name: &::cuprum::DeviceBuffer<#elem>),
@@ -179,7 +199,10 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
     })
 }
 
-fn launch_method(k: &KernelInfo, field: &syn::Ident) -> syn::Result<(TokenStream, Option<TokenStream>)> {
+fn launch_method(
+    k: &KernelInfo,
+    field: &syn::Ident,
+) -> syn::Result<(TokenStream, Option<TokenStream>)> {
     let name = &k.name;
     let method = format_ident!("{}", name, span = k.item.sig.ident.span());
     let mut params = Vec::new();
@@ -195,7 +218,11 @@ fn launch_method(k: &KernelInfo, field: &syn::Ident) -> syn::Result<(TokenStream
              `#[launch_contract]`, so nothing checks the configuration against what the kernel \
              assumes; {}the caller must make sure every thread's accesses stay in bounds and \
              do not race.",
-            if k.is_unsafe { "it is an `unsafe` kernel, so " } else { "" }
+            if k.is_unsafe {
+                "it is an `unsafe` kernel, so "
+            } else {
+                ""
+            }
         );
         return Ok((
             quote! {
@@ -227,12 +254,15 @@ fn launch_method(k: &KernelInfo, field: &syn::Ident) -> syn::Result<(TokenStream
         }
         None => quote!(::std::option::Option::None),
     };
-    let marker_doc = format!("Marks a [`Prepared`](::cuprum::simt::Prepared) configuration of kernel `{name}`.");
+    let marker_doc =
+        format!("Marks a [`Prepared`](::cuprum::simt::Prepared) configuration of kernel `{name}`.");
     let prepare_doc = format!(
         "Checks `config` against `{name}`'s launch contract (domain {domain}, block ({bx}, {by}, {bz})) \
          and the device's limits."
     );
-    let launch_doc = format!("Launches `{name}` on `stream` with a configuration checked by [`Module::{prepare}`].");
+    let launch_doc = format!(
+        "Launches `{name}` on `stream` with a configuration checked by [`Module::{prepare}`]."
+    );
     Ok((
         quote! {
             #[doc = #prepare_doc]

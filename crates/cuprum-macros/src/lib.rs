@@ -16,9 +16,12 @@ mod host;
 #[proc_macro_attribute]
 pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        return syn::Error::new(proc_macro2::Span::call_site(), "#[cuda_module] takes no arguments")
-            .to_compile_error()
-            .into();
+        return syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "#[cuda_module] takes no arguments",
+        )
+        .to_compile_error()
+        .into();
     }
     let module = syn::parse_macro_input!(item as syn::ItemMod);
     match host::expand(module) {
@@ -27,29 +30,39 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn outside_module(what: &str) -> TokenStream {
-    syn::Error::new(
+/// The argument `#[cuda_module]` gives the marker attributes it leaves on the host copies of
+/// the kernels: they then expand to the item unchanged, and the user's imports of them count
+/// as used.
+const HOST_COPY_MARK: &str = "__cuprum_host_copy";
+
+fn marker(what: &str, attr: TokenStream, item: TokenStream) -> TokenStream {
+    if attr.to_string() == HOST_COPY_MARK {
+        return item;
+    }
+    let mut out: TokenStream = syn::Error::new(
         proc_macro2::Span::call_site(),
         format!("#[{what}] only has a meaning on a function inside a #[cuda_module] module"),
     )
     .to_compile_error()
-    .into()
+    .into();
+    out.extend(item);
+    out
 }
 
 /// Marks a device kernel inside a `#[cuda_module]`.
 #[proc_macro_attribute]
-pub fn kernel(_attr: TokenStream, _item: TokenStream) -> TokenStream {
-    outside_module("kernel")
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    marker("kernel", attr, item)
 }
 
 /// `#[launch_bounds(max_threads[, min_blocks_per_sm])]` on a kernel inside a `#[cuda_module]`.
 #[proc_macro_attribute]
-pub fn launch_bounds(_attr: TokenStream, _item: TokenStream) -> TokenStream {
-    outside_module("launch_bounds")
+pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
+    marker("launch_bounds", attr, item)
 }
 
 /// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`.
 #[proc_macro_attribute]
-pub fn launch_contract(_attr: TokenStream, _item: TokenStream) -> TokenStream {
-    outside_module("launch_contract")
+pub fn launch_contract(attr: TokenStream, item: TokenStream) -> TokenStream {
+    marker("launch_contract", attr, item)
 }

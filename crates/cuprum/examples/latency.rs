@@ -74,12 +74,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("| step ({:?} backend) | time |", ctx.backend());
     println!("|---|---|");
-    println!("| front end: source to IR (median of {runs}) | {:.1} us |", median(front).as_secs_f64() * 1e6);
-    println!("| PTX writer: IR to PTX, sm_90 (median of {runs}) | {:.1} us |", median(ptx).as_secs_f64() * 1e6);
-    println!("| context creation | {:.2} ms |", context_time.as_secs_f64() * 1e3);
-    println!("| module load (IR cached; driver JIT on a GPU) | {:.2} ms |", load_time.as_secs_f64() * 1e3);
-    println!("| first launch + sync, 2^20 elements | {:.3} ms |", first_launch.as_secs_f64() * 1e3);
-    println!("| second launch + sync | {:.3} ms |", second_launch.as_secs_f64() * 1e3);
+    println!(
+        "| front end: source to IR (median of {runs}) | {:.1} us |",
+        median(front).as_secs_f64() * 1e6
+    );
+    println!(
+        "| PTX writer: IR to PTX, sm_90 (median of {runs}) | {:.1} us |",
+        median(ptx).as_secs_f64() * 1e6
+    );
+    println!(
+        "| context creation | {:.2} ms |",
+        context_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "| module load (IR cached; driver JIT on a GPU) | {:.2} ms |",
+        load_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "| first launch + sync, 2^20 elements | {:.3} ms |",
+        first_launch.as_secs_f64() * 1e3
+    );
+    println!(
+        "| second launch + sync | {:.3} ms |",
+        second_launch.as_secs_f64() * 1e3
+    );
     if !ok {
         return Err("FAILED: wrong vecadd result".into());
     }

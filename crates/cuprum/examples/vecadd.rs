@@ -39,7 +39,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let wrong = (0..N).filter(|&i| c[i] != a[i] + b[i]).count();
     if wrong != 0 {
-        return Err(format!("FAILED: {wrong} of {N} elements wrong on {:?}", ctx.backend()).into());
+        return Err(format!(
+            "FAILED: {wrong} of {N} elements wrong on {:?}",
+            ctx.backend()
+        )
+        .into());
     }
     println!("PASSED: all {N} elements correct ({:?})", ctx.backend());
     Ok(())

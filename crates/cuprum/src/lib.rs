@@ -52,8 +52,12 @@ pub use half;
 
 /// What most programs need: `use cuprum::prelude::*;`.
 pub mod prelude {
-    pub use crate::simt::{DisjointSlice, Prepared, kernel, launch_bounds, launch_contract, thread};
-    pub use crate::{CudaContext, DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, Stream, cuda_module};
+    pub use crate::simt::{
+        DisjointSlice, Prepared, kernel, launch_bounds, launch_contract, thread,
+    };
+    pub use crate::{
+        CudaContext, DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, Stream, cuda_module,
+    };
 }
 
 /// Used by the code `#[cuda_module]` generates; not a stable API.
@@ -86,7 +90,8 @@ pub mod __private {
         for target in [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90] {
             let ptx = cuprum_ptx::write_module(ir, target).map_err(|e| e.to_string())?;
             let path = dir.join(format!("{stem}.{}.ptx", target.name()));
-            std::fs::write(&path, ptx).map_err(|e| format!("CUPRUM_PTX_DUMP: writing {}: {e}", path.display()))?;
+            std::fs::write(&path, ptx)
+                .map_err(|e| format!("CUPRUM_PTX_DUMP: writing {}: {e}", path.display()))?;
         }
         Ok(())
     }

@@ -27,24 +27,35 @@ fn out_of_bounds_index_is_a_typed_error_naming_the_kernel() -> cuprum::Result<()
     let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut index: Vec<u32> = (0..n as u32).rev().collect();
     index[617] = n as u32 + 5; // one thread reads past the end
-    let (di, ds) = (DeviceBuffer::from_host(&stream, &index)?, DeviceBuffer::from_host(&stream, &src)?);
+    let (di, ds) = (
+        DeviceBuffer::from_host(&stream, &index)?,
+        DeviceBuffer::from_host(&stream, &src)?,
+    );
     let mut out = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
     let module = kernels::load(&ctx)?;
     let prepared = module.prepare_gather(LaunchConfig1D::new(8, 128, 0))?;
-    let result = module.gather(&stream, &prepared, &di, &ds, &mut out).and_then(|()| stream.synchronize());
+    let result = module
+        .gather(&stream, &prepared, &di, &ds, &mut out)
+        .and_then(|()| stream.synchronize());
     let error = match result {
         Ok(()) => panic!("the out-of-bounds read went unnoticed"),
         Err(e) => e,
     };
     let message = error.to_string();
-    assert!(message.contains("gather"), "the error must name the kernel: {message}");
+    assert!(
+        message.contains("gather"),
+        "the error must name the kernel: {message}"
+    );
     match error {
         Error::Emulator { kernel, source } => {
             assert_eq!(kernel, "gather");
             let detail = source.to_string();
             // The emulator also names the thread and the index.
             assert!(detail.contains("1005"), "{detail}");
-            assert!(detail.contains("617") || detail.contains("[105, 0, 0]"), "{detail}");
+            assert!(
+                detail.contains("617") || detail.contains("[105, 0, 0]"),
+                "{detail}"
+            );
         }
         Error::KernelFault { kernel, .. } => assert_eq!(kernel, "gather"),
         other => panic!("unexpected error kind: {other}"),

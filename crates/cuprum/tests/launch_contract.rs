@@ -40,7 +40,10 @@ fn expect_invalid(config: impl Into<LaunchConfig>, needle: &str) {
 fn a_matching_configuration_is_accepted() -> cuprum::Result<()> {
     let module = kernels::load(ctx())?;
     let prepared = module.prepare_fill(LaunchConfig1D::new(40, 256, 0))?;
-    assert_eq!(prepared.config(), LaunchConfig::from(LaunchConfig1D::new(40, 256, 0)));
+    assert_eq!(
+        prepared.config(),
+        LaunchConfig::from(LaunchConfig1D::new(40, 256, 0))
+    );
     Ok(())
 }
 
@@ -61,7 +64,14 @@ fn a_zero_grid_is_rejected() {
 
 #[test]
 fn a_2d_grid_for_a_1d_contract_is_rejected() {
-    expect_invalid(LaunchConfig { grid: (4, 2, 1), block: (256, 1, 1), shared_mem_bytes: 0 }, "grid");
+    expect_invalid(
+        LaunchConfig {
+            grid: (4, 2, 1),
+            block: (256, 1, 1),
+            shared_mem_bytes: 0,
+        },
+        "grid",
+    );
 }
 
 #[test]

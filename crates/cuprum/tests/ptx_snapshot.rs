@@ -2,8 +2,8 @@
 //! review. `CUPRUM_BLESS=1 cargo test --test ptx_snapshot` rewrites the snapshot.
 //! Where `ptxas` is available (CI installs it), the PTX must also assemble.
 
-use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum::cuda_module;
+use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum_ptx::Target;
 
 #[cuda_module]
@@ -26,7 +26,11 @@ fn vecadd_ptx_matches_the_snapshot() -> Result<(), Box<dyn std::error::Error>> {
     let ir = kernels::ir()?;
     for target in [Target::Sm80, Target::Sm90] {
         let ptx = cuprum_ptx::write_module(&ir, target)?;
-        let path = format!("{}/tests/snapshots/vecadd.{}.ptx", env!("CARGO_MANIFEST_DIR"), target.name());
+        let path = format!(
+            "{}/tests/snapshots/vecadd.{}.ptx",
+            env!("CARGO_MANIFEST_DIR"),
+            target.name()
+        );
         if std::env::var_os("CUPRUM_BLESS").is_some() {
             std::fs::write(&path, &ptx)?;
         }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_same, blocks_for, ctx, random_f32, SIZES};
+use common::{SIZES, assert_same, blocks_for, ctx, random_f32};
 use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum::{DeviceBuffer, LaunchConfig1D, cuda_module};
 
@@ -92,7 +92,10 @@ fn extra_blocks_past_the_end_write_nothing() -> cuprum::Result<()> {
 #[test]
 fn the_module_compiles_to_valid_ir() -> cuprum::Result<()> {
     let ir = kernels::ir()?;
-    cuprum::ir::validate_module(&ir).map_err(|e| cuprum::Error::Compile { kernel: "kernels".into(), message: e.to_string() })?;
+    cuprum::ir::validate_module(&ir).map_err(|e| cuprum::Error::Compile {
+        kernel: "kernels".into(),
+        message: e.to_string(),
+    })?;
     let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names, ["vecadd", "saxpy"]);
     Ok(())

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_same, blocks_for, ctx, random_f32, random_i32, random_u32};
-use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
+use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 
 #[cuda_module]
@@ -53,13 +53,19 @@ mod kernels {
     pub fn int_mix(a: &[i32], b: &[i32], mut out: DisjointSlice<i32>) {
         let i = thread::index_1d();
         let k = i.get();
-        let (x, y) = (a[k], b[k]);
-        let d = if y == 0 { 1 } else { y };
-        let q = x / d + x % d;
-        let s = (x << (y & 7)) ^ (x >> 3) | (y & 0x0f0f);
-        let m = x.wrapping_mul(31).wrapping_add(y).max(-5).min(1 << 20);
-        let sign = if x < 0 { -1 } else if x > 0 { 1 } else { 0 };
         if let Some(o) = out.get_mut(i) {
+            let (x, y) = (a[k], b[k]);
+            let d = if y == 0 { 1 } else { y };
+            let q = x / d + x % d;
+            let s = (x << (y & 7)) ^ (x >> 3) | (y & 0x0f0f);
+            let m = x.wrapping_mul(31).wrapping_add(y).max(-5).min(1 << 20);
+            let sign = if x < 0 {
+                -1
+            } else if x > 0 {
+                1
+            } else {
+                0
+            };
             *o = q.wrapping_add(s).wrapping_sub(m) + sign;
         }
     }
@@ -83,6 +89,9 @@ mod kernels {
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn loops(n: &[u32], mut out: DisjointSlice<u64>) {
         let i = thread::index_1d();
+        if i.get() >= n.len() {
+            return;
+        }
         let limit = n[i.get()] % 200;
         let mut total: u64 = 0;
         let mut k = 0u32;
@@ -116,10 +125,14 @@ mod kernels {
     pub fn float_methods(x: &[f32], mut y: DisjointSlice<f32>) {
         let i = thread::index_1d();
         let k = i.get();
-        let v = x[k];
-        let safe = k + 1 < x.len() && x[k + 1] > 0.0;
-        let w = if safe { v.abs().sqrt() } else { v.floor().min(2.5).max(-2.5) };
         if let Some(o) = y.get_mut(i) {
+            let v = x[k];
+            let safe = k + 1 < x.len() && x[k + 1] > 0.0;
+            let w = if safe {
+                v.abs().sqrt()
+            } else {
+                v.floor().min(2.5).max(-2.5)
+            };
             *o = w.mul_add(2.0, -v.ceil()) + v.trunc() + v.round();
         }
     }
@@ -167,11 +180,26 @@ fn horner_infers_literal_types_from_use() -> cuprum::Result<()> {
     let (ctx, n) = (ctx(), 5000);
     let stream = ctx.default_stream();
     let m = kernels::load(ctx)?;
-    let (coef, x) = (random_f32(7), random_f32(n).iter().map(|v| v / 100.0).collect::<Vec<_>>());
-    let (dc, dx) = (DeviceBuffer::from_host(&stream, &coef)?, DeviceBuffer::from_host(&stream, &x)?);
+    let (coef, x) = (
+        random_f32(7),
+        random_f32(n).iter().map(|v| v / 100.0).collect::<Vec<_>>(),
+    );
+    let (dc, dx) = (
+        DeviceBuffer::from_host(&stream, &coef)?,
+        DeviceBuffer::from_host(&stream, &x)?,
+    );
     let mut dy = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
-    m.horner(&stream, &m.prepare_horner(config(n, 128))?, &dc, &dx, &mut dy)?;
-    let want: Vec<f32> = x.iter().map(|&v| coef.iter().fold(0.0f32, |acc, &c| acc * v + c)).collect();
+    m.horner(
+        &stream,
+        &m.prepare_horner(config(n, 128))?,
+        &dc,
+        &dx,
+        &mut dy,
+    )?;
+    let want: Vec<f32> = x
+        .iter()
+        .map(|&v| coef.iter().fold(0.0f32, |acc, &c| acc * v + c))
+        .collect();
     assert_same("horner", &dy.to_host_vec(&stream)?, &want);
     Ok(())
 }
@@ -184,9 +212,18 @@ fn integer_operations_wrap_like_rust_release() -> cuprum::Result<()> {
     let (a, mut b) = (random_i32(n), random_i32(n));
     b[0] = 0;
     b[1] = -1;
-    let (da, db) = (DeviceBuffer::from_host(&stream, &a)?, DeviceBuffer::from_host(&stream, &b)?);
+    let (da, db) = (
+        DeviceBuffer::from_host(&stream, &a)?,
+        DeviceBuffer::from_host(&stream, &b)?,
+    );
     let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN; n])?;
-    m.int_mix(&stream, &m.prepare_int_mix(config(n, 256))?, &da, &db, &mut out)?;
+    m.int_mix(
+        &stream,
+        &m.prepare_int_mix(config(n, 256))?,
+        &da,
+        &db,
+        &mut out,
+    )?;
     let want: Vec<i32> = a
         .iter()
         .zip(&b)
@@ -209,13 +246,31 @@ fn casts_follow_rust_as() -> cuprum::Result<()> {
     let stream = ctx.default_stream();
     let m = kernels::load(ctx)?;
     let mut x: Vec<f32> = random_f32(n).iter().map(|v| v * 1e8).collect();
-    x[..8].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 255.9, 256.0, -1e30, 3e9]);
+    x[..8].copy_from_slice(&[
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.5,
+        255.9,
+        256.0,
+        -1e30,
+        3e9,
+    ]);
     let dx = DeviceBuffer::from_host(&stream, &x)?;
     let mut o1 = DeviceBuffer::from_host(&stream, &vec![7i32; n])?;
     let mut o2 = DeviceBuffer::from_host(&stream, &vec![7u32; n])?;
-    m.casts(&stream, &m.prepare_casts(config(n, 128))?, &dx, &mut o1, &mut o2)?;
+    m.casts(
+        &stream,
+        &m.prepare_casts(config(n, 128))?,
+        &dx,
+        &mut o1,
+        &mut o2,
+    )?;
     let want1: Vec<i32> = x.iter().map(|&v| v as i32).collect();
-    let want2: Vec<u32> = x.iter().map(|&v| (v as u8) as u32 + ((v as i64) as f64 as f32 as u16) as u32).collect();
+    let want2: Vec<u32> = x
+        .iter()
+        .map(|&v| (v as u8) as u32 + ((v as i64) as f64 as f32 as u16) as u32)
+        .collect();
     assert_same("f32 as i32", &o1.to_host_vec(&stream)?, &want1);
     assert_same("mixed casts", &o2.to_host_vec(&stream)?, &want2);
     Ok(())
@@ -258,12 +313,21 @@ fn float_methods_and_short_circuit() -> cuprum::Result<()> {
     let x = random_f32(n);
     let dx = DeviceBuffer::from_host(&stream, &x)?;
     let mut dy = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
-    m.float_methods(&stream, &m.prepare_float_methods(config(n, 128))?, &dx, &mut dy)?;
+    m.float_methods(
+        &stream,
+        &m.prepare_float_methods(config(n, 128))?,
+        &dx,
+        &mut dy,
+    )?;
     let want: Vec<f32> = (0..n)
         .map(|k| {
             let v = x[k];
             let safe = k + 1 < n && x[k + 1] > 0.0;
-            let w = if safe { v.abs().sqrt() } else { v.floor().min(2.5).max(-2.5) };
+            let w = if safe {
+                v.abs().sqrt()
+            } else {
+                v.floor().min(2.5).max(-2.5)
+            };
             w.mul_add(2.0, -v.ceil()) + v.trunc() + v.round()
         })
         .collect();

@@ -52,7 +52,10 @@ pub struct Prepared<K> {
 impl<K> Prepared<K> {
     #[doc(hidden)]
     pub fn __new(config: crate::LaunchConfig) -> Self {
-        Self { config, _kernel: PhantomData }
+        Self {
+            config,
+            _kernel: PhantomData,
+        }
     }
 
     /// The checked configuration.
@@ -69,6 +72,8 @@ impl<K> Clone for Prepared<K> {
 
 impl<K> std::fmt::Debug for Prepared<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared").field("config", &self.config).finish()
+        f.debug_struct("Prepared")
+            .field("config", &self.config)
+            .finish()
     }
 }

@@ -39,7 +39,9 @@ pub fn random_u32(n: usize) -> Vec<u32> {
 /// Asserts `got == want` element by element (bit-exact for floats, NaN equal to NaN).
 pub fn assert_same<T: PartialEq + std::fmt::Debug + Copy>(what: &str, got: &[T], want: &[T]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
-    let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i] && !(is_nan(got[i]) && is_nan(want[i]))).collect();
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| got[i] != want[i] && !(is_nan(got[i]) && is_nan(want[i])))
+        .collect();
     if let Some(&first) = bad.first() {
         panic!(
             "{what}: {} of {} elements differ; first at {first}: got {:?}, want {:?}",
