@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use cuprum_ir::{ArrayDecl, Kernel, ParamKind, ScalarType, array_layout, validate_kernel};
 use rayon::prelude::*;
 
+use crate::access::{Ctx, Ports};
 use crate::error::{Dim3, EmuError};
 use crate::memory::{GlobalView, Memory};
 use crate::ops::Lanes;
@@ -65,6 +66,8 @@ pub(crate) struct Launch<'k> {
     pub(crate) block: Dim3,
     pub(crate) threads: u32,
     pub(crate) warps: u32,
+    /// `threadIdx.{x,y,z}` of every lane of every warp (`warps * 32` entries each).
+    pub(crate) thread_index: [Vec<u32>; 3],
     pub(crate) global: GlobalView,
     /// Lowest block index that failed so far (`u64::MAX`: none).
     first_failed: AtomicU64,
@@ -157,15 +160,19 @@ fn run_block<'k>(
                 continue;
             }
             let mut exec = Exec {
-                launch,
-                block_idx,
-                block_linear,
-                warp_index: w as u32,
+                ctx: Ctx {
+                    launch,
+                    block_idx,
+                    block_linear,
+                    warp_index: w as u32,
+                },
                 regs: &mut st.regs[w * nvalues..(w + 1) * nvalues],
                 vars: &mut st.vars[w * nvars..(w + 1) * nvars],
-                shared: &mut st.shared,
-                local: &mut st.local[w * local_per_warp..(w + 1) * local_per_warp],
-                hint: &mut st.hint,
+                mem: Ports {
+                    shared: &mut st.shared,
+                    local: &mut st.local[w * local_per_warp..(w + 1) * local_per_warp],
+                    hint: &mut st.hint,
+                },
             };
             match exec.run(&mut st.warps[w])? {
                 Stop::Done => {
@@ -198,6 +205,17 @@ fn run_block<'k>(
         }
         st.shared.next_epoch();
     }
+}
+
+/// `threadIdx` of every lane of every warp of a block, one table per dimension.
+fn thread_index_tables(block: Dim3, warps: u32) -> [Vec<u32>; 3] {
+    let [bx, by, _] = block;
+    let n = warps * 32;
+    [
+        (0..n).map(|t| t % bx).collect(),
+        (0..n).map(|t| (t / bx) % by).collect(),
+        (0..n).map(|t| t / (bx * by)).collect(),
+    ]
 }
 
 fn invalid_launch(kernel: &Kernel, message: String) -> EmuError {
@@ -385,6 +403,7 @@ pub fn launch(
         block: dims.block,
         threads,
         warps,
+        thread_index: thread_index_tables(dims.block, warps),
         global,
         first_failed: AtomicU64::new(u64::MAX),
         error: Mutex::new(None),
@@ -394,8 +413,11 @@ pub fn launch(
     let workers = rayon::current_num_threads().max(1) as u64;
     let nchunks = nblocks.min(workers * 8);
     let per_chunk = nblocks.div_ceil(nchunks);
+    // Block states are pooled so a chunk reuses the registers and trackers of an earlier one.
+    let pool: Mutex<Vec<BlockState>> = Mutex::new(Vec::new());
     let run_chunk = |c: u64| {
-        let mut state = BlockState::new(&launch);
+        let reused = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut state = reused.unwrap_or_else(|| BlockState::new(&launch));
         let start = c * per_chunk;
         for b in start..(start + per_chunk).min(nblocks) {
             if launch.stopped(b) {
@@ -406,6 +428,7 @@ pub fn launch(
                 break;
             }
         }
+        pool.lock().unwrap_or_else(|e| e.into_inner()).push(state);
     };
     if nchunks == 1 {
         run_chunk(0);

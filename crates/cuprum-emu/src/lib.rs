@@ -14,6 +14,7 @@
 //! This crate must not depend on anything of cuprum's but the IR: the runtime puts it behind
 //! its backend trait, tests and tools use it directly.
 
+mod access;
 mod atomic;
 mod cast;
 mod error;

@@ -364,9 +364,12 @@ pub(crate) fn select(cond: &Lanes, t: &Lanes, f: &Lanes, out: &mut Lanes) {
 /// The lanes whose `Bool` value is true, as a mask.
 #[inline]
 pub(crate) fn true_mask(v: &Lanes) -> u32 {
-    let mut m = 0u32;
-    for (i, &x) in v.iter().enumerate() {
-        m |= ((x & 1) as u32) << i;
+    // Four independent chains of eight lanes each, so the CPU can overlap them.
+    let mut parts = [0u32; 4];
+    for (p, chunk) in parts.iter_mut().zip(v.chunks_exact(8)) {
+        for (i, &x) in chunk.iter().enumerate() {
+            *p |= ((x & 1) as u32) << i;
+        }
     }
-    m
+    parts[0] | parts[1] << 8 | parts[2] << 16 | parts[3] << 24
 }

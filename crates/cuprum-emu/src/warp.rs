@@ -13,20 +13,19 @@
 //! * `Barrier` requires every live lane of the warp to be active; the block scheduler
 //!   (`exec`) then checks that every warp stopped at the same barrier statement.
 //!
-//! Faults found while running are turned into [`EmuError`]s here, with kernel, block, thread
-//! and address; nothing in this file panics on user input.
+//! Each `Def` writes its result straight into the destination register while reading its
+//! operands from the others (a split borrow of the register file), so no register is copied.
+//! Faults become [`EmuError`]s with kernel, block, thread and address; nothing here panics on
+//! user input.
 
 use std::sync::atomic::{Ordering, fence};
 
-use cuprum_ir::{
-    AddressSpace, AtomicOp, Op, ScalarType, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
-};
+use cuprum_ir::{Dim, Op, ScalarType, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode};
 
-use crate::error::{AccessKind, Dim3, EmuError};
-use crate::exec::Launch;
+use crate::access::{Ctx, Ports, lanes_of};
+use crate::cast;
+use crate::error::EmuError;
 use crate::ops::{self, Lanes, OpFault};
-use crate::shared::{SharedFault, SharedMem};
-use crate::{atomic, cast};
 
 /// What happens when a frame's statement list ends.
 #[derive(Clone, Copy)]
@@ -99,60 +98,42 @@ impl<'k> Warp<'k> {
     }
 }
 
-/// Everything one warp needs to run: the launch, this block's identity and the slices of the
-/// block state that belong to this warp.
+/// The registers other than the one being defined, readable while that one is written.
+struct Operands<'r> {
+    below: &'r [Lanes],
+    above: &'r [Lanes],
+    dst: usize,
+}
+
+impl Operands<'_> {
+    /// The register of `v`, which is never the destination in a validated kernel (a value is
+    /// defined before it is used).
+    #[inline(always)]
+    fn get(&self, v: Value) -> &Lanes {
+        let i = v.index();
+        if i < self.dst {
+            &self.below[i]
+        } else {
+            &self.above[i - self.dst - 1]
+        }
+    }
+}
+
+/// Everything one warp needs to run: who it is, its registers and variables, and the memory
+/// it may touch.
 pub(crate) struct Exec<'a, 'k> {
-    pub(crate) launch: &'a Launch<'k>,
-    pub(crate) block_idx: Dim3,
-    pub(crate) block_linear: u64,
-    pub(crate) warp_index: u32,
+    pub(crate) ctx: Ctx<'a, 'k>,
     /// This warp's registers, indexed by value.
     pub(crate) regs: &'a mut [Lanes],
     /// This warp's variables, indexed by variable.
     pub(crate) vars: &'a mut [Lanes],
-    pub(crate) shared: &'a mut SharedMem,
-    /// This warp's local memory: 32 lanes of `launch.local_size` bytes each.
-    pub(crate) local: &'a mut [u8],
-    /// Index of the global allocation last accessed.
-    pub(crate) hint: &'a mut usize,
-}
-
-#[inline(always)]
-fn lanes_of(mut m: u32) -> impl Iterator<Item = u32> {
-    std::iter::from_fn(move || {
-        if m == 0 {
-            None
-        } else {
-            let l = m.trailing_zeros();
-            m &= m - 1;
-            Some(l)
-        }
-    })
+    pub(crate) mem: Ports<'a>,
 }
 
 impl<'k> Exec<'_, 'k> {
-    fn kernel_name(&self) -> String {
-        self.launch.kernel.name.clone()
-    }
-
-    /// The block-linear thread index of `lane`.
-    fn tid(&self, lane: u32) -> u32 {
-        self.warp_index * 32 + lane
-    }
-
-    fn thread(&self, lane: u32) -> Dim3 {
-        self.launch.thread_coords(self.tid(lane))
-    }
-
-    fn internal(&self, message: impl Into<String>) -> EmuError {
-        EmuError::Internal {
-            kernel: self.kernel_name(),
-            message: message.into(),
-        }
-    }
-
     /// Runs `warp` until it finishes or reaches a barrier.
     pub(crate) fn run(&mut self, warp: &mut Warp<'k>) -> Result<Stop, EmuError> {
+        let ctx = self.ctx;
         loop {
             let Some(top) = warp.frames.last_mut() else {
                 return Ok(Stop::Done);
@@ -172,15 +153,16 @@ impl<'k> Exec<'_, 'k> {
                 Stmt::WriteVar { var, value } => {
                     let v = &self.regs[value.index()];
                     let dst = &mut self.vars[var.index()];
-                    for l in lanes_of(mask) {
-                        dst[l as usize] = v[l as usize];
+                    for i in 0..32 {
+                        if mask >> i & 1 != 0 {
+                            dst[i] = v[i];
+                        }
                     }
                 }
                 Stmt::Store { space, addr, value } => {
-                    let size = self.launch.types[value.index()].size_bytes();
-                    let a = self.regs[addr.index()];
-                    let v = self.regs[value.index()];
-                    self.store(*space, size, &a, &v, mask)?;
+                    let size = ctx.launch.types[value.index()].size_bytes();
+                    let (a, v) = (&self.regs[addr.index()], &self.regs[value.index()]);
+                    self.mem.store(ctx, *space, size, a, v, mask)?;
                 }
                 Stmt::If {
                     cond,
@@ -189,8 +171,8 @@ impl<'k> Exec<'_, 'k> {
                 } => {
                     let t = ops::true_mask(&self.regs[cond.index()]) & mask;
                     let e = mask & !t;
-                    if t != 0 {
-                        warp.frames.push(Frame {
+                    let frame = if t != 0 {
+                        Frame {
                             stmts: &then.stmts,
                             pc: 0,
                             mask: t,
@@ -198,15 +180,16 @@ impl<'k> Exec<'_, 'k> {
                                 otherwise: &otherwise.stmts,
                                 else_mask: e,
                             },
-                        });
+                        }
                     } else {
-                        warp.frames.push(Frame {
+                        Frame {
                             stmts: &otherwise.stmts,
                             pc: 0,
                             mask: e,
                             kind: FrameKind::Plain,
-                        });
-                    }
+                        }
+                    };
+                    warp.frames.push(frame);
                 }
                 Stmt::Loop { body } => warp.frames.push(Frame {
                     stmts: &body.stmts,
@@ -233,12 +216,11 @@ impl<'k> Exec<'_, 'k> {
                 Stmt::Barrier => {
                     let live = warp.live();
                     if mask != live {
-                        let away = live & !mask;
-                        let lane = away.trailing_zeros();
+                        let lane = (live & !mask).trailing_zeros();
                         return Err(EmuError::BarrierDivergence {
-                            kernel: self.kernel_name(),
-                            block: self.block_idx,
-                            thread: self.thread(lane),
+                            kernel: ctx.kernel_name(),
+                            block: ctx.block_idx,
+                            thread: ctx.thread(lane),
                             message: format!(
                                 "only {} of the {} live threads of warp {} reach this barrier; \
                                  this thread is elsewhere (the other arm of an `if`, or another \
@@ -246,7 +228,7 @@ impl<'k> Exec<'_, 'k> {
                                  has not returned must reach the same barrier",
                                 mask.count_ones(),
                                 live.count_ones(),
-                                self.warp_index
+                                ctx.warp_index
                             ),
                         });
                     }
@@ -281,7 +263,7 @@ impl<'k> Exec<'_, 'k> {
             }
             FrameKind::Loop { body, loop_mask } => {
                 if loop_mask != 0 {
-                    if self.launch.stopped(self.block_linear) {
+                    if self.ctx.launch.stopped(self.ctx.block_linear) {
                         return true;
                     }
                     warp.frames.push(Frame {
@@ -307,12 +289,14 @@ impl<'k> Exec<'_, 'k> {
                 return Ok(());
             }
         }
-        Err(self.internal("`Break` or `Continue` outside a loop"))
+        Err(self.ctx.internal("`Break` or `Continue` outside a loop"))
     }
 
+    #[cold]
     fn trap(&self, kind: &TrapKind, mask: u32) -> EmuError {
+        let ctx = self.ctx;
         let lane = mask.trailing_zeros();
-        let (kernel, block, thread) = (self.kernel_name(), self.block_idx, self.thread(lane));
+        let (kernel, block, thread) = (ctx.kernel_name(), ctx.block_idx, ctx.thread(lane));
         match kind {
             TrapKind::BoundsCheck { index, len, site } => EmuError::BoundsCheck {
                 kernel,
@@ -337,85 +321,52 @@ impl<'k> Exec<'_, 'k> {
         }
     }
 
-    fn op_fault(&self, fault: OpFault, value: Value, op: &Op, ty: ScalarType) -> EmuError {
-        let name = match op {
-            Op::Binary(b, ..) => format!("{b:?}"),
-            _ => "operation".to_string(),
-        };
-        let site = format!("the {ty} `{name}` defining %{}", value.index());
-        let (kernel, block) = (self.kernel_name(), self.block_idx);
-        match fault {
-            OpFault::DivideByZero { lane } => EmuError::DivideByZero {
-                kernel,
-                block,
-                thread: self.thread(lane),
-                site,
-            },
-            OpFault::DivideOverflow { lane } => EmuError::DivideOverflow {
-                kernel,
-                block,
-                thread: self.thread(lane),
-                site,
-            },
-            OpFault::Unsupported => self.internal(format!("{op:?} is not defined on {ty}")),
-        }
-    }
-
     /// Executes `value = op` for the lanes in `mask`.
     fn def(&mut self, value: Value, op: &Op, mask: u32) -> Result<(), EmuError> {
-        let l = self.launch;
-        let mut out: Lanes = [0; 32];
+        let ctx = self.ctx;
+        let l = ctx.launch;
+        let d = value.index();
+        let (below, rest) = self.regs.split_at_mut(d.min(self.regs.len()));
+        let Some((out, above)) = rest.split_first_mut() else {
+            return Err(ctx.internal(format!("value %{d} has no register")));
+        };
+        let r = Operands {
+            below,
+            above,
+            dst: d,
+        };
         let ty = |v: &Value| l.types[v.index()];
+        let fault = |f: OpFault, t: ScalarType| op_fault(ctx, f, value, op, t);
         match op {
-            Op::Const(c) => out = [c.bits; 32],
-            Op::Param(i) | Op::SliceBase(i) => out = [l.params[*i as usize][0]; 32],
-            Op::SliceLen(i) => out = [l.params[*i as usize][1]; 32],
-            Op::SharedAddr(i) => out = [u64::from(l.shared_offsets[*i as usize]); 32],
-            Op::DynSharedAddr => out = [u64::from(l.dyn_shared_offset); 32],
-            Op::LocalAddr(i) => out = [u64::from(l.local_offsets[*i as usize]); 32],
-            Op::Special(s) => self.special(*s, &mut out),
-            Op::Unary(u, a) => ops::unary(*u, ty(a), &self.regs[a.index()], &mut out)
-                .map_err(|f| self.op_fault(f, value, op, ty(a)))?,
-            Op::Binary(b, x, y) => ops::binary(
-                *b,
-                ty(x),
-                &self.regs[x.index()],
-                &self.regs[y.index()],
-                &mut out,
-                mask,
-            )
-            .map_err(|f| self.op_fault(f, value, op, ty(x)))?,
-            Op::Ternary(_, a, b, c) => ops::mul_add(
-                ty(a),
-                &self.regs[a.index()],
-                &self.regs[b.index()],
-                &self.regs[c.index()],
-                &mut out,
-            )
-            .map_err(|f| self.op_fault(f, value, op, ty(a)))?,
-            Op::Compare(c, x, y) => ops::compare(
-                *c,
-                ty(x),
-                &self.regs[x.index()],
-                &self.regs[y.index()],
-                &mut out,
-            ),
+            Op::Const(c) => *out = [c.bits; 32],
+            Op::Param(i) | Op::SliceBase(i) => *out = [l.params[*i as usize][0]; 32],
+            Op::SliceLen(i) => *out = [l.params[*i as usize][1]; 32],
+            Op::SharedAddr(i) => *out = [u64::from(l.shared_offsets[*i as usize]); 32],
+            Op::DynSharedAddr => *out = [u64::from(l.dyn_shared_offset); 32],
+            Op::LocalAddr(i) => *out = [u64::from(l.local_offsets[*i as usize]); 32],
+            Op::Special(s) => special(ctx, *s, out),
+            Op::Unary(u, a) => {
+                ops::unary(*u, ty(a), r.get(*a), out).map_err(|f| fault(f, ty(a)))?;
+            }
+            Op::Binary(b, x, y) => {
+                ops::binary(*b, ty(x), r.get(*x), r.get(*y), out, mask)
+                    .map_err(|f| fault(f, ty(x)))?;
+            }
+            Op::Ternary(_, a, b, c) => {
+                ops::mul_add(ty(a), r.get(*a), r.get(*b), r.get(*c), out)
+                    .map_err(|f| fault(f, ty(a)))?;
+            }
+            Op::Compare(c, x, y) => ops::compare(*c, ty(x), r.get(*x), r.get(*y), out),
             Op::Select {
                 cond,
                 if_true,
                 if_false,
-            } => ops::select(
-                &self.regs[cond.index()],
-                &self.regs[if_true.index()],
-                &self.regs[if_false.index()],
-                &mut out,
-            ),
-            Op::Cast { value: v, to } => cast::cast(ty(v), *to, &self.regs[v.index()], &mut out),
-            Op::Bitcast { value: v, .. } => out = self.regs[v.index()],
-            Op::ReadVar(var) => out = self.vars[var.index()],
+            } => ops::select(r.get(*cond), r.get(*if_true), r.get(*if_false), out),
+            Op::Cast { value: v, to } => cast::cast(ty(v), *to, r.get(*v), out),
+            Op::Bitcast { value: v, .. } => *out = *r.get(*v),
+            Op::ReadVar(var) => *out = self.vars[var.index()],
             Op::Load { space, ty: t, addr } => {
-                let a = self.regs[addr.index()];
-                self.load(*space, *t, &a, mask, &mut out)?;
+                self.mem.load(ctx, *space, *t, r.get(*addr), mask, out)?;
             }
             Op::Atomic {
                 op: aop,
@@ -425,306 +376,118 @@ impl<'k> Exec<'_, 'k> {
                 compare,
                 ..
             } => {
-                let a = self.regs[addr.index()];
-                let x = self.regs[v.index()];
-                let c = compare.map_or([0; 32], |c| self.regs[c.index()]);
-                self.atomic(*aop, *space, ty(v), &a, &x, &c, mask, &mut out)?;
+                let c = compare.map(|c| r.get(c));
+                self.mem.atomic(
+                    ctx,
+                    *aop,
+                    *space,
+                    ty(v),
+                    r.get(*addr),
+                    r.get(*v),
+                    c,
+                    mask,
+                    out,
+                )?;
             }
             Op::Shuffle {
                 mode,
                 value: v,
                 lane,
-            } => self.shuffle(*mode, v, lane, mask, &mut out)?,
+            } => shuffle(ctx, *mode, r.get(*v), r.get(*lane), mask, out)?,
             Op::Vote { mode, pred } => {
-                let bits = ops::true_mask(&self.regs[pred.index()]) & mask;
-                let r = match mode {
+                let bits = ops::true_mask(r.get(*pred)) & mask;
+                let x = match mode {
                     VoteMode::All => u64::from(bits == mask),
                     VoteMode::Any => u64::from(bits != 0),
                     VoteMode::Ballot => u64::from(bits),
                 };
-                out = [r; 32];
-            }
-        }
-        self.regs[value.index()] = out;
-        Ok(())
-    }
-
-    fn special(&self, s: Special, out: &mut Lanes) {
-        let l = self.launch;
-        let dim = |d: cuprum_ir::Dim| match d {
-            cuprum_ir::Dim::X => 0,
-            cuprum_ir::Dim::Y => 1,
-            cuprum_ir::Dim::Z => 2,
-        };
-        match s {
-            Special::ThreadIdx(d) => {
-                let d = dim(d);
-                for (lane, o) in out.iter_mut().enumerate() {
-                    *o = u64::from(l.thread_coords(self.tid(lane as u32))[d]);
-                }
-            }
-            Special::BlockDim(d) => *out = [u64::from(l.block[dim(d)]); 32],
-            Special::BlockIdx(d) => *out = [u64::from(self.block_idx[dim(d)]); 32],
-            Special::GridDim(d) => *out = [u64::from(l.grid[dim(d)]); 32],
-            Special::LaneId => {
-                for (lane, o) in out.iter_mut().enumerate() {
-                    *o = lane as u64;
-                }
-            }
-        }
-    }
-
-    fn shuffle(
-        &self,
-        mode: ShuffleMode,
-        value: &Value,
-        lane: &Value,
-        mask: u32,
-        out: &mut Lanes,
-    ) -> Result<(), EmuError> {
-        let v = &self.regs[value.index()];
-        let arg = &self.regs[lane.index()];
-        for l in lanes_of(mask) {
-            let s = arg[l as usize] as u32;
-            let src = match mode {
-                ShuffleMode::Idx => Some(s),
-                ShuffleMode::Up => l.checked_sub(s),
-                ShuffleMode::Down => l.checked_add(s),
-                ShuffleMode::Xor => Some(l ^ s),
-            }
-            .filter(|&src| src < 32)
-            .unwrap_or(l);
-            if mask >> src & 1 == 0 {
-                return Err(EmuError::ShuffleInactiveLane {
-                    kernel: self.kernel_name(),
-                    block: self.block_idx,
-                    thread: self.thread(l),
-                    source_lane: src,
-                });
-            }
-            out[l as usize] = v[src as usize];
-        }
-        Ok(())
-    }
-
-    fn oob(
-        &self,
-        lane: u32,
-        address: u64,
-        size: u32,
-        space: AddressSpace,
-        access: AccessKind,
-    ) -> EmuError {
-        EmuError::OutOfBounds {
-            kernel: self.kernel_name(),
-            block: self.block_idx,
-            thread: self.thread(lane),
-            address,
-            size,
-            space,
-            access,
-        }
-    }
-
-    fn misaligned(&self, lane: u32, address: u64, size: u32, space: AddressSpace) -> EmuError {
-        EmuError::Misaligned {
-            kernel: self.kernel_name(),
-            block: self.block_idx,
-            thread: self.thread(lane),
-            address,
-            size,
-            space,
-        }
-    }
-
-    fn shared_fault(
-        &self,
-        f: SharedFault,
-        lane: u32,
-        addr: u64,
-        size: u32,
-        access: AccessKind,
-    ) -> EmuError {
-        let (kernel, block) = (self.kernel_name(), self.block_idx);
-        match f {
-            SharedFault::OutOfBounds => self.oob(lane, addr, size, AddressSpace::Shared, access),
-            SharedFault::Misaligned => self.misaligned(lane, addr, size, AddressSpace::Shared),
-            SharedFault::Uninitialized { offset } => EmuError::UninitializedSharedRead {
-                kernel,
-                block,
-                thread: self.thread(lane),
-                address: u64::from(offset),
-                size,
-            },
-            SharedFault::Race {
-                first,
-                second,
-                offset,
-                kind,
-            } => EmuError::SharedRace {
-                kernel,
-                block,
-                threads: (
-                    self.launch.thread_coords(first),
-                    self.launch.thread_coords(second),
-                ),
-                address: u64::from(offset),
-                kind,
-            },
-        }
-    }
-
-    /// The byte offset of `lane`'s local access `[off, off + size)` in this warp's local
-    /// memory, after the bounds and alignment checks.
-    fn local_at(
-        &self,
-        lane: u32,
-        off: u64,
-        size: u32,
-        access: AccessKind,
-    ) -> Result<usize, EmuError> {
-        let per = self.launch.local_size as u64;
-        if off.checked_add(u64::from(size)).is_none_or(|end| end > per) {
-            return Err(self.oob(lane, off, size, AddressSpace::Local, access));
-        }
-        if !off.is_multiple_of(u64::from(size)) {
-            return Err(self.misaligned(lane, off, size, AddressSpace::Local));
-        }
-        Ok((u64::from(lane) * per + off) as usize)
-    }
-
-    fn load(
-        &mut self,
-        space: AddressSpace,
-        ty: ScalarType,
-        addr: &Lanes,
-        mask: u32,
-        out: &mut Lanes,
-    ) -> Result<(), EmuError> {
-        let size = ty.size_bytes();
-        let size64 = u64::from(size);
-        match space {
-            AddressSpace::Global => {
-                let global = &self.launch.global;
-                for l in lanes_of(mask) {
-                    let a = addr[l as usize];
-                    let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
-                        return Err(self.oob(l, a, size, space, AccessKind::Load));
-                    };
-                    if !a.is_multiple_of(size64) {
-                        return Err(self.misaligned(l, a, size, space));
-                    }
-                    out[l as usize] = alloc.load(off, size);
-                }
-            }
-            AddressSpace::Shared => {
-                for l in lanes_of(mask) {
-                    let a = addr[l as usize];
-                    let tid = self.tid(l);
-                    out[l as usize] = self
-                        .shared
-                        .load(a as u32, size, tid)
-                        .map_err(|f| self.shared_fault(f, l, a, size, AccessKind::Load))?;
-                }
-            }
-            AddressSpace::Local => {
-                for l in lanes_of(mask) {
-                    let at = self.local_at(l, addr[l as usize], size, AccessKind::Load)?;
-                    let mut b = [0u8; 8];
-                    b[..size as usize].copy_from_slice(&self.local[at..at + size as usize]);
-                    out[l as usize] = u64::from_le_bytes(b);
-                }
-            }
-        }
-        if ty == ScalarType::Bool {
-            // Memory may hold any byte; a `Bool` register holds 0 or 1.
-            for o in out.iter_mut() {
-                *o = u64::from(*o != 0);
+                *out = [x; 32];
             }
         }
         Ok(())
     }
+}
 
-    fn store(
-        &mut self,
-        space: AddressSpace,
-        size: u32,
-        addr: &Lanes,
-        v: &Lanes,
-        mask: u32,
-    ) -> Result<(), EmuError> {
-        let size64 = u64::from(size);
-        match space {
-            AddressSpace::Global => {
-                let global = &self.launch.global;
-                for l in lanes_of(mask) {
-                    let a = addr[l as usize];
-                    let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
-                        return Err(self.oob(l, a, size, space, AccessKind::Store));
-                    };
-                    if !a.is_multiple_of(size64) {
-                        return Err(self.misaligned(l, a, size, space));
-                    }
-                    alloc.store(off, size, v[l as usize]);
-                }
-            }
-            AddressSpace::Shared => {
-                for l in lanes_of(mask) {
-                    let a = addr[l as usize];
-                    let tid = self.tid(l);
-                    self.shared
-                        .store(a as u32, size, v[l as usize], tid)
-                        .map_err(|f| self.shared_fault(f, l, a, size, AccessKind::Store))?;
-                }
-            }
-            AddressSpace::Local => {
-                for l in lanes_of(mask) {
-                    let at = self.local_at(l, addr[l as usize], size, AccessKind::Store)?;
-                    let bytes = v[l as usize].to_le_bytes();
-                    self.local[at..at + size as usize].copy_from_slice(&bytes[..size as usize]);
-                }
+#[cold]
+fn op_fault(ctx: Ctx, fault: OpFault, value: Value, op: &Op, ty: ScalarType) -> EmuError {
+    let name = match op {
+        Op::Binary(b, ..) => format!("{b:?}"),
+        _ => "operation".to_string(),
+    };
+    let site = format!("the {ty} `{name}` defining %{}", value.index());
+    let (kernel, block) = (ctx.kernel_name(), ctx.block_idx);
+    match fault {
+        OpFault::DivideByZero { lane } => EmuError::DivideByZero {
+            kernel,
+            block,
+            thread: ctx.thread(lane),
+            site,
+        },
+        OpFault::DivideOverflow { lane } => EmuError::DivideOverflow {
+            kernel,
+            block,
+            thread: ctx.thread(lane),
+            site,
+        },
+        OpFault::Unsupported => ctx.internal(format!("{op:?} is not defined on {ty}")),
+    }
+}
+
+fn special(ctx: Ctx, s: Special, out: &mut Lanes) {
+    let l = ctx.launch;
+    let dim = |d: Dim| match d {
+        Dim::X => 0,
+        Dim::Y => 1,
+        Dim::Z => 2,
+    };
+    match s {
+        Special::ThreadIdx(d) => {
+            let first = ctx.warp_index as usize * 32;
+            let table = &l.thread_index[dim(d)][first..first + 32];
+            for (o, &t) in out.iter_mut().zip(table) {
+                *o = u64::from(t);
             }
         }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn atomic(
-        &mut self,
-        op: AtomicOp,
-        space: AddressSpace,
-        ty: ScalarType,
-        addr: &Lanes,
-        val: &Lanes,
-        cmp: &Lanes,
-        mask: u32,
-        out: &mut Lanes,
-    ) -> Result<(), EmuError> {
-        let size = ty.size_bytes();
-        let size64 = u64::from(size);
-        // Lanes apply their updates one after another, in lane order.
-        for l in lanes_of(mask) {
-            let (a, x, c) = (addr[l as usize], val[l as usize], cmp[l as usize]);
-            let f = |old: u64| atomic::apply(op, ty, old, x, c);
-            out[l as usize] = match space {
-                AddressSpace::Global => {
-                    let Some((alloc, off)) = self.launch.global.locate(a, size64, self.hint) else {
-                        return Err(self.oob(l, a, size, space, AccessKind::Atomic));
-                    };
-                    if !a.is_multiple_of(size64) {
-                        return Err(self.misaligned(l, a, size, space));
-                    }
-                    alloc.rmw(off, size, f)
-                }
-                AddressSpace::Shared => {
-                    let tid = self.tid(l);
-                    self.shared
-                        .atomic(a as u32, size, tid, f)
-                        .map_err(|e| self.shared_fault(e, l, a, size, AccessKind::Atomic))?
-                }
-                AddressSpace::Local => return Err(self.internal("atomic on local memory")),
-            };
+        Special::BlockDim(d) => *out = [u64::from(l.block[dim(d)]); 32],
+        Special::BlockIdx(d) => *out = [u64::from(ctx.block_idx[dim(d)]); 32],
+        Special::GridDim(d) => *out = [u64::from(l.grid[dim(d)]); 32],
+        Special::LaneId => {
+            for (lane, o) in out.iter_mut().enumerate() {
+                *o = lane as u64;
+            }
         }
-        Ok(())
     }
+}
+
+/// `shfl.sync` over the lanes in `mask`; a source outside the warp gives the lane's own value,
+/// an inactive source is an error.
+fn shuffle(
+    ctx: Ctx,
+    mode: ShuffleMode,
+    v: &Lanes,
+    arg: &Lanes,
+    mask: u32,
+    out: &mut Lanes,
+) -> Result<(), EmuError> {
+    for l in lanes_of(mask) {
+        let s = arg[l as usize] as u32;
+        let src = match mode {
+            ShuffleMode::Idx => Some(s),
+            ShuffleMode::Up => l.checked_sub(s),
+            ShuffleMode::Down => l.checked_add(s),
+            ShuffleMode::Xor => Some(l ^ s),
+        }
+        .filter(|&src| src < 32)
+        .unwrap_or(l);
+        if mask >> src & 1 == 0 {
+            return Err(EmuError::ShuffleInactiveLane {
+                kernel: ctx.kernel_name(),
+                block: ctx.block_idx,
+                thread: ctx.thread(l),
+                source_lane: src,
+            });
+        }
+        out[l as usize] = v[src as usize];
+    }
+    Ok(())
 }

@@ -604,3 +604,206 @@ fn sub_slices() {
         assert_eq!(*g, want);
     }
 }
+
+#[test]
+fn reduction_speed() {
+    let mem = Memory::new();
+    let n = 1usize << 20;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
+    let dx = upload(&mem, &xs);
+    let kernel = reduction_kernel(256);
+    let dout = output(&mem, ScalarType::F32, n / 256);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        launch(&mem, &kernel, dims1(n as u64, 256), &[dx, dout]).unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let got: Vec<f32> = download(&mem, dout);
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(b, &s)| s == (0..256).map(|t| ((b * 256 + t) % 17) as f32).sum::<f32>())
+    );
+    eprintln!(
+        "shared-memory tree reduction of {n} f32 (blocks of 256, 9 barriers each): {:.1} ms",
+        best * 1e3
+    );
+}
+
+/// A 2-D block (16 x 8) transposes a tile through shared memory: threadIdx.y matters for the
+/// layout, and the barrier separates writers from readers in other warps.
+#[test]
+fn two_dimensional_block_transpose() {
+    let (tx, ty) = (16u32, 8u32);
+    let mut k = K::new("transpose_tile");
+    let x = k.slice("x", ScalarType::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", ScalarType::U32, SliceAccess::Disjoint);
+    let s = k.b.shared_array(ArrayDecl {
+        name: "tile".into(),
+        elem: ScalarType::U32,
+        len: tx * ty,
+    });
+    let cx = k.special(Special::ThreadIdx(Dim::X));
+    let cy = k.special(Special::ThreadIdx(Dim::Y));
+    let b = k.special(Special::BlockIdx(Dim::X));
+    let w = k.u32(tx);
+    let h = k.u32(ty);
+    let tile = k.u32(tx * ty);
+    let row = k.mul(cy, w);
+    let lin = k.add(row, cx); // y * 16 + x
+    let boff = k.mul(b, tile);
+    let gi = k.add(boff, lin);
+    let gi64 = k.cast(gi, ScalarType::U64);
+    let v = k.load(x, gi64);
+    k.store_shared(s, lin, v);
+    k.barrier();
+    // out[b][x][y] = tile[y][x], i.e. read (lin % 8) * 16 + lin / 8.
+    let r = k.bin(BinaryOp::Rem, lin, h);
+    let q = k.bin(BinaryOp::Div, lin, h);
+    let rw = k.mul(r, w);
+    let src = k.add(rw, q);
+    let t = k.load_shared(s, src);
+    k.store(y, gi64, t);
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let blocks = 5usize;
+    let n = blocks * (tx * ty) as usize;
+    let xs: Vec<u32> = (0..n as u32).map(|v| v * 3 + 1).collect();
+    let dx = upload(&mem, &xs);
+    let dy = output(&mem, ScalarType::U32, n);
+    let dims = LaunchDims {
+        grid: [blocks as u32, 1, 1],
+        block: [tx, ty, 1],
+        dynamic_shared_bytes: 0,
+    };
+    launch(&mem, &kernel, dims, &[dx, dy]).unwrap();
+    let got: Vec<u32> = download(&mem, dy);
+    for bi in 0..blocks {
+        for lin in 0..(tx * ty) as usize {
+            let src = (lin % ty as usize) * tx as usize + lin / ty as usize;
+            assert_eq!(got[bi * 128 + lin], xs[bi * 128 + src]);
+        }
+    }
+}
+
+/// Nested loops: the inner loop continues and breaks per lane, the outer loop is left by
+/// some lanes with `Return` from inside the inner loop.
+#[test]
+fn nested_loops_with_return_inside() {
+    let mut k = K::new("nested");
+    let x = k.slice("x", ScalarType::U32, SliceAccess::ReadOnly);
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    k.guarded(out, |k, i| {
+        let n = k.load(x, i);
+        let z = k.u32(0);
+        let acc = k.var("acc", ScalarType::U32, z);
+        let a = k.var("a", ScalarType::U32, z);
+        k.loop_(|k| {
+            let av = k.read(a);
+            let done = k.cmp(CmpOp::Ge, av, n);
+            k.if_(done, |k| k.push(Stmt::Break));
+            let b = k.var("b", ScalarType::U32, z);
+            k.loop_(|k| {
+                let bv = k.read(b);
+                let one = k.u32(1);
+                let b1 = k.add(bv, one);
+                k.write(b, b1);
+                let lim = k.cmp(CmpOp::Gt, bv, av);
+                k.if_(lim, |k| k.push(Stmt::Break));
+                let three = k.u32(3);
+                let m = k.bin(BinaryOp::Rem, bv, three);
+                let skip = k.cmp(CmpOp::Eq, m, z);
+                k.if_(skip, |k| k.push(Stmt::Continue));
+                let c = k.read(acc);
+                let ab = k.mul(av, bv);
+                let c1 = k.add(c, ab);
+                k.write(acc, c1);
+                // Lanes whose sum passes 5000 store a marker and end the thread right here.
+                let big = k.u32(5000);
+                let over = k.cmp(CmpOp::Gt, c1, big);
+                k.if_(over, |k| {
+                    let mk = k.u32(0xFFFF_0000);
+                    let v = k.bin(BinaryOp::Or, mk, av);
+                    k.store(out, i, v);
+                    k.push(Stmt::Return);
+                });
+            });
+            let one = k.u32(1);
+            let a1 = k.add(av, one);
+            k.write(a, a1);
+        });
+        let c = k.read(acc);
+        k.store(out, i, c);
+    });
+    let kernel = k.finish();
+    let mut rng = StdRng::seed_from_u64(25);
+    let n = 700;
+    let xs: Vec<u32> = (0..n).map(|_| rng.random_range(0..40)).collect();
+    let mem = Memory::new();
+    let dx = upload(&mem, &xs);
+    let dout = output(&mem, ScalarType::U32, n);
+    launch(&mem, &kernel, dims1(n as u64, 64), &[dx, dout]).unwrap();
+    let got: Vec<u32> = download(&mem, dout);
+    'thread: for t in 0..n {
+        let mut acc = 0u32;
+        for a in 0..xs[t] {
+            for b in 0..=a {
+                if b % 3 == 0 {
+                    continue;
+                }
+                acc += a * b;
+                if acc > 5000 {
+                    assert_eq!(got[t], 0xFFFF_0000 | a, "thread {t}");
+                    continue 'thread;
+                }
+            }
+        }
+        assert_eq!(got[t], acc, "thread {t}");
+    }
+}
+
+/// Half-precision data staged through shared memory by 2-byte accesses: neighbouring threads
+/// write different halves of one 4-byte word, which is not a race.
+#[test]
+fn sub_word_shared_accesses_are_not_races() {
+    use half::f16;
+    let block = 64u32;
+    let mut k = K::new("f16_stage");
+    let x = k.slice("x", ScalarType::F16, SliceAccess::ReadOnly);
+    let y = k.slice("y", ScalarType::F16, SliceAccess::Disjoint);
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::F16,
+        len: block,
+    });
+    let tid = k.tid();
+    let i = k.global_id();
+    let v = k.load(x, i);
+    k.store_shared(s, tid, v);
+    k.barrier();
+    let one = k.u32(1);
+    let m = k.u32(block - 1);
+    let t1 = k.add(tid, one);
+    let j = k.bin(BinaryOp::And, t1, m);
+    let a = k.load_shared(s, tid);
+    let b = k.load_shared(s, j);
+    let sum = k.add(a, b);
+    k.store(y, i, sum);
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let n = block as usize * 3;
+    let xs: Vec<f16> = (0..n)
+        .map(|v| f16::from_f32(v as f32 * 0.25 - 7.0))
+        .collect();
+    let dx = upload(&mem, &xs);
+    let dy = output(&mem, ScalarType::F16, n);
+    launch(&mem, &kernel, dims1(n as u64, block), &[dx, dy]).unwrap();
+    let got: Vec<f16> = download(&mem, dy);
+    for t in 0..n {
+        let base = t - t % block as usize;
+        let nb = base + (t + 1) % block as usize;
+        let want = f16::from_f32(xs[t].to_f32() + xs[nb].to_f32());
+        assert_eq!(got[t].to_bits(), want.to_bits(), "thread {t}");
+    }
+}

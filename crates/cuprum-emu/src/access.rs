@@ -1,0 +1,298 @@
+//! Memory accesses of one warp: loads, stores and atomics in the global, shared and local
+//! spaces, lane by lane in lane order, each checked (bounds, alignment, races) and turned into
+//! an [`EmuError`] with kernel, block, thread and address when it fails.
+//!
+//! Kept apart from the interpreter so that the interpreter can lend these functions the
+//! memory (`Ports`) mutably while its registers stay borrowed as operands, with no copies.
+
+use cuprum_ir::{AddressSpace, AtomicOp, ScalarType};
+
+use crate::atomic;
+use crate::error::{AccessKind, Dim3, EmuError};
+use crate::exec::Launch;
+use crate::ops::Lanes;
+use crate::shared::{SharedFault, SharedMem};
+
+/// Who is running: enough to name a thread in an error. Cheap to copy.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a, 'k> {
+    pub(crate) launch: &'a Launch<'k>,
+    pub(crate) block_idx: Dim3,
+    pub(crate) block_linear: u64,
+    pub(crate) warp_index: u32,
+}
+
+/// The lanes set in `m`, lowest first.
+#[inline(always)]
+pub(crate) fn lanes_of(mut m: u32) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros();
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+impl Ctx<'_, '_> {
+    pub(crate) fn kernel_name(&self) -> String {
+        self.launch.kernel.name.clone()
+    }
+
+    /// The block-linear thread index of `lane`.
+    #[inline(always)]
+    pub(crate) fn tid(&self, lane: u32) -> u32 {
+        self.warp_index * 32 + lane
+    }
+
+    pub(crate) fn thread(&self, lane: u32) -> Dim3 {
+        self.launch.thread_coords(self.tid(lane))
+    }
+
+    pub(crate) fn internal(&self, message: impl Into<String>) -> EmuError {
+        EmuError::Internal {
+            kernel: self.kernel_name(),
+            message: message.into(),
+        }
+    }
+
+    #[cold]
+    fn oob(
+        &self,
+        lane: u32,
+        address: u64,
+        size: u32,
+        space: AddressSpace,
+        access: AccessKind,
+    ) -> EmuError {
+        EmuError::OutOfBounds {
+            kernel: self.kernel_name(),
+            block: self.block_idx,
+            thread: self.thread(lane),
+            address,
+            size,
+            space,
+            access,
+        }
+    }
+
+    #[cold]
+    fn misaligned(&self, lane: u32, address: u64, size: u32, space: AddressSpace) -> EmuError {
+        EmuError::Misaligned {
+            kernel: self.kernel_name(),
+            block: self.block_idx,
+            thread: self.thread(lane),
+            address,
+            size,
+            space,
+        }
+    }
+
+    #[cold]
+    fn shared_fault(
+        &self,
+        f: SharedFault,
+        lane: u32,
+        addr: u64,
+        size: u32,
+        access: AccessKind,
+    ) -> EmuError {
+        let (kernel, block) = (self.kernel_name(), self.block_idx);
+        match f {
+            SharedFault::OutOfBounds => self.oob(lane, addr, size, AddressSpace::Shared, access),
+            SharedFault::Misaligned => self.misaligned(lane, addr, size, AddressSpace::Shared),
+            SharedFault::Uninitialized { offset } => EmuError::UninitializedSharedRead {
+                kernel,
+                block,
+                thread: self.thread(lane),
+                address: u64::from(offset),
+                size,
+            },
+            SharedFault::Race {
+                first,
+                second,
+                offset,
+                kind,
+            } => EmuError::SharedRace {
+                kernel,
+                block,
+                threads: (
+                    self.launch.thread_coords(first),
+                    self.launch.thread_coords(second),
+                ),
+                address: u64::from(offset),
+                kind,
+            },
+        }
+    }
+}
+
+/// The memory one warp may touch besides global memory: the block's shared memory, this
+/// warp's local memory (32 lanes of `launch.local_size` bytes) and the global lookup hint.
+pub(crate) struct Ports<'a> {
+    pub(crate) shared: &'a mut SharedMem,
+    pub(crate) local: &'a mut [u8],
+    pub(crate) hint: &'a mut usize,
+}
+
+impl Ports<'_> {
+    /// The byte offset of `lane`'s local access `[off, off + size)` in this warp's local
+    /// memory, after the bounds and alignment checks.
+    fn local_at(
+        &self,
+        ctx: Ctx,
+        lane: u32,
+        off: u64,
+        size: u32,
+        access: AccessKind,
+    ) -> Result<usize, EmuError> {
+        let per = u64::from(ctx.launch.local_size);
+        if off.checked_add(u64::from(size)).is_none_or(|end| end > per) {
+            return Err(ctx.oob(lane, off, size, AddressSpace::Local, access));
+        }
+        if !off.is_multiple_of(u64::from(size)) {
+            return Err(ctx.misaligned(lane, off, size, AddressSpace::Local));
+        }
+        Ok((u64::from(lane) * per + off) as usize)
+    }
+
+    /// `out[l] = *addr[l]` for the lanes in `mask`.
+    pub(crate) fn load(
+        &mut self,
+        ctx: Ctx,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: &Lanes,
+        mask: u32,
+        out: &mut Lanes,
+    ) -> Result<(), EmuError> {
+        let size = ty.size_bytes();
+        let size64 = u64::from(size);
+        match space {
+            AddressSpace::Global => {
+                let global = &ctx.launch.global;
+                for l in lanes_of(mask) {
+                    let a = addr[l as usize];
+                    let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
+                        return Err(ctx.oob(l, a, size, space, AccessKind::Load));
+                    };
+                    if !a.is_multiple_of(size64) {
+                        return Err(ctx.misaligned(l, a, size, space));
+                    }
+                    out[l as usize] = alloc.load(off, size);
+                }
+            }
+            AddressSpace::Shared => {
+                for l in lanes_of(mask) {
+                    let a = addr[l as usize];
+                    out[l as usize] = self
+                        .shared
+                        .load(a as u32, size, ctx.tid(l))
+                        .map_err(|f| ctx.shared_fault(f, l, a, size, AccessKind::Load))?;
+                }
+            }
+            AddressSpace::Local => {
+                for l in lanes_of(mask) {
+                    let at = self.local_at(ctx, l, addr[l as usize], size, AccessKind::Load)?;
+                    let mut b = [0u8; 8];
+                    b[..size as usize].copy_from_slice(&self.local[at..at + size as usize]);
+                    out[l as usize] = u64::from_le_bytes(b);
+                }
+            }
+        }
+        if ty == ScalarType::Bool {
+            // Memory may hold any byte; a `Bool` register holds 0 or 1.
+            for o in out.iter_mut() {
+                *o = u64::from(*o != 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// `*addr[l] = v[l]` (the low `size` bytes) for the lanes in `mask`.
+    pub(crate) fn store(
+        &mut self,
+        ctx: Ctx,
+        space: AddressSpace,
+        size: u32,
+        addr: &Lanes,
+        v: &Lanes,
+        mask: u32,
+    ) -> Result<(), EmuError> {
+        let size64 = u64::from(size);
+        match space {
+            AddressSpace::Global => {
+                let global = &ctx.launch.global;
+                for l in lanes_of(mask) {
+                    let a = addr[l as usize];
+                    let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
+                        return Err(ctx.oob(l, a, size, space, AccessKind::Store));
+                    };
+                    if !a.is_multiple_of(size64) {
+                        return Err(ctx.misaligned(l, a, size, space));
+                    }
+                    alloc.store(off, size, v[l as usize]);
+                }
+            }
+            AddressSpace::Shared => {
+                for l in lanes_of(mask) {
+                    let a = addr[l as usize];
+                    self.shared
+                        .store(a as u32, size, v[l as usize], ctx.tid(l))
+                        .map_err(|f| ctx.shared_fault(f, l, a, size, AccessKind::Store))?;
+                }
+            }
+            AddressSpace::Local => {
+                for l in lanes_of(mask) {
+                    let at = self.local_at(ctx, l, addr[l as usize], size, AccessKind::Store)?;
+                    let bytes = v[l as usize].to_le_bytes();
+                    self.local[at..at + size as usize].copy_from_slice(&bytes[..size as usize]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Atomic `op` for the lanes in `mask`, one lane after another in lane order; `out[l]` is
+    /// the value lane `l` found in memory.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn atomic(
+        &mut self,
+        ctx: Ctx,
+        op: AtomicOp,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: &Lanes,
+        val: &Lanes,
+        cmp: Option<&Lanes>,
+        mask: u32,
+        out: &mut Lanes,
+    ) -> Result<(), EmuError> {
+        let size = ty.size_bytes();
+        let size64 = u64::from(size);
+        for l in lanes_of(mask) {
+            let (a, x) = (addr[l as usize], val[l as usize]);
+            let c = cmp.map_or(0, |c| c[l as usize]);
+            let f = |old: u64| atomic::apply(op, ty, old, x, c);
+            out[l as usize] = match space {
+                AddressSpace::Global => {
+                    let Some((alloc, off)) = ctx.launch.global.locate(a, size64, self.hint) else {
+                        return Err(ctx.oob(l, a, size, space, AccessKind::Atomic));
+                    };
+                    if !a.is_multiple_of(size64) {
+                        return Err(ctx.misaligned(l, a, size, space));
+                    }
+                    alloc.rmw(off, size, f)
+                }
+                AddressSpace::Shared => self
+                    .shared
+                    .atomic(a as u32, size, ctx.tid(l), f)
+                    .map_err(|e| ctx.shared_fault(e, l, a, size, AccessKind::Atomic))?,
+                AddressSpace::Local => return Err(ctx.internal("atomic on local memory")),
+            };
+        }
+        Ok(())
+    }
+}
