@@ -35,6 +35,18 @@ pub fn scalar_type(ty: &syn::Type) -> Option<ScalarType> {
 
 /// Parses a scalar type or explains why it is not one.
 pub fn expect_scalar(ty: &syn::Type) -> syn::Result<ScalarType> {
+    let heap = [
+        "Vec", "Box", "String", "Rc", "Arc", "HashMap", "BTreeMap", "VecDeque",
+    ];
+    if let Some(seg) = last_segment(ty).filter(|s| heap.iter().any(|h| s.ident == h)) {
+        return Err(syn::Error::new(
+            ty.span(),
+            format!(
+                "`{}` lives on the heap, which device code cannot allocate",
+                seg.ident
+            ),
+        ));
+    }
     scalar_type(ty).ok_or_else(|| {
         syn::Error::new(
             ty.span(),

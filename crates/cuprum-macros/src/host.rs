@@ -10,8 +10,36 @@ use cuprum_front::{HostParam, KernelInfo};
 /// Names the generated `Module` type already uses; a kernel may not take them.
 const RESERVED: [&str; 4] = ["load", "ir", "ptx", "context"];
 
-pub fn expand(module: syn::ItemMod) -> syn::Result<TokenStream> {
-    let compiled = cuprum_front::compile_module(&module)?;
+/// The module with its kernels kept only as host code, for when compilation failed.
+pub fn host_copy_only(module: &syn::ItemMod) -> TokenStream {
+    let mut module = module.clone();
+    if let Some((_, items)) = &mut module.content {
+        for item in items.iter_mut() {
+            if let syn::Item::Fn(f) = item {
+                mark_host_copy(&mut f.attrs);
+                f.attrs
+                    .push(syn::parse_quote!(#[allow(dead_code, unused_variables, unused_mut)]));
+            }
+        }
+    }
+    quote!(#module)
+}
+
+/// Gives cuprum's marker attributes the argument that makes them pass the item through.
+fn mark_host_copy(attrs: &mut [syn::Attribute]) {
+    for a in attrs {
+        if ["kernel", "launch_bounds", "launch_contract"]
+            .iter()
+            .any(|n| cuprum_front_attr(a, n))
+        {
+            let path = a.path().clone();
+            *a = syn::parse_quote!(#[#path(__cuprum_host_copy)]);
+        }
+    }
+}
+
+pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
+    let compiled = cuprum_front::compile_module(module)?;
     for k in &compiled.info.kernels {
         if RESERVED.contains(&k.name.as_str()) || k.name.starts_with("prepare_") {
             return Err(syn::Error::new(

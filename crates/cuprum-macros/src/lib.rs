@@ -24,9 +24,15 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into();
     }
     let module = syn::parse_macro_input!(item as syn::ItemMod);
-    match host::expand(module) {
+    match host::expand(&module) {
         Ok(tokens) => tokens.into(),
-        Err(e) => e.to_compile_error().into(),
+        Err(e) => {
+            // Keep the module (with its kernels as host code) so rustc still type-checks it
+            // and the user sees our error first, not a cascade of unresolved names.
+            let mut out = e.to_compile_error();
+            out.extend(host::host_copy_only(&module));
+            out.into()
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 // Heap allocation, printing and closures do not exist on the device: the build says so.
-use cuprum::simt::{DisjointSlice, kernel, thread};
+use cuprum::simt::{DisjointSlice, kernel};
 use cuprum::cuda_module;
 
 #[cuda_module]
