@@ -11,8 +11,51 @@
 //!   zero, shared-memory races between barriers, reads of uninitialized shared memory, barriers
 //!   reached by only part of a block, and shuffles from inactive lanes.
 //!
+//! Choices where the IR docs leave room, made here once:
+//! * A barrier waits for the threads that have not exited: warps that returned (or finished
+//!   the body) do not make a barrier diverge; live threads elsewhere do.
+//! * For race detection every lane is its own thread: two lanes of one warp that touch the same
+//!   shared byte between barriers, one of them writing, race (there is no warp-synchronous
+//!   memory model). Atomics do not race with each other.
+//! * Within a block, warps run one after another between barriers, and an `If` runs its `then`
+//!   arm before its `otherwise` arm; blocks run in parallel and in no fixed order.
+//! * When several blocks fail, the error of the lowest-numbered failing block is returned.
+//!
 //! This crate must not depend on anything of cuprum's but the IR: the runtime puts it behind
-//! its backend trait, tests and tools use it directly.
+//! its backend trait; tests and tools use it directly.
+//!
+//! ```
+//! use cuprum_emu::{ArgValue, LaunchDims, Memory, launch};
+//! use cuprum_ir::*;
+//!
+//! // out[threadIdx.x] = threadIdx.x * 2
+//! let mut b = KernelBuilder::new("twice");
+//! let out = b.param("out", ParamKind::Slice { elem: ScalarType::U32, access: SliceAccess::Disjoint });
+//! let t = b.def(Op::Special(Special::ThreadIdx(Dim::X))).unwrap();
+//! let two = b.constant(Constant::u32(2));
+//! let v = b.def(Op::Binary(BinaryOp::Mul, t, two)).unwrap();
+//! let i = b.def(Op::Cast { value: t, to: ScalarType::U64 }).unwrap();
+//! let four = b.constant(Constant::u64(4));
+//! let off = b.def(Op::Binary(BinaryOp::Mul, i, four)).unwrap();
+//! let base = b.def(Op::SliceBase(out)).unwrap();
+//! let addr = b.def(Op::Binary(BinaryOp::Add, base, off)).unwrap();
+//! b.push(Stmt::Store { space: AddressSpace::Global, addr, value: v });
+//! let kernel = b.finish();
+//!
+//! let mem = Memory::new();
+//! let buf = mem.alloc(64 * 4)?;
+//! let dims = LaunchDims { grid: [1, 1, 1], block: [64, 1, 1], dynamic_shared_bytes: 0 };
+//! launch(&mem, &kernel, dims, &[ArgValue::Slice { base: buf, len: 64 }])?;
+//! let mut bytes = vec![0u8; 64 * 4];
+//! mem.read(buf, &mut bytes)?;
+//! assert_eq!(u32::from_le_bytes(bytes[40..44].try_into().unwrap()), 20);
+//!
+//! // One thread too many writes past the end, and the emulator says who and where.
+//! let dims = LaunchDims { block: [65, 1, 1], ..dims };
+//! let err = launch(&mem, &kernel, dims, &[ArgValue::Slice { base: buf, len: 64 }]).unwrap_err();
+//! assert!(err.to_string().contains("thread [64, 0, 0]: out-of-bounds global memory store"));
+//! # Ok::<(), cuprum_emu::EmuError>(())
+//! ```
 
 mod access;
 mod atomic;
@@ -29,3 +72,15 @@ pub use exec::{
     ArgValue, LaunchDims, MAX_LOCAL_BYTES, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, launch,
 };
 pub use memory::{ALLOC_ALIGN, DEFAULT_CAPACITY, Memory, POISON};
+
+#[cfg(test)]
+mod tests {
+    fn send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn public_types_are_thread_safe() {
+        send_sync::<super::Memory>();
+        send_sync::<super::EmuError>();
+        send_sync::<super::ArgValue>();
+    }
+}

@@ -8,9 +8,9 @@
 //! * a read by B after a write by A, or a write by B after a read by A, is a read/write race;
 //! * a read of a byte no thread of this block has written is an uninitialized read.
 //!
-//! Accesses by one thread never race with themselves. Atomics neither race with each other nor
-//! are recorded as reads or writes; they do count as a read for the uninitialized check and as
-//! a conflicting access when another thread plainly wrote the byte in the same epoch. Lanes of
+//! Accesses by one thread never race with themselves. Atomics never race with each other, but
+//! an atomic and a plain access by different threads in one epoch do (as a write, and as a read
+//! for the uninitialized check); up to two atomic threads per byte are remembered. Lanes of
 //! one warp are separate threads: two lanes storing to one byte in a single store race, and so
 //! does lane A reading a byte that lane B of the same warp writes before the next barrier (the
 //! IR has no warp-synchronous memory model).
@@ -32,6 +32,10 @@ struct Track {
     reader: u32,
     /// A second reader distinct from `reader`, or `NONE`.
     reader2: u32,
+    atomic_epoch: u32,
+    /// Up to two distinct threads that accessed the byte atomically in `atomic_epoch`.
+    atomic: u32,
+    atomic2: u32,
 }
 
 const CLEAN: Track = Track {
@@ -41,7 +45,22 @@ const CLEAN: Track = Track {
     read_epoch: 0,
     reader: NONE,
     reader2: NONE,
+    atomic_epoch: 0,
+    atomic: NONE,
+    atomic2: NONE,
 };
+
+/// A thread of `(a, b)` other than `thread`, or `NONE`.
+#[inline(always)]
+fn other_than(a: u32, b: u32, thread: u32) -> u32 {
+    if a != thread {
+        a
+    } else if b != thread {
+        b
+    } else {
+        NONE
+    }
+}
 
 /// Why a shared access failed; the warp adds kernel, block and thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +169,17 @@ impl SharedMem {
                     kind: RaceKind::ReadWrite,
                 });
             }
+            if t.atomic_epoch == epoch {
+                let other = other_than(t.atomic, t.atomic2, thread);
+                if other != NONE {
+                    return Err(SharedFault::Race {
+                        first: other,
+                        second: thread,
+                        offset,
+                        kind: RaceKind::ReadWrite,
+                    });
+                }
+            }
             if t.read_epoch != epoch {
                 t.read_epoch = epoch;
                 t.reader = thread;
@@ -182,17 +212,24 @@ impl SharedMem {
                 });
             }
             if t.read_epoch == epoch {
-                let other = if t.reader != thread {
-                    t.reader
-                } else {
-                    t.reader2
-                };
-                if other != NONE && other != thread {
+                let other = other_than(t.reader, t.reader2, thread);
+                if other != NONE {
                     return Err(SharedFault::Race {
                         first: other,
                         second: thread,
                         offset,
                         kind: RaceKind::ReadWrite,
+                    });
+                }
+            }
+            if t.atomic_epoch == epoch {
+                let other = other_than(t.atomic, t.atomic2, thread);
+                if other != NONE {
+                    return Err(SharedFault::Race {
+                        first: other,
+                        second: thread,
+                        offset,
+                        kind: RaceKind::WriteWrite,
                     });
                 }
             }
@@ -214,7 +251,7 @@ impl SharedMem {
     ) -> Result<u64, SharedFault> {
         let at = self.check(off, size)?;
         let (epoch, gen_) = (self.epoch, self.block_gen);
-        for (i, t) in self.track[at..at + size as usize].iter().enumerate() {
+        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
             let offset = off + i as u32;
             if t.init != gen_ {
                 return Err(SharedFault::Uninitialized { offset });
@@ -226,6 +263,24 @@ impl SharedMem {
                     offset,
                     kind: RaceKind::WriteWrite,
                 });
+            }
+            if t.read_epoch == epoch {
+                let other = other_than(t.reader, t.reader2, thread);
+                if other != NONE {
+                    return Err(SharedFault::Race {
+                        first: other,
+                        second: thread,
+                        offset,
+                        kind: RaceKind::ReadWrite,
+                    });
+                }
+            }
+            if t.atomic_epoch != epoch {
+                t.atomic_epoch = epoch;
+                t.atomic = thread;
+                t.atomic2 = NONE;
+            } else if t.atomic != thread && t.atomic2 == NONE {
+                t.atomic2 = thread;
             }
         }
         let old = self.value(at, size);
@@ -283,6 +338,41 @@ mod tests {
         ));
         assert_eq!(s.store(62, 4, 0, 0), Err(SharedFault::OutOfBounds));
         assert_eq!(s.store(2, 4, 0, 0), Err(SharedFault::Misaligned));
+        // Atomics: fine among themselves, racing with plain accesses of other threads.
+        s.next_epoch();
+        s.store(16, 4, 0, 0).unwrap();
+        s.next_epoch();
+        for t in 0..5 {
+            s.atomic(16, 4, t, |v| v + 1).unwrap();
+        }
+        assert!(matches!(
+            s.load(16, 4, 0),
+            Err(SharedFault::Race {
+                second: 0,
+                kind: RaceKind::ReadWrite,
+                ..
+            })
+        ));
+        assert!(matches!(
+            s.store(16, 4, 9, 7),
+            Err(SharedFault::Race {
+                first: 0,
+                second: 7,
+                kind: RaceKind::WriteWrite,
+                ..
+            })
+        ));
+        s.next_epoch();
+        assert_eq!(s.load(16, 4, 3), Ok(5));
+        assert!(matches!(
+            s.atomic(16, 4, 4, |v| v),
+            Err(SharedFault::Race {
+                first: 3,
+                second: 4,
+                kind: RaceKind::ReadWrite,
+                ..
+            })
+        ));
         // A new block forgets initialization.
         s.begin_block(64);
         assert_eq!(

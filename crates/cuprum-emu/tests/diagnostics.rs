@@ -702,3 +702,51 @@ fn racy_global_stores_are_sound() {
     let got: Vec<u8> = download(&mem, dout);
     assert!(got.iter().all(|&x| x < 100), "{got:?}");
 }
+
+/// A shared histogram read back without a barrier after the atomics races; with the barrier it
+/// does not (atomics among themselves never race).
+#[test]
+fn plain_read_racing_with_shared_atomics() {
+    let build = |with_barrier: bool| {
+        shared_kernel("shared_hist", 4, move |k, s, tid| {
+            let four = k.u32(4);
+            let small = k.cmp(CmpOp::Lt, tid, four);
+            k.if_(small, |k| {
+                let z = k.u32(0);
+                k.store_shared(s, tid, z);
+            });
+            k.barrier();
+            let bin = k.bin(BinaryOp::Rem, tid, four);
+            let addr = k.shared_addr(s, bin);
+            let one = k.u32(1);
+            k.op(Op::Atomic {
+                op: AtomicOp::Add,
+                space: AddressSpace::Shared,
+                scope: Scope::Block,
+                addr,
+                value: one,
+                compare: None,
+            });
+            if with_barrier {
+                k.barrier();
+            }
+            k.if_(small, |k| {
+                let _ = k.load_shared(s, tid);
+            });
+        })
+    };
+    run_block(&build(true), 64).unwrap();
+    let err = run_block(&build(false), 64).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EmuError::SharedRace {
+                kind: RaceKind::ReadWrite,
+                threads: (_, [0, 0, 0]),
+                address: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
