@@ -187,14 +187,15 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
     Ok(())
 }
 
-/// Whether any kernel statement reads `Op::DynSharedAddr`.
-pub(crate) fn uses_dyn_shared(block: &Block) -> bool {
+/// Whether any statement of `block` (nested ones included) defines a value with an operation
+/// for which `pred` holds.
+pub(crate) fn uses_op(block: &Block, pred: &impl Fn(&Op) -> bool) -> bool {
     block.stmts.iter().any(|s| match s {
-        Stmt::Def { op, .. } => matches!(op, Op::DynSharedAddr),
+        Stmt::Def { op, .. } => pred(op),
         Stmt::If {
             then, otherwise, ..
-        } => uses_dyn_shared(then) || uses_dyn_shared(otherwise),
-        Stmt::Loop { body } => uses_dyn_shared(body),
+        } => uses_op(then, pred) || uses_op(otherwise, pred),
+        Stmt::Loop { body } => uses_op(body, pred),
         _ => false,
     })
 }

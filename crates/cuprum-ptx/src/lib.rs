@@ -8,16 +8,29 @@
 //! transcendental functions) the sequence lives in one place and says why. Whatever it
 //! cannot express exactly is a [`PtxError::Unsupported`], never silently different code.
 //!
-//! Module map: [`regs`](crate::regs) (register classes and type names),
-//! `emit` (entry structure, control flow, memory, atomics, warp operations), `ops` (values,
-//! casts), `math` and `transcendental` (float sequences), `analysis` (which loads may use the
-//! read-only cache), and [`ptxas`] (finding and running NVIDIA's assembler in tests).
+//! Module map: `regs` (register classes and type names), `emit` (entry structure, control
+//! flow, memory, atomics, warp operations), `ops` (values, casts), `math` and
+//! `transcendental` (float sequences, with their measured accuracy), `analysis` (which loads
+//! may use the read-only cache), and [`ptxas`] (finding and running NVIDIA's assembler in
+//! tests).
 //!
 //! # Machine parameters
 //!
 //! The entry takes one PTX parameter per scalar parameter and two per slice parameter, in
 //! IR order: see [`machine_params`]. The runtime passes a pointer to each value, in that order,
 //! to `cuLaunchKernel`.
+//!
+//! # Choices the IR leaves to the writer
+//!
+//! * Warp operations (`shfl.sync`, `vote.sync`) use the full mask at the top level of the body
+//!   and `activemask` inside `If` and `Loop`, where lanes may have diverged. Lanes that
+//!   returned early do not block either (checked on an H200).
+//! * Shuffles follow PTX: only the low 5 bits of the lane operand count (an `Idx` source of 33
+//!   reads lane 1, an `Up`/`Down` distance of 33 is a distance of 1).
+//! * `Barrier` is `bar.sync 0`, `Fence` is `fence.sc` at the scope, atomics are `.relaxed` at
+//!   the scope, `Trap` is `trap` (the launch fails; the host cannot tell which trap).
+//! * Dynamic shared memory is one module-scope `.extern .shared` symbol, which the hardware
+//!   places after the static shared arrays of the running kernel.
 
 mod analysis;
 mod emit;
@@ -29,7 +42,7 @@ mod transcendental;
 
 use std::fmt::Write as _;
 
-use cuprum_ir::{Kernel, Module, ParamKind, ValidationError, validate_module};
+use cuprum_ir::{Kernel, Module, Op, ParamKind, UnaryOp, ValidationError, validate_module};
 
 /// A GPU architecture the writer targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,16 +125,27 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
         env!("CARGO_PKG_VERSION"),
         target.name()
     );
-    if module
-        .kernels
-        .iter()
-        .any(|k| emit::uses_dyn_shared(&k.body))
-    {
+    let uses =
+        |pred: &dyn Fn(&Op) -> bool| module.kernels.iter().any(|k| emit::uses_op(&k.body, &pred));
+    if uses(&|op| matches!(op, Op::DynSharedAddr)) {
         let _ = writeln!(
             out,
             "\n.extern .shared .align 16 .b8 {}[];",
             emit::DYN_SHARED_SYMBOL
         );
+    }
+    if uses(&|op| matches!(op, Op::Unary(UnaryOp::Sin | UnaryOp::Cos, _))) {
+        let _ = write!(
+            out,
+            "\n.const .align 4 .b32 {}[{}] = {{",
+            transcendental::TWO_OVER_PI_TABLE,
+            transcendental::TWO_OVER_PI_WORDS.len()
+        );
+        for (i, w) in transcendental::TWO_OVER_PI_WORDS.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(out, "{sep}0x{w:08X}");
+        }
+        out.push_str("};\n");
     }
     for kernel in &module.kernels {
         emit::write_kernel(kernel, &mut out)?;

@@ -10,22 +10,24 @@
 //!
 //! # Accuracy of the `f32` functions
 //!
-//! | op | sequence | error |
+//! | op | sequence | max error measured |
 //! |---|---|---|
 //! | `Sqrt`, `Div` | `sqrt.rn`, `div.rn` | correctly rounded |
 //! | `Floor`, `Ceil`, `Trunc`, `Round`, `Abs` | `cvt.r?i`, `add.rz` | exact |
 //! | `Rem` | subtraction loop | exact (Rust's `%`, C's `fmod`) |
-//! | `Exp` | reduction to `2^n * 2^f`, `ex2.approx.ftz` on `f` in about [0, 1) | ~2 ulp |
-//! | `Exp2` | `ex2.approx.f32` | ~2 ulp (PTX: max rel. error 2^-22) |
-//! | `Ln`, `Log2` | `x = 2^e m`, `m` in [2/3, 4/3), `ln m = 2 atanh((m-1)/(m+1))` series | ~1 ulp |
-//! | `Sin`, `Cos` | quadrant reduction (3-part Cody–Waite), Taylor polynomials on [-pi/4, pi/4] | ~1 ulp for abs(x) < 105615; beyond, `sin.approx`/`cos.approx` (absolute error grows like abs(x) * 2^-22) |
-//! | `Tanh` | abs(x) >= 0.6: `1 - 2/(2^(2x log2 e) + 1)` with `ex2.approx`, `rcp.approx`; below: odd minimax polynomial | ~2 ulp |
+//! | `Exp` | `2^n * 2^f`, `ex2.approx.ftz` on `f` in about [0, 1) | 2 ulp |
+//! | `Exp2` | `ex2.approx.f32` | 2 ulp |
+//! | `Ln`, `Log2` | `x = 2^e m`, `m` in [2/3, 4/3), `ln m = 2 atanh((m-1)/(m+1))` series | 1 ulp |
+//! | `Sin`, `Cos` | Cody–Waite reduction below 105615, exact (Payne–Hanek) above; Taylor polynomials | 1 ulp, whole range |
+//! | `Tanh` | abs(x) >= 0.6: `1 - 2/(2^(2x log2 e) + 1)` with `ex2.approx`, `rcp.approx`; below: odd minimax polynomial | 2 ulp |
 //!
-//! The `~` figures are design estimates from the algorithms and the PTX documentation of the
-//! `.approx` instructions (the unit tests check the algorithms with exact stand-ins for those);
-//! they have not been measured on hardware yet. `f64` supports only the exact operations
-//! (`Sqrt`, `Abs`, `Floor`, `Ceil`, `Trunc`, `Round`, arithmetic, `Rem`); its transcendental
-//! functions are [`PtxError::Unsupported`].
+//! "Measured": on an H200 (`sm_90`), 80 000 to 140 000 inputs per function spread over every
+//! binade and the interesting interval, against the `f64` result rounded once; an ulp is the
+//! spacing of `f32` at that result (`tests/gpu_semantics.rs` repeats the measurement). The
+//! `f16`/`bf16` versions compute in `f32` and round once, and matched the correctly rounded
+//! result on every input tried. `f64` supports only the exact operations (`Sqrt`, `Abs`,
+//! `Floor`, `Ceil`, `Trunc`, `Round`, arithmetic, `Rem`); its transcendental functions are
+//! [`PtxError::Unsupported`].
 
 use cuprum_ir::{BinaryOp, ScalarType, UnaryOp};
 

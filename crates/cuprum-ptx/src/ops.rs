@@ -331,8 +331,10 @@ impl KernelWriter<'_> {
             (s, from)
         };
         let f = float_type(from);
-        // `cvt.rzi` to a 32- or 64-bit integer rounds toward zero, saturates and maps NaN to 0,
-        // which is Rust's `as`. Narrower results saturate to 32 bits, then clamp.
+        // `cvt.rzi` to a 32- or 64-bit integer rounds toward zero and saturates, as Rust's
+        // `as`; narrower results saturate to 32 bits, then clamp. NaN must give 0, which
+        // `cvt.rzi` does not do for every pair of types (an H200 gives the minimum integer for
+        // f64 sources and for 64-bit results), so NaN is replaced explicitly.
         match to {
             S::I8 | S::I16 => {
                 let (lo, hi) = if to == S::I8 {
@@ -351,6 +353,9 @@ impl KernelWriter<'_> {
             }
             _ => ins!(self, "cvt.rzi.{}.{f} {d}, {s}", int_op_type(to)),
         }
+        let num = self.tmp(Class::Pred);
+        ins!(self, "setp.num.{f} {num}, {s}, {s}");
+        ins!(self, "selp.{} {d}, {d}, 0, {num}", d.class.ptx_type());
     }
 
     fn float_to_float(&mut self, from: ScalarType, to: ScalarType, d: Reg, s: Reg) {

@@ -1,13 +1,14 @@
 //! Instruction sequences for the `f32` transcendental functions: `Exp`, `Ln`, `Log2`, `Sin`,
 //! `Cos`, `Tanh` (`Exp2` is the single `ex2.approx.f32` instruction, in `math`).
 //!
-//! Their accuracy is documented in the `math` module. Each sequence is branch-free (special
-//! inputs are fixed up with `selp`) and is mirrored instruction by instruction by a plain-Rust
+//! Their accuracy is documented (and was measured on hardware) in the `math` module. Special
+//! inputs are fixed up with `selp`; the only branch skips the exact reduction of `Sin`/`Cos`
+//! for small arguments. Each sequence is mirrored instruction by instruction by a plain-Rust
 //! model in the tests below, which checks the algorithm and its constants against `f64`
 //! references with exact stand-ins for the `.approx` instructions. Keep the two in step.
 
 use crate::emit::{KernelWriter, ins};
-use crate::math::k::{INF, NEG_INF, ONE};
+use crate::math::k::{INF, NAN, NEG_INF, ONE};
 use crate::regs::{Class, Reg};
 
 // exp
@@ -40,8 +41,24 @@ const ATANH: [&str; 5] = [
 const TWO_OVER_PI: &str = "0f3F22F983";
 /// -pi/2 in three parts (Cody–Waite).
 const NEG_PIO2: [&str; 3] = ["0fBFC90FDA", "0fB3A22168", "0fA7C234C5"];
-/// Above this `abs(x)` the three-part reduction loses accuracy.
+/// From this `abs(x)` on, the three-part reduction loses accuracy and the exact one is used.
 const TRIG_LIMIT: &str = "0f47CE4780";
+/// pi/2 * 2^-64, to scale the 64-bit fixed-point fraction of the exact reduction.
+const PIO2_2M64: &str = "0d3BF921FB54442D18";
+/// The module-scope table of the bits of 2/pi, after one word of zeros (see
+/// [`TWO_OVER_PI_WORDS`]); declared by the module writer when a kernel uses `Sin` or `Cos`.
+pub(crate) const TWO_OVER_PI_TABLE: &str = "$cuprum_two_over_pi";
+/// 0, then the first 224 bits of the binary expansion of 2/pi.
+pub(crate) const TWO_OVER_PI_WORDS: [u32; 8] = [
+    0,
+    0xA2F9_836E,
+    0x4E44_1529,
+    0xFC27_57D1,
+    0xF534_DDC0,
+    0xDB62_9599,
+    0x3C43_9041,
+    0xFE51_63AB,
+];
 /// -1/3!, 1/5!, -1/7!, 1/9!.
 const SIN: [&str; 4] = ["0fBE2AAAAB", "0f3C088889", "0fB9500D01", "0f3638EF1D"];
 /// -1/2!, 1/4!, -1/6!, 1/8!, -1/10!.
@@ -149,19 +166,27 @@ impl KernelWriter<'_> {
         ins!(self, "selp.f32 {d}, {NEG_INF}, {r}, {zero}");
     }
 
-    /// `x = k pi/2 + r` with `r` in [-pi/4, pi/4] (three-part Cody–Waite with `fma`), Taylor
-    /// polynomials for `sin r` and `cos r`, and the quadrant `k mod 4` picks and signs one.
-    /// For abs(x) >= 105615 the hardware approximation is used instead (bounded, inaccurate).
+    /// `x = k pi/2 + r` with `r` in [-pi/4, pi/4], Taylor polynomials for `sin r` and
+    /// `cos r`, and the quadrant `k mod 4` picks and signs one. The reduction is three-part
+    /// Cody–Waite with `fma` for abs(x) < 105615 and otherwise exact (Payne–Hanek: the
+    /// 24-bit mantissa times a 96-bit window of 2/pi in integer arithmetic), so the error stays
+    /// near 1 ulp over the whole range.
     pub(crate) fn sin_cos_f32(&mut self, d: Reg, x: Reg, cos: bool) {
-        let [kr, kf, r, z, sp, rz, s, cp, c, v, nv, ax, hw] = self.f32s();
+        let [kr, kf, r, z, sp, rz, s, cp, c, v, nv, ax] = self.f32s();
         let [q, b] = [(); 2].map(|_| self.regs.alloc(Class::B32));
-        let [odd, neg, big] = [(); 3].map(|_| self.regs.alloc(Class::Pred));
+        let [odd, neg, big, inf] = [(); 4].map(|_| self.regs.alloc(Class::Pred));
+        let poly = self.label();
         ins!(self, "mul.rn.f32 {kr}, {x}, {TWO_OVER_PI}");
         ins!(self, "cvt.rni.f32.f32 {kf}, {kr}");
         ins!(self, "fma.rn.f32 {r}, {kf}, {}, {x}", NEG_PIO2[0]);
         ins!(self, "fma.rn.f32 {r}, {kf}, {}, {r}", NEG_PIO2[1]);
         ins!(self, "fma.rn.f32 {r}, {kf}, {}, {r}", NEG_PIO2[2]);
         ins!(self, "cvt.rzi.s32.f32 {q}, {kf}");
+        ins!(self, "abs.f32 {ax}, {x}");
+        ins!(self, "setp.ge.f32 {big}, {ax}, {TRIG_LIMIT}");
+        ins!(self, "@!{big} bra {poly}");
+        self.exact_quadrant(x, r, q);
+        self.place(poly);
         if cos {
             // cos(x) = sin(x + pi/2): one quadrant further.
             ins!(self, "add.s32 {q}, {q}, 1");
@@ -184,19 +209,90 @@ impl KernelWriter<'_> {
         ins!(self, "setp.ne.u32 {neg}, {b}, 0");
         ins!(self, "neg.f32 {nv}, {v}");
         ins!(self, "selp.f32 {v}, {nv}, {v}, {neg}");
-        ins!(self, "abs.f32 {ax}, {x}");
-        ins!(self, "setp.ge.f32 {big}, {ax}, {TRIG_LIMIT}");
-        let f = if cos { "cos" } else { "sin" };
-        ins!(self, "{f}.approx.f32 {hw}, {x}");
+        // sin and cos of an infinity are NaN.
+        ins!(self, "setp.eq.f32 {inf}, {ax}, {INF}");
+        ins!(self, "selp.f32 {v}, {NAN}, {v}, {inf}");
         if cos {
-            ins!(self, "selp.f32 {d}, {hw}, {v}, {big}");
+            self.mov(d, v);
         } else {
             // sin(-0) is -0, which the polynomial would turn into +0.
             let zero = self.tmp(Class::Pred);
-            ins!(self, "selp.f32 {v}, {hw}, {v}, {big}");
             ins!(self, "setp.eq.f32 {zero}, {x}, 0f00000000");
             ins!(self, "selp.f32 {d}, {x}, {v}, {zero}");
         }
+    }
+
+    /// The exact reduction of a large `x`: writes `r` (f32) and the quadrant `q` (s32, only
+    /// its low two bits matter). With `x = m 2^e` (`m` the 24-bit integer mantissa), the bits
+    /// of 2/pi that matter modulo 4 start at weight `2^-(e-1)`; 96 of them times `m`, modulo
+    /// 2^96, is `x * 2/pi mod 4` as a fixed-point number with 94 fraction bits.
+    fn exact_quadrant(&mut self, x: Reg, r: Reg, q: Reg) {
+        let [
+            ix,
+            g,
+            m,
+            j,
+            o,
+            t0,
+            t1,
+            t2,
+            t3,
+            w0,
+            w1,
+            w2,
+            clo,
+            lo,
+            hi,
+            qq,
+            inc,
+        ] = [(); 17].map(|_| self.regs.alloc(Class::B32));
+        let [tb, off, a, b, t, f] = [(); 6].map(|_| self.regs.alloc(Class::B64));
+        let rd = self.tmp(Class::F64);
+        let [fneg, xneg] = [(); 2].map(|_| self.regs.alloc(Class::Pred));
+        ins!(self, "mov.b32 {ix}, {x}");
+        ins!(self, "and.b32 {ix}, {ix}, 2147483647");
+        // g = e + 30 = biased exponent - 120: the first bit's index in the zero-padded table.
+        ins!(self, "shr.u32 {g}, {ix}, 23");
+        ins!(self, "add.s32 {g}, {g}, -120");
+        ins!(self, "and.b32 {m}, {ix}, 8388607");
+        ins!(self, "or.b32 {m}, {m}, 8388608");
+        ins!(self, "shr.u32 {j}, {g}, 5");
+        ins!(self, "and.b32 {o}, {g}, 31");
+        ins!(self, "mov.u64 {tb}, {TWO_OVER_PI_TABLE}");
+        ins!(self, "mul.wide.u32 {off}, {j}, 4");
+        ins!(self, "add.u64 {tb}, {tb}, {off}");
+        ins!(self, "ld.const.u32 {t0}, [{tb}]");
+        ins!(self, "ld.const.u32 {t1}, [{tb}+4]");
+        ins!(self, "ld.const.u32 {t2}, [{tb}+8]");
+        ins!(self, "ld.const.u32 {t3}, [{tb}+12]");
+        ins!(self, "shf.l.clamp.b32 {w0}, {t1}, {t0}, {o}");
+        ins!(self, "shf.l.clamp.b32 {w1}, {t2}, {t1}, {o}");
+        ins!(self, "shf.l.clamp.b32 {w2}, {t3}, {t2}, {o}");
+        // The low 96 bits of m * (w0:w1:w2).
+        ins!(self, "mul.wide.u32 {a}, {m}, {w2}");
+        ins!(self, "mul.wide.u32 {b}, {m}, {w1}");
+        ins!(self, "mul.lo.u32 {clo}, {m}, {w0}");
+        ins!(self, "shr.u64 {t}, {a}, 32");
+        ins!(self, "add.u64 {t}, {t}, {b}");
+        ins!(self, "cvt.u32.u64 {lo}, {t}");
+        ins!(self, "shr.u64 {t}, {t}, 32");
+        ins!(self, "cvt.u32.u64 {hi}, {t}");
+        ins!(self, "add.u32 {hi}, {hi}, {clo}");
+        // Two integer bits are the quadrant; the fraction, as a signed 64-bit number, is in
+        // [-1/2, 1/2) of a quadrant (a negative one rounds the quadrant up).
+        ins!(self, "shr.u32 {qq}, {hi}, 30");
+        ins!(self, "mov.b64 {f}, {{{lo}, {hi}}}");
+        ins!(self, "shl.b64 {f}, {f}, 2");
+        ins!(self, "setp.lt.s64 {fneg}, {f}, 0");
+        ins!(self, "selp.u32 {inc}, 1, 0, {fneg}");
+        ins!(self, "add.u32 {qq}, {qq}, {inc}");
+        ins!(self, "cvt.rn.f64.s64 {rd}, {f}");
+        ins!(self, "mul.rn.f64 {rd}, {rd}, {PIO2_2M64}");
+        ins!(self, "cvt.rn.f32.f64 {r}, {rd}");
+        ins!(self, "setp.lt.f32 {xneg}, {x}, 0f00000000");
+        ins!(self, "@{xneg} neg.f32 {r}, {r}");
+        ins!(self, "@{xneg} neg.s32 {qq}, {qq}");
+        self.mov(q, qq);
     }
 
     /// For abs(x) >= 0.6, `1 - 2 / (e^(2 abs(x)) + 1)` with `ex2.approx` and `rcp.approx`
@@ -289,12 +385,36 @@ mod tests {
         if x == 0.0 { f32::NEG_INFINITY } else { r }
     }
 
+    /// The exact reduction: `(r, q)` for a large `x`.
+    fn exact_quadrant(x: f32) -> (f32, i32) {
+        let ix = x.to_bits() & 0x7FFF_FFFF;
+        let g = (ix >> 23).wrapping_add(-120i32 as u32);
+        let m = (ix & 0x7F_FFFF) | 0x80_0000;
+        let (j, o) = ((g >> 5) as usize, g & 31);
+        let w = &TWO_OVER_PI_WORDS[j..j + 4];
+        let shf = |lo: u32, hi: u32| ((((hi as u64) << 32 | lo as u64) << o) >> 32) as u32;
+        let (w0, w1, w2) = (shf(w[1], w[0]), shf(w[2], w[1]), shf(w[3], w[2]));
+        let a = m as u64 * w2 as u64;
+        let b = m as u64 * w1 as u64;
+        let clo = m.wrapping_mul(w0);
+        let t = (a >> 32) + b;
+        let (lo, hi) = (t as u32, ((t >> 32) as u32).wrapping_add(clo));
+        let f = ((((hi as u64) << 32) | lo as u64) << 2) as i64;
+        let q = (hi >> 30) as i32 + (f < 0) as i32;
+        let r = (f as f64 * f64::from_bits(0x3BF9_21FB_5444_2D18)) as f32;
+        if x < 0.0 { (-r, -q) } else { (r, q) }
+    }
+
     fn sin_cos(x: f32, cos: bool) -> f32 {
         let kf = (x * c(TWO_OVER_PI)).round_ties_even();
         let mut r = fma(kf, c(NEG_PIO2[0]), x);
         r = fma(kf, c(NEG_PIO2[1]), r);
         r = fma(kf, c(NEG_PIO2[2]), r);
-        let q = kf as i32 + cos as i32;
+        let mut q = kf as i32;
+        if x.abs() >= c(TRIG_LIMIT) {
+            (r, q) = exact_quadrant(x);
+        }
+        let q = q.wrapping_add(cos as i32);
         let z = r * r;
         let mut sp = fma(z, c(SIN[3]), c(SIN[2]));
         sp = fma(sp, z, c(SIN[1]));
@@ -307,6 +427,11 @@ mod tests {
         let cc = fma(cp, z, 1.0);
         let v = if q & 1 != 0 { cc } else { s };
         let v = if q & 2 != 0 { -v } else { v };
+        let v = if x.abs() == f32::INFINITY {
+            f32::NAN
+        } else {
+            v
+        };
         if !cos && x == 0.0 { x } else { v }
     }
 
@@ -394,12 +519,15 @@ mod tests {
 
     #[test]
     fn sin_cos_models_are_accurate() {
-        let xs = samples(1e-30, 105_000.0, true);
+        let xs = samples(1e-30, f32::MAX, true);
         let (e, x) = worst(&xs, |x| sin_cos(x, false), f64::sin);
         assert!(e <= 1.5, "sin: {e} ulp at {x}");
         let (e, x) = worst(&xs, |x| sin_cos(x, true), f64::cos);
         assert!(e <= 1.5, "cos: {e} ulp at {x}");
         assert!(sin_cos(-0.0, false).is_sign_negative());
+        assert!(sin_cos(f32::INFINITY, false).is_nan());
+        assert!(sin_cos(f32::NEG_INFINITY, true).is_nan());
+        assert!(sin_cos(f32::NAN, true).is_nan());
         assert_eq!(sin_cos(0.0, true), 1.0);
     }
 

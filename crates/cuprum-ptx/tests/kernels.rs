@@ -399,3 +399,46 @@ fn writing_a_small_kernel_is_fast() {
 fn show() {
     println!("{}", write_module(&one(vecadd()), Target::Sm90).unwrap());
 }
+
+#[test]
+fn trig_table_is_declared_once_per_module() {
+    let trig = |name: &str, u: UnaryOp, ty: ScalarType| {
+        let mut k = K::new(name);
+        let x = k.scalar("x", ty);
+        let out = k.slice("out", ty, SliceAccess::Disjoint);
+        let r = k.op(Op::Unary(u, x));
+        let zero = k.u64(0);
+        let p = k.elem_addr(out, zero, ty);
+        k.store(AddressSpace::Global, p, r);
+        k.finish()
+    };
+    let m = Module {
+        kernels: vec![
+            trig("s", UnaryOp::Sin, S::F32),
+            trig("c", UnaryOp::Cos, S::BF16),
+            vecadd(),
+        ],
+    };
+    let ptx = write_and_assemble(&m);
+    assert_eq!(
+        ptx.matches(".const .align 4 .b32 $cuprum_two_over_pi[8]")
+            .count(),
+        1
+    );
+    assert_eq!(ptx.matches("ld.const.u32").count(), 8);
+    assert!(!write_and_assemble(&one(vecadd())).contains(".const"));
+}
+
+#[test]
+fn float_to_int_casts_map_nan_to_zero() {
+    let mut k = K::new("nan_cast");
+    let x = k.scalar("x", S::F64);
+    let out = k.slice("out", S::I64, SliceAccess::Disjoint);
+    let r = k.cast(x, S::I64);
+    let zero = k.u64(0);
+    let p = k.elem_addr(out, zero, S::I64);
+    k.store(AddressSpace::Global, p, r);
+    let ptx = write_and_assemble(&one(k.finish()));
+    assert!(ptx.contains("cvt.rzi.s64.f64"));
+    assert!(ptx.contains("setp.num.f64"));
+}
