@@ -72,39 +72,38 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
     if let Some(s) = scalar_type(ty) {
         return Ok(ParamType::Scalar(s));
     }
-    if let syn::Type::Reference(r) = ty {
-        if let syn::Type::Slice(s) = &*r.elem {
-            let elem = expect_scalar(&s.elem)?;
-            if r.mutability.is_some() {
-                if !unsafe_kernel {
-                    return Err(syn::Error::new(
-                        ty.span(),
-                        "`&mut [T]` kernel parameters are only allowed in `unsafe` kernels: \
+    if let syn::Type::Reference(r) = ty
+        && let syn::Type::Slice(s) = &*r.elem
+    {
+        let elem = expect_scalar(&s.elem)?;
+        if r.mutability.is_some() {
+            if !unsafe_kernel {
+                return Err(syn::Error::new(
+                    ty.span(),
+                    "`&mut [T]` kernel parameters are only allowed in `unsafe` kernels: \
                          every thread could write every element. Use `DisjointSlice<T>` for an \
                          output each thread writes only at its own index",
-                    ));
-                }
-                return Ok(ParamType::Slice {
-                    elem,
-                    access: SliceAccess::ReadWrite,
-                });
+                ));
             }
             return Ok(ParamType::Slice {
                 elem,
-                access: SliceAccess::ReadOnly,
+                access: SliceAccess::ReadWrite,
             });
         }
+        return Ok(ParamType::Slice {
+            elem,
+            access: SliceAccess::ReadOnly,
+        });
     }
-    if let Some(seg) = last_segment(ty) {
-        if seg.ident == "DisjointSlice" {
-            if let Some(t) = single_type_arg(seg) {
-                let elem = expect_scalar(t)?;
-                return Ok(ParamType::Slice {
-                    elem,
-                    access: SliceAccess::Disjoint,
-                });
-            }
-        }
+    if let Some(seg) = last_segment(ty)
+        && seg.ident == "DisjointSlice"
+        && let Some(t) = single_type_arg(seg)
+    {
+        let elem = expect_scalar(t)?;
+        return Ok(ParamType::Slice {
+            elem,
+            access: SliceAccess::Disjoint,
+        });
     }
     Err(syn::Error::new(
         ty.span(),

@@ -222,10 +222,10 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
             kernel.name
         )));
     }
-    if let Some(b) = kernel.launch_bounds {
-        if b.max_threads == 0 || b.max_threads > 1024 || b.min_blocks_per_sm == Some(0) {
-            return Err(err(format!("launch bounds {b:?} out of range")));
-        }
+    if let Some(b) = kernel.launch_bounds
+        && (b.max_threads == 0 || b.max_threads > 1024 || b.min_blocks_per_sm == Some(0))
+    {
+        return Err(err(format!("launch bounds {b:?} out of range")));
     }
     let mut state = Walk {
         kernel,

@@ -205,6 +205,7 @@ fn horner_infers_literal_types_from_use() -> cuprum::Result<()> {
 }
 
 #[test]
+#[allow(clippy::manual_clamp)] // the reference mirrors the kernel's min/max chain
 fn integer_operations_wrap_like_rust_release() -> cuprum::Result<()> {
     let (ctx, n) = (ctx(), 4099);
     let stream = ctx.default_stream();
@@ -306,6 +307,7 @@ fn loop_break_continue_rev_step_by() -> cuprum::Result<()> {
 }
 
 #[test]
+#[allow(clippy::manual_clamp)] // min/max, not clamp: they treat NaN differently
 fn float_methods_and_short_circuit() -> cuprum::Result<()> {
     let (ctx, n) = (ctx(), 1500);
     let stream = ctx.default_stream();
