@@ -470,7 +470,8 @@ fn shuffle(
     out: &mut Lanes,
 ) -> Result<(), EmuError> {
     for l in lanes_of(mask) {
-        let s = arg[l as usize] as u32;
+        // Only the low five bits of the lane operand count, as in PTX's `shfl.sync`.
+        let s = arg[l as usize] as u32 & 31;
         let src = match mode {
             ShuffleMode::Idx => Some(s),
             ShuffleMode::Up => l.checked_sub(s),

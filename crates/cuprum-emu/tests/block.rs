@@ -433,6 +433,7 @@ fn shuffles_match_reference() {
         // Arguments that would read an absent lane of the partial warp are replaced here.
         let mut args = lanes_arg.clone();
         let src = |lane: u32, a: u32| -> u32 {
+            let a = a & 31; // PTX uses the low five bits of the lane operand
             let s = match mode {
                 ShuffleMode::Idx => Some(a),
                 ShuffleMode::Up => lane.checked_sub(a),

@@ -321,9 +321,10 @@ pub enum Op {
         value: Value,
         compare: Option<Value>,
     },
-    /// Reads `value` from another lane of the warp (`shfl.sync`, full mask). `lane` is `U32`:
-    /// the source lane for `Idx`, the distance for `Up`/`Down`, the xor mask for `Xor`. A lane
-    /// whose source would fall outside the warp gets its own value, as in PTX.
+    /// Reads `value` from another lane of the warp (`shfl.sync`). `lane` is `U32`: the source
+    /// lane for `Idx`, the distance for `Up`/`Down`, the xor mask for `Xor`; only its low five
+    /// bits count (so an `Idx` of 33 reads lane 1), as in PTX. A lane whose source falls outside
+    /// the warp (`Up` below lane 0, `Down` past lane 31) gets its own value, as in PTX.
     Shuffle {
         mode: ShuffleMode,
         value: Value,
