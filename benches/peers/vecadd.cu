@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
+  std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
 
 __global__ void __launch_bounds__(256) vecadd(const float* a, const float* b, float* c, size_t n) {
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
