@@ -9,9 +9,28 @@ use std::marker::PhantomData;
 
 pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
 
+pub mod atomic;
+pub mod shared;
 pub mod thread;
+pub mod warp;
 
-pub use thread::ThreadIndex1D;
+pub use atomic::AtomicSlice;
+pub use shared::{DynamicShared, SharedArray, dynamic_shared};
+pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
+
+/// Waits until every thread of the block has arrived (`__syncthreads`); shared and global
+/// memory writes before it are visible to the block after it. Every (non-exited) thread of the
+/// block must reach the same call: the emulator reports a barrier reached by only part of it.
+pub fn sync_threads() {}
+
+/// Orders this thread's memory accesses as seen by the block (`__threadfence_block`).
+pub fn fence_block() {}
+
+/// Orders this thread's memory accesses as seen by the whole device (`__threadfence`).
+pub fn fence_device() {}
+
+/// Orders this thread's memory accesses as seen by the host and other devices.
+pub fn fence_system() {}
 
 /// An output slice each thread may touch only at its own index.
 ///
@@ -27,6 +46,25 @@ impl<T> DisjointSlice<T> {
     /// The element of the calling thread, or `None` past the end.
     pub fn get_mut(&mut self, index: ThreadIndex1D) -> Option<&mut T> {
         let _ = index;
+        None
+    }
+
+    /// The element at (`index.x()`, `index.y()`) of a row-major matrix `width` elements wide,
+    /// or `None` when the column is past `width` or the element past the end. Distinct threads
+    /// still get distinct elements.
+    pub fn get_mut_2d(&mut self, index: ThreadIndex2D, width: usize) -> Option<&mut T> {
+        let _ = (index, width);
+        None
+    }
+
+    /// The element at (`x`, `y`, `z`) of a `width` × `height` × depth array, `x` fastest.
+    pub fn get_mut_3d(
+        &mut self,
+        index: ThreadIndex3D,
+        width: usize,
+        height: usize,
+    ) -> Option<&mut T> {
+        let _ = (index, width, height);
         None
     }
 

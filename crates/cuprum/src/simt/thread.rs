@@ -24,6 +24,58 @@ pub fn index_1d() -> ThreadIndex1D {
     ThreadIndex1D { raw: 0 }
 }
 
+/// The global 2-D index of the calling thread: `x` is the column
+/// (`blockIdx.x * blockDim.x + threadIdx.x`), `y` the row, likewise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadIndex2D {
+    x: usize,
+    y: usize,
+}
+
+impl ThreadIndex2D {
+    /// The column.
+    pub fn x(self) -> usize {
+        self.x
+    }
+    /// The row.
+    pub fn y(self) -> usize {
+        self.y
+    }
+}
+
+/// The global 2-D index of the calling thread.
+pub fn index_2d() -> ThreadIndex2D {
+    ThreadIndex2D { x: 0, y: 0 }
+}
+
+/// The global 3-D index of the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadIndex3D {
+    x: usize,
+    y: usize,
+    z: usize,
+}
+
+impl ThreadIndex3D {
+    /// The fastest-varying coordinate.
+    pub fn x(self) -> usize {
+        self.x
+    }
+    /// The middle coordinate.
+    pub fn y(self) -> usize {
+        self.y
+    }
+    /// The slowest-varying coordinate.
+    pub fn z(self) -> usize {
+        self.z
+    }
+}
+
+/// The global 3-D index of the calling thread.
+pub fn index_3d() -> ThreadIndex3D {
+    ThreadIndex3D { x: 0, y: 0, z: 0 }
+}
+
 macro_rules! registers {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
         $( $(#[$doc])* pub fn $name() -> u32 { 0 } )*
@@ -57,4 +109,6 @@ registers! {
     grid_dim_z,
     /// The lane of the calling thread within its warp, `0..32`.
     lane_id,
+    /// The warp of the calling thread within its block (its linear thread index / 32).
+    warp_id,
 }
