@@ -1,0 +1,209 @@
+//! Calls: device intrinsics (thread indices, barriers, atomics, warp operations, shared
+//! memory) and methods on values (float math, slice lengths).
+
+use cuprum_ir::{
+    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Special, TernaryOp, UnaryOp, Value,
+};
+use syn::spanned::Spanned;
+
+use super::*;
+
+impl Lowerer<'_> {
+    // ----- calls --------------------------------------------------------------------------
+
+    pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
+        let span = m.span();
+        let method = m.method.to_string();
+        let receiver = self.expr(&m.receiver)?;
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        match (&receiver, method.as_str()) {
+            (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
+            (Val::Slice(p), "len") if args.is_empty() => {
+                return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
+            }
+            (Val::Slice(_), "get_mut" | "get") => {
+                return err(
+                    span,
+                    format!(
+                        "use `{method}` as `if let Some(x) = slice.{method}(i) {{ .. }}` in device code"
+                    ),
+                );
+            }
+            _ => {}
+        }
+        let unary = match method.as_str() {
+            "sqrt" => Some(UnaryOp::Sqrt),
+            "abs" => Some(UnaryOp::Abs),
+            "floor" => Some(UnaryOp::Floor),
+            "ceil" => Some(UnaryOp::Ceil),
+            "round" => Some(UnaryOp::Round),
+            "trunc" => Some(UnaryOp::Trunc),
+            "exp" => Some(UnaryOp::Exp),
+            "exp2" => Some(UnaryOp::Exp2),
+            "ln" => Some(UnaryOp::Ln),
+            "log2" => Some(UnaryOp::Log2),
+            "sin" => Some(UnaryOp::Sin),
+            "cos" => Some(UnaryOp::Cos),
+            "tanh" => Some(UnaryOp::Tanh),
+            _ => None,
+        };
+        if let Some(op) = unary {
+            if !args.is_empty() {
+                return err(span, format!("`{method}` takes no arguments"));
+            }
+            if let Val::Infer(..) = receiver {
+                return Ok(receiver);
+            }
+            let x = self.scalar(receiver, span)?;
+            let ty = self.ty(x);
+            if op == UnaryOp::Abs && ty.is_signed_int() {
+                // Wrapping abs, as `i32::wrapping_abs`; release-mode `abs` of MIN also wraps.
+                let zero = self.constant(Constant::new(ty, 0));
+                let neg = self.def(Op::Compare(CmpOp::Lt, x, zero), span)?;
+                let negated = self.def(Op::Unary(UnaryOp::Neg, x), span)?;
+                return Ok(Val::Scalar(self.def(
+                    Op::Select {
+                        cond: neg,
+                        if_true: negated,
+                        if_false: x,
+                    },
+                    span,
+                )?));
+            }
+            if !ty.is_float() {
+                return err(span, format!("`{method}` needs a float, found `{ty}`"));
+            }
+            return Ok(Val::Scalar(self.def(Op::Unary(op, x), span)?));
+        }
+        let binary = match method.as_str() {
+            "min" => Some(BinaryOp::Min),
+            "max" => Some(BinaryOp::Max),
+            "wrapping_add" => Some(BinaryOp::Add),
+            "wrapping_sub" => Some(BinaryOp::Sub),
+            "wrapping_mul" => Some(BinaryOp::Mul),
+            _ => None,
+        };
+        if let Some(op) = binary {
+            let [arg] = args[..] else {
+                return err(span, format!("`{method}` takes one argument"));
+            };
+            let r = self.expr(arg)?;
+            return self.arith(op, receiver, r, span);
+        }
+        if method == "mul_add" {
+            let [a, c] = args[..] else {
+                return err(span, "`mul_add` takes two arguments");
+            };
+            let (a, c) = (self.expr(a)?, self.expr(c)?);
+            let x = self.scalar(receiver, span)?;
+            let ty = self.ty(x);
+            if !ty.is_float() {
+                return err(span, "`mul_add` needs floats");
+            }
+            let a = self.materialize(a, ty, span)?;
+            let c = self.materialize(c, ty, span)?;
+            return Ok(Val::Scalar(
+                self.def(Op::Ternary(TernaryOp::MulAdd, x, a, c), span)?,
+            ));
+        }
+        err(
+            m.method.span(),
+            format!("method `{method}` is not supported in device code"),
+        )
+    }
+
+    pub(super) fn call(&mut self, c: &syn::ExprCall) -> Result<Val> {
+        let span = c.span();
+        let syn::Expr::Path(p) = &*c.func else {
+            return err(
+                c.func.span(),
+                "only calls of named functions are supported in device code",
+            );
+        };
+        let path = path_string(&p.path);
+        let last = p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let first = p
+            .path
+            .segments
+            .first()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        if matches!(
+            first.as_str(),
+            "Vec" | "Box" | "String" | "Rc" | "Arc" | "HashMap" | "BTreeMap" | "VecDeque"
+        ) {
+            return err(
+                span,
+                format!("`{path}` allocates on the heap, which device code cannot do"),
+            );
+        }
+        if first == "std" || first == "core" || first == "alloc" {
+            return err(
+                span,
+                format!("`{path}`: the standard library is not available in device code"),
+            );
+        }
+        if !c.args.is_empty() {
+            return err(
+                span,
+                format!(
+                    "`{path}` is not a device function known to cuprum (device helper functions are not supported yet)"
+                ),
+            );
+        }
+        let special = |s| Some(Special::ThreadIdx(s));
+        let reg = match last.as_str() {
+            "index_1d" => {
+                let x = self.global_index_x()?;
+                return Ok(Val::Index1(x));
+            }
+            "thread_idx_x" => special(Dim::X),
+            "thread_idx_y" => special(Dim::Y),
+            "thread_idx_z" => special(Dim::Z),
+            "block_idx_x" => Some(Special::BlockIdx(Dim::X)),
+            "block_idx_y" => Some(Special::BlockIdx(Dim::Y)),
+            "block_idx_z" => Some(Special::BlockIdx(Dim::Z)),
+            "block_dim_x" => Some(Special::BlockDim(Dim::X)),
+            "block_dim_y" => Some(Special::BlockDim(Dim::Y)),
+            "block_dim_z" => Some(Special::BlockDim(Dim::Z)),
+            "grid_dim_x" => Some(Special::GridDim(Dim::X)),
+            "grid_dim_y" => Some(Special::GridDim(Dim::Y)),
+            "grid_dim_z" => Some(Special::GridDim(Dim::Z)),
+            "lane_id" => Some(Special::LaneId),
+            _ => None,
+        };
+        match reg {
+            Some(r) => Ok(Val::Scalar(self.def(Op::Special(r), span)?)),
+            None => err(
+                span,
+                format!("`{path}` is not a device function known to cuprum"),
+            ),
+        }
+    }
+
+    /// `blockIdx.x * blockDim.x + threadIdx.x` as a `u64`, computed once per kernel at entry.
+    pub(super) fn global_index_x(&mut self) -> Result<Value> {
+        if let Some(x) = self.index_1d {
+            // Cached only when defined in the kernel's top-level block, so visible everywhere.
+            return Ok(x);
+        }
+        let span = proc_macro2::Span::call_site();
+        let block = self.def(Op::Special(Special::BlockIdx(Dim::X)), span)?;
+        let dim = self.def(Op::Special(Special::BlockDim(Dim::X)), span)?;
+        let tid = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
+        let block = self.cast_value(block, S::U64, span)?;
+        let dim = self.cast_value(dim, S::U64, span)?;
+        let tid = self.cast_value(tid, S::U64, span)?;
+        let base = self.def(Op::Binary(BinaryOp::Mul, block, dim), span)?;
+        let x = self.def(Op::Binary(BinaryOp::Add, base, tid), span)?;
+        if self.b.depth() == 0 {
+            self.index_1d = Some(x);
+        }
+        Ok(x)
+    }
+}

@@ -1,0 +1,426 @@
+//! Control flow: `if`/`else` (also as a value), `if let` on slice elements, `while`,
+//! `loop` and `for` over ranges, all lowered to the IR's structured `If` and `Loop`.
+
+use cuprum_ir::{BinaryOp, CmpOp, Constant, Op, ScalarType as S, SliceAccess, Stmt, Value, Var};
+use syn::spanned::Spanned;
+
+use super::*;
+
+impl Lowerer<'_> {
+    // ----- control flow -------------------------------------------------------------------
+
+    pub(super) fn if_expr(&mut self, i: &syn::ExprIf) -> Result<Val> {
+        let site = self.site();
+        let span = i.span();
+        if let syn::Expr::Let(l) = &*i.cond {
+            return self.if_let(l, i, site);
+        }
+        let cond = self.boolean(&i.cond)?;
+        self.branches(
+            cond,
+            |this| this.block(&i.then_branch),
+            i.else_branch.as_ref().map(|(_, e)| &**e),
+            site,
+            span,
+        )
+    }
+
+    /// Lowers both arms of an `if` around the condition `cond`, joining their values.
+    pub(super) fn branches(
+        &mut self,
+        cond: Value,
+        then_arm: impl FnOnce(&mut Self) -> Result<Val>,
+        else_arm: Option<&syn::Expr>,
+        site: u32,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        self.b.begin_block();
+        let then_val = then_arm(self)?;
+        let then_done = self.b.block_terminated() || matches!(then_val, Val::Never);
+        // Decide the result's type now, so the then-arm can write it before its block closes.
+        let needs_value = else_arm.is_some() && !matches!(then_val, Val::Unit);
+        let mut result: Option<(Var, S)> = None;
+        if needs_value && !then_done {
+            let ty = match &then_val {
+                Val::Scalar(x) => Some(self.ty(*x)),
+                Val::Int(_) => {
+                    self.note_kind(site, LitKind::Int);
+                    self.solved(site)
+                }
+                Val::Float(_) => {
+                    self.note_kind(site, LitKind::Float);
+                    self.solved(site)
+                }
+                Val::Infer(s, k) => {
+                    self.note_kind(site, *k);
+                    self.note_union(site, *s);
+                    self.solved(site)
+                }
+                other => {
+                    return err(
+                        span,
+                        format!(
+                            "an `if` that yields {} is not supported in device code",
+                            describe(other)
+                        ),
+                    );
+                }
+            };
+            if let Some(ty) = ty {
+                self.note_type(site, ty);
+                let var = self.b.var("if_value", ty);
+                let x = self.materialize(then_val.clone(), ty, span)?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+                result = Some((var, ty));
+            }
+        }
+        let then = self.b.end_block();
+        self.b.begin_block();
+        let mut else_val = Val::Unit;
+        if let Some(e) = else_arm {
+            else_val = self.expr(e)?;
+            let else_done = self.b.block_terminated() || matches!(else_val, Val::Never);
+            if !else_done && needs_value {
+                match (&result, &else_val) {
+                    (Some((var, ty)), v) => {
+                        let (var, ty) = (*var, *ty);
+                        let x = self.materialize(v.clone(), ty, span)?;
+                        self.b.push(Stmt::WriteVar { var, value: x });
+                    }
+                    (None, Val::Scalar(x)) => {
+                        let ty = self.ty(*x);
+                        self.note_type(site, ty)
+                    }
+                    (None, Val::Infer(s, _)) => self.note_union(site, *s),
+                    _ => {}
+                }
+            }
+        }
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        });
+        let else_done = matches!(else_val, Val::Never);
+        if then_done && else_done {
+            return Ok(Val::Never);
+        }
+        if !needs_value {
+            return Ok(Val::Unit);
+        }
+        match result {
+            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
+            None if then_done => Ok(else_val),
+            None => {
+                let kind = if matches!(then_val, Val::Float(_)) {
+                    LitKind::Float
+                } else {
+                    LitKind::Int
+                };
+                Ok(Val::Infer(site, kind))
+            }
+        }
+    }
+
+    /// `if let Some(r) = slice.get_mut(index) { .. } else { .. }` (and `get` on `&[T]`).
+    pub(super) fn if_let(&mut self, l: &syn::ExprLet, i: &syn::ExprIf, site: u32) -> Result<Val> {
+        let span = l.span();
+        let (binding, mutable_binding) = match &*l.pat {
+            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                match ts.elems.first() {
+                    Some(syn::Pat::Ident(id)) if id.by_ref.is_none() && id.subpat.is_none() => {
+                        (id.ident.to_string(), id.mutability.is_some())
+                    }
+                    _ => return err(ts.span(), "expected `Some(name)`"),
+                }
+            }
+            other => {
+                return err(
+                    other.span(),
+                    "only `if let Some(x) = slice.get_mut(i)` / `.get(i)` is supported in device code",
+                );
+            }
+        };
+        let _ = mutable_binding;
+        let syn::Expr::MethodCall(m) = &*l.expr else {
+            return err(
+                l.expr.span(),
+                "expected `slice.get_mut(index)` or `slice.get(index)`",
+            );
+        };
+        let method = m.method.to_string();
+        let param = match self.expr(&m.receiver)? {
+            Val::Slice(p) => p,
+            other => {
+                return err(
+                    m.receiver.span(),
+                    format!("`{method}` on {} is not supported", describe(&other)),
+                );
+            }
+        };
+        let (elem, access) = self.slice_param(param);
+        let mutable = match method.as_str() {
+            "get_mut" if access == SliceAccess::ReadOnly => {
+                return err(m.method.span(), "cannot get a mutable element of a `&[T]`");
+            }
+            "get_mut" => true,
+            "get" => false,
+            _ => return err(m.method.span(), "expected `get_mut(index)` or `get(index)`"),
+        };
+        let [index_expr] = m.args.iter().collect::<Vec<_>>()[..] else {
+            return err(m.span(), "expected one index argument");
+        };
+        let index = match self.expr(index_expr)? {
+            Val::Index1(x) => x,
+            _ if access == SliceAccess::Disjoint => {
+                return err(
+                    index_expr.span(),
+                    "a `DisjointSlice` is indexed by the thread's own index (`thread::index_1d()`), so \
+                     that no two threads can write one element",
+                );
+            }
+            v => self.materialize(v, S::U64, index_expr.span())?,
+        };
+        let len = self.def(Op::SliceLen(param), span)?;
+        let cond = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
+        let then_block = &i.then_branch;
+        self.branches(
+            cond,
+            |this| {
+                let addr = this.element_addr(param, index, elem)?;
+                this.scopes.push(vec![(
+                    binding,
+                    Binding::Val(Val::ElemRef {
+                        addr,
+                        elem,
+                        mutable,
+                    }),
+                )]);
+                let r = this.block(then_block);
+                this.scopes.pop();
+                r
+            },
+            i.else_branch.as_ref().map(|(_, e)| &**e),
+            site,
+            span,
+        )
+    }
+
+    pub(super) fn loop_body(&mut self, body: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        self.b.begin_block();
+        self.loop_depth += 1;
+        let r = body(self);
+        self.loop_depth -= 1;
+        let block = self.b.end_block();
+        r?;
+        self.b.push(Stmt::Loop { body: block });
+        Ok(())
+    }
+
+    pub(super) fn break_unless(&mut self, cond: Value) {
+        self.b.begin_block();
+        self.b.push(Stmt::Break);
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond,
+            then: Default::default(),
+            otherwise,
+        });
+    }
+
+    pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) -> Result<Val> {
+        if w.label.is_some() {
+            return err(w.span(), "loop labels are not supported in device code yet");
+        }
+        if let syn::Expr::Let(l) = &*w.cond {
+            return err(l.span(), "`while let` is not supported in device code");
+        }
+        self.loop_body(|this| {
+            let cond = this.boolean(&w.cond)?;
+            this.break_unless(cond);
+            this.block(&w.body)?;
+            Ok(())
+        })?;
+        Ok(Val::Unit)
+    }
+
+    pub(super) fn plain_loop(&mut self, l: &syn::ExprLoop) -> Result<Val> {
+        if l.label.is_some() {
+            return err(l.span(), "loop labels are not supported in device code yet");
+        }
+        self.loop_body(|this| this.block(&l.body).map(|_| ()))?;
+        // A `loop` without `break` never completes; with one it yields `()`.
+        Ok(Val::Unit)
+    }
+
+    /// `for i in a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`.
+    pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Val> {
+        let site = self.site();
+        let span = f.span();
+        if f.label.is_some() {
+            return err(span, "loop labels are not supported in device code yet");
+        }
+        let name = match &*f.pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                Some(id.ident.to_string())
+            }
+            syn::Pat::Wild(_) => None,
+            other => return err(other.span(), "expected a loop variable name"),
+        };
+        let (range, reversed, step) = range_parts(&f.expr)?;
+        let start = match &range.start {
+            Some(e) => self.expr(e)?,
+            None => return err(range.span(), "device loops need a start: `0..n`"),
+        };
+        let end = match &range.end {
+            Some(e) => self.expr(e)?,
+            None => return err(range.span(), "device loops need an end: `a..b`"),
+        };
+        let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
+        let step = match step {
+            Some(e) => Some(self.expr(e)?),
+            None => None,
+        };
+        // The loop variable's type: from the bounds, else from uses (the site), else i32.
+        let mut ty = self.unify(&start, &end, span)?;
+        for v in [&start, &end] {
+            if let Val::Infer(s, _) = v {
+                self.note_union(site, *s);
+            }
+        }
+        if ty.is_none() {
+            self.note_kind(site, LitKind::Int);
+            ty = self.solved(site);
+        }
+        let Some(ty) = ty.or(self.inferring().then_some(S::I32)) else {
+            return err(span, "cannot infer the type of the loop variable");
+        };
+        if let Some(t) = Some(ty).filter(|t| !t.is_int()) {
+            return err(
+                span,
+                format!("device `for` loops range over integers, not `{t}`"),
+            );
+        }
+        let start = self.materialize(start, ty, span)?;
+        let end = self.materialize(end, ty, span)?;
+        let step = match step {
+            Some(v) => {
+                let s = self.materialize(v, S::U64, span)?;
+                Some(self.cast_value(s, ty, span)?)
+            }
+            None => None,
+        };
+        let one = self.constant(Constant::new(ty, 1));
+        let step = step.unwrap_or(one);
+        // `more`: whether another iteration follows; `cursor`: the next value to hand out.
+        // Written so that no iteration overflows the type, as Rust's ranges never do.
+        let cursor = self.b.var("range", ty);
+        let more = self.b.var("range_more", S::Bool);
+        let (first, has_any) = match (reversed, inclusive) {
+            (false, false) => (start, self.def(Op::Compare(CmpOp::Lt, start, end), span)?),
+            (false, true) => (start, self.def(Op::Compare(CmpOp::Le, start, end), span)?),
+            (true, false) => {
+                let any = self.def(Op::Compare(CmpOp::Lt, start, end), span)?;
+                (self.def(Op::Binary(BinaryOp::Sub, end, one), span)?, any)
+            }
+            (true, true) => (end, self.def(Op::Compare(CmpOp::Le, start, end), span)?),
+        };
+        self.b.push(Stmt::WriteVar {
+            var: cursor,
+            value: first,
+        });
+        self.b.push(Stmt::WriteVar {
+            var: more,
+            value: has_any,
+        });
+        self.loop_body(|this| {
+            let go = this.def(Op::ReadVar(more), span)?;
+            this.break_unless(go);
+            let current = this.def(Op::ReadVar(cursor), span)?;
+            // Room left before the bound, compared with the step, decides if another follows.
+            let room = if reversed {
+                this.def(Op::Binary(BinaryOp::Sub, current, start), span)?
+            } else {
+                let last = if inclusive {
+                    end
+                } else {
+                    this.def(Op::Binary(BinaryOp::Sub, end, one), span)?
+                };
+                this.def(Op::Binary(BinaryOp::Sub, last, current), span)?
+            };
+            let room_u = this.cast_value(room, unsigned_of(ty), span)?;
+            let step_u = this.cast_value(step, unsigned_of(ty), span)?;
+            let another = this.def(Op::Compare(CmpOp::Ge, room_u, step_u), span)?;
+            this.b.push(Stmt::WriteVar {
+                var: more,
+                value: another,
+            });
+            let next = if reversed {
+                this.def(Op::Binary(BinaryOp::Sub, current, step), span)?
+            } else {
+                this.def(Op::Binary(BinaryOp::Add, current, step), span)?
+            };
+            let next = this.def(
+                Op::Select {
+                    cond: another,
+                    if_true: next,
+                    if_false: current,
+                },
+                span,
+            )?;
+            this.b.push(Stmt::WriteVar {
+                var: cursor,
+                value: next,
+            });
+            this.scopes.push(Vec::new());
+            if let Some(n) = &name {
+                this.bind(n.clone(), Binding::Val(Val::Scalar(current)));
+            }
+            let r = this.block(&f.body);
+            this.scopes.pop();
+            this.note_type(site, ty);
+            r.map(|_| ())
+        })?;
+        Ok(Val::Unit)
+    }
+}
+
+pub(super) fn range_parts(e: &syn::Expr) -> Result<(&syn::ExprRange, bool, Option<&syn::Expr>)> {
+    match e {
+        syn::Expr::Range(r) => Ok((r, false, None)),
+        syn::Expr::Paren(p) => range_parts(&p.expr),
+        syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+            match range_parts(&m.receiver)? {
+                (r, false, None) => Ok((r, true, None)),
+                _ => err(
+                    m.span(),
+                    "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops",
+                ),
+            }
+        }
+        syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+            match range_parts(&m.receiver)? {
+                (r, false, None) => Ok((r, false, m.args.first())),
+                _ => err(
+                    m.span(),
+                    "only `(a..b).rev()` and `(a..b).step_by(s)` are supported in device loops",
+                ),
+            }
+        }
+        other => err(
+            other.span(),
+            "device `for` loops iterate over integer ranges: `for i in a..b`",
+        ),
+    }
+}
+
+pub(super) fn unsigned_of(ty: S) -> S {
+    match ty {
+        S::I8 => S::U8,
+        S::I16 => S::U16,
+        S::I32 => S::U32,
+        S::I64 => S::U64,
+        other => other,
+    }
+}

@@ -1,0 +1,977 @@
+//! Lowering of one kernel's body from the syn AST to IR.
+//!
+//! Types: rustc has already type-checked the body (the macro also emits it as host code), so
+//! this pass only needs to *recover* the types, not judge them. Most are known where a value is
+//! made; untyped literals stay symbolic ([`Val::Int`], [`Val::Float`]) until they meet a typed
+//! value. The one case that needs look-ahead is a binding whose type comes from later use
+//! (`let mut acc = 0.0; ... acc += x[i];`, `for k in 0..16 { a[k] }`): the lowering runs twice,
+//! the first time only to collect such facts at numbered *sites* (every `let`, `for` and
+//! `if`/`else` expression is a site, numbered in visit order, so both runs agree), the second
+//! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
+
+mod calls;
+mod control;
+mod ops;
+
+use std::collections::HashMap;
+
+use cuprum_ir::{
+    AddressSpace, BinaryOp, CmpOp, Constant, KernelBuilder, Op, ScalarType as S, SliceAccess, Stmt,
+    TrapKind, Value, Var,
+};
+use syn::spanned::Spanned;
+
+use crate::items::{KernelInfo, ModuleInfo};
+use crate::types::{ParamType, expect_scalar};
+
+type Result<T> = syn::Result<T>;
+
+fn err<T>(span: proc_macro2::Span, msg: impl std::fmt::Display) -> Result<T> {
+    Err(syn::Error::new(span, msg))
+}
+
+pub fn lower_kernel(info: &ModuleInfo, kernel: &KernelInfo) -> Result<cuprum_ir::Kernel> {
+    let mut inference = Inference::default();
+    // The first run only collects typing facts; its errors reappear in the second run.
+    let _ = Lowerer::new(info, kernel, Mode::Infer(&mut inference)).run();
+    let solved = inference.solve();
+    Lowerer::new(info, kernel, Mode::Emit(&solved)).run()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LitKind {
+    Int,
+    Float,
+}
+
+impl LitKind {
+    fn default_type(self) -> S {
+        match self {
+            LitKind::Int => S::I32,
+            LitKind::Float => S::F64,
+        }
+    }
+}
+
+/// Union-find over sites, each with an optional known type and a literal kind.
+#[derive(Default)]
+struct Inference {
+    parent: HashMap<u32, u32>,
+    ty: HashMap<u32, S>,
+    kind: HashMap<u32, LitKind>,
+}
+
+impl Inference {
+    fn find(&self, mut s: u32) -> u32 {
+        while let Some(&p) = self.parent.get(&s) {
+            if p == s {
+                break;
+            }
+            s = p;
+        }
+        s
+    }
+    fn set_type(&mut self, site: u32, ty: S) {
+        let root = self.find(site);
+        self.ty.entry(root).or_insert(ty);
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return;
+        }
+        self.parent.insert(rb, ra);
+        if let Some(t) = self.ty.remove(&rb) {
+            self.ty.entry(ra).or_insert(t);
+        }
+        if let Some(k) = self.kind.remove(&rb) {
+            self.kind.entry(ra).or_insert(k);
+        }
+    }
+    fn solve(&self) -> HashMap<u32, S> {
+        let mut sites: Vec<u32> = self
+            .parent
+            .keys()
+            .chain(self.ty.keys())
+            .chain(self.kind.keys())
+            .copied()
+            .collect();
+        sites.sort_unstable();
+        sites.dedup();
+        let mut out = HashMap::new();
+        for s in sites {
+            let root = self.find(s);
+            let ty = self
+                .ty
+                .get(&root)
+                .copied()
+                .or_else(|| self.kind.get(&root).map(|k| k.default_type()));
+            if let Some(t) = ty {
+                out.insert(s, t);
+            }
+        }
+        out
+    }
+}
+
+enum Mode<'a> {
+    Infer(&'a mut Inference),
+    Emit(&'a HashMap<u32, S>),
+}
+
+/// What an expression evaluates to.
+#[derive(Clone, Debug)]
+enum Val {
+    Scalar(Value),
+    Int(i128),
+    Float(f64),
+    /// Infer run only: a value whose type is being inferred at a site.
+    Infer(u32, LitKind),
+    Unit,
+    /// The expression does not complete (return, break, continue).
+    Never,
+    /// `thread::index_1d()`: the global x index, a `U64`.
+    Index1(Value),
+    /// A slice parameter.
+    Slice(u32),
+    /// A reference to one element of global memory.
+    ElemRef {
+        addr: Value,
+        elem: S,
+        mutable: bool,
+    },
+}
+
+#[derive(Clone, Debug)]
+enum Binding {
+    Val(Val),
+    Var {
+        var: Var,
+        ty: S,
+        mutable: bool,
+    },
+    /// Infer run only.
+    InferVar {
+        site: u32,
+        kind: LitKind,
+    },
+}
+
+enum Place {
+    Var(Var, S),
+    InferVar(u32, LitKind),
+    Mem {
+        space: AddressSpace,
+        addr: Value,
+        elem: S,
+    },
+}
+
+struct Lowerer<'a> {
+    kernel: &'a KernelInfo,
+    b: KernelBuilder,
+    mode: Mode<'a>,
+    scopes: Vec<Vec<(String, Binding)>>,
+    next_site: u32,
+    loop_depth: u32,
+    /// Special registers and derived indices already read at kernel entry, reused.
+    index_1d: Option<Value>,
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(_info: &'a ModuleInfo, kernel: &'a KernelInfo, mode: Mode<'a>) -> Self {
+        Self {
+            kernel,
+            b: KernelBuilder::new(kernel.name.clone()),
+            mode,
+            scopes: vec![Vec::new()],
+            next_site: 0,
+            loop_depth: 0,
+            index_1d: None,
+        }
+    }
+
+    fn run(mut self) -> Result<cuprum_ir::Kernel> {
+        let k = self.kernel;
+        self.b.set_launch_bounds(k.launch_bounds);
+        for p in &k.params {
+            let name = p.name.to_string();
+            let binding = match p.ty {
+                ParamType::Scalar(ty) => {
+                    let index = self.b.param(name.clone(), cuprum_ir::ParamKind::Scalar(ty));
+                    Val::Scalar(self.def(Op::Param(index), p.name.span())?)
+                }
+                ParamType::Slice { elem, access } => {
+                    let index = self
+                        .b
+                        .param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
+                    Val::Slice(index)
+                }
+            };
+            self.bind(name, Binding::Val(binding));
+        }
+        let body = &k.item.block;
+        let v = self.block_stmts(&body.stmts)?;
+        if !matches!(v, Val::Unit | Val::Never) {
+            return err(
+                body.span(),
+                "kernels return nothing; this block has a value",
+            );
+        }
+        Ok(self.b.finish())
+    }
+
+    // ----- helpers ------------------------------------------------------------------------
+
+    fn def(&mut self, op: Op, span: proc_macro2::Span) -> Result<Value> {
+        self.b
+            .def(op)
+            .or_else(|msg| err(span, format!("internal compiler error: {msg}")))
+    }
+
+    fn constant(&mut self, c: Constant) -> Value {
+        self.b.constant(c)
+    }
+
+    fn ty(&self, v: Value) -> S {
+        self.b.type_of(v)
+    }
+
+    fn site(&mut self) -> u32 {
+        self.next_site += 1;
+        self.next_site
+    }
+
+    fn solved(&self, site: u32) -> Option<S> {
+        match &self.mode {
+            Mode::Emit(m) => m.get(&site).copied(),
+            Mode::Infer(_) => None,
+        }
+    }
+
+    fn inferring(&self) -> bool {
+        matches!(self.mode, Mode::Infer(_))
+    }
+
+    fn note_type(&mut self, site: u32, ty: S) {
+        if let Mode::Infer(inf) = &mut self.mode {
+            inf.set_type(site, ty);
+        }
+    }
+
+    fn note_kind(&mut self, site: u32, kind: LitKind) {
+        if let Mode::Infer(inf) = &mut self.mode {
+            inf.kind.entry(site).or_insert(kind);
+        }
+    }
+
+    fn note_union(&mut self, a: u32, b: u32) {
+        if let Mode::Infer(inf) = &mut self.mode {
+            inf.union(a, b);
+        }
+    }
+
+    fn bind(&mut self, name: String, binding: Binding) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push((name, binding));
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
+    }
+
+    /// Turns `v` into an IR value of type `ty`, typing literals and checking the rest.
+    fn materialize(&mut self, v: Val, ty: S, span: proc_macro2::Span) -> Result<Value> {
+        match v {
+            Val::Scalar(x) => {
+                let actual = self.ty(x);
+                if actual != ty {
+                    return err(
+                        span,
+                        format!("mismatched types: expected `{ty}`, found `{actual}`"),
+                    );
+                }
+                Ok(x)
+            }
+            Val::Int(i) => {
+                if ty.is_float() {
+                    return err(
+                        span,
+                        format!("expected `{ty}`, found an integer literal (write `{i}.0`)"),
+                    );
+                }
+                if ty == S::Bool {
+                    return err(span, "expected `bool`, found an integer");
+                }
+                Ok(self.constant(int_constant(ty, i, span)?))
+            }
+            Val::Float(f) => {
+                if !ty.is_float() {
+                    return err(
+                        span,
+                        format!("expected `{ty}`, found a floating-point literal"),
+                    );
+                }
+                Ok(self.constant(float_constant(ty, f)))
+            }
+            Val::Infer(site, _) => {
+                self.note_type(site, ty);
+                Ok(self.constant(Constant::new(ty, 0)))
+            }
+            other => err(
+                span,
+                format!(
+                    "expected a value of type `{ty}`, found {}",
+                    describe(&other)
+                ),
+            ),
+        }
+    }
+
+    /// Turns `v` into an IR value, giving untyped literals Rust's default types.
+    fn scalar(&mut self, v: Val, span: proc_macro2::Span) -> Result<Value> {
+        match v {
+            Val::Scalar(x) => Ok(x),
+            Val::Int(_) => self.materialize(v, S::I32, span),
+            Val::Float(_) => self.materialize(v, S::F64, span),
+            Val::Infer(site, kind) => {
+                let ty = self.solved(site).unwrap_or(kind.default_type());
+                self.materialize(Val::Infer(site, kind), ty, span)
+            }
+            Val::Index1(_) => err(
+                span,
+                "a thread index is not a number here: call `.get()` to get its `usize` value",
+            ),
+            other => err(
+                span,
+                format!("expected a number, found {}", describe(&other)),
+            ),
+        }
+    }
+
+    fn boolean(&mut self, e: &syn::Expr) -> Result<Value> {
+        let v = self.expr(e)?;
+        self.materialize(v, S::Bool, e.span())
+    }
+
+    // ----- statements ---------------------------------------------------------------------
+
+    fn block(&mut self, block: &syn::Block) -> Result<Val> {
+        self.scopes.push(Vec::new());
+        let r = self.block_stmts(&block.stmts);
+        self.scopes.pop();
+        r
+    }
+
+    fn block_stmts(&mut self, stmts: &[syn::Stmt]) -> Result<Val> {
+        let mut last = Val::Unit;
+        for (i, stmt) in stmts.iter().enumerate() {
+            if matches!(last, Val::Never) || self.b.block_terminated() {
+                // Unreachable code after return/break/continue: rustc warns; emit nothing.
+                return Ok(Val::Never);
+            }
+            let is_last = i + 1 == stmts.len();
+            last = match stmt {
+                syn::Stmt::Local(local) => {
+                    self.local(local)?;
+                    Val::Unit
+                }
+                syn::Stmt::Expr(e, semi) => {
+                    let v = self.expr(e)?;
+                    match (semi, v) {
+                        (_, Val::Never) => Val::Never,
+                        (None, v) if is_last => v,
+                        _ => Val::Unit,
+                    }
+                }
+                syn::Stmt::Item(item) => {
+                    return err(
+                        item.span(),
+                        "items inside kernel bodies are not supported: move them to the module",
+                    );
+                }
+                syn::Stmt::Macro(m) => return Err(unsupported_macro(&m.mac)),
+            };
+        }
+        Ok(last)
+    }
+
+    fn local(&mut self, local: &syn::Local) -> Result<()> {
+        let Some(init) = &local.init else {
+            return err(
+                local.span(),
+                "declare device variables with an initial value: `let x = ...;`",
+            );
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            return err(
+                diverge.span(),
+                "`let ... else` is not supported in device code",
+            );
+        }
+        self.let_binding(&local.pat, &init.expr)
+    }
+
+    /// `let pat = expr`, where `pat` is a name, `_`, a typed name, or a tuple of those matched
+    /// against a tuple expression.
+    fn let_binding(&mut self, pat: &syn::Pat, init: &syn::Expr) -> Result<()> {
+        if let syn::Pat::Tuple(pt) = pat {
+            let syn::Expr::Tuple(te) = init else {
+                return err(
+                    init.span(),
+                    "a tuple pattern needs a tuple expression in device code: `let (a, b) = (x, y);`",
+                );
+            };
+            if pt.elems.len() != te.elems.len() {
+                return err(
+                    pat.span(),
+                    "the tuple pattern and the tuple have different lengths",
+                );
+            }
+            for (p, e) in pt.elems.iter().zip(&te.elems) {
+                self.let_binding(p, e)?;
+            }
+            return Ok(());
+        }
+        let site = self.site();
+        let (pat, annotated) = match pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(expect_scalar(&pt.ty)?)),
+            p => (p, None),
+        };
+        let (name, mutable) = match pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                (Some(id.ident.to_string()), id.mutability.is_some())
+            }
+            syn::Pat::Wild(_) => (None, false),
+            other => {
+                return err(
+                    other.span(),
+                    "only `let name`, `let mut name`, `let _` and tuples of those are supported in device code",
+                );
+            }
+        };
+        let value = self.expr(init)?;
+        let span = init.span();
+        let Some(name) = name else { return Ok(()) };
+        if !mutable {
+            let bound = match annotated {
+                Some(ty) => Val::Scalar(self.materialize(value, ty, span)?),
+                None => value,
+            };
+            self.bind(name.clone(), Binding::Val(bound));
+            return Ok(());
+        }
+        // A mutable binding needs a type now: from the annotation, the value, or the site.
+        let ty = match (&value, annotated) {
+            (_, Some(ty)) => Some(ty),
+            (Val::Scalar(x), None) => Some(self.ty(*x)),
+            (Val::Int(_), None) => {
+                self.note_kind(site, LitKind::Int);
+                self.solved(site)
+            }
+            (Val::Float(_), None) => {
+                self.note_kind(site, LitKind::Float);
+                self.solved(site)
+            }
+            (Val::Infer(other, kind), None) => {
+                self.note_kind(site, *kind);
+                self.note_union(site, *other);
+                self.solved(site)
+            }
+            (other, None) => {
+                return err(
+                    span,
+                    format!(
+                        "`let mut` of {} is not supported in device code",
+                        describe(other)
+                    ),
+                );
+            }
+        };
+        match ty {
+            Some(ty) => {
+                let var = self.b.var(name.clone(), ty);
+                let x = self.materialize(value, ty, span)?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+                self.bind(
+                    name,
+                    Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    },
+                );
+            }
+            None => {
+                // Infer run: the type is decided by later uses.
+                let kind = match value {
+                    Val::Infer(_, k) => k,
+                    Val::Float(_) => LitKind::Float,
+                    _ => LitKind::Int,
+                };
+                self.bind(name, Binding::InferVar { site, kind });
+            }
+        }
+        Ok(())
+    }
+
+    // ----- expressions --------------------------------------------------------------------
+
+    fn expr(&mut self, e: &syn::Expr) -> Result<Val> {
+        match e {
+            syn::Expr::Lit(l) => self.literal(&l.lit),
+            syn::Expr::Paren(p) => self.expr(&p.expr),
+            syn::Expr::Group(g) => self.expr(&g.expr),
+            syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block),
+            syn::Expr::Unsafe(u) => self.block(&u.block),
+            syn::Expr::Path(p) => self.path_value(p),
+            syn::Expr::Binary(b) => self.binary_expr(b),
+            syn::Expr::Unary(u) => self.unary(u),
+            syn::Expr::Cast(c) => self.cast(c),
+            syn::Expr::Assign(a) => {
+                let place = self.place(&a.left)?;
+                let v = self.expr(&a.right)?;
+                self.write_place(place, v, a.right.span())?;
+                Ok(Val::Unit)
+            }
+            syn::Expr::If(i) => self.if_expr(i),
+            syn::Expr::While(w) => self.while_loop(w),
+            syn::Expr::Loop(l) => self.plain_loop(l),
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    return err(
+                        b.span(),
+                        "labelled `break` and `break` with a value are not supported in device code yet",
+                    );
+                }
+                self.jump(Stmt::Break, b.span())
+            }
+            syn::Expr::Continue(c) => {
+                if c.label.is_some() {
+                    return err(
+                        c.span(),
+                        "labelled `continue` is not supported in device code yet",
+                    );
+                }
+                self.jump(Stmt::Continue, c.span())
+            }
+            syn::Expr::Return(r) => {
+                if let Some(v) = &r.expr {
+                    return err(v.span(), "kernels return nothing: write `return;`");
+                }
+                self.b.push(Stmt::Return);
+                Ok(Val::Never)
+            }
+            syn::Expr::Index(i) => {
+                let place = self.index_place(i)?;
+                self.read_place(place, i.span())
+            }
+            syn::Expr::MethodCall(m) => self.method_call(m),
+            syn::Expr::Call(c) => self.call(c),
+            syn::Expr::Macro(m) => Err(unsupported_macro(&m.mac)),
+            syn::Expr::Reference(r) => err(
+                r.span(),
+                "taking references is not supported in device code",
+            ),
+            syn::Expr::Closure(c) => err(
+                c.span(),
+                "closures are not supported in device code (write a helper `fn` in the module)",
+            ),
+            syn::Expr::Struct(s) => err(
+                s.span(),
+                "struct expressions are not supported in device code yet",
+            ),
+            syn::Expr::Tuple(t) => err(t.span(), "tuples are not supported in device code yet"),
+            syn::Expr::Array(a) => err(a.span(), "arrays are not supported in device code yet"),
+            syn::Expr::Match(m) => err(m.span(), "`match` is not supported in device code yet"),
+            syn::Expr::Async(a) => err(a.span(), "`async` is not supported in device code"),
+            syn::Expr::Await(a) => err(a.span(), "`.await` is not supported in device code"),
+            syn::Expr::Try(t) => err(t.span(), "the `?` operator is not supported in device code"),
+            other => err(
+                other.span(),
+                "this expression is not supported in device code",
+            ),
+        }
+    }
+
+    fn jump(&mut self, stmt: Stmt, span: proc_macro2::Span) -> Result<Val> {
+        if self.loop_depth == 0 {
+            return err(span, "`break` and `continue` must be inside a loop");
+        }
+        self.b.push(stmt);
+        Ok(Val::Never)
+    }
+
+    fn literal(&mut self, lit: &syn::Lit) -> Result<Val> {
+        match lit {
+            syn::Lit::Int(i) => {
+                let value: i128 = i.base10_parse()?;
+                match i.suffix() {
+                    "" => Ok(Val::Int(value)),
+                    suffix => {
+                        let ty = S::from_rust_name(suffix).filter(|t| t.is_int() || t.is_float());
+                        let Some(ty) = ty else {
+                            return err(i.span(), format!("unknown literal suffix `{suffix}`"));
+                        };
+                        if ty.is_float() {
+                            return Ok(Val::Scalar(
+                                self.constant(float_constant(ty, value as f64)),
+                            ));
+                        }
+                        Ok(Val::Scalar(self.constant(int_constant(
+                            ty,
+                            value,
+                            i.span(),
+                        )?)))
+                    }
+                }
+            }
+            syn::Lit::Float(f) => {
+                let value: f64 = f.base10_parse()?;
+                match f.suffix() {
+                    "" => Ok(Val::Float(value)),
+                    "f32" => Ok(Val::Scalar(self.constant(Constant::f32(value as f32)))),
+                    "f64" => Ok(Val::Scalar(self.constant(Constant::f64(value)))),
+                    s => err(f.span(), format!("unknown float suffix `{s}`")),
+                }
+            }
+            syn::Lit::Bool(b) => Ok(Val::Scalar(self.constant(Constant::bool(b.value)))),
+            other => err(
+                other.span(),
+                "only numeric and boolean literals are supported in device code",
+            ),
+        }
+    }
+
+    fn path_value(&mut self, p: &syn::ExprPath) -> Result<Val> {
+        let Some(ident) = p.path.get_ident() else {
+            return err(
+                p.span(),
+                format!(
+                    "`{}` is not a value known in device code",
+                    path_string(&p.path)
+                ),
+            );
+        };
+        let name = ident.to_string();
+        match self.lookup(&name).cloned() {
+            Some(Binding::Val(v)) => Ok(v),
+            Some(Binding::Var { var, .. }) => {
+                Ok(Val::Scalar(self.def(Op::ReadVar(var), p.span())?))
+            }
+            Some(Binding::InferVar { site, kind, .. }) => Ok(Val::Infer(site, kind)),
+            None => err(
+                ident.span(),
+                format!(
+                    "cannot find `{name}` in device code (module constants and statics are not supported yet)"
+                ),
+            ),
+        }
+    }
+
+    // ----- places (assignable locations) --------------------------------------------------
+
+    fn place(&mut self, e: &syn::Expr) -> Result<Place> {
+        match e {
+            syn::Expr::Paren(p) => self.place(&p.expr),
+            syn::Expr::Path(p) => {
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
+                match self.lookup(&name).cloned() {
+                    Some(Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    }) => Ok(Place::Var(var, ty)),
+                    Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
+                    Some(_) => err(
+                        p.span(),
+                        format!("cannot assign to `{name}`: declare it with `let mut`"),
+                    ),
+                    None => err(p.span(), format!("cannot find `{name}` in device code")),
+                }
+            }
+            syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Deref(_),
+                expr,
+                ..
+            }) => match self.expr(expr)? {
+                Val::ElemRef {
+                    addr,
+                    elem,
+                    mutable: true,
+                } => Ok(Place::Mem {
+                    space: AddressSpace::Global,
+                    addr,
+                    elem,
+                }),
+                Val::ElemRef { .. } => err(e.span(), "cannot assign through a shared reference"),
+                other => err(
+                    expr.span(),
+                    format!("cannot dereference {}", describe(&other)),
+                ),
+            },
+            syn::Expr::Index(i) => self.index_place(i),
+            other => err(
+                other.span(),
+                "this is not an assignable place in device code",
+            ),
+        }
+    }
+
+    fn read_place(&mut self, place: Place, span: proc_macro2::Span) -> Result<Val> {
+        Ok(match place {
+            Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(var), span)?),
+            Place::InferVar(site, kind) => Val::Infer(site, kind),
+            Place::Mem { space, addr, elem } => Val::Scalar(self.def(
+                Op::Load {
+                    space,
+                    ty: elem,
+                    addr,
+                },
+                span,
+            )?),
+        })
+    }
+
+    fn write_place(&mut self, place: Place, v: Val, span: proc_macro2::Span) -> Result<()> {
+        match place {
+            Place::Var(var, ty) => {
+                let x = self.materialize(v, ty, span)?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            Place::InferVar(site, _) => match v {
+                Val::Scalar(x) => {
+                    let ty = self.ty(x);
+                    self.note_type(site, ty)
+                }
+                Val::Infer(other, _) => self.note_union(site, other),
+                _ => {}
+            },
+            Place::Mem { space, addr, elem } => {
+                let x = self.materialize(v, elem, span)?;
+                self.b.push(Stmt::Store {
+                    space,
+                    addr,
+                    value: x,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `slice[index]`, bounds-checked.
+    fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
+        let param = match self.expr(&i.expr)? {
+            Val::Slice(p) => p,
+            other => {
+                return err(
+                    i.expr.span(),
+                    format!("cannot index {} in device code", describe(&other)),
+                );
+            }
+        };
+        let (elem, access) = self.slice_param(param);
+        let index_val = self.expr(&i.index)?;
+        if matches!(index_val, Val::Index1(_)) {
+            return err(
+                i.index.span(),
+                "slices are indexed by `usize`: use `.get()` on the thread index",
+            );
+        }
+        let index = self
+            .materialize(index_val, S::U64, i.index.span())
+            .map_err(|e| {
+                syn::Error::new(e.span(), format!("{e} (slices are indexed by `usize`)"))
+            })?;
+        let site = source_text(i);
+        let addr = self.checked_element_addr(param, index, elem, site)?;
+        if access == SliceAccess::Disjoint {
+            return err(
+                i.span(),
+                "a `DisjointSlice` is written through `get_mut(index)`, not indexed",
+            );
+        }
+        Ok(Place::Mem {
+            space: AddressSpace::Global,
+            addr,
+            elem,
+        })
+    }
+
+    fn slice_param(&self, param: u32) -> (S, SliceAccess) {
+        match self.b.kernel().params.get(param as usize).map(|p| p.kind) {
+            Some(cuprum_ir::ParamKind::Slice { elem, access }) => (elem, access),
+            _ => (S::U8, SliceAccess::ReadOnly),
+        }
+    }
+
+    /// Emits `if !(index < len) { trap }` and returns the element's address.
+    fn checked_element_addr(
+        &mut self,
+        param: u32,
+        index: Value,
+        elem: S,
+        site: String,
+    ) -> Result<Value> {
+        let span = proc_macro2::Span::call_site();
+        let len = self.def(Op::SliceLen(param), span)?;
+        let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
+        self.b.begin_block();
+        let then = self.b.end_block();
+        self.b.begin_block();
+        self.b
+            .push(Stmt::Trap(TrapKind::BoundsCheck { index, len, site }));
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: in_bounds,
+            then,
+            otherwise,
+        });
+        self.element_addr(param, index, elem)
+    }
+
+    fn element_addr(&mut self, param: u32, index: Value, elem: S) -> Result<Value> {
+        let span = proc_macro2::Span::call_site();
+        let base = self.def(Op::SliceBase(param), span)?;
+        let size = self.constant(Constant::u64(elem.size_bytes() as u64));
+        let offset = self.def(Op::Binary(BinaryOp::Mul, index, size), span)?;
+        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
+    }
+}
+
+/// Splits `a..b`, `(a..b).rev()`, `(a..b).step_by(s)` (and `.rev().step_by`/`.step_by().rev()`
+/// is not supported: its order semantics are easy to get wrong, so it is rejected).
+fn int_constant(ty: S, value: i128, span: proc_macro2::Span) -> Result<Constant> {
+    let bits = ty.bits();
+    let (min, max): (i128, i128) = if ty.is_signed_int() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    };
+    if value < min || value > max {
+        return err(span, format!("literal `{value}` out of range for `{ty}`"));
+    }
+    Ok(Constant::new(ty, value as u64))
+}
+
+fn float_constant(ty: S, value: f64) -> Constant {
+    match ty {
+        S::F32 => Constant::f32(value as f32),
+        S::F16 => Constant::new(S::F16, f64_to_half_bits(value, 5, 10)),
+        S::BF16 => Constant::new(
+            S::BF16,
+            (f32::to_bits(value as f32) as u64
+                + 0x7fff
+                + ((f32::to_bits(value as f32) as u64 >> 16) & 1))
+                >> 16,
+        ),
+        _ => Constant::f64(value),
+    }
+}
+
+/// Rounds an `f64` to an IEEE binary16 bit pattern (round to nearest even).
+fn f64_to_half_bits(value: f64, exp_bits: u32, man_bits: u32) -> u64 {
+    let sign = if value.is_sign_negative() {
+        1u64 << (exp_bits + man_bits)
+    } else {
+        0
+    };
+    let a = value.abs();
+    let bias = (1i32 << (exp_bits - 1)) - 1;
+    let max_exp = (1u64 << exp_bits) - 1;
+    if a.is_nan() {
+        return sign | (max_exp << man_bits) | (1 << (man_bits - 1));
+    }
+    let min_normal = 2f64.powi(1 - bias);
+    let ulp_sub = 2f64.powi(1 - bias - man_bits as i32);
+    if a < min_normal {
+        let m = (a / ulp_sub).round_ties_even() as u64;
+        return sign | m;
+    }
+    let e = a.log2().floor() as i32;
+    let e = if 2f64.powi(e) > a { e - 1 } else { e };
+    let mant = a / 2f64.powi(e) - 1.0;
+    let mut m = (mant * (1u64 << man_bits) as f64).round_ties_even() as u64;
+    let mut biased = (e + bias) as u64;
+    if m == 1 << man_bits {
+        m = 0;
+        biased += 1;
+    }
+    if biased >= max_exp {
+        return sign | (max_exp << man_bits);
+    }
+    sign | (biased << man_bits) | m
+}
+
+fn describe(v: &Val) -> String {
+    match v {
+        Val::Scalar(_) => "a number".into(),
+        Val::Int(_) => "an integer literal".into(),
+        Val::Float(_) => "a float literal".into(),
+        Val::Infer(..) => "a number".into(),
+        Val::Unit => "`()`".into(),
+        Val::Never => "a diverging expression".into(),
+        Val::Index1(_) => "a thread index".into(),
+        Val::Slice(_) => "a slice".into(),
+        Val::ElemRef { .. } => "an element reference".into(),
+    }
+}
+
+/// The source of an expression as a person would write it, for error messages
+/// (`x[i.get()]`, not the token stream's `x [i . get ()]`).
+fn source_text(e: &impl quote::ToTokens) -> String {
+    let raw = e.to_token_stream().to_string();
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.peek().copied();
+            let tight_after = matches!(prev, Some('[' | '(' | '.' | '!'));
+            let tight_before = matches!(next, Some('[' | ']' | '(' | ')' | '.' | ',' | ';'));
+            if tight_after || tight_before {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn path_string(p: &syn::Path) -> String {
+    p.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+fn unsupported_macro(m: &syn::Macro) -> syn::Error {
+    let name = m
+        .path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
+    let hint = match name.as_str() {
+        "println" | "print" | "eprintln" | "eprint" | "format" | "write" | "writeln" => {
+            "printing and formatting are not available in device code yet"
+        }
+        "vec" => "`vec!` allocates on the heap, which device code cannot do",
+        "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo"
+        | "unimplemented" => "panicking macros are not supported in device code yet",
+        _ => "macros are not supported in device code",
+    };
+    syn::Error::new(m.span(), format!("`{name}!`: {hint}"))
+}

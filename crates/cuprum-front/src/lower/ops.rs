@@ -1,0 +1,391 @@
+//! Operators: arithmetic with literal typing, comparisons, short-circuit logic, casts,
+//! and the checks Rust makes on integer division.
+
+use cuprum_ir::{
+    AddressSpace, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, TrapKind, UnaryOp, Value,
+};
+use syn::spanned::Spanned;
+
+use super::*;
+
+impl Lowerer<'_> {
+    // ----- operators ----------------------------------------------------------------------
+
+    pub(super) fn binary_expr(&mut self, b: &syn::ExprBinary) -> Result<Val> {
+        use syn::BinOp as B;
+        let span = b.span();
+        let compound = match b.op {
+            B::AddAssign(_) => Some(BinaryOp::Add),
+            B::SubAssign(_) => Some(BinaryOp::Sub),
+            B::MulAssign(_) => Some(BinaryOp::Mul),
+            B::DivAssign(_) => Some(BinaryOp::Div),
+            B::RemAssign(_) => Some(BinaryOp::Rem),
+            B::BitAndAssign(_) => Some(BinaryOp::And),
+            B::BitOrAssign(_) => Some(BinaryOp::Or),
+            B::BitXorAssign(_) => Some(BinaryOp::Xor),
+            B::ShlAssign(_) => Some(BinaryOp::Shl),
+            B::ShrAssign(_) => Some(BinaryOp::Shr),
+            _ => None,
+        };
+        if let Some(op) = compound {
+            let place = self.place(&b.left)?;
+            let current = match &place {
+                Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(*var), span)?),
+                Place::InferVar(site, kind) => Val::Infer(*site, *kind),
+                Place::Mem { space, addr, elem } => Val::Scalar(self.def(
+                    Op::Load {
+                        space: *space,
+                        ty: *elem,
+                        addr: *addr,
+                    },
+                    span,
+                )?),
+            };
+            let rhs = self.expr(&b.right)?;
+            let result = self.arith(op, current, rhs, span)?;
+            self.write_place(place, result, span)?;
+            return Ok(Val::Unit);
+        }
+        if let B::And(_) | B::Or(_) = b.op {
+            return self.short_circuit(b);
+        }
+        let l = self.expr(&b.left)?;
+        let r = self.expr(&b.right)?;
+        let cmp = match b.op {
+            B::Eq(_) => Some(CmpOp::Eq),
+            B::Ne(_) => Some(CmpOp::Ne),
+            B::Lt(_) => Some(CmpOp::Lt),
+            B::Le(_) => Some(CmpOp::Le),
+            B::Gt(_) => Some(CmpOp::Gt),
+            B::Ge(_) => Some(CmpOp::Ge),
+            _ => None,
+        };
+        if let Some(c) = cmp {
+            return self.compare(c, l, r, span);
+        }
+        let op = match b.op {
+            B::Add(_) => BinaryOp::Add,
+            B::Sub(_) => BinaryOp::Sub,
+            B::Mul(_) => BinaryOp::Mul,
+            B::Div(_) => BinaryOp::Div,
+            B::Rem(_) => BinaryOp::Rem,
+            B::BitAnd(_) => BinaryOp::And,
+            B::BitOr(_) => BinaryOp::Or,
+            B::BitXor(_) => BinaryOp::Xor,
+            B::Shl(_) => BinaryOp::Shl,
+            B::Shr(_) => BinaryOp::Shr,
+            _ => return err(span, "this operator is not supported in device code"),
+        };
+        self.arith(op, l, r, span)
+    }
+
+    /// Picks the common type of two operands, or `None` when both are still untyped.
+    pub(super) fn unify(&mut self, l: &Val, r: &Val, span: proc_macro2::Span) -> Result<Option<S>> {
+        Ok(match (l, r) {
+            (Val::Scalar(x), _) => Some(self.ty(*x)),
+            (_, Val::Scalar(y)) => Some(self.ty(*y)),
+            (Val::Infer(a, _), Val::Infer(b, _)) => {
+                self.note_union(*a, *b);
+                None
+            }
+            (Val::Infer(..), _) | (_, Val::Infer(..)) => None,
+            (Val::Int(_), Val::Int(_)) | (Val::Float(_), Val::Float(_)) => None,
+            (Val::Int(_), Val::Float(_)) | (Val::Float(_), Val::Int(_)) => {
+                return err(
+                    span,
+                    "cannot mix integer and floating-point literals: write `1.0`, not `1`",
+                );
+            }
+            (a, b) => {
+                return err(
+                    span,
+                    format!("no arithmetic between {} and {}", describe(a), describe(b)),
+                );
+            }
+        })
+    }
+
+    pub(super) fn arith(
+        &mut self,
+        op: BinaryOp,
+        l: Val,
+        r: Val,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        if let (BinaryOp::Shl | BinaryOp::Shr, Val::Int(a), Val::Int(b)) = (op, &l, &r) {
+            let (a, b) = (*a, *b);
+            if !(0..128).contains(&b) {
+                return err(span, "shift amount out of range");
+            }
+            return Ok(Val::Int(if op == BinaryOp::Shl { a << b } else { a >> b }));
+        }
+        if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
+            let lhs = self.scalar(l, span)?;
+            let amount = match r {
+                Val::Int(_) => self.materialize(r, S::U32, span)?,
+                other => {
+                    let a = self.scalar(other, span)?;
+                    self.cast_value(a, S::U32, span)?
+                }
+            };
+            if !self.ty(lhs).is_int() {
+                return err(span, "shifts need an integer");
+            }
+            return Ok(Val::Scalar(self.def(Op::Binary(op, lhs, amount), span)?));
+        }
+        let ty = match self.unify(&l, &r, span)? {
+            Some(ty) => ty,
+            None => {
+                return Ok(match (&l, &r) {
+                    (Val::Infer(s, k), _) | (_, Val::Infer(s, k)) => Val::Infer(*s, *k),
+                    (Val::Int(a), Val::Int(b)) => Val::Int(fold_int(op, *a, *b, span)?),
+                    (Val::Float(a), Val::Float(b)) => Val::Float(fold_float(op, *a, *b, span)?),
+                    _ => return err(span, "unsupported operands"),
+                });
+            }
+        };
+        if ty == S::Bool && !matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
+            return err(span, "arithmetic on `bool` is not allowed");
+        }
+        let lv = self.materialize(l, ty, span)?;
+        let divisor_const = matches!(r, Val::Int(x) if x != 0 && x != -1);
+        let rv = self.materialize(r, ty, span)?;
+        if ty.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem) && !divisor_const {
+            self.divide_checks(op, lv, rv, ty)?;
+        }
+        Ok(Val::Scalar(self.def(Op::Binary(op, lv, rv), span)?))
+    }
+
+    /// Rust panics on integer division by zero and on `MIN / -1`; so does the device.
+    pub(super) fn divide_checks(
+        &mut self,
+        op: BinaryOp,
+        lhs: Value,
+        rhs: Value,
+        ty: S,
+    ) -> Result<()> {
+        let span = proc_macro2::Span::call_site();
+        let what = if op == BinaryOp::Div {
+            "divide"
+        } else {
+            "calculate the remainder"
+        };
+        let zero = self.constant(Constant::new(ty, 0));
+        let is_zero = self.def(Op::Compare(CmpOp::Eq, rhs, zero), span)?;
+        self.trap_if(
+            is_zero,
+            TrapKind::DivideByZero {
+                site: format!("attempt to {what} with a divisor of zero"),
+            },
+        );
+        if ty.is_signed_int() {
+            let minus_one = self.constant(Constant::new(ty, u64::MAX));
+            let min = self.constant(Constant::new(ty, 1u64 << (ty.bits() - 1)));
+            let a = self.def(Op::Compare(CmpOp::Eq, rhs, minus_one), span)?;
+            let b = self.def(Op::Compare(CmpOp::Eq, lhs, min), span)?;
+            let both = self.def(Op::Binary(BinaryOp::And, a, b), span)?;
+            self.trap_if(
+                both,
+                TrapKind::Assert {
+                    message: format!("attempt to {what} with overflow"),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    pub(super) fn trap_if(&mut self, cond: Value, kind: TrapKind) {
+        self.b.begin_block();
+        self.b.push(Stmt::Trap(kind));
+        let then = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Default::default(),
+        });
+    }
+
+    pub(super) fn compare(
+        &mut self,
+        c: CmpOp,
+        l: Val,
+        r: Val,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        let ty = match self.unify(&l, &r, span)? {
+            Some(ty) => ty,
+            None => match (&l, &r) {
+                (Val::Int(a), Val::Int(b)) => return Ok(self.bool_val(cmp_fold(c, a, b))),
+                (Val::Float(a), Val::Float(b)) => return Ok(self.bool_val(cmp_fold_f(c, *a, *b))),
+                (Val::Infer(_, k), _) | (_, Val::Infer(_, k)) => k.default_type(),
+                _ => return err(span, "unsupported comparison"),
+            },
+        };
+        let lv = self.materialize(l, ty, span)?;
+        let rv = self.materialize(r, ty, span)?;
+        Ok(Val::Scalar(self.def(Op::Compare(c, lv, rv), span)?))
+    }
+
+    pub(super) fn bool_val(&mut self, v: bool) -> Val {
+        Val::Scalar(self.constant(Constant::bool(v)))
+    }
+
+    /// `a && b`, `a || b`: `b` runs only when needed, as in Rust.
+    pub(super) fn short_circuit(&mut self, b: &syn::ExprBinary) -> Result<Val> {
+        let span = b.span();
+        let is_and = matches!(b.op, syn::BinOp::And(_));
+        let lhs = self.boolean(&b.left)?;
+        let var = self.b.var(if is_and { "and" } else { "or" }, S::Bool);
+        self.b.push(Stmt::WriteVar { var, value: lhs });
+        self.b.begin_block();
+        let rhs = self.boolean(&b.right)?;
+        self.b.push(Stmt::WriteVar { var, value: rhs });
+        let evaluate_rhs = self.b.end_block();
+        let (then, otherwise) = if is_and {
+            (evaluate_rhs, Default::default())
+        } else {
+            (Default::default(), evaluate_rhs)
+        };
+        self.b.push(Stmt::If {
+            cond: lhs,
+            then,
+            otherwise,
+        });
+        Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?))
+    }
+
+    pub(super) fn unary(&mut self, u: &syn::ExprUnary) -> Result<Val> {
+        let span = u.span();
+        match u.op {
+            syn::UnOp::Deref(_) => match self.expr(&u.expr)? {
+                Val::ElemRef { addr, elem, .. } => Ok(Val::Scalar(self.def(
+                    Op::Load {
+                        space: AddressSpace::Global,
+                        ty: elem,
+                        addr,
+                    },
+                    span,
+                )?)),
+                other => err(span, format!("cannot dereference {}", describe(&other))),
+            },
+            syn::UnOp::Neg(_) => match self.expr(&u.expr)? {
+                Val::Int(i) => Ok(Val::Int(-i)),
+                Val::Float(f) => Ok(Val::Float(-f)),
+                v @ Val::Infer(..) => Ok(v),
+                v => {
+                    let x = self.scalar(v, span)?;
+                    if self.ty(x).is_unsigned_int() || self.ty(x) == S::Bool {
+                        return err(span, format!("cannot negate `{}`", self.ty(x)));
+                    }
+                    Ok(Val::Scalar(self.def(Op::Unary(UnaryOp::Neg, x), span)?))
+                }
+            },
+            syn::UnOp::Not(_) => {
+                let v = self.expr(&u.expr)?;
+                if let Val::Infer(..) = v {
+                    return Ok(v);
+                }
+                let x = self.scalar(v, span)?;
+                if self.ty(x).is_float() {
+                    return err(span, "cannot apply `!` to a float");
+                }
+                Ok(Val::Scalar(self.def(Op::Unary(UnaryOp::Not, x), span)?))
+            }
+            _ => err(span, "this operator is not supported in device code"),
+        }
+    }
+
+    pub(super) fn cast(&mut self, c: &syn::ExprCast) -> Result<Val> {
+        let to = expect_scalar(&c.ty)?;
+        let span = c.span();
+        match self.expr(&c.expr)? {
+            Val::Int(i) => {
+                if to.is_float() {
+                    return Ok(Val::Scalar(self.constant(float_constant(to, i as f64))));
+                }
+                if to == S::Bool {
+                    return err(
+                        span,
+                        "cannot cast an integer to `bool`: compare with 0 instead",
+                    );
+                }
+                // An unsuffixed literal is an i32 (or whatever fits), truncated like `as`.
+                Ok(Val::Scalar(self.constant(Constant::new(to, i as u64))))
+            }
+            Val::Float(f) => {
+                let x = self.constant(Constant::f64(f));
+                Ok(Val::Scalar(self.cast_value(x, to, span)?))
+            }
+            Val::Infer(site, kind) => {
+                if self.inferring() {
+                    Ok(Val::Scalar(self.constant(Constant::new(to, 0))))
+                } else {
+                    let x = self.scalar(Val::Infer(site, kind), span)?;
+                    Ok(Val::Scalar(self.cast_value(x, to, span)?))
+                }
+            }
+            v => {
+                let x = self.scalar(v, span)?;
+                if to == S::Bool && self.ty(x) != S::Bool {
+                    return err(
+                        span,
+                        "cannot cast a number to `bool`: compare with 0 instead",
+                    );
+                }
+                Ok(Val::Scalar(self.cast_value(x, to, span)?))
+            }
+        }
+    }
+
+    pub(super) fn cast_value(&mut self, x: Value, to: S, span: proc_macro2::Span) -> Result<Value> {
+        if self.ty(x) == to {
+            return Ok(x);
+        }
+        self.def(Op::Cast { value: x, to }, span)
+    }
+}
+
+pub(super) fn fold_int(op: BinaryOp, a: i128, b: i128, span: proc_macro2::Span) -> Result<i128> {
+    Ok(match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a.saturating_mul(b),
+        BinaryOp::Div | BinaryOp::Rem if b == 0 => return err(span, "division by zero"),
+        BinaryOp::Div => a / b,
+        BinaryOp::Rem => a % b,
+        BinaryOp::And => a & b,
+        BinaryOp::Or => a | b,
+        BinaryOp::Xor => a ^ b,
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Shl | BinaryOp::Shr => return err(span, "unsupported constant shift"),
+    })
+}
+
+pub(super) fn fold_float(op: BinaryOp, a: f64, b: f64, span: proc_macro2::Span) -> Result<f64> {
+    Ok(match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Rem => a % b,
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Max => a.max(b),
+        _ => return err(span, "this operator does not apply to floats"),
+    })
+}
+
+pub(super) fn cmp_fold<T: PartialOrd>(c: CmpOp, a: &T, b: &T) -> bool {
+    match c {
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+    }
+}
+
+pub(super) fn cmp_fold_f(c: CmpOp, a: f64, b: f64) -> bool {
+    cmp_fold(c, &a, &b)
+}
