@@ -11,6 +11,8 @@ pub struct ModuleInfo {
     pub kernels: Vec<KernelInfo>,
     /// Plain `fn` items: device helpers callable from kernels.
     pub helpers: Vec<syn::ItemFn>,
+    /// `const` items, usable in kernels and in array lengths.
+    pub consts: Vec<syn::ItemConst>,
 }
 
 /// One `#[kernel]` function.
@@ -58,6 +60,7 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
     let mut info = ModuleInfo {
         kernels: Vec::new(),
         helpers: Vec::new(),
+        consts: Vec::new(),
     };
     let mut errors = Errors::default();
     for item in items {
@@ -81,7 +84,8 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                 }
                 info.helpers.push(f.clone());
             }
-            syn::Item::Use(_) | syn::Item::Const(_) => {}
+            syn::Item::Const(c) => info.consts.push(c.clone()),
+            syn::Item::Use(_) => {}
             other => errors.push(syn::Error::new(
                 other.span(),
                 "unsupported item in a #[cuda_module]: only `use`, `const`, `#[kernel]` functions \

@@ -14,6 +14,10 @@ pub enum ParamType {
         elem: ScalarType,
         access: SliceAccess,
     },
+    /// `AtomicSlice<T>`: global memory updated with atomics (an IR `ReadWrite` slice).
+    Atomic {
+        elem: ScalarType,
+    },
 }
 
 /// The last segment of a path type, with its generic arguments.
@@ -96,6 +100,19 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
         });
     }
     if let Some(seg) = last_segment(ty)
+        && seg.ident == "AtomicSlice"
+        && let Some(t) = single_type_arg(seg)
+    {
+        let elem = expect_scalar(t)?;
+        if !matches!(elem.size_bytes(), 4 | 8) {
+            return Err(syn::Error::new(
+                t.span(),
+                "atomics work on 32- and 64-bit elements: i32, u32, i64, u64, f32, f64",
+            ));
+        }
+        return Ok(ParamType::Atomic { elem });
+    }
+    if let Some(seg) = last_segment(ty)
         && seg.ident == "DisjointSlice"
         && let Some(t) = single_type_arg(seg)
     {
@@ -108,6 +125,6 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
     Err(syn::Error::new(
         ty.span(),
         "unsupported kernel parameter type: expected a scalar (f32, u32, ...), `&[T]`, \
-         `DisjointSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
+         `DisjointSlice<T>`, `AtomicSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
     ))
 }

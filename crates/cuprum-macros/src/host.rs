@@ -208,6 +208,15 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
                 quote!(::cuprum::__private::KernelArg::scalar(#name)),
             )
         }
+        cuprum_front::ParamType::Atomic { .. } => {
+            let elem = element_type(&p.rust_type).ok_or_else(|| {
+                syn::Error::new(p.rust_type.span(), "cannot find the element type")
+            })?;
+            (
+                quote!(#name: &mut ::cuprum::DeviceBuffer<#elem>),
+                quote!(::cuprum::__private::KernelArg::slice_mut(#name)),
+            )
+        }
         cuprum_front::ParamType::Slice { access, .. } => {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")

@@ -2,7 +2,8 @@
 //! memory) and methods on values (float math, slice lengths).
 
 use cuprum_ir::{
-    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Special, TernaryOp, UnaryOp, Value,
+    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Scope, Special, Stmt, TernaryOp, UnaryOp,
+    Value,
 };
 use syn::spanned::Spanned;
 
@@ -18,6 +19,21 @@ impl Lowerer<'_> {
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
             (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
+            (Val::Index2(x, _) | Val::Index3(x, _, _), "x") if args.is_empty() => {
+                return Ok(Val::Scalar(*x));
+            }
+            (Val::Index2(_, y) | Val::Index3(_, y, _), "y") if args.is_empty() => {
+                return Ok(Val::Scalar(*y));
+            }
+            (Val::Index3(_, _, z), "z") if args.is_empty() => return Ok(Val::Scalar(*z)),
+            (Val::Shared { array, elem, len }, _) => {
+                let (array, elem, len) = (*array, *elem, *len);
+                return self.shared_method(m, array, elem, len);
+            }
+            (Val::Atomic(p), _) => {
+                let p = *p;
+                return self.atomic_method_call(m, p);
+            }
             (Val::Slice(p), "len") if args.is_empty() => {
                 return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
             }
@@ -148,6 +164,36 @@ impl Lowerer<'_> {
                 format!("`{path}`: the standard library is not available in device code"),
             );
         }
+        let args: Vec<&syn::Expr> = c.args.iter().collect();
+        if let Some(v) = self.warp_call(&last, &args, span)? {
+            return Ok(v);
+        }
+        match (last.as_str(), args.len()) {
+            ("sync_threads", 0) => {
+                self.b.push(Stmt::Barrier);
+                return Ok(Val::Unit);
+            }
+            ("fence_block", 0) => return self.fence(Scope::Block),
+            ("fence_device", 0) => return self.fence(Scope::Device),
+            ("fence_system", 0) => return self.fence(Scope::System),
+            ("index_2d", 0) => {
+                let v = self.global_index(&[Dim::X, Dim::Y], span)?;
+                return Ok(Val::Index2(v[0], v[1]));
+            }
+            ("index_3d", 0) => {
+                let v = self.global_index(&[Dim::X, Dim::Y, Dim::Z], span)?;
+                return Ok(Val::Index3(v[0], v[1], v[2]));
+            }
+            ("warp_id", 0) => return Ok(Val::Scalar(self.warp_id(span)?)),
+            ("uninit" | "dynamic_shared", 0) => {
+                return err(
+                    span,
+                    "declare shared memory with `let`: `let tile = SharedArray::<f32, 256>::uninit();` \
+                     or `let smem = dynamic_shared::<f32>();`",
+                );
+            }
+            _ => {}
+        }
         if !c.args.is_empty() {
             return err(
                 span,
@@ -184,6 +230,11 @@ impl Lowerer<'_> {
                 format!("`{path}` is not a device function known to cuprum"),
             ),
         }
+    }
+
+    fn fence(&mut self, scope: Scope) -> Result<Val> {
+        self.b.push(Stmt::Fence { scope });
+        Ok(Val::Unit)
     }
 
     /// `blockIdx.x * blockDim.x + threadIdx.x` as a `u64`, computed once per kernel at entry.

@@ -11,6 +11,7 @@
 
 mod calls;
 mod control;
+mod intrinsics;
 mod ops;
 
 use std::collections::HashMap;
@@ -119,6 +120,14 @@ enum Mode<'a> {
     Emit(&'a HashMap<u32, S>),
 }
 
+/// The value of a constant expression.
+#[derive(Clone, Copy, Debug)]
+enum ConstVal {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+}
+
 /// What an expression evaluates to.
 #[derive(Clone, Debug)]
 enum Val {
@@ -132,8 +141,21 @@ enum Val {
     Never,
     /// `thread::index_1d()`: the global x index, a `U64`.
     Index1(Value),
+    /// `thread::index_2d()`: global (x, y), `U64`s.
+    Index2(Value, Value),
+    /// `thread::index_3d()`: global (x, y, z), `U64`s.
+    Index3(Value, Value, Value),
     /// A slice parameter.
     Slice(u32),
+    /// An `AtomicSlice<T>` parameter.
+    Atomic(u32),
+    /// A shared-memory array: static (`array` is its index in the kernel's shared
+    /// declarations, `len` its length) or the dynamic region (`array` is `None`).
+    Shared {
+        array: Option<u32>,
+        elem: S,
+        len: u32,
+    },
     /// A reference to one element of global memory.
     ElemRef {
         addr: Value,
@@ -168,6 +190,7 @@ enum Place {
 }
 
 struct Lowerer<'a> {
+    info: &'a ModuleInfo,
     kernel: &'a KernelInfo,
     b: KernelBuilder,
     mode: Mode<'a>,
@@ -179,8 +202,9 @@ struct Lowerer<'a> {
 }
 
 impl<'a> Lowerer<'a> {
-    fn new(_info: &'a ModuleInfo, kernel: &'a KernelInfo, mode: Mode<'a>) -> Self {
+    fn new(info: &'a ModuleInfo, kernel: &'a KernelInfo, mode: Mode<'a>) -> Self {
         Self {
+            info,
             kernel,
             b: KernelBuilder::new(kernel.name.clone()),
             mode,
@@ -206,6 +230,11 @@ impl<'a> Lowerer<'a> {
                         .b
                         .param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
                     Val::Slice(index)
+                }
+                ParamType::Atomic { elem } => {
+                    let access = SliceAccess::ReadWrite;
+                    let kind = cuprum_ir::ParamKind::Slice { elem, access };
+                    Val::Atomic(self.b.param(name.clone(), kind))
                 }
             };
             self.bind(name, Binding::Val(binding));
@@ -440,6 +469,17 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         let site = self.site();
+        if let Some(shape) = self.shared_declaration(pat, init)? {
+            let syn::Pat::Ident(id) = strip_type(pat) else {
+                return err(
+                    pat.span(),
+                    "bind a shared array to a name: `let tile = SharedArray::<f32, 256>::uninit();`",
+                );
+            };
+            let v = self.declare_shared(&id.ident.to_string(), shape, init.span())?;
+            self.bind(id.ident.to_string(), Binding::Val(v));
+            return Ok(());
+        }
         let (pat, annotated) = match pat {
             syn::Pat::Type(pt) => (&*pt.pat, Some(expect_scalar(&pt.ty)?)),
             p => (p, None),
@@ -667,12 +707,156 @@ impl<'a> Lowerer<'a> {
                 Ok(Val::Scalar(self.def(Op::ReadVar(var), p.span())?))
             }
             Some(Binding::InferVar { site, kind, .. }) => Ok(Val::Infer(site, kind)),
-            None => err(
-                ident.span(),
-                format!(
-                    "cannot find `{name}` in device code (module constants and statics are not supported yet)"
+            None => match self.info.consts.iter().find(|c| c.ident == name) {
+                Some(c) => self.module_const(c),
+                None => err(
+                    ident.span(),
+                    format!("cannot find `{name}` in device code (statics are not supported)"),
                 ),
-            ),
+            },
+        }
+    }
+
+    /// Recognises `SharedArray::<T, N>::uninit()` and `dynamic_shared::<T>()` initializers,
+    /// taking the element type and length from the turbofish or the `let`'s annotation.
+    fn shared_declaration(
+        &self,
+        pat: &syn::Pat,
+        init: &syn::Expr,
+    ) -> Result<Option<intrinsics::SharedShape>> {
+        let syn::Expr::Call(c) = init else {
+            return Ok(None);
+        };
+        let syn::Expr::Path(p) = &*c.func else {
+            return Ok(None);
+        };
+        let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+        let annotation = match pat {
+            syn::Pat::Type(pt) => match &*pt.ty {
+                syn::Type::Path(tp) => tp.path.segments.last().map(|s| &s.arguments),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (dynamic, turbofish) = match segs[..] {
+            [.., array, f] if array.ident == "SharedArray" && f.ident == "uninit" => {
+                (false, &array.arguments)
+            }
+            [.., f] if f.ident == "dynamic_shared" => (true, &f.arguments),
+            _ => return Ok(None),
+        };
+        let args = match (turbofish, annotation) {
+            (syn::PathArguments::None, Some(a)) => a,
+            (t, _) => t,
+        };
+        self.shared_shape(args, dynamic, init.span()).map(Some)
+    }
+
+    /// The value of a module `const` item, as a constant of its declared type.
+    fn module_const(&mut self, c: &syn::ItemConst) -> Result<Val> {
+        let ty = expect_scalar(&c.ty)?;
+        let value = self.eval_const(&c.expr, 0)?;
+        let span = c.expr.span();
+        Ok(Val::Scalar(match value {
+            ConstVal::Int(i) if ty.is_float() => self.constant(float_constant(ty, i as f64)),
+            ConstVal::Int(i) => self.constant(int_constant(ty, i, span)?),
+            ConstVal::Float(f) if ty.is_float() => self.constant(float_constant(ty, f)),
+            ConstVal::Bool(b) if ty == S::Bool => self.constant(Constant::bool(b)),
+            _ => {
+                return err(
+                    span,
+                    format!("this constant's value does not fit its type `{ty}`"),
+                );
+            }
+        }))
+    }
+
+    /// Evaluates a constant expression: literals, module constants, arithmetic, `as` casts.
+    /// Used for `const` items and for array lengths such as `SharedArray<f32, { 32 * 33 }>`.
+    fn eval_const(&self, e: &syn::Expr, depth: u32) -> Result<ConstVal> {
+        if depth > 32 {
+            return err(e.span(), "constant expression nests too deeply (a cycle?)");
+        }
+        let int = |v: ConstVal, span| match v {
+            ConstVal::Int(i) => Ok(i),
+            _ => err(span, "expected an integer constant"),
+        };
+        match e {
+            syn::Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(i) => Ok(ConstVal::Int(i.base10_parse()?)),
+                syn::Lit::Float(f) => Ok(ConstVal::Float(f.base10_parse()?)),
+                syn::Lit::Bool(b) => Ok(ConstVal::Bool(b.value)),
+                other => err(other.span(), "expected a numeric constant"),
+            },
+            syn::Expr::Paren(p) => self.eval_const(&p.expr, depth + 1),
+            syn::Expr::Group(g) => self.eval_const(&g.expr, depth + 1),
+            syn::Expr::Block(b) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(inner, None)] => self.eval_const(inner, depth + 1),
+                _ => err(b.span(), "expected a constant expression"),
+            },
+            syn::Expr::Cast(c) => {
+                let v = self.eval_const(&c.expr, depth + 1)?;
+                let to = expect_scalar(&c.ty)?;
+                Ok(match v {
+                    ConstVal::Int(i) if to.is_float() => ConstVal::Float(i as f64),
+                    ConstVal::Float(f) if to.is_int() => ConstVal::Int(f as i128),
+                    other => other,
+                })
+            }
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+                match self.eval_const(&u.expr, depth + 1)? {
+                    ConstVal::Int(i) => Ok(ConstVal::Int(-i)),
+                    ConstVal::Float(f) => Ok(ConstVal::Float(-f)),
+                    ConstVal::Bool(_) => err(u.span(), "cannot negate a bool"),
+                }
+            }
+            syn::Expr::Path(p) => {
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
+                match self.info.consts.iter().find(|c| c.ident == name) {
+                    Some(c) => self.eval_const(&c.expr, depth + 1),
+                    None => err(
+                        p.span(),
+                        format!("`{name}` is not a constant of this module"),
+                    ),
+                }
+            }
+            syn::Expr::Binary(b) => {
+                let (l, r) = (
+                    self.eval_const(&b.left, depth + 1)?,
+                    self.eval_const(&b.right, depth + 1)?,
+                );
+                let op = match b.op {
+                    syn::BinOp::Add(_) => BinaryOp::Add,
+                    syn::BinOp::Sub(_) => BinaryOp::Sub,
+                    syn::BinOp::Mul(_) => BinaryOp::Mul,
+                    syn::BinOp::Div(_) => BinaryOp::Div,
+                    syn::BinOp::Rem(_) => BinaryOp::Rem,
+                    syn::BinOp::BitAnd(_) => BinaryOp::And,
+                    syn::BinOp::BitOr(_) => BinaryOp::Or,
+                    syn::BinOp::BitXor(_) => BinaryOp::Xor,
+                    syn::BinOp::Shl(_) => {
+                        return Ok(ConstVal::Int(int(l, b.span())? << int(r, b.span())?));
+                    }
+                    syn::BinOp::Shr(_) => {
+                        return Ok(ConstVal::Int(int(l, b.span())? >> int(r, b.span())?));
+                    }
+                    _ => return err(b.span(), "unsupported operator in a constant"),
+                };
+                match (l, r) {
+                    (ConstVal::Int(a), ConstVal::Int(c)) => {
+                        Ok(ConstVal::Int(ops::fold_int(op, a, c, b.span())?))
+                    }
+                    (ConstVal::Float(a), ConstVal::Float(c)) => {
+                        Ok(ConstVal::Float(ops::fold_float(op, a, c, b.span())?))
+                    }
+                    _ => err(b.span(), "mixed constant types"),
+                }
+            }
+            other => err(other.span(), "expected a constant expression"),
         }
     }
 
@@ -924,6 +1108,9 @@ fn describe(v: &Val) -> String {
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
         Val::Slice(_) => "a slice".into(),
+        Val::Atomic(_) => "an atomic slice".into(),
+        Val::Index2(..) | Val::Index3(..) => "a thread index".into(),
+        Val::Shared { .. } => "a shared-memory array".into(),
         Val::ElemRef { .. } => "an element reference".into(),
     }
 }
@@ -947,6 +1134,14 @@ fn source_text(e: &impl quote::ToTokens) -> String {
         out.push(c);
     }
     out
+}
+
+/// The pattern without its type annotation.
+fn strip_type(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Type(pt) => &pt.pat,
+        other => other,
+    }
 }
 
 fn path_string(p: &syn::Path) -> String {

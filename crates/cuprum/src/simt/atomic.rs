@@ -41,24 +41,52 @@ impl<T: Copy> AtomicSlice<T> {
     atomic_ops! {
         /// Adds `value` to element `i` and returns the old value (device scope).
         fetch_add,
-        /// `fetch_add` at block scope.
+        /// [`fetch_add`](Self::fetch_add) at block scope.
         fetch_add_block,
-        /// `fetch_add` at system scope.
+        /// [`fetch_add`](Self::fetch_add) at system scope.
         fetch_add_system,
-        /// Subtracts `value` and returns the old value.
+        /// Subtracts `value` from element `i` and returns the old value (device scope).
         fetch_sub,
-        /// Stores the minimum and returns the old value.
+        /// [`fetch_sub`](Self::fetch_sub) at block scope.
+        fetch_sub_block,
+        /// [`fetch_sub`](Self::fetch_sub) at system scope.
+        fetch_sub_system,
+        /// Stores the minimum of element `i` and `value` and returns the old value (device scope).
         fetch_min,
-        /// Stores the maximum and returns the old value.
+        /// [`fetch_min`](Self::fetch_min) at block scope.
+        fetch_min_block,
+        /// [`fetch_min`](Self::fetch_min) at system scope.
+        fetch_min_system,
+        /// Stores the maximum of element `i` and `value` and returns the old value (device scope).
         fetch_max,
-        /// Bitwise and; returns the old value.
+        /// [`fetch_max`](Self::fetch_max) at block scope.
+        fetch_max_block,
+        /// [`fetch_max`](Self::fetch_max) at system scope.
+        fetch_max_system,
+        /// Bitwise-ands `value` into element `i` and returns the old value (device scope).
         fetch_and,
-        /// Bitwise or; returns the old value.
+        /// [`fetch_and`](Self::fetch_and) at block scope.
+        fetch_and_block,
+        /// [`fetch_and`](Self::fetch_and) at system scope.
+        fetch_and_system,
+        /// Bitwise-ors `value` into element `i` and returns the old value (device scope).
         fetch_or,
-        /// Bitwise xor; returns the old value.
+        /// [`fetch_or`](Self::fetch_or) at block scope.
+        fetch_or_block,
+        /// [`fetch_or`](Self::fetch_or) at system scope.
+        fetch_or_system,
+        /// Bitwise-xors `value` into element `i` and returns the old value (device scope).
         fetch_xor,
-        /// Stores `value` and returns the old value.
+        /// [`fetch_xor`](Self::fetch_xor) at block scope.
+        fetch_xor_block,
+        /// [`fetch_xor`](Self::fetch_xor) at system scope.
+        fetch_xor_system,
+        /// Stores `value` in element `i` and returns the old value (device scope).
         swap,
+        /// [`swap`](Self::swap) at block scope.
+        swap_block,
+        /// [`swap`](Self::swap) at system scope.
+        swap_system,
     }
 
     /// Stores `new` if element `i` equals `current`; returns the old value either way.

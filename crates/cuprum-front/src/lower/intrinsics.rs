@@ -1,0 +1,464 @@
+//! Device intrinsics: what `cuprum::simt`'s device API means in IR.
+//!
+//! Thread indices in two and three dimensions, barriers and fences, shared-memory arrays
+//! (static and dynamic) with their atomics, atomics on `AtomicSlice` parameters, and warp
+//! shuffles, votes and reductions. Each function here is called by `calls.rs` once it has
+//! recognised the intrinsic's name.
+
+use cuprum_ir::{
+    AddressSpace, ArrayDecl, AtomicOp, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Scope,
+    ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
+};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::*;
+
+/// A parsed `SharedArray<T, N>` / `DynamicShared<T>` type or turbofish.
+pub(super) struct SharedShape {
+    pub elem: S,
+    /// `None` for dynamic shared memory.
+    pub len: Option<u32>,
+}
+
+impl Lowerer<'_> {
+    /// `thread::index_2d()` / `index_3d()`: global coordinates as `u64`s.
+    pub(super) fn global_index(&mut self, dims: &[Dim], span: Span) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(dims.len());
+        for &d in dims {
+            let block = self.def(Op::Special(Special::BlockIdx(d)), span)?;
+            let dim = self.def(Op::Special(Special::BlockDim(d)), span)?;
+            let tid = self.def(Op::Special(Special::ThreadIdx(d)), span)?;
+            let block = self.cast_value(block, S::U64, span)?;
+            let dim = self.cast_value(dim, S::U64, span)?;
+            let tid = self.cast_value(tid, S::U64, span)?;
+            let base = self.def(Op::Binary(BinaryOp::Mul, block, dim), span)?;
+            out.push(self.def(Op::Binary(BinaryOp::Add, base, tid), span)?);
+        }
+        Ok(out)
+    }
+
+    /// The calling thread's warp within its block: its linear thread index / 32.
+    pub(super) fn warp_id(&mut self, span: Span) -> Result<Value> {
+        let tx = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
+        let ty = self.def(Op::Special(Special::ThreadIdx(Dim::Y)), span)?;
+        let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
+        let nx = self.def(Op::Special(Special::BlockDim(Dim::X)), span)?;
+        let ny = self.def(Op::Special(Special::BlockDim(Dim::Y)), span)?;
+        let zy = self.def(Op::Binary(BinaryOp::Mul, tz, ny), span)?;
+        let zy = self.def(Op::Binary(BinaryOp::Add, zy, ty), span)?;
+        let row = self.def(Op::Binary(BinaryOp::Mul, zy, nx), span)?;
+        let linear = self.def(Op::Binary(BinaryOp::Add, row, tx), span)?;
+        let five = self.constant(Constant::u32(5));
+        self.def(Op::Binary(BinaryOp::Shr, linear, five), span)
+    }
+
+    /// Declares a shared array for `let name = SharedArray::<T, N>::uninit()` (or the dynamic
+    /// region for `dynamic_shared::<T>()`).
+    pub(super) fn declare_shared(
+        &mut self,
+        name: &str,
+        shape: SharedShape,
+        span: Span,
+    ) -> Result<Val> {
+        let Some(len) = shape.len else {
+            return Ok(Val::Shared {
+                array: None,
+                elem: shape.elem,
+                len: 0,
+            });
+        };
+        let bytes = u64::from(len) * u64::from(shape.elem.size_bytes());
+        if bytes > 227 * 1024 {
+            return err(
+                span,
+                format!("shared array `{name}` needs {bytes} bytes; a block has at most 227 KiB"),
+            );
+        }
+        let array = self.b.shared_array(ArrayDecl {
+            name: name.to_string(),
+            elem: shape.elem,
+            len,
+        });
+        Ok(Val::Shared {
+            array: Some(array),
+            elem: shape.elem,
+            len,
+        })
+    }
+
+    /// Parses the element type and length of `SharedArray<T, N>` / `DynamicShared<T>` from
+    /// generic arguments (a type annotation or a turbofish).
+    pub(super) fn shared_shape(
+        &self,
+        args: &syn::PathArguments,
+        dynamic: bool,
+        span: Span,
+    ) -> Result<SharedShape> {
+        let syn::PathArguments::AngleBracketed(a) = args else {
+            return err(
+                span,
+                if dynamic {
+                    "name the element type: `dynamic_shared::<f32>()`"
+                } else {
+                    "name the element type and length: `SharedArray::<f32, 256>::uninit()`"
+                },
+            );
+        };
+        let mut it = a.args.iter();
+        let elem = match it.next() {
+            Some(syn::GenericArgument::Type(t)) => crate::types::expect_scalar(t)?,
+            _ => return err(a.span(), "expected the element type first"),
+        };
+        if dynamic {
+            return Ok(SharedShape { elem, len: None });
+        }
+        let len = match it.next() {
+            Some(syn::GenericArgument::Const(e)) => self.eval_const(e, 0)?,
+            Some(syn::GenericArgument::Type(syn::Type::Path(p))) => {
+                let e = syn::Expr::Path(syn::ExprPath {
+                    attrs: vec![],
+                    qself: None,
+                    path: p.path.clone(),
+                });
+                self.eval_const(&e, 0)?
+            }
+            _ => {
+                return err(
+                    a.span(),
+                    "expected the array length second: `SharedArray<f32, 256>`",
+                );
+            }
+        };
+        let ConstVal::Int(len) = len else {
+            return err(a.span(), "the length must be an integer");
+        };
+        let len = u32::try_from(len).ok().filter(|&l| l > 0);
+        let Some(len) = len else {
+            return err(a.span(), "the length must be between 1 and 2^32 - 1");
+        };
+        Ok(SharedShape {
+            elem,
+            len: Some(len),
+        })
+    }
+
+    /// The address of element `index` (a `u64`) of a shared array, bounds-checked for static
+    /// arrays.
+    fn shared_addr(
+        &mut self,
+        array: Option<u32>,
+        elem: S,
+        len: u32,
+        index: Value,
+        site: String,
+        span: Span,
+    ) -> Result<Value> {
+        let base = match array {
+            Some(a) => {
+                let len_v = self.constant(Constant::u64(u64::from(len)));
+                let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
+                self.b.begin_block();
+                let then = self.b.end_block();
+                self.b.begin_block();
+                self.b.push(Stmt::Trap(TrapKind::BoundsCheck {
+                    index,
+                    len: len_v,
+                    site,
+                }));
+                let otherwise = self.b.end_block();
+                self.b.push(Stmt::If {
+                    cond: ok,
+                    then,
+                    otherwise,
+                });
+                self.def(Op::SharedAddr(a), span)?
+            }
+            None => self.def(Op::DynSharedAddr, span)?,
+        };
+        let index32 = self.cast_value(index, S::U32, span)?;
+        let size = self.constant(Constant::u32(elem.size_bytes()));
+        let offset = self.def(Op::Binary(BinaryOp::Mul, index32, size), span)?;
+        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
+    }
+
+    /// Methods of a shared array: `get`, `set`, `len`, `fetch_*`.
+    pub(super) fn shared_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        array: Option<u32>,
+        elem: S,
+        len: u32,
+    ) -> Result<Val> {
+        let span = m.span();
+        let method = m.method.to_string();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        if method == "len" && args.is_empty() {
+            if array.is_none() {
+                return err(
+                    span,
+                    "the length of dynamic shared memory is the launch's `shared_mem_bytes`; pass it as a parameter",
+                );
+            }
+            return Ok(Val::Scalar(self.constant(Constant::u64(u64::from(len)))));
+        }
+        let Some((first, rest)) = args.split_first() else {
+            return err(span, format!("`{method}` takes an element index first"));
+        };
+        let i = self.expr(first)?;
+        let i = self.materialize(i, S::U64, first.span())?;
+        let site = format!("{}[{}]", source_text(&m.receiver), source_text(*first));
+        match (method.as_str(), rest) {
+            ("get", []) => {
+                let addr = self.shared_addr(array, elem, len, i, site, span)?;
+                Ok(Val::Scalar(self.def(
+                    Op::Load {
+                        space: AddressSpace::Shared,
+                        ty: elem,
+                        addr,
+                    },
+                    span,
+                )?))
+            }
+            ("set", [v]) => {
+                let v = self.expr(v)?;
+                let v = self.materialize(v, elem, span)?;
+                let addr = self.shared_addr(array, elem, len, i, site, span)?;
+                self.b.push(Stmt::Store {
+                    space: AddressSpace::Shared,
+                    addr,
+                    value: v,
+                });
+                Ok(Val::Unit)
+            }
+            (name, [v]) => {
+                let (op, _) = atomic_method(name, span)?;
+                let v = self.expr(v)?;
+                let v = self.materialize(v, elem, span)?;
+                let addr = self.shared_addr(array, elem, len, i, site, span)?;
+                self.atomic(
+                    op,
+                    AddressSpace::Shared,
+                    Scope::Block,
+                    addr,
+                    v,
+                    None,
+                    elem,
+                    span,
+                )
+            }
+            _ => err(
+                span,
+                format!(
+                    "`{method}` is not a method of shared arrays (get, set, len, fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap)"
+                ),
+            ),
+        }
+    }
+
+    /// Methods of an `AtomicSlice` parameter.
+    pub(super) fn atomic_method_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        param: u32,
+    ) -> Result<Val> {
+        let span = m.span();
+        let method = m.method.to_string();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let (elem, _) = self.slice_param(param);
+        if method == "len" && args.is_empty() {
+            return Ok(Val::Scalar(self.def(Op::SliceLen(param), span)?));
+        }
+        let (op, scope) = if method == "compare_exchange" {
+            (AtomicOp::CompareExchange, Scope::Device)
+        } else {
+            atomic_method(&method, span)?
+        };
+        let expected_args = if op == AtomicOp::CompareExchange {
+            3
+        } else {
+            2
+        };
+        if args.len() != expected_args {
+            return err(span, format!("`{method}` takes {expected_args} arguments"));
+        }
+        let i = self.expr(args[0])?;
+        let i = self.materialize(i, S::U64, args[0].span())?;
+        let site = format!("{}[{}]", source_text(&m.receiver), source_text(args[0]));
+        let addr = self.checked_element_addr(param, i, elem, site)?;
+        let (compare, value) = if op == AtomicOp::CompareExchange {
+            let c = self.expr(args[1])?;
+            let c = self.materialize(c, elem, span)?;
+            let v = self.expr(args[2])?;
+            (Some(c), self.materialize(v, elem, span)?)
+        } else {
+            let v = self.expr(args[1])?;
+            (None, self.materialize(v, elem, span)?)
+        };
+        self.atomic(
+            op,
+            AddressSpace::Global,
+            scope,
+            addr,
+            value,
+            compare,
+            elem,
+            span,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &mut self,
+        op: AtomicOp,
+        space: AddressSpace,
+        scope: Scope,
+        addr: Value,
+        value: Value,
+        compare: Option<Value>,
+        elem: S,
+        span: Span,
+    ) -> Result<Val> {
+        if elem.is_float()
+            && !matches!(
+                op,
+                AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
+            )
+        {
+            return err(
+                span,
+                format!(
+                    "atomic {op:?} is not available on `{elem}`: floats support fetch_add, swap and compare_exchange"
+                ),
+            );
+        }
+        if !matches!(elem.size_bytes(), 4 | 8) {
+            return err(
+                span,
+                format!("atomics work on 32- and 64-bit elements, not `{elem}`"),
+            );
+        }
+        Ok(Val::Scalar(self.def(
+            Op::Atomic {
+                op,
+                space,
+                scope,
+                addr,
+                value,
+                compare,
+            },
+            span,
+        )?))
+    }
+
+    /// `warp::*` functions. `None` when `name` is not one.
+    pub(super) fn warp_call(
+        &mut self,
+        name: &str,
+        args: &[&syn::Expr],
+        span: Span,
+    ) -> Result<Option<Val>> {
+        let shuffle = match name {
+            "shuffle" | "shuffle_idx" => Some(ShuffleMode::Idx),
+            "shuffle_up" => Some(ShuffleMode::Up),
+            "shuffle_down" => Some(ShuffleMode::Down),
+            "shuffle_xor" => Some(ShuffleMode::Xor),
+            _ => None,
+        };
+        if let Some(mode) = shuffle {
+            let [v, lane] = args else {
+                return err(span, format!("`{name}` takes a value and a lane"));
+            };
+            let v = self.expr(v)?;
+            let v = self.scalar(v, span)?;
+            let lane_v = self.expr(lane)?;
+            let lane = self.materialize(lane_v, S::U32, lane.span())?;
+            return Ok(Some(Val::Scalar(self.def(
+                Op::Shuffle {
+                    mode,
+                    value: v,
+                    lane,
+                },
+                span,
+            )?)));
+        }
+        let vote = match name {
+            "all" => Some(VoteMode::All),
+            "any" => Some(VoteMode::Any),
+            "ballot" => Some(VoteMode::Ballot),
+            _ => None,
+        };
+        if let Some(mode) = vote {
+            let [p] = args else {
+                return err(span, format!("`{name}` takes one predicate"));
+            };
+            let p = self.boolean(p)?;
+            return Ok(Some(Val::Scalar(
+                self.def(Op::Vote { mode, pred: p }, span)?,
+            )));
+        }
+        let reduce = match name {
+            "reduce_add" => Some(BinaryOp::Add),
+            "reduce_min" => Some(BinaryOp::Min),
+            "reduce_max" => Some(BinaryOp::Max),
+            _ => None,
+        };
+        if let Some(op) = reduce {
+            let [v] = args else {
+                return err(span, format!("`{name}` takes one value"));
+            };
+            let v = self.expr(v)?;
+            let mut acc = self.scalar(v, span)?;
+            if self.ty(acc) == S::Bool {
+                return err(span, "warp reductions work on numbers");
+            }
+            // A butterfly: every lane ends with the same value, bit for bit, since each step
+            // combines the same two partial results on both lanes of a pair.
+            for m in [16u32, 8, 4, 2, 1] {
+                let mask = self.constant(Constant::u32(m));
+                let other = self.def(
+                    Op::Shuffle {
+                        mode: ShuffleMode::Xor,
+                        value: acc,
+                        lane: mask,
+                    },
+                    span,
+                )?;
+                acc = self.def(Op::Binary(op, acc, other), span)?;
+            }
+            return Ok(Some(Val::Scalar(acc)));
+        }
+        Ok(None)
+    }
+}
+
+/// The atomic operation and scope a method name stands for.
+fn atomic_method(name: &str, span: Span) -> Result<(AtomicOp, Scope)> {
+    let (base, scope) = match name.strip_suffix("_block") {
+        Some(b) => (b, Scope::Block),
+        None => match name.strip_suffix("_system") {
+            Some(b) => (b, Scope::System),
+            None => (name, Scope::Device),
+        },
+    };
+    let op = match base {
+        "fetch_add" => AtomicOp::Add,
+        "fetch_sub" => AtomicOp::Sub,
+        "fetch_min" => AtomicOp::Min,
+        "fetch_max" => AtomicOp::Max,
+        "fetch_and" => AtomicOp::And,
+        "fetch_or" => AtomicOp::Or,
+        "fetch_xor" => AtomicOp::Xor,
+        "swap" => AtomicOp::Exchange,
+        "compare_exchange" => AtomicOp::CompareExchange,
+        _ => {
+            return err(
+                span,
+                format!(
+                    "`{name}` is not an atomic operation (fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap, compare_exchange; with `_block` or `_system` for another scope)"
+                ),
+            );
+        }
+    };
+    Ok((op, scope))
+}
