@@ -136,6 +136,11 @@ impl Lowerer<'_> {
                 "only calls of named functions are supported in device code",
             );
         };
+        if let Some(f) = self.find_helper(&p.path) {
+            let f = f.clone();
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            return self.call_helper(&f, &p.path, &args, span);
+        }
         let path = path_string(&p.path);
         let last = p
             .path
@@ -198,7 +203,7 @@ impl Lowerer<'_> {
             return err(
                 span,
                 format!(
-                    "`{path}` is not a device function known to cuprum (device helper functions are not supported yet)"
+                    "`{path}` is not a device function known to cuprum: call a device intrinsic or a `fn` of this module"
                 ),
             );
         }

@@ -11,6 +11,7 @@
 
 mod calls;
 mod control;
+mod helpers;
 mod intrinsics;
 mod ops;
 
@@ -199,6 +200,10 @@ struct Lowerer<'a> {
     loop_depth: u32,
     /// Special registers and derived indices already read at kernel entry, reused.
     index_1d: Option<Value>,
+    /// The helper calls being inlined, innermost last.
+    frames: Vec<helpers::HelperFrame>,
+    /// The current helper's type parameters.
+    type_params: HashMap<String, S>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -212,6 +217,8 @@ impl<'a> Lowerer<'a> {
             next_site: 0,
             loop_depth: 0,
             index_1d: None,
+            frames: Vec::new(),
+            type_params: HashMap::new(),
         }
     }
 
@@ -481,7 +488,7 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         let (pat, annotated) = match pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(expect_scalar(&pt.ty)?)),
+            syn::Pat::Type(pt) => (&*pt.pat, Some(self.resolve_scalar(&pt.ty)?)),
             p => (p, None),
         };
         let (name, mutable) = match pat {
@@ -602,13 +609,7 @@ impl<'a> Lowerer<'a> {
                 }
                 self.jump(Stmt::Continue, c.span())
             }
-            syn::Expr::Return(r) => {
-                if let Some(v) = &r.expr {
-                    return err(v.span(), "kernels return nothing: write `return;`");
-                }
-                self.b.push(Stmt::Return);
-                Ok(Val::Never)
-            }
+            syn::Expr::Return(r) => self.return_expr(r),
             syn::Expr::Index(i) => {
                 let place = self.index_place(i)?;
                 self.read_place(place, i.span())
@@ -639,6 +640,38 @@ impl<'a> Lowerer<'a> {
                 "this expression is not supported in device code",
             ),
         }
+    }
+
+    /// `return` ends the thread in a kernel, and the call in a helper.
+    fn return_expr(&mut self, r: &syn::ExprReturn) -> Result<Val> {
+        let Some(frame) = self.frames.last() else {
+            if let Some(v) = &r.expr {
+                return err(v.span(), "kernels return nothing: write `return;`");
+            }
+            self.b.push(Stmt::Return);
+            return Ok(Val::Never);
+        };
+        if frame.loop_depth != self.loop_depth {
+            return err(
+                r.span(),
+                "`return` from inside a loop of a device helper is not supported yet: `break` out of the loop first",
+            );
+        }
+        let result = frame.result;
+        match (result, &r.expr) {
+            (Some((var, ty)), Some(e)) => {
+                let v = self.expr(e)?;
+                let x = self.materialize(v, ty, e.span())?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            (None, None) => {}
+            (None, Some(e)) => {
+                let _ = self.expr(e)?;
+            }
+            (Some(_), None) => return err(r.span(), "this helper returns a value"),
+        }
+        self.b.push(Stmt::Break);
+        Ok(Val::Never)
     }
 
     fn jump(&mut self, stmt: Stmt, span: proc_macro2::Span) -> Result<Val> {

@@ -296,7 +296,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn cast(&mut self, c: &syn::ExprCast) -> Result<Val> {
-        let to = expect_scalar(&c.ty)?;
+        let to = self.resolve_scalar(&c.ty)?;
         let span = c.span();
         match self.expr(&c.expr)? {
             Val::Int(i) => {

@@ -1,0 +1,273 @@
+//! Device helper functions: plain `fn`s of the module, called from kernels (and from each
+//! other), inlined at each call.
+//!
+//! A call evaluates its arguments in the caller's scope, binds them to the parameters in a
+//! fresh scope (a helper sees only its parameters and the module's constants), and lowers the
+//! body inside a one-trip `Loop`, so that `return value` becomes "write the result, `Break`".
+//! Generic helpers are specialized per call: each type parameter takes the type of the
+//! argument it was given (or the turbofish's). Recursion is refused.
+
+use std::collections::HashMap;
+
+use cuprum_ir::{ScalarType as S, Stmt, Var};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::*;
+
+/// How deep helper calls may nest: deeper means recursion, which device code cannot do here.
+const MAX_HELPER_DEPTH: usize = 24;
+
+/// One helper call being lowered.
+pub(super) struct HelperFrame {
+    /// The variable the result is written to; `None` for helpers returning `()`.
+    pub result: Option<(Var, S)>,
+    /// `loop_depth` inside the call's one-trip loop: a `return` must be at this depth.
+    pub loop_depth: u32,
+}
+
+impl Lowerer<'_> {
+    /// The scalar type `ty` names, seen through the current helper's type parameters.
+    pub(super) fn resolve_scalar(&self, ty: &syn::Type) -> Result<S> {
+        if let syn::Type::Path(p) = ty
+            && let Some(ident) = p.path.get_ident()
+            && let Some(&s) = self.type_params.get(&ident.to_string())
+        {
+            return Ok(s);
+        }
+        expect_scalar(ty)
+    }
+
+    pub(super) fn find_helper(&self, path: &syn::Path) -> Option<&syn::ItemFn> {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let name = match segs.as_slice() {
+            [name] => name,
+            [first, name] if first == "self" || first == "super" => name,
+            _ => return None,
+        };
+        self.info.helpers.iter().find(|f| f.sig.ident == name)
+    }
+
+    /// Inlines a call of helper `f`.
+    pub(super) fn call_helper(
+        &mut self,
+        f: &syn::ItemFn,
+        path: &syn::Path,
+        args: &[&syn::Expr],
+        span: Span,
+    ) -> Result<Val> {
+        let name = f.sig.ident.to_string();
+        if self.frames.len() >= MAX_HELPER_DEPTH {
+            return err(
+                span,
+                format!(
+                    "`{name}` calls itself (directly or not): recursion is not supported in device code"
+                ),
+            );
+        }
+        if f.sig.inputs.len() != args.len() {
+            return err(
+                span,
+                format!("`{name}` takes {} arguments", f.sig.inputs.len()),
+            );
+        }
+        let mut values = Vec::with_capacity(args.len());
+        for a in args {
+            values.push(self.expr(a)?);
+        }
+        let type_params = self.infer_type_params(f, path, &values, span)?;
+
+        // The helper runs in its own scope, with its own type parameters.
+        let saved_scopes = std::mem::replace(&mut self.scopes, vec![Vec::new()]);
+        let saved_types = std::mem::replace(&mut self.type_params, type_params);
+        let result = self.inline_body(f, values, span);
+        self.scopes = saved_scopes;
+        self.type_params = saved_types;
+        result
+    }
+
+    fn inline_body(&mut self, f: &syn::ItemFn, values: Vec<Val>, span: Span) -> Result<Val> {
+        for (input, value) in f.sig.inputs.iter().zip(values) {
+            let syn::FnArg::Typed(pt) = input else {
+                return err(input.span(), "device helpers cannot take `self`");
+            };
+            self.bind_helper_param(pt, value)?;
+        }
+        let result = match &f.sig.output {
+            syn::ReturnType::Default => None,
+            syn::ReturnType::Type(_, ty) => {
+                let ty = self.resolve_scalar(ty).map_err(|e| {
+                    syn::Error::new(e.span(), "device helpers return a scalar or nothing (tuples and structs are not supported yet)")
+                })?;
+                Some((self.b.var(format!("{}_result", f.sig.ident), ty), ty))
+            }
+        };
+        self.b.begin_block();
+        self.loop_depth += 1;
+        self.frames.push(HelperFrame {
+            result,
+            loop_depth: self.loop_depth,
+        });
+        let body = self.block(&f.block);
+        self.frames.pop();
+        self.loop_depth -= 1;
+        let tail = match body {
+            Ok(v) => v,
+            Err(e) => {
+                self.b.end_block();
+                return Err(e);
+            }
+        };
+        if !matches!(tail, Val::Never) && !self.b.block_terminated() {
+            if let Some((var, ty)) = result {
+                let x = self.materialize(tail, ty, f.block.span())?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            self.b.push(Stmt::Break);
+        }
+        let body = self.b.end_block();
+        self.b.push(Stmt::Loop { body });
+        match result {
+            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
+            None => Ok(Val::Unit),
+        }
+    }
+
+    fn bind_helper_param(&mut self, pt: &syn::PatType, value: Val) -> Result<()> {
+        let (name, mutable) = match &*pt.pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                (id.ident.to_string(), id.mutability.is_some())
+            }
+            syn::Pat::Wild(_) => return Ok(()),
+            other => return err(other.span(), "helper parameters must be plain names"),
+        };
+        // References to device data pass through: slices, shared arrays, atomic slices.
+        if let syn::Type::Reference(_) = &*pt.ty {
+            return match value {
+                v @ (Val::Slice(_) | Val::Shared { .. } | Val::Atomic(_)) => {
+                    self.bind(name, Binding::Val(v));
+                    Ok(())
+                }
+                other => err(
+                    pt.ty.span(),
+                    format!(
+                        "expected a slice or shared array here, found {}",
+                        describe(&other)
+                    ),
+                ),
+            };
+        }
+        if let syn::Type::Path(p) = &*pt.ty
+            && p.path.segments.last().is_some_and(|s| {
+                matches!(
+                    s.ident.to_string().as_str(),
+                    "ThreadIndex1D" | "ThreadIndex2D" | "ThreadIndex3D"
+                )
+            })
+        {
+            self.bind(name, Binding::Val(value));
+            return Ok(());
+        }
+        let ty = self.resolve_scalar(&pt.ty)?;
+        let x = self.materialize(value, ty, pt.span())?;
+        if mutable {
+            let var = self.b.var(name.clone(), ty);
+            self.b.push(Stmt::WriteVar { var, value: x });
+            self.bind(
+                name,
+                Binding::Var {
+                    var,
+                    ty,
+                    mutable: true,
+                },
+            );
+        } else {
+            self.bind(name, Binding::Val(Val::Scalar(x)));
+        }
+        Ok(())
+    }
+
+    /// The type each generic parameter of `f` takes at this call.
+    fn infer_type_params(
+        &mut self,
+        f: &syn::ItemFn,
+        path: &syn::Path,
+        values: &[Val],
+        span: Span,
+    ) -> Result<HashMap<String, S>> {
+        let mut out = HashMap::new();
+        let generics: Vec<String> = f
+            .sig
+            .generics
+            .params
+            .iter()
+            .map(|g| match g {
+                syn::GenericParam::Type(t) => Ok(t.ident.to_string()),
+                other => err(other.span(), "device helpers may have type parameters only (no const or lifetime parameters yet)"),
+            })
+            .collect::<Result<_>>()?;
+        if generics.is_empty() {
+            return Ok(out);
+        }
+        // An explicit turbofish fixes the types in order.
+        if let Some(syn::PathArguments::AngleBracketed(a)) =
+            path.segments.last().map(|s| &s.arguments)
+        {
+            for (name, arg) in generics.iter().zip(&a.args) {
+                if let syn::GenericArgument::Type(t) = arg {
+                    out.insert(name.clone(), self.resolve_scalar(t)?);
+                }
+            }
+        }
+        let mut literal_kind: HashMap<String, LitKind> = HashMap::new();
+        for (input, value) in f.sig.inputs.iter().zip(values) {
+            let syn::FnArg::Typed(pt) = input else {
+                continue;
+            };
+            let syn::Type::Path(p) = &*pt.ty else {
+                continue;
+            };
+            let Some(ident) = p.path.get_ident().map(|i| i.to_string()) else {
+                continue;
+            };
+            if !generics.contains(&ident) || out.contains_key(&ident) {
+                continue;
+            }
+            match value {
+                Val::Scalar(x) => {
+                    out.insert(ident, self.ty(*x));
+                }
+                Val::Int(_) => {
+                    literal_kind.entry(ident).or_insert(LitKind::Int);
+                }
+                Val::Float(_) => {
+                    literal_kind.entry(ident).or_insert(LitKind::Float);
+                }
+                Val::Infer(site, kind) => {
+                    let ty = self.solved(*site).unwrap_or(kind.default_type());
+                    out.insert(ident, ty);
+                }
+                _ => {}
+            }
+        }
+        for name in &generics {
+            if !out.contains_key(name) {
+                match literal_kind.get(name) {
+                    Some(k) => {
+                        out.insert(name.clone(), k.default_type());
+                    }
+                    None => {
+                        return err(
+                            span,
+                            format!(
+                                "cannot infer the type parameter `{name}` of `{}`: name it with a turbofish",
+                                f.sig.ident
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
