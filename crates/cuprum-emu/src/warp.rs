@@ -236,6 +236,15 @@ impl<'k> Exec<'_, 'k> {
                 }
                 Stmt::Fence { .. } => fence(Ordering::SeqCst),
                 Stmt::Trap(kind) => return Err(self.trap(kind, mask)),
+                Stmt::Mma { .. }
+                | Stmt::LdMatrix { .. }
+                | Stmt::CpAsync { .. }
+                | Stmt::CpAsyncCommit
+                | Stmt::CpAsyncWaitGroup { .. }
+                | Stmt::CpAsyncWaitAll
+                | Stmt::Print { .. } => {
+                    return Err(ctx.internal("warp matrix, cp.async and print are not implemented"));
+                }
             }
         }
     }

@@ -2,8 +2,9 @@
 //! value as it is defined, so front ends and tests never write types by hand.
 
 use crate::kernel::*;
+use crate::matrix::{CpAsyncCache, MmaShape};
 use crate::types::{Constant, ScalarType};
-use crate::validate::result_type;
+use crate::validate::{check_stmt_operands, result_type};
 
 /// Builds one [`Kernel`]. Nested blocks (for `If` and `Loop`) are opened with
 /// [`begin_block`](Self::begin_block) and closed with [`end_block`](Self::end_block).
@@ -82,6 +83,105 @@ impl KernelBuilder {
         let value = self.kernel.values.append(ValueDef { ty });
         self.push(Stmt::Def { value, op });
         Ok(value)
+    }
+
+    /// Type-checks the operands of `stmt` (see [`check_stmt_operands`]).
+    fn check(&self, stmt: &Stmt) -> Result<(), String> {
+        let values = &self.kernel.values;
+        check_stmt_operands(stmt, |v| {
+            values
+                .try_get(v)
+                .map(|d| d.ty)
+                .ok_or_else(|| format!("value {v:?} out of range"))
+        })
+    }
+
+    /// Type-checks the operands of `stmt` and appends it.
+    fn push_checked(&mut self, stmt: Stmt) -> Result<(), String> {
+        self.check(&stmt)?;
+        self.push(stmt);
+        Ok(())
+    }
+
+    /// Appends a [`Stmt::Mma`] and returns its four `F32` results (this lane's fragment of D).
+    pub fn mma(
+        &mut self,
+        shape: MmaShape,
+        a: [Value; 4],
+        b: [Value; 2],
+        c: [Value; 4],
+    ) -> Result<[Value; 4], String> {
+        // The results are allocated only once the operands type, so a failed call leaves no
+        // undefined value behind (the check does not look at `d`).
+        self.check(&Stmt::Mma {
+            shape,
+            a,
+            b,
+            c,
+            d: a,
+        })?;
+        let d = [(); 4].map(|_| {
+            self.kernel.values.append(ValueDef {
+                ty: ScalarType::F32,
+            })
+        });
+        self.push(Stmt::Mma { shape, a, b, c, d });
+        Ok(d)
+    }
+
+    /// Appends a [`Stmt::LdMatrix`] loading `count` (1, 2 or 4) matrices and returns its `U32`
+    /// results, one per matrix.
+    pub fn ldmatrix(
+        &mut self,
+        count: usize,
+        trans: bool,
+        addr: Value,
+    ) -> Result<Vec<Value>, String> {
+        if !matches!(count, 1 | 2 | 4) {
+            return Err(format!("ldmatrix loads 1, 2 or 4 matrices, not {count}"));
+        }
+        self.check(&Stmt::LdMatrix {
+            trans,
+            addr,
+            d: vec![addr; count],
+        })?;
+        let d: Vec<Value> = (0..count)
+            .map(|_| {
+                self.kernel.values.append(ValueDef {
+                    ty: ScalarType::U32,
+                })
+            })
+            .collect();
+        self.push(Stmt::LdMatrix {
+            trans,
+            addr,
+            d: d.clone(),
+        });
+        Ok(d)
+    }
+
+    /// Appends a [`Stmt::CpAsync`] of `size` bytes from global `src` to shared `dst`.
+    pub fn cp_async(
+        &mut self,
+        cache: CpAsyncCache,
+        size: u32,
+        dst: Value,
+        src: Value,
+    ) -> Result<(), String> {
+        self.push_checked(Stmt::CpAsync {
+            cache,
+            size,
+            dst,
+            src,
+        })
+    }
+
+    /// Appends a [`Stmt::Print`] after checking the format and the argument types.
+    pub fn print(&mut self, format: impl Into<String>, args: Vec<Value>) -> Result<(), String> {
+        self.push_checked(Stmt::Print {
+            format: format.into(),
+            args,
+        })
     }
 
     /// Defines a constant.

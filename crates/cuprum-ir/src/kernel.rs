@@ -40,11 +40,30 @@
 //! * Warp operations (`Shuffle`, `Vote`) act on the lanes of the warp that execute them together
 //!   (the active mask); a shuffle that reads from an inactive or exited lane is an error the
 //!   emulator reports.
+//! * Warp-collective matrix operations ([`Stmt::Mma`], [`Stmt::LdMatrix`]) are executed by the
+//!   32 lanes of a warp together: every lane of the warp must execute the same statement at
+//!   once (none diverged, none exited, and the warp full, i.e. not the partial last warp of a
+//!   block). Otherwise the behaviour is undefined on the GPU and the emulator reports it.
+//!   Which lane holds which matrix element is fixed by the fragment layouts of
+//!   [`crate::matrix`].
+//! * [`Stmt::CpAsync`] copies from global to shared memory asynchronously: the bytes are
+//!   written at some point before the issuing thread's next [`Stmt::CpAsyncWaitGroup`] (or
+//!   [`Stmt::CpAsyncWaitAll`]) that covers the copy's group completes; other threads see them
+//!   only after that wait *and* a `Barrier`. Reading or writing the destination before the
+//!   wait, or reading the source's changes made after the copy was issued, is a data race.
+//!   For race tracking the destination is written by the issuing thread.
+//! * [`Stmt::Print`] formats C-`printf`-style text ([`crate::printf`]) for every lane that
+//!   executes it; each print is one piece of text, never interleaved with another. The order
+//!   of prints from different threads is unspecified. On the GPU, output goes to a buffer of
+//!   the driver, shown when the host synchronizes; a launch that prints more than that buffer
+//!   holds loses the rest.
 
 use crate::arena::{Arena, Handle};
+use crate::matrix::{CpAsyncCache, MmaShape};
 use crate::types::{Constant, ScalarType};
 
-/// An SSA value: defined once by [`Stmt::Def`].
+/// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`] or
+/// [`Stmt::LdMatrix`].
 pub type Value = Handle<ValueDef>;
 /// A mutable, per-thread variable (`let mut`).
 pub type Var = Handle<VarDef>;
@@ -79,8 +98,10 @@ impl Module {
 ///
 /// Invariants (all checked by [`crate::validate`]):
 /// * `name` is a valid PTX identifier (`[A-Za-z_][A-Za-z0-9_]*`), unique in its module;
-/// * every [`Value`] in `values` is defined by exactly one [`Stmt::Def`] in `body`, and every
-///   use of a value comes after its definition, in the same block or a block nested in it;
+/// * every [`Value`] in `values` is defined exactly once in `body`, by a [`Stmt::Def`] or as
+///   one of the results (`d`) of a [`Stmt::Mma`] or [`Stmt::LdMatrix`], and every use of a
+///   value comes after its definition, in the same block or a block nested in it (the results
+///   of a statement are defined after its operands are read, so they cannot be its operands);
 /// * every handle is in range; every parameter index names a parameter of the right kind;
 /// * every operation's operands have the types its documentation asks for, and
 ///   `values[v].ty` is the type that the defining operation produces;
@@ -203,6 +224,65 @@ pub enum Stmt {
     Fence { scope: Scope },
     /// Stops the kernel with an error the host reports (a failed bounds check or assertion).
     Trap(TrapKind),
+    /// A warp-wide tensor-core matrix multiply-accumulate, `D = A * B + C` with A `16 x K`,
+    /// B `K x 8`, C and D `16 x 8` (`mma.sync.aligned.<shape>.row.col.f32.<t>.<t>.f32`).
+    /// Warp-collective (see the module docs). Per lane, `a` (four `U32`) and `b` (two `U32`)
+    /// are the lane's fragment registers of A and B, `c` (four `F32`) its fragment of C, and
+    /// the statement defines the four `F32` values `d`, its fragment of D; the fragment layouts
+    /// are in [`crate::matrix`].
+    ///
+    /// Arithmetic: every product `A[i][k] * B[k][j]` is computed exactly (16-bit and `tf32`
+    /// products fit in an `f32`; only an `f32` overflow or underflow rounds) and the products
+    /// are added to `C[i][j]` one after another, `k = 0, 1, ..., K - 1`, each addition an
+    /// IEEE `f32` addition rounding to nearest even. The tensor cores add in another order and
+    /// with other intermediate rounding, which the ISA leaves unspecified, so results agree
+    /// with the hardware exactly when every partial sum is exact (e.g. small integers), and to
+    /// within a few `f32` ulps of the sum of magnitudes otherwise. `tf32` inputs are truncated
+    /// to `tf32` first (see [`MmaShape::M16n8k8Tf32`]).
+    Mma {
+        shape: MmaShape,
+        a: [Value; 4],
+        b: [Value; 2],
+        c: [Value; 4],
+        d: [Value; 4],
+    },
+    /// `ldmatrix.sync.aligned.m8n8.x{N}{.trans}.shared.b16`: loads `N = d.len()` (1, 2 or 4)
+    /// 8x8 matrices of 16-bit elements from shared memory, collectively for the warp
+    /// (warp-collective, see the module docs). `addr` (`U32`) is the lane's shared address of
+    /// one matrix row: lane `l < 8 N` gives row `l % 8` of matrix `l / 8`; each row is 16
+    /// bytes, 16-byte aligned; the addresses of lanes `8 N ..` are ignored. Defines the `U32`
+    /// values `d`: `d[m]` is the lane's fragment of matrix `m`, laid out as
+    /// [`crate::matrix::ldmatrix_position`] says (`trans`: the matrix transposed). For race
+    /// tracking, lane `l < 8 N` reads the row it addressed.
+    LdMatrix {
+        trans: bool,
+        addr: Value,
+        d: Vec<Value>,
+    },
+    /// `cp.async.<cache>.shared.global [dst], [src], size`: starts copying `size` bytes (4, 8
+    /// or 16; 16 only with `Cg`) from global address `src` (`U64`) to shared address `dst`
+    /// (`U32`), both aligned to `size`. The copy joins the thread's current, uncommitted group
+    /// of copies; when it is complete is described in the module docs.
+    CpAsync {
+        cache: CpAsyncCache,
+        size: u32,
+        dst: Value,
+        src: Value,
+    },
+    /// `cp.async.commit_group`: closes the thread's current group of [`Stmt::CpAsync`] copies
+    /// (an empty group if there were none).
+    CpAsyncCommit,
+    /// `cp.async.wait_group pending`: waits until at most `pending` of the thread's committed
+    /// groups are incomplete, i.e. all but the `pending` most recent committed groups have
+    /// completed. Copies not yet committed are not waited for.
+    CpAsyncWaitGroup { pending: u32 },
+    /// `cp.async.wait_all`: waits for every copy of the thread, committed or not (as
+    /// `CpAsyncCommit` followed by `CpAsyncWaitGroup { pending: 0 }`).
+    CpAsyncWaitAll,
+    /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
+    /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
+    /// prints the text (see the module docs).
+    Print { format: String, args: Vec<Value> },
 }
 
 /// Why a kernel stopped itself.

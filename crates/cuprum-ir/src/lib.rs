@@ -4,18 +4,23 @@
 //! Plain data: arenas with typed handles ([`arena`]), scalar types ([`types`]), kernels with
 //! structured control flow and their semantics ([`kernel`]), a builder ([`builder`]), a
 //! validator for every documented invariant ([`validate`]) and a text printer ([`print`]).
+//! Warp matrix operations have their fragment layouts in [`matrix`]; device `printf` has its
+//! format subset in [`printf`].
 //! This crate depends on nothing else of cuprum's and must stay that way.
 
 pub mod arena;
 pub mod builder;
 pub mod kernel;
+pub mod matrix;
 pub mod print;
+pub mod printf;
 pub mod types;
 pub mod validate;
 
 pub use arena::{Arena, Handle};
 pub use builder::KernelBuilder;
 pub use kernel::*;
+pub use matrix::{CpAsyncCache, MmaShape};
 pub use print::{print_kernel, print_module};
 pub use types::{Constant, ScalarType};
 pub use validate::{ValidationError, validate_kernel, validate_module};

@@ -143,7 +143,69 @@ impl Printer<'_> {
                 len.index()
             ),
             Stmt::Trap(t) => writeln!(self.out, "{pad}trap {t:?}"),
+            Stmt::Mma { shape, a, b, c, d } => {
+                let results = self.results(d);
+                writeln!(
+                    self.out,
+                    "{pad}{results} = mma.{}.{} {}, {}, {}",
+                    shape.ptx_shape(),
+                    shape.input_type(),
+                    list(a),
+                    list(b),
+                    list(c)
+                )
+            }
+            Stmt::LdMatrix { trans, addr, d } => {
+                let results = self.results(d);
+                let t = if *trans { ".trans" } else { "" };
+                writeln!(
+                    self.out,
+                    "{pad}{results} = ldmatrix.x{}{t} [%{}]",
+                    d.len(),
+                    addr.index()
+                )
+            }
+            Stmt::CpAsync {
+                cache,
+                size,
+                dst,
+                src,
+            } => writeln!(
+                self.out,
+                "{pad}cp.async.{}.{size} shared[%{}] <- global[%{}]",
+                cache.ptx_name(),
+                dst.index(),
+                src.index()
+            ),
+            Stmt::CpAsyncCommit => writeln!(self.out, "{pad}cp.async.commit_group"),
+            Stmt::CpAsyncWaitGroup { pending } => {
+                writeln!(self.out, "{pad}cp.async.wait_group {pending}")
+            }
+            Stmt::CpAsyncWaitAll => writeln!(self.out, "{pad}cp.async.wait_all"),
+            Stmt::Print { format, args } => {
+                write!(self.out, "{pad}print {format:?}")?;
+                for a in args {
+                    write!(self.out, ", %{}", a.index())?;
+                }
+                self.out.push('\n');
+                Ok(())
+            }
         }
+    }
+
+    /// `%a: t, %b: t` for the results of a multi-result statement.
+    fn results(&self, d: &[Value]) -> String {
+        d.iter()
+            .map(|v| {
+                let ty = self
+                    .kernel
+                    .values
+                    .try_get(*v)
+                    .map_or("?".into(), |d| d.ty.to_string());
+                format!("%{}: {ty}", v.index())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn op(&self, op: &Op) -> String {
@@ -201,4 +263,10 @@ impl Printer<'_> {
             .get(i as usize)
             .map_or_else(|| format!("#{i}"), |p| p.name.clone())
     }
+}
+
+/// `{%a, %b, ...}`.
+fn list(vs: &[Value]) -> String {
+    let inner: Vec<String> = vs.iter().map(|v| format!("%{}", v.index())).collect();
+    format!("{{{}}}", inner.join(", "))
 }

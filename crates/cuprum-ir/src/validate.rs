@@ -200,6 +200,75 @@ pub fn result_type(
     })
 }
 
+/// The values a statement defines besides [`Stmt::Def`] (the results of [`Stmt::Mma`] and
+/// [`Stmt::LdMatrix`]), with the type each must have.
+pub fn stmt_results(stmt: &Stmt) -> Vec<(Value, ScalarType)> {
+    match stmt {
+        Stmt::Mma { d, .. } => d.iter().map(|&v| (v, ScalarType::F32)).collect(),
+        Stmt::LdMatrix { d, .. } => d.iter().map(|&v| (v, ScalarType::U32)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Checks the operands of the warp-matrix, async-copy and print statements (everything but
+/// their results, see [`stmt_results`]); `value_ty` gives the type of a visible value. Shared
+/// by the validator and the builder. Other statements pass.
+pub fn check_stmt_operands(
+    stmt: &Stmt,
+    value_ty: impl Fn(Value) -> Result<ScalarType, String>,
+) -> Result<(), String> {
+    use ScalarType as S;
+    let expect = |what: &str, vs: &[Value], ty: ScalarType| {
+        for (i, &v) in vs.iter().enumerate() {
+            let t = value_ty(v)?;
+            if t != ty {
+                return Err(format!("{what}[{i}] must be {ty}, got {t}"));
+            }
+        }
+        Ok(())
+    };
+    match stmt {
+        Stmt::Mma { shape, a, b, c, .. } => {
+            expect(&format!("mma {shape:?} operand a"), a, S::U32)?;
+            expect(&format!("mma {shape:?} operand b"), b, S::U32)?;
+            expect(&format!("mma {shape:?} operand c"), c, S::F32)?;
+        }
+        Stmt::LdMatrix { addr, d, .. } => {
+            check_address(AddressSpace::Shared, value_ty(*addr)?)?;
+            if !matches!(d.len(), 1 | 2 | 4) {
+                return Err(format!(
+                    "ldmatrix loads 1, 2 or 4 matrices, not {}",
+                    d.len()
+                ));
+            }
+        }
+        Stmt::CpAsync {
+            cache,
+            size,
+            dst,
+            src,
+        } => {
+            if !cache.allows_size(*size) {
+                return Err(format!(
+                    "cp.async.{} cannot copy {size} bytes",
+                    cache.ptx_name()
+                ));
+            }
+            check_address(AddressSpace::Shared, value_ty(*dst)?)?;
+            check_address(AddressSpace::Global, value_ty(*src)?)?;
+        }
+        Stmt::Print { format, args } => {
+            let types = args
+                .iter()
+                .map(|&v| value_ty(v))
+                .collect::<Result<Vec<_>, _>>()?;
+            crate::printf::check_print(format, &types)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn check_address(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
     if ty != space.address_type() {
         return Err(format!(
@@ -299,21 +368,7 @@ impl Walk<'_> {
         match stmt {
             Stmt::Def { value, op } => {
                 let ty = result_type(self.kernel, op, |v| self.visible(v))?;
-                let def = self
-                    .kernel
-                    .values
-                    .try_get(*value)
-                    .ok_or_else(|| format!("defined value {value:?} out of range"))?;
-                if def.ty != ty {
-                    return Err(format!(
-                        "value {value:?} declared {} but {op:?} gives {ty}",
-                        def.ty
-                    ));
-                }
-                if std::mem::replace(&mut self.defined[value.index()], true) {
-                    return Err(format!("value {value:?} defined twice"));
-                }
-                self.scope.push(*value);
+                self.define(*value, ty, || format!("{op:?}"))?;
             }
             Stmt::WriteVar { var, value } => {
                 let vt = self.visible(*value)?;
@@ -358,8 +413,48 @@ impl Walk<'_> {
                     return Err("bounds-check trap operands must be u64".into());
                 }
             }
-            Stmt::Trap(_) => {}
+            Stmt::Trap(_) | Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } => {}
+            Stmt::CpAsyncWaitAll => {}
+            Stmt::Mma { .. }
+            | Stmt::LdMatrix { .. }
+            | Stmt::CpAsync { .. }
+            | Stmt::Print { .. } => {
+                check_stmt_operands(stmt, |v| self.visible(v))?;
+                let name = match stmt {
+                    Stmt::Mma { .. } => "the mma",
+                    _ => "the ldmatrix",
+                };
+                for (value, ty) in stmt_results(stmt) {
+                    self.define(value, ty, || name.into())?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Records the definition of `value`, which `what` gives type `ty`.
+    fn define(
+        &mut self,
+        value: Value,
+        ty: ScalarType,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        let def = self
+            .kernel
+            .values
+            .try_get(value)
+            .ok_or_else(|| format!("defined value {value:?} out of range"))?;
+        if def.ty != ty {
+            return Err(format!(
+                "value {value:?} declared {} but {} gives {ty}",
+                def.ty,
+                what()
+            ));
+        }
+        if std::mem::replace(&mut self.defined[value.index()], true) {
+            return Err(format!("value {value:?} defined twice"));
+        }
+        self.scope.push(value);
         Ok(())
     }
 }

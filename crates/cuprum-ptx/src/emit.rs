@@ -363,6 +363,13 @@ impl<'k> KernelWriter<'k> {
             Stmt::Barrier => ins!(self, "bar.sync 0"),
             Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
             Stmt::Trap(_) => ins!(self, "trap"),
+            Stmt::Mma { .. }
+            | Stmt::LdMatrix { .. }
+            | Stmt::CpAsync { .. }
+            | Stmt::CpAsyncCommit
+            | Stmt::CpAsyncWaitGroup { .. }
+            | Stmt::CpAsyncWaitAll
+            | Stmt::Print { .. } => return Err(self.unsupported("warp matrix, cp.async and print")),
         }
         Ok(())
     }

@@ -1,0 +1,381 @@
+//! The format strings of [`Stmt::Print`](crate::Stmt::Print): which subset of C's `printf`
+//! the IR accepts, how arguments are promoted, and where they go in the argument buffer of
+//! CUDA's `vprintf`.
+//!
+//! It lives in the IR because all three consumers must agree on it: the validator rejects
+//! what is outside the subset (or whose argument types do not fit), the PTX writer lays out
+//! the `vprintf` buffer with [`vprintf_layout`], and the emulator formats the text from the
+//! same parsed [`Piece`]s.
+//!
+//! # The subset
+//!
+//! A format string is any text without NUL bytes, in which every `%` starts one of
+//!
+//! ```text
+//! %%                                          a literal '%' (nothing else between)
+//! %[flags][width][.precision][length]conv
+//!     flags      any of  -  +  space  #  0    (in any order, repeats allowed)
+//!     width      decimal digits (no '*')
+//!     precision  '.' then optional decimal digits (no '*'); '.' alone means 0
+//!     length     none, 'l' or 'll'
+//!     conv       d i        signed decimal
+//!                u          unsigned decimal
+//!                o          unsigned octal
+//!                x X        unsigned hexadecimal (lower / upper case)
+//!                f          [-]ddd.ddd
+//!                e E        [-]d.ddde[+-]dd
+//!                g G        %f or %e style, whichever C's rule picks, trailing zeros removed
+//! ```
+//!
+//! with C's meaning for each piece. Not supported (the validator rejects them): `%c`, `%s`,
+//! `%p`, `%n`, `%a`, `%A`, `%F`, `*` widths and precisions, the `h`, `hh`, `j`, `z`, `t`
+//! and `L` lengths, `#` with `d`, `i` or `u`, and `ll` with a float conversion.
+//!
+//! # Arguments
+//!
+//! One argument per conversion, in order; at most [`MAX_ARGS`]. Arguments are promoted as C
+//! varargs are, giving three classes ([`ArgClass`]):
+//!
+//! * `bool`, `i8`, `i16`, `i32`, `u8`, `u16`, `u32` become a 32-bit integer (sign-extended
+//!   from signed types, zero-extended from unsigned ones and `bool`, which is 0 or 1). They
+//!   go with the integer conversions without a length.
+//! * `i64` and `u64` are 64-bit integers, for the integer conversions with `l` or `ll`.
+//! * `f16`, `bf16`, `f32` and `f64` become an `f64` (exactly), for the float conversions
+//!   (with no length or `l`).
+//!
+//! An integer conversion prints the bits of its argument as the conversion's type: `%d` of
+//! the `u32` `0xffff_ffff` prints `-1`, `%u` of the `i32` `-1` prints `4294967295`.
+
+use crate::types::ScalarType;
+
+/// Most arguments one print may take (as CUDA's `printf`).
+pub const MAX_ARGS: usize = 32;
+
+/// The flags of a conversion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `-`: left-justify in the field.
+    pub left: bool,
+    /// `+`: always print a sign on signed conversions.
+    pub plus: bool,
+    /// space: print a space where a `+` would go (ignored with `+`).
+    pub space: bool,
+    /// `#`: alternative form (`0` prefix for `o`, `0x` for nonzero `x`, always a decimal
+    /// point and, for `g`, trailing zeros kept).
+    pub alt: bool,
+    /// `0`: pad with zeros after the sign (ignored with `-`, and for integers with a
+    /// precision).
+    pub zero: bool,
+}
+
+/// The length modifier of a conversion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// None: a 32-bit integer, or a double.
+    Default,
+    /// `l`: a 64-bit integer (LP64 `long`), or a double.
+    Long,
+    /// `ll`: a 64-bit integer.
+    LongLong,
+}
+
+/// The conversion character.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvKind {
+    /// `d` or `i`.
+    Signed,
+    /// `u`.
+    Unsigned,
+    /// `o`.
+    Octal,
+    /// `x` (`upper` false) or `X`.
+    Hex { upper: bool },
+    /// `f`.
+    Fixed,
+    /// `e` or `E`.
+    Exp { upper: bool },
+    /// `g` or `G`.
+    General { upper: bool },
+}
+
+impl ConvKind {
+    /// Whether the conversion takes a float argument.
+    pub const fn is_float(self) -> bool {
+        matches!(self, Self::Fixed | Self::Exp { .. } | Self::General { .. })
+    }
+}
+
+/// One `%...` conversion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    pub flags: Flags,
+    pub width: Option<u32>,
+    pub precision: Option<u32>,
+    pub length: Length,
+    pub kind: ConvKind,
+}
+
+impl Conversion {
+    /// The argument class this conversion consumes.
+    pub const fn arg_class(&self) -> ArgClass {
+        match (self.kind.is_float(), self.length) {
+            (true, _) => ArgClass::Double,
+            (false, Length::Default) => ArgClass::Int32,
+            (false, _) => ArgClass::Int64,
+        }
+    }
+}
+
+/// A piece of a parsed format string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Text printed as is (`%%` already turned into `%`).
+    Text(String),
+    /// A conversion consuming the next argument.
+    Conv(Conversion),
+}
+
+/// What an argument becomes after C's default argument promotions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgClass {
+    /// A 32-bit integer (4 bytes in the `vprintf` buffer).
+    Int32,
+    /// A 64-bit integer (8 bytes).
+    Int64,
+    /// An `f64` (8 bytes).
+    Double,
+}
+
+impl ArgClass {
+    /// The class of an argument of type `ty`.
+    pub const fn of(ty: ScalarType) -> ArgClass {
+        use ScalarType as S;
+        match ty {
+            S::Bool | S::I8 | S::I16 | S::I32 | S::U8 | S::U16 | S::U32 => ArgClass::Int32,
+            S::I64 | S::U64 => ArgClass::Int64,
+            S::F16 | S::BF16 | S::F32 | S::F64 => ArgClass::Double,
+        }
+    }
+
+    /// Size (and alignment) in bytes in the `vprintf` buffer.
+    pub const fn size_bytes(self) -> u32 {
+        match self {
+            ArgClass::Int32 => 4,
+            ArgClass::Int64 | ArgClass::Double => 8,
+        }
+    }
+}
+
+/// Parses `format` into pieces; `Err` says what is outside the subset and where.
+pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
+    if format.contains('\0') {
+        return Err("the format string contains a NUL byte".into());
+    }
+    let mut pieces = Vec::new();
+    let mut text = String::new();
+    let mut chars = format.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if c != '%' {
+            text.push(c);
+            continue;
+        }
+        if chars.next_if(|&(_, c)| c == '%').is_some() {
+            text.push('%');
+            continue;
+        }
+        let mut flags = Flags::default();
+        while let Some((_, f)) = chars.next_if(|&(_, c)| matches!(c, '-' | '+' | ' ' | '#' | '0')) {
+            match f {
+                '-' => flags.left = true,
+                '+' => flags.plus = true,
+                ' ' => flags.space = true,
+                '#' => flags.alt = true,
+                _ => flags.zero = true,
+            }
+        }
+        let number = |chars: &mut std::iter::Peekable<std::str::CharIndices>| {
+            let mut n: Option<u32> = None;
+            while let Some((_, d)) = chars.next_if(|&(_, c)| c.is_ascii_digit()) {
+                let digit = d as u32 - '0' as u32;
+                n = Some(
+                    n.unwrap_or(0)
+                        .checked_mul(10)
+                        .and_then(|n| n.checked_add(digit))
+                        .ok_or_else(|| {
+                            format!("a number too large in the conversion at byte {start}")
+                        })?,
+                );
+            }
+            Ok::<_, String>(n)
+        };
+        let width = number(&mut chars)?;
+        let precision = if chars.next_if(|&(_, c)| c == '.').is_some() {
+            Some(number(&mut chars)?.unwrap_or(0))
+        } else {
+            None
+        };
+        let mut length = Length::Default;
+        if chars.next_if(|&(_, c)| c == 'l').is_some() {
+            length = Length::Long;
+            if chars.next_if(|&(_, c)| c == 'l').is_some() {
+                length = Length::LongLong;
+            }
+        }
+        let bad = |what: String| {
+            Err(format!(
+                "{what} in the conversion at byte {start} of the format string"
+            ))
+        };
+        let kind = match chars.next().map(|(_, c)| c) {
+            Some('d' | 'i') => ConvKind::Signed,
+            Some('u') => ConvKind::Unsigned,
+            Some('o') => ConvKind::Octal,
+            Some('x') => ConvKind::Hex { upper: false },
+            Some('X') => ConvKind::Hex { upper: true },
+            Some('f') => ConvKind::Fixed,
+            Some('e') => ConvKind::Exp { upper: false },
+            Some('E') => ConvKind::Exp { upper: true },
+            Some('g') => ConvKind::General { upper: false },
+            Some('G') => ConvKind::General { upper: true },
+            Some('*') => return bad("`*` widths and precisions are not supported".into()),
+            Some(c) => return bad(format!("`%{c}` is not a supported conversion")),
+            None => return bad("the format string ends".into()),
+        };
+        if flags.alt && matches!(kind, ConvKind::Signed | ConvKind::Unsigned) {
+            return bad("`#` with a decimal integer conversion is undefined in C".into());
+        }
+        if kind.is_float() && length == Length::LongLong {
+            return bad("`ll` with a float conversion is not supported".into());
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(std::mem::take(&mut text)));
+        }
+        pieces.push(Piece::Conv(Conversion {
+            flags,
+            width,
+            precision,
+            length,
+            kind,
+        }));
+    }
+    if !text.is_empty() {
+        pieces.push(Piece::Text(text));
+    }
+    Ok(pieces)
+}
+
+/// Checks `format` and that `args` (the argument types, in order) fit its conversions.
+pub fn check_print(format: &str, args: &[ScalarType]) -> Result<Vec<Piece>, String> {
+    let pieces = parse_format(format)?;
+    if args.len() > MAX_ARGS {
+        return Err(format!(
+            "print takes at most {MAX_ARGS} arguments, got {}",
+            args.len()
+        ));
+    }
+    let convs: Vec<&Conversion> = pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Conv(c) => Some(c),
+            Piece::Text(_) => None,
+        })
+        .collect();
+    if convs.len() != args.len() {
+        return Err(format!(
+            "the format string {format:?} has {} conversions but print has {} arguments",
+            convs.len(),
+            args.len()
+        ));
+    }
+    for (i, (c, &ty)) in convs.iter().zip(args).enumerate() {
+        let (want, got) = (c.arg_class(), ArgClass::of(ty));
+        if want != got {
+            let need = match want {
+                ArgClass::Int32 => "a 32-bit or narrower integer or a bool",
+                ArgClass::Int64 => "an i64 or u64",
+                ArgClass::Double => "a float",
+            };
+            return Err(format!(
+                "print argument {i} is {ty}, but its conversion in {format:?} needs {need}"
+            ));
+        }
+    }
+    Ok(pieces)
+}
+
+/// The byte offset of each argument in the `vprintf` argument buffer, and the buffer's size:
+/// arguments in order, each promoted ([`ArgClass`]) and aligned to its size.
+pub fn vprintf_layout(args: &[ScalarType]) -> (Vec<u32>, u32) {
+    let mut offsets = Vec::with_capacity(args.len());
+    let mut end = 0u32;
+    for &ty in args {
+        let size = ArgClass::of(ty).size_bytes();
+        let at = end.next_multiple_of(size);
+        offsets.push(at);
+        end = at + size;
+    }
+    (offsets, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ScalarType as S;
+
+    #[test]
+    fn parses_the_subset() {
+        let p = parse_format("a%%b %-+ #08.3lx %.e%lld %5.f|").unwrap();
+        assert_eq!(p[0], Piece::Text("a%b ".into()));
+        let Piece::Conv(c) = p[1] else { panic!() };
+        assert!(c.flags.left && c.flags.plus && c.flags.space && c.flags.alt && c.flags.zero);
+        assert_eq!(
+            (c.width, c.precision, c.length),
+            (Some(8), Some(3), Length::Long)
+        );
+        assert_eq!(c.kind, ConvKind::Hex { upper: false });
+        let Piece::Conv(c) = p[3] else { panic!() };
+        assert_eq!(
+            (c.precision, c.kind),
+            (Some(0), ConvKind::Exp { upper: false })
+        );
+        let Piece::Conv(c) = p[4] else { panic!() };
+        assert_eq!(c.length, Length::LongLong);
+        assert_eq!(p.last(), Some(&Piece::Text("|".into())));
+    }
+
+    #[test]
+    fn rejects_the_rest() {
+        for bad in [
+            "%s", "%c", "%*d", "%.*f", "%hd", "%", "%5", "%#d", "%llf", "%F", "a\0b", "%p",
+        ] {
+            assert!(parse_format(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_format("%99999999999d").is_err());
+    }
+
+    #[test]
+    fn checks_argument_types() {
+        assert!(check_print("%d %u %x", &[S::I8, S::Bool, S::U32]).is_ok());
+        assert!(
+            check_print(
+                "%ld %llx %f %lf %g",
+                &[S::I64, S::U64, S::F16, S::F64, S::BF16]
+            )
+            .is_ok()
+        );
+        assert!(check_print("%d", &[S::I64]).is_err());
+        assert!(check_print("%ld", &[S::I32]).is_err());
+        assert!(check_print("%f", &[S::I32]).is_err());
+        assert!(check_print("%d %d", &[S::I32]).is_err());
+        assert!(check_print("no args", &[]).is_ok());
+        assert!(check_print(&"%d".repeat(33), &[S::I32; 33]).is_err());
+    }
+
+    #[test]
+    fn layout_aligns_each_argument() {
+        let (offs, size) = vprintf_layout(&[S::I8, S::F32, S::U32, S::I64, S::Bool]);
+        assert_eq!(offs, vec![0, 8, 16, 24, 32]);
+        assert_eq!(size, 36);
+        assert_eq!(vprintf_layout(&[]), (vec![], 0));
+    }
+}
