@@ -111,7 +111,11 @@ fn unsupported_rust_is_an_error_that_says_why() {
         ("let f = |x: f32| x;", "closures"),
         ("let s = std::f32::consts::PI;", "not a value known"),
         ("let t = a.iter();", "method `iter` is not supported"),
-        ("let m = match 1 { _ => 2 };", "`match` is not supported"),
+        (
+            "let m = loop { break 2; };",
+            "`break` with a value are not supported",
+        ),
+        ("let t = (1.0, 2.0);", "tuples are not supported"),
     ];
     for (stmt, needle) in cases {
         let e = compile_err(&format!(

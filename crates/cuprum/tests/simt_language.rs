@@ -12,6 +12,8 @@ use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 mod kernels {
     use super::*;
 
+    const LIMIT: i32 = 33;
+
     /// Collatz steps: a `while` loop whose trip count differs from lane to lane.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
@@ -134,6 +136,34 @@ mod kernels {
                 v.floor().min(2.5).max(-2.5)
             };
             *o = w.mul_add(2.0, -v.ceil()) + v.trunc() + v.round();
+        }
+    }
+
+    /// `match` on integers: literals, ranges, `|`, constants, bindings, guards, `_`.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn classify(x: &[i32], mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            let v = x[i.get()] % 40;
+            let class = match v {
+                0 => 100,
+                1 | 2 | 3 => 200,
+                LIMIT => 300,
+                -9..=-1 => -1,
+                n @ 10..20 if n % 2 == 0 => n * 10,
+                n if n < -20 => n - 1000,
+                _ => 7,
+            };
+            let mut extra = 0;
+            match v & 3 {
+                0 => extra += 1,
+                1 => {
+                    extra -= 2;
+                }
+                _ => {}
+            }
+            *o = class + extra;
         }
     }
 
@@ -334,6 +364,40 @@ fn float_methods_and_short_circuit() -> cuprum::Result<()> {
         })
         .collect();
     assert_same("float methods", &dy.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn match_on_integers_follows_rust() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 4000);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_i32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN; n])?;
+    m.classify(&stream, &m.prepare_classify(config(n, 128))?, &dx, &mut out)?;
+    let want: Vec<i32> = x
+        .iter()
+        .map(|&x| {
+            let v = x % 40;
+            let class = match v {
+                0 => 100,
+                1..=3 => 200,
+                33 => 300,
+                -9..=-1 => -1,
+                n @ 10..20 if n % 2 == 0 => n * 10,
+                n if n < -20 => n - 1000,
+                _ => 7,
+            };
+            let extra = match v & 3 {
+                0 => 1,
+                1 => -2,
+                _ => 0,
+            };
+            class + extra
+        })
+        .collect();
+    assert_same("classify", &out.to_host_vec(&stream)?, &want);
     Ok(())
 }
 

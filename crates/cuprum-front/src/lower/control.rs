@@ -476,3 +476,244 @@ pub(super) fn unsigned_of(ty: S) -> S {
         other => other,
     }
 }
+
+impl Lowerer<'_> {
+    /// `match` on an integer (or `bool`): literal, constant, range and `|` patterns, `_`, a
+    /// binding (`n => ..`, `n @ 1..=5 => ..`), and `if` guards; lowered to an `if` chain,
+    /// first arm first, as Rust tries them. Exhaustiveness is rustc's to check.
+    pub(super) fn match_expr(&mut self, m: &syn::ExprMatch) -> Result<Val> {
+        let site = self.site();
+        let span = m.span();
+        let scrutinee = self.expr(&m.expr)?;
+        let scrutinee = self.scalar(scrutinee, m.expr.span())?;
+        let ty = self.ty(scrutinee);
+        if ty.is_float() {
+            return err(
+                m.expr.span(),
+                "`match` on floats is not supported: compare with `if`",
+            );
+        }
+        let mut result: Option<(Var, S)> = None;
+        let mut any_value = false;
+        let mut opened = 0usize;
+        let mut all_diverge = true;
+        for arm in &m.arms {
+            let (cond, binding) = self.pattern_test(&arm.pat, scrutinee, ty)?;
+            self.scopes.push(Vec::new());
+            if let Some(name) = binding {
+                self.bind(name, Binding::Val(Val::Scalar(scrutinee)));
+            }
+            // The guard is evaluated only where the pattern matched.
+            let cond = match (&arm.guard, cond) {
+                (Some((_, guard)), Some(c)) => {
+                    let var = self.b.var("match_guard", S::Bool);
+                    let f = self.constant(Constant::bool(false));
+                    self.b.push(Stmt::WriteVar { var, value: f });
+                    self.b.begin_block();
+                    let g = self.boolean(guard)?;
+                    self.b.push(Stmt::WriteVar { var, value: g });
+                    let then = self.b.end_block();
+                    self.b.push(Stmt::If {
+                        cond: c,
+                        then,
+                        otherwise: Default::default(),
+                    });
+                    Some(self.def(Op::ReadVar(var), span)?)
+                }
+                (Some((_, guard)), None) => Some(self.boolean(guard)?),
+                (None, c) => c,
+            };
+            if let Some(c) = cond {
+                // if c { arm } else { <the remaining arms> }: open the then-block now.
+                self.b.begin_block();
+                self.lower_arm(arm, site, &mut result, &mut any_value, &mut all_diverge)?;
+                let then = self.b.end_block();
+                self.scopes.pop();
+                self.pending_ifs.push((c, then));
+                self.b.begin_block();
+                opened += 1;
+            } else {
+                self.lower_arm(arm, site, &mut result, &mut any_value, &mut all_diverge)?;
+                self.scopes.pop();
+                break; // an irrefutable arm: later arms are unreachable
+            }
+        }
+        // Close the else-blocks innermost first, wrapping each in its `If`.
+        for _ in 0..opened {
+            let otherwise = self.b.end_block();
+            let Some((cond, then)) = self.pending_ifs.pop() else {
+                break;
+            };
+            self.b.push(Stmt::If {
+                cond,
+                then,
+                otherwise,
+            });
+        }
+        if all_diverge {
+            return Ok(Val::Never);
+        }
+        match result {
+            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
+            None if any_value => Ok(Val::Infer(site, LitKind::Int)),
+            None => Ok(Val::Unit),
+        }
+    }
+
+    fn lower_arm(
+        &mut self,
+        arm: &syn::Arm,
+        site: u32,
+        result: &mut Option<(Var, S)>,
+        any_value: &mut bool,
+        all_diverge: &mut bool,
+    ) -> Result<()> {
+        let v = self.expr(&arm.body)?;
+        if matches!(v, Val::Never) || self.b.block_terminated() {
+            return Ok(());
+        }
+        *all_diverge = false;
+        if matches!(v, Val::Unit) {
+            return Ok(());
+        }
+        *any_value = true;
+        if result.is_none() {
+            let ty = match &v {
+                Val::Scalar(x) => Some(self.ty(*x)),
+                Val::Int(_) => {
+                    self.note_kind(site, LitKind::Int);
+                    self.solved(site)
+                }
+                Val::Float(_) => {
+                    self.note_kind(site, LitKind::Float);
+                    self.solved(site)
+                }
+                Val::Infer(s, k) => {
+                    self.note_kind(site, *k);
+                    self.note_union(site, *s);
+                    self.solved(site)
+                }
+                other => {
+                    return err(
+                        arm.body.span(),
+                        format!(
+                            "a `match` that yields {} is not supported in device code",
+                            describe(other)
+                        ),
+                    );
+                }
+            };
+            if let Some(ty) = ty {
+                self.note_type(site, ty);
+                *result = Some((self.b.var("match_value", ty), ty));
+            }
+        }
+        match (*result, v) {
+            (Some((var, ty)), v) => {
+                let x = self.materialize(v, ty, arm.body.span())?;
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            (None, Val::Scalar(x)) => {
+                let ty = self.ty(x);
+                self.note_type(site, ty);
+            }
+            (None, Val::Infer(s, _)) => self.note_union(site, s),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The condition under which `pat` matches `scrutinee` (`None`: always), and the name it
+    /// binds the scrutinee to, if any.
+    fn pattern_test(
+        &mut self,
+        pat: &syn::Pat,
+        scrutinee: Value,
+        ty: S,
+    ) -> Result<(Option<Value>, Option<String>)> {
+        let span = pat.span();
+        match pat {
+            syn::Pat::Wild(_) => Ok((None, None)),
+            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
+                // A constant of the module is a value pattern; any other name binds.
+                if self.info.consts.iter().any(|c| c.ident == id.ident) {
+                    let e: syn::Expr = syn::parse_quote!(#id);
+                    return Ok((Some(self.pattern_equals(&e, scrutinee, ty)?), None));
+                }
+                Ok((None, Some(id.ident.to_string())))
+            }
+            syn::Pat::Ident(id) => match &id.subpat {
+                Some((_, sub)) => {
+                    let (cond, _) = self.pattern_test(sub, scrutinee, ty)?;
+                    Ok((cond, Some(id.ident.to_string())))
+                }
+                None => err(span, "`ref` patterns are not supported in device code"),
+            },
+            syn::Pat::Lit(l) => {
+                let e = syn::Expr::Lit(l.clone());
+                Ok((Some(self.pattern_equals(&e, scrutinee, ty)?), None))
+            }
+            syn::Pat::Path(p) => {
+                let e = syn::Expr::Path(p.clone());
+                Ok((Some(self.pattern_equals(&e, scrutinee, ty)?), None))
+            }
+            syn::Pat::Range(r) => {
+                let mut cond: Option<Value> = None;
+                if let Some(start) = &r.start {
+                    let lo = self.pattern_constant(start, ty)?;
+                    cond = Some(self.def(Op::Compare(CmpOp::Ge, scrutinee, lo), span)?);
+                }
+                if let Some(end) = &r.end {
+                    let hi = self.pattern_constant(end, ty)?;
+                    let op = match r.limits {
+                        syn::RangeLimits::Closed(_) => CmpOp::Le,
+                        syn::RangeLimits::HalfOpen(_) => CmpOp::Lt,
+                    };
+                    let c = self.def(Op::Compare(op, scrutinee, hi), span)?;
+                    cond = Some(match cond {
+                        Some(lo) => self.def(Op::Binary(BinaryOp::And, lo, c), span)?,
+                        None => c,
+                    });
+                }
+                Ok((cond, None))
+            }
+            syn::Pat::Or(o) => {
+                let mut cond: Option<Value> = None;
+                for case in &o.cases {
+                    let (c, binding) = self.pattern_test(case, scrutinee, ty)?;
+                    if binding.is_some() {
+                        return err(
+                            case.span(),
+                            "bindings inside `|` patterns are not supported in device code",
+                        );
+                    }
+                    let Some(c) = c else { return Ok((None, None)) };
+                    cond = Some(match cond {
+                        Some(prev) => self.def(Op::Binary(BinaryOp::Or, prev, c), span)?,
+                        None => c,
+                    });
+                }
+                Ok((cond, None))
+            }
+            syn::Pat::Paren(p) => self.pattern_test(&p.pat, scrutinee, ty),
+            other => err(
+                other.span(),
+                "unsupported pattern in device code: use literals, constants, ranges, `|`, `_` or a name",
+            ),
+        }
+    }
+
+    fn pattern_constant(&mut self, e: &syn::Expr, ty: S) -> Result<Value> {
+        let value = match self.eval_const(e, 0)? {
+            ConstVal::Int(i) => int_constant(ty, i, e.span())?,
+            ConstVal::Bool(b) if ty == S::Bool => Constant::bool(b),
+            _ => return err(e.span(), format!("expected a `{ty}` constant")),
+        };
+        Ok(self.constant(value))
+    }
+
+    fn pattern_equals(&mut self, e: &syn::Expr, scrutinee: Value, ty: S) -> Result<Value> {
+        let c = self.pattern_constant(e, ty)?;
+        self.def(Op::Compare(CmpOp::Eq, scrutinee, c), e.span())
+    }
+}

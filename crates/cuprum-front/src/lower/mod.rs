@@ -204,6 +204,8 @@ struct Lowerer<'a> {
     frames: Vec<helpers::HelperFrame>,
     /// The current helper's type parameters.
     type_params: HashMap<String, S>,
+    /// `match` arms whose else-block is still open: (condition, then-block).
+    pending_ifs: Vec<(Value, cuprum_ir::Block)>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -219,6 +221,7 @@ impl<'a> Lowerer<'a> {
             index_1d: None,
             frames: Vec::new(),
             type_params: HashMap::new(),
+            pending_ifs: Vec::new(),
         }
     }
 
@@ -631,7 +634,7 @@ impl<'a> Lowerer<'a> {
             ),
             syn::Expr::Tuple(t) => err(t.span(), "tuples are not supported in device code yet"),
             syn::Expr::Array(a) => err(a.span(), "arrays are not supported in device code yet"),
-            syn::Expr::Match(m) => err(m.span(), "`match` is not supported in device code yet"),
+            syn::Expr::Match(m) => self.match_expr(m),
             syn::Expr::Async(a) => err(a.span(), "`async` is not supported in device code"),
             syn::Expr::Await(a) => err(a.span(), "`.await` is not supported in device code"),
             syn::Expr::Try(t) => err(t.span(), "the `?` operator is not supported in device code"),
