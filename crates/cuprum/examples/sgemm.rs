@@ -1,0 +1,391 @@
+//! Single-precision matrix multiply C = A·B (row-major), in cuprum: checked against an f64
+//! CPU reference with a worst-case error bound and (on a GPU) timed against its CUDA C++ peer
+//! `benches/peers/sgemm.cu`, which also times cuBLAS.
+//!
+//! Two kernels, both staging tiles of A and B through shared memory between barriers:
+//! - `sgemm_tiled`, the textbook one: a 32x32-thread block per 32x32 tile of C, one output
+//!   per thread, 32-wide slices of K. Safe: each thread writes its own element of C through
+//!   `DisjointSlice::get_mut_2d`.
+//! - `sgemm_reg`: a 16x16-thread block per 64x64 tile of C, each thread keeping a 4x4 block
+//!   of outputs in registers (rows ty + 16i, columns tx + 16j, so that shared reads and global
+//!   writes stay conflict-free and coalesced), 16-wide slices of K. Sixteen named accumulators
+//!   stand in for a fixed-size local array; as each thread writes sixteen elements of C, the
+//!   kernel takes `&mut [f32]` and is `unsafe`.
+//!
+//! Both zero-pad partial tiles, so any M, N, K work: checked in full on sizes that are not
+//! multiples of the tiles, and on 16 rows of the timed 4096^3 product on the GPU.
+
+use cuprum::simt::{
+    DisjointSlice, SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread,
+};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream, cuda_module};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    const TILE: usize = 32;
+
+    /// C (m x n) = A (m x k) · B (k x n); a (ceil(n/32), ceil(m/32)) grid of 32x32 blocks.
+    #[kernel]
+    #[launch_bounds(1024)]
+    #[launch_contract(domain = 2, block = (32, 32, 1))]
+    pub fn sgemm_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+        let a_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
+        let b_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
+        let tx = thread::thread_idx_x();
+        let ty = thread::thread_idx_y();
+        let row = thread::block_idx_y() * 32 + ty;
+        let col = thread::block_idx_x() * 32 + tx;
+        let mut acc = 0.0f32;
+        let mut t = 0u32;
+        while t < k {
+            let av = if row < m && t + tx < k {
+                a[(row * k + t + tx) as usize]
+            } else {
+                0.0
+            };
+            let bv = if t + ty < k && col < n {
+                b[((t + ty) * n + col) as usize]
+            } else {
+                0.0
+            };
+            unsafe { a_tile.set((ty * 32 + tx) as usize, av) };
+            unsafe { b_tile.set((ty * 32 + tx) as usize, bv) };
+            sync_threads();
+            for kk in 0..32u32 {
+                let x = unsafe { a_tile.get((ty * 32 + kk) as usize) };
+                let y = unsafe { b_tile.get((kk * 32 + tx) as usize) };
+                acc = x.mul_add(y, acc);
+            }
+            sync_threads();
+            t += 32;
+        }
+        if let Some(out) = c.get_mut_2d(thread::index_2d(), n as usize) {
+            *out = acc;
+        }
+    }
+
+    /// C (m x n) = A (m x k) · B (k x n); a (ceil(n/64), ceil(m/64)) grid of 16x16 blocks.
+    #[kernel]
+    #[launch_bounds(256)]
+    pub unsafe fn sgemm_reg(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+        // A's tile is stored transposed (k-major) with a padded stride of 65, so that both the
+        // stores (k varying across threads) and the reads (row varying) avoid bank conflicts.
+        let a_tile = SharedArray::<f32, { 16 * 65 }>::uninit();
+        let b_tile = SharedArray::<f32, { 16 * 64 }>::uninit();
+        let tx = thread::thread_idx_x();
+        let ty = thread::thread_idx_y();
+        let tid = ty * 16 + tx;
+        let row0 = thread::block_idx_y() * 64;
+        let col0 = thread::block_idx_x() * 64;
+        let (mut c00, mut c01, mut c02, mut c03) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c10, mut c11, mut c12, mut c13) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c20, mut c21, mut c22, mut c23) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c30, mut c31, mut c32, mut c33) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let mut t = 0u32;
+        while t < k {
+            // Each thread loads 4 elements of A's 64x16 tile and 4 of B's 16x64 tile.
+            for p in 0..4u32 {
+                let e = tid + 256 * p;
+                let (r, kc) = (e / 16, e % 16);
+                let av = if row0 + r < m && t + kc < k {
+                    a[((row0 + r) * k + t + kc) as usize]
+                } else {
+                    0.0
+                };
+                unsafe { a_tile.set((kc * 65 + r) as usize, av) };
+                let (kr, cc) = (e / 64, e % 64);
+                let bv = if t + kr < k && col0 + cc < n {
+                    b[((t + kr) * n + col0 + cc) as usize]
+                } else {
+                    0.0
+                };
+                unsafe { b_tile.set((kr * 64 + cc) as usize, bv) };
+            }
+            sync_threads();
+            for kk in 0..16u32 {
+                let a0 = unsafe { a_tile.get((kk * 65 + ty) as usize) };
+                let a1 = unsafe { a_tile.get((kk * 65 + ty + 16) as usize) };
+                let a2 = unsafe { a_tile.get((kk * 65 + ty + 32) as usize) };
+                let a3 = unsafe { a_tile.get((kk * 65 + ty + 48) as usize) };
+                let b0 = unsafe { b_tile.get((kk * 64 + tx) as usize) };
+                let b1 = unsafe { b_tile.get((kk * 64 + tx + 16) as usize) };
+                let b2 = unsafe { b_tile.get((kk * 64 + tx + 32) as usize) };
+                let b3 = unsafe { b_tile.get((kk * 64 + tx + 48) as usize) };
+                c00 = a0.mul_add(b0, c00);
+                c01 = a0.mul_add(b1, c01);
+                c02 = a0.mul_add(b2, c02);
+                c03 = a0.mul_add(b3, c03);
+                c10 = a1.mul_add(b0, c10);
+                c11 = a1.mul_add(b1, c11);
+                c12 = a1.mul_add(b2, c12);
+                c13 = a1.mul_add(b3, c13);
+                c20 = a2.mul_add(b0, c20);
+                c21 = a2.mul_add(b1, c21);
+                c22 = a2.mul_add(b2, c22);
+                c23 = a2.mul_add(b3, c23);
+                c30 = a3.mul_add(b0, c30);
+                c31 = a3.mul_add(b1, c31);
+                c32 = a3.mul_add(b2, c32);
+                c33 = a3.mul_add(b3, c33);
+            }
+            sync_threads();
+            t += 16;
+        }
+        let (r0, r1, r2, r3) = (row0 + ty, row0 + ty + 16, row0 + ty + 32, row0 + ty + 48);
+        let (q0, q1, q2, q3) = (col0 + tx, col0 + tx + 16, col0 + tx + 32, col0 + tx + 48);
+        if r0 < m {
+            if q0 < n {
+                c[(r0 * n + q0) as usize] = c00;
+            }
+            if q1 < n {
+                c[(r0 * n + q1) as usize] = c01;
+            }
+            if q2 < n {
+                c[(r0 * n + q2) as usize] = c02;
+            }
+            if q3 < n {
+                c[(r0 * n + q3) as usize] = c03;
+            }
+        }
+        if r1 < m {
+            if q0 < n {
+                c[(r1 * n + q0) as usize] = c10;
+            }
+            if q1 < n {
+                c[(r1 * n + q1) as usize] = c11;
+            }
+            if q2 < n {
+                c[(r1 * n + q2) as usize] = c12;
+            }
+            if q3 < n {
+                c[(r1 * n + q3) as usize] = c13;
+            }
+        }
+        if r2 < m {
+            if q0 < n {
+                c[(r2 * n + q0) as usize] = c20;
+            }
+            if q1 < n {
+                c[(r2 * n + q1) as usize] = c21;
+            }
+            if q2 < n {
+                c[(r2 * n + q2) as usize] = c22;
+            }
+            if q3 < n {
+                c[(r2 * n + q3) as usize] = c23;
+            }
+        }
+        if r3 < m {
+            if q0 < n {
+                c[(r3 * n + q0) as usize] = c30;
+            }
+            if q1 < n {
+                c[(r3 * n + q1) as usize] = c31;
+            }
+            if q2 < n {
+                c[(r3 * n + q2) as usize] = c32;
+            }
+            if q3 < n {
+                c[(r3 * n + q3) as usize] = c33;
+            }
+        }
+    }
+}
+
+/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
+fn median_ms(
+    stream: &Stream,
+    warmup: usize,
+    reps: usize,
+    mut launch: impl FnMut() -> cuprum::Result<()>,
+) -> cuprum::Result<f64> {
+    for _ in 0..warmup {
+        launch()?;
+    }
+    stream.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = stream.record_event()?;
+        launch()?;
+        let end = stream.record_event()?;
+        end.synchronize()?;
+        times.push(start.elapsed_ms(&end)?);
+    }
+    times.sort_by(f32::total_cmp);
+    Ok(f64::from(times[reps / 2]))
+}
+
+/// Which kernel a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    Tiled,
+    Reg,
+}
+
+impl Variant {
+    fn case(self) -> &'static str {
+        match self {
+            Variant::Tiled => "sgemm",
+            Variant::Reg => "sgemm_reg",
+        }
+    }
+}
+
+/// One problem: random A and B on the device, and the f64 reference for some rows of C with
+/// the error bound of each element.
+struct Problem {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: DeviceBuffer<f32>,
+    b: DeviceBuffer<f32>,
+    /// (row, reference row, tolerance per element) for each checked row.
+    checked: Vec<(usize, Vec<f64>, Vec<f64>)>,
+}
+
+impl Problem {
+    /// Checks `rows` rows of C (all when `rows >= m`, else spread evenly, first and last
+    /// included). The tolerance is the worst-case error of a k-term f32 dot product,
+    /// (k + 2)·2^-24·Σ|a_ip·b_pj|.
+    fn new(
+        stream: &Stream,
+        rng: &mut SmallRng,
+        (m, n, k): (usize, usize, usize),
+        rows: usize,
+    ) -> cuprum::Result<Self> {
+        let ha: Vec<f32> = (0..m * k).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let hb: Vec<f32> = (0..k * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let pick: Vec<usize> = if rows >= m {
+            (0..m).collect()
+        } else {
+            (0..rows).map(|s| s * (m - 1) / (rows - 1)).collect()
+        };
+        let unit = (k as f64 + 2.0) * (-24f64).exp2();
+        let checked = pick
+            .into_iter()
+            .map(|i| {
+                let mut reference = vec![0.0f64; n];
+                let mut magnitude = vec![0.0f64; n];
+                for p in 0..k {
+                    let x = f64::from(ha[i * k + p]);
+                    let brow = &hb[p * n..(p + 1) * n];
+                    for j in 0..n {
+                        let prod = x * f64::from(brow[j]);
+                        reference[j] += prod;
+                        magnitude[j] += prod.abs();
+                    }
+                }
+                let tol = magnitude.iter().map(|&g| unit * g + 1e-30).collect();
+                (i, reference, tol)
+            })
+            .collect();
+        Ok(Self {
+            m,
+            n,
+            k,
+            a: DeviceBuffer::from_host(stream, &ha)?,
+            b: DeviceBuffer::from_host(stream, &hb)?,
+            checked,
+        })
+    }
+
+    fn size(&self) -> String {
+        format!("{}x{}x{}", self.m, self.n, self.k)
+    }
+}
+
+/// Runs `variant` on `p`, checks the reference rows, and times `reps` launches if `reps > 0`.
+fn run(
+    ctx: &CudaContext,
+    module: &kernels::Module,
+    p: &Problem,
+    variant: Variant,
+    reps: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let stream = ctx.default_stream();
+    let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
+    // Poisoned, so an element the kernel fails to write cannot pass the check.
+    let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; p.m * p.n])?;
+    let tiled = module.prepare_sgemm_tiled(LaunchConfig {
+        grid: (n.div_ceil(32), m.div_ceil(32), 1),
+        block: (32, 32, 1),
+        shared_mem_bytes: 0,
+    })?;
+    let reg = LaunchConfig {
+        grid: (n.div_ceil(64), m.div_ceil(64), 1),
+        block: (16, 16, 1),
+        shared_mem_bytes: 0,
+    };
+    let launch = |c: &mut DeviceBuffer<f32>| match variant {
+        Variant::Tiled => module.sgemm_tiled(&stream, &tiled, &p.a, &p.b, c, m, n, k),
+        // SAFETY: block (bx, by) writes only C's 64x64 tile at rows by*64.., columns bx*64..,
+        // each element from one thread, all inside m x n; 16x16 blocks as the kernel assumes.
+        Variant::Reg => unsafe { module.sgemm_reg(&stream, reg, &p.a, &p.b, c, m, n, k) },
+    };
+    launch(&mut c)?;
+    let hc = c.to_host_vec(&stream)?;
+    let mut wrong = 0usize;
+    let mut first = None;
+    for (i, reference, tol) in &p.checked {
+        for j in 0..p.n {
+            let got = f64::from(hc[i * p.n + j]);
+            // A NaN (an unwritten element) fails too.
+            if got.is_nan() || (got - reference[j]).abs() > tol[j] {
+                wrong += 1;
+                first.get_or_insert((*i, j, got, reference[j], tol[j]));
+            }
+        }
+    }
+    if let Some((i, j, got, want, tol)) = first {
+        eprintln!(
+            "FAILED: {} {} on {}: {wrong} of {} checked elements wrong; first C[{i}][{j}] = \
+             {got}, reference {want} (tolerance {tol:.3e})",
+            variant.case(),
+            p.size(),
+            ctx.backend(),
+            p.checked.len() * p.n
+        );
+        std::process::exit(1);
+    }
+    if reps > 0 {
+        let ms = median_ms(&stream, 3, reps, || launch(&mut c))?;
+        println!(
+            "cuprum {} {} median {ms:.4} ms {:.1} GFLOP/s",
+            variant.case(),
+            p.size(),
+            2.0 * p.m as f64 * p.n as f64 * p.k as f64 / (ms * 1e6)
+        );
+    }
+    println!(
+        "PASSED: {} {} on {}, {} rows checked",
+        variant.case(),
+        p.size(),
+        ctx.backend(),
+        p.checked.len()
+    );
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let ctx = CudaContext::new(0)?;
+    let stream = ctx.default_stream();
+    let module = kernels::load(&ctx)?;
+    let seed: u64 = rand::random();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let gpu = ctx.backend() == BackendKind::Cuda;
+    // Partial tiles in every dimension, checked in full.
+    let edges = if gpu { (517, 389, 301) } else { (133, 97, 170) };
+    let small = Problem::new(&stream, &mut rng, edges, usize::MAX)?;
+    run(&ctx, &module, &small, Variant::Tiled, 0)?;
+    run(&ctx, &module, &small, Variant::Reg, 0)?;
+    if gpu {
+        let big = Problem::new(&stream, &mut rng, (4096, 4096, 4096), 16)?;
+        run(&ctx, &module, &big, Variant::Tiled, 50)?;
+        run(&ctx, &module, &big, Variant::Reg, 50)?;
+    }
+    Ok(())
+}
