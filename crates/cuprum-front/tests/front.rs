@@ -115,7 +115,7 @@ fn unsupported_rust_is_an_error_that_says_why() {
             "let m = loop { break 2; };",
             "`break` with a value are not supported",
         ),
-        ("let t = (1.0, 2.0);", "tuples are not supported"),
+        ("let s = o.first();", "method `first` is not supported"),
     ];
     for (stmt, needle) in cases {
         let e = compile_err(&format!(

@@ -34,6 +34,10 @@ impl Lowerer<'_> {
                 let p = *p;
                 return self.atomic_method_call(m, p);
             }
+            (Val::Array { len, .. }, "len") if args.is_empty() => {
+                let len = u64::from(*len);
+                return Ok(Val::Scalar(self.constant(Constant::u64(len))));
+            }
             (Val::Slice(p), "len") if args.is_empty() => {
                 return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
             }

@@ -37,41 +37,13 @@ impl Lowerer<'_> {
         self.b.begin_block();
         let then_val = then_arm(self)?;
         let then_done = self.b.block_terminated() || matches!(then_val, Val::Never);
-        // Decide the result's type now, so the then-arm can write it before its block closes.
+        // Where the value goes: made now, so the then-arm can write it before its block closes.
         let needs_value = else_arm.is_some() && !matches!(then_val, Val::Unit);
-        let mut result: Option<(Var, S)> = None;
+        let mut slot: Option<Binding> = None;
         if needs_value && !then_done {
-            let ty = match &then_val {
-                Val::Scalar(x) => Some(self.ty(*x)),
-                Val::Int(_) => {
-                    self.note_kind(site, LitKind::Int);
-                    self.solved(site)
-                }
-                Val::Float(_) => {
-                    self.note_kind(site, LitKind::Float);
-                    self.solved(site)
-                }
-                Val::Infer(s, k) => {
-                    self.note_kind(site, *k);
-                    self.note_union(site, *s);
-                    self.solved(site)
-                }
-                other => {
-                    return err(
-                        span,
-                        format!(
-                            "an `if` that yields {} is not supported in device code",
-                            describe(other)
-                        ),
-                    );
-                }
-            };
-            if let Some(ty) = ty {
-                self.note_type(site, ty);
-                let var = self.b.var("if_value", ty);
-                let x = self.materialize(then_val.clone(), ty, span)?;
-                self.b.push(Stmt::WriteVar { var, value: x });
-                result = Some((var, ty));
+            slot = self.value_slot(&then_val, site, span)?;
+            if let Some(s) = &slot {
+                self.assign_binding(s, then_val.clone(), span)?;
             }
         }
         let then = self.b.end_block();
@@ -81,18 +53,16 @@ impl Lowerer<'_> {
             else_val = self.expr(e)?;
             let else_done = self.b.block_terminated() || matches!(else_val, Val::Never);
             if !else_done && needs_value {
-                match (&result, &else_val) {
-                    (Some((var, ty)), v) => {
-                        let (var, ty) = (*var, *ty);
-                        let x = self.materialize(v.clone(), ty, span)?;
-                        self.b.push(Stmt::WriteVar { var, value: x });
+                if slot.is_none() {
+                    slot = self.value_slot(&else_val, site, span)?;
+                }
+                match &slot {
+                    Some(s) => self.assign_binding(s, else_val.clone(), span)?,
+                    None => {
+                        if let Val::Infer(s, _) = &else_val {
+                            self.note_union(site, *s);
+                        }
                     }
-                    (None, Val::Scalar(x)) => {
-                        let ty = self.ty(*x);
-                        self.note_type(site, ty)
-                    }
-                    (None, Val::Infer(s, _)) => self.note_union(site, *s),
-                    _ => {}
                 }
             }
         }
@@ -109,9 +79,8 @@ impl Lowerer<'_> {
         if !needs_value {
             return Ok(Val::Unit);
         }
-        match result {
-            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
-            None if then_done => Ok(else_val),
+        match slot {
+            Some(s) => self.read_binding(&s, span),
             None => {
                 let kind = if matches!(then_val, Val::Float(_)) {
                     LitKind::Float
@@ -121,6 +90,62 @@ impl Lowerer<'_> {
                 Ok(Val::Infer(site, kind))
             }
         }
+    }
+
+    /// Variables shaped like `v`, to carry a value out of branches. For an untyped literal the
+    /// type comes from the site; in the infer run that may still be open (`None`).
+    pub(super) fn value_slot(
+        &mut self,
+        v: &Val,
+        site: u32,
+        span: proc_macro2::Span,
+    ) -> Result<Option<Binding>> {
+        let ty = match v {
+            Val::Scalar(x) => Some(self.ty(*x)),
+            Val::Int(_) => {
+                self.note_kind(site, LitKind::Int);
+                self.solved(site)
+            }
+            Val::Float(_) => {
+                self.note_kind(site, LitKind::Float);
+                self.solved(site)
+            }
+            Val::Infer(s, k) => {
+                self.note_kind(site, *k);
+                self.note_union(site, *s);
+                self.solved(site)
+            }
+            Val::Tuple(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    // Elements get their own (fresh) sites: literals there take Rust's defaults.
+                    let inner = self.site();
+                    match self.value_slot(item, inner, span)? {
+                        Some(b) => out.push(b),
+                        None => return Ok(None),
+                    }
+                }
+                return Ok(Some(Binding::Tuple(out)));
+            }
+            a @ Val::Array { .. } => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
+            other => {
+                return err(
+                    span,
+                    format!(
+                        "a branch that yields {} is not supported in device code",
+                        describe(other)
+                    ),
+                );
+            }
+        };
+        Ok(ty.map(|ty| {
+            self.note_type(site, ty);
+            Binding::Var {
+                var: self.b.var("if_value", ty),
+                ty,
+                mutable: true,
+            }
+        }))
     }
 
     /// `if let Some(r) = slice.get_mut(index) { .. } else { .. }` (and `get` on `&[T]`).
@@ -345,6 +370,8 @@ impl Lowerer<'_> {
             self.note_kind(site, LitKind::Int);
             ty = self.solved(site);
         }
+        // Infer run with bounds that are all literals: the variable's type comes from its uses.
+        let infer_var = ty.is_none() && self.inferring();
         let Some(ty) = ty.or(self.inferring().then_some(S::I32)) else {
             return err(span, "cannot infer the type of the loop variable");
         };
@@ -354,8 +381,17 @@ impl Lowerer<'_> {
                 format!("device `for` loops range over integers, not `{t}`"),
             );
         }
-        let start = self.materialize(start, ty, span)?;
-        let end = self.materialize(end, ty, span)?;
+        // (In the infer run with open bounds, placeholders: typing them would decide the
+        // variable's type before its uses do.)
+        let (start, end) = if infer_var {
+            let zero = self.constant(Constant::new(ty, 0));
+            (zero, zero)
+        } else {
+            (
+                self.materialize(start, ty, span)?,
+                self.materialize(end, ty, span)?,
+            )
+        };
         let step = match step {
             Some(v) => {
                 let s = self.materialize(v, S::U64, span)?;
@@ -427,7 +463,12 @@ impl Lowerer<'_> {
             });
             this.scopes.push(Vec::new());
             if let Some(n) = &name {
-                this.bind(n.clone(), Binding::Val(Val::Scalar(current)));
+                let v = if infer_var {
+                    Val::Infer(site, LitKind::Int)
+                } else {
+                    Val::Scalar(current)
+                };
+                this.bind(n.clone(), Binding::Val(v));
             }
             let r = this.block(&f.body);
             this.scopes.pop();

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use cuprum_ir::{ScalarType as S, Stmt, Var};
+use cuprum_ir::{ScalarType as S, Stmt};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
@@ -20,8 +20,8 @@ const MAX_HELPER_DEPTH: usize = 24;
 
 /// One helper call being lowered.
 pub(super) struct HelperFrame {
-    /// The variable the result is written to; `None` for helpers returning `()`.
-    pub result: Option<(Var, S)>,
+    /// Where the result is written (variables, or a local array); `None` for `()`.
+    pub result: Option<Binding>,
     /// `loop_depth` inside the call's one-trip loop: a `return` must be at this depth.
     pub loop_depth: u32,
 }
@@ -96,16 +96,13 @@ impl Lowerer<'_> {
         let result = match &f.sig.output {
             syn::ReturnType::Default => None,
             syn::ReturnType::Type(_, ty) => {
-                let ty = self.resolve_scalar(ty).map_err(|e| {
-                    syn::Error::new(e.span(), "device helpers return a scalar or nothing (tuples and structs are not supported yet)")
-                })?;
-                Some((self.b.var(format!("{}_result", f.sig.ident), ty), ty))
+                Some(self.result_slot(&format!("{}_result", f.sig.ident), ty)?)
             }
         };
         self.b.begin_block();
         self.loop_depth += 1;
         self.frames.push(HelperFrame {
-            result,
+            result: result.clone(),
             loop_depth: self.loop_depth,
         });
         let body = self.block(&f.block);
@@ -119,17 +116,57 @@ impl Lowerer<'_> {
             }
         };
         if !matches!(tail, Val::Never) && !self.b.block_terminated() {
-            if let Some((var, ty)) = result {
-                let x = self.materialize(tail, ty, f.block.span())?;
-                self.b.push(Stmt::WriteVar { var, value: x });
+            if let Some(slot) = &result {
+                self.assign_binding(slot, tail, f.block.span())?;
             }
             self.b.push(Stmt::Break);
         }
         let body = self.b.end_block();
         self.b.push(Stmt::Loop { body });
         match result {
-            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
+            Some(slot) => self.read_binding(&slot, span),
             None => Ok(Val::Unit),
+        }
+    }
+
+    /// Variables (or a local array) shaped like the return type `ty`.
+    fn result_slot(&mut self, name: &str, ty: &syn::Type) -> Result<Binding> {
+        match ty {
+            syn::Type::Tuple(t) => {
+                let mut items = Vec::with_capacity(t.elems.len());
+                for (k, elem) in t.elems.iter().enumerate() {
+                    items.push(self.result_slot(&format!("{name}.{k}"), elem)?);
+                }
+                Ok(Binding::Tuple(items))
+            }
+            syn::Type::Array(a) => {
+                let elem = self.resolve_scalar(&a.elem)?;
+                let len = match self.eval_const(&a.len, 0)? {
+                    ConstVal::Int(n) if n > 0 && n <= 16 * 1024 => n as u32,
+                    _ => return err(a.len.span(), "unsupported array length"),
+                };
+                let array = self.b.local_array(cuprum_ir::ArrayDecl {
+                    name: name.into(),
+                    elem,
+                    len,
+                });
+                Ok(Binding::Val(Val::Array {
+                    array,
+                    elem,
+                    len,
+                    infer: None,
+                }))
+            }
+            other => {
+                let ty = self.resolve_scalar(other).map_err(|e| {
+                    syn::Error::new(e.span(), "device helpers return scalars, tuples or arrays (structs are not supported yet)")
+                })?;
+                Ok(Binding::Var {
+                    var: self.b.var(name, ty),
+                    ty,
+                    mutable: true,
+                })
+            }
         }
     }
 
@@ -165,6 +202,20 @@ impl Lowerer<'_> {
                 )
             })
         {
+            self.bind(name, Binding::Val(value));
+            return Ok(());
+        }
+        // Arrays are passed by value (a copy); tuples are taken apart.
+        let value = match value {
+            v @ Val::Array { .. } => self.copy_array(&v, pt.span())?,
+            Val::Tuple(items) if mutable => {
+                let binding = self.mutable_tuple(&name, items, pt.span())?;
+                self.bind(name, binding);
+                return Ok(());
+            }
+            other => other,
+        };
+        if matches!(value, Val::Array { .. } | Val::Tuple(_)) {
             self.bind(name, Binding::Val(value));
             return Ok(());
         }

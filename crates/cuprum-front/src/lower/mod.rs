@@ -9,6 +9,7 @@
 //! `if`/`else` expression is a site, numbered in visit order, so both runs agree), the second
 //! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
 
+mod aggregates;
 mod calls;
 mod control;
 mod helpers;
@@ -157,6 +158,16 @@ enum Val {
         elem: S,
         len: u32,
     },
+    /// A per-thread array in local memory. `infer` is set only in the infer run, while the
+    /// element type is still being decided at that site.
+    Array {
+        array: u32,
+        elem: S,
+        len: u32,
+        infer: Option<(u32, LitKind)>,
+    },
+    /// A tuple, taken apart.
+    Tuple(Vec<Val>),
     /// A reference to one element of global memory.
     ElemRef {
         addr: Value,
@@ -178,6 +189,8 @@ enum Binding {
         site: u32,
         kind: LitKind,
     },
+    /// A `let mut` tuple: one binding per element.
+    Tuple(Vec<Binding>),
 }
 
 enum Place {
@@ -460,13 +473,7 @@ impl<'a> Lowerer<'a> {
     /// `let pat = expr`, where `pat` is a name, `_`, a typed name, or a tuple of those matched
     /// against a tuple expression.
     fn let_binding(&mut self, pat: &syn::Pat, init: &syn::Expr) -> Result<()> {
-        if let syn::Pat::Tuple(pt) = pat {
-            let syn::Expr::Tuple(te) = init else {
-                return err(
-                    init.span(),
-                    "a tuple pattern needs a tuple expression in device code: `let (a, b) = (x, y);`",
-                );
-            };
+        if let (syn::Pat::Tuple(pt), syn::Expr::Tuple(te)) = (pat, init) {
             if pt.elems.len() != te.elems.len() {
                 return err(
                     pat.span(),
@@ -490,10 +497,58 @@ impl<'a> Lowerer<'a> {
             self.bind(id.ident.to_string(), Binding::Val(v));
             return Ok(());
         }
-        let (pat, annotated) = match pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(self.resolve_scalar(&pt.ty)?)),
-            p => (p, None),
+        let annotation = match pat {
+            syn::Pat::Type(pt) => Some(&*pt.ty),
+            _ => None,
         };
+        // Array expressions are built in place, typed by the annotation or by later uses.
+        let (value, fresh) = match init {
+            syn::Expr::Array(_) | syn::Expr::Repeat(_) => {
+                let hint = match annotation {
+                    Some(syn::Type::Array(a)) => Some(self.resolve_scalar(&a.elem)?),
+                    _ => None,
+                };
+                (self.array_expr(init, hint, Some(site))?, true)
+            }
+            _ => (self.expr(init)?, false),
+        };
+        self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)
+    }
+
+    /// Binds `value` to `pat` (a name, `_`, or a tuple of those). Arrays are copied unless
+    /// `fresh` (Rust arrays are values); mutable scalars become variables.
+    fn bind_pattern(
+        &mut self,
+        pat: &syn::Pat,
+        annotation: Option<&syn::Type>,
+        value: Val,
+        site: u32,
+        span: proc_macro2::Span,
+        fresh: bool,
+    ) -> Result<()> {
+        if let syn::Pat::Tuple(pt) = pat {
+            let Val::Tuple(items) = value else {
+                return err(
+                    pat.span(),
+                    format!("expected a tuple, found {}", describe(&value)),
+                );
+            };
+            if items.len() != pt.elems.len() {
+                return err(
+                    pat.span(),
+                    "the tuple pattern and the tuple have different lengths",
+                );
+            }
+            let types: Vec<Option<&syn::Type>> = match annotation {
+                Some(syn::Type::Tuple(t)) => t.elems.iter().map(Some).collect(),
+                _ => vec![None; items.len()],
+            };
+            for ((p, v), ty) in pt.elems.iter().zip(items).zip(types) {
+                let inner_site = self.site();
+                self.bind_pattern(strip_type(p), ty, v, inner_site, span, fresh)?;
+            }
+            return Ok(());
+        }
         let (name, mutable) = match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 (Some(id.ident.to_string()), id.mutability.is_some())
@@ -506,15 +561,40 @@ impl<'a> Lowerer<'a> {
                 );
             }
         };
-        let value = self.expr(init)?;
-        let span = init.span();
         let Some(name) = name else { return Ok(()) };
+        let value = match value {
+            Val::Array { .. } if !fresh => self.copy_array(&value, span)?,
+            Val::Tuple(items) if mutable => {
+                let binding = self.mutable_tuple(&name, items, span)?;
+                self.bind(name, binding);
+                return Ok(());
+            }
+            other => other,
+        };
+        if matches!(
+            value,
+            Val::Array { .. }
+                | Val::Tuple(_)
+                | Val::Shared { .. }
+                | Val::Slice(_)
+                | Val::Atomic(_)
+                | Val::Index1(_)
+                | Val::Index2(..)
+                | Val::Index3(..)
+        ) {
+            self.bind(name, Binding::Val(value));
+            return Ok(());
+        }
+        let annotated = match annotation {
+            Some(t) => Some(self.resolve_scalar(t)?),
+            None => None,
+        };
         if !mutable {
             let bound = match annotated {
                 Some(ty) => Val::Scalar(self.materialize(value, ty, span)?),
                 None => value,
             };
-            self.bind(name.clone(), Binding::Val(bound));
+            self.bind(name, Binding::Val(bound));
             return Ok(());
         }
         // A mutable binding needs a type now: from the annotation, the value, or the site.
@@ -585,6 +665,12 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Unary(u) => self.unary(u),
             syn::Expr::Cast(c) => self.cast(c),
             syn::Expr::Assign(a) => {
+                // Whole tuples and arrays are written element by element.
+                if let Some(target) = self.aggregate_target(&a.left)? {
+                    let v = self.expr(&a.right)?;
+                    self.assign_binding(&target, v, a.right.span())?;
+                    return Ok(Val::Unit);
+                }
                 let place = self.place(&a.left)?;
                 let v = self.expr(&a.right)?;
                 self.write_place(place, v, a.right.span())?;
@@ -632,9 +718,18 @@ impl<'a> Lowerer<'a> {
                 s.span(),
                 "struct expressions are not supported in device code yet",
             ),
-            syn::Expr::Tuple(t) => err(t.span(), "tuples are not supported in device code yet"),
-            syn::Expr::Array(a) => err(a.span(), "arrays are not supported in device code yet"),
             syn::Expr::Match(m) => self.match_expr(m),
+            syn::Expr::Array(_) | syn::Expr::Repeat(_) => self.array_expr(e, None, None),
+            syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(Val::Unit),
+            syn::Expr::Tuple(t) => {
+                let items = t
+                    .elems
+                    .iter()
+                    .map(|x| self.expr(x))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Val::Tuple(items))
+            }
+            syn::Expr::Field(f) => self.field(f),
             syn::Expr::Async(a) => err(a.span(), "`async` is not supported in device code"),
             syn::Expr::Await(a) => err(a.span(), "`.await` is not supported in device code"),
             syn::Expr::Try(t) => err(t.span(), "the `?` operator is not supported in device code"),
@@ -643,6 +738,23 @@ impl<'a> Lowerer<'a> {
                 "this expression is not supported in device code",
             ),
         }
+    }
+
+    /// The binding an assignment writes when it is a whole tuple or array.
+    fn aggregate_target(&self, e: &syn::Expr) -> Result<Option<Binding>> {
+        let b = match e {
+            syn::Expr::Path(p) => {
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
+                self.lookup(&name).cloned()
+            }
+            syn::Expr::Field(f) => Some(self.field_binding(f)?),
+            _ => None,
+        };
+        Ok(b.filter(|b| matches!(b, Binding::Tuple(_) | Binding::Val(Val::Array { .. }))))
     }
 
     /// `return` ends the thread in a kernel, and the call in a helper.
@@ -660,12 +772,11 @@ impl<'a> Lowerer<'a> {
                 "`return` from inside a loop of a device helper is not supported yet: `break` out of the loop first",
             );
         }
-        let result = frame.result;
+        let result = frame.result.clone();
         match (result, &r.expr) {
-            (Some((var, ty)), Some(e)) => {
+            (Some(slot), Some(e)) => {
                 let v = self.expr(e)?;
-                let x = self.materialize(v, ty, e.span())?;
-                self.b.push(Stmt::WriteVar { var, value: x });
+                self.assign_binding(&slot, v, e.span())?;
             }
             (None, None) => {}
             (None, Some(e)) => {
@@ -738,11 +849,7 @@ impl<'a> Lowerer<'a> {
         };
         let name = ident.to_string();
         match self.lookup(&name).cloned() {
-            Some(Binding::Val(v)) => Ok(v),
-            Some(Binding::Var { var, .. }) => {
-                Ok(Val::Scalar(self.def(Op::ReadVar(var), p.span())?))
-            }
-            Some(Binding::InferVar { site, kind, .. }) => Ok(Val::Infer(site, kind)),
+            Some(b) => self.read_binding(&b, p.span()),
             None => match self.info.consts.iter().find(|c| c.ident == name) {
                 Some(c) => self.module_const(c),
                 None => err(
@@ -942,6 +1049,15 @@ impl<'a> Lowerer<'a> {
                 ),
             },
             syn::Expr::Index(i) => self.index_place(i),
+            syn::Expr::Field(f) => match self.field_binding(f)? {
+                Binding::Var {
+                    var,
+                    ty,
+                    mutable: true,
+                } => Ok(Place::Var(var, ty)),
+                Binding::InferVar { site, kind } => Ok(Place::InferVar(site, kind)),
+                _ => err(f.span(), "assign to a scalar field of a `let mut` tuple"),
+            },
             other => err(
                 other.span(),
                 "this is not an assignable place in device code",
@@ -994,6 +1110,7 @@ impl<'a> Lowerer<'a> {
     fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
+            v @ Val::Array { .. } => return self.array_place(&v, &i.index, source_text(i)),
             other => {
                 return err(
                     i.expr.span(),
@@ -1144,6 +1261,8 @@ fn describe(v: &Val) -> String {
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
         Val::Slice(_) => "a slice".into(),
+        Val::Array { .. } => "an array".into(),
+        Val::Tuple(_) => "a tuple".into(),
         Val::Atomic(_) => "an atomic slice".into(),
         Val::Index2(..) | Val::Index3(..) => "a thread index".into(),
         Val::Shared { .. } => "a shared-memory array".into(),

@@ -217,7 +217,10 @@ impl Lowerer<'_> {
             None => match (&l, &r) {
                 (Val::Int(a), Val::Int(b)) => return Ok(self.bool_val(cmp_fold(c, a, b))),
                 (Val::Float(a), Val::Float(b)) => return Ok(self.bool_val(cmp_fold_f(c, *a, *b))),
-                (Val::Infer(_, k), _) | (_, Val::Infer(_, k)) => k.default_type(),
+                // Infer run, both sides still open: a placeholder, recording nothing.
+                (Val::Infer(..), _) | (_, Val::Infer(..)) => {
+                    return Ok(self.bool_val(false));
+                }
                 _ => return err(span, "unsupported comparison"),
             },
         };
