@@ -1,5 +1,6 @@
 //! Memory accesses of one warp: loads, stores and atomics in the global, shared and local
-//! spaces, lane by lane in lane order, each checked (bounds, alignment, races) and turned into
+//! spaces, the row reads of `ldmatrix` and the copies of `cp.async`, lane by lane in lane
+//! order, each checked (bounds, alignment, races) and turned into
 //! an [`EmuError`] with kernel, block, thread and address when it fails.
 //!
 //! Kept apart from the interpreter so that the interpreter can lend these functions the
@@ -12,6 +13,7 @@ use crate::error::{AccessKind, Dim3, EmuError};
 use crate::exec::Launch;
 use crate::ops::Lanes;
 use crate::shared::{SharedFault, SharedMem};
+use crate::tensor::Matrices;
 
 /// Who is running: enough to name a thread in an error. Cheap to copy.
 #[derive(Clone, Copy)]
@@ -250,6 +252,80 @@ impl Ports<'_> {
                     let bytes = v[l as usize].to_le_bytes();
                     self.local[at..at + size as usize].copy_from_slice(&bytes[..size as usize]);
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of `count` 8x8 matrices of 16-bit elements that an `ldmatrix` reads: lane
+    /// `l < 8 count` addresses row `l % 8` of matrix `l / 8` (16 bytes, 16-byte aligned) and
+    /// is the thread that reads it, for race tracking.
+    pub(crate) fn ldmatrix_rows(
+        &mut self,
+        ctx: Ctx,
+        addr: &Lanes,
+        count: usize,
+    ) -> Result<Matrices, EmuError> {
+        let mut rows: Matrices = [[[0u16; 8]; 8]; 4];
+        for (m, matrix) in rows.iter_mut().enumerate().take(count) {
+            for (r, row) in matrix.iter_mut().enumerate() {
+                let lane = (m * 8 + r) as u32;
+                let a = addr[lane as usize];
+                let space = AddressSpace::Shared;
+                if !a.is_multiple_of(16) {
+                    return Err(ctx.misaligned(lane, a, 16, space));
+                }
+                for half in 0..2u32 {
+                    let Some(off) = (a as u32).checked_add(8 * half) else {
+                        return Err(ctx.oob(lane, a, 16, space, AccessKind::Load));
+                    };
+                    let v = self
+                        .shared
+                        .load(off, 8, ctx.tid(lane))
+                        .map_err(|f| ctx.shared_fault(f, lane, a, 16, AccessKind::Load))?;
+                    for (i, e) in row[4 * half as usize..4 * half as usize + 4]
+                        .iter_mut()
+                        .enumerate()
+                    {
+                        *e = (v >> (16 * i)) as u16;
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// `cp.async` of `size` bytes from global `src[l]` to shared `dst[l]` for the lanes in
+    /// `mask`, performed at once (which is one of the behaviours the asynchronous copy
+    /// allows): the shared bytes count as written by the issuing thread now.
+    pub(crate) fn cp_async(
+        &mut self,
+        ctx: Ctx,
+        size: u32,
+        dst: &Lanes,
+        src: &Lanes,
+        mask: u32,
+    ) -> Result<(), EmuError> {
+        let size64 = u64::from(size);
+        let chunk = size.min(8);
+        for l in lanes_of(mask) {
+            let (d, s) = (dst[l as usize], src[l as usize]);
+            let global = AddressSpace::Global;
+            let Some((alloc, off)) = ctx.launch.global.locate(s, size64, self.hint) else {
+                return Err(ctx.oob(l, s, size, global, AccessKind::Load));
+            };
+            if !s.is_multiple_of(size64) {
+                return Err(ctx.misaligned(l, s, size, global));
+            }
+            if !d.is_multiple_of(size64) {
+                return Err(ctx.misaligned(l, d, size, AddressSpace::Shared));
+            }
+            for i in 0..size / chunk {
+                let v = alloc.load(off + u64::from(i * chunk), chunk);
+                let at = (d as u32).checked_add(i * chunk);
+                let fault = |f| ctx.shared_fault(f, l, d, size, AccessKind::Store);
+                let at = at.ok_or_else(|| fault(SharedFault::OutOfBounds))?;
+                self.shared.store(at, chunk, v, ctx.tid(l)).map_err(fault)?;
             }
         }
         Ok(())

@@ -235,6 +235,22 @@ pub enum EmuError {
         source_lane: u32,
     },
 
+    /// A warp-collective operation (`mma.sync`, `ldmatrix`) that not all 32 lanes of the warp
+    /// executed together (`active` has a bit per lane that did).
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: `{operation}` must be executed \
+         by all 32 lanes of a warp together, but only lanes {active:#010x} of this thread's \
+         warp execute it here (the others diverged, returned, or do not exist because the \
+         block's size is not a multiple of 32)"
+    )]
+    IncompleteWarp {
+        kernel: String,
+        block: Dim3,
+        thread: Dim3,
+        operation: &'static str,
+        active: u32,
+    },
+
     /// Something a validated kernel cannot do happened: a bug in the emulator or validator.
     #[error("emulator internal error in kernel `{kernel}`: {message} (please report this)")]
     Internal { kernel: String, message: String },

@@ -23,6 +23,7 @@ use crate::access::{Ctx, Ports};
 use crate::error::{Dim3, EmuError};
 use crate::memory::{GlobalView, Memory};
 use crate::ops::Lanes;
+use crate::printf::Sink;
 use crate::shared::SharedMem;
 use crate::warp::{Exec, Stop, Warp};
 
@@ -69,6 +70,8 @@ pub(crate) struct Launch<'k> {
     /// `threadIdx.{x,y,z}` of every lane of every warp (`warps * 32` entries each).
     pub(crate) thread_index: [Vec<u32>; 3],
     pub(crate) global: GlobalView,
+    /// Where device `printf` text goes (stdout, or the launching thread's capture).
+    pub(crate) prints: Sink,
     /// Lowest block index that failed so far (`u64::MAX`: none).
     first_failed: AtomicU64,
     error: Mutex<Option<(u64, EmuError)>>,
@@ -405,6 +408,7 @@ pub fn launch(
         warps,
         thread_index: thread_index_tables(dims.block, warps),
         global,
+        prints: Sink::current(),
         first_failed: AtomicU64::new(u64::MAX),
         error: Mutex::new(None),
     };

@@ -6,6 +6,8 @@
 //! * [`launch`] runs a kernel over a grid: blocks spread over the CPU cores (rayon), warps of 32
 //!   lanes in lockstep with divergence masks, barriers, shared and local memory, atomics,
 //!   shuffles and votes.
+//! * Tensor-core `mma.sync`, `ldmatrix`, `cp.async` and device `printf` (whose text goes to
+//!   stdout, or to [`capture_prints`]) run as `cuprum_ir::kernel` defines them.
 //! * Every problem is an [`EmuError`] naming the kernel, block, thread and address:
 //!   out-of-bounds and misaligned accesses, failed bounds checks and assertions, division by
 //!   zero, shared-memory races between barriers, reads of uninitialized shared memory, barriers
@@ -20,6 +22,15 @@
 //! * Within a block, warps run one after another between barriers, and an `If` runs its `then`
 //!   arm before its `otherwise` arm; blocks run in parallel and in no fixed order.
 //! * When several blocks fail, the error of the lowest-numbered failing block is returned.
+//! * `mma.sync` adds the products to C one after another in `f32` (the IR's definition; the
+//!   hardware's order differs, see `Stmt::Mma`), and a NaN result is the canonical NaN.
+//! * `cp.async` copies when it is issued (a legal schedule of the asynchronous copy), so the
+//!   commit and wait statements do nothing; the destination counts as written by the issuing
+//!   thread at that point for race detection. Reading the destination before the wait is a
+//!   bug the emulator does not detect (it sees the data already there).
+//! * `ldmatrix` reads each row as the lane that supplied its address, for race detection.
+//! * Warp-collective `mma.sync` and `ldmatrix` executed by fewer than 32 lanes are an error
+//!   (`EmuError::IncompleteWarp`).
 //!
 //! This crate must not depend on anything of cuprum's but the IR: the runtime puts it behind
 //! its backend trait; tests and tools use it directly.
@@ -64,7 +75,9 @@ mod error;
 mod exec;
 mod memory;
 mod ops;
+mod printf;
 mod shared;
+mod tensor;
 mod warp;
 
 pub use error::{AccessKind, Dim3, EmuError, RaceKind};
@@ -72,6 +85,7 @@ pub use exec::{
     ArgValue, LaunchDims, MAX_LOCAL_BYTES, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, launch,
 };
 pub use memory::{ALLOC_ALIGN, DEFAULT_CAPACITY, Memory, POISON};
+pub use printf::capture_prints;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,9 @@
 //!   up to the end of this iteration; `Return` removes them everywhere and marks them exited.
 //! * `Barrier` requires every live lane of the warp to be active; the block scheduler
 //!   (`exec`) then checks that every warp stopped at the same barrier statement.
+//! * `Mma` and `LdMatrix` require all 32 lanes to be active (arithmetic in `tensor`);
+//!   `CpAsync` copies at once, so its commit and wait statements have nothing to do; `Print`
+//!   formats one text per active lane, in lane order (`printf`).
 //!
 //! Each `Def` writes its result straight into the destination register while reading its
 //! operands from the others (a split borrow of the register file), so no register is copied.
@@ -26,6 +29,9 @@ use crate::access::{Ctx, Ports, lanes_of};
 use crate::cast;
 use crate::error::EmuError;
 use crate::ops::{self, Lanes, OpFault};
+use crate::printf::{self, Arg};
+use crate::tensor;
+use cuprum_ir::printf::parse_format;
 
 /// What happens when a frame's statement list ends.
 #[derive(Clone, Copy)]
@@ -236,15 +242,36 @@ impl<'k> Exec<'_, 'k> {
                 }
                 Stmt::Fence { .. } => fence(Ordering::SeqCst),
                 Stmt::Trap(kind) => return Err(self.trap(kind, mask)),
-                Stmt::Mma { .. }
-                | Stmt::LdMatrix { .. }
-                | Stmt::CpAsync { .. }
-                | Stmt::CpAsyncCommit
-                | Stmt::CpAsyncWaitGroup { .. }
-                | Stmt::CpAsyncWaitAll
-                | Stmt::Print { .. } => {
-                    return Err(ctx.internal("warp matrix, cp.async and print are not implemented"));
+                Stmt::Mma { shape, a, b, c, d } => {
+                    self.full_warp(mask, "mma.sync")?;
+                    let r = &self.regs;
+                    let (a, b, c) = (
+                        a.map(|v| r[v.index()]),
+                        b.map(|v| r[v.index()]),
+                        c.map(|v| r[v.index()]),
+                    );
+                    let out = tensor::mma(*shape, &a, &b, &c);
+                    for (v, lanes) in d.iter().zip(out) {
+                        self.regs[v.index()] = lanes;
+                    }
                 }
+                Stmt::LdMatrix { trans, addr, d } => {
+                    self.full_warp(mask, "ldmatrix")?;
+                    let rows = self
+                        .mem
+                        .ldmatrix_rows(ctx, &self.regs[addr.index()], d.len())?;
+                    let out = tensor::ldmatrix_registers(&rows, d.len(), *trans);
+                    for (v, lanes) in d.iter().zip(out) {
+                        self.regs[v.index()] = lanes;
+                    }
+                }
+                Stmt::CpAsync { size, dst, src, .. } => {
+                    let (d, s) = (&self.regs[dst.index()], &self.regs[src.index()]);
+                    self.mem.cp_async(ctx, *size, d, s, mask)?;
+                }
+                // Copies complete when they are issued, so there is nothing to wait for.
+                Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}
+                Stmt::Print { format, args } => self.print(format, args, mask)?,
             }
         }
     }
@@ -299,6 +326,39 @@ impl<'k> Exec<'_, 'k> {
             }
         }
         Err(self.ctx.internal("`Break` or `Continue` outside a loop"))
+    }
+
+    /// Checks that all 32 lanes execute a warp-collective `operation`.
+    fn full_warp(&self, mask: u32, operation: &'static str) -> Result<(), EmuError> {
+        if mask == u32::MAX {
+            return Ok(());
+        }
+        let ctx = self.ctx;
+        Err(EmuError::IncompleteWarp {
+            kernel: ctx.kernel_name(),
+            block: ctx.block_idx,
+            thread: ctx.thread(mask.trailing_zeros()),
+            operation,
+            active: mask,
+        })
+    }
+
+    /// Device `printf` for the lanes in `mask`, in lane order, one text per lane.
+    fn print(&self, format: &str, args: &[Value], mask: u32) -> Result<(), EmuError> {
+        let ctx = self.ctx;
+        let pieces = parse_format(format).map_err(|e| ctx.internal(e))?;
+        let mut values = Vec::with_capacity(args.len());
+        for l in lanes_of(mask) {
+            values.clear();
+            values.extend(args.iter().map(|v| {
+                Arg::promote(
+                    ctx.launch.types[v.index()],
+                    self.regs[v.index()][l as usize],
+                )
+            }));
+            ctx.launch.prints.emit(&printf::format(&pieces, &values));
+        }
+        Ok(())
     }
 
     #[cold]
