@@ -118,7 +118,18 @@ impl Tracer {
                     self.block(otherwise);
                 }
                 Stmt::Loop { body } => self.block(body),
+                // Matrix fragments are data, never addresses into a slice.
+                Stmt::Mma { d, .. } => self.unknown(d),
+                Stmt::LdMatrix { d, .. } => self.unknown(d),
                 _ => {}
+            }
+        }
+    }
+
+    fn unknown(&mut self, values: &[cuprum_ir::Value]) {
+        for v in values {
+            if let Some(slot) = self.values.get_mut(v.index()) {
+                *slot = Origin::Unknown;
             }
         }
     }

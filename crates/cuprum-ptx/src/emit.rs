@@ -4,7 +4,8 @@
 //! shared and local arrays, labels for structured control flow) and the statements that touch
 //! memory or the warp (loads, stores, atomics, shuffles, votes, barriers). The computation of
 //! single values (arithmetic, comparisons, casts) lives in `ops`, float math sequences in
-//! `math`; both add methods to [`KernelWriter`].
+//! `math`, the warp matrix and `cp.async` instructions in `warp_matrix`, device `printf` in
+//! `printf`; all add methods to [`KernelWriter`].
 //!
 //! It must not change what the IR means: every construct maps to PTX with the semantics
 //! documented in `cuprum_ir::kernel`; anything it cannot express exactly is an
@@ -95,6 +96,10 @@ pub(crate) struct KernelWriter<'k> {
     loops: Vec<(Label, Label)>,
     /// How many `If`/`Loop` bodies enclose the current statement.
     depth: u32,
+    /// Module-scope declarations of the `printf` format strings, written before the entry.
+    pub(crate) format_strings: Vec<String>,
+    /// Bytes of the `vprintf` argument buffer (the most any print of the kernel needs).
+    pub(crate) printf_args_size: u32,
 }
 
 /// Appends the `.entry` of `kernel` to `out`.
@@ -134,11 +139,20 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
         next_label: 0,
         loops: Vec::new(),
         depth: 0,
+        format_strings: Vec::new(),
+        printf_args_size: 0,
     };
     w.block(&kernel.body)?;
     ins!(w, "ret");
 
-    // The entry: header, parameters, performance directives, declarations, then the body.
+    // The entry: format strings, header, parameters, performance directives, declarations,
+    // then the body.
+    if !w.format_strings.is_empty() {
+        out.push('\n');
+        for decl in &w.format_strings {
+            out.push_str(decl);
+        }
+    }
     let name = &kernel.name;
     let _ = write!(out, "\n.visible .entry {name}(");
     let mut n = 0u32;
@@ -181,6 +195,14 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
     if local_size > 0 {
         let _ = writeln!(out, "\t.local .align 16 .b8 {LOCAL_SYMBOL}[{local_size}];");
     }
+    if w.printf_args_size > 0 {
+        let _ = writeln!(
+            out,
+            "\t.local .align 8 .b8 {}[{}];",
+            crate::printf::ARGS_SYMBOL,
+            w.printf_args_size
+        );
+    }
     out.push('\n');
     out.push_str(&w.out);
     out.push_str("}\n");
@@ -197,6 +219,20 @@ pub(crate) fn uses_op(block: &Block, pred: &impl Fn(&Op) -> bool) -> bool {
         } => uses_op(then, pred) || uses_op(otherwise, pred),
         Stmt::Loop { body } => uses_op(body, pred),
         _ => false,
+    })
+}
+
+/// Whether `block` (nested blocks included) has a statement for which `pred` holds.
+pub(crate) fn uses_stmt(block: &Block, pred: &impl Fn(&Stmt) -> bool) -> bool {
+    block.stmts.iter().any(|s| {
+        pred(s)
+            || match s {
+                Stmt::If {
+                    then, otherwise, ..
+                } => uses_stmt(then, pred) || uses_stmt(otherwise, pred),
+                Stmt::Loop { body } => uses_stmt(body, pred),
+                _ => false,
+            }
     })
 }
 
@@ -363,13 +399,18 @@ impl<'k> KernelWriter<'k> {
             Stmt::Barrier => ins!(self, "bar.sync 0"),
             Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
             Stmt::Trap(_) => ins!(self, "trap"),
-            Stmt::Mma { .. }
-            | Stmt::LdMatrix { .. }
-            | Stmt::CpAsync { .. }
-            | Stmt::CpAsyncCommit
-            | Stmt::CpAsyncWaitGroup { .. }
-            | Stmt::CpAsyncWaitAll
-            | Stmt::Print { .. } => return Err(self.unsupported("warp matrix, cp.async and print")),
+            Stmt::Mma { shape, a, b, c, d } => self.mma(*shape, a, b, c, d),
+            Stmt::LdMatrix { trans, addr, d } => self.ldmatrix(*trans, *addr, d),
+            Stmt::CpAsync {
+                cache,
+                size,
+                dst,
+                src,
+            } => self.cp_async(*cache, *size, *dst, *src),
+            Stmt::CpAsyncCommit => ins!(self, "cp.async.commit_group"),
+            Stmt::CpAsyncWaitGroup { pending } => ins!(self, "cp.async.wait_group {pending}"),
+            Stmt::CpAsyncWaitAll => ins!(self, "cp.async.wait_all"),
+            Stmt::Print { format, args } => self.print(format, args),
         }
         Ok(())
     }

@@ -10,9 +10,10 @@
 //!
 //! Module map: `regs` (register classes and type names), `emit` (entry structure, control
 //! flow, memory, atomics, warp operations), `ops` (values, casts), `math` and
-//! `transcendental` (float sequences, with their measured accuracy), `analysis` (which loads
-//! may use the read-only cache), and [`ptxas`] (finding and running NVIDIA's assembler in
-//! tests).
+//! `transcendental` (float sequences, with their measured accuracy), `warp_matrix`
+//! (`mma.sync`, `ldmatrix`, `cp.async`), `printf` (device `printf` through `vprintf`),
+//! `analysis` (which loads may use the read-only cache), and [`ptxas`] (finding and running
+//! NVIDIA's assembler in tests).
 //!
 //! # Machine parameters
 //!
@@ -31,18 +32,24 @@
 //!   the scope, `Trap` is `trap` (the launch fails; the host cannot tell which trap).
 //! * Dynamic shared memory is one module-scope `.extern .shared` symbol, which the hardware
 //!   places after the static shared arrays of the running kernel.
+//! * `mma.sync`, `ldmatrix` and `cp.async` are the PTX instructions the IR statements are
+//!   named after (the tensor cores' summation order is theirs, within the IR's documented
+//!   tolerance); `cp.async` needs sm_80, which both targets are.
+//! * `Print` calls the driver's `vprintf` with the format string verbatim.
 
 mod analysis;
 mod emit;
 mod math;
 mod ops;
+mod printf;
 pub mod ptxas;
 mod regs;
 mod transcendental;
+mod warp_matrix;
 
 use std::fmt::Write as _;
 
-use cuprum_ir::{Kernel, Module, Op, ParamKind, UnaryOp, ValidationError, validate_module};
+use cuprum_ir::{Kernel, Module, Op, ParamKind, Stmt, UnaryOp, ValidationError, validate_module};
 
 /// A GPU architecture the writer targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -133,6 +140,13 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
             "\n.extern .shared .align 16 .b8 {}[];",
             emit::DYN_SHARED_SYMBOL
         );
+    }
+    if module
+        .kernels
+        .iter()
+        .any(|k| emit::uses_stmt(&k.body, &|s| matches!(s, Stmt::Print { .. })))
+    {
+        out.push_str(printf::VPRINTF_DECL);
     }
     if uses(&|op| matches!(op, Op::Unary(UnaryOp::Sin | UnaryOp::Cos, _))) {
         let _ = write!(
