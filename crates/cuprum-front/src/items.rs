@@ -3,7 +3,7 @@
 
 use syn::spanned::Spanned;
 
-use crate::types::{ParamType, param_type};
+use crate::types::ParamType;
 
 /// What the module holds, as the lowering and the host code generator need it.
 #[derive(Clone, Debug)]
@@ -25,6 +25,17 @@ pub struct KernelInfo {
     pub contract: Option<ContractInfo>,
     /// `unsafe fn`: raw pointers and `&mut [T]` allowed; launched only through the raw method.
     pub is_unsafe: bool,
+    /// Type parameters (`<T>`): the kernel is specialized per element type at launch.
+    pub type_params: Vec<String>,
+    /// Const parameters (`<const N: usize>`) with their types.
+    pub const_params: Vec<(String, cuprum_ir::ScalarType)>,
+}
+
+impl KernelInfo {
+    /// Whether the kernel is compiled per specialization at launch.
+    pub fn is_generic(&self) -> bool {
+        !self.type_params.is_empty() || !self.const_params.is_empty()
+    }
 }
 
 /// A kernel parameter with its original Rust type (used to spell host signatures).
@@ -101,12 +112,32 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
     let sig = &f.sig;
     let mut errors = Errors::default();
     let is_unsafe = sig.unsafety.is_some();
-    if !sig.generics.params.is_empty() {
-        errors.push(syn::Error::new(
-            sig.generics.span(),
-            "generic kernels are not supported yet: write one kernel per element type",
-        ));
+    let mut type_params = Vec::new();
+    let mut const_params = Vec::new();
+    for g in &sig.generics.params {
+        match g {
+            syn::GenericParam::Type(t) => type_params.push(t.ident.to_string()),
+            syn::GenericParam::Const(c) => match crate::types::expect_scalar(&c.ty) {
+                Ok(ty) if ty.is_int() || ty == cuprum_ir::ScalarType::Bool => {
+                    const_params.push((c.ident.to_string(), ty))
+                }
+                _ => errors.push(syn::Error::new(
+                    c.ty.span(),
+                    "const parameters of kernels must be integers or bool",
+                )),
+            },
+            syn::GenericParam::Lifetime(l) => errors.push(syn::Error::new(
+                l.span(),
+                "kernels take no lifetime parameters",
+            )),
+        }
     }
+    // Classify parameters with the type parameters standing for a placeholder: only the
+    // shape (scalar, slice, ...) matters here; element types are fixed per specialization.
+    let placeholder: std::collections::HashMap<String, cuprum_ir::ScalarType> = type_params
+        .iter()
+        .map(|t| (t.clone(), cuprum_ir::ScalarType::F32))
+        .collect();
     if let Some(a) = &sig.asyncness {
         errors.push(syn::Error::new(a.span(), "kernels cannot be `async`"));
     }
@@ -135,7 +166,7 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
                         continue;
                     }
                 };
-                match param_type(&pt.ty, is_unsafe) {
+                match crate::types::param_type_in(&pt.ty, is_unsafe, &placeholder) {
                     Ok(ty) => params.push(HostParam {
                         name,
                         rust_type: (*pt.ty).clone(),
@@ -188,6 +219,8 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
         launch_bounds,
         contract,
         is_unsafe,
+        type_params,
+        const_params,
     })
 }
 

@@ -12,6 +12,7 @@ mod types;
 
 pub use cuprum_ir::SliceAccess;
 pub use items::{ContractInfo, HostParam, KernelInfo, ModuleInfo};
+pub use lower::Specialization;
 pub use types::ParamType;
 
 /// The IR of a module together with what the host-side code generator needs to know.
@@ -28,8 +29,16 @@ pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Erro
     let mut kernels = Vec::with_capacity(info.kernels.len());
     let mut errors: Option<syn::Error> = None;
     for k in &info.kernels {
-        match lower::lower_kernel(&info, k) {
-            Ok(kernel) => kernels.push(kernel),
+        // Generic kernels are compiled per specialization at launch; here they are only
+        // checked, with a few common specializations.
+        let result = if k.is_generic() {
+            check_generic(&info, k).map(|()| None)
+        } else {
+            lower::lower_kernel(&info, k, &Specialization::default()).map(Some)
+        };
+        match result {
+            Ok(Some(kernel)) => kernels.push(kernel),
+            Ok(None) => {}
             Err(e) => match &mut errors {
                 Some(all) => all.combine(e),
                 None => errors = Some(e),
@@ -44,6 +53,55 @@ pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Erro
         syn::Error::new(module.ident.span(), format!("internal compiler error: {e}"))
     })?;
     Ok(CompiledModule { ir, info })
+}
+
+/// Checks a generic kernel by lowering it for every type parameter set to each of the common
+/// element types (and const parameters set to 32): it passes if one of them lowers, since a
+/// kernel may well only make sense for floats, or only for integers.
+fn check_generic(info: &ModuleInfo, k: &KernelInfo) -> Result<(), syn::Error> {
+    use cuprum_ir::ScalarType as S;
+    let mut first_error = None;
+    for ty in [S::F32, S::I32, S::U32, S::F64, S::U64, S::I64] {
+        let spec = Specialization {
+            types: k.type_params.iter().map(|t| (t.clone(), ty)).collect(),
+            consts: k
+                .const_params
+                .iter()
+                .map(|(c, _)| (c.clone(), 32))
+                .collect(),
+        };
+        match lower::lower_kernel(info, k, &spec) {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Compiles one specialization of a generic kernel from the module's source text: its entry
+/// is named by [`Specialization::mangle`].
+pub fn compile_specialized(
+    source: &str,
+    kernel: &str,
+    spec: &Specialization,
+) -> Result<cuprum_ir::Module, String> {
+    let module: syn::ItemMod = syn::parse_str(source).map_err(|e| e.to_string())?;
+    let info = items::scan_module(&module).map_err(|e| e.to_string())?;
+    let k = info
+        .kernels
+        .iter()
+        .find(|k| k.name == kernel)
+        .ok_or_else(|| format!("no kernel `{kernel}` in this module"))?;
+    let ir = cuprum_ir::Module {
+        kernels: vec![lower::lower_kernel(&info, k, spec).map_err(|e| e.to_string())?],
+    };
+    cuprum_ir::validate_module(&ir).map_err(|e| format!("internal compiler error: {e}"))?;
+    Ok(ir)
 }
 
 /// Compiles the text of a `#[cuda_module]` module (what the macro embeds), for run time.

@@ -3,6 +3,8 @@
 //! The IR only knows scalars; the front end also tracks the handful of non-scalar things a
 //! kernel can hold (slices, thread indices, element references) and takes them apart.
 
+use std::collections::HashMap;
+
 use cuprum_ir::{ScalarType, SliceAccess};
 use syn::spanned::Spanned;
 
@@ -17,6 +19,11 @@ pub enum ParamType {
     /// `AtomicSlice<T>`: global memory updated with atomics (an IR `ReadWrite` slice).
     Atomic {
         elem: ScalarType,
+    },
+    /// `*const T` / `*mut T` in an `unsafe` kernel: a raw device address (an IR `U64`).
+    Pointer {
+        elem: ScalarType,
+        mutable: bool,
     },
 }
 
@@ -71,15 +78,47 @@ fn single_type_arg(seg: &syn::PathSegment) -> Option<&syn::Type> {
     }
 }
 
-/// Maps a kernel parameter type. `unsafe_kernel` allows `&mut [T]`.
-pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType> {
-    if let Some(s) = scalar_type(ty) {
+/// A scalar type, seeing generic parameters through `generics`.
+pub fn scalar_in(
+    ty: &syn::Type,
+    generics: &HashMap<String, ScalarType>,
+) -> syn::Result<ScalarType> {
+    if let syn::Type::Path(p) = ty
+        && let Some(ident) = p.path.get_ident()
+        && let Some(&s) = generics.get(&ident.to_string())
+    {
+        return Ok(s);
+    }
+    expect_scalar(ty)
+}
+
+/// Maps a kernel parameter type, with generic type parameters standing for `generics`' scalar
+/// types. `unsafe_kernel` allows `&mut [T]` and raw pointers.
+pub fn param_type_in(
+    ty: &syn::Type,
+    unsafe_kernel: bool,
+    generics: &HashMap<String, ScalarType>,
+) -> syn::Result<ParamType> {
+    if let Ok(s) = scalar_in(ty, generics) {
         return Ok(ParamType::Scalar(s));
+    }
+    if let syn::Type::Ptr(p) = ty {
+        if !unsafe_kernel {
+            return Err(syn::Error::new(
+                ty.span(),
+                "raw pointer parameters are only allowed in `unsafe` kernels",
+            ));
+        }
+        let elem = scalar_in(&p.elem, generics)?;
+        return Ok(ParamType::Pointer {
+            elem,
+            mutable: p.mutability.is_some(),
+        });
     }
     if let syn::Type::Reference(r) = ty
         && let syn::Type::Slice(s) = &*r.elem
     {
-        let elem = expect_scalar(&s.elem)?;
+        let elem = scalar_in(&s.elem, generics)?;
         if r.mutability.is_some() {
             if !unsafe_kernel {
                 return Err(syn::Error::new(
@@ -103,7 +142,7 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
         && seg.ident == "AtomicSlice"
         && let Some(t) = single_type_arg(seg)
     {
-        let elem = expect_scalar(t)?;
+        let elem = scalar_in(t, generics)?;
         if !matches!(elem.size_bytes(), 4 | 8) {
             return Err(syn::Error::new(
                 t.span(),
@@ -116,7 +155,7 @@ pub fn param_type(ty: &syn::Type, unsafe_kernel: bool) -> syn::Result<ParamType>
         && seg.ident == "DisjointSlice"
         && let Some(t) = single_type_arg(seg)
     {
-        let elem = expect_scalar(t)?;
+        let elem = scalar_in(t, generics)?;
         return Ok(ParamType::Slice {
             elem,
             access: SliceAccess::Disjoint,

@@ -83,7 +83,8 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             }
             syn::Item::Fn(f) => {
                 let mut f = f.clone();
-                f.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                // Device code has no iterators: do not let clippy suggest them.
+                f.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy)]));
                 kept.push(syn::Item::Fn(f));
             }
             other => kept.push(other.clone()),
@@ -97,8 +98,10 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
     for k in &compiled.info.kernels {
         let name = &k.name;
         let field = format_ident!("__kernel_{}", name);
-        fields.push(quote!(#field: usize));
-        field_inits.push(quote!(#field: inner.kernel_index(#name)?));
+        if !k.is_generic() {
+            fields.push(quote!(#field: usize));
+            field_inits.push(quote!(#field: inner.kernel_index(#name)?));
+        }
         let (method, marker) = launch_method(k, &field)?;
         methods.push(method);
         markers.extend(marker);
@@ -137,13 +140,19 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             /// This module's kernels, loaded on one context.
             pub struct Module {
                 inner: ::cuprum::__private::LoadedModule,
+                /// Specializations of generic kernels, loaded on first launch.
+                specialized: ::cuprum::__private::Specializations,
                 #(#fields,)*
             }
 
             /// Compiles (once per process) and loads this module's kernels on `ctx`.
             pub fn load(ctx: &::cuprum::CudaContext) -> ::cuprum::Result<Module> {
                 let inner = ::cuprum::__private::LoadedModule::load(ctx, ir()?)?;
-                Ok(Module { #(#field_inits,)* inner })
+                Ok(Module {
+                    #(#field_inits,)*
+                    inner,
+                    specialized: ::cuprum::__private::Specializations::default(),
+                })
             }
 
             impl Module {
@@ -155,6 +164,16 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
                 /// The context the module is loaded on.
                 pub fn context(&self) -> &::cuprum::CudaContext {
                     self.inner.context()
+                }
+
+                /// The loaded specialization of a generic kernel (compiled on first use).
+                #[allow(dead_code)]
+                fn specialize(
+                    &self,
+                    kernel: &str,
+                    spec: &::cuprum::__private::Specialization,
+                ) -> ::cuprum::Result<(::std::sync::Arc<::cuprum::__private::LoadedModule>, usize)> {
+                    self.specialized.get(self.inner.context(), __CUPRUM_SOURCE, kernel, spec)
                 }
 
                 #(#methods)*
@@ -208,6 +227,19 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
                 quote!(::cuprum::__private::KernelArg::scalar(#name)),
             )
         }
+        cuprum_front::ParamType::Pointer { .. } => {
+            let syn::Type::Ptr(ptr) = &p.rust_type else {
+                return Err(syn::Error::new(
+                    p.rust_type.span(),
+                    "expected a pointer type",
+                ));
+            };
+            let elem = &ptr.elem;
+            (
+                quote!(#name: ::cuprum::simt::DevicePtr<#elem>),
+                quote!(::cuprum::__private::KernelArg::scalar(#name)),
+            )
+        }
         cuprum_front::ParamType::Atomic { .. } => {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")
@@ -236,6 +268,44 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
     })
 }
 
+/// The launch method's generics (the kernel's, with `DeviceScalar` on every type parameter),
+/// and the code that finds the module and kernel index to launch.
+fn kernel_target(k: &KernelInfo, field: &syn::Ident) -> (TokenStream, TokenStream) {
+    if !k.is_generic() {
+        return (
+            quote!(),
+            quote!(let (module, index) = (&self.inner, self.#field);),
+        );
+    }
+    let mut generics = k.item.sig.generics.clone();
+    for g in generics.params.iter_mut() {
+        if let syn::GenericParam::Type(t) = g {
+            t.bounds.push(syn::parse_quote!(::cuprum::DeviceScalar));
+        }
+    }
+    let name = &k.name;
+    let types = k.type_params.iter().map(|t| {
+        let ident = format_ident!("{}", t);
+        quote!((#t.to_string(), <#ident as ::cuprum::DeviceScalar>::TYPE))
+    });
+    let consts = k.const_params.iter().map(|(c, _)| {
+        let ident = format_ident!("{}", c);
+        quote!((#c.to_string(), #ident as i128))
+    });
+    let params = &generics.params;
+    (
+        quote!(<#params>),
+        quote! {
+            let spec = ::cuprum::__private::Specialization {
+                types: ::std::vec![#(#types),*],
+                consts: ::std::vec![#(#consts),*],
+            };
+            let (module, index) = self.specialize(#name, &spec)?;
+            let module = &*module;
+        },
+    )
+}
+
 fn launch_method(
     k: &KernelInfo,
     field: &syn::Ident,
@@ -249,6 +319,8 @@ fn launch_method(
         params.push(param);
         args.push(arg);
     }
+    let (generics, target) = kernel_target(k, field);
+    let where_clause = &k.item.sig.generics.where_clause;
     let Some(contract) = k.contract else {
         let doc = format!(
             "Launches `{name}` with a raw configuration.\n\n# Safety\n\nThe kernel has no \
@@ -265,16 +337,17 @@ fn launch_method(
             quote! {
                 #[doc = #doc]
                 #[allow(clippy::too_many_arguments)]
-                pub unsafe fn #method(
+                pub unsafe fn #method #generics(
                     &self,
                     stream: &::cuprum::Stream,
                     config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
                     #(#params),*
-                ) -> ::cuprum::Result<()> {
+                ) -> ::cuprum::Result<()> #where_clause {
                     let args = [#(#args),*];
+                    #target
                     // SAFETY: the caller upholds the contract stated above; the argument list
                     // mirrors the kernel's parameters, as the macro generated it.
-                    unsafe { self.inner.launch(stream, self.#field, &config.into(), &args) }
+                    unsafe { module.launch(stream, index, &config.into(), &args) }
                 }
             },
             None,
@@ -320,17 +393,18 @@ fn launch_method(
 
             #[doc = #launch_doc]
             #[allow(clippy::too_many_arguments)]
-            pub fn #method(
+            pub fn #method #generics(
                 &self,
                 stream: &::cuprum::Stream,
                 prepared: &::cuprum::simt::Prepared<#marker>,
                 #(#params),*
-            ) -> ::cuprum::Result<()> {
+            ) -> ::cuprum::Result<()> #where_clause {
                 let args = [#(#args),*];
+                #target
                 // SAFETY: the argument list mirrors the kernel's parameters (the macro made
                 // both); `&` and `&mut` borrows of the buffers rule out an output aliasing an
                 // input; the configuration passed the contract check in `prepare`.
-                unsafe { self.inner.launch(stream, self.#field, &prepared.config(), &args) }
+                unsafe { module.launch(stream, index, &prepared.config(), &args) }
             }
         },
         Some(quote! {

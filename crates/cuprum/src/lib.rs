@@ -63,8 +63,10 @@ pub mod prelude {
 /// Used by the code `#[cuda_module]` generates; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use cuprum_front::Specialization;
     pub use cuprum_runtime::{KernelArg, LaunchContract, LoadedModule};
-    use std::sync::Arc;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
 
     /// Compiles a module's embedded source to IR (once per process, cached by the caller).
     ///
@@ -77,6 +79,68 @@ pub mod __private {
             dump_ptx(std::path::Path::new(&dir), source, &ir)?;
         }
         Ok(Arc::new(ir))
+    }
+
+    /// The IR of one specialization of a generic kernel, compiled once per process.
+    pub fn compile_specialized(
+        source: &'static str,
+        kernel: &str,
+        spec: &Specialization,
+    ) -> Result<Arc<cuprum_ir::Module>, String> {
+        type Cache = Mutex<HashMap<(usize, String), Arc<cuprum_ir::Module>>>;
+        static CACHE: OnceLock<Cache> = OnceLock::new();
+        let key = (source.as_ptr() as usize, spec.mangle(kernel));
+        let cache = CACHE.get_or_init(Cache::default);
+        if let Some(ir) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(ir.clone());
+        }
+        let ir = cuprum_front::compile_specialized(source, kernel, spec)?;
+        if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+            dump_ptx(
+                std::path::Path::new(&dir),
+                &format!("{source}{}", key.1),
+                &ir,
+            )?;
+        }
+        let ir = Arc::new(ir);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ir.clone());
+        Ok(ir)
+    }
+
+    /// The specializations of a module's generic kernels loaded on its context, by entry name.
+    #[derive(Default)]
+    pub struct Specializations {
+        loaded: Mutex<HashMap<String, (Arc<LoadedModule>, usize)>>,
+    }
+
+    impl Specializations {
+        /// The loaded specialization `spec` of `kernel`, compiling and loading it on first use.
+        pub fn get(
+            &self,
+            ctx: &crate::CudaContext,
+            source: &'static str,
+            kernel: &str,
+            spec: &Specialization,
+        ) -> crate::Result<(Arc<LoadedModule>, usize)> {
+            let name = spec.mangle(kernel);
+            let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((m, i)) = loaded.get(&name) {
+                return Ok((m.clone(), *i));
+            }
+            let ir = compile_specialized(source, kernel, spec).map_err(|message| {
+                crate::Error::Compile {
+                    kernel: name.clone(),
+                    message,
+                }
+            })?;
+            let module = Arc::new(LoadedModule::load(ctx, ir)?);
+            let index = module.kernel_index(&name)?;
+            loaded.insert(name, (module.clone(), index));
+            Ok((module, index))
+        }
     }
 
     fn dump_ptx(dir: &std::path::Path, source: &str, ir: &cuprum_ir::Module) -> Result<(), String> {

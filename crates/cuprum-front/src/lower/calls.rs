@@ -15,7 +15,18 @@ impl Lowerer<'_> {
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
         let span = m.span();
         let method = m.method.to_string();
-        let receiver = self.expr(&m.receiver)?;
+        let receiver = match self.expr(&m.receiver)? {
+            // Auto-deref, as Rust does for `out.wrapping_add(1)` on an `&mut u32`.
+            Val::ElemRef { addr, elem, .. } => {
+                let load = Op::Load {
+                    space: cuprum_ir::AddressSpace::Global,
+                    ty: elem,
+                    addr,
+                };
+                Val::Scalar(self.def(load, m.receiver.span())?)
+            }
+            v => v,
+        };
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
             (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
@@ -33,6 +44,10 @@ impl Lowerer<'_> {
             (Val::Atomic(p), _) => {
                 let p = *p;
                 return self.atomic_method_call(m, p);
+            }
+            (Val::Ptr { .. }, _) => {
+                let v = receiver.clone();
+                return self.pointer_method(m, v);
             }
             (Val::Array { len, .. }, "len") if args.is_empty() => {
                 let len = u64::from(*len);
@@ -237,6 +252,70 @@ impl Lowerer<'_> {
             None => err(
                 span,
                 format!("`{path}` is not a device function known to cuprum"),
+            ),
+        }
+    }
+
+    /// `p.add(i)`, `p.offset(i)`, `p.sub(i)`, `p.read()`, `p.write(v)` on raw device pointers.
+    fn pointer_method(&mut self, m: &syn::ExprMethodCall, p: Val) -> Result<Val> {
+        let Val::Ptr {
+            addr,
+            elem,
+            mutable,
+        } = p
+        else {
+            return err(m.span(), "expected a pointer");
+        };
+        let span = m.span();
+        let method = m.method.to_string();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        match (method.as_str(), &args[..]) {
+            (
+                "add" | "sub" | "offset" | "wrapping_add" | "wrapping_sub" | "wrapping_offset",
+                [n],
+            ) => {
+                let signed = method.contains("offset");
+                let n = self.expr(n)?;
+                let n = self.materialize(n, if signed { S::I64 } else { S::U64 }, span)?;
+                let n = self.cast_value(n, S::U64, span)?;
+                let size = self.constant(Constant::u64(u64::from(elem.size_bytes())));
+                let bytes = self.def(Op::Binary(BinaryOp::Mul, n, size), span)?;
+                let op = if method.ends_with("sub") {
+                    BinaryOp::Sub
+                } else {
+                    BinaryOp::Add
+                };
+                let addr = self.def(Op::Binary(op, addr, bytes), span)?;
+                Ok(Val::Ptr {
+                    addr,
+                    elem,
+                    mutable,
+                })
+            }
+            ("read", []) => Ok(Val::Scalar(self.def(
+                Op::Load {
+                    space: cuprum_ir::AddressSpace::Global,
+                    ty: elem,
+                    addr,
+                },
+                span,
+            )?)),
+            ("write", [v]) if mutable => {
+                let v = self.expr(v)?;
+                let v = self.materialize(v, elem, span)?;
+                self.b.push(Stmt::Store {
+                    space: cuprum_ir::AddressSpace::Global,
+                    addr,
+                    value: v,
+                });
+                Ok(Val::Unit)
+            }
+            ("write", _) => err(span, "cannot write through a `*const` pointer"),
+            _ => err(
+                m.method.span(),
+                format!(
+                    "`{method}` is not supported on device pointers (add, sub, offset, read, write)"
+                ),
             ),
         }
     }

@@ -33,12 +33,45 @@ fn err<T>(span: proc_macro2::Span, msg: impl std::fmt::Display) -> Result<T> {
     Err(syn::Error::new(span, msg))
 }
 
-pub fn lower_kernel(info: &ModuleInfo, kernel: &KernelInfo) -> Result<cuprum_ir::Kernel> {
+/// The types and values a generic kernel's parameters take in one specialization.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Specialization {
+    pub types: Vec<(String, S)>,
+    pub consts: Vec<(String, i128)>,
+}
+
+impl Specialization {
+    /// The PTX entry name of `kernel` specialized so: `scale__f32_16` (`m` marks a minus).
+    pub fn mangle(&self, kernel: &str) -> String {
+        if self.types.is_empty() && self.consts.is_empty() {
+            return kernel.to_string();
+        }
+        let mut parts: Vec<String> = self
+            .types
+            .iter()
+            .map(|(_, t)| t.rust_name().to_string())
+            .collect();
+        parts.extend(self.consts.iter().map(|(_, v)| {
+            if *v < 0 {
+                format!("m{}", -v)
+            } else {
+                v.to_string()
+            }
+        }));
+        format!("{kernel}__{}", parts.join("_"))
+    }
+}
+
+pub fn lower_kernel(
+    info: &ModuleInfo,
+    kernel: &KernelInfo,
+    spec: &Specialization,
+) -> Result<cuprum_ir::Kernel> {
     let mut inference = Inference::default();
     // The first run only collects typing facts; its errors reappear in the second run.
-    let _ = Lowerer::new(info, kernel, Mode::Infer(&mut inference)).run();
+    let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
     let solved = inference.solve();
-    Lowerer::new(info, kernel, Mode::Emit(&solved)).run()
+    Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +201,12 @@ enum Val {
     },
     /// A tuple, taken apart.
     Tuple(Vec<Val>),
+    /// A raw device pointer (`*const T` / `*mut T` in an `unsafe` kernel): a `U64` address.
+    Ptr {
+        addr: Value,
+        elem: S,
+        mutable: bool,
+    },
     /// A reference to one element of global memory.
     ElemRef {
         addr: Value,
@@ -219,31 +258,79 @@ struct Lowerer<'a> {
     type_params: HashMap<String, S>,
     /// `match` arms whose else-block is still open: (condition, then-block).
     pending_ifs: Vec<(Value, cuprum_ir::Block)>,
+    /// The kernel's const parameters in this specialization: type and value.
+    const_params: HashMap<String, (S, i128)>,
+    /// The kernel's type parameters in this specialization (helpers swap `type_params`).
+    kernel_types: HashMap<String, S>,
 }
 
 impl<'a> Lowerer<'a> {
-    fn new(info: &'a ModuleInfo, kernel: &'a KernelInfo, mode: Mode<'a>) -> Self {
+    fn new(
+        info: &'a ModuleInfo,
+        kernel: &'a KernelInfo,
+        spec: &Specialization,
+        mode: Mode<'a>,
+    ) -> Self {
+        let kernel_types: HashMap<String, S> = spec.types.iter().cloned().collect();
+        let const_params = kernel
+            .const_params
+            .iter()
+            .filter_map(|(name, ty)| {
+                let v = spec.consts.iter().find(|(n, _)| n == name)?.1;
+                Some((name.clone(), (*ty, v)))
+            })
+            .collect();
         Self {
             info,
             kernel,
-            b: KernelBuilder::new(kernel.name.clone()),
+            b: KernelBuilder::new(spec.mangle(&kernel.name)),
             mode,
             scopes: vec![Vec::new()],
             next_site: 0,
             loop_depth: 0,
             index_1d: None,
             frames: Vec::new(),
-            type_params: HashMap::new(),
             pending_ifs: Vec::new(),
+            type_params: kernel_types.clone(),
+            kernel_types,
+            const_params,
         }
     }
 
     fn run(mut self) -> Result<cuprum_ir::Kernel> {
         let k = self.kernel;
         self.b.set_launch_bounds(k.launch_bounds);
+        for (name, _) in &k.const_params {
+            if !self.const_params.contains_key(name) {
+                return err(
+                    k.item.sig.ident.span(),
+                    format!("no value for the const parameter `{name}`"),
+                );
+            }
+        }
+        for t in &k.type_params {
+            if !self.kernel_types.contains_key(t) {
+                return err(
+                    k.item.sig.ident.span(),
+                    format!("no type for the type parameter `{t}`"),
+                );
+            }
+        }
         for p in &k.params {
             let name = p.name.to_string();
-            let binding = match p.ty {
+            let ty = crate::types::param_type_in(&p.rust_type, k.is_unsafe, &self.kernel_types)?;
+            let binding = match ty {
+                ParamType::Pointer { elem, mutable } => {
+                    let index = self
+                        .b
+                        .param(name.clone(), cuprum_ir::ParamKind::Scalar(S::U64));
+                    let addr = self.def(Op::Param(index), p.name.span())?;
+                    Val::Ptr {
+                        addr,
+                        elem,
+                        mutable,
+                    }
+                }
                 ParamType::Scalar(ty) => {
                     let index = self.b.param(name.clone(), cuprum_ir::ParamKind::Scalar(ty));
                     Val::Scalar(self.def(Op::Param(index), p.name.span())?)
@@ -850,6 +937,14 @@ impl<'a> Lowerer<'a> {
         let name = ident.to_string();
         match self.lookup(&name).cloned() {
             Some(b) => self.read_binding(&b, p.span()),
+            None if self.const_params.contains_key(&name) => {
+                let (ty, v) = self.const_params[&name];
+                Ok(Val::Scalar(self.constant(int_constant(
+                    ty,
+                    v,
+                    ident.span(),
+                )?)))
+            }
             None => match self.info.consts.iter().find(|c| c.ident == name) {
                 Some(c) => self.module_const(c),
                 None => err(
@@ -1043,6 +1138,16 @@ impl<'a> Lowerer<'a> {
                     elem,
                 }),
                 Val::ElemRef { .. } => err(e.span(), "cannot assign through a shared reference"),
+                Val::Ptr {
+                    addr,
+                    elem,
+                    mutable: true,
+                } => Ok(Place::Mem {
+                    space: AddressSpace::Global,
+                    addr,
+                    elem,
+                }),
+                Val::Ptr { .. } => err(e.span(), "cannot write through a `*const` pointer"),
                 other => err(
                     expr.span(),
                     format!("cannot dereference {}", describe(&other)),
@@ -1262,6 +1367,7 @@ fn describe(v: &Val) -> String {
         Val::Index1(_) => "a thread index".into(),
         Val::Slice(_) => "a slice".into(),
         Val::Array { .. } => "an array".into(),
+        Val::Ptr { .. } => "a raw pointer".into(),
         Val::Tuple(_) => "a tuple".into(),
         Val::Atomic(_) => "an atomic slice".into(),
         Val::Index2(..) | Val::Index3(..) => "a thread index".into(),

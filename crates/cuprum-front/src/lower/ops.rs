@@ -269,6 +269,14 @@ impl Lowerer<'_> {
                     },
                     span,
                 )?)),
+                Val::Ptr { addr, elem, .. } => Ok(Val::Scalar(self.def(
+                    Op::Load {
+                        space: AddressSpace::Global,
+                        ty: elem,
+                        addr,
+                    },
+                    span,
+                )?)),
                 other => err(span, format!("cannot dereference {}", describe(&other))),
             },
             syn::UnOp::Neg(_) => match self.expr(&u.expr)? {

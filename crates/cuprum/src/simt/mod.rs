@@ -10,11 +10,13 @@ use std::marker::PhantomData;
 pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
+pub mod pointer;
 pub mod shared;
 pub mod thread;
 pub mod warp;
 
 pub use atomic::AtomicSlice;
+pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 

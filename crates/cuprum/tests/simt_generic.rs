@@ -1,0 +1,138 @@
+//! Generic kernels (type and const parameters), specialized and compiled at their first
+//! launch and cached per specialization, and `unsafe` kernels over raw device pointers.
+
+mod common;
+
+use common::{assert_same, blocks_for, ctx, random_f32, random_i32};
+use cuprum::simt::{DevicePtr, DisjointSlice, kernel, launch_contract, thread};
+use cuprum::{DeviceBuffer, LaunchConfig1D, cuda_module};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+    use std::ops::{Add, Mul};
+
+    /// y = a * x + y for any numeric element type.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn axpy<T: Copy + Add<Output = T> + Mul<Output = T>>(
+        a: T,
+        x: &[T],
+        mut y: DisjointSlice<T>,
+    ) {
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            *out = a * x[i.get()] + *out;
+        }
+    }
+
+    /// Sum of a window of `W` elements starting at each index (wrapping around).
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn window_sum<const W: usize>(x: &[i32], mut y: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            let mut acc = 0i32;
+            for k in 0..W {
+                acc = acc.wrapping_add(x[(i.get() + k) % x.len()]);
+            }
+            *out = acc;
+        }
+    }
+
+    /// Reverses `n` elements from `src` into `dst` through raw pointers.
+    #[kernel]
+    pub unsafe fn reverse(src: *const f32, dst: *mut f32, n: usize) {
+        let i = thread::index_1d().get();
+        if i < n {
+            let v = unsafe { *src.add(i) };
+            unsafe { dst.add(n - 1 - i).write(v * 2.0) };
+        }
+    }
+}
+
+#[test]
+fn a_generic_kernel_runs_for_each_element_type() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 1000;
+    let prepared = m.prepare_axpy(LaunchConfig1D::new(blocks_for(n, 128), 128, 0))?;
+    let (x, y) = (random_f32(n), random_f32(n));
+    let (dx, mut dy) = (
+        DeviceBuffer::from_host(&stream, &x)?,
+        DeviceBuffer::from_host(&stream, &y)?,
+    );
+    m.axpy(&stream, &prepared, 1.5f32, &dx, &mut dy)?;
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 1.5 * x + y).collect();
+    assert_same("axpy f32", &dy.to_host_vec(&stream)?, &want);
+
+    let (xi, yi) = (random_i32(n), random_i32(n));
+    let (dxi, mut dyi) = (
+        DeviceBuffer::from_host(&stream, &xi)?,
+        DeviceBuffer::from_host(&stream, &yi)?,
+    );
+    m.axpy(&stream, &prepared, -3i32, &dxi, &mut dyi)?;
+    let want: Vec<i32> = xi
+        .iter()
+        .zip(&yi)
+        .map(|(x, y)| (-3i32).wrapping_mul(*x).wrapping_add(*y))
+        .collect();
+    assert_same("axpy i32", &dyi.to_host_vec(&stream)?, &want);
+
+    let xd: Vec<f64> = x.iter().map(|&v| v as f64 / 3.0).collect();
+    let (dxd, mut dyd) = (
+        DeviceBuffer::from_host(&stream, &xd)?,
+        DeviceBuffer::from_host(&stream, &vec![0.25f64; n])?,
+    );
+    m.axpy(&stream, &prepared, 2.0f64, &dxd, &mut dyd)?;
+    let want: Vec<f64> = xd.iter().map(|x| 2.0 * x + 0.25).collect();
+    assert_same("axpy f64", &dyd.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn const_parameters_specialize_the_kernel() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 777;
+    let x = random_i32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let config = LaunchConfig1D::new(blocks_for(n, 64), 64, 0);
+    let window = |w: usize| -> Vec<i32> {
+        (0..n)
+            .map(|i| (0..w).fold(0i32, |a, k| a.wrapping_add(x[(i + k) % n])))
+            .collect()
+    };
+    let mut y = DeviceBuffer::from_host(&stream, &vec![i32::MIN; n])?;
+    m.window_sum::<3>(&stream, &m.prepare_window_sum(config)?, &dx, &mut y)?;
+    assert_same("window 3", &y.to_host_vec(&stream)?, &window(3));
+    m.window_sum::<17>(&stream, &m.prepare_window_sum(config)?, &dx, &mut y)?;
+    assert_same("window 17", &y.to_host_vec(&stream)?, &window(17));
+    Ok(())
+}
+
+#[test]
+fn unsafe_kernels_take_raw_device_pointers() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 1001;
+    let x = random_f32(n);
+    let src = DeviceBuffer::from_host(&stream, &x)?;
+    let dst = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    // SAFETY: both buffers hold n elements and the kernel touches indices below n only.
+    unsafe {
+        m.reverse(
+            &stream,
+            LaunchConfig1D::new(blocks_for(n, 128), 128, 0),
+            DevicePtr::of(&src),
+            DevicePtr::of(&dst),
+            n,
+        )?;
+    }
+    let want: Vec<f32> = x.iter().rev().map(|v| v * 2.0).collect();
+    assert_same("reverse", &dst.to_host_vec(&stream)?, &want);
+    Ok(())
+}
