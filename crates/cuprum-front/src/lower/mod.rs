@@ -14,6 +14,7 @@ mod calls;
 mod control;
 mod helpers;
 mod intrinsics;
+mod macros;
 mod ops;
 
 use std::collections::HashMap;
@@ -535,7 +536,10 @@ impl<'a> Lowerer<'a> {
                         "items inside kernel bodies are not supported: move them to the module",
                     );
                 }
-                syn::Stmt::Macro(m) => return Err(unsupported_macro(&m.mac)),
+                syn::Stmt::Macro(m) => match self.device_macro(&m.mac)? {
+                    Val::Never => Val::Never,
+                    _ => Val::Unit,
+                },
             };
         }
         Ok(last)
@@ -792,7 +796,7 @@ impl<'a> Lowerer<'a> {
             }
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
-            syn::Expr::Macro(m) => Err(unsupported_macro(&m.mac)),
+            syn::Expr::Macro(m) => self.device_macro(&m.mac),
             syn::Expr::Reference(r) => err(
                 r.span(),
                 "taking references is not supported in device code",
@@ -1411,23 +1415,4 @@ fn path_string(p: &syn::Path) -> String {
         .map(|s| s.ident.to_string())
         .collect::<Vec<_>>()
         .join("::")
-}
-
-fn unsupported_macro(m: &syn::Macro) -> syn::Error {
-    let name = m
-        .path
-        .segments
-        .last()
-        .map(|s| s.ident.to_string())
-        .unwrap_or_default();
-    let hint = match name.as_str() {
-        "println" | "print" | "eprintln" | "eprint" | "format" | "write" | "writeln" => {
-            "printing and formatting are not available in device code yet"
-        }
-        "vec" => "`vec!` allocates on the heap, which device code cannot do",
-        "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo"
-        | "unimplemented" => "panicking macros are not supported in device code yet",
-        _ => "macros are not supported in device code",
-    };
-    syn::Error::new(m.span(), format!("`{name}!`: {hint}"))
 }

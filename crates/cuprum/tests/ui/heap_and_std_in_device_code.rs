@@ -1,4 +1,5 @@
-// Heap allocation, printing and closures do not exist on the device: the build says so.
+// Heap allocation, string formatting and closures do not exist on the device: the build
+// says so.
 use cuprum::simt::{DisjointSlice, kernel};
 use cuprum::cuda_module;
 
@@ -12,8 +13,8 @@ mod kernels {
     }
 
     #[kernel]
-    pub fn print(mut y: DisjointSlice<f32>) {
-        println!("hello from the GPU");
+    pub fn format(mut y: DisjointSlice<f32>) {
+        let s = format!("hello from the GPU");
     }
 
     #[kernel]
