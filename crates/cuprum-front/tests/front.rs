@@ -107,7 +107,7 @@ fn unconstrained_literals_default_like_rust() {
 fn unsupported_rust_is_an_error_that_says_why() {
     let cases = [
         ("let v = Vec::new();", "heap"),
-        ("println!(\"hi\");", "printing"),
+        ("let s = format!(\"hi\");", "formatting into strings"),
         ("let f = |x: f32| x;", "closures"),
         ("let s = std::f32::consts::PI;", "not a value known"),
         ("let t = a.iter();", "method `iter` is not supported"),
