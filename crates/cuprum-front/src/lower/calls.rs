@@ -192,6 +192,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.warp_call(&last, &args, span)? {
             return Ok(v);
         }
+        if let Some(v) = self.matrix_call(&last, &args, span)? {
+            return Ok(v);
+        }
         match (last.as_str(), args.len()) {
             ("sync_threads", 0) => {
                 self.b.push(Stmt::Barrier);

@@ -1,7 +1,7 @@
 //! Control flow: `if`/`else` (also as a value), `if let` on slice elements, `while`,
 //! `loop` and `for` over ranges, all lowered to the IR's structured `If` and `Loop`.
 
-use cuprum_ir::{BinaryOp, CmpOp, Constant, Op, ScalarType as S, SliceAccess, Stmt, Value, Var};
+use cuprum_ir::{BinaryOp, CmpOp, Constant, Op, ScalarType as S, SliceAccess, Stmt, Value};
 use syn::spanned::Spanned;
 
 use super::*;
@@ -534,7 +534,7 @@ impl Lowerer<'_> {
                 "`match` on floats is not supported: compare with `if`",
             );
         }
-        let mut result: Option<(Var, S)> = None;
+        let mut result: Option<Binding> = None;
         let mut any_value = false;
         let mut opened = 0usize;
         let mut all_diverge = true;
@@ -595,7 +595,7 @@ impl Lowerer<'_> {
             return Ok(Val::Never);
         }
         match result {
-            Some((var, _)) => Ok(Val::Scalar(self.def(Op::ReadVar(var), span)?)),
+            Some(slot) => self.read_binding(&slot, span),
             None if any_value => Ok(Val::Infer(site, LitKind::Int)),
             None => Ok(Val::Unit),
         }
@@ -605,7 +605,7 @@ impl Lowerer<'_> {
         &mut self,
         arm: &syn::Arm,
         site: u32,
-        result: &mut Option<(Var, S)>,
+        result: &mut Option<Binding>,
         any_value: &mut bool,
         all_diverge: &mut bool,
     ) -> Result<()> {
@@ -619,44 +619,12 @@ impl Lowerer<'_> {
         }
         *any_value = true;
         if result.is_none() {
-            let ty = match &v {
-                Val::Scalar(x) => Some(self.ty(*x)),
-                Val::Int(_) => {
-                    self.note_kind(site, LitKind::Int);
-                    self.solved(site)
-                }
-                Val::Float(_) => {
-                    self.note_kind(site, LitKind::Float);
-                    self.solved(site)
-                }
-                Val::Infer(s, k) => {
-                    self.note_kind(site, *k);
-                    self.note_union(site, *s);
-                    self.solved(site)
-                }
-                other => {
-                    return err(
-                        arm.body.span(),
-                        format!(
-                            "a `match` that yields {} is not supported in device code",
-                            describe(other)
-                        ),
-                    );
-                }
-            };
-            if let Some(ty) = ty {
-                self.note_type(site, ty);
-                *result = Some((self.b.var("match_value", ty), ty));
-            }
+            *result = self.value_slot(&v, site, arm.body.span())?;
         }
-        match (*result, v) {
-            (Some((var, ty)), v) => {
-                let x = self.materialize(v, ty, arm.body.span())?;
-                self.b.push(Stmt::WriteVar { var, value: x });
-            }
-            (None, Val::Scalar(x)) => {
-                let ty = self.ty(x);
-                self.note_type(site, ty);
+        match (&*result, v) {
+            (Some(slot), v) => {
+                let slot = slot.clone();
+                self.assign_binding(&slot, v, arm.body.span())?;
             }
             (None, Val::Infer(s, _)) => self.note_union(site, s),
             _ => {}

@@ -145,6 +145,33 @@ impl Lowerer<'_> {
 
     /// The address of element `index` (a `u64`) of a shared array, bounds-checked for static
     /// arrays.
+    /// Traps unless `index < len`.
+    pub(super) fn shared_bounds_check(
+        &mut self,
+        index: Value,
+        len: u32,
+        site: String,
+        span: Span,
+    ) -> Result<()> {
+        let len_v = self.constant(Constant::u64(u64::from(len)));
+        let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
+        self.b.begin_block();
+        let then = self.b.end_block();
+        self.b.begin_block();
+        self.b.push(Stmt::Trap(TrapKind::BoundsCheck {
+            index,
+            len: len_v,
+            site,
+        }));
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: ok,
+            then,
+            otherwise,
+        });
+        Ok(())
+    }
+
     fn shared_addr(
         &mut self,
         array: Option<u32>,
@@ -156,22 +183,7 @@ impl Lowerer<'_> {
     ) -> Result<Value> {
         let base = match array {
             Some(a) => {
-                let len_v = self.constant(Constant::u64(u64::from(len)));
-                let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
-                self.b.begin_block();
-                let then = self.b.end_block();
-                self.b.begin_block();
-                self.b.push(Stmt::Trap(TrapKind::BoundsCheck {
-                    index,
-                    len: len_v,
-                    site,
-                }));
-                let otherwise = self.b.end_block();
-                self.b.push(Stmt::If {
-                    cond: ok,
-                    then,
-                    otherwise,
-                });
+                self.shared_bounds_check(index, len, site, span)?;
                 self.def(Op::SharedAddr(a), span)?
             }
             None => self.def(Op::DynSharedAddr, span)?,

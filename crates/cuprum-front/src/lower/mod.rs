@@ -15,6 +15,7 @@ mod control;
 mod helpers;
 mod intrinsics;
 mod macros;
+mod matrix;
 mod ops;
 
 use std::collections::HashMap;
@@ -797,10 +798,16 @@ impl<'a> Lowerer<'a> {
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
             syn::Expr::Macro(m) => self.device_macro(&m.mac),
-            syn::Expr::Reference(r) => err(
-                r.span(),
-                "taking references is not supported in device code",
-            ),
+            syn::Expr::Reference(r) => match self.expr(&r.expr)? {
+                // References to device data pass through; they are addresses already.
+                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array { .. }) => {
+                    Ok(v)
+                }
+                _ => err(
+                    r.span(),
+                    "taking references to values is not supported in device code",
+                ),
+            },
             syn::Expr::Closure(c) => err(
                 c.span(),
                 "closures are not supported in device code (write a helper `fn` in the module)",

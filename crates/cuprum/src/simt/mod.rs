@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
+pub mod mma;
 pub mod pointer;
 pub mod shared;
 pub mod thread;
