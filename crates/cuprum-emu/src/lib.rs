@@ -22,8 +22,9 @@
 //! * Within a block, warps run one after another between barriers, and an `If` runs its `then`
 //!   arm before its `otherwise` arm; blocks run in parallel and in no fixed order.
 //! * When several blocks fail, the error of the lowest-numbered failing block is returned.
-//! * `mma.sync` adds the products to C one after another in `f32` (the IR's definition; the
-//!   hardware's order differs, see `Stmt::Mma`), and a NaN result is the canonical NaN.
+//! * `mma.sync` adds as the tensor cores do (`Stmt::Mma`: alignment to the largest exponent,
+//!   truncation, one exact sum, rounding toward zero), which reproduced an H200's results bit
+//!   for bit; NaN results are the canonical NaN.
 //! * `cp.async` copies when it is issued (a legal schedule of the asynchronous copy), so the
 //!   commit and wait statements do nothing; the destination counts as written by the issuing
 //!   thread at that point for race detection. Reading the destination before the wait is a

@@ -1,7 +1,7 @@
 //! Tensor-core `mma.sync`, `ldmatrix` and `cp.async` on the emulator, against plain-Rust
 //! references: a triple-loop matrix product in `f64` on random f16/bf16/tf32 matrices
 //! (within the error bound of `f32` accumulation, exactly for small integers, and bit for bit
-//! against the IR's documented summation order), the PTX ISA's `ldmatrix` thread-to-row and
+//! against an `f64` rendering of the tensor cores' summation that the IR documents), the PTX ISA's `ldmatrix` thread-to-row and
 //! fragment mapping, and copy-then-barrier-then-read for `cp.async`; plus the errors (partial
 //! warps, races, misalignment, uninitialized reads).
 //!
@@ -202,14 +202,32 @@ fn reference(p: &Problem, i: usize, j: usize) -> (f64, f64) {
     (sum, mag)
 }
 
-/// The IR's definition: products added to C one by one in `f32`.
-fn sequential(p: &Problem, i: usize, j: usize) -> f32 {
+/// The IR's definition of the tensor cores' sum (`Stmt::Mma`), in `f64` (independently of
+/// the emulator's integer implementation): addends aligned on the largest exponent (products
+/// on the sum of their operands' exponents), truncated to 25 bits below it, summed exactly
+/// (every partial sum is a multiple of the quantum below 2^32 of it, so exact in `f64`),
+/// rounded toward zero to `f32`.
+fn tensor_core_sum(p: &Problem, i: usize, j: usize) -> f32 {
     let k = p.shape.k();
-    let mut acc = p.c[i * 8 + j];
+    let exp = |x: f64| ((x.to_bits() >> 52) & 0x7FF) as i32 - 1023;
+    let c = f64::from(p.c[i * 8 + j]);
+    let mut addends = vec![(c, (c != 0.0).then(|| exp(c)))];
     for kk in 0..k {
-        acc += input_value(p.shape, p.a[i * k + kk]) * input_value(p.shape, p.b[kk * 8 + j]);
+        let a = f64::from(input_value(p.shape, p.a[i * k + kk]));
+        let b = f64::from(input_value(p.shape, p.b[kk * 8 + j]));
+        addends.push((a * b, (a != 0.0 && b != 0.0).then(|| exp(a) + exp(b))));
     }
-    acc
+    let Some(big) = addends.iter().filter_map(|a| a.1).max() else {
+        return 0.0;
+    };
+    let q = 2f64.powi(big - 25);
+    let sum: f64 = addends.iter().map(|(x, _)| (x / q).trunc() * q).sum();
+    let f = sum as f32;
+    if f64::from(f).abs() > sum.abs() {
+        f32::from_bits(f.to_bits() - 1)
+    } else {
+        f
+    }
 }
 
 #[test]
@@ -231,10 +249,11 @@ fn mma_matches_the_reference_on_random_matrices() {
                         (f64::from(got) - want).abs() <= bound,
                         "{shape:?} D[{i}][{j}] = {got}, reference {want} (bound {bound})"
                     );
+                    let model = tensor_core_sum(p, i, j);
                     assert_eq!(
                         got.to_bits(),
-                        sequential(p, i, j).to_bits(),
-                        "{shape:?} order"
+                        model.to_bits(),
+                        "{shape:?} D[{i}][{j}] model"
                     );
                 }
             }
@@ -272,6 +291,9 @@ fn mma_special_values() {
     p.c[1] = f32::INFINITY;
     p.a[16] = 65504.0; // A[1][0]: the largest f16
     p.b[0] = 65504.0; // B[0][0]
+    p.a[32] = 4096.0; // A[2][0]
+    p.b[1] = 4096.0; // B[0][1]
+    p.c[17] = 1.25; // C[2][1]
     let d = &run_mma(&[p], 32)[0];
     assert_eq!(
         d[0].to_bits(),
@@ -279,11 +301,11 @@ fn mma_special_values() {
         "NaN results are the canonical NaN"
     );
     assert_eq!(d[1], f32::INFINITY);
-    assert_eq!(
-        d[8],
-        65504.0f32 * 65504.0 + 1.0,
-        "f16 products are exact in f32"
-    );
+    // 65504^2 is exact; C = 1 is below the alignment quantum 2^5 and truncated away.
+    assert_eq!(d[8], 4_290_774_016.0);
+    // 2^24 + 1.25: C truncated to a multiple of 2^-1, the sum rounded toward zero (an IEEE
+    // f32 addition would give 2^24 + 2).
+    assert_eq!(d[17], 16_777_216.0);
     assert_eq!(d[127], 1.0);
 }
 

@@ -231,14 +231,20 @@ pub enum Stmt {
     /// the statement defines the four `F32` values `d`, its fragment of D; the fragment layouts
     /// are in [`crate::matrix`].
     ///
-    /// Arithmetic: every product `A[i][k] * B[k][j]` is computed exactly (16-bit and `tf32`
-    /// products fit in an `f32`; only an `f32` overflow or underflow rounds) and the products
-    /// are added to `C[i][j]` one after another, `k = 0, 1, ..., K - 1`, each addition an
-    /// IEEE `f32` addition rounding to nearest even. The tensor cores add in another order and
-    /// with other intermediate rounding, which the ISA leaves unspecified, so results agree
-    /// with the hardware exactly when every partial sum is exact (e.g. small integers), and to
-    /// within a few `f32` ulps of the sum of magnitudes otherwise. `tf32` inputs are truncated
-    /// to `tf32` first (see [`MmaShape::M16n8k8Tf32`]).
+    /// Arithmetic, per element, as NVIDIA's tensor cores do it (measured bit for bit on an
+    /// H200 for all three shapes): every product `A[i][k] * B[k][j]` is exact; let `E` be the
+    /// largest of `floor(log2 |C[i][j]|)` and, over the nonzero products,
+    /// `floor(log2 |A[i][k]|) + floor(log2 |B[k][j]|)` (the product's exponent before
+    /// normalisation); each of the `K + 1` addends (C and the products) is truncated toward
+    /// zero to a multiple of `2^(E - 25)`; the truncated addends are added exactly; the sum
+    /// is rounded toward zero to `f32`. So results differ from sums of IEEE `f32` additions,
+    /// but always lie within `(K + 1) * 2^-23` times the sum of the addends' magnitudes of
+    /// the exact result, and are exact when all addends are multiples of `2^(E - 25)` and the
+    /// sum fits in 24 bits (e.g. small integers). NaN operands, `0 * inf` and `inf - inf`
+    /// give the canonical NaN (`0x7fff_ffff`), other infinities propagate (both measured); a
+    /// sum beyond the `f32` range is an infinity and a zero sum is `+0` unless every addend is
+    /// `-0` (IEEE-like choices, not measured; neither were subnormal operands). `tf32` inputs
+    /// are truncated to `tf32` first (see [`MmaShape::M16n8k8Tf32`]).
     Mma {
         shape: MmaShape,
         a: [Value; 4],
