@@ -1,0 +1,199 @@
+//! The loops that visit a chain's elements, written for memory bandwidth.
+//!
+//! * [`grid_stride`]: the grid (sized to the device, not to the data) strides over `[0, n)`.
+//!   Each iteration a thread takes `k` elements whose indices are all in range, so their
+//!   loads need no bounds test: `k` consecutive elements (one 16-byte vector for `k = 4`
+//!   `f32`s, as separate scalar loads of consecutive addresses) or, with
+//!   [`Layout::WarpStrided`], `k` elements 32 apart (each warp-wide load instruction reads
+//!   one contiguous run). The fewer than `k` (or `32 k`) elements left at the end go through
+//!   a scalar grid-stride tail loop.
+//! * [`chunked_tiles`]: each block owns one contiguous chunk and walks it tile by tile, in
+//!   order, with a block-uniform trip count (so tile bodies may contain barriers). Used where
+//!   order across blocks matters: `filter` compaction.
+
+use cuprum_ir::{BinaryOp, CmpOp, Dim, Special, Value};
+
+use super::{Gen, R};
+use crate::device::Layout;
+
+/// The elements one thread handles at once, all in range.
+pub(crate) struct Group {
+    /// Their indices (`U64`).
+    pub(crate) idxs: Vec<Value>,
+    /// The distance in elements between consecutive indices of the group.
+    pub(crate) stride: u64,
+}
+
+impl Group {
+    fn one(idx: Value) -> Self {
+        Self {
+            idxs: vec![idx],
+            stride: 1,
+        }
+    }
+}
+
+/// A visitor of element groups.
+pub(crate) type Visit<'a> = dyn FnMut(&mut Gen, &Group) -> R<()> + 'a;
+
+/// The block and grid coordinates every traversal needs, as `U64`.
+pub(crate) struct Coords {
+    pub(crate) tid: Value,
+    pub(crate) bid: Value,
+    /// `blockIdx.x * blockDim.x + threadIdx.x`.
+    pub(crate) gtid: Value,
+    /// `gridDim.x * blockDim.x`.
+    pub(crate) gsize: Value,
+    /// `gridDim.x`.
+    pub(crate) gdim: Value,
+}
+
+impl Coords {
+    pub(crate) fn new(g: &mut Gen) -> R<Self> {
+        let wide = |g: &mut Gen, s: Special| {
+            let v = g.special(s)?;
+            g.cast(v, cuprum_ir::ScalarType::U64)
+        };
+        let tid = wide(g, Special::ThreadIdx(Dim::X))?;
+        let bid = wide(g, Special::BlockIdx(Dim::X))?;
+        let bdim = wide(g, Special::BlockDim(Dim::X))?;
+        let gdim = wide(g, Special::GridDim(Dim::X))?;
+        let base = g.mul(bid, bdim)?;
+        let gtid = g.add(base, tid)?;
+        let gsize = g.mul(gdim, bdim)?;
+        Ok(Self {
+            tid,
+            bid,
+            gtid,
+            gsize,
+            gdim,
+        })
+    }
+}
+
+/// `for (i = start; i < end; i += step) visit(i)`, with `i` a `U64` variable.
+pub(crate) fn strided_loop(
+    g: &mut Gen,
+    start: Value,
+    end: Value,
+    step: Value,
+    visit: &mut dyn FnMut(&mut Gen, Value) -> R<()>,
+) -> R<()> {
+    let var = g.var("i", start);
+    g.loop_(|g| {
+        let i = g.read(var)?;
+        let more = g.cmp(CmpOp::Lt, i, end)?;
+        g.break_unless(more);
+        visit(g, i)?;
+        let next = g.add(i, step)?;
+        g.write(var, next);
+        Ok(())
+    })
+}
+
+/// Visits every index of `[0, n)` exactly once across the grid (see the module docs).
+/// `k` is a power of two.
+pub(crate) fn grid_stride(
+    g: &mut Gen,
+    c: &Coords,
+    n: Value,
+    k: u32,
+    layout: Layout,
+    visit: &mut Visit,
+) -> R<()> {
+    let shift = |g: &mut Gen, v: Value, bits: u32| {
+        let s = g.u32(bits);
+        g.bin(BinaryOp::Shr, v, s)
+    };
+    let (unit_log2, first, step, lane) = match layout {
+        Layout::Consecutive => (k.ilog2(), c.gtid, c.gsize, None),
+        Layout::WarpStrided => {
+            let warp = shift(g, c.gtid, 5)?;
+            let warps = shift(g, c.gsize, 5)?;
+            let lane = g.special(Special::LaneId)?;
+            let lane = g.cast(lane, cuprum_ir::ScalarType::U64)?;
+            (k.ilog2() + 5, warp, warps, Some(lane))
+        }
+    };
+    let units = shift(g, n, unit_log2)?;
+    let unit_size = g.u64(1 << unit_log2);
+    strided_loop(g, first, units, step, &mut |g, u| {
+        let start = g.mul(u, unit_size)?;
+        let (start, stride) = match lane {
+            Some(lane) => (g.add(start, lane)?, 32),
+            None => (start, 1),
+        };
+        let mut idxs = vec![start];
+        for j in 1..u64::from(k) {
+            let off = g.u64(j * stride);
+            idxs.push(g.add(start, off)?);
+        }
+        visit(g, &Group { idxs, stride })
+    })?;
+    let tail_start = g.mul(units, unit_size)?;
+    let first = g.add(tail_start, c.gtid)?;
+    strided_loop(g, first, n, c.gsize, &mut |g, i| visit(g, &Group::one(i)))
+}
+
+/// One tile of a block's chunk, from one thread's point of view.
+pub(crate) struct Tile {
+    /// The index of this thread's first element: the thread owns `base .. base + k`.
+    pub(crate) base: Value,
+    /// The end of the block's chunk (exclusive).
+    pub(crate) end: Value,
+    /// Whether some of the tile lies past `end` (then every element must be tested).
+    pub(crate) guarded: bool,
+}
+
+/// Block `b` walks `[b * chunk, min((b + 1) * chunk, n))` in tiles of `block * k` elements,
+/// thread `t` owning the `k` consecutive elements at `t * k` of each tile. The trip count is
+/// the same for every thread of the block.
+pub(crate) fn chunked_tiles(
+    g: &mut Gen,
+    c: &Coords,
+    n: Value,
+    chunk: Value,
+    k: u32,
+    block: u32,
+    visit: &mut dyn FnMut(&mut Gen, &Tile) -> R<()>,
+) -> R<()> {
+    let start = g.mul(c.bid, chunk)?;
+    let end = g.add(start, chunk)?;
+    let end = g.bin(BinaryOp::Min, end, n)?;
+    let tile = g.u64(u64::from(block) * u64::from(k));
+    let kk = g.u64(u64::from(k));
+    let own = g.mul(c.tid, kk)?;
+    strided_loop(g, start, end, tile, &mut |g, s| {
+        let base = g.add(s, own)?;
+        let tile_end = g.add(s, tile)?;
+        let full = g.cmp(CmpOp::Le, tile_end, end)?;
+        g.if_else(full, |g, full| {
+            visit(
+                g,
+                &Tile {
+                    base,
+                    end,
+                    guarded: !full,
+                },
+            )
+        })
+    })
+}
+
+/// The indices of a tile's `k` elements for this thread; in a guarded tile, each element is
+/// visited only when it lies before `end`.
+pub(crate) fn visit_tile(g: &mut Gen, tile: &Tile, k: u32, visit: &mut Visit) -> R<()> {
+    let mut idxs = vec![tile.base];
+    for j in 1..u64::from(k) {
+        let off = g.u64(j);
+        idxs.push(g.add(tile.base, off)?);
+    }
+    if !tile.guarded {
+        return visit(g, &Group { idxs, stride: 1 });
+    }
+    for idx in idxs {
+        let inside = g.cmp(CmpOp::Lt, idx, tile.end)?;
+        g.if_(inside, |g| visit(g, &Group::one(idx)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! [`GpuDevice`] and [`GpuVec`]: the two host-side types an iterator-track user holds, and the
+//! kernel cache that makes a second run of the same chain compile nothing.
+//!
+//! A `GpuDevice` is a runtime context (GPU or emulator), the stream all its work goes to, its
+//! launch [`Tuning`] and a cache of loaded kernels keyed by the kernel's IR itself (its
+//! printed text, confirmed by comparing the IR), never by a closure's type: two calls whose
+//! traces differ can never share a kernel, two calls whose traces agree always do. Host
+//! values the closures capture are kernel parameters, not part of the IR, so a closure that
+//! captures another value next call reuses the kernel and still sees the new value.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cuprum_ir::Module;
+use cuprum_runtime::{
+    CudaContext, DeviceBuffer, Error, KernelArg, LaunchConfig, LoadedModule, RuntimeStats, Stream,
+};
+
+use crate::expr::Element;
+use crate::{GpuError, GpuResult};
+
+/// How generated kernels spread work over the device. The defaults aim at memory bandwidth;
+/// change them to measure alternatives ([`GpuDevice::set_tuning`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub block: u32,
+    /// Blocks per multiprocessor: the grid is `multiprocessor_count * blocks_per_sm` blocks
+    /// (fewer when the input is small), and every thread strides over the data.
+    pub blocks_per_sm: u32,
+    /// Bytes each thread reads from each input per loop iteration, in consecutive elements
+    /// (16 is one 16-byte vector; the IR has no vector loads, so these are separate scalar
+    /// loads of consecutive addresses that ptxas may merge). At least one element.
+    pub bytes_per_thread: u32,
+    /// Where a thread's elements of one iteration lie: consecutive (vector-friendly, the
+    /// default) or a warp-wide stride apart (each load instruction coalesced on its own).
+    pub layout: Layout,
+    /// Fill every output with a poison pattern before the kernel writes it (costs a
+    /// host-to-device copy; for tests, so that an element the kernel misses cannot pass).
+    pub poison_outputs: bool,
+}
+
+/// See [`Tuning::layout`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// A thread's `k` elements of one iteration are consecutive in memory.
+    Consecutive,
+    /// A warp's `32 k` elements are consecutive; a thread's are 32 elements apart.
+    WarpStrided,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            block: 256,
+            blocks_per_sm: 4,
+            bytes_per_thread: 32,
+            layout: Layout::Consecutive,
+            poison_outputs: false,
+        }
+    }
+}
+
+impl Tuning {
+    /// Elements of `size` bytes per thread and iteration (a power of two, 1 to 16).
+    pub(crate) fn elems_per_thread(&self, size: u32) -> u32 {
+        let k = (self.bytes_per_thread / size.max(1)).clamp(1, 16);
+        1 << k.ilog2()
+    }
+
+    fn check(&self) -> GpuResult<()> {
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "iterator tuning: block = {} must be a multiple of 32 between 32 and 1024",
+                    self.block
+                ),
+            });
+        }
+        if self.blocks_per_sm == 0 {
+            return Err(Error::Unsupported {
+                what: "iterator tuning: blocks_per_sm must be at least 1".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Set this environment variable (to anything) to have every kernel the iterator track
+/// compiles printed to stderr, as IR and (on a GPU) as PTX.
+pub const DUMP_ENV_VAR: &str = "CUPRUM_ITER_DUMP";
+
+/// Printed IR -> the modules with that text (normally one) and their loaded form.
+type KernelCache = HashMap<String, Vec<(Arc<Module>, Arc<LoadedModule>)>>;
+
+struct Inner {
+    ctx: CudaContext,
+    stream: Stream,
+    tuning: Mutex<Tuning>,
+    cache: Mutex<KernelCache>,
+}
+
+/// A device for iterator chains: a GPU, or the CPU emulator where there is none. Cheap to
+/// clone (clones share the context, stream and kernel cache).
+#[derive(Clone)]
+pub struct GpuDevice {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuDevice")
+            .field("context", &self.inner.ctx)
+            .finish()
+    }
+}
+
+impl GpuDevice {
+    /// Device 0 on the backend `CUPRUM_DEVICE` selects: the GPU when there is one, else the
+    /// CPU emulator (`auto`, the default, says so once on stderr).
+    #[allow(clippy::should_implement_trait)] // fallible, so it cannot be `Default::default`
+    pub fn default() -> GpuResult<Self> {
+        Self::new(0)
+    }
+
+    /// Device `ordinal` on the backend `CUPRUM_DEVICE` selects.
+    pub fn new(ordinal: usize) -> GpuResult<Self> {
+        Ok(Self::from_context(CudaContext::new(ordinal)?))
+    }
+
+    /// Wraps an existing context; chains run on its default stream.
+    pub fn from_context(ctx: CudaContext) -> Self {
+        let stream = ctx.default_stream();
+        Self {
+            inner: Arc::new(Inner {
+                ctx,
+                stream,
+                tuning: Mutex::new(Tuning::default()),
+                cache: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The runtime context (for its backend, limits and [`stats`](CudaContext::stats)).
+    pub fn context(&self) -> &CudaContext {
+        &self.inner.ctx
+    }
+
+    /// The stream every chain of this device runs on, in order.
+    pub fn stream(&self) -> &Stream {
+        &self.inner.stream
+    }
+
+    /// Launch and allocation counters of the context.
+    pub fn stats(&self) -> RuntimeStats {
+        self.inner.ctx.stats()
+    }
+
+    /// Copies `data` to the device.
+    pub fn upload<T: Element>(&self, data: &[T]) -> GpuResult<GpuVec<T>> {
+        Ok(GpuVec {
+            buffer: DeviceBuffer::from_host(&self.inner.stream, data)?,
+            device: self.clone(),
+        })
+    }
+
+    /// Wraps a buffer of this device's context.
+    pub fn wrap<T: Element>(&self, buffer: DeviceBuffer<T>) -> GpuResult<GpuVec<T>> {
+        if !buffer.context().same_context(&self.inner.ctx) {
+            return Err(Error::ContextMismatch);
+        }
+        Ok(GpuVec {
+            buffer,
+            device: self.clone(),
+        })
+    }
+
+    /// The launch tuning in force.
+    pub fn tuning(&self) -> Tuning {
+        self.inner.tuning.lock().map(|t| *t).unwrap_or_default()
+    }
+
+    /// Changes the launch tuning of this device (and its clones). Kernels already compiled
+    /// for other settings stay cached.
+    pub fn set_tuning(&self, tuning: Tuning) -> GpuResult<()> {
+        tuning.check()?;
+        if let Ok(mut t) = self.inner.tuning.lock() {
+            *t = tuning;
+        }
+        Ok(())
+    }
+
+    /// How many distinct kernels this device has compiled and cached.
+    pub fn cached_kernels(&self) -> usize {
+        self.inner
+            .cache
+            .lock()
+            .map(|c| c.values().map(Vec::len).sum())
+            .unwrap_or(0)
+    }
+
+    /// Waits for all work of this device.
+    pub fn synchronize(&self) -> GpuResult<()> {
+        self.inner.stream.synchronize()
+    }
+
+    pub(crate) fn same(&self, other: &GpuDevice) -> bool {
+        self.inner.ctx.same_context(&other.inner.ctx)
+    }
+
+    /// The loaded form of `module`, compiled on first use.
+    pub(crate) fn load(&self, module: Module) -> GpuResult<Arc<LoadedModule>> {
+        let key = cuprum_ir::print_module(&module);
+        let poisoned = || Error::Unsupported {
+            what: "the iterator kernel cache lock was poisoned by a panic in another thread"
+                .to_owned(),
+        };
+        {
+            let cache = self.inner.cache.lock().map_err(|_| poisoned())?;
+            if let Some(hit) = cache
+                .get(&key)
+                .and_then(|v| v.iter().find(|(m, _)| **m == module))
+            {
+                return Ok(hit.1.clone());
+            }
+        }
+        let module = Arc::new(module);
+        let loaded = Arc::new(LoadedModule::load(&self.inner.ctx, module.clone())?);
+        if std::env::var_os(DUMP_ENV_VAR).is_some() {
+            eprintln!("cuprum-iter: compiled a kernel\n{key}");
+            if let Some(ptx) = loaded.ptx() {
+                eprintln!("{ptx}");
+            }
+        }
+        let mut cache = self.inner.cache.lock().map_err(|_| poisoned())?;
+        cache.entry(key).or_default().push((module, loaded.clone()));
+        Ok(loaded)
+    }
+
+    /// Launches kernel 0 of `module`.
+    ///
+    /// # Safety
+    /// As [`LoadedModule::launch`]: the slices are live buffers of this context whose element
+    /// types are the parameters', written slices alias nothing else of the launch, and the
+    /// kernel stays inside them.
+    pub(crate) unsafe fn launch(
+        &self,
+        module: &LoadedModule,
+        config: LaunchConfig,
+        args: &[KernelArg],
+    ) -> GpuResult<()> {
+        // SAFETY: the caller's contract.
+        unsafe { module.launch(&self.inner.stream, 0, &config, args) }
+    }
+
+    /// A buffer of `len` elements for a kernel to fill completely before anyone reads it.
+    pub(crate) fn output<T: Element>(&self, len: usize) -> GpuResult<DeviceBuffer<T>> {
+        if self.tuning().poison_outputs {
+            let poison = T::from_bits(0xCDCD_CDCD_CDCD_CDCD);
+            return DeviceBuffer::from_host(&self.inner.stream, &vec![poison; len]);
+        }
+        // SAFETY: callers hand the buffer out only after a kernel wrote every element (a
+        // failed launch drops it unread).
+        unsafe { DeviceBuffer::uninit(&self.inner.stream, len) }
+    }
+}
+
+/// A vector in device memory: what chains read and what `materialize` makes.
+pub struct GpuVec<T: Element> {
+    buffer: DeviceBuffer<T>,
+    device: GpuDevice,
+}
+
+impl<T: Element> fmt::Debug for GpuVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuVec")
+            .field("elem", &T::TYPE)
+            .field("len", &self.buffer.len())
+            .finish()
+    }
+}
+
+impl<T: Element> GpuVec<T> {
+    pub(crate) fn from_parts(buffer: DeviceBuffer<T>, device: GpuDevice) -> Self {
+        Self { buffer, device }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+
+    /// Copies the elements to the host (waits for earlier work on the device's stream).
+    pub fn to_vec(&self) -> GpuResult<Vec<T>> {
+        self.buffer.to_host_vec(&self.device.inner.stream)
+    }
+
+    /// A chain source that borrows the vector (the same as `&vec`), so that it stays
+    /// usable: `a.iter().zip(b.iter())`.
+    pub fn iter(&self) -> &Self {
+        self
+    }
+
+    /// The device the vector lives on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    /// The underlying runtime buffer (to pass to a SIMT kernel, say).
+    pub fn buffer(&self) -> &DeviceBuffer<T> {
+        &self.buffer
+    }
+
+    /// The underlying runtime buffer, mutably.
+    pub fn buffer_mut(&mut self) -> &mut DeviceBuffer<T> {
+        &mut self.buffer
+    }
+
+    /// Gives up the wrapper, keeping the buffer.
+    pub fn into_buffer(self) -> DeviceBuffer<T> {
+        self.buffer
+    }
+
+    /// Overwrites the elements with `data` (same length).
+    pub fn copy_from_host(&mut self, data: &[T]) -> GpuResult<()> {
+        self.buffer.copy_from_host(&self.device.inner.stream, data)
+    }
+}
+
+/// Turns an internal code-generation failure into an error naming the chain.
+pub(crate) fn compile_error(kernel: &str, message: impl Into<String>) -> GpuError {
+    Error::Compile {
+        kernel: kernel.to_owned(),
+        message: message.into(),
+    }
+}

@@ -1,0 +1,375 @@
+//! Running a chain: trace it, generate (or find in the cache) its kernels, size the grid to
+//! the device, launch.
+//!
+//! What each terminal costs on the device (`n` elements; launches and allocations are what
+//! `ctx.stats()` counts, and the tests check them):
+//!
+//! | terminal | launches | allocations | memory traffic |
+//! |---|---|---|---|
+//! | `materialize`/`collect`, no filter | 1 | 1 (the output) | inputs read once, output written once |
+//! | `sum`/`min`/`max`/`reduce`/`count` | 2 | 2 (+1 with a filter, for the count) | inputs read once; the second launch reads one partial per block |
+//! | `materialize`/`collect` with a filter | 2 | 2 (block counts, output) | inputs the filter reads twice, the rest once; survivors written once |
+//! | `count` without a filter | 0 | 0 | none |
+//!
+//! Empty inputs launch nothing and give an empty output or the identity.
+
+use cuprum_ir::{Constant, Module, ScalarType};
+use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D};
+
+use crate::codegen::Accum;
+use crate::codegen::kernels::{
+    Built, ChainIr, final_kernel, map_kernel, reduce_kernel, scatter_kernel,
+};
+use crate::device::{GpuDevice, GpuVec, Tuning, compile_error};
+use crate::expr::{Element, Expr, Numeric};
+use crate::iter::{EmitCx, GpuIter};
+use crate::trace::{Node, NodeId, Ref, TraceGuard};
+use crate::{GpuError, GpuResult};
+
+/// A traced chain with the roots a terminal asked for.
+struct Prepared {
+    ir: ChainIr,
+    inputs: Vec<KernelArg>,
+    len: usize,
+    roots: Vec<NodeId>,
+}
+
+fn chain_error(message: String) -> GpuError {
+    compile_error("iterator chain", message)
+}
+
+/// Traces `iter`; `roots` picks, while the trace is still open, the values the terminal
+/// needs from the chain's item and filter condition.
+fn prepare<I: GpuIter>(
+    iter: &I,
+    device: &GpuDevice,
+    roots: impl FnOnce(I::Item, Option<Expr<bool>>) -> Vec<Ref>,
+) -> GpuResult<Prepared> {
+    let mut cx = EmitCx::new(device.clone());
+    let item = iter.emit(&mut cx)?;
+    let EmitCx {
+        trace,
+        inputs,
+        mask,
+        ..
+    } = cx;
+    let wanted = roots(item, mask);
+    let ids: Vec<Option<NodeId>> = wanted.into_iter().map(|r| trace.resolve(r)).collect();
+    let mask = mask.map(|m| trace.resolve(m.r));
+    let graph = trace.finish().map_err(chain_error)?;
+    let missing = || chain_error("internal error: a root of the chain was not traced".into());
+    let roots = ids
+        .into_iter()
+        .map(|id| id.ok_or_else(missing))
+        .collect::<GpuResult<Vec<_>>>()?;
+    let mask = mask.map(|m| m.ok_or_else(missing)).transpose()?;
+    Ok(Prepared {
+        ir: ChainIr {
+            graph,
+            inputs: inputs.iter().map(|&(_, ty)| ty).collect(),
+            mask,
+        },
+        inputs: inputs.into_iter().map(|(arg, _)| arg).collect(),
+        len: iter.dense_len(),
+        roots,
+    })
+}
+
+/// An accumulator whose combining function is `op`, traced on its own.
+fn accum<T: Element>(identity: T, op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>) -> GpuResult<Accum> {
+    let trace = TraceGuard::begin();
+    let a = Expr::<T>::from_ref(trace.leaf(Node::Arg(0), T::TYPE));
+    let b = Expr::<T>::from_ref(trace.leaf(Node::Arg(1), T::TYPE));
+    let r = op(a, b);
+    let root = trace.resolve(r.r);
+    let combine = trace.finish().map_err(chain_error)?;
+    Ok(Accum {
+        ty: T::TYPE,
+        identity: Constant::new(T::TYPE, identity.to_bits()),
+        combine,
+        root: root
+            .ok_or_else(|| chain_error("the reduce function's result was not traced".into()))?,
+    })
+}
+
+fn count_accum() -> GpuResult<Accum> {
+    accum::<u64>(0, |a, b| a + b)
+}
+
+fn compiled<T>(r: Result<T, String>, kernel: &str) -> GpuResult<T> {
+    r.map_err(|m| compile_error(kernel, m))
+}
+
+fn uniform_args(built: &Built) -> impl Iterator<Item = KernelArg> + '_ {
+    built.uniforms.iter().map(|c| KernelArg::Scalar {
+        ty: c.ty,
+        bits: c.bits,
+    })
+}
+
+/// Loads `built` (cached by its IR) and launches it with `grid` blocks.
+fn launch(
+    device: &GpuDevice,
+    built: &Built,
+    block: u32,
+    grid: u32,
+    args: &[KernelArg],
+) -> GpuResult<()> {
+    let module = device.load(Module {
+        kernels: vec![built.kernel.clone()],
+    })?;
+    let config: LaunchConfig = LaunchConfig1D::new(grid, block, 0).into();
+    // SAFETY: every slice argument is a live buffer of the device's context (the chain holds
+    // its sources; outputs are owned here) whose element type is the parameter's, since both
+    // were derived from the same `Element` types; outputs are fresh allocations that alias
+    // nothing; the generated kernels index only below the lengths they are given (the
+    // emulator's bounds checks prove it in the tests).
+    unsafe { device.launch(&module, config, args) }
+}
+
+/// Blocks for a grid-stride loop over `units` units of work: enough to fill the device
+/// (`multiprocessor_count * blocks_per_sm`), fewer for small inputs, at least one.
+fn grid_for(device: &GpuDevice, t: &Tuning, units: usize) -> u32 {
+    let sms = device.context().limits().multiprocessor_count.max(1);
+    let full = u64::from(sms) * u64::from(t.blocks_per_sm);
+    let need = (units.div_ceil(t.block as usize).max(1)) as u64;
+    full.min(need).min(u64::from(u32::MAX)) as u32
+}
+
+fn check_device<I: GpuIter>(iter: &I, device: &GpuDevice) -> GpuResult<()> {
+    if iter.source_device().same(device) {
+        Ok(())
+    } else {
+        Err(Error::ContextMismatch)
+    }
+}
+
+pub(crate) fn materialize<T: Element, I: GpuIter<Item = Expr<T>>>(
+    iter: &I,
+    device: &GpuDevice,
+) -> GpuResult<GpuVec<T>> {
+    check_device(iter, device)?;
+    let p = prepare(iter, device, |item, _| vec![item.r])?;
+    let value = p
+        .roots
+        .first()
+        .copied()
+        .ok_or_else(|| chain_error("no value".into()))?;
+    if p.ir.mask.is_some() {
+        return compact(&p, value, device);
+    }
+    let t = device.tuning();
+    let built = compiled(map_kernel(&p.ir, value, T::TYPE, &t), "iter_map")?;
+    let mut out = device.output::<T>(p.len)?;
+    if p.len > 0 {
+        let grid = grid_for(device, &t, p.len.div_ceil(built.per_thread as usize));
+        let mut args = p.inputs.clone();
+        args.push(KernelArg::slice_mut(&mut out));
+        args.push(KernelArg::scalar(p.len as u64));
+        args.extend(uniform_args(&built));
+        launch(device, &built, t.block, grid, &args)?;
+    }
+    Ok(GpuVec::from_parts(out, device.clone()))
+}
+
+/// `filter` then `materialize`: count the survivors of each block's chunk, turn the counts
+/// into offsets on the host (which needs the total anyway, to size the output), then write
+/// the survivors in order.
+fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuResult<GpuVec<T>> {
+    let n = p.len;
+    if n == 0 {
+        return Ok(GpuVec::from_parts(device.output::<T>(0)?, device.clone()));
+    }
+    let t = device.tuning();
+    // The count pass's contribution: the filter condition as 0 or 1.
+    let mut ir = p.ir.clone();
+    let keep = ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
+    let one = push(&mut ir, Node::Cast(keep, ScalarType::U64), ScalarType::U64);
+    let acc = count_accum()?;
+    let counter = compiled(
+        reduce_kernel(&ir, &[one], std::slice::from_ref(&acc), &t, true),
+        "iter_reduce",
+    )?;
+    let k = counter.per_thread;
+    let tile = t.block as usize * k as usize;
+    let sms = device.context().limits().multiprocessor_count.max(1) as usize;
+    let blocks = sms * t.blocks_per_sm as usize;
+    let chunk = n.div_ceil(blocks).div_ceil(tile) * tile;
+    let grid = n.div_ceil(chunk);
+    let grid32 = u32::try_from(grid).map_err(|_| chain_error("grid too large".into()))?;
+
+    let mut counts = device.output::<u64>(grid)?;
+    let mut args = p.inputs.clone();
+    args.push(KernelArg::slice_mut(&mut counts));
+    args.push(KernelArg::scalar(n as u64));
+    args.push(KernelArg::scalar(chunk as u64));
+    args.extend(uniform_args(&counter));
+    launch(device, &counter, t.block, grid32, &args)?;
+
+    let per_block = counts.to_host_vec(device.stream())?;
+    let mut offsets = Vec::with_capacity(grid);
+    let mut total = 0u64;
+    for c in per_block {
+        offsets.push(total);
+        total += c;
+    }
+    let total = usize::try_from(total).map_err(|_| chain_error("count overflow".into()))?;
+    if total > n {
+        return Err(chain_error(format!(
+            "internal error: the filter kept {total} of {n} elements"
+        )));
+    }
+    let mut out = device.output::<T>(total)?;
+    if total > 0 {
+        counts.copy_from_host(device.stream(), &offsets)?;
+        let scatter = compiled(
+            scatter_kernel(&p.ir, value, T::TYPE, &t, k),
+            "iter_filter_scatter",
+        )?;
+        let mut args = p.inputs.clone();
+        args.push(KernelArg::slice(&counts));
+        args.push(KernelArg::slice_mut(&mut out));
+        args.push(KernelArg::scalar(n as u64));
+        args.push(KernelArg::scalar(chunk as u64));
+        args.extend(uniform_args(&scatter));
+        launch(device, &scatter, t.block, grid32, &args)?;
+    }
+    Ok(GpuVec::from_parts(out, device.clone()))
+}
+
+/// Appends a node to a finished graph (it is not hash-consed: only for nodes the graph
+/// cannot already contain).
+fn push(ir: &mut ChainIr, node: Node, ty: ScalarType) -> NodeId {
+    ir.graph.nodes.push((node, ty));
+    (ir.graph.nodes.len() - 1) as NodeId
+}
+
+/// Runs a reduction of `contrib` with `main`, plus a survivor count when `with_count`:
+/// the result buffers (one element each) stay on the device.
+fn reduce_device<T: Element>(
+    p: &mut Prepared,
+    contrib: NodeId,
+    main: Accum,
+    with_count: bool,
+    device: &GpuDevice,
+) -> GpuResult<(DeviceBuffer<T>, Option<DeviceBuffer<u64>>)> {
+    let t = device.tuning();
+    let mut accs = vec![main];
+    let mut contribs = vec![contrib];
+    if with_count {
+        let keep = p.ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
+        contribs.push(push(
+            &mut p.ir,
+            Node::Cast(keep, ScalarType::U64),
+            ScalarType::U64,
+        ));
+        accs.push(count_accum()?);
+    }
+    let partial = compiled(
+        reduce_kernel(&p.ir, &contribs, &accs, &t, false),
+        "iter_reduce",
+    )?;
+    let grid = grid_for(device, &t, p.len.div_ceil(partial.per_thread as usize));
+    let mut partials = device.output::<u64>(accs.len() * grid as usize)?;
+    let mut args = p.inputs.clone();
+    args.push(KernelArg::slice_mut(&mut partials));
+    args.push(KernelArg::scalar(p.len as u64));
+    args.extend(uniform_args(&partial));
+    launch(device, &partial, t.block, grid, &args)?;
+
+    let last = compiled(final_kernel(&accs, t.block), "iter_reduce_final")?;
+    let mut out = device.output::<T>(1)?;
+    let mut count = with_count.then(|| device.output::<u64>(1)).transpose()?;
+    let mut args = vec![KernelArg::slice(&partials), KernelArg::slice_mut(&mut out)];
+    if let Some(c) = count.as_mut() {
+        args.push(KernelArg::slice_mut(c));
+    }
+    args.push(KernelArg::scalar(u64::from(grid)));
+    args.extend(uniform_args(&last));
+    launch(device, &last, t.block, 1, &args)?;
+    Ok((out, count))
+}
+
+fn first<T: Copy>(v: Vec<T>) -> GpuResult<T> {
+    v.first()
+        .copied()
+        .ok_or_else(|| chain_error("internal error: empty reduction result".into()))
+}
+
+/// A reduction with identity `identity` and function `op`; `None` when no element survives
+/// a filter and `none_if_empty`.
+fn run_reduce<T: Element, I: GpuIter<Item = Expr<T>>>(
+    iter: &I,
+    identity: T,
+    op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+    none_if_empty: bool,
+) -> GpuResult<Option<T>> {
+    let device = iter.source_device().clone();
+    let mut p = prepare(iter, &device, |item, _| vec![item.r])?;
+    let value = first(p.roots.clone())?;
+    let main = accum(identity, op)?;
+    if p.len == 0 {
+        return Ok((!none_if_empty).then_some(identity));
+    }
+    let with_count = none_if_empty && p.ir.mask.is_some();
+    let (out, count) = reduce_device::<T>(&mut p, value, main, with_count, &device)?;
+    if let Some(count) = count
+        && first(count.to_host_vec(device.stream())?)? == 0
+    {
+        return Ok(None);
+    }
+    Ok(Some(first(out.to_host_vec(device.stream())?)?))
+}
+
+pub(crate) fn sum<T: Numeric, I: GpuIter<Item = Expr<T>>>(iter: &I) -> GpuResult<T> {
+    Ok(run_reduce(iter, T::zero(), |a, b| a + b, false)?.unwrap_or_else(T::zero))
+}
+
+pub(crate) fn sum_on_device<T: Numeric, I: GpuIter<Item = Expr<T>>>(
+    iter: &I,
+) -> GpuResult<GpuVec<T>> {
+    let device = iter.source_device().clone();
+    let mut p = prepare(iter, &device, |item, _| vec![item.r])?;
+    let value = first(p.roots.clone())?;
+    if p.len == 0 {
+        return device.upload(&[T::zero()]);
+    }
+    let main = accum(T::zero(), |a, b| a + b)?;
+    let (out, _) = reduce_device::<T>(&mut p, value, main, false, &device)?;
+    Ok(GpuVec::from_parts(out, device))
+}
+
+pub(crate) fn extremum<T: Numeric, I: GpuIter<Item = Expr<T>>>(
+    iter: &I,
+    min: bool,
+) -> GpuResult<Option<T>> {
+    if min {
+        run_reduce(iter, T::min_identity(), |a, b| a.min(b), true)
+    } else {
+        run_reduce(iter, T::max_identity(), |a, b| a.max(b), true)
+    }
+}
+
+pub(crate) fn reduce<T: Element, I: GpuIter<Item = Expr<T>>>(
+    iter: &I,
+    identity: T,
+    op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+) -> GpuResult<T> {
+    Ok(run_reduce(iter, identity, op, false)?.unwrap_or(identity))
+}
+
+pub(crate) fn count<I: GpuIter>(iter: &I) -> GpuResult<usize> {
+    let device = iter.source_device().clone();
+    let mut p = prepare(iter, &device, |_, mask| {
+        mask.map(|m| m.cast::<u64>().r).into_iter().collect()
+    })?;
+    let Some(&ones) = p.roots.first() else {
+        return Ok(p.len);
+    };
+    if p.len == 0 {
+        return Ok(0);
+    }
+    let (out, _) = reduce_device::<u64>(&mut p, ones, count_accum()?, false, &device)?;
+    let n = first(out.to_host_vec(device.stream())?)?;
+    usize::try_from(n).map_err(|_| chain_error("count overflow".into()))
+}

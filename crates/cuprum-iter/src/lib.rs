@@ -1,0 +1,96 @@
+//! cuprum's iterator track: GPU code for application programmers, without grids or blocks.
+//!
+//! ```
+//! use cuprum_iter::prelude::*;
+//!
+//! fn main() -> GpuResult<()> {
+//!     let device = GpuDevice::default()?;
+//!     let a = device.upload(&vec![1.5f32; 1 << 12])?;
+//!     let b = device.upload(&vec![0.5f32; 1 << 12])?;
+//!     // One kernel: both inputs read once, the product written once.
+//!     let c = (&a).zip(&b).map(|(x, y)| x * y).collect(&device)?;
+//!     assert_eq!(c[0], 0.75);
+//!     // Another: the sum of squares above a captured threshold.
+//!     let t = 1.0f32;
+//!     let s = a.map(|x| x * x).filter(move |x| x.gt(t)).sum()?;
+//!     assert_eq!(s, 2.25 * 4096.0);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # The model
+//!
+//! A [`GpuVec<T>`] lives on a [`GpuDevice`] (GPU 0, or cuprum's CPU emulator where there is
+//! no GPU). [`GpuIter`] chains (`map`, `filter`, `zip`, `enumerate`) are lazy; a terminal
+//! (`collect`, `materialize`, `sum`, `min`, `max`, `count`, `reduce`) traces the closures
+//! **once**, with [`Expr`] handles instead of numbers, into cuprum's kernel IR, and runs the
+//! whole chain as one fused kernel: no intermediate buffers, each input read once. A vector
+//! can be consumed (`a.zip(b)`) or borrowed (`(&a).zip(&b)`, kept for later).
+//!
+//! # What a closure may do, honestly
+//!
+//! Closures receive [`Expr<T>`] values (tuples of them after `zip`/`enumerate`) and return
+//! them. They may use arithmetic operators, `min`/`max`/`clamp`, float methods (`sqrt`,
+//! `exp`, `mul_add`, ...), comparisons as methods (`x.lt(y)`, `x.ge(0.0)`, giving
+//! `Expr<bool>`), `&`, `|`, `!` on conditions, [`select`] for conditionals, `cast` for `as`,
+//! and captured host scalars (they become kernel *parameters*: a new value next call reuses
+//! the compiled kernel). Because a closure runs once, on handles:
+//!
+//! * Rust's `if` cannot branch on an `Expr<bool>` (it is not a `bool`: a compile error);
+//!   use `select(cond, a, b)`, which computes both arms. An `if` on a host value is fine.
+//! * `<`, `==`, `&&`, `||` and `as` cannot be overloaded: compile errors, use the methods.
+//! * Side effects in a closure (printing, pushing to a `Vec`) happen once, at trace time,
+//!   not per element. Don't.
+//! * An `Expr` kept from one chain and used in another, or computed outside any closure, is
+//!   an error at that chain's terminal call, never a wrong result.
+//!
+//! Kernels are cached per device by their IR, so a chain traced again with the same
+//! structure compiles nothing, and a chain whose trace differs (another operation, another
+//! type) can never be served a stale kernel.
+//!
+//! # Fusion and cost
+//!
+//! A chain without `filter` is one kernel launch and one allocation (its output) for
+//! `collect`/`materialize`; a reduction is two launches (per-block partials over a single
+//! pass of memory, then one block over the partials). `filter` + `collect` keeps the order
+//! with a block scan: a counting pass and a scatter pass. See `exec.rs` for the table and
+//! the tests (`tests/fusion.rs`) for the proof with [`GpuDevice::stats`].
+//!
+//! Generated kernels are grid-stride loops sized to the device (`multiprocessor_count *
+//! blocks_per_sm` blocks, see [`Tuning`]), each thread taking 32 bytes of consecutive
+//! elements per input and iteration (scalar loads of consecutive addresses, which the IR
+//! offers instead of vector loads), read-only inputs through the non-coherent cache.
+//!
+//! # Errors
+//!
+//! Everything returns [`GpuResult`], whose error is cuprum's one error type
+//! ([`GpuError`] = `cuprum_runtime::Error`): `zip` of unequal lengths is
+//! `Error::LengthMismatch` (never truncation), a vector of another device is
+//! `Error::ContextMismatch`, an integer division by zero in a closure stops the kernel with
+//! an error naming it, as Rust would panic.
+
+mod codegen;
+mod device;
+mod exec;
+mod expr;
+mod iter;
+mod trace;
+
+pub use device::{DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
+pub use expr::{
+    Bits, Element, Expr, Float, Integer, IntoExpr, Numeric, Signed, Traced, Transcendental, select,
+};
+pub use iter::{Dense, EmitCx, Enumerate, Filter, GpuIter, Map, Zip};
+
+/// cuprum's error type (`cuprum::Error`).
+pub type GpuError = cuprum_runtime::Error;
+/// `Result` with [`GpuError`].
+pub type GpuResult<T> = Result<T, GpuError>;
+
+/// Everything a user of the iterator track needs: `use cuprum::iter::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Dense, Element, Expr, Float, GpuDevice, GpuError, GpuIter, GpuResult, GpuVec, IntoExpr,
+        Numeric, Traced, select,
+    };
+}
