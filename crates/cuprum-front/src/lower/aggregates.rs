@@ -6,7 +6,7 @@
 //! later uses (`let mut acc = [0.0; 4]; acc[k] += x[k];` makes `acc` an `[f32; 4]`).
 
 use cuprum_ir::{
-    AddressSpace, ArrayDecl, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, TrapKind, Value,
+    AddressSpace, ArrayDecl, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, Value,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -283,22 +283,7 @@ impl Lowerer<'_> {
         let index = self.materialize(index, S::U64, span).map_err(|e| {
             syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
         })?;
-        let len_v = self.constant(Constant::u64(u64::from(len)));
-        let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
-        self.b.begin_block();
-        let then = self.b.end_block();
-        self.b.begin_block();
-        self.b.push(Stmt::Trap(TrapKind::BoundsCheck {
-            index,
-            len: len_v,
-            site,
-        }));
-        let otherwise = self.b.end_block();
-        self.b.push(Stmt::If {
-            cond: ok,
-            then,
-            otherwise,
-        });
+        self.constant_bounds_check(index, len, site, span)?;
         let base = self.def(Op::LocalAddr(array), span)?;
         let k = self.cast_value(index, S::U32, span)?;
         let addr = self.local_elem_addr(base, elem, k, span)?;

@@ -381,6 +381,9 @@ impl Lowerer<'_> {
                 format!("device `for` loops range over integers, not `{t}`"),
             );
         }
+        if let Some(values) = self.unroll_plan(f, range, reversed, inclusive) {
+            return self.unrolled(f, name.as_deref(), &values, ty, infer_var, site);
+        }
         // (In the infer run with open bounds, placeholders: typing them would decide the
         // variable's type before its uses do.)
         let (start, end) = if infer_var {
@@ -479,6 +482,123 @@ impl Lowerer<'_> {
     }
 }
 
+/// Loops with constant bounds and at most this many iterations are unrolled...
+const UNROLL_MAX_TRIPS: i128 = 64;
+/// ...when their body, repeated, stays under this many tokens.
+const UNROLL_MAX_TOKENS: usize = 6000;
+
+impl Lowerer<'_> {
+    /// The loop variable's values if the loop should be unrolled: constant bounds and step, a
+    /// small trip count and body, and no `break`/`continue` of this loop in the body.
+    fn unroll_plan(
+        &self,
+        f: &syn::ExprForLoop,
+        range: &syn::ExprRange,
+        reversed: bool,
+        inclusive: bool,
+    ) -> Option<Vec<i128>> {
+        let konst = |e: &Option<Box<syn::Expr>>| match e.as_deref().map(|e| self.eval_const(e, 0)) {
+            Some(Ok(ConstVal::Int(v))) => Some(v),
+            _ => None,
+        };
+        let (start, end) = (konst(&range.start)?, konst(&range.end)?);
+        let step = match &*f.expr {
+            syn::Expr::MethodCall(m) if m.method == "step_by" => {
+                match m.args.first().map(|e| self.eval_const(e, 0)) {
+                    Some(Ok(ConstVal::Int(s))) if s > 0 => s,
+                    _ => return None,
+                }
+            }
+            _ => 1,
+        };
+        let last = if inclusive { end } else { end - 1 };
+        if last < start {
+            return Some(Vec::new());
+        }
+        if (last - start) / step + 1 > UNROLL_MAX_TRIPS {
+            return None;
+        }
+        let mut values: Vec<i128> = (0..)
+            .map(|k| start + k * step)
+            .take_while(|v| *v <= last)
+            .collect();
+        if reversed {
+            values.reverse();
+        }
+        let tokens = token_count(quote::ToTokens::to_token_stream(&f.body));
+        if tokens.saturating_mul(values.len()) > UNROLL_MAX_TOKENS || breaks_this_loop(&f.body) {
+            return None;
+        }
+        Some(values)
+    }
+
+    /// The body once per value, the loop variable bound to each as a constant.
+    fn unrolled(
+        &mut self,
+        f: &syn::ExprForLoop,
+        name: Option<&str>,
+        values: &[i128],
+        ty: S,
+        infer_var: bool,
+        site: u32,
+    ) -> Result<Val> {
+        for &v in values {
+            let bound = if infer_var {
+                Val::Infer(site, LitKind::Int)
+            } else {
+                Val::Scalar(self.constant(int_constant(ty, v, f.span())?))
+            };
+            self.scopes.push(Vec::new());
+            if let Some(n) = name {
+                self.bind(n.to_string(), Binding::Val(bound));
+            }
+            let r = self.block(&f.body);
+            self.scopes.pop();
+            if matches!(r?, Val::Never) || self.b.block_terminated() {
+                break;
+            }
+        }
+        if !infer_var {
+            self.note_type(site, ty);
+        }
+        Ok(Val::Unit)
+    }
+}
+
+/// Tokens in a stream, counting inside groups.
+fn token_count(ts: proc_macro2::TokenStream) -> usize {
+    ts.into_iter()
+        .map(|t| match t {
+            proc_macro2::TokenTree::Group(g) => 1 + token_count(g.stream()),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Whether `body` has a `break` or `continue` that leaves this loop (not a nested one).
+fn breaks_this_loop(body: &syn::Block) -> bool {
+    use syn::visit::Visit;
+    struct Finder(bool);
+    impl<'a> Visit<'a> for Finder {
+        fn visit_expr_break(&mut self, _: &'a syn::ExprBreak) {
+            self.0 = true;
+        }
+        fn visit_expr_continue(&mut self, _: &'a syn::ExprContinue) {
+            self.0 = true;
+        }
+        // Loops and closures inside have their own breaks.
+        fn visit_expr_for_loop(&mut self, _: &'a syn::ExprForLoop) {}
+        fn visit_expr_while(&mut self, _: &'a syn::ExprWhile) {}
+        fn visit_expr_loop(&mut self, _: &'a syn::ExprLoop) {}
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+    }
+    let mut finder = Finder(false);
+    finder.visit_block(body);
+    finder.0
+}
+
+/// Splits `a..b`, `(a..b).rev()`, `(a..b).step_by(s)` (and `.rev().step_by`/`.step_by().rev()`
+/// is not supported: its order semantics are easy to get wrong, so it is rejected).
 pub(super) fn range_parts(e: &syn::Expr) -> Result<(&syn::ExprRange, bool, Option<&syn::Expr>)> {
     match e {
         syn::Expr::Range(r) => Ok((r, false, None)),

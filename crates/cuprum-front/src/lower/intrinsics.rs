@@ -143,16 +143,17 @@ impl Lowerer<'_> {
         })
     }
 
-    /// The address of element `index` (a `u64`) of a shared array, bounds-checked for static
-    /// arrays.
-    /// Traps unless `index < len`.
-    pub(super) fn shared_bounds_check(
+    /// Traps unless `index < len` (a constant length); nothing when the index is proven below.
+    pub(super) fn constant_bounds_check(
         &mut self,
         index: Value,
         len: u32,
         site: String,
         span: Span,
     ) -> Result<()> {
+        if self.provably_below(index, u64::from(len)) {
+            return Ok(());
+        }
         let len_v = self.constant(Constant::u64(u64::from(len)));
         let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
         self.b.begin_block();
@@ -172,6 +173,8 @@ impl Lowerer<'_> {
         Ok(())
     }
 
+    /// The address of element `index` (a `u64`) of a shared array, bounds-checked for static
+    /// arrays.
     fn shared_addr(
         &mut self,
         array: Option<u32>,
@@ -183,7 +186,7 @@ impl Lowerer<'_> {
     ) -> Result<Value> {
         let base = match array {
             Some(a) => {
-                self.shared_bounds_check(index, len, site, span)?;
+                self.constant_bounds_check(index, len, site, span)?;
                 self.def(Op::SharedAddr(a), span)?
             }
             None => self.def(Op::DynSharedAddr, span)?,

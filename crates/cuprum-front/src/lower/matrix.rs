@@ -236,7 +236,7 @@ impl Lowerer<'_> {
             let last_offset = self.constant(Constant::u64(per - 1));
             let last = self.def(Op::Binary(BinaryOp::Add, i, last_offset), span)?;
             let site = format!("{}[{}]", source_text(tile), source_text(index));
-            self.shared_bounds_check(last, len, site, span)?;
+            self.constant_bounds_check(last, len, site, span)?;
         }
         let base = match array {
             Some(a) => self.def(Op::SharedAddr(a), span)?,

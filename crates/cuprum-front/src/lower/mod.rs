@@ -17,6 +17,7 @@ mod intrinsics;
 mod macros;
 mod matrix;
 mod ops;
+mod ranges;
 
 use std::collections::HashMap;
 
@@ -264,6 +265,10 @@ struct Lowerer<'a> {
     const_params: HashMap<String, (S, i128)>,
     /// The kernel's type parameters in this specialization (helpers swap `type_params`).
     kernel_types: HashMap<String, S>,
+    /// Upper bounds of non-negative integer values (see `ranges.rs`).
+    ranges: HashMap<Value, u128>,
+    /// Values defined by constants.
+    constants: std::collections::HashSet<Value>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -296,6 +301,8 @@ impl<'a> Lowerer<'a> {
             type_params: kernel_types.clone(),
             kernel_types,
             const_params,
+            ranges: HashMap::new(),
+            constants: std::collections::HashSet::new(),
         }
     }
 
@@ -365,13 +372,19 @@ impl<'a> Lowerer<'a> {
     // ----- helpers ------------------------------------------------------------------------
 
     fn def(&mut self, op: Op, span: proc_macro2::Span) -> Result<Value> {
-        self.b
-            .def(op)
-            .or_else(|msg| err(span, format!("internal compiler error: {msg}")))
+        let v = self
+            .b
+            .def(op.clone())
+            .or_else(|msg| err(span, format!("internal compiler error: {msg}")))?;
+        self.note_range(v, &op);
+        Ok(v)
     }
 
     fn constant(&mut self, c: Constant) -> Value {
-        self.b.constant(c)
+        let v = self.b.constant(c);
+        self.constants.insert(v);
+        self.note_range(v, &Op::Const(c));
+        v
     }
 
     fn ty(&self, v: Value) -> S {
@@ -1303,8 +1316,6 @@ impl<'a> Lowerer<'a> {
     }
 }
 
-/// Splits `a..b`, `(a..b).rev()`, `(a..b).step_by(s)` (and `.rev().step_by`/`.step_by().rev()`
-/// is not supported: its order semantics are easy to get wrong, so it is rejected).
 fn int_constant(ty: S, value: i128, span: proc_macro2::Span) -> Result<Constant> {
     let bits = ty.bits();
     let (min, max): (i128, i128) = if ty.is_signed_int() {
