@@ -5,6 +5,7 @@
 mod common;
 
 use common::{assert_same, blocks_for, ctx, random_f32, random_i32, random_u32};
+use cuprum::half::{bf16, f16};
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 
@@ -164,6 +165,32 @@ mod kernels {
                 _ => {}
             }
             *o = class + extra;
+        }
+    }
+
+    /// f16 and bf16 arithmetic and conversions, bit casts and associated constants.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn half_math(
+        x: &[f16],
+        y: &[bf16],
+        mut h: DisjointSlice<f16>,
+        mut b: DisjointSlice<bf16>,
+        mut f: DisjointSlice<f32>,
+    ) {
+        let i = thread::index_1d();
+        let k = i.get();
+        if let Some(o) = h.get_mut(i) {
+            *o = x[k] * f16::from_f32(1.5) + f16::ONE;
+        }
+        if let Some(o) = b.get_mut(i) {
+            *o = bf16::from_f32(y[k].to_f32().abs().sqrt()) - y[k];
+        }
+        if let Some(o) = f.get_mut(i) {
+            let bits = x[k].to_bits() as u32;
+            *o = (x[k].to_f32() + y[k].to_f32()).min(f32::MAX)
+                + f32::from_bits(bits << 16)
+                + u16::MAX as f32;
         }
     }
 
@@ -398,6 +425,52 @@ fn match_on_integers_follows_rust() -> cuprum::Result<()> {
         })
         .collect();
     assert_same("classify", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn half_precision_arithmetic_and_conversions() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 999);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let xs = random_f32(n);
+    let x: Vec<f16> = xs.iter().map(|v| f16::from_f32(v / 4.0)).collect();
+    let y: Vec<bf16> = xs.iter().map(|v| bf16::from_f32(v * 3.0)).collect();
+    let (dx, dy) = (
+        DeviceBuffer::from_host(&stream, &x)?,
+        DeviceBuffer::from_host(&stream, &y)?,
+    );
+    let mut h = DeviceBuffer::from_host(&stream, &vec![f16::NAN; n])?;
+    let mut b = DeviceBuffer::from_host(&stream, &vec![bf16::NAN; n])?;
+    let mut f = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    m.half_math(
+        &stream,
+        &m.prepare_half_math(config(n, 128))?,
+        &dx,
+        &dy,
+        &mut h,
+        &mut b,
+        &mut f,
+    )?;
+    let want_h: Vec<f16> = x
+        .iter()
+        .map(|&v| v * f16::from_f32(1.5) + f16::ONE)
+        .collect();
+    let want_b: Vec<bf16> = y
+        .iter()
+        .map(|&v| bf16::from_f32(v.to_f32().abs().sqrt()) - v)
+        .collect();
+    let want_f: Vec<f32> = (0..n)
+        .map(|k| {
+            let bits = x[k].to_bits() as u32;
+            (x[k].to_f32() + y[k].to_f32()).min(f32::MAX)
+                + f32::from_bits(bits << 16)
+                + u16::MAX as f32
+        })
+        .collect();
+    assert_same("f16", &h.to_host_vec(&stream)?, &want_h);
+    assert_same("bf16", &b.to_host_vec(&stream)?, &want_b);
+    assert_same("f32 from halves", &f.to_host_vec(&stream)?, &want_f);
     Ok(())
 }
 

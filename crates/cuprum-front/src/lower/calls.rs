@@ -66,6 +66,24 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
+        match method.as_str() {
+            "to_f32" | "to_f64" if args.is_empty() => {
+                let x = self.scalar(receiver, span)?;
+                let to = if method == "to_f32" { S::F32 } else { S::F64 };
+                return Ok(Val::Scalar(self.cast_value(x, to, span)?));
+            }
+            "to_bits" if args.is_empty() => {
+                let x = self.scalar(receiver, span)?;
+                let to = match self.ty(x) {
+                    S::F16 | S::BF16 => S::U16,
+                    S::F32 => S::U32,
+                    S::F64 => S::U64,
+                    other => return err(span, format!("`to_bits` on `{other}`")),
+                };
+                return Ok(Val::Scalar(self.def(Op::Bitcast { value: x, to }, span)?));
+            }
+            _ => {}
+        }
         let unary = match method.as_str() {
             "sqrt" => Some(UnaryOp::Sqrt),
             "abs" => Some(UnaryOp::Abs),
@@ -189,6 +207,9 @@ impl Lowerer<'_> {
             );
         }
         let args: Vec<&syn::Expr> = c.args.iter().collect();
+        if let Some(v) = self.float_conversion(&p.path, &args, span)? {
+            return Ok(v);
+        }
         if let Some(v) = self.warp_call(&last, &args, span)? {
             return Ok(v);
         }
@@ -321,6 +342,43 @@ impl Lowerer<'_> {
                 ),
             ),
         }
+    }
+
+    /// `f16::from_f32(x)`, `bf16::from_f64(x)`, `f32::from_bits(u)`, ...
+    fn float_conversion(
+        &mut self,
+        path: &syn::Path,
+        args: &[&syn::Expr],
+        span: proc_macro2::Span,
+    ) -> Result<Option<Val>> {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let [.., ty, f] = segs.as_slice() else {
+            return Ok(None);
+        };
+        let Some(ty) = S::from_rust_name(ty).filter(|t| t.is_float()) else {
+            return Ok(None);
+        };
+        let [arg] = args else { return Ok(None) };
+        let from = match f.as_str() {
+            "from_f32" => S::F32,
+            "from_f64" => S::F64,
+            "from_bits" => {
+                let bits = match ty {
+                    S::F16 | S::BF16 => S::U16,
+                    S::F32 => S::U32,
+                    _ => S::U64,
+                };
+                let v = self.expr(arg)?;
+                let x = self.materialize(v, bits, span)?;
+                return Ok(Some(Val::Scalar(
+                    self.def(Op::Bitcast { value: x, to: ty }, span)?,
+                )));
+            }
+            _ => return Ok(None),
+        };
+        let v = self.expr(arg)?;
+        let x = self.materialize(v, from, span)?;
+        Ok(Some(Val::Scalar(self.cast_value(x, ty, span)?)))
     }
 
     fn fence(&mut self, scope: Scope) -> Result<Val> {

@@ -949,6 +949,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn path_value(&mut self, p: &syn::ExprPath) -> Result<Val> {
+        if let Some(c) = associated_constant(&p.path) {
+            return Ok(Val::Scalar(self.constant(c)));
+        }
         let Some(ident) = p.path.get_ident() else {
             return err(
                 p.span(),
@@ -1417,6 +1420,62 @@ fn source_text(e: &impl quote::ToTokens) -> String {
         out.push(c);
     }
     out
+}
+
+/// `f32::MAX`, `u32::MAX`, `f32::INFINITY`, `f16::ONE`, ...: the associated constants of the
+/// scalar types, as IR constants.
+fn associated_constant(path: &syn::Path) -> Option<Constant> {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let [.., ty, name] = segs.as_slice() else {
+        return None;
+    };
+    let ty = S::from_rust_name(ty)?;
+    let float = |v: f64| match ty {
+        S::F32 => Some(Constant::f32(v as f32)),
+        S::F64 => Some(Constant::f64(v)),
+        S::F16 | S::BF16 => Some(float_constant(ty, v)),
+        _ => None,
+    };
+    if ty.is_float() {
+        return match name.as_str() {
+            "INFINITY" => float(f64::INFINITY),
+            "NEG_INFINITY" => float(f64::NEG_INFINITY),
+            "NAN" => float(f64::NAN),
+            "ZERO" => float(0.0),
+            "ONE" => float(1.0),
+            "MAX" => match ty {
+                S::F32 => Some(Constant::f32(f32::MAX)),
+                S::F64 => Some(Constant::f64(f64::MAX)),
+                S::F16 => Some(Constant::new(S::F16, 0x7bff)),
+                _ => Some(Constant::new(S::BF16, 0x7f7f)),
+            },
+            "MIN" => match ty {
+                S::F32 => Some(Constant::f32(f32::MIN)),
+                S::F64 => Some(Constant::f64(f64::MIN)),
+                S::F16 => Some(Constant::new(S::F16, 0xfbff)),
+                _ => Some(Constant::new(S::BF16, 0xff7f)),
+            },
+            "EPSILON" => match ty {
+                S::F32 => Some(Constant::f32(f32::EPSILON)),
+                S::F64 => Some(Constant::f64(f64::EPSILON)),
+                S::F16 => Some(Constant::new(S::F16, 0x1400)),
+                _ => Some(Constant::new(S::BF16, 0x3c00)),
+            },
+            _ => None,
+        };
+    }
+    if !ty.is_int() {
+        return None;
+    }
+    let bits = ty.bits();
+    match name.as_str() {
+        "MAX" if ty.is_signed_int() => Some(Constant::new(ty, (1u64 << (bits - 1)) - 1)),
+        "MAX" => Some(Constant::new(ty, u64::MAX)),
+        "MIN" if ty.is_signed_int() => Some(Constant::new(ty, 1u64 << (bits - 1))),
+        "MIN" => Some(Constant::new(ty, 0)),
+        "BITS" => Some(Constant::u32(bits)),
+        _ => None,
+    }
 }
 
 /// The pattern without its type annotation.
