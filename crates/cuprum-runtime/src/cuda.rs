@@ -5,7 +5,12 @@
 //! into it this module loads the driver library itself, with the same names in the same order
 //! as `cudarc` does, and checks every symbol the runtime uses; a missing library or symbol is
 //! [`Error::NoDriver`]. Optional symbols (stream-ordered allocation, event timing) are only
-//! called when present.
+//! called when present. The probe also records what `diagnostics` reports (the library's
+//! name, file and `cuDriverGetVersion`), calling nothing through cudarc to learn it.
+//!
+//! Modules are compiled with the driver's linker (`cuLink*`, PTX in, cubin out) so that the
+//! compile cache (`cache`) can keep the cubin and load it later with no PTX compilation;
+//! loading PTX directly (`load_module`) remains as the fallback.
 //!
 //! Ordering rules the rest of the runtime relies on:
 //! * Every context is a device's *primary* context, made current on the calling thread before
@@ -33,6 +38,7 @@ use crate::limits::DeviceLimits;
 /// Symbols the runtime calls; a driver without any of them is treated as no driver.
 const REQUIRED_SYMBOLS: &[&str] = &[
     "cuInit",
+    "cuDriverGetVersion",
     "cuGetErrorName",
     "cuGetErrorString",
     "cuDeviceGetCount",
@@ -58,6 +64,10 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemcpyDtoHAsync_v2",
     "cuMemcpyDtoDAsync_v2",
     "cuMemsetD8Async",
+    "cuLinkCreate_v2",
+    "cuLinkAddData_v2",
+    "cuLinkComplete",
+    "cuLinkDestroy",
     "cuModuleLoadDataEx",
     "cuModuleGetFunction",
     "cuModuleUnload",
@@ -65,9 +75,26 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuFuncSetAttribute",
 ];
 
-/// What the probe found: the library (kept loaded) and which optional symbols exist.
+/// What the probe learned about the driver library, whether or not it is usable; what
+/// `cuprum_runtime::diagnostics` reports.
+#[derive(Clone, Debug)]
+pub(crate) struct DriverFacts {
+    /// The name the library was loaded by (`libcuda.so.1`).
+    pub(crate) library: String,
+    /// The file it was loaded from, where the platform tells (Linux: `/proc/self/maps`).
+    pub(crate) path: Option<std::path::PathBuf>,
+    /// `cuDriverGetVersion`: the newest CUDA version the driver supports, `1000 * major +
+    /// 10 * minor` (12080 for CUDA 12.8). `None` when the symbol is missing or the call fails.
+    pub(crate) version: Option<u32>,
+    /// Entries of [`REQUIRED_SYMBOLS`] the library lacks.
+    pub(crate) missing: Vec<&'static str>,
+}
+
+/// What the probe found: the library (kept loaded), its facts and which optional symbols
+/// exist.
 struct Probe {
     _library: libloading::Library,
+    facts: DriverFacts,
     stream_ordered_alloc: bool,
     event_timing: bool,
 }
@@ -106,32 +133,139 @@ fn probe_library() -> Result<Probe, String> {
         // pointer.
         unsafe { library.get::<*const c_void>(symbol.as_bytes()).is_ok() }
     };
-    let missing: Vec<&str> = REQUIRED_SYMBOLS
+    let missing: Vec<&'static str> = REQUIRED_SYMBOLS
         .iter()
         .copied()
         .filter(|s| !has(s))
         .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "{name} lacks {} (driver too old?)",
-            missing.join(", ")
-        ));
-    }
+    let facts = DriverFacts {
+        path: loaded_library_path(&name),
+        version: driver_version_of(&library),
+        library: name,
+        missing,
+    };
     Ok(Probe {
         stream_ordered_alloc: has("cuMemAllocAsync") && has("cuMemFreeAsync"),
         event_timing: has("cuEventElapsedTime"),
+        facts,
         _library: library,
     })
 }
 
-fn probe() -> Result<&'static Probe, Error> {
-    static PROBE: OnceLock<Result<Probe, String>> = OnceLock::new();
-    PROBE
-        .get_or_init(probe_library)
-        .as_ref()
-        .map_err(|detail| Error::NoDriver {
-            detail: detail.clone(),
+/// Calls `cuDriverGetVersion` through `library` itself (not through cudarc, which would panic
+/// were the symbol missing). It needs no `cuInit`.
+fn driver_version_of(library: &libloading::Library) -> Option<u32> {
+    type GetVersion = unsafe extern "C" fn(*mut std::ffi::c_int) -> sys::CUresult;
+    // SAFETY: `cuDriverGetVersion` has this signature in every CUDA driver.
+    let get = unsafe { library.get::<GetVersion>(b"cuDriverGetVersion") }.ok()?;
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: the function writes one int through the pointer, which is valid.
+    let status = unsafe { get(&mut version) };
+    if status != sys::CUresult::CUDA_SUCCESS {
+        return None;
+    }
+    u32::try_from(version).ok()
+}
+
+/// The file a loaded library came from: the first mapping in `/proc/self/maps` whose file name
+/// starts like `name` up to its `.so` (so `libcuda.so.1` finds `libcuda.so.565.57.01`).
+fn loaded_library_path(name: &str) -> Option<std::path::PathBuf> {
+    let stem = match name.find(".so") {
+        Some(at) => &name[..at + 3],
+        None => name,
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| {
+            std::path::Path::new(path)
+                .file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with(stem))
         })
+        .map(std::path::PathBuf::from)
+}
+
+fn probe_result() -> &'static Result<Probe, String> {
+    static PROBE: OnceLock<Result<Probe, String>> = OnceLock::new();
+    PROBE.get_or_init(probe_library)
+}
+
+fn probe() -> Result<&'static Probe, Error> {
+    match probe_result() {
+        Err(detail) => Err(Error::NoDriver {
+            detail: detail.clone(),
+        }),
+        Ok(probe) if !probe.facts.missing.is_empty() => Err(Error::NoDriver {
+            detail: format!(
+                "{} lacks {} (driver too old?)",
+                probe.facts.library,
+                probe.facts.missing.join(", ")
+            ),
+        }),
+        Ok(probe) => Ok(probe),
+    }
+}
+
+/// The driver library's facts, or why no library could be loaded. Never calls into cudarc.
+pub(crate) fn driver_facts() -> Result<DriverFacts, String> {
+    probe_result()
+        .as_ref()
+        .map(|p| p.facts.clone())
+        .map_err(Clone::clone)
+}
+
+/// Why no GPU could be listed by [`list_devices`].
+#[derive(Clone, Debug)]
+pub(crate) enum ListFailure {
+    /// No usable driver library (see [`driver_facts`] for why).
+    NoDriver,
+    /// The driver works but sees no device (or is the toolkit's stub library).
+    NoDevice(String),
+    /// The driver failed to initialize or to answer.
+    Failed(String),
+}
+
+/// Every device the driver sees, with its limits (initializing the driver).
+pub(crate) fn list_devices() -> Result<Vec<DeviceLimits>, ListFailure> {
+    if probe().is_err() {
+        return Err(ListFailure::NoDriver);
+    }
+    if let Err(err) = result::init() {
+        let fail = CuFail {
+            call: "cuInit",
+            err,
+        };
+        return Err(match err.0 {
+            sys::CUresult::CUDA_ERROR_NO_DEVICE | sys::CUresult::CUDA_ERROR_STUB_LIBRARY => {
+                ListFailure::NoDevice(fail.describe())
+            }
+            _ => ListFailure::Failed(fail.describe()),
+        });
+    }
+    let count = result::device::get_count().map_err(|err| {
+        ListFailure::Failed(
+            CuFail {
+                call: "cuDeviceGetCount",
+                err,
+            }
+            .describe(),
+        )
+    })?;
+    let mut devices = Vec::new();
+    for ordinal in 0..count.max(0) {
+        let device = result::device::get(ordinal).map_err(|err| {
+            ListFailure::Failed(
+                CuFail {
+                    call: "cuDeviceGet",
+                    err,
+                }
+                .describe(),
+            )
+        })?;
+        devices.push(query_limits(device).map_err(|e| ListFailure::Failed(e.to_string()))?);
+    }
+    Ok(devices)
 }
 
 /// A failed driver call, before it becomes an [`Error`].
@@ -231,6 +365,8 @@ pub(crate) struct CudaDevice {
     ctx: sys::CUcontext,
     stream_ordered_alloc: bool,
     event_timing: bool,
+    /// `cuDriverGetVersion` (0 if the driver would not say), part of every compile-cache key.
+    driver_version: u32,
 }
 
 // SAFETY: CUDA driver handles may be used from any thread; every call first makes the context
@@ -284,9 +420,15 @@ impl CudaDevice {
             ctx,
             stream_ordered_alloc: probe.stream_ordered_alloc && pools != 0,
             event_timing: probe.event_timing,
+            driver_version: probe.facts.version.unwrap_or(0),
         };
         this.bind().map_err(|f| f.into_error(None))?;
         Ok((this, limits))
+    }
+
+    /// The driver's CUDA version (`cuDriverGetVersion`, e.g. 12080), 0 if unknown.
+    pub(crate) fn driver_version(&self) -> u32 {
+        self.driver_version
     }
 
     /// Makes this context current on the calling thread.
@@ -458,8 +600,28 @@ impl CudaDevice {
             message: "the generated PTX contains a NUL byte".to_owned(),
             log: String::new(),
         })?;
+        // SAFETY: a NUL-terminated PTX text is a valid module image.
+        unsafe { self.load_image(image.as_ptr().cast::<c_void>(), names) }
+    }
+
+    /// Loads a cubin the driver made earlier ([`link_ptx`](Self::link_ptx)) and looks up
+    /// every kernel in `names`; no PTX compilation happens. A refused image (say, one made by
+    /// another driver) is [`Error::ModuleLoad`].
+    pub(crate) fn load_cubin(&self, cubin: &[u8], names: &[&str]) -> Result<CudaModule, Error> {
+        // ELF images are read with 8-byte alignment in mind: give the driver an aligned copy.
+        let mut aligned = vec![0u64; cubin.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..cubin.len()].copy_from_slice(cubin);
+        // SAFETY: the bytes are a cubin the driver wrote (checked against a checksum when it
+        // came from the disk cache); the driver validates the ELF image it is given.
+        unsafe { self.load_image(aligned.as_ptr().cast::<c_void>(), names) }
+    }
+
+    /// `cuModuleLoadDataEx` of `image` (PTX or cubin), with the driver's error log.
+    ///
+    /// # Safety
+    /// `image` must point at a NUL-terminated PTX text or a complete cubin, alive for the call.
+    unsafe fn load_image(&self, image: *const c_void, names: &[&str]) -> Result<CudaModule, Error> {
         self.bind().map_err(|f| f.into_error(None))?;
-        const LOG_SIZE: usize = 16 * 1024;
         let mut error_log = vec![0u8; LOG_SIZE];
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -471,12 +633,12 @@ impl CudaDevice {
             LOG_SIZE as *mut c_void,
         ];
         let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: `image` is NUL-terminated PTX; the options and values arrays have the length
-        // given and stay alive for the call; the log buffer has the size announced.
+        // SAFETY: the caller vouches for `image`; the options and values arrays have the
+        // length given and stay alive for the call; the log buffer has the size announced.
         let loaded = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut module,
-                image.as_ptr().cast::<c_void>(),
+                image,
                 options.len() as u32,
                 options.as_mut_ptr(),
                 values.as_mut_ptr(),
@@ -484,8 +646,6 @@ impl CudaDevice {
         }
         .result();
         if let Err(err) = loaded {
-            let used = error_log.iter().position(|&b| b == 0).unwrap_or(LOG_SIZE);
-            let log = String::from_utf8_lossy(&error_log[..used]).into_owned();
             let fail = CuFail {
                 call: "cuModuleLoadDataEx",
                 err,
@@ -495,7 +655,7 @@ impl CudaDevice {
             }
             return Err(Error::ModuleLoad {
                 message: fail.describe(),
-                log,
+                log: log_text(&error_log),
             });
         }
         let mut cuda_module = CudaModule {
@@ -512,7 +672,7 @@ impl CudaDevice {
                 unsafe { result::module::get_function(module, cname) }.map_err(|err| {
                     Error::ModuleLoad {
                         message: format!(
-                            "kernel `{name}` is missing from the loaded PTX: {}",
+                            "kernel `{name}` is missing from the loaded module: {}",
                             CuFail {
                                 call: "cuModuleGetFunction",
                                 err
@@ -528,6 +688,78 @@ impl CudaDevice {
             });
         }
         Ok(cuda_module)
+    }
+
+    /// Compiles `ptx` for this context's device with the driver's linker (`cuLinkCreate`,
+    /// `cuLinkAddData(CU_JIT_INPUT_PTX)`, `cuLinkComplete`) and returns the cubin, which
+    /// [`load_cubin`](Self::load_cubin) loads without compiling again. A refused PTX is
+    /// [`Error::ModuleLoad`] with the linker's error log.
+    pub(crate) fn link_ptx(&self, ptx: &str) -> Result<Vec<u8>, Error> {
+        let image = CString::new(ptx).map_err(|_| Error::ModuleLoad {
+            message: "the generated PTX contains a NUL byte".to_owned(),
+            log: String::new(),
+        })?;
+        self.bind().map_err(|f| f.into_error(None))?;
+        let mut error_log = vec![0u8; LOG_SIZE];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values: [*mut c_void; 2] = [
+            error_log.as_mut_ptr().cast::<c_void>(),
+            LOG_SIZE as *mut c_void,
+        ];
+        let mut state: sys::CUlinkState = std::ptr::null_mut();
+        // SAFETY: the options and values arrays have the length given; the log buffer outlives
+        // the link state, which is destroyed below before the buffer is dropped.
+        unsafe {
+            sys::cuLinkCreate_v2(
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut state,
+            )
+        }
+        .result()
+        .map_err(|err| link_error("cuLinkCreate", err, &error_log))?;
+        let linked = (|| {
+            let name = c"cuprum.ptx";
+            // SAFETY: `image` is NUL-terminated PTX of the length given (NUL included); the
+            // state is live.
+            unsafe {
+                sys::cuLinkAddData_v2(
+                    state,
+                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                    image.as_ptr().cast_mut().cast::<c_void>(),
+                    image.as_bytes_with_nul().len(),
+                    name.as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .map_err(|err| link_error("cuLinkAddData", err, &error_log))?;
+            let mut cubin: *mut c_void = std::ptr::null_mut();
+            let mut size = 0usize;
+            // SAFETY: the state is live; the driver returns a buffer it owns until
+            // cuLinkDestroy, copied out before that.
+            unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }
+                .result()
+                .map_err(|err| link_error("cuLinkComplete", err, &error_log))?;
+            if cubin.is_null() || size == 0 {
+                return Err(Error::ModuleLoad {
+                    message: "cuLinkComplete returned an empty image".to_owned(),
+                    log: log_text(&error_log),
+                });
+            }
+            // SAFETY: the driver gave `size` readable bytes at `cubin`, alive until the state
+            // is destroyed.
+            Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+        })();
+        // SAFETY: destroyed once; the cubin was copied out.
+        let _ = unsafe { sys::cuLinkDestroy(state) };
+        linked
     }
 
     /// Launches `function`.
@@ -580,6 +812,26 @@ impl Drop for CudaDevice {
     fn drop(&mut self) {
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.device) };
+    }
+}
+
+/// Size of the driver's JIT error log buffers.
+const LOG_SIZE: usize = 16 * 1024;
+
+/// The text the driver wrote into a log buffer (up to its first NUL).
+fn log_text(buffer: &[u8]) -> String {
+    let used = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..used]).into_owned()
+}
+
+fn link_error(call: &'static str, err: DriverError, log: &[u8]) -> Error {
+    let fail = CuFail { call, err };
+    if fail.is_fault() {
+        return fail.into_error(None);
+    }
+    Error::ModuleLoad {
+        message: fail.describe(),
+        log: log_text(log),
     }
 }
 

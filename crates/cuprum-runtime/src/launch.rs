@@ -2,7 +2,8 @@
 //! modules.
 //!
 //! A [`LoadedModule`] is one compilation unit (a `cuprum_ir::Module`) made ready for one
-//! context: PTX JIT-compiled by the driver on CUDA, the IR itself on the emulator. Every
+//! context: PTX compiled by the driver on CUDA (through the compile cache, [`crate::cache`],
+//! so a module compiled before is loaded from its cubin), the IR itself on the emulator. Every
 //! launch is checked before it reaches a backend: the arguments against the kernel's
 //! parameters ([`Error::ArgumentMismatch`]), the configuration against the device limits and
 //! the kernel's launch bounds ([`Error::InvalidLaunch`]). What cannot be checked here (aliasing
@@ -248,8 +249,10 @@ fn expected_machine_params(kernel: &Kernel) -> usize {
 
 impl LoadedModule {
     /// Makes `ir` ready to launch on `ctx`. CUDA: writes PTX for the device's architecture
-    /// (sm_80 or newer) and has the driver JIT it (its error log is in
-    /// [`Error::ModuleLoad`]); emulator: keeps the IR. Either way the IR is validated first.
+    /// (sm_80 or newer) and has the driver compile it (its error log is in
+    /// [`Error::ModuleLoad`]), unless the compile cache ([`crate::cache`]) already holds the
+    /// driver's output for this PTX, device and driver; emulator: keeps the IR. Either way the
+    /// IR is validated first (once per process for one `Arc`).
     pub fn load(ctx: &CudaContext, ir: Arc<cuprum_ir::Module>) -> Result<Self> {
         Self::load_inner(ctx, ir, None)
     }
@@ -272,10 +275,7 @@ impl LoadedModule {
         ir: Arc<cuprum_ir::Module>,
         ptx_override: Option<String>,
     ) -> Result<Self> {
-        cuprum_ir::validate_module(&ir).map_err(|e| Error::Compile {
-            kernel: e.kernel.clone(),
-            message: e.to_string(),
-        })?;
+        crate::cache::load::validate_once(&ir)?;
         let mut kernels: Vec<KernelInfo> = ir
             .kernels
             .iter()
@@ -319,7 +319,13 @@ impl LoadedModule {
                     info.machine_sizes = params.iter().map(|p| p.size_bytes).collect();
                 }
                 let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-                let module = device.load_module(&ptx, &names)?;
+                let module = crate::cache::load::load_cuda(
+                    device,
+                    ctx.limits().compute_capability,
+                    target.name(),
+                    &ptx,
+                    &names,
+                )?;
                 ModuleBackend::Cuda { module, ptx }
             }
         };

@@ -11,14 +11,18 @@
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
 //! * [`limits`][]: [`DeviceLimits`].
 //! * [`error`][]: [`Error`], [`Result`].
+//! * [`cache`][]: the compile cache (driver output kept in memory and on disk).
+//! * [`diagnostics`][]: what `cargo cuprum doctor` reports (driver, GPUs, emulator, cache).
 //!
 //! The CUDA backend (`cuda.rs`) loads `libcuda` at run time through `cudarc` and checks the
 //! library and its symbols first, so a missing driver is [`Error::NoDriver`], never a panic.
 //! The emulator backend (`emu.rs`) runs kernels synchronously with `cuprum-emu`.
 
 pub mod buffer;
+pub mod cache;
 pub mod context;
 mod cuda;
+pub mod diagnostics;
 mod emu;
 pub mod error;
 pub mod launch;

@@ -1,0 +1,246 @@
+//! The cached load path: what `LoadedModule::load` calls to turn PTX into a loaded CUDA module
+//! (memory, then disk, then the driver's linker), and the per-process memory of validated IR.
+//!
+//! This is the only part of the cache that talks to a device; the decisions it takes (which
+//! key, hit or miss, what to store) are the same whatever the device, and every failure of the
+//! cache itself falls back to compiling. Process-wide counters ([`stats`]) prove what
+//! happened.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Instant;
+
+use super::{CACHE_STATS_ENV, CacheKey, CacheLocation, CubinStore, Lookup};
+use crate::cuda::{CudaDevice, CudaModule};
+use crate::error::Error;
+
+/// Process-wide counters of the compile cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CacheStats {
+    /// CUDA modules loaded from a cubin this process already had in memory.
+    pub memory_hits: u64,
+    /// CUDA modules loaded from a cubin found on disk: started without compiling.
+    pub disk_hits: u64,
+    /// CUDA modules whose PTX the driver compiled (cache misses).
+    pub compiles: u64,
+    /// Disk entries refused (corrupt, stale, or a cubin the driver would not load) and
+    /// rebuilt.
+    pub rejected: u64,
+    /// Entries written to disk.
+    pub disk_writes: u64,
+    /// Disk reads or writes that failed (each degraded to compiling or to not storing).
+    pub io_failures: u64,
+    /// Module loads (any backend) whose IR had already been validated in this process.
+    pub ir_reuses: u64,
+}
+
+struct Counters {
+    memory_hits: AtomicU64,
+    disk_hits: AtomicU64,
+    compiles: AtomicU64,
+    rejected: AtomicU64,
+    disk_writes: AtomicU64,
+    io_failures: AtomicU64,
+    ir_reuses: AtomicU64,
+}
+
+static COUNTERS: Counters = Counters {
+    memory_hits: AtomicU64::new(0),
+    disk_hits: AtomicU64::new(0),
+    compiles: AtomicU64::new(0),
+    rejected: AtomicU64::new(0),
+    disk_writes: AtomicU64::new(0),
+    io_failures: AtomicU64::new(0),
+    ir_reuses: AtomicU64::new(0),
+};
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The compile cache's counters for this process so far.
+pub fn stats() -> CacheStats {
+    let c = &COUNTERS;
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    CacheStats {
+        memory_hits: get(&c.memory_hits),
+        disk_hits: get(&c.disk_hits),
+        compiles: get(&c.compiles),
+        rejected: get(&c.rejected),
+        disk_writes: get(&c.disk_writes),
+        io_failures: get(&c.io_failures),
+        ir_reuses: get(&c.ir_reuses),
+    }
+}
+
+/// The cache as the environment configured it at first use: the location, and the disk store
+/// when there is a folder.
+fn configured() -> &'static (CacheLocation, Option<CubinStore>) {
+    static CONFIG: OnceLock<(CacheLocation, Option<CubinStore>)> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let location = super::location();
+        let store = location.dir().map(CubinStore::new);
+        (location, store)
+    })
+}
+
+/// Cubins compiled or read by this process, by key text.
+fn memory() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
+    static MEMORY: OnceLock<Mutex<HashMap<String, Arc<[u8]>>>> = OnceLock::new();
+    MEMORY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn memory_get(key: &str) -> Option<Arc<[u8]>> {
+    memory().lock().ok()?.get(key).cloned()
+}
+
+fn memory_put(key: String, cubin: Arc<[u8]>) {
+    if let Ok(mut map) = memory().lock() {
+        map.insert(key, cubin);
+    }
+}
+
+fn memory_remove(key: &str) {
+    if let Ok(mut map) = memory().lock() {
+        map.remove(key);
+    }
+}
+
+/// Prints `message` on stderr, once per process: the cache degrades, it does not nag.
+fn warn_once(message: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "cuprum: warning: compile cache: {message}; compiling instead (further cache \
+             warnings are not shown)"
+        );
+    }
+}
+
+fn report(outcome: &str, names: &[&str], start: Instant) {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    let enabled = *ENABLED.get_or_init(|| {
+        std::env::var_os(CACHE_STATS_ENV)
+            .is_some_and(|v| !v.is_empty() && v != "0" && v != "off" && v != "false")
+    });
+    if enabled {
+        eprintln!(
+            "cuprum cache: {outcome}: module [{}] ready in {:.3} ms",
+            names.join(", "),
+            start.elapsed().as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Loads `ptx` (written for `target`) on `device` through the cache.
+pub(crate) fn load_cuda(
+    device: &CudaDevice,
+    compute_capability: (u32, u32),
+    target: &str,
+    ptx: &str,
+    names: &[&str],
+) -> Result<CudaModule, Error> {
+    let start = Instant::now();
+    let (location, store) = configured();
+    if *location == CacheLocation::Disabled {
+        // No cache at all: the driver compiles the PTX as it loads it, every time.
+        bump(&COUNTERS.compiles);
+        let module = device.load_module(ptx, names);
+        report("cache off (compiled from PTX)", names, start);
+        return module;
+    }
+    let key = CacheKey::for_ptx(ptx, target, compute_capability, device.driver_version());
+    let key_text = key.text();
+
+    if let Some(cubin) = memory_get(&key_text) {
+        if let Ok(module) = device.load_cubin(&cubin, names) {
+            bump(&COUNTERS.memory_hits);
+            report("memory hit (no compilation)", names, start);
+            return Ok(module);
+        }
+        memory_remove(&key_text);
+    }
+
+    if let Some(store) = store {
+        match store.lookup(&key) {
+            Lookup::Hit(cubin) => match device.load_cubin(&cubin, names) {
+                Ok(module) => {
+                    bump(&COUNTERS.disk_hits);
+                    memory_put(key_text, cubin.into());
+                    report("disk hit (no compilation)", names, start);
+                    return Ok(module);
+                }
+                // The driver refuses what it once wrote: stale in a way the key missed.
+                Err(_) => bump(&COUNTERS.rejected),
+            },
+            Lookup::Rejected(_) => bump(&COUNTERS.rejected),
+            Lookup::Missing => {}
+            Lookup::Unreadable(why) => {
+                bump(&COUNTERS.io_failures);
+                warn_once(&why);
+            }
+        }
+    }
+
+    let cubin = match device.link_ptx(ptx) {
+        Ok(cubin) => cubin,
+        // The linker refused: let the plain PTX load say why, with its JIT log (or succeed,
+        // should only the linker path be unavailable).
+        Err(_) => {
+            bump(&COUNTERS.compiles);
+            let module = device.load_module(ptx, names);
+            report("miss (compiled from PTX, not cached)", names, start);
+            return module;
+        }
+    };
+    bump(&COUNTERS.compiles);
+    let module = match device.load_cubin(&cubin, names) {
+        Ok(module) => module,
+        Err(_) => return device.load_module(ptx, names),
+    };
+    let cubin: Arc<[u8]> = cubin.into();
+    memory_put(key_text, cubin.clone());
+    if let Some(store) = store {
+        match store.put(&key, &cubin) {
+            Ok(()) => bump(&COUNTERS.disk_writes),
+            Err(e) => {
+                bump(&COUNTERS.io_failures);
+                warn_once(&format!(
+                    "could not write {}: {e}",
+                    store.path_for(&key).display()
+                ));
+            }
+        }
+    }
+    report("miss (compiled by the driver, stored)", names, start);
+    Ok(module)
+}
+
+/// Validates `ir` unless this very module was validated before in this process.
+///
+/// The memory is a list of weak references: a module is recognized while it is alive (its
+/// `Arc` cannot be mutated in place while a weak reference exists, so it is still what was
+/// validated), and dead entries are dropped.
+pub(crate) fn validate_once(ir: &Arc<cuprum_ir::Module>) -> Result<(), Error> {
+    static VALIDATED: OnceLock<Mutex<Vec<Weak<cuprum_ir::Module>>>> = OnceLock::new();
+    let validated = VALIDATED.get_or_init(|| Mutex::new(Vec::new()));
+    if let Ok(mut seen) = validated.lock() {
+        seen.retain(|w| w.strong_count() > 0);
+        if seen
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(ir)))
+        {
+            bump(&COUNTERS.ir_reuses);
+            return Ok(());
+        }
+    }
+    cuprum_ir::validate_module(ir).map_err(|e| Error::Compile {
+        kernel: e.kernel.clone(),
+        message: e.to_string(),
+    })?;
+    if let Ok(mut seen) = validated.lock() {
+        seen.push(Arc::downgrade(ir));
+    }
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! The compile cache: a module compiled once is not compiled again, in this process or the
+//! next.
+//!
+//! Loading a module on a GPU means writing PTX (fast, under a millisecond for small kernels)
+//! and having the driver compile that PTX to machine code (tens to hundreds of milliseconds).
+//! The cache keeps the driver's output, the *cubin*:
+//!
+//! * **in memory**, per process, so a second context or a second `load` of the same module
+//!   costs one `cuModuleLoadDataEx` of the cubin;
+//! * **on disk** ([`CubinStore`]), in [`CACHE_DIR_ENV`] (`CUPRUM_CACHE_DIR`) or by default
+//!   `$XDG_CACHE_HOME/cuprum`, else `~/.cache/cuprum` (`~/Library/Caches/cuprum` on macOS,
+//!   `%LOCALAPPDATA%\cuprum` on Windows), so a second process starts without compiling.
+//!
+//! An entry's key ([`CacheKey`]) is a 128-bit hash of the PTX text, which holds the kernel IR
+//! after specialization (a specialized kernel's name and types are part of it), the PTX
+//! target and the PTX writer's version; plus the device's compute capability (the cubin is
+//! machine code for exactly that architecture) and the driver's version (a new driver may
+//! compile differently and may refuse an old driver's cubin). A miss compiles with the driver's
+//! linker (`cuLinkCreate`, `cuLinkAddData(CU_JIT_INPUT_PTX)`, `cuLinkComplete`) and stores the
+//! cubin; a hit loads the cubin with no PTX compilation. A cubin that the driver refuses
+//! anyway is treated as stale: compiled again and replaced.
+//!
+//! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
+//! a corrupt or stale entry all degrade to compiling, with at most one warning line per
+//! process on stderr. `CUPRUM_CACHE=off` turns the cache off altogether: every load then has
+//! the driver compile the PTX as it loads it (`cuModuleLoadDataEx`), as before the cache
+//! existed, which also makes the two ways of compiling easy to compare. Deleting the folder is
+//! always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load
+//! on stderr: hit or miss, and the time it took.
+//!
+//! The emulator runs the IR itself and needs no cubin; what it reuses is the IR: a module
+//! (an `Arc<cuprum_ir::Module>`, which `#[cuda_module]` builds once per process) is validated
+//! on its first load only.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use cuprum_ir::{KernelBuilder, Module};
+//! use cuprum_runtime::{cache, CudaContext, LoadedModule};
+//!
+//! let ir = Arc::new(Module { kernels: vec![KernelBuilder::new("nothing").finish()] });
+//! let before = cache::stats();
+//! let ctx = CudaContext::emulator();
+//! LoadedModule::load(&ctx, ir.clone())?; // validated here
+//! LoadedModule::load(&ctx, ir.clone())?; // reused: the IR was validated in this process
+//! assert!(cache::stats().ir_reuses > before.ir_reuses);
+//! # Ok::<(), cuprum_runtime::Error>(())
+//! ```
+
+mod entry;
+pub(crate) mod load;
+mod store;
+
+use std::path::PathBuf;
+
+pub use entry::{EntryError, FORMAT_OFFSET, FORMAT_VERSION, HEADER_LEN, MAGIC};
+pub use load::{CacheStats, stats};
+pub use store::{CubinStore, Lookup, StoreStats};
+
+/// Where the disk cache lives; overrides the default folder.
+pub const CACHE_DIR_ENV: &str = "CUPRUM_CACHE_DIR";
+
+/// `CUPRUM_CACHE=off` (or `0`, `false`, `no`) turns the compile cache off: no disk, no
+/// memory, the driver compiles PTX at every load.
+pub const CACHE_ENV: &str = "CUPRUM_CACHE";
+
+/// `CUPRUM_CACHE_STATS=1` prints one line per module load (hit or miss, time) on stderr.
+pub const CACHE_STATS_ENV: &str = "CUPRUM_CACHE_STATS";
+
+/// What identifies one compiled module: the PTX text's hash, the device architecture and the
+/// driver. Two keys are equal exactly when a cubin made for one may be loaded for the other.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    ptx_hash: u128,
+    ptx_len: usize,
+    target: String,
+    compute_capability: (u32, u32),
+    driver_version: u32,
+}
+
+impl CacheKey {
+    /// The key of `ptx` (written for `target`, e.g. `"sm_90"`) compiled for a device of
+    /// `compute_capability` by a driver of `driver_version` (`cuDriverGetVersion`, e.g. 12080).
+    pub fn for_ptx(
+        ptx: &str,
+        target: &str,
+        compute_capability: (u32, u32),
+        driver_version: u32,
+    ) -> Self {
+        Self {
+            ptx_hash: entry::fnv1a128(ptx.as_bytes()),
+            ptx_len: ptx.len(),
+            target: target.to_owned(),
+            compute_capability,
+            driver_version,
+        }
+    }
+
+    /// The key as text, stored in the entry and compared in full on every lookup, e.g.
+    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64`.
+    pub fn text(&self) -> String {
+        format!(
+            "cubin ptx={:032x}/{} target={} cc={}.{} driver={} ptr={}",
+            self.ptx_hash,
+            self.ptx_len,
+            self.target,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.driver_version,
+            usize::BITS
+        )
+    }
+
+    /// The entry's file name: a 64-bit hash of [`text`](Self::text), in hex, then `.cubin`.
+    pub fn file_name(&self) -> String {
+        format!(
+            "{:016x}.cubin",
+            entry::fnv1a64(entry::FNV64_OFFSET, self.text().as_bytes())
+        )
+    }
+
+    /// The driver version this key was made for.
+    pub fn driver_version(&self) -> u32 {
+        self.driver_version
+    }
+}
+
+/// The platform's default cache folder for cuprum, ignoring the environment overrides:
+/// `$XDG_CACHE_HOME/cuprum` (when absolute), else `$HOME/.cache/cuprum` on Unix,
+/// `$HOME/Library/Caches/cuprum` on macOS, `%LOCALAPPDATA%\cuprum` on Windows. `None` when
+/// there is no home folder to put it in.
+pub fn default_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if cfg!(windows) {
+        return var("LOCALAPPDATA").map(|p| p.join("cuprum"));
+    }
+    if cfg!(target_os = "macos") {
+        return var("HOME").map(|p| p.join("Library").join("Caches").join("cuprum"));
+    }
+    var("XDG_CACHE_HOME")
+        .map(|p| p.join("cuprum"))
+        .or_else(|| var("HOME").map(|p| p.join(".cache").join("cuprum")))
+}
+
+/// Where the disk cache is, as this process's environment says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheLocation {
+    /// Set by [`CACHE_DIR_ENV`].
+    FromEnv(PathBuf),
+    /// The platform default ([`default_dir`]).
+    Default(PathBuf),
+    /// Turned off by `CUPRUM_CACHE=off` (no compile cache at all).
+    Disabled,
+    /// No folder could be determined (no home folder and no `CUPRUM_CACHE_DIR`).
+    Unknown,
+}
+
+impl CacheLocation {
+    /// The folder, if there is one.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::FromEnv(p) | Self::Default(p) => Some(p),
+            Self::Disabled | Self::Unknown => None,
+        }
+    }
+}
+
+/// Reads [`CACHE_ENV`] and [`CACHE_DIR_ENV`] now (the runtime itself reads them once, at its
+/// first module load on a GPU).
+pub fn location() -> CacheLocation {
+    if let Some(v) = std::env::var_os(CACHE_ENV) {
+        let v = v.to_string_lossy().trim().to_ascii_lowercase();
+        if matches!(v.as_str(), "off" | "0" | "false" | "no") {
+            return CacheLocation::Disabled;
+        }
+    }
+    match std::env::var_os(CACHE_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            // A relative folder is taken from the current folder at the time of reading.
+            match std::env::current_dir() {
+                Ok(cwd) if dir.is_relative() => CacheLocation::FromEnv(cwd.join(dir)),
+                _ => CacheLocation::FromEnv(dir),
+            }
+        }
+        _ => default_dir().map_or(CacheLocation::Unknown, CacheLocation::Default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_differ_in_every_part() {
+        let base = CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12080);
+        let variants = [
+            CacheKey::for_ptx("ptx ", "sm_90", (9, 0), 12080),
+            CacheKey::for_ptx("ptx", "sm_80", (9, 0), 12080),
+            CacheKey::for_ptx("ptx", "sm_90", (9, 1), 12080),
+            CacheKey::for_ptx("ptx", "sm_90", (8, 0), 12080),
+            CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12090),
+        ];
+        for v in &variants {
+            assert_ne!(v.text(), base.text());
+            assert_ne!(v.file_name(), base.file_name());
+        }
+        assert_eq!(base, CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12080));
+        assert!(base.file_name().ends_with(".cubin"));
+        assert!(base.text().contains("driver=12080") && base.text().contains("cc=9.0"));
+    }
+}
