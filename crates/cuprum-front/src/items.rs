@@ -13,6 +13,8 @@ pub struct ModuleInfo {
     pub helpers: Vec<syn::ItemFn>,
     /// `const` items, usable in kernels and in array lengths.
     pub consts: Vec<syn::ItemConst>,
+    /// Structs with named fields, usable as kernel parameters, locals and helper values.
+    pub structs: Vec<syn::ItemStruct>,
 }
 
 /// One `#[kernel]` function.
@@ -72,12 +74,29 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         kernels: Vec::new(),
         helpers: Vec::new(),
         consts: Vec::new(),
+        structs: Vec::new(),
     };
+    // Structs first: kernel signatures may name them.
+    for item in items {
+        if let syn::Item::Struct(st) = item {
+            match &st.fields {
+                syn::Fields::Named(_) if st.generics.params.is_empty() => {
+                    info.structs.push(st.clone())
+                }
+                _ => {
+                    return Err(syn::Error::new(
+                        st.span(),
+                        "device structs need named fields and no generic parameters",
+                    ));
+                }
+            }
+        }
+    }
     let mut errors = Errors::default();
     for item in items {
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| attr_is(a, "kernel")) => {
-                match scan_kernel(f) {
+                match scan_kernel(f, &info.structs) {
                     Ok(k) => info.kernels.push(k),
                     Err(e) => errors.push(e),
                 }
@@ -96,6 +115,7 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                 info.helpers.push(f.clone());
             }
             syn::Item::Const(c) => info.consts.push(c.clone()),
+            syn::Item::Struct(_) => {}
             syn::Item::Use(_) => {}
             other => errors.push(syn::Error::new(
                 other.span(),
@@ -108,7 +128,7 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
     Ok(info)
 }
 
-fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
+fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<KernelInfo> {
     let sig = &f.sig;
     let mut errors = Errors::default();
     let is_unsafe = sig.unsafety.is_some();
@@ -166,7 +186,7 @@ fn scan_kernel(f: &syn::ItemFn) -> syn::Result<KernelInfo> {
                         continue;
                     }
                 };
-                match crate::types::param_type_in(&pt.ty, is_unsafe, &placeholder) {
+                match crate::types::param_type_in(&pt.ty, is_unsafe, &placeholder, structs) {
                     Ok(ty) => params.push(HostParam {
                         name,
                         rust_type: (*pt.ty).clone(),

@@ -9,7 +9,7 @@ use cuprum_ir::{ScalarType, SliceAccess};
 use syn::spanned::Spanned;
 
 /// A kernel parameter's type as the user wrote it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamType {
     Scalar(ScalarType),
     Slice {
@@ -24,6 +24,11 @@ pub enum ParamType {
     Pointer {
         elem: ScalarType,
         mutable: bool,
+    },
+    /// A struct of the module passed by value: one scalar IR parameter per field, in order.
+    Struct {
+        name: String,
+        fields: Vec<(String, ScalarType)>,
     },
 }
 
@@ -78,6 +83,15 @@ fn single_type_arg(seg: &syn::PathSegment) -> Option<&syn::Type> {
     }
 }
 
+/// The module struct a type names, if any.
+pub fn struct_named<'s>(
+    ty: &syn::Type,
+    structs: &'s [syn::ItemStruct],
+) -> Option<&'s syn::ItemStruct> {
+    let seg = last_segment(ty)?;
+    structs.iter().find(|s| s.ident == seg.ident)
+}
+
 /// A scalar type, seeing generic parameters through `generics`.
 pub fn scalar_in(
     ty: &syn::Type,
@@ -98,7 +112,29 @@ pub fn param_type_in(
     ty: &syn::Type,
     unsafe_kernel: bool,
     generics: &HashMap<String, ScalarType>,
+    structs: &[syn::ItemStruct],
 ) -> syn::Result<ParamType> {
+    if let Some(st) = struct_named(ty, structs) {
+        let mut fields = Vec::new();
+        for field in &st.fields {
+            let name = field
+                .ident
+                .as_ref()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            let fty = scalar_in(&field.ty, generics).map_err(|_| {
+                syn::Error::new(
+                    field.ty.span(),
+                    "struct kernel parameters need scalar fields",
+                )
+            })?;
+            fields.push((name, fty));
+        }
+        return Ok(ParamType::Struct {
+            name: st.ident.to_string(),
+            fields,
+        });
+    }
     if let Ok(s) = scalar_in(ty, generics) {
         return Ok(ParamType::Scalar(s));
     }

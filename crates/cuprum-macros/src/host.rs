@@ -219,12 +219,20 @@ fn element_type(ty: &syn::Type) -> Option<&syn::Type> {
 /// The host signature and argument conversion of one parameter.
 fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
     let name = &p.name;
-    Ok(match p.ty {
+    Ok(match &p.ty {
         cuprum_front::ParamType::Scalar(_) => {
             let ty = &p.rust_type;
             (
                 quote!(#name: #ty),
                 quote!(::cuprum::__private::KernelArg::scalar(#name)),
+            )
+        }
+        cuprum_front::ParamType::Struct { fields, .. } => {
+            let ty = &p.rust_type;
+            let fields = fields.iter().map(|(f, _)| format_ident!("{}", f));
+            (
+                quote!(#name: #ty),
+                quote!(#(::cuprum::__private::KernelArg::scalar(#name.#fields)),*),
             )
         }
         cuprum_front::ParamType::Pointer { .. } => {
@@ -253,7 +261,7 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")
             })?;
-            if access == cuprum_front::SliceAccess::ReadOnly {
+            if *access == cuprum_front::SliceAccess::ReadOnly {
                 (
                     quote!(#name: &::cuprum::DeviceBuffer<#elem>),
                     quote!(::cuprum::__private::KernelArg::slice(#name)),

@@ -13,6 +13,21 @@ use syn::spanned::Spanned;
 
 use super::*;
 
+/// What kind of aggregate a field access looks into.
+enum Shape {
+    Tuple,
+    Struct(String),
+    Other,
+}
+
+fn base_shape(v: &Val) -> Shape {
+    match v {
+        Val::Tuple(_) => Shape::Tuple,
+        Val::Struct(name, _) => Shape::Struct(name.clone()),
+        _ => Shape::Other,
+    }
+}
+
 /// Arrays longer than this are refused: they would spill a thread's local memory badly.
 const MAX_LOCAL_ARRAY: u64 = 16 * 1024;
 
@@ -335,37 +350,115 @@ impl Lowerer<'_> {
                 }
                 Val::Tuple(out)
             }
+            Binding::Struct(name, items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.read_binding(item, span)?);
+                }
+                Val::Struct(name.clone(), out)
+            }
         })
     }
 
-    /// `tuple.N`.
+    /// `tuple.N` and `record.field`.
     pub(super) fn field(&mut self, f: &syn::ExprField) -> Result<Val> {
-        let syn::Member::Unnamed(index) = &f.member else {
+        let base = self.expr(&f.base)?;
+        let index = self.member_index(&base_shape(&base), &f.member)?;
+        match base {
+            Val::Tuple(items) | Val::Struct(_, items) => items
+                .get(index)
+                .cloned()
+                .ok_or_else(|| syn::Error::new(f.member.span(), "no such field")),
+            other => err(f.base.span(), format!("no fields on {}", describe(&other))),
+        }
+    }
+
+    /// The position of a tuple element or struct field.
+    fn member_index(&self, shape: &Shape, member: &syn::Member) -> Result<usize> {
+        match (member, shape) {
+            (syn::Member::Unnamed(i), Shape::Tuple) => Ok(i.index as usize),
+            (syn::Member::Named(n), Shape::Struct(name)) => {
+                let def = self.info.structs.iter().find(|s| s.ident == name.as_str());
+                def.and_then(|d| d.fields.iter().position(|f| f.ident.as_ref() == Some(n)))
+                    .ok_or_else(|| {
+                        syn::Error::new(n.span(), format!("`{name}` has no field `{n}`"))
+                    })
+            }
+            (m, _) => err(m.span(), "no such field"),
+        }
+    }
+
+    /// `Name { field: value, .. }` for a struct of the module (every field given).
+    pub(super) fn struct_expr(&mut self, st: &syn::ExprStruct) -> Result<Val> {
+        let name = st
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let Some(def) = self.info.structs.iter().find(|s| s.ident == name).cloned() else {
             return err(
-                f.member.span(),
-                "named fields (structs) are not supported in device code yet",
+                st.path.span(),
+                format!("`{name}` is not a struct of this module"),
             );
         };
-        match self.expr(&f.base)? {
-            Val::Tuple(items) => match items.get(index.index as usize) {
-                Some(v) => Ok(v.clone()),
-                None => err(f.member.span(), "no such tuple element"),
+        // `..base`: fields not given come from `base`, a value of the same struct.
+        let base = match &st.rest {
+            Some(rest) => match self.expr(rest)? {
+                Val::Struct(n, items) if n == name => Some(items),
+                other => {
+                    return err(
+                        rest.span(),
+                        format!("`..` needs a `{name}`, found {}", describe(&other)),
+                    );
+                }
             },
-            other => err(
-                f.base.span(),
-                format!("`.{}` on {}", index.index, describe(&other)),
-            ),
+            None => None,
+        };
+        let mut items = Vec::new();
+        for (k, field) in def.fields.iter().enumerate() {
+            let fname = field.ident.as_ref();
+            let given = st
+                .fields
+                .iter()
+                .find(|fv| matches!(&fv.member, syn::Member::Named(n) if Some(n) == fname));
+            match (given, &base) {
+                (Some(given), _) => {
+                    let v = self.expr(&given.expr)?;
+                    items.push(self.field_value(v, &field.ty, given.expr.span())?);
+                }
+                (None, Some(base)) => items.push(base[k].clone()),
+                (None, None) => {
+                    return err(
+                        st.span(),
+                        format!(
+                            "missing field `{}`",
+                            fname.map(|i| i.to_string()).unwrap_or_default()
+                        ),
+                    );
+                }
+            }
         }
+        Ok(Val::Struct(name, items))
+    }
+
+    /// A value converted to a field's declared type (a scalar or another struct).
+    pub(super) fn field_value(&mut self, v: Val, ty: &syn::Type, span: Span) -> Result<Val> {
+        if crate::types::struct_named(ty, &self.info.structs).is_some() {
+            return match v {
+                s @ Val::Struct(..) => Ok(s),
+                other => err(
+                    span,
+                    format!("expected a struct, found {}", describe(&other)),
+                ),
+            };
+        }
+        let ty = self.resolve_scalar(ty)?;
+        Ok(Val::Scalar(self.materialize(v, ty, span)?))
     }
 
     /// The binding that `tuple.N` (or a nested `tuple.N.M`) names, for assignment.
     pub(super) fn field_binding(&self, f: &syn::ExprField) -> Result<Binding> {
-        let syn::Member::Unnamed(index) = &f.member else {
-            return err(
-                f.member.span(),
-                "named fields (structs) are not supported in device code yet",
-            );
-        };
         let base = match &*f.base {
             syn::Expr::Path(p) => {
                 let name = p
@@ -378,18 +471,23 @@ impl Lowerer<'_> {
                     .ok_or_else(|| syn::Error::new(p.span(), format!("cannot find `{name}`")))?
             }
             syn::Expr::Field(inner) => self.field_binding(inner)?,
-            other => return err(other.span(), "assign to a field of a named tuple variable"),
+            other => return err(other.span(), "assign to a field of a named variable"),
         };
-        match base {
-            Binding::Tuple(items) => items
-                .get(index.index as usize)
-                .cloned()
-                .ok_or_else(|| syn::Error::new(f.member.span(), "no such tuple element")),
-            _ => err(
-                f.span(),
-                "cannot assign to a field of an immutable tuple: declare it with `let mut`",
-            ),
-        }
+        let (shape, items) = match base {
+            Binding::Tuple(items) => (Shape::Tuple, items),
+            Binding::Struct(name, items) => (Shape::Struct(name), items),
+            _ => {
+                return err(
+                    f.span(),
+                    "cannot assign to a field of an immutable value: declare it with `let mut`",
+                );
+            }
+        };
+        let index = self.member_index(&shape, &f.member)?;
+        items
+            .get(index)
+            .cloned()
+            .ok_or_else(|| syn::Error::new(f.member.span(), "no such field"))
     }
 
     /// Writes a whole tuple or array value into a mutable binding.
@@ -400,6 +498,14 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<()> {
         match (target, value) {
+            (Binding::Struct(a, items), Val::Struct(b, values))
+                if *a == b && items.len() == values.len() =>
+            {
+                for (t, v) in items.iter().zip(values) {
+                    self.assign_binding(t, v, span)?;
+                }
+                Ok(())
+            }
             (Binding::Tuple(items), Val::Tuple(values)) if items.len() == values.len() => {
                 for (t, v) in items.iter().zip(values) {
                     self.assign_binding(t, v, span)?;

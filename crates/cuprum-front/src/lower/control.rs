@@ -128,6 +128,17 @@ impl Lowerer<'_> {
                 return Ok(Some(Binding::Tuple(out)));
             }
             a @ Val::Array { .. } => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
+            Val::Struct(name, items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    let inner = self.site();
+                    match self.value_slot(item, inner, span)? {
+                        Some(b) => out.push(b),
+                        None => return Ok(None),
+                    }
+                }
+                return Ok(Some(Binding::Struct(name.clone(), out)));
+            }
             other => {
                 return err(
                     span,

@@ -157,9 +157,28 @@ impl Lowerer<'_> {
                     infer: None,
                 }))
             }
+            other if crate::types::struct_named(other, &self.info.structs).is_some() => {
+                let Some(def) = crate::types::struct_named(other, &self.info.structs).cloned()
+                else {
+                    return err(other.span(), "unknown struct");
+                };
+                let mut items = Vec::new();
+                for field in &def.fields {
+                    let fname = field
+                        .ident
+                        .as_ref()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default();
+                    items.push(self.result_slot(&format!("{name}.{fname}"), &field.ty)?);
+                }
+                Ok(Binding::Struct(def.ident.to_string(), items))
+            }
             other => {
                 let ty = self.resolve_scalar(other).map_err(|e| {
-                    syn::Error::new(e.span(), "device helpers return scalars, tuples or arrays (structs are not supported yet)")
+                    syn::Error::new(
+                        e.span(),
+                        "device helpers return scalars, tuples, arrays or structs of the module",
+                    )
                 })?;
                 Ok(Binding::Var {
                     var: self.b.var(name, ty),
@@ -215,6 +234,17 @@ impl Lowerer<'_> {
             }
             other => other,
         };
+        if let Val::Struct(sname, items) = value {
+            if mutable {
+                let Binding::Tuple(fields) = self.mutable_tuple(&name, items, pt.span())? else {
+                    return err(pt.span(), "internal compiler error: struct fields");
+                };
+                self.bind(name, Binding::Struct(sname, fields));
+            } else {
+                self.bind(name, Binding::Val(Val::Struct(sname, items)));
+            }
+            return Ok(());
+        }
         if matches!(value, Val::Array { .. } | Val::Tuple(_)) {
             self.bind(name, Binding::Val(value));
             return Ok(());

@@ -204,6 +204,8 @@ enum Val {
     },
     /// A tuple, taken apart.
     Tuple(Vec<Val>),
+    /// A struct of the module, taken apart: its fields in declaration order.
+    Struct(String, Vec<Val>),
     /// A raw device pointer (`*const T` / `*mut T` in an `unsafe` kernel): a `U64` address.
     Ptr {
         addr: Value,
@@ -233,6 +235,8 @@ enum Binding {
     },
     /// A `let mut` tuple: one binding per element.
     Tuple(Vec<Binding>),
+    /// A `let mut` struct: one binding per field, in declaration order.
+    Struct(String, Vec<Binding>),
 }
 
 enum Place {
@@ -327,8 +331,26 @@ impl<'a> Lowerer<'a> {
         }
         for p in &k.params {
             let name = p.name.to_string();
-            let ty = crate::types::param_type_in(&p.rust_type, k.is_unsafe, &self.kernel_types)?;
+            let ty = crate::types::param_type_in(
+                &p.rust_type,
+                k.is_unsafe,
+                &self.kernel_types,
+                &self.info.structs,
+            )?;
             let binding = match ty {
+                ParamType::Struct {
+                    name: sname,
+                    fields,
+                } => {
+                    let mut items = Vec::with_capacity(fields.len());
+                    for (field, fty) in fields {
+                        let index = self
+                            .b
+                            .param(format!("{name}.{field}"), cuprum_ir::ParamKind::Scalar(fty));
+                        items.push(Val::Scalar(self.def(Op::Param(index), p.name.span())?));
+                    }
+                    Val::Struct(sname, items)
+                }
                 ParamType::Pointer { elem, mutable } => {
                     let index = self
                         .b
@@ -674,6 +696,13 @@ impl<'a> Lowerer<'a> {
                 self.bind(name, binding);
                 return Ok(());
             }
+            Val::Struct(sname, items) if mutable => {
+                let Binding::Tuple(fields) = self.mutable_tuple(&name, items, span)? else {
+                    return err(span, "internal compiler error: struct fields");
+                };
+                self.bind(name, Binding::Struct(sname, fields));
+                return Ok(());
+            }
             other => other,
         };
         if matches!(
@@ -825,10 +854,6 @@ impl<'a> Lowerer<'a> {
                 c.span(),
                 "closures are not supported in device code (write a helper `fn` in the module)",
             ),
-            syn::Expr::Struct(s) => err(
-                s.span(),
-                "struct expressions are not supported in device code yet",
-            ),
             syn::Expr::Match(m) => self.match_expr(m),
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => self.array_expr(e, None, None),
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(Val::Unit),
@@ -841,6 +866,7 @@ impl<'a> Lowerer<'a> {
                 Ok(Val::Tuple(items))
             }
             syn::Expr::Field(f) => self.field(f),
+            syn::Expr::Struct(st) => self.struct_expr(st),
             syn::Expr::Async(a) => err(a.span(), "`async` is not supported in device code"),
             syn::Expr::Await(a) => err(a.span(), "`.await` is not supported in device code"),
             syn::Expr::Try(t) => err(t.span(), "the `?` operator is not supported in device code"),
@@ -865,7 +891,12 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Field(f) => Some(self.field_binding(f)?),
             _ => None,
         };
-        Ok(b.filter(|b| matches!(b, Binding::Tuple(_) | Binding::Val(Val::Array { .. }))))
+        Ok(b.filter(|b| {
+            matches!(
+                b,
+                Binding::Tuple(_) | Binding::Struct(..) | Binding::Val(Val::Array { .. })
+            )
+        }))
     }
 
     /// `return` ends the thread in a kernel, and the call in a helper.
@@ -1394,6 +1425,7 @@ fn describe(v: &Val) -> String {
         Val::Array { .. } => "an array".into(),
         Val::Ptr { .. } => "a raw pointer".into(),
         Val::Tuple(_) => "a tuple".into(),
+        Val::Struct(name, _) => format!("a `{name}`"),
         Val::Atomic(_) => "an atomic slice".into(),
         Val::Index2(..) | Val::Index3(..) => "a thread index".into(),
         Val::Shared { .. } => "a shared-memory array".into(),
