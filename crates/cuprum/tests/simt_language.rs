@@ -168,6 +168,23 @@ mod kernels {
         }
     }
 
+    /// Float predicates and powers.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn float_more(x: &[f32], mut flags: DisjointSlice<u32>, mut pows: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        let v = x[i.get()];
+        if let Some(o) = flags.get_mut(i) {
+            *o = v.is_nan() as u32
+                | (v.is_finite() as u32) << 1
+                | (v.is_infinite() as u32) << 2
+                | ((v.signum() + 1.0) as u32) << 3;
+        }
+        if let Some(o) = pows.get_mut(i) {
+            *o = v.powi(3) + (v.abs() + 1.0).powi(-2) + (v.abs() + 0.5).powf(1.7);
+        }
+    }
+
     /// f16 and bf16 arithmetic and conversions, bit casts and associated constants.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
@@ -425,6 +442,51 @@ fn match_on_integers_follows_rust() -> cuprum::Result<()> {
         })
         .collect();
     assert_same("classify", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+#[test]
+fn float_predicates_and_powers() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 1024);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut x: Vec<f32> = random_f32(n).iter().map(|v| v / 10.0).collect();
+    x[..6].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, -3.0]);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut flags = DeviceBuffer::from_host(&stream, &vec![u32::MAX; n])?;
+    let mut pows = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    m.float_more(
+        &stream,
+        &m.prepare_float_more(config(n, 128))?,
+        &dx,
+        &mut flags,
+        &mut pows,
+    )?;
+    let want_flags: Vec<u32> = x
+        .iter()
+        .map(|v| {
+            v.is_nan() as u32
+                | (v.is_finite() as u32) << 1
+                | (v.is_infinite() as u32) << 2
+                | ((v.signum() + 1.0) as u32) << 3
+        })
+        .collect();
+    assert_same(
+        "float predicates",
+        &flags.to_host_vec(&stream)?,
+        &want_flags,
+    );
+    // powf is exp2(y * log2(x)) on the device: within 1e-5 relative of Rust's powf here.
+    let got = pows.to_host_vec(&stream)?;
+    for (k, v) in x.iter().enumerate().skip(6) {
+        let want = v.powi(3) + (v.abs() + 1.0).powi(-2) + (v.abs() + 0.5).powf(1.7);
+        let tol = 1e-5 * want.abs().max(1.0);
+        assert!(
+            (got[k] - want).abs() <= tol,
+            "pow at {k}: got {}, want {want}",
+            got[k]
+        );
+    }
     Ok(())
 }
 

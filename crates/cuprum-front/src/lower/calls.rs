@@ -143,6 +143,9 @@ impl Lowerer<'_> {
             let r = self.expr(arg)?;
             return self.arith(op, receiver, r, span);
         }
+        if let Some(v) = self.float_extras(&method, &receiver, &args, span)? {
+            return Ok(v);
+        }
         if method == "mul_add" {
             let [a, c] = args[..] else {
                 return err(span, "`mul_add` takes two arguments");
@@ -342,6 +345,183 @@ impl Lowerer<'_> {
                 ),
             ),
         }
+    }
+
+    /// Float methods built from others: `is_nan`, `is_infinite`, `is_finite`, `signum`, `tan`,
+    /// `powi` (repeated multiplication, as LLVM expands it for constant exponents; a loop of
+    /// squarings otherwise) and `powf` (as `exp2(y * log2(x))`, with Rust's special cases for
+    /// `y == 0` and `x == 1`).
+    fn float_extras(
+        &mut self,
+        method: &str,
+        receiver: &Val,
+        args: &[&syn::Expr],
+        span: proc_macro2::Span,
+    ) -> Result<Option<Val>> {
+        if !matches!(
+            method,
+            "is_nan" | "is_infinite" | "is_finite" | "signum" | "tan" | "powi" | "powf"
+        ) {
+            return Ok(None);
+        }
+        let x = self.scalar(receiver.clone(), span)?;
+        let ty = self.ty(x);
+        if !ty.is_float() {
+            return err(span, format!("`{method}` needs a float, found `{ty}`"));
+        }
+        let c = |this: &mut Self, v: f64| this.constant(float_constant(ty, v));
+        let v = match (method, args) {
+            ("is_nan", []) => self.def(Op::Compare(CmpOp::Ne, x, x), span)?,
+            ("is_infinite" | "is_finite", []) => {
+                let a = self.def(Op::Unary(UnaryOp::Abs, x), span)?;
+                let inf = c(self, f64::INFINITY);
+                let op = if method == "is_infinite" {
+                    CmpOp::Eq
+                } else {
+                    CmpOp::Lt
+                };
+                self.def(Op::Compare(op, a, inf), span)?
+            }
+            ("signum", []) => {
+                // 1.0 or -1.0 by the sign bit (zeros included); NaN stays NaN.
+                let zero = c(self, 0.0);
+                let (one, minus) = (c(self, 1.0), c(self, -1.0));
+                let neg = self.def(Op::Compare(CmpOp::Lt, x, zero), span)?;
+                let neg_zero = {
+                    let bits_ty = if ty == S::F64 {
+                        S::U64
+                    } else if ty == S::F32 {
+                        S::U32
+                    } else {
+                        S::U16
+                    };
+                    let b = self.def(
+                        Op::Bitcast {
+                            value: x,
+                            to: bits_ty,
+                        },
+                        span,
+                    )?;
+                    let sign = self.constant(Constant::new(bits_ty, 1u64 << (bits_ty.bits() - 1)));
+                    let s = self.def(Op::Binary(BinaryOp::And, b, sign), span)?;
+                    let z = self.constant(Constant::new(bits_ty, 0));
+                    self.def(Op::Compare(CmpOp::Ne, s, z), span)?
+                };
+                let neg = self.def(Op::Binary(BinaryOp::Or, neg, neg_zero), span)?;
+                let r = self.def(
+                    Op::Select {
+                        cond: neg,
+                        if_true: minus,
+                        if_false: one,
+                    },
+                    span,
+                )?;
+                let nan = self.def(Op::Compare(CmpOp::Ne, x, x), span)?;
+                self.def(
+                    Op::Select {
+                        cond: nan,
+                        if_true: x,
+                        if_false: r,
+                    },
+                    span,
+                )?
+            }
+            ("tan", []) => {
+                let s = self.def(Op::Unary(UnaryOp::Sin, x), span)?;
+                let co = self.def(Op::Unary(UnaryOp::Cos, x), span)?;
+                self.def(Op::Binary(BinaryOp::Div, s, co), span)?
+            }
+            ("powi", [n]) => {
+                let n_val = self.expr(n)?;
+                match (&n_val, self.eval_const(n, 0)) {
+                    (_, Ok(ConstVal::Int(k))) if k.abs() <= 64 => {
+                        let mut acc = c(self, 1.0);
+                        for _ in 0..k.abs() {
+                            acc = self.def(Op::Binary(BinaryOp::Mul, acc, x), span)?;
+                        }
+                        if k < 0 {
+                            let one = c(self, 1.0);
+                            acc = self.def(Op::Binary(BinaryOp::Div, one, acc), span)?;
+                        }
+                        acc
+                    }
+                    _ => {
+                        let n = self.materialize(n_val, S::I32, n.span())?;
+                        let nf = self.cast_value(n, ty, span)?;
+                        self.pow_exp2(x, nf, ty, span)?
+                    }
+                }
+            }
+            ("powf", [y]) => {
+                let y = self.expr(y)?;
+                let y = self.materialize(y, ty, span)?;
+                self.pow_exp2(x, y, ty, span)?
+            }
+            _ => return err(span, format!("wrong arguments for `{method}`")),
+        };
+        Ok(Some(Val::Scalar(v)))
+    }
+
+    /// `x^y` as `exp2(y * log2(|x|))`, with the sign for negative `x` and odd integer `y`,
+    /// NaN for negative `x` and non-integer `y`, and 1 for `y == 0` or `x == 1`.
+    fn pow_exp2(
+        &mut self,
+        x: cuprum_ir::Value,
+        y: cuprum_ir::Value,
+        ty: S,
+        span: proc_macro2::Span,
+    ) -> Result<cuprum_ir::Value> {
+        let c = |this: &mut Self, v: f64| this.constant(float_constant(ty, v));
+        let ax = self.def(Op::Unary(UnaryOp::Abs, x), span)?;
+        let l = self.def(Op::Unary(UnaryOp::Log2, ax), span)?;
+        let p = self.def(Op::Binary(BinaryOp::Mul, y, l), span)?;
+        let mag = self.def(Op::Unary(UnaryOp::Exp2, p), span)?;
+        let zero = c(self, 0.0);
+        let x_neg = self.def(Op::Compare(CmpOp::Lt, x, zero), span)?;
+        let y_int = {
+            let t = self.def(Op::Unary(UnaryOp::Trunc, y), span)?;
+            self.def(Op::Compare(CmpOp::Eq, t, y), span)?
+        };
+        let y_odd = {
+            let half = c(self, 0.5);
+            let h = self.def(Op::Binary(BinaryOp::Mul, y, half), span)?;
+            let t = self.def(Op::Unary(UnaryOp::Trunc, h), span)?;
+            let ne = self.def(Op::Compare(CmpOp::Ne, t, h), span)?;
+            self.def(Op::Binary(BinaryOp::And, ne, y_int), span)?
+        };
+        let neg_mag = self.def(Op::Unary(UnaryOp::Neg, mag), span)?;
+        let flip = self.def(Op::Binary(BinaryOp::And, x_neg, y_odd), span)?;
+        let signed = self.def(
+            Op::Select {
+                cond: flip,
+                if_true: neg_mag,
+                if_false: mag,
+            },
+            span,
+        )?;
+        let nan = c(self, f64::NAN);
+        let not_int = self.def(Op::Unary(UnaryOp::Not, y_int), span)?;
+        let bad = self.def(Op::Binary(BinaryOp::And, x_neg, not_int), span)?;
+        let r = self.def(
+            Op::Select {
+                cond: bad,
+                if_true: nan,
+                if_false: signed,
+            },
+            span,
+        )?;
+        let one = c(self, 1.0);
+        let y_zero = self.def(Op::Compare(CmpOp::Eq, y, zero), span)?;
+        let x_one = self.def(Op::Compare(CmpOp::Eq, x, one), span)?;
+        let unit = self.def(Op::Binary(BinaryOp::Or, y_zero, x_one), span)?;
+        self.def(
+            Op::Select {
+                cond: unit,
+                if_true: one,
+                if_false: r,
+            },
+            span,
+        )
     }
 
     /// `f16::from_f32(x)`, `bf16::from_f64(x)`, `f32::from_bits(u)`, ...

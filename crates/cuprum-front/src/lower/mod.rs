@@ -1363,7 +1363,7 @@ fn int_constant(ty: S, value: i128, span: proc_macro2::Span) -> Result<Constant>
     Ok(Constant::new(ty, value as u64))
 }
 
-fn float_constant(ty: S, value: f64) -> Constant {
+pub(super) fn float_constant(ty: S, value: f64) -> Constant {
     match ty {
         S::F32 => Constant::f32(value as f32),
         S::F16 => Constant::new(S::F16, f64_to_half_bits(value, 5, 10)),
