@@ -29,19 +29,25 @@ pub struct Tuning {
     /// Blocks per multiprocessor: the grid is `multiprocessor_count * blocks_per_sm` blocks
     /// (fewer when the input is small), and every thread strides over the data.
     pub blocks_per_sm: u32,
-    /// Bytes each thread reads from each input per loop iteration, in consecutive elements
-    /// (16 is one 16-byte vector; the IR has no vector loads, so these are separate scalar
-    /// loads of consecutive addresses that ptxas may merge). At least one element.
+    /// Bytes each thread reads from each input per loop iteration (at least one element;
+    /// 32 bytes is 8 `f32`s). More bytes in flight per thread hide more memory latency.
     pub bytes_per_thread: u32,
-    /// Where a thread's elements of one iteration lie: consecutive (vector-friendly, the
-    /// default) or a warp-wide stride apart (each load instruction coalesced on its own).
+    /// Where a thread's elements of one iteration lie. See [`Layout`].
     pub layout: Layout,
     /// Fill every output with a poison pattern before the kernel writes it (costs a
     /// host-to-device copy; for tests, so that an element the kernel misses cannot pass).
     pub poison_outputs: bool,
 }
 
-/// See [`Tuning::layout`].
+/// Where a thread's elements of one loop iteration lie ([`Tuning::layout`]).
+///
+/// The IR has no vector loads, so a thread's consecutive elements are read by separate scalar
+/// loads of consecutive addresses. ptxas (CUDA 13.x, sm_90) does not merge them into 16-byte
+/// vector loads, not even with `.align 16` pointer parameters: each warp-wide load then
+/// touches 32 bytes per lane, eight times the cache lines it needs. So the default is
+/// [`WarpStrided`](Self::WarpStrided), where every load instruction of a warp reads one
+/// contiguous, fully used run. `Consecutive` stays for measuring, and becomes the better
+/// layout once the PTX writer emits `ld.global.nc.v4`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// A thread's `k` elements of one iteration are consecutive in memory.
@@ -56,7 +62,7 @@ impl Default for Tuning {
             block: 256,
             blocks_per_sm: 4,
             bytes_per_thread: 32,
-            layout: Layout::Consecutive,
+            layout: Layout::WarpStrided,
             poison_outputs: false,
         }
     }
@@ -198,6 +204,16 @@ impl GpuDevice {
             .lock()
             .map(|c| c.values().map(Vec::len).sum())
             .unwrap_or(0)
+    }
+
+    /// The IR of every kernel this device has compiled (one module each), for inspection
+    /// and tools: print it with `cuprum_ir::print_module`, or write PTX from it.
+    pub fn compiled_modules(&self) -> Vec<Arc<Module>> {
+        self.inner
+            .cache
+            .lock()
+            .map(|c| c.values().flatten().map(|(m, _)| m.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Waits for all work of this device.

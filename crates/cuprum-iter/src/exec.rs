@@ -7,7 +7,7 @@
 //! | terminal | launches | allocations | memory traffic |
 //! |---|---|---|---|
 //! | `materialize`/`collect`, no filter | 1 | 1 (the output) | inputs read once, output written once |
-//! | `sum`/`min`/`max`/`reduce`/`count` | 2 | 2 (+1 with a filter, for the count) | inputs read once; the second launch reads one partial per block |
+//! | `sum`/`min`/`max`/`reduce`/`count` | 2 | 2 (partials, result; 3 for `min`/`max` after a `filter`, which also count the survivors) | inputs read once; the second launch reads one partial per block |
 //! | `materialize`/`collect` with a filter | 2 | 2 (block counts, output) | inputs the filter reads twice, the rest once; survivors written once |
 //! | `count` without a filter | 0 | 0 | none |
 //!

@@ -22,6 +22,7 @@ use crate::trace::{Node, TraceGuard};
 
 /// What a chain's emission builds: the trace being recorded and the inputs bound so far.
 /// Only the crate can make one, so [`GpuIter`]'s hidden methods cannot be called from outside.
+#[doc(hidden)]
 pub struct EmitCx {
     pub(crate) trace: TraceGuard,
     pub(crate) device: GpuDevice,
@@ -152,9 +153,10 @@ pub trait GpuIter: Sized {
         exec::materialize(&self, device)?.to_vec()
     }
 
-    /// The sum (integers wrap; floats are added in a tree order, not left to right, so the
-    /// rounding differs from a sequential sum: the error is bounded by about
-    /// `(log2(n) + n / threads) * eps * sum(|x|)`). Empty: zero.
+    /// The sum, accumulated in `T` (integers wrap; floats are added in a tree order, not
+    /// left to right, so the rounding differs from a sequential sum: the error is bounded by
+    /// about `(n / threads + 30) * eps * sum(|x|)`; `f16`/`bf16` sums lose precision fast,
+    /// so sum `x.cast::<f32>()` instead). Empty: zero.
     fn sum<T: Numeric>(self) -> GpuResult<T>
     where
         Self: GpuIter<Item = Expr<T>>,

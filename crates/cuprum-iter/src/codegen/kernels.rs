@@ -15,7 +15,7 @@ use cuprum_ir::{AddressSpace, Constant, Kernel, Op, ScalarType, SliceAccess, Val
 use super::block::{block_exclusive_scan, block_reduce, scan_arrays};
 use super::traverse::{Coords, Group, Tile, chunked_tiles, grid_stride, strided_loop, visit_tile};
 use super::{Accum, Env, Gen, R};
-use crate::device::Tuning;
+use crate::device::{Layout, Tuning};
 use crate::trace::{Graph, Node, NodeId};
 
 /// A traced chain ready for code generation.
@@ -236,9 +236,16 @@ pub(crate) fn reduce_kernel(
         Ok(())
     };
     match chunk {
-        Some(chunk) => chunked_tiles(&mut g, &c, n, chunk, k, t.block, &mut |g, tile| {
-            visit_tile(g, tile, k, &mut visit)
-        })?,
+        Some(chunk) => chunked_tiles(
+            &mut g,
+            &c,
+            n,
+            chunk,
+            k,
+            t.block,
+            t.layout,
+            &mut |g, tile| visit_tile(g, tile, k, &mut visit),
+        )?,
         None => grid_stride(&mut g, &c, n, k, t.layout, &mut visit)?,
     }
     let finals = vars.iter().map(|&v| g.read(v)).collect::<R<Vec<_>>>()?;
@@ -306,6 +313,11 @@ pub(crate) fn final_kernel(accs: &[Accum], block: u32) -> R<Built> {
 /// each surviving value to `out[offsets[b] + (survivors before it in the chunk)]`. The
 /// positions within a tile come from a block-wide exclusive scan of per-thread counts, so
 /// the output keeps the input order. `per_thread` must match the count pass.
+///
+/// Threads own consecutive elements here (one scan per tile gives every position), which
+/// costs coalescing: each warp-wide load touches `per_thread` times the cache lines it
+/// needs. With a population count in the IR, warp-strided tiles and ballots would do
+/// better.
 pub(crate) fn scatter_kernel(
     chain: &ChainIr,
     value: NodeId,
@@ -334,56 +346,66 @@ pub(crate) fn scatter_kernel(
     let pos = g.var("pos", first);
     let zero_value = g.konst(Constant::new(out_ty, 0));
     let no = g.konst(Constant::bool(false));
-    chunked_tiles(&mut g, &c, n, chunk, k, t.block, &mut |g, tile: &Tile| {
-        // Each element's value and whether it survives, in variables so that a guarded
-        // tile can fill them conditionally.
-        let vals: Vec<_> = (0..k)
-            .map(|j| g.var(&format!("v{j}"), zero_value))
-            .collect();
-        let flags: Vec<_> = (0..k).map(|j| g.var(&format!("f{j}"), no)).collect();
-        let mut j = 0usize;
-        let mut visit = |g: &mut Gen, group: &Group| -> R<()> {
-            for r in elements(g, chain, &bases, group, &roots)? {
-                let (Some(&v), Some(&f)) = (r.first(), r.get(1)) else {
-                    return Err("internal error: scatter roots".to_owned());
-                };
-                let (Some(&vv), Some(&fv)) = (vals.get(j), flags.get(j)) else {
-                    return Err("internal error: scatter element count".to_owned());
-                };
-                g.write(vv, v);
-                g.write(fv, f);
-                j += 1;
-            }
-            Ok(())
-        };
-        visit_tile(g, tile, k, &mut visit)?;
-        let mut count = g.u32(0);
-        let mut fs = Vec::with_capacity(k as usize);
-        for &f in &flags {
-            let f = g.read(f)?;
-            let one = g.cast(f, ScalarType::U32)?;
-            count = g.add(count, one)?;
-            fs.push(f);
-        }
-        let (exclusive, total) = block_exclusive_scan(g, &arrays, count, t.block)?;
-        let p = g.read(pos)?;
-        let exclusive = g.cast(exclusive, ScalarType::U64)?;
-        let mut at = g.add(p, exclusive)?;
-        for (&f, &v) in fs.iter().zip(&vals) {
-            let v = g.read(v)?;
-            let here = at;
-            g.if_(f, |g| {
-                let addr = g.global_elem(out, here, out_ty)?;
-                g.store(AddressSpace::Global, addr, v);
+    let layout = Layout::Consecutive;
+    chunked_tiles(
+        &mut g,
+        &c,
+        n,
+        chunk,
+        k,
+        t.block,
+        layout,
+        &mut |g, tile: &Tile| {
+            // Each element's value and whether it survives, in variables so that a guarded
+            // tile can fill them conditionally.
+            let vals: Vec<_> = (0..k)
+                .map(|j| g.var(&format!("v{j}"), zero_value))
+                .collect();
+            let flags: Vec<_> = (0..k).map(|j| g.var(&format!("f{j}"), no)).collect();
+            let mut j = 0usize;
+            let mut visit = |g: &mut Gen, group: &Group| -> R<()> {
+                for r in elements(g, chain, &bases, group, &roots)? {
+                    let (Some(&v), Some(&f)) = (r.first(), r.get(1)) else {
+                        return Err("internal error: scatter roots".to_owned());
+                    };
+                    let (Some(&vv), Some(&fv)) = (vals.get(j), flags.get(j)) else {
+                        return Err("internal error: scatter element count".to_owned());
+                    };
+                    g.write(vv, v);
+                    g.write(fv, f);
+                    j += 1;
+                }
                 Ok(())
-            })?;
-            let step = g.cast(f, ScalarType::U64)?;
-            at = g.add(at, step)?;
-        }
-        let total = g.cast(total, ScalarType::U64)?;
-        let next = g.add(p, total)?;
-        g.write(pos, next);
-        Ok(())
-    })?;
+            };
+            visit_tile(g, tile, k, &mut visit)?;
+            let mut count = g.u32(0);
+            let mut fs = Vec::with_capacity(k as usize);
+            for &f in &flags {
+                let f = g.read(f)?;
+                let one = g.cast(f, ScalarType::U32)?;
+                count = g.add(count, one)?;
+                fs.push(f);
+            }
+            let (exclusive, total) = block_exclusive_scan(g, &arrays, count, t.block)?;
+            let p = g.read(pos)?;
+            let exclusive = g.cast(exclusive, ScalarType::U64)?;
+            let mut at = g.add(p, exclusive)?;
+            for (&f, &v) in fs.iter().zip(&vals) {
+                let v = g.read(v)?;
+                let here = at;
+                g.if_(f, |g| {
+                    let addr = g.global_elem(out, here, out_ty)?;
+                    g.store(AddressSpace::Global, addr, v);
+                    Ok(())
+                })?;
+                let step = g.cast(f, ScalarType::U64)?;
+                at = g.add(at, step)?;
+            }
+            let total = g.cast(total, ScalarType::U64)?;
+            let next = g.add(p, total)?;
+            g.write(pos, next);
+            Ok(())
+        },
+    )?;
     Ok(built(g, k))
 }

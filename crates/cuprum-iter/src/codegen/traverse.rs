@@ -2,11 +2,11 @@
 //!
 //! * [`grid_stride`]: the grid (sized to the device, not to the data) strides over `[0, n)`.
 //!   Each iteration a thread takes `k` elements whose indices are all in range, so their
-//!   loads need no bounds test: `k` consecutive elements (one 16-byte vector for `k = 4`
-//!   `f32`s, as separate scalar loads of consecutive addresses) or, with
-//!   [`Layout::WarpStrided`], `k` elements 32 apart (each warp-wide load instruction reads
-//!   one contiguous run). The fewer than `k` (or `32 k`) elements left at the end go through
-//!   a scalar grid-stride tail loop.
+//!   loads need no bounds test: `k` elements 32 apart ([`Layout::WarpStrided`], each
+//!   warp-wide load instruction reads one contiguous run) or `k` consecutive ones
+//!   ([`Layout::Consecutive`], a 16-byte vector's worth for `k = 4` `f32`s, but as separate
+//!   scalar loads). The fewer than `32 k` (or `k`) elements left at the end go through a
+//!   scalar grid-stride tail loop.
 //! * [`chunked_tiles`]: each block owns one contiguous chunk and walks it tile by tile, in
 //!   order, with a block-uniform trip count (so tile bodies may contain barriers). Used where
 //!   order across blocks matters: `filter` compaction.
@@ -137,17 +137,23 @@ pub(crate) fn grid_stride(
 
 /// One tile of a block's chunk, from one thread's point of view.
 pub(crate) struct Tile {
-    /// The index of this thread's first element: the thread owns `base .. base + k`.
+    /// The index of this thread's first element of the tile.
     pub(crate) base: Value,
+    /// The distance between the thread's elements (1, or 32 for [`Layout::WarpStrided`]).
+    pub(crate) stride: u64,
     /// The end of the block's chunk (exclusive).
     pub(crate) end: Value,
     /// Whether some of the tile lies past `end` (then every element must be tested).
     pub(crate) guarded: bool,
 }
 
-/// Block `b` walks `[b * chunk, min((b + 1) * chunk, n))` in tiles of `block * k` elements,
-/// thread `t` owning the `k` consecutive elements at `t * k` of each tile. The trip count is
-/// the same for every thread of the block.
+/// Block `b` walks `[b * chunk, min((b + 1) * chunk, n))` in tiles of `block * k` elements:
+/// with [`Layout::Consecutive`], thread `t` owns the `k` consecutive elements at `t * k` of
+/// each tile (so thread order is element order, as the scatter's scan needs); with
+/// [`Layout::WarpStrided`], warp `w` owns `32 k` consecutive elements and its lanes take
+/// every 32nd (coalesced, for passes that only count). The trip count is the same for
+/// every thread of the block.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn chunked_tiles(
     g: &mut Gen,
     c: &Coords,
@@ -155,14 +161,28 @@ pub(crate) fn chunked_tiles(
     chunk: Value,
     k: u32,
     block: u32,
+    layout: Layout,
     visit: &mut dyn FnMut(&mut Gen, &Tile) -> R<()>,
 ) -> R<()> {
     let start = g.mul(c.bid, chunk)?;
     let end = g.add(start, chunk)?;
     let end = g.bin(BinaryOp::Min, end, n)?;
     let tile = g.u64(u64::from(block) * u64::from(k));
-    let kk = g.u64(u64::from(k));
-    let own = g.mul(c.tid, kk)?;
+    let (own, stride) = match layout {
+        Layout::Consecutive => {
+            let kk = g.u64(u64::from(k));
+            (g.mul(c.tid, kk)?, 1)
+        }
+        Layout::WarpStrided => {
+            // warp * 32 k + lane = (tid - lane) * k + lane
+            let lane = g.special(Special::LaneId)?;
+            let lane = g.cast(lane, cuprum_ir::ScalarType::U64)?;
+            let warp_first = g.bin(BinaryOp::Sub, c.tid, lane)?;
+            let kk = g.u64(u64::from(k));
+            let warp_start = g.mul(warp_first, kk)?;
+            (g.add(warp_start, lane)?, 32)
+        }
+    };
     strided_loop(g, start, end, tile, &mut |g, s| {
         let base = g.add(s, own)?;
         let tile_end = g.add(s, tile)?;
@@ -172,6 +192,7 @@ pub(crate) fn chunked_tiles(
                 g,
                 &Tile {
                     base,
+                    stride,
                     end,
                     guarded: !full,
                 },
@@ -185,11 +206,12 @@ pub(crate) fn chunked_tiles(
 pub(crate) fn visit_tile(g: &mut Gen, tile: &Tile, k: u32, visit: &mut Visit) -> R<()> {
     let mut idxs = vec![tile.base];
     for j in 1..u64::from(k) {
-        let off = g.u64(j);
+        let off = g.u64(j * tile.stride);
         idxs.push(g.add(tile.base, off)?);
     }
     if !tile.guarded {
-        return visit(g, &Group { idxs, stride: 1 });
+        let stride = tile.stride;
+        return visit(g, &Group { idxs, stride });
     }
     for idx in idxs {
         let inside = g.cmp(CmpOp::Lt, idx, tile.end)?;
