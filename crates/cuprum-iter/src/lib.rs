@@ -44,6 +44,59 @@
 //! * An `Expr` kept from one chain and used in another, or computed outside any closure, is
 //!   an error at that chain's terminal call, never a wrong result.
 //!
+//! These compile (and are the fixed versions of the snippets after them, which do not):
+//!
+//! ```
+//! # use cuprum_iter::prelude::*;
+//! # fn f(a: GpuVec<f32>, b: GpuVec<f32>, d: GpuVec<f64>, device: &GpuDevice) -> GpuResult<()> {
+//! let v = (&a).map(|x| select(x.gt(0.0), x, -x)).collect(device)?;
+//! let w = (&a).zip(&b).filter(|(x, y)| x.lt(y)).map(|(x, _)| x).sum()?;
+//! let z = (&a).zip(&b).map(|(x, y)| x + y).filter(|s| s.gt(1.0)).count()?;
+//! let e = (&d).map(|x| x.sqrt()).sum()?;
+//! # Ok(()) }
+//! ```
+//!
+//! `if` on a traced condition (and `>` on traced values):
+//!
+//! ```compile_fail
+//! # use cuprum_iter::prelude::*;
+//! # fn f(a: GpuVec<f32>, device: &GpuDevice) -> GpuResult<()> {
+//! let v = (&a).map(|x| if x.gt(0.0) { x } else { -x }).collect(device)?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # use cuprum_iter::prelude::*;
+//! # fn f(a: GpuVec<f32>, device: &GpuDevice) -> GpuResult<()> {
+//! let v = (&a).map(|x| select(x > 0.0, x, -x)).collect(device)?;
+//! # Ok(()) }
+//! ```
+//!
+//! `zip` after `filter` (positions are not known before the filter has run):
+//!
+//! ```compile_fail
+//! # use cuprum_iter::prelude::*;
+//! # fn f(a: GpuVec<f32>, b: GpuVec<f32>) -> GpuResult<()> {
+//! let z = (&a).filter(|s| s.gt(1.0)).zip(&b).map(|(x, y)| x + y).count()?;
+//! # Ok(()) }
+//! ```
+//!
+//! A transcendental function on `f64` (no exact PTX version yet), and a sum of pairs:
+//!
+//! ```compile_fail
+//! # use cuprum_iter::prelude::*;
+//! # fn f(d: GpuVec<f64>) -> GpuResult<()> {
+//! let e = (&d).map(|x| x.exp()).sum()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # use cuprum_iter::prelude::*;
+//! # fn f(a: GpuVec<f32>, b: GpuVec<f32>) -> GpuResult<()> {
+//! let w = (&a).zip(&b).sum()?;
+//! # Ok(()) }
+//! ```
+//!
 //! Kernels are cached per device by their IR, so a chain traced again with the same
 //! structure compiles nothing, and a chain whose trace differs (another operation, another
 //! type) can never be served a stale kernel.
@@ -57,9 +110,10 @@
 //! the tests (`tests/fusion.rs`) for the proof with [`GpuDevice::stats`].
 //!
 //! Generated kernels are grid-stride loops sized to the device (`multiprocessor_count *
-//! blocks_per_sm` blocks, see [`Tuning`]), each thread taking 32 bytes of consecutive
-//! elements per input and iteration (scalar loads of consecutive addresses, which the IR
-//! offers instead of vector loads), read-only inputs through the non-coherent cache.
+//! blocks_per_sm` blocks, see [`Tuning`]); each thread reads 32 bytes of each input per
+//! iteration with loads that need no bounds test (a scalar loop takes the ragged end), each
+//! warp-wide load instruction covering one contiguous run ([`Layout`] says why not 16-byte
+//! vectors yet), read-only inputs through the non-coherent cache (`ld.global.nc`).
 //!
 //! # Errors
 //!
