@@ -17,6 +17,7 @@ use cuprum_runtime::{
     CudaContext, DeviceBuffer, Error, KernelArg, LaunchConfig, LoadedModule, RuntimeStats, Stream,
 };
 
+use crate::exec::KernelKey;
 use crate::expr::Element;
 use crate::{GpuError, GpuResult};
 
@@ -104,6 +105,10 @@ struct Inner {
     ctx: CudaContext,
     stream: Stream,
     tuning: Mutex<Tuning>,
+    /// Traced chain (host values as parameter slots) -> its loaded kernel and the elements
+    /// per thread it was generated for; in front of `cache`, so that a repeated chain costs
+    /// a hash of its trace, not the generation and printing of its IR.
+    traces: Mutex<HashMap<KernelKey, (Arc<LoadedModule>, u32)>>,
     cache: Mutex<KernelCache>,
 }
 
@@ -143,6 +148,7 @@ impl GpuDevice {
                 ctx,
                 stream,
                 tuning: Mutex::new(Tuning::default()),
+                traces: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
             }),
         }
@@ -223,6 +229,16 @@ impl GpuDevice {
 
     pub(crate) fn same(&self, other: &GpuDevice) -> bool {
         self.inner.ctx.same_context(&other.inner.ctx)
+    }
+
+    pub(crate) fn find_kernel(&self, key: &KernelKey) -> Option<(Arc<LoadedModule>, u32)> {
+        self.inner.traces.lock().ok()?.get(key).cloned()
+    }
+
+    pub(crate) fn remember_kernel(&self, key: KernelKey, module: Arc<LoadedModule>, k: u32) {
+        if let Ok(mut traces) = self.inner.traces.lock() {
+            traces.insert(key, (module, k));
+        }
     }
 
     /// The loaded form of `module`, compiled on first use.

@@ -13,17 +13,19 @@
 //!
 //! Empty inputs launch nothing and give an empty output or the identity.
 
-use cuprum_ir::{Constant, Module, ScalarType};
-use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D};
+use std::sync::Arc;
 
-use crate::codegen::Accum;
+use cuprum_ir::{Constant, Module, ScalarType};
+use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D, LoadedModule};
+
 use crate::codegen::kernels::{
     Built, ChainIr, final_kernel, map_kernel, reduce_kernel, scatter_kernel,
 };
+use crate::codegen::{Accum, uniform_order};
 use crate::device::{GpuDevice, GpuVec, Tuning, compile_error};
 use crate::expr::{Element, Expr, Numeric};
 use crate::iter::{EmitCx, GpuIter};
-use crate::trace::{Node, NodeId, Ref, TraceGuard};
+use crate::trace::{Graph, Node, NodeId, Ref, TraceGuard};
 use crate::{GpuError, GpuResult};
 
 /// A traced chain with the roots a terminal asked for.
@@ -100,31 +102,134 @@ fn compiled<T>(r: Result<T, String>, kernel: &str) -> GpuResult<T> {
     r.map_err(|m| compile_error(kernel, m))
 }
 
-fn uniform_args(built: &Built) -> impl Iterator<Item = KernelArg> + '_ {
-    built.uniforms.iter().map(|c| KernelArg::Scalar {
-        ty: c.ty,
-        bits: c.bits,
+/// Which generator makes a kernel, with the settings only it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Map,
+    Reduce { chunked: bool },
+    Final,
+    Scatter { per_thread: u32 },
+}
+
+/// Everything a generated kernel depends on, with each host value replaced by its parameter
+/// slot: the traced graphs and the generator's inputs. Generation is deterministic, so equal
+/// keys mean equal IR, and a key hit skips generating and printing the IR (tens of
+/// microseconds per call otherwise); behind it, kernels are still deduplicated by their IR.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct KernelKey {
+    kind: Kind,
+    graphs: Vec<Vec<(Node, ScalarType)>>,
+    /// Type and parameter slot of each extra host value (the identities).
+    extra: Vec<(ScalarType, usize)>,
+    inputs: Vec<ScalarType>,
+    roots: Vec<NodeId>,
+    mask: Option<NodeId>,
+    types: Vec<ScalarType>,
+    tuning: Tuning,
+}
+
+/// What a kernel is generated from (see [`KernelKey`]).
+struct Spec<'a> {
+    kind: Kind,
+    graphs: Vec<&'a Graph>,
+    extra: Vec<Constant>,
+    inputs: &'a [ScalarType],
+    roots: Vec<NodeId>,
+    mask: Option<NodeId>,
+    types: Vec<ScalarType>,
+    tuning: Tuning,
+}
+
+/// A loaded kernel and the host values its trailing parameters take in this call.
+struct Ready {
+    module: Arc<LoadedModule>,
+    per_thread: u32,
+    uniforms: Vec<Constant>,
+}
+
+impl Ready {
+    fn uniform_args(&self) -> impl Iterator<Item = KernelArg> + '_ {
+        self.uniforms.iter().map(|c| KernelArg::Scalar {
+            ty: c.ty,
+            bits: c.bits,
+        })
+    }
+}
+
+/// The kernel `spec` describes: from the device's caches, or made by `build` and loaded.
+fn ready(
+    device: &GpuDevice,
+    spec: Spec,
+    name: &str,
+    build: impl FnOnce() -> Result<Built, String>,
+) -> GpuResult<Ready> {
+    let uniforms = uniform_order(&spec.graphs, &spec.extra);
+    let slot = |c: &Constant| uniforms.iter().position(|u| u == c).unwrap_or(usize::MAX);
+    let key = KernelKey {
+        kind: spec.kind,
+        graphs: spec
+            .graphs
+            .iter()
+            .map(|g| {
+                g.nodes
+                    .iter()
+                    .map(|&(node, ty)| match node {
+                        Node::Uniform(c) => (Node::Uniform(Constant::u64(slot(&c) as u64)), ty),
+                        other => (other, ty),
+                    })
+                    .collect()
+            })
+            .collect(),
+        extra: spec.extra.iter().map(|c| (c.ty, slot(c))).collect(),
+        inputs: spec.inputs.to_vec(),
+        roots: spec.roots,
+        mask: spec.mask,
+        types: spec.types,
+        tuning: Tuning {
+            poison_outputs: false,
+            ..spec.tuning
+        },
+    };
+    if let Some((module, per_thread)) = device.find_kernel(&key) {
+        return Ok(Ready {
+            module,
+            per_thread,
+            uniforms,
+        });
+    }
+    let built = compiled(build(), name)?;
+    if built.uniforms != uniforms {
+        return Err(compile_error(
+            name,
+            "internal error: the kernel's parameters are not in the traced order",
+        ));
+    }
+    let module = device.load(Module {
+        kernels: vec![built.kernel],
+    })?;
+    device.remember_kernel(key, module.clone(), built.per_thread);
+    Ok(Ready {
+        module,
+        per_thread: built.per_thread,
+        uniforms,
     })
 }
 
-/// Loads `built` (cached by its IR) and launches it with `grid` blocks.
+/// Launches `kernel` with `grid` blocks.
 fn launch(
     device: &GpuDevice,
-    built: &Built,
+    kernel: &Ready,
     block: u32,
     grid: u32,
     args: &[KernelArg],
 ) -> GpuResult<()> {
-    let module = device.load(Module {
-        kernels: vec![built.kernel.clone()],
-    })?;
     let config: LaunchConfig = LaunchConfig1D::new(grid, block, 0).into();
     // SAFETY: every slice argument is a live buffer of the device's context (the chain holds
     // its sources; outputs are owned here) whose element type is the parameter's, since both
     // were derived from the same `Element` types; outputs are fresh allocations that alias
     // nothing; the generated kernels index only below the lengths they are given (the
     // emulator's bounds checks prove it in the tests).
-    unsafe { device.launch(&module, config, args) }
+    unsafe { device.launch(&kernel.module, config, args) }
 }
 
 /// Blocks for a grid-stride loop over `units` units of work: enough to fill the device
@@ -159,15 +264,27 @@ pub(crate) fn materialize<T: Element, I: GpuIter<Item = Expr<T>>>(
         return compact(&p, value, device);
     }
     let t = device.tuning();
-    let built = compiled(map_kernel(&p.ir, value, T::TYPE, &t), "iter_map")?;
     let mut out = device.output::<T>(p.len)?;
     if p.len > 0 {
-        let grid = grid_for(device, &t, p.len.div_ceil(built.per_thread as usize));
+        let spec = Spec {
+            kind: Kind::Map,
+            graphs: vec![&p.ir.graph],
+            extra: Vec::new(),
+            inputs: &p.ir.inputs,
+            roots: vec![value],
+            mask: None,
+            types: vec![T::TYPE],
+            tuning: t,
+        };
+        let kernel = ready(device, spec, "iter_map", || {
+            map_kernel(&p.ir, value, T::TYPE, &t)
+        })?;
+        let grid = grid_for(device, &t, p.len.div_ceil(kernel.per_thread as usize));
         let mut args = p.inputs.clone();
         args.push(KernelArg::slice_mut(&mut out));
         args.push(KernelArg::scalar(p.len as u64));
-        args.extend(uniform_args(&built));
-        launch(device, &built, t.block, grid, &args)?;
+        args.extend(kernel.uniform_args());
+        launch(device, &kernel, t.block, grid, &args)?;
     }
     Ok(GpuVec::from_parts(out, device.clone()))
 }
@@ -186,10 +303,19 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     let keep = ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
     let one = push(&mut ir, Node::Cast(keep, ScalarType::U64), ScalarType::U64);
     let acc = count_accum()?;
-    let counter = compiled(
-        reduce_kernel(&ir, &[one], std::slice::from_ref(&acc), &t, true),
-        "iter_reduce",
-    )?;
+    let spec = Spec {
+        kind: Kind::Reduce { chunked: true },
+        graphs: vec![&ir.graph, &acc.combine],
+        extra: vec![acc.identity],
+        inputs: &ir.inputs,
+        roots: vec![one, acc.root],
+        mask: ir.mask,
+        types: vec![acc.ty],
+        tuning: t,
+    };
+    let counter = ready(device, spec, "iter_reduce", || {
+        reduce_kernel(&ir, &[one], std::slice::from_ref(&acc), &t, true)
+    })?;
     let k = counter.per_thread;
     let tile = t.block as usize * k as usize;
     let sms = device.context().limits().multiprocessor_count.max(1) as usize;
@@ -203,7 +329,7 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     args.push(KernelArg::slice_mut(&mut counts));
     args.push(KernelArg::scalar(n as u64));
     args.push(KernelArg::scalar(chunk as u64));
-    args.extend(uniform_args(&counter));
+    args.extend(counter.uniform_args());
     launch(device, &counter, t.block, grid32, &args)?;
 
     let per_block = counts.to_host_vec(device.stream())?;
@@ -222,16 +348,25 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     let mut out = device.output::<T>(total)?;
     if total > 0 {
         counts.copy_from_host(device.stream(), &offsets)?;
-        let scatter = compiled(
-            scatter_kernel(&p.ir, value, T::TYPE, &t, k),
-            "iter_filter_scatter",
-        )?;
+        let spec = Spec {
+            kind: Kind::Scatter { per_thread: k },
+            graphs: vec![&p.ir.graph],
+            extra: Vec::new(),
+            inputs: &p.ir.inputs,
+            roots: vec![value],
+            mask: p.ir.mask,
+            types: vec![T::TYPE],
+            tuning: t,
+        };
+        let scatter = ready(device, spec, "iter_filter_scatter", || {
+            scatter_kernel(&p.ir, value, T::TYPE, &t, k)
+        })?;
         let mut args = p.inputs.clone();
         args.push(KernelArg::slice(&counts));
         args.push(KernelArg::slice_mut(&mut out));
         args.push(KernelArg::scalar(n as u64));
         args.push(KernelArg::scalar(chunk as u64));
-        args.extend(uniform_args(&scatter));
+        args.extend(scatter.uniform_args());
         launch(device, &scatter, t.block, grid32, &args)?;
     }
     Ok(GpuVec::from_parts(out, device.clone()))
@@ -265,19 +400,46 @@ fn reduce_device<T: Element>(
         ));
         accs.push(count_accum()?);
     }
-    let partial = compiled(
-        reduce_kernel(&p.ir, &contribs, &accs, &t, false),
-        "iter_reduce",
-    )?;
+    let mut graphs = vec![&p.ir.graph];
+    graphs.extend(accs.iter().map(|a| &a.combine));
+    let identities: Vec<Constant> = accs.iter().map(|a| a.identity).collect();
+    let types: Vec<ScalarType> = accs.iter().map(|a| a.ty).collect();
+    let mut roots = contribs.clone();
+    roots.extend(accs.iter().map(|a| a.root));
+    let spec = Spec {
+        kind: Kind::Reduce { chunked: false },
+        graphs: graphs.clone(),
+        extra: identities.clone(),
+        inputs: &p.ir.inputs,
+        roots,
+        mask: p.ir.mask,
+        types: types.clone(),
+        tuning: t,
+    };
+    let partial = ready(device, spec, "iter_reduce", || {
+        reduce_kernel(&p.ir, &contribs, &accs, &t, false)
+    })?;
     let grid = grid_for(device, &t, p.len.div_ceil(partial.per_thread as usize));
     let mut partials = device.output::<u64>(accs.len() * grid as usize)?;
     let mut args = p.inputs.clone();
     args.push(KernelArg::slice_mut(&mut partials));
     args.push(KernelArg::scalar(p.len as u64));
-    args.extend(uniform_args(&partial));
+    args.extend(partial.uniform_args());
     launch(device, &partial, t.block, grid, &args)?;
 
-    let last = compiled(final_kernel(&accs, t.block), "iter_reduce_final")?;
+    let spec = Spec {
+        kind: Kind::Final,
+        graphs: graphs[1..].to_vec(),
+        extra: identities,
+        inputs: &[],
+        roots: accs.iter().map(|a| a.root).collect(),
+        mask: None,
+        types,
+        tuning: t,
+    };
+    let last = ready(device, spec, "iter_reduce_final", || {
+        final_kernel(&accs, t.block)
+    })?;
     let mut out = device.output::<T>(1)?;
     let mut count = with_count.then(|| device.output::<u64>(1)).transpose()?;
     let mut args = vec![KernelArg::slice(&partials), KernelArg::slice_mut(&mut out)];
@@ -285,7 +447,7 @@ fn reduce_device<T: Element>(
         args.push(KernelArg::slice_mut(c));
     }
     args.push(KernelArg::scalar(u64::from(grid)));
-    args.extend(uniform_args(&last));
+    args.extend(last.uniform_args());
     launch(device, &last, t.block, 1, &args)?;
     Ok((out, count))
 }

@@ -103,18 +103,7 @@ impl Gen {
     /// Makes every [`Node::Uniform`] of `graphs` (and `extra`) a scalar parameter, defined
     /// at the top level so that every later block sees it. Call after the other parameters.
     pub(crate) fn declare_uniforms(&mut self, graphs: &[&Graph], extra: &[Constant]) -> R<()> {
-        let consts = graphs
-            .iter()
-            .flat_map(|g| g.nodes.iter())
-            .filter_map(|(n, _)| match n {
-                Node::Uniform(c) => Some(*c),
-                _ => None,
-            })
-            .chain(extra.iter().copied());
-        for c in consts {
-            if self.uniforms.contains_key(&c) {
-                continue;
-            }
+        for c in uniform_order(graphs, extra) {
             let name = format!("u{}", self.uniform_list.len());
             let v = self.scalar_param(&name, c.ty)?;
             self.uniforms.insert(c, v);
@@ -437,6 +426,27 @@ impl Gen {
         let u = self.cast(word, unsigned_of(ty))?;
         self.bitcast(u, ty)
     }
+}
+
+/// The distinct host values of `graphs` (their [`Node::Uniform`]s, in node order) and then
+/// `extra`, in the order [`Gen::declare_uniforms`] makes them parameters: the launch passes
+/// them in this order, and kernels are cached by where each value sits in it.
+pub(crate) fn uniform_order(graphs: &[&Graph], extra: &[Constant]) -> Vec<Constant> {
+    let mut order: Vec<Constant> = Vec::new();
+    let consts = graphs
+        .iter()
+        .flat_map(|g| g.nodes.iter())
+        .filter_map(|(n, _)| match n {
+            Node::Uniform(c) => Some(*c),
+            _ => None,
+        })
+        .chain(extra.iter().copied());
+    for c in consts {
+        if !order.contains(&c) {
+            order.push(c);
+        }
+    }
+    order
 }
 
 /// The unsigned integer type of `ty`'s size.
