@@ -1,12 +1,18 @@
 //! [`GpuDevice`] and [`GpuVec`]: the two host-side types an iterator-track user holds, and the
-//! kernel cache that makes a second run of the same chain compile nothing.
+//! kernel caches that make a second run of the same chain compile nothing.
 //!
 //! A `GpuDevice` is a runtime context (GPU or emulator), the stream all its work goes to, its
-//! launch [`Tuning`] and a cache of loaded kernels keyed by the kernel's IR itself (its
-//! printed text, confirmed by comparing the IR), never by a closure's type: two calls whose
-//! traces differ can never share a kernel, two calls whose traces agree always do. Host
-//! values the closures capture are kernel parameters, not part of the IR, so a closure that
-//! captures another value next call reuses the kernel and still sees the new value.
+//! launch [`Tuning`] and two caches, never keyed by a closure's type:
+//! * kernels by their IR (its printed text, confirmed by comparing the IR): two calls whose
+//!   kernels differ can never share one, two whose kernels agree always do;
+//! * in front of it, kernels by the trace that generates them (`exec::KernelKey`: the traced
+//!   graphs with host values replaced by their parameter slots, and the generator's
+//!   settings), so that a repeated chain costs a hash instead of generating and printing IR.
+//!
+//! Host values the closures capture are kernel parameters, not part of the IR, so a closure
+//! that captures another value next call reuses the kernel and still sees the new value.
+//! (When a captured value happens to equal another constant of the same chain, the two
+//! share one parameter, which is another trace and another kernel: still the right one.)
 
 use std::collections::HashMap;
 use std::fmt;

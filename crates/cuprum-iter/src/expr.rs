@@ -104,8 +104,13 @@ impl Transcendental for f32 {}
 impl Transcendental for f16 {}
 impl Transcendental for bf16 {}
 
-/// A traced value of type `T`: what a chain's closures receive and return. See the
-/// [module docs](self) for what it can and cannot do.
+/// A traced value of type `T`: what a chain's closures receive and return.
+///
+/// Operators and methods record operations into the chain's kernel; nothing is computed on
+/// the host. Compare with [`lt`](Self::lt), [`ge`](Self::ge), [`eq`](Self::eq)... (giving
+/// `Expr<bool>`), combine conditions with `&`, `|`, `!`, choose with [`select`] (Rust's `if`
+/// needs a host `bool`), convert with [`cast`](Self::cast) (`as`). Host values mix in
+/// freely (`x * 2.0`, `x.min(limit)`). See the [crate docs](crate#what-a-closure-may-do-honestly).
 pub struct Expr<T> {
     pub(crate) r: Ref,
     _t: PhantomData<fn() -> T>,

@@ -97,9 +97,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Kernels are cached per device by their IR, so a chain traced again with the same
-//! structure compiles nothing, and a chain whose trace differs (another operation, another
-//! type) can never be served a stale kernel.
+//! Kernels are cached per device by their IR (and, in front of that, by the trace that
+//! generates them, host values abstracted to parameter slots), so a chain traced again with
+//! the same structure compiles nothing, and a chain whose trace differs (another operation,
+//! another type) can never be served a stale kernel.
 //!
 //! # Fusion and cost
 //!
