@@ -310,14 +310,20 @@ pub(crate) fn final_kernel(accs: &[Accum], block: u32) -> R<Built> {
 }
 
 /// `filter` compaction, second pass: block `b` walks its chunk again, in order, and writes
-/// each surviving value to `out[offsets[b] + (survivors before it in the chunk)]`. The
-/// positions within a tile come from a block-wide exclusive scan of per-thread counts, so
-/// the output keeps the input order. `per_thread` must match the count pass.
+/// each surviving value to `out[offsets[b] + (survivors before it in the chunk)]`.
 ///
-/// Threads own consecutive elements here (one scan per tile gives every position), which
-/// costs coalescing: each warp-wide load touches `per_thread` times the cache lines it
-/// needs. With a population count in the IR, warp-strided tiles and ballots would do
-/// better.
+/// Per tile of `block * k` elements, with every access to global memory coalesced:
+/// 1. each warp computes its `32 k` elements lane-strided (coalesced loads) and stages value
+///    and verdict in shared memory at their tile positions;
+/// 2. each thread takes `k` consecutive staged elements, so thread order is element order,
+///    and a block-wide exclusive scan of the per-thread counts gives every survivor its
+///    rank; survivors are staged again, compacted, at their ranks;
+/// 3. the block copies the compacted run to the output with consecutive threads on
+///    consecutive elements.
+///
+/// Shared indices are padded by one element per 32, so that step 2's strided reads do not
+/// conflict on banks. `k` is at most `per_thread` (which the count pass used; a smaller
+/// power of two still divides the chunk) and small enough for the staging to fit in 40 KiB.
 pub(crate) fn scatter_kernel(
     chain: &ChainIr,
     value: NodeId,
@@ -329,6 +335,14 @@ pub(crate) fn scatter_kernel(
         .mask
         .ok_or("internal error: scatter of a chain without filter")?;
     let roots = [value, keep];
+    let staged = |k: u32| {
+        let len = t.block * k;
+        len + len / 32
+    };
+    let mut k = per_thread.max(1);
+    while k > 1 && staged(k) * (out_ty.size_bytes() + 1) > 40 * 1024 {
+        k /= 2;
+    }
     let mut g = Gen::new("iter_filter_scatter", t.block, t.blocks_per_sm);
     let bases = input_params(&mut g, chain, &roots)?;
     let offsets = g.slice_param("offsets", ScalarType::U64, SliceAccess::ReadOnly);
@@ -338,7 +352,8 @@ pub(crate) fn scatter_kernel(
     g.declare_uniforms(&[&chain.graph], &[])?;
     let offsets = g.def(Op::SliceBase(offsets))?;
     let out = g.def(Op::SliceBase(out))?;
-    let k = per_thread;
+    let stage_values = g.shared_array("stage_values", out_ty, staged(k))?;
+    let stage_flags = g.shared_array("stage_flags", ScalarType::Bool, staged(k))?;
     let arrays = scan_arrays(&mut g, t.block)?;
     let c = Coords::new(&mut g)?;
     let at = g.global_elem(offsets, c.bid, ScalarType::U64)?;
@@ -346,7 +361,17 @@ pub(crate) fn scatter_kernel(
     let pos = g.var("pos", first);
     let zero_value = g.konst(Constant::new(out_ty, 0));
     let no = g.konst(Constant::bool(false));
-    let layout = Layout::Consecutive;
+    let tid = g.tid()?;
+    let kk = g.u32(k);
+    let own = g.mul(tid, kk)?;
+    let block = g.u64(u64::from(t.block));
+    // The padded shared index of tile position `p` (`U32`).
+    let pad = |g: &mut Gen, p: Value| {
+        let five = g.u32(5);
+        let row = g.bin(cuprum_ir::BinaryOp::Shr, p, five)?;
+        g.add(p, row)
+    };
+    let layout = Layout::WarpStrided;
     chunked_tiles(
         &mut g,
         &c,
@@ -356,8 +381,8 @@ pub(crate) fn scatter_kernel(
         t.block,
         layout,
         &mut |g, tile: &Tile| {
-            // Each element's value and whether it survives, in variables so that a guarded
-            // tile can fill them conditionally.
+            // 1. Value and verdict of this thread's lane-strided elements, in variables so
+            //    that a guarded tile can fill them conditionally, then staged.
             let vals: Vec<_> = (0..k)
                 .map(|j| g.var(&format!("v{j}"), zero_value))
                 .collect();
@@ -378,32 +403,66 @@ pub(crate) fn scatter_kernel(
                 Ok(())
             };
             visit_tile(g, tile, k, &mut visit)?;
-            let mut count = g.u32(0);
-            let mut fs = Vec::with_capacity(k as usize);
-            for &f in &flags {
+            let local = g.bin(cuprum_ir::BinaryOp::Sub, tile.base, tile.start)?;
+            let local = g.cast(local, ScalarType::U32)?;
+            for (j, (&v, &f)) in vals.iter().zip(&flags).enumerate() {
+                let off = g.u32(j as u32 * tile.stride as u32);
+                let p = g.add(local, off)?;
+                let q = pad(g, p)?;
+                let v = g.read(v)?;
                 let f = g.read(f)?;
+                let addr = g.shared_elem(stage_values, q, out_ty)?;
+                g.store(AddressSpace::Shared, addr, v);
+                let addr = g.shared_elem(stage_flags, q, ScalarType::Bool)?;
+                g.store(AddressSpace::Shared, addr, f);
+            }
+            g.barrier();
+            // 2. Consecutive elements per thread; ranks from the block scan; survivors
+            //    staged again at their ranks.
+            let mut count = g.u32(0);
+            let mut mine = Vec::with_capacity(k as usize);
+            for j in 0..k {
+                let off = g.u32(j);
+                let p = g.add(own, off)?;
+                let q = pad(g, p)?;
+                let addr = g.shared_elem(stage_values, q, out_ty)?;
+                let v = g.load(AddressSpace::Shared, out_ty, addr)?;
+                let addr = g.shared_elem(stage_flags, q, ScalarType::Bool)?;
+                let f = g.load(AddressSpace::Shared, ScalarType::Bool, addr)?;
                 let one = g.cast(f, ScalarType::U32)?;
                 count = g.add(count, one)?;
-                fs.push(f);
+                mine.push((v, f));
             }
             let (exclusive, total) = block_exclusive_scan(g, &arrays, count, t.block)?;
-            let p = g.read(pos)?;
-            let exclusive = g.cast(exclusive, ScalarType::U64)?;
-            let mut at = g.add(p, exclusive)?;
-            for (&f, &v) in fs.iter().zip(&vals) {
-                let v = g.read(v)?;
-                let here = at;
+            let mut rank = exclusive;
+            for (v, f) in mine {
+                let here = rank;
                 g.if_(f, |g| {
-                    let addr = g.global_elem(out, here, out_ty)?;
-                    g.store(AddressSpace::Global, addr, v);
+                    let q = pad(g, here)?;
+                    let addr = g.shared_elem(stage_values, q, out_ty)?;
+                    g.store(AddressSpace::Shared, addr, v);
                     Ok(())
                 })?;
-                let step = g.cast(f, ScalarType::U64)?;
-                at = g.add(at, step)?;
+                let step = g.cast(f, ScalarType::U32)?;
+                rank = g.add(rank, step)?;
             }
+            g.barrier();
+            // 3. The compacted run, copied out by consecutive threads.
+            let p = g.read(pos)?;
             let total = g.cast(total, ScalarType::U64)?;
+            strided_loop(g, c.tid, total, block, &mut |g, i| {
+                let i32 = g.cast(i, ScalarType::U32)?;
+                let q = pad(g, i32)?;
+                let addr = g.shared_elem(stage_values, q, out_ty)?;
+                let v = g.load(AddressSpace::Shared, out_ty, addr)?;
+                let at = g.add(p, i)?;
+                let addr = g.global_elem(out, at, out_ty)?;
+                g.store(AddressSpace::Global, addr, v);
+                Ok(())
+            })?;
             let next = g.add(p, total)?;
             g.write(pos, next);
+            g.barrier();
             Ok(())
         },
     )?;

@@ -137,6 +137,8 @@ pub(crate) fn grid_stride(
 
 /// One tile of a block's chunk, from one thread's point of view.
 pub(crate) struct Tile {
+    /// The index of the tile's first element.
+    pub(crate) start: Value,
     /// The index of this thread's first element of the tile.
     pub(crate) base: Value,
     /// The distance between the thread's elements (1, or 32 for [`Layout::WarpStrided`]).
@@ -149,10 +151,9 @@ pub(crate) struct Tile {
 
 /// Block `b` walks `[b * chunk, min((b + 1) * chunk, n))` in tiles of `block * k` elements:
 /// with [`Layout::Consecutive`], thread `t` owns the `k` consecutive elements at `t * k` of
-/// each tile (so thread order is element order, as the scatter's scan needs); with
-/// [`Layout::WarpStrided`], warp `w` owns `32 k` consecutive elements and its lanes take
-/// every 32nd (coalesced, for passes that only count). The trip count is the same for
-/// every thread of the block.
+/// each tile; with [`Layout::WarpStrided`], warp `w` owns `32 k` consecutive elements and
+/// its lanes take every 32nd (coalesced). The trip count is the same for every thread of the
+/// block, so tile bodies may contain barriers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn chunked_tiles(
     g: &mut Gen,
@@ -191,6 +192,7 @@ pub(crate) fn chunked_tiles(
             visit(
                 g,
                 &Tile {
+                    start: s,
                     base,
                     stride,
                     end,
