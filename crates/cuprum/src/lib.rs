@@ -43,6 +43,8 @@ extern crate self as cuprum;
 pub mod simt;
 
 pub use cuprum_ir as ir;
+/// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
+pub use cuprum_iter as iter;
 pub use cuprum_macros::cuda_module;
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, Error, Event,
