@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Turns the output of benches/run_all.sh (cuprum examples, CUDA C++ / cuBLAS peers, PyTorch
+and Triton peers, all in one log) into the benchmark table: a markdown table on stdout, and
+bench.csv, bench.png (if matplotlib is importable) and BENCHMARKS.md in --out.
+
+It reads two line formats:
+  RESULT case=<c> impl=<who> size=<s> bytes=<n> flops=<n> ms=<median>     (bench_simt, torch)
+  <who> <case words> <size> median <ms> ms <throughput> GB/s|GFLOP/s      (older examples/peers)
+where <who> is cuprum, cuprum-iter, cuda_c++, cublas, torch or "d2d" (the copy in vecadd.cu).
+Lines `RUNFAIL <label> <status>` (written by run_all.sh) and `FAILED...` are listed as failures.
+When a (case, impl, size) appears more than once the fastest median is kept.
+
+Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
+       report.py --self-test     (parses benches/testdata/sample.log and checks the rows)
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import re
+import sys
+
+# Old-format case names -> canonical case names, per producer.
+LEGACY_CASES = {
+    ("cuprum-iter", "zip-map-add materialize"): "iter_zip_add",
+    ("cuprum-iter", "sum"): "iter_sum",
+    ("cuprum-iter", "zip-map-mul sum (dot)"): "iter_dot",
+    ("torch", "a + b"): "vecadd",
+    ("torch", "a.sum()"): "sum",
+    ("torch", "torch.dot(a, b)"): "dot",
+    ("d2d", "copy"): "copy",
+}
+IMPLS = {"cuprum": "cuprum", "cuprum-iter": "cuprum", "cuda_c++": "cuda", "cublas": "cublas",
+         "torch": "torch", "d2d": "cuda"}
+
+# For each cuprum case: the peer records it is compared with, as (case, impl or None = any
+# non-cuprum impl). The case itself (any impl) is always included.
+PEERS = {
+    "vecadd_gridstride": [("vecadd", "torch"), ("vecadd", "triton")],
+    "iter_zip_add": [("vecadd", None)],
+    "iter_sum": [("sum", None)],
+    "iter_dot": [("dot", None)],
+    "sgemm_reg": [("sgemm", "cublas"), ("sgemm", "torch")],
+}
+
+RESULT_RE = re.compile(r"^RESULT\s+(.*)$")
+LEGACY_RE = re.compile(
+    r"^(cuprum-iter|cuprum|cuda_c\+\+|cublas|torch|d2d)\s+(.+?)\s+(n=\d+|\d+x\d+(?:x\d+)?)\s+"
+    r"median\s+([0-9.eE+-]+)\s+ms\s+([0-9.eE+-]+)\s+(GB/s|GFLOP/s)")
+
+COLUMNS = ["case", "size", "work", "cuprum ms", "peer", "peer ms", "ratio (peer/cuprum)",
+           "cuprum throughput", "peer throughput", "% of copy BW"]
+
+EXPLANATION = """\
+Each row compares one cuprum kernel with one peer on the same problem, both run in the same
+session on the same GPU. **case** is the benchmark (the `iter_*` cases are the iterator track,
+`cuprum::iter`; the rest are SIMT kernels). **size** is the problem size (`n=` elements, or rows x
+columns, or M x N x K). **work** is what was counted: bytes moved to and from device memory (each
+input read once, each output written once) for memory-bound cases, floating-point operations
+(2·M·N·K) for matrix multiplies. **cuprum ms** and **peer ms** are medians of many launches (50
+or 100) timed with CUDA events after warm-up; when a program ran more than once the faster median
+is kept. **peer** is who the kernel is compared with: `cuda` is the same algorithm in CUDA C++
+(`nvcc -O3 -arch=sm_90`), `cublas` is cuBLAS (fp32 SGEMM without TF32, or bf16 GEMM with fp32
+accumulation), `torch` is PyTorch's own kernel, `triton` a Triton kernel. **ratio** is peer ms /
+cuprum ms: 1.00 or more means cuprum is at least as fast. **cuprum/peer throughput** is the
+counted work divided by the median time, in GB/s (memory-bound) or TFLOP/s (matrix multiply).
+**% of copy BW** is cuprum's GB/s as a percentage of the measured device-to-device copy bandwidth
+(the `copy` row: read plus write bytes of a 1 GiB `cudaMemcpy`/`copy_`), the practical ceiling
+for memory-bound kernels."""
+
+
+def parse(lines):
+    """Returns ({(case, impl, size): record}, [case order], [failure lines])."""
+    recs, order, failures = {}, [], []
+    for raw in lines:
+        line = raw.strip()
+        rec = None
+        m = RESULT_RE.match(line)
+        if m:
+            kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
+            try:
+                rec = {"case": kv["case"], "impl": kv.get("impl", "cuprum"), "size": kv.get("size", "-"),
+                       "bytes": float(kv.get("bytes", 0)), "flops": float(kv.get("flops", 0)),
+                       "ms": float(kv["ms"])}
+            except (KeyError, ValueError):
+                failures.append(f"unparsable: {line}")
+                continue
+        else:
+            m = LEGACY_RE.match(line)
+            if m:
+                who, words, size, ms, tp, unit = m.groups()
+                ms, tp = float(ms), float(tp)
+                case = LEGACY_CASES.get((who, words), words.replace(" ", "_"))
+                work = tp * ms * 1e6
+                rec = {"case": case, "impl": IMPLS[who], "size": size,
+                       "bytes": work if unit == "GB/s" else 0.0,
+                       "flops": work if unit == "GFLOP/s" else 0.0, "ms": ms}
+            elif line.startswith("RUNFAIL") or line.startswith("FAILED"):
+                failures.append(line)
+        if rec is None or not rec["ms"] > 0:
+            continue
+        key = (rec["case"], rec["impl"], rec["size"])
+        if rec["case"] not in order:
+            order.append(rec["case"])
+        if key not in recs or rec["ms"] < recs[key]["ms"]:
+            recs[key] = rec
+    return recs, order, failures
+
+
+def is_gemm(rec):
+    return rec["flops"] > 0 and rec["flops"] > 8 * rec["bytes"]
+
+
+def throughput(rec):
+    if rec is None:
+        return None, "-"
+    if is_gemm(rec):
+        v = rec["flops"] / (rec["ms"] * 1e9)
+        return v, f"{v:.1f} TFLOP/s"
+    if rec["bytes"] > 0:
+        v = rec["bytes"] / (rec["ms"] * 1e6)
+        return v, f"{v:.0f} GB/s"
+    return None, "-"
+
+
+def work(rec):
+    if is_gemm(rec):
+        return f"{rec['flops']:.4g} flop"
+    return f"{rec['bytes']:.4g} B"
+
+
+def build_rows(recs, order):
+    copy_bw = max((r["bytes"] / (r["ms"] * 1e6) for r in recs.values()
+                   if r["case"] == "copy" and r["bytes"] > 0), default=None)
+    rows = []
+    for case in order:
+        for (c, impl, size), cu in list(recs.items()):
+            if c != case or impl != "cuprum":
+                continue
+            wanted = [(case, None)] + PEERS.get(case, [])
+            peers = []
+            for (pc, pimpl, psize), rec in recs.items():
+                if pimpl == "cuprum" or psize != size:
+                    continue
+                if any(pc == wc and (wi is None or wi == pimpl) for wc, wi in wanted):
+                    if rec not in peers:
+                        peers.append(rec)
+            bw, tp = throughput(cu)
+            pct = f"{100 * bw / copy_bw:.0f}%" if (copy_bw and bw is not None and not is_gemm(cu)) else "-"
+            for p in peers or [None]:
+                rows.append({
+                    "case": case, "size": size, "work": work(cu), "cuprum ms": f"{cu['ms']:.4f}",
+                    "peer": f"{p['impl']}" + (f" ({p['case']})" if p["case"] != case else "") if p else "-",
+                    "peer ms": f"{p['ms']:.4f}" if p else "-",
+                    "ratio (peer/cuprum)": f"{p['ms'] / cu['ms']:.2f}" if p else "-",
+                    "cuprum throughput": tp, "peer throughput": throughput(p)[1],
+                    "% of copy BW": pct,
+                })
+    # The ceiling itself, and peer-only cases, for reference.
+    cuprum_cases = {c for (c, i, _) in recs if i == "cuprum"}
+    for (c, impl, size), rec in recs.items():
+        if impl == "cuprum" or c in cuprum_cases:
+            continue
+        if any(c == wc for ws in PEERS.values() for wc, _ in ws) and c != "copy":
+            continue
+        rows.append({"case": c, "size": size, "work": work(rec), "cuprum ms": "-", "peer": impl,
+                     "peer ms": f"{rec['ms']:.4f}", "ratio (peer/cuprum)": "-", "cuprum throughput": "-",
+                     "peer throughput": throughput(rec)[1],
+                     "% of copy BW": "100%" if c == "copy" and copy_bw and abs(
+                         rec["bytes"] / (rec["ms"] * 1e6) - copy_bw) < 1e-9 else "-"})
+    return rows, copy_bw
+
+
+def markdown(rows):
+    out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    out += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def write_png(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001 - the chart is optional
+        print(f"note: no chart ({e})", file=sys.stderr)
+        return False
+    pts = [(f"{r['case']} vs {r['peer']}", float(r["ratio (peer/cuprum)"])) for r in rows
+           if r["ratio (peer/cuprum)"] != "-"]
+    if not pts:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(pts) + 1.5))
+    labels, vals = zip(*pts)
+    colors = ["tab:green" if v >= 0.97 else "tab:orange" if v >= 0.8 else "tab:red" for v in vals]
+    ax.barh(range(len(vals)), vals, color=colors)
+    ax.set_yticks(range(len(vals)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xlabel("peer time / cuprum time (higher is better for cuprum)")
+    ax.set_title("cuprum vs peers")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
+    recs, order, failures = parse(lines)
+    rows, copy_bw = build_rows(recs, order)
+    table = markdown(rows)
+    print(table)
+    if failures:
+        print("\nFailures:\n" + "\n".join(f"- {f}" for f in failures))
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "bench.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        chart = write_png(rows, os.path.join(out, "bench.png"))
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        md = [
+            "<!-- Generated by benches/run_all.sh (benches/report.py); do not edit by hand. -->",
+            "# cuprum benchmarks", "",
+            f"- Date: {now}", f"- GPU: {gpu}", f"- Driver: {driver}",
+            f"- Measured device-to-device copy bandwidth: {copy_bw:.0f} GB/s" if copy_bw
+            else "- Measured device-to-device copy bandwidth: not measured",
+            "", "Regenerate on a GPU machine with `OUT=<dir> bash benches/run_all.sh` "
+            "(after packing the examples with gpu-pack) and copy `$OUT/BENCHMARKS.md` here.", "",
+            "## What the columns mean", "", EXPLANATION, "", "## Results", "", table, "",
+        ]
+        if chart:
+            md += ["![ratios](bench.png)", ""]
+        if failures:
+            md += ["## Failures", ""] + [f"- `{f}`" for f in failures] + [""]
+        with open(os.path.join(out, "BENCHMARKS.md"), "w") as f:
+            f.write("\n".join(md))
+    return rows, failures
+
+
+def self_test():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "testdata", "sample.log")) as f:
+        lines = f.readlines()
+    import tempfile
+    out = tempfile.mkdtemp(prefix="bench_report_")
+    rows, failures = report(lines, out, "Test GPU", "0.0")
+    by = {(r["case"], r["peer"]): r for r in rows}
+    assert by[("vecadd", "cuda")]["ratio (peer/cuprum)"] == "1.00", by[("vecadd", "cuda")]
+    assert by[("vecadd", "torch")]["ratio (peer/cuprum)"] == "0.95"
+    assert ("vecadd_gridstride", "torch (vecadd)") in by
+    assert by[("hgemm_mma", "cublas")]["cuprum throughput"].endswith("TFLOP/s")
+    assert by[("sgemm_reg", "cublas (sgemm)")]["peer ms"] == "10.0000"
+    assert by[("iter_sum", "torch (sum)")]["% of copy BW"] == "100%"
+    assert by[("copy", "torch")]["peer throughput"] == "4000 GB/s"
+    assert by[("saxpy", "-")]["peer ms"] == "-"
+    assert any("RUNFAIL" in f for f in failures)
+    for name in ("bench.csv", "BENCHMARKS.md"):
+        assert os.path.getsize(os.path.join(out, name)) > 0
+    print(f"self-test PASSED (outputs in {out})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("log", nargs="?")
+    ap.add_argument("--out")
+    ap.add_argument("--gpu", default="unknown GPU")
+    ap.add_argument("--driver", default="unknown")
+    ap.add_argument("--self-test", action="store_true")
+    args = ap.parse_args()
+    if args.self_test:
+        self_test()
+        return 0
+    if not args.log:
+        ap.error("a log file is needed")
+    with open(args.log, errors="replace") as f:
+        report(f.readlines(), args.out, args.gpu, args.driver)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

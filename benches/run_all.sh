@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The whole benchmark suite in one run on a GPU machine: builds the CUDA C++ peers
+# (benches/peers/*.cu, nvcc -O3 -arch=sm_90, cuBLAS where it links), runs them, the packed cuprum
+# examples (bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench) and the
+# PyTorch/Triton peers (benches/peers/torch_peers.py), all into one log; then benches/report.py
+# turns the log into the markdown table (printed), $OUT/bench.csv, $OUT/bench.png and
+# $OUT/BENCHMARKS.md (copy that to the repository root to update it).
+#
+# Run from anywhere in the repository, with the examples built in release mode and packed as
+# .gpu/bin/example-<name> (gpu-pack's layout). Environment: OUT (default /tmp/bench_out),
+# NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), PYTHON (default python3),
+# ROUNDS (default 1: how many times each program runs; the report keeps the faster median).
+# A case that fails to build, run or check is listed under Failures; the rest still run. Exits
+# 1 if anything failed, after writing everything.
+set -u
+cd "$(dirname "$0")/.."
+
+OUT=${OUT:-/tmp/bench_out}
+mkdir -p "$OUT"
+BIN=.gpu/bin
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+PYTHON=${PYTHON:-python3}
+ROUNDS=${ROUNDS:-1}
+TMP=$(mktemp -d /tmp/bench_all.XXXXXX)
+LOG=$OUT/bench.log
+: >"$LOG"
+status=0
+
+log() { echo "$*" | tee -a "$LOG" >&2; }
+fail() { log "RUNFAIL $1 $2"; status=1; }
+
+# Build the CUDA C++ peers; sgemm and bench_simt link cuBLAS, or fall back to -DNO_CUBLAS.
+PEERS="vecadd reduce sgemm transpose histogram scan bench_simt"
+for p in $PEERS; do
+  src=benches/peers/$p.cu
+  if "$NVCC" -O3 -arch=sm_90 -o "$TMP/peer-$p" "$src" -lcublas >"$TMP/nvcc-$p.txt" 2>&1; then
+    :
+  elif "$NVCC" -O3 -arch=sm_90 -DNO_CUBLAS -o "$TMP/peer-$p" "$src" >>"$TMP/nvcc-$p.txt" 2>&1; then
+    log "note: the $p peer was built without cuBLAS (-lcublas did not link)"
+  else
+    tail -n 30 "$TMP/nvcc-$p.txt" | tee -a "$LOG" >&2
+    fail "build-peer-$p" nvcc
+  fi
+done
+
+# Runs "$2..." labelled "$1" with a time limit, all output into the log.
+run() {
+  local label=$1
+  shift
+  log "=== $label: $*"
+  timeout 900 "$@" >"$TMP/one.txt" 2>&1
+  local rc=$?
+  cat "$TMP/one.txt" >>"$LOG"
+  grep -E '^(RESULT|PASSED|FAILED)|median' "$TMP/one.txt" >&2
+  [ $rc -eq 0 ] || fail "$label" "$rc"
+}
+
+EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench"
+for round in $(seq 1 "$ROUNDS"); do
+  for p in $PEERS; do
+    [ -x "$TMP/peer-$p" ] && run "cuda_c++-$p-r$round" "$TMP/peer-$p"
+  done
+  for e in $EXAMPLES; do
+    if [ -x "$BIN/example-$e" ]; then
+      CUPRUM_DEVICE=cuda run "cuprum-$e-r$round" "$BIN/example-$e"
+    elif [ "$round" = 1 ]; then
+      fail "missing-$BIN/example-$e" 127
+    fi
+  done
+  if "$PYTHON" -c "import torch" 2>/dev/null; then
+    run "torch_peers-r$round" "$PYTHON" benches/peers/torch_peers.py
+  elif [ "$round" = 1 ]; then
+    fail "torch_peers(no-torch)" 127
+  fi
+done
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+"$PYTHON" benches/report.py "$LOG" --out "$OUT" --gpu "${gpu:-unknown GPU}" \
+  --driver "${driver:-unknown}" | tee "$OUT/table.md" || status=1
+rm -rf "$TMP"
+exit $status
