@@ -1,0 +1,443 @@
+//! Small helpers over the kernel IR that every pass needs: the operands of an operation or a
+//! statement (read and rewrite), which operations are pure, use counts, and value
+//! substitution.
+//!
+//! They exist so that no pass re-lists the IR's operand positions: a new statement or
+//! operation added to `cuprum-ir` needs one edit here, and every pass then sees its operands.
+//! Nothing here changes what a kernel does.
+
+use cuprum_ir::{Arena, BinaryOp, Block, Kernel, Op, ScalarType, Stmt, TrapKind, Value, Var};
+
+/// Calls `f` on every operand of `op`.
+pub(crate) fn op_operands(op: &Op, mut f: impl FnMut(Value)) {
+    match op {
+        Op::Const(_)
+        | Op::Param(_)
+        | Op::SliceBase(_)
+        | Op::SliceLen(_)
+        | Op::SharedAddr(_)
+        | Op::DynSharedAddr
+        | Op::LocalAddr(_)
+        | Op::Special(_)
+        | Op::ReadVar(_) => {}
+        Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(*a),
+        Op::Load { addr, .. } => f(*addr),
+        Op::Vote { pred, .. } => f(*pred),
+        Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
+            f(*a);
+            f(*b);
+        }
+        Op::Shuffle { value, lane, .. } => {
+            f(*value);
+            f(*lane);
+        }
+        Op::Ternary(_, a, b, c) => {
+            f(*a);
+            f(*b);
+            f(*c);
+        }
+        Op::Select {
+            cond,
+            if_true,
+            if_false,
+        } => {
+            f(*cond);
+            f(*if_true);
+            f(*if_false);
+        }
+        Op::Atomic {
+            addr,
+            value,
+            compare,
+            ..
+        } => {
+            f(*addr);
+            f(*value);
+            if let Some(c) = compare {
+                f(*c);
+            }
+        }
+    }
+}
+
+/// Calls `f` on every operand of `op`, which it may rewrite.
+pub(crate) fn op_operands_mut(op: &mut Op, mut f: impl FnMut(&mut Value)) {
+    match op {
+        Op::Const(_)
+        | Op::Param(_)
+        | Op::SliceBase(_)
+        | Op::SliceLen(_)
+        | Op::SharedAddr(_)
+        | Op::DynSharedAddr
+        | Op::LocalAddr(_)
+        | Op::Special(_)
+        | Op::ReadVar(_) => {}
+        Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(a),
+        Op::Load { addr, .. } => f(addr),
+        Op::Vote { pred, .. } => f(pred),
+        Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
+            f(a);
+            f(b);
+        }
+        Op::Shuffle { value, lane, .. } => {
+            f(value);
+            f(lane);
+        }
+        Op::Ternary(_, a, b, c) => {
+            f(a);
+            f(b);
+            f(c);
+        }
+        Op::Select {
+            cond,
+            if_true,
+            if_false,
+        } => {
+            f(cond);
+            f(if_true);
+            f(if_false);
+        }
+        Op::Atomic {
+            addr,
+            value,
+            compare,
+            ..
+        } => {
+            f(addr);
+            f(value);
+            if let Some(c) = compare {
+                f(c);
+            }
+        }
+    }
+}
+
+/// Calls `f` on every operand a statement reads itself (not those of its nested blocks).
+pub(crate) fn stmt_operands(stmt: &Stmt, mut f: impl FnMut(Value)) {
+    match stmt {
+        Stmt::Def { op, .. } => op_operands(op, f),
+        Stmt::WriteVar { value, .. } => f(*value),
+        Stmt::Store { addr, value, .. } => {
+            f(*addr);
+            f(*value);
+        }
+        Stmt::If { cond, .. } => f(*cond),
+        Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
+            f(*index);
+            f(*len);
+        }
+        Stmt::Mma { a, b, c, .. } => a.iter().chain(b).chain(c).for_each(|&v| f(v)),
+        Stmt::LdMatrix { addr, .. } => f(*addr),
+        Stmt::CpAsync { dst, src, .. } => {
+            f(*dst);
+            f(*src);
+        }
+        Stmt::Print { args, .. } => args.iter().for_each(|&v| f(v)),
+        Stmt::Loop { .. }
+        | Stmt::Break
+        | Stmt::Continue
+        | Stmt::Return
+        | Stmt::Barrier
+        | Stmt::Fence { .. }
+        | Stmt::Trap(_)
+        | Stmt::CpAsyncCommit
+        | Stmt::CpAsyncWaitGroup { .. }
+        | Stmt::CpAsyncWaitAll => {}
+    }
+}
+
+/// Calls `f` on every operand a statement reads itself, which it may rewrite.
+pub(crate) fn stmt_operands_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
+    match stmt {
+        Stmt::Def { op, .. } => op_operands_mut(op, f),
+        Stmt::WriteVar { value, .. } => f(value),
+        Stmt::Store { addr, value, .. } => {
+            f(addr);
+            f(value);
+        }
+        Stmt::If { cond, .. } => f(cond),
+        Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
+            f(index);
+            f(len);
+        }
+        Stmt::Mma { a, b, c, .. } => a.iter_mut().chain(b).chain(c).for_each(f),
+        Stmt::LdMatrix { addr, .. } => f(addr),
+        Stmt::CpAsync { dst, src, .. } => {
+            f(dst);
+            f(src);
+        }
+        Stmt::Print { args, .. } => args.iter_mut().for_each(f),
+        Stmt::Loop { .. }
+        | Stmt::Break
+        | Stmt::Continue
+        | Stmt::Return
+        | Stmt::Barrier
+        | Stmt::Fence { .. }
+        | Stmt::Trap(_)
+        | Stmt::CpAsyncCommit
+        | Stmt::CpAsyncWaitGroup { .. }
+        | Stmt::CpAsyncWaitAll => {}
+    }
+}
+
+/// Whether `op` has no effect and its result depends only on its operands and on which
+/// thread runs it: two evaluations with the same operands give the same bits, anywhere in
+/// the kernel. Loads, atomics, variable reads and warp operations (which depend on memory,
+/// on variables or on the set of active lanes) are not pure.
+pub(crate) fn is_pure(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Const(_)
+            | Op::Param(_)
+            | Op::SliceBase(_)
+            | Op::SliceLen(_)
+            | Op::SharedAddr(_)
+            | Op::DynSharedAddr
+            | Op::LocalAddr(_)
+            | Op::Special(_)
+            | Op::Unary(..)
+            | Op::Binary(..)
+            | Op::Ternary(..)
+            | Op::Compare(..)
+            | Op::Select { .. }
+            | Op::Cast { .. }
+            | Op::Bitcast { .. }
+    )
+}
+
+/// Whether a definition by `op` may be deleted when nothing uses its value: pure operations
+/// that cannot fault, and variable reads. An integer division or remainder stays unless its
+/// divisor is a constant that cannot fault (a zero divisor is an error the emulator reports,
+/// and deleting the division would hide it); loads stay because an out-of-bounds load is
+/// reported too.
+pub(crate) fn is_removable(
+    op: &Op,
+    ty: impl Fn(Value) -> ScalarType,
+    konst: &[Option<u64>],
+) -> bool {
+    match op {
+        Op::Binary(BinaryOp::Div | BinaryOp::Rem, a, b) if ty(*a).is_int() => {
+            let t = ty(*a);
+            match konst.get(b.index()).copied().flatten() {
+                Some(0) | None => false,
+                Some(bits) => !(t.is_signed_int() && bits == all_ones(t)),
+            }
+        }
+        Op::ReadVar(_) => true,
+        other => is_pure(other),
+    }
+}
+
+/// The bits of `-1` (all ones) in type `ty`.
+pub(crate) const fn all_ones(ty: ScalarType) -> u64 {
+    let w = ty.bits();
+    if w >= 64 { u64::MAX } else { (1u64 << w) - 1 }
+}
+
+/// The bits of every `Const` definition of the kernel, by value index.
+pub(crate) fn constant_bits(kernel: &Kernel) -> Vec<Option<u64>> {
+    let mut out = vec![None; kernel.values.len()];
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Def {
+            value,
+            op: Op::Const(c),
+        } = s
+            && let Some(slot) = out.get_mut(value.index())
+        {
+            *slot = Some(c.bits);
+        }
+    });
+    out
+}
+
+/// Calls `f` on every statement of `block` and of its nested blocks, in program order (a
+/// statement before the statements of its nested blocks).
+pub(crate) fn visit_stmts<'a>(block: &'a Block, f: &mut impl FnMut(&'a Stmt)) {
+    for s in &block.stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                visit_stmts(then, f);
+                visit_stmts(otherwise, f);
+            }
+            Stmt::Loop { body } => visit_stmts(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Calls `f` on every statement of `block` and of its nested blocks (parents first), which
+/// it may rewrite in place (but not restructure).
+pub(crate) fn visit_stmts_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)) {
+    for s in &mut block.stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                visit_stmts_mut(then, f);
+                visit_stmts_mut(otherwise, f);
+            }
+            Stmt::Loop { body } => visit_stmts_mut(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// A value substitution: `map[v] = Some(w)` replaces every read of `v` by `w`. The pass that
+/// fills it guarantees that `w` is visible wherever `v` is read.
+#[derive(Default)]
+pub(crate) struct Subst {
+    map: Vec<Option<Value>>,
+}
+
+impl Subst {
+    pub(crate) fn new(values: usize) -> Self {
+        Self {
+            map: vec![None; values],
+        }
+    }
+
+    /// Replaces `from` by `to` from now on.
+    pub(crate) fn set(&mut self, from: Value, to: Value) {
+        let to = self.get(to);
+        if from == to {
+            return;
+        }
+        if self.map.len() <= from.index() {
+            self.map.resize(from.index() + 1, None);
+        }
+        self.map[from.index()] = Some(to);
+    }
+
+    /// What `v` stands for now (following chains of replacements).
+    pub(crate) fn get(&self, mut v: Value) -> Value {
+        // A chain is at most as long as the number of values; the bound only guards against
+        // a cycle, which `set` never creates.
+        for _ in 0..=self.map.len() {
+            match self.map.get(v.index()).copied().flatten() {
+                Some(w) if w != v => v = w,
+                _ => break,
+            }
+        }
+        v
+    }
+
+    /// Rewrites the operands of `stmt` (not of its nested blocks); true if one changed.
+    pub(crate) fn apply(&self, stmt: &mut Stmt) -> bool {
+        let mut changed = false;
+        stmt_operands_mut(stmt, |v| {
+            let w = self.get(*v);
+            if w != *v {
+                *v = w;
+                changed = true;
+            }
+        });
+        changed
+    }
+}
+
+/// Whether `stmt` leaves the block for every lane that reaches it: the statements after it
+/// in the same block are never executed.
+pub(crate) fn is_terminator(stmt: &Stmt) -> bool {
+    matches!(
+        stmt,
+        Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Trap(_)
+    )
+}
+
+/// Whether every lane that runs `block` leaves it at its end or before: the block ends in
+/// (or contains at its top level) a terminator. Lanes that run it never get past it.
+pub(crate) fn always_exits(block: &Block) -> bool {
+    block.stmts.iter().any(is_terminator)
+}
+
+/// Calls `f` on every value `stmt` defines (a `Def`'s value, the results of `Mma` and
+/// `LdMatrix`).
+pub(crate) fn stmt_defs(stmt: &Stmt, mut f: impl FnMut(Value)) {
+    match stmt {
+        Stmt::Def { value, .. } => f(*value),
+        Stmt::Mma { d, .. } => d.iter().for_each(|&v| f(v)),
+        Stmt::LdMatrix { d, .. } => d.iter().for_each(|&v| f(v)),
+        _ => {}
+    }
+}
+
+fn stmt_defs_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
+    match stmt {
+        Stmt::Def { value, .. } => f(value),
+        Stmt::Mma { d, .. } => d.iter_mut().for_each(f),
+        Stmt::LdMatrix { d, .. } => d.iter_mut().for_each(f),
+        _ => {}
+    }
+}
+
+/// Drops from the arenas the values no statement defines any more and the variables no
+/// statement reads or writes (the validator asks every value of the arena to be defined),
+/// and renumbers the values in the order the body defines them, so that printed IR and
+/// PTX registers read top to bottom.
+pub(crate) fn compact(kernel: &mut Kernel) {
+    let mut order: Vec<Value> = Vec::with_capacity(kernel.values.len());
+    let mut var_used = vec![false; kernel.vars.len()];
+    visit_stmts(&kernel.body, &mut |s| {
+        stmt_defs(s, |v| order.push(v));
+        let var = match s {
+            Stmt::WriteVar { var, .. }
+            | Stmt::Def {
+                op: Op::ReadVar(var),
+                ..
+            } => Some(*var),
+            _ => None,
+        };
+        if let Some(u) = var.and_then(|var| var_used.get_mut(var.index())) {
+            *u = true;
+        }
+    });
+    let in_order =
+        order.len() == kernel.values.len() && order.iter().enumerate().all(|(i, v)| v.index() == i);
+    if in_order && var_used.iter().all(|&u| u) {
+        return;
+    }
+    let mut values = Arena::new();
+    let mut value_map: Vec<Value> = kernel.values.iter().map(|(v, _)| v).collect();
+    for &v in &order {
+        if let (Some(def), Some(slot)) = (kernel.values.try_get(v), value_map.get_mut(v.index())) {
+            *slot = values.append(def.clone());
+        }
+    }
+    let mut vars = Arena::new();
+    let mut var_map: Vec<Var> = Vec::with_capacity(var_used.len());
+    for (v, def) in kernel.vars.iter() {
+        var_map.push(if var_used[v.index()] {
+            vars.append(def.clone())
+        } else {
+            v
+        });
+    }
+    let remap = |v: &mut Value| {
+        if let Some(&w) = value_map.get(v.index()) {
+            *v = w;
+        }
+    };
+    visit_stmts_mut(&mut kernel.body, &mut |s| {
+        stmt_operands_mut(s, remap);
+        stmt_defs_mut(s, remap);
+        let var = match s {
+            Stmt::WriteVar { var, .. }
+            | Stmt::Def {
+                op: Op::ReadVar(var),
+                ..
+            } => Some(var),
+            _ => None,
+        };
+        if let Some(var) = var
+            && let Some(&w) = var_map.get(var.index())
+        {
+            *var = w;
+        }
+    });
+    kernel.values = values;
+    kernel.vars = vars;
+}

@@ -1,0 +1,166 @@
+//! cuprum's IR optimizer: a flat, named list of passes over kernel IR, run in one function
+//! ([`optimize_kernel`]), between the front ends and the back ends.
+//!
+//! The PTX writer is a table from IR operation to PTX instruction and the front end emits
+//! IR naively (the same address computed many times, constants left for later, a bounds
+//! check before every access, small arrays in local memory). ptxas cleans much of that up,
+//! but not all: it cannot keep a local array in registers through our address arithmetic,
+//! and every instruction we emit is one it has to see through. These passes give it clean,
+//! typed IR. The emulator runs the same optimized IR as the PTX writer, so the test suite
+//! checks the passes on every kernel it runs.
+//!
+//! The passes, in order ([`PASSES`]):
+//!
+//! | pass | what it does |
+//! |---|---|
+//! | [`fold`] | constant folding, algebraic identities, constant branches, unreachable code |
+//! | [`hoist`] | constants, parameters, addresses and index registers move to the top |
+//! | [`cse`] | one definition per pure operation and operands in each dominating position |
+//! | [`unroll`] | short counted loops (the front end's array copies) become straight code |
+//! | [`fold`], [`hoist`], [`cse`] | again, on the unrolled copies |
+//! | [`conditions`] | drops tests already decided by a dominating branch or by value ranges |
+//! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
+//! | [`fold`] | cleans up after `conditions` and `narrow` |
+//! | [`promote`] | local arrays accessed only at constant positions become variables |
+//! | [`fold`], [`hoist`], [`cse`] | once more, on what promotion exposed |
+//! | [`dce`] | definitions, variable writes and empty branches nothing needs |
+//!
+//! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
+//! never changes a value a thread computes, an access to memory or another lane, a trap or
+//! an error the emulator reports, except for reads of memory that was never written (whose
+//! contents the IR leaves unspecified). In debug builds (and so in tests) the validator runs
+//! after every pass and a pass that breaks an invariant panics with its name: that is a bug
+//! in the pass. In release builds an invalid result is discarded and the kernel is left as
+//! the front end made it.
+//!
+//! This crate depends only on `cuprum-ir`.
+
+pub mod conditions;
+pub mod cse;
+pub mod dce;
+mod eval;
+mod facts;
+pub mod fold;
+pub mod hoist;
+mod ir;
+pub mod narrow;
+pub mod promote;
+pub mod unroll;
+
+use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
+
+/// A named pass: rewrites a kernel in place and says whether it changed anything.
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    pub name: &'static str,
+    pub run: fn(&mut Kernel) -> bool,
+}
+
+/// The passes [`optimize_kernel`] runs, in order (see the crate docs).
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "fold",
+        run: fold::run,
+    },
+    Pass {
+        name: "hoist",
+        run: hoist::run,
+    },
+    Pass {
+        name: "cse",
+        run: cse::run,
+    },
+    Pass {
+        name: "unroll",
+        run: unroll::run,
+    },
+    Pass {
+        name: "fold",
+        run: fold::run,
+    },
+    Pass {
+        name: "hoist",
+        run: hoist::run,
+    },
+    Pass {
+        name: "cse",
+        run: cse::run,
+    },
+    Pass {
+        name: "conditions",
+        run: conditions::run,
+    },
+    Pass {
+        name: "narrow",
+        run: narrow::run,
+    },
+    Pass {
+        name: "fold",
+        run: fold::run,
+    },
+    Pass {
+        name: "promote",
+        run: promote::run,
+    },
+    Pass {
+        name: "fold",
+        run: fold::run,
+    },
+    Pass {
+        name: "hoist",
+        run: hoist::run,
+    },
+    Pass {
+        name: "cse",
+        run: cse::run,
+    },
+    Pass {
+        name: "dce",
+        run: dce::run,
+    },
+];
+
+/// Optimizes every kernel of `module` (see [`optimize_kernel`]).
+pub fn optimize(module: &mut Module) {
+    for kernel in &mut module.kernels {
+        optimize_kernel(kernel);
+    }
+}
+
+/// Runs [`PASSES`] on `kernel`. A kernel that does not validate is left alone.
+pub fn optimize_kernel(kernel: &mut Kernel) {
+    run_passes(kernel, PASSES);
+}
+
+/// Runs `passes` in order on `kernel`, validating after each one in debug builds (see the
+/// crate docs); returns whether any changed the kernel. A kernel that does not validate
+/// before is left alone.
+pub fn run_passes(kernel: &mut Kernel, passes: &[Pass]) -> bool {
+    if validate_kernel(kernel).is_err() {
+        return false;
+    }
+    let original = kernel.clone();
+    let mut changed = false;
+    for pass in passes {
+        changed |= (pass.run)(kernel);
+        if cfg!(debug_assertions)
+            && let Err(e) = validate_kernel(kernel)
+        {
+            // A broken invariant is a bug in the pass, never an input problem: fail loudly
+            // where tests run.
+            panic!(
+                "cuprum-opt: pass `{}` produced invalid IR: {e}\n{}\nbefore the passes:\n{}",
+                pass.name,
+                print_kernel(kernel),
+                print_kernel(&original)
+            );
+        }
+    }
+    // Values numbered in program order, for people reading the IR and the PTX.
+    ir::compact(kernel);
+    if validate_kernel(kernel).is_err() {
+        *kernel = original;
+        return false;
+    }
+    changed
+}

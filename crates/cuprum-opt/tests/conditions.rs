@@ -1,0 +1,199 @@
+//! Conditions decided by dominating branches or by value ranges (redundant bounds checks),
+//! and 64-bit index arithmetic narrowed to 32 bits: what goes, what stays, and that the
+//! kernel still does exactly the same on the emulator (traps included).
+
+mod common;
+
+use common::{K, has, passes, same_behaviour, same_outcome};
+use cuprum_ir::*;
+
+use ScalarType as S;
+
+const T: u32 = 96;
+
+/// `y[i] = x[i] + x[i]`, each access bounds-checked as the front end does.
+fn checked_twice() -> Kernel {
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    k.bounds_check(x, i);
+    let a = k.load(x, S::U32, i);
+    k.bounds_check(x, i);
+    let b = k.load(x, S::U32, i);
+    let s = k.add(a, b);
+    k.bounds_check(y, i);
+    k.store(y, i, s);
+    k.finish()
+}
+
+#[test]
+fn a_repeated_bounds_check_goes() {
+    let kernel = checked_twice();
+    let p = passes(&["hoist", "cse", "conditions", "fold", "dce"]);
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
+    // One check of x, one of y.
+    assert_eq!(
+        print_kernel(&opt).matches("trap").count(),
+        2,
+        "{}",
+        print_kernel(&opt)
+    );
+    // Out of bounds, the first check still traps, with the same message.
+    let short = same_outcome(&kernel, &p, T, 32, 50);
+    assert_eq!(print_kernel(&short).matches("trap").count(), 2);
+    assert!(common::run(&short, 0, T, 32, 50).is_err());
+}
+
+#[test]
+fn a_branch_on_a_known_condition_is_decided() {
+    // if t < 40 { if t < 40 { y[i] = 1 } else { y[i] = 2 } } else { y[i] = 3 }
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let forty = k.u32(40);
+    let c = k.cmp(CmpOp::Lt, t, forty);
+    k.if_else(
+        c,
+        |k| {
+            k.if_else(
+                c,
+                |k| {
+                    let v = k.u32(1);
+                    k.store(y, i, v);
+                },
+                |k| {
+                    let v = k.u32(2);
+                    k.store(y, i, v);
+                },
+            );
+        },
+        |k| {
+            let v = k.u32(3);
+            k.store(y, i, v);
+        },
+    );
+    let kernel = k.finish();
+    let opt = same_behaviour(&kernel, &passes(&["conditions", "dce"]), T, 32, T as u64);
+    assert_eq!(print_kernel(&opt).matches("if ").count(), 1);
+    assert!(!has(&opt, "const 2u32"));
+}
+
+#[test]
+fn ranges_decide_comparisons() {
+    // (t & 15) < 16 always; t < 256 always under launch bounds of 256 threads; t < 100 not.
+    let mut k = K::new("k");
+    k.b.set_launch_bounds(Some(LaunchBounds {
+        max_threads: 256,
+        min_blocks_per_sm: None,
+    }));
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let fifteen = k.u32(15);
+    let m = k.bin(BinaryOp::And, t, fifteen);
+    let sixteen = k.u32(16);
+    let a = k.cmp(CmpOp::Lt, m, sixteen);
+    let lim = k.u32(256);
+    let b = k.cmp(CmpOp::Ge, t, lim);
+    let hundred = k.u32(100);
+    let c = k.cmp(CmpOp::Lt, t, hundred);
+    for (cond, v) in [(a, 1u32), (b, 2), (c, 3)] {
+        k.if_else(
+            cond,
+            |k| {
+                let v = k.u32(v);
+                k.store(y, i, v);
+            },
+            |_| {},
+        );
+    }
+    let kernel = k.finish();
+    let p = passes(&["conditions", "fold", "dce"]);
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
+    let text = print_kernel(&opt);
+    assert_eq!(text.matches("if ").count(), 1, "{text}");
+    assert!(!text.contains("const 2u32"), "{text}");
+}
+
+#[test]
+fn a_check_against_another_length_stays() {
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    k.bounds_check(x, i);
+    let a = k.load(x, S::U32, i);
+    k.bounds_check(y, i);
+    k.store(y, i, a);
+    let kernel = k.finish();
+    let p = passes(&["hoist", "cse", "conditions", "fold", "dce"]);
+    let opt = same_outcome(&kernel, &p, T, 32, T as u64);
+    assert_eq!(print_kernel(&opt).matches("trap").count(), 2);
+}
+
+#[test]
+fn small_64_bit_index_arithmetic_is_done_in_32_bits() {
+    // A shared-tile index in usize: (ty as u64 + 8) * 33 + tx as u64, checked and truncated.
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U64, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let w = k.cast(t, S::U64);
+    let eight = k.u64(8);
+    let a = k.add(w, eight);
+    let c33 = k.u64(33);
+    let m = k.mul(a, c33);
+    let s = k.add(m, w);
+    let lim = k.u64(5000);
+    let ok = k.cmp(CmpOp::Lt, s, lim);
+    let narrow = k.cast(s, S::U32);
+    let back = k.cast(narrow, S::U64);
+    let zero = k.u64(0);
+    let v = k.op(Op::Select {
+        cond: ok,
+        if_true: back,
+        if_false: zero,
+    });
+    k.store(y, i, v);
+    // Not narrowed: blockIdx.x * 2^20 may exceed 32 bits.
+    let b = k.op(Op::Special(Special::BlockIdx(Dim::X)));
+    let bw = k.cast(b, S::U64);
+    let big = k.u64(1 << 20);
+    let p = k.mul(bw, big);
+    let y2 = k.add(i, p);
+    let _ = y2;
+    let kernel = k.finish();
+    let ps = passes(&["narrow", "fold", "dce"]);
+    let opt = same_behaviour(&kernel, &ps, T, 32, T as u64);
+    let text = print_kernel(&opt);
+    assert!(text.contains("u32 = Mul"), "{text}");
+    assert!(!text.contains("const 33u64"), "{text}");
+    assert!(
+        text.contains("const 5000u32"),
+        "the check compares in 32 bits: {text}"
+    );
+}
+
+#[test]
+fn large_64_bit_arithmetic_stays() {
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U64, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let b = k.op(Op::Special(Special::BlockIdx(Dim::X)));
+    let bw = k.cast(b, S::U64);
+    let big = k.u64(1 << 20);
+    let p = k.mul(bw, big);
+    let s = k.add(p, i);
+    k.store(y, i, s);
+    let kernel = k.finish();
+    let opt = same_behaviour(
+        &kernel,
+        &passes(&["narrow", "fold", "dce"]),
+        T,
+        32,
+        T as u64,
+    );
+    assert!(has(&opt, "u64 = Mul %"), "{}", print_kernel(&opt));
+}
