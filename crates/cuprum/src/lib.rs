@@ -76,7 +76,8 @@ pub mod __private {
     /// that directory, whatever the backend: CI assembles those files with `ptxas`, so every
     /// kernel the tests build is checked on a machine without a GPU.
     pub fn compile_source(source: &str) -> Result<Arc<cuprum_ir::Module>, String> {
-        let ir = cuprum_front::compile_source(source)?.ir;
+        let mut ir = cuprum_front::compile_source(source)?.ir;
+        cuprum_opt::optimize(&mut ir);
         if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
             dump_ptx(std::path::Path::new(&dir), source, &ir)?;
         }
@@ -96,7 +97,8 @@ pub mod __private {
         if let Some(ir) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(ir.clone());
         }
-        let ir = cuprum_front::compile_specialized(source, kernel, spec)?;
+        let mut ir = cuprum_front::compile_specialized(source, kernel, spec)?;
+        cuprum_opt::optimize(&mut ir);
         if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
             dump_ptx(
                 std::path::Path::new(&dir),
