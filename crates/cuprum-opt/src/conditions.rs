@@ -7,13 +7,14 @@
 //! is decided, and replaced by the branch it takes: the check disappears. The same holds for
 //! any `If` inside a branch on its own condition, and for conditions that the known ranges
 //! of unsigned operands decide (`k < 4` with `k < 4` known from the loop's exit test makes
-//! `k as u64 < 8` true). A `select` on a decided condition becomes its arm.
+//! `k as u64 < 8` true). A decided comparison becomes a constant, a `select` on a decided
+//! condition its arm.
 //!
 //! What this pass must not do: decide anything from a branch that does not dominate the
 //! test, or from float comparisons negated (NaN makes `!(a < b)` differ from `a >= b`; the
 //! facts only negate integer comparisons).
 
-use cuprum_ir::{Block, CmpOp, Kernel, Op, Stmt, Value};
+use cuprum_ir::{Block, CmpOp, Constant, Kernel, Op, Stmt, Value};
 
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{Subst, always_exits, compact};
@@ -111,26 +112,29 @@ impl Walker {
                     value,
                     op: Op::Compare(c, l, r),
                 } => {
-                    self.decide(value, c, l, r);
-                    out.push(Stmt::Def {
-                        value,
-                        op: Op::Compare(c, l, r),
-                    });
+                    // A comparison that is known, or that the ranges decide, is a constant.
+                    let op = match self.facts.known(value).or_else(|| self.decide(c, l, r)) {
+                        Some(b) => {
+                            self.changed = true;
+                            self.facts.assume(&self.defs, value, b);
+                            Op::Const(Constant::bool(b))
+                        }
+                        None => Op::Compare(c, l, r),
+                    };
+                    out.push(Stmt::Def { value, op });
                 }
                 other => out.push(other),
             }
         }
     }
 
-    /// Records the value of comparison `value = l c r` if the operands' ranges decide it.
-    fn decide(&mut self, value: Value, c: CmpOp, l: Value, r: Value) {
+    /// The value of `l c r` if the operands' ranges decide it.
+    fn decide(&self, c: CmpOp, l: Value, r: Value) -> Option<bool> {
         let ranges = Ranges {
             defs: &self.defs,
             facts: &self.facts,
             locals: &[],
         };
-        if let Some(b) = ranges.decide(c, l, r) {
-            self.facts.assume(&self.defs, value, b);
-        }
+        ranges.decide(c, l, r)
     }
 }
