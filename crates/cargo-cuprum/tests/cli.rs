@@ -55,6 +55,7 @@ fn has_gpu() -> bool {
 fn doctor_reports_this_machine() {
     let dir = TempDir::new("doctor");
     let out = cuprum(&dir.0, &["doctor"])
+        .env("CUPRUM_CACHE", "on")
         .env("CUPRUM_CACHE_DIR", dir.0.join("cache"))
         .env_remove("CUPRUM_DEVICE")
         .output()
@@ -89,6 +90,7 @@ fn doctor_fails_on_an_unwritable_cache() {
     let file = dir.0.join("not-a-folder");
     std::fs::write(&file, b"x").unwrap();
     let out = cuprum(&dir.0, &["doctor"])
+        .env("CUPRUM_CACHE", "on")
         .env("CUPRUM_CACHE_DIR", file.join("cache"))
         .env("CUPRUM_DEVICE", "emu")
         .output()

@@ -213,6 +213,7 @@ fn parent(args: &[String], kernels: usize, work: usize) -> Result<(), Box<dyn st
         let out = Command::new(&exe)
             .args(args)
             .env(ROLE_ENV, "child")
+            .env(cache::CACHE_ENV, "on")
             .env(cache::CACHE_DIR_ENV, &dir)
             .env(cache::CACHE_STATS_ENV, "1")
             .env(

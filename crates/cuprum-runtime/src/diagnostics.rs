@@ -247,7 +247,7 @@ impl fmt::Display for Problem {
             Self::CacheUnwritable { dir, reason } => write!(
                 f,
                 "the compile cache folder {} is not writable ({reason}): every process will \
-                 compile its kernels again; set {} to a writable folder, or {}=off",
+                 compile its kernels again; set {} to a writable folder, or unset {}",
                 dir.display(),
                 cache::CACHE_DIR_ENV,
                 cache::CACHE_ENV
@@ -426,7 +426,7 @@ impl fmt::Display for Report {
         match (&c.location, &c.writable) {
             (CacheLocation::Disabled, _) => writeln!(
                 f,
-                "cache     off ({}=off): the driver compiles at every load",
+                "cache     off (set {}=on for the cubin cache): the driver compiles at load, with its own JIT cache",
                 cache::CACHE_ENV
             )?,
             (CacheLocation::Unknown, _) => writeln!(
