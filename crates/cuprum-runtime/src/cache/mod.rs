@@ -27,8 +27,8 @@
 //! **The cubin cache is opt-in (`CUPRUM_CACHE=on`) for now.** Measured on an H200 (2026-11-30),
 //! cubins from the driver's linker ran slower than the same PTX loaded with
 //! `cuModuleLoadDataEx`: the tiled SGEMM example took 24.8 ms instead of 17.1 ms, the
-//! register-blocked one 12.5 ms instead of 10.0 ms (the linker compiles PTX as relocatable
-//! code). By default every load has the driver compile the PTX as it loads it, which the
+//! register-blocked one 12.5 ms instead of 10.0 ms (likely because the linker compiles PTX as
+//! relocatable code; not yet confirmed). By default every load has the driver compile the PTX as it loads it, which the
 //! driver's own JIT cache (`~/.nv/ComputeCache`) keeps across processes. Deleting the folder
 //! is always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load
 //! on stderr: hit or miss, and the time it took.
