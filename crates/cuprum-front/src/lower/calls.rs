@@ -126,6 +126,9 @@ impl Lowerer<'_> {
             if !ty.is_float() {
                 return err(span, format!("`{method}` needs a float, found `{ty}`"));
             }
+            if ty == S::F64 && is_transcendental(op) {
+                return err(span, f64_transcendental(&method));
+            }
             return Ok(Val::Scalar(self.def(Op::Unary(op, x), span)?));
         }
         let binary = match method.as_str() {
@@ -369,6 +372,16 @@ impl Lowerer<'_> {
         if !ty.is_float() {
             return err(span, format!("`{method}` needs a float, found `{ty}`"));
         }
+        if ty == S::F64 && matches!(method, "tan" | "powf")
+            || (ty == S::F64
+                && method == "powi"
+                && !matches!(
+                    args.first().map(|a| self.eval_const(a, 0)),
+                    Some(Ok(ConstVal::Int(_)))
+                ))
+        {
+            return err(span, f64_transcendental(method));
+        }
         let c = |this: &mut Self, v: f64| this.constant(float_constant(ty, v));
         let v = match (method, args) {
             ("is_nan", []) => self.def(Op::Compare(CmpOp::Ne, x, x), span)?,
@@ -586,4 +599,25 @@ impl Lowerer<'_> {
         }
         Ok(x)
     }
+}
+
+/// The functions the PTX writer builds from approximations defined for `f32` only.
+fn is_transcendental(op: UnaryOp) -> bool {
+    matches!(
+        op,
+        UnaryOp::Exp
+            | UnaryOp::Exp2
+            | UnaryOp::Ln
+            | UnaryOp::Log2
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+    )
+}
+
+fn f64_transcendental(method: &str) -> String {
+    format!(
+        "`{method}` on `f64` is not supported in device code yet (the GPU code for it exists for \
+         `f32` only): compute in `f32`, or write the series you need"
+    )
 }
