@@ -337,6 +337,20 @@ impl Lowerer<'_> {
         Ok(Binding::Tuple(out))
     }
 
+    /// A struct bound with `let mut`: one variable per field, in declaration order.
+    pub(super) fn mutable_struct(
+        &mut self,
+        name: &str,
+        struct_name: String,
+        items: Vec<Val>,
+        span: Span,
+    ) -> Result<Binding> {
+        match self.mutable_tuple(name, items, span)? {
+            Binding::Tuple(fields) => Ok(Binding::Struct(struct_name, fields)),
+            _ => err(span, "internal compiler error: struct fields"),
+        }
+    }
+
     /// The current value of a binding (reading every variable of a mutable tuple).
     pub(super) fn read_binding(&mut self, b: &Binding, span: Span) -> Result<Val> {
         Ok(match b {

@@ -92,6 +92,24 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Slots for the elements of a tuple or the fields of a struct; each element gets its own
+    /// (fresh) site, so literals there take Rust's defaults.
+    fn element_slots(
+        &mut self,
+        items: &[Val],
+        span: proc_macro2::Span,
+    ) -> Result<Option<Vec<Binding>>> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let inner = self.site();
+            match self.value_slot(item, inner, span)? {
+                Some(b) => out.push(b),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// Variables shaped like `v`, to carry a value out of branches. For an untyped literal the
     /// type comes from the site; in the infer run that may still be open (`None`).
     pub(super) fn value_slot(
@@ -115,29 +133,11 @@ impl Lowerer<'_> {
                 self.note_union(site, *s);
                 self.solved(site)
             }
-            Val::Tuple(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    // Elements get their own (fresh) sites: literals there take Rust's defaults.
-                    let inner = self.site();
-                    match self.value_slot(item, inner, span)? {
-                        Some(b) => out.push(b),
-                        None => return Ok(None),
-                    }
-                }
-                return Ok(Some(Binding::Tuple(out)));
-            }
+            Val::Tuple(items) => return Ok(self.element_slots(items, span)?.map(Binding::Tuple)),
             a @ Val::Array { .. } => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
             Val::Struct(name, items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    let inner = self.site();
-                    match self.value_slot(item, inner, span)? {
-                        Some(b) => out.push(b),
-                        None => return Ok(None),
-                    }
-                }
-                return Ok(Some(Binding::Struct(name.clone(), out)));
+                let slots = self.element_slots(items, span)?;
+                return Ok(slots.map(|fields| Binding::Struct(name.clone(), fields)));
             }
             other => {
                 return err(

@@ -190,82 +190,27 @@ impl Lowerer<'_> {
     }
 
     fn bind_helper_param(&mut self, pt: &syn::PatType, value: Val) -> Result<()> {
-        let (name, mutable) = match &*pt.pat {
-            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
-                (id.ident.to_string(), id.mutability.is_some())
-            }
-            syn::Pat::Wild(_) => return Ok(()),
-            other => return err(other.span(), "helper parameters must be plain names"),
-        };
         // References to device data pass through: slices, shared arrays, atomic slices.
         if let syn::Type::Reference(_) = &*pt.ty {
-            return match value {
-                v @ (Val::Slice(_) | Val::Shared { .. } | Val::Atomic(_)) => {
-                    self.bind(name, Binding::Val(v));
-                    Ok(())
+            let v = match value {
+                v @ (Val::Slice(_) | Val::Shared { .. } | Val::Atomic(_)) => v,
+                other => {
+                    let found = describe(&other);
+                    return err(
+                        pt.ty.span(),
+                        format!("expected a slice or shared array here, found {found}"),
+                    );
                 }
-                other => err(
-                    pt.ty.span(),
-                    format!(
-                        "expected a slice or shared array here, found {}",
-                        describe(&other)
-                    ),
-                ),
             };
-        }
-        if let syn::Type::Path(p) = &*pt.ty
-            && p.path.segments.last().is_some_and(|s| {
-                matches!(
-                    s.ident.to_string().as_str(),
-                    "ThreadIndex1D" | "ThreadIndex2D" | "ThreadIndex3D"
-                )
-            })
-        {
-            self.bind(name, Binding::Val(value));
-            return Ok(());
-        }
-        // Arrays are passed by value (a copy); tuples are taken apart.
-        let value = match value {
-            v @ Val::Array { .. } => self.copy_array(&v, pt.span())?,
-            Val::Tuple(items) if mutable => {
-                let binding = self.mutable_tuple(&name, items, pt.span())?;
-                self.bind(name, binding);
-                return Ok(());
-            }
-            other => other,
-        };
-        if let Val::Struct(sname, items) = value {
-            if mutable {
-                let Binding::Tuple(fields) = self.mutable_tuple(&name, items, pt.span())? else {
-                    return err(pt.span(), "internal compiler error: struct fields");
-                };
-                self.bind(name, Binding::Struct(sname, fields));
-            } else {
-                self.bind(name, Binding::Val(Val::Struct(sname, items)));
+            if let syn::Pat::Ident(id) = &*pt.pat {
+                self.bind(id.ident.to_string(), Binding::Val(v));
             }
             return Ok(());
         }
-        if matches!(value, Val::Array { .. } | Val::Tuple(_)) {
-            self.bind(name, Binding::Val(value));
-            return Ok(());
-        }
-        let ty = self.resolve_scalar(&pt.ty)?;
-        let x = self.materialize(value, ty, pt.span())?;
-        if mutable {
-            let var = self.b.var(name.clone(), ty);
-            self.b.push(Stmt::WriteVar { var, value: x });
-            self.bind(
-                name,
-                Binding::Var {
-                    var,
-                    ty,
-                    mutable: true,
-                },
-            );
-        } else {
-            self.bind(name, Binding::Val(Val::Scalar(x)));
-        }
-        Ok(())
+        // Everything else binds as `let` does: arrays copied, aggregates taken apart,
+        // scalars converted to the declared type, `mut` parameters made variables.
+        let site = self.site();
+        self.bind_pattern(&pt.pat, Some(&pt.ty), value, site, pt.span(), false)
     }
 
     /// The type each generic parameter of `f` takes at this call.

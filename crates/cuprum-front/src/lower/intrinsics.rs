@@ -156,20 +156,14 @@ impl Lowerer<'_> {
         }
         let len_v = self.constant(Constant::u64(u64::from(len)));
         let ok = self.def(Op::Compare(CmpOp::Lt, index, len_v), span)?;
-        self.b.begin_block();
-        let then = self.b.end_block();
-        self.b.begin_block();
-        self.b.push(Stmt::Trap(TrapKind::BoundsCheck {
-            index,
-            len: len_v,
-            site,
-        }));
-        let otherwise = self.b.end_block();
-        self.b.push(Stmt::If {
-            cond: ok,
-            then,
-            otherwise,
-        });
+        self.trap_unless(
+            ok,
+            TrapKind::BoundsCheck {
+                index,
+                len: len_v,
+                site,
+            },
+        );
         Ok(())
     }
 

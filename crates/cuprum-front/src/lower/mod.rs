@@ -697,10 +697,8 @@ impl<'a> Lowerer<'a> {
                 return Ok(());
             }
             Val::Struct(sname, items) if mutable => {
-                let Binding::Tuple(fields) = self.mutable_tuple(&name, items, span)? else {
-                    return err(span, "internal compiler error: struct fields");
-                };
-                self.bind(name, Binding::Struct(sname, fields));
+                let binding = self.mutable_struct(&name, sname, items, span)?;
+                self.bind(name, binding);
                 return Ok(());
             }
             other => other,
@@ -709,6 +707,8 @@ impl<'a> Lowerer<'a> {
             value,
             Val::Array { .. }
                 | Val::Tuple(_)
+                | Val::Struct(..)
+                | Val::Ptr { .. }
                 | Val::Shared { .. }
                 | Val::Slice(_)
                 | Val::Atomic(_)
@@ -1327,17 +1327,7 @@ impl<'a> Lowerer<'a> {
         let span = proc_macro2::Span::call_site();
         let len = self.def(Op::SliceLen(param), span)?;
         let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
-        self.b.begin_block();
-        let then = self.b.end_block();
-        self.b.begin_block();
-        self.b
-            .push(Stmt::Trap(TrapKind::BoundsCheck { index, len, site }));
-        let otherwise = self.b.end_block();
-        self.b.push(Stmt::If {
-            cond: in_bounds,
-            then,
-            otherwise,
-        });
+        self.trap_unless(in_bounds, TrapKind::BoundsCheck { index, len, site });
         self.element_addr(param, index, elem)
     }
 

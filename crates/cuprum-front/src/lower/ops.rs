@@ -194,6 +194,20 @@ impl Lowerer<'_> {
         Ok(())
     }
 
+    /// `if !cond { trap }`: the shape every bounds check takes.
+    pub(super) fn trap_unless(&mut self, cond: Value, kind: TrapKind) {
+        self.b.begin_block();
+        let then = self.b.end_block();
+        self.b.begin_block();
+        self.b.push(Stmt::Trap(kind));
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        });
+    }
+
     pub(super) fn trap_if(&mut self, cond: Value, kind: TrapKind) {
         self.b.begin_block();
         self.b.push(Stmt::Trap(kind));
