@@ -154,40 +154,26 @@ impl SharedMem {
 
     /// A plain load of `size` bytes at `off` by block thread `thread`.
     pub(crate) fn load(&mut self, off: u32, size: u32, thread: u32) -> Result<u64, SharedFault> {
-        let at = self.check(off, size)?;
-        let (epoch, gen_) = (self.epoch, self.block_gen);
-        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
-            let offset = off + i as u32;
-            if t.init != gen_ {
-                return Err(SharedFault::Uninitialized { offset });
-            }
-            if t.write_epoch == epoch && t.writer != thread {
-                return Err(SharedFault::Race {
-                    first: t.writer,
-                    second: thread,
-                    offset,
-                    kind: RaceKind::ReadWrite,
-                });
-            }
-            if t.atomic_epoch == epoch {
-                let other = other_than(t.atomic, t.atomic2, thread);
-                if other != NONE {
-                    return Err(SharedFault::Race {
-                        first: other,
-                        second: thread,
-                        offset,
-                        kind: RaceKind::ReadWrite,
-                    });
-                }
-            }
-            if t.read_epoch != epoch {
-                t.read_epoch = epoch;
-                t.reader = thread;
-                t.reader2 = NONE;
-            } else if t.reader != thread && t.reader2 == NONE {
-                t.reader2 = thread;
-            }
-        }
+        use Earlier::*;
+        let at = self.track_access(
+            off,
+            size,
+            thread,
+            true,
+            &[
+                (Writer, RaceKind::ReadWrite),
+                (Atomics, RaceKind::ReadWrite),
+            ],
+            |t, epoch| {
+                note(
+                    &mut t.read_epoch,
+                    &mut t.reader,
+                    &mut t.reader2,
+                    epoch,
+                    thread,
+                )
+            },
+        )?;
         Ok(self.value(at, size))
     }
 
@@ -199,44 +185,18 @@ impl SharedMem {
         value: u64,
         thread: u32,
     ) -> Result<(), SharedFault> {
-        let at = self.check(off, size)?;
-        let (epoch, gen_) = (self.epoch, self.block_gen);
-        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
-            let offset = off + i as u32;
-            if t.write_epoch == epoch && t.writer != thread {
-                return Err(SharedFault::Race {
-                    first: t.writer,
-                    second: thread,
-                    offset,
-                    kind: RaceKind::WriteWrite,
-                });
-            }
-            if t.read_epoch == epoch {
-                let other = other_than(t.reader, t.reader2, thread);
-                if other != NONE {
-                    return Err(SharedFault::Race {
-                        first: other,
-                        second: thread,
-                        offset,
-                        kind: RaceKind::ReadWrite,
-                    });
-                }
-            }
-            if t.atomic_epoch == epoch {
-                let other = other_than(t.atomic, t.atomic2, thread);
-                if other != NONE {
-                    return Err(SharedFault::Race {
-                        first: other,
-                        second: thread,
-                        offset,
-                        kind: RaceKind::WriteWrite,
-                    });
-                }
-            }
+        use Earlier::*;
+        let gen_ = self.block_gen;
+        let checks = [
+            (Writer, RaceKind::WriteWrite),
+            (Readers, RaceKind::ReadWrite),
+            (Atomics, RaceKind::WriteWrite),
+        ];
+        let at = self.track_access(off, size, thread, false, &checks, |t, epoch| {
             t.write_epoch = epoch;
             t.writer = thread;
             t.init = gen_;
-        }
+        })?;
         self.bytes[at..at + size as usize].copy_from_slice(&value.to_le_bytes()[..size as usize]);
         Ok(())
     }
@@ -249,44 +209,94 @@ impl SharedMem {
         thread: u32,
         f: impl FnOnce(u64) -> u64,
     ) -> Result<u64, SharedFault> {
-        let at = self.check(off, size)?;
-        let (epoch, gen_) = (self.epoch, self.block_gen);
-        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
-            let offset = off + i as u32;
-            if t.init != gen_ {
-                return Err(SharedFault::Uninitialized { offset });
-            }
-            if t.write_epoch == epoch && t.writer != thread {
-                return Err(SharedFault::Race {
-                    first: t.writer,
-                    second: thread,
-                    offset,
-                    kind: RaceKind::WriteWrite,
-                });
-            }
-            if t.read_epoch == epoch {
-                let other = other_than(t.reader, t.reader2, thread);
-                if other != NONE {
-                    return Err(SharedFault::Race {
-                        first: other,
-                        second: thread,
-                        offset,
-                        kind: RaceKind::ReadWrite,
-                    });
-                }
-            }
-            if t.atomic_epoch != epoch {
-                t.atomic_epoch = epoch;
-                t.atomic = thread;
-                t.atomic2 = NONE;
-            } else if t.atomic != thread && t.atomic2 == NONE {
-                t.atomic2 = thread;
-            }
-        }
+        use Earlier::*;
+        let checks = [
+            (Writer, RaceKind::WriteWrite),
+            (Readers, RaceKind::ReadWrite),
+        ];
+        let at = self.track_access(off, size, thread, true, &checks, |t, epoch| {
+            note(
+                &mut t.atomic_epoch,
+                &mut t.atomic,
+                &mut t.atomic2,
+                epoch,
+                thread,
+            )
+        })?;
         let old = self.value(at, size);
         let new = f(old);
         self.bytes[at..at + size as usize].copy_from_slice(&new.to_le_bytes()[..size as usize]);
         Ok(old)
+    }
+
+    /// The tracking every access shares: bounds and alignment, then per byte the
+    /// uninitialized-read check (`reads`), the race `checks` against other threads' earlier
+    /// accesses in this epoch, and `record` of this access. Returns the byte offset.
+    fn track_access(
+        &mut self,
+        off: u32,
+        size: u32,
+        thread: u32,
+        reads: bool,
+        checks: &[(Earlier, RaceKind)],
+        mut record: impl FnMut(&mut Track, u32),
+    ) -> Result<usize, SharedFault> {
+        let at = self.check(off, size)?;
+        let (epoch, gen_) = (self.epoch, self.block_gen);
+        for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
+            let offset = off + i as u32;
+            if reads && t.init != gen_ {
+                return Err(SharedFault::Uninitialized { offset });
+            }
+            for &(earlier, kind) in checks {
+                let first = t.other(earlier, epoch, thread);
+                if first != NONE {
+                    return Err(SharedFault::Race {
+                        first,
+                        second: thread,
+                        offset,
+                        kind,
+                    });
+                }
+            }
+            record(t, epoch);
+        }
+        Ok(at)
+    }
+}
+
+/// Which earlier accesses of a byte, in the current epoch, a new access may race with.
+#[derive(Clone, Copy)]
+enum Earlier {
+    Writer,
+    Readers,
+    Atomics,
+}
+
+impl Track {
+    /// A thread other than `thread` that made an `earlier` access in `epoch`, or `NONE`.
+    fn other(&self, earlier: Earlier, epoch: u32, thread: u32) -> u32 {
+        match earlier {
+            Earlier::Writer if self.write_epoch == epoch && self.writer != thread => self.writer,
+            Earlier::Readers if self.read_epoch == epoch => {
+                other_than(self.reader, self.reader2, thread)
+            }
+            Earlier::Atomics if self.atomic_epoch == epoch => {
+                other_than(self.atomic, self.atomic2, thread)
+            }
+            _ => NONE,
+        }
+    }
+}
+
+/// Records `thread` among up to two distinct threads that accessed a byte in `epoch`.
+fn note(slot_epoch: &mut u32, first: &mut u32, second: &mut u32, epoch: u32, thread: u32) {
+    if *slot_epoch != epoch {
+        *slot_epoch = epoch;
+        *first = thread;
+        *second = NONE;
+    } else if *first != thread && *second == NONE {
+        *second = thread;
     }
 }
 
