@@ -213,6 +213,26 @@ impl Ports<'_> {
         Ok(())
     }
 
+    /// Fails for the first lane in `mask` whose address is not a multiple of `size`, the
+    /// size of a whole vector access (checked before any of its elements is touched, as the
+    /// GPU faults on the instruction).
+    pub(crate) fn check_vector_alignment(
+        &self,
+        ctx: Ctx,
+        space: AddressSpace,
+        addr: &Lanes,
+        size: u32,
+        mask: u32,
+    ) -> Result<(), EmuError> {
+        for l in lanes_of(mask) {
+            let a = addr[l as usize];
+            if !a.is_multiple_of(u64::from(size)) {
+                return Err(ctx.misaligned(l, a, size, space));
+            }
+        }
+        Ok(())
+    }
+
     /// `*addr[l] = v[l]` (the low `size` bytes) for the lanes in `mask`.
     pub(crate) fn store(
         &mut self,

@@ -170,6 +170,37 @@ impl<'k> Exec<'_, 'k> {
                     let (a, v) = (&self.regs[addr.index()], &self.regs[value.index()]);
                     self.mem.store(ctx, *space, size, a, v, mask)?;
                 }
+                Stmt::VectorLoad { space, ty, addr, d } => {
+                    let size = ty.size_bytes();
+                    let base = self.regs[addr.index()];
+                    let whole = size * d.len() as u32;
+                    self.mem
+                        .check_vector_alignment(ctx, *space, &base, whole, mask)?;
+                    for (j, v) in (0u64..).zip(d) {
+                        let at = base.map(|a| a.wrapping_add(j * u64::from(size)));
+                        let mut out = self.regs[v.index()];
+                        self.mem.load(ctx, *space, *ty, &at, mask, &mut out)?;
+                        self.regs[v.index()] = out;
+                    }
+                }
+                Stmt::VectorStore {
+                    space,
+                    addr,
+                    values,
+                } => {
+                    let size = values
+                        .first()
+                        .map_or(0, |v| ctx.launch.types[v.index()].size_bytes());
+                    let base = self.regs[addr.index()];
+                    let whole = size * values.len() as u32;
+                    self.mem
+                        .check_vector_alignment(ctx, *space, &base, whole, mask)?;
+                    for (j, v) in (0u64..).zip(values) {
+                        let at = base.map(|a| a.wrapping_add(j * u64::from(size)));
+                        let v = &self.regs[v.index()];
+                        self.mem.store(ctx, *space, size, &at, v, mask)?;
+                    }
+                }
                 Stmt::If {
                     cond,
                     then,

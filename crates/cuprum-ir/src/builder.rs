@@ -160,6 +160,47 @@ impl KernelBuilder {
         Ok(d)
     }
 
+    /// Appends a [`Stmt::VectorLoad`] of `lanes` (2 or 4) consecutive `ty` elements at `addr`
+    /// and returns them in order.
+    pub fn vector_load(
+        &mut self,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        lanes: usize,
+    ) -> Result<Vec<Value>, String> {
+        self.check(&Stmt::VectorLoad {
+            space,
+            ty,
+            addr,
+            d: vec![addr; lanes],
+        })?;
+        let d: Vec<Value> = (0..lanes)
+            .map(|_| self.kernel.values.append(ValueDef { ty }))
+            .collect();
+        self.push(Stmt::VectorLoad {
+            space,
+            ty,
+            addr,
+            d: d.clone(),
+        });
+        Ok(d)
+    }
+
+    /// Appends a [`Stmt::VectorStore`] of `values` (2 or 4, of one type) at `addr`.
+    pub fn vector_store(
+        &mut self,
+        space: AddressSpace,
+        addr: Value,
+        values: Vec<Value>,
+    ) -> Result<(), String> {
+        self.push_checked(Stmt::VectorStore {
+            space,
+            addr,
+            values,
+        })
+    }
+
     /// Appends a [`Stmt::CpAsync`] of `size` bytes from global `src` to shared `dst`.
     pub fn cp_async(
         &mut self,

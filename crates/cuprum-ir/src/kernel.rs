@@ -62,8 +62,8 @@ use crate::arena::{Arena, Handle};
 use crate::matrix::{CpAsyncCache, MmaShape};
 use crate::types::{Constant, ScalarType};
 
-/// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`] or
-/// [`Stmt::LdMatrix`].
+/// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`],
+/// [`Stmt::LdMatrix`] or [`Stmt::VectorLoad`].
 pub type Value = Handle<ValueDef>;
 /// A mutable, per-thread variable (`let mut`).
 pub type Var = Handle<VarDef>;
@@ -99,7 +99,8 @@ impl Module {
 /// Invariants (all checked by [`crate::validate`]):
 /// * `name` is a valid PTX identifier (`[A-Za-z_][A-Za-z0-9_]*`), unique in its module;
 /// * every [`Value`] in `values` is defined exactly once in `body`, by a [`Stmt::Def`] or as
-///   one of the results (`d`) of a [`Stmt::Mma`] or [`Stmt::LdMatrix`], and every use of a
+///   one of the results (`d`) of a [`Stmt::Mma`], [`Stmt::LdMatrix`] or [`Stmt::VectorLoad`],
+///   and every use of a
 ///   value comes after its definition, in the same block or a block nested in it (the results
 ///   of a statement are defined after its operands are read, so they cannot be its operands);
 /// * every handle is in range; every parameter index names a parameter of the right kind;
@@ -202,6 +203,26 @@ pub enum Stmt {
         space: AddressSpace,
         addr: Value,
         value: Value,
+    },
+    /// Loads `d.len()` (2 or 4) consecutive elements of type `ty` from `addr` in `space` with
+    /// one vector access (`ld.<space>.v<N>`), defining `d[j]` as the element at
+    /// `addr + j * size_of(ty)`. `ty` is not `Bool`; the vector is at most 16 bytes and `addr`
+    /// is aligned to the whole vector's size (a misaligned address is an error, as on the
+    /// GPU). Otherwise it means the same as `d.len()` [`Op::Load`]s.
+    VectorLoad {
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        d: Vec<Value>,
+    },
+    /// Stores `values` (2 or 4, all of one type, not `Bool`) to consecutive elements at
+    /// `addr` in `space` with one vector access (`st.<space>.v<N>`); the same alignment and
+    /// size rules as [`Stmt::VectorLoad`]. Otherwise it means the same as one
+    /// [`Stmt::Store`] per value, in order.
+    VectorStore {
+        space: AddressSpace,
+        addr: Value,
+        values: Vec<Value>,
     },
     /// Two-way branch; `cond` is `Bool`.
     If {

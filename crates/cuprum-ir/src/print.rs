@@ -155,6 +155,29 @@ impl Printer<'_> {
                     list(c)
                 )
             }
+            Stmt::VectorLoad { space, ty, addr, d } => {
+                let results = self.results(d);
+                writeln!(
+                    self.out,
+                    "{pad}{results} = load.{space:?}.v{}.{ty} [%{}]",
+                    d.len(),
+                    addr.index()
+                )
+            }
+            Stmt::VectorStore {
+                space,
+                addr,
+                values,
+            } => {
+                let list: Vec<String> = values.iter().map(|v| format!("%{}", v.index())).collect();
+                writeln!(
+                    self.out,
+                    "{pad}store.{space:?}.v{} [%{}] = {{{}}}",
+                    values.len(),
+                    addr.index(),
+                    list.join(", ")
+                )
+            }
             Stmt::LdMatrix { trans, addr, d } => {
                 let results = self.results(d);
                 let t = if *trans { ".trans" } else { "" };

@@ -200,12 +200,13 @@ pub fn result_type(
     })
 }
 
-/// The values a statement defines besides [`Stmt::Def`] (the results of [`Stmt::Mma`] and
-/// [`Stmt::LdMatrix`]), with the type each must have.
+/// The values a statement defines besides [`Stmt::Def`] (the results of [`Stmt::Mma`],
+/// [`Stmt::LdMatrix`] and [`Stmt::VectorLoad`]), with the type each must have.
 pub fn stmt_results(stmt: &Stmt) -> Vec<(Value, ScalarType)> {
     match stmt {
         Stmt::Mma { d, .. } => d.iter().map(|&v| (v, ScalarType::F32)).collect(),
         Stmt::LdMatrix { d, .. } => d.iter().map(|&v| (v, ScalarType::U32)).collect(),
+        Stmt::VectorLoad { ty, d, .. } => d.iter().map(|&v| (v, *ty)).collect(),
         _ => Vec::new(),
     }
 }
@@ -257,6 +258,23 @@ pub fn check_stmt_operands(
             check_address(AddressSpace::Shared, value_ty(*dst)?)?;
             check_address(AddressSpace::Global, value_ty(*src)?)?;
         }
+        Stmt::VectorLoad { space, ty, addr, d } => {
+            check_address(*space, value_ty(*addr)?)?;
+            check_vector(*ty, d.len())?;
+        }
+        Stmt::VectorStore {
+            space,
+            addr,
+            values,
+        } => {
+            check_address(*space, value_ty(*addr)?)?;
+            let Some(&first) = values.first() else {
+                return Err("a vector store needs values".into());
+            };
+            let ty = value_ty(first)?;
+            expect("vector store value", values, ty)?;
+            check_vector(ty, values.len())?;
+        }
         Stmt::Print { format, args } => {
             let types = args
                 .iter()
@@ -265,6 +283,22 @@ pub fn check_stmt_operands(
             crate::printf::check_print(format, &types)?;
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// A vector access of `lanes` elements of `ty`: 2 or 4 of them, not `Bool`, at most 16 bytes.
+fn check_vector(ty: ScalarType, lanes: usize) -> Result<(), String> {
+    if !matches!(lanes, 2 | 4) {
+        return Err(format!("a vector access has 2 or 4 elements, not {lanes}"));
+    }
+    if ty == ScalarType::Bool {
+        return Err("a vector access cannot move bool".into());
+    }
+    if ty.size_bytes() as usize * lanes > 16 {
+        return Err(format!(
+            "a vector access moves at most 16 bytes, not {lanes} x {ty}"
+        ));
     }
     Ok(())
 }
@@ -417,11 +451,14 @@ impl Walk<'_> {
             Stmt::CpAsyncWaitAll => {}
             Stmt::Mma { .. }
             | Stmt::LdMatrix { .. }
+            | Stmt::VectorLoad { .. }
+            | Stmt::VectorStore { .. }
             | Stmt::CpAsync { .. }
             | Stmt::Print { .. } => {
                 check_stmt_operands(stmt, |v| self.visible(v))?;
                 let name = match stmt {
                     Stmt::Mma { .. } => "the mma",
+                    Stmt::VectorLoad { .. } => "the vector load",
                     _ => "the ldmatrix",
                 };
                 for (value, ty) in stmt_results(stmt) {

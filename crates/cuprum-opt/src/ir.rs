@@ -127,7 +127,11 @@ pub(crate) fn stmt_operands(stmt: &Stmt, mut f: impl FnMut(Value)) {
             f(*len);
         }
         Stmt::Mma { a, b, c, .. } => a.iter().chain(b).chain(c).for_each(|&v| f(v)),
-        Stmt::LdMatrix { addr, .. } => f(*addr),
+        Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(*addr),
+        Stmt::VectorStore { addr, values, .. } => {
+            f(*addr);
+            values.iter().for_each(|&v| f(v));
+        }
         Stmt::CpAsync { dst, src, .. } => {
             f(*dst);
             f(*src);
@@ -161,7 +165,11 @@ pub(crate) fn stmt_operands_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) 
             f(len);
         }
         Stmt::Mma { a, b, c, .. } => a.iter_mut().chain(b).chain(c).for_each(f),
-        Stmt::LdMatrix { addr, .. } => f(addr),
+        Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(addr),
+        Stmt::VectorStore { addr, values, .. } => {
+            f(addr);
+            values.iter_mut().for_each(f);
+        }
         Stmt::CpAsync { dst, src, .. } => {
             f(dst);
             f(src);
@@ -354,13 +362,13 @@ pub(crate) fn always_exits(block: &Block) -> bool {
     block.stmts.iter().any(is_terminator)
 }
 
-/// Calls `f` on every value `stmt` defines (a `Def`'s value, the results of `Mma` and
-/// `LdMatrix`).
+/// Calls `f` on every value `stmt` defines (a `Def`'s value, the results of `Mma`,
+/// `LdMatrix` and `VectorLoad`).
 pub(crate) fn stmt_defs(stmt: &Stmt, mut f: impl FnMut(Value)) {
     match stmt {
         Stmt::Def { value, .. } => f(*value),
         Stmt::Mma { d, .. } => d.iter().for_each(|&v| f(v)),
-        Stmt::LdMatrix { d, .. } => d.iter().for_each(|&v| f(v)),
+        Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d.iter().for_each(|&v| f(v)),
         _ => {}
     }
 }
@@ -369,7 +377,7 @@ fn stmt_defs_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
     match stmt {
         Stmt::Def { value, .. } => f(value),
         Stmt::Mma { d, .. } => d.iter_mut().for_each(f),
-        Stmt::LdMatrix { d, .. } => d.iter_mut().for_each(f),
+        Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d.iter_mut().for_each(f),
         _ => {}
     }
 }

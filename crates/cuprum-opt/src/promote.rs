@@ -200,6 +200,14 @@ fn drop_declarations(kernel: &mut Kernel, promoted: &[bool]) {
         | Stmt::Store {
             space: AddressSpace::Local,
             ..
+        }
+        | Stmt::VectorLoad {
+            space: AddressSpace::Local,
+            ..
+        }
+        | Stmt::VectorStore {
+            space: AddressSpace::Local,
+            ..
         } => any_left = true,
         _ => {}
     });
@@ -227,6 +235,16 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
+    /// A vector access of `lanes` elements: it keeps in memory every array it may touch
+    /// (recorded as a ranged access of the whole vector's bytes).
+    fn vector_access(&mut self, addr: Value, ty: ScalarType, lanes: usize) {
+        self.access(addr, ty);
+        if let Some(a) = self.accesses.last_mut() {
+            a.exact = false;
+            a.size *= lanes as u64;
+        }
+    }
+
     fn access(&mut self, addr: Value, ty: ScalarType) {
         let size = u64::from(ty.size_bytes());
         let (lo, hi, exact) = match self.addrs.get(addr.index()).copied().flatten() {
@@ -270,6 +288,20 @@ impl Scan<'_> {
                 } => {
                     let ty = self.defs.ty(*value);
                     self.access(*addr, ty);
+                }
+                Stmt::VectorLoad {
+                    space: AddressSpace::Local,
+                    ty,
+                    addr,
+                    d,
+                } => self.vector_access(*addr, *ty, d.len()),
+                Stmt::VectorStore {
+                    space: AddressSpace::Local,
+                    addr,
+                    values,
+                } => {
+                    let ty = values.first().map_or(ScalarType::U8, |&v| self.defs.ty(v));
+                    self.vector_access(*addr, ty, values.len());
                 }
                 Stmt::Def {
                     value,

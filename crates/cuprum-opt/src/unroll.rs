@@ -347,7 +347,9 @@ impl Copy<'_> {
                 }
             }
             Stmt::Mma { d, .. } => d.iter_mut().for_each(|v| *v = self.get(*v)),
-            Stmt::LdMatrix { d, .. } => d.iter_mut().for_each(|v| *v = self.get(*v)),
+            Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => {
+                d.iter_mut().for_each(|v| *v = self.get(*v))
+            }
             _ => {}
         }
         s

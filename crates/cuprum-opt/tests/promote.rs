@@ -219,3 +219,39 @@ fn partial_or_retyped_accesses_keep_the_array() {
     let opt = same_outcome(&kernel, &passes(&["promote"]), T, 32, T as u64);
     assert_eq!(print_kernel(&opt).matches("load.Local").count(), 2);
 }
+
+#[test]
+fn an_array_read_by_a_vector_load_stays_in_memory() {
+    // a = [x, x+1, x+2, x+3] stored element by element, read back as one vector: the four
+    // scalar stores must still reach memory; a second array, only scalar, still moves.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let v = k.load(x, S::U32, i);
+    let a = array(&mut k, S::U32, 4);
+    let b = array(&mut k, S::U32, 1);
+    for e in 0..4u32 {
+        let c = k.u32(e);
+        let m = k.add(v, c);
+        let addr = at(&mut k, a, 4 * e);
+        local_store(&mut k, addr, m);
+    }
+    local_store(&mut k, b, v);
+    let d = k.b.vector_load(AddressSpace::Local, S::U32, a, 4).unwrap();
+    let s01 = k.mul(d[0], d[1]);
+    let s23 = k.bin(BinaryOp::Xor, d[2], d[3]);
+    let s = k.add(s01, s23);
+    let w = local_load(&mut k, S::U32, b);
+    let s = k.add(s, w);
+    k.store(y, i, s);
+    let kernel = k.finish();
+    let opt = same_behaviour(&kernel, &passes(&["promote"]), T, 32, T as u64);
+    let text = print_kernel(&opt);
+    assert_eq!(text.matches("store.Local").count(), 4, "{text}");
+    assert!(text.contains("load.Local.v4.u32"), "{text}");
+    assert!(
+        text.contains("var $a_"),
+        "the scalar-only array moves: {text}"
+    );
+}

@@ -121,6 +121,8 @@ impl Tracer {
                 // Matrix fragments are data, never addresses into a slice.
                 Stmt::Mma { d, .. } => self.unknown(d),
                 Stmt::LdMatrix { d, .. } => self.unknown(d),
+                // Loaded data is never trusted as an address into a slice.
+                Stmt::VectorLoad { d, .. } => self.unknown(d),
                 _ => {}
             }
         }

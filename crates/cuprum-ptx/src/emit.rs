@@ -350,6 +350,12 @@ impl<'k> KernelWriter<'k> {
                 ins!(self, "mov.{} {d}, {s}", d.class.ptx_type());
             }
             Stmt::Store { space, addr, value } => self.store(*space, *addr, *value),
+            Stmt::VectorLoad { space, ty, addr, d } => self.vector_load(*space, *ty, *addr, d),
+            Stmt::VectorStore {
+                space,
+                addr,
+                values,
+            } => self.vector_store(*space, *addr, values),
             Stmt::If {
                 cond,
                 then,
@@ -479,15 +485,11 @@ impl<'k> KernelWriter<'k> {
     }
 
     pub(crate) fn load(&mut self, d: Reg, space: AddressSpace, ty: ScalarType, addr: Value) {
-        let a = self.reg(addr);
-        let sp = space_name(space);
-        let nc = if space == AddressSpace::Global
-            && self.read_only.get(addr.index()).copied().unwrap_or(false)
-        {
-            ".nc"
-        } else {
-            ""
-        };
+        let (a, sp, nc) = (
+            self.reg(addr),
+            space_name(space),
+            self.non_coherent(space, addr),
+        );
         if ty == ScalarType::Bool {
             let t = self.tmp(Class::B32);
             ins!(self, "ld.{sp}{nc}.u8 {t}, [{a}]");
@@ -495,6 +497,42 @@ impl<'k> KernelWriter<'k> {
         } else {
             ins!(self, "ld.{sp}{nc}.{} {d}, [{a}]", mem_type(ty));
         }
+    }
+
+    /// `.nc` where `addr` is a global address inside a read-only slice.
+    fn non_coherent(&self, space: AddressSpace, addr: Value) -> &'static str {
+        if space == AddressSpace::Global
+            && self.read_only.get(addr.index()).copied().unwrap_or(false)
+        {
+            ".nc"
+        } else {
+            ""
+        }
+    }
+
+    /// `{%r1, %r2, ..}`: the registers of `values`, as a PTX vector operand.
+    fn vector_operand(&self, values: &[Value]) -> String {
+        let regs: Vec<String> = values.iter().map(|&v| self.reg(v).to_string()).collect();
+        format!("{{{}}}", regs.join(", "))
+    }
+
+    fn vector_load(&mut self, space: AddressSpace, ty: ScalarType, addr: Value, d: &[Value]) {
+        let (a, sp, nc) = (
+            self.reg(addr),
+            space_name(space),
+            self.non_coherent(space, addr),
+        );
+        let (n, list) = (d.len(), self.vector_operand(d));
+        ins!(self, "ld.{sp}{nc}.v{n}.{} {list}, [{a}]", mem_type(ty));
+    }
+
+    fn vector_store(&mut self, space: AddressSpace, addr: Value, values: &[Value]) {
+        let Some(&first) = values.first() else {
+            return;
+        };
+        let (a, sp, ty) = (self.reg(addr), space_name(space), self.ty(first));
+        let (n, list) = (values.len(), self.vector_operand(values));
+        ins!(self, "st.{sp}.v{n}.{} [{a}], {list}", store_type(ty));
     }
 
     fn store(&mut self, space: AddressSpace, addr: Value, value: Value) {

@@ -329,3 +329,78 @@ fn every_shuffle_and_vote() {
         assert!(ptx.contains(s), "{s}\n{ptx}");
     }
 }
+
+#[test]
+fn every_vector_access() {
+    let mut k = K::new("vectors");
+    let ro = k.slice("ro", S::U8, SliceAccess::ReadOnly);
+    let rw = k.slice("rw", S::U8, SliceAccess::ReadWrite);
+    let sh = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: S::U64,
+        len: 8,
+    });
+    let lo = k.b.local_array(ArrayDecl {
+        name: "l".into(),
+        elem: S::U64,
+        len: 8,
+    });
+    let shared = k.op(Op::SharedAddr(sh));
+    let local = k.op(Op::LocalAddr(lo));
+    let mut expected = Vec::new();
+    let mut at = 0u64;
+    for &ty in ScalarType::ALL.iter().filter(|&&t| t != S::Bool) {
+        for lanes in [2usize, 4] {
+            if ty.size_bytes() as usize * lanes > 16 {
+                continue;
+            }
+            at += 16;
+            let i = k.u64(at);
+            let src = k.elem_addr(ro, i, S::U8);
+            let d =
+                k.b.vector_load(AddressSpace::Global, ty, src, lanes)
+                    .unwrap();
+            let dst = k.elem_addr(rw, i, S::U8);
+            k.b.vector_store(AddressSpace::Global, dst, d.clone())
+                .unwrap();
+            // Through shared and local memory and back (the same bits).
+            k.b.vector_store(AddressSpace::Shared, shared, d.clone())
+                .unwrap();
+            let s =
+                k.b.vector_load(AddressSpace::Shared, ty, shared, lanes)
+                    .unwrap();
+            k.b.vector_store(AddressSpace::Local, local, s).unwrap();
+            let l =
+                k.b.vector_load(AddressSpace::Local, ty, local, lanes)
+                    .unwrap();
+            k.b.vector_store(AddressSpace::Global, dst, l).unwrap();
+            expected.push(format!("ld.global.nc.v{lanes}.{}", mem_name(ty)));
+        }
+    }
+    let ptx = write_and_assemble(&one(k.finish()));
+    for s in expected.iter().map(String::as_str).chain([
+        "st.global.v4.u32",
+        "ld.shared.v2.f64",
+        "st.local.v4.b16",
+        "ld.local.v4.u8",
+    ]) {
+        assert!(ptx.contains(s), "{s}\n{ptx}");
+    }
+}
+
+/// The PTX memory type name of `ty` for loads.
+fn mem_name(ty: ScalarType) -> &'static str {
+    match ty {
+        S::Bool | S::U8 => "u8",
+        S::I8 => "s8",
+        S::I16 => "s16",
+        S::U16 => "u16",
+        S::I32 => "s32",
+        S::U32 => "u32",
+        S::I64 => "s64",
+        S::U64 => "u64",
+        S::F16 | S::BF16 => "b16",
+        S::F32 => "f32",
+        S::F64 => "f64",
+    }
+}
