@@ -53,8 +53,8 @@ fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&
     let gbs = (bytes_per_elem * n) as f64 / (ms * 1e6);
     let tuning = tuning.map_or(String::new(), |t| {
         format!(
-            " [block {} blocks/SM {} bytes/thread {} {:?}]",
-            t.block, t.blocks_per_sm, t.bytes_per_thread, t.layout
+            " [block {} blocks/SM {} bytes/thread {} {:?} vector {} B]",
+            t.block, t.blocks_per_sm, t.bytes_per_thread, t.layout, t.vector_bytes
         )
     });
     println!("cuprum-iter {what} n={n} median {ms:.4} ms {gbs:.1} GB/s{tuning}");
@@ -112,22 +112,26 @@ fn main() -> GpuResult<()> {
     let tunings: Vec<Option<Tuning>> = if sweep {
         let base = Tuning::default();
         let mut v = vec![None];
-        for (block, blocks_per_sm, bytes_per_thread, layout) in [
-            (256, 4, 16, Layout::Consecutive),
-            (256, 8, 16, Layout::Consecutive),
-            (256, 8, 32, Layout::Consecutive),
-            (256, 4, 64, Layout::Consecutive),
-            (512, 4, 32, Layout::Consecutive),
-            (128, 8, 32, Layout::Consecutive),
-            (256, 4, 16, Layout::WarpStrided),
-            (256, 4, 32, Layout::WarpStrided),
-            (256, 8, 32, Layout::WarpStrided),
+        for (block, blocks_per_sm, bytes_per_thread, layout, vector_bytes) in [
+            (256, 4, 32, Layout::WarpStrided, 0),
+            (256, 4, 16, Layout::WarpStrided, 16),
+            (256, 8, 16, Layout::WarpStrided, 16),
+            (256, 2, 32, Layout::WarpStrided, 16),
+            (256, 8, 32, Layout::WarpStrided, 16),
+            (256, 4, 64, Layout::WarpStrided, 16),
+            (512, 4, 32, Layout::WarpStrided, 16),
+            (128, 8, 32, Layout::WarpStrided, 16),
+            (1024, 2, 32, Layout::WarpStrided, 16),
+            (256, 4, 16, Layout::Consecutive, 16),
+            (256, 4, 32, Layout::Consecutive, 16),
+            (256, 8, 16, Layout::Consecutive, 0),
         ] {
             v.push(Some(Tuning {
                 block,
                 blocks_per_sm,
                 bytes_per_thread,
                 layout,
+                vector_bytes,
                 ..base
             }));
         }

@@ -41,6 +41,12 @@ pub struct Tuning {
     pub bytes_per_thread: u32,
     /// Where a thread's elements of one iteration lie. See [`Layout`].
     pub layout: Layout,
+    /// The widest global access, in bytes (at most 16): a thread's elements move in runs of
+    /// up to this many bytes, each with one vector load or store (`ld.global.nc.v4.f32` for
+    /// 16 bytes of `f32`). Slices handed to generated kernels start at the beginning of their
+    /// allocation, so runs at multiples of the run length are aligned. 0 (or one element's
+    /// size) means scalar accesses only.
+    pub vector_bytes: u32,
     /// Fill every output with a poison pattern before the kernel writes it (costs a
     /// host-to-device copy; for tests, so that an element the kernel misses cannot pass).
     pub poison_outputs: bool,
@@ -48,13 +54,11 @@ pub struct Tuning {
 
 /// Where a thread's elements of one loop iteration lie ([`Tuning::layout`]).
 ///
-/// The IR has no vector loads, so a thread's consecutive elements are read by separate scalar
-/// loads of consecutive addresses. ptxas (CUDA 13.x, sm_90) does not merge them into 16-byte
-/// vector loads, not even with `.align 16` pointer parameters: each warp-wide load then
-/// touches 32 bytes per lane, eight times the cache lines it needs. So the default is
-/// [`WarpStrided`](Self::WarpStrided), where every load instruction of a warp reads one
-/// contiguous, fully used run. `Consecutive` stays for measuring, and becomes the better
-/// layout once the PTX writer emits `ld.global.nc.v4`.
+/// Both move a thread's elements in runs of up to [`Tuning::vector_bytes`] with vector
+/// accesses. With [`WarpStrided`](Self::WarpStrided) (the default) every warp-wide access
+/// reads or writes one contiguous span (32 lanes x one run); with
+/// [`Consecutive`](Self::Consecutive) a thread's runs follow each other, so one warp-wide
+/// access touches every other run's cache lines and the next access the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// A thread's `k` elements of one iteration are consecutive in memory.
@@ -70,6 +74,7 @@ impl Default for Tuning {
             blocks_per_sm: 4,
             bytes_per_thread: 32,
             layout: Layout::WarpStrided,
+            vector_bytes: 16,
             poison_outputs: false,
         }
     }
@@ -80,6 +85,13 @@ impl Tuning {
     pub(crate) fn elems_per_thread(&self, size: u32) -> u32 {
         let k = (self.bytes_per_thread / size.max(1)).clamp(1, 16);
         1 << k.ilog2()
+    }
+
+    /// Elements of `size` bytes per vector access (1, 2 or 4; at most
+    /// [`elems_per_thread`](Self::elems_per_thread)).
+    pub(crate) fn vector_elems(&self, size: u32) -> u32 {
+        let v = (self.vector_bytes.min(16) / size.max(1)).clamp(1, 4);
+        (1 << v.ilog2()).min(self.elems_per_thread(size))
     }
 
     fn check(&self) -> GpuResult<()> {

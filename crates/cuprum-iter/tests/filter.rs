@@ -98,6 +98,7 @@ fn every_tuning_compacts_in_order() {
             blocks_per_sm,
             bytes_per_thread,
             layout: Layout::Consecutive,
+            vector_bytes: 16,
             poison_outputs: true,
         }));
         for &len in &lens {

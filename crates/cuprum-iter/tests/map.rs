@@ -224,6 +224,46 @@ fn other_element_types() {
     }
 }
 
+/// Inputs of different widths in one chain: each moves in runs as long as the widest
+/// type's 16-byte vector (two elements), so narrow inputs take 2- and 4-byte vectors.
+#[test]
+fn mixed_element_widths_in_one_chain() {
+    let device = device();
+    let mut rng = rng("mixed");
+    for len in LENGTHS {
+        let bytes = random(&mut rng, len, 0u8, 255);
+        let wide = random(&mut rng, len, -1e6f64, 1e6);
+        let shorts = random(&mut rng, len, -3000i16, 3000);
+        let (db, dw, ds) = (
+            ok(device.upload(&bytes)),
+            ok(device.upload(&wide)),
+            ok(device.upload(&shorts)),
+        );
+        let got = ok((&db)
+            .zip(&dw)
+            .zip(&ds)
+            .map(|((b, w), s)| (b.cast::<f64>() + w * s.cast::<f64>()).cast::<f32>())
+            .collect(&device));
+        let want: Vec<f32> = bytes
+            .iter()
+            .zip(&wide)
+            .zip(&shorts)
+            .map(|((&b, &w), &s)| (f64::from(b) + w * f64::from(s)) as f32)
+            .collect();
+        assert_bits_eq(&format!("mixed len {len}"), &got, &want);
+        let got = ok((&ds)
+            .zip(&db)
+            .map(|(s, b)| s ^ b.cast::<i16>())
+            .collect(&device));
+        let want: Vec<i16> = shorts
+            .iter()
+            .zip(&bytes)
+            .map(|(&s, &b)| s ^ i16::from(b))
+            .collect();
+        assert_eq!(got, want, "i16 ^ u8 len {len}");
+    }
+}
+
 #[test]
 fn host_control_flow_and_captured_values_pick_what_is_traced() {
     let device = device();
@@ -248,7 +288,13 @@ fn every_tuning_visits_every_element_once() {
     let device = device();
     let mut rng = rng("tunings");
     let lens = [0usize, 1, 3, 31, 32, 33, 255, 1000, 4099, 70_001];
-    for layout in [Layout::Consecutive, Layout::WarpStrided] {
+    for (layout, vector_bytes) in [
+        (Layout::Consecutive, 0u32),
+        (Layout::Consecutive, 16),
+        (Layout::WarpStrided, 0),
+        (Layout::WarpStrided, 8),
+        (Layout::WarpStrided, 16),
+    ] {
         for bytes_per_thread in [4u32, 8, 16, 32, 64] {
             for (block, blocks_per_sm) in [(32u32, 1u32), (256, 4), (128, 2)] {
                 let tuning = Tuning {
@@ -256,6 +302,7 @@ fn every_tuning_visits_every_element_once() {
                     blocks_per_sm,
                     bytes_per_thread,
                     layout,
+                    vector_bytes,
                     poison_outputs: true,
                 };
                 ok(device.set_tuning(tuning));

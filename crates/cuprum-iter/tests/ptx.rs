@@ -71,3 +71,20 @@ fn generated_kernels_assemble_for_every_target() {
         }
     }
 }
+
+#[test]
+fn default_kernels_move_16_byte_vectors() {
+    let device = device();
+    let a = ok(device.upload(&vec![1.0f32; 1000]));
+    let b = ok(device.upload(&vec![2.0f32; 1000]));
+    ok((&a).zip(&b).map(|(x, y)| x + y).collect(&device));
+    ok((&a).sum());
+    let modules = device.compiled_modules();
+    let ptx: String = modules
+        .iter()
+        .map(|m| cuprum_ptx::write_module(m, Target::Sm90).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    for s in ["ld.global.nc.v4.f32", "st.global.v4.f32"] {
+        assert!(ptx.contains(s), "{s} missing:\n{ptx}");
+    }
+}

@@ -88,11 +88,56 @@ fn group_addrs(g: &mut Gen, base: Value, group: &Group, ty: ScalarType) -> R<Vec
     };
     let addr0 = g.global_elem(base, first, ty)?;
     let mut addrs = vec![addr0];
-    for j in 1..group.idxs.len() as u64 {
-        let off = g.u64(j * group.stride * u64::from(ty.size_bytes()));
+    for p in 1..group.idxs.len() {
+        let off = g.u64(group.offset(p) * u64::from(ty.size_bytes()));
         addrs.push(g.add(addr0, off)?);
     }
     Ok(addrs)
+}
+
+/// Whether a group's runs of `ty` elements move as vector accesses: runs of 2 or 4
+/// elements, at most 16 bytes, not `bool` (whose register is not its memory form).
+fn vectorized(group: &Group, ty: ScalarType) -> bool {
+    matches!(group.vec, 2 | 4)
+        && ty != ScalarType::Bool
+        && ty.size_bytes() * group.vec <= 16
+        && group.idxs.len().is_multiple_of(group.vec as usize)
+}
+
+/// Loads a group's elements of a slice of `ty` at `base`: one vector load per run where
+/// [`vectorized`], else one load per element.
+fn load_group(g: &mut Gen, base: Value, group: &Group, ty: ScalarType) -> R<Vec<Value>> {
+    let addrs = group_addrs(g, base, group, ty)?;
+    if !vectorized(group, ty) {
+        return addrs
+            .into_iter()
+            .map(|a| g.load(AddressSpace::Global, ty, a))
+            .collect();
+    }
+    let mut out = Vec::with_capacity(addrs.len());
+    for run in addrs.chunks(group.vec as usize) {
+        let first = *run.first().ok_or("internal error: empty run")?;
+        out.extend(g.vector_load(AddressSpace::Global, ty, first, run.len())?);
+    }
+    Ok(out)
+}
+
+/// Stores `values` (one per element of `group`, of type `ty`) into a slice at `base`, as
+/// [`load_group`] reads.
+fn store_group(g: &mut Gen, base: Value, group: &Group, ty: ScalarType, values: &[Value]) -> R<()> {
+    let addrs = group_addrs(g, base, group, ty)?;
+    if !vectorized(group, ty) {
+        for (&a, &v) in addrs.iter().zip(values) {
+            g.store(AddressSpace::Global, a, v);
+        }
+        return Ok(());
+    }
+    let vec = group.vec as usize;
+    for (run, vals) in addrs.chunks(vec).zip(values.chunks(vec)) {
+        let first = *run.first().ok_or("internal error: empty run")?;
+        g.vector_store(AddressSpace::Global, first, vals.to_vec())?;
+    }
+    Ok(())
 }
 
 /// Loads the used inputs of every element of `group` (all loads first, for memory-level
@@ -107,9 +152,9 @@ fn elements(
     let mut loaded = vec![vec![None; bases.len()]; group.idxs.len()];
     for (slot, (base, &ty)) in bases.iter().zip(&chain.inputs).enumerate() {
         let Some(base) = *base else { continue };
-        for (row, addr) in loaded.iter_mut().zip(group_addrs(g, base, group, ty)?) {
+        for (row, v) in loaded.iter_mut().zip(load_group(g, base, group, ty)?) {
             if let Some(cell) = row.get_mut(slot) {
-                *cell = Some(g.load(AddressSpace::Global, ty, addr)?);
+                *cell = Some(v);
             }
         }
     }
@@ -141,18 +186,15 @@ pub(crate) fn map_kernel(
     let n = g.scalar_param("n", ScalarType::U64)?;
     g.declare_uniforms(&[&chain.graph], &[])?;
     let out_base = g.def(Op::SliceBase(out))?;
-    let k = t.elems_per_thread(chain.widest(&[value], &[out_ty]));
+    let widest = chain.widest(&[value], &[out_ty]);
+    let (k, vec) = (t.elems_per_thread(widest), t.vector_elems(widest));
     let c = Coords::new(&mut g)?;
-    grid_stride(&mut g, &c, n, k, t.layout, &mut |g, group| {
-        let vals = elements(g, chain, &bases, group, &[value])?;
-        for (addr, v) in group_addrs(g, out_base, group, out_ty)?
+    grid_stride(&mut g, &c, n, k, vec, t.layout, &mut |g, group| {
+        let vals = elements(g, chain, &bases, group, &[value])?
             .into_iter()
-            .zip(vals)
-        {
-            let value = v.first().copied().ok_or("internal error: no value")?;
-            g.store(AddressSpace::Global, addr, value);
-        }
-        Ok(())
+            .map(|v| v.first().copied().ok_or("internal error: no value"))
+            .collect::<Result<Vec<_>, _>>()?;
+        store_group(g, out_base, group, out_ty, &vals)
     })?;
     Ok(built(g, k))
 }
@@ -216,7 +258,8 @@ pub(crate) fn reduce_kernel(
     let identities: Vec<Constant> = accs.iter().map(|a| a.identity).collect();
     g.declare_uniforms(&graphs, &identities)?;
     let partials = g.def(Op::SliceBase(partials))?;
-    let k = t.elems_per_thread(chain.widest(&roots, &[]));
+    let widest = chain.widest(&roots, &[]);
+    let (k, vec) = (t.elems_per_thread(widest), t.vector_elems(widest));
     let c = Coords::new(&mut g)?;
     let vars = accumulators(&mut g, accs)?;
     let mut visit = |g: &mut Gen, group: &Group| -> R<()> {
@@ -246,7 +289,7 @@ pub(crate) fn reduce_kernel(
             t.layout,
             &mut |g, tile| visit_tile(g, tile, k, &mut visit),
         )?,
-        None => grid_stride(&mut g, &c, n, k, t.layout, &mut visit)?,
+        None => grid_stride(&mut g, &c, n, k, vec, t.layout, &mut visit)?,
     }
     let finals = vars.iter().map(|&v| g.read(v)).collect::<R<Vec<_>>>()?;
     block_reduce(&mut g, accs, finals, t.block, |g, results| {

@@ -190,6 +190,27 @@ impl Gen {
         self.b.push(Stmt::Store { space, addr, value });
     }
 
+    /// `lanes` consecutive `ty` elements at `addr` (aligned to the whole vector).
+    pub(crate) fn vector_load(
+        &mut self,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        lanes: usize,
+    ) -> R<Vec<Value>> {
+        self.b.vector_load(space, ty, addr, lanes)
+    }
+
+    /// Stores `values` to consecutive elements at `addr` (aligned to the whole vector).
+    pub(crate) fn vector_store(
+        &mut self,
+        space: AddressSpace,
+        addr: Value,
+        values: Vec<Value>,
+    ) -> R<()> {
+        self.b.vector_store(space, addr, values)
+    }
+
     pub(crate) fn barrier(&mut self) {
         self.b.push(Stmt::Barrier);
     }

@@ -2,11 +2,12 @@
 //!
 //! * [`grid_stride`]: the grid (sized to the device, not to the data) strides over `[0, n)`.
 //!   Each iteration a thread takes `k` elements whose indices are all in range, so their
-//!   loads need no bounds test: `k` elements 32 apart ([`Layout::WarpStrided`], each
-//!   warp-wide load instruction reads one contiguous run) or `k` consecutive ones
-//!   ([`Layout::Consecutive`], a 16-byte vector's worth for `k = 4` `f32`s, but as separate
-//!   scalar loads). The fewer than `32 k` (or `k`) elements left at the end go through a
-//!   scalar grid-stride tail loop.
+//!   loads need no bounds test, in runs of `vec` consecutive elements that start at a
+//!   multiple of `vec` (so one 16-byte vector access can move a run of four `f32`s): with
+//!   [`Layout::WarpStrided`] a warp's `32 k` elements are consecutive and lane `l` takes the
+//!   runs at `l vec`, `(32 + l) vec`, ... (each warp-wide access reads one contiguous span);
+//!   with [`Layout::Consecutive`] a thread's `k` elements are consecutive. The fewer than
+//!   `32 k` (or `k`) elements left at the end go through a scalar grid-stride tail loop.
 //! * [`chunked_tiles`]: each block owns one contiguous chunk and walks it tile by tile, in
 //!   order, with a block-uniform trip count (so tile bodies may contain barriers). Used where
 //!   order across blocks matters: `filter` compaction.
@@ -16,11 +17,15 @@ use cuprum_ir::{BinaryOp, CmpOp, Dim, Special, Value};
 use super::{Gen, R};
 use crate::device::Layout;
 
-/// The elements one thread handles at once, all in range.
+/// The elements one thread handles at once, all in range: runs of `vec` consecutive
+/// elements, the runs `stride` elements apart. Element `p` of the group is at
+/// `idxs[0] + (p / vec) * stride + p % vec`; each run's first index is a multiple of `vec`.
 pub(crate) struct Group {
     /// Their indices (`U64`).
     pub(crate) idxs: Vec<Value>,
-    /// The distance in elements between consecutive indices of the group.
+    /// Elements per run (1, 2 or 4; 1 means no vector accesses).
+    pub(crate) vec: u32,
+    /// The distance in elements between the starts of consecutive runs.
     pub(crate) stride: u64,
 }
 
@@ -28,8 +33,15 @@ impl Group {
     fn one(idx: Value) -> Self {
         Self {
             idxs: vec![idx],
+            vec: 1,
             stride: 1,
         }
+    }
+
+    /// How far element `p` lies from the group's first element, in elements.
+    pub(crate) fn offset(&self, p: usize) -> u64 {
+        let vec = self.vec.max(1) as usize;
+        (p / vec) as u64 * self.stride + (p % vec) as u64
     }
 }
 
@@ -92,15 +104,17 @@ pub(crate) fn strided_loop(
 }
 
 /// Visits every index of `[0, n)` exactly once across the grid (see the module docs).
-/// `k` is a power of two.
+/// `k` and `vec` are powers of two, `vec <= k`.
 pub(crate) fn grid_stride(
     g: &mut Gen,
     c: &Coords,
     n: Value,
     k: u32,
+    vec: u32,
     layout: Layout,
     visit: &mut Visit,
 ) -> R<()> {
+    let vec = vec.clamp(1, k);
     let shift = |g: &mut Gen, v: Value, bits: u32| {
         let s = g.u32(bits);
         g.bin(BinaryOp::Shr, v, s)
@@ -120,15 +134,24 @@ pub(crate) fn grid_stride(
     strided_loop(g, first, units, step, &mut |g, u| {
         let start = g.mul(u, unit_size)?;
         let (start, stride) = match lane {
-            Some(lane) => (g.add(start, lane)?, 32),
-            None => (start, 1),
+            Some(lane) => {
+                let vv = g.u64(u64::from(vec));
+                let lane_start = g.mul(lane, vv)?;
+                (g.add(start, lane_start)?, 32 * u64::from(vec))
+            }
+            None => (start, u64::from(vec)),
         };
-        let mut idxs = vec![start];
-        for j in 1..u64::from(k) {
-            let off = g.u64(j * stride);
-            idxs.push(g.add(start, off)?);
+        let mut group = Group {
+            idxs: vec![start],
+            vec,
+            stride,
+        };
+        for p in 1..k as usize {
+            let off = g.u64(group.offset(p));
+            let idx = g.add(start, off)?;
+            group.idxs.push(idx);
         }
-        visit(g, &Group { idxs, stride })
+        visit(g, &group)
     })?;
     let tail_start = g.mul(units, unit_size)?;
     let first = g.add(tail_start, c.gtid)?;
@@ -213,7 +236,14 @@ pub(crate) fn visit_tile(g: &mut Gen, tile: &Tile, k: u32, visit: &mut Visit) ->
     }
     if !tile.guarded {
         let stride = tile.stride;
-        return visit(g, &Group { idxs, stride });
+        return visit(
+            g,
+            &Group {
+                idxs,
+                vec: 1,
+                stride,
+            },
+        );
     }
     for idx in idxs {
         let inside = g.cmp(CmpOp::Lt, idx, tile.end)?;
