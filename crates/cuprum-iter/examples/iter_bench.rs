@@ -86,7 +86,7 @@ fn main() -> GpuResult<()> {
     // f64 sum within the tree-summation bound (depth ~ elements per thread + 20 steps).
     let check_sum = |what: &str, got: f32, terms: &mut dyn Iterator<Item = f64>| {
         let (want, magnitude) = terms.fold((0.0, 0.0), |(s, m), t| (s + t, m + t.abs()));
-        let t = device.tuning();
+        let t = device.reduction_tuning();
         let threads = device.context().limits().multiprocessor_count * t.blocks_per_sm * t.block;
         let depth = n.div_ceil(threads as usize) + 64;
         let tol = depth as f64 * (-24f64).exp2() * magnitude;
@@ -110,21 +110,20 @@ fn main() -> GpuResult<()> {
     }
 
     let tunings: Vec<Option<Tuning>> = if sweep {
-        let base = Tuning::default();
         let mut v = vec![None];
         for (block, blocks_per_sm, bytes_per_thread, layout, vector_bytes) in [
             (256, 4, 32, Layout::WarpStrided, 0),
-            (256, 4, 16, Layout::WarpStrided, 16),
-            (256, 8, 16, Layout::WarpStrided, 16),
+            (256, 4, 32, Layout::WarpStrided, 16),
             (256, 2, 32, Layout::WarpStrided, 16),
-            (256, 8, 32, Layout::WarpStrided, 16),
+            (256, 2, 64, Layout::WarpStrided, 16),
+            (256, 3, 32, Layout::WarpStrided, 16),
+            (512, 1, 32, Layout::WarpStrided, 16),
+            (128, 4, 32, Layout::WarpStrided, 16),
+            (256, 2, 16, Layout::WarpStrided, 16),
             (256, 4, 64, Layout::WarpStrided, 16),
-            (512, 4, 32, Layout::WarpStrided, 16),
-            (128, 8, 32, Layout::WarpStrided, 16),
-            (1024, 2, 32, Layout::WarpStrided, 16),
-            (256, 4, 16, Layout::Consecutive, 16),
-            (256, 4, 32, Layout::Consecutive, 16),
-            (256, 8, 16, Layout::Consecutive, 0),
+            (256, 8, 64, Layout::WarpStrided, 16),
+            (1024, 2, 64, Layout::WarpStrided, 16),
+            (256, 2, 32, Layout::Consecutive, 16),
         ] {
             v.push(Some(Tuning {
                 block,
@@ -132,7 +131,6 @@ fn main() -> GpuResult<()> {
                 bytes_per_thread,
                 layout,
                 vector_bytes,
-                ..base
             }));
         }
         v
@@ -140,7 +138,10 @@ fn main() -> GpuResult<()> {
         vec![None]
     };
     for tuning in &tunings {
-        device.set_tuning(tuning.unwrap_or_default())?;
+        match tuning {
+            Some(t) => device.set_tuning(*t)?,
+            None => device.reset_tuning(),
+        }
         let ms = median_ms(&device, || {
             (&da).zip(&db).map(|(x, y)| x + y).materialize(&device)
         })?;

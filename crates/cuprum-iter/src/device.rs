@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cuprum_ir::Module;
@@ -47,9 +48,6 @@ pub struct Tuning {
     /// allocation, so runs at multiples of the run length are aligned. 0 (or one element's
     /// size) means scalar accesses only.
     pub vector_bytes: u32,
-    /// Fill every output with a poison pattern before the kernel writes it (costs a
-    /// host-to-device copy; for tests, so that an element the kernel misses cannot pass).
-    pub poison_outputs: bool,
 }
 
 /// Where a thread's elements of one loop iteration lie ([`Tuning::layout`]).
@@ -75,7 +73,6 @@ impl Default for Tuning {
             bytes_per_thread: 32,
             layout: Layout::WarpStrided,
             vector_bytes: 16,
-            poison_outputs: false,
         }
     }
 }
@@ -92,6 +89,28 @@ impl Tuning {
     pub(crate) fn vector_elems(&self, size: u32) -> u32 {
         let v = (self.vector_bytes.min(16) / size.max(1)).clamp(1, 4);
         (1 << v.ilog2()).min(self.elems_per_thread(size))
+    }
+
+    /// The default tuning of element-wise kernels (`collect`/`materialize` without `filter`):
+    /// [`Tuning::default`] with 2 blocks per multiprocessor. Measured on an H200 (2^28 `f32`,
+    /// `zip` + `map` + `materialize`): 0.758 ms against 0.78 ms with 4 blocks per
+    /// multiprocessor; fewer threads writing at once keep more of the DRAM bandwidth.
+    pub fn for_maps() -> Self {
+        Self {
+            blocks_per_sm: 2,
+            ..Self::default()
+        }
+    }
+
+    /// The default tuning of reductions (`sum`, `min`, `max`, `reduce`, `count`):
+    /// [`Tuning::default`] with 64 bytes per thread and iteration, so that more loads are in
+    /// flight before each thread's accumulator needs them (2^28 `f32` `sum` on an H200:
+    /// 0.244 ms against 0.251 ms with 32 bytes).
+    pub fn for_reductions() -> Self {
+        Self {
+            bytes_per_thread: 64,
+            ..Self::default()
+        }
     }
 
     fn check(&self) -> GpuResult<()> {
@@ -122,7 +141,12 @@ type KernelCache = HashMap<String, Vec<(Arc<Module>, Arc<LoadedModule>)>>;
 struct Inner {
     ctx: CudaContext,
     stream: Stream,
-    tuning: Mutex<Tuning>,
+    /// The tuning [`GpuDevice::set_tuning`] chose for every kernel; `None`: each kind of
+    /// kernel runs with its own default ([`Tuning::for_maps`], [`Tuning::for_reductions`],
+    /// [`Tuning::default`] for `filter`).
+    tuning: Mutex<Option<Tuning>>,
+    /// See [`GpuDevice::set_poison_outputs`].
+    poison_outputs: AtomicBool,
     /// Traced chain (host values as parameter slots) -> its loaded kernel and the elements
     /// per thread it was generated for; in front of `cache`, so that a repeated chain costs
     /// a hash of its trace, not the generation and printing of its IR.
@@ -165,7 +189,8 @@ impl GpuDevice {
             inner: Arc::new(Inner {
                 ctx,
                 stream,
-                tuning: Mutex::new(Tuning::default()),
+                tuning: Mutex::new(None),
+                poison_outputs: AtomicBool::new(false),
                 traces: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
             }),
@@ -206,19 +231,52 @@ impl GpuDevice {
         })
     }
 
-    /// The launch tuning in force.
+    /// The launch tuning set with [`set_tuning`](Self::set_tuning), or [`Tuning::default`]
+    /// (the tuning of `filter` kernels) when each kind of kernel runs with its own default.
     pub fn tuning(&self) -> Tuning {
-        self.inner.tuning.lock().map(|t| *t).unwrap_or_default()
+        self.explicit_tuning().unwrap_or_default()
     }
 
-    /// Changes the launch tuning of this device (and its clones). Kernels already compiled
-    /// for other settings stay cached.
+    fn explicit_tuning(&self) -> Option<Tuning> {
+        self.inner.tuning.lock().ok().and_then(|t| *t)
+    }
+
+    /// The tuning element-wise kernels (`collect`/`materialize` without `filter`) launch
+    /// with: the one [`set_tuning`](Self::set_tuning) chose, else [`Tuning::for_maps`].
+    pub fn map_tuning(&self) -> Tuning {
+        self.explicit_tuning().unwrap_or_else(Tuning::for_maps)
+    }
+
+    /// The tuning reductions (`sum`, `min`, `max`, `reduce`, `count`) launch with: the one
+    /// [`set_tuning`](Self::set_tuning) chose, else [`Tuning::for_reductions`].
+    pub fn reduction_tuning(&self) -> Tuning {
+        self.explicit_tuning()
+            .unwrap_or_else(Tuning::for_reductions)
+    }
+
+    /// Makes every kernel of this device (and its clones) launch with `tuning`, instead of
+    /// the default of its kind. Kernels already compiled for other settings stay cached.
     pub fn set_tuning(&self, tuning: Tuning) -> GpuResult<()> {
         tuning.check()?;
         if let Ok(mut t) = self.inner.tuning.lock() {
-            *t = tuning;
+            *t = Some(tuning);
         }
         Ok(())
+    }
+
+    /// With `true`, every output buffer is filled with a poison pattern before the kernel
+    /// writes it (costs a host-to-device copy; for tests, so that an element a kernel misses
+    /// cannot pass). Applies to this device and its clones.
+    pub fn set_poison_outputs(&self, poison: bool) {
+        self.inner.poison_outputs.store(poison, Ordering::Relaxed);
+    }
+
+    /// Goes back to the default tuning of each kind of kernel ([`Tuning::for_maps`],
+    /// [`Tuning::for_reductions`], [`Tuning::default`] for `filter`).
+    pub fn reset_tuning(&self) {
+        if let Ok(mut t) = self.inner.tuning.lock() {
+            *t = None;
+        }
     }
 
     /// How many distinct kernels this device has compiled and cached.
@@ -306,7 +364,7 @@ impl GpuDevice {
 
     /// A buffer of `len` elements for a kernel to fill completely before anyone reads it.
     pub(crate) fn output<T: Element>(&self, len: usize) -> GpuResult<DeviceBuffer<T>> {
-        if self.tuning().poison_outputs {
+        if self.inner.poison_outputs.load(Ordering::Relaxed) {
             let poison = T::from_bits(0xCDCD_CDCD_CDCD_CDCD);
             return DeviceBuffer::from_host(&self.inner.stream, &vec![poison; len]);
         }

@@ -185,10 +185,7 @@ fn ready(
         roots: spec.roots,
         mask: spec.mask,
         types: spec.types,
-        tuning: Tuning {
-            poison_outputs: false,
-            ..spec.tuning
-        },
+        tuning: spec.tuning,
     };
     if let Some((module, per_thread)) = device.find_kernel(&key) {
         return Ok(Ready {
@@ -263,7 +260,7 @@ pub(crate) fn materialize<T: Element, I: GpuIter<Item = Expr<T>>>(
     if p.ir.mask.is_some() {
         return compact(&p, value, device);
     }
-    let t = device.tuning();
+    let t = device.map_tuning();
     let mut out = device.output::<T>(p.len)?;
     if p.len > 0 {
         let spec = Spec {
@@ -388,7 +385,7 @@ fn reduce_device<T: Element>(
     with_count: bool,
     device: &GpuDevice,
 ) -> GpuResult<(DeviceBuffer<T>, Option<DeviceBuffer<u64>>)> {
-    let t = device.tuning();
+    let t = device.reduction_tuning();
     let mut accs = vec![main];
     let mut contribs = vec![contrib];
     if with_count {

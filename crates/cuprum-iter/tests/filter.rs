@@ -99,7 +99,6 @@ fn every_tuning_compacts_in_order() {
             bytes_per_thread,
             layout: Layout::Consecutive,
             vector_bytes: 16,
-            poison_outputs: true,
         }));
         for &len in &lens {
             let a = random(&mut rng, len, 0u16, 1000);

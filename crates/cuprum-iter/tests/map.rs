@@ -303,7 +303,6 @@ fn every_tuning_visits_every_element_once() {
                     bytes_per_thread,
                     layout,
                     vector_bytes,
-                    poison_outputs: true,
                 };
                 ok(device.set_tuning(tuning));
                 for &len in &lens {
@@ -322,4 +321,23 @@ fn every_tuning_visits_every_element_once() {
             }
         }
     }
+}
+
+#[test]
+fn each_kind_of_kernel_has_its_own_default_tuning() {
+    let device = device();
+    assert_eq!(device.map_tuning(), Tuning::for_maps());
+    assert_eq!(device.reduction_tuning(), Tuning::for_reductions());
+    assert_ne!(Tuning::for_maps(), Tuning::for_reductions());
+    let mine = Tuning {
+        block: 64,
+        ..Tuning::default()
+    };
+    ok(device.set_tuning(mine));
+    assert_eq!(device.map_tuning(), mine);
+    assert_eq!(device.reduction_tuning(), mine);
+    assert_eq!(device.tuning(), mine);
+    device.reset_tuning();
+    assert_eq!(device.map_tuning(), Tuning::for_maps());
+    assert_eq!(device.tuning(), Tuning::default());
 }

@@ -15,7 +15,7 @@ use cuprum_iter::prelude::*;
 
 /// The tolerance of an `f32` sum of `terms` on `device`, as described in the module docs.
 fn sum_tolerance(device: &GpuDevice, terms: &[f32]) -> f64 {
-    let t = device.tuning();
+    let t = device.reduction_tuning();
     let threads =
         (device.context().limits().multiprocessor_count * t.blocks_per_sm * t.block) as usize;
     let per_thread = terms.len().div_ceil(threads) + 16; // + one group and the tail

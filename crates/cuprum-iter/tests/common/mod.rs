@@ -4,7 +4,6 @@
 //! every chain is tried on.
 #![allow(dead_code)]
 
-use cuprum_iter::Tuning;
 use cuprum_iter::prelude::*;
 use rand::distr::uniform::SampleUniform;
 use rand::rngs::StdRng;
@@ -19,13 +18,7 @@ pub fn device() -> GpuDevice {
         Ok(d) => d,
         Err(e) => panic!("could not open device 0: {e}"),
     };
-    let tuning = Tuning {
-        poison_outputs: true,
-        ..device.tuning()
-    };
-    if let Err(e) = device.set_tuning(tuning) {
-        panic!("{e}");
-    }
+    device.set_poison_outputs(true);
     device
 }
 
