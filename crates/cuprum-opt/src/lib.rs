@@ -15,14 +15,16 @@
 //! |---|---|
 //! | [`fold`] | constant folding, algebraic identities, constant branches, unreachable code |
 //! | [`hoist`] | constants, parameters, addresses and index registers move to the top |
+//! | [`vars`] | a read of a variable whose value is already in hand becomes that value |
 //! | [`cse`] | one definition per pure operation and operands in each dominating position |
 //! | [`unroll`] | short counted loops (the front end's array copies) become straight code |
-//! | [`fold`], [`hoist`], [`cse`] | again, on the unrolled copies |
+//! | [`fold`], [`hoist`], [`vars`], [`cse`] | again, on the unrolled copies |
 //! | [`conditions`] | drops tests already decided by a dominating branch or by value ranges |
 //! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
 //! | [`fold`] | cleans up after `conditions` and `narrow` |
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
-//! | [`fold`], [`hoist`], [`cse`] | once more, on what promotion exposed |
+//! | [`fold`], [`hoist`], [`vars`], [`cse`] | once more, on what promotion exposed |
+//! | [`checks`] | bounds checks move ahead of the loads they guard and out of branches |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
@@ -35,6 +37,7 @@
 //!
 //! This crate depends only on `cuprum-ir`.
 
+pub mod checks;
 pub mod conditions;
 pub mod cse;
 pub mod dce;
@@ -46,6 +49,7 @@ mod ir;
 pub mod narrow;
 pub mod promote;
 pub mod unroll;
+pub mod vars;
 
 use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
 
@@ -67,6 +71,10 @@ pub const PASSES: &[Pass] = &[
         run: hoist::run,
     },
     Pass {
+        name: "vars",
+        run: vars::run,
+    },
+    Pass {
         name: "cse",
         run: cse::run,
     },
@@ -81,6 +89,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "hoist",
         run: hoist::run,
+    },
+    Pass {
+        name: "vars",
+        run: vars::run,
     },
     Pass {
         name: "cse",
@@ -111,8 +123,16 @@ pub const PASSES: &[Pass] = &[
         run: hoist::run,
     },
     Pass {
+        name: "vars",
+        run: vars::run,
+    },
+    Pass {
         name: "cse",
         run: cse::run,
+    },
+    Pass {
+        name: "checks",
+        run: checks::run,
     },
     Pass {
         name: "dce",

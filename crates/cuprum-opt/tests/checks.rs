@@ -1,0 +1,226 @@
+//! Variable reads forwarded to the value in hand, and bounds checks gathered ahead of the
+//! loads they guard (and out of branches): what moves, what stays, and that the kernel still
+//! does exactly the same on the emulator, traps included.
+
+mod common;
+
+use common::{K, passes, same_behaviour, same_outcome};
+use cuprum_ir::*;
+
+use ScalarType as S;
+
+const T: u32 = 96;
+
+/// Where in the printed kernel `needle` first appears (panics if it does not).
+fn at(kernel: &Kernel, needle: &str) -> usize {
+    let text = print_kernel(kernel);
+    match text.find(needle) {
+        Some(i) => i,
+        None => panic!("`{needle}` not in\n{text}"),
+    }
+}
+
+/// `y[i] = x[i] + x[i + 1] + x[i + 2]`, every access checked just before it, as the front
+/// end emits it.
+fn three_loads() -> Kernel {
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    k.bounds_check(x, i);
+    let a = k.load(x, S::U32, i);
+    let one = k.u64(1);
+    let i1 = k.add(i, one);
+    k.bounds_check(x, i1);
+    let b = k.load(x, S::U32, i1);
+    let s = k.add(a, b);
+    let two = k.u64(2);
+    let i2 = k.add(i, two);
+    k.bounds_check(x, i2);
+    let c = k.load(x, S::U32, i2);
+    let s = k.add(s, c);
+    k.bounds_check(y, i);
+    k.store(y, i, s);
+    k.finish()
+}
+
+#[test]
+fn checks_move_ahead_of_the_loads() {
+    let kernel = three_loads();
+    let p = passes(&["checks", "dce"]);
+    // More threads than elements: the checks of the last threads fail, in the same order.
+    for len in [T as u64 + 2, T as u64 + 1, T as u64, 40] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64 + 2);
+    let text = print_kernel(&opt);
+    // All four checks come before the first load, in their order.
+    let first_load = at(&opt, "load.Global");
+    assert_eq!(text[..first_load].matches("trap").count(), 4, "{text}");
+    assert!(at(&opt, "slice_len y") > at(&opt, "Add %5, %12"), "{text}");
+}
+
+#[test]
+fn a_check_does_not_pass_a_store_or_an_unchecked_load() {
+    // x[i] is loaded without a check (its index is not known in bounds): a later check must
+    // not move above it, since the load may fault first. The check of y must not move above
+    // the store to z.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::ReadOnly);
+    let z = k.slice("z", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let a = k.load(x, S::U32, i);
+    k.bounds_check(z, i);
+    k.store(z, i, a);
+    k.bounds_check(y, i);
+    let b = k.load(y, S::U32, i);
+    k.bounds_check(z, i);
+    k.store(z, i, b);
+    let kernel = k.finish();
+    let p = passes(&["checks"]);
+    for len in [T as u64, 50] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = common::optimized(&kernel, &p);
+    let text = print_kernel(&opt);
+    // The check of z stays after the unchecked load of x, the check of y after the store.
+    assert!(at(&opt, "trap") > at(&opt, "load.Global"), "{text}");
+    let second_trap = text[at(&opt, "trap") + 1..].find("trap").unwrap_or(0) + at(&opt, "trap") + 1;
+    assert!(second_trap > at(&opt, "store.Global"), "{text}");
+}
+
+#[test]
+fn checks_leave_a_branch_as_conditions_on_it() {
+    // if t < 40 { y[i] = x[i] } else { y[i] = x[2i] }: the checks go before the `if`, the
+    // branches keep only their loads and stores.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let forty = k.u32(40);
+    let c = k.cmp(CmpOp::Lt, t, forty);
+    k.if_else(
+        c,
+        |k| {
+            k.bounds_check(x, i);
+            let v = k.load(x, S::U32, i);
+            k.bounds_check(y, i);
+            k.store(y, i, v);
+        },
+        |k| {
+            let two = k.u64(2);
+            let j = k.mul(i, two);
+            k.bounds_check(x, j);
+            let v = k.load(x, S::U32, j);
+            k.bounds_check(y, i);
+            k.store(y, i, v);
+        },
+    );
+    let kernel = k.finish();
+    let p = passes(&["checks", "dce"]);
+    // Short slices make the checks of either branch fail on some lanes only.
+    for len in [T as u64 * 2, T as u64, 70, 30] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64 * 2);
+    let text = print_kernel(&opt);
+    assert!(
+        text.rfind("trap").unwrap_or(0) < at(&opt, "load.Global"),
+        "{text}"
+    );
+    assert_eq!(text.matches("trap").count(), 4, "{text}");
+}
+
+#[test]
+fn a_possibly_faulting_division_stays_in_its_branch() {
+    // if d != 0 { y[i / d] = 1 }: the division may not run where d is zero, so the check
+    // on its result stays in the branch.
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U64, SliceAccess::Disjoint);
+    let d = k.scalar("d", S::U64);
+    let i = k.global_id();
+    let zero = k.u64(0);
+    let c = k.cmp(CmpOp::Ne, d, zero);
+    k.if_else(
+        c,
+        |k| {
+            let q = k.bin(BinaryOp::Div, i, d);
+            k.bounds_check(y, q);
+            let one = k.u64(1);
+            k.store(y, q, one);
+        },
+        |_| {},
+    );
+    let kernel = k.finish();
+    let p = passes(&["checks"]);
+    same_outcome(&kernel, &p, T, 32, T as u64);
+    let opt = common::optimized(&kernel, &p);
+    assert_eq!(print_kernel(&opt), print_kernel(&kernel));
+}
+
+#[test]
+fn repeated_reads_of_a_variable_are_one_value() {
+    // $v = i; loop { a = $v; if a < n {} else break; y[$v] = 1; $v = $v + stride }: the
+    // second and third reads are the first, so the bounds check of y[$v] repeats the loop's
+    // test and goes.
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let var = k.b.var("v", S::U64);
+    k.b.push(Stmt::WriteVar { var, value: i });
+    k.b.begin_block();
+    let a = k.op(Op::ReadVar(var));
+    let n = k.op(Op::SliceLen(y));
+    let more = k.cmp(CmpOp::Lt, a, n);
+    k.if_else(more, |_| {}, |k| k.b.push(Stmt::Break));
+    let b = k.op(Op::ReadVar(var));
+    k.bounds_check(y, b);
+    let one = k.u32(1);
+    k.store(y, b, one);
+    let c = k.op(Op::ReadVar(var));
+    let stride = k.u64(u64::from(T));
+    let next = k.add(c, stride);
+    k.b.push(Stmt::WriteVar { var, value: next });
+    let body = k.b.end_block();
+    k.b.push(Stmt::Loop { body });
+    let kernel = k.finish();
+    let p = passes(&["vars", "cse", "conditions", "fold", "dce"]);
+    for len in [T as u64 * 3 + 7, 50] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64 * 3 + 7);
+    let text = print_kernel(&opt);
+    assert_eq!(text.matches("read $").count(), 1, "{text}");
+    assert_eq!(text.matches("trap").count(), 0, "{text}");
+}
+
+#[test]
+fn a_read_after_a_write_in_a_branch_is_not_forwarded_past_it() {
+    // $v = 1; if t < 40 { $v = 2 }; y[i] = $v: the read after the `if` stays a read.
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let var = k.b.var("v", S::U32);
+    let one = k.u32(1);
+    k.b.push(Stmt::WriteVar { var, value: one });
+    let t = k.tid();
+    let forty = k.u32(40);
+    let c = k.cmp(CmpOp::Lt, t, forty);
+    k.if_else(
+        c,
+        |k| {
+            let two = k.u32(2);
+            k.b.push(Stmt::WriteVar { var, value: two });
+        },
+        |_| {},
+    );
+    let v = k.op(Op::ReadVar(var));
+    k.bounds_check(y, i);
+    k.store(y, i, v);
+    let kernel = k.finish();
+    let p = passes(&["vars", "dce"]);
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
+    assert!(print_kernel(&opt).contains("read $"));
+}
