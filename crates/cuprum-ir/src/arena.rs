@@ -75,6 +75,7 @@ impl<T> Default for Arena<T> {
 }
 
 impl<T> Arena<T> {
+    /// An empty arena; the first appended item gets index 0.
     pub fn new() -> Self {
         Self::default()
     }
@@ -86,10 +87,12 @@ impl<T> Arena<T> {
         Handle::from_index(index)
     }
 
+    /// How many items the arena holds; every handle with an index below this is valid.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether nothing has been appended yet.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

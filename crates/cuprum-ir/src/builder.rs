@@ -14,6 +14,9 @@ pub struct KernelBuilder {
 }
 
 impl KernelBuilder {
+    /// Starts an empty kernel called `name` (no parameters, arrays or statements), with the
+    /// kernel's top-level block open. The name must be a valid PTX identifier by the time the
+    /// kernel is validated.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             kernel: Kernel {
@@ -38,6 +41,8 @@ impl KernelBuilder {
         (self.kernel.params.len() - 1) as u32
     }
 
+    /// Sets (or, with `None`, clears) the kernel's [`LaunchBounds`], replacing any earlier
+    /// setting.
     pub fn set_launch_bounds(&mut self, bounds: Option<LaunchBounds>) {
         self.kernel.launch_bounds = bounds;
     }

@@ -71,19 +71,24 @@ pub type Var = Handle<VarDef>;
 /// The type of an SSA value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueDef {
+    /// The value's type, which the defining operation determines (see
+    /// [`crate::validate::result_type`]).
     pub ty: ScalarType,
 }
 
 /// A mutable variable. Its name is for printing and debugging only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarDef {
+    /// The source name (`let mut acc` gives `acc`); need not be unique.
     pub name: String,
+    /// The type of every value written to or read from the variable.
     pub ty: ScalarType,
 }
 
 /// A compilation unit: the kernels loaded together as one PTX module.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Module {
+    /// The kernels, in source order; names are unique within the module.
     pub kernels: Vec<Kernel>,
 }
 
@@ -110,34 +115,50 @@ impl Module {
 /// * constants are canonical ([`Constant::is_canonical`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Kernel {
+    /// The entry point's name in the PTX and in launches.
     pub name: String,
+    /// The parameters in declaration order; [`Op::Param`], [`Op::SliceBase`] and
+    /// [`Op::SliceLen`] refer to them by index into this list.
     pub params: Vec<Param>,
+    /// The type of every SSA value, indexed by [`Value`].
     pub values: Arena<ValueDef>,
+    /// The declared mutable variables, indexed by [`Var`]. A variable read before any write
+    /// holds an unspecified value of its type.
     pub vars: Arena<VarDef>,
     /// Statically sized shared-memory arrays of the block.
     pub shared: Vec<ArrayDecl>,
     /// Statically sized per-thread arrays (local memory).
     pub locals: Vec<ArrayDecl>,
+    /// The statements every thread runs.
     pub body: Block,
+    /// Launch bounds the user declared (`#[launch_bounds]`), if any.
     pub launch_bounds: Option<LaunchBounds>,
 }
 
 /// `.maxntid` / `.minnctapersm` for the PTX entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchBounds {
+    /// The most threads a block of a launch may have (`.maxntid`); a launch with a larger block
+    /// is rejected.
     pub max_threads: u32,
+    /// A hint for the register allocator: aim to fit at least this many blocks on one
+    /// multiprocessor at once (`.minnctapersm`). It does not change results.
     pub min_blocks_per_sm: Option<u32>,
 }
 
 /// A statically sized array in shared or local memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArrayDecl {
+    /// The source name, for printing and diagnostics.
     pub name: String,
+    /// The element type.
     pub elem: ScalarType,
+    /// The number of elements (not bytes).
     pub len: u32,
 }
 
 impl ArrayDecl {
+    /// The array's size in bytes, `len` times the element size, without alignment padding.
     pub fn size_bytes(&self) -> u32 {
         self.elem.size_bytes() * self.len
     }
@@ -159,17 +180,22 @@ pub fn array_layout(arrays: &[ArrayDecl]) -> (Vec<u32>, u32) {
 /// A kernel parameter as the user declared it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
+    /// The name in the user's source, for error messages and printing.
     pub name: String,
+    /// What the parameter holds, which decides how many machine parameters it takes.
     pub kind: ParamKind,
 }
 
+/// What a kernel parameter is, and so how the host passes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// A scalar passed by value.
     Scalar(ScalarType),
     /// A slice of device memory, passed as (`U64` base address, `U64` length in elements).
     Slice {
+        /// The element type.
         elem: ScalarType,
+        /// What the kernel may do with the elements.
         access: SliceAccess,
     },
 }
@@ -189,19 +215,36 @@ pub enum SliceAccess {
 /// A sequence of statements.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Block {
+    /// The statements, run in order.
     pub stmts: Vec<Stmt>,
 }
 
+/// One statement of a [`Block`]. Statements define values, change variables and memory, and
+/// carry the structured control flow; their meaning is in the module docs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// Defines `value` as the result of `op`.
-    Def { value: Value, op: Op },
+    Def {
+        /// The value defined; its recorded type is `op`'s result type.
+        value: Value,
+        /// The operation computing it.
+        op: Op,
+    },
     /// Writes a variable. `value` has the variable's type.
-    WriteVar { var: Var, value: Value },
+    WriteVar {
+        /// The variable written.
+        var: Var,
+        /// Its new value for this thread.
+        value: Value,
+    },
     /// Stores `value` (of any type) at `addr` in `space`.
     Store {
+        /// The memory space written.
         space: AddressSpace,
+        /// The address, of the space's address type ([`AddressSpace::address_type`]), aligned to
+        /// the size of `value`'s type.
         addr: Value,
+        /// The value stored; its type decides how many bytes are written.
         value: Value,
     },
     /// Loads `d.len()` (2 or 4) consecutive elements of type `ty` from `addr` in `space` with
@@ -226,12 +269,18 @@ pub enum Stmt {
     },
     /// Two-way branch; `cond` is `Bool`.
     If {
+        /// The `Bool` condition, per lane.
         cond: Value,
+        /// Run by the lanes whose `cond` is true.
         then: Block,
+        /// Run by the other lanes (often empty).
         otherwise: Block,
     },
     /// Repeats `body` until every entering lane breaks or returns.
-    Loop { body: Block },
+    Loop {
+        /// The statements repeated.
+        body: Block,
+    },
     /// Leaves the innermost `Loop`.
     Break,
     /// Starts the next iteration of the innermost `Loop`.
@@ -242,7 +291,10 @@ pub enum Stmt {
     /// accesses of the block around it.
     Barrier,
     /// A memory fence at `scope` (`membar`/`fence.sc`).
-    Fence { scope: Scope },
+    Fence {
+        /// The threads that must observe this thread's accesses in order.
+        scope: Scope,
+    },
     /// Stops the kernel with an error the host reports (a failed bounds check or assertion).
     Trap(TrapKind),
     /// A warp-wide tensor-core matrix multiply-accumulate, `D = A * B + C` with A `16 x K`,
@@ -267,10 +319,15 @@ pub enum Stmt {
     /// `-0` (IEEE-like choices, not measured; neither were subnormal operands). `tf32` inputs
     /// are truncated to `tf32` first (see [`MmaShape::M16n8k8Tf32`]).
     Mma {
+        /// The instruction shape, which fixes `K` and the input element type.
         shape: MmaShape,
+        /// The lane's four registers of A, each packing elements of the input type.
         a: [Value; 4],
+        /// The lane's two registers of B.
         b: [Value; 2],
+        /// The lane's four `F32` elements of the accumulator C.
         c: [Value; 4],
+        /// The four `F32` values this statement defines: the lane's elements of D.
         d: [Value; 4],
     },
     /// `ldmatrix.sync.aligned.m8n8.x{N}{.trans}.shared.b16`: loads `N = d.len()` (1, 2 or 4)
@@ -282,8 +339,11 @@ pub enum Stmt {
     /// [`crate::matrix::ldmatrix_position`] says (`trans`: the matrix transposed). For race
     /// tracking, lane `l < 8 N` reads the row it addressed.
     LdMatrix {
+        /// Whether each matrix is transposed as it is loaded (`.trans`).
         trans: bool,
+        /// The `U32` shared address of the row this lane supplies.
         addr: Value,
+        /// The `U32` values defined, one per matrix (1, 2 or 4 of them).
         d: Vec<Value>,
     },
     /// `cp.async.<cache>.shared.global [dst], [src], size`: starts copying `size` bytes (4, 8
@@ -291,9 +351,13 @@ pub enum Stmt {
     /// (`U32`), both aligned to `size`. The copy joins the thread's current, uncommitted group
     /// of copies; when it is complete is described in the module docs.
     CpAsync {
+        /// The cache policy: through L1 (`.ca`) or L2 only (`.cg`).
         cache: CpAsyncCache,
+        /// Bytes copied: 4, 8 or 16.
         size: u32,
+        /// The `U32` shared-memory destination address.
         dst: Value,
+        /// The `U64` global-memory source address.
         src: Value,
     },
     /// `cp.async.commit_group`: closes the thread's current group of [`Stmt::CpAsync`] copies
@@ -302,14 +366,22 @@ pub enum Stmt {
     /// `cp.async.wait_group pending`: waits until at most `pending` of the thread's committed
     /// groups are incomplete, i.e. all but the `pending` most recent committed groups have
     /// completed. Copies not yet committed are not waited for.
-    CpAsyncWaitGroup { pending: u32 },
+    CpAsyncWaitGroup {
+        /// How many of the most recently committed groups may still be in flight.
+        pending: u32,
+    },
     /// `cp.async.wait_all`: waits for every copy of the thread, committed or not (as
     /// `CpAsyncCommit` followed by `CpAsyncWaitGroup { pending: 0 }`).
     CpAsyncWaitAll,
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).
-    Print { format: String, args: Vec<Value> },
+    Print {
+        /// The format string, in the subset of [`crate::printf`].
+        format: String,
+        /// One value per conversion of `format`, in order.
+        args: Vec<Value>,
+    },
 }
 
 /// Why a kernel stopped itself.
@@ -318,21 +390,34 @@ pub enum TrapKind {
     /// `slice[index]` with `index >= len`. `index` and `len` are `U64` values; `site` describes
     /// the expression for error messages (e.g. `"x[i]"`).
     BoundsCheck {
+        /// The `U64` index that was out of range.
         index: Value,
+        /// The `U64` length of the indexed slice or array.
         len: Value,
+        /// The indexing expression as written, for the error message.
         site: String,
     },
     /// An integer division or remainder by zero (`site` as above).
-    DivideByZero { site: String },
+    DivideByZero {
+        /// The division expression as written, for the error message.
+        site: String,
+    },
     /// A failed device assertion.
-    Assert { message: String },
+    Assert {
+        /// The text the host reports: the user's message, or one describing what failed.
+        message: String,
+    },
 }
 
 /// A memory space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AddressSpace {
+    /// Device memory, visible to every thread of every launch; addresses are `U64`.
     Global,
+    /// The block's shared memory, visible to the threads of one block for the launch's
+    /// duration; addresses are `U32` offsets.
     Shared,
+    /// The thread's private arrays ([`Kernel::locals`]); addresses are `U32` offsets.
     Local,
 }
 
@@ -349,32 +434,44 @@ impl AddressSpace {
 /// The set of threads an atomic or fence is coherent with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
+    /// The threads of one block (PTX `.cta`).
     Block,
+    /// Every thread on the GPU (PTX `.gpu`).
     Device,
+    /// The GPU and the host, and other GPUs (PTX `.sys`).
     System,
 }
 
 /// Hardware index registers. All are `U32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Special {
+    /// The thread's index within its block along a dimension, below `BlockDim`.
     ThreadIdx(Dim),
+    /// The block's size along a dimension, in threads.
     BlockDim(Dim),
+    /// The block's index within the grid along a dimension, below `GridDim`.
     BlockIdx(Dim),
+    /// The grid's size along a dimension, in blocks.
     GridDim(Dim),
     /// Lane within the warp, 0..32.
     LaneId,
 }
 
+/// One of the three dimensions of a block or a grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dim {
+    /// The first dimension: consecutive `x` indices are consecutive lanes of a warp.
     X,
+    /// The second dimension.
     Y,
+    /// The third dimension.
     Z,
 }
 
 /// An operation producing one value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
+    /// A constant; the result has the constant's type.
     Const(Constant),
     /// The value of scalar parameter `index`.
     Param(u32),
@@ -388,44 +485,64 @@ pub enum Op {
     DynSharedAddr,
     /// Address (`U32`) of local array `index` (see [`Kernel::locals`]).
     LocalAddr(u32),
+    /// The value (`U32`) of a hardware index register.
     Special(Special),
+    /// A one-operand operation; the result has the operand's type.
     Unary(UnaryOp, Value),
     /// Both operands and the result have one type, except shifts (amount is `U32`).
     Binary(BinaryOp, Value, Value),
+    /// A three-operand operation; all operands and the result have one type.
     Ternary(TernaryOp, Value, Value, Value),
     /// Operands of one type; result `Bool`.
     Compare(CmpOp, Value, Value),
     /// `cond ? if_true : if_false`; `cond` is `Bool`, the arms share the result type.
     Select {
+        /// The `Bool` selector.
         cond: Value,
+        /// The result where `cond` is true.
         if_true: Value,
+        /// The result where `cond` is false.
         if_false: Value,
     },
     /// Rust's `as` (see the module docs).
     Cast {
+        /// The value converted; any type.
         value: Value,
+        /// The result type; not `Bool`.
         to: ScalarType,
     },
     /// Reinterprets the bits of `value` as `to`, of the same size.
     Bitcast {
+        /// The value whose bits are reused.
         value: Value,
+        /// The result type, the same size in bytes as `value`'s.
         to: ScalarType,
     },
+    /// The current value of a variable, of the variable's type.
     ReadVar(Var),
     /// Loads a `ty` from `addr` (whose type is the space's address type).
     Load {
+        /// The memory space read.
         space: AddressSpace,
+        /// The type loaded, which is also the result type.
         ty: ScalarType,
+        /// The address, aligned to the size of `ty`.
         addr: Value,
     },
     /// Atomically applies `op` at `addr` and returns the old value. `value` has the memory
     /// type; `compare` is present exactly for `AtomicOp::CompareExchange`.
     Atomic {
+        /// The read-modify-write operation.
         op: AtomicOp,
+        /// `Global` or `Shared`; atomics on local memory are not allowed.
         space: AddressSpace,
+        /// The threads the operation is atomic with respect to.
         scope: Scope,
+        /// The address, of the space's address type, aligned to the memory type's size.
         addr: Value,
+        /// The operand, a 32- or 64-bit type, which is also the memory and result type.
         value: Value,
+        /// For `CompareExchange`, the value expected in memory; `None` for every other op.
         compare: Option<Value>,
     },
     /// Reads `value` from another lane of the warp (`shfl.sync`). `lane` is `U32`: the source
@@ -433,17 +550,23 @@ pub enum Op {
     /// bits count (so an `Idx` of 33 reads lane 1), as in PTX. A lane whose source falls outside
     /// the warp (`Up` below lane 0, `Down` past lane 31) gets its own value, as in PTX.
     Shuffle {
+        /// How `lane` picks the source lane.
         mode: ShuffleMode,
+        /// This lane's contribution, of any type; the result has the same type.
         value: Value,
+        /// The `U32` lane selector (see above).
         lane: Value,
     },
     /// A warp vote over the active lanes: `All`/`Any` give `Bool`, `Ballot` gives `U32`.
     Vote {
+        /// Which vote.
         mode: VoteMode,
+        /// This lane's `Bool` vote.
         pred: Value,
     },
 }
 
+/// The one-operand operations of [`Op::Unary`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
     /// Wrapping negation on integers, sign flip on floats.
@@ -451,19 +574,33 @@ pub enum UnaryOp {
     /// Bitwise not on integers, logical not on `Bool`.
     Not,
     // Float-only operations below.
+    /// Absolute value (clears the sign bit, so `-NaN` becomes `NaN`).
     Abs,
+    /// Square root, correctly rounded for `F32` and `F64`; NaN for negative operands.
     Sqrt,
+    /// Rounds toward negative infinity.
     Floor,
+    /// Rounds toward positive infinity.
     Ceil,
     /// Rust's `round`: half away from zero.
     Round,
+    /// Rounds toward zero.
     Trunc,
+    /// `e^x`. Like the other transcendental functions below, not correctly rounded: the GPU
+    /// code is accurate to a few ulp, so it may differ from the emulator (Rust's `std`) in the
+    /// last bits.
     Exp,
+    /// `2^x` (approximate, see `Exp`).
     Exp2,
+    /// Natural logarithm (approximate, see `Exp`); NaN for negative operands, `-inf` at zero.
     Ln,
+    /// Base-2 logarithm (approximate, see `Exp`).
     Log2,
+    /// Sine of an angle in radians (approximate, see `Exp`).
     Sin,
+    /// Cosine of an angle in radians (approximate, see `Exp`).
     Cos,
+    /// Hyperbolic tangent (approximate, see `Exp`).
     Tanh,
 }
 
@@ -474,63 +611,109 @@ impl UnaryOp {
     }
 }
 
+/// The two-operand operations of [`Op::Binary`]; their integer and float semantics are in
+/// the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
+    /// Addition; wraps on integers.
     Add,
+    /// Subtraction; wraps on integers.
     Sub,
+    /// Multiplication; wraps on integers (the low half of the product).
     Mul,
+    /// Division: truncating on integers (a zero divisor or signed `MIN / -1` must not reach
+    /// it), IEEE on floats.
     Div,
+    /// Remainder with the sign of the dividend, as Rust's `%` (same preconditions as `Div` on
+    /// integers).
     Rem,
     /// Bitwise on integers, logical on `Bool`.
     And,
+    /// Bitwise or on integers, logical or on `Bool`.
     Or,
+    /// Bitwise exclusive or on integers, logical inequality on `Bool`.
     Xor,
+    /// Left shift by the `U32` right operand modulo the bit width.
     Shl,
+    /// Right shift by the `U32` right operand modulo the bit width: arithmetic on signed,
+    /// logical on unsigned types.
     Shr,
+    /// The smaller operand (by signedness on integers; on floats a NaN operand yields the
+    /// other one).
     Min,
+    /// The larger operand (NaN handling as `Min`).
     Max,
 }
 
+/// The three-operand operations of [`Op::Ternary`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TernaryOp {
     /// `a * b + c` with one rounding (floats only).
     MulAdd,
 }
 
+/// The comparisons of [`Op::Compare`]: ordered by signedness on integers (`false < true` on
+/// `Bool`), IEEE on floats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CmpOp {
+    /// Equal (false whenever an operand is NaN).
     Eq,
+    /// Not equal (true whenever an operand is NaN).
     Ne,
+    /// Less than.
     Lt,
+    /// Less than or equal.
     Le,
+    /// Greater than.
     Gt,
+    /// Greater than or equal.
     Ge,
 }
 
+/// The read-modify-write operations of [`Op::Atomic`]. Each returns the value memory held
+/// before. Floats allow only `Add`, `Exchange` and `CompareExchange`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
+    /// Adds the operand (wrapping on integers, IEEE rounding on floats).
     Add,
+    /// Subtracts the operand, wrapping (integers only).
     Sub,
+    /// Stores the smaller of memory and the operand, by the type's signedness (integers only).
     Min,
+    /// Stores the larger of memory and the operand (integers only).
     Max,
+    /// Stores the operand unconditionally.
     Exchange,
+    /// Stores the operand only if memory holds `compare` (compared bit for bit).
     CompareExchange,
+    /// Bitwise and (integers only).
     And,
+    /// Bitwise or (integers only).
     Or,
+    /// Bitwise exclusive or (integers only).
     Xor,
 }
 
+/// How [`Op::Shuffle`] chooses the lane to read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShuffleMode {
+    /// From lane `lane`.
     Idx,
+    /// From lane `self - lane` (a lane below 0 keeps its value).
     Up,
+    /// From lane `self + lane` (a lane past 31 keeps its value).
     Down,
+    /// From lane `self ^ lane`.
     Xor,
 }
 
+/// What [`Op::Vote`] computes over the active lanes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VoteMode {
+    /// Whether every active lane's predicate is true.
     All,
+    /// Whether at least one active lane's predicate is true.
     Any,
+    /// A `U32` mask with bit `i` set when lane `i` is active and its predicate is true.
     Ballot,
 }

@@ -3,10 +3,13 @@
 //!
 //! Plain data: arenas with typed handles ([`arena`]), scalar types ([`types`]), kernels with
 //! structured control flow and their semantics ([`kernel`]), a builder ([`builder`]), a
-//! validator for every documented invariant ([`validate`]) and a text printer ([`print`]).
+//! validator for every documented invariant ([`validate`]) and a text printer
+//! ([`print`](mod@print)).
 //! Warp matrix operations have their fragment layouts in [`matrix`]; device `printf` has its
 //! format subset in [`printf`].
 //! This crate depends on nothing else of cuprum's and must stay that way.
+
+#![warn(missing_docs)]
 
 pub mod arena;
 pub mod builder;

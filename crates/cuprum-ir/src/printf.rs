@@ -93,13 +93,22 @@ pub enum ConvKind {
     /// `o`.
     Octal,
     /// `x` (`upper` false) or `X`.
-    Hex { upper: bool },
+    Hex {
+        /// `X`: the digits `A` to `F` in upper case.
+        upper: bool,
+    },
     /// `f`.
     Fixed,
     /// `e` or `E`.
-    Exp { upper: bool },
+    Exp {
+        /// `E`: the exponent mark and `INF`/`NAN` in upper case.
+        upper: bool,
+    },
     /// `g` or `G`.
-    General { upper: bool },
+    General {
+        /// `G`: as for `E`, the exponent mark and `INF`/`NAN` in upper case.
+        upper: bool,
+    },
 }
 
 impl ConvKind {
@@ -112,10 +121,17 @@ impl ConvKind {
 /// One `%...` conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conversion {
+    /// The flag characters, `-`, `+`, space, `#` and `0`.
     pub flags: Flags,
+    /// The minimum field width in characters, if one was written.
     pub width: Option<u32>,
+    /// The precision after `.`, if a `.` was written (`Some(0)` for a lone `.`): minimum digits
+    /// for integer conversions, digits after the point for `f` and `e`, significant digits for
+    /// `g`.
     pub precision: Option<u32>,
+    /// The length modifier, which with `kind` picks the argument class.
     pub length: Length,
+    /// The conversion character.
     pub kind: ConvKind,
 }
 

@@ -9,18 +9,32 @@ use std::fmt;
 /// The type of every IR value. Addresses are `U64`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ScalarType {
+    /// `bool`: one byte in memory, always 0 or 1.
     Bool,
+    /// `i8`, two's complement.
     I8,
+    /// `i16`, two's complement.
     I16,
+    /// `i32`, two's complement.
     I32,
+    /// `i64` (also Rust's `isize`), two's complement.
     I64,
+    /// `u8`.
     U8,
+    /// `u16`.
     U16,
+    /// `u32`; also the type of shared and local addresses and of index registers.
     U32,
+    /// `u64` (also Rust's `usize`); also the type of global addresses and slice lengths.
     U64,
+    /// IEEE binary16 (`half::f16`); arithmetic on it is done in `F32` and rounded back.
     F16,
+    /// bfloat16 (`half::bf16`): the top 16 bits of an `f32`; arithmetic is done in `F32` and
+    /// rounded back.
     BF16,
+    /// IEEE binary32, `f32`.
     F32,
+    /// IEEE binary64, `f64`.
     F64,
 }
 
@@ -60,18 +74,22 @@ impl ScalarType {
         }
     }
 
+    /// Whether this is one of the four floating-point types (`F16`, `BF16`, `F32`, `F64`).
     pub const fn is_float(self) -> bool {
         matches!(self, Self::F16 | Self::BF16 | Self::F32 | Self::F64)
     }
 
+    /// Whether this is a two's complement integer type (`I8` to `I64`).
     pub const fn is_signed_int(self) -> bool {
         matches!(self, Self::I8 | Self::I16 | Self::I32 | Self::I64)
     }
 
+    /// Whether this is an unsigned integer type (`U8` to `U64`); `Bool` is not one.
     pub const fn is_unsigned_int(self) -> bool {
         matches!(self, Self::U8 | Self::U16 | Self::U32 | Self::U64)
     }
 
+    /// Whether this is an integer type of either signedness; `Bool` and floats are not.
     pub const fn is_int(self) -> bool {
         self.is_signed_int() || self.is_unsigned_int()
     }
@@ -129,7 +147,9 @@ impl fmt::Display for ScalarType {
 /// `BF16` bfloat16); signed integers are two's complement truncated to their width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Constant {
+    /// The constant's type.
     pub ty: ScalarType,
+    /// The bit pattern, in the low `ty.bits()` bits; the bits above are zero.
     pub bits: u64,
 }
 
@@ -144,24 +164,32 @@ impl Constant {
         };
         Self { ty, bits }
     }
+    /// A `Bool` constant (bits 0 or 1).
     pub const fn bool(v: bool) -> Self {
         Self::new(ScalarType::Bool, v as u64)
     }
+    /// An `I32` constant; the two's complement bits are kept in the low 32 bits.
     pub const fn i32(v: i32) -> Self {
         Self::new(ScalarType::I32, v as u32 as u64)
     }
+    /// A `U32` constant.
     pub const fn u32(v: u32) -> Self {
         Self::new(ScalarType::U32, v as u64)
     }
+    /// An `I64` constant (two's complement bits).
     pub const fn i64(v: i64) -> Self {
         Self::new(ScalarType::I64, v as u64)
     }
+    /// A `U64` constant.
     pub const fn u64(v: u64) -> Self {
         Self::new(ScalarType::U64, v)
     }
+    /// An `F32` constant holding the exact bits of `v` (NaN payloads and the sign of zero are
+    /// kept).
     pub fn f32(v: f32) -> Self {
         Self::new(ScalarType::F32, v.to_bits() as u64)
     }
+    /// An `F64` constant holding the exact bits of `v`.
     pub fn f64(v: f64) -> Self {
         Self::new(ScalarType::F64, v.to_bits())
     }

@@ -12,7 +12,9 @@ use crate::types::ScalarType;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("invalid IR in kernel `{kernel}`: {message}")]
 pub struct ValidationError {
+    /// The name of the kernel that broke the rule.
     pub kernel: String,
+    /// What is wrong, naming the offending value, statement or parameter.
     pub message: String,
 }
 
