@@ -22,8 +22,11 @@ pub enum RaceKind {
 /// What a faulting memory access was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccessKind {
+    /// A load, including the reads of `ldmatrix` and the global-memory reads of `cp.async`.
     Load,
+    /// A store, including the shared-memory writes of `cp.async`.
     Store,
+    /// An atomic read-modify-write.
     Atomic,
 }
 
@@ -59,17 +62,30 @@ fn race_name(kind: &RaceKind) -> &'static str {
 pub enum EmuError {
     /// The kernel failed IR validation; nothing ran.
     #[error("kernel `{kernel}` is not valid IR, nothing was run: {message}")]
-    InvalidKernel { kernel: String, message: String },
+    InvalidKernel {
+        /// The kernel's name.
+        kernel: String,
+        /// The validator's description of the broken rule.
+        message: String,
+    },
 
     /// The grid, block or shared-memory size is not one a GPU accepts.
     #[error("cannot launch kernel `{kernel}`: {message}")]
-    InvalidLaunch { kernel: String, message: String },
+    InvalidLaunch {
+        /// The kernel's name.
+        kernel: String,
+        /// Which limit the launch exceeds, and by how much.
+        message: String,
+    },
 
     /// The launch passed a different number of arguments than the kernel has parameters.
     #[error("kernel `{kernel}` has {expected} parameters but the launch passed {got} arguments")]
     ArgumentCount {
+        /// The kernel's name.
         kernel: String,
+        /// How many parameters the kernel declares.
         expected: usize,
+        /// How many arguments the launch passed.
         got: usize,
     },
 
@@ -77,9 +93,13 @@ pub enum EmuError {
     /// slice that is not inside live device memory).
     #[error("argument {index} (`{param}`) of kernel `{kernel}`: {message}")]
     ArgumentMismatch {
+        /// The kernel's name.
         kernel: String,
+        /// The position of the argument, from 0.
         index: usize,
+        /// The parameter's name in the kernel.
         param: String,
+        /// Why the argument does not fit.
         message: String,
     },
 
@@ -88,14 +108,22 @@ pub enum EmuError {
         "out of emulated device memory: {requested} bytes requested, {available} of the \
          emulator's capacity still free (free buffers, or create the Memory with a larger capacity)"
     )]
-    OutOfMemory { requested: u64, available: u64 },
+    OutOfMemory {
+        /// The size of the allocation asked for, in bytes.
+        requested: u64,
+        /// How many bytes of the emulator's capacity were still free.
+        available: u64,
+    },
 
     /// `free` of an address that is not the start of a live allocation.
     #[error(
         "free of {address:#x}, which is not the start of a live allocation (freed twice, or \
          an address from somewhere else)"
     )]
-    InvalidFree { address: u64 },
+    InvalidFree {
+        /// The address passed to `free`.
+        address: u64,
+    },
 
     /// A host-side read, write, fill or copy touched memory outside every live allocation.
     #[error(
@@ -103,8 +131,11 @@ pub enum EmuError {
          freed, too short, or wrong address)"
     )]
     HostOutOfBounds {
+        /// The host operation: `"read"`, `"write"`, `"fill"`, or which side of a `"copy"`.
         op: &'static str,
+        /// The device address of the first byte touched.
         address: u64,
+        /// How many bytes the operation touched.
         len: u64,
     },
 
@@ -116,12 +147,19 @@ pub enum EmuError {
         space_name(.space), .access.name()
     )]
     OutOfBounds {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The address accessed, in the address form of `space`.
         address: u64,
+        /// The size of the access in bytes.
         size: u32,
+        /// The memory space accessed.
         space: AddressSpace,
+        /// Whether it was a load, a store or an atomic.
         access: AccessKind,
     },
 
@@ -132,11 +170,18 @@ pub enum EmuError {
         space_name(.space)
     )]
     Misaligned {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The address accessed, in the address form of `space`.
         address: u64,
+        /// The size of the access in bytes, which the address must be a
+        /// multiple of.
         size: u32,
+        /// The memory space accessed.
         space: AddressSpace,
     },
 
@@ -146,11 +191,17 @@ pub enum EmuError {
          `{site}`: the len is {len} but the index is {index}"
     )]
     BoundsCheck {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The index used.
         index: u64,
+        /// The length of the slice or array indexed.
         len: u64,
+        /// The expression in the kernel's source, as the front end recorded it.
         site: String,
     },
 
@@ -158,9 +209,13 @@ pub enum EmuError {
     /// itself).
     #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: division by zero at {site}")]
     DivideByZero {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The expression in the kernel's source, as the front end recorded it.
         site: String,
     },
 
@@ -170,18 +225,26 @@ pub enum EmuError {
          (MIN / -1) at {site}"
     )]
     DivideOverflow {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The expression in the kernel's source, as the front end recorded it.
         site: String,
     },
 
     /// A device assertion failed.
     #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: assertion failed: {message}")]
     AssertFailed {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The assertion's message, or a description of its condition.
         message: String,
     },
 
@@ -193,10 +256,15 @@ pub enum EmuError {
         race_name(.kind), .threads.0, .threads.1
     )]
     SharedRace {
+        /// The kernel's name.
         kernel: String,
+        /// The block whose threads raced.
         block: Dim3,
+        /// The two threads, the earlier access first.
         threads: (Dim3, Dim3),
+        /// The byte offset into the block's shared memory.
         address: u64,
+        /// Whether both threads wrote, or one wrote and one read.
         kind: RaceKind,
     },
 
@@ -206,10 +274,15 @@ pub enum EmuError {
          uninitialized shared memory at offset {address:#x} (nothing in this block wrote it)"
     )]
     UninitializedSharedRead {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The byte offset of the read into the block's shared memory.
         address: u64,
+        /// The size of the read in bytes.
         size: u32,
     },
 
@@ -217,9 +290,13 @@ pub enum EmuError {
     /// divergent branch or loop, or warps waiting at different barrier statements).
     #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: barrier divergence: {message}")]
     BarrierDivergence {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// Which threads waited where.
         message: String,
     },
 
@@ -229,9 +306,13 @@ pub enum EmuError {
          {source_lane}, which is inactive (diverged or exited) at this shuffle"
     )]
     ShuffleInactiveLane {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The lane (0 to 31) the shuffle tried to read from.
         source_lane: u32,
     },
 
@@ -244,14 +325,25 @@ pub enum EmuError {
          block's size is not a multiple of 32)"
     )]
     IncompleteWarp {
+        /// The kernel's name.
         kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
         block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
         thread: Dim3,
+        /// The operation's PTX name, such as `mma.sync`.
         operation: &'static str,
+        /// A mask with one bit per lane of the warp that executed the
+        /// operation.
         active: u32,
     },
 
     /// Something a validated kernel cannot do happened: a bug in the emulator or validator.
     #[error("emulator internal error in kernel `{kernel}`: {message} (please report this)")]
-    Internal { kernel: String, message: String },
+    Internal {
+        /// The kernel's name.
+        kernel: String,
+        /// What went wrong inside the emulator.
+        message: String,
+    },
 }

@@ -40,14 +40,27 @@ pub enum ArgValue {
     /// A scalar's bits, zero-extended to 64 bits (as [`cuprum_ir::Constant`]).
     Scalar(u64),
     /// A slice: device address of the first element and length in elements.
-    Slice { base: u64, len: u64 },
+    Slice {
+        /// The device address of the first element, aligned to the element size and inside
+        /// one live allocation (not checked when `len` is 0).
+        base: u64,
+        /// The number of elements (not bytes).
+        len: u64,
+    },
 }
 
 /// Grid and block shape of a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchDims {
+    /// Blocks in the grid along `x`, `y` and `z`: each at least 1, at most
+    /// `[2^31 - 1, 65535, 65535]`.
     pub grid: [u32; 3],
+    /// Threads in each block along `x`, `y` and `z`: each at least 1, at most
+    /// `[1024, 1024, 64]`, with a product of at most [`MAX_THREADS_PER_BLOCK`] (and within
+    /// the kernel's launch bounds).
     pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block, placed after the static shared arrays; the
+    /// total must stay within [`MAX_SHARED_BYTES`].
     pub dynamic_shared_bytes: u32,
 }
 

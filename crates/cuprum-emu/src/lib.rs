@@ -69,6 +69,8 @@
 //! # Ok::<(), cuprum_emu::EmuError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod access;
 mod atomic;
 mod cast;
