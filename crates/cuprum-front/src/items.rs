@@ -8,6 +8,7 @@ use crate::types::ParamType;
 /// What the module holds, as the lowering and the host code generator need it.
 #[derive(Clone, Debug)]
 pub struct ModuleInfo {
+    /// The `#[kernel]` functions, in source order.
     pub kernels: Vec<KernelInfo>,
     /// Plain `fn` items: device helpers callable from kernels.
     pub helpers: Vec<syn::ItemFn>,
@@ -20,10 +21,18 @@ pub struct ModuleInfo {
 /// One `#[kernel]` function.
 #[derive(Clone, Debug)]
 pub struct KernelInfo {
+    /// The function's name: the PTX entry name of a non-generic kernel and the stem of the
+    /// generated host methods.
     pub name: String,
+    /// The function as parsed, with its body; the macro re-emits it as a host function so that
+    /// rustc type-checks it.
     pub item: syn::ItemFn,
+    /// The parameters in declaration order.
     pub params: Vec<HostParam>,
+    /// What `#[launch_bounds(...)]` declared, if present.
     pub launch_bounds: Option<cuprum_ir::LaunchBounds>,
+    /// What `#[launch_contract(...)]` declared, if present; only kernels with one get a safe
+    /// launch method.
     pub contract: Option<ContractInfo>,
     /// `unsafe fn`: raw pointers and `&mut [T]` allowed; launched only through the raw method.
     pub is_unsafe: bool,
@@ -43,15 +52,20 @@ impl KernelInfo {
 /// A kernel parameter with its original Rust type (used to spell host signatures).
 #[derive(Clone, Debug)]
 pub struct HostParam {
+    /// The parameter's name as written.
     pub name: syn::Ident,
+    /// The parameter's type as written, copied into the generated host signature.
     pub rust_type: syn::Type,
+    /// What the front end made of `rust_type`.
     pub ty: ParamType,
 }
 
 /// `#[launch_contract(domain = N, block = (x, y, z))]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContractInfo {
+    /// How many dimensions (1 to 3) the kernel indexes; the grid must be 1 along the others.
     pub domain: u32,
+    /// The exact block shape `(x, y, z)` the kernel was written for.
     pub block: (u32, u32, u32),
 }
 

@@ -6,6 +6,8 @@
 //! IR never has to be serialized, and generic kernels can later be specialized at launch).
 //! It must stay deterministic: the same source gives the same IR.
 
+#![warn(missing_docs)]
+
 mod items;
 mod lower;
 mod types;
@@ -18,7 +20,11 @@ pub use types::ParamType;
 /// The IR of a module together with what the host-side code generator needs to know.
 #[derive(Clone, Debug)]
 pub struct CompiledModule {
+    /// The IR of every kernel (generic kernels are left out: they are lowered per
+    /// [`Specialization`] at launch).
     pub ir: cuprum_ir::Module,
+    /// The module's kernels, helpers, constants and structs, as the host code generator needs
+    /// them.
     pub info: ModuleInfo,
 }
 

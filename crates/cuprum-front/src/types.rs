@@ -11,23 +11,33 @@ use syn::spanned::Spanned;
 /// A kernel parameter's type as the user wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamType {
+    /// A scalar passed by value (`f32`, `u32`, `bool`, ...).
     Scalar(ScalarType),
+    /// A slice of device memory: `&[T]` (read only), `DisjointSlice<T>` (each thread writes its
+    /// own elements) or `&mut [T]` (in an `unsafe` kernel).
     Slice {
+        /// The element type.
         elem: ScalarType,
+        /// Which of the three forms it is.
         access: SliceAccess,
     },
     /// `AtomicSlice<T>`: global memory updated with atomics (an IR `ReadWrite` slice).
     Atomic {
+        /// The element type, 32 or 64 bits wide.
         elem: ScalarType,
     },
     /// `*const T` / `*mut T` in an `unsafe` kernel: a raw device address (an IR `U64`).
     Pointer {
+        /// The pointee type.
         elem: ScalarType,
+        /// Whether it is `*mut T` rather than `*const T`.
         mutable: bool,
     },
     /// A struct of the module passed by value: one scalar IR parameter per field, in order.
     Struct {
+        /// The struct's name in the module.
         name: String,
+        /// Each field's name and scalar type, in declaration order.
         fields: Vec<(String, ScalarType)>,
     },
 }

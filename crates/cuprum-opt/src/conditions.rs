@@ -2,7 +2,7 @@
 //!
 //! The front end guards every slice and array access with
 //! `If { cond: index < len, then: [], otherwise: [Trap(BoundsCheck)] }`. Once such a check
-//! has run, lanes that go on know `cond` is true ([`crate::facts`]); a later `If` on the
+//! has run, lanes that go on know `cond` is true (`crate::facts`); a later `If` on the
 //! same value (common subexpression elimination makes re-tested comparisons the same value)
 //! is decided, and replaced by the branch it takes: the check disappears. The same holds for
 //! any `If` inside a branch on its own condition, and for conditions that the known ranges

@@ -1,6 +1,6 @@
 //! Common-subexpression elimination of pure operations, over the structured tree.
 //!
-//! A pure operation ([`crate::ir::is_pure`]: no loads, atomics, variable reads or warp
+//! A pure operation (`crate::ir::is_pure`: no loads, atomics, variable reads or warp
 //! operations) computes the same bits from the same operands wherever it runs, so a second
 //! definition of the same operation on the same operands can read the first, provided the
 //! first dominates it: it comes earlier in the same block or in an enclosing block (a loop

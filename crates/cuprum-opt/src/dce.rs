@@ -4,7 +4,7 @@
 //! Liveness is computed by marking, from the roots, so that cycles through variables
 //! (`x = read $v; $v = x + 1` in a loop, with `$v` read nowhere else) die too. Roots are
 //! the operands of every statement with an effect: stores, branches, traps, warp matrix
-//! operations, copies, prints, and definitions that must stay ([`crate::ir::is_removable`]
+//! operations, copies, prints, and definitions that must stay (`crate::ir::is_removable`
 //! says which: loads, atomics, warp operations and possibly faulting divisions stay even
 //! when unused). A removable definition is live when its value is; a variable is live when
 //! one of its reads is; a write is live when its variable is.

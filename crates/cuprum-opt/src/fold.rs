@@ -3,7 +3,7 @@
 //! One walk over the kernel in program order. Each definition is rewritten, with its
 //! operands already rewritten, into the simplest equivalent:
 //!
-//! * an operation on constants becomes a constant (evaluated by [`crate::eval`], which
+//! * an operation on constants becomes a constant (evaluated by `crate::eval`, which
 //!   refuses whatever the GPU might compute differently: NaN results, half floats,
 //!   transcendental functions, faulting divisions);
 //! * identities on integers and booleans give one of the operands: `x + 0`, `x - 0`, `x * 1`,

@@ -37,6 +37,8 @@
 //!
 //! This crate depends only on `cuprum-ir`.
 
+#![warn(missing_docs)]
+
 pub mod checks;
 pub mod conditions;
 pub mod cse;
@@ -56,7 +58,10 @@ use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
 /// A named pass: rewrites a kernel in place and says whether it changed anything.
 #[derive(Clone, Copy, Debug)]
 pub struct Pass {
+    /// The pass's name, used in debug-build validation failures and in tests.
     pub name: &'static str,
+    /// Runs the pass once over a kernel; returns `true` if it changed anything. Must preserve the
+    /// kernel's meaning and leave it valid.
     pub run: fn(&mut Kernel) -> bool,
 }
 

@@ -8,7 +8,7 @@
 //!
 //! Truncation to 32 bits commutes with wrapping `+`, `-`, `*`, `&`, `|`, `^` and with shifts
 //! by a constant below 32, so `(a op b) as u32 == (a as u32) op (b as u32)` always. When, in
-//! addition, the known range of a `U64` result ([`crate::facts`], with the launch limits on
+//! addition, the known range of a `U64` result (`crate::facts`, with the launch limits on
 //! thread and block indices) lies below `2^32`, the result equals the zero extension of that
 //! 32-bit value. So its definition `v = a op b` becomes `n = a' op b'` in `U32` (operands:
 //! the 32-bit source of a zero extension, an earlier narrowed value, a truncated constant, or

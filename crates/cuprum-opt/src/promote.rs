@@ -14,7 +14,7 @@
 //!
 //! * at a constant address: `LocalAddr(i)` (whose value the layout gives) plus or minus
 //!   constants;
-//! * within a range of addresses, from the known ranges of the dynamic part ([`crate::facts`]:
+//! * within a range of addresses, from the known ranges of the dynamic part (`crate::facts`:
 //!   the front end's bounds check `index < len` before `array[index]` bounds the index);
 //! * anywhere (no bound known).
 //!

@@ -10,7 +10,7 @@
 //! holds when the loop starts (the last write before the loop in the same block, if that is
 //! a constant) and walks the body's top-level statements iteration by iteration, copying
 //! them with fresh values: a read of a variable whose value is known becomes that constant,
-//! a pure operation on constants becomes its result ([`crate::eval`]), a write records the
+//! a pure operation on constants becomes its result (`crate::eval`), a write records the
 //! variable's new value (a write inside a nested block makes it unknown). An exit test,
 //! `if c {} else { break }` (or `if c { break }`) at the top level, must have a known
 //! condition: if it passes, it is dropped from the copy; if it exits, the copy ends there and

@@ -37,6 +37,8 @@
 //!   tolerance); `cp.async` needs sm_80, which both targets are.
 //! * `Print` calls the driver's `vprintf` with the format string verbatim.
 
+#![warn(missing_docs)]
+
 mod analysis;
 mod emit;
 mod math;
@@ -88,7 +90,12 @@ pub enum PtxError {
     Invalid(#[from] ValidationError),
     /// The kernel uses something the PTX writer does not support (yet).
     #[error("kernel `{kernel}`: {what} is not supported by the PTX writer")]
-    Unsupported { kernel: String, what: String },
+    Unsupported {
+        /// The kernel's name.
+        kernel: String,
+        /// The construct it could not write, such as `atomics on local memory`.
+        what: String,
+    },
 }
 
 /// One parameter of a PTX entry, as the launch passes it.

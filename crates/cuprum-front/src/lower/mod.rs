@@ -39,7 +39,9 @@ fn err<T>(span: proc_macro2::Span, msg: impl std::fmt::Display) -> Result<T> {
 /// The types and values a generic kernel's parameters take in one specialization.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Specialization {
+    /// Each type parameter's name and the scalar type it stands for.
     pub types: Vec<(String, S)>,
+    /// Each const parameter's name and its value (wide enough for any integer type).
     pub consts: Vec<(String, i128)>,
 }
 
