@@ -3,8 +3,8 @@
 //!
 //! A [`CudaContext`] is one device (a GPU's primary context, or one emulator instance) with its
 //! limits, counters and default stream; [`Stream`]s order work on it; [`Event`]s mark points in
-//! a stream and time them. The backend-specific work lives in [`crate::cuda`] and
-//! [`crate::emu`]; this module only dispatches, keeps the shared bookkeeping (which kernel ran
+//! a stream and time them. The backend-specific work lives in `crate::cuda` and
+//! `crate::emu`; this module only dispatches, keeps the shared bookkeeping (which kernel ran
 //! last on a stream, for fault messages; launch and allocation counters) and turns driver
 //! failures into [`Error`]s.
 

@@ -19,20 +19,31 @@ pub enum Error {
         "no CUDA driver (libcuda.so) found ({detail}): install the NVIDIA driver, or set \
          CUPRUM_DEVICE=emu to use the CPU emulator"
     )]
-    NoDriver { detail: String },
+    NoDriver {
+        /// Why loading failed: the loader's message, or the missing entry points.
+        detail: String,
+    },
 
     /// The driver works but there is no device with this ordinal.
     #[error(
         "no device with ordinal {ordinal}: {count} device(s) present{}",
         if *.count == 0 { "; set CUPRUM_DEVICE=emu (or auto) to use the CPU emulator" } else { "" }
     )]
-    NoDevice { ordinal: usize, count: usize },
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
 
     /// A CUDA driver call failed (with the driver's own error name and description).
     #[error("CUDA driver call {call} failed with {code}: {message}")]
     Driver {
+        /// The driver function that failed, such as `cuMemAlloc`.
         call: &'static str,
+        /// The driver's error name, such as `CUDA_ERROR_INVALID_VALUE`.
         code: String,
+        /// The driver's description of the error.
         message: String,
     },
 
@@ -41,21 +52,37 @@ pub enum Error {
         "invalid CUPRUM_DEVICE value `{value}`: expected `auto` (GPU if present, else the \
          emulator), `cuda` (GPU only) or `emu` (CPU emulator)"
     )]
-    InvalidDeviceSelection { value: String },
+    InvalidDeviceSelection {
+        /// The value found in `CUPRUM_DEVICE`.
+        value: String,
+    },
 
     /// The launch configuration breaks the kernel's contract or the device's limits.
     #[error("invalid launch of kernel `{kernel}`: {reason}")]
-    InvalidLaunch { kernel: String, reason: String },
+    InvalidLaunch {
+        /// The kernel's name.
+        kernel: String,
+        /// Which limit or contract the configuration breaks, with the numbers.
+        reason: String,
+    },
 
     /// A kernel failed on the GPU (a device-side bounds check or trap, an illegal address...).
     /// The CUDA context is unusable afterwards.
     #[error("kernel `{kernel}` failed on the GPU: {detail}")]
-    KernelFault { kernel: String, detail: String },
+    KernelFault {
+        /// The kernel launched last before the fault was seen (the GPU reports faults late, at
+        /// the next synchronizing call).
+        kernel: String,
+        /// The driver's error and what to do next.
+        detail: String,
+    },
 
     /// The emulator reported an error while running a kernel.
     #[error("{}", EmulatorMessage(.kernel, .source))]
     Emulator {
+        /// The kernel's name.
         kernel: String,
+        /// The emulator's error, which names the block, thread and address where they apply.
         #[source]
         source: cuprum_emu::EmuError,
     },
@@ -63,36 +90,57 @@ pub enum Error {
     /// The emulator's memory refused an operation (allocation, copy).
     #[error("CPU emulator memory error during {operation}: {source}")]
     EmulatorMemory {
+        /// The host operation that failed, such as `"allocation"`.
         operation: &'static str,
+        /// The emulator's memory error.
         #[source]
         source: cuprum_emu::EmuError,
     },
 
     /// The kernel's IR could not be compiled (validation or PTX generation).
     #[error("could not compile kernel `{kernel}`: {message}")]
-    Compile { kernel: String, message: String },
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// The validator's or PTX writer's message.
+        message: String,
+    },
 
     /// The device cannot run cuprum's code (compute capability too old, ...).
     #[error("device `{device}` (compute capability {}.{}) is not supported: {reason}", .compute_capability.0, .compute_capability.1)]
     UnsupportedDevice {
+        /// The device's name as the driver reports it.
         device: String,
+        /// The device's compute capability, `(major, minor)`.
         compute_capability: (u32, u32),
+        /// What cuprum needs that the device lacks.
         reason: String,
     },
 
     /// The driver's JIT refused the PTX; `log` is its error log.
     #[error("the CUDA driver could not load the PTX module: {message}{}", LogSuffix(.log))]
-    ModuleLoad { message: String, log: String },
+    ModuleLoad {
+        /// The driver's error for the load call.
+        message: String,
+        /// The JIT compiler's error log; may be empty.
+        log: String,
+    },
 
     /// No kernel of that name (or index) in the loaded module.
     #[error("no kernel named `{name}` in the loaded module")]
-    KernelNotFound { name: String },
+    KernelNotFound {
+        /// The kernel name that was looked up.
+        name: String,
+    },
 
     /// Host and device lengths disagree.
     #[error("length mismatch for {what}: expected {expected} elements, got {actual}")]
     LengthMismatch {
+        /// Which operation and buffer, for the message.
         what: String,
+        /// The device buffer's length, in elements.
         expected: usize,
+        /// The host slice's length, in elements.
         actual: usize,
     },
 
@@ -105,15 +153,29 @@ pub enum Error {
 
     /// The arguments given to a launch do not match the kernel's parameters.
     #[error("arguments do not match kernel `{kernel}`: {reason}")]
-    ArgumentMismatch { kernel: String, reason: String },
+    ArgumentMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// Which argument differs from its parameter, and how.
+        reason: String,
+    },
 
     /// Device memory is exhausted, or the requested size cannot be represented.
     #[error("out of device memory: could not allocate {bytes} bytes ({detail})")]
-    OutOfMemory { bytes: u128, detail: String },
+    OutOfMemory {
+        /// The size asked for, in bytes (wide enough to report sizes that
+        /// overflow `usize`).
+        bytes: u128,
+        /// The driver's or emulator's explanation, with the memory available.
+        detail: String,
+    },
 
     /// The operation is not available on this backend or driver.
     #[error("unsupported operation: {what}")]
-    Unsupported { what: String },
+    Unsupported {
+        /// The operation, and on which backend or driver it is missing.
+        what: String,
+    },
 }
 
 /// Formats a JIT log after the message, only when there is one.

@@ -25,7 +25,11 @@ use crate::limits::{KernelFacts, check_config};
 /// Grid and block shape of a launch, and its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
+    /// Blocks in the grid along `x`, `y` and `z`; each at least 1 and within the device's
+    /// [`DeviceLimits::max_grid_dim`](crate::DeviceLimits::max_grid_dim).
     pub grid: (u32, u32, u32),
+    /// Threads per block along `x`, `y` and `z`; each at least 1, with a product of at most
+    /// the device's `max_threads_per_block` (1024) and the kernel's launch bounds.
     pub block: (u32, u32, u32),
     /// Bytes of dynamic shared memory per block.
     pub shared_mem_bytes: u32,
@@ -34,12 +38,17 @@ pub struct LaunchConfig {
 /// A one-dimensional [`LaunchConfig`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig1D {
+    /// Blocks in the grid (along `x`).
     pub grid: u32,
+    /// Threads per block (along `x`).
     pub block: u32,
+    /// Bytes of dynamic shared memory per block.
     pub shared_mem_bytes: u32,
 }
 
 impl LaunchConfig1D {
+    /// A configuration of `grid` blocks of `block` threads, with `shared_mem_bytes` bytes of
+    /// dynamic shared memory per block. Nothing is checked until the launch.
     pub fn new(grid: u32, block: u32, shared_mem_bytes: u32) -> Self {
         Self {
             grid,
@@ -139,9 +148,19 @@ impl LaunchContract {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelArg {
     /// A scalar: its IR type and its bits, zero-extended to 64.
-    Scalar { ty: ScalarType, bits: u64 },
+    Scalar {
+        /// The parameter's IR type, which must equal the kernel's.
+        ty: ScalarType,
+        /// The value's bits in the low `ty.bits()` bits, the rest zero.
+        bits: u64,
+    },
     /// A slice of device memory: base address and length in elements.
-    Slice { address: u64, len: u64 },
+    Slice {
+        /// The device address of the first element.
+        address: u64,
+        /// The number of elements (not bytes).
+        len: u64,
+    },
 }
 
 impl KernelArg {

@@ -18,6 +18,8 @@
 //! library and its symbols first, so a missing driver is [`Error::NoDriver`], never a panic.
 //! The emulator backend (`emu.rs`) runs kernels synchronously with `cuprum-emu`.
 
+#![warn(missing_docs)]
+
 pub mod buffer;
 pub mod cache;
 pub mod context;

@@ -1,7 +1,7 @@
 //! What a device can do ([`DeviceLimits`]), queried once when a context is created, and the
 //! checks of a launch configuration against those limits.
 //!
-//! Launch contracts (`prepare_*`) and raw launches both go through [`check_config`], so the
+//! Launch contracts (`prepare_*`) and raw launches both go through `check_config`, so the
 //! user gets one precise [`Error::InvalidLaunch`] naming the kernel and the numbers instead of
 //! the driver's generic `CUDA_ERROR_INVALID_VALUE` (or, on the emulator, a different error than
 //! the GPU would give). This module only checks; it never talks to a device.
@@ -17,15 +17,20 @@ pub struct DeviceLimits {
     pub name: String,
     /// `(major, minor)`, e.g. `(9, 0)`.
     pub compute_capability: (u32, u32),
+    /// Most threads in one block (1024 on every supported GPU).
     pub max_threads_per_block: u32,
+    /// Largest block size along `x`, `y` and `z`.
     pub max_block_dim: [u32; 3],
+    /// Largest grid size, in blocks, along `x`, `y` and `z`.
     pub max_grid_dim: [u32; 3],
     /// Shared memory a block may use without opting in (48 KiB on every sm_80+ device).
     pub max_shared_per_block: u32,
     /// Shared memory a block may use after opting in (the runtime opts in when a launch needs
     /// it): 163 KiB on sm_80, 227 KiB on sm_90.
     pub max_shared_per_block_optin: u32,
+    /// Number of streaming multiprocessors (132 on an H100/H200 SXM).
     pub multiprocessor_count: u32,
+    /// Threads per warp: 32.
     pub warp_size: u32,
     /// Device memory in bytes.
     pub total_memory: u64,
