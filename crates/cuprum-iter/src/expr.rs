@@ -135,6 +135,8 @@ impl<T: Element> fmt::Debug for Expr<T> {
 
 /// Host values and traced values alike: what operators and methods accept on their right.
 pub trait IntoExpr<T> {
+    /// The value as an expression: a host value becomes a constant of the traced kernel, a
+    /// traced value is returned as it is.
     fn into_expr(self) -> Expr<T>;
 }
 
@@ -260,9 +262,11 @@ impl<T: Float> Expr<T> {
     pub fn sqrt(self) -> Self {
         self.unary(UnaryOp::Sqrt)
     }
+    /// Rounds toward negative infinity, as Rust's `floor`.
     pub fn floor(self) -> Self {
         self.unary(UnaryOp::Floor)
     }
+    /// Rounds toward positive infinity, as Rust's `ceil`.
     pub fn ceil(self) -> Self {
         self.unary(UnaryOp::Ceil)
     }
@@ -270,6 +274,7 @@ impl<T: Float> Expr<T> {
     pub fn round(self) -> Self {
         self.unary(UnaryOp::Round)
     }
+    /// Rounds toward zero, dropping the fractional part, as Rust's `trunc`.
     pub fn trunc(self) -> Self {
         self.unary(UnaryOp::Trunc)
     }
@@ -305,9 +310,12 @@ fn one_bits(ty: ScalarType) -> u64 {
 }
 
 impl<T: Transcendental> Expr<T> {
+    /// `e^self`. Like the other functions here, accurate to a few ulp rather than correctly
+    /// rounded, so GPU and emulator results may differ in the last bits.
     pub fn exp(self) -> Self {
         self.unary(UnaryOp::Exp)
     }
+    /// `2^self`, to a few ulp.
     pub fn exp2(self) -> Self {
         self.unary(UnaryOp::Exp2)
     }
@@ -315,15 +323,19 @@ impl<T: Transcendental> Expr<T> {
     pub fn ln(self) -> Self {
         self.unary(UnaryOp::Ln)
     }
+    /// The base-2 logarithm, to a few ulp; NaN for negative values.
     pub fn log2(self) -> Self {
         self.unary(UnaryOp::Log2)
     }
+    /// The sine of an angle in radians, to a few ulp.
     pub fn sin(self) -> Self {
         self.unary(UnaryOp::Sin)
     }
+    /// The cosine of an angle in radians, to a few ulp.
     pub fn cos(self) -> Self {
         self.unary(UnaryOp::Cos)
     }
+    /// The hyperbolic tangent, to a few ulp.
     pub fn tanh(self) -> Self {
         self.unary(UnaryOp::Tanh)
     }

@@ -124,6 +124,8 @@
 //! `Error::ContextMismatch`, an integer division by zero in a closure stops the kernel with
 //! an error naming it, as Rust would panic.
 
+#![warn(missing_docs)]
+
 mod codegen;
 mod device;
 mod exec;
