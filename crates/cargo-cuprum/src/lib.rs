@@ -22,6 +22,8 @@
 //! # Ok::<(), clap::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod doctor;
 pub mod emit;

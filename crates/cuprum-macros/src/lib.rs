@@ -7,6 +7,8 @@
 //! typed host API: `load`, `prepare_<kernel>` and one launch method per kernel.
 //! `#[kernel]`, `#[launch_bounds]` and `#[launch_contract]` only mark items for it.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 
 mod host;

@@ -37,6 +37,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 // Lets the code `#[cuda_module]` generates (which names `::cuprum`) work inside this crate.
 extern crate self as cuprum;
 

@@ -2,11 +2,12 @@
 //! fragments from shared memory, and `cp.async` copies from global to shared memory.
 //!
 //! Fragment layouts are PTX's (`mma.m16n8k16` with row-major A and column-major B): with
-//! `g = lane / 4` and `t = lane % 4`, a lane's A registers hold A[g][2t..2t+2],
-//! A[g+8][2t..2t+2], A[g][2t+8..2t+10], A[g+8][2t+8..2t+10] (two 16-bit values per `u32`, the
-//! lower column in the low half); its B registers hold B[2t..2t+2][g] and B[2t+8..2t+10][g];
-//! its C and D values are C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]. All 32 lanes of the
-//! warp must execute these together. The emulator runs them with the same layouts.
+//! `g = lane / 4` and `t = lane % 4`, a lane's A registers hold `A[g][2t..2t+2]`,
+//! `A[g+8][2t..2t+2]`, `A[g][2t+8..2t+10]`, `A[g+8][2t+8..2t+10]` (two 16-bit values per
+//! `u32`, the lower column in the low half); its B registers hold `B[2t..2t+2][g]` and
+//! `B[2t+8..2t+10][g]`; its C and D values are `C[g][2t]`, `C[g][2t+1]`, `C[g+8][2t]`,
+//! `C[g+8][2t+1]`. All 32 lanes of the warp must execute these together. The emulator runs
+//! them with the same layouts.
 
 use super::SharedArray;
 use super::shared::unreachable_on_host;
@@ -24,8 +25,8 @@ pub fn mma_m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
 }
 
 /// D = A·B + C for a 16x8 tile with K = 8, `tf32` inputs (the bits of `f32`s, of which the
-/// tensor cores read the top 19), `f32` accumulation. A's four registers hold A[g][t],
-/// A[g+8][t], A[g][t+4], A[g+8][t+4]; B's two hold B[t][g], B[t+4][g].
+/// tensor cores read the top 19), `f32` accumulation. A's four registers hold `A[g][t]`,
+/// `A[g+8][t]`, `A[g][t+4]`, `A[g+8][t+4]`; B's two hold `B[t][g]`, `B[t+4][g]`.
 pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     let _ = (a, b, c);
     unreachable_on_host()
