@@ -11,6 +11,47 @@ use super::shared::unreachable_on_host;
 /// A slice of global memory that threads update with atomic read-modify-write operations.
 /// Supported element types: `i32`, `u32`, `i64`, `u64` (every operation), `f32` and `f64`
 /// (`fetch_add`, `swap`, `compare_exchange`).
+///
+/// A histogram, where many threads add to the same bin:
+///
+/// ```
+/// use cuprum::simt::{kernel, launch_contract, thread, AtomicSlice};
+/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+///
+/// #[cuda_module]
+/// mod kernels {
+///     use super::*;
+///
+///     #[kernel]
+///     #[launch_contract(domain = 1, block = (256, 1, 1))]
+///     pub fn histogram(x: &[u32], bins: AtomicSlice<u32>) {
+///         let i = thread::index_1d().get();
+///         if i < x.len() {
+///             bins.fetch_add((x[i] % 16) as usize, 1);
+///         }
+///     }
+/// }
+///
+/// # fn main() -> cuprum::Result<()> {
+/// let x: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+/// let ctx = CudaContext::new(0)?;
+/// let stream = ctx.default_stream();
+/// let dx = DeviceBuffer::from_host(&stream, &x)?;
+/// // The host passes `&mut DeviceBuffer<u32>` for an `AtomicSlice<u32>`.
+/// let mut bins = DeviceBuffer::<u32>::zeroed(&stream, 16)?;
+///
+/// let module = kernels::load(&ctx)?;
+/// let prepared = module.prepare_histogram(LaunchConfig1D::for_len(x.len(), 256))?;
+/// module.histogram(&stream, &prepared, &dx, &mut bins)?;
+///
+/// let mut want = vec![0u32; 16];
+/// for v in &x {
+///     want[(v % 16) as usize] += 1;
+/// }
+/// assert_eq!(bins.to_host_vec(&stream)?, want);
+/// # Ok(())
+/// # }
+/// ```
 pub struct AtomicSlice<T> {
     _elements: PhantomData<*mut T>,
 }

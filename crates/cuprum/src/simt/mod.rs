@@ -41,6 +41,46 @@ pub fn fence_system() {}
 /// no code can make up, so two threads can never write the same element; the out-of-bounds
 /// case is a `None`, not a memory error. On the host, a kernel takes it as
 /// `&mut DeviceBuffer<T>`.
+///
+/// A thread may read the element it got as well as write it, so `y = a * x + y` needs no
+/// second buffer:
+///
+/// ```
+/// use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice};
+/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+///
+/// #[cuda_module]
+/// mod kernels {
+///     use super::*;
+///
+///     #[kernel]
+///     #[launch_contract(domain = 1, block = (64, 1, 1))]
+///     pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///         let i = thread::index_1d();
+///         if let Some(out) = y.get_mut(i) {
+///             *out = a * x[i.get()] + *out;
+///         }
+///     }
+/// }
+///
+/// # fn main() -> cuprum::Result<()> {
+/// let ctx = CudaContext::new(0)?; // the emulator when there is no GPU
+/// let stream = ctx.default_stream();
+/// let x: Vec<f32> = (0..100).map(|i| i as f32).collect();
+/// let y: Vec<f32> = (0..100).map(|i| 0.5 * i as f32).collect();
+/// let dx = DeviceBuffer::from_host(&stream, &x)?;
+/// let mut dy = DeviceBuffer::from_host(&stream, &y)?;
+///
+/// let module = kernels::load(&ctx)?;
+/// // Two blocks of 64 threads: the last 28 threads get `None` and write nothing.
+/// let prepared = module.prepare_saxpy(LaunchConfig1D::for_len(x.len(), 64))?;
+/// module.saxpy(&stream, &prepared, 3.0, &dx, &mut dy)?;
+///
+/// let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 3.0 * x + y).collect();
+/// assert_eq!(dy.to_host_vec(&stream)?, want);
+/// # Ok(())
+/// # }
+/// ```
 pub struct DisjointSlice<T> {
     _elements: PhantomData<*mut T>,
 }

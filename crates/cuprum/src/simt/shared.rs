@@ -11,6 +11,51 @@ use std::marker::PhantomData;
 
 /// A statically sized shared-memory array of the block: `let tile = SharedArray::<f32, 256>::uninit();`
 /// declares one per kernel (the `let` is the declaration; it is not re-created per call).
+///
+/// Each block below reverses its 128 elements: every thread stores one element, the barrier
+/// makes the stores visible to the whole block, then every thread loads another thread's
+/// element.
+///
+/// ```
+/// use cuprum::simt::{kernel, launch_contract, sync_threads, thread, DisjointSlice, SharedArray};
+/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+///
+/// #[cuda_module]
+/// mod kernels {
+///     use super::*;
+///
+///     #[kernel]
+///     #[launch_contract(domain = 1, block = (128, 1, 1))]
+///     pub fn reverse_blocks(x: &[u32], mut y: DisjointSlice<u32>) {
+///         let tile = SharedArray::<u32, 128>::uninit();
+///         let t = thread::thread_idx_x() as usize;
+///         let i = thread::index_1d();
+///         // SAFETY: thread `t` alone writes slot `t` before the barrier.
+///         unsafe { tile.set(t, x[i.get()]) };
+///         sync_threads();
+///         if let Some(out) = y.get_mut(i) {
+///             // SAFETY: nothing writes the tile after the barrier.
+///             *out = unsafe { tile.get(127 - t) };
+///         }
+///     }
+/// }
+///
+/// # fn main() -> cuprum::Result<()> {
+/// let x: Vec<u32> = (0..512).collect(); // a whole number of blocks
+/// let ctx = CudaContext::new(0)?;
+/// let stream = ctx.default_stream();
+/// let dx = DeviceBuffer::from_host(&stream, &x)?;
+/// let mut dy = DeviceBuffer::zeroed(&stream, x.len())?;
+///
+/// let module = kernels::load(&ctx)?;
+/// let prepared = module.prepare_reverse_blocks(LaunchConfig1D::for_len(x.len(), 128))?;
+/// module.reverse_blocks(&stream, &prepared, &dx, &mut dy)?;
+///
+/// let want: Vec<u32> = x.chunks(128).flat_map(|c| c.iter().rev().copied()).collect();
+/// assert_eq!(dy.to_host_vec(&stream)?, want);
+/// # Ok(())
+/// # }
+/// ```
 pub struct SharedArray<T, const N: usize> {
     _elements: PhantomData<*mut [T; N]>,
 }

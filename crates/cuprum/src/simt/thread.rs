@@ -44,6 +44,56 @@ impl ThreadIndex2D {
 }
 
 /// The global 2-D index of the calling thread.
+///
+/// With [`DisjointSlice::get_mut_2d`](super::DisjointSlice::get_mut_2d) it gives each thread
+/// one element of a row-major matrix. A transpose, where thread (`x`, `y`) writes row `y`,
+/// column `x` of the output:
+///
+/// ```
+/// use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice};
+/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig};
+///
+/// #[cuda_module]
+/// mod kernels {
+///     use super::*;
+///
+///     #[kernel]
+///     #[launch_contract(domain = 2, block = (16, 16, 1))]
+///     pub fn transpose(a: &[i32], rows: usize, cols: usize, mut t: DisjointSlice<i32>) {
+///         let idx = thread::index_2d();
+///         // `t` is `cols` rows of `rows` elements: `None` unless x < rows and y < cols.
+///         if let Some(out) = t.get_mut_2d(idx, rows) {
+///             *out = a[idx.x() * cols + idx.y()];
+///         }
+///     }
+/// }
+///
+/// # fn main() -> cuprum::Result<()> {
+/// let (rows, cols) = (20usize, 35usize);
+/// let a: Vec<i32> = (0..(rows * cols) as i32).collect();
+/// let ctx = CudaContext::new(0)?;
+/// let stream = ctx.default_stream();
+/// let da = DeviceBuffer::from_host(&stream, &a)?;
+/// let mut dt = DeviceBuffer::zeroed(&stream, rows * cols)?;
+///
+/// let module = kernels::load(&ctx)?;
+/// let config = LaunchConfig {
+///     grid: ((rows as u32).div_ceil(16), (cols as u32).div_ceil(16), 1),
+///     block: (16, 16, 1),
+///     shared_mem_bytes: 0,
+/// };
+/// let prepared = module.prepare_transpose(config)?;
+/// module.transpose(&stream, &prepared, &da, rows, cols, &mut dt)?;
+///
+/// let t = dt.to_host_vec(&stream)?;
+/// for r in 0..rows {
+///     for c in 0..cols {
+///         assert_eq!(t[c * rows + r], a[r * cols + c]);
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub fn index_2d() -> ThreadIndex2D {
     ThreadIndex2D { x: 0, y: 0 }
 }
