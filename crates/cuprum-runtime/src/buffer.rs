@@ -167,6 +167,41 @@ fn as_bytes_mut<T: DeviceCopy>(data: &mut [T]) -> &mut [u8] {
 /// A typed allocation of device memory (GPU or emulator), freed when dropped.
 ///
 /// Not `Clone`: copying device memory is explicit ([`copy_from_device`](Self::copy_from_device)).
+///
+/// Every copy checks lengths and contexts and returns an [`Error`] rather than panicking:
+///
+/// ```
+/// use cuprum_runtime::{CudaContext, DeviceBuffer, Error};
+///
+/// # fn main() -> cuprum_runtime::Result<()> {
+/// let ctx = CudaContext::new(0)?;
+/// let stream = ctx.default_stream();
+///
+/// let mut buffer = DeviceBuffer::from_host(&stream, &[1.5f32, 2.5, 3.5])?;
+/// assert_eq!((buffer.len(), buffer.size_bytes()), (3, 12));
+/// assert_eq!(buffer.to_host_vec(&stream)?, [1.5, 2.5, 3.5]);
+///
+/// buffer.copy_from_host(&stream, &[4.0, 5.0, 6.0])?;
+/// let mut out = [0.0f32; 3];
+/// buffer.copy_to_host(&stream, &mut out)?;
+/// assert_eq!(out, [4.0, 5.0, 6.0]);
+///
+/// // A slice of the wrong length is an error that names both lengths.
+/// match buffer.copy_from_host(&stream, &[1.0, 2.0]) {
+///     Err(Error::LengthMismatch { expected, actual, .. }) => {
+///         assert_eq!((expected, actual), (3, 2))
+///     }
+///     other => panic!("expected a length mismatch, got {other:?}"),
+/// }
+///
+/// // Zero-filled buffers, and device-to-device copies.
+/// let mut copy = DeviceBuffer::<f32>::zeroed(&stream, 3)?;
+/// assert_eq!(copy.to_host_vec(&stream)?, [0.0; 3]);
+/// copy.copy_from_device(&stream, &buffer)?;
+/// assert_eq!(copy.to_host_vec(&stream)?, [4.0, 5.0, 6.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub struct DeviceBuffer<T: DeviceCopy> {
     ctx: CudaContext,
     /// Device address; 0 for a zero-length buffer (nothing allocated).

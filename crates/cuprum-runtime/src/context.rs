@@ -112,6 +112,32 @@ pub(crate) struct ContextInner {
 ///
 /// Cheap to clone (an `Arc` inside); every buffer, stream, event and module keeps its context
 /// alive.
+///
+/// ```
+/// use cuprum_runtime::{BackendKind, CudaContext, DeviceBuffer, Error};
+///
+/// # fn main() -> cuprum_runtime::Result<()> {
+/// // A GPU when there is one (`CUPRUM_DEVICE` unset means `auto`), else the emulator.
+/// let ctx = CudaContext::new(0)?;
+/// println!("running on {} ({})", ctx.limits().name, ctx.backend());
+/// assert_eq!(ctx.limits().warp_size, 32);
+///
+/// // Objects of one context are refused by another, even on the same device.
+/// let other = CudaContext::emulator();
+/// assert_eq!(other.backend(), BackendKind::Emulator);
+/// let buffer = DeviceBuffer::from_host(&ctx.default_stream(), &[1u32, 2, 3])?;
+/// assert!(matches!(
+///     buffer.to_host_vec(&other.default_stream()),
+///     Err(Error::ContextMismatch)
+/// ));
+///
+/// // Clones are the same context, with shared counters.
+/// let clone = ctx.clone();
+/// assert!(clone.same_context(&ctx));
+/// assert_eq!(clone.stats().allocations, ctx.stats().allocations);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct CudaContext {
     pub(crate) inner: Arc<ContextInner>,
@@ -333,6 +359,29 @@ pub(crate) struct StreamInner {
 ///
 /// On the emulator, every operation runs to completion when it is submitted, which trivially
 /// keeps the order.
+///
+/// Work on one stream runs in submission order; [`Event`]s recorded on it time that work:
+///
+/// ```
+/// use cuprum_runtime::{CudaContext, DeviceBuffer};
+///
+/// # fn main() -> cuprum_runtime::Result<()> {
+/// let ctx = CudaContext::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// assert!(!stream.is_default() && ctx.default_stream().is_default());
+///
+/// let start = stream.record_event()?;
+/// let a = DeviceBuffer::from_host(&stream, &vec![7u64; 1 << 16])?;
+/// let mut b = DeviceBuffer::<u64>::zeroed(&stream, a.len())?;
+/// b.copy_from_device(&stream, &a)?;
+/// let end = stream.record_event()?;
+///
+/// stream.synchronize()?;
+/// assert!(start.elapsed_ms(&end)? >= 0.0);
+/// assert!(b.to_host_vec(&stream)?.iter().all(|&v| v == 7));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Stream {
     // Declared before `ctx` so that the stream is destroyed while its context is still alive.

@@ -61,6 +61,19 @@ impl LaunchConfig1D {
     /// least 1 (so an empty input still makes a valid launch whose threads all fall outside
     /// the data), saturating at `u32::MAX` (which the launch check then rejects by name). No
     /// dynamic shared memory.
+    ///
+    /// ```
+    /// use cuprum_runtime::{LaunchConfig, LaunchConfig1D};
+    ///
+    /// let c = LaunchConfig1D::for_len(1000, 256);
+    /// assert_eq!((c.grid, c.block, c.shared_mem_bytes), (4, 256, 0));
+    /// assert_eq!(LaunchConfig1D::for_len(1024, 256).grid, 4);
+    /// assert_eq!(LaunchConfig1D::for_len(0, 256).grid, 1);
+    ///
+    /// // Where a 3-D configuration is expected, a 1-D one converts into it.
+    /// let full: LaunchConfig = c.into();
+    /// assert_eq!((full.grid, full.block), ((4, 1, 1), (256, 1, 1)));
+    /// ```
     pub fn for_len(len: usize, block: u32) -> Self {
         let grid = if block == 0 {
             1
