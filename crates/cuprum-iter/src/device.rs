@@ -156,6 +156,29 @@ struct Inner {
 
 /// A device for iterator chains: a GPU, or the CPU emulator where there is none. Cheap to
 /// clone (clones share the context, stream and kernel cache).
+///
+/// A chain is compiled the first time it runs; captured host scalars are kernel parameters,
+/// so running it again with other values reuses the kernel:
+///
+/// ```
+/// use cuprum_iter::prelude::*;
+///
+/// # fn main() -> GpuResult<()> {
+/// let device = GpuDevice::default()?;
+/// let x: Vec<f32> = (0..1000).map(|i| i as f32 * 0.25).collect();
+/// let v = device.upload(&x)?;
+///
+/// for scale in [2.0f32, -3.0] {
+///     let y = (&v).map(move |e| e * scale + 1.0).collect(&device)?;
+///     let want: Vec<f32> = x.iter().map(|e| e * scale + 1.0).collect();
+///     assert_eq!(y, want);
+/// }
+/// // One kernel, launched twice.
+/// assert_eq!(device.cached_kernels(), 1);
+/// assert_eq!(device.stats().launches, 2);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct GpuDevice {
     inner: Arc<Inner>,
@@ -375,6 +398,36 @@ impl GpuDevice {
 }
 
 /// A vector in device memory: what chains read and what `materialize` makes.
+///
+/// `materialize` keeps a chain's result on the device for the next chain; borrowing a vector
+/// (`&v` or `v.iter()`) keeps it usable afterwards:
+///
+/// ```
+/// use cuprum_iter::prelude::*;
+///
+/// # fn main() -> GpuResult<()> {
+/// let device = GpuDevice::default()?;
+/// let x: Vec<i32> = (0..500).map(|i| (i * 37) % 101 - 50).collect();
+/// let v = device.upload(&x)?;
+/// assert_eq!(v.len(), 500);
+///
+/// // Squares stay on the device...
+/// let squares: GpuVec<i32> = v.iter().map(|e| e * e).materialize(&device)?;
+/// // ...for a second chain: the indices of the negative inputs whose square is below 100.
+/// let picked = (&v)
+///     .zip(&squares)
+///     .enumerate()
+///     .filter(|(_, (e, sq))| e.lt(0) & sq.lt(100))
+///     .map(|(i, _)| i)
+///     .collect(&device)?;
+/// let want: Vec<usize> = (0..x.len()).filter(|&i| x[i] < 0 && x[i] * x[i] < 100).collect();
+/// assert_eq!(picked, want); // filter keeps the order
+///
+/// assert_eq!(v.to_vec()?, x); // `v` was only borrowed
+/// assert_eq!(squares.to_vec()?, x.iter().map(|e| e * e).collect::<Vec<_>>());
+/// # Ok(())
+/// # }
+/// ```
 pub struct GpuVec<T: Element> {
     buffer: DeviceBuffer<T>,
     device: GpuDevice,

@@ -199,6 +199,22 @@ pub trait GpuIter: Sized {
     /// Combines all elements with `op`, starting from `identity`. `op` is traced once; it
     /// must be associative and commutative and `identity` must be its identity (the device
     /// combines in a tree, in no fixed order). Empty: `identity`.
+    ///
+    /// ```
+    /// use cuprum_iter::prelude::*;
+    ///
+    /// # fn main() -> GpuResult<()> {
+    /// let device = GpuDevice::default()?;
+    /// let x: Vec<u32> = (0..3000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    /// let v = device.upload(&x)?;
+    ///
+    /// let xor = (&v).reduce(0u32, |a, b| a ^ b)?;
+    /// assert_eq!(xor, x.iter().fold(0, |a, b| a ^ b));
+    /// let (lo, hi) = ((&v).min()?, (&v).max()?);
+    /// assert_eq!((lo, hi), (x.iter().copied().min(), x.iter().copied().max()));
+    /// # Ok(())
+    /// # }
+    /// ```
     fn reduce<T: Element, F: Fn(Expr<T>, Expr<T>) -> Expr<T>>(
         self,
         identity: T,
