@@ -122,8 +122,8 @@ pub struct Kernel {
     pub params: Vec<Param>,
     /// The type of every SSA value, indexed by [`Value`].
     pub values: Arena<ValueDef>,
-    /// The declared mutable variables, indexed by [`Var`]. A variable read before any write
-    /// holds an unspecified value of its type.
+    /// The declared mutable variables, indexed by [`Var`]; every thread has its own copy of
+    /// each.
     pub vars: Arena<VarDef>,
     /// Statically sized shared-memory arrays of the block.
     pub shared: Vec<ArrayDecl>,
