@@ -253,9 +253,14 @@ pub enum Stmt {
     /// is aligned to the whole vector's size (a misaligned address is an error, as on the
     /// GPU). Otherwise it means the same as `d.len()` [`Op::Load`]s.
     VectorLoad {
+        /// The memory read.
         space: AddressSpace,
+        /// The element type (not `Bool`).
         ty: ScalarType,
+        /// The address of the first element, of the space's address type, aligned to
+        /// `d.len() * size_of(ty)`.
         addr: Value,
+        /// The elements, in address order; each has type `ty`.
         d: Vec<Value>,
     },
     /// Stores `values` (2 or 4, all of one type, not `Bool`) to consecutive elements at
@@ -263,8 +268,12 @@ pub enum Stmt {
     /// size rules as [`Stmt::VectorLoad`]. Otherwise it means the same as one
     /// [`Stmt::Store`] per value, in order.
     VectorStore {
+        /// The memory written.
         space: AddressSpace,
+        /// The address of the first element, of the space's address type, aligned to the
+        /// whole vector's size.
         addr: Value,
+        /// The elements, in address order, all of one type.
         values: Vec<Value>,
     },
     /// Two-way branch; `cond` is `Bool`.
