@@ -8,9 +8,11 @@
 //! called when present. The probe also records what `diagnostics` reports (the library's
 //! name, file and `cuDriverGetVersion`), calling nothing through cudarc to learn it.
 //!
-//! Modules are compiled with the driver's linker (`cuLink*`, PTX in, cubin out) so that the
-//! compile cache (`cache`) can keep the cubin and load it later with no PTX compilation;
-//! loading PTX directly (`load_module`) remains as the fallback.
+//! Modules are compiled from PTX by the driver's JIT (`load_module`, `cuModuleLoadDataEx`),
+//! which compiles the whole program, or by the driver's linker (`link_ptx`, `cuLink*`, PTX in,
+//! cubin out) when the compile cache (`cache`) needs a cubin to keep. The linker treats every
+//! input as relocatable code (`-rdc=true`, `ptxas -c`), which can cost registers and so
+//! occupancy; `cache::load` says how the cache compensates.
 //!
 //! Ordering rules the rest of the runtime relies on:
 //! * Every context is a device's *primary* context, made current on the calling thread before
@@ -32,6 +34,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
+use crate::cache::LinkOption;
 use crate::error::Error;
 use crate::limits::DeviceLimits;
 
@@ -73,6 +76,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuModuleUnload",
     "cuLaunchKernel",
     "cuFuncSetAttribute",
+    "cuFuncGetAttribute",
 ];
 
 /// What the probe learned about the driver library, whether or not it is usable; what
@@ -690,32 +694,44 @@ impl CudaDevice {
         Ok(cuda_module)
     }
 
-    /// Compiles `ptx` for this context's device with the driver's linker (`cuLinkCreate`,
-    /// `cuLinkAddData(CU_JIT_INPUT_PTX)`, `cuLinkComplete`) and returns the cubin, which
-    /// [`load_cubin`](Self::load_cubin) loads without compiling again. A refused PTX is
-    /// [`Error::ModuleLoad`] with the linker's error log.
-    pub(crate) fn link_ptx(&self, ptx: &str) -> Result<Vec<u8>, Error> {
-        let image = CString::new(ptx).map_err(|_| Error::ModuleLoad {
-            message: "the generated PTX contains a NUL byte".to_owned(),
-            log: String::new(),
-        })?;
+    /// Compiles `inputs` (PTX texts, each with its own options) for this context's device with
+    /// the driver's linker (`cuLinkCreate` with `options`, one `cuLinkAddData(CU_JIT_INPUT_PTX)`
+    /// per input, `cuLinkComplete`) and returns the cubin, which
+    /// [`load_cubin`](Self::load_cubin) loads without compiling again. The linker compiles each
+    /// input as relocatable code. A refused PTX or option is [`Error::ModuleLoad`] with the
+    /// linker's error log.
+    pub(crate) fn link_ptx(
+        &self,
+        options: &[LinkOption],
+        inputs: &[LinkInput<'_>],
+    ) -> Result<Vec<u8>, Error> {
+        let images = inputs
+            .iter()
+            .map(|input| {
+                CString::new(input.ptx).map_err(|_| Error::ModuleLoad {
+                    message: "the generated PTX contains a NUL byte".to_owned(),
+                    log: String::new(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         self.bind().map_err(|f| f.into_error(None))?;
         let mut error_log = vec![0u8; LOG_SIZE];
-        let mut options = [
+        let (mut keys, mut values) = jit_options(options);
+        keys.extend([
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
-        let mut values: [*mut c_void; 2] = [
+        ]);
+        values.extend([
             error_log.as_mut_ptr().cast::<c_void>(),
             LOG_SIZE as *mut c_void,
-        ];
+        ]);
         let mut state: sys::CUlinkState = std::ptr::null_mut();
         // SAFETY: the options and values arrays have the length given; the log buffer outlives
         // the link state, which is destroyed below before the buffer is dropped.
         unsafe {
             sys::cuLinkCreate_v2(
-                options.len() as u32,
-                options.as_mut_ptr(),
+                keys.len() as u32,
+                keys.as_mut_ptr(),
                 values.as_mut_ptr(),
                 &mut state,
             )
@@ -724,22 +740,34 @@ impl CudaDevice {
         .map_err(|err| link_error("cuLinkCreate", err, &error_log))?;
         let linked = (|| {
             let name = c"cuprum.ptx";
-            // SAFETY: `image` is NUL-terminated PTX of the length given (NUL included); the
-            // state is live.
-            unsafe {
-                sys::cuLinkAddData_v2(
-                    state,
-                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                    image.as_ptr().cast_mut().cast::<c_void>(),
-                    image.as_bytes_with_nul().len(),
-                    name.as_ptr(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
+            for (input, image) in inputs.iter().zip(&images) {
+                let (mut keys, mut values) = jit_options(input.options);
+                // SAFETY: `image` is NUL-terminated PTX of the length given (NUL included);
+                // the option arrays have the length given and live for the call; the state is
+                // live.
+                unsafe {
+                    sys::cuLinkAddData_v2(
+                        state,
+                        sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                        image.as_ptr().cast_mut().cast::<c_void>(),
+                        image.as_bytes_with_nul().len(),
+                        name.as_ptr(),
+                        keys.len() as u32,
+                        if keys.is_empty() {
+                            std::ptr::null_mut()
+                        } else {
+                            keys.as_mut_ptr()
+                        },
+                        if values.is_empty() {
+                            std::ptr::null_mut()
+                        } else {
+                            values.as_mut_ptr()
+                        },
+                    )
+                }
+                .result()
+                .map_err(|err| link_error("cuLinkAddData", err, &error_log))?;
             }
-            .result()
-            .map_err(|err| link_error("cuLinkAddData", err, &error_log))?;
             let mut cubin: *mut c_void = std::ptr::null_mut();
             let mut size = 0usize;
             // SAFETY: the state is live; the driver returns a buffer it owns until
@@ -760,6 +788,22 @@ impl CudaDevice {
         // SAFETY: destroyed once; the cubin was copied out.
         let _ = unsafe { sys::cuLinkDestroy(state) };
         linked
+    }
+
+    /// The registers per thread that the driver allocated to kernel `index` of `module`
+    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); `None` if the driver does not say.
+    pub(crate) fn registers(&self, module: &CudaModule, index: usize) -> Option<u32> {
+        let function = module.functions.get(index)?;
+        self.bind().ok()?;
+        // SAFETY: the function belongs to a live module of this context.
+        let regs = unsafe {
+            result::function::get_function_attribute(
+                function.raw,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS,
+            )
+        }
+        .ok()?;
+        u32::try_from(regs).ok()
     }
 
     /// Launches `function`.
@@ -813,6 +857,32 @@ impl Drop for CudaDevice {
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.device) };
     }
+}
+
+/// One PTX input of [`CudaDevice::link_ptx`] and the options it is compiled with.
+pub(crate) struct LinkInput<'a> {
+    pub(crate) ptx: &'a str,
+    pub(crate) options: &'a [LinkOption],
+}
+
+/// The driver's option keys and values for `options` (values travel in the pointer itself).
+fn jit_options(options: &[LinkOption]) -> (Vec<sys::CUjit_option>, Vec<*mut c_void>) {
+    use sys::CUjit_option as O;
+    let value = |v: u32| v as usize as *mut c_void;
+    options
+        .iter()
+        .map(|option| match *option {
+            LinkOption::OptimizationLevel(level) => (O::CU_JIT_OPTIMIZATION_LEVEL, value(level)),
+            LinkOption::TargetFromContext => (O::CU_JIT_TARGET_FROM_CUCONTEXT, value(0)),
+            LinkOption::MaxRegisters(n) => (O::CU_JIT_MAX_REGISTERS, value(n)),
+            LinkOption::OverrideDirectiveValues => (O::CU_JIT_OVERRIDE_DIRECTIVE_VALUES, value(1)),
+            LinkOption::Lto => (O::CU_JIT_LTO, value(1)),
+            LinkOption::PositionIndependentCode(on) => {
+                (O::CU_JIT_POSITION_INDEPENDENT_CODE, value(u32::from(on)))
+            }
+            LinkOption::GenerateLineInfo => (O::CU_JIT_GENERATE_LINE_INFO, value(1)),
+        })
+        .unzip()
 }
 
 /// Size of the driver's JIT error log buffers.

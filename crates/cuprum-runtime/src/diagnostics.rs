@@ -247,7 +247,7 @@ impl fmt::Display for Problem {
             Self::CacheUnwritable { dir, reason } => write!(
                 f,
                 "the compile cache folder {} is not writable ({reason}): every process will \
-                 compile its kernels again; set {} to a writable folder, or unset {}",
+                 compile its kernels again; set {} to a writable folder, or {}=off",
                 dir.display(),
                 cache::CACHE_DIR_ENV,
                 cache::CACHE_ENV

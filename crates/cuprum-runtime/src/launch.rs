@@ -17,8 +17,9 @@ use std::sync::Arc;
 use cuprum_ir::{Kernel, ParamKind, ScalarType};
 
 use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
+use crate::cache::ModuleRoute;
 use crate::context::{Backend, CudaContext, Stream};
-use crate::cuda::CudaModule;
+use crate::cuda::{CudaModule, LinkInput};
 use crate::error::{Error, Result};
 use crate::limits::{KernelFacts, check_config};
 
@@ -286,7 +287,31 @@ impl LoadedModule {
     /// driver's output for this PTX, device and driver; emulator: keeps the IR. Either way the
     /// IR is validated first (once per process for one `Arc`).
     pub fn load(ctx: &CudaContext, ir: Arc<cuprum_ir::Module>) -> Result<Self> {
-        Self::load_inner(ctx, ir, None)
+        Ok(Self::load_inner(ctx, ir, None, &ModuleRoute::Default)?.0)
+    }
+
+    /// Like [`load`](Self::load), but the CUDA backend compiles the module the way `route`
+    /// says, bypassing the compile cache (unless the route is `Default`), and returns the
+    /// cubin when the route made one. For tools that compare how the driver compiles (the
+    /// `cache_speed` example); the emulator ignores the route.
+    #[doc(hidden)]
+    pub fn load_routed(
+        ctx: &CudaContext,
+        ir: Arc<cuprum_ir::Module>,
+        route: &ModuleRoute,
+    ) -> Result<(Self, Option<Vec<u8>>)> {
+        Self::load_inner(ctx, ir, None, route)
+    }
+
+    /// The registers per thread the driver gave kernel number `kernel`
+    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); `None` on the emulator or when the driver does not say.
+    pub fn registers(&self, kernel: usize) -> Option<u32> {
+        match (&self.backend, &self.ctx.inner.backend) {
+            (ModuleBackend::Cuda { module, .. }, Backend::Cuda(device)) => {
+                device.registers(module, kernel)
+            }
+            _ => None,
+        }
     }
 
     /// Like [`load`](Self::load), but the CUDA backend JIT-compiles `ptx` instead of what the
@@ -299,14 +324,15 @@ impl LoadedModule {
         ir: Arc<cuprum_ir::Module>,
         ptx: String,
     ) -> Result<Self> {
-        Self::load_inner(ctx, ir, Some(ptx))
+        Ok(Self::load_inner(ctx, ir, Some(ptx), &ModuleRoute::Default)?.0)
     }
 
     fn load_inner(
         ctx: &CudaContext,
         ir: Arc<cuprum_ir::Module>,
         ptx_override: Option<String>,
-    ) -> Result<Self> {
+        route: &ModuleRoute,
+    ) -> Result<(Self, Option<Vec<u8>>)> {
         crate::cache::load::validate_once(&ir)?;
         let mut kernels: Vec<KernelInfo> = ir
             .kernels
@@ -320,10 +346,12 @@ impl LoadedModule {
                 machine_sizes: Vec::new(),
             })
             .collect();
+        let mut cubin = None;
         let backend = match &ctx.inner.backend {
             Backend::Emu(_) => ModuleBackend::Emu,
             Backend::Cuda(device) => {
                 let target = target_for(ctx)?;
+                let from_ir = ptx_override.is_none();
                 let ptx = match ptx_override {
                     Some(ptx) => ptx,
                     None => cuprum_ptx::write_module(&ir, target).map_err(|e| Error::Compile {
@@ -351,22 +379,68 @@ impl LoadedModule {
                     info.machine_sizes = params.iter().map(|p| p.size_bytes).collect();
                 }
                 let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-                let module = crate::cache::load::load_cuda(
-                    device,
-                    ctx.limits().compute_capability,
-                    target.name(),
-                    &ptx,
-                    &names,
-                )?;
+                // Each kernel's PTX alone, for the register-capped link of the compile cache.
+                let split = || -> Result<Vec<String>> {
+                    ir.kernels
+                        .iter()
+                        .map(|k| {
+                            let alone = cuprum_ir::Module {
+                                kernels: vec![k.clone()],
+                            };
+                            cuprum_ptx::write_module(&alone, target).map_err(|e| Error::Compile {
+                                kernel: k.name.clone(),
+                                message: e.to_string(),
+                            })
+                        })
+                        .collect()
+                };
+                let per_kernel: crate::cache::load::PerKernelPtx<'_> =
+                    if from_ir { Some(&split) } else { None };
+                let module = match route {
+                    ModuleRoute::Default => crate::cache::load::load_cuda(
+                        device,
+                        ctx.limits().compute_capability,
+                        target.name(),
+                        &ptx,
+                        &names,
+                        per_kernel,
+                    )?,
+                    ModuleRoute::Jit => device.load_module(&ptx, &names)?,
+                    ModuleRoute::Link { link, input } => {
+                        let linked = device.link_ptx(
+                            link,
+                            &[LinkInput {
+                                ptx: &ptx,
+                                options: input,
+                            }],
+                        )?;
+                        let module = device.load_cubin(&linked, &names)?;
+                        cubin = Some(linked);
+                        module
+                    }
+                    ModuleRoute::LinkCapped => {
+                        let jit = device.load_module(&ptx, &names)?;
+                        let linked =
+                            crate::cache::load::capped_cubin(device, &jit, &names, per_kernel)
+                                .map_err(|why| Error::ModuleLoad {
+                                    message: format!("no register-capped cubin: {why}"),
+                                    log: String::new(),
+                                })?;
+                        let module = device.load_cubin(&linked, &names)?;
+                        cubin = Some(linked);
+                        module
+                    }
+                };
                 ModuleBackend::Cuda { module, ptx }
             }
         };
-        Ok(Self {
+        let loaded = Self {
             backend,
             kernels,
             ir,
             ctx: ctx.clone(),
-        })
+        };
+        Ok((loaded, cubin))
     }
 
     /// The PTX text the driver loaded (CUDA backend only).

@@ -1,5 +1,5 @@
 //! The cached load path: what `LoadedModule::load` calls to turn PTX into a loaded CUDA module
-//! (memory, then disk, then the driver's linker), and the per-process memory of validated IR.
+//! (memory, then disk, then the driver's JIT and a register-capped link), and the per-process memory of validated IR.
 //!
 //! This is the only part of the cache that talks to a device; the decisions it takes (which
 //! key, hit or miss, what to store) are the same whatever the device, and every failure of the
@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
-use super::{CACHE_STATS_ENV, CacheKey, CacheLocation, CubinStore, Lookup};
-use crate::cuda::{CudaDevice, CudaModule};
+use super::{
+    CACHE_STATS_ENV, CUBIN_DUMP_ENV, CacheKey, CacheLocation, CubinStore, LinkOption, Lookup,
+};
+use crate::cuda::{CudaDevice, CudaModule, LinkInput};
 use crate::error::Error;
 
 /// Process-wide counters of the compile cache.
@@ -29,6 +31,9 @@ pub struct CacheStats {
     pub rejected: u64,
     /// Entries written to disk.
     pub disk_writes: u64,
+    /// Misses compiled by the JIT for which no cubin as good as the JIT's could be made, so
+    /// nothing was kept (see the module docs of `cache`).
+    pub not_cached: u64,
     /// Disk reads or writes that failed (each degraded to compiling or to not storing).
     pub io_failures: u64,
     /// Module loads (any backend) whose IR had already been validated in this process.
@@ -41,6 +46,7 @@ struct Counters {
     compiles: AtomicU64,
     rejected: AtomicU64,
     disk_writes: AtomicU64,
+    not_cached: AtomicU64,
     io_failures: AtomicU64,
     ir_reuses: AtomicU64,
 }
@@ -51,6 +57,7 @@ static COUNTERS: Counters = Counters {
     compiles: AtomicU64::new(0),
     rejected: AtomicU64::new(0),
     disk_writes: AtomicU64::new(0),
+    not_cached: AtomicU64::new(0),
     io_failures: AtomicU64::new(0),
     ir_reuses: AtomicU64::new(0),
 };
@@ -69,6 +76,7 @@ pub fn stats() -> CacheStats {
         compiles: get(&c.compiles),
         rejected: get(&c.rejected),
         disk_writes: get(&c.disk_writes),
+        not_cached: get(&c.not_cached),
         io_failures: get(&c.io_failures),
         ir_reuses: get(&c.ir_reuses),
     }
@@ -133,13 +141,93 @@ fn report(outcome: &str, names: &[&str], start: Instant) {
     }
 }
 
-/// Loads `ptx` (written for `target`) on `device` through the cache.
+/// Writes `cubin` into [`CUBIN_DUMP_ENV`]'s folder when it is set, as
+/// `<first kernel>-<entry file name>`; a failure is one warning, never an error.
+fn dump_cubin(names: &[&str], key: &CacheKey, cubin: &[u8]) {
+    let Some(dir) = std::env::var_os(CUBIN_DUMP_ENV).filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let first = names.first().copied().unwrap_or("module");
+    let path = dir.join(format!("{first}-{}", key.file_name()));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, cubin)) {
+        eprintln!(
+            "cuprum: warning: {CUBIN_DUMP_ENV}: could not write {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// Each kernel's PTX alone (in the module's kernel order), for the capped link; `None` when
+/// the module's PTX did not come from its IR, so it cannot be split.
+pub(crate) type PerKernelPtx<'a> = Option<&'a dyn Fn() -> Result<Vec<String>, Error>>;
+
+/// The cubin a miss keeps: each kernel of `module` (already compiled by the JIT) linked
+/// again as its own input, capped at the registers the JIT gave it. `Err` says why there is
+/// none (the caller runs the JIT's module either way).
+pub(crate) fn capped_cubin(
+    device: &CudaDevice,
+    jit: &CudaModule,
+    names: &[&str],
+    per_kernel: PerKernelPtx<'_>,
+) -> Result<Vec<u8>, String> {
+    let split = per_kernel.ok_or("the module's PTX was given, not written from its IR")?;
+    let texts = split().map_err(|e| e.to_string())?;
+    if texts.len() != names.len() {
+        return Err(format!(
+            "{} kernel PTX texts for {} kernels",
+            texts.len(),
+            names.len()
+        ));
+    }
+    let jit_regs = (0..names.len())
+        .map(|i| device.registers(jit, i))
+        .collect::<Option<Vec<u32>>>()
+        .ok_or("the driver did not say how many registers the JIT used")?;
+    let options: Vec<[LinkOption; 2]> = jit_regs
+        .iter()
+        .map(|&r| {
+            [
+                LinkOption::MaxRegisters(r),
+                LinkOption::OverrideDirectiveValues,
+            ]
+        })
+        .collect();
+    let inputs: Vec<LinkInput<'_>> = texts
+        .iter()
+        .zip(&options)
+        .map(|(ptx, options)| LinkInput { ptx, options })
+        .collect();
+    let cubin = device
+        .link_ptx(&[], &inputs)
+        .map_err(|e| format!("the linker refused: {e}"))?;
+    // Kept only if it is no worse than the JIT's code in registers, so in occupancy.
+    let linked = device
+        .load_cubin(&cubin, names)
+        .map_err(|e| format!("the linked cubin does not load: {e}"))?;
+    for (i, name) in names.iter().enumerate() {
+        match device.registers(&linked, i) {
+            Some(r) if r <= jit_regs[i] => {}
+            got => {
+                return Err(format!(
+                    "kernel `{name}` got {got:?} registers from the linker, {} from the JIT",
+                    jit_regs[i]
+                ));
+            }
+        }
+    }
+    Ok(cubin)
+}
+
+/// Loads `ptx` (written for `target`) on `device` through the cache. `per_kernel` gives each
+/// kernel's PTX alone, for the cubin a miss keeps (see the module docs of `cache`).
 pub(crate) fn load_cuda(
     device: &CudaDevice,
     compute_capability: (u32, u32),
     target: &str,
     ptx: &str,
     names: &[&str],
+    per_kernel: PerKernelPtx<'_>,
 ) -> Result<CudaModule, Error> {
     let start = Instant::now();
     let (location, store) = configured();
@@ -167,6 +255,7 @@ pub(crate) fn load_cuda(
             Lookup::Hit(cubin) => match device.load_cubin(&cubin, names) {
                 Ok(module) => {
                     bump(&COUNTERS.disk_hits);
+                    dump_cubin(names, &key, &cubin);
                     memory_put(key_text, cubin.into());
                     report("disk hit (no compilation)", names, start);
                     return Ok(module);
@@ -183,22 +272,23 @@ pub(crate) fn load_cuda(
         }
     }
 
-    let cubin = match device.link_ptx(ptx) {
+    // A miss: the JIT compiles the whole program (what this process runs, and the JIT's log
+    // when the PTX is refused), then the capped link makes the cubin to keep.
+    bump(&COUNTERS.compiles);
+    let module = device.load_module(ptx, names)?;
+    let cubin = match capped_cubin(device, &module, names, per_kernel) {
         Ok(cubin) => cubin,
-        // The linker refused: let the plain PTX load say why, with its JIT log (or succeed,
-        // should only the linker path be unavailable).
-        Err(_) => {
-            bump(&COUNTERS.compiles);
-            let module = device.load_module(ptx, names);
-            report("miss (compiled from PTX, not cached)", names, start);
-            return module;
+        Err(why) => {
+            bump(&COUNTERS.not_cached);
+            report(
+                &format!("miss (compiled from PTX, not cached: {why})"),
+                names,
+                start,
+            );
+            return Ok(module);
         }
     };
-    bump(&COUNTERS.compiles);
-    let module = match device.load_cubin(&cubin, names) {
-        Ok(module) => module,
-        Err(_) => return device.load_module(ptx, names),
-    };
+    dump_cubin(names, &key, &cubin);
     let cubin: Arc<[u8]> = cubin.into();
     memory_put(key_text, cubin.clone());
     if let Some(store) = store {

@@ -14,24 +14,39 @@
 //! An entry's key ([`CacheKey`]) is a 128-bit hash of the PTX text, which holds the kernel IR
 //! after specialization (a specialized kernel's name and types are part of it), the PTX
 //! target and the PTX writer's version; plus the device's compute capability (the cubin is
-//! machine code for exactly that architecture) and the driver's version (a new driver may
-//! compile differently and may refuse an old driver's cubin). A miss compiles with the driver's
-//! linker (`cuLinkCreate`, `cuLinkAddData(CU_JIT_INPUT_PTX)`, `cuLinkComplete`) and stores the
-//! cubin; a hit loads the cubin with no PTX compilation. A cubin that the driver refuses
+//! machine code for exactly that architecture), the driver's version (a new driver may
+//! compile differently and may refuse an old driver's cubin) and [`RECIPE`], the way the cubin
+//! was made. A hit loads the cubin with no PTX compilation. A cubin that the driver refuses
 //! anyway is treated as stale: compiled again and replaced.
+//!
+//! **Why a miss compiles twice.** The only driver API that returns a cubin is the linker
+//! (`cuLinkCreate`, `cuLinkAddData(CU_JIT_INPUT_PTX)`, `cuLinkComplete`), and the driver
+//! documents that it treats its inputs as relocatable code (`-rdc=true` to nvcc, `ptxas -c`);
+//! no option turns that off. Relocatable compilation of a kernel with `.maxntid` (cuprum's
+//! `#[launch_bounds]`) can give it more registers than the whole-program compile of
+//! `cuModuleLoadDataEx` does, and so fewer resident blocks: on an H200 (2026-11-30) the tiled
+//! SGEMM example took 24.8 ms instead of 17.1 ms from the plain linker's cubin (45 registers
+//! instead of 32 per thread with `ptxas 13.5 -c` versus `ptxas`, so one 1024-thread block per
+//! SM instead of two), the register-blocked one 12.5 ms instead of 10.0 ms (72 instead of 64).
+//! So a miss first has the JIT compile the PTX (the module this process runs), reads how many
+//! registers the JIT gave each kernel, then has the linker compile each kernel as its own
+//! input capped at that count (`CU_JIT_MAX_REGISTERS` with `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`)
+//! into one cubin, and keeps that cubin only if every kernel in it got no more registers than
+//! from the JIT. A module the cache cannot make such a cubin for is simply not cached (the
+//! driver's own JIT cache, `~/.nv/ComputeCache`, still keeps it across processes).
 //!
 //! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
 //! a corrupt or stale entry all degrade to compiling, with at most one warning line per
 //! process on stderr.
 //!
-//! **The cubin cache is opt-in (`CUPRUM_CACHE=on`) for now.** Measured on an H200 (2026-11-30),
-//! cubins from the driver's linker ran slower than the same PTX loaded with
-//! `cuModuleLoadDataEx`: the tiled SGEMM example took 24.8 ms instead of 17.1 ms, the
-//! register-blocked one 12.5 ms instead of 10.0 ms (likely because the linker compiles PTX as
-//! relocatable code; not yet confirmed). By default every load has the driver compile the PTX as it loads it, which the
-//! driver's own JIT cache (`~/.nv/ComputeCache`) keeps across processes. Deleting the folder
-//! is always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load
-//! on stderr: hit or miss, and the time it took.
+//! **The cubin cache is opt-in (`CUPRUM_CACHE=on`) until the register-capped cubins are
+//! measured as fast as the JIT's** (the `cache_speed` example of the `cuprum` crate does;
+//! [`ENABLED_BY_DEFAULT`] is the switch). Off, every load has the driver compile the PTX as
+//! it loads it, which the driver's own JIT cache keeps across processes. Deleting the folder
+//! is always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load on stderr: hit or
+//! miss, and the time it took. `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes
+//! or reads into `<dir>` (named after the module's first kernel and the entry's key), to
+//! compare its machine code (`cuobjdump -sass`) with `ptxas`'s.
 //!
 //! The emulator runs the IR itself and needs no cubin; what it reuses is the IR: a module
 //! (an `Arc<cuprum_ir::Module>`, which `#[cuda_module]` builds once per process) is validated
@@ -61,12 +76,66 @@ pub use entry::{EntryError, FORMAT_OFFSET, FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use load::{CacheStats, stats};
 pub use store::{CubinStore, Lookup, StoreStats};
 
+/// Whether the cubin cache is on when [`CACHE_ENV`] is unset. The one line to change once the
+/// cache's cubins are measured as fast as the JIT's (see the module docs).
+pub const ENABLED_BY_DEFAULT: bool = false;
+
+/// How the cache's cubins are made, part of every key: a cubin made another way (say, by the
+/// plain linker of earlier versions) is never loaded for this one.
+pub const RECIPE: &str = "link-capped-v1";
+
+/// `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes or reads into `<dir>`.
+pub const CUBIN_DUMP_ENV: &str = "CUPRUM_CUBIN_DUMP";
+
+/// One option of the driver's linker (a `CUjit_option`), for [`ModuleRoute::Link`]: tools
+/// that compare how the driver compiles a module use them; the cache itself uses
+/// `MaxRegisters` with `OverrideDirectiveValues`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LinkOption {
+    /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4; 4, the default, is the highest).
+    OptimizationLevel(u32),
+    /// `CU_JIT_TARGET_FROM_CUCONTEXT`: compile for the current context's device (the default).
+    TargetFromContext,
+    /// `CU_JIT_MAX_REGISTERS`: at most this many registers per thread.
+    MaxRegisters(u32),
+    /// `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`: the options above win over the PTX's `.maxntid`,
+    /// `.minnctapersm` and `.maxnreg` (CUDA 12.4 drivers and newer).
+    OverrideDirectiveValues,
+    /// `CU_JIT_LTO` (documented as only valid for LTO-IR, not PTX).
+    Lto,
+    /// `CU_JIT_POSITION_INDEPENDENT_CODE` (documented as ignored by current drivers).
+    PositionIndependentCode(bool),
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    GenerateLineInfo,
+}
+
+/// How [`LoadedModule::load_routed`](crate::LoadedModule::load_routed) has the CUDA driver
+/// compile a module, for tools that compare the routes (the emulator ignores it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModuleRoute {
+    /// What [`LoadedModule::load`](crate::LoadedModule::load) does: through the cache when it
+    /// is on, else the JIT.
+    Default,
+    /// `cuModuleLoadDataEx` of the module's PTX: the driver's JIT, whole-program compilation.
+    Jit,
+    /// The driver's linker on the module's PTX as one input, with `link` given to
+    /// `cuLinkCreate` and `input` to `cuLinkAddData`.
+    Link {
+        link: Vec<LinkOption>,
+        input: Vec<LinkOption>,
+    },
+    /// What a cache miss makes: the JIT first, then the linker with one input per kernel, each
+    /// capped at the registers the JIT gave it.
+    LinkCapped,
+}
+
 /// Where the disk cache lives; overrides the default folder.
 pub const CACHE_DIR_ENV: &str = "CUPRUM_CACHE_DIR";
 
-/// `CUPRUM_CACHE=on` (or `1`, `true`, `yes`) turns the cubin cache on; unset or anything else
-/// leaves it off (see the module docs for why it is opt-in). Off means no disk, no
-/// memory, the driver compiles PTX at every load.
+/// `CUPRUM_CACHE=on` (or `1`, `true`, `yes`) turns the cubin cache on, `off` (or `0`,
+/// `false`, `no`) off; unset or anything else leaves [`ENABLED_BY_DEFAULT`] (see the module
+/// docs for why it is opt-in). Off means no disk, no memory, the driver compiles PTX at every
+/// load.
 pub const CACHE_ENV: &str = "CUPRUM_CACHE";
 
 /// `CUPRUM_CACHE_STATS=1` prints one line per module load (hit or miss, time) on stderr.
@@ -105,7 +174,7 @@ impl CacheKey {
     /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64`.
     pub fn text(&self) -> String {
         format!(
-            "cubin ptx={:032x}/{} target={} cc={}.{} driver={} ptr={}",
+            "cubin ptx={:032x}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
             self.ptx_hash,
             self.ptx_len,
             self.target,
@@ -158,7 +227,8 @@ pub enum CacheLocation {
     FromEnv(PathBuf),
     /// The platform default ([`default_dir`]).
     Default(PathBuf),
-    /// Off: `CUPRUM_CACHE` is not `on` (no compile cache at all).
+    /// Off: `CUPRUM_CACHE` says so, or is unset while [`ENABLED_BY_DEFAULT`] is false (no
+    /// compile cache at all).
     Disabled,
     /// No folder could be determined (no home folder and no `CUPRUM_CACHE_DIR`).
     Unknown,
@@ -174,14 +244,22 @@ impl CacheLocation {
     }
 }
 
+/// Whether a [`CACHE_ENV`] value (`None`: unset) turns the cubin cache on.
+fn switched_on(value: Option<&std::ffi::OsStr>) -> bool {
+    let Some(value) = value else {
+        return ENABLED_BY_DEFAULT;
+    };
+    match value.to_string_lossy().trim().to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => true,
+        "off" | "0" | "false" | "no" => false,
+        _ => ENABLED_BY_DEFAULT,
+    }
+}
+
 /// Reads [`CACHE_ENV`] and [`CACHE_DIR_ENV`] now (the runtime itself reads them once, at its
 /// first module load on a GPU).
 pub fn location() -> CacheLocation {
-    let on = std::env::var_os(CACHE_ENV).is_some_and(|v| {
-        let v = v.to_string_lossy().trim().to_ascii_lowercase();
-        matches!(v.as_str(), "on" | "1" | "true" | "yes")
-    });
-    if !on {
+    if !switched_on(std::env::var_os(CACHE_ENV).as_deref()) {
         return CacheLocation::Disabled;
     }
     match std::env::var_os(CACHE_DIR_ENV) {
@@ -200,6 +278,26 @@ pub fn location() -> CacheLocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_switch_reads_on_off_and_falls_back_to_the_default() {
+        use std::ffi::OsStr;
+        for on in ["on", "1", "TRUE", " yes "] {
+            assert!(switched_on(Some(OsStr::new(on))), "{on}");
+        }
+        for off in ["off", "0", "False", "no"] {
+            assert!(!switched_on(Some(OsStr::new(off))), "{off}");
+        }
+        assert_eq!(switched_on(None), ENABLED_BY_DEFAULT);
+        assert_eq!(switched_on(Some(OsStr::new("maybe"))), ENABLED_BY_DEFAULT);
+    }
+
+    #[test]
+    fn keys_name_the_recipe() {
+        // A cubin made another way (the plain linker of earlier versions) never matches.
+        let key = CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12080);
+        assert!(key.text().ends_with(&format!("recipe={RECIPE}")));
+    }
 
     #[test]
     fn keys_differ_in_every_part() {

@@ -1,0 +1,441 @@
+//! Why cubins from the driver's linker ran slower than the JIT's, measured: loads the two SGEMM
+//! kernels of the `sgemm` example (same source) through each way the CUDA driver can compile
+//! them, and prints, per way and kernel, the registers per thread the driver allocated and
+//! the median time of `--reps` launches (CUDA events, after warm-up) on a `--size`^3 product.
+//!
+//! ```sh
+//! cargo run --release -p cuprum --example cache_speed -- [--size 4096] [--reps 20]
+//! ```
+//!
+//! The ways (see `cuprum_runtime::cache::ModuleRoute`):
+//! * `jit`: `cuModuleLoadDataEx` of the PTX, whole-program compilation (the default load);
+//! * `link`: the driver's linker with no options, which compiles its input as relocatable
+//!   code: what the compile cache kept before;
+//! * `link-O4-ctx`: the same with `CU_JIT_OPTIMIZATION_LEVEL=4` and
+//!   `CU_JIT_TARGET_FROM_CUCONTEXT` spelled out (both documented defaults);
+//! * `link-pic0`: with `CU_JIT_POSITION_INDEPENDENT_CODE=0` (documented as ignored);
+//! * `link-lto`: with `CU_JIT_LTO=1` (documented as for LTO-IR only; the driver may refuse);
+//! * `link-capped`: what a compile-cache miss keeps now: the JIT first, then the linker with
+//!   one input per kernel, each capped at the JIT's register count
+//!   (`CU_JIT_MAX_REGISTERS` + `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`).
+//!
+//! Every way's result is checked against the CPU on a small product first. With `$OUT` set,
+//! the PTX and every cubin are written there (`cuobjdump -sass` compares them with
+//! `ptxas -arch=sm_90` and `ptxas -arch=sm_90 -c`). Without a GPU it says so and exits 0.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cuprum::simt::{
+    DisjointSlice, SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread,
+};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream, cuda_module};
+use cuprum_runtime::cache::{LinkOption, ModuleRoute};
+use cuprum_runtime::{KernelArg, LoadedModule};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    const TILE: usize = 32;
+
+    /// C (m x n) = A (m x k) · B (k x n); a (ceil(n/32), ceil(m/32)) grid of 32x32 blocks.
+    #[kernel]
+    #[launch_bounds(1024)]
+    #[launch_contract(domain = 2, block = (32, 32, 1))]
+    pub fn sgemm_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+        let a_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
+        let b_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
+        let tx = thread::thread_idx_x();
+        let ty = thread::thread_idx_y();
+        let row = thread::block_idx_y() * 32 + ty;
+        let col = thread::block_idx_x() * 32 + tx;
+        let mut acc = 0.0f32;
+        let mut t = 0u32;
+        while t < k {
+            let av = if row < m && t + tx < k {
+                a[(row * k + t + tx) as usize]
+            } else {
+                0.0
+            };
+            let bv = if t + ty < k && col < n {
+                b[((t + ty) * n + col) as usize]
+            } else {
+                0.0
+            };
+            unsafe { a_tile.set((ty * 32 + tx) as usize, av) };
+            unsafe { b_tile.set((ty * 32 + tx) as usize, bv) };
+            sync_threads();
+            for kk in 0..32u32 {
+                let x = unsafe { a_tile.get((ty * 32 + kk) as usize) };
+                let y = unsafe { b_tile.get((kk * 32 + tx) as usize) };
+                acc = x.mul_add(y, acc);
+            }
+            sync_threads();
+            t += 32;
+        }
+        if let Some(out) = c.get_mut_2d(thread::index_2d(), n as usize) {
+            *out = acc;
+        }
+    }
+
+    /// C (m x n) = A (m x k) · B (k x n); a (ceil(n/64), ceil(m/64)) grid of 16x16 blocks.
+    #[kernel]
+    #[launch_bounds(256)]
+    pub unsafe fn sgemm_reg(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+        // A's tile is stored transposed (k-major) with a padded stride of 65, so that both the
+        // stores (k varying across threads) and the reads (row varying) avoid bank conflicts.
+        let a_tile = SharedArray::<f32, { 16 * 65 }>::uninit();
+        let b_tile = SharedArray::<f32, { 16 * 64 }>::uninit();
+        let tx = thread::thread_idx_x();
+        let ty = thread::thread_idx_y();
+        let tid = ty * 16 + tx;
+        let row0 = thread::block_idx_y() * 64;
+        let col0 = thread::block_idx_x() * 64;
+        let (mut c00, mut c01, mut c02, mut c03) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c10, mut c11, mut c12, mut c13) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c20, mut c21, mut c22, mut c23) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let (mut c30, mut c31, mut c32, mut c33) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let mut t = 0u32;
+        while t < k {
+            // Each thread loads 4 elements of A's 64x16 tile and 4 of B's 16x64 tile.
+            for p in 0..4u32 {
+                let e = tid + 256 * p;
+                let (r, kc) = (e / 16, e % 16);
+                let av = if row0 + r < m && t + kc < k {
+                    a[((row0 + r) * k + t + kc) as usize]
+                } else {
+                    0.0
+                };
+                unsafe { a_tile.set((kc * 65 + r) as usize, av) };
+                let (kr, cc) = (e / 64, e % 64);
+                let bv = if t + kr < k && col0 + cc < n {
+                    b[((t + kr) * n + col0 + cc) as usize]
+                } else {
+                    0.0
+                };
+                unsafe { b_tile.set((kr * 64 + cc) as usize, bv) };
+            }
+            sync_threads();
+            for kk in 0..16u32 {
+                let a0 = unsafe { a_tile.get((kk * 65 + ty) as usize) };
+                let a1 = unsafe { a_tile.get((kk * 65 + ty + 16) as usize) };
+                let a2 = unsafe { a_tile.get((kk * 65 + ty + 32) as usize) };
+                let a3 = unsafe { a_tile.get((kk * 65 + ty + 48) as usize) };
+                let b0 = unsafe { b_tile.get((kk * 64 + tx) as usize) };
+                let b1 = unsafe { b_tile.get((kk * 64 + tx + 16) as usize) };
+                let b2 = unsafe { b_tile.get((kk * 64 + tx + 32) as usize) };
+                let b3 = unsafe { b_tile.get((kk * 64 + tx + 48) as usize) };
+                c00 = a0.mul_add(b0, c00);
+                c01 = a0.mul_add(b1, c01);
+                c02 = a0.mul_add(b2, c02);
+                c03 = a0.mul_add(b3, c03);
+                c10 = a1.mul_add(b0, c10);
+                c11 = a1.mul_add(b1, c11);
+                c12 = a1.mul_add(b2, c12);
+                c13 = a1.mul_add(b3, c13);
+                c20 = a2.mul_add(b0, c20);
+                c21 = a2.mul_add(b1, c21);
+                c22 = a2.mul_add(b2, c22);
+                c23 = a2.mul_add(b3, c23);
+                c30 = a3.mul_add(b0, c30);
+                c31 = a3.mul_add(b1, c31);
+                c32 = a3.mul_add(b2, c32);
+                c33 = a3.mul_add(b3, c33);
+            }
+            sync_threads();
+            t += 16;
+        }
+        let (r0, r1, r2, r3) = (row0 + ty, row0 + ty + 16, row0 + ty + 32, row0 + ty + 48);
+        let (q0, q1, q2, q3) = (col0 + tx, col0 + tx + 16, col0 + tx + 32, col0 + tx + 48);
+        if r0 < m {
+            if q0 < n {
+                c[(r0 * n + q0) as usize] = c00;
+            }
+            if q1 < n {
+                c[(r0 * n + q1) as usize] = c01;
+            }
+            if q2 < n {
+                c[(r0 * n + q2) as usize] = c02;
+            }
+            if q3 < n {
+                c[(r0 * n + q3) as usize] = c03;
+            }
+        }
+        if r1 < m {
+            if q0 < n {
+                c[(r1 * n + q0) as usize] = c10;
+            }
+            if q1 < n {
+                c[(r1 * n + q1) as usize] = c11;
+            }
+            if q2 < n {
+                c[(r1 * n + q2) as usize] = c12;
+            }
+            if q3 < n {
+                c[(r1 * n + q3) as usize] = c13;
+            }
+        }
+        if r2 < m {
+            if q0 < n {
+                c[(r2 * n + q0) as usize] = c20;
+            }
+            if q1 < n {
+                c[(r2 * n + q1) as usize] = c21;
+            }
+            if q2 < n {
+                c[(r2 * n + q2) as usize] = c22;
+            }
+            if q3 < n {
+                c[(r2 * n + q3) as usize] = c23;
+            }
+        }
+        if r3 < m {
+            if q0 < n {
+                c[(r3 * n + q0) as usize] = c30;
+            }
+            if q1 < n {
+                c[(r3 * n + q1) as usize] = c31;
+            }
+            if q2 < n {
+                c[(r3 * n + q2) as usize] = c32;
+            }
+            if q3 < n {
+                c[(r3 * n + q3) as usize] = c33;
+            }
+        }
+    }
+}
+
+/// The ways to compile, by name.
+fn routes() -> Vec<(&'static str, ModuleRoute)> {
+    let link = |link: Vec<LinkOption>| ModuleRoute::Link {
+        link,
+        input: Vec::new(),
+    };
+    vec![
+        ("jit", ModuleRoute::Jit),
+        ("link", link(Vec::new())),
+        (
+            "link-O4-ctx",
+            link(vec![
+                LinkOption::OptimizationLevel(4),
+                LinkOption::TargetFromContext,
+            ]),
+        ),
+        (
+            "link-pic0",
+            link(vec![LinkOption::PositionIndependentCode(false)]),
+        ),
+        ("link-lto", link(vec![LinkOption::Lto])),
+        ("link-capped", ModuleRoute::LinkCapped),
+    ]
+}
+
+/// The kernels, with their launch shapes for an n x n x n product.
+const KERNELS: [&str; 2] = ["sgemm_tiled", "sgemm_reg"];
+
+fn config(kernel: &str, n: u32) -> LaunchConfig {
+    match kernel {
+        "sgemm_tiled" => LaunchConfig {
+            grid: (n.div_ceil(32), n.div_ceil(32), 1),
+            block: (32, 32, 1),
+            shared_mem_bytes: 0,
+        },
+        _ => LaunchConfig {
+            grid: (n.div_ceil(64), n.div_ceil(64), 1),
+            block: (16, 16, 1),
+            shared_mem_bytes: 0,
+        },
+    }
+}
+
+/// Launches `kernel` of `module` once on n x n matrices.
+fn launch(
+    module: &LoadedModule,
+    stream: &Stream,
+    kernel: usize,
+    name: &str,
+    n: u32,
+    (a, b, c): (
+        &DeviceBuffer<f32>,
+        &DeviceBuffer<f32>,
+        &mut DeviceBuffer<f32>,
+    ),
+) -> cuprum::Result<()> {
+    let args = [
+        KernelArg::slice(a),
+        KernelArg::slice(b),
+        KernelArg::slice_mut(c),
+        KernelArg::scalar(n),
+        KernelArg::scalar(n),
+        KernelArg::scalar(n),
+    ];
+    // SAFETY: a, b and c hold n*n elements; both kernels write only C's elements inside
+    // n x n, each from one thread, with the block shapes `config` gives.
+    unsafe { module.launch(stream, kernel, &config(name, n), &args) }
+}
+
+/// Checks both kernels of `module` against the CPU on a 150^3 product (partial tiles).
+fn check(module: &LoadedModule, stream: &Stream) -> Result<(), Box<dyn std::error::Error>> {
+    let n = 150usize;
+    let ha: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 7) % 13) as f32 * 0.125 - 0.75)
+        .collect();
+    let hb: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 5) % 11) as f32 * 0.25 - 1.25)
+        .collect();
+    let a = DeviceBuffer::from_host(stream, &ha)?;
+    let b = DeviceBuffer::from_host(stream, &hb)?;
+    for name in KERNELS {
+        let mut c = DeviceBuffer::from_host(stream, &vec![f32::NAN; n * n])?;
+        let index = module.kernel_index(name)?;
+        launch(module, stream, index, name, n as u32, (&a, &b, &mut c))?;
+        let hc = c.to_host_vec(stream)?;
+        for i in 0..n {
+            for j in 0..n {
+                let want: f64 = (0..n)
+                    .map(|p| f64::from(ha[i * n + p]) * f64::from(hb[p * n + j]))
+                    .sum();
+                let got = f64::from(hc[i * n + j]);
+                if got.is_nan() || (got - want).abs() > 1e-3 * (1.0 + want.abs()) {
+                    return Err(format!("{name}: C[{i}][{j}] = {got}, expected {want}").into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The median of `reps` event-timed launches after 3 untimed ones, in ms.
+fn median_ms(
+    stream: &Stream,
+    reps: usize,
+    mut run: impl FnMut() -> cuprum::Result<()>,
+) -> cuprum::Result<f64> {
+    for _ in 0..3 {
+        run()?;
+    }
+    stream.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = stream.record_event()?;
+        run()?;
+        let end = stream.record_event()?;
+        end.synchronize()?;
+        times.push(start.elapsed_ms(&end)?);
+    }
+    times.sort_by(f32::total_cmp);
+    Ok(f64::from(times[reps / 2]))
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(at) => args
+            .get(at + 1)
+            .and_then(|v| v.parse().ok())
+            .filter(|&v: &usize| v > 0)
+            .ok_or_else(|| format!("{name} needs a positive number")),
+    }
+}
+
+/// Writes `bytes` to `$OUT/<name>` when `$OUT` is set.
+fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(out) = std::env::var_os("OUT").filter(|o| !o.is_empty()) {
+        let dir = std::path::PathBuf::from(out);
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let n = arg(args, "--size", 4096)?;
+    let reps = arg(args, "--reps", 20)?;
+    let ctx = match CudaContext::new(0) {
+        Ok(ctx) if ctx.backend() == BackendKind::Cuda => ctx,
+        Ok(emu) => {
+            // The launches and the check still run, so the probe itself stays tested.
+            let module = LoadedModule::load(&emu, kernels::ir()?)?;
+            check(&module, &emu.default_stream())?;
+            println!(
+                "no GPU: the emulator runs the IR and compiles no cubin; nothing to compare \
+                 (both kernels checked on the emulator)"
+            );
+            return Ok(());
+        }
+        Err(e) => {
+            println!("no GPU: {e}");
+            return Ok(());
+        }
+    };
+    let limits = ctx.limits();
+    println!(
+        "{} (compute capability {}.{}), {n}x{n}x{n} SGEMM, median of {reps} launches",
+        limits.name, limits.compute_capability.0, limits.compute_capability.1
+    );
+    let ir: Arc<cuprum::ir::Module> = kernels::ir()?;
+    let stream = ctx.default_stream();
+    let elems = n * n;
+    let ha: Vec<f32> = (0..elems)
+        .map(|i| ((i % 17) as f32) * 0.0625 - 0.5)
+        .collect();
+    let a = DeviceBuffer::from_host(&stream, &ha)?;
+    let b = DeviceBuffer::from_host(&stream, &ha)?;
+    let mut c = DeviceBuffer::<f32>::zeroed(&stream, elems)?;
+    let n32 = u32::try_from(n)?;
+    println!(
+        "{:<12} {:>9} {:>12} {:>10} {:>12} {:>10}",
+        "way", "load ms", "tiled regs", "tiled ms", "reg regs", "reg ms"
+    );
+    for (name, route) in routes() {
+        let start = std::time::Instant::now();
+        let (module, cubin) = match LoadedModule::load_routed(&ctx, ir.clone(), &route) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                println!(
+                    "{name:<12} refused: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                );
+                continue;
+            }
+        };
+        let load_ms = start.elapsed().as_secs_f64() * 1e3;
+        if let Some(ptx) = module.ptx().filter(|_| name == "jit") {
+            save("sgemm.ptx", ptx.as_bytes())?;
+        }
+        if let Some(cubin) = &cubin {
+            save(&format!("sgemm-{name}.cubin"), cubin)?;
+        }
+        check(&module, &stream).map_err(|e| format!("{name}: wrong result: {e}"))?;
+        let mut cells = Vec::new();
+        for kernel in KERNELS {
+            let index = module.kernel_index(kernel)?;
+            let regs = module
+                .registers(index)
+                .map_or_else(|| "?".to_owned(), |r| r.to_string());
+            let ms = median_ms(&stream, reps, || {
+                launch(&module, &stream, index, kernel, n32, (&a, &b, &mut c))
+            })?;
+            cells.push((regs, ms));
+        }
+        println!(
+            "{name:<12} {load_ms:>9.1} {:>12} {:>10.3} {:>12} {:>10.3}",
+            cells[0].0, cells[0].1, cells[1].0, cells[1].1
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cache_speed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
