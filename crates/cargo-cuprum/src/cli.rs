@@ -90,10 +90,25 @@ impl TargetArg {
 
 /// `cargo cuprum emit`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Generic kernels have code only per specialization: name one with \
+    --kernel 'scale::<f32, 4>' (arguments in declaration order) or with --kernel scale \
+    --specialize T=f32,N=4. Without one, `emit` says which parameters the kernel takes."
+)]
 pub struct EmitArgs {
-    /// Only this kernel (by its function name).
-    #[arg(long, value_name = "NAME")]
+    /// Only this kernel, by its function name; for a generic kernel, one specialization,
+    /// written as in Rust: `NAME::<f32, 4>`.
+    #[arg(long, value_name = "NAME[::<ARGS>]")]
     pub kernel: Option<String>,
+    /// The specialization of the generic kernel named by --kernel, by parameter name:
+    /// `T=f32,N=4` (types: bool, i8..i64, u8..u64, f16, bf16, f32, f64; consts: integers,
+    /// true/false).
+    #[arg(long, value_name = "PARAM=VALUE,...", requires = "kernel")]
+    pub specialize: Option<String>,
+    /// Print the front end's IR and its PTX as they are, before the optimizer passes that the
+    /// runtime runs on every module.
+    #[arg(long)]
+    pub no_opt: bool,
     /// Print the IR (with neither --ir nor --ptx, both are printed).
     #[arg(long)]
     pub ir: bool,
@@ -226,6 +241,25 @@ mod tests {
         }
         assert!(parse(&["c", "test", "--both", "--device", "cuda"]).is_err());
         assert!(parse(&["c", "emit", "--target", "sm_70"]).is_err());
+        // --specialize names the specialization of the kernel given by --kernel.
+        assert!(parse(&["c", "emit", "--specialize", "T=f32"]).is_err());
+        match parse(&[
+            "c",
+            "emit",
+            "--kernel",
+            "k",
+            "--specialize",
+            "T=f32",
+            "--no-opt",
+        ]) {
+            Ok(Cli {
+                command: Command::Emit(e),
+            }) => {
+                assert_eq!(e.specialize.as_deref(), Some("T=f32"));
+                assert!(e.no_opt);
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(
             parse(&[
                 "c",

@@ -5,9 +5,12 @@
 //! from its roots (`src/lib.rs`, `src/main.rs`, `src/bin`, `examples`, `tests`, `benches`,
 //! following `mod x;` declarations, so test fixtures that no target includes are skipped),
 //! parses each file with `syn`, finds the `#[cuda_module]` modules anywhere in it and runs the
-//! same front end as the macro (`cuprum_front::compile_module`) and the same PTX writer as the
-//! runtime. Generic kernels have no IR until they are specialized at launch: they are noted
-//! (and left out, should the front end refuse them).
+//! same front end as the macro (`cuprum_front::compile_module`), the same optimizer passes as
+//! the runtime (`cuprum_opt::optimize`, unless `--no-opt`) and the same PTX writer. Generic
+//! kernels have no IR until they are specialized at launch: they are noted (and left out,
+//! should the front end refuse them), and one specialization named with `--kernel
+//! 'NAME::<ARGS>'` or `--specialize` ([`crate::specialize`]) is compiled as a launch would
+//! (`cuprum_front::compile_specialized` on the module's source, then the optimizer).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -17,13 +20,20 @@ use std::process::ExitCode;
 
 use syn::visit::Visit;
 
+use quote::ToTokens as _;
+
 use crate::cli::EmitArgs;
+use crate::specialize::{self, SpecArgs};
 
 /// What to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmitOptions {
-    /// Only this kernel.
+    /// Only this kernel (its function name).
     pub kernel: Option<String>,
+    /// The specialization of `kernel`, when it is generic.
+    pub spec: Option<SpecArgs>,
+    /// Run the optimizer passes the runtime runs (`cuprum_opt::optimize`) before printing.
+    pub optimize: bool,
     /// Print the IR.
     pub ir: bool,
     /// Print the PTX.
@@ -46,6 +56,8 @@ pub struct EmitOutput {
     pub kernels: Vec<String>,
     /// Every kernel name seen, printed or not (for "no kernel named X" messages).
     pub all_kernels: Vec<String>,
+    /// Whether the kernel asked for was found (printed, or refused with an error).
+    pub found_requested: bool,
 }
 
 /// A `#[cuda_module]` found in a file.
@@ -287,26 +299,55 @@ fn kernel_fn(item: &syn::Item) -> Option<&syn::ItemFn> {
 
 /// Compiles one module and appends what `options` asks for to `out`.
 pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out: &mut EmitOutput) {
-    let generic: Vec<(String, usize)> = match &found.item.content {
-        Some((_, items)) => items
-            .iter()
-            .filter_map(kernel_fn)
-            .filter(|f| !f.sig.generics.params.is_empty())
-            .map(|f| (f.sig.ident.to_string(), f.sig.ident.span().start().line))
-            .collect(),
+    let kernel_fns: Vec<&syn::ItemFn> = match &found.item.content {
+        Some((_, items)) => items.iter().filter_map(kernel_fn).collect(),
         None => Vec::new(),
     };
+    if let Some(want) = &options.kernel
+        && let Some(f) = kernel_fns.iter().find(|f| f.sig.ident == want)
+    {
+        let is_generic = !specialize::generic_params(f).is_empty();
+        if is_generic || options.spec.is_some() {
+            out.found_requested = true;
+            out.all_kernels.push(want.clone());
+            if is_generic {
+                emit_specialized(found, shown, f, options, out);
+            } else {
+                out.errors.push(format!(
+                    "{}:{}: kernel `{want}` is not generic: drop the specialization \
+                     (`::<...>` or --specialize)",
+                    shown.display(),
+                    f.sig.ident.span().start().line
+                ));
+            }
+            return;
+        }
+    }
+    let generic: Vec<(String, usize, String)> = kernel_fns
+        .iter()
+        .filter(|f| !f.sig.generics.params.is_empty())
+        .map(|f| {
+            let name = f.sig.ident.to_string();
+            let params = specialize::generic_params(f);
+            let how = format!(
+                "over {}: emit one specialization with {}",
+                specialize::describe(&params),
+                specialize::example(&name, &params)
+            );
+            (name, f.sig.ident.span().start().line, how)
+        })
+        .collect();
     out.all_kernels
-        .extend(generic.iter().map(|(n, _)| n.clone()));
+        .extend(generic.iter().map(|(n, _, _)| n.clone()));
     // A front end that compiles generic kernels checks them and leaves them out of the IR (they
     // are specialized at launch); one that does not refuses the module, which is then compiled
     // without them.
     let compiled = match cuprum_front::compile_module(&found.item) {
         Ok(c) => {
-            for (name, line) in &generic {
+            for (name, line, how) in &generic {
                 out.notes.push(format!(
-                    "{}:{line}: kernel `{name}` is generic: it is specialized when launched, \
-                     so it has no IR or PTX before that (its body was checked)",
+                    "{}:{line}: kernel `{name}` is generic {how} (it is specialized when \
+                     launched; its body was checked)",
                     shown.display()
                 ));
             }
@@ -319,7 +360,7 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
             }
             match cuprum_front::compile_module(&item) {
                 Ok(c) => {
-                    for (name, line) in &generic {
+                    for (name, line, _) in &generic {
                         out.notes.push(format!(
                             "{}:{line}: kernel `{name}` is generic; this front end does not \
                              compile generic kernels, so it is left out",
@@ -339,7 +380,10 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
             return;
         }
     };
-    let ir = compiled.ir;
+    let mut ir = compiled.ir;
+    if options.optimize {
+        cuprum_opt::optimize(&mut ir);
+    }
     out.all_kernels
         .extend(ir.kernels.iter().map(|k| k.name.clone()));
     let selected: Vec<&cuprum_ir::Kernel> = ir
@@ -350,14 +394,12 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
     if selected.is_empty() {
         return;
     }
+    if options.kernel.is_some() {
+        out.found_requested = true;
+    }
     let names: Vec<&str> = selected.iter().map(|k| k.name.as_str()).collect();
-    let text = &mut out.text;
-    let _ = writeln!(
-        text,
-        "// ===== {}:{}: mod {} (kernel{}: {}) =====",
-        shown.display(),
-        found.line,
-        found.name,
+    let label = format!(
+        "kernel{}: {}",
         if names.len() == 1 { "" } else { "s" },
         names.join(", ")
     );
@@ -365,16 +407,87 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
     let unit = cuprum_ir::Module {
         kernels: selected.iter().map(|k| (*k).clone()).collect(),
     };
+    print_unit(found, shown, options, &unit, &label, out);
+}
+
+/// Compiles the specialization of generic kernel `f` that `options` names, as a launch would
+/// (the module's source through `cuprum_front::compile_specialized`, then the optimizer), and
+/// prints it; without a specialization, an error that lists the kernel's parameters.
+fn emit_specialized(
+    found: &FoundModule,
+    shown: &Path,
+    f: &syn::ItemFn,
+    options: &EmitOptions,
+    out: &mut EmitOutput,
+) {
+    let name = f.sig.ident.to_string();
+    let line = f.sig.ident.span().start().line;
+    let at = format!("{}:{line}", shown.display());
+    let params = specialize::generic_params(f);
+    let Some(args) = &options.spec else {
+        out.errors.push(format!(
+            "{at}: kernel `{name}` is generic over {}: it has code only per specialization; \
+             name one with {}",
+            specialize::describe(&params),
+            specialize::example(&name, &params)
+        ));
+        return;
+    };
+    let spec = match specialize::resolve(&name, &params, args) {
+        Ok(spec) => spec,
+        Err(e) => {
+            out.errors.push(format!("{at}: {e}"));
+            return;
+        }
+    };
+    let shown_spec = specialize::display(&name, &params, &spec);
+    // The source text the macro embeds: the module without its `#[cuda_module]`.
+    let mut item = found.item.clone();
+    item.attrs.retain(|a| !is_attr(a, "cuda_module"));
+    let source = item.to_token_stream().to_string();
+    let mut ir = match cuprum_front::compile_specialized(&source, &name, &spec) {
+        Ok(ir) => ir,
+        Err(e) => {
+            out.errors.push(format!(
+                "{at}: kernel `{name}` does not compile as `{shown_spec}`: {e}"
+            ));
+            return;
+        }
+    };
+    if options.optimize {
+        cuprum_opt::optimize(&mut ir);
+    }
+    let label = format!("kernel: {shown_spec}, entry {}", spec.mangle(&name));
+    print_unit(found, shown, options, &ir, &label, out);
+}
+
+/// Appends the header, the IR and the PTX of `unit` (as `options` asks) to `out`.
+fn print_unit(
+    found: &FoundModule,
+    shown: &Path,
+    options: &EmitOptions,
+    unit: &cuprum_ir::Module,
+    label: &str,
+    out: &mut EmitOutput,
+) {
+    let text = &mut out.text;
+    let _ = writeln!(
+        text,
+        "// ===== {}:{}: mod {} ({label}) =====",
+        shown.display(),
+        found.line,
+        found.name,
+    );
     if options.ir {
         let _ = writeln!(text, "// ----- IR -----");
-        text.push_str(&cuprum_ir::print_module(&unit));
+        text.push_str(&cuprum_ir::print_module(unit));
         if !text.ends_with('\n') {
             text.push('\n');
         }
     }
     if options.ptx {
         let _ = writeln!(text, "// ----- PTX ({}) -----", options.target.name());
-        match cuprum_ptx::write_module(&unit, options.target) {
+        match cuprum_ptx::write_module(unit, options.target) {
             Ok(ptx) => {
                 text.push_str(&ptx);
                 if !text.ends_with('\n') {
@@ -390,7 +503,8 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
         }
     }
     text.push('\n');
-    out.kernels.extend(names.iter().map(|n| (*n).to_owned()));
+    out.kernels
+        .extend(unit.kernels.iter().map(|k| k.name.clone()));
 }
 
 /// Emits every kernel under `path` (a package folder, a folder of packages or one `.rs`
@@ -411,7 +525,14 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
 ///         }
 ///     }
 /// "#)?;
-/// let options = EmitOptions { kernel: None, ir: true, ptx: true, target: cuprum_ptx::Target::Sm80 };
+/// let options = EmitOptions {
+///     kernel: None,
+///     spec: None,
+///     optimize: true,
+///     ir: true,
+///     ptx: true,
+///     target: cuprum_ptx::Target::Sm80,
+/// };
 /// let out = emit_path(&file, &dir, &options);
 /// assert!(out.errors.is_empty(), "{:?}", out.errors);
 /// assert_eq!(out.kernels, ["fill"]);
@@ -457,8 +578,17 @@ pub fn run(args: &EmitArgs) -> Result<ExitCode, String> {
         return Err(format!("{} does not exist", path.display()));
     }
     let both = !args.ir && !args.ptx;
+    let request = match &args.kernel {
+        Some(kernel) => Some(specialize::parse_request(
+            kernel,
+            args.specialize.as_deref(),
+        )?),
+        None => None,
+    };
     let options = EmitOptions {
-        kernel: args.kernel.clone(),
+        kernel: request.as_ref().map(|r| r.name.clone()),
+        spec: request.and_then(|r| r.spec),
+        optimize: !args.no_opt,
         ir: args.ir || both,
         ptx: args.ptx || both,
         target: args.target.target(),
@@ -472,7 +602,7 @@ pub fn run(args: &EmitArgs) -> Result<ExitCode, String> {
         eprintln!("error: {error}");
     }
     if let Some(want) = &options.kernel
-        && out.kernels.is_empty()
+        && !out.found_requested
     {
         let mut all = out.all_kernels.clone();
         all.sort();
@@ -501,6 +631,8 @@ mod tests {
     fn options(kernel: Option<&str>) -> EmitOptions {
         EmitOptions {
             kernel: kernel.map(str::to_owned),
+            spec: None,
+            optimize: true,
             ir: true,
             ptx: true,
             target: cuprum_ptx::Target::Sm90,

@@ -4,14 +4,15 @@
 //! |---|---|
 //! | `cargo cuprum new NAME` | scaffolds a project whose `cargo run` prints `PASSED` and whose `cargo test` checks its kernel against a CPU reference ([`new`]) |
 //! | `cargo cuprum doctor` | reports the driver, the GPUs, the emulator and the compile cache; exits non-zero on a real problem ([`doctor`]) |
-//! | `cargo cuprum emit` | prints the IR and PTX of a crate's kernels without building it ([`emit`]) |
+//! | `cargo cuprum emit` | prints the IR and PTX of a crate's kernels without building it, a generic kernel's as one named specialization (`--kernel 'NAME::<ARGS>'`) ([`emit`], [`specialize`]) |
 //! | `cargo cuprum run` / `test` | `cargo run` / `cargo test` on a chosen backend; `test --both` on the emulator and the GPU ([`run`]) |
 //!
 //! Installed with `cargo install --path crates/cargo-cuprum`, the binary `cargo-cuprum` is
 //! what cargo runs for `cargo cuprum ...` (as `cargo-cuprum cuprum ...`). The binary is a thin
 //! shell over this library: the probing behind `doctor` lives in
-//! `cuprum_runtime::diagnostics`, the compiling behind `emit` in `cuprum_front` and
-//! `cuprum_ptx`; this crate parses arguments, finds files, writes files and starts cargo.
+//! `cuprum_runtime::diagnostics`, the compiling behind `emit` in `cuprum_front`, `cuprum_opt`
+//! and `cuprum_ptx` ([`specialize`] reads a generic kernel's specialization off the command
+//! line); this crate parses arguments, finds files, writes files and starts cargo.
 //!
 //! ```
 //! use cargo_cuprum::cli::{Cli, Command};
@@ -29,6 +30,7 @@ pub mod doctor;
 pub mod emit;
 pub mod new;
 pub mod run;
+pub mod specialize;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -210,6 +210,191 @@ fn emit_prints_ir_and_ptx_without_building() {
     assert!(stderr.contains("error: tests/ui/broken.rs:6:"), "{stderr}");
 }
 
+const GENERIC: &str = r#"//! Generic kernels for the emit test.
+use cuprum::simt::{DisjointSlice, kernel, thread};
+use cuprum::cuda_module;
+
+#[cuda_module]
+pub mod kernels {
+    use super::*;
+
+    #[kernel]
+    pub fn fill(v: u32, mut o: DisjointSlice<u32>) {
+        if let Some(x) = o.get_mut(thread::index_1d()) {
+            *x = v;
+        }
+    }
+
+    #[kernel]
+    pub fn scaled_window<T: Copy + core::ops::Add<Output = T> + core::ops::Mul<Output = T>, const W: usize>(
+        a: T,
+        x: &[T],
+        mut y: DisjointSlice<T>,
+    ) {
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            let mut acc = x[i.get()];
+            for k in 1..W {
+                acc = acc + x[(i.get() + k) % x.len()];
+            }
+            *out = a * acc;
+        }
+    }
+}
+"#;
+
+fn generic_fixture(dir: &Path) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"generic\"\nversion = \"0.1.0\"\nedition = \"2024\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), GENERIC).unwrap();
+}
+
+/// `emit` run in `dir`: (succeeded, stdout, stderr).
+fn emit(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = cuprum(dir, &[&["emit"][..], args].concat())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    (out.status.success(), stdout, stderr)
+}
+
+#[test]
+fn emit_prints_a_named_specialization_of_a_generic_kernel() {
+    let dir = TempDir::new("emit-generic");
+    generic_fixture(&dir.0);
+    let (ok, f32_ptx, stderr) = emit(&dir.0, &["--ptx", "--kernel", "scaled_window::<f32, 3>"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        f32_ptx.contains(
+            "// ===== src/lib.rs:6: mod kernels (kernel: scaled_window::<f32, 3>, entry \
+             scaled_window__f32_3) ====="
+        ),
+        "{f32_ptx}"
+    );
+    assert!(
+        f32_ptx.contains(".entry scaled_window__f32_3("),
+        "{f32_ptx}"
+    );
+    assert!(f32_ptx.contains(".param .f32 scaled_window__f32_3_param_0"));
+    assert!(
+        f32_ptx.contains("add.f32") || f32_ptx.contains("add.rn.f32"),
+        "{f32_ptx}"
+    );
+    // Only that kernel: not `fill`, no IR.
+    assert!(!f32_ptx.contains(".entry fill") && !f32_ptx.contains("// ----- IR"));
+
+    let (ok, u32_ptx, stderr) = emit(&dir.0, &["--ptx", "--kernel", "scaled_window::<u32, 3>"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        u32_ptx.contains(".entry scaled_window__u32_3("),
+        "{u32_ptx}"
+    );
+    assert!(u32_ptx.contains(".param .u32 scaled_window__u32_3_param_0"));
+    assert!(!u32_ptx.contains(".f32"), "{u32_ptx}");
+    assert_ne!(f32_ptx, u32_ptx);
+
+    // The named spelling is the same specialization; the IR is printed too by default.
+    let (ok, named, stderr) = emit(
+        &dir.0,
+        &["--kernel", "scaled_window", "--specialize", "W=3,T=u32"],
+    );
+    assert!(ok, "{stderr}");
+    assert!(named.contains("// ----- IR -----") && named.contains("kernel scaled_window__u32_3("));
+    assert!(named.contains(u32_ptx.split("// ----- PTX (sm_90) -----").nth(1).unwrap()));
+
+    // The optimizer runs as in the runtime: the 3-element window is unrolled, so the PTX
+    // differs from the front end's own (`--no-opt`).
+    let (ok, raw, stderr) = emit(
+        &dir.0,
+        &["--ptx", "--no-opt", "--kernel", "scaled_window::<u32, 3>"],
+    );
+    assert!(ok, "{stderr}");
+    assert_ne!(raw, u32_ptx);
+
+    // Without --kernel, the generic kernel is noted with how to name a specialization.
+    let (ok, _, stderr) = emit(&dir.0, &[]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(
+            "kernel `scaled_window` is generic over <T, const W: usize>: emit one \
+             specialization with --kernel 'scaled_window::<f32, 4>'"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn emit_refuses_bad_specializations_with_what_the_kernel_takes() {
+    let dir = TempDir::new("emit-generic-bad");
+    generic_fixture(&dir.0);
+    let takes = "kernel `scaled_window` takes <T, const W: usize>; name a specialization as \
+                 --kernel 'scaled_window::<f32, 4>' or --kernel scaled_window --specialize \
+                 T=f32,W=4";
+    for (args, want) in [
+        (
+            &["--kernel", "scaled_window"][..],
+            "error: src/lib.rs:17: kernel `scaled_window` is generic over <T, const W: usize>: \
+             it has code only per specialization; name one with --kernel \
+             'scaled_window::<f32, 4>' or --kernel scaled_window --specialize T=f32,W=4",
+        ),
+        (
+            &["--kernel", "scaled_window::<f32>"][..],
+            "1 generic argument(s) given (`f32`), 2 expected",
+        ),
+        (
+            &["--kernel", "scaled_window::<f33, 3>"][..],
+            "`T` = `f33` is not a scalar type kernels take; use one of bool, i8",
+        ),
+        (
+            &["--kernel", "scaled_window", "--specialize", "T=f32,W=-2"][..],
+            "`W` is `const W: usize`: -2 is out of its range",
+        ),
+        (
+            &["--kernel", "scaled_window", "--specialize", "T=f32,N=2"][..],
+            "no generic parameter `N`",
+        ),
+        (
+            &["--kernel", "scaled_window::<bool, 2>"][..],
+            "kernel `scaled_window` does not compile as `scaled_window::<bool, 2>`: \
+             arithmetic on `bool`",
+        ),
+        (
+            &["--kernel", "fill::<u32>"][..],
+            "src/lib.rs:10: kernel `fill` is not generic: drop the specialization",
+        ),
+        (
+            &[
+                "--kernel",
+                "scaled_window::<f32, 3>",
+                "--specialize",
+                "T=f32,W=3",
+            ][..],
+            "already names a specialization",
+        ),
+    ] {
+        let (ok, stdout, stderr) = emit(&dir.0, args);
+        assert!(!ok, "{args:?} succeeded:\n{stdout}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stdout.contains(".entry"), "{args:?}: {stdout}");
+        if want.contains("argument(s) given")
+            || want.contains("scalar type")
+            || want.contains("out of its range")
+            || want.contains("no generic parameter")
+        {
+            assert!(stderr.contains(takes), "{args:?}: {stderr}");
+        }
+    }
+    // --specialize belongs to --kernel: a usage error, before anything is read.
+    let out = cuprum(&dir.0, &["emit", "--specialize", "T=f32"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// The target folder every run of [`new_project_runs_and_tests_on_the_emulator`] shares.
 fn scaffold_target() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target")
