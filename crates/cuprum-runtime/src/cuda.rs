@@ -790,20 +790,23 @@ impl CudaDevice {
         linked
     }
 
-    /// The registers per thread that the driver allocated to kernel `index` of `module`
-    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); `None` if the driver does not say.
-    pub(crate) fn registers(&self, module: &CudaModule, index: usize) -> Option<u32> {
+    /// What the driver allocated to kernel `index` of `module`: registers per thread
+    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`) and local memory per thread, spills included
+    /// (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`); `None` if the driver does not say.
+    pub(crate) fn resources(&self, module: &CudaModule, index: usize) -> Option<KernelResources> {
         let function = module.functions.get(index)?;
         self.bind().ok()?;
-        // SAFETY: the function belongs to a live module of this context.
-        let regs = unsafe {
-            result::function::get_function_attribute(
-                function.raw,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS,
-            )
-        }
-        .ok()?;
-        u32::try_from(regs).ok()
+        let get = |attribute| {
+            // SAFETY: the function belongs to a live module of this context.
+            let value =
+                unsafe { result::function::get_function_attribute(function.raw, attribute) };
+            value.ok().and_then(|v| u32::try_from(v).ok())
+        };
+        use sys::CUfunction_attribute as A;
+        Some(KernelResources {
+            registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        })
     }
 
     /// Launches `function`.
@@ -857,6 +860,13 @@ impl Drop for CudaDevice {
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.device) };
     }
+}
+
+/// Per-thread resources the driver gave one kernel ([`CudaDevice::resources`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelResources {
+    pub(crate) registers: u32,
+    pub(crate) local_bytes: u32,
 }
 
 /// One PTX input of [`CudaDevice::link_ptx`] and the options it is compiled with.

@@ -308,7 +308,7 @@ impl LoadedModule {
     pub fn registers(&self, kernel: usize) -> Option<u32> {
         match (&self.backend, &self.ctx.inner.backend) {
             (ModuleBackend::Cuda { module, .. }, Backend::Cuda(device)) => {
-                device.registers(module, kernel)
+                device.resources(module, kernel).map(|r| r.registers)
             }
             _ => None,
         }

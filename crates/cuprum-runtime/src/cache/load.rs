@@ -1,5 +1,6 @@
 //! The cached load path: what `LoadedModule::load` calls to turn PTX into a loaded CUDA module
-//! (memory, then disk, then the driver's JIT and a register-capped link), and the per-process memory of validated IR.
+//! (memory, then disk, then the driver's JIT and a register-capped link), and the per-process
+//! memory of validated IR.
 //!
 //! This is the only part of the cache that talks to a device; the decisions it takes (which
 //! key, hit or miss, what to store) are the same whatever the device, and every failure of the
@@ -180,15 +181,15 @@ pub(crate) fn capped_cubin(
             names.len()
         ));
     }
-    let jit_regs = (0..names.len())
-        .map(|i| device.registers(jit, i))
-        .collect::<Option<Vec<u32>>>()
+    let jit_use = (0..names.len())
+        .map(|i| device.resources(jit, i))
+        .collect::<Option<Vec<_>>>()
         .ok_or("the driver did not say how many registers the JIT used")?;
-    let options: Vec<[LinkOption; 2]> = jit_regs
+    let options: Vec<[LinkOption; 2]> = jit_use
         .iter()
-        .map(|&r| {
+        .map(|r| {
             [
-                LinkOption::MaxRegisters(r),
+                LinkOption::MaxRegisters(r.registers),
                 LinkOption::OverrideDirectiveValues,
             ]
         })
@@ -201,17 +202,19 @@ pub(crate) fn capped_cubin(
     let cubin = device
         .link_ptx(&[], &inputs)
         .map_err(|e| format!("the linker refused: {e}"))?;
-    // Kept only if it is no worse than the JIT's code in registers, so in occupancy.
+    // Kept only if it is no worse than the JIT's code in registers (so in occupancy) and in
+    // local memory (so the cap made no spills).
     let linked = device
         .load_cubin(&cubin, names)
         .map_err(|e| format!("the linked cubin does not load: {e}"))?;
     for (i, name) in names.iter().enumerate() {
-        match device.registers(&linked, i) {
-            Some(r) if r <= jit_regs[i] => {}
+        let from_jit = jit_use[i];
+        match device.resources(&linked, i) {
+            Some(r)
+                if r.registers <= from_jit.registers && r.local_bytes <= from_jit.local_bytes => {}
             got => {
                 return Err(format!(
-                    "kernel `{name}` got {got:?} registers from the linker, {} from the JIT",
-                    jit_regs[i]
+                    "kernel `{name}` got {got:?} from the linker, {from_jit:?} from the JIT"
                 ));
             }
         }

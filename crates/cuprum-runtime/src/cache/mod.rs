@@ -31,8 +31,8 @@
 //! So a miss first has the JIT compile the PTX (the module this process runs), reads how many
 //! registers the JIT gave each kernel, then has the linker compile each kernel as its own
 //! input capped at that count (`CU_JIT_MAX_REGISTERS` with `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`)
-//! into one cubin, and keeps that cubin only if every kernel in it got no more registers than
-//! from the JIT. A module the cache cannot make such a cubin for is simply not cached (the
+//! into one cubin, and keeps that cubin only if every kernel in it got no more registers and
+//! no more local memory (spills) than from the JIT. A module the cache cannot make such a cubin for is simply not cached (the
 //! driver's own JIT cache, `~/.nv/ComputeCache`, still keeps it across processes).
 //!
 //! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
