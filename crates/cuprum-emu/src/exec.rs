@@ -255,6 +255,14 @@ fn check_dims(kernel: &Kernel, dims: &LaunchDims) -> Result<(u32, u32), EmuError
             format!("block {block:?} exceeds the per-dimension limits [1024, 1024, 64]"),
         ));
     }
+    if let Some((x, y, z)) = kernel.block
+        && block != [x, y, z]
+    {
+        return Err(invalid_launch(
+            kernel,
+            format!("block {block:?} does not match the block [{x}, {y}, {z}] the kernel declares"),
+        ));
+    }
     let threads = block.iter().map(|&d| u64::from(d)).product::<u64>();
     if threads > u64::from(MAX_THREADS_PER_BLOCK) {
         return Err(invalid_launch(

@@ -534,5 +534,13 @@ fn launch_checks() {
     assert!(matches!(
         launch(&mem, &bounded, d, &[a, a, c]),
         Err(EmuError::InvalidLaunch { .. })
+    )); // A declared block shape: any other block is refused, the declared one runs.
+    let mut shaped = k.clone();
+    shaped.block = Some((d.block[0], d.block[1], d.block[2] + 1));
+    assert!(matches!(
+        launch(&mem, &shaped, d, &[a, a, c]),
+        Err(EmuError::InvalidLaunch { .. })
     ));
+    shaped.block = Some((d.block[0], d.block[1], d.block[2]));
+    assert!(launch(&mem, &shaped, d, &[a, a, c]).is_ok());
 }

@@ -60,12 +60,14 @@ pub struct HostParam {
     pub ty: ParamType,
 }
 
-/// `#[launch_contract(domain = N, block = (x, y, z))]`.
+/// `#[launch_contract(domain = N, block = (x, y, z))]` on a safe kernel, or
+/// `#[launch_contract(block = (x, y, z))]` on an `unsafe` one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContractInfo {
-    /// How many dimensions (1 to 3) the kernel indexes; the grid must be 1 along the others.
-    pub domain: u32,
-    /// The exact block shape `(x, y, z)` the kernel was written for.
+    /// Dimensions of the indexing domain (1 to 3); always present on safe kernels, never on
+    /// `unsafe` ones (their raw launches check only the block).
+    pub domain: Option<u32>,
+    /// The exact block shape every launch must have; the compiler relies on it.
     pub block: (u32, u32, u32),
 }
 
@@ -238,12 +240,20 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
             ));
         }
     }
-    if is_unsafe && contract.is_some() {
-        errors.push(syn::Error::new(
+    match contract {
+        Some(ContractInfo {
+            domain: Some(_), ..
+        }) if is_unsafe => errors.push(syn::Error::new(
             sig.ident.span(),
-            "`unsafe` kernels are launched through the raw `unsafe` method; remove \
-             #[launch_contract] or make the kernel safe",
-        ));
+            "`unsafe` kernels are launched through the raw `unsafe` method, which checks no \
+             domain; declare only the block: #[launch_contract(block = (x, y, z))]",
+        )),
+        Some(ContractInfo { domain: None, .. }) if !is_unsafe => errors.push(syn::Error::new(
+            sig.ident.span(),
+            "a safe kernel's launch contract needs its domain: \
+             #[launch_contract(domain = N, block = (x, y, z))]",
+        )),
+        _ => {}
     }
     errors.finish()?;
     Ok(KernelInfo {
@@ -349,6 +359,17 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
                         "block dimensions must be at least 1",
                     ));
                 }
+                if x > 1024
+                    || y > 1024
+                    || z > 64
+                    || u64::from(x) * u64::from(y) * u64::from(z) > 1024
+                {
+                    return Err(syn::Error::new(
+                        t.span(),
+                        "a block has at most (1024, 1024, 64) threads per dimension and 1024 \
+                         in all",
+                    ));
+                }
                 block = Some((x, y, z));
             }
             _ => {
@@ -359,11 +380,12 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
             }
         }
     }
-    match (domain, block) {
-        (Some(domain), Some(block)) => Ok(ContractInfo { domain, block }),
-        _ => Err(syn::Error::new(
+    match block {
+        Some(block) => Ok(ContractInfo { domain, block }),
+        None => Err(syn::Error::new(
             attr.span(),
-            "expected #[launch_contract(domain = N, block = (x, y, z))]",
+            "expected #[launch_contract(domain = N, block = (x, y, z))] (or, on an `unsafe` \
+             kernel, #[launch_contract(block = (x, y, z))])",
         )),
     }
 }

@@ -145,6 +145,67 @@ fn signature_errors() {
 }
 
 #[test]
+fn an_unsafe_kernel_declares_only_its_block() {
+    let ir = compile_ok(
+        "#[kernel] #[launch_contract(block = (32, 8, 1))] pub unsafe fn k(a: &mut [f32]) {}",
+    );
+    assert_eq!(ir.kernels[0].block, Some((32, 8, 1)));
+    let e = compile_err(
+        "#[kernel] #[launch_contract(domain = 1, block = (32, 8, 1))] pub unsafe fn k(a: &mut [f32]) {}",
+    );
+    assert!(e.contains("declare only the block"), "{e}");
+    let e = compile_err("#[kernel] #[launch_contract(block = (32, 8, 1))] pub fn k(a: &[f32]) {}");
+    assert!(e.contains("needs its domain"), "{e}");
+    let e = compile_err(
+        "#[kernel] #[launch_contract(block = (64, 32, 1))] pub unsafe fn k(a: &mut [f32]) {}",
+    );
+    assert!(e.contains("1024"), "{e}");
+    let e = compile_err("#[kernel] #[launch_contract(domain = 1)] pub fn k(a: &[f32]) {}");
+    assert!(e.contains("expected #[launch_contract("), "{e}");
+}
+
+#[test]
+fn the_declared_block_bounds_thread_indices() {
+    // tile[ty * 33 + tx] needs a check below launch_bounds(256) (ty may be 255), none with
+    // the 32x8 block declared.
+    let body = |contract: &str| {
+        format!(
+            "#[kernel] #[launch_bounds(256)] {contract} pub unsafe fn k(a: &mut [f32]) {{
+                let tile = SharedArray::<f32, {{ 8 * 33 }}>::uninit();
+                let tx = thread::thread_idx_x() as usize;
+                let ty = thread::thread_idx_y() as usize;
+                unsafe {{ tile.set(ty * 33 + tx, 1.0) }};
+            }}"
+        )
+    };
+    let checked = print_kernel(&compile_ok(&body("")).kernels[0]);
+    assert!(checked.contains("bounds_check"), "{checked}");
+    let declared =
+        print_kernel(&compile_ok(&body("#[launch_contract(block = (32, 8, 1))]")).kernels[0]);
+    assert!(!declared.contains("bounds_check"), "{declared}");
+    assert!(declared.contains("block(32, 8, 1)"), "{declared}");
+}
+
+#[test]
+fn a_short_circuit_of_plain_comparisons_is_straight_code() {
+    let text = print_kernel(
+        &compile_ok(
+            "#[kernel] pub unsafe fn k(a: &mut [f32], w: u32, h: u32) {
+                let x = thread::thread_idx_x();
+                let y = thread::thread_idx_y();
+                if x < w && y < h { a[0] = 1.0; }
+                if x < w || a[1] > 0.0 { a[2] = 1.0; }
+            }",
+        )
+        .kernels[0],
+    );
+    // The first `&&` is an `And`; the second `||` reads memory on its right, so it stays a
+    // branch over a variable.
+    assert!(text.contains("= And "), "{text}");
+    assert_eq!(text.matches("var $").count(), 1, "{text}");
+}
+
+#[test]
 fn disjoint_slices_take_only_the_thread_index() {
     let e = compile_err(
         "#[kernel] pub fn k(mut o: DisjointSlice<f32>) { if let Some(x) = o.get_mut(3) { *x = 1.0; } }",

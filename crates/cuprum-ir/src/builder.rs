@@ -47,6 +47,11 @@ impl KernelBuilder {
         self.kernel.launch_bounds = bounds;
     }
 
+    /// Declares the exact block shape every launch must have ([`Kernel::block`]).
+    pub fn set_block(&mut self, block: Option<(u32, u32, u32)>) {
+        self.kernel.block = block;
+    }
+
     /// Declares a static shared array and returns its index.
     pub fn shared_array(&mut self, decl: ArrayDecl) -> u32 {
         self.kernel.shared.push(decl);

@@ -133,6 +133,12 @@ pub struct Kernel {
     pub body: Block,
     /// Launch bounds the user declared (`#[launch_bounds]`), if any.
     pub launch_bounds: Option<LaunchBounds>,
+    /// The exact block shape `(x, y, z)` every launch must have, when the kernel declares one
+    /// (`#[launch_contract(block = ...)]`): both backends refuse a launch with any other
+    /// block, so passes may rely on `threadIdx.d < block.d`. The PTX entry declares it as
+    /// `.reqntid`. Each dimension is at least 1 and within the hardware limits, and the
+    /// product is at most 1024 and at most the launch bounds.
+    pub block: Option<(u32, u32, u32)>,
 }
 
 /// `.maxntid` / `.minnctapersm` for the PTX entry.

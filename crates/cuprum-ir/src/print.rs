@@ -62,6 +62,9 @@ impl Printer<'_> {
                 write!(self.out, " minnctapersm({m})")?;
             }
         }
+        if let Some((x, y, z)) = k.block {
+            write!(self.out, " block({x}, {y}, {z})")?;
+        }
         self.out.push_str(" {\n");
         for a in &k.shared {
             writeln!(self.out, "  shared {}: [{}; {}]", a.name, a.elem, a.len)?;

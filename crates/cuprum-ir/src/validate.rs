@@ -332,6 +332,19 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
     {
         return Err(err(format!("launch bounds {b:?} out of range")));
     }
+    if let Some((x, y, z)) = kernel.block {
+        let threads = u64::from(x) * u64::from(y) * u64::from(z);
+        let max = kernel
+            .launch_bounds
+            .map_or(1024, |b| b.max_threads.min(1024));
+        if x == 0 || y == 0 || z == 0 || x > 1024 || y > 1024 || z > 64 || threads > u64::from(max)
+        {
+            return Err(err(format!(
+                "block ({x}, {y}, {z}) out of range (each dimension at least 1, at most \
+                 (1024, 1024, 64), and at most {max} threads)"
+            )));
+        }
+    }
     let mut state = Walk {
         kernel,
         defined: vec![false; kernel.values.len()],

@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
-use cuprum_front::{HostParam, KernelInfo};
+use cuprum_front::{ContractInfo, HostParam, KernelInfo};
 
 /// Names the generated `Module` type already uses; a kernel may not take them.
 const RESERVED: [&str; 4] = ["load", "ir", "ptx", "context"];
@@ -329,18 +329,31 @@ fn launch_method(
     }
     let (generics, target) = kernel_target(k, field);
     let where_clause = &k.item.sig.generics.where_clause;
-    let Some(contract) = k.contract else {
-        let doc = format!(
-            "Launches `{name}` with a raw configuration.\n\n# Safety\n\nThe kernel has no \
-             `#[launch_contract]`, so nothing checks the configuration against what the kernel \
-             assumes; {}the caller must make sure every thread's accesses stay in bounds and \
-             do not race.",
-            if k.is_unsafe {
-                "it is an `unsafe` kernel, so "
-            } else {
-                ""
-            }
-        );
+    let (Some(contract), Some(domain)) = (k.contract, k.contract.and_then(|c| c.domain)) else {
+        let doc = match k.contract {
+            Some(ContractInfo {
+                block: (bx, by, bz),
+                ..
+            }) => format!(
+                "Launches `{name}` with a raw configuration.\n\nThe kernel declares its block \
+                 `({bx}, {by}, {bz})` in `#[launch_contract]` and is compiled for it: a \
+                 launch with any other block fails with `Error::InvalidLaunch`.\n\n# \
+                 Safety\n\nIt is an `unsafe` kernel: nothing checks the grid against what the \
+                 kernel assumes; the caller must make sure every thread's accesses stay in \
+                 bounds and do not race."
+            ),
+            None => format!(
+                "Launches `{name}` with a raw configuration.\n\n# Safety\n\nThe kernel has \
+                 no `#[launch_contract]`, so nothing checks the configuration against what the \
+                 kernel assumes; {}the caller must make sure every thread's accesses stay in \
+                 bounds and do not race.",
+                if k.is_unsafe {
+                    "it is an `unsafe` kernel, so "
+                } else {
+                    ""
+                }
+            ),
+        };
         return Ok((
             quote! {
                 #[doc = #doc]
@@ -364,7 +377,6 @@ fn launch_method(
     let marker = format_ident!("{}Kernel", camel(name));
     let prepare = format_ident!("prepare_{}", name);
     let (bx, by, bz) = contract.block;
-    let domain = contract.domain;
     let max_threads = match k.launch_bounds {
         Some(b) => {
             let m = b.max_threads;

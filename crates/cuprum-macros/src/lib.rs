@@ -69,7 +69,10 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_bounds", attr, item)
 }
 
-/// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`.
+/// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`;
+/// on an `unsafe` kernel `#[launch_contract(block = (x, y, z))]`, the block alone: its raw
+/// launch then refuses any other block, and the compiler relies on the shape (thread indices
+/// below it, so shared-memory checks they prove are dropped).
 #[proc_macro_attribute]
 pub fn launch_contract(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_contract", attr, item)

@@ -10,12 +10,13 @@
 //! with the pure arithmetic its condition needs, above the statements that cannot tell the
 //! difference, so that the checks run first and the loads follow in one straight block:
 //!
-//! * within a block, a check moves up past pure definitions, variable reads and writes, and
+//! * within a block, a check moves up past pure definitions, variable reads and writes,
 //!   global loads that cannot fault (their address is `base(s) + i * size` with `i < len(s)`
-//!   known there: an earlier check). It stops at anything else: stores, shared-memory loads
-//!   (the emulator reports races and uninitialised reads there), atomics, barriers, warp
-//!   operations, branches, loops, other checks (so checks keep their order and the first
-//!   failing one is still the one that traps).
+//!   known there: an earlier check), shared-memory stores, and branches holding only those
+//!   (an unrolled tile copy: `if ok { tile[..] = x[i] }` per element). It stops at anything
+//!   else: global stores, shared-memory loads (the emulator reports races and uninitialised
+//!   reads there), atomics, barriers, warp operations, loops, other checks (so checks keep
+//!   their order and the first failing one is still the one that traps).
 //! * checks (and the pure definitions they need) at the start of an `If`'s branch move out
 //!   of it, before the `If`, as `check(!cond || ok)` (`cond || ok` for the `else` branch):
 //!   the branch keeps only its loads and stores, which ptxas can then predicate instead of
@@ -23,7 +24,10 @@
 //!
 //! Why this keeps the kernel's meaning: a trap ends the kernel, and what the moved check
 //! passed over has no effect anyone can see after that (a variable write, a load that cannot
-//! fault, arithmetic); lanes that pass the check do exactly what they did before. The
+//! fault, arithmetic, a store to the block's shared memory, which dies with the launch);
+//! lanes that pass the check do exactly what they did before. The one difference a shared
+//! store makes: a launch that both races on that store and fails the check reports the
+//! failed check where it reported the race; both are failed launches. The
 //! definitions taken out of a branch are pure and cannot fault (no division by a divisor that
 //! may be zero), so computing them on lanes that skip the branch changes nothing either.
 //!
@@ -68,10 +72,11 @@ pub fn run(kernel: &mut Kernel) -> bool {
 }
 
 /// A statement of the block being rebuilt, with whether a check may move up past it when it
-/// is a global load (known when the load is reached, from the facts there).
+/// is a global load, a shared store or a branch (known when the statement is reached, from
+/// the facts there).
 struct Entry {
     stmt: Stmt,
-    safe_load: bool,
+    passable: bool,
 }
 
 struct Gather {
@@ -95,6 +100,22 @@ fn check_cond(stmt: &Stmt) -> Option<Value> {
         }
         _ => None,
     }
+}
+
+/// Whether `stmt` (or a statement nested in it) writes one of `vars`.
+fn writes_any(stmt: &Stmt, vars: &HashSet<Var>) -> bool {
+    let mut hit = matches!(stmt, Stmt::WriteVar { var, .. } if vars.contains(var));
+    if let Stmt::If {
+        then, otherwise, ..
+    } = stmt
+    {
+        for b in [then, otherwise] {
+            crate::ir::visit_stmts(b, &mut |s| {
+                hit |= matches!(s, Stmt::WriteVar { var, .. } if vars.contains(var));
+            });
+        }
+    }
+    hit
 }
 
 /// Every value a check reads: its condition and the trap's operands.
@@ -133,12 +154,13 @@ impl Gather {
                     let mut lifted = self.lift(cond, true, &mut then, values);
                     lifted.extend(self.lift(cond, false, &mut otherwise, values));
                     for s in lifted {
-                        if check_cond(&s).is_some() {
+                        if let Some(c) = check_cond(&s) {
                             self.push_check(&mut out, s);
+                            self.facts.assume(&self.defs, c, true);
                         } else {
                             out.push(Entry {
                                 stmt: s,
-                                safe_load: false,
+                                passable: false,
                             });
                         }
                     }
@@ -147,24 +169,26 @@ impl Gather {
                         (true, false) => self.facts.assume(&self.defs, cond, false),
                         _ => {}
                     }
+                    let passable = self.branch_passable(cond, true, &then)
+                        && self.branch_passable(cond, false, &otherwise);
                     out.push(Entry {
                         stmt: Stmt::If {
                             cond,
                             then,
                             otherwise,
                         },
-                        safe_load: false,
+                        passable,
                     });
                 }
                 Stmt::Loop { mut body } => {
                     self.block(&mut body, values);
                     out.push(Entry {
                         stmt: Stmt::Loop { body },
-                        safe_load: false,
+                        passable: false,
                     });
                 }
                 stmt => {
-                    let safe_load = match &stmt {
+                    let passable = match &stmt {
                         Stmt::Def {
                             op:
                                 Op::Load {
@@ -174,14 +198,55 @@ impl Gather {
                                 },
                             ..
                         } => self.in_bounds(*addr),
+                        Stmt::Store {
+                            space: AddressSpace::Shared,
+                            ..
+                        } => true,
                         _ => false,
                     };
-                    out.push(Entry { stmt, safe_load });
+                    out.push(Entry { stmt, passable });
                 }
             }
         }
         block.stmts = out.into_iter().map(|e| e.stmt).collect();
         self.facts.undo(mark);
+    }
+
+    /// Whether a check may move up past `block`, the branch of `If { cond }` taken when
+    /// `cond` is `taken`: it holds only statements a check may pass (pure definitions,
+    /// variable reads and writes, global loads that cannot fault there, shared stores, and
+    /// branches of those).
+    fn branch_passable(&mut self, cond: Value, taken: bool, block: &Block) -> bool {
+        let m = self.facts.mark();
+        self.facts.assume(&self.defs, cond, taken);
+        let ok = block.stmts.iter().all(|s| match s {
+            Stmt::Def { op, .. } if is_pure(op) || matches!(op, Op::ReadVar(_)) => true,
+            Stmt::Def {
+                op:
+                    Op::Load {
+                        space: AddressSpace::Global,
+                        addr,
+                        ..
+                    },
+                ..
+            } => self.in_bounds(*addr),
+            Stmt::WriteVar { .. }
+            | Stmt::Store {
+                space: AddressSpace::Shared,
+                ..
+            } => true,
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } if check_cond(s).is_none() => {
+                self.branch_passable(*cond, true, then)
+                    && self.branch_passable(*cond, false, otherwise)
+            }
+            _ => false,
+        });
+        self.facts.undo(m);
+        ok
     }
 
     /// Whether a global load from `addr` cannot fault here: `addr` is `base(s) + i * size`
@@ -235,11 +300,8 @@ impl Gather {
                     carried.push(p - 1);
                 }
                 Stmt::Def { op, .. } if is_pure(op) || matches!(op, Op::ReadVar(_)) => {}
-                Stmt::Def {
-                    op: Op::Load { .. },
-                    ..
-                } if e.safe_load => {}
                 Stmt::WriteVar { var, .. } if !read_vars.contains(var) => {}
+                s if e.passable && !writes_any(s, &read_vars) => {}
                 _ => break,
             }
             p -= 1;
@@ -247,7 +309,7 @@ impl Gather {
         if p == out.len() {
             out.push(Entry {
                 stmt: check,
-                safe_load: false,
+                passable: false,
             });
             return;
         }
@@ -261,7 +323,7 @@ impl Gather {
         out.extend(moved.into_iter().map(|(_, e)| e));
         out.push(Entry {
             stmt: check,
-            safe_load: false,
+            passable: false,
         });
         out.extend(stay.into_iter().map(|(_, e)| e));
     }
@@ -336,10 +398,9 @@ impl Gather {
                             let not = values.append(ValueDef {
                                 ty: ScalarType::Bool,
                             });
-                            out.push(Stmt::Def {
-                                value: not,
-                                op: Op::Unary(UnaryOp::Not, cond),
-                            });
+                            let op = Op::Unary(UnaryOp::Not, cond);
+                            self.defs.add(not, op.clone(), ScalarType::Bool);
+                            out.push(Stmt::Def { value: not, op });
                             not
                         } else {
                             cond
@@ -348,10 +409,9 @@ impl Gather {
                     let either = values.append(ValueDef {
                         ty: ScalarType::Bool,
                     });
-                    out.push(Stmt::Def {
-                        value: either,
-                        op: Op::Binary(BinaryOp::Or, skip, ok),
-                    });
+                    let op = Op::Binary(BinaryOp::Or, skip, ok);
+                    self.defs.add(either, op.clone(), ScalarType::Bool);
+                    out.push(Stmt::Def { value: either, op });
                     out.push(Stmt::If {
                         cond: either,
                         then: t,

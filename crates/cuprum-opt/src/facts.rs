@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use cuprum_ir::{CmpOp, Dim, Kernel, Op, ScalarType, Special, Stmt, UnaryOp, Value};
+use cuprum_ir::{BinaryOp, CmpOp, Dim, Kernel, Op, ScalarType, Special, Stmt, UnaryOp, Value};
 
 use crate::ir::visit_stmts;
 
@@ -24,6 +24,8 @@ pub(crate) struct Defs {
     pub(crate) types: Vec<ScalarType>,
     /// The most threads a block of this kernel can have (its launch bounds, or 1024).
     pub(crate) max_threads: u32,
+    /// The exact block shape of every launch, when the kernel declares one.
+    pub(crate) block: Option<(u32, u32, u32)>,
 }
 
 impl Defs {
@@ -45,7 +47,19 @@ impl Defs {
             ops,
             types,
             max_threads,
+            block: kernel.block,
         }
+    }
+
+    /// Records the pure definition of a value a pass has just created.
+    pub(crate) fn add(&mut self, v: Value, op: Op, ty: ScalarType) {
+        let i = v.index();
+        if self.ops.len() <= i {
+            self.ops.resize(i + 1, None);
+            self.types.resize(i + 1, ScalarType::Bool);
+        }
+        self.ops[i] = Some(op);
+        self.types[i] = ty;
     }
 
     pub(crate) fn op(&self, v: Value) -> Option<&Op> {
@@ -71,6 +85,7 @@ impl Defs {
 enum Undo {
     Known(Value, Option<bool>),
     Upper(Value, Option<u64>),
+    Implies((Value, bool)),
 }
 
 /// The facts holding at the current point of a walk.
@@ -78,6 +93,9 @@ enum Undo {
 pub(crate) struct Facts {
     known: HashMap<Value, bool>,
     upper: HashMap<Value, u64>,
+    /// `(c, b) -> [x...]`: once `c` is known to be `b`, each `x` holds (from `a || x` holding,
+    /// as a check lifted out of a branch reads).
+    implies: HashMap<(Value, bool), Vec<Value>>,
     log: Vec<Undo>,
 }
 
@@ -93,6 +111,11 @@ impl Facts {
             match self.log.pop() {
                 Some(Undo::Known(v, old)) => restore(&mut self.known, v, old),
                 Some(Undo::Upper(v, old)) => restore(&mut self.upper, v, old),
+                Some(Undo::Implies(key)) => {
+                    if let Some(list) = self.implies.get_mut(&key) {
+                        list.pop();
+                    }
+                }
                 None => break,
             }
         }
@@ -120,10 +143,44 @@ impl Facts {
         }
         let old = self.known.insert(cond, holds);
         self.log.push(Undo::Known(cond, old));
+        if let Some(implied) = self.implies.get(&(cond, holds)).cloned() {
+            for x in implied {
+                self.assume_depth(defs, x, true, depth + 1);
+            }
+        }
         match defs.op(cond) {
             Some(&Op::Unary(UnaryOp::Not, x)) => self.assume_depth(defs, x, !holds, depth + 1),
             Some(&Op::Compare(op, l, r)) => self.bound(defs, op, l, r, holds),
+            Some(&Op::Binary(BinaryOp::And, a, b)) if holds => {
+                self.assume_depth(defs, a, true, depth + 1);
+                self.assume_depth(defs, b, true, depth + 1);
+            }
+            Some(&Op::Binary(BinaryOp::Or, a, b)) if !holds => {
+                self.assume_depth(defs, a, false, depth + 1);
+                self.assume_depth(defs, b, false, depth + 1);
+            }
+            Some(&Op::Binary(BinaryOp::Or, a, b)) if defs.ty(cond) == ScalarType::Bool => {
+                self.imply(defs, a, b, depth + 1);
+                self.imply(defs, b, a, depth + 1);
+            }
             _ => {}
+        }
+    }
+
+    /// Records that `x` holds wherever `a` is false (`a || x` holds), and where `a` is
+    /// `!c`, wherever `c` is true.
+    fn imply(&mut self, defs: &Defs, a: Value, x: Value, depth: u32) {
+        if self.known(a) == Some(false) {
+            self.assume_depth(defs, x, true, depth);
+            return;
+        }
+        let mut keys = vec![(a, false)];
+        if let Some(&Op::Unary(UnaryOp::Not, c)) = defs.op(a) {
+            keys.push((c, true));
+        }
+        for key in keys {
+            self.implies.entry(key).or_default().push(x);
+            self.log.push(Undo::Implies(key));
         }
     }
 
@@ -190,15 +247,23 @@ fn negate(op: CmpOp) -> CmpOp {
 }
 
 /// The values a hardware index register can hold in a launch of a kernel whose blocks have
-/// at most `max_threads` threads. These are launch limits that both backends enforce (CUDA
-/// refuses the launch, the emulator reports `InvalidLaunch`): blocks of at most 1024 threads
-/// and `[1024, 1024, 64]` per dimension, and no more than the kernel's launch bounds; grids
+/// at most `max_threads` threads, or exactly the shape `block` when given. These are launch
+/// limits that both backends enforce (CUDA refuses the launch, the emulator and the runtime
+/// report `InvalidLaunch`): blocks of at most 1024 threads and `[1024, 1024, 64]` per
+/// dimension, no more than the kernel's launch bounds, and the declared block shape; grids
 /// of at most `[2^31 - 1, 65535, 65535]` blocks; 32 lanes per warp.
-pub(crate) fn special_range(s: Special, max_threads: u32) -> (u64, u64) {
+pub(crate) fn special_range(
+    s: Special,
+    max_threads: u32,
+    block: Option<(u32, u32, u32)>,
+) -> (u64, u64) {
     let t = u64::from(max_threads.clamp(1, 1024));
-    let block = |d: Dim| match d {
-        Dim::X | Dim::Y => t,
-        Dim::Z => t.min(64),
+    let block = |d: Dim| match (block, d) {
+        (Some((x, _, _)), Dim::X) => u64::from(x.max(1)),
+        (Some((_, y, _)), Dim::Y) => u64::from(y.max(1)),
+        (Some((_, _, z)), Dim::Z) => u64::from(z.max(1)),
+        (None, Dim::X | Dim::Y) => t,
+        (None, Dim::Z) => t.min(64),
     };
     let grid = |d: Dim| match d {
         Dim::X => (1 << 31) - 1,
@@ -270,7 +335,7 @@ impl Ranges<'_> {
                 .locals
                 .get(i as usize)
                 .map(|&o| (u64::from(o), u64::from(o))),
-            Op::Special(s) => Some(special_range(s, self.defs.max_threads)),
+            Op::Special(s) => Some(special_range(s, self.defs.max_threads, self.defs.block)),
             Op::Cast { value: x, to } => {
                 let from = self.defs.ty(x);
                 if from == ScalarType::Bool {
@@ -301,6 +366,7 @@ impl Ranges<'_> {
                     B::Shr if yh == yl && yl < width && nonneg(ty, xh) => {
                         Some(((xl >> yl) as u64, (xh >> yl) as u64))
                     }
+                    B::Div if both_nonneg && yl >= 1 => Some(((xl / yh) as u64, (xh / yl) as u64)),
                     B::Shr | B::Div if nonneg(ty, xh) && (b == B::Shr || both_nonneg) => {
                         Some((0, xh as u64))
                     }

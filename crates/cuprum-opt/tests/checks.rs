@@ -224,3 +224,75 @@ fn a_read_after_a_write_in_a_branch_is_not_forwarded_past_it() {
     let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
     assert!(print_kernel(&opt).contains("read $"));
 }
+
+#[test]
+fn checks_pass_branches_of_safe_loads_and_shared_stores() {
+    // Three times `if t < 80 { check(x, i + jT); tile[t + jT] = x[i + jT] }`, as an unrolled
+    // tile copy is lowered: every check goes ahead of every load, so the loads issue
+    // together. Then `if t < 70 { check(y, i); y[i] = 1 }`: a global store, which the last
+    // check (of x[2i]) must not pass.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let tile = k.b.shared_array(ArrayDecl {
+        name: "tile".into(),
+        elem: S::U32,
+        len: 3 * T,
+    });
+    let i = k.global_id();
+    let t = k.tid();
+    let eighty = k.u32(80);
+    let c = k.cmp(CmpOp::Lt, t, eighty);
+    let base = k.op(Op::SharedAddr(tile));
+    for j in 0..3u32 {
+        let off = k.u64(u64::from(j * T));
+        let idx = k.add(i, off);
+        let soff = k.u32(j * T);
+        let sidx = k.add(t, soff);
+        k.if_else(
+            c,
+            |k| {
+                k.bounds_check(x, idx);
+                let v = k.load(x, S::U32, idx);
+                let four = k.u32(4);
+                let bytes = k.mul(sidx, four);
+                let addr = k.add(base, bytes);
+                k.b.push(Stmt::Store {
+                    space: AddressSpace::Shared,
+                    addr,
+                    value: v,
+                });
+            },
+            |_| {},
+        );
+    }
+    let seventy = k.u32(70);
+    let c2 = k.cmp(CmpOp::Lt, t, seventy);
+    k.if_else(
+        c2,
+        |k| {
+            k.bounds_check(y, i);
+            let one = k.u32(1);
+            k.store(y, i, one);
+        },
+        |_| {},
+    );
+    let two = k.u64(2);
+    let i2 = k.mul(i, two);
+    k.bounds_check(x, i2);
+    let v = k.load(x, S::U32, i2);
+    k.b.push(Stmt::Barrier);
+    k.bounds_check(y, i);
+    k.store(y, i, v);
+    let kernel = k.finish();
+    let p = passes(&["checks", "dce"]);
+    for len in [3 * T as u64, 2 * T as u64 + 10, T as u64, 50] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = common::optimized(&kernel, &p);
+    let text = print_kernel(&opt);
+    let first_load = at(&opt, "load.Global");
+    assert_eq!(text[..first_load].matches("trap").count(), 4, "{text}");
+    let store = at(&opt, "store.Global");
+    assert_eq!(text[store..].matches("trap").count(), 2, "{text}");
+}

@@ -197,3 +197,40 @@ fn large_64_bit_arithmetic_stays() {
     );
     assert!(has(&opt, "u64 = Mul %"), "{}", print_kernel(&opt));
 }
+
+#[test]
+fn a_declared_block_bounds_thread_indices() {
+    // With blocks of exactly 32x1x1: t < 32 and t / 8 < 4 always, t < 20 not; t.y == 0.
+    let mut k = K::new("k");
+    k.b.set_block(Some((32, 1, 1)));
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let lim = k.u32(32);
+    let a = k.cmp(CmpOp::Lt, t, lim);
+    let eight = k.u32(8);
+    let q = k.bin(BinaryOp::Div, t, eight);
+    let four = k.u32(4);
+    let b = k.cmp(CmpOp::Lt, q, four);
+    let twenty = k.u32(20);
+    let c = k.cmp(CmpOp::Lt, t, twenty);
+    let ty = k.op(Op::Special(Special::ThreadIdx(Dim::Y)));
+    let one = k.u32(1);
+    let d = k.cmp(CmpOp::Lt, ty, one);
+    for (cond, v) in [(a, 1u32), (b, 2), (c, 3), (d, 4)] {
+        k.if_else(
+            cond,
+            |_| {},
+            |k| {
+                let v = k.u32(v);
+                k.store(y, i, v);
+            },
+        );
+    }
+    let kernel = k.finish();
+    let p = passes(&["conditions", "fold", "dce"]);
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
+    let text = print_kernel(&opt);
+    assert_eq!(text.matches("if ").count(), 1, "{text}");
+    assert!(text.contains("const 3u32"), "{text}");
+}

@@ -168,11 +168,15 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
         }
     }
     out.push_str(if n == 0 { ")\n" } else { "\n)\n" });
-    if let Some(b) = kernel.launch_bounds {
+    // `.reqntid` (the exact block) and `.maxntid` may not both be given; the exact block is
+    // within the launch bounds (the validator checks it), so it says more.
+    if let Some((x, y, z)) = kernel.block {
+        let _ = writeln!(out, ".reqntid {x}, {y}, {z}");
+    } else if let Some(b) = kernel.launch_bounds {
         let _ = writeln!(out, ".maxntid {}, 1, 1", b.max_threads);
-        if let Some(m) = b.min_blocks_per_sm {
-            let _ = writeln!(out, ".minnctapersm {m}");
-        }
+    }
+    if let Some(m) = kernel.launch_bounds.and_then(|b| b.min_blocks_per_sm) {
+        let _ = writeln!(out, ".minnctapersm {m}");
     }
     out.push_str("{\n");
     for class in Class::ALL {

@@ -320,6 +320,20 @@ fn several_kernels_in_one_module() {
 }
 
 #[test]
+fn a_declared_block_is_reqntid() {
+    let mut k = K::new("shaped");
+    k.b.set_launch_bounds(Some(LaunchBounds {
+        max_threads: 256,
+        min_blocks_per_sm: Some(2),
+    }));
+    k.b.set_block(Some((32, 8, 1)));
+    let ptx = write_and_assemble(&one(k.finish()));
+    assert!(ptx.contains(".reqntid 32, 8, 1"), "{ptx}");
+    assert!(ptx.contains(".minnctapersm 2"), "{ptx}");
+    assert!(!ptx.contains(".maxntid"), "{ptx}");
+}
+
+#[test]
 fn invalid_ir_is_rejected() {
     let mut k = vecadd();
     k.name = "not valid".into();

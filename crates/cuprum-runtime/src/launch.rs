@@ -141,6 +141,7 @@ impl LaunchContract {
             KernelFacts {
                 max_threads: self.max_threads,
                 static_shared_bytes: 0,
+                block: Some(self.block),
             },
             config,
         )?;
@@ -342,6 +343,7 @@ impl LoadedModule {
                 facts: KernelFacts {
                     max_threads: k.launch_bounds.map(|b| b.max_threads),
                     static_shared_bytes: cuprum_ir::array_layout(&k.shared).1,
+                    block: k.block,
                 },
                 machine_sizes: Vec::new(),
             })

@@ -61,6 +61,9 @@ pub(crate) struct KernelFacts {
     pub max_threads: Option<u32>,
     /// Bytes of static shared memory the kernel declares.
     pub static_shared_bytes: u32,
+    /// The exact block shape the kernel declares (`#[launch_contract(block = ...)]`), which
+    /// every launch, raw ones included, must have: the compiler relies on it.
+    pub block: Option<(u32, u32, u32)>,
 }
 
 fn fmt3(v: (u32, u32, u32)) -> String {
@@ -98,6 +101,18 @@ pub(crate) fn check_config(
                 AXES[axis], block[axis], limits.max_block_dim[axis], limits.name
             ));
         }
+    }
+    if let Some(required) = facts.block
+        && required != config.block
+    {
+        return invalid(format!(
+            "block {} does not match the block {} the kernel declares in its \
+             #[launch_contract]; the kernel is compiled for that block shape (its thread \
+             indices are assumed below it), so launch it with block {}",
+            fmt3(config.block),
+            fmt3(required),
+            fmt3(required)
+        ));
     }
     let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
     if threads > u64::from(limits.max_threads_per_block) {

@@ -9,7 +9,9 @@
 //! `benches/report.py` reads. On the emulator the sizes are tiny and nothing is timed.
 
 use cuprum::simt::mma::mma_m16n8k16_bf16;
-use cuprum::simt::{SharedArray, kernel, launch_bounds, sync_threads, thread, warp};
+use cuprum::simt::{
+    SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread, warp,
+};
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, LaunchConfig1D, Stream};
 use cuprum::{cuda_module, half::bf16};
 use rand::rngs::SmallRng;
@@ -23,6 +25,7 @@ mod kernels {
     /// and the first threads handle the tail that is not a multiple of 4.
     #[kernel]
     #[launch_bounds(256)]
+    #[launch_contract(block = (256, 1, 1))]
     pub unsafe fn vecadd_gridstride(a: &[f32], b: &[f32], c: &mut [f32]) {
         let n = c.len();
         let n4 = n / 4;
@@ -46,6 +49,7 @@ mod kernels {
     /// y = alpha * x + y, one element per thread.
     #[kernel]
     #[launch_bounds(256)]
+    #[launch_contract(block = (256, 1, 1))]
     pub unsafe fn saxpy(alpha: f32, x: &[f32], y: &mut [f32]) {
         let i = thread::index_1d().get();
         if i < y.len() {
@@ -58,6 +62,7 @@ mod kernels {
     /// reduction is a butterfly across the warp, then across the 8 warps through shared memory.
     #[kernel]
     #[launch_bounds(256)]
+    #[launch_contract(block = (256, 1, 1))]
     pub unsafe fn softmax_rows(x: &[f32], y: &mut [f32], cols: u32) {
         let maxes = SharedArray::<f32, 8>::uninit();
         let sums = SharedArray::<f32, 8>::uninit();
@@ -122,6 +127,7 @@ mod kernels {
     /// 16-wide step of k. m and n must be multiples of 64, k of 16. Grid: (n/64, m/64).
     #[kernel]
     #[launch_bounds(128)]
+    #[launch_contract(block = (128, 1, 1))]
     pub unsafe fn hgemm_mma(a: &[u32], bt: &[u32], c: &mut [f32], n: u32, k: u32) {
         let lane = thread::lane_id() as usize;
         let w = thread::warp_id() as usize;

@@ -71,6 +71,7 @@ mod kernels {
     /// C (m x n) = A (m x k) · B (k x n); a (ceil(n/64), ceil(m/64)) grid of 16x16 blocks.
     #[kernel]
     #[launch_bounds(256)]
+    #[launch_contract(block = (16, 16, 1))]
     pub unsafe fn sgemm_reg(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
         // A's tile is stored transposed (k-major) with a padded stride of 65, so that both the
         // stores (k varying across threads) and the reads (row varying) avoid bank conflicts.

@@ -8,7 +8,7 @@
 //! output as `&mut [f32]` and is `unsafe`: launching it promises the tiles do not overlap.
 //! 8192x8192 (256 MB each way) on the GPU; odd rectangles exercise the partial edge tiles.
 
-use cuprum::simt::{SharedArray, kernel, launch_bounds, sync_threads, thread};
+use cuprum::simt::{SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread};
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -23,6 +23,7 @@ mod kernels {
     /// blocks and a (ceil(w/32), ceil(h/32)) grid.
     #[kernel]
     #[launch_bounds(256)]
+    #[launch_contract(block = (32, 8, 1))]
     pub unsafe fn transpose(input: &[f32], output: &mut [f32], w: usize, h: usize) {
         let tile = SharedArray::<f32, { TILE * (TILE + 1) }>::uninit();
         let tx = thread::thread_idx_x() as usize;

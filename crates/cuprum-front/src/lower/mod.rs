@@ -315,6 +315,7 @@ impl<'a> Lowerer<'a> {
     fn run(mut self) -> Result<cuprum_ir::Kernel> {
         let k = self.kernel;
         self.b.set_launch_bounds(k.launch_bounds);
+        self.b.set_block(k.contract.map(|c| c.block));
         for (name, _) in &k.const_params {
             if !self.const_params.contains_key(name) {
                 return err(

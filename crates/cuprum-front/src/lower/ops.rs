@@ -247,17 +247,27 @@ impl Lowerer<'_> {
         Val::Scalar(self.constant(Constant::bool(v)))
     }
 
-    /// `a && b`, `a || b`: `b` runs only when needed, as in Rust.
+    /// `a && b`, `a || b`: `b` runs only when needed, as in Rust. When `b` is plain
+    /// arithmetic that cannot fault or have an effect (`x < w && y < h`), evaluating it always
+    /// changes nothing, and the result is `a & b` (`a | b`): straight code, with no variable
+    /// and no branch for the optimizer and ptxas to see through.
     pub(super) fn short_circuit(&mut self, b: &syn::ExprBinary) -> Result<Val> {
         let span = b.span();
         let is_and = matches!(b.op, syn::BinOp::And(_));
         let lhs = self.boolean(&b.left)?;
-        let var = self.b.var(if is_and { "and" } else { "or" }, S::Bool);
-        self.b.push(Stmt::WriteVar { var, value: lhs });
         self.b.begin_block();
         let rhs = self.boolean(&b.right)?;
-        self.b.push(Stmt::WriteVar { var, value: rhs });
-        let evaluate_rhs = self.b.end_block();
+        let mut evaluate_rhs = self.b.end_block();
+        if evaluate_rhs.stmts.iter().all(speculable) {
+            for s in evaluate_rhs.stmts {
+                self.b.push(s);
+            }
+            let op = if is_and { BinaryOp::And } else { BinaryOp::Or };
+            return Ok(Val::Scalar(self.def(Op::Binary(op, lhs, rhs), span)?));
+        }
+        let var = self.b.var(if is_and { "and" } else { "or" }, S::Bool);
+        self.b.push(Stmt::WriteVar { var, value: lhs });
+        evaluate_rhs.stmts.push(Stmt::WriteVar { var, value: rhs });
         let (then, otherwise) = if is_and {
             (evaluate_rhs, Default::default())
         } else {
@@ -413,4 +423,28 @@ pub(super) fn cmp_fold<T: PartialOrd>(c: CmpOp, a: &T, b: &T) -> bool {
 
 pub(super) fn cmp_fold_f(c: CmpOp, a: f64, b: f64) -> bool {
     cmp_fold(c, &a, &b)
+}
+
+/// Whether `stmt` may run where the source did not ask for it: a definition that cannot
+/// fault, has no effect and reads no memory (no division, which may trap on zero; no loads,
+/// atomics or warp operations); reading a variable is fine.
+fn speculable(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Def { op, .. } => match op {
+            Op::Binary(b, ..) => !matches!(b, BinaryOp::Div | BinaryOp::Rem),
+            Op::Const(_)
+            | Op::Param(_)
+            | Op::SliceBase(_)
+            | Op::SliceLen(_)
+            | Op::Special(_)
+            | Op::Unary(..)
+            | Op::Compare(..)
+            | Op::Select { .. }
+            | Op::Cast { .. }
+            | Op::Bitcast { .. }
+            | Op::ReadVar(_) => true,
+            _ => false,
+        },
+        _ => false,
+    }
 }

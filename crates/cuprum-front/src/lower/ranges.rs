@@ -70,7 +70,10 @@ impl Lowerer<'_> {
                 match b {
                     BinaryOp::Add => Some(lb? + rb?),
                     BinaryOp::Mul => lb?.checked_mul(rb?),
-                    BinaryOp::Div => lb,
+                    BinaryOp::Div => match const_r {
+                        Some(c) if c > 0 => Some(lb? / c),
+                        _ => lb,
+                    },
                     BinaryOp::Rem => match (lb, const_r) {
                         (Some(a), Some(c)) if c > 0 => Some(a.min(c - 1)),
                         (None, Some(c)) if c > 0 && !ty.is_signed_int() => Some(c - 1),
