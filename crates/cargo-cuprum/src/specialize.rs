@@ -132,8 +132,11 @@ pub enum GenericParam {
     /// `const N: usize`: `ty` is `None` when the written type is not a scalar cuprum knows
     /// (the front end refuses such a kernel anyway).
     Const {
+        /// The parameter's name (`N`).
         name: String,
+        /// Its type as written in the source (`usize`).
         written: String,
+        /// That type as a cuprum scalar type, when it is one.
         ty: Option<ScalarType>,
     },
 }

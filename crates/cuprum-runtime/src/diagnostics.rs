@@ -426,7 +426,7 @@ impl fmt::Display for Report {
         match (&c.location, &c.writable) {
             (CacheLocation::Disabled, _) => writeln!(
                 f,
-                "cache     off (set {}=on for the cubin cache): the driver compiles at load, with its own JIT cache",
+                "cache     off ({}=off): the driver compiles at load, with its own JIT cache",
                 cache::CACHE_ENV
             )?,
             (CacheLocation::Unknown, _) => writeln!(
