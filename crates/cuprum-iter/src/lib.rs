@@ -111,10 +111,14 @@
 //! the tests (`tests/fusion.rs`) for the proof with [`GpuDevice::stats`].
 //!
 //! Generated kernels are grid-stride loops sized to the device (`multiprocessor_count *
-//! blocks_per_sm` blocks, see [`Tuning`]); each thread reads 32 bytes of each input per
-//! iteration with loads that need no bounds test (a scalar loop takes the ragged end), each
-//! warp-wide load instruction covering one contiguous run ([`Layout`] says why not 16-byte
-//! vectors yet), read-only inputs through the non-coherent cache (`ld.global.nc`).
+//! blocks_per_sm` blocks, see [`Tuning`]; each kind of kernel has its own default,
+//! [`Tuning::for_maps`] and [`Tuning::for_reductions`]); each thread reads 32 or 64 bytes of
+//! each input per iteration with loads that need no bounds test (a scalar loop takes the
+//! ragged end), as 16-byte vector loads and stores (`ld.global.nc.v4.f32`,
+//! `st.global.v4.f32`) laid out so that each warp-wide access covers one contiguous span
+//! ([`Layout`]), read-only inputs through the non-coherent cache. On an H200, `zip` + `map` +
+//! `collect` of 2^28 `f32` moves 4.25 TB/s (PyTorch's `a + b`: 4.36 TB/s) and `sum`
+//! 4.40 TB/s (PyTorch: 4.28 TB/s).
 //!
 //! # Errors
 //!
