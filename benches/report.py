@@ -10,6 +10,13 @@ where <who> is cuprum, cuprum-iter, cuda_c++, cublas, torch or "d2d" (the copy i
 Lines `RUNFAIL <label> <status>` (written by run_all.sh) and `FAILED...` are listed as failures.
 When a (case, impl, size) appears more than once the fastest median is kept.
 
+The compile and start-up latency section comes from the lines of the compile_latency example:
+  LATENCY case=<c> kernels=<k> ptx_bytes=<b> front_us=<t> opt_us=<t> ptx_us=<t> jit_ms=<t>
+          cold_ms=<t> warm_ms=<t> names=<kernel,...>       (one line; `-` = not measured)
+  LATENCY_PROCESS role=jit|cold|warm context_ms=<t> first_load_ms=<t>
+  LATENCY_WARNING case=<c> <text>
+When a case appears more than once, each time column keeps its smallest value.
+
 Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
        report.py --self-test     (parses benches/testdata/sample.log and checks the rows)
 """
@@ -68,6 +75,125 @@ counted work divided by the median time, in GB/s (memory-bound) or TFLOP/s (matr
 **% of copy BW** is cuprum's GB/s as a percentage of the measured device-to-device copy bandwidth
 (the `copy` row: read plus write bytes of a 1 GiB `cudaMemcpy`/`copy_`), the practical ceiling
 for memory-bound kernels."""
+
+
+LATENCY_RE = re.compile(r"^LATENCY\s+(case=.*)$")
+LATENCY_PROCESS_RE = re.compile(r"^LATENCY_PROCESS\s+(.*)$")
+LATENCY_TIMES = ["front_us", "opt_us", "ptx_us", "jit_ms", "cold_ms", "warm_ms"]
+LATENCY_COLUMNS = ["case", "kernels", "PTX bytes", "front end µs", "optimizer µs", "PTX writer µs",
+                   "JIT load ms", "cold process ms", "warm process ms"]
+# An IR-to-PTX time above this is called out (issue 5: "IR-to-PTX under 1 ms for small kernels").
+PTX_BUDGET_US = 1000.0
+
+LATENCY_EXPLANATION = """\
+Measured by `crates/cuprum/examples/compile_latency.rs` for the kernels of every benchmark case:
+the `#[cuda_module]` of each SIMT example (`bench_simt` holds vecadd_gridstride, saxpy,
+softmax_rows and hgemm_mma), and the iterator chains `iter_bench` times. **kernels** is how many
+kernels the case's modules hold (named below the table), **PTX bytes** the size of their PTX for
+sm_90. Host columns are medians of 50 runs on the host CPU (the example's defaults throughout):
+**front end** is the Rust source to IR (`cuprum_front::compile_source`; for the `iter_*` cases, the
+first run of the chain on a fresh emulator device minus a second run: tracing and building the IR,
+which is already final, so they have no optimizer column), **optimizer** the IR passes
+(`cuprum_opt::optimize`), **PTX writer** IR to PTX for sm_90 (validation included). GPU columns are
+module loads on the GPU, each in a child process with the driver's own JIT cache off
+(`CUDA_CACHE_DISABLE=1`) and after a small module of its own was loaded (so the driver's one-time
+start-up is not charged to the first case): **JIT load** loads the PTX straight through the
+driver's JIT (what `CUPRUM_CACHE=off` does; median of 3 loads); **cold process** is the load in a
+process whose compile cache folder is empty (a miss: the JIT, the register-capped link, the cubin
+written to disk); **warm process** the same load in the next process on that folder (a disk hit:
+nothing compiled). Cold and warm are medians over 3 such pairs of processes. `-` means not
+measured."""
+
+
+def parse_latency(lines):
+    """Returns ({case: record}, [case order], {role: [(context_ms, first_load_ms)]}, [warnings])."""
+    cases, order, processes, warnings = {}, [], {}, []
+
+    def number(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("LATENCY_WARNING"):
+            warnings.append(line[len("LATENCY_WARNING"):].strip())
+            continue
+        m = LATENCY_PROCESS_RE.match(line)
+        if m:
+            kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
+            processes.setdefault(kv.get("role", "?"), []).append(
+                (number(kv.get("context_ms")), number(kv.get("first_load_ms"))))
+            continue
+        m = LATENCY_RE.match(line)
+        if not m:
+            continue
+        kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
+        case = kv["case"]
+        rec = cases.get(case)
+        if rec is None:
+            order.append(case)
+            rec = cases[case] = {t: None for t in LATENCY_TIMES}
+        rec["kernels"] = kv.get("kernels", "-")
+        rec["ptx_bytes"] = kv.get("ptx_bytes", "-")
+        rec["names"] = [n for n in kv.get("names", "").split(",") if n]
+        for t in LATENCY_TIMES:
+            v = number(kv.get(t))
+            if v is not None and (rec[t] is None or v < rec[t]):
+                rec[t] = v
+    return cases, order, processes, warnings
+
+
+def latency_rows(cases, order):
+    def us(v):
+        return "-" if v is None else f"{v:.1f}"
+
+    def ms(v):
+        return "-" if v is None else (f"{v:.3f}" if v < 10 else f"{v:.1f}")
+
+    return [{"case": c, "kernels": cases[c]["kernels"], "PTX bytes": cases[c]["ptx_bytes"],
+             "front end µs": us(cases[c]["front_us"]), "optimizer µs": us(cases[c]["opt_us"]),
+             "PTX writer µs": us(cases[c]["ptx_us"]), "JIT load ms": ms(cases[c]["jit_ms"]),
+             "cold process ms": ms(cases[c]["cold_ms"]),
+             "warm process ms": ms(cases[c]["warm_ms"])} for c in order]
+
+
+def latency_markdown(lines, gpu, driver, now):
+    """The "Compile and start-up latency" section (a list of markdown lines), and its rows."""
+    cases, order, processes, warnings = parse_latency(lines)
+    md = ["## Compile and start-up latency", ""]
+    if not order:
+        return md + ["Not measured: the log has no `LATENCY` lines (did `compile_latency` run?).",
+                     ""], []
+    rows = latency_rows(cases, order)
+    md += [f"{now}, {gpu}, driver {driver}.", "", LATENCY_EXPLANATION, "",
+           markdown(rows, LATENCY_COLUMNS), ""]
+    md += ["Kernels: " + "; ".join(f"{c}: {', '.join(cases[c]['names']) or '-'}" for c in order)
+           + ".", ""]
+
+    def median(vs):
+        vs = sorted(v for v in vs if v is not None)
+        return vs[len(vs) // 2] if vs else None
+
+    starts = []
+    for role, what in (("jit", "JIT"), ("cold", "cold"), ("warm", "warm")):
+        got = processes.get(role)
+        if got:
+            ctx, first = median(c for c, _ in got), median(f for _, f in got)
+            starts.append(f"{what}: context {ctx:.1f} ms, first (small) module {first:.2f} ms"
+                          if ctx is not None and first is not None else f"{what}: -")
+    if starts:
+        md += ["Start of each child process (medians; not part of the columns above): "
+               + "; ".join(starts) + ".", ""]
+    slow = [f"{c} ({cases[c]['ptx_us']:.0f} µs)" for c in order
+            if cases[c]["ptx_us"] is not None and cases[c]["ptx_us"] > PTX_BUDGET_US]
+    md += [("PTX writer over 1 ms: " + ", ".join(slow) + ".") if slow
+           else "The PTX writer took under 1 ms for every case.", ""]
+    if warnings:
+        md += ["Warnings (a cold load that compiled nothing, or a warm one that compiled):", ""]
+        md += [f"- `{w}`" for w in warnings] + [""]
+    return md, rows
 
 
 def parse(lines):
@@ -172,9 +298,9 @@ def build_rows(recs, order):
     return rows, copy_bw
 
 
-def markdown(rows):
-    out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    out += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+def markdown(rows, columns=COLUMNS):
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -212,14 +338,21 @@ def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
     print(table)
     if failures:
         print("\nFailures:\n" + "\n".join(f"- {f}" for f in failures))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    latency, latency_table = latency_markdown(lines, gpu, driver, now)
+    print("\n" + "\n".join(latency))
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "bench.csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=COLUMNS)
             w.writeheader()
             w.writerows(rows)
+        if latency_table:
+            with open(os.path.join(out, "latency.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=LATENCY_COLUMNS)
+                w.writeheader()
+                w.writerows(latency_table)
         chart = write_png(rows, os.path.join(out, "bench.png"))
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         md = [
             "<!-- Generated by benches/run_all.sh (benches/report.py); do not edit by hand. -->",
             "# cuprum benchmarks", "",
@@ -232,11 +365,12 @@ def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
         ]
         if chart:
             md += ["![ratios](bench.png)", ""]
+        md += latency
         if failures:
             md += ["## Failures", ""] + [f"- `{f}`" for f in failures] + [""]
         with open(os.path.join(out, "BENCHMARKS.md"), "w") as f:
             f.write("\n".join(md))
-    return rows, failures
+    return rows, failures, latency_table
 
 
 def self_test():
@@ -245,7 +379,7 @@ def self_test():
         lines = f.readlines()
     import tempfile
     out = tempfile.mkdtemp(prefix="bench_report_")
-    rows, failures = report(lines, out, "Test GPU", "0.0")
+    rows, failures, latency = report(lines, out, "Test GPU", "0.0")
     by = {(r["case"], r["peer"]): r for r in rows}
     assert by[("vecadd", "cuda")]["ratio (peer/cuprum)"] == "1.00", by[("vecadd", "cuda")]
     assert by[("vecadd", "torch")]["ratio (peer/cuprum)"] == "0.95"
@@ -256,8 +390,23 @@ def self_test():
     assert by[("copy", "torch")]["peer throughput"] == "4000 GB/s"
     assert by[("saxpy", "-")]["peer ms"] == "-"
     assert any("RUNFAIL" in f for f in failures)
-    for name in ("bench.csv", "BENCHMARKS.md"):
+    lat = {r["case"]: r for r in latency}
+    assert list(lat) == ["vecadd", "sgemm", "iter_sum"], list(lat)
+    assert lat["vecadd"]["front end µs"] == "100.0", lat["vecadd"]  # the smaller of two rounds
+    assert lat["vecadd"]["JIT load ms"] == "0.550" and lat["vecadd"]["warm process ms"] == "0.100"
+    assert lat["sgemm"]["cold process ms"] == "250.0" and lat["sgemm"]["kernels"] == "2"
+    assert lat["iter_sum"]["optimizer µs"] == "-"
+    for name in ("bench.csv", "BENCHMARKS.md", "latency.csv"):
         assert os.path.getsize(os.path.join(out, name)) > 0
+    with open(os.path.join(out, "BENCHMARKS.md")) as f:
+        doc = f.read()
+    assert "## Compile and start-up latency" in doc
+    assert "PTX writer over 1 ms: sgemm (1200 µs)." in doc
+    assert "sgemm: sgemm_tiled, sgemm_reg" in doc
+    assert "cold: context 120.0 ms, first (small) module 30.00 ms" in doc, doc
+    assert "`case=sgemm the warm process compiled" in doc
+    no_latency, _ = latency_markdown([], "g", "d", "now")
+    assert "Not measured" in no_latency[2]
     print(f"self-test PASSED (outputs in {out})")
 
 

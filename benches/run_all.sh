@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole benchmark suite in one run on a GPU machine: builds the CUDA C++ peers
 # (benches/peers/*.cu, nvcc -O3 -arch=sm_90, cuBLAS where it links), runs them, the packed cuprum
-# examples (bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench) and the
+# examples (bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench, and
+# compile_latency: the compile and start-up latency of every case's kernels) and the
 # PyTorch/Triton peers (benches/peers/torch_peers.py), all into one log; then benches/report.py
-# turns the log into the markdown table (printed), $OUT/bench.csv, $OUT/bench.png and
-# $OUT/BENCHMARKS.md (copy that to the repository root to update it).
+# turns the log into the markdown tables (printed), $OUT/bench.csv, $OUT/latency.csv,
+# $OUT/bench.png and $OUT/BENCHMARKS.md (copy that to the repository root to update it).
 #
 # Run from anywhere in the repository, with the examples built in release mode and packed as
 # .gpu/bin/example-<name> (gpu-pack's layout). Environment: OUT (default /tmp/bench_out),
@@ -51,11 +52,11 @@ run() {
   timeout 900 "$@" >"$TMP/one.txt" 2>&1
   local rc=$?
   cat "$TMP/one.txt" >>"$LOG"
-  grep -E '^(RESULT|PASSED|FAILED)|median' "$TMP/one.txt" >&2
+  grep -E '^(RESULT|PASSED|FAILED|LATENCY)|median' "$TMP/one.txt" >&2
   [ $rc -eq 0 ] || fail "$label" "$rc"
 }
 
-EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench"
+EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan bench_simt iter_bench compile_latency"
 for round in $(seq 1 "$ROUNDS"); do
   for p in $PEERS; do
     [ -x "$TMP/peer-$p" ] && run "cuda_c++-$p-r$round" "$TMP/peer-$p"
