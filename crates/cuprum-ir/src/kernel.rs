@@ -198,6 +198,9 @@ pub enum ParamKind {
     /// A scalar passed by value.
     Scalar(ScalarType),
     /// A slice of device memory, passed as (`U64` base address, `U64` length in elements).
+    /// The base address is a multiple of 16: a slice argument starts where a device
+    /// allocation starts (both backends align those to 256 bytes), the runtime refuses a
+    /// launch that breaks this, and optimizer passes rely on it for vector accesses.
     Slice {
         /// The element type.
         elem: ScalarType,

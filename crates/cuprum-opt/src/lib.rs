@@ -25,6 +25,7 @@
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | once more, on what promotion exposed |
 //! | [`checks`] | bounds checks move ahead of the loads they guard and out of branches |
+//! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
@@ -52,6 +53,7 @@ pub mod narrow;
 pub mod promote;
 pub mod unroll;
 pub mod vars;
+pub mod vectorize;
 
 use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
 
@@ -138,6 +140,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "checks",
         run: checks::run,
+    },
+    Pass {
+        name: "vectorize",
+        run: vectorize::run,
     },
     Pass {
         name: "dce",

@@ -604,7 +604,11 @@ fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<u64> {
         .collect()
 }
 
-/// Checks argument count, kinds and scalar types against the kernel's parameters.
+/// The alignment every slice argument's address has (see `cuprum_ir::ParamKind::Slice`).
+const SLICE_ALIGN: u64 = 16;
+
+/// Checks argument count, kinds and scalar types against the kernel's parameters, and that
+/// slice addresses are aligned to [`SLICE_ALIGN`].
 pub(crate) fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
     let mismatch = |reason: String| {
         Err(Error::ArgumentMismatch {
@@ -642,7 +646,18 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
                     ));
                 }
             }
-            (ParamKind::Slice { .. }, KernelArg::Slice { .. }) => {}
+            (ParamKind::Slice { .. }, KernelArg::Slice { address, .. }) => {
+                // The IR's promise (`ParamKind::Slice`) that the optimizer's vector accesses
+                // rely on; buffers always start 256-byte aligned.
+                if address % SLICE_ALIGN != 0 {
+                    return mismatch(format!(
+                        "argument {index} (`{}`): slice address {address:#x} is not a multiple \
+                         of {SLICE_ALIGN} bytes (a slice argument must start where its device \
+                         buffer starts)",
+                        param.name
+                    ));
+                }
+            }
             (kind, KernelArg::Scalar { ty, .. }) => {
                 return mismatch(format!(
                     "argument {index} (`{}`) must be {}, got a `{ty}` scalar",

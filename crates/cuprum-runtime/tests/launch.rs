@@ -214,6 +214,17 @@ fn argument_mismatches_are_errors() {
         bits: 0x100,
     };
     expect_mismatch_named(s.check_args(0, &wide_bits), "scalars", "above the width");
+    // A slice that does not start where its buffer starts (not 16-byte aligned): the
+    // optimizer's vector accesses rely on slice bases being aligned.
+    let KernelArg::Slice { address, len } = args[0] else {
+        unreachable!()
+    };
+    let mut offset = args.clone();
+    offset[0] = KernelArg::Slice {
+        address: address + 8,
+        len: len - 1,
+    };
+    expect_mismatch_named(s.check_args(0, &offset), "scalars", "not a multiple of 16");
     // The output was never touched.
     assert_eq!(out.to_host_vec(&stream).unwrap(), vec![0.0; 8]);
 }

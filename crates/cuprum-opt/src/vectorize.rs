@@ -1,0 +1,674 @@
+//! 16-byte (and 8-byte) vector accesses to global memory where alignment is proven.
+//!
+//! A thread that reads `a[j], a[j + 1], a[j + 2], a[j + 3]` of an `f32` slice issues four
+//! 4-byte loads; one `ld.global.v4.f32` does the same work in one instruction and one memory
+//! transaction per thread, which is how hand-written CUDA (`float4`) reaches full bandwidth.
+//! ptxas never merges scalar accesses itself: it cannot know that `&a[j]` is 16-byte aligned.
+//! We can, and this pass merges, within one straight-line block:
+//!
+//! * 2 or 4 global loads of one type (not `bool`) at consecutive element addresses into one
+//!   [`Stmt::VectorLoad`], and
+//! * 2 or 4 global stores likewise into one [`Stmt::VectorStore`],
+//!
+//! when the vector (at most 16 bytes) is provably aligned to its size. An address is read as a
+//! linear form over `u64` wrapping arithmetic, `c + sum(k_i * x_i)` (through `+`, `-`, `*` and
+//! `<<` by constants); the accesses of a group share every term and their constants step by
+//! the element size. The first element's address is aligned when every term is (the number
+//! of trailing zero bits of `k_i` plus those provable for `x_i`: constants, products, shifts,
+//! casts) and so is `c`. A slice's base address counts as 16-byte aligned: **slice parameters
+//! always point at the start of a device allocation**, which both backends align to 256 bytes
+//! (`cuMemAlloc`, and the emulator's `ALLOC_ALIGN`); the runtime refuses a launch with a slice
+//! base that is not a multiple of 16 and the emulator refuses it too, so the IR may rely on it
+//! (see `ParamKind::Slice`). So `j = 4 * i; a[j + 1]` (byte offset `16 i + 4`) is element 1 of
+//! an aligned `f32` vector, wherever `i` comes from, wrapping included.
+//!
+//! Where the merged access goes, and why the kernel's meaning is unchanged:
+//!
+//! * Loads: the vector load replaces the group's loads at one of their positions `P`. A load
+//!   that moves down to `P` must have no use before `P`; a load that moves up to `P` must not
+//!   pass a bounds check or anything else that may stop the thread (it would read before the
+//!   check that guards it). Between the first and the last load there is no store that may
+//!   write the loaded memory (none matters for a read-only slice, which the kernel never
+//!   writes), and nothing that orders memory: atomics, barriers, fences, async copies,
+//!   branches, loops, prints. A load has no effect, so doing it later or earlier, with these
+//!   rules, reads the same bits.
+//! * Stores: the vector store goes at the last store's position, so every value and the
+//!   address are available there. Between the first and the last store there is only
+//!   arithmetic that cannot fault, variable reads and writes, shared or local memory, and
+//!   loads of read-only slices (which no store can alias): nothing can read the stored
+//!   elements early, and nothing can stop the thread between the stores (a trap there would
+//!   have seen the earlier stores done: memory after a failed launch is observable on the
+//!   emulator). So no bounds check may lie between the stores.
+//!
+//! The checks that would sit between the stores of `c[j] = ..; c[j + 1] = ..` are often
+//! provably unnecessary: this pass first drops a bounds check `m * i + k < len` (with
+//! `k < m`, unsigned) where `i < len / m` holds from a dominating branch (the loop condition
+//! of `while i < c.len() / 4 { let j = 4 * i; .. }`): then `m * i + k <= m * (len / m) - m
+//! + k < len`, without wrapping. A check that can never fail changes nothing by going.
+//!
+//! A group needs its vector type to be at most 16 bytes: four `f64` become two pairs.
+//! Anything unproven stays scalar.
+
+use std::collections::{BTreeMap, HashMap};
+
+use cuprum_ir::{
+    AddressSpace, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, ScalarType, SliceAccess, Stmt,
+    Value,
+};
+
+use crate::facts::{Defs, Facts};
+use crate::ir::{always_exits, compact, constant_bits, is_removable, stmt_operands};
+
+/// Largest vector access, in bytes.
+const MAX_VECTOR_BYTES: u32 = 16;
+/// Trailing zero bits a slice base address is known to have (16-byte alignment; see the
+/// module docs).
+const SLICE_BASE_ALIGN_BITS: u32 = 4;
+
+/// Runs the pass; true if the kernel changed.
+pub fn run(kernel: &mut Kernel) -> bool {
+    let defs = Defs::new(kernel);
+    let konst = constant_bits(kernel);
+    let mut params: HashMap<(u32, bool), Value> = HashMap::new();
+    for (v, _) in kernel.values.iter() {
+        match defs.op(v) {
+            Some(&Op::SliceBase(p)) => params.entry((p, false)).or_insert(v),
+            Some(&Op::SliceLen(p)) => params.entry((p, true)).or_insert(v),
+            _ => continue,
+        };
+    }
+    let canonical = |v: Value| match defs.op(v) {
+        Some(&Op::SliceLen(p)) => params.get(&(p, true)).copied().unwrap_or(v),
+        _ => v,
+    };
+    // `len / m` (or `len >> log2 m`) values, by their dividend: `(quotient, m)`.
+    let mut quotients: HashMap<Value, Vec<(Value, u64)>> = HashMap::new();
+    // `x < q` comparisons, by `(x, q)`; `q > x` too.
+    let mut less: HashMap<(Value, Value), Vec<Value>> = HashMap::new();
+    for (v, _) in kernel.values.iter() {
+        match defs.op(v) {
+            Some(&Op::Binary(BinaryOp::Div, l, r)) if defs.ty(l) == ScalarType::U64 => {
+                if let Some(m) = defs.konst(r).filter(|&m| m > 0) {
+                    quotients.entry(canonical(l)).or_default().push((v, m));
+                }
+            }
+            Some(&Op::Binary(BinaryOp::Shr, l, r)) if defs.ty(l) == ScalarType::U64 => {
+                if let Some(s) = defs.konst(r) {
+                    quotients
+                        .entry(canonical(l))
+                        .or_default()
+                        .push((v, 1u64 << (s % 64)));
+                }
+            }
+            Some(&Op::Compare(CmpOp::Lt, x, q)) | Some(&Op::Compare(CmpOp::Gt, q, x))
+                if defs.ty(x) == ScalarType::U64 =>
+            {
+                less.entry((x, q)).or_default().push(v);
+            }
+            _ => {}
+        }
+    }
+    let read_only = kernel
+        .params
+        .iter()
+        .map(|p| {
+            matches!(
+                p.kind,
+                ParamKind::Slice {
+                    access: SliceAccess::ReadOnly,
+                    ..
+                }
+            )
+        })
+        .collect();
+    let mut w = Walker {
+        defs,
+        konst,
+        params,
+        quotients,
+        less,
+        read_only,
+        facts: Facts::default(),
+        changed: false,
+    };
+    let mut body = std::mem::take(&mut kernel.body);
+    w.block(&mut body);
+    kernel.body = body;
+    if w.changed {
+        compact(kernel);
+    }
+    w.changed
+}
+
+struct Walker {
+    defs: Defs,
+    konst: Vec<Option<u64>>,
+    /// The first `slice_base p` (`false`) and `slice_len p` (`true`) value of each slice.
+    params: HashMap<(u32, bool), Value>,
+    quotients: HashMap<Value, Vec<(Value, u64)>>,
+    less: HashMap<(Value, Value), Vec<Value>>,
+    /// Whether each parameter is a read-only slice.
+    read_only: Vec<bool>,
+    facts: Facts,
+    changed: bool,
+}
+
+/// `c + sum(k * x)` in `u64` wrapping arithmetic; the terms keyed by value index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Linear {
+    terms: BTreeMap<u32, u64>,
+    constant: u64,
+}
+
+impl Linear {
+    fn scaled(mut self, k: u64) -> Self {
+        self.constant = self.constant.wrapping_mul(k);
+        for c in self.terms.values_mut() {
+            *c = c.wrapping_mul(k);
+        }
+        self.terms.retain(|_, c| *c != 0);
+        self
+    }
+
+    fn plus(mut self, other: Self, sign: u64) -> Self {
+        self.constant = self
+            .constant
+            .wrapping_add(other.constant.wrapping_mul(sign));
+        for (x, c) in other.terms {
+            let e = self.terms.entry(x).or_insert(0);
+            *e = e.wrapping_add(c.wrapping_mul(sign));
+        }
+        self.terms.retain(|_, c| *c != 0);
+        self
+    }
+}
+
+/// A global access of the block being vectorized.
+#[derive(Clone, Copy)]
+struct Access {
+    pos: usize,
+    /// The loaded value, or the stored value.
+    value: Value,
+    addr: Value,
+    offset: u64,
+}
+
+/// A global access's address, split: `terms` shared by a group, `offset` its own constant.
+struct Address {
+    terms: BTreeMap<u32, u64>,
+    offset: u64,
+    /// The slice parameter the address is based on (one base, coefficient 1), if any.
+    slice: Option<u32>,
+}
+
+impl Walker {
+    fn block(&mut self, block: &mut Block) {
+        let mark = self.facts.mark();
+        let mut i = 0;
+        while i < block.stmts.len() {
+            let drop = match &mut block.stmts[i] {
+                Stmt::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    let cond = *cond;
+                    if is_check(then, otherwise) && self.proven(cond) {
+                        true
+                    } else {
+                        let m = self.facts.mark();
+                        self.facts.assume(&self.defs, cond, true);
+                        self.block(then);
+                        self.facts.undo(m);
+                        self.facts.assume(&self.defs, cond, false);
+                        self.block(otherwise);
+                        self.facts.undo(m);
+                        let (t, e) = (always_exits(then), always_exits(otherwise));
+                        if e && !t {
+                            self.facts.assume(&self.defs, cond, true);
+                        } else if t && !e {
+                            self.facts.assume(&self.defs, cond, false);
+                        }
+                        false
+                    }
+                }
+                Stmt::Loop { body } => {
+                    self.block(body);
+                    false
+                }
+                _ => false,
+            };
+            if drop {
+                block.stmts.remove(i);
+                self.changed = true;
+            } else {
+                i += 1;
+            }
+        }
+        self.facts.undo(mark);
+        while self.merge_once(block) {
+            self.changed = true;
+        }
+    }
+
+    /// Whether `cond` is `m * i + k < len` with `k < m` and `i < len / m` known here.
+    fn proven(&self, cond: Value) -> bool {
+        let Some(&Op::Compare(CmpOp::Lt, index, len)) = self.defs.op(cond) else {
+            return false;
+        };
+        if self.defs.ty(index) != ScalarType::U64 {
+            return false;
+        }
+        // `index` = `m * i + k`.
+        let lin = self.linear(index, 16);
+        let (i, m, k) = match lin.terms.iter().next() {
+            Some((&i, &m)) if lin.terms.len() == 1 => (value_at(i), m, lin.constant),
+            _ => return false,
+        };
+        if k >= m {
+            return false;
+        }
+        let Some(qs) = self.quotients.get(&self.canonical(len)) else {
+            return false;
+        };
+        qs.iter().any(|&(q, d)| {
+            d == m
+                && self
+                    .less
+                    .get(&(i, q))
+                    .is_some_and(|cs| cs.iter().any(|&c| self.facts.known(c) == Some(true)))
+        })
+    }
+
+    /// One value for every `slice_base p` (and `slice_len p`) of the kernel, so that copies
+    /// the front end made before `cse` compare equal.
+    fn canonical(&self, v: Value) -> Value {
+        let key = match self.defs.op(v) {
+            Some(&Op::SliceBase(p)) => (p, false),
+            Some(&Op::SliceLen(p)) => (p, true),
+            _ => return v,
+        };
+        self.params.get(&key).copied().unwrap_or(v)
+    }
+
+    fn c(&self, v: Value) -> Option<u64> {
+        self.konst.get(v.index()).copied().flatten()
+    }
+
+    /// The linear form of a `u64` value, through at most `depth` operations.
+    fn linear(&self, v: Value, depth: u32) -> Linear {
+        let atom = || Linear {
+            terms: BTreeMap::from([(self.canonical(v).index() as u32, 1)]),
+            constant: 0,
+        };
+        if let Some(c) = self.c(v) {
+            return Linear {
+                terms: BTreeMap::new(),
+                constant: c,
+            };
+        }
+        if depth == 0 || self.defs.ty(v) != ScalarType::U64 {
+            return atom();
+        }
+        match self.defs.op(v) {
+            Some(&Op::Binary(BinaryOp::Add, x, y)) => {
+                self.linear(x, depth - 1).plus(self.linear(y, depth - 1), 1)
+            }
+            Some(&Op::Binary(BinaryOp::Sub, x, y)) => self
+                .linear(x, depth - 1)
+                .plus(self.linear(y, depth - 1), u64::MAX),
+            Some(&Op::Binary(BinaryOp::Mul, x, y)) => match (self.c(x), self.c(y)) {
+                (_, Some(k)) => self.linear(x, depth - 1).scaled(k),
+                (Some(k), _) => self.linear(y, depth - 1).scaled(k),
+                _ => atom(),
+            },
+            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.c(s) {
+                Some(s) => self.linear(x, depth - 1).scaled(1u64 << (s % 64)),
+                None => atom(),
+            },
+            _ => atom(),
+        }
+    }
+
+    /// Trailing zero bits `v` provably has (at most 64).
+    fn align_bits(&self, v: Value, depth: u32) -> u32 {
+        let bits = self.defs.ty(v).bits();
+        if let Some(c) = self.c(v) {
+            return c.trailing_zeros().min(bits);
+        }
+        if depth == 0 || !self.defs.ty(v).is_int() {
+            return 0;
+        }
+        let a = |x: Value| self.align_bits(x, depth - 1);
+        let r = match self.defs.op(v) {
+            Some(&Op::SliceBase(_)) => SLICE_BASE_ALIGN_BITS,
+            Some(&Op::Binary(BinaryOp::Mul, x, y)) => a(x) + a(y),
+            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.c(s) {
+                Some(s) => a(x) + (s % u64::from(bits)) as u32,
+                None => a(x),
+            },
+            Some(&Op::Binary(BinaryOp::Add | BinaryOp::Sub, x, y)) => a(x).min(a(y)),
+            Some(&Op::Binary(BinaryOp::And, x, y)) => a(x).max(a(y)),
+            Some(&Op::Select {
+                if_true, if_false, ..
+            }) => a(if_true).min(a(if_false)),
+            // Integer casts keep the low bits.
+            Some(&Op::Cast { value, .. }) if self.defs.ty(value).is_int() => a(value),
+            _ => 0,
+        };
+        r.min(bits)
+    }
+
+    fn address(&self, addr: Value) -> Address {
+        let lin = self.linear(addr, 16);
+        let bases: Vec<u32> = lin
+            .terms
+            .keys()
+            .filter_map(|&x| match self.defs.op(value_at(x)) {
+                Some(&Op::SliceBase(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let slice = match bases.as_slice() {
+            [p] if lin.terms.iter().any(|(&x, &k)| {
+                k == 1 && matches!(self.defs.op(value_at(x)), Some(Op::SliceBase(_)))
+            }) =>
+            {
+                Some(*p)
+            }
+            _ => None,
+        };
+        Address {
+            terms: lin.terms,
+            offset: lin.constant,
+            slice,
+        }
+    }
+
+    /// Whether the terms of a linear form are all multiples of `2^bits`.
+    fn terms_aligned(&self, terms: &BTreeMap<u32, u64>, bits: u32) -> bool {
+        terms
+            .iter()
+            .all(|(&x, &k)| k.trailing_zeros().min(64) + self.align_bits(value_at(x), 16) >= bits)
+    }
+
+    /// Finds one group of the block to merge and merges it; false when there is none.
+    fn merge_once(&self, block: &mut Block) -> bool {
+        // Candidates: (is_store, type, terms) -> accesses.
+        type Key = (bool, ScalarType, Vec<(u32, u64)>);
+        let mut groups: BTreeMap<Key, Vec<Access>> = BTreeMap::new();
+        let mut slices: HashMap<Key, Option<u32>> = HashMap::new();
+        for (pos, s) in block.stmts.iter().enumerate() {
+            let (store, ty, addr, value) = match s {
+                Stmt::Def {
+                    value,
+                    op:
+                        Op::Load {
+                            space: AddressSpace::Global,
+                            ty,
+                            addr,
+                        },
+                } => (false, *ty, *addr, *value),
+                Stmt::Store {
+                    space: AddressSpace::Global,
+                    addr,
+                    value,
+                } => (true, self.defs.ty(*value), *addr, *value),
+                _ => continue,
+            };
+            if ty == ScalarType::Bool {
+                continue;
+            }
+            let a = self.address(addr);
+            let key = (store, ty, a.terms.into_iter().collect::<Vec<_>>());
+            slices.insert(key.clone(), a.slice);
+            groups.entry(key).or_default().push(Access {
+                pos,
+                value,
+                addr,
+                offset: a.offset,
+            });
+        }
+        for (key, accesses) in &groups {
+            let (store, ty, terms) = key;
+            let size = u64::from(ty.size_bytes());
+            let terms: BTreeMap<u32, u64> = terms.iter().copied().collect();
+            let slice = slices.get(key).copied().flatten();
+            for lanes in [4u64, 2] {
+                let bytes = lanes * size;
+                if bytes > u64::from(MAX_VECTOR_BYTES)
+                    || !self.terms_aligned(&terms, bytes.trailing_zeros())
+                {
+                    continue;
+                }
+                for first in accesses {
+                    if first.offset % bytes != 0 {
+                        continue;
+                    }
+                    let mut members = Vec::with_capacity(lanes as usize);
+                    for k in 0..lanes {
+                        let want = first.offset.wrapping_add(k * size);
+                        match accesses.iter().find(|a| a.offset == want) {
+                            Some(a) => members.push(*a),
+                            None => break,
+                        }
+                    }
+                    if members.len() != lanes as usize {
+                        continue;
+                    }
+                    let done = if *store {
+                        self.merge_stores(block, &members)
+                    } else {
+                        let ro = slice.is_some_and(|p| self.is_read_only(p));
+                        self.merge_loads(block, *ty, &members, ro)
+                    };
+                    if done {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn is_read_only(&self, param: u32) -> bool {
+        self.read_only.get(param as usize).copied().unwrap_or(false)
+    }
+
+    /// Merges the loads `members` (in address order) if the rules allow it somewhere.
+    fn merge_loads(
+        &self,
+        block: &mut Block,
+        ty: ScalarType,
+        members: &[Access],
+        read_only: bool,
+    ) -> bool {
+        let mut by_pos: Vec<Access> = members.to_vec();
+        by_pos.sort_by_key(|a| a.pos);
+        let (lo, hi) = (by_pos[0].pos, by_pos[by_pos.len() - 1].pos);
+        let is_member = |p: usize| by_pos.iter().any(|a| a.pos == p);
+        // Nothing between the first and the last load may order or write the memory.
+        for p in lo + 1..hi {
+            if is_member(p) {
+                continue;
+            }
+            match self.between_loads(&block.stmts[p], read_only) {
+                Between::Fine | Between::Check => {}
+                Between::Blocks => return false,
+            }
+        }
+        let addr0 = members[0].addr;
+        'placement: for at in by_pos.iter().map(|a| a.pos) {
+            // The first element's address must be defined before `at`.
+            if (at..members[0].pos).any(|p| defines(&block.stmts[p], addr0)) {
+                continue;
+            }
+            for a in &by_pos {
+                if a.pos < at {
+                    // Moves down: no use of its value up to `at`.
+                    if (a.pos + 1..=at).any(|p| uses(&block.stmts[p], a.value)) {
+                        continue 'placement;
+                    }
+                } else if a.pos > at {
+                    // Moves up: no check (or anything else that stops the thread) passed.
+                    for p in at + 1..a.pos {
+                        if !is_member(p)
+                            && self.between_loads(&block.stmts[p], read_only) != Between::Fine
+                        {
+                            continue 'placement;
+                        }
+                    }
+                }
+            }
+            let vector = Stmt::VectorLoad {
+                space: AddressSpace::Global,
+                ty,
+                addr: addr0,
+                d: members.iter().map(|a| a.value).collect(),
+            };
+            replace(block, &by_pos, at, vector);
+            return true;
+        }
+        false
+    }
+
+    /// Merges the stores `members` (in address order) at the last one's position if the
+    /// rules allow it.
+    fn merge_stores(&self, block: &mut Block, members: &[Access]) -> bool {
+        let mut by_pos: Vec<Access> = members.to_vec();
+        by_pos.sort_by_key(|a| a.pos);
+        let (lo, hi) = (by_pos[0].pos, by_pos[by_pos.len() - 1].pos);
+        for p in lo + 1..hi {
+            if by_pos.iter().any(|a| a.pos == p) {
+                continue;
+            }
+            if !self.between_stores(&block.stmts[p]) {
+                return false;
+            }
+        }
+        let vector = Stmt::VectorStore {
+            space: AddressSpace::Global,
+            addr: members[0].addr,
+            values: members.iter().map(|a| a.value).collect(),
+        };
+        replace(block, &by_pos, hi, vector);
+        true
+    }
+
+    /// Whether a definition by `op` has no effect and cannot fault.
+    fn harmless(&self, op: &Op) -> bool {
+        is_removable(op, |v| self.defs.ty(v), &self.konst)
+            || matches!(op, Op::Shuffle { .. } | Op::Vote { .. })
+    }
+
+    /// What `s`, between two loads of a group, means for moving them.
+    fn between_loads(&self, s: &Stmt, read_only: bool) -> Between {
+        match s {
+            Stmt::Def { op, .. } if self.harmless(op) => Between::Fine,
+            Stmt::Def {
+                op: Op::Load { .. },
+                ..
+            }
+            | Stmt::VectorLoad { .. }
+            | Stmt::WriteVar { .. } => Between::Fine,
+            Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => {
+                if read_only || *space != AddressSpace::Global {
+                    Between::Fine
+                } else {
+                    Between::Blocks
+                }
+            }
+            Stmt::If {
+                then, otherwise, ..
+            } if is_check(then, otherwise) => Between::Check,
+            _ => Between::Blocks,
+        }
+    }
+
+    /// Whether `s` may lie between two stores of a group.
+    fn between_stores(&self, s: &Stmt) -> bool {
+        match s {
+            Stmt::Def {
+                op: Op::Load { space, addr, .. },
+                ..
+            }
+            | Stmt::VectorLoad { space, addr, .. } => {
+                *space != AddressSpace::Global
+                    || self
+                        .address(*addr)
+                        .slice
+                        .is_some_and(|p| self.is_read_only(p))
+            }
+            Stmt::Def { op, .. } => self.harmless(op),
+            Stmt::WriteVar { .. } => true,
+            Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => {
+                *space != AddressSpace::Global
+            }
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Between {
+    /// Anything may move past it.
+    Fine,
+    /// A bounds check (or other trap): a load may move down past it, not up.
+    Check,
+    /// Nothing may move past it.
+    Blocks,
+}
+
+/// Whether `if c {} else { trap }` (a check, as the front end and the `checks` pass write
+/// them).
+fn is_check(then: &Block, otherwise: &Block) -> bool {
+    then.stmts.is_empty() && matches!(otherwise.stmts.as_slice(), [Stmt::Trap(_)])
+}
+
+fn value_at(index: u32) -> Value {
+    Value::from_index(index)
+}
+
+fn defines(s: &Stmt, v: Value) -> bool {
+    let mut found = false;
+    crate::ir::stmt_defs(s, |d| found |= d == v);
+    found
+}
+
+/// Whether `s` (or a statement nested in it) reads `v`.
+fn uses(s: &Stmt, v: Value) -> bool {
+    let mut found = false;
+    stmt_operands(s, |x| found |= x == v);
+    if found {
+        return true;
+    }
+    match s {
+        Stmt::If {
+            then, otherwise, ..
+        } => then
+            .stmts
+            .iter()
+            .chain(&otherwise.stmts)
+            .any(|s| uses(s, v)),
+        Stmt::Loop { body } => body.stmts.iter().any(|s| uses(s, v)),
+        _ => false,
+    }
+}
+
+/// Puts `vector` at position `at` and drops the other accesses of `members`.
+fn replace(block: &mut Block, members: &[Access], at: usize, vector: Stmt) {
+    let old = std::mem::take(&mut block.stmts);
+    block.stmts = old
+        .into_iter()
+        .enumerate()
+        .filter_map(|(p, s)| {
+            if p == at {
+                Some(vector.clone())
+            } else if members.iter().any(|a| a.pos == p) {
+                None
+            } else {
+                Some(s)
+            }
+        })
+        .collect();
+}
