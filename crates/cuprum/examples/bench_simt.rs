@@ -34,10 +34,17 @@ mod kernels {
         let mut i = first;
         while i < n4 {
             let j = 4 * i;
-            c[j] = a[j] + b[j];
-            c[j + 1] = a[j + 1] + b[j + 1];
-            c[j + 2] = a[j + 2] + b[j + 2];
-            c[j + 3] = a[j + 3] + b[j + 3];
+            // All four sums before the first store: a failing bounds check of a or b must not
+            // land between two stores of c, or the optimizer could not merge them (exactly)
+            // into one 16-byte store.
+            let s0 = a[j] + b[j];
+            let s1 = a[j + 1] + b[j + 1];
+            let s2 = a[j + 2] + b[j + 2];
+            let s3 = a[j + 3] + b[j + 3];
+            c[j] = s0;
+            c[j + 1] = s1;
+            c[j + 2] = s2;
+            c[j + 3] = s3;
             i += stride;
         }
         if first < n - 4 * n4 {
@@ -269,8 +276,10 @@ fn bench_vecadd(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::R
     let b = DeviceBuffer::from_host(&stream, &hb)?;
     let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
     let m = kernels::load(ctx)?;
+    // One full wave: 8 blocks of 256 threads per SM (2048 threads, an H100/H200 SM's limit);
+    // the same grid as the CUDA peer (benches/peers/bench_simt.cu).
     let grid = if gpu {
-        ctx.limits().multiprocessor_count * 16
+        ctx.limits().multiprocessor_count * 8
     } else {
         24
     };
