@@ -37,11 +37,11 @@
 use std::collections::{HashMap, HashSet};
 
 use cuprum_ir::{
-    AddressSpace, Arena, BinaryOp, Block, CmpOp, Kernel, Op, ScalarType, Stmt, UnaryOp, Value,
-    ValueDef, Var,
+    AddressSpace, Arena, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, ScalarType, Stmt, UnaryOp,
+    Value, ValueDef, Var,
 };
 
-use crate::facts::{Defs, Facts};
+use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{always_exits, compact, constant_bits, is_pure, is_removable, stmt_operands};
 
 /// Runs the pass; true if the kernel changed.
@@ -55,10 +55,33 @@ pub fn run(kernel: &mut Kernel) -> bool {
             bounds.entry((index, s)).or_default().push(cmp);
         }
     }
+    // The 32-bit values whose zero extension is a checked index.
+    let mut widened: HashMap<Value, Vec<Value>> = HashMap::new();
+    for &(index, _) in bounds.keys() {
+        if let Some(&Op::Cast {
+            value: m,
+            to: ScalarType::U64,
+        }) = defs.op(index)
+            && defs.ty(m) == ScalarType::U32
+        {
+            widened.entry(m).or_default().push(index);
+        }
+    }
+    let elem_size = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p.kind {
+            ParamKind::Slice { elem, .. } => Some((i as u32, elem.size_bytes())),
+            ParamKind::Scalar(_) => None,
+        })
+        .collect();
     let mut w = Gather {
         konst: constant_bits(kernel),
         defs,
         bounds,
+        widened,
+        elem_size,
         facts: Facts::default(),
         changed: false,
     };
@@ -84,6 +107,10 @@ struct Gather {
     konst: Vec<Option<u64>>,
     /// The comparisons `index < len(slice)`, by `(index, slice)`.
     bounds: HashMap<(Value, u32), Vec<Value>>,
+    /// For a `U32` value `m`, the checked indices `m as u64`.
+    widened: HashMap<Value, Vec<Value>>,
+    /// The element size in bytes of each slice parameter, by parameter index.
+    elem_size: HashMap<u32, u32>,
     facts: Facts,
     changed: bool,
 }
@@ -194,10 +221,10 @@ impl Gather {
                                 Op::Load {
                                     space: AddressSpace::Global,
                                     addr,
-                                    ..
+                                    ty,
                                 },
                             ..
-                        } => self.in_bounds(*addr),
+                        } => self.in_bounds(*addr, *ty),
                         Stmt::Store {
                             space: AddressSpace::Shared,
                             ..
@@ -226,10 +253,10 @@ impl Gather {
                     Op::Load {
                         space: AddressSpace::Global,
                         addr,
-                        ..
+                        ty,
                     },
                 ..
-            } => self.in_bounds(*addr),
+            } => self.in_bounds(*addr, *ty),
             Stmt::WriteVar { .. }
             | Stmt::Store {
                 space: AddressSpace::Shared,
@@ -249,9 +276,13 @@ impl Gather {
         ok
     }
 
-    /// Whether a global load from `addr` cannot fault here: `addr` is `base(s) + i * size`
-    /// (or `i << k`) and `i < len(s)` is known.
-    fn in_bounds(&self, addr: Value) -> bool {
+    /// Whether a global load of a `ty` from `addr` cannot fault here: `addr` is
+    /// `base(s) + i * size` (or `i << k`) with `size` the size of `s`'s elements, at least
+    /// that of `ty`, and `i < len(s)` known. The offset may also be the form [`crate::narrow`]
+    /// leaves, `((i as u32) * size) as u64` or `(m * size) as u64` with `i = m as u64`,
+    /// when the known ranges show that the 32-bit product cannot wrap (nor `i as u32` drop
+    /// bits), so that it is the same number.
+    fn in_bounds(&self, addr: Value, ty: ScalarType) -> bool {
         let Some(&Op::Binary(BinaryOp::Add, a, b)) = self.defs.op(addr) else {
             return false;
         };
@@ -260,18 +291,77 @@ impl Gather {
             (_, Some(&Op::SliceBase(s))) => (s, a),
             _ => return false,
         };
-        let index = match self.defs.op(offset) {
-            Some(&Op::Binary(BinaryOp::Mul | BinaryOp::Shl, i, k))
-                if self.defs.konst(k).is_some() =>
-            {
-                i
-            }
-            Some(&Op::Binary(BinaryOp::Mul, k, i)) if self.defs.konst(k).is_some() => i,
-            _ => return false,
+        let Some(&size) = self.elem_size.get(&slice) else {
+            return false;
         };
-        self.bounds
-            .get(&(index, slice))
-            .is_some_and(|cmps| cmps.iter().any(|&c| self.facts.known(c) == Some(true)))
+        if ty.size_bytes() > size {
+            return false;
+        }
+        // `v * size` or `v << log2(size)`: `v`.
+        let scaled = |v: Value| -> Option<Value> {
+            let (i, k, shift) = match *self.defs.op(v)? {
+                Op::Binary(BinaryOp::Mul, i, k) if self.defs.konst(k).is_some() => (i, k, false),
+                Op::Binary(BinaryOp::Mul, k, i) if self.defs.konst(k).is_some() => (i, k, false),
+                Op::Binary(BinaryOp::Shl, i, k) => (i, k, true),
+                _ => return None,
+            };
+            let k = self.defs.konst(k)?;
+            let factor = if shift {
+                (k < 32).then(|| 1u64 << k)?
+            } else {
+                k
+            };
+            (factor == u64::from(size)).then_some(i)
+        };
+        let known = |index: Value| {
+            self.bounds
+                .get(&(index, slice))
+                .is_some_and(|cmps| cmps.iter().any(|&c| self.facts.known(c) == Some(true)))
+        };
+        if self.defs.ty(offset) == ScalarType::U64
+            && let Some(i) = scaled(offset)
+        {
+            return known(i);
+        }
+        // The narrowed form.
+        let Some(&Op::Cast {
+            value: n,
+            to: ScalarType::U64,
+        }) = self.defs.op(offset)
+        else {
+            return false;
+        };
+        if self.defs.ty(n) != ScalarType::U32 {
+            return false;
+        }
+        let Some(m) = scaled(n) else {
+            return false;
+        };
+        let ranges = Ranges {
+            defs: &self.defs,
+            facts: &self.facts,
+            locals: &[],
+        };
+        let fits = |v: Value, factor: u64| {
+            ranges
+                .of(v)
+                .is_some_and(|(_, hi)| u128::from(hi) * u128::from(factor) <= u128::from(u32::MAX))
+        };
+        if !fits(m, u64::from(size)) {
+            return false;
+        }
+        // `m = i as u32` with `i < 2^32`: the index is `i`.
+        if let Some(&Op::Cast { value: i, .. }) = self.defs.op(m)
+            && self.defs.ty(i) == ScalarType::U64
+            && fits(i, 1)
+            && known(i)
+        {
+            return true;
+        }
+        // An index `w = m as u64`.
+        self.widened
+            .get(&m)
+            .is_some_and(|ws| ws.iter().any(|&w| known(w)))
     }
 
     /// Appends the check `check` to `out`, moved up (with the definitions its operands need)

@@ -296,3 +296,41 @@ fn checks_pass_branches_of_safe_loads_and_shared_stores() {
     let store = at(&opt, "store.Global");
     assert_eq!(text[store..].matches("trap").count(), 2, "{text}");
 }
+
+#[test]
+fn a_load_past_the_checked_element_is_not_safe() {
+    // check(x, i); a = load u32 at x + 8 i (two elements per index step, past x[i] for
+    // large i); check(x, i + 1): the second check must not move above that load, which may
+    // fault first.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    k.bounds_check(x, i);
+    let base = k.op(Op::SliceBase(x));
+    let eight = k.u64(8);
+    let off = k.mul(i, eight);
+    let addr = k.add(base, off);
+    let a = k.op(Op::Load {
+        space: AddressSpace::Global,
+        ty: S::U32,
+        addr,
+    });
+    let one = k.u64(1);
+    let i1 = k.add(i, one);
+    k.bounds_check(x, i1);
+    let b = k.load(x, S::U32, i1);
+    let s = k.add(a, b);
+    k.store(y, i, s);
+    let kernel = k.finish();
+    let opt = same_outcome(
+        &kernel,
+        &passes(&["checks", "dce"]),
+        T,
+        32,
+        T as u64 * 2 + 2,
+    );
+    let text = print_kernel(&opt);
+    let first_load = at(&opt, "load.Global");
+    assert_eq!(text[..first_load].matches("trap").count(), 1, "{text}");
+}
