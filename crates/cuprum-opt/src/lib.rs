@@ -18,6 +18,7 @@
 //! | [`vars`] | a read of a variable whose value is already in hand becomes that value |
 //! | [`cse`] | one definition per pure operation and operands in each dominating position |
 //! | [`unroll`] | short counted loops (the front end's array copies) become straight code |
+//! | [`unroll_dynamic`] | other counted loops run four iterations per trip, then the rest |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | again, on the unrolled copies |
 //! | [`conditions`] | drops tests already decided by a dominating branch or by value ranges |
 //! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
@@ -52,6 +53,7 @@ mod ir;
 pub mod narrow;
 pub mod promote;
 pub mod unroll;
+pub mod unroll_dynamic;
 pub mod vars;
 pub mod vectorize;
 
@@ -88,6 +90,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "unroll",
         run: unroll::run,
+    },
+    Pass {
+        name: "unroll_dynamic",
+        run: unroll_dynamic::run,
     },
     Pass {
         name: "fold",
