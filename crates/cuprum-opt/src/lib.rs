@@ -32,7 +32,10 @@
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
 //! never changes a value a thread computes, an access to memory or another lane, a trap or
 //! an error the emulator reports, except for reads of memory that was never written (whose
-//! contents the IR leaves unspecified). In debug builds (and so in tests) the validator runs
+//! contents the IR leaves unspecified) and, in a launch that fails anyway, which of several
+//! failures is reported (a failed check can be found before a shared-memory race, see
+//! [`checks`]; lanes of one warp failing checks in different iterations can be reported in
+//! another order, see [`unroll_dynamic`]). A launch that succeeds behaves exactly the same. In debug builds (and so in tests) the validator runs
 //! after every pass and a pass that breaks an invariant panics with its name: that is a bug
 //! in the pass. In release builds an invalid result is discarded and the kernel is left as
 //! the front end made it.
