@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -154,9 +155,11 @@ static bool case_vecadd() {
   CHECK(cudaMemcpy(a, ha.data(), n * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(b, hb.data(), n * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemset(c, 0xff, n * 4));
-  // One full wave: 8 blocks of 256 threads per SM (2048 threads, an H100/H200 SM's limit);
-  // the same grid as crates/cuprum/examples/bench_simt.rs.
-  unsigned grid = sms() * 8;
+  // 4 blocks of 256 threads per SM (GRIDSTRIDE_BLOCKS_PER_SM overrides): the same grid as
+  // crates/cuprum/examples/bench_simt.rs, which says why.
+  const char* per_sm_env = std::getenv("GRIDSTRIDE_BLOCKS_PER_SM");
+  unsigned per_sm = per_sm_env && std::atoi(per_sm_env) > 0 ? (unsigned)std::atoi(per_sm_env) : 4;
+  unsigned grid = sms() * per_sm;
   auto launch = [&] { vecadd_gridstride<<<grid, 256>>>(a, b, c, n); };
   launch();
   CHECK(cudaMemcpy(hc.data(), c, n * 4, cudaMemcpyDeviceToHost));

@@ -276,10 +276,17 @@ fn bench_vecadd(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::R
     let b = DeviceBuffer::from_host(&stream, &hb)?;
     let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
     let m = kernels::load(ctx)?;
-    // One full wave: 8 blocks of 256 threads per SM (2048 threads, an H100/H200 SM's limit);
-    // the same grid as the CUDA peer (benches/peers/bench_simt.cu).
+    // 4 blocks of 256 threads per SM, the same grid as the CUDA peer
+    // (benches/peers/bench_simt.cu). Measured on an H200 (2^28 f32, both sides alike):
+    // 1 block per SM 1.44 ms, 2: 0.95, 4: 0.768, 8: 0.789, 16: 0.789. GRIDSTRIDE_BLOCKS_PER_SM
+    // overrides the 4 on both sides, to measure other grids.
+    let per_sm = std::env::var("GRIDSTRIDE_BLOCKS_PER_SM")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(4);
     let grid = if gpu {
-        ctx.limits().multiprocessor_count * 8
+        ctx.limits().multiprocessor_count * per_sm
     } else {
         24
     };

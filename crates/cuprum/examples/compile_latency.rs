@@ -57,7 +57,7 @@ const ROLE_ENV: &str = "CUPRUM_COMPILE_LATENCY_ROLE";
 const SIMT_CASES: [(&str, &str); 7] = [
     ("vecadd", include_str!("bench_vecadd.rs")),
     ("reduce", include_str!("reduce.rs")),
-    ("sgemm", include_str!("sgemm.rs")),
+    ("sgemm", include_str!("common/sgemm_kernels.rs")),
     ("transpose", include_str!("transpose.rs")),
     ("histogram", include_str!("histogram.rs")),
     ("scan", include_str!("scan.rs")),
