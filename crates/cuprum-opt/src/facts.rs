@@ -1,12 +1,13 @@
 //! What is known about values at a point of the structured tree, from the branches that
-//! dominate it: which `Bool` values are known true or false, and upper bounds of unsigned
-//! integers. Scoped: facts learnt inside a block are forgotten when the walk leaves it.
+//! dominate it: which `Bool` values are known true or false, and upper and lower bounds of
+//! unsigned integers. Scoped: facts learnt inside a block are forgotten when the walk leaves it.
 //!
 //! A fact comes from an `If` on `cond`: inside `then`, `cond` is true, inside `otherwise`
 //! false; and after an `If` one of whose branches always leaves the block (it contains a
 //! `Break`, `Continue`, `Return` or `Trap` at its top level), the lanes that go on took the
 //! other branch. From a known comparison of an unsigned integer with a constant follows an
-//! upper bound of the integer (`i < 16` true: `i <= 15`). SSA values never change, so a
+//! upper or a lower bound of the integer (`i < 16` true: `i <= 15`; `w > 0` true: `w >= 1`,
+//! so that `w - 1` cannot wrap). SSA values never change, so a
 //! fact about a value holds wherever the walk is while its scope is open, loops included.
 //!
 //! Used by [`crate::conditions`] (to drop re-tested conditions) and [`crate::promote`] (to
@@ -85,6 +86,7 @@ impl Defs {
 enum Undo {
     Known(Value, Option<bool>),
     Upper(Value, Option<u64>),
+    Lower(Value, Option<u64>),
     Implies((Value, bool)),
 }
 
@@ -93,6 +95,7 @@ enum Undo {
 pub(crate) struct Facts {
     known: HashMap<Value, bool>,
     upper: HashMap<Value, u64>,
+    lower: HashMap<Value, u64>,
     /// `(c, b) -> [x...]`: once `c` is known to be `b`, each `x` holds (from `a || x` holding,
     /// as a check lifted out of a branch reads).
     implies: HashMap<(Value, bool), Vec<Value>>,
@@ -111,6 +114,7 @@ impl Facts {
             match self.log.pop() {
                 Some(Undo::Known(v, old)) => restore(&mut self.known, v, old),
                 Some(Undo::Upper(v, old)) => restore(&mut self.upper, v, old),
+                Some(Undo::Lower(v, old)) => restore(&mut self.lower, v, old),
                 Some(Undo::Implies(key)) => {
                     if let Some(list) = self.implies.get_mut(&key) {
                         list.pop();
@@ -129,6 +133,11 @@ impl Facts {
     /// The largest value `v` (an unsigned integer) can have here, if known.
     pub(crate) fn upper(&self, v: Value) -> Option<u64> {
         self.upper.get(&v).copied()
+    }
+
+    /// The smallest value `v` (an unsigned integer) can have here, if known.
+    pub(crate) fn lower(&self, v: Value) -> Option<u64> {
+        self.lower.get(&v).copied()
     }
 
     /// Records that `cond` is `holds` from here to the end of the current scope, with what
@@ -184,7 +193,7 @@ impl Facts {
         }
     }
 
-    /// Upper bounds from `l op r` being `holds`, one side a constant.
+    /// Upper and lower bounds from `l op r` being `holds`, one side a constant.
     fn bound(&mut self, defs: &Defs, op: CmpOp, l: Value, r: Value, holds: bool) {
         if !defs.ty(l).is_unsigned_int() {
             return;
@@ -196,6 +205,17 @@ impl Facts {
             _ => return,
         };
         let op = if holds { op } else { negate(op) };
+        let min = match op {
+            CmpOp::Gt => k.checked_add(1),
+            CmpOp::Ge | CmpOp::Eq => Some(k),
+            _ => None,
+        };
+        if let Some(min) = min
+            && self.lower(x).is_none_or(|l| l < min)
+        {
+            let old = self.lower.insert(x, min);
+            self.log.push(Undo::Lower(x, old));
+        }
         let max = match op {
             CmpOp::Lt => match k.checked_sub(1) {
                 Some(m) => m,
@@ -305,13 +325,16 @@ impl Ranges<'_> {
         let ty = self.defs.ty(v);
         let tmax = crate::ir::all_ones(ty);
         let full = (0, tmax);
-        let (lo, mut hi) = if depth > 8 || !ty.is_int() {
+        let (mut lo, mut hi) = if depth > 8 || !ty.is_int() {
             full
         } else {
             self.derive(v, tmax, depth + 1).unwrap_or(full)
         };
         if let Some(u) = self.facts.upper(v) {
             hi = hi.min(u);
+        }
+        if let Some(l) = self.facts.lower(v) {
+            lo = lo.max(l);
         }
         // `lo > hi` would mean that this point is unreachable; stay sound anyway.
         (lo.min(hi), hi)

@@ -234,3 +234,55 @@ fn a_declared_block_bounds_thread_indices() {
     assert_eq!(text.matches("if ").count(), 1, "{text}");
     assert!(text.contains("const 3u32"), "{text}");
 }
+
+/// `if w > 0 { check(w as u64 - 1 < lim); y[i] = w - 1 }` with `w = t / 32`, blocks of at
+/// most 1024 threads: the check is the shared-array check of `warp_sums[warp - 1]`.
+fn minus_one_under_a_positive_test(lim: u64) -> Kernel {
+    let mut k = K::new("k");
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let t = k.tid();
+    let thirty_two = k.u32(32);
+    let w = k.bin(BinaryOp::Div, t, thirty_two);
+    let zero = k.u32(0);
+    let pos = k.cmp(CmpOp::Gt, w, zero);
+    k.if_else(
+        pos,
+        |k| {
+            let w64 = k.cast(w, S::U64);
+            let one = k.u64(1);
+            let d = k.bin(BinaryOp::Sub, w64, one);
+            let lim = k.u64(lim);
+            let ok = k.cmp(CmpOp::Lt, d, lim);
+            k.if_else(
+                ok,
+                |_| {},
+                |k| {
+                    k.b.push(Stmt::Trap(TrapKind::BoundsCheck {
+                        index: d,
+                        len: lim,
+                        site: "warp_sums[w - 1]".into(),
+                    }))
+                },
+            );
+            let d32 = k.cast(d, S::U32);
+            k.store(y, i, d32);
+        },
+        |_| {},
+    );
+    k.finish()
+}
+
+#[test]
+fn a_lower_bound_from_a_branch_keeps_a_decrement_from_wrapping() {
+    let p = passes(&["conditions", "fold", "dce"]);
+    // w <= 31 everywhere, w >= 1 inside the branch: w - 1 < 32 holds and its check goes.
+    let opt = same_behaviour(&minus_one_under_a_positive_test(32), &p, 1024, 1024, 1024);
+    let text = print_kernel(&opt);
+    assert!(!text.contains("trap"), "{text}");
+    // w - 1 < 30 is not decided (w = 31 fails it): the check stays and still traps.
+    let kernel = minus_one_under_a_positive_test(30);
+    let opt = same_outcome(&kernel, &p, 1024, 1024, 1024);
+    assert!(print_kernel(&opt).contains("trap"));
+    assert!(common::run(&opt, 0, 1024, 1024, 1024).is_err());
+}
