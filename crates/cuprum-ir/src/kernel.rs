@@ -13,6 +13,12 @@
 //!   integers truncate toward zero; a zero divisor, or `MIN / -1` on signed types, is an IR
 //!   precondition violation: front ends emit a check and a [`Stmt::Trap`] before, and the
 //!   emulator reports it if it ever happens.
+//! * [`Stmt::Trap`] stops the launch with an error the host reports. When a launch traps, the
+//!   contents of the global memory it writes are unspecified afterwards: a trap may come
+//!   before or after any store the launch makes to global memory, whatever the order of the
+//!   statements. This is the GPU's behaviour: a trap leaves the CUDA context unusable, so
+//!   nothing can read that memory. (A launch that does not trap is unaffected: its global
+//!   memory is exactly what its statements write.)
 //! * `Shl`/`Shr` take the shift amount as `U32` and use it modulo the bit width (Rust's
 //!   release `wrapping_shl` semantics). `Shr` is arithmetic on signed, logical on unsigned types.
 //! * Float arithmetic is IEEE with round-to-nearest-even, no fast-math contraction: `Mul` then

@@ -12,24 +12,33 @@
 //!
 //! * within a block, a check moves up past pure definitions, variable reads and writes,
 //!   global loads that cannot fault (their address is `base(s) + i * size` with `i < len(s)`
-//!   known there: an earlier check), shared-memory stores, and branches holding only those
-//!   (an unrolled tile copy: `if ok { tile[..] = x[i] }` per element). It stops at anything
-//!   else: global stores, shared-memory loads (the emulator reports races and uninitialised
-//!   reads there), atomics, barriers, warp operations, loops, other checks (so checks keep
-//!   their order and the first failing one is still the one that traps).
+//!   known there: an earlier check), stores to any memory, shared and local loads, and
+//!   branches holding only those (an unrolled tile copy: `if ok { tile[..] = x[i] }` per
+//!   element; a transpose's output: `if ok { y[j] = tile[..] }`). It stops at anything else:
+//!   global loads that may fault, atomics, barriers, fences, warp operations, loops, other
+//!   checks (so checks keep their order and the first failing one is still the one that
+//!   traps).
 //! * checks (and the pure definitions they need) at the start of an `If`'s branch move out
-//!   of it, before the `If`, as `check(!cond || ok)` (`cond || ok` for the `else` branch):
-//!   the branch keeps only its loads and stores, which ptxas can then predicate instead of
-//!   branching around.
+//!   of it, before the `If`, as `check(!cond || ok)` (`cond || ok` for the `else` branch);
+//!   then the pure definitions that cannot fault of a short branch without nested control
+//!   flow (its address arithmetic) move out too. The branch keeps only its loads and
+//!   stores, which ptxas can then predicate instead of branching around, so that the
+//!   accesses of consecutive branches issue together.
 //!
-//! Why this keeps the kernel's meaning: a trap ends the kernel, and what the moved check
-//! passed over has no effect anyone can see after that (a variable write, a load that cannot
-//! fault, arithmetic, a store to the block's shared memory, which dies with the launch);
-//! lanes that pass the check do exactly what they did before. The one difference a shared
-//! store makes: a launch that both races on that store and fails the check reports the
-//! failed check where it reported the race; both are failed launches. The
-//! definitions taken out of a branch are pure and cannot fault (no division by a divisor that
-//! may be zero), so computing them on lanes that skip the branch changes nothing either.
+//! Why this keeps the kernel's meaning: moving a check up changes only launches in which it
+//! fails, and those trap. A trap ends the launch; what the moved check passed over has no
+//! effect anyone can see after that: a variable write, a load that cannot fault,
+//! arithmetic, a store to the block's shared memory or the thread's local memory (which die
+//! with the launch), and a store to global memory, whose contents after a trapping launch
+//! the IR leaves unspecified (`cuprum_ir::kernel`: on the GPU a trap leaves the context
+//! unusable, so nothing reads that memory). Nothing passed over can wait for another thread
+//! (barriers, atomics and fences stop a check), so a launch that failed the check still
+//! fails it, and lanes that pass the check do exactly what they did before. The one
+//! difference a shared access makes: a launch that both races on it (or reads uninitialised
+//! shared memory) and fails the check reports the failed check where it reported the race;
+//! both are failed launches. The definitions taken out of a branch are pure and cannot
+//! fault (no division by a divisor that may be zero), so computing them on lanes that skip
+//! the branch changes nothing either.
 //!
 //! What this pass must not do: move a check past anything with an effect or a possible error
 //! of its own, past another check, or into or out of a loop.
@@ -94,6 +103,10 @@ pub fn run(kernel: &mut Kernel) -> bool {
     w.changed
 }
 
+/// The most statements a branch may hold for [`Gather::speculate`] to take its arithmetic
+/// out: short branches, an access or two with its address computation.
+const SPECULATE_MAX: usize = 16;
+
 /// A statement of the block being rebuilt, with whether a check may move up past it when it
 /// is a global load, a shared store or a branch (known when the statement is reached, from
 /// the facts there).
@@ -145,6 +158,20 @@ fn writes_any(stmt: &Stmt, vars: &HashSet<Var>) -> bool {
     hit
 }
 
+/// Whether `stmt` is a memory access a check may always move up past: any store to global,
+/// shared or local memory, and a load from shared or local memory. (Global loads may pass
+/// only where they cannot fault, see [`Gather::in_bounds`].)
+fn passable_access(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Store { .. } => true,
+        Stmt::Def {
+            op: Op::Load { space, .. },
+            ..
+        } => matches!(space, AddressSpace::Shared | AddressSpace::Local),
+        _ => false,
+    }
+}
+
 /// Every value a check reads: its condition and the trap's operands.
 fn check_operands(stmt: &Stmt, mut f: impl FnMut(Value)) {
     stmt_operands(stmt, &mut f);
@@ -180,6 +207,8 @@ impl Gather {
                     self.facts.undo(m);
                     let mut lifted = self.lift(cond, true, &mut then, values);
                     lifted.extend(self.lift(cond, false, &mut otherwise, values));
+                    lifted.extend(self.speculate(&mut then));
+                    lifted.extend(self.speculate(&mut otherwise));
                     for s in lifted {
                         if let Some(c) = check_cond(&s) {
                             self.push_check(&mut out, s);
@@ -225,11 +254,7 @@ impl Gather {
                                 },
                             ..
                         } => self.in_bounds(*addr, *ty),
-                        Stmt::Store {
-                            space: AddressSpace::Shared,
-                            ..
-                        } => true,
-                        _ => false,
+                        s => passable_access(s),
                     };
                     out.push(Entry { stmt, passable });
                 }
@@ -257,11 +282,8 @@ impl Gather {
                     },
                 ..
             } => self.in_bounds(*addr, *ty),
-            Stmt::WriteVar { .. }
-            | Stmt::Store {
-                space: AddressSpace::Shared,
-                ..
-            } => true,
+            Stmt::WriteVar { .. } => true,
+            s if passable_access(s) => true,
             Stmt::If {
                 cond,
                 then,
@@ -416,6 +438,54 @@ impl Gather {
             passable: false,
         });
         out.extend(stay.into_iter().map(|(_, e)| e));
+    }
+
+    /// Takes the pure definitions that cannot fault out of `block`, a branch with no nested
+    /// control flow, and returns them, in order, to go before its `If`: those whose operands
+    /// are defined outside the branch or by definitions taken out too. What stays is the
+    /// branch's memory accesses (and whatever depends on what they load), which ptxas can then
+    /// predicate instead of branching around, so that the accesses of consecutive branches
+    /// issue together. Computing a pure definition on lanes that skip the branch changes
+    /// nothing they do.
+    fn speculate(&mut self, block: &mut Block) -> Vec<Stmt> {
+        let flat = block.stmts.iter().all(|s| {
+            matches!(
+                s,
+                Stmt::Def { .. } | Stmt::Store { .. } | Stmt::WriteVar { .. }
+            )
+        });
+        if !flat || block.stmts.len() > SPECULATE_MAX {
+            return Vec::new();
+        }
+        let mut inside: HashSet<Value> = HashSet::new();
+        for s in &block.stmts {
+            if let Stmt::Def { value, .. } = s {
+                inside.insert(*value);
+            }
+        }
+        let mut out = Vec::new();
+        for s in std::mem::take(&mut block.stmts) {
+            let up = match &s {
+                Stmt::Def { op, .. } => {
+                    let mut free = true;
+                    crate::ir::op_operands(op, |v| free &= !inside.contains(&v));
+                    free && is_pure(op) && is_removable(op, |v| self.defs.ty(v), &self.konst)
+                }
+                _ => false,
+            };
+            if up {
+                if let Stmt::Def { value, .. } = &s {
+                    inside.remove(value);
+                }
+                out.push(s);
+            } else {
+                block.stmts.push(s);
+            }
+        }
+        if !out.is_empty() {
+            self.changed = true;
+        }
+        out
     }
 
     /// Takes the checks at the start of `block` (a branch of `If { cond }`, the `then` branch

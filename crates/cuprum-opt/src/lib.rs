@@ -25,7 +25,7 @@
 //! | [`fold`] | cleans up after `conditions` and `narrow` |
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | once more, on what promotion exposed |
-//! | [`checks`] | bounds checks move ahead of the loads they guard and out of branches |
+//! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
 //! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
@@ -35,9 +35,11 @@
 //! contents the IR leaves unspecified) and, in a launch that fails anyway, which of several
 //! failures is reported (a failed check can be found before a shared-memory race, see
 //! [`checks`]; lanes of one warp failing checks in different iterations can be reported in
-//! another order, see [`unroll_dynamic`]). A launch that succeeds behaves exactly the same. In debug builds (and so in tests) the validator runs
-//! after every pass and a pass that breaks an invariant panics with its name: that is a bug
-//! in the pass. In release builds an invalid result is discarded and the kernel is left as
+//! another order, see [`unroll_dynamic`]) and what a launch that traps leaves in the global
+//! memory it writes, which the IR leaves unspecified (a check can move above global stores,
+//! see [`checks`]). A launch that succeeds behaves exactly the same. In debug builds (and so
+//! in tests) the validator runs after every pass and a pass that breaks an invariant panics
+//! with its name: that is a bug in the pass. In release builds an invalid result is discarded and the kernel is left as
 //! the front end made it.
 //!
 //! This crate depends only on `cuprum-ir`.
