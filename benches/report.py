@@ -360,11 +360,13 @@ def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
             f"- Measured device-to-device copy bandwidth: {copy_bw:.0f} GB/s" if copy_bw
             else "- Measured device-to-device copy bandwidth: not measured",
             "", "Regenerate on a GPU machine with `OUT=<dir> bash benches/run_all.sh` "
-            "(after packing the examples with gpu-pack) and copy `$OUT/BENCHMARKS.md` here.", "",
+            "(after packing the examples with gpu-pack) and copy `$OUT/BENCHMARKS.md` here and "
+            "`$OUT/{bench.png,bench.csv,latency.csv}` to `benches/results/`.", "",
             "## What the columns mean", "", EXPLANATION, "", "## Results", "", table, "",
         ]
         if chart:
-            md += ["![ratios](bench.png)", ""]
+            md += ["![ratios](benches/results/bench.png)", "",
+                   "The rows are also in `benches/results/bench.csv`.", ""]
         md += latency
         if failures:
             md += ["## Failures", ""] + [f"- `{f}`" for f in failures] + [""]
