@@ -7,7 +7,7 @@
 //! cache itself falls back to compiling. Process-wide counters ([`stats`]) prove what
 //! happened.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
@@ -113,6 +113,24 @@ fn memory_put(key: String, cubin: Arc<[u8]>) {
 fn memory_remove(key: &str) {
     if let Ok(mut map) = memory().lock() {
         map.remove(key);
+    }
+}
+
+/// Keys of modules this process found it cannot make a cubin for (a capped link that would
+/// run worse than the JIT's code): later loads of them go straight to the JIT, without
+/// trying the link again.
+fn uncacheable() -> &'static Mutex<HashSet<String>> {
+    static UNCACHEABLE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    UNCACHEABLE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+fn known_uncacheable(key: &str) -> bool {
+    uncacheable().lock().is_ok_and(|set| set.contains(key))
+}
+
+fn remember_uncacheable(key: String) {
+    if let Ok(mut set) = uncacheable().lock() {
+        set.insert(key);
     }
 }
 
@@ -279,9 +297,19 @@ pub(crate) fn load_cuda(
     // when the PTX is refused), then the capped link makes the cubin to keep.
     bump(&COUNTERS.compiles);
     let module = device.load_module(ptx, names)?;
+    if known_uncacheable(&key_text) {
+        bump(&COUNTERS.not_cached);
+        report(
+            "miss (compiled from PTX; not cacheable, as this process found before)",
+            names,
+            start,
+        );
+        return Ok(module);
+    }
     let cubin = match capped_cubin(device, &module, names, per_kernel) {
         Ok(cubin) => cubin,
         Err(why) => {
+            remember_uncacheable(key_text);
             bump(&COUNTERS.not_cached);
             report(
                 &format!("miss (compiled from PTX, not cached: {why})"),
@@ -336,4 +364,19 @@ pub(crate) fn validate_once(ir: &Arc<cuprum_ir::Module>) -> Result<(), Error> {
         seen.push(Arc::downgrade(ir));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_uncacheable_module_is_remembered_for_the_process() {
+        let key = "test-key-uncacheable-remembered".to_owned();
+        let other = "test-key-never-seen";
+        assert!(!known_uncacheable(&key));
+        remember_uncacheable(key.clone());
+        assert!(known_uncacheable(&key));
+        assert!(!known_uncacheable(other));
+    }
 }

@@ -32,8 +32,9 @@
 //! registers the JIT gave each kernel, then has the linker compile each kernel as its own
 //! input capped at that count (`CU_JIT_MAX_REGISTERS` with `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`)
 //! into one cubin, and keeps that cubin only if every kernel in it got no more registers and
-//! no more local memory (spills) than from the JIT. A module the cache cannot make such a cubin for is simply not cached (the
-//! driver's own JIT cache, `~/.nv/ComputeCache`, still keeps it across processes).
+//! no more local memory (spills) than from the JIT. A module the cache cannot make such a
+//! cubin for is simply not cached (the driver's own JIT cache, `~/.nv/ComputeCache`, still
+//! keeps it across processes), and later loads of it in the same process skip the link.
 //!
 //! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
 //! a corrupt or stale entry all degrade to compiling, with at most one warning line per
