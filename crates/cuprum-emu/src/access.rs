@@ -213,24 +213,29 @@ impl Ports<'_> {
         Ok(())
     }
 
-    /// Fails for the first lane in `mask` whose address is not a multiple of `size`, the
-    /// size of a whole vector access (checked before any of its elements is touched, as the
-    /// GPU faults on the instruction).
-    pub(crate) fn check_vector_alignment(
+    /// The addresses of the `count` elements of `size` bytes of a vector access at `base`,
+    /// one set of lanes per element, after checking that every lane in `mask` is aligned to
+    /// the whole vector (before any element is touched, as the GPU faults on the
+    /// instruction).
+    pub(crate) fn vector_elements(
         &self,
         ctx: Ctx,
         space: AddressSpace,
-        addr: &Lanes,
+        base: &Lanes,
         size: u32,
+        count: usize,
         mask: u32,
-    ) -> Result<(), EmuError> {
+    ) -> Result<Vec<Lanes>, EmuError> {
+        let whole = size * count as u32;
         for l in lanes_of(mask) {
-            let a = addr[l as usize];
-            if !a.is_multiple_of(u64::from(size)) {
-                return Err(ctx.misaligned(l, a, size, space));
+            let a = base[l as usize];
+            if !a.is_multiple_of(u64::from(whole)) {
+                return Err(ctx.misaligned(l, a, whole, space));
             }
         }
-        Ok(())
+        Ok((0..count as u64)
+            .map(|j| base.map(|a| a.wrapping_add(j * u64::from(size))))
+            .collect())
     }
 
     /// `*addr[l] = v[l]` (the low `size` bytes) for the lanes in `mask`.

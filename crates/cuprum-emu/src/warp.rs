@@ -171,15 +171,14 @@ impl<'k> Exec<'_, 'k> {
                     self.mem.store(ctx, *space, size, a, v, mask)?;
                 }
                 Stmt::VectorLoad { space, ty, addr, d } => {
+                    let base = &self.regs[addr.index()];
                     let size = ty.size_bytes();
-                    let base = self.regs[addr.index()];
-                    let whole = size * d.len() as u32;
-                    self.mem
-                        .check_vector_alignment(ctx, *space, &base, whole, mask)?;
-                    for (j, v) in (0u64..).zip(d) {
-                        let at = base.map(|a| a.wrapping_add(j * u64::from(size)));
+                    let elements =
+                        self.mem
+                            .vector_elements(ctx, *space, base, size, d.len(), mask)?;
+                    for (at, v) in elements.iter().zip(d) {
                         let mut out = self.regs[v.index()];
-                        self.mem.load(ctx, *space, *ty, &at, mask, &mut out)?;
+                        self.mem.load(ctx, *space, *ty, at, mask, &mut out)?;
                         self.regs[v.index()] = out;
                     }
                 }
@@ -188,17 +187,16 @@ impl<'k> Exec<'_, 'k> {
                     addr,
                     values,
                 } => {
+                    let base = &self.regs[addr.index()];
                     let size = values
                         .first()
                         .map_or(0, |v| ctx.launch.types[v.index()].size_bytes());
-                    let base = self.regs[addr.index()];
-                    let whole = size * values.len() as u32;
-                    self.mem
-                        .check_vector_alignment(ctx, *space, &base, whole, mask)?;
-                    for (j, v) in (0u64..).zip(values) {
-                        let at = base.map(|a| a.wrapping_add(j * u64::from(size)));
-                        let v = &self.regs[v.index()];
-                        self.mem.store(ctx, *space, size, &at, v, mask)?;
+                    let elements =
+                        self.mem
+                            .vector_elements(ctx, *space, base, size, values.len(), mask)?;
+                    for (at, v) in elements.iter().zip(values) {
+                        self.mem
+                            .store(ctx, *space, size, at, &self.regs[v.index()], mask)?;
                     }
                 }
                 Stmt::If {
