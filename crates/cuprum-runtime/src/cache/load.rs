@@ -160,16 +160,22 @@ fn report(outcome: &str, names: &[&str], start: Instant) {
     }
 }
 
-/// Writes `cubin` into [`CUBIN_DUMP_ENV`]'s folder when it is set, as
-/// `<first kernel>-<entry file name>`; a failure is one warning, never an error.
+/// Writes `cubin` into [`CUBIN_DUMP_ENV`]'s folder when it is set (read once per process,
+/// like the cache's other settings), as `<first kernel>-<entry file name>`; a failure is one
+/// warning, never an error.
 fn dump_cubin(names: &[&str], key: &CacheKey, cubin: &[u8]) {
-    let Some(dir) = std::env::var_os(CUBIN_DUMP_ENV).filter(|d| !d.is_empty()) else {
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        std::env::var_os(CUBIN_DUMP_ENV)
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+    });
+    let Some(dir) = dir else {
         return;
     };
-    let dir = std::path::PathBuf::from(dir);
     let first = names.first().copied().unwrap_or("module");
     let path = dir.join(format!("{first}-{}", key.file_name()));
-    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, cubin)) {
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, cubin)) {
         eprintln!(
             "cuprum: warning: {CUBIN_DUMP_ENV}: could not write {}: {e}",
             path.display()
