@@ -422,13 +422,12 @@ impl LoadedModule {
                     }
                     ModuleRoute::LinkCapped => {
                         let jit = device.load_module(&ptx, &names)?;
-                        let linked =
+                        let (linked, module) =
                             crate::cache::load::capped_cubin(device, &jit, &names, per_kernel)
                                 .map_err(|why| Error::ModuleLoad {
                                     message: format!("no register-capped cubin: {why}"),
                                     log: String::new(),
                                 })?;
-                        let module = device.load_cubin(&linked, &names)?;
                         cubin = Some(linked);
                         module
                     }

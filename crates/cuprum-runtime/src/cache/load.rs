@@ -188,14 +188,15 @@ fn dump_cubin(names: &[&str], key: &CacheKey, cubin: &[u8]) {
 pub(crate) type PerKernelPtx<'a> = Option<&'a dyn Fn() -> Result<Vec<String>, Error>>;
 
 /// The cubin a miss keeps: each kernel of `module` (already compiled by the JIT) linked
-/// again as its own input, capped at the registers the JIT gave it. `Err` says why there is
-/// none (the caller runs the JIT's module either way).
+/// again as its own input, capped at the registers the JIT gave it, with that cubin loaded
+/// (the check of its registers loads it). `Err` says why there is none (the caller runs the
+/// JIT's module either way).
 pub(crate) fn capped_cubin(
     device: &CudaDevice,
     jit: &CudaModule,
     names: &[&str],
     per_kernel: PerKernelPtx<'_>,
-) -> Result<Vec<u8>, String> {
+) -> Result<(Vec<u8>, CudaModule), String> {
     let split = per_kernel.ok_or("the module's PTX was given, not written from its IR")?;
     let texts = split().map_err(|e| e.to_string())?;
     if texts.len() != names.len() {
@@ -243,7 +244,7 @@ pub(crate) fn capped_cubin(
             }
         }
     }
-    Ok(cubin)
+    Ok((cubin, linked))
 }
 
 /// Loads `ptx` (written for `target`) on `device` through the cache. `per_kernel` gives each
@@ -313,7 +314,7 @@ pub(crate) fn load_cuda(
         return Ok(module);
     }
     let cubin = match capped_cubin(device, &module, names, per_kernel) {
-        Ok(cubin) => cubin,
+        Ok((cubin, _linked)) => cubin,
         Err(why) => {
             remember_uncacheable(key_text);
             bump(&COUNTERS.not_cached);
