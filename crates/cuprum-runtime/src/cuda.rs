@@ -600,10 +600,7 @@ impl CudaDevice {
     /// JIT-compiles `ptx` and looks up every kernel in `names`. A JIT failure is
     /// [`Error::ModuleLoad`] with the driver's error log.
     pub(crate) fn load_module(&self, ptx: &str, names: &[&str]) -> Result<CudaModule, Error> {
-        let image = CString::new(ptx).map_err(|_| Error::ModuleLoad {
-            message: "the generated PTX contains a NUL byte".to_owned(),
-            log: String::new(),
-        })?;
+        let image = ptx_image(ptx)?;
         // SAFETY: a NUL-terminated PTX text is a valid module image.
         unsafe { self.load_image(image.as_ptr().cast::<c_void>(), names) }
     }
@@ -707,12 +704,7 @@ impl CudaDevice {
     ) -> Result<Vec<u8>, Error> {
         let images = inputs
             .iter()
-            .map(|input| {
-                CString::new(input.ptx).map_err(|_| Error::ModuleLoad {
-                    message: "the generated PTX contains a NUL byte".to_owned(),
-                    log: String::new(),
-                })
-            })
+            .map(|input| ptx_image(input.ptx))
             .collect::<Result<Vec<_>, _>>()?;
         self.bind().map_err(|f| f.into_error(None))?;
         let mut error_log = vec![0u8; LOG_SIZE];
@@ -893,6 +885,14 @@ fn jit_options(options: &[LinkOption]) -> (Vec<sys::CUjit_option>, Vec<*mut c_vo
             LinkOption::GenerateLineInfo => (O::CU_JIT_GENERATE_LINE_INFO, value(1)),
         })
         .unzip()
+}
+
+/// `ptx` as the NUL-terminated image the driver reads; a NUL inside is [`Error::ModuleLoad`].
+fn ptx_image(ptx: &str) -> Result<CString, Error> {
+    CString::new(ptx).map_err(|_| Error::ModuleLoad {
+        message: "the generated PTX contains a NUL byte".to_owned(),
+        log: String::new(),
+    })
 }
 
 /// Size of the driver's JIT error log buffers.
