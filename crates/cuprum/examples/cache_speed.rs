@@ -30,6 +30,10 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use cuprum_runtime::cache::{LinkOption, ModuleRoute};
 use cuprum_runtime::{KernelArg, LoadedModule};
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::arg;
+
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
 use sgemm_kernels::kernels;
@@ -154,17 +158,6 @@ fn median_ms(
     }
     times.sort_by(f32::total_cmp);
     Ok(f64::from(times[reps / 2]))
-}
-
-fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(at) => args
-            .get(at + 1)
-            .and_then(|v| v.parse().ok())
-            .filter(|&v: &usize| v > 0)
-            .ok_or_else(|| format!("{name} needs a positive number")),
-    }
 }
 
 /// Writes `bytes` to `$OUT/<name>` when `$OUT` is set.

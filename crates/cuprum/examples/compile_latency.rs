@@ -49,6 +49,10 @@ use cuprum_ir::Module;
 use cuprum_runtime::LoadedModule;
 use cuprum_runtime::cache::{self, ModuleRoute};
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::arg;
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 const ROLE_ENV: &str = "CUPRUM_COMPILE_LATENCY_ROLE";
@@ -411,17 +415,6 @@ fn us(d: Option<Duration>) -> String {
 
 fn ms_text(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{v:.3}"))
-}
-
-fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(at) => args
-            .get(at + 1)
-            .and_then(|v| v.parse().ok())
-            .filter(|&v: &usize| v > 0)
-            .ok_or_else(|| format!("{name} needs a positive number")),
-    }
 }
 
 fn parent(runs: usize, reps: usize, procs: usize) -> Res<()> {
