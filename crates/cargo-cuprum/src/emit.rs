@@ -297,6 +297,12 @@ fn kernel_fn(item: &syn::Item) -> Option<&syn::ItemFn> {
     }
 }
 
+/// Whether `f` has type or const parameters (what a specialization names; lifetimes do not
+/// count).
+fn is_generic(f: &syn::ItemFn) -> bool {
+    !specialize::generic_params(f).is_empty()
+}
+
 /// Compiles one module and appends what `options` asks for to `out`.
 pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out: &mut EmitOutput) {
     let kernel_fns: Vec<&syn::ItemFn> = match &found.item.content {
@@ -306,7 +312,7 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
     if let Some(want) = &options.kernel
         && let Some(f) = kernel_fns.iter().find(|f| f.sig.ident == want)
     {
-        let is_generic = !specialize::generic_params(f).is_empty();
+        let is_generic = is_generic(f);
         if is_generic || options.spec.is_some() {
             out.found_requested = true;
             out.all_kernels.push(want.clone());
@@ -325,7 +331,7 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
     }
     let generic: Vec<(String, usize, String)> = kernel_fns
         .iter()
-        .filter(|f| !f.sig.generics.params.is_empty())
+        .filter(|f| is_generic(f))
         .map(|f| {
             let name = f.sig.ident.to_string();
             let params = specialize::generic_params(f);
@@ -356,7 +362,7 @@ pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out
         Err(e) if !generic.is_empty() => {
             let mut item = found.item.clone();
             if let Some((_, items)) = &mut item.content {
-                items.retain(|i| kernel_fn(i).is_none_or(|f| f.sig.generics.params.is_empty()));
+                items.retain(|i| kernel_fn(i).is_none_or(|f| !is_generic(f)));
             }
             match cuprum_front::compile_module(&item) {
                 Ok(c) => {
