@@ -74,92 +74,34 @@ pub struct Pass {
     pub run: fn(&mut Kernel) -> bool,
 }
 
+/// A [`Pass`] named `name` that runs `run` (keeps [`PASSES`] one line per pass).
+const fn pass(name: &'static str, run: fn(&mut Kernel) -> bool) -> Pass {
+    Pass { name, run }
+}
+
 /// The passes [`optimize_kernel`] runs, in order (see the crate docs).
 pub const PASSES: &[Pass] = &[
-    Pass {
-        name: "fold",
-        run: fold::run,
-    },
-    Pass {
-        name: "hoist",
-        run: hoist::run,
-    },
-    Pass {
-        name: "vars",
-        run: vars::run,
-    },
-    Pass {
-        name: "cse",
-        run: cse::run,
-    },
-    Pass {
-        name: "unroll",
-        run: unroll::run,
-    },
-    Pass {
-        name: "unroll_dynamic",
-        run: unroll_dynamic::run,
-    },
-    Pass {
-        name: "fold",
-        run: fold::run,
-    },
-    Pass {
-        name: "hoist",
-        run: hoist::run,
-    },
-    Pass {
-        name: "vars",
-        run: vars::run,
-    },
-    Pass {
-        name: "cse",
-        run: cse::run,
-    },
-    Pass {
-        name: "conditions",
-        run: conditions::run,
-    },
-    Pass {
-        name: "narrow",
-        run: narrow::run,
-    },
-    Pass {
-        name: "fold",
-        run: fold::run,
-    },
-    Pass {
-        name: "promote",
-        run: promote::run,
-    },
-    Pass {
-        name: "fold",
-        run: fold::run,
-    },
-    Pass {
-        name: "hoist",
-        run: hoist::run,
-    },
-    Pass {
-        name: "vars",
-        run: vars::run,
-    },
-    Pass {
-        name: "cse",
-        run: cse::run,
-    },
-    Pass {
-        name: "checks",
-        run: checks::run,
-    },
-    Pass {
-        name: "vectorize",
-        run: vectorize::run,
-    },
-    Pass {
-        name: "dce",
-        run: dce::run,
-    },
+    pass("fold", fold::run),
+    pass("hoist", hoist::run),
+    pass("vars", vars::run),
+    pass("cse", cse::run),
+    pass("unroll", unroll::run),
+    pass("unroll_dynamic", unroll_dynamic::run),
+    pass("fold", fold::run),
+    pass("hoist", hoist::run),
+    pass("vars", vars::run),
+    pass("cse", cse::run),
+    pass("conditions", conditions::run),
+    pass("narrow", narrow::run),
+    pass("fold", fold::run),
+    pass("promote", promote::run),
+    pass("fold", fold::run),
+    pass("hoist", hoist::run),
+    pass("vars", vars::run),
+    pass("cse", cse::run),
+    pass("checks", checks::run),
+    pass("vectorize", vectorize::run),
+    pass("dce", dce::run),
 ];
 
 /// Optimizes every kernel of `module` (see [`optimize_kernel`]).
