@@ -51,7 +51,9 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts, Ranges};
-use crate::ir::{always_exits, compact, constant_bits, is_pure, is_removable, stmt_operands};
+use crate::ir::{
+    always_exits, check_cond, compact, constant_bits, is_pure, is_removable, stmt_operands,
+};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -126,20 +128,6 @@ struct Gather {
     elem_size: HashMap<u32, u32>,
     facts: Facts,
     changed: bool,
-}
-
-/// The condition of a check: `If { cond, then: [], otherwise: [Trap] }`.
-fn check_cond(stmt: &Stmt) -> Option<Value> {
-    match stmt {
-        Stmt::If {
-            cond,
-            then,
-            otherwise,
-        } if then.stmts.is_empty() && matches!(otherwise.stmts.as_slice(), [Stmt::Trap(_)]) => {
-            Some(*cond)
-        }
-        _ => None,
-    }
 }
 
 /// Whether `stmt` (or a statement nested in it) writes one of `vars`.

@@ -362,6 +362,21 @@ pub(crate) fn always_exits(block: &Block) -> bool {
     block.stmts.iter().any(is_terminator)
 }
 
+/// The condition of a check: `If { cond, then: [], otherwise: [Trap] }` (as the front end
+/// and the `checks` pass write them).
+pub(crate) fn check_cond(stmt: &Stmt) -> Option<Value> {
+    match stmt {
+        Stmt::If {
+            cond,
+            then,
+            otherwise,
+        } if then.stmts.is_empty() && matches!(otherwise.stmts.as_slice(), [Stmt::Trap(_)]) => {
+            Some(*cond)
+        }
+        _ => None,
+    }
+}
+
 /// Calls `f` on every value `stmt` defines (a `Def`'s value, the results of `Mma`,
 /// `LdMatrix` and `VectorLoad`).
 pub(crate) fn stmt_defs(stmt: &Stmt, mut f: impl FnMut(Value)) {

@@ -57,7 +57,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts};
-use crate::ir::{always_exits, compact, constant_bits, is_removable, stmt_operands};
+use crate::ir::{always_exits, check_cond, compact, constant_bits, is_removable, stmt_operands};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
@@ -207,30 +207,27 @@ impl Walker {
         let mut i = 0;
         while i < block.stmts.len() {
             let drop = match &mut block.stmts[i] {
+                s if check_cond(s).is_some_and(|c| self.proven(c)) => true,
                 Stmt::If {
                     cond,
                     then,
                     otherwise,
                 } => {
                     let cond = *cond;
-                    if is_check(then, otherwise) && self.proven(cond) {
-                        true
-                    } else {
-                        let m = self.facts.mark();
+                    let m = self.facts.mark();
+                    self.facts.assume(&self.defs, cond, true);
+                    self.block(then);
+                    self.facts.undo(m);
+                    self.facts.assume(&self.defs, cond, false);
+                    self.block(otherwise);
+                    self.facts.undo(m);
+                    let (t, e) = (always_exits(then), always_exits(otherwise));
+                    if e && !t {
                         self.facts.assume(&self.defs, cond, true);
-                        self.block(then);
-                        self.facts.undo(m);
+                    } else if t && !e {
                         self.facts.assume(&self.defs, cond, false);
-                        self.block(otherwise);
-                        self.facts.undo(m);
-                        let (t, e) = (always_exits(then), always_exits(otherwise));
-                        if e && !t {
-                            self.facts.assume(&self.defs, cond, true);
-                        } else if t && !e {
-                            self.facts.assume(&self.defs, cond, false);
-                        }
-                        false
                     }
+                    false
                 }
                 Stmt::Loop { body } => {
                     self.block(body);
@@ -578,9 +575,7 @@ impl Walker {
                     Between::Blocks
                 }
             }
-            Stmt::If {
-                then, otherwise, ..
-            } if is_check(then, otherwise) => Between::Check,
+            s if check_cond(s).is_some() => Between::Check,
             _ => Between::Blocks,
         }
     }
@@ -617,12 +612,6 @@ enum Between {
     Check,
     /// Nothing may move past it.
     Blocks,
-}
-
-/// Whether `if c {} else { trap }` (a check, as the front end and the `checks` pass write
-/// them).
-fn is_check(then: &Block, otherwise: &Block) -> bool {
-    then.stmts.is_empty() && matches!(otherwise.stmts.as_slice(), [Stmt::Trap(_)])
 }
 
 fn value_at(index: u32) -> Value {
