@@ -388,7 +388,8 @@ pub(crate) fn stmt_defs(stmt: &Stmt, mut f: impl FnMut(Value)) {
     }
 }
 
-fn stmt_defs_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
+/// Calls `f` on every value `stmt` defines, which it may rewrite.
+pub(crate) fn stmt_defs_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
     match stmt {
         Stmt::Def { value, .. } => f(value),
         Stmt::Mma { d, .. } => d.iter_mut().for_each(f),

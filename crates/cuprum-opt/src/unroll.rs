@@ -29,7 +29,7 @@ use cuprum_ir::{Arena, Block, Constant, Kernel, Op, Stmt, Value, ValueDef, Var};
 
 use crate::eval;
 use crate::fold::leaves_loop;
-use crate::ir::{compact, is_pure, stmt_defs, stmt_operands_mut, visit_stmts};
+use crate::ir::{compact, is_pure, stmt_defs_mut, stmt_operands_mut, visit_stmts};
 
 /// The most iterations a loop may have to be unrolled.
 pub const MAX_TRIPS: usize = 16;
@@ -334,23 +334,13 @@ impl Copy<'_> {
             other => other.clone(),
         };
         stmt_operands_mut(&mut s, |v| *v = self.get(*v));
-        let mut defined = Vec::new();
-        stmt_defs(&s, |v| defined.push(v));
-        for old in defined {
-            self.fresh(old);
-        }
-        match &mut s {
-            Stmt::Def { value, op } => {
-                *value = self.get(*value);
-                if let Op::Const(c) = op {
-                    self.consts.insert(*value, *c);
-                }
-            }
-            Stmt::Mma { d, .. } => d.iter_mut().for_each(|v| *v = self.get(*v)),
-            Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => {
-                d.iter_mut().for_each(|v| *v = self.get(*v))
-            }
-            _ => {}
+        stmt_defs_mut(&mut s, |v| *v = self.fresh(*v));
+        if let Stmt::Def {
+            value,
+            op: Op::Const(c),
+        } = &s
+        {
+            self.consts.insert(*value, *c);
         }
         s
     }

@@ -60,7 +60,9 @@ use cuprum_ir::{
     Arena, BinaryOp, Block, CmpOp, Constant, Kernel, Op, ScalarType, Stmt, Value, ValueDef, Var,
 };
 
-use crate::ir::{compact, constant_bits, stmt_defs, stmt_operands, stmt_operands_mut, visit_stmts};
+use crate::ir::{
+    compact, constant_bits, stmt_defs, stmt_defs_mut, stmt_operands, stmt_operands_mut, visit_stmts,
+};
 
 /// The most statements (nested ones included) a loop body may have to be unrolled.
 pub const MAX_BODY: usize = 48;
@@ -448,21 +450,12 @@ impl Copier<'_> {
         };
         // Operands first (the values a statement defines are not among its operands).
         stmt_operands_mut(&mut s, |v| *v = self.get(*v));
-        let mut defined = Vec::new();
-        stmt_defs(&s, |v| defined.push(v));
-        for old in defined {
-            let ty = self.values.try_get(old).map_or(ScalarType::Bool, |d| d.ty);
+        stmt_defs_mut(&mut s, |old| {
+            let ty = self.values.try_get(*old).map_or(ScalarType::Bool, |d| d.ty);
             let new = self.values.append(ValueDef { ty });
-            self.map.insert(old, new);
-        }
-        match &mut s {
-            Stmt::Def { value, .. } => *value = self.get(*value),
-            Stmt::Mma { d, .. } => d.iter_mut().for_each(|v| *v = self.get(*v)),
-            Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => {
-                d.iter_mut().for_each(|v| *v = self.get(*v))
-            }
-            _ => {}
-        }
+            self.map.insert(*old, new);
+            *old = new;
+        });
         s
     }
 
