@@ -61,7 +61,8 @@ use cuprum_ir::{
 };
 
 use crate::ir::{
-    compact, constant_bits, stmt_defs, stmt_defs_mut, stmt_operands, stmt_operands_mut, visit_stmts,
+    all_ones, compact, constant_bits, stmt_defs, stmt_defs_mut, stmt_operands, stmt_operands_mut,
+    visit_stmts,
 };
 
 /// The most statements (nested ones included) a loop body may have to be unrolled.
@@ -126,7 +127,7 @@ impl Unroller {
                         let step = self.konst.get(counted.step.index()).copied().flatten();
                         // A zero step never ends the loop; a huge one leaves no room for four
                         // iterations.
-                        let useful = step.is_none_or(|s| s != 0 && s <= max(counted.ty) / 3);
+                        let useful = step.is_none_or(|s| s != 0 && s <= all_ones(counted.ty) / 3);
                         if useful && size <= self.budget {
                             self.budget -= size;
                             self.changed = true;
@@ -290,15 +291,6 @@ fn allowed(stmt: &Stmt) -> bool {
     }
 }
 
-/// The largest value of the unsigned type `ty`.
-fn max(ty: ScalarType) -> u64 {
-    if ty == ScalarType::U32 {
-        u64::from(u32::MAX)
-    } else {
-        u64::MAX
-    }
-}
-
 /// Statements in `block`, nested ones included.
 fn block_size(block: &Block) -> usize {
     let mut n = 0;
@@ -346,7 +338,7 @@ fn unroll(
             );
             let limit = def(
                 values,
-                Op::Const(Constant::new(c.ty, max(c.ty) / (FACTOR - 1))),
+                Op::Const(Constant::new(c.ty, all_ones(c.ty) / (FACTOR - 1))),
                 c.ty,
                 out,
             );
