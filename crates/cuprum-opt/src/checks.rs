@@ -51,9 +51,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts, Ranges};
-use crate::ir::{
-    always_exits, check_cond, compact, constant_bits, is_pure, is_removable, stmt_operands,
-};
+use crate::ir::{always_exits, check_cond, compact, is_pure, stmt_operands};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -88,7 +86,6 @@ pub fn run(kernel: &mut Kernel) -> bool {
         })
         .collect();
     let mut w = Gather {
-        konst: constant_bits(kernel),
         defs,
         bounds,
         widened,
@@ -119,7 +116,6 @@ struct Entry {
 
 struct Gather {
     defs: Defs,
-    konst: Vec<Option<u64>>,
     /// The comparisons `index < len(slice)`, by `(index, slice)`.
     bounds: HashMap<(Value, u32), Vec<Value>>,
     /// For a `U32` value `m`, the checked indices `m as u64`.
@@ -457,7 +453,7 @@ impl Gather {
                 Stmt::Def { op, .. } => {
                     let mut free = true;
                     crate::ir::op_operands(op, |v| free &= !inside.contains(&v));
-                    free && is_pure(op) && is_removable(op, |v| self.defs.ty(v), &self.konst)
+                    free && is_pure(op) && self.defs.is_removable(op)
                 }
                 _ => false,
             };
@@ -491,10 +487,7 @@ impl Gather {
             .stmts
             .iter()
             .take_while(|s| match s {
-                Stmt::Def { op, .. } => {
-                    (is_pure(op) || matches!(op, Op::ReadVar(_)))
-                        && is_removable(op, |v| self.defs.ty(v), &self.konst)
-                }
+                Stmt::Def { op, .. } => self.defs.is_removable(op),
                 s => check_cond(s).is_some(),
             })
             .count();

@@ -49,7 +49,9 @@ fn round(kernel: &mut Kernel) -> bool {
     let mut writes: Vec<Vec<Value>> = vec![Vec::new(); kernel.vars.len()];
     let mut roots: Vec<Value> = Vec::new();
     visit_stmts(&kernel.body, &mut |s| match s {
-        Stmt::Def { value, op } if is_removable(op, ty, &konst) => {
+        Stmt::Def { value, op }
+            if is_removable(op, ty, |v| konst.get(v.index()).copied().flatten()) =>
+        {
             if let Some(slot) = removable.get_mut(value.index()) {
                 *slot = Some(op);
             }

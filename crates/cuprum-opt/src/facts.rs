@@ -74,6 +74,12 @@ impl Defs {
             .unwrap_or(ScalarType::Bool)
     }
 
+    /// Whether a definition by `op` may be deleted when nothing uses it
+    /// ([`crate::ir::is_removable`]).
+    pub(crate) fn is_removable(&self, op: &Op) -> bool {
+        crate::ir::is_removable(op, |v| self.ty(v), |v| self.konst(v))
+    }
+
     /// The bits of `v` if it is a constant.
     pub(crate) fn konst(&self, v: Value) -> Option<u64> {
         match self.op(v) {

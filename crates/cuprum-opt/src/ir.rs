@@ -221,12 +221,12 @@ pub(crate) fn is_pure(op: &Op) -> bool {
 pub(crate) fn is_removable(
     op: &Op,
     ty: impl Fn(Value) -> ScalarType,
-    konst: &[Option<u64>],
+    konst: impl Fn(Value) -> Option<u64>,
 ) -> bool {
     match op {
         Op::Binary(BinaryOp::Div | BinaryOp::Rem, a, b) if ty(*a).is_int() => {
             let t = ty(*a);
-            match konst.get(b.index()).copied().flatten() {
+            match konst(*b) {
                 Some(0) | None => false,
                 Some(bits) => !(t.is_signed_int() && bits == all_ones(t)),
             }

@@ -57,7 +57,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts};
-use crate::ir::{always_exits, check_cond, compact, constant_bits, is_removable, stmt_operands};
+use crate::ir::{always_exits, check_cond, compact, stmt_operands};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
@@ -68,7 +68,6 @@ const SLICE_BASE_ALIGN_BITS: u32 = 4;
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
     let defs = Defs::new(kernel);
-    let konst = constant_bits(kernel);
     let mut params: HashMap<(u32, bool), Value> = HashMap::new();
     for (v, _) in kernel.values.iter() {
         match defs.op(v) {
@@ -123,7 +122,6 @@ pub fn run(kernel: &mut Kernel) -> bool {
         .collect();
     let mut w = Walker {
         defs,
-        konst,
         params,
         quotients,
         less,
@@ -142,7 +140,6 @@ pub fn run(kernel: &mut Kernel) -> bool {
 
 struct Walker {
     defs: Defs,
-    konst: Vec<Option<u64>>,
     /// The first `slice_base p` (`false`) and `slice_len p` (`true`) value of each slice.
     params: HashMap<(u32, bool), Value>,
     quotients: HashMap<Value, Vec<(Value, u64)>>,
@@ -288,17 +285,13 @@ impl Walker {
         self.params.get(&key).copied().unwrap_or(v)
     }
 
-    fn c(&self, v: Value) -> Option<u64> {
-        self.konst.get(v.index()).copied().flatten()
-    }
-
     /// The linear form of a `u64` value, through at most `depth` operations.
     fn linear(&self, v: Value, depth: u32) -> Linear {
         let atom = || Linear {
             terms: BTreeMap::from([(self.canonical(v).index() as u32, 1)]),
             constant: 0,
         };
-        if let Some(c) = self.c(v) {
+        if let Some(c) = self.defs.konst(v) {
             return Linear {
                 terms: BTreeMap::new(),
                 constant: c,
@@ -314,12 +307,14 @@ impl Walker {
             Some(&Op::Binary(BinaryOp::Sub, x, y)) => self
                 .linear(x, depth - 1)
                 .plus(self.linear(y, depth - 1), u64::MAX),
-            Some(&Op::Binary(BinaryOp::Mul, x, y)) => match (self.c(x), self.c(y)) {
-                (_, Some(k)) => self.linear(x, depth - 1).scaled(k),
-                (Some(k), _) => self.linear(y, depth - 1).scaled(k),
-                _ => atom(),
-            },
-            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.c(s) {
+            Some(&Op::Binary(BinaryOp::Mul, x, y)) => {
+                match (self.defs.konst(x), self.defs.konst(y)) {
+                    (_, Some(k)) => self.linear(x, depth - 1).scaled(k),
+                    (Some(k), _) => self.linear(y, depth - 1).scaled(k),
+                    _ => atom(),
+                }
+            }
+            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.defs.konst(s) {
                 Some(s) => self.linear(x, depth - 1).scaled(1u64 << (s % 64)),
                 None => atom(),
             },
@@ -330,7 +325,7 @@ impl Walker {
     /// Trailing zero bits `v` provably has (at most 64).
     fn align_bits(&self, v: Value, depth: u32) -> u32 {
         let bits = self.defs.ty(v).bits();
-        if let Some(c) = self.c(v) {
+        if let Some(c) = self.defs.konst(v) {
             return c.trailing_zeros().min(bits);
         }
         if depth == 0 || !self.defs.ty(v).is_int() {
@@ -340,7 +335,7 @@ impl Walker {
         let r = match self.defs.op(v) {
             Some(&Op::SliceBase(_)) => SLICE_BASE_ALIGN_BITS,
             Some(&Op::Binary(BinaryOp::Mul, x, y)) => a(x) + a(y),
-            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.c(s) {
+            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.defs.konst(s) {
                 Some(s) => a(x) + (s % u64::from(bits)) as u32,
                 None => a(x),
             },
@@ -554,8 +549,7 @@ impl Walker {
 
     /// Whether a definition by `op` has no effect and cannot fault.
     fn harmless(&self, op: &Op) -> bool {
-        is_removable(op, |v| self.defs.ty(v), &self.konst)
-            || matches!(op, Op::Shuffle { .. } | Op::Vote { .. })
+        self.defs.is_removable(op) || matches!(op, Op::Shuffle { .. } | Op::Vote { .. })
     }
 
     /// What `s`, between two loads of a group, means for moving them.
