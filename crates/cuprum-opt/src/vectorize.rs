@@ -201,9 +201,10 @@ struct Address {
 impl Walker {
     fn block(&mut self, block: &mut Block) {
         let mark = self.facts.mark();
-        let mut i = 0;
-        while i < block.stmts.len() {
-            let drop = match &mut block.stmts[i] {
+        let stmts = std::mem::take(&mut block.stmts);
+        block.stmts.reserve(stmts.len());
+        for mut stmt in stmts {
+            let drop = match &mut stmt {
                 s if check_cond(s).is_some_and(|c| self.proven(c)) => true,
                 Stmt::If {
                     cond,
@@ -233,10 +234,9 @@ impl Walker {
                 _ => false,
             };
             if drop {
-                block.stmts.remove(i);
                 self.changed = true;
             } else {
-                i += 1;
+                block.stmts.push(stmt);
             }
         }
         self.facts.undo(mark);
