@@ -51,7 +51,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts, Ranges};
-use crate::ir::{always_exits, check_cond, compact, is_pure, stmt_operands};
+use crate::ir::{always_exits, check_cond, compact, is_pure, stmt_operands, written_vars};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -124,22 +124,6 @@ struct Gather {
     elem_size: HashMap<u32, u32>,
     facts: Facts,
     changed: bool,
-}
-
-/// Whether `stmt` (or a statement nested in it) writes one of `vars`.
-fn writes_any(stmt: &Stmt, vars: &HashSet<Var>) -> bool {
-    let mut hit = matches!(stmt, Stmt::WriteVar { var, .. } if vars.contains(var));
-    if let Stmt::If {
-        then, otherwise, ..
-    } = stmt
-    {
-        for b in [then, otherwise] {
-            crate::ir::visit_stmts(b, &mut |s| {
-                hit |= matches!(s, Stmt::WriteVar { var, .. } if vars.contains(var));
-            });
-        }
-    }
-    hit
 }
 
 /// Whether `stmt` is a memory access a check may always move up past: any store to global,
@@ -397,7 +381,7 @@ impl Gather {
                 }
                 Stmt::Def { op, .. } if is_pure(op) || matches!(op, Op::ReadVar(_)) => {}
                 Stmt::WriteVar { var, .. } if !read_vars.contains(var) => {}
-                s if e.passable && !writes_any(s, &read_vars) => {}
+                s if e.passable && !written_vars(s).iter().any(|v| read_vars.contains(v)) => {}
                 _ => break,
             }
             p -= 1;

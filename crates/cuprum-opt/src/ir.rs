@@ -276,6 +276,34 @@ pub(crate) fn visit_stmts<'a>(block: &'a Block, f: &mut impl FnMut(&'a Stmt)) {
     }
 }
 
+/// Calls `f` on every statement of the blocks nested in `stmt` (not `stmt` itself), in
+/// program order.
+pub(crate) fn visit_nested<'a>(stmt: &'a Stmt, f: &mut impl FnMut(&'a Stmt)) {
+    match stmt {
+        Stmt::If {
+            then, otherwise, ..
+        } => {
+            visit_stmts(then, f);
+            visit_stmts(otherwise, f);
+        }
+        Stmt::Loop { body } => visit_stmts(body, f),
+        _ => {}
+    }
+}
+
+/// The variables `stmt` (with its nested blocks) writes.
+pub(crate) fn written_vars(stmt: &Stmt) -> Vec<Var> {
+    let mut out = Vec::new();
+    let mut one = |s: &Stmt| {
+        if let Stmt::WriteVar { var, .. } = s {
+            out.push(*var);
+        }
+    };
+    one(stmt);
+    visit_nested(stmt, &mut one);
+    out
+}
+
 /// Calls `f` on every statement of `block` and of its nested blocks (parents first), which
 /// it may rewrite in place (but not restructure).
 pub(crate) fn visit_stmts_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)) {

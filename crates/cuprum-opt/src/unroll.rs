@@ -29,7 +29,9 @@ use cuprum_ir::{Arena, Block, Constant, Kernel, Op, Stmt, Value, ValueDef, Var};
 
 use crate::eval;
 use crate::fold::leaves_loop;
-use crate::ir::{compact, is_pure, stmt_defs_mut, stmt_operands_mut, visit_stmts};
+use crate::ir::{
+    compact, is_pure, stmt_defs_mut, stmt_operands_mut, visit_nested, visit_stmts, written_vars,
+};
 
 /// The most iterations a loop may have to be unrolled.
 pub const MAX_TRIPS: usize = 16;
@@ -208,7 +210,7 @@ impl Copy<'_> {
             {
                 return self.consts.get(value).copied();
             }
-            if writes(s).contains(&var) {
+            if written_vars(s).contains(&var) {
                 return None;
             }
         }
@@ -278,7 +280,7 @@ impl Copy<'_> {
             other => {
                 // A nested statement: copied with fresh values; reads of variables it never
                 // writes see the known values; what it writes becomes unknown.
-                let written = writes(other);
+                let written = written_vars(other);
                 let mut inner: HashMap<Var, Constant> = HashMap::new();
                 let mut read = Vec::new();
                 visit_reads(other, &mut |var| read.push(var));
@@ -356,19 +358,6 @@ impl Copy<'_> {
     }
 }
 
-/// The variables `stmt` (with its nested blocks) writes.
-fn writes(stmt: &Stmt) -> Vec<Var> {
-    let mut out = Vec::new();
-    let mut one = |s: &Stmt| {
-        if let Stmt::WriteVar { var, .. } = s {
-            out.push(*var);
-        }
-    };
-    one(stmt);
-    nested(stmt, &mut one);
-    out
-}
-
 /// Calls `f` on every variable `stmt` (with its nested blocks) reads.
 fn visit_reads(stmt: &Stmt, f: &mut impl FnMut(Var)) {
     let mut one = |s: &Stmt| {
@@ -381,25 +370,12 @@ fn visit_reads(stmt: &Stmt, f: &mut impl FnMut(Var)) {
         }
     };
     one(stmt);
-    nested(stmt, &mut one);
-}
-
-fn nested<'a>(stmt: &'a Stmt, f: &mut impl FnMut(&'a Stmt)) {
-    match stmt {
-        Stmt::If {
-            then, otherwise, ..
-        } => {
-            visit_stmts(then, f);
-            visit_stmts(otherwise, f);
-        }
-        Stmt::Loop { body } => visit_stmts(body, f),
-        _ => {}
-    }
+    visit_nested(stmt, &mut one);
 }
 
 /// Statements in `stmt`, nested ones included.
 fn stmt_size(stmt: &Stmt) -> usize {
     let mut n = 1;
-    nested(stmt, &mut |_| n += 1);
+    visit_nested(stmt, &mut |_| n += 1);
     n
 }
