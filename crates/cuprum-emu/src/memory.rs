@@ -183,6 +183,8 @@ impl Allocation {
 struct State {
     allocs: BTreeMap<u64, Arc<Allocation>>,
     next: u64,
+    /// First address past the window this memory hands addresses out of.
+    window_end: u64,
     in_use: u64,
     capacity: u64,
 }
@@ -218,10 +220,21 @@ impl Memory {
 
     /// An empty device memory that refuses allocations beyond `capacity` live bytes.
     pub fn with_capacity(capacity: u64) -> Self {
+        Self::with_address_window(FIRST_ADDRESS, u64::MAX - FIRST_ADDRESS, capacity)
+    }
+
+    /// An empty device memory whose allocations all lie in `[first, first + window)` and that
+    /// refuses allocations beyond `capacity` live bytes, or once the window is used up
+    /// (addresses are never reused). Memories given disjoint windows never hand out one
+    /// address twice, so an address names one allocation of one memory (the runtime gives each
+    /// emulated context its own window, as a GPU process has one address space).
+    pub fn with_address_window(first: u64, window: u64, capacity: u64) -> Self {
+        let first = first.next_multiple_of(ALLOC_ALIGN).max(ALLOC_ALIGN);
         Self {
             state: RwLock::new(State {
                 allocs: BTreeMap::new(),
-                next: FIRST_ADDRESS,
+                next: first,
+                window_end: first.saturating_add(window),
                 in_use: 0,
                 capacity,
             }),
@@ -253,7 +266,8 @@ impl Memory {
         let next = base
             .checked_add(len.max(1))
             .and_then(|end| end.checked_next_multiple_of(ALLOC_ALIGN))
-            .and_then(|end| end.checked_add(GAP));
+            .and_then(|end| end.checked_add(GAP))
+            .filter(|&end| end <= s.window_end);
         let Some(next) = next else {
             return Err(oom);
         };

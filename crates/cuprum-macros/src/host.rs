@@ -408,7 +408,10 @@ fn launch_method(
                     max_threads: #max_threads,
                 }
                 .check(self.inner.context(), &config)?;
-                ::std::result::Result::Ok(::cuprum::simt::Prepared::__new(config))
+                // SAFETY: `config` has just passed this kernel's contract check.
+                ::std::result::Result::Ok(unsafe {
+                    ::cuprum::simt::Prepared::__new_unchecked(config)
+                })
             }
 
             #[doc = #launch_doc]

@@ -13,6 +13,7 @@ use cuprum_ir::ScalarType;
 
 use crate::context::{Backend, CudaContext, Stream};
 use crate::error::{Error, Result};
+use crate::ordering::{self, Access, BufferUses};
 
 /// Element types that may live in device memory (plain old data).
 ///
@@ -207,6 +208,9 @@ pub struct DeviceBuffer<T: DeviceCopy> {
     /// Device address; 0 for a zero-length buffer (nothing allocated).
     addr: u64,
     len: usize,
+    /// This buffer's unfinished uses on streams (see `ordering`); also in the registry of live
+    /// buffers under `addr`, which launches consult.
+    uses: std::sync::Arc<BufferUses>,
     _elem: PhantomData<T>,
 }
 
@@ -259,10 +263,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             ctx.count_allocation();
             addr
         };
+        let uses = std::sync::Arc::new(BufferUses::default());
+        if addr != 0 {
+            ordering::register(addr, bytes as u64, &ctx, uses.clone());
+        }
         Ok(Self {
             ctx,
             addr,
             len,
+            uses,
             _elem: PhantomData,
         })
     }
@@ -324,7 +333,17 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
         self.check_len("copy_to_host destination slice", out.len())?;
         self.ctx.check_same(stream.context())?;
+        self.uses.order_before(stream, Access::Read)?;
         let bytes = as_bytes_mut(out);
+        // The copy has completed when this returns (it synchronizes the stream).
+        let copied = self.read_into(stream, bytes);
+        if copied.is_ok() {
+            self.uses.note(stream, Access::Read, None);
+        }
+        copied
+    }
+
+    fn read_into(&self, stream: &Stream, bytes: &mut [u8]) -> Result<()> {
         match (&self.ctx.inner.backend, stream.cuda_handle()) {
             (Backend::Cuda(d), Some(s)) => {
                 if bytes.is_empty() {
@@ -351,13 +370,19 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
+        self.uses.order_before(stream, Access::Write)?;
+        src.uses.order_before(stream, Access::Read)?;
         match (&self.ctx.inner.backend, stream.cuda_handle()) {
             // SAFETY: both ranges are live allocations of this context.
             (Backend::Cuda(d), Some(s)) => unsafe { d.copy_dtod(self.addr, src.addr, bytes, s) }
-                .map_err(|f| self.ctx.fail(f, Some(stream))),
-            (Backend::Emu(e), _) => e.copy(self.addr, src.addr, bytes),
-            _ => Err(Error::ContextMismatch),
+                .map_err(|f| self.ctx.fail(f, Some(stream)))?,
+            (Backend::Emu(e), _) => e.copy(self.addr, src.addr, bytes)?,
+            _ => return Err(Error::ContextMismatch),
         }
+        let mark = ordering::mark_after(stream)?;
+        self.uses.note(stream, Access::Write, mark.as_ref());
+        src.uses.note(stream, Access::Read, mark.as_ref());
+        Ok(())
     }
 
     fn write_bytes(&mut self, stream: &Stream, bytes: &[u8]) -> Result<()> {
@@ -365,13 +390,17 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if bytes.is_empty() {
             return Ok(());
         }
+        self.uses.order_before(stream, Access::Write)?;
         match (&self.ctx.inner.backend, stream.cuda_handle()) {
             // SAFETY: `addr..addr+len` is this buffer's live allocation.
             (Backend::Cuda(d), Some(s)) => unsafe { d.copy_htod(self.addr, bytes, s) }
-                .map_err(|f| self.ctx.fail(f, Some(stream))),
-            (Backend::Emu(e), _) => e.write(self.addr, bytes),
-            _ => Err(Error::ContextMismatch),
+                .map_err(|f| self.ctx.fail(f, Some(stream)))?,
+            (Backend::Emu(e), _) => e.write(self.addr, bytes)?,
+            _ => return Err(Error::ContextMismatch),
         }
+        // The copy has completed (it synchronizes the stream), and so has all it waited for.
+        self.uses.note(stream, Access::Write, None);
+        Ok(())
     }
 
     fn check_len(&self, what: &str, actual: usize) -> Result<()> {
@@ -424,6 +453,8 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         if self.addr == 0 {
             return;
         }
+        // Freeing is ordered on the default stream, after all work of every stream.
+        ordering::unregister(self.addr);
         match &self.ctx.inner.backend {
             Backend::Cuda(d) => d.free(self.addr),
             Backend::Emu(e) => e.free(self.addr),

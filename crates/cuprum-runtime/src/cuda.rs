@@ -61,6 +61,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuEventRecord",
     "cuEventSynchronize",
     "cuEventDestroy_v2",
+    "cuStreamWaitEvent",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
     "cuMemcpyHtoDAsync_v2",
@@ -478,6 +479,35 @@ impl CudaDevice {
         // SAFETY: both handles are alive.
         unsafe { result::event::record(event.raw, stream.raw) }.map_err(fail("cuEventRecord"))?;
         Ok(event)
+    }
+
+    /// Records a point of `stream` that other streams can wait for ([`stream_wait`]): an
+    /// event without timing, the cheap kind, destroyed when the last holder drops it.
+    ///
+    /// [`stream_wait`]: Self::stream_wait
+    pub(crate) fn record_order_mark(&self, stream: &CudaStream) -> Result<OrderMark, CuFail> {
+        self.bind()?;
+        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(fail("cuEventCreate"))?;
+        let mark = OrderMark { raw, ctx: self.ctx };
+        // SAFETY: both handles are alive.
+        unsafe { result::event::record(mark.raw, stream.raw) }.map_err(fail("cuEventRecord"))?;
+        Ok(mark)
+    }
+
+    /// Makes all work submitted to `stream` from now on wait until `mark` has completed (on
+    /// the device; the host does not wait).
+    pub(crate) fn stream_wait(&self, stream: &CudaStream, mark: &OrderMark) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: both handles are alive.
+        unsafe {
+            result::stream::wait_event(
+                stream.raw,
+                mark.raw,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(fail("cuStreamWaitEvent"))
     }
 
     pub(crate) fn event_synchronize(&self, event: &CudaEvent) -> Result<(), CuFail> {
@@ -991,6 +1021,27 @@ pub(crate) struct CudaEvent {
 unsafe impl Send for CudaEvent {}
 // SAFETY: as above.
 unsafe impl Sync for CudaEvent {}
+
+/// A point recorded in a stream for other streams to wait for (an event without timing);
+/// destroyed on drop (the driver keeps it until the work before it has completed).
+pub(crate) struct OrderMark {
+    raw: sys::CUevent,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: event handles may be used from any thread (the context is bound per call).
+unsafe impl Send for OrderMark {}
+// SAFETY: as above.
+unsafe impl Sync for OrderMark {}
+
+impl Drop for OrderMark {
+    fn drop(&mut self) {
+        if bind(self.ctx).is_ok() {
+            // SAFETY: destroyed once, here; no stream waits on it after the call returns.
+            let _ = unsafe { result::event::destroy(self.raw) };
+        }
+    }
+}
 
 /// A kernel of a loaded module.
 pub(crate) struct CudaFunction {

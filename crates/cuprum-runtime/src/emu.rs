@@ -5,6 +5,8 @@
 //! here: in-order execution holds trivially. This module only adapts calls and errors; the
 //! semantics of kernels are the emulator crate's business.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use cuprum_emu::{ArgValue, EmuError, LaunchDims, Memory};
 use cuprum_ir::Kernel;
 
@@ -32,10 +34,26 @@ fn memory_error(operation: &'static str, bytes: usize) -> impl FnOnce(EmuError) 
     }
 }
 
+/// Bytes of address space each emulated context hands its allocations out of.
+const ADDRESS_WINDOW: u64 = 1 << 40;
+/// Where the first context's window starts (the emulator's usual first address).
+const FIRST_WINDOW: u64 = 0x7f00_0000_0000;
+/// Windows that fit above [`FIRST_WINDOW`] in a 64-bit address space.
+const WINDOWS: u64 = (u64::MAX - FIRST_WINDOW) / ADDRESS_WINDOW;
+
 impl EmuDevice {
+    /// A new emulated device whose addresses no other emulated context of the process uses
+    /// (each gets its own window of the address space, as a GPU process has one), so an
+    /// address always names one buffer of one context.
     pub(crate) fn new() -> Self {
+        static NEXT_WINDOW: AtomicU64 = AtomicU64::new(0);
+        let window = NEXT_WINDOW.fetch_add(1, Ordering::Relaxed) % WINDOWS;
         Self {
-            memory: Memory::new(),
+            memory: Memory::with_address_window(
+                FIRST_WINDOW + window * ADDRESS_WINDOW,
+                ADDRESS_WINDOW,
+                cuprum_emu::DEFAULT_CAPACITY,
+            ),
         }
     }
 

@@ -22,6 +22,7 @@ use crate::context::{Backend, CudaContext, Stream};
 use crate::cuda::{CudaModule, LinkInput};
 use crate::error::{Error, Result};
 use crate::limits::{KernelFacts, check_config};
+use crate::ordering::{self, Access, Owner};
 
 /// Grid and block shape of a launch, and its dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -492,10 +493,16 @@ impl LoadedModule {
 
     /// Launches kernel number `kernel` on `stream`.
     ///
-    /// Checked: the stream belongs to the module's context ([`Error::ContextMismatch`]); the
-    /// argument count, kinds (scalar or slice) and scalar types ([`Error::ArgumentMismatch`]);
-    /// the configuration against the device limits and the kernel's launch bounds and shared
-    /// memory ([`Error::InvalidLaunch`]).
+    /// Checked: the stream and every buffer argument belong to the module's context
+    /// ([`Error::ContextMismatch`], inputs included); the argument count, kinds (scalar or
+    /// slice) and scalar types ([`Error::ArgumentMismatch`]); the configuration against the
+    /// device limits and the kernel's launch bounds and shared memory
+    /// ([`Error::InvalidLaunch`]).
+    ///
+    /// Ordered: on a GPU stream other than the default stream, the launch first waits (on the
+    /// device) for unfinished work of other streams that wrote a buffer it reads, or used a
+    /// buffer it writes (`DisjointSlice`, `&mut [T]` and atomic parameters write; `&[T]`
+    /// reads), and later work on other streams waits for it in turn.
     ///
     /// # Safety
     /// Each slice argument must be a live buffer of this context whose element type is the
@@ -514,6 +521,63 @@ impl LoadedModule {
         let info = &self.kernels[kernel];
         check_args(ir, args)?;
         check_config(&info.name, self.ctx.limits(), info.facts, config)?;
+        let buffers = self.buffers_of(ir, args)?;
+        for (uses, access) in &buffers {
+            uses.order_before(stream, *access)?;
+        }
+        // SAFETY: the caller's contract, as above.
+        unsafe { self.submit(stream, kernel, config, args) }?;
+        if buffers.is_empty() {
+            return Ok(());
+        }
+        let mark = ordering::mark_after(stream)?;
+        for (uses, access) in &buffers {
+            uses.note(stream, *access, mark.as_ref());
+        }
+        Ok(())
+    }
+
+    /// The registered buffers among `args`, with how the kernel uses each; a buffer of another
+    /// context is [`Error::ContextMismatch`]. Slices in no live buffer (raw addresses, only
+    /// unsafe code makes them) are the caller's business and are not ordered.
+    fn buffers_of(
+        &self,
+        ir: &Kernel,
+        args: &[KernelArg],
+    ) -> Result<Vec<(Arc<ordering::BufferUses>, Access)>> {
+        let mut buffers = Vec::new();
+        for (param, arg) in ir.params.iter().zip(args) {
+            let (ParamKind::Slice { elem, access }, KernelArg::Slice { address, len }) =
+                (param.kind, *arg)
+            else {
+                continue;
+            };
+            if address == 0 && len == 0 {
+                continue;
+            }
+            let bytes = len.saturating_mul(u64::from(elem.size_bytes()));
+            match ordering::owner(&self.ctx, address, bytes) {
+                Owner::Own(uses) => buffers.push((uses, Access::of(access))),
+                Owner::Foreign => return Err(Error::ContextMismatch),
+                Owner::Unknown => {}
+            }
+        }
+        Ok(buffers)
+    }
+
+    /// Hands the checked launch to the backend.
+    ///
+    /// # Safety
+    /// As for [`launch`](Self::launch), whose checks must have passed.
+    unsafe fn submit(
+        &self,
+        stream: &Stream,
+        kernel: usize,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<()> {
+        let ir = self.kernel_ir(kernel)?;
+        let info = &self.kernels[kernel];
         match (&self.backend, &self.ctx.inner.backend, stream.cuda_handle()) {
             (ModuleBackend::Emu, Backend::Emu(device), None) => {
                 self.ctx.count_launch();
@@ -601,6 +665,16 @@ fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<u64> {
             u64::from_ne_bytes(slot)
         })
         .collect()
+}
+
+impl Access {
+    /// How a kernel uses a slice parameter with this access.
+    fn of(access: cuprum_ir::SliceAccess) -> Self {
+        match access {
+            cuprum_ir::SliceAccess::ReadOnly => Access::Read,
+            cuprum_ir::SliceAccess::Disjoint | cuprum_ir::SliceAccess::ReadWrite => Access::Write,
+        }
+    }
 }
 
 /// The alignment every slice argument's address has (see `cuprum_ir::ParamKind::Slice`).

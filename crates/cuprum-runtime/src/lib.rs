@@ -29,6 +29,7 @@ mod emu;
 pub mod error;
 pub mod launch;
 pub mod limits;
+mod ordering;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use context::{

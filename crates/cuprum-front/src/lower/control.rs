@@ -210,68 +210,7 @@ impl Lowerer<'_> {
             }
         };
         let args: Vec<&syn::Expr> = m.args.iter().collect();
-        let (index, cond) = match (method.as_str(), &args[..]) {
-            ("get_mut_2d" | "get_mut_3d", [index_expr, dims @ ..]) => {
-                let (coords, dim_count) = match self.expr(index_expr)? {
-                    Val::Index2(x, y) if method == "get_mut_2d" => (vec![x, y], 1),
-                    Val::Index3(x, y, z) if method == "get_mut_3d" => (vec![x, y, z], 2),
-                    _ => {
-                        return err(
-                            index_expr.span(),
-                            format!(
-                                "`{method}` takes the thread's own index (`thread::index_{}d()`)",
-                                if method == "get_mut_2d" { 2 } else { 3 }
-                            ),
-                        );
-                    }
-                };
-                if dims.len() != dim_count {
-                    return err(
-                        m.span(),
-                        format!("`{method}` takes the index and {dim_count} extent(s)"),
-                    );
-                }
-                let mut extents = Vec::new();
-                for d in dims {
-                    let v = self.expr(d)?;
-                    extents.push(self.materialize(v, S::U64, d.span())?);
-                }
-                // In bounds: every coordinate but the last below its extent, and the linear
-                // element below the length; the linear index is row-major, x fastest.
-                let mut ok = self.def(Op::Compare(CmpOp::Lt, coords[0], extents[0]), span)?;
-                if let (Some(&y), Some(&h)) = (coords.get(1), extents.get(1)) {
-                    let y_ok = self.def(Op::Compare(CmpOp::Lt, y, h), span)?;
-                    ok = self.def(Op::Binary(BinaryOp::And, ok, y_ok), span)?;
-                }
-                let mut linear = *coords.last().unwrap_or(&coords[0]);
-                for k in (0..coords.len() - 1).rev() {
-                    let scaled = self.def(Op::Binary(BinaryOp::Mul, linear, extents[k]), span)?;
-                    linear = self.def(Op::Binary(BinaryOp::Add, scaled, coords[k]), span)?;
-                }
-                let len = self.def(Op::SliceLen(param), span)?;
-                let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
-                (
-                    linear,
-                    self.def(Op::Binary(BinaryOp::And, ok, in_len), span)?,
-                )
-            }
-            (_, [index_expr]) => {
-                let index = match self.expr(index_expr)? {
-                    Val::Index1(x) => x,
-                    _ if access == SliceAccess::Disjoint => {
-                        return err(
-                            index_expr.span(),
-                            "a `DisjointSlice` is indexed by the thread's own index (`thread::index_1d()`), so \
-                             that no two threads can write one element",
-                        );
-                    }
-                    v => self.materialize(v, S::U64, index_expr.span())?,
-                };
-                let len = self.def(Op::SliceLen(param), span)?;
-                (index, self.def(Op::Compare(CmpOp::Lt, index, len), span)?)
-            }
-            _ => return err(m.span(), "expected one index argument"),
-        };
+        let (index, cond) = self.slice_element(param, access, &method, &args, m.span())?;
         let then_block = &i.then_branch;
         self.branches(
             cond,

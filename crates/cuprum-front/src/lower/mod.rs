@@ -12,6 +12,7 @@
 mod aggregates;
 mod calls;
 mod control;
+mod disjoint;
 mod helpers;
 mod intrinsics;
 mod macros;
@@ -275,6 +276,13 @@ struct Lowerer<'a> {
     ranges: HashMap<Value, u128>,
     /// Values defined by constants.
     constants: std::collections::HashSet<Value>,
+    /// Launch-uniform values (the same in every thread of a launch), by a key that equal
+    /// values share (see `disjoint.rs`).
+    uniform: HashMap<Value, u32>,
+    /// The keys of `uniform`, interned.
+    uniform_keys: HashMap<String, u32>,
+    /// How each `DisjointSlice` parameter was first written in this kernel.
+    disjoint_mappings: HashMap<u32, disjoint::DisjointMapping>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -309,6 +317,9 @@ impl<'a> Lowerer<'a> {
             const_params,
             ranges: HashMap::new(),
             constants: std::collections::HashSet::new(),
+            uniform: HashMap::new(),
+            uniform_keys: HashMap::new(),
+            disjoint_mappings: HashMap::new(),
         }
     }
 
@@ -402,6 +413,7 @@ impl<'a> Lowerer<'a> {
             .def(op.clone())
             .or_else(|msg| err(span, format!("internal compiler error: {msg}")))?;
         self.note_range(v, &op);
+        self.note_uniform(v, &op);
         Ok(v)
     }
 
@@ -409,6 +421,7 @@ impl<'a> Lowerer<'a> {
         let v = self.b.constant(c);
         self.constants.insert(v);
         self.note_range(v, &Op::Const(c));
+        self.note_uniform(v, &Op::Const(c));
         v
     }
 

@@ -125,14 +125,23 @@ impl<T> DisjointSlice<T> {
 /// A launch configuration checked against kernel `K`'s contract and the device by the
 /// generated `prepare_<kernel>` method. It only fits the kernel it was made for: `K` is a
 /// marker type that `#[cuda_module]` generates per kernel.
+///
+/// It is the proof that the check passed, so safe code has no other way to make one: the only
+/// constructor, used by the generated `prepare_*`, is `unsafe`.
 pub struct Prepared<K> {
     config: crate::LaunchConfig,
     _kernel: PhantomData<fn() -> K>,
 }
 
 impl<K> Prepared<K> {
+    /// A `Prepared` without the check, for the code `#[cuda_module]` generates.
+    ///
+    /// # Safety
+    /// `config` must have passed kernel `K`'s launch-contract check (`LaunchContract::check`
+    /// with `K`'s contract, on the context `K`'s module is loaded on): safe launches of `K`
+    /// rely on it to give distinct threads distinct output elements.
     #[doc(hidden)]
-    pub fn __new(config: crate::LaunchConfig) -> Self {
+    pub unsafe fn __new_unchecked(config: crate::LaunchConfig) -> Self {
         Self {
             config,
             _kernel: PhantomData,
@@ -147,7 +156,10 @@ impl<K> Prepared<K> {
 
 impl<K> Clone for Prepared<K> {
     fn clone(&self) -> Self {
-        Self::__new(self.config)
+        Self {
+            config: self.config,
+            _kernel: PhantomData,
+        }
     }
 }
 

@@ -1,0 +1,207 @@
+//! Which context owns a device address, and how the uses of one buffer on different streams
+//! are ordered.
+//!
+//! Two promises of the safe API rest on this module:
+//! * **A launch touches only memory of its own context.** Every live [`DeviceBuffer`] is in
+//!   one process-wide registry of address ranges, with the context that owns it. A launch looks
+//!   up every slice argument there: a buffer of another context is [`Error::ContextMismatch`],
+//!   inputs included, before anything runs. (Addresses are unique in a process: a GPU process
+//!   has one address space, and every emulated context hands out addresses from its own window,
+//!   see `emu.rs`.)
+//! * **Work on different streams never sees a buffer half-way.** A kernel or copy on one stream
+//!   that reads a buffer waits, on the device, for the unfinished work of other streams that
+//!   wrote it; one that writes it also waits for their unfinished reads. This is the approach
+//!   of cudarc (per-buffer events), with reads kept per stream, so that a write waits for every
+//!   stream still reading and not only for the last one. Streams still run side by side on
+//!   independent buffers; the host never waits.
+//!
+//! Each buffer keeps the marks (events without timing) of its last write and of the reads since
+//! then, on streams other than the legacy default stream. That stream needs none: all our
+//! streams are blocking streams, so work on the default stream waits for everything submitted
+//! earlier to any stream and everything submitted later waits for it; an operation there makes
+//! the earlier marks moot and is not recorded. On the emulator every operation completes when it
+//! is submitted, so there is nothing to order; only the context check applies.
+//!
+//! [`DeviceBuffer`]: crate::DeviceBuffer
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::context::{Backend, CudaContext, Stream, StreamInner};
+use crate::cuda::OrderMark;
+use crate::error::Result;
+
+/// How an operation uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads it only.
+    Read,
+    /// May write it (and read it).
+    Write,
+}
+
+/// A point of one stream: the work submitted to it before the mark.
+#[derive(Clone)]
+struct Mark {
+    /// Weak, so a mark neither keeps a stream alive nor can mistake a later stream at the same
+    /// address for this one (the allocation stays while the weak count does).
+    stream: Weak<StreamInner>,
+    event: Arc<OrderMark>,
+}
+
+impl Mark {
+    fn on(&self, stream: &Stream) -> bool {
+        std::ptr::eq(self.stream.as_ptr(), Arc::as_ptr(&stream.inner))
+    }
+}
+
+#[derive(Default)]
+struct Marks {
+    /// The last write on a stream other than the default stream, unless known complete.
+    write: Option<Mark>,
+    /// Reads on streams other than the default stream since that write: one per stream.
+    reads: Vec<Mark>,
+}
+
+/// The stream-ordering state of one buffer.
+#[derive(Default)]
+pub(crate) struct BufferUses {
+    marks: Mutex<Marks>,
+}
+
+impl BufferUses {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Marks> {
+        self.marks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes `stream` wait for the unfinished uses of other streams that an `access` must
+    /// follow. Nothing to do on the emulator or on the default stream.
+    pub(crate) fn order_before(&self, stream: &Stream, access: Access) -> Result<()> {
+        let ctx = stream.context();
+        let (Backend::Cuda(device), Some(s)) = (&ctx.inner.backend, stream.cuda_handle()) else {
+            return Ok(());
+        };
+        if stream.is_default() {
+            return Ok(());
+        }
+        let marks = self.lock();
+        let reads = match access {
+            Access::Read => &[][..],
+            Access::Write => &marks.reads[..],
+        };
+        for mark in marks.write.iter().chain(reads) {
+            if !mark.on(stream) {
+                device
+                    .stream_wait(s, &mark.event)
+                    .map_err(|f| ctx.fail(f, Some(stream)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that `access` was submitted to `stream`, ending at `mark` (`None` on the
+    /// emulator, the default stream, or when the operation has already completed).
+    pub(crate) fn note(&self, stream: &Stream, access: Access, mark: Option<&Arc<OrderMark>>) {
+        let mut marks = self.lock();
+        let Some(event) = mark.filter(|_| !stream.is_default()) else {
+            // The operation is complete, or on the default stream, which every later operation
+            // of any stream waits for: what it waited for needs no mark any more. After a
+            // completed read, other streams' reads may still be running.
+            match access {
+                Access::Write => *marks = Marks::default(),
+                Access::Read if stream.is_default() => *marks = Marks::default(),
+                Access::Read => marks.write = None,
+            }
+            return;
+        };
+        let mark = Mark {
+            stream: Arc::downgrade(&stream.inner),
+            event: event.clone(),
+        };
+        match access {
+            Access::Write => {
+                marks.write = Some(mark);
+                marks.reads.clear();
+            }
+            Access::Read => {
+                marks.reads.retain(|m| !m.on(stream));
+                marks.reads.push(mark);
+            }
+        }
+    }
+}
+
+/// Records a mark at the current end of `stream` for the buffers an operation just used, or
+/// `None` where no mark is needed (emulator, default stream).
+pub(crate) fn mark_after(stream: &Stream) -> Result<Option<Arc<OrderMark>>> {
+    let ctx = stream.context();
+    match (&ctx.inner.backend, stream.cuda_handle()) {
+        (Backend::Cuda(device), Some(s)) if !stream.is_default() => device
+            .record_order_mark(s)
+            .map(|m| Some(Arc::new(m)))
+            .map_err(|f| ctx.fail(f, Some(stream))),
+        _ => Ok(None),
+    }
+}
+
+/// The identity of a context in the registry (its shared state's address, unique among live
+/// contexts; every buffer keeps its context alive).
+pub(crate) fn context_id(ctx: &CudaContext) -> usize {
+    Arc::as_ptr(&ctx.inner) as usize
+}
+
+struct LiveBuffer {
+    end: u64,
+    context: usize,
+    uses: Arc<BufferUses>,
+}
+
+/// Every live buffer of every context, by first address.
+static LIVE: Mutex<BTreeMap<u64, LiveBuffer>> = Mutex::new(BTreeMap::new());
+
+fn live() -> std::sync::MutexGuard<'static, BTreeMap<u64, LiveBuffer>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Enters the buffer of `bytes` (> 0) bytes at `address` of `ctx` into the registry.
+pub(crate) fn register(address: u64, bytes: u64, ctx: &CudaContext, uses: Arc<BufferUses>) {
+    live().insert(
+        address,
+        LiveBuffer {
+            end: address.saturating_add(bytes),
+            context: context_id(ctx),
+            uses,
+        },
+    );
+}
+
+/// Removes the buffer at `address` (when it is freed).
+pub(crate) fn unregister(address: u64) {
+    live().remove(&address);
+}
+
+/// What the registry knows of `[address, address + bytes)`.
+pub(crate) enum Owner {
+    /// Inside a live buffer of this context.
+    Own(Arc<BufferUses>),
+    /// Inside a live buffer of another context.
+    Foreign,
+    /// In no live buffer (a raw address, or a sub-range only unsafe code can make).
+    Unknown,
+}
+
+/// Who owns `[address, address + bytes)`, as seen from `ctx`.
+pub(crate) fn owner(ctx: &CudaContext, address: u64, bytes: u64) -> Owner {
+    let live = live();
+    let Some((_, buffer)) = live.range(..=address).next_back() else {
+        return Owner::Unknown;
+    };
+    if address.saturating_add(bytes) > buffer.end || (bytes == 0 && address >= buffer.end) {
+        return Owner::Unknown;
+    }
+    if buffer.context == context_id(ctx) {
+        Owner::Own(buffer.uses.clone())
+    } else {
+        Owner::Foreign
+    }
+}
