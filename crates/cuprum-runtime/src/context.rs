@@ -258,8 +258,8 @@ impl CudaContext {
         }
     }
 
-    /// A new stream. On CUDA it is a blocking stream (ordered with the default stream, not
-    /// with other new streams).
+    /// A new stream. On CUDA it is a blocking stream: ordered with the default stream, and
+    /// with other streams only where their work shares a buffer (see [`Stream`]).
     pub fn new_stream(&self) -> Result<Stream> {
         let handle = match &self.inner.backend {
             Backend::Cuda(d) => StreamHandle::Cuda(d.new_stream().map_err(|f| self.fail(f, None))?),
@@ -356,6 +356,12 @@ pub(crate) struct StreamInner {
 }
 
 /// An ordered queue of device work. Cheap to clone (clones are the same stream).
+///
+/// Work on different streams is ordered where it shares a buffer: a kernel or copy that reads
+/// a buffer waits, on the device, for the unfinished work of other streams that wrote it, and
+/// one that writes it also for their unfinished reads; work on independent buffers overlaps.
+/// The default stream is ordered with every stream. So safe code never reads stale results
+/// or overwrites a buffer a kernel on another stream is still reading.
 ///
 /// On the emulator, every operation runs to completion when it is submitted, which trivially
 /// keeps the order.

@@ -23,6 +23,8 @@
 //!   ready for any stream, without per-buffer events.
 //! * Host-to-device and device-to-host copies synchronize their stream before returning, so
 //!   host slices never need to outlive the call.
+//! * Work on two non-default streams that shares a buffer is ordered by that buffer's marks
+//!   (`record_order_mark`, `stream_wait`; see `ordering.rs`).
 //!
 //! This module returns raw driver failures ([`CuFail`]); `context.rs` turns them into
 //! [`Error`]s, naming the kernel that ran last on the stream when the failure is a fault.

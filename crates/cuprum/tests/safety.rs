@@ -87,9 +87,13 @@ const POISON: u64 = 0xDEAD_BEEF_DEAD_BEEF;
 /// Which thread `get_mut_2d` should give element `e` of a `len`-element matrix `width` wide,
 /// in a grid of `cols` x `rows` threads: exact arithmetic, no wrapping.
 fn owner_2d(e: u64, width: u64, cols: u64, rows: u64, len: u64) -> Option<(u64, u64)> {
-    (0..rows).flat_map(|y| (0..cols).map(move |x| (x, y))).find(|&(x, y)| {
-        x < width && u128::from(y) * u128::from(width) + u128::from(x) == u128::from(e) && e < len
-    })
+    (0..rows)
+        .flat_map(|y| (0..cols).map(move |x| (x, y)))
+        .find(|&(x, y)| {
+            x < width
+                && u128::from(y) * u128::from(width) + u128::from(x) == u128::from(e)
+                && e < len
+        })
 }
 
 #[test]
@@ -105,7 +109,16 @@ fn a_2d_linear_index_that_would_wrap_gives_no_element() -> cuprum::Result<()> {
         shared_mem_bytes: 0,
     })?;
     let mut rng = rand::rng();
-    let widths = [1u64 << 63, (1 << 63) + 1, u64::MAX, 1 << 62, 3, 16, 17, rng.random_range(1..40)];
+    let widths = [
+        1u64 << 63,
+        (1 << 63) + 1,
+        u64::MAX,
+        1 << 62,
+        3,
+        16,
+        17,
+        rng.random_range(1..40),
+    ];
     for width in widths {
         let len = 300usize;
         let mut out = DeviceBuffer::from_host(&stream, &vec![POISON; len])?;
@@ -159,8 +172,15 @@ fn a_3d_linear_index_that_would_wrap_gives_no_element() -> cuprum::Result<()> {
                 }
             }
         }
-        assert!(writers.iter().all(|&n| n <= 1), "the reference itself maps two threads to one element");
-        assert_same(&format!("extents {w} x {h}"), &out.to_host_vec(&stream)?, &want);
+        assert!(
+            writers.iter().all(|&n| n <= 1),
+            "the reference itself maps two threads to one element"
+        );
+        assert_same(
+            &format!("extents {w} x {h}"),
+            &out.to_host_vec(&stream)?,
+            &want,
+        );
     }
     Ok(())
 }
@@ -227,7 +247,11 @@ fn rounds() -> u32 {
 const N: usize = 4096;
 
 fn streams() -> cuprum::Result<(Stream, Stream, Stream)> {
-    Ok((ctx().new_stream()?, ctx().new_stream()?, ctx().new_stream()?))
+    Ok((
+        ctx().new_stream()?,
+        ctx().new_stream()?,
+        ctx().new_stream()?,
+    ))
 }
 
 #[test]
@@ -239,7 +263,11 @@ fn a_read_on_another_stream_waits_for_the_kernel_that_writes() -> cuprum::Result
     let mut out = DeviceBuffer::from_host(&ctx().default_stream(), &vec![0xCDCD_CDCDu32; N])?;
     module.slow_fill(&s1, &prepared, rounds(), 0, v, &mut out)?;
     // Submitted while the kernel spins: without ordering it would copy the poison.
-    assert_same("read on another stream", &out.to_host_vec(&s2)?, &vec![v; N]);
+    assert_same(
+        "read on another stream",
+        &out.to_host_vec(&s2)?,
+        &vec![v; N],
+    );
     Ok(())
 }
 
@@ -292,7 +320,11 @@ fn a_kernel_that_writes_waits_for_a_slower_write_of_another_stream() -> cuprum::
     let s3 = ctx().new_stream()?;
     module.slow_fill(&s1, &prepared, rounds(), 0, 3, &mut out)?;
     copy.copy_from_device(&s3, &out)?;
-    assert_same("copy after a write", &copy.to_host_vec(&s2)?, &vec![3u32; N]);
+    assert_same(
+        "copy after a write",
+        &copy.to_host_vec(&s2)?,
+        &vec![3u32; N],
+    );
     Ok(())
 }
 
@@ -304,7 +336,11 @@ fn the_default_stream_is_ordered_with_every_stream() -> cuprum::Result<()> {
     let stream = ctx().default_stream();
     let mut out = DeviceBuffer::from_host(&stream, &vec![0u32; N])?;
     module.slow_fill(&s1, &prepared, rounds(), 0, 5, &mut out)?;
-    assert_same("default after s1", &out.to_host_vec(&stream)?, &vec![5u32; N]);
+    assert_same(
+        "default after s1",
+        &out.to_host_vec(&stream)?,
+        &vec![5u32; N],
+    );
     module.slow_fill(&stream, &prepared, rounds(), 0, 6, &mut out)?;
     assert_same("s1 after default", &out.to_host_vec(&s1)?, &vec![6u32; N]);
     Ok(())

@@ -202,8 +202,14 @@ impl Lowerer<'_> {
             };
             this.def(op, span)
         };
-        let a_fits_32 = self.upper_bound(a).is_some_and(|x| x <= u128::from(u32::MAX));
-        let (al, bl, bh) = (half(self, a, false)?, half(self, b, false)?, half(self, b, true)?);
+        let a_fits_32 = self
+            .upper_bound(a)
+            .is_some_and(|x| x <= u128::from(u32::MAX));
+        let (al, bl, bh) = (
+            half(self, a, false)?,
+            half(self, b, false)?,
+            half(self, b, true)?,
+        );
         let ll = self.def(Op::Binary(BinaryOp::Mul, al, bl), span)?;
         let lh = self.def(Op::Binary(BinaryOp::Mul, al, bh), span)?;
         let ll_high = half(self, ll, true)?;
@@ -332,7 +338,10 @@ impl Lowerer<'_> {
                          same extents, or two threads could reach one element"
                     ),
                 );
-                e.combine(syn::Error::new(first.span, format!("`{name}` is first written here")));
+                e.combine(syn::Error::new(
+                    first.span,
+                    format!("`{name}` is first written here"),
+                ));
                 Err(e)
             }
         }

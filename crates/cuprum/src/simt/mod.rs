@@ -42,6 +42,12 @@ pub fn fence_system() {}
 /// case is a `None`, not a memory error. On the host, a kernel takes it as
 /// `&mut DeviceBuffer<T>`.
 ///
+/// What makes the promise hold, checked when the kernel is compiled: an N-D thread index is
+/// accepted only where the kernel's launch contract makes it unique (`domain <= N`, a block of
+/// 1 along the axes past N), the extents of [`get_mut_2d`](Self::get_mut_2d) and
+/// [`get_mut_3d`](Self::get_mut_3d) are the same in every thread and at every access of the
+/// slice, and the linear index is computed without wrapping.
+///
 /// A thread may read the element it got as well as write it, so `y = a * x + y` needs no
 /// second buffer:
 ///
@@ -93,14 +99,20 @@ impl<T> DisjointSlice<T> {
     }
 
     /// The element at (`index.x()`, `index.y()`) of a row-major matrix `width` elements wide,
-    /// or `None` when the column is past `width` or the element past the end. Distinct threads
-    /// still get distinct elements.
+    /// or `None` when the column is past `width` or the element past the end (computed
+    /// exactly: `y * width + x` never wraps). Distinct threads still get distinct elements:
+    /// `width` must be the same in every thread of the launch (built from the kernel's scalar
+    /// parameters, constants, slice lengths and block/grid sizes, not from thread indices or
+    /// memory), and every access of one slice in a kernel must use the same width; both are
+    /// checked at `cargo build`.
     pub fn get_mut_2d(&mut self, index: ThreadIndex2D, width: usize) -> Option<&mut T> {
         let _ = (index, width);
         None
     }
 
-    /// The element at (`x`, `y`, `z`) of a `width` × `height` × depth array, `x` fastest.
+    /// The element at (`x`, `y`, `z`) of a `width` × `height` × depth array, `x` fastest, or
+    /// `None` when `x >= width`, `y >= height` or the element is past the end; the extents
+    /// follow the rules of [`get_mut_2d`](Self::get_mut_2d).
     pub fn get_mut_3d(
         &mut self,
         index: ThreadIndex3D,

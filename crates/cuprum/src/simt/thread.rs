@@ -6,7 +6,10 @@
 /// The global 1-D index of the calling thread (`blockIdx.x * blockDim.x + threadIdx.x`).
 ///
 /// Only [`index_1d`] makes one, which is what lets [`DisjointSlice`](super::DisjointSlice)
-/// promise that threads write disjoint elements.
+/// promise that threads write disjoint elements. As in CUDA it counts along `x` only, so it
+/// identifies a thread only in a 1-D launch: `DisjointSlice::get_mut` accepts it in kernels
+/// whose `#[launch_contract]` declares `domain = 1` and a block of `(n, 1, 1)` (a compile
+/// error otherwise, naming the threads that would share an index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadIndex1D {
     raw: usize,
@@ -25,7 +28,9 @@ pub fn index_1d() -> ThreadIndex1D {
 }
 
 /// The global 2-D index of the calling thread: `x` is the column
-/// (`blockIdx.x * blockDim.x + threadIdx.x`), `y` the row, likewise.
+/// (`blockIdx.x * blockDim.x + threadIdx.x`), `y` the row, likewise. It identifies a thread
+/// where the launch has one block and one thread along `z`: `get_mut_2d` accepts it in
+/// kernels whose contract declares `domain` 1 or 2 and a block of 1 along `z`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadIndex2D {
     x: usize,

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# compute-sanitizer over every packed GPU test binary and example: memcheck (out-of-bounds and
+# misaligned accesses, leaks), racecheck (shared-memory hazards), synccheck (barrier misuse)
+# and initcheck (reads of uninitialized global memory). Run on a GPU machine from the
+# repository root after `gpu-pack` (binaries in .gpu/bin):
+#
+#   bash scripts/sanitize.sh [name-regex]
+#
+# Environment: JOBS (processes at once, default 8: they share the GPU), TOOLS (default all
+# four), LAUNCHES (kernel launches checked per example process, default 64: benchmark examples
+# launch the same kernels hundreds of times at full size; every launch of a test binary is
+# checked), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
+# Prints one line per binary and tool and a summary; exits 1 if any run reports an error or
+# fails.
+#
+# Left out, with the reason (listed in $OUT/sanitize/skipped.txt): binaries that never call the
+# CUDA driver (the IR, front-end, optimizer and emulator tests), trybuild's compile-fail tests
+# (they need cargo), and the three binaries whose one test traps on purpose (a failed bounds
+# check, a failed `assert!`, a trap), which the sanitizer rightly reports; those three run in
+# `.gpu/run.sh`.
+set -u
+cd "$(dirname "$0")/.."
+SAN=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+JOBS=${JOBS:-8}
+TOOLS=${TOOLS:-memcheck racecheck synccheck initcheck}
+LAUNCHES=${LAUNCHES:-64}
+OUT=${OUT:-/tmp/sanitize}
+LOGS=$OUT/sanitize
+mkdir -p "$LOGS"
+export CUPRUM_DEVICE=cuda
+# Trap on purpose, or need cargo (trybuild).
+SKIP='^test-(device_bounds_check|device_assert|fault|compile_fail)(-|$)'
+
+jobs_file=$(mktemp)
+for b in .gpu/bin/*; do
+  name=$(basename "$b")
+  [ -n "${1:-}" ] && [[ ! "$name" =~ $1 ]] && continue
+  if [[ "$name" =~ $SKIP ]]; then
+    echo "skip $name (traps on purpose, or needs cargo)" >>"$LOGS/skipped.txt"
+    continue
+  fi
+  # Binaries that never load the CUDA driver (pure IR, front-end, optimizer and emulator tests)
+  # have nothing to sanitize: the driver's entry points are not in them.
+  if ! grep -qa cuLaunchKernel "$b"; then
+    echo "skip $name (no GPU code)" >>"$LOGS/skipped.txt"
+    continue
+  fi
+  for tool in $TOOLS; do
+    echo "$tool $b" >>"$jobs_file"
+  done
+done
+
+one() {  # tool binary: runs it under the sanitizer, prints a verdict line
+  local tool=$1 bin=$2 name log limit=()
+  name=$(basename "$bin")
+  log="$LOGS/$name.$tool.log"
+  case "$name" in example-*) limit=(--launch-count "$LAUNCHES") ;; esac
+  timeout 900 "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 50 "${limit[@]}" \
+    "$bin" >"$log" 2>&1
+  local rc=$?
+  local summary
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+  if [ $rc -eq 0 ]; then
+    printf 'ok      %-10s %-52s %s\n' "$tool" "$name" "$summary"
+  else
+    printf 'FAILED  %-10s %-52s rc=%s %s\n' "$tool" "$name" "$rc" "$summary"
+  fi
+}
+export -f one
+export SAN LAUNCHES LOGS
+
+results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1"' <"$jobs_file")
+echo "$results" | sort -k3
+fails=$(echo "$results" | grep -c '^FAILED' || true)
+runs=$(echo "$results" | grep -c . || true)
+echo "sanitize: $runs runs ($TOOLS), $fails failed; logs in $LOGS"
+for f in $(echo "$results" | awk '/^FAILED/ {print $3 "." $2}'); do
+  echo "--- $f"
+  grep -E "^=========" "$LOGS/$f.log" | head -40
+  tail -5 "$LOGS/$f.log"
+done
+rm -f "$jobs_file"
+[ "$fails" = 0 ]
