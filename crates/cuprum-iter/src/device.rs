@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use cuprum_ir::Module;
 use cuprum_runtime::{
@@ -131,6 +132,31 @@ impl Tuning {
     }
 }
 
+/// What the iterator track did on a device's behalf, on the host, since the device was made
+/// ([`GpuDevice::chain_stats`]): how many terminal calls traced their chain and how many
+/// kernels it generated, and where the host time went. For tests (a repeated chain must not
+/// generate again) and for profiling (the `trace_scaling` example prints these).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainStats {
+    /// Traces recorded: a terminal call traces its chain (and a reduction its combining
+    /// function) by running the closures on [`Expr`](crate::Expr) handles.
+    pub traces: u64,
+    /// Kernels generated from a traced graph (graph -> IR), whether or not the IR then
+    /// matched a kernel compiled before.
+    pub kernels_generated: u64,
+    /// Kernels compiled and loaded (IR never seen before on this device).
+    pub kernels_loaded: u64,
+    /// Host time spent tracing (running the closures and recording their graphs).
+    pub trace_time: Duration,
+    /// Host time spent finding kernels in the caches (computing their keys included).
+    pub lookup_time: Duration,
+    /// Host time spent generating kernel IR from graphs.
+    pub generate_time: Duration,
+    /// Host time spent loading generated kernels: the IR cache key (printed IR),
+    /// validation, and on a GPU the PTX writer and the driver's compiler.
+    pub load_time: Duration,
+}
+
 /// Set this environment variable (to anything) to have every kernel the iterator track
 /// compiles printed to stderr, as IR and (on a GPU) as PTX.
 pub const DUMP_ENV_VAR: &str = "CUPRUM_ITER_DUMP";
@@ -152,6 +178,8 @@ struct Inner {
     /// a hash of its trace, not the generation and printing of its IR.
     traces: Mutex<HashMap<KernelKey, (Arc<LoadedModule>, u32)>>,
     cache: Mutex<KernelCache>,
+    /// See [`GpuDevice::chain_stats`].
+    chain_stats: Mutex<ChainStats>,
 }
 
 /// A device for iterator chains: a GPU, or the CPU emulator where there is none. Cheap to
@@ -216,6 +244,7 @@ impl GpuDevice {
                 poison_outputs: AtomicBool::new(false),
                 traces: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
+                chain_stats: Mutex::new(ChainStats::default()),
             }),
         }
     }
@@ -233,6 +262,23 @@ impl GpuDevice {
     /// Launch and allocation counters of the context.
     pub fn stats(&self) -> RuntimeStats {
         self.inner.ctx.stats()
+    }
+
+    /// What the iterator track did for this device's chains (shared by its clones): traces,
+    /// generated and loaded kernels, and the host time each step took.
+    pub fn chain_stats(&self) -> ChainStats {
+        self.inner
+            .chain_stats
+            .lock()
+            .map(|s| *s)
+            .unwrap_or_default()
+    }
+
+    /// Updates the [`ChainStats`].
+    pub(crate) fn note(&self, update: impl FnOnce(&mut ChainStats)) {
+        if let Ok(mut stats) = self.inner.chain_stats.lock() {
+            update(&mut stats);
+        }
     }
 
     /// Copies `data` to the device.
@@ -358,6 +404,7 @@ impl GpuDevice {
         }
         let module = Arc::new(module);
         let loaded = Arc::new(LoadedModule::load(&self.inner.ctx, module.clone())?);
+        self.note(|s| s.kernels_loaded += 1);
         if std::env::var_os(DUMP_ENV_VAR).is_some() {
             eprintln!("cuprum-iter: compiled a kernel\n{key}");
             if let Some(ptx) = loaded.ptx() {

@@ -14,6 +14,7 @@
 //! Empty inputs launch nothing and give an empty output or the identity.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use cuprum_ir::{Constant, Module, ScalarType};
 use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D, LoadedModule};
@@ -43,6 +44,20 @@ fn chain_error(message: String) -> GpuError {
 /// Traces `iter`; `roots` picks, while the trace is still open, the values the terminal
 /// needs from the chain's item and filter condition.
 fn prepare<I: GpuIter>(
+    iter: &I,
+    device: &GpuDevice,
+    roots: impl FnOnce(I::Item, Option<Expr<bool>>) -> Vec<Ref>,
+) -> GpuResult<Prepared> {
+    let start = Instant::now();
+    let prepared = trace_chain(iter, device, roots);
+    device.note(|s| {
+        s.traces += 1;
+        s.trace_time += start.elapsed();
+    });
+    prepared
+}
+
+fn trace_chain<I: GpuIter>(
     iter: &I,
     device: &GpuDevice,
     roots: impl FnOnce(I::Item, Option<Expr<bool>>) -> Vec<Ref>,
@@ -78,7 +93,24 @@ fn prepare<I: GpuIter>(
 }
 
 /// An accumulator whose combining function is `op`, traced on its own.
-fn accum<T: Element>(identity: T, op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>) -> GpuResult<Accum> {
+fn accum<T: Element>(
+    device: &GpuDevice,
+    identity: T,
+    op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+) -> GpuResult<Accum> {
+    let start = Instant::now();
+    let acc = trace_accum(identity, op);
+    device.note(|s| {
+        s.traces += 1;
+        s.trace_time += start.elapsed();
+    });
+    acc
+}
+
+fn trace_accum<T: Element>(
+    identity: T,
+    op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+) -> GpuResult<Accum> {
     let trace = TraceGuard::begin();
     let a = Expr::<T>::from_ref(trace.leaf(Node::Arg(0), T::TYPE));
     let b = Expr::<T>::from_ref(trace.leaf(Node::Arg(1), T::TYPE));
@@ -94,8 +126,8 @@ fn accum<T: Element>(identity: T, op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>) -> G
     })
 }
 
-fn count_accum() -> GpuResult<Accum> {
-    accum::<u64>(0, |a, b| a + b)
+fn count_accum(device: &GpuDevice) -> GpuResult<Accum> {
+    accum::<u64>(device, 0, |a, b| a + b)
 }
 
 fn compiled<T>(r: Result<T, String>, kernel: &str) -> GpuResult<T> {
@@ -163,6 +195,7 @@ fn ready(
     name: &str,
     build: impl FnOnce() -> Result<Built, String>,
 ) -> GpuResult<Ready> {
+    let start = Instant::now();
     let uniforms = uniform_order(&spec.graphs, &spec.extra);
     let slot = |c: &Constant| uniforms.iter().position(|u| u == c).unwrap_or(usize::MAX);
     let key = KernelKey {
@@ -187,23 +220,34 @@ fn ready(
         types: spec.types,
         tuning: spec.tuning,
     };
-    if let Some((module, per_thread)) = device.find_kernel(&key) {
+    let found = device.find_kernel(&key);
+    device.note(|s| s.lookup_time += start.elapsed());
+    if let Some((module, per_thread)) = found {
         return Ok(Ready {
             module,
             per_thread,
             uniforms,
         });
     }
-    let built = compiled(build(), name)?;
+    let start = Instant::now();
+    let built = build();
+    device.note(|s| {
+        s.kernels_generated += 1;
+        s.generate_time += start.elapsed();
+    });
+    let built = compiled(built, name)?;
     if built.uniforms != uniforms {
         return Err(compile_error(
             name,
             "internal error: the kernel's parameters are not in the traced order",
         ));
     }
+    let start = Instant::now();
     let module = device.load(Module {
         kernels: vec![built.kernel],
-    })?;
+    });
+    device.note(|s| s.load_time += start.elapsed());
+    let module = module?;
     device.remember_kernel(key, module.clone(), built.per_thread);
     Ok(Ready {
         module,
@@ -299,7 +343,7 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     let mut ir = p.ir.clone();
     let keep = ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
     let one = push(&mut ir, Node::Cast(keep, ScalarType::U64), ScalarType::U64);
-    let acc = count_accum()?;
+    let acc = count_accum(device)?;
     let spec = Spec {
         kind: Kind::Reduce { chunked: true },
         graphs: vec![&ir.graph, &acc.combine],
@@ -395,7 +439,7 @@ fn reduce_device<T: Element>(
             Node::Cast(keep, ScalarType::U64),
             ScalarType::U64,
         ));
-        accs.push(count_accum()?);
+        accs.push(count_accum(device)?);
     }
     let mut graphs = vec![&p.ir.graph];
     graphs.extend(accs.iter().map(|a| &a.combine));
@@ -466,7 +510,7 @@ fn run_reduce<T: Element, I: GpuIter<Item = Expr<T>>>(
     let device = iter.source_device().clone();
     let mut p = prepare(iter, &device, |item, _| vec![item.r])?;
     let value = first(p.roots.clone())?;
-    let main = accum(identity, op)?;
+    let main = accum(&device, identity, op)?;
     if p.len == 0 {
         return Ok((!none_if_empty).then_some(identity));
     }
@@ -493,7 +537,7 @@ pub(crate) fn sum_on_device<T: Numeric, I: GpuIter<Item = Expr<T>>>(
     if p.len == 0 {
         return device.upload(&[T::zero()]);
     }
-    let main = accum(T::zero(), |a, b| a + b)?;
+    let main = accum(&device, T::zero(), |a, b| a + b)?;
     let (out, _) = reduce_device::<T>(&mut p, value, main, false, &device)?;
     Ok(GpuVec::from_parts(out, device))
 }
@@ -528,7 +572,7 @@ pub(crate) fn count<I: GpuIter>(iter: &I) -> GpuResult<usize> {
     if p.len == 0 {
         return Ok(0);
     }
-    let (out, _) = reduce_device::<u64>(&mut p, ones, count_accum()?, false, &device)?;
+    let (out, _) = reduce_device::<u64>(&mut p, ones, count_accum(&device)?, false, &device)?;
     let n = first(out.to_host_vec(device.stream())?)?;
     usize::try_from(n).map_err(|_| chain_error("count overflow".into()))
 }

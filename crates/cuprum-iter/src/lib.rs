@@ -137,7 +137,7 @@ mod expr;
 mod iter;
 mod trace;
 
-pub use device::{DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
+pub use device::{ChainStats, DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
 pub use expr::{
     Bits, Element, Expr, Float, Integer, IntoExpr, Numeric, Signed, Traced, Transcendental, select,
 };
