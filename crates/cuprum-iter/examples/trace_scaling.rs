@@ -106,6 +106,7 @@ fn ms(d: Duration) -> f64 {
 fn delta(after: ChainStats, before: ChainStats) -> ChainStats {
     ChainStats {
         traces: after.traces - before.traces,
+        replays: after.replays - before.replays,
         kernels_generated: after.kernels_generated - before.kernels_generated,
         kernels_loaded: after.kernels_loaded - before.kernels_loaded,
         trace_time: after.trace_time - before.trace_time,
@@ -136,9 +137,9 @@ fn main() -> GpuResult<()> {
     for s in [Scenario::Collect, Scenario::CollectDistinct, Scenario::Sum] {
         println!("\n{} (one-element input; times in ms)", s.name());
         println!(
-            "| ops | trace | lookup | generate | load | run | first call | repeat | per op, repeat | repeats: traces, kernels |"
+            "| ops | trace | lookup | generate | load | run | first call | repeat: trace | repeat | per op, repeat | repeats: traces, replays, kernels |"
         );
-        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         let mut last: Option<(usize, f64)> = None;
         for &n in &sizes {
             if let Some((m, secs)) = last {
@@ -155,7 +156,7 @@ fn main() -> GpuResult<()> {
             let start = Instant::now();
             if let Err(e) = run(&device, &v, n, s, want) {
                 // A kernel with tens of thousands of parameters is over a GPU's limit.
-                println!("| {n} | failed: {e} | | | | | | | | |");
+                println!("| {n} | failed: {e} | | | | | | | | | |");
                 continue;
             }
             let first = start.elapsed();
@@ -165,25 +166,31 @@ fn main() -> GpuResult<()> {
 
             let before = device.chain_stats();
             let mut repeats = Vec::with_capacity(REPEATS);
+            let mut replays = Vec::with_capacity(REPEATS);
             for _ in 0..REPEATS {
+                let stats = device.chain_stats();
                 let start = Instant::now();
                 run(&device, &v, n, s, want)?;
                 repeats.push(start.elapsed());
+                replays.push(device.chain_stats().trace_time - stats.trace_time);
             }
             let r = delta(device.chain_stats(), before);
             repeats.sort();
-            let repeat = repeats[REPEATS / 2];
+            replays.sort();
+            let (repeat, replay) = (repeats[REPEATS / 2], replays[REPEATS / 2]);
             println!(
-                "| {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.0} ns | {}, {} |",
+                "| {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} ns | {}, {}, {} |",
                 ms(d.trace_time),
                 ms(d.lookup_time),
                 ms(d.generate_time),
                 ms(d.load_time),
                 ms(rest),
                 ms(first),
+                ms(replay),
                 ms(repeat),
                 repeat.as_secs_f64() * 1e9 / n as f64,
                 r.traces,
+                r.replays,
                 r.kernels_generated,
             );
             last = Some((n, first.as_secs_f64()));

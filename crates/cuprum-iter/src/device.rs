@@ -2,12 +2,17 @@
 //! kernel caches that make a second run of the same chain compile nothing.
 //!
 //! A `GpuDevice` is a runtime context (GPU or emulator), the stream all its work goes to, its
-//! launch [`Tuning`] and two caches, never keyed by a closure's type:
+//! launch [`Tuning`] and three caches:
 //! * kernels by their IR (its printed text, confirmed by comparing the IR): two calls whose
 //!   kernels differ can never share one, two whose kernels agree always do;
 //! * in front of it, kernels by the trace that generates them (`exec::KernelKey`: the traced
 //!   graphs with host values replaced by their parameter slots, and the generator's
-//!   settings), so that a repeated chain costs a hash instead of generating and printing IR.
+//!   settings), so that a chain of a known structure costs a hash instead of generating and
+//!   printing IR;
+//! * in front of that, the last call of each chain type and terminal (`plan::Plan`): its
+//!   trace logs and kernels, which a repeated call uses only after replaying every trace
+//!   exactly (see `plan.rs`), so that it costs a comparison per traced operation and no hash
+//!   of its graph. The closures' types only say which plan to try, never which kernel runs.
 //!
 //! Host values the closures capture are kernel parameters, not part of the IR, so a closure
 //! that captures another value next call reuses the kernel and still sees the new value.
@@ -27,6 +32,7 @@ use cuprum_runtime::{
 
 use crate::exec::KernelKey;
 use crate::expr::Element;
+use crate::plan::{Plan, PlanKey};
 use crate::{GpuError, GpuResult};
 
 /// How generated kernels spread work over the device. The defaults aim at memory bandwidth;
@@ -138,15 +144,21 @@ impl Tuning {
 /// generate again) and for profiling (the `trace_scaling` example prints these).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChainStats {
-    /// Traces recorded: a terminal call traces its chain (and a reduction its combining
-    /// function) by running the closures on [`Expr`](crate::Expr) handles.
+    /// Traces recorded: a terminal call runs its chain's closures (and a reduction's
+    /// combining function) on [`Expr`](crate::Expr) handles and records the graph they make,
+    /// the first time, or when the graph is not the one the same chain made last time.
     pub traces: u64,
+    /// Traces replayed: the closures ran and made, operation for operation, the graph the
+    /// same chain made last time (with new host values, perhaps), so nothing was recorded.
+    /// A call whose traces all replay launches the kernels of the last call, generating and
+    /// looking up nothing.
+    pub replays: u64,
     /// Kernels generated from a traced graph (graph -> IR), whether or not the IR then
     /// matched a kernel compiled before.
     pub kernels_generated: u64,
     /// Kernels compiled and loaded (IR never seen before on this device).
     pub kernels_loaded: u64,
-    /// Host time spent tracing (running the closures and recording their graphs).
+    /// Host time spent tracing (running the closures, recording or replaying).
     pub trace_time: Duration,
     /// Host time spent finding kernels in the caches (computing their keys included).
     pub lookup_time: Duration,
@@ -178,6 +190,8 @@ struct Inner {
     /// a hash of its trace, not the generation and printing of its IR.
     traces: Mutex<HashMap<KernelKey, (Arc<LoadedModule>, u32)>>,
     cache: Mutex<KernelCache>,
+    /// The last call of each chain and terminal, in front of `traces` (see `plan.rs`).
+    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
     /// See [`GpuDevice::chain_stats`].
     chain_stats: Mutex<ChainStats>,
 }
@@ -244,6 +258,7 @@ impl GpuDevice {
                 poison_outputs: AtomicBool::new(false),
                 traces: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
+                plans: Mutex::new(HashMap::new()),
                 chain_stats: Mutex::new(ChainStats::default()),
             }),
         }
@@ -378,6 +393,16 @@ impl GpuDevice {
 
     pub(crate) fn find_kernel(&self, key: &KernelKey) -> Option<(Arc<LoadedModule>, u32)> {
         self.inner.traces.lock().ok()?.get(key).cloned()
+    }
+
+    pub(crate) fn find_plan(&self, key: &PlanKey) -> Option<Arc<Plan>> {
+        self.inner.plans.lock().ok()?.get(key).cloned()
+    }
+
+    pub(crate) fn remember_plan(&self, key: PlanKey, plan: Arc<Plan>) {
+        if let Ok(mut plans) = self.inner.plans.lock() {
+            plans.insert(key, plan);
+        }
     }
 
     pub(crate) fn remember_kernel(&self, key: KernelKey, module: Arc<LoadedModule>, k: u32) {

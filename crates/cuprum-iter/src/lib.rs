@@ -23,8 +23,8 @@
 //! A [`GpuVec<T>`] lives on a [`GpuDevice`] (GPU 0, or cuprum's CPU emulator where there is
 //! no GPU). [`GpuIter`] chains (`map`, `filter`, `zip`, `enumerate`) are lazy; a terminal
 //! (`collect`, `materialize`, `sum`, `min`, `max`, `count`, `reduce`) traces the closures
-//! **once**, with [`Expr`] handles instead of numbers, into cuprum's kernel IR, and runs the
-//! whole chain as one fused kernel: no intermediate buffers, each input read once. A vector
+//! **once** per call, with [`Expr`] handles instead of numbers, into cuprum's kernel IR, and
+//! runs the whole chain as one fused kernel: no intermediate buffers, each input read once. A vector
 //! can be consumed (`a.zip(b)`) or borrowed (`(&a).zip(&b)`, kept for later).
 //!
 //! # What a closure may do, honestly
@@ -97,10 +97,27 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Kernels are cached per device by their IR (and, in front of that, by the trace that
-//! generates them, host values abstracted to parameter slots), so a chain traced again with
-//! the same structure compiles nothing, and a chain whose trace differs (another operation,
-//! another type) can never be served a stale kernel.
+//! # Repeated calls and long chains
+//!
+//! Every terminal call runs its closures (that is how it sees the captured host values,
+//! which become kernel parameters), but a repeated call of the same chain does no more than
+//! that: it *replays* the trace of the last call of the same closures, comparing each
+//! operation with the recorded one instead of recording a graph, and when the graph is the
+//! same (only host values differ) it launches the same kernels, generating and looking up
+//! nothing. A chain whose graph depends on host values (a captured count of operations, a
+//! captured `bool` choosing an expression, captured values that happen to be equal, a
+//! vector zipped with itself) is recorded anew where it differs, so no call is ever served
+//! another's kernel. [`GpuDevice::chain_stats`] counts recorded traces, replays and
+//! generated kernels, and times each step. Behind this, kernels are cached per device by
+//! the trace that generates them (host values abstracted to parameter slots) and by their
+//! IR, so a chain of the same structure in other closures compiles nothing either.
+//!
+//! The cost of a call is linear in the number of traced operations: recording takes about
+//! 0.1-0.3 µs per operation, a replay about 0.06 µs, and generating, validating and loading
+//! a kernel a few more tenths of a µs (the `trace_scaling` example prints the table for
+//! 2,000 to 200,000 operations). A chain of hundreds of operations per element runs one
+//! element per thread and loop iteration instead of several, so that its kernel holds one
+//! copy of the chain, not eight or sixteen.
 //!
 //! # Fusion and cost
 //!
@@ -135,6 +152,7 @@ mod device;
 mod exec;
 mod expr;
 mod iter;
+mod plan;
 mod trace;
 
 pub use device::{ChainStats, DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
