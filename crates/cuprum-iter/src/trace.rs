@@ -402,8 +402,8 @@ pub(crate) fn current_guard() -> Option<NodeId> {
     })
 }
 
-/// An open trace. Closing it ([`finish`](Self::finish)) gives the graph; dropping it unclosed
-/// (a closure panicked) just discards it.
+/// An open trace. Closing it ([`finish_traced`](Self::finish_traced)) gives what it made;
+/// dropping it unclosed (a closure panicked) just discards it.
 pub(crate) struct TraceGuard {
     id: u32,
 }
