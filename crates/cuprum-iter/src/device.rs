@@ -215,9 +215,11 @@ struct Inner {
 ///     let want: Vec<f32> = x.iter().map(|e| e * scale + 1.0).collect();
 ///     assert_eq!(y, want);
 /// }
-/// // One kernel, launched twice.
+/// // One kernel, launched twice; the second call replayed the first one's trace.
 /// assert_eq!(device.cached_kernels(), 1);
 /// assert_eq!(device.stats().launches, 2);
+/// let stats = device.chain_stats();
+/// assert_eq!((stats.traces, stats.replays, stats.kernels_generated), (1, 1, 1));
 /// # Ok(())
 /// # }
 /// ```
