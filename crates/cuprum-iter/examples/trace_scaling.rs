@@ -112,6 +112,7 @@ fn delta(after: ChainStats, before: ChainStats) -> ChainStats {
     ChainStats {
         traces: after.traces - before.traces,
         replays: after.replays - before.replays,
+        kernels_reused: after.kernels_reused - before.kernels_reused,
         kernels_generated: after.kernels_generated - before.kernels_generated,
         kernels_loaded: after.kernels_loaded - before.kernels_loaded,
         trace_time: after.trace_time - before.trace_time,

@@ -153,6 +153,9 @@ pub struct ChainStats {
     /// A call whose traces all replay launches the kernels of the last call, generating and
     /// looking up nothing.
     pub replays: u64,
+    /// Kernels a call launched straight from the plan of the last call of the same chain,
+    /// after replaying its traces: no kernel key computed, nothing looked up or generated.
+    pub kernels_reused: u64,
     /// Kernels generated from a traced graph (graph -> IR), whether or not the IR then
     /// matched a kernel compiled before.
     pub kernels_generated: u64,

@@ -450,6 +450,7 @@ impl<'d> Call<'d> {
                 .map(|&p| self.values.get(p as usize).copied())
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| chain_error("internal error: a parameter of no host value"))?;
+            self.device.note(|s| s.kernels_reused += 1);
             return Ok(Ready {
                 module: k.module.clone(),
                 per_thread: k.per_thread,

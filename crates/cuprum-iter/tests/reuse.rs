@@ -208,10 +208,16 @@ fn a_repeated_chain_is_replayed_not_traced_or_generated() {
     let first = after_first.unwrap_or_default();
     assert_eq!(first.traces, 1, "the first call records");
     assert_eq!(first.kernels_generated, 1, "and generates its kernel");
+    let now = device.chain_stats();
     assert_eq!(
-        counts(first, device.chain_stats()),
+        counts(first, now),
         (0, 999, 0),
         "then 999 calls replay: nothing recorded, nothing generated"
+    );
+    assert_eq!(
+        now.kernels_reused - first.kernels_reused,
+        999,
+        "and launch the first call's kernel without looking it up"
     );
     assert_eq!(device.cached_kernels(), 1);
 }
@@ -334,10 +340,13 @@ fn chains_whose_graphs_differ_are_not_confused() {
     // another kernel, and the old one never gets the new values.
     let ints: Vec<u32> = random(&mut rng, n, 0u32, 1000);
     let di = ok(device.upload(&ints));
-    for c in [0u32, 5, 0, 9] {
+    for (c, reused) in [(0u32, false), (5, false), (0, false), (9, false), (7, true)] {
+        let before = device.chain_stats();
         let got = ok((&di).map(move |x| x + c).reduce(0u32, |p, q| p + q));
         let want = ints.iter().map(|x| x + c).sum::<u32>();
         assert_eq!(got, want, "c = {c}");
+        let reused_now = device.chain_stats().kernels_reused - before.kernels_reused;
+        assert_eq!(reused_now, if reused { 2 } else { 0 }, "c = {c}");
     }
 
     // The same chain type over aliased inputs: one input slot instead of two.
