@@ -2,12 +2,17 @@
 //! kernel caches that make a second run of the same chain compile nothing.
 //!
 //! A `GpuDevice` is a runtime context (GPU or emulator), the stream all its work goes to, its
-//! launch [`Tuning`] and two caches, never keyed by a closure's type:
+//! launch [`Tuning`] and three caches:
 //! * kernels by their IR (its printed text, confirmed by comparing the IR): two calls whose
 //!   kernels differ can never share one, two whose kernels agree always do;
 //! * in front of it, kernels by the trace that generates them (`exec::KernelKey`: the traced
 //!   graphs with host values replaced by their parameter slots, and the generator's
-//!   settings), so that a repeated chain costs a hash instead of generating and printing IR.
+//!   settings), so that a chain of a known structure costs a hash instead of generating and
+//!   printing IR;
+//! * in front of that, the last call of each chain type and terminal (`plan::Plan`): its
+//!   trace logs and kernels, which a repeated call uses only after replaying every trace
+//!   exactly (see `plan.rs`), so that it costs a comparison per traced operation and no hash
+//!   of its graph. The closures' types only say which plan to try, never which kernel runs.
 //!
 //! Host values the closures capture are kernel parameters, not part of the IR, so a closure
 //! that captures another value next call reuses the kernel and still sees the new value.
@@ -18,6 +23,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use cuprum_ir::Module;
 use cuprum_runtime::{
@@ -26,6 +32,7 @@ use cuprum_runtime::{
 
 use crate::exec::KernelKey;
 use crate::expr::Element;
+use crate::plan::{Plan, PlanKey};
 use crate::{GpuError, GpuResult};
 
 /// How generated kernels spread work over the device. The defaults aim at memory bandwidth;
@@ -131,6 +138,40 @@ impl Tuning {
     }
 }
 
+/// What the iterator track did on a device's behalf, on the host, since the device was made
+/// ([`GpuDevice::chain_stats`]): how many terminal calls traced their chain and how many
+/// kernels it generated, and where the host time went. For tests (a repeated chain must not
+/// generate again) and for profiling (the `trace_scaling` example prints these).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainStats {
+    /// Traces recorded: a terminal call runs its chain's closures (and a reduction's
+    /// combining function) on [`Expr`](crate::Expr) handles and records the graph they make,
+    /// the first time, or when the graph is not the one the same chain made last time.
+    pub traces: u64,
+    /// Traces replayed: the closures ran and made, operation for operation, the graph the
+    /// same chain made last time (with new host values, perhaps), so nothing was recorded.
+    /// A call whose traces all replay launches the kernels of the last call, generating and
+    /// looking up nothing.
+    pub replays: u64,
+    /// Kernels a call launched straight from the plan of the last call of the same chain,
+    /// after replaying its traces: no kernel key computed, nothing looked up or generated.
+    pub kernels_reused: u64,
+    /// Kernels generated from a traced graph (graph -> IR), whether or not the IR then
+    /// matched a kernel compiled before.
+    pub kernels_generated: u64,
+    /// Kernels compiled and loaded (IR never seen before on this device).
+    pub kernels_loaded: u64,
+    /// Host time spent tracing (running the closures, recording or replaying).
+    pub trace_time: Duration,
+    /// Host time spent finding kernels in the caches (computing their keys included).
+    pub lookup_time: Duration,
+    /// Host time spent generating kernel IR from graphs.
+    pub generate_time: Duration,
+    /// Host time spent loading generated kernels: the IR cache key (printed IR),
+    /// validation, and on a GPU the PTX writer and the driver's compiler.
+    pub load_time: Duration,
+}
+
 /// Set this environment variable (to anything) to have every kernel the iterator track
 /// compiles printed to stderr, as IR and (on a GPU) as PTX.
 pub const DUMP_ENV_VAR: &str = "CUPRUM_ITER_DUMP";
@@ -152,6 +193,10 @@ struct Inner {
     /// a hash of its trace, not the generation and printing of its IR.
     traces: Mutex<HashMap<KernelKey, (Arc<LoadedModule>, u32)>>,
     cache: Mutex<KernelCache>,
+    /// The last call of each chain and terminal, in front of `traces` (see `plan.rs`).
+    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
+    /// See [`GpuDevice::chain_stats`].
+    chain_stats: Mutex<ChainStats>,
 }
 
 /// A device for iterator chains: a GPU, or the CPU emulator where there is none. Cheap to
@@ -173,9 +218,11 @@ struct Inner {
 ///     let want: Vec<f32> = x.iter().map(|e| e * scale + 1.0).collect();
 ///     assert_eq!(y, want);
 /// }
-/// // One kernel, launched twice.
+/// // One kernel, launched twice; the second call replayed the first one's trace.
 /// assert_eq!(device.cached_kernels(), 1);
 /// assert_eq!(device.stats().launches, 2);
+/// let stats = device.chain_stats();
+/// assert_eq!((stats.traces, stats.replays, stats.kernels_generated), (1, 1, 1));
 /// # Ok(())
 /// # }
 /// ```
@@ -216,6 +263,8 @@ impl GpuDevice {
                 poison_outputs: AtomicBool::new(false),
                 traces: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
+                plans: Mutex::new(HashMap::new()),
+                chain_stats: Mutex::new(ChainStats::default()),
             }),
         }
     }
@@ -233,6 +282,23 @@ impl GpuDevice {
     /// Launch and allocation counters of the context.
     pub fn stats(&self) -> RuntimeStats {
         self.inner.ctx.stats()
+    }
+
+    /// What the iterator track did for this device's chains (shared by its clones): traces,
+    /// generated and loaded kernels, and the host time each step took.
+    pub fn chain_stats(&self) -> ChainStats {
+        self.inner
+            .chain_stats
+            .lock()
+            .map(|s| *s)
+            .unwrap_or_default()
+    }
+
+    /// Updates the [`ChainStats`].
+    pub(crate) fn note(&self, update: impl FnOnce(&mut ChainStats)) {
+        if let Ok(mut stats) = self.inner.chain_stats.lock() {
+            update(&mut stats);
+        }
     }
 
     /// Copies `data` to the device.
@@ -334,6 +400,16 @@ impl GpuDevice {
         self.inner.traces.lock().ok()?.get(key).cloned()
     }
 
+    pub(crate) fn find_plan(&self, key: &PlanKey) -> Option<Arc<Plan>> {
+        self.inner.plans.lock().ok()?.get(key).cloned()
+    }
+
+    pub(crate) fn remember_plan(&self, key: PlanKey, plan: Arc<Plan>) {
+        if let Ok(mut plans) = self.inner.plans.lock() {
+            plans.insert(key, plan);
+        }
+    }
+
     pub(crate) fn remember_kernel(&self, key: KernelKey, module: Arc<LoadedModule>, k: u32) {
         if let Ok(mut traces) = self.inner.traces.lock() {
             traces.insert(key, (module, k));
@@ -358,6 +434,7 @@ impl GpuDevice {
         }
         let module = Arc::new(module);
         let loaded = Arc::new(LoadedModule::load(&self.inner.ctx, module.clone())?);
+        self.note(|s| s.kernels_loaded += 1);
         if std::env::var_os(DUMP_ENV_VAR).is_some() {
             eprintln!("cuprum-iter: compiled a kernel\n{key}");
             if let Some(ptx) = loaded.ptx() {

@@ -1,5 +1,6 @@
-//! Running a chain: trace it, generate (or find in the cache) its kernels, size the grid to
-//! the device, launch.
+//! Running a chain: trace it (see `plan.rs` for how a repeated call replays its traces and
+//! reuses its kernels), generate (or find in the caches) its kernels, size the grid to the
+//! device, launch.
 //!
 //! What each terminal costs on the device (`n` elements; launches and allocations are what
 //! `ctx.stats()` counts, and the tests check them):
@@ -13,90 +14,22 @@
 //!
 //! Empty inputs launch nothing and give an empty output or the identity.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::time::Instant;
 
 use cuprum_ir::{Constant, Module, ScalarType};
-use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D, LoadedModule};
+use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D};
 
+use crate::GpuResult;
 use crate::codegen::kernels::{
     Built, ChainIr, final_kernel, map_kernel, reduce_kernel, scatter_kernel,
 };
-use crate::codegen::{Accum, uniform_order};
+use crate::codegen::uniform_order;
 use crate::device::{GpuDevice, GpuVec, Tuning, compile_error};
 use crate::expr::{Element, Expr, Numeric};
-use crate::iter::{EmitCx, GpuIter};
-use crate::trace::{Graph, Node, NodeId, Ref, TraceGuard};
-use crate::{GpuError, GpuResult};
-
-/// A traced chain with the roots a terminal asked for.
-struct Prepared {
-    ir: ChainIr,
-    inputs: Vec<KernelArg>,
-    len: usize,
-    roots: Vec<NodeId>,
-}
-
-fn chain_error(message: String) -> GpuError {
-    compile_error("iterator chain", message)
-}
-
-/// Traces `iter`; `roots` picks, while the trace is still open, the values the terminal
-/// needs from the chain's item and filter condition.
-fn prepare<I: GpuIter>(
-    iter: &I,
-    device: &GpuDevice,
-    roots: impl FnOnce(I::Item, Option<Expr<bool>>) -> Vec<Ref>,
-) -> GpuResult<Prepared> {
-    let mut cx = EmitCx::new(device.clone());
-    let item = iter.emit(&mut cx)?;
-    let EmitCx {
-        trace,
-        inputs,
-        mask,
-        ..
-    } = cx;
-    let wanted = roots(item, mask);
-    let ids: Vec<Option<NodeId>> = wanted.into_iter().map(|r| trace.resolve(r)).collect();
-    let mask = mask.map(|m| trace.resolve(m.r));
-    let graph = trace.finish().map_err(chain_error)?;
-    let missing = || chain_error("internal error: a root of the chain was not traced".into());
-    let roots = ids
-        .into_iter()
-        .map(|id| id.ok_or_else(missing))
-        .collect::<GpuResult<Vec<_>>>()?;
-    let mask = mask.map(|m| m.ok_or_else(missing)).transpose()?;
-    Ok(Prepared {
-        ir: ChainIr {
-            graph,
-            inputs: inputs.iter().map(|&(_, ty)| ty).collect(),
-            mask,
-        },
-        inputs: inputs.into_iter().map(|(arg, _)| arg).collect(),
-        len: iter.dense_len(),
-        roots,
-    })
-}
-
-/// An accumulator whose combining function is `op`, traced on its own.
-fn accum<T: Element>(identity: T, op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>) -> GpuResult<Accum> {
-    let trace = TraceGuard::begin();
-    let a = Expr::<T>::from_ref(trace.leaf(Node::Arg(0), T::TYPE));
-    let b = Expr::<T>::from_ref(trace.leaf(Node::Arg(1), T::TYPE));
-    let r = op(a, b);
-    let root = trace.resolve(r.r);
-    let combine = trace.finish().map_err(chain_error)?;
-    Ok(Accum {
-        ty: T::TYPE,
-        identity: Constant::new(T::TYPE, identity.to_bits()),
-        combine,
-        root: root
-            .ok_or_else(|| chain_error("the reduce function's result was not traced".into()))?,
-    })
-}
-
-fn count_accum() -> GpuResult<Accum> {
-    accum::<u64>(0, |a, b| a + b)
-}
+use crate::iter::GpuIter;
+use crate::plan::{Call, ChainRun, PlanKey, Ready, Terminal, chain_error};
+use crate::trace::{Graph, Node, NodeId};
 
 fn compiled<T>(r: Result<T, String>, kernel: &str) -> GpuResult<T> {
     r.map_err(|m| compile_error(kernel, m))
@@ -140,22 +73,6 @@ struct Spec<'a> {
     tuning: Tuning,
 }
 
-/// A loaded kernel and the host values its trailing parameters take in this call.
-struct Ready {
-    module: Arc<LoadedModule>,
-    per_thread: u32,
-    uniforms: Vec<Constant>,
-}
-
-impl Ready {
-    fn uniform_args(&self) -> impl Iterator<Item = KernelArg> + '_ {
-        self.uniforms.iter().map(|c| KernelArg::Scalar {
-            ty: c.ty,
-            bits: c.bits,
-        })
-    }
-}
-
 /// The kernel `spec` describes: from the device's caches, or made by `build` and loaded.
 fn ready(
     device: &GpuDevice,
@@ -163,8 +80,11 @@ fn ready(
     name: &str,
     build: impl FnOnce() -> Result<Built, String>,
 ) -> GpuResult<Ready> {
+    let start = Instant::now();
     let uniforms = uniform_order(&spec.graphs, &spec.extra);
-    let slot = |c: &Constant| uniforms.iter().position(|u| u == c).unwrap_or(usize::MAX);
+    let slots: HashMap<Constant, usize> =
+        uniforms.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let slot = |c: &Constant| slots.get(c).copied().unwrap_or(usize::MAX);
     let key = KernelKey {
         kind: spec.kind,
         graphs: spec
@@ -187,23 +107,34 @@ fn ready(
         types: spec.types,
         tuning: spec.tuning,
     };
-    if let Some((module, per_thread)) = device.find_kernel(&key) {
+    let found = device.find_kernel(&key);
+    device.note(|s| s.lookup_time += start.elapsed());
+    if let Some((module, per_thread)) = found {
         return Ok(Ready {
             module,
             per_thread,
             uniforms,
         });
     }
-    let built = compiled(build(), name)?;
+    let start = Instant::now();
+    let built = build();
+    device.note(|s| {
+        s.kernels_generated += 1;
+        s.generate_time += start.elapsed();
+    });
+    let built = compiled(built, name)?;
     if built.uniforms != uniforms {
         return Err(compile_error(
             name,
             "internal error: the kernel's parameters are not in the traced order",
         ));
     }
+    let start = Instant::now();
     let module = device.load(Module {
         kernels: vec![built.kernel],
-    })?;
+    });
+    device.note(|s| s.load_time += start.elapsed());
+    let module = module?;
     device.remember_kernel(key, module.clone(), built.per_thread);
     Ok(Ready {
         module,
@@ -251,35 +182,36 @@ pub(crate) fn materialize<T: Element, I: GpuIter<Item = Expr<T>>>(
     device: &GpuDevice,
 ) -> GpuResult<GpuVec<T>> {
     check_device(iter, device)?;
-    let p = prepare(iter, device, |item, _| vec![item.r])?;
-    let value = p
-        .roots
-        .first()
-        .copied()
-        .ok_or_else(|| chain_error("no value".into()))?;
-    if p.ir.mask.is_some() {
-        return compact(&p, value, device);
+    let mut call = Call::new(device, PlanKey::of::<I>(Terminal::Materialize));
+    let run = call.chain(iter, |item, _| vec![item.r])?;
+    if run.filtered {
+        call.count_accum();
+        return compact(&mut call, &run, device);
     }
-    let t = device.map_tuning();
-    let mut out = device.output::<T>(p.len)?;
-    if p.len > 0 {
-        let spec = Spec {
-            kind: Kind::Map,
-            graphs: vec![&p.ir.graph],
-            extra: Vec::new(),
-            inputs: &p.ir.inputs,
-            roots: vec![value],
-            mask: None,
-            types: vec![T::TYPE],
-            tuning: t,
-        };
-        let kernel = ready(device, spec, "iter_map", || {
-            map_kernel(&p.ir, value, T::TYPE, &t)
+    call.settle();
+    let t = call.map_tuning();
+    let mut out = device.output::<T>(run.len)?;
+    if run.len > 0 {
+        let kernel = call.kernel(0, |tr| {
+            let value = tr.root(0)?;
+            let spec = Spec {
+                kind: Kind::Map,
+                graphs: vec![&tr.chain.graph],
+                extra: Vec::new(),
+                inputs: &tr.chain.inputs,
+                roots: vec![value],
+                mask: None,
+                types: vec![T::TYPE],
+                tuning: t,
+            };
+            ready(device, spec, "iter_map", || {
+                map_kernel(&tr.chain, value, T::TYPE, &t)
+            })
         })?;
-        let grid = grid_for(device, &t, p.len.div_ceil(kernel.per_thread as usize));
-        let mut args = p.inputs.clone();
+        let grid = grid_for(device, &t, run.len.div_ceil(kernel.per_thread as usize));
+        let mut args = run.inputs.clone();
         args.push(KernelArg::slice_mut(&mut out));
-        args.push(KernelArg::scalar(p.len as u64));
+        args.push(KernelArg::scalar(run.len as u64));
         args.extend(kernel.uniform_args());
         launch(device, &kernel, t.block, grid, &args)?;
     }
@@ -288,30 +220,40 @@ pub(crate) fn materialize<T: Element, I: GpuIter<Item = Expr<T>>>(
 
 /// `filter` then `materialize`: count the survivors of each block's chunk, turn the counts
 /// into offsets on the host (which needs the total anyway, to size the output), then write
-/// the survivors in order.
-fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuResult<GpuVec<T>> {
-    let n = p.len;
+/// the survivors in order. The call's one accumulator is the count.
+fn compact<T: Element>(
+    call: &mut Call,
+    run: &ChainRun,
+    device: &GpuDevice,
+) -> GpuResult<GpuVec<T>> {
+    call.settle();
+    let n = run.len;
     if n == 0 {
         return Ok(GpuVec::from_parts(device.output::<T>(0)?, device.clone()));
     }
-    let t = device.tuning();
-    // The count pass's contribution: the filter condition as 0 or 1.
-    let mut ir = p.ir.clone();
-    let keep = ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
-    let one = push(&mut ir, Node::Cast(keep, ScalarType::U64), ScalarType::U64);
-    let acc = count_accum()?;
-    let spec = Spec {
-        kind: Kind::Reduce { chunked: true },
-        graphs: vec![&ir.graph, &acc.combine],
-        extra: vec![acc.identity],
-        inputs: &ir.inputs,
-        roots: vec![one, acc.root],
-        mask: ir.mask,
-        types: vec![acc.ty],
-        tuning: t,
-    };
-    let counter = ready(device, spec, "iter_reduce", || {
-        reduce_kernel(&ir, &[one], std::slice::from_ref(&acc), &t, true)
+    let t = call.filter_tuning();
+    let counter = call.kernel(0, |tr| {
+        // The count pass's contribution: the filter condition as 0 or 1.
+        let mut ir = tr.chain.clone();
+        let keep = ir.mask.ok_or_else(|| chain_error("no filter"))?;
+        let one = push(&mut ir, Node::Cast(keep, ScalarType::U64), ScalarType::U64);
+        let acc = tr
+            .accums
+            .first()
+            .ok_or_else(|| chain_error("internal error: no count"))?;
+        let spec = Spec {
+            kind: Kind::Reduce { chunked: true },
+            graphs: vec![&ir.graph, &acc.combine],
+            extra: vec![acc.identity],
+            inputs: &ir.inputs,
+            roots: vec![one, acc.root],
+            mask: ir.mask,
+            types: vec![acc.ty],
+            tuning: t,
+        };
+        ready(device, spec, "iter_reduce", || {
+            reduce_kernel(&ir, &[one], std::slice::from_ref(acc), &t, true)
+        })
     })?;
     let k = counter.per_thread;
     let tile = t.block as usize * k as usize;
@@ -319,10 +261,10 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     let blocks = sms * t.blocks_per_sm as usize;
     let chunk = n.div_ceil(blocks).div_ceil(tile) * tile;
     let grid = n.div_ceil(chunk);
-    let grid32 = u32::try_from(grid).map_err(|_| chain_error("grid too large".into()))?;
+    let grid32 = u32::try_from(grid).map_err(|_| chain_error("grid too large"))?;
 
     let mut counts = device.output::<u64>(grid)?;
-    let mut args = p.inputs.clone();
+    let mut args = run.inputs.clone();
     args.push(KernelArg::slice_mut(&mut counts));
     args.push(KernelArg::scalar(n as u64));
     args.push(KernelArg::scalar(chunk as u64));
@@ -336,7 +278,7 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
         offsets.push(total);
         total += c;
     }
-    let total = usize::try_from(total).map_err(|_| chain_error("count overflow".into()))?;
+    let total = usize::try_from(total).map_err(|_| chain_error("count overflow"))?;
     if total > n {
         return Err(chain_error(format!(
             "internal error: the filter kept {total} of {n} elements"
@@ -345,20 +287,23 @@ fn compact<T: Element>(p: &Prepared, value: NodeId, device: &GpuDevice) -> GpuRe
     let mut out = device.output::<T>(total)?;
     if total > 0 {
         counts.copy_from_host(device.stream(), &offsets)?;
-        let spec = Spec {
-            kind: Kind::Scatter { per_thread: k },
-            graphs: vec![&p.ir.graph],
-            extra: Vec::new(),
-            inputs: &p.ir.inputs,
-            roots: vec![value],
-            mask: p.ir.mask,
-            types: vec![T::TYPE],
-            tuning: t,
-        };
-        let scatter = ready(device, spec, "iter_filter_scatter", || {
-            scatter_kernel(&p.ir, value, T::TYPE, &t, k)
+        let scatter = call.kernel(1, |tr| {
+            let value = tr.root(0)?;
+            let spec = Spec {
+                kind: Kind::Scatter { per_thread: k },
+                graphs: vec![&tr.chain.graph],
+                extra: Vec::new(),
+                inputs: &tr.chain.inputs,
+                roots: vec![value],
+                mask: tr.chain.mask,
+                types: vec![T::TYPE],
+                tuning: t,
+            };
+            ready(device, spec, "iter_filter_scatter", || {
+                scatter_kernel(&tr.chain, value, T::TYPE, &t, k)
+            })
         })?;
-        let mut args = p.inputs.clone();
+        let mut args = run.inputs.clone();
         args.push(KernelArg::slice(&counts));
         args.push(KernelArg::slice_mut(&mut out));
         args.push(KernelArg::scalar(n as u64));
@@ -376,66 +321,80 @@ fn push(ir: &mut ChainIr, node: Node, ty: ScalarType) -> NodeId {
     (ir.graph.nodes.len() - 1) as NodeId
 }
 
-/// Runs a reduction of `contrib` with `main`, plus a survivor count when `with_count`:
-/// the result buffers (one element each) stay on the device.
+/// Runs a reduction of the chain's root 0 with the call's accumulators: the first one over
+/// the root, and with `with_count` a second one counting the survivors of the filter. The
+/// result buffers (one element each) stay on the device.
 fn reduce_device<T: Element>(
-    p: &mut Prepared,
-    contrib: NodeId,
-    main: Accum,
+    call: &mut Call,
+    run: &ChainRun,
     with_count: bool,
     device: &GpuDevice,
 ) -> GpuResult<(DeviceBuffer<T>, Option<DeviceBuffer<u64>>)> {
-    let t = device.reduction_tuning();
-    let mut accs = vec![main];
-    let mut contribs = vec![contrib];
-    if with_count {
-        let keep = p.ir.mask.ok_or_else(|| chain_error("no filter".into()))?;
-        contribs.push(push(
-            &mut p.ir,
-            Node::Cast(keep, ScalarType::U64),
-            ScalarType::U64,
-        ));
-        accs.push(count_accum()?);
-    }
-    let mut graphs = vec![&p.ir.graph];
-    graphs.extend(accs.iter().map(|a| &a.combine));
-    let identities: Vec<Constant> = accs.iter().map(|a| a.identity).collect();
-    let types: Vec<ScalarType> = accs.iter().map(|a| a.ty).collect();
-    let mut roots = contribs.clone();
-    roots.extend(accs.iter().map(|a| a.root));
-    let spec = Spec {
-        kind: Kind::Reduce { chunked: false },
-        graphs: graphs.clone(),
-        extra: identities.clone(),
-        inputs: &p.ir.inputs,
-        roots,
-        mask: p.ir.mask,
-        types: types.clone(),
-        tuning: t,
-    };
-    let partial = ready(device, spec, "iter_reduce", || {
-        reduce_kernel(&p.ir, &contribs, &accs, &t, false)
+    let t = call.reduction_tuning();
+    let partial = call.kernel(0, |tr| {
+        let mut contribs = vec![tr.root(0)?];
+        let counted;
+        let ir = if with_count {
+            let mut ir = tr.chain.clone();
+            let keep = ir.mask.ok_or_else(|| chain_error("no filter"))?;
+            contribs.push(push(
+                &mut ir,
+                Node::Cast(keep, ScalarType::U64),
+                ScalarType::U64,
+            ));
+            counted = ir;
+            &counted
+        } else {
+            &tr.chain
+        };
+        let accs = &tr.accums;
+        if accs.len() != contribs.len() {
+            return Err(chain_error(
+                "internal error: one accumulator per contribution",
+            ));
+        }
+        let mut graphs = vec![&ir.graph];
+        graphs.extend(accs.iter().map(|a| &a.combine));
+        let mut roots = contribs.clone();
+        roots.extend(accs.iter().map(|a| a.root));
+        let spec = Spec {
+            kind: Kind::Reduce { chunked: false },
+            graphs,
+            extra: accs.iter().map(|a| a.identity).collect(),
+            inputs: &ir.inputs,
+            roots,
+            mask: ir.mask,
+            types: accs.iter().map(|a| a.ty).collect(),
+            tuning: t,
+        };
+        ready(device, spec, "iter_reduce", || {
+            reduce_kernel(ir, &contribs, accs, &t, false)
+        })
     })?;
-    let grid = grid_for(device, &t, p.len.div_ceil(partial.per_thread as usize));
-    let mut partials = device.output::<u64>(accs.len() * grid as usize)?;
-    let mut args = p.inputs.clone();
+    let accumulators = 1 + usize::from(with_count);
+    let grid = grid_for(device, &t, run.len.div_ceil(partial.per_thread as usize));
+    let mut partials = device.output::<u64>(accumulators * grid as usize)?;
+    let mut args = run.inputs.clone();
     args.push(KernelArg::slice_mut(&mut partials));
-    args.push(KernelArg::scalar(p.len as u64));
+    args.push(KernelArg::scalar(run.len as u64));
     args.extend(partial.uniform_args());
     launch(device, &partial, t.block, grid, &args)?;
 
-    let spec = Spec {
-        kind: Kind::Final,
-        graphs: graphs[1..].to_vec(),
-        extra: identities,
-        inputs: &[],
-        roots: accs.iter().map(|a| a.root).collect(),
-        mask: None,
-        types,
-        tuning: t,
-    };
-    let last = ready(device, spec, "iter_reduce_final", || {
-        final_kernel(&accs, t.block)
+    let last = call.kernel(1, |tr| {
+        let accs = &tr.accums;
+        let spec = Spec {
+            kind: Kind::Final,
+            graphs: accs.iter().map(|a| &a.combine).collect(),
+            extra: accs.iter().map(|a| a.identity).collect(),
+            inputs: &[],
+            roots: accs.iter().map(|a| a.root).collect(),
+            mask: None,
+            types: accs.iter().map(|a| a.ty).collect(),
+            tuning: t,
+        };
+        ready(device, spec, "iter_reduce_final", || {
+            final_kernel(accs, t.block)
+        })
     })?;
     let mut out = device.output::<T>(1)?;
     let mut count = with_count.then(|| device.output::<u64>(1)).transpose()?;
@@ -452,26 +411,35 @@ fn reduce_device<T: Element>(
 fn first<T: Copy>(v: Vec<T>) -> GpuResult<T> {
     v.first()
         .copied()
-        .ok_or_else(|| chain_error("internal error: empty reduction result".into()))
+        .ok_or_else(|| chain_error("internal error: empty reduction result"))
 }
 
 /// A reduction with identity `identity` and function `op`; `None` when no element survives
 /// a filter and `none_if_empty`.
-fn run_reduce<T: Element, I: GpuIter<Item = Expr<T>>>(
+fn run_reduce<T: Element, I: GpuIter<Item = Expr<T>>, F: Fn(Expr<T>, Expr<T>) -> Expr<T>>(
     iter: &I,
     identity: T,
-    op: impl Fn(Expr<T>, Expr<T>) -> Expr<T>,
+    op: F,
     none_if_empty: bool,
 ) -> GpuResult<Option<T>> {
     let device = iter.source_device().clone();
-    let mut p = prepare(iter, &device, |item, _| vec![item.r])?;
-    let value = first(p.roots.clone())?;
-    let main = accum(identity, op)?;
-    if p.len == 0 {
+    let terminal = if none_if_empty {
+        Terminal::ReduceOrNone
+    } else {
+        Terminal::Reduce
+    };
+    let mut call = Call::new(&device, PlanKey::with_op::<I, F>(terminal));
+    let run = call.chain(iter, |item, _| vec![item.r])?;
+    call.accum(identity, op)?;
+    let with_count = none_if_empty && run.filtered;
+    if with_count {
+        call.count_accum();
+    }
+    call.settle();
+    if run.len == 0 {
         return Ok((!none_if_empty).then_some(identity));
     }
-    let with_count = none_if_empty && p.ir.mask.is_some();
-    let (out, count) = reduce_device::<T>(&mut p, value, main, with_count, &device)?;
+    let (out, count) = reduce_device::<T>(&mut call, &run, with_count, &device)?;
     if let Some(count) = count
         && first(count.to_host_vec(device.stream())?)? == 0
     {
@@ -488,13 +456,14 @@ pub(crate) fn sum_on_device<T: Numeric, I: GpuIter<Item = Expr<T>>>(
     iter: &I,
 ) -> GpuResult<GpuVec<T>> {
     let device = iter.source_device().clone();
-    let mut p = prepare(iter, &device, |item, _| vec![item.r])?;
-    let value = first(p.roots.clone())?;
-    if p.len == 0 {
+    let mut call = Call::new(&device, PlanKey::of::<I>(Terminal::SumOnDevice));
+    let run = call.chain(iter, |item, _| vec![item.r])?;
+    call.accum(T::zero(), |a, b| a + b)?;
+    call.settle();
+    if run.len == 0 {
         return device.upload(&[T::zero()]);
     }
-    let main = accum(T::zero(), |a, b| a + b)?;
-    let (out, _) = reduce_device::<T>(&mut p, value, main, false, &device)?;
+    let (out, _) = reduce_device::<T>(&mut call, &run, false, &device)?;
     Ok(GpuVec::from_parts(out, device))
 }
 
@@ -519,16 +488,21 @@ pub(crate) fn reduce<T: Element, I: GpuIter<Item = Expr<T>>>(
 
 pub(crate) fn count<I: GpuIter>(iter: &I) -> GpuResult<usize> {
     let device = iter.source_device().clone();
-    let mut p = prepare(iter, &device, |_, mask| {
+    let mut call = Call::new(&device, PlanKey::of::<I>(Terminal::Count));
+    let run = call.chain(iter, |_, mask| {
         mask.map(|m| m.cast::<u64>().r).into_iter().collect()
     })?;
-    let Some(&ones) = p.roots.first() else {
-        return Ok(p.len);
-    };
-    if p.len == 0 {
+    if run.has_roots {
+        call.count_accum();
+    }
+    call.settle();
+    if !run.has_roots {
+        return Ok(run.len);
+    }
+    if run.len == 0 {
         return Ok(0);
     }
-    let (out, _) = reduce_device::<u64>(&mut p, ones, count_accum()?, false, &device)?;
+    let (out, _) = reduce_device::<u64>(&mut call, &run, false, &device)?;
     let n = first(out.to_host_vec(device.stream())?)?;
-    usize::try_from(n).map_err(|_| chain_error("count overflow".into()))
+    usize::try_from(n).map_err(|_| chain_error("count overflow"))
 }

@@ -33,9 +33,10 @@ pub struct EmitCx {
 }
 
 impl EmitCx {
-    pub(crate) fn new(device: GpuDevice) -> Self {
+    /// Emission into `trace` (recording, or replaying a log).
+    pub(crate) fn new(device: GpuDevice, trace: TraceGuard) -> Self {
         Self {
-            trace: TraceGuard::begin(),
+            trace,
             device,
             inputs: Vec::new(),
             mask: None,

@@ -23,8 +23,8 @@
 //! A [`GpuVec<T>`] lives on a [`GpuDevice`] (GPU 0, or cuprum's CPU emulator where there is
 //! no GPU). [`GpuIter`] chains (`map`, `filter`, `zip`, `enumerate`) are lazy; a terminal
 //! (`collect`, `materialize`, `sum`, `min`, `max`, `count`, `reduce`) traces the closures
-//! **once**, with [`Expr`] handles instead of numbers, into cuprum's kernel IR, and runs the
-//! whole chain as one fused kernel: no intermediate buffers, each input read once. A vector
+//! **once** per call, with [`Expr`] handles instead of numbers, into cuprum's kernel IR, and
+//! runs the whole chain as one fused kernel: no intermediate buffers, each input read once. A vector
 //! can be consumed (`a.zip(b)`) or borrowed (`(&a).zip(&b)`, kept for later).
 //!
 //! # What a closure may do, honestly
@@ -97,10 +97,28 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Kernels are cached per device by their IR (and, in front of that, by the trace that
-//! generates them, host values abstracted to parameter slots), so a chain traced again with
-//! the same structure compiles nothing, and a chain whose trace differs (another operation,
-//! another type) can never be served a stale kernel.
+//! # Repeated calls and long chains
+//!
+//! Every terminal call runs its closures (that is how it sees the captured host values,
+//! which become kernel parameters), but a repeated call of the same chain does no more than
+//! that: it *replays* the trace of the last call of the same closures, comparing each
+//! operation with the recorded one instead of recording a graph, and when the graph is the
+//! same (only host values differ) it launches the same kernels, generating and looking up
+//! nothing. A chain whose graph depends on host values (a captured count of operations, a
+//! captured `bool` choosing an expression, captured values that happen to be equal, a
+//! vector zipped with itself) is recorded anew where it differs, so no call is ever served
+//! another's kernel. [`GpuDevice::chain_stats`] counts recorded traces, replays and
+//! generated kernels, and times each step. Behind this, kernels are cached per device by
+//! the trace that generates them (host values abstracted to parameter slots) and by their
+//! IR, so a chain of the same structure in other closures compiles nothing either.
+//!
+//! The host's cost of a call is linear in the number of traced operations: recording takes
+//! about 0.15-0.5 µs per operation (a hash-table insertion), a replay under 0.1 µs, and
+//! generating, validating and loading the kernel under 1 µs more (the `trace_scaling`
+//! example prints the table for 2,000 to 200,000 operations). A kernel lowers at most 2,048
+//! graph nodes per loop iteration, so a long chain takes fewer elements per thread at once
+//! (one from about a thousand nodes on) and its kernel holds one copy of the chain, not
+//! eight or sixteen: such a chain is bound by arithmetic, not memory.
 //!
 //! # Fusion and cost
 //!
@@ -135,9 +153,10 @@ mod device;
 mod exec;
 mod expr;
 mod iter;
+mod plan;
 mod trace;
 
-pub use device::{DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
+pub use device::{ChainStats, DUMP_ENV_VAR, GpuDevice, GpuVec, Layout, Tuning};
 pub use expr::{
     Bits, Element, Expr, Float, Integer, IntoExpr, Numeric, Signed, Traced, Transcendental, select,
 };

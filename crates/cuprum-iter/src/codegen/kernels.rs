@@ -18,6 +18,14 @@ use super::{Accum, Env, Gen, R};
 use crate::device::{Layout, Tuning};
 use crate::trace::{Graph, Node, NodeId};
 
+/// The most graph nodes a kernel lowers per loop iteration (`k` elements of `n` nodes each)
+/// before it takes fewer elements per thread. Several elements per thread keep more loads in
+/// flight, which a chain of a few operations needs to reach memory bandwidth; a chain of
+/// hundreds of operations per element is bound by arithmetic instead, and every copy of it
+/// makes the kernel larger: more PTX for the driver to compile, more registers for the
+/// emulator to clear at every launch. With one element per thread the chain is lowered once.
+const UNROLLED_NODES: usize = 2048;
+
 /// A traced chain ready for code generation.
 #[derive(Clone, Debug)]
 pub(crate) struct ChainIr {
@@ -41,6 +49,23 @@ impl ChainIr {
             }
         }
         used
+    }
+
+    /// How many nodes lowering `roots` for one element makes.
+    fn lowered_nodes(&self, roots: &[NodeId]) -> usize {
+        self.graph.reachable(roots).iter().filter(|&&r| r).count()
+    }
+
+    /// Elements per thread and loop iteration, and per vector access, for kernels reading
+    /// `roots` whose widest element has `widest` bytes: the tuning's, unless that many
+    /// copies of the chain would exceed [`UNROLLED_NODES`].
+    fn per_thread(&self, t: &Tuning, roots: &[NodeId], widest: u32) -> (u32, u32) {
+        let nodes = self.lowered_nodes(roots).max(1);
+        let mut k = t.elems_per_thread(widest);
+        while k > 1 && k as usize * nodes > UNROLLED_NODES {
+            k /= 2;
+        }
+        (k, t.vector_elems(widest).min(k))
     }
 
     /// The largest element size among the used inputs and `extra`, in bytes.
@@ -187,7 +212,7 @@ pub(crate) fn map_kernel(
     g.declare_uniforms(&[&chain.graph], &[])?;
     let out_base = g.def(Op::SliceBase(out))?;
     let widest = chain.widest(&[value], &[out_ty]);
-    let (k, vec) = (t.elems_per_thread(widest), t.vector_elems(widest));
+    let (k, vec) = chain.per_thread(t, &[value], widest);
     let c = Coords::new(&mut g)?;
     grid_stride(&mut g, &c, n, k, vec, t.layout, &mut |g, group| {
         let vals = elements(g, chain, &bases, group, &[value])?
@@ -259,7 +284,7 @@ pub(crate) fn reduce_kernel(
     g.declare_uniforms(&graphs, &identities)?;
     let partials = g.def(Op::SliceBase(partials))?;
     let widest = chain.widest(&roots, &[]);
-    let (k, vec) = (t.elems_per_thread(widest), t.vector_elems(widest));
+    let (k, vec) = chain.per_thread(t, &roots, widest);
     let c = Coords::new(&mut g)?;
     let vars = accumulators(&mut g, accs)?;
     let mut visit = |g: &mut Gen, group: &Group| -> R<()> {

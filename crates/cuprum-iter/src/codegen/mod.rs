@@ -16,7 +16,7 @@ mod block;
 pub(crate) mod kernels;
 mod traverse;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cuprum_ir::{
     AddressSpace, BinaryOp, Block, CmpOp, Constant, Dim, Kernel, KernelBuilder, LaunchBounds, Op,
@@ -454,6 +454,7 @@ impl Gen {
 /// them in this order, and kernels are cached by where each value sits in it.
 pub(crate) fn uniform_order(graphs: &[&Graph], extra: &[Constant]) -> Vec<Constant> {
     let mut order: Vec<Constant> = Vec::new();
+    let mut seen: HashSet<Constant> = HashSet::new();
     let consts = graphs
         .iter()
         .flat_map(|g| g.nodes.iter())
@@ -463,7 +464,7 @@ pub(crate) fn uniform_order(graphs: &[&Graph], extra: &[Constant]) -> Vec<Consta
         })
         .chain(extra.iter().copied());
     for c in consts {
-        if !order.contains(&c) {
+        if seen.insert(c) {
             order.push(c);
         }
     }

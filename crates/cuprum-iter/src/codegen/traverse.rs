@@ -8,6 +8,8 @@
 //!   runs at `l vec`, `(32 + l) vec`, ... (each warp-wide access reads one contiguous span);
 //!   with [`Layout::Consecutive`] a thread's `k` elements are consecutive. The fewer than
 //!   `32 k` (or `k`) elements left at the end go through a scalar grid-stride tail loop.
+//!   With `k = 1` (long chains, see `kernels::UNROLLED_NODES`) the scalar loop is all there
+//!   is, so the chain is lowered once.
 //! * [`chunked_tiles`]: each block owns one contiguous chunk and walks it tile by tile, in
 //!   order, with a block-uniform trip count (so tile bodies may contain barriers). Used where
 //!   order across blocks matters: `filter` compaction.
@@ -114,6 +116,10 @@ pub(crate) fn grid_stride(
     layout: Layout,
     visit: &mut Visit,
 ) -> R<()> {
+    if k <= 1 {
+        // One element per thread and iteration: no runs, no tail, the chain lowered once.
+        return strided_loop(g, c.gtid, n, c.gsize, &mut |g, i| visit(g, &Group::one(i)));
+    }
     let vec = vec.clamp(1, k);
     let shift = |g: &mut Gen, v: Value, bits: u32| {
         let s = g.u32(bits);
@@ -209,20 +215,20 @@ pub(crate) fn chunked_tiles(
     };
     strided_loop(g, start, end, tile, &mut |g, s| {
         let base = g.add(s, own)?;
+        let at = |guarded| Tile {
+            start: s,
+            base,
+            stride,
+            end,
+            guarded,
+        };
+        if k <= 1 {
+            // One element per thread: a test per element costs less than a second copy.
+            return visit(g, &at(true));
+        }
         let tile_end = g.add(s, tile)?;
         let full = g.cmp(CmpOp::Le, tile_end, end)?;
-        g.if_else(full, |g, full| {
-            visit(
-                g,
-                &Tile {
-                    start: s,
-                    base,
-                    stride,
-                    end,
-                    guarded: !full,
-                },
-            )
-        })
+        g.if_else(full, |g, full| visit(g, &at(!full)))
     })
 }
 
