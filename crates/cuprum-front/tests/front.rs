@@ -223,3 +223,90 @@ fn type_mismatches_are_reported() {
         "{e}"
     );
 }
+
+fn var_types(ir: &cuprum_ir::Module) -> Vec<(String, ScalarType)> {
+    ir.kernels[0]
+        .vars
+        .iter()
+        .map(|(_, v)| (v.name.clone(), v.ty))
+        .collect()
+}
+
+#[test]
+fn types_flow_through_shuffles_and_reductions() {
+    // The operand's type is what the result's uses say, as rustc infers `T` of
+    // `shuffle<T>`: `j` is a `u64` (not the literal's default `i32`), `total` an `f32`.
+    let ir = compile_ok(
+        r#"#[kernel] pub fn k(x: &[u64], y: &[f32], mut o: DisjointSlice<u64>, mut s: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let mut j = 0;
+            j = warp::shuffle(j, 0);
+            j = warp::shuffle_xor(j, 1) + x[0];
+            let mut total = 0.0;
+            total = warp::reduce_max(total);
+            total = warp::reduce_add(total) + y[0];
+            let seven = warp::shuffle_down(7, 1);
+            if let Some(o) = o.get_mut(i) { *o = j + seven; }
+            if let Some(s) = s.get_mut(i) { *s = total; }
+        }"#,
+    );
+    let vars = var_types(&ir);
+    assert!(vars.contains(&("j".into(), ScalarType::U64)), "{vars:?}");
+    assert!(
+        vars.contains(&("total".into(), ScalarType::F32)),
+        "{vars:?}"
+    );
+}
+
+#[test]
+fn a_generic_helper_takes_its_type_from_the_typed_argument() {
+    let ir = compile_ok(
+        r#"fn add<T>(a: T, b: T) -> T { a + b }
+        #[kernel] pub fn k(x: &[f32], mut o: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let mut acc = 0.0;
+            acc = add(acc, x[0]);
+            if let Some(o) = o.get_mut(i) { *o = acc; }
+        }"#,
+    );
+    assert!(var_types(&ir).contains(&("acc".into(), ScalarType::F32)));
+}
+
+#[test]
+fn mut_kernel_parameters_can_be_reassigned() {
+    let ir = compile_ok(
+        r#"struct P { a: u32, b: f32 }
+        #[kernel] pub fn k(mut n: u32, mut p: P, mut o: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            n = warp::shuffle(n, 0);
+            n += 1;
+            p.b = p.b * 2.0;
+            p = P { a: n, b: p.b };
+            if let Some(o) = o.get_mut(i) { *o = p.b + p.a as f32; }
+        }"#,
+    );
+    let vars = var_types(&ir);
+    assert!(vars.contains(&("n".into(), ScalarType::U32)), "{vars:?}");
+    assert!(vars.contains(&("p.1".into(), ScalarType::F32)), "{vars:?}");
+}
+
+#[test]
+fn assigning_what_cannot_be_assigned_says_why() {
+    let e = compile_err(
+        "#[kernel] pub fn k(n: u32, mut o: DisjointSlice<u32>) { n = 3; let j = 1; j = 2; }",
+    );
+    assert!(
+        e.contains("immutable variable `n`: declare it `let mut n` (or `mut n: T`"),
+        "{e}"
+    );
+    let e = compile_err("#[kernel] pub fn k(mut o: DisjointSlice<u32>) { let j = 1; j = 2; }");
+    assert!(e.contains("immutable variable `j`"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub unsafe fn k(p: *const u32, mut o: DisjointSlice<u32>) { p = p.add(1); }",
+    );
+    assert!(e.contains("a raw pointer cannot be reassigned"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub fn k(mut o: DisjointSlice<u32>) { if let Some(x) = o.get_mut(thread::index_1d()) { x = 1; } }",
+    );
+    assert!(e.contains("write `*x = ...`"), "{e}");
+}

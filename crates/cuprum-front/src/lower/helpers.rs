@@ -246,6 +246,7 @@ impl Lowerer<'_> {
             }
         }
         let mut literal_kind: HashMap<String, LitKind> = HashMap::new();
+        let mut from_open: HashMap<String, S> = HashMap::new();
         for (input, value) in f.sig.inputs.iter().zip(values) {
             let syn::FnArg::Typed(pt) = input else {
                 continue;
@@ -270,14 +271,20 @@ impl Lowerer<'_> {
                     literal_kind.entry(ident).or_insert(LitKind::Float);
                 }
                 Val::Infer(site, kind) => {
+                    // Weaker than a typed argument: `add(acc, x[i])` with `acc` still open
+                    // takes `T` from `x[i]`.
                     let ty = self.solved(*site).unwrap_or(kind.default_type());
-                    out.insert(ident, ty);
+                    from_open.entry(ident).or_insert(ty);
                 }
                 _ => {}
             }
         }
         for name in &generics {
             if !out.contains_key(name) {
+                if let Some(&ty) = from_open.get(name) {
+                    out.insert(name.clone(), ty);
+                    continue;
+                }
                 match literal_kind.get(name) {
                     Some(k) => {
                         out.insert(name.clone(), k.default_type());

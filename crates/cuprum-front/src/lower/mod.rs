@@ -381,7 +381,24 @@ impl<'a> Lowerer<'a> {
                     Val::Atomic(self.b.param(name.clone(), kind))
                 }
             };
-            self.bind(name, Binding::Val(binding));
+            // `mut x: u32` (and a `mut` struct) may be reassigned in the body, as a `let mut`.
+            let binding = match binding {
+                Val::Scalar(x) if param_is_mut(&k.item.sig, &p.name) => {
+                    let ty = self.ty(x);
+                    let var = self.b.var(name.clone(), ty);
+                    self.b.push(Stmt::WriteVar { var, value: x });
+                    Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    }
+                }
+                Val::Struct(sname, items) if param_is_mut(&k.item.sig, &p.name) => {
+                    self.mutable_struct(&name, sname, items, p.name.span())?
+                }
+                other => Binding::Val(other),
+            };
+            self.bind(name, binding);
         }
         let body = &k.item.block;
         let v = self.block_stmts(&body.stmts)?;
@@ -761,6 +778,14 @@ impl<'a> Lowerer<'a> {
                 );
             }
         };
+        let kind = match value {
+            Val::Infer(_, k) => k,
+            Val::Float(_) => LitKind::Float,
+            _ => LitKind::Int,
+        };
+        // The emit run always decides (Rust's default when no use said anything), so that no
+        // variable of the emitted kernel stays open and drops its writes.
+        let ty = ty.or_else(|| (!self.inferring()).then(|| kind.default_type()));
         match ty {
             Some(ty) => {
                 let var = self.b.var(name.clone(), ty);
@@ -777,11 +802,6 @@ impl<'a> Lowerer<'a> {
             }
             None => {
                 // Infer run: the type is decided by later uses.
-                let kind = match value {
-                    Val::Infer(_, k) => k,
-                    Val::Float(_) => LitKind::Float,
-                    _ => LitKind::Int,
-                };
                 self.bind(name, Binding::InferVar { site, kind });
             }
         }
@@ -1177,9 +1197,32 @@ impl<'a> Lowerer<'a> {
                         mutable: true,
                     }) => Ok(Place::Var(var, ty)),
                     Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
+                    Some(Binding::Val(Val::ElemRef { .. })) => err(
+                        p.span(),
+                        format!("`{name}` is a reference to an element: write `*{name} = ...`"),
+                    ),
+                    Some(Binding::Val(
+                        v @ (Val::Ptr { .. }
+                        | Val::Slice(_)
+                        | Val::Atomic(_)
+                        | Val::Shared { .. }
+                        | Val::Index1(_)
+                        | Val::Index2(..)
+                        | Val::Index3(..)),
+                    )) => err(
+                        p.span(),
+                        format!(
+                            "cannot assign to `{name}`: {} cannot be reassigned in device code; \
+                             bind the new value to a new name with `let`",
+                            describe(&v)
+                        ),
+                    ),
                     Some(_) => err(
                         p.span(),
-                        format!("cannot assign to `{name}`: declare it with `let mut`"),
+                        format!(
+                            "cannot assign twice to immutable variable `{name}`: declare it \
+                             `let mut {name}` (or `mut {name}: T` for a parameter)"
+                        ),
                     ),
                     None => err(p.span(), format!("cannot find `{name}` in device code")),
                 }
@@ -1501,6 +1544,16 @@ fn associated_constant(path: &syn::Path) -> Option<Constant> {
         "BITS" => Some(Constant::u32(bits)),
         _ => None,
     }
+}
+
+/// Whether the parameter `name` of `sig` is declared `mut name: T`.
+fn param_is_mut(sig: &syn::Signature, name: &syn::Ident) -> bool {
+    sig.inputs.iter().any(|input| match input {
+        syn::FnArg::Typed(pt) => {
+            matches!(&*pt.pat, syn::Pat::Ident(id) if id.ident == *name && id.mutability.is_some())
+        }
+        syn::FnArg::Receiver(_) => false,
+    })
 }
 
 /// The pattern without its type annotation.
