@@ -310,3 +310,14 @@ fn assigning_what_cannot_be_assigned_says_why() {
     );
     assert!(e.contains("write `*x = ...`"), "{e}");
 }
+
+#[test]
+fn a_method_call_on_a_struct_says_impl_blocks_are_not_supported() {
+    let e = compile_err(
+        "struct R { w: f32 } #[kernel] pub fn k(r: R, mut o: DisjointSlice<f32>) { let a = r.area(); }",
+    );
+    assert!(
+        e.contains("`.area()` on a `R`: methods in `impl` blocks are not supported"),
+        "{e}"
+    );
+}

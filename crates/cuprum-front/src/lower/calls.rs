@@ -165,6 +165,15 @@ impl Lowerer<'_> {
                 self.def(Op::Ternary(TernaryOp::MulAdd, x, a, c), span)?,
             ));
         }
+        if let Val::Struct(name, _) = &receiver {
+            return err(
+                m.method.span(),
+                format!(
+                    "`.{method}()` on a `{name}`: methods in `impl` blocks are not supported in \
+                     device code yet; write a free `fn {method}(value: {name}, ..)` of the module"
+                ),
+            );
+        }
         err(
             m.method.span(),
             format!("method `{method}` is not supported in device code"),
