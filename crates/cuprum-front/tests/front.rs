@@ -321,3 +321,34 @@ fn a_method_call_on_a_struct_says_impl_blocks_are_not_supported() {
         "{e}"
     );
 }
+
+#[test]
+fn open_arrays_take_their_element_type_from_fragments_and_assignments() {
+    // `acc` is an `[f32; 4]` because `mma` takes and gives one; `r` a `[u32; 4]` because
+    // `ldmatrix_x4` gives one (not the literals' defaults `f64` and `i32`).
+    let ir = compile_ok(
+        r#"#[kernel] pub unsafe fn k(a: &[u32], mut out: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let tile = SharedArray::<u16, 256>::uninit();
+            let fa = [a[0], a[1], a[2], a[3]];
+            let fb = [a[4], a[5]];
+            let mut acc = [0.0; 4];
+            acc = mma_m16n8k16_f16(fa, fb, acc);
+            let mut r = [0; 4];
+            r = ldmatrix_x4(&tile, 0);
+            if let Some(o) = out.get_mut(i) { *o = acc[0] + r[1] as f32; }
+        }"#,
+    );
+    let locals: Vec<(ScalarType, u32)> = ir.kernels[0]
+        .locals
+        .iter()
+        .map(|a| (a.elem, a.len))
+        .collect();
+    assert!(locals.contains(&(ScalarType::F32, 4)), "{locals:?}");
+    assert!(
+        !locals
+            .iter()
+            .any(|(t, _)| *t == ScalarType::F64 || *t == ScalarType::I32),
+        "{locals:?}"
+    );
+}

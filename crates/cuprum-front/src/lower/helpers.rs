@@ -139,23 +139,13 @@ impl Lowerer<'_> {
                 }
                 Ok(Binding::Tuple(items))
             }
-            syn::Type::Array(a) => {
-                let elem = self.resolve_scalar(&a.elem)?;
-                let len = match self.eval_const(&a.len, 0)? {
-                    ConstVal::Int(n) if n > 0 && n <= 16 * 1024 => n as u32,
-                    _ => return err(a.len.span(), "unsupported array length"),
+            syn::Type::Array(_) => {
+                let Some((elem, dims)) = self.array_type(ty)? else {
+                    return err(ty.span(), "expected an array type");
                 };
-                let array = self.b.local_array(cuprum_ir::ArrayDecl {
-                    name: name.into(),
-                    elem,
-                    len,
-                });
-                Ok(Binding::Val(Val::Array {
-                    array,
-                    elem,
-                    len,
-                    infer: None,
-                }))
+                let what = format!("the result of `{}`", name.trim_end_matches("_result"));
+                let array = self.new_local_array(name, elem, dims, None, ty.span(), what)?;
+                Ok(Binding::Val(Val::Array(array)))
             }
             other if crate::types::struct_named(other, &self.info.structs).is_some() => {
                 let Some(def) = crate::types::struct_named(other, &self.info.structs).cloned()

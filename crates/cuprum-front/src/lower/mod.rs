@@ -10,6 +10,7 @@
 //! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
 
 mod aggregates;
+mod arrays;
 mod calls;
 mod control;
 mod helpers;
@@ -196,14 +197,8 @@ enum Val {
         elem: S,
         len: u32,
     },
-    /// A per-thread array in local memory. `infer` is set only in the infer run, while the
-    /// element type is still being decided at that site.
-    Array {
-        array: u32,
-        elem: S,
-        len: u32,
-        infer: Option<(u32, LitKind)>,
-    },
+    /// A per-thread array in local memory, or a row of a nested one.
+    Array(arrays::LocalArray),
     /// A tuple, taken apart.
     Tuple(Vec<Val>),
     /// A struct of the module, taken apart: its fields in declaration order.
@@ -275,6 +270,8 @@ struct Lowerer<'a> {
     ranges: HashMap<Value, u128>,
     /// Values defined by constants.
     constants: std::collections::HashSet<Value>,
+    /// For each local array of the kernel: the source span and what it is, for errors.
+    local_origins: Vec<(proc_macro2::Span, String)>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -309,6 +306,7 @@ impl<'a> Lowerer<'a> {
             const_params,
             ranges: HashMap::new(),
             constants: std::collections::HashSet::new(),
+            local_origins: Vec::new(),
         }
     }
 
@@ -652,8 +650,8 @@ impl<'a> Lowerer<'a> {
         let (value, fresh) = match init {
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => {
                 let hint = match annotation {
-                    Some(syn::Type::Array(a)) => Some(self.resolve_scalar(&a.elem)?),
-                    _ => None,
+                    Some(t) => self.array_type(t)?.map(|(elem, _)| elem),
+                    None => None,
                 };
                 (self.array_expr(init, hint, Some(site))?, true)
             }
@@ -709,8 +707,28 @@ impl<'a> Lowerer<'a> {
             }
         };
         let Some(name) = name else { return Ok(()) };
+        if let (Val::Array(a), Some(t)) = (&value, annotation)
+            && let Some((elem, dims)) = self.array_type(t)?
+        {
+            // `let b: [[f32; 4]; 2] = a;` and array parameters of helpers: the declared
+            // type decides an open array's elements, and must match a typed one.
+            match a.infer {
+                Some((open, _)) => self.note_type(open, elem),
+                None if a.elem != elem || a.dims != dims => {
+                    return err(
+                        span,
+                        format!(
+                            "mismatched types: expected `{}`, found `{}`",
+                            quote::ToTokens::to_token_stream(t),
+                            a.type_name()
+                        ),
+                    );
+                }
+                None => {}
+            }
+        }
         let value = match value {
-            Val::Array { .. } if !fresh => self.copy_array(&value, span)?,
+            Val::Array(_) if !fresh => self.copy_array(&value, span)?,
             Val::Tuple(items) if mutable => {
                 let binding = self.mutable_tuple(&name, items, span)?;
                 self.bind(name, binding);
@@ -725,7 +743,7 @@ impl<'a> Lowerer<'a> {
         };
         if matches!(
             value,
-            Val::Array { .. }
+            Val::Array(_)
                 | Val::Tuple(_)
                 | Val::Struct(..)
                 | Val::Ptr { .. }
@@ -828,6 +846,20 @@ impl<'a> Lowerer<'a> {
                     self.assign_binding(&target, v, a.right.span())?;
                     return Ok(Val::Unit);
                 }
+                // `a[i] = ..` writes an element, or a whole row of an array of arrays.
+                if let syn::Expr::Index(i) = &*a.left {
+                    match self.indexed(i)? {
+                        arrays::Indexed::Element(place) => {
+                            let v = self.expr(&a.right)?;
+                            self.write_place(place, v, a.right.span())?;
+                        }
+                        arrays::Indexed::Row(row) => {
+                            let v = self.expr(&a.right)?;
+                            self.assign_array(&row, v, a.right.span())?;
+                        }
+                    }
+                    return Ok(Val::Unit);
+                }
                 let place = self.place(&a.left)?;
                 let v = self.expr(&a.right)?;
                 self.write_place(place, v, a.right.span())?;
@@ -856,18 +888,16 @@ impl<'a> Lowerer<'a> {
                 self.jump(Stmt::Continue, c.span())
             }
             syn::Expr::Return(r) => self.return_expr(r),
-            syn::Expr::Index(i) => {
-                let place = self.index_place(i)?;
-                self.read_place(place, i.span())
-            }
+            syn::Expr::Index(i) => match self.indexed(i)? {
+                arrays::Indexed::Element(place) => self.read_place(place, i.span()),
+                arrays::Indexed::Row(row) => Ok(Val::Array(row)),
+            },
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
             syn::Expr::Macro(m) => self.device_macro(&m.mac),
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
-                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array { .. }) => {
-                    Ok(v)
-                }
+                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
                 _ => err(
                     r.span(),
                     "taking references to values is not supported in device code",
@@ -917,7 +947,7 @@ impl<'a> Lowerer<'a> {
         Ok(b.filter(|b| {
             matches!(
                 b,
-                Binding::Tuple(_) | Binding::Struct(..) | Binding::Val(Val::Array { .. })
+                Binding::Tuple(_) | Binding::Struct(..) | Binding::Val(Val::Array(_))
             )
         }))
     }
@@ -1317,9 +1347,27 @@ impl<'a> Lowerer<'a> {
 
     /// `slice[index]`, bounds-checked.
     fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
+        match self.indexed(i)? {
+            arrays::Indexed::Element(place) => Ok(place),
+            arrays::Indexed::Row(row) => err(
+                i.span(),
+                format!(
+                    "`{}` is a row `{}` of an array of arrays, not a number: index it again \
+                     (`{}[j]`) or assign it a whole row",
+                    source_text(i),
+                    row.type_name(),
+                    source_text(i)
+                ),
+            ),
+        }
+    }
+
+    /// `slice[index]` (bounds-checked) or `array[index]`: an element, or a row of an array
+    /// of arrays.
+    fn indexed(&mut self, i: &syn::ExprIndex) -> Result<arrays::Indexed> {
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
-            v @ Val::Array { .. } => return self.array_place(&v, &i.index, source_text(i)),
+            Val::Array(a) => return self.index_array(&a, &i.index, source_text(i)),
             other => {
                 return err(
                     i.expr.span(),
@@ -1348,11 +1396,11 @@ impl<'a> Lowerer<'a> {
                 "a `DisjointSlice` is written through `get_mut(index)`, not indexed",
             );
         }
-        Ok(Place::Mem {
+        Ok(arrays::Indexed::Element(Place::Mem {
             space: AddressSpace::Global,
             addr,
             elem,
-        })
+        }))
     }
 
     fn slice_param(&self, param: u32) -> (S, SliceAccess) {
@@ -1458,7 +1506,7 @@ fn describe(v: &Val) -> String {
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
         Val::Slice(_) => "a slice".into(),
-        Val::Array { .. } => "an array".into(),
+        Val::Array(a) => format!("an array `{}`", a.type_name()),
         Val::Ptr { .. } => "a raw pointer".into(),
         Val::Tuple(_) => "a tuple".into(),
         Val::Struct(name, _) => format!("a `{name}`"),
