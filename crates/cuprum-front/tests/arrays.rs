@@ -156,3 +156,73 @@ fn nested_forms_left_out_say_what_is_supported() {
         assert!(e.contains(needle), "`{stmt}`: expected `{needle}` in: {e}");
     }
 }
+
+#[test]
+fn local_arrays_past_the_per_thread_limit_are_refused_at_compile_time() {
+    // 6 arrays of 128 KiB (one of them in a helper, inlined into the kernel) and one of
+    // 64 KiB: 832 KiB, past the 512 KiB a GPU thread has.
+    let e = compile_err(
+        r#"fn scratch() -> f64 { let s = [1.0f64; 16384]; s[7] }
+        #[kernel] pub fn big(x: &[f64], mut o: DisjointSlice<f64>) {
+            let a = [0.0f64; 16384];
+            let b = [[0.0f64; 4096]; 4];
+            let c = [0u64; 16384];
+            let d = [0i64; 16384];
+            let e = [0.5f64; 16384];
+            let f = [[1u32; 128]; 128];
+            if let Some(o) = o.get_mut(thread::index_1d()) {
+                *o = a[1] + b[1][2] + c[3] as f64 + d[4] as f64 + e[5] + f[6][7] as f64 + scratch();
+            }
+        }"#,
+    );
+    let limit = cuprum_ir::MAX_LOCAL_BYTES / 1024;
+    assert_eq!(limit, 512);
+    assert!(
+        e.contains(
+            "kernel `big` needs 832 KiB of local memory per thread for its arrays, more than \
+             the 512 KiB a GPU thread has; the largest: `a: [f64; 16384]`, 128 KiB at line 3; \
+             `b: [[f64; 4096]; 4]`, 128 KiB at line 4; `c: [u64; 16384]`, 128 KiB at line 5"
+        ),
+        "{e}"
+    );
+    // Under the limit, the same arrays are fine.
+    compile_ok(
+        r#"#[kernel] pub fn fits(mut o: DisjointSlice<f64>) {
+            let a = [0.0f64; 16384];
+            let b = [[0.0f64; 4096]; 3];
+            if let Some(o) = o.get_mut(thread::index_1d()) { *o = a[1] + b[1][2]; }
+        }"#,
+    );
+}
+
+#[test]
+fn a_specialization_past_the_local_memory_limit_says_which() {
+    let source = r#"mod kernels { use super::*;
+        #[kernel] pub fn staged<const N: usize>(mut o: DisjointSlice<f64>) {
+            let a = [0.0f64; N];
+            let b = [1.0f64; N];
+            let c = [2.0f64; N];
+            let d = [3.0f64; N];
+            let e = [4.0f64; N];
+            if let Some(o) = o.get_mut(thread::index_1d()) { *o = a[1] + b[2] + c[3] + d[4] + e[5]; }
+        }
+    }"#;
+    // Checked with N = 32 at compile time: fine.
+    compile_source(source).expect("the generic kernel compiles");
+    let spec = |n| cuprum_front::Specialization {
+        types: vec![],
+        consts: vec![("N".into(), n)],
+    };
+    if let Err(e) = cuprum_front::compile_specialized(source, "staged", &spec(8192)) {
+        panic!("5 arrays of 64 KiB fit: {e}");
+    }
+    let e = cuprum_front::compile_specialized(source, "staged", &spec(16384)).unwrap_err();
+    assert!(
+        e.contains(
+            "kernel `staged` (with N = 16384) needs 640 KiB of local memory per thread for its \
+             arrays, more than the 512 KiB a GPU thread has; the largest: `a: [f64; 16384]`, \
+             128 KiB at line 3"
+        ),
+        "{e}"
+    );
+}

@@ -661,6 +661,79 @@ impl Lowerer<'_> {
     }
 }
 
+impl Lowerer<'_> {
+    /// Refuses a kernel whose local arrays (its own, its inlined helpers', and the copies and
+    /// fragments the lowering makes) need more local memory per thread than a GPU thread has,
+    /// at the largest array, naming the largest ones.
+    pub(super) fn check_local_memory(&self) -> Result<()> {
+        let locals = &self.b.kernel().locals;
+        let total = cuprum_ir::array_layout_size(locals);
+        let limit = cuprum_ir::MAX_LOCAL_BYTES;
+        if total <= u64::from(limit) {
+            return Ok(());
+        }
+        // Largest first; among equals, in source order.
+        let mut order: Vec<usize> = (0..locals.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(locals[i].size_bytes()));
+        let largest: Vec<String> = order
+            .iter()
+            .take(3)
+            .map(|&i| {
+                let size = bytes_text(u64::from(locals[i].size_bytes()));
+                match self.local_origins.get(i) {
+                    Some((span, what)) => format!("{what}, {size}{}", at_line(*span)),
+                    None => format!("a {size} array"),
+                }
+            })
+            .collect();
+        let span = self
+            .local_origins
+            .get(order[0])
+            .map_or_else(|| self.kernel.item.sig.ident.span(), |(span, _)| *span);
+        err(
+            span,
+            format!(
+                "{} needs {} of local memory per thread for its arrays, more than the {} a GPU \
+                 thread has; the largest: {}. Make the arrays smaller, or keep the data in \
+                 shared memory or in a slice",
+                self.kernel_description(),
+                bytes_text(total),
+                bytes_text(u64::from(limit)),
+                largest.join("; ")
+            ),
+        )
+    }
+
+    /// `kernel `name``, with the specialization's types and constants for a generic kernel.
+    pub(super) fn kernel_description(&self) -> String {
+        let k = self.kernel;
+        let mut args: Vec<String> = k
+            .type_params
+            .iter()
+            .filter_map(|t| Some(format!("{t} = {}", self.kernel_types.get(t)?.rust_name())))
+            .collect();
+        args.extend(
+            k.const_params
+                .iter()
+                .filter_map(|(c, _)| Some(format!("{c} = {}", self.const_params.get(c)?.1))),
+        );
+        if args.is_empty() {
+            format!("kernel `{}`", k.name)
+        } else {
+            format!("kernel `{}` (with {})", k.name, args.join(", "))
+        }
+    }
+}
+
+/// `512 KiB`, or `20 bytes` for sizes that are not whole KiB.
+fn bytes_text(n: u64) -> String {
+    if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// What local arrays can hold, for the error on anything else.
 pub(super) const UNSUPPORTED_ELEMENTS: &str = "local arrays hold numbers and `bool`s, also \
      nested (`[[f32; 4]; 8]`, `[[0; 4]; 8]`, `[[1, 2], [3, 4]]`); arrays of tuples or structs are \

@@ -69,10 +69,13 @@ impl Lowerer<'_> {
             });
         };
         let bytes = u64::from(len) * u64::from(shape.elem.size_bytes());
-        if bytes > 227 * 1024 {
+        if bytes > u64::from(cuprum_ir::MAX_SHARED_BYTES) {
             return err(
                 span,
-                format!("shared array `{name}` needs {bytes} bytes; a block has at most 227 KiB"),
+                format!(
+                    "shared array `{name}` needs {bytes} bytes; a block has at most {} KiB",
+                    cuprum_ir::MAX_SHARED_BYTES / 1024
+                ),
             );
         }
         let array = self.b.shared_array(ArrayDecl {

@@ -406,6 +406,7 @@ impl<'a> Lowerer<'a> {
                 "kernels return nothing; this block has a value",
             );
         }
+        self.check_local_memory()?;
         Ok(self.b.finish())
     }
 
@@ -729,6 +730,14 @@ impl<'a> Lowerer<'a> {
         }
         let value = match value {
             Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            other => other,
+        };
+        if let Val::Array(a) = &value
+            && let Some(origin) = self.local_origins.get_mut(a.array as usize)
+        {
+            origin.1 = format!("`{name}: {}`", a.type_name());
+        }
+        let value = match value {
             Val::Tuple(items) if mutable => {
                 let binding = self.mutable_tuple(&name, items, span)?;
                 self.bind(name, binding);
@@ -1165,6 +1174,9 @@ impl<'a> Lowerer<'a> {
                     .get_ident()
                     .map(|i| i.to_string())
                     .unwrap_or_default();
+                if let Some(&(_, v)) = self.const_params.get(&name) {
+                    return Ok(ConstVal::Int(v)); // a const parameter of a generic kernel
+                }
                 match self.info.consts.iter().find(|c| c.ident == name) {
                     Some(c) => self.eval_const(&c.expr, depth + 1),
                     None => err(
@@ -1591,6 +1603,14 @@ fn associated_constant(path: &syn::Path) -> Option<Constant> {
         "MIN" => Some(Constant::new(ty, 0)),
         "BITS" => Some(Constant::u32(bits)),
         _ => None,
+    }
+}
+
+/// ` at line N` where the span knows its line (always, with `span-locations`), else nothing.
+fn at_line(span: proc_macro2::Span) -> String {
+    match span.start().line {
+        0 => String::new(),
+        line => format!(" at line {line}"),
     }
 }
 
