@@ -352,3 +352,71 @@ fn open_arrays_take_their_element_type_from_fragments_and_assignments() {
         "{locals:?}"
     );
 }
+
+#[test]
+fn division_checks_name_the_expression_and_its_line() {
+    let source = "mod kernels { use super::*;
+        #[kernel] pub fn k(a: &[i32], b: &[u32], mut o: DisjointSlice<i32>) {
+            let i = thread::index_1d();
+            let q = a[0] / a[1];
+            let mut r = b[0];
+            r %= b[1];
+            if let Some(o) = o.get_mut(i) { *o = q + r as i32; }
+        }
+    }";
+    let ir = cuprum_front::compile_source(source).expect("compiles").ir;
+    let text = print_kernel(&ir.kernels[0]);
+    assert!(
+        text.contains("DivideByZero { site: \"`a[0] / a[1]` at line 4\" }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DivideOverflow { site: \"`a[0] / a[1]` at line 4\" }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DivideByZero { site: \"`r %= b[1]` at line 6\" }"),
+        "{text}"
+    );
+    // `u32` remainders cannot overflow.
+    assert_eq!(text.matches("DivideOverflow").count(), 1, "{text}");
+}
+
+#[test]
+fn the_embedded_source_keeps_every_token_on_its_line() {
+    // What the macro embeds for the run-time compile: the same tokens on the same lines, so
+    // run-time messages give the user's lines; and so the same IR as the original text.
+    let source = "mod kernels { use super::*;
+        const K: u32 = 3;
+        /// Doc comments become `#[doc = ..]` attributes, on their line.
+        #[kernel] pub fn k(a: &[u32], mut o: DisjointSlice<u32>) {
+            let i = thread::index_1d();
+            let t = a[0]
+                / a[1];
+            if let Some(o) = o.get_mut(i) { *o = t % K + (a[2] >> 1) / a[3]; }
+        }
+    }";
+    let module: syn::ItemMod = syn::parse_str(source).expect("parses");
+    let embedded = cuprum_front::module_source(&module);
+    assert_eq!(
+        source.lines().count(),
+        embedded.lines().count(),
+        "{embedded}"
+    );
+    for (k, (a, b)) in source.lines().zip(embedded.lines()).enumerate() {
+        let squash = |s: &str| s.split_whitespace().collect::<String>();
+        if a.trim_start().starts_with("///") {
+            assert!(b.starts_with("# [ doc ="), "line {}:\n{embedded}", k + 1);
+        } else {
+            assert_eq!(squash(a), squash(b), "line {}:\n{embedded}", k + 1);
+        }
+    }
+    let original = cuprum_front::compile_source(source).expect("compiles").ir;
+    let rebuilt = cuprum_front::compile_source(&embedded)
+        .expect("compiles")
+        .ir;
+    assert_eq!(original, rebuilt);
+    let text = print_kernel(&rebuilt.kernels[0]);
+    assert!(text.contains("`a[0] / a[1]` at line 6"), "{text}");
+    assert!(text.contains("`(a[2] >> 1) / a[3]` at line 8"), "{text}");
+}

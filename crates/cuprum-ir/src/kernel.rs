@@ -443,9 +443,16 @@ pub enum TrapKind {
         /// The indexing expression as written, for the error message.
         site: String,
     },
-    /// An integer division or remainder by zero (`site` as above).
+    /// An integer division or remainder by zero. `site` says which operation and where, for
+    /// the error message (e.g. ``"`a / b` at line 12"``).
     DivideByZero {
-        /// The division expression as written, for the error message.
+        /// The division expression as written and where it is.
+        site: String,
+    },
+    /// A signed integer division or remainder of `MIN` by `-1`, whose quotient overflows
+    /// (`site` as for `DivideByZero`).
+    DivideOverflow {
+        /// The division expression as written and where it is.
         site: String,
     },
     /// A failed device assertion.

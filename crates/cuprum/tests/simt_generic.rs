@@ -132,6 +132,15 @@ fn const_parameters_specialize_the_kernel() -> cuprum::Result<()> {
     Ok(())
 }
 
+/// The line of this file that holds `text`.
+fn line_of(text: &str) -> usize {
+    let source = include_str!("simt_generic.rs");
+    match source.lines().position(|l| l.contains(text)) {
+        Some(k) => k + 1,
+        None => panic!("`{text}` is not in this file"),
+    }
+}
+
 #[test]
 fn a_specialization_past_the_local_memory_limit_is_a_compile_error() -> cuprum::Result<()> {
     let ctx = ctx();
@@ -152,11 +161,12 @@ fn a_specialization_past_the_local_memory_limit_is_a_compile_error() -> cuprum::
         Err(cuprum::Error::Compile { kernel, message }) => {
             assert_eq!(kernel, "staged__16384");
             assert!(
-                message.contains(
+                message.contains(&format!(
                     "kernel `staged` (with N = 16384) needs 640 KiB of local memory per thread \
                      for its arrays, more than the 512 KiB a GPU thread has; the largest: \
-                     `a: [f64; 16384]`, 128 KiB at line"
-                ),
+                     `a: [f64; 16384]`, 128 KiB at line {}",
+                    line_of("let mut a = [0.0f64; N];")
+                )),
                 "{message}"
             );
         }

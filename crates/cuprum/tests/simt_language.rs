@@ -642,7 +642,7 @@ fn nested_arrays_reference(x: &[i32], idx: &[u32], k: usize) -> i32 {
         ^ (cube[s % 2][t][k % 2] as i32)
         ^ (cube[1 - s % 2][t][k % 2] as i32)
         ^ (open[t % 2][s % 2] as i32) << 1
-        ^ ((4 * 10 + 3) as i32) << 20
+        ^ (4 * 10 + 3) << 20
         ^ (e[t][t] + e[t][(t + 1) % 3]) as i32
 }
 
