@@ -237,8 +237,10 @@ fn types_flow_through_shuffles_and_reductions() {
     // The operand's type is what the result's uses say, as rustc infers `T` of
     // `shuffle<T>`: `j` is a `u64` (not the literal's default `i32`), `total` an `f32`.
     let ir = compile_ok(
-        r#"#[kernel] pub fn k(x: &[u64], y: &[f32], mut o: DisjointSlice<u64>, mut s: DisjointSlice<f32>) {
+        r#"#[kernel] pub fn k(x: &[u64], y: &[f32], c: AtomicSlice<u64>, mut o: DisjointSlice<u64>, mut s: DisjointSlice<f32>) {
             let i = thread::index_1d();
+            let mut old = 0;
+            old = c.fetch_add(0, 1);
             let mut j = 0;
             j = warp::shuffle(j, 0);
             j = warp::shuffle_xor(j, 1) + x[0];
@@ -246,12 +248,13 @@ fn types_flow_through_shuffles_and_reductions() {
             total = warp::reduce_max(total);
             total = warp::reduce_add(total) + y[0];
             let seven = warp::shuffle_down(7, 1);
-            if let Some(o) = o.get_mut(i) { *o = j + seven; }
+            if let Some(o) = o.get_mut(i) { *o = j + seven + old; }
             if let Some(s) = s.get_mut(i) { *s = total; }
         }"#,
     );
     let vars = var_types(&ir);
     assert!(vars.contains(&("j".into(), ScalarType::U64)), "{vars:?}");
+    assert!(vars.contains(&("old".into(), ScalarType::U64)), "{vars:?}");
     assert!(
         vars.contains(&("total".into(), ScalarType::F32)),
         "{vars:?}"
@@ -336,7 +339,9 @@ fn open_arrays_take_their_element_type_from_fragments_and_assignments() {
             acc = mma_m16n8k16_f16(fa, fb, acc);
             let mut r = [0; 4];
             r = ldmatrix_x4(&tile, 0);
-            if let Some(o) = out.get_mut(i) { *o = acc[0] + r[1] as f32; }
+            let mut one = 0;
+            one = ldmatrix_x1(&tile, 8);
+            if let Some(o) = out.get_mut(i) { *o = acc[0] + r[1] as f32 + one as f32; }
         }"#,
     );
     let locals: Vec<(ScalarType, u32)> = ir.kernels[0]
