@@ -144,7 +144,7 @@ impl Lowerer<'_> {
                 return err(span, format!("`{method}` takes one argument"));
             };
             let r = self.expr(arg)?;
-            return self.arith(op, receiver, r, span, &source_text(m));
+            return self.arith(op, receiver, r, span, m);
         }
         if let Some(v) = self.float_extras(&method, &receiver, &args, span)? {
             return Ok(v);

@@ -42,7 +42,7 @@ impl Lowerer<'_> {
                 )?),
             };
             let rhs = self.expr(&b.right)?;
-            let result = self.arith(op, current, rhs, span, &source_text(b))?;
+            let result = self.arith(op, current, rhs, span, b)?;
             self.write_place(place, result, span)?;
             return Ok(Val::Unit);
         }
@@ -76,7 +76,7 @@ impl Lowerer<'_> {
             B::Shr(_) => BinaryOp::Shr,
             _ => return err(span, "this operator is not supported in device code"),
         };
-        self.arith(op, l, r, span, &source_text(b))
+        self.arith(op, l, r, span, b)
     }
 
     /// Picks the common type of two operands, or `None` when both are still untyped.
@@ -105,14 +105,14 @@ impl Lowerer<'_> {
         })
     }
 
-    /// `l op r`; `text` is the expression as written, which a failed division check names.
+    /// `l op r`; `expr` is the expression as written, which a failed division check names.
     pub(super) fn arith(
         &mut self,
         op: BinaryOp,
         l: Val,
         r: Val,
         span: proc_macro2::Span,
-        text: &str,
+        expr: &dyn quote::ToTokens,
     ) -> Result<Val> {
         if let (BinaryOp::Shl | BinaryOp::Shr, Val::Int(a), Val::Int(b)) = (op, &l, &r) {
             let (a, b) = (*a, *b);
@@ -153,7 +153,7 @@ impl Lowerer<'_> {
         let divisor_const = matches!(r, Val::Int(x) if x != 0 && x != -1);
         let rv = self.materialize(r, ty, span)?;
         if ty.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem) && !divisor_const {
-            let site = format!("`{text}`{}", at_line(span));
+            let site = format!("`{}`{}", source_text(&expr), at_line(span));
             self.divide_checks(lv, rv, ty, site)?;
         }
         Ok(Val::Scalar(self.def(Op::Binary(op, lv, rv), span)?))
