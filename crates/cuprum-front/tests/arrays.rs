@@ -226,3 +226,30 @@ fn a_specialization_past_the_local_memory_limit_says_which() {
         "{e}"
     );
 }
+
+#[test]
+fn an_untyped_array_literal_takes_the_type_of_where_it_goes() {
+    // As rustc infers them: a helper's result and parameter types, and the array assigned to.
+    let ir = compile_ok(
+        r#"fn zeros() -> [f32; 4] { [0.0; 4] }
+        fn first(v: [u8; 3]) -> u8 { v[0] }
+        #[kernel] pub fn k(x: &[u16], mut o: DisjointSlice<f32>) {
+            let mut a = [[0u16; 3]; 2];
+            a[1] = [1, 2, 3];
+            let mut b = [x[0]; 2];
+            b = [7, 8];
+            let z = zeros();
+            let f = first([4, 5, 6]);
+            if let Some(o) = o.get_mut(thread::index_1d()) {
+                *o = z[1] + (a[1][2] + b[1]) as f32 + f as f32;
+            }
+        }"#,
+    );
+    let types: Vec<ScalarType> = ir.kernels[0].locals.iter().map(|a| a.elem).collect();
+    assert!(
+        !types
+            .iter()
+            .any(|t| matches!(t, ScalarType::I32 | ScalarType::F64)),
+        "no array may keep a literal's default type: {types:?}"
+    );
+}

@@ -219,6 +219,10 @@ impl Lowerer<'_> {
         site: Option<u32>,
     ) -> Result<Val> {
         let span = e.span();
+        // An array expression outside a `let` is a site of its own, so that an untyped one
+        // takes its element type from where it goes (`a = [1, 2]`, `return [0.0; 4]`, a
+        // helper's `[u8; 3]` parameter), as rustc infers it.
+        let site = Some(site.unwrap_or_else(|| self.site()));
         let init = self.array_init(e)?;
         let dims = init.dims(span)?;
         // The element type: the hint, a typed element, the site's solution, or a default.
