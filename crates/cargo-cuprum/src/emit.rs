@@ -20,8 +20,6 @@ use std::process::ExitCode;
 
 use syn::visit::Visit;
 
-use quote::ToTokens as _;
-
 use crate::cli::EmitArgs;
 use crate::specialize::{self, SpecArgs};
 
@@ -450,7 +448,7 @@ fn emit_specialized(
     // The source text the macro embeds: the module without its `#[cuda_module]`.
     let mut item = found.item.clone();
     item.attrs.retain(|a| !is_attr(a, "cuda_module"));
-    let source = item.to_token_stream().to_string();
+    let source = cuprum_front::module_source(&item);
     let mut ir = match cuprum_front::compile_specialized(&source, &name, &spec) {
         Ok(ir) => ir,
         Err(e) => {

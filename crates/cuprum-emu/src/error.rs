@@ -207,7 +207,10 @@ pub enum EmuError {
 
     /// An integer division or remainder by zero (a front-end check, or the IR operation
     /// itself).
-    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: division by zero at {site}")]
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: attempt to divide by zero in \
+         {site}"
+    )]
     DivideByZero {
         /// The kernel's name.
         kernel: String,
@@ -219,10 +222,11 @@ pub enum EmuError {
         site: String,
     },
 
-    /// A signed `MIN / -1` or `MIN % -1`, which overflows.
+    /// A signed `MIN / -1` or `MIN % -1`, which overflows (a front-end check, or the IR
+    /// operation itself).
     #[error(
-        "kernel `{kernel}`, block {block:?}, thread {thread:?}: signed division overflow \
-         (MIN / -1) at {site}"
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: attempt to divide with \
+         overflow (the signed `MIN` by -1) in {site}"
     )]
     DivideOverflow {
         /// The kernel's name.

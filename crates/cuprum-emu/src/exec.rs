@@ -16,7 +16,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use cuprum_ir::{ArrayDecl, Kernel, ParamKind, ScalarType, array_layout, validate_kernel};
+use cuprum_ir::{
+    ArrayDecl, Kernel, ParamKind, ScalarType, array_layout, array_layout_size, validate_kernel,
+};
 use rayon::prelude::*;
 
 use crate::access::{Ctx, Ports};
@@ -27,10 +29,7 @@ use crate::printf::Sink;
 use crate::shared::SharedMem;
 use crate::warp::{Exec, Stop, Warp};
 
-/// Most shared memory one block may use (static + dynamic), as on an H100/H200.
-pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
-/// Most local memory one thread may use, as on NVIDIA GPUs.
-pub const MAX_LOCAL_BYTES: u32 = 512 * 1024;
+pub use cuprum_ir::{MAX_LOCAL_BYTES, MAX_SHARED_BYTES};
 /// Most threads in one block.
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
@@ -300,16 +299,11 @@ fn layout(
     what: &str,
     limit: u32,
 ) -> Result<(Vec<u32>, u32), EmuError> {
-    let total: u64 = arrays
-        .iter()
-        .map(|a| u64::from(a.len) * u64::from(a.elem.size_bytes()) + 16)
-        .sum();
+    let total = array_layout_size(arrays);
     if total > u64::from(limit) {
         return Err(invalid_launch(
             kernel,
-            format!(
-                "its static {what} arrays need about {total} bytes; at most {limit} are available"
-            ),
+            format!("its static {what} arrays need {total} bytes; at most {limit} are available"),
         ));
     }
     Ok(array_layout(arrays))

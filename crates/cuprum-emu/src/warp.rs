@@ -408,7 +408,13 @@ impl<'k> Exec<'_, 'k> {
                 kernel,
                 block,
                 thread,
-                site: format!("`{site}`"),
+                site: site.clone(),
+            },
+            TrapKind::DivideOverflow { site } => EmuError::DivideOverflow {
+                kernel,
+                block,
+                thread,
+                site: site.clone(),
             },
             TrapKind::Assert { message } => EmuError::AssertFailed {
                 kernel,

@@ -629,6 +629,21 @@ fn division_faults() {
         matches!(&err, EmuError::DivideByZero { site, .. } if site.contains("a / b")),
         "{err:?}"
     );
+    // ... and its check of `MIN / -1`, with the site as the front end wrote it.
+    let mut k = K::new("div_overflow_trap");
+    let t = k.bool(true);
+    k.if_(t, |k| {
+        k.push(Stmt::Trap(TrapKind::DivideOverflow {
+            site: "`a / b` at line 12".into(),
+        }))
+    });
+    let err = launch(&mem, &k.finish(), dims1(1, 32), &[]).unwrap_err();
+    assert!(matches!(&err, EmuError::DivideOverflow { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "kernel `div_overflow_trap`, block [0, 0, 0], thread [0, 0, 0]: attempt to divide with \
+         overflow (the signed `MIN` by -1) in `a / b` at line 12"
+    );
 }
 
 #[test]

@@ -110,6 +110,12 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
     }
     let mut errors = Errors::default();
     for item in items {
+        if let syn::Item::Fn(f) = item
+            && let Err(e) = crate::types::refuse_trait_objects(f)
+        {
+            errors.push(e);
+            continue;
+        }
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| attr_is(a, "kernel")) => {
                 match scan_kernel(f, &info.structs) {
@@ -133,15 +139,57 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
             syn::Item::Const(c) => info.consts.push(c.clone()),
             syn::Item::Struct(_) => {}
             syn::Item::Use(_) => {}
-            other => errors.push(syn::Error::new(
-                other.span(),
-                "unsupported item in a #[cuda_module]: only `use`, `const`, `#[kernel]` functions \
-                 and device helper functions may appear here",
-            )),
+            other => errors.push(unsupported_item(other)),
         }
     }
     errors.finish()?;
     Ok(info)
+}
+
+/// The error for an item `#[cuda_module]` cannot compile, saying what about it is missing.
+fn unsupported_item(item: &syn::Item) -> syn::Error {
+    let (span, message): (proc_macro2::Span, String) = match item {
+        syn::Item::Impl(i) if i.trait_.is_some() => (
+            i.impl_token.span,
+            "trait implementations are not supported in device code yet (nor are trait \
+             objects, `dyn Trait`): write each method as a free `fn` of the module, taking the \
+             value as a parameter"
+                .into(),
+        ),
+        syn::Item::Impl(i) => (
+            i.impl_token.span,
+            "methods in `impl` blocks are not supported in device code yet; write a free `fn` \
+             of the module that takes the value as a parameter (`fn area(s: Rect) -> f32`)"
+                .into(),
+        ),
+        syn::Item::Trait(t) => (
+            t.trait_token.span,
+            format!(
+                "traits are not supported in device code yet: write free `fn`s instead of the \
+                 methods of `{}` (generic over the scalar type where needed: `fn f<T>(x: T)`)",
+                t.ident
+            ),
+        ),
+        syn::Item::Enum(e) => (
+            e.enum_token.span,
+            "enums are not supported in device code yet: use integer `const`s and `match` on \
+             them"
+                .into(),
+        ),
+        syn::Item::Static(s) => (
+            s.static_token.span,
+            "statics are not supported in device code: use a `const`, or pass the value as a \
+             kernel parameter"
+                .into(),
+        ),
+        other => (
+            other.span(),
+            "unsupported item in a #[cuda_module]: only `use`, `const`, `struct`, `#[kernel]` \
+             functions and device helper functions may appear here"
+                .into(),
+        ),
+    };
+    syn::Error::new(span, message)
 }
 
 fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<KernelInfo> {

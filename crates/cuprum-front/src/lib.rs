@@ -110,6 +110,69 @@ pub fn compile_specialized(
     Ok(ir)
 }
 
+/// The text of `module` for the run-time compile ([`compile_source`]): its tokens, each on the
+/// line it has in the user's file (where spans know their lines: in the proc macro and with
+/// `proc-macro2`'s `span-locations`), so that the lines run-time errors give (a failed
+/// division's ``"`a / b` at line 12"``, a specialization's local-memory error) are the user's.
+/// Where lines are unknown, the text is one line, as `to_string` would give.
+pub fn module_source(module: &syn::ItemMod) -> String {
+    let mut out = String::new();
+    let mut line = 1;
+    write_on_lines(
+        quote::ToTokens::to_token_stream(module),
+        &mut out,
+        &mut line,
+    );
+    out
+}
+
+/// Writes `tokens` to `out`, starting new lines so that each token starts on its own line
+/// (`line` is the line `out` ends on). Tokens are separated by a space, except after a
+/// `Joint` punctuation mark (`::`, `+=`, `'a`), as `TokenStream`'s own printing does.
+fn write_on_lines(tokens: proc_macro2::TokenStream, out: &mut String, line: &mut usize) {
+    use proc_macro2::{Delimiter, Spacing, TokenTree};
+    let mut joint = false;
+    for tree in tokens {
+        move_to(out, line, tree.span().start().line, joint);
+        joint = false;
+        match tree {
+            TokenTree::Group(g) => {
+                let (open, close) = match g.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::None => ("", ""),
+                };
+                out.push_str(open);
+                write_on_lines(g.stream(), out, line);
+                move_to(out, line, g.span_close().start().line, false);
+                out.push_str(close);
+            }
+            TokenTree::Punct(p) => {
+                out.push(p.as_char());
+                joint = p.spacing() == Spacing::Joint;
+            }
+            TokenTree::Ident(i) => out.push_str(&i.to_string()),
+            TokenTree::Literal(l) => {
+                let text = l.to_string();
+                *line += text.matches('\n').count();
+                out.push_str(&text);
+            }
+        }
+    }
+}
+
+/// Moves the end of `out` (on `line`) to line `target` with newlines, or else separates the next
+/// token with a space unless it joins the previous one.
+fn move_to(out: &mut String, line: &mut usize, target: usize, joint: bool) {
+    if target > *line {
+        out.extend(std::iter::repeat_n('\n', target - *line));
+        *line = target;
+    } else if !joint && !out.is_empty() && !out.ends_with(['\n', ' ']) {
+        out.push(' ');
+    }
+}
+
 /// Compiles the text of a `#[cuda_module]` module (what the macro embeds), for run time.
 pub fn compile_source(source: &str) -> Result<CompiledModule, String> {
     let module: syn::ItemMod = syn::parse_str(source).map_err(|e| e.to_string())?;

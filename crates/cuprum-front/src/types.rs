@@ -213,3 +213,36 @@ pub fn param_type_in(
          `DisjointSlice<T>`, `AtomicSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
     ))
 }
+
+/// Why trait objects cannot be device values, and what to write instead.
+pub const TRAIT_OBJECT_HELP: &str = "trait objects (`dyn Trait`) are not supported in device \
+     code: the GPU has no vtables to call through. Call the helper `fn` you mean directly, make \
+     a helper generic over the scalar type (`fn apply<T>(x: T) -> T`), or pass an integer \
+     `kind` and `match` on it to pick the operation";
+
+/// `impl Trait` in a signature or a binding of device code.
+const IMPL_TRAIT_HELP: &str = "`impl Trait` types are not supported in device code: device \
+     helpers take scalars, arrays, tuples, structs of the module and slices; write a generic \
+     helper (`fn apply<T>(x: T) -> T`) or call the helper you mean directly";
+
+/// Refuses every `dyn Trait` and `impl Trait` in a device function, at the type's own span:
+/// parameters, return types, `let` annotations, casts, `Box<dyn ..>`, `&dyn ..`, turbofishes.
+pub fn refuse_trait_objects(f: &syn::ItemFn) -> syn::Result<()> {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct Finder(crate::items::Errors);
+    impl<'a> Visit<'a> for Finder {
+        fn visit_type_trait_object(&mut self, t: &'a syn::TypeTraitObject) {
+            self.0.push(syn::Error::new(t.span(), TRAIT_OBJECT_HELP));
+        }
+        fn visit_type_impl_trait(&mut self, t: &'a syn::TypeImplTrait) {
+            self.0.push(syn::Error::new(t.span(), IMPL_TRAIT_HELP));
+        }
+        // A nested item is refused as such by the lowering ("move it to the module").
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut finder = Finder::default();
+    finder.visit_signature(&f.sig);
+    finder.visit_block(&f.block);
+    finder.0.finish()
+}

@@ -223,3 +223,205 @@ fn type_mismatches_are_reported() {
         "{e}"
     );
 }
+
+fn var_types(ir: &cuprum_ir::Module) -> Vec<(String, ScalarType)> {
+    ir.kernels[0]
+        .vars
+        .iter()
+        .map(|(_, v)| (v.name.clone(), v.ty))
+        .collect()
+}
+
+#[test]
+fn types_flow_through_shuffles_and_reductions() {
+    // The operand's type is what the result's uses say, as rustc infers `T` of
+    // `shuffle<T>`: `j` is a `u64` (not the literal's default `i32`), `total` an `f32`.
+    let ir = compile_ok(
+        r#"#[kernel] pub fn k(x: &[u64], y: &[f32], c: AtomicSlice<u64>, mut o: DisjointSlice<u64>, mut s: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let mut old = 0;
+            old = c.fetch_add(0, 1);
+            let mut j = 0;
+            j = warp::shuffle(j, 0);
+            j = warp::shuffle_xor(j, 1) + x[0];
+            let mut total = 0.0;
+            total = warp::reduce_max(total);
+            total = warp::reduce_add(total) + y[0];
+            let seven = warp::shuffle_down(7, 1);
+            if let Some(o) = o.get_mut(i) { *o = j + seven + old; }
+            if let Some(s) = s.get_mut(i) { *s = total; }
+        }"#,
+    );
+    let vars = var_types(&ir);
+    assert!(vars.contains(&("j".into(), ScalarType::U64)), "{vars:?}");
+    assert!(vars.contains(&("old".into(), ScalarType::U64)), "{vars:?}");
+    assert!(
+        vars.contains(&("total".into(), ScalarType::F32)),
+        "{vars:?}"
+    );
+}
+
+#[test]
+fn a_generic_helper_takes_its_type_from_the_typed_argument() {
+    let ir = compile_ok(
+        r#"fn add<T>(a: T, b: T) -> T { a + b }
+        #[kernel] pub fn k(x: &[f32], mut o: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let mut acc = 0.0;
+            acc = add(acc, x[0]);
+            if let Some(o) = o.get_mut(i) { *o = acc; }
+        }"#,
+    );
+    assert!(var_types(&ir).contains(&("acc".into(), ScalarType::F32)));
+}
+
+#[test]
+fn mut_kernel_parameters_can_be_reassigned() {
+    let ir = compile_ok(
+        r#"struct P { a: u32, b: f32 }
+        #[kernel] pub fn k(mut n: u32, mut p: P, mut o: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            n = warp::shuffle(n, 0);
+            n += 1;
+            p.b = p.b * 2.0;
+            p = P { a: n, b: p.b };
+            if let Some(o) = o.get_mut(i) { *o = p.b + p.a as f32; }
+        }"#,
+    );
+    let vars = var_types(&ir);
+    assert!(vars.contains(&("n".into(), ScalarType::U32)), "{vars:?}");
+    assert!(vars.contains(&("p.1".into(), ScalarType::F32)), "{vars:?}");
+}
+
+#[test]
+fn assigning_what_cannot_be_assigned_says_why() {
+    let e = compile_err(
+        "#[kernel] pub fn k(n: u32, mut o: DisjointSlice<u32>) { n = 3; let j = 1; j = 2; }",
+    );
+    assert!(
+        e.contains("immutable variable `n`: declare it `let mut n` (or `mut n: T`"),
+        "{e}"
+    );
+    let e = compile_err("#[kernel] pub fn k(mut o: DisjointSlice<u32>) { let j = 1; j = 2; }");
+    assert!(e.contains("immutable variable `j`"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub unsafe fn k(p: *const u32, mut o: DisjointSlice<u32>) { p = p.add(1); }",
+    );
+    assert!(e.contains("a raw pointer cannot be reassigned"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub fn k(mut o: DisjointSlice<u32>) { if let Some(x) = o.get_mut(thread::index_1d()) { x = 1; } }",
+    );
+    assert!(e.contains("write `*x = ...`"), "{e}");
+}
+
+#[test]
+fn a_method_call_on_a_struct_says_impl_blocks_are_not_supported() {
+    let e = compile_err(
+        "struct R { w: f32 } #[kernel] pub fn k(r: R, mut o: DisjointSlice<f32>) { let a = r.area(); }",
+    );
+    assert!(
+        e.contains("`.area()` on a `R`: methods in `impl` blocks are not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn open_arrays_take_their_element_type_from_fragments_and_assignments() {
+    // `acc` is an `[f32; 4]` because `mma` takes and gives one; `r` a `[u32; 4]` because
+    // `ldmatrix_x4` gives one (not the literals' defaults `f64` and `i32`).
+    let ir = compile_ok(
+        r#"#[kernel] pub unsafe fn k(a: &[u32], mut out: DisjointSlice<f32>) {
+            let i = thread::index_1d();
+            let tile = SharedArray::<u16, 256>::uninit();
+            let fa = [a[0], a[1], a[2], a[3]];
+            let fb = [a[4], a[5]];
+            let mut acc = [0.0; 4];
+            acc = mma_m16n8k16_f16(fa, fb, acc);
+            let mut r = [0; 4];
+            r = ldmatrix_x4(&tile, 0);
+            let mut one = 0;
+            one = ldmatrix_x1(&tile, 8);
+            if let Some(o) = out.get_mut(i) { *o = acc[0] + r[1] as f32 + one as f32; }
+        }"#,
+    );
+    let locals: Vec<(ScalarType, u32)> = ir.kernels[0]
+        .locals
+        .iter()
+        .map(|a| (a.elem, a.len))
+        .collect();
+    assert!(locals.contains(&(ScalarType::F32, 4)), "{locals:?}");
+    assert!(
+        !locals
+            .iter()
+            .any(|(t, _)| *t == ScalarType::F64 || *t == ScalarType::I32),
+        "{locals:?}"
+    );
+}
+
+#[test]
+fn division_checks_name_the_expression_and_its_line() {
+    let source = "mod kernels { use super::*;
+        #[kernel] pub fn k(a: &[i32], b: &[u32], mut o: DisjointSlice<i32>) {
+            let i = thread::index_1d();
+            let q = a[0] / a[1];
+            let mut r = b[0];
+            r %= b[1];
+            if let Some(o) = o.get_mut(i) { *o = q + r as i32; }
+        }
+    }";
+    let ir = cuprum_front::compile_source(source).expect("compiles").ir;
+    let text = print_kernel(&ir.kernels[0]);
+    assert!(
+        text.contains("DivideByZero { site: \"`a[0] / a[1]` at line 4\" }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DivideOverflow { site: \"`a[0] / a[1]` at line 4\" }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DivideByZero { site: \"`r %= b[1]` at line 6\" }"),
+        "{text}"
+    );
+    // `u32` remainders cannot overflow.
+    assert_eq!(text.matches("DivideOverflow").count(), 1, "{text}");
+}
+
+#[test]
+fn the_embedded_source_keeps_every_token_on_its_line() {
+    // What the macro embeds for the run-time compile: the same tokens on the same lines, so
+    // run-time messages give the user's lines; and so the same IR as the original text.
+    let source = "mod kernels { use super::*;
+        const K: u32 = 3;
+        /// Doc comments become `#[doc = ..]` attributes, on their line.
+        #[kernel] pub fn k(a: &[u32], mut o: DisjointSlice<u32>) {
+            let i = thread::index_1d();
+            let t = a[0]
+                / a[1];
+            if let Some(o) = o.get_mut(i) { *o = t % K + (a[2] >> 1) / a[3]; }
+        }
+    }";
+    let module: syn::ItemMod = syn::parse_str(source).expect("parses");
+    let embedded = cuprum_front::module_source(&module);
+    assert_eq!(
+        source.lines().count(),
+        embedded.lines().count(),
+        "{embedded}"
+    );
+    for (k, (a, b)) in source.lines().zip(embedded.lines()).enumerate() {
+        let squash = |s: &str| s.split_whitespace().collect::<String>();
+        if a.trim_start().starts_with("///") {
+            assert!(b.starts_with("# [ doc ="), "line {}:\n{embedded}", k + 1);
+        } else {
+            assert_eq!(squash(a), squash(b), "line {}:\n{embedded}", k + 1);
+        }
+    }
+    let original = cuprum_front::compile_source(source).expect("compiles").ir;
+    let rebuilt = cuprum_front::compile_source(&embedded)
+        .expect("compiles")
+        .ir;
+    assert_eq!(original, rebuilt);
+    let text = print_kernel(&rebuilt.kernels[0]);
+    assert!(text.contains("`a[0] / a[1]` at line 6"), "{text}");
+    assert!(text.contains("`(a[2] >> 1) / a[3]` at line 8"), "{text}");
+}

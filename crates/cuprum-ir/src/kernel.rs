@@ -176,6 +176,28 @@ impl ArrayDecl {
     }
 }
 
+/// The most local memory one thread may use for its arrays ([`Kernel::locals`], laid out by
+/// [`array_layout`]): 512 KiB, the per-thread limit of NVIDIA GPUs. The front end refuses a
+/// kernel that needs more at compile time, and the emulator refuses to launch one.
+pub const MAX_LOCAL_BYTES: u32 = 512 * 1024;
+
+/// The most shared memory one block may use, static and dynamic together: 227 KiB, as on an
+/// H100/H200 (compute capability 9.0). The front end refuses a larger static array, and the
+/// emulator a launch that asks for more.
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
+/// The size in bytes of the layout [`array_layout`] gives `arrays`, computed so that it cannot
+/// overflow (for checking against [`MAX_LOCAL_BYTES`] or [`MAX_SHARED_BYTES`] before laying
+/// anything out).
+pub fn array_layout_size(arrays: &[ArrayDecl]) -> u64 {
+    arrays
+        .iter()
+        .fold(0u64, |end, a| {
+            end.next_multiple_of(16) + u64::from(a.len) * u64::from(a.elem.size_bytes())
+        })
+        .next_multiple_of(16)
+}
+
 /// Byte offsets of each array in a shared or local layout, and the total size, following the
 /// rule in the module docs (each array aligned to 16 bytes, in order).
 pub fn array_layout(arrays: &[ArrayDecl]) -> (Vec<u32>, u32) {
@@ -421,9 +443,16 @@ pub enum TrapKind {
         /// The indexing expression as written, for the error message.
         site: String,
     },
-    /// An integer division or remainder by zero (`site` as above).
+    /// An integer division or remainder by zero. `site` says which operation and where, for
+    /// the error message (e.g. ``"`a / b` at line 12"``).
     DivideByZero {
-        /// The division expression as written, for the error message.
+        /// The division expression as written and where it is.
+        site: String,
+    },
+    /// A signed integer division or remainder of `MIN` by `-1`, whose quotient overflows
+    /// (`site` as for `DivideByZero`).
+    DivideOverflow {
+        /// The division expression as written and where it is.
         site: String,
     },
     /// A failed device assertion.

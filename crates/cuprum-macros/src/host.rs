@@ -51,7 +51,7 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             ));
         }
     }
-    let source = quote!(#module).to_string();
+    let source = cuprum_front::module_source(module);
     let Some((_, items)) = &module.content else {
         return Err(syn::Error::new(
             module.span(),

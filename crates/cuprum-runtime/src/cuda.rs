@@ -348,11 +348,12 @@ impl CuFail {
                     .unwrap_or("<unknown: no kernel launched yet>")
                     .to_owned(),
                 detail: format!(
-                    "{code}: {message} (reported by {}). A device-side bounds check, assertion \
-                     or trap fired, or the kernel accessed invalid memory. The CUDA context is \
-                     now unusable: every later GPU call in this process fails; restart the \
-                     process. Running the same code with CUPRUM_DEVICE=emu names the block, \
-                     thread and index.",
+                    "{code}: {message} (reported by {}). A device-side check failed (a bounds \
+                     check, an assertion, an integer division by zero or with overflow) or the \
+                     kernel accessed invalid memory. The CUDA context is now unusable: every \
+                     later GPU call in this process fails; restart the process. Running the \
+                     same code with CUPRUM_DEVICE=emu names the check, its expression and line, \
+                     the block and the thread.",
                     self.call
                 ),
             }

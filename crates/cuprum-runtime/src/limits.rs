@@ -46,7 +46,7 @@ impl DeviceLimits {
             max_block_dim: [1024, 1024, 64],
             max_grid_dim: [i32::MAX as u32, 65535, 65535],
             max_shared_per_block: 48 * 1024,
-            max_shared_per_block_optin: 227 * 1024,
+            max_shared_per_block_optin: cuprum_emu::MAX_SHARED_BYTES,
             multiprocessor_count: 132,
             warp_size: 32,
             total_memory: 16 << 30,

@@ -40,6 +40,25 @@ mod kernels {
         }
     }
 
+    /// Five local arrays of `N` `f64`s, their lengths given by the const parameter: with
+    /// `N = 16384` they need 640 KiB per thread, more than a GPU thread has.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (32, 1, 1))]
+    pub fn staged<const N: usize>(x: &[f64], mut y: DisjointSlice<f64>) {
+        let i = thread::index_1d();
+        let mut a = [0.0f64; N];
+        let b = [1.0f64; N];
+        let c = [2.0f64; N];
+        let d = [3.0f64; N];
+        let e = [4.0f64; N];
+        for k in 0..N {
+            a[k] = x[(i.get() + k) % x.len()];
+        }
+        if let Some(out) = y.get_mut(i) {
+            *out = a[N - 1] * 2.0 + a[0] + b[N / 2] + c[1] + d[2] + e[N - 3];
+        }
+    }
+
     /// Reverses `n` elements from `src` into `dst` through raw pointers.
     #[kernel]
     pub unsafe fn reverse(src: *const f32, dst: *mut f32, n: usize) {
@@ -110,6 +129,50 @@ fn const_parameters_specialize_the_kernel() -> cuprum::Result<()> {
     assert_same("window 3", &y.to_host_vec(&stream)?, &window(3));
     m.window_sum::<17>(&stream, &m.prepare_window_sum(config)?, &dx, &mut y)?;
     assert_same("window 17", &y.to_host_vec(&stream)?, &window(17));
+    Ok(())
+}
+
+/// The line of this file that holds `text`.
+fn line_of(text: &str) -> usize {
+    let source = include_str!("simt_generic.rs");
+    match source.lines().position(|l| l.contains(text)) {
+        Some(k) => k + 1,
+        None => panic!("`{text}` is not in this file"),
+    }
+}
+
+#[test]
+fn a_specialization_past_the_local_memory_limit_is_a_compile_error() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 32;
+    let x: Vec<f64> = random_f32(n).iter().map(|&v| f64::from(v)).collect();
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut y = DeviceBuffer::from_host(&stream, &vec![f64::NAN; n])?;
+    let prepared = m.prepare_staged(LaunchConfig1D::new(1, 32, 0))?;
+    // 5 * 256 * 8 bytes fit.
+    m.staged::<256>(&stream, &prepared, &dx, &mut y)?;
+    let want: Vec<f64> = (0..n)
+        .map(|i| x[(i + 255) % n] * 2.0 + x[i] + 1.0 + 2.0 + 3.0 + 4.0)
+        .collect();
+    assert_same("staged::<256>", &y.to_host_vec(&stream)?, &want);
+    match m.staged::<16384>(&stream, &prepared, &dx, &mut y) {
+        Err(cuprum::Error::Compile { kernel, message }) => {
+            assert_eq!(kernel, "staged__16384");
+            assert!(
+                message.contains(&format!(
+                    "kernel `staged` (with N = 16384) needs 640 KiB of local memory per thread \
+                     for its arrays, more than the 512 KiB a GPU thread has; the largest: \
+                     `a: [f64; 16384]`, 128 KiB at line {}",
+                    line_of("let mut a = [0.0f64; N];")
+                )),
+                "{message}"
+            );
+        }
+        Err(other) => panic!("expected a compile error, got: {other}"),
+        Ok(()) => panic!("640 KiB of local arrays per thread went unnoticed"),
+    }
     Ok(())
 }
 

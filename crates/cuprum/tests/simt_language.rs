@@ -219,6 +219,64 @@ mod kernels {
             data[i] = data[i] * factor;
         }
     }
+
+    fn row_sum(r: [i32; 3]) -> i32 {
+        r[0].wrapping_add(r[1]).wrapping_add(r[2])
+    }
+
+    fn eye() -> [[f32; 3]; 3] {
+        let mut e = [[0.0f32; 3]; 3];
+        for d in 0..3 {
+            e[d][d] = 1.0;
+        }
+        e
+    }
+
+    /// Nested local arrays: a matrix from repeats, written and read at run-time indices, rows
+    /// copied out and back in, a literal of rows, a repeat of a row, a 3-D array, an element
+    /// type only a later use gives, and nested arrays through helpers.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn nested_arrays(x: &[i32], idx: &[u32], mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        let k = i.get() % idx.len();
+        let s = (idx[k] % 4) as usize;
+        let t = (idx[k] / 4 % 3) as usize;
+        let mut m = [[0i32; 3]; 4];
+        for r in 0..4 {
+            for c in 0..3 {
+                m[r][c] = x[(k + r * 3 + c) % x.len()];
+            }
+        }
+        let mut r = 0;
+        while r < (idx[k] % 5) as usize {
+            m[r % 4][(r + t) % 3] ^= 0x55;
+            r += 1;
+        }
+        m[s][t] = m[s][t].wrapping_mul(3);
+        let lit = [[1, 2, 3], [4, 5, 6]];
+        let mut row = m[s];
+        row[0] ^= lit[1][t];
+        let before = m[s][0];
+        m[(s + 1) % 4] = row;
+        let grid = [row; 2];
+        let mut cube = [[[0u64; 2]; 3]; 2];
+        cube[s % 2][t][k % 2] = idx[k] as u64;
+        let mut open = [[0; 2]; 2];
+        open[t % 2][s % 2] = idx[k];
+        let total = row_sum(m[s]).wrapping_add(row_sum(m[(s + 1) % 4]));
+        let e = eye();
+        if let Some(o) = out.get_mut(i) {
+            *o = total
+                ^ before
+                ^ grid[1][t].wrapping_mul(7)
+                ^ (cube[s % 2][t][k % 2] as i32)
+                ^ (cube[1 - s % 2][t][k % 2] as i32)
+                ^ (open[t % 2][s % 2] as i32) << 1
+                ^ ((m.len() * 10 + m[0].len()) as i32) << 20
+                ^ (e[t][t] + e[t][(t + 1) % 3]) as i32;
+        }
+    }
 }
 
 fn config(n: usize, block: u32) -> LaunchConfig1D {
@@ -548,5 +606,68 @@ fn unsafe_kernel_through_raw_launch() -> cuprum::Result<()> {
     unsafe { m.scale_in_place(&stream, config, &mut d, 1.5)? };
     let want: Vec<f32> = x.iter().map(|v| v * 1.5).collect();
     assert_same("scale_in_place", &d.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+/// What `nested_arrays` computes for thread `k`, in plain Rust.
+fn nested_arrays_reference(x: &[i32], idx: &[u32], k: usize) -> i32 {
+    let s = (idx[k] % 4) as usize;
+    let t = (idx[k] / 4 % 3) as usize;
+    let mut m = [[0i32; 3]; 4];
+    for (r, row) in m.iter_mut().enumerate() {
+        for (c, v) in row.iter_mut().enumerate() {
+            *v = x[(k + r * 3 + c) % x.len()];
+        }
+    }
+    for r in 0..(idx[k] % 5) as usize {
+        m[r % 4][(r + t) % 3] ^= 0x55;
+    }
+    m[s][t] = m[s][t].wrapping_mul(3);
+    let lit = [[1, 2, 3], [4, 5, 6]];
+    let mut row = m[s];
+    row[0] ^= lit[1][t];
+    let before = m[s][0];
+    m[(s + 1) % 4] = row;
+    let grid = [row; 2];
+    let mut cube = [[[0u64; 2]; 3]; 2];
+    cube[s % 2][t][k % 2] = idx[k] as u64;
+    let mut open = [[0u32; 2]; 2];
+    open[t % 2][s % 2] = idx[k];
+    let row_sum = |r: [i32; 3]| r[0].wrapping_add(r[1]).wrapping_add(r[2]);
+    let total = row_sum(m[s]).wrapping_add(row_sum(m[(s + 1) % 4]));
+    let e = [[1.0f32, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    total
+        ^ before
+        ^ grid[1][t].wrapping_mul(7)
+        ^ (cube[s % 2][t][k % 2] as i32)
+        ^ (cube[1 - s % 2][t][k % 2] as i32)
+        ^ (open[t % 2][s % 2] as i32) << 1
+        ^ (4 * 10 + 3) << 20
+        ^ (e[t][t] + e[t][(t + 1) % 3]) as i32
+}
+
+#[test]
+fn nested_local_arrays_match_rust() -> cuprum::Result<()> {
+    let (ctx, n) = (ctx(), 64 * 7 + 13);
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let x = random_i32(97);
+    let idx = random_u32(n);
+    let (dx, di) = (
+        DeviceBuffer::from_host(&stream, &x)?,
+        DeviceBuffer::from_host(&stream, &idx)?,
+    );
+    let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN; n])?;
+    m.nested_arrays(
+        &stream,
+        &m.prepare_nested_arrays(config(n, 64))?,
+        &dx,
+        &di,
+        &mut out,
+    )?;
+    let want: Vec<i32> = (0..n)
+        .map(|k| nested_arrays_reference(&x, &idx, k))
+        .collect();
+    assert_same("nested arrays", &out.to_host_vec(&stream)?, &want);
     Ok(())
 }

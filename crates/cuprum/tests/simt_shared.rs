@@ -70,6 +70,38 @@ mod kernels {
         }
     }
 
+    /// Types only later uses give, as rustc infers them: `j` starts as a bare literal, goes
+    /// through shuffles and becomes a `u64` by the `+=`; `total` goes through a reduction
+    /// before it meets an `f32`; `salt` is a `mut` parameter reassigned from a shuffle.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn warp_inferred_types(
+        mut salt: u64,
+        x: &[u64],
+        y: &[f32],
+        mut out: DisjointSlice<u64>,
+        mut sums: DisjointSlice<f32>,
+    ) {
+        let i = thread::index_1d();
+        let k = i.get();
+        let mut j = 1;
+        j = warp::shuffle_xor(j, 1);
+        j += x[k] >> 1;
+        j = warp::shuffle_down(j, 3);
+        salt = salt.wrapping_mul(j);
+        salt = warp::shuffle(salt, 9);
+        let mut total = 0.0;
+        total = warp::reduce_max(total);
+        total += y[k];
+        total = warp::reduce_add(total);
+        if let Some(o) = out.get_mut(i) {
+            *o = salt ^ j;
+        }
+        if let Some(s) = sums.get_mut(i) {
+            *s = total;
+        }
+    }
+
     /// A histogram privatized in shared memory, merged with global atomics.
     #[kernel]
     #[launch_contract(domain = 1, block = (256, 1, 1))]
@@ -220,6 +252,56 @@ fn warp_shuffles_votes_and_reductions() -> cuprum::Result<()> {
     }
     assert_same("warp ops", &out.to_host_vec(&stream)?, &want);
     assert_same("votes", &votes.to_host_vec(&stream)?, &want_votes);
+    Ok(())
+}
+
+#[test]
+fn types_inferred_through_warp_intrinsics_and_mut_parameters() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 64 * 5;
+    let x: Vec<u64> = random_u32(2 * n)
+        .chunks(2)
+        .map(|p| u64::from(p[0]) << 32 | u64::from(p[1]))
+        .collect();
+    let y = random_f32(n);
+    let salt = 0x9E37_79B9_7F4A_7C15u64;
+    let (dx, dy) = (
+        DeviceBuffer::from_host(&stream, &x)?,
+        DeviceBuffer::from_host(&stream, &y)?,
+    );
+    let mut out = DeviceBuffer::from_host(&stream, &vec![0xDEAD_BEEFu64; n])?;
+    let mut sums = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
+    m.warp_inferred_types(
+        &stream,
+        &m.prepare_warp_inferred_types(LaunchConfig1D::new(5, 64, 0))?,
+        salt,
+        &dx,
+        &dy,
+        &mut out,
+        &mut sums,
+    )?;
+    let (mut want, mut want_sums) = (vec![0u64; n], vec![0f32; n]);
+    for w in 0..n / 32 {
+        let base = w * 32;
+        let j: Vec<u64> = (0..32).map(|l| 1 + (x[base + l] >> 1)).collect();
+        let j: Vec<u64> = (0..32)
+            .map(|l| j[if l + 3 < 32 { l + 3 } else { l }])
+            .collect();
+        let salted = salt.wrapping_mul(j[9]);
+        // The butterfly of `reduce_add`: every lane adds its partner's partial sum.
+        let mut total: Vec<f32> = (0..32).map(|l| 0.0 + y[base + l]).collect();
+        for mask in [16, 8, 4, 2, 1] {
+            total = (0..32).map(|l| total[l] + total[l ^ mask]).collect();
+        }
+        for l in 0..32 {
+            want[base + l] = salted ^ j[l];
+            want_sums[base + l] = total[l];
+        }
+    }
+    assert_same("shuffled u64", &out.to_host_vec(&stream)?, &want);
+    assert_same("reduced f32", &sums.to_host_vec(&stream)?, &want_sums);
     Ok(())
 }
 

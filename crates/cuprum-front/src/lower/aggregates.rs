@@ -1,13 +1,8 @@
-//! Aggregates: fixed-size arrays (per-thread local memory, indexed at run time, bounds-checked)
-//! and tuples (taken apart into their elements; mutable ones into one variable per element).
-//!
-//! Rust arrays are values, so binding one to a new name copies it; array expressions are
-//! built in place. An array's element type comes from its elements, the `let` annotation, or
-//! later uses (`let mut acc = [0.0; 4]; acc[k] += x[k];` makes `acc` an `[f32; 4]`).
+//! Aggregates: tuples (taken apart into their elements; mutable ones into one variable per
+//! element) and structs of the module (the same, field by field). Local arrays have their own
+//! module, `arrays`.
 
-use cuprum_ir::{
-    AddressSpace, ArrayDecl, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, Value,
-};
+use cuprum_ir::{Op, Stmt};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
@@ -28,287 +23,7 @@ fn base_shape(v: &Val) -> Shape {
     }
 }
 
-/// Arrays longer than this are refused: they would spill a thread's local memory badly.
-const MAX_LOCAL_ARRAY: u64 = 16 * 1024;
-
 impl Lowerer<'_> {
-    /// `[e; N]` or `[a, b, c]`, with an optional element type from context.
-    pub(super) fn array_expr(
-        &mut self,
-        e: &syn::Expr,
-        hint: Option<S>,
-        site: Option<u32>,
-    ) -> Result<Val> {
-        let span = e.span();
-        let (items, len): (Vec<Val>, u64) = match e {
-            syn::Expr::Repeat(r) => {
-                let len = match self.eval_const(&r.len, 0)? {
-                    ConstVal::Int(n) if n > 0 && (n as u64) <= MAX_LOCAL_ARRAY => n as u64,
-                    _ => {
-                        return err(
-                            r.len.span(),
-                            format!("array lengths must be between 1 and {MAX_LOCAL_ARRAY}"),
-                        );
-                    }
-                };
-                (vec![self.expr(&r.expr)?], len)
-            }
-            syn::Expr::Array(a) => {
-                let items = a
-                    .elems
-                    .iter()
-                    .map(|x| self.expr(x))
-                    .collect::<Result<Vec<_>>>()?;
-                let len = items.len() as u64;
-                if len == 0 || len > MAX_LOCAL_ARRAY {
-                    return err(
-                        span,
-                        format!("array lengths must be between 1 and {MAX_LOCAL_ARRAY}"),
-                    );
-                }
-                (items, len)
-            }
-            other => return err(other.span(), "expected an array expression"),
-        };
-        // The element type: the hint, a typed element, the site's solution, or a default.
-        let typed = items.iter().find_map(|v| match v {
-            Val::Scalar(x) => Some(self.ty(*x)),
-            _ => None,
-        });
-        let kind = if items.iter().any(|v| matches!(v, Val::Float(_))) {
-            LitKind::Float
-        } else {
-            LitKind::Int
-        };
-        let mut infer_site = None;
-        let elem = match (hint, typed) {
-            (Some(t), _) | (None, Some(t)) => t,
-            (None, None) => match site {
-                Some(s) => {
-                    self.note_kind(s, kind);
-                    for v in &items {
-                        if let Val::Infer(other, _) = v {
-                            self.note_union(s, *other);
-                        }
-                    }
-                    match self.solved(s) {
-                        Some(t) => t,
-                        None => {
-                            infer_site = Some((s, kind));
-                            kind.default_type()
-                        }
-                    }
-                }
-                None => kind.default_type(),
-            },
-        };
-        if let Some(s) = site {
-            self.note_type_unless(s, elem, infer_site.is_some());
-        }
-        let array = self.b.local_array(ArrayDecl {
-            name: "array".into(),
-            elem,
-            len: len as u32,
-        });
-        let value = Val::Array {
-            array,
-            elem,
-            len: len as u32,
-            infer: infer_site,
-        };
-        if infer_site.is_some() {
-            return Ok(value); // the infer run only needs the array's shape
-        }
-        let base = self.def(Op::LocalAddr(array), span)?;
-        if let [item] = items.as_slice()
-            && len > 1
-        {
-            let x = self.materialize(item.clone(), elem, span)?;
-            self.fill_local(base, elem, len as u32, x, span)?;
-        } else {
-            for (k, item) in items.into_iter().enumerate() {
-                let x = self.materialize(item, elem, span)?;
-                let addr = self.local_elem_addr_const(base, elem, k as u32, span)?;
-                self.b.push(Stmt::Store {
-                    space: AddressSpace::Local,
-                    addr,
-                    value: x,
-                });
-            }
-        }
-        Ok(value)
-    }
-
-    fn note_type_unless(&mut self, site: u32, ty: S, unknown: bool) {
-        if !unknown {
-            self.note_type(site, ty);
-        }
-    }
-
-    fn local_elem_addr_const(&mut self, base: Value, elem: S, k: u32, span: Span) -> Result<Value> {
-        let offset = self.constant(Constant::u32(k * elem.size_bytes()));
-        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
-    }
-
-    /// Stores `value` into every element, with a loop (short arrays are written out).
-    fn fill_local(
-        &mut self,
-        base: Value,
-        elem: S,
-        len: u32,
-        value: Value,
-        span: Span,
-    ) -> Result<()> {
-        if len <= 8 {
-            for k in 0..len {
-                let addr = self.local_elem_addr_const(base, elem, k, span)?;
-                self.b.push(Stmt::Store {
-                    space: AddressSpace::Local,
-                    addr,
-                    value,
-                });
-            }
-            return Ok(());
-        }
-        self.counted_loop(len, span, |this, k| {
-            let addr = this.local_elem_addr(base, elem, k, span)?;
-            this.b.push(Stmt::Store {
-                space: AddressSpace::Local,
-                addr,
-                value,
-            });
-            Ok(())
-        })
-    }
-
-    /// `for k in 0..len { body(k) }` with a `u32` counter.
-    fn counted_loop(
-        &mut self,
-        len: u32,
-        span: Span,
-        body: impl FnOnce(&mut Self, Value) -> Result<()>,
-    ) -> Result<()> {
-        let counter = self.b.var("k", S::U32);
-        let zero = self.constant(Constant::u32(0));
-        self.b.push(Stmt::WriteVar {
-            var: counter,
-            value: zero,
-        });
-        let end = self.constant(Constant::u32(len));
-        let one = self.constant(Constant::u32(1));
-        self.loop_body(|this| {
-            let k = this.def(Op::ReadVar(counter), span)?;
-            let more = this.def(Op::Compare(CmpOp::Lt, k, end), span)?;
-            this.break_unless(more);
-            let next = this.def(Op::Binary(BinaryOp::Add, k, one), span)?;
-            this.b.push(Stmt::WriteVar {
-                var: counter,
-                value: next,
-            });
-            body(this, k)
-        })
-    }
-
-    fn local_elem_addr(&mut self, base: Value, elem: S, k: Value, span: Span) -> Result<Value> {
-        let size = self.constant(Constant::u32(elem.size_bytes()));
-        let offset = self.def(Op::Binary(BinaryOp::Mul, k, size), span)?;
-        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
-    }
-
-    /// A copy of array `v` in a new local array (Rust's move/copy of an array value).
-    pub(super) fn copy_array(&mut self, v: &Val, span: Span) -> Result<Val> {
-        let &Val::Array {
-            array: src,
-            elem,
-            len,
-            infer,
-        } = v
-        else {
-            return err(span, "expected an array");
-        };
-        let array = self.b.local_array(ArrayDecl {
-            name: "array".into(),
-            elem,
-            len,
-        });
-        if infer.is_none() {
-            self.copy_local(src, array, elem, len, span)?;
-        }
-        Ok(Val::Array {
-            array,
-            elem,
-            len,
-            infer,
-        })
-    }
-
-    pub(super) fn copy_local(
-        &mut self,
-        src: u32,
-        dst: u32,
-        elem: S,
-        len: u32,
-        span: Span,
-    ) -> Result<()> {
-        let from = self.def(Op::LocalAddr(src), span)?;
-        let to = self.def(Op::LocalAddr(dst), span)?;
-        self.counted_loop(len, span, |this, k| {
-            let a = this.local_elem_addr(from, elem, k, span)?;
-            let x = this.def(
-                Op::Load {
-                    space: AddressSpace::Local,
-                    ty: elem,
-                    addr: a,
-                },
-                span,
-            )?;
-            let b = this.local_elem_addr(to, elem, k, span)?;
-            this.b.push(Stmt::Store {
-                space: AddressSpace::Local,
-                addr: b,
-                value: x,
-            });
-            Ok(())
-        })
-    }
-
-    /// `array[index]` as a place: bounds-checked against the array's length.
-    pub(super) fn array_place(
-        &mut self,
-        v: &Val,
-        index_expr: &syn::Expr,
-        site: String,
-    ) -> Result<Place> {
-        let &Val::Array {
-            array,
-            elem,
-            len,
-            infer,
-        } = v
-        else {
-            return err(index_expr.span(), "expected an array");
-        };
-        let span = index_expr.span();
-        let index = self.expr(index_expr)?;
-        if let Some((s, kind)) = infer {
-            // Infer run: the element type is what later uses say.
-            let _ = self.materialize(index, S::U64, span)?;
-            return Ok(Place::InferVar(s, kind));
-        }
-        let index = self.materialize(index, S::U64, span).map_err(|e| {
-            syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
-        })?;
-        self.constant_bounds_check(index, len, site, span)?;
-        let base = self.def(Op::LocalAddr(array), span)?;
-        let k = self.cast_value(index, S::U32, span)?;
-        let addr = self.local_elem_addr(base, elem, k, span)?;
-        Ok(Place::Mem {
-            space: AddressSpace::Local,
-            addr,
-            elem,
-        })
-    }
-
     /// A tuple bound with `let mut`: one variable per (scalar) element.
     pub(super) fn mutable_tuple(
         &mut self,
@@ -320,7 +35,7 @@ impl Lowerer<'_> {
         for (k, item) in items.into_iter().enumerate() {
             out.push(match item {
                 Val::Tuple(inner) => self.mutable_tuple(&format!("{name}.{k}"), inner, span)?,
-                v @ Val::Array { .. } => Binding::Val(self.copy_array(&v, span)?),
+                v @ Val::Array(_) => Binding::Val(self.copy_array(&v, span)?),
                 v => {
                     let x = self.scalar(v, span)?;
                     let ty = self.ty(x);
@@ -545,26 +260,9 @@ impl Lowerer<'_> {
                 }
                 Ok(())
             }
-            (
-                Binding::Val(Val::Array {
-                    array: dst,
-                    elem,
-                    len,
-                    infer,
-                }),
-                Val::Array {
-                    array: src,
-                    len: src_len,
-                    ..
-                },
-            ) => {
-                if *len != src_len {
-                    return err(span, "arrays of different lengths");
-                }
-                if infer.is_none() {
-                    self.copy_local(src, *dst, *elem, *len, span)?;
-                }
-                Ok(())
+            (Binding::Val(Val::Array(target)), v) => {
+                let target = target.clone();
+                self.assign_array(&target, v, span)
             }
             (_, v) => err(span, format!("cannot assign {} here", describe(&v))),
         }

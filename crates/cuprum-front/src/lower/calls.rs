@@ -49,8 +49,8 @@ impl Lowerer<'_> {
                 let v = receiver.clone();
                 return self.pointer_method(m, v);
             }
-            (Val::Array { len, .. }, "len") if args.is_empty() => {
-                let len = u64::from(*len);
+            (Val::Array(a), "len") if args.is_empty() => {
+                let len = u64::from(a.len());
                 return Ok(Val::Scalar(self.constant(Constant::u64(len))));
             }
             (Val::Slice(p), "len") if args.is_empty() => {
@@ -144,7 +144,7 @@ impl Lowerer<'_> {
                 return err(span, format!("`{method}` takes one argument"));
             };
             let r = self.expr(arg)?;
-            return self.arith(op, receiver, r, span);
+            return self.arith(op, receiver, r, span, m);
         }
         if let Some(v) = self.float_extras(&method, &receiver, &args, span)? {
             return Ok(v);
@@ -164,6 +164,15 @@ impl Lowerer<'_> {
             return Ok(Val::Scalar(
                 self.def(Op::Ternary(TernaryOp::MulAdd, x, a, c), span)?,
             ));
+        }
+        if let Val::Struct(name, _) = &receiver {
+            return err(
+                m.method.span(),
+                format!(
+                    "`.{method}()` on a `{name}`: methods in `impl` blocks are not supported in \
+                     device code yet; write a free `fn {method}(value: {name}, ..)` of the module"
+                ),
+            );
         }
         err(
             m.method.span(),

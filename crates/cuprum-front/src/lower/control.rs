@@ -134,7 +134,7 @@ impl Lowerer<'_> {
                 self.solved(site)
             }
             Val::Tuple(items) => return Ok(self.element_slots(items, span)?.map(Binding::Tuple)),
-            a @ Val::Array { .. } => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
+            a @ Val::Array(_) => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
             Val::Struct(name, items) => {
                 let slots = self.element_slots(items, span)?;
                 return Ok(slots.map(|fields| Binding::Struct(name.clone(), fields)));

@@ -139,23 +139,13 @@ impl Lowerer<'_> {
                 }
                 Ok(Binding::Tuple(items))
             }
-            syn::Type::Array(a) => {
-                let elem = self.resolve_scalar(&a.elem)?;
-                let len = match self.eval_const(&a.len, 0)? {
-                    ConstVal::Int(n) if n > 0 && n <= 16 * 1024 => n as u32,
-                    _ => return err(a.len.span(), "unsupported array length"),
+            syn::Type::Array(_) => {
+                let Some((elem, dims)) = self.array_type(ty)? else {
+                    return err(ty.span(), "expected an array type");
                 };
-                let array = self.b.local_array(cuprum_ir::ArrayDecl {
-                    name: name.into(),
-                    elem,
-                    len,
-                });
-                Ok(Binding::Val(Val::Array {
-                    array,
-                    elem,
-                    len,
-                    infer: None,
-                }))
+                let what = format!("the result of `{}`", name.trim_end_matches("_result"));
+                let array = self.new_local_array(name, elem, dims, None, ty.span(), what)?;
+                Ok(Binding::Val(Val::Array(array)))
             }
             other if crate::types::struct_named(other, &self.info.structs).is_some() => {
                 let Some(def) = crate::types::struct_named(other, &self.info.structs).cloned()
@@ -246,6 +236,7 @@ impl Lowerer<'_> {
             }
         }
         let mut literal_kind: HashMap<String, LitKind> = HashMap::new();
+        let mut from_open: HashMap<String, S> = HashMap::new();
         for (input, value) in f.sig.inputs.iter().zip(values) {
             let syn::FnArg::Typed(pt) = input else {
                 continue;
@@ -270,14 +261,20 @@ impl Lowerer<'_> {
                     literal_kind.entry(ident).or_insert(LitKind::Float);
                 }
                 Val::Infer(site, kind) => {
+                    // Weaker than a typed argument: `add(acc, x[i])` with `acc` still open
+                    // takes `T` from `x[i]`.
                     let ty = self.solved(*site).unwrap_or(kind.default_type());
-                    out.insert(ident, ty);
+                    from_open.entry(ident).or_insert(ty);
                 }
                 _ => {}
             }
         }
         for name in &generics {
             if !out.contains_key(name) {
+                if let Some(&ty) = from_open.get(name) {
+                    out.insert(name.clone(), ty);
+                    continue;
+                }
                 match literal_kind.get(name) {
                     Some(k) => {
                         out.insert(name.clone(), k.default_type());

@@ -69,10 +69,13 @@ impl Lowerer<'_> {
             });
         };
         let bytes = u64::from(len) * u64::from(shape.elem.size_bytes());
-        if bytes > 227 * 1024 {
+        if bytes > u64::from(cuprum_ir::MAX_SHARED_BYTES) {
             return err(
                 span,
-                format!("shared array `{name}` needs {bytes} bytes; a block has at most 227 KiB"),
+                format!(
+                    "shared array `{name}` needs {bytes} bytes; a block has at most {} KiB",
+                    cuprum_ir::MAX_SHARED_BYTES / 1024
+                ),
             );
         }
         let array = self.b.shared_array(ArrayDecl {
@@ -360,6 +363,35 @@ impl Lowerer<'_> {
         )?))
     }
 
+    /// The operand of an intrinsic whose result has its operand's type (`shuffle<T>`,
+    /// `reduce_add<T>`). A typed value is taken as it is. An untyped literal, or a value whose
+    /// type is still being inferred, has the type the *result's* uses give it, as in Rust: the
+    /// call is a `site`, tied to the operand's. In the infer run such an operand gives
+    /// `Err(placeholder)`, the open result to return instead of emitting the operation (so
+    /// `let mut j = 0; j = warp::shuffle(j, 0); .. j + x[k]` types `j` from `x`, not as `i32`).
+    pub(super) fn same_type_operand(
+        &mut self,
+        v: Val,
+        site: u32,
+        span: Span,
+    ) -> Result<std::result::Result<Value, Val>> {
+        let kind = match &v {
+            Val::Int(_) => LitKind::Int,
+            Val::Float(_) => LitKind::Float,
+            Val::Infer(other, kind) => {
+                self.note_union(site, *other);
+                *kind
+            }
+            _ => return self.scalar(v, span).map(Ok),
+        };
+        self.note_kind(site, kind);
+        if self.inferring() {
+            return Ok(Err(Val::Infer(site, kind)));
+        }
+        let ty = self.solved(site).unwrap_or(kind.default_type());
+        self.materialize(v, ty, span).map(Ok)
+    }
+
     /// `warp::*` functions. `None` when `name` is not one.
     pub(super) fn warp_call(
         &mut self,
@@ -378,10 +410,14 @@ impl Lowerer<'_> {
             let [v, lane] = args else {
                 return err(span, format!("`{name}` takes a value and a lane"));
             };
+            let site = self.site();
             let v = self.expr(v)?;
-            let v = self.scalar(v, span)?;
             let lane_v = self.expr(lane)?;
             let lane = self.materialize(lane_v, S::U32, lane.span())?;
+            let v = match self.same_type_operand(v, site, span)? {
+                Ok(v) => v,
+                Err(open) => return Ok(Some(open)),
+            };
             return Ok(Some(Val::Scalar(self.def(
                 Op::Shuffle {
                     mode,
@@ -416,8 +452,12 @@ impl Lowerer<'_> {
             let [v] = args else {
                 return err(span, format!("`{name}` takes one value"));
             };
+            let site = self.site();
             let v = self.expr(v)?;
-            let mut acc = self.scalar(v, span)?;
+            let mut acc = match self.same_type_operand(v, site, span)? {
+                Ok(v) => v,
+                Err(open) => return Ok(Some(open)),
+            };
             if self.ty(acc) == S::Bool {
                 return err(span, "warp reductions work on numbers");
             }

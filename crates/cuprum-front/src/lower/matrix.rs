@@ -149,10 +149,17 @@ impl Lowerer<'_> {
     fn fragment<const N: usize>(&mut self, e: &syn::Expr, ty: S) -> Result<[cuprum_ir::Value; N]> {
         let span = e.span();
         let items: Vec<cuprum_ir::Value> = match self.expr(e)? {
-            Val::Array {
-                array, elem, len, ..
-            } if len as usize == N && elem == ty => {
-                let base = self.def(Op::LocalAddr(array), span)?;
+            Val::Array(a) if a.dims == [N as u32] && a.infer.is_some() => {
+                // Infer run: an open array (`let mut acc = [0.0; 4]`) is a fragment of `ty`.
+                if let Some((site, _)) = a.infer {
+                    self.note_type(site, ty);
+                }
+                (0..N)
+                    .map(|_| self.constant(Constant::new(ty, 0)))
+                    .collect()
+            }
+            Val::Array(a) if a.dims == [N as u32] && a.elem == ty => {
+                let base = self.array_addr(&a, span)?;
                 let mut out = Vec::with_capacity(N);
                 for k in 0..N as u32 {
                     let off = self.constant(Constant::u32(k * ty.size_bytes()));
@@ -188,11 +195,15 @@ impl Lowerer<'_> {
     /// A new local array holding `values`.
     fn fresh_array(&mut self, values: &[cuprum_ir::Value], elem: S, span: Span) -> Result<Val> {
         let len = values.len() as u32;
-        let array = self.b.local_array(cuprum_ir::ArrayDecl {
-            name: "fragment".into(),
-            elem,
-            len,
-        });
+        let array = self.declare_local(
+            cuprum_ir::ArrayDecl {
+                name: "fragment".into(),
+                elem,
+                len,
+            },
+            span,
+            "a fragment".into(),
+        );
         let base = self.def(Op::LocalAddr(array), span)?;
         for (k, v) in values.iter().enumerate() {
             let off = self.constant(Constant::u32(k as u32 * elem.size_bytes()));
@@ -203,12 +214,13 @@ impl Lowerer<'_> {
                 value: *v,
             });
         }
-        Ok(Val::Array {
+        Ok(Val::Array(arrays::LocalArray {
             array,
             elem,
-            len,
+            dims: vec![len],
+            offset: None,
             infer: None,
-        })
+        }))
     }
 
     /// The shared address of element `index` of shared array `tile`, checked to leave `bytes`

@@ -10,6 +10,7 @@
 //! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
 
 mod aggregates;
+mod arrays;
 mod calls;
 mod control;
 mod disjoint;
@@ -197,14 +198,8 @@ enum Val {
         elem: S,
         len: u32,
     },
-    /// A per-thread array in local memory. `infer` is set only in the infer run, while the
-    /// element type is still being decided at that site.
-    Array {
-        array: u32,
-        elem: S,
-        len: u32,
-        infer: Option<(u32, LitKind)>,
-    },
+    /// A per-thread array in local memory, or a row of a nested one.
+    Array(arrays::LocalArray),
     /// A tuple, taken apart.
     Tuple(Vec<Val>),
     /// A struct of the module, taken apart: its fields in declaration order.
@@ -283,6 +278,8 @@ struct Lowerer<'a> {
     uniform_keys: HashMap<String, u32>,
     /// How each `DisjointSlice` parameter was first written in this kernel.
     disjoint_mappings: HashMap<u32, disjoint::DisjointMapping>,
+    /// For each local array of the kernel: the source span and what it is, for errors.
+    local_origins: Vec<(proc_macro2::Span, String)>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -320,6 +317,7 @@ impl<'a> Lowerer<'a> {
             uniform: HashMap::new(),
             uniform_keys: HashMap::new(),
             disjoint_mappings: HashMap::new(),
+            local_origins: Vec::new(),
         }
     }
 
@@ -392,7 +390,24 @@ impl<'a> Lowerer<'a> {
                     Val::Atomic(self.b.param(name.clone(), kind))
                 }
             };
-            self.bind(name, Binding::Val(binding));
+            // `mut x: u32` (and a `mut` struct) may be reassigned in the body, as a `let mut`.
+            let binding = match binding {
+                Val::Scalar(x) if param_is_mut(&k.item.sig, &p.name) => {
+                    let ty = self.ty(x);
+                    let var = self.b.var(name.clone(), ty);
+                    self.b.push(Stmt::WriteVar { var, value: x });
+                    Binding::Var {
+                        var,
+                        ty,
+                        mutable: true,
+                    }
+                }
+                Val::Struct(sname, items) if param_is_mut(&k.item.sig, &p.name) => {
+                    self.mutable_struct(&name, sname, items, p.name.span())?
+                }
+                other => Binding::Val(other),
+            };
+            self.bind(name, binding);
         }
         let body = &k.item.block;
         let v = self.block_stmts(&body.stmts)?;
@@ -402,6 +417,7 @@ impl<'a> Lowerer<'a> {
                 "kernels return nothing; this block has a value",
             );
         }
+        self.check_local_memory()?;
         Ok(self.b.finish())
     }
 
@@ -648,8 +664,8 @@ impl<'a> Lowerer<'a> {
         let (value, fresh) = match init {
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => {
                 let hint = match annotation {
-                    Some(syn::Type::Array(a)) => Some(self.resolve_scalar(&a.elem)?),
-                    _ => None,
+                    Some(t) => self.array_type(t)?.map(|(elem, _)| elem),
+                    None => None,
                 };
                 (self.array_expr(init, hint, Some(site))?, true)
             }
@@ -705,8 +721,36 @@ impl<'a> Lowerer<'a> {
             }
         };
         let Some(name) = name else { return Ok(()) };
+        if let (Val::Array(a), Some(t)) = (&value, annotation)
+            && let Some((elem, dims)) = self.array_type(t)?
+        {
+            // `let b: [[f32; 4]; 2] = a;` and array parameters of helpers: the declared
+            // type decides an open array's elements, and must match a typed one.
+            match a.infer {
+                Some((open, _)) => self.note_type(open, elem),
+                None if a.elem != elem || a.dims != dims => {
+                    return err(
+                        span,
+                        format!(
+                            "mismatched types: expected `{}`, found `{}`",
+                            quote::ToTokens::to_token_stream(t),
+                            a.type_name()
+                        ),
+                    );
+                }
+                None => {}
+            }
+        }
         let value = match value {
-            Val::Array { .. } if !fresh => self.copy_array(&value, span)?,
+            Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            other => other,
+        };
+        if let Val::Array(a) = &value
+            && let Some(origin) = self.local_origins.get_mut(a.array as usize)
+        {
+            origin.1 = format!("`{name}: {}`", a.type_name());
+        }
+        let value = match value {
             Val::Tuple(items) if mutable => {
                 let binding = self.mutable_tuple(&name, items, span)?;
                 self.bind(name, binding);
@@ -721,7 +765,7 @@ impl<'a> Lowerer<'a> {
         };
         if matches!(
             value,
-            Val::Array { .. }
+            Val::Array(_)
                 | Val::Tuple(_)
                 | Val::Struct(..)
                 | Val::Ptr { .. }
@@ -774,6 +818,14 @@ impl<'a> Lowerer<'a> {
                 );
             }
         };
+        let kind = match value {
+            Val::Infer(_, k) => k,
+            Val::Float(_) => LitKind::Float,
+            _ => LitKind::Int,
+        };
+        // The emit run always decides (Rust's default when no use said anything), so that no
+        // variable of the emitted kernel stays open and drops its writes.
+        let ty = ty.or_else(|| (!self.inferring()).then(|| kind.default_type()));
         match ty {
             Some(ty) => {
                 let var = self.b.var(name.clone(), ty);
@@ -790,11 +842,6 @@ impl<'a> Lowerer<'a> {
             }
             None => {
                 // Infer run: the type is decided by later uses.
-                let kind = match value {
-                    Val::Infer(_, k) => k,
-                    Val::Float(_) => LitKind::Float,
-                    _ => LitKind::Int,
-                };
                 self.bind(name, Binding::InferVar { site, kind });
             }
         }
@@ -819,6 +866,20 @@ impl<'a> Lowerer<'a> {
                 if let Some(target) = self.aggregate_target(&a.left)? {
                     let v = self.expr(&a.right)?;
                     self.assign_binding(&target, v, a.right.span())?;
+                    return Ok(Val::Unit);
+                }
+                // `a[i] = ..` writes an element, or a whole row of an array of arrays.
+                if let syn::Expr::Index(i) = &*a.left {
+                    match self.indexed(i)? {
+                        arrays::Indexed::Element(place) => {
+                            let v = self.expr(&a.right)?;
+                            self.write_place(place, v, a.right.span())?;
+                        }
+                        arrays::Indexed::Row(row) => {
+                            let v = self.expr(&a.right)?;
+                            self.assign_array(&row, v, a.right.span())?;
+                        }
+                    }
                     return Ok(Val::Unit);
                 }
                 let place = self.place(&a.left)?;
@@ -849,18 +910,16 @@ impl<'a> Lowerer<'a> {
                 self.jump(Stmt::Continue, c.span())
             }
             syn::Expr::Return(r) => self.return_expr(r),
-            syn::Expr::Index(i) => {
-                let place = self.index_place(i)?;
-                self.read_place(place, i.span())
-            }
+            syn::Expr::Index(i) => match self.indexed(i)? {
+                arrays::Indexed::Element(place) => self.read_place(place, i.span()),
+                arrays::Indexed::Row(row) => Ok(Val::Array(row)),
+            },
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
             syn::Expr::Macro(m) => self.device_macro(&m.mac),
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
-                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array { .. }) => {
-                    Ok(v)
-                }
+                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
                 _ => err(
                     r.span(),
                     "taking references to values is not supported in device code",
@@ -910,7 +969,7 @@ impl<'a> Lowerer<'a> {
         Ok(b.filter(|b| {
             matches!(
                 b,
-                Binding::Tuple(_) | Binding::Struct(..) | Binding::Val(Val::Array { .. })
+                Binding::Tuple(_) | Binding::Struct(..) | Binding::Val(Val::Array(_))
             )
         }))
     }
@@ -1128,6 +1187,9 @@ impl<'a> Lowerer<'a> {
                     .get_ident()
                     .map(|i| i.to_string())
                     .unwrap_or_default();
+                if let Some(&(_, v)) = self.const_params.get(&name) {
+                    return Ok(ConstVal::Int(v)); // a const parameter of a generic kernel
+                }
                 match self.info.consts.iter().find(|c| c.ident == name) {
                     Some(c) => self.eval_const(&c.expr, depth + 1),
                     None => err(
@@ -1190,9 +1252,32 @@ impl<'a> Lowerer<'a> {
                         mutable: true,
                     }) => Ok(Place::Var(var, ty)),
                     Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
+                    Some(Binding::Val(Val::ElemRef { .. })) => err(
+                        p.span(),
+                        format!("`{name}` is a reference to an element: write `*{name} = ...`"),
+                    ),
+                    Some(Binding::Val(
+                        v @ (Val::Ptr { .. }
+                        | Val::Slice(_)
+                        | Val::Atomic(_)
+                        | Val::Shared { .. }
+                        | Val::Index1(_)
+                        | Val::Index2(..)
+                        | Val::Index3(..)),
+                    )) => err(
+                        p.span(),
+                        format!(
+                            "cannot assign to `{name}`: {} cannot be reassigned in device code; \
+                             bind the new value to a new name with `let`",
+                            describe(&v)
+                        ),
+                    ),
                     Some(_) => err(
                         p.span(),
-                        format!("cannot assign to `{name}`: declare it with `let mut`"),
+                        format!(
+                            "cannot assign twice to immutable variable `{name}`: declare it \
+                             `let mut {name}` (or `mut {name}: T` for a parameter)"
+                        ),
                     ),
                     None => err(p.span(), format!("cannot find `{name}` in device code")),
                 }
@@ -1287,9 +1372,27 @@ impl<'a> Lowerer<'a> {
 
     /// `slice[index]`, bounds-checked.
     fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
+        match self.indexed(i)? {
+            arrays::Indexed::Element(place) => Ok(place),
+            arrays::Indexed::Row(row) => err(
+                i.span(),
+                format!(
+                    "`{}` is a row `{}` of an array of arrays, not a number: index it again \
+                     (`{}[j]`) or assign it a whole row",
+                    source_text(i),
+                    row.type_name(),
+                    source_text(i)
+                ),
+            ),
+        }
+    }
+
+    /// `slice[index]` (bounds-checked) or `array[index]`: an element, or a row of an array
+    /// of arrays.
+    fn indexed(&mut self, i: &syn::ExprIndex) -> Result<arrays::Indexed> {
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
-            v @ Val::Array { .. } => return self.array_place(&v, &i.index, source_text(i)),
+            Val::Array(a) => return self.index_array(&a, &i.index, source_text(i)),
             other => {
                 return err(
                     i.expr.span(),
@@ -1318,11 +1421,11 @@ impl<'a> Lowerer<'a> {
                 "a `DisjointSlice` is written through `get_mut(index)`, not indexed",
             );
         }
-        Ok(Place::Mem {
+        Ok(arrays::Indexed::Element(Place::Mem {
             space: AddressSpace::Global,
             addr,
             elem,
-        })
+        }))
     }
 
     fn slice_param(&self, param: u32) -> (S, SliceAccess) {
@@ -1428,7 +1531,7 @@ fn describe(v: &Val) -> String {
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
         Val::Slice(_) => "a slice".into(),
-        Val::Array { .. } => "an array".into(),
+        Val::Array(a) => format!("an array `{}`", a.type_name()),
         Val::Ptr { .. } => "a raw pointer".into(),
         Val::Tuple(_) => "a tuple".into(),
         Val::Struct(name, _) => format!("a `{name}`"),
@@ -1514,6 +1617,24 @@ fn associated_constant(path: &syn::Path) -> Option<Constant> {
         "BITS" => Some(Constant::u32(bits)),
         _ => None,
     }
+}
+
+/// ` at line N` where the span knows its line (always, with `span-locations`), else nothing.
+fn at_line(span: proc_macro2::Span) -> String {
+    match span.start().line {
+        0 => String::new(),
+        line => format!(" at line {line}"),
+    }
+}
+
+/// Whether the parameter `name` of `sig` is declared `mut name: T`.
+fn param_is_mut(sig: &syn::Signature, name: &syn::Ident) -> bool {
+    sig.inputs.iter().any(|input| match input {
+        syn::FnArg::Typed(pt) => {
+            matches!(&*pt.pat, syn::Pat::Ident(id) if id.ident == *name && id.mutability.is_some())
+        }
+        syn::FnArg::Receiver(_) => false,
+    })
 }
 
 /// The pattern without its type annotation.

@@ -42,7 +42,7 @@ impl Lowerer<'_> {
                 )?),
             };
             let rhs = self.expr(&b.right)?;
-            let result = self.arith(op, current, rhs, span)?;
+            let result = self.arith(op, current, rhs, span, b)?;
             self.write_place(place, result, span)?;
             return Ok(Val::Unit);
         }
@@ -76,7 +76,7 @@ impl Lowerer<'_> {
             B::Shr(_) => BinaryOp::Shr,
             _ => return err(span, "this operator is not supported in device code"),
         };
-        self.arith(op, l, r, span)
+        self.arith(op, l, r, span, b)
     }
 
     /// Picks the common type of two operands, or `None` when both are still untyped.
@@ -105,12 +105,14 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `l op r`; `expr` is the expression as written, which a failed division check names.
     pub(super) fn arith(
         &mut self,
         op: BinaryOp,
         l: Val,
         r: Val,
         span: proc_macro2::Span,
+        expr: &dyn quote::ToTokens,
     ) -> Result<Val> {
         if let (BinaryOp::Shl | BinaryOp::Shr, Val::Int(a), Val::Int(b)) = (op, &l, &r) {
             let (a, b) = (*a, *b);
@@ -151,45 +153,32 @@ impl Lowerer<'_> {
         let divisor_const = matches!(r, Val::Int(x) if x != 0 && x != -1);
         let rv = self.materialize(r, ty, span)?;
         if ty.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem) && !divisor_const {
-            self.divide_checks(op, lv, rv, ty)?;
+            let site = format!("`{}`{}", source_text(&expr), at_line(span));
+            self.divide_checks(lv, rv, ty, site)?;
         }
         Ok(Val::Scalar(self.def(Op::Binary(op, lv, rv), span)?))
     }
 
-    /// Rust panics on integer division by zero and on `MIN / -1`; so does the device.
+    /// Rust panics on integer division by zero and on `MIN / -1`; so does the device, with a
+    /// trap that names the operation and where it is (`site`).
     pub(super) fn divide_checks(
         &mut self,
-        op: BinaryOp,
         lhs: Value,
         rhs: Value,
         ty: S,
+        site: String,
     ) -> Result<()> {
         let span = proc_macro2::Span::call_site();
-        let what = if op == BinaryOp::Div {
-            "divide"
-        } else {
-            "calculate the remainder"
-        };
         let zero = self.constant(Constant::new(ty, 0));
         let is_zero = self.def(Op::Compare(CmpOp::Eq, rhs, zero), span)?;
-        self.trap_if(
-            is_zero,
-            TrapKind::DivideByZero {
-                site: format!("attempt to {what} with a divisor of zero"),
-            },
-        );
+        self.trap_if(is_zero, TrapKind::DivideByZero { site: site.clone() });
         if ty.is_signed_int() {
             let minus_one = self.constant(Constant::new(ty, u64::MAX));
             let min = self.constant(Constant::new(ty, 1u64 << (ty.bits() - 1)));
             let a = self.def(Op::Compare(CmpOp::Eq, rhs, minus_one), span)?;
             let b = self.def(Op::Compare(CmpOp::Eq, lhs, min), span)?;
             let both = self.def(Op::Binary(BinaryOp::And, a, b), span)?;
-            self.trap_if(
-                both,
-                TrapKind::Assert {
-                    message: format!("attempt to {what} with overflow"),
-                },
-            );
+            self.trap_if(both, TrapKind::DivideOverflow { site });
         }
         Ok(())
     }
