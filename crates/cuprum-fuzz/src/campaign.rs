@@ -41,6 +41,9 @@ pub struct Options {
     pub time_limit: Option<Duration>,
     /// The generator's settings.
     pub cfg: Config,
+    /// Applied to every kernel before it goes to the device: a planted bug, for testing
+    /// that mismatches are found, reported and shrunk. `None` in real runs.
+    pub device_mutation: Option<fn(&mut Kernel)>,
 }
 
 impl Default for Options {
@@ -54,6 +57,7 @@ impl Default for Options {
             shrink_budget: 300,
             jit_threads: 4,
             time_limit: None,
+            device_mutation: None,
             cfg: Config::gpu(),
         }
     }
@@ -176,7 +180,13 @@ fn shrunk_text(small: &Program, original: &Program) -> String {
 }
 
 /// Shrinks a device mismatch: candidates run on the device one at a time, up to `budget`.
-fn shrink_on_device(ctx: &CudaContext, case: &Case, optimized: bool, budget: usize) -> String {
+fn shrink_on_device(
+    ctx: &CudaContext,
+    case: &Case,
+    optimized: bool,
+    budget: usize,
+    mutation: Option<fn(&mut Kernel)>,
+) -> String {
     let mut runs = 0;
     let fails = |p: &Program| {
         if runs >= budget {
@@ -187,6 +197,9 @@ fn shrink_on_device(ctx: &CudaContext, case: &Case, optimized: bool, budget: usi
         };
         if optimized {
             cuprum_opt::optimize_kernel(&mut kernel);
+        }
+        if let Some(mutate) = mutation {
+            mutate(&mut kernel);
         }
         let expected = crate::reference::run(p, &case.inputs);
         if matches!(expected, Err(Fault::Invalid(_))) {
@@ -211,7 +224,7 @@ struct ModuleRuns {
 }
 
 impl ModuleRuns {
-    fn kernels(&self, cases: &[Case]) -> Vec<Kernel> {
+    fn kernels(&self, cases: &[Case], mutation: Option<fn(&mut Kernel)>) -> Vec<Kernel> {
         self.runs
             .iter()
             .map(|&(i, optimized)| {
@@ -222,6 +235,9 @@ impl ModuleRuns {
                     c.kernel.clone()
                 };
                 k.name = format!("{}_{}", k.name, version_name(optimized));
+                if let Some(mutate) = mutation {
+                    mutate(&mut k);
+                }
                 k
             })
             .collect()
@@ -294,7 +310,7 @@ pub fn run(ctx: &CudaContext, opts: &Options, log: &mut dyn FnMut(&str)) -> Summ
             let handles: Vec<_> = modules
                 .iter()
                 .map(|m| {
-                    let kernels = m.kernels(&cases);
+                    let kernels = m.kernels(&cases, opts.device_mutation);
                     scope.spawn(move || device::load(ctx, kernels))
                 })
                 .collect();
@@ -373,7 +389,13 @@ pub fn run(ctx: &CudaContext, opts: &Options, log: &mut dyn FnMut(&str)) -> Summ
                 if shrunk < opts.shrink {
                     shrunk += 1;
                     text.push('\n');
-                    text.push_str(&shrink_on_device(ctx, c, optimized, opts.shrink_budget));
+                    text.push_str(&shrink_on_device(
+                        ctx,
+                        c,
+                        optimized,
+                        opts.shrink_budget,
+                        opts.device_mutation,
+                    ));
                 }
                 let r = Report {
                     seed: c.seed,

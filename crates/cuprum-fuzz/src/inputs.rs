@@ -138,8 +138,8 @@ impl Inputs {
                         let bits = match role {
                             Role::Input { .. } => random_bits(&mut rng, elem),
                             // A `bool` in memory is 0 or 1: its poison is 1.
-                            Role::Output if elem == S::Bool => 1,
-                            Role::Output => {
+                            Role::Output { .. } if elem == S::Bool => 1,
+                            Role::Output { .. } => {
                                 u64::from_le_bytes([poison; 8]) & (u64::MAX >> (64 - elem.bits()))
                             }
                             Role::Counters { .. } if elem.is_float() => small_int(&mut rng, elem),

@@ -259,7 +259,7 @@ pub fn lower(program: &Program) -> Result<Kernel, LowerError> {
                 elem,
                 access: match role {
                     Role::Input { .. } => SliceAccess::ReadOnly,
-                    Role::Output | Role::Private => SliceAccess::Disjoint,
+                    Role::Output { .. } | Role::Private => SliceAccess::Disjoint,
                     Role::Counters { .. } => SliceAccess::ReadWrite,
                 },
             },

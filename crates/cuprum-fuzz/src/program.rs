@@ -45,8 +45,12 @@ pub enum Role {
         /// Elements.
         len: u32,
     },
-    /// One element per thread, poisoned before the launch; threads write their own.
-    Output,
+    /// `per_thread` elements per thread, poisoned before the launch; each thread writes its
+    /// own (elements `per_thread * id ..` of thread `id`).
+    Output {
+        /// Elements of each thread.
+        per_thread: u32,
+    },
     /// Counters that many threads update atomically, each with operations whose final
     /// result does not depend on the order the threads run in. Float counters start at small
     /// integers (so that adding small integers is exact in any order).
@@ -245,7 +249,8 @@ impl Program {
         match self.params.get(param as usize) {
             Some(Param::Buffer { role, .. }) => match *role {
                 Role::Input { len } | Role::Counters { len } => len,
-                Role::Output | Role::Private => self.threads(),
+                Role::Output { per_thread } => self.threads() * per_thread,
+                Role::Private => self.threads(),
             },
             _ => 0,
         }

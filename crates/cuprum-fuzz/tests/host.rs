@@ -366,7 +366,7 @@ fn the_reference_rejects_what_the_ir_leaves_undefined() {
         grid: 1,
         params: vec![Param::Buffer {
             elem: u32_,
-            role: Role::Output,
+            role: Role::Output { per_thread: 1 },
         }],
         shared: Vec::new(),
         locals: Vec::new(),
@@ -404,4 +404,78 @@ fn the_reference_rejects_what_the_ir_leaves_undefined() {
         emulate(&kernel, &program, &inputs),
         Err(Fault::Invalid(_))
     ));
+}
+
+#[test]
+fn a_campaign_on_the_runtimes_emulator_compares_every_launch() {
+    // What `gpu_fuzz --emu-only` does, small: waves of modules compiled on two threads.
+    let opts = campaign::Options {
+        count: 24,
+        seed: 7000,
+        per_module: 6,
+        both: true,
+        jit_threads: 2,
+        cfg: Config::ci(),
+        ..campaign::Options::default()
+    };
+    let ctx = cuprum_runtime::CudaContext::emulator();
+    let mut lines = Vec::new();
+    let summary = campaign::run(&ctx, &opts, &mut |l| lines.push(l.to_string()));
+    assert!(
+        summary.mismatches.is_empty(),
+        "{}",
+        summary.mismatches[0].text
+    );
+    assert_eq!(summary.kernels, 24);
+    assert_eq!(summary.device_launches, 48, "both versions of every kernel");
+    assert_eq!(summary.modules, 4);
+    assert!(summary.threads >= 48 * 32);
+    assert!(summary.line().starts_with("fuzz: 24 kernels, "));
+    assert_eq!(lines.len(), 2, "one progress line per wave: {lines:?}");
+}
+
+fn planted_on_device(kernel: &mut Kernel) {
+    plant_sub_for_add(kernel);
+}
+
+#[test]
+fn a_campaign_reports_and_shrinks_a_planted_device_bug() {
+    let opts = campaign::Options {
+        count: 6,
+        seed: 0,
+        per_module: 6,
+        jit_threads: 1,
+        shrink: 1,
+        shrink_budget: 400,
+        cfg: Config::ci(),
+        device_mutation: Some(planted_on_device),
+        ..campaign::Options::default()
+    };
+    let ctx = cuprum_runtime::CudaContext::emulator();
+    let summary = campaign::run(&ctx, &opts, &mut |_| {});
+    assert!(
+        summary.mismatches.len() >= 3,
+        "a wrong Add on the device went unnoticed: {} mismatches",
+        summary.mismatches.len()
+    );
+    let first = &summary.mismatches[0].text;
+    for needle in [
+        "seed ",
+        "vs reference",
+        "differ",
+        "IR:",
+        "kernel fuzz_",
+        "the emulator agrees",
+        "shrunk to ",
+    ] {
+        assert!(
+            first.contains(needle),
+            "the report lacks `{needle}`:\n{first}"
+        );
+    }
+    assert!(
+        summary
+            .line()
+            .ends_with(&format!("{} mismatches", summary.mismatches.len()))
+    );
 }

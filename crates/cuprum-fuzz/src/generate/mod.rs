@@ -167,6 +167,9 @@ struct Gen {
     gid: Id,
     inputs: Vec<(u32, ScalarType, u32)>,
     outputs: Vec<(u32, ScalarType)>,
+    /// An output with several consecutive elements per thread (stores the optimizer may
+    /// merge into vector stores): parameter, type, elements per thread.
+    wide: Option<(u32, ScalarType, u32)>,
     private: Vec<(u32, ScalarType)>,
     counters: Vec<Counters>,
     shared_counters: Option<Counters>,
@@ -388,7 +391,9 @@ impl Gen {
                 self.expr(ty);
             }
             40..=45 => self.set_var(),
-            46..=49 => self.store_output(),
+            46..=47 => self.store_output(),
+            48 => self.store_wide(),
+            49 => self.consecutive_loads(),
             50..=57 if depth < 3 => self.if_stmt(),
             58..=63 if depth < 3 && self.frames.iter().filter(|f| f.is_loop).count() < 2 => {
                 self.loop_stmt()
@@ -461,6 +466,68 @@ impl Gen {
         self.def(Node::Binary(op, a, b), ty, l)
     }
 
+    /// Stores into every element of this thread's part of the wide output, one store after
+    /// another.
+    fn store_wide(&mut self) {
+        let Some((param, ty, per)) = self.wide else {
+            return;
+        };
+        let values: Vec<Id> = (0..per)
+            .map(|_| {
+                let v = self.pick(ty, Level::Thread);
+                self.canonical(v)
+            })
+            .collect();
+        let k = self.konst(S::U32, u64::from(per));
+        let base = self.def_hidden(Node::Binary(BinaryOp::Mul, self.gid, k), S::U32);
+        for (j, value) in values.into_iter().enumerate() {
+            let index = if j == 0 {
+                base
+            } else {
+                let c = self.konst(S::U32, j as u64);
+                self.def_hidden(Node::Binary(BinaryOp::Add, base, c), S::U32)
+            };
+            self.push(Stmt::Store {
+                place: Place::Buffer { param, index },
+                value,
+            });
+        }
+    }
+
+    /// Loads 2 or 4 consecutive elements of an input, from an element index that is a
+    /// multiple of the count (loads the optimizer may merge into one vector load).
+    fn consecutive_loads(&mut self) {
+        let inputs: Vec<(u32, ScalarType, u32)> = self
+            .inputs
+            .iter()
+            .copied()
+            .filter(|i| i.1 != S::Bool && i.2 % 4 == 0)
+            .collect();
+        let Some(&(param, ty, len)) = inputs.choose(&mut self.rng) else {
+            return;
+        };
+        let n: u32 = *[2, 4].choose(&mut self.rng).unwrap_or(&4);
+        let groups = 1u32 << (31 - (len / n).leading_zeros());
+        let u = self.pick(S::U32, Level::Thread);
+        let l = self.lv(&[u]);
+        let m = self.konst(S::U32, u64::from(groups - 1));
+        let g = self.def_hidden(Node::Binary(BinaryOp::And, u, m), S::U32);
+        let k = self.konst(S::U32, u64::from(n));
+        let base = self.def_hidden(Node::Binary(BinaryOp::Mul, g, k), S::U32);
+        for j in 0..n {
+            let index = if j == 0 {
+                base
+            } else {
+                let c = self.konst(S::U32, u64::from(j));
+                self.def_hidden(Node::Binary(BinaryOp::Add, base, c), S::U32)
+            };
+            if self.chance(0.3) {
+                self.push(Stmt::Check(Check::Bounds { param, index }));
+            }
+            self.def(Node::Load(Place::Buffer { param, index }), ty, l);
+        }
+    }
+
     /// Stores a value into one of this thread's output elements.
     fn store_output(&mut self) {
         let Some(&(param, ty)) = self.outputs.choose(&mut self.rng) else {
@@ -516,36 +583,51 @@ impl Gen {
         self.counters_vars.push(counter);
         let zero = self.konst(S::U32, 0);
         self.push(Stmt::SetVar(counter, zero));
-        // The bound: up to 4 trips, from a value of the loop's uniformity.
+        // The bound: up to 6 trips (3 in a nested loop), from a value of the loop's
+        // uniformity; the end, `bound * step`, is computed before the loop, as the optimizer's
+        // unrolling by four wants.
+        let most = if self.in_loop() { 4 } else { 7 };
         let bound = if self.chance(0.3) {
-            let n = self.rng.random_range(0..5);
+            let n = self.rng.random_range(0..most);
             self.konst(S::U32, n)
         } else {
             let u = self.pick(S::U32, level);
-            let five = self.konst(S::U32, 5);
-            self.def_hidden(Node::Binary(BinaryOp::Rem, u, five), S::U32)
+            let m = self.konst(S::U32, most);
+            self.def_hidden(Node::Binary(BinaryOp::Rem, u, m), S::U32)
         };
         let step: u32 = self.rng.random_range(1..3);
+        let end = if step == 1 {
+            bound
+        } else {
+            let s = self.konst(S::U32, u64::from(step));
+            self.def_hidden(Node::Binary(BinaryOp::Mul, bound, s), S::U32)
+        };
         let frame = Frame {
             level,
             is_loop: true,
             taint: Level::Block,
         };
         let n = self.rng.random_range(2..8);
+        let exit_first = self.chance(0.5);
         let body = self.nested(frame, n, |g| {
             let k = g.def(Node::ReadVar(counter), S::U32, level);
-            let bound = if step == 1 {
-                bound
+            // Both spellings of the exit test: `if k >= end { break }` and
+            // `if k < end {} else { break }`.
+            if exit_first {
+                let done = g.def_hidden(Node::Compare(CmpOp::Ge, k, end), S::Bool);
+                g.push(Stmt::If {
+                    cond: done,
+                    then: vec![Stmt::Break],
+                    otherwise: Vec::new(),
+                });
             } else {
-                let s = g.konst(S::U32, u64::from(step));
-                g.def_hidden(Node::Binary(BinaryOp::Mul, bound, s), S::U32)
-            };
-            let done = g.def_hidden(Node::Compare(CmpOp::Ge, k, bound), S::Bool);
-            g.push(Stmt::If {
-                cond: done,
-                then: vec![Stmt::Break],
-                otherwise: Vec::new(),
-            });
+                let more = g.def_hidden(Node::Compare(CmpOp::Lt, k, end), S::Bool);
+                g.push(Stmt::If {
+                    cond: more,
+                    then: Vec::new(),
+                    otherwise: vec![Stmt::Break],
+                });
+            }
             let s = g.konst(S::U32, u64::from(step));
             let next = g.def_hidden(Node::Binary(BinaryOp::Add, k, s), S::U32);
             g.push(Stmt::SetVar(counter, next));
@@ -991,6 +1073,7 @@ impl Gen {
             let x = self.def_hidden(Node::Binary(BinaryOp::Xor, h, w), S::U64);
             h = self.def_hidden(Node::Binary(BinaryOp::Mul, x, k), S::U64);
         }
+        self.store_wide();
         let (param, _) = outputs[0];
         let index = self.gid;
         self.push(Stmt::Store {
@@ -1074,10 +1157,20 @@ impl Gen {
             let ty = self.ty();
             out_types.push(ty);
         }
+        if self.chance(0.5) {
+            let ty = self.ty();
+            let ty = if ty == S::Bool { S::U32 } else { ty };
+            let per_thread = *[2, 4].choose(&mut self.rng).unwrap_or(&4);
+            self.p.params.push(Param::Buffer {
+                elem: ty,
+                role: Role::Output { per_thread },
+            });
+            self.wide = Some((self.p.params.len() as u32 - 1, ty, per_thread));
+        }
         for ty in out_types {
             self.p.params.push(Param::Buffer {
                 elem: ty,
-                role: Role::Output,
+                role: Role::Output { per_thread: 1 },
             });
             self.outputs.push((self.p.params.len() as u32 - 1, ty));
         }
@@ -1179,6 +1272,7 @@ pub fn generate(seed: u64, cfg: &Config, name: &str) -> Program {
         gid: 0,
         inputs: Vec::new(),
         outputs: Vec::new(),
+        wide: None,
         private: Vec::new(),
         counters: Vec::new(),
         shared_counters: None,
