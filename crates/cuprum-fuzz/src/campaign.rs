@@ -19,6 +19,9 @@ use rayon::prelude::*;
 use crate::program::Program;
 use crate::{Case, Config, Fault, Inputs, Outcome, compare, device, emulate, lower, reduce};
 
+/// Candidate programs one shrink of a host failure may try.
+const HOST_SHRINK_BUDGET: usize = 3000;
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -150,7 +153,7 @@ fn host_check(case: &Case) -> (Outcome, Option<Report>) {
                 };
                 matches!(small.check_on_host(true), Err(g) if g.what == what)
             };
-            let small = reduce::reduce(&case.program, fails);
+            let small = reduce::reduce(&case.program, HOST_SHRINK_BUDGET, fails);
             let report = Report {
                 seed: case.seed,
                 what: f.what.clone(),
@@ -187,11 +190,7 @@ fn shrink_on_device(
     budget: usize,
     mutation: Option<fn(&mut Kernel)>,
 ) -> String {
-    let mut runs = 0;
     let fails = |p: &Program| {
-        if runs >= budget {
-            return false;
-        }
         let Ok(mut kernel) = lower::lower(p) else {
             return false;
         };
@@ -205,7 +204,6 @@ fn shrink_on_device(
         if matches!(expected, Err(Fault::Invalid(_))) {
             return false;
         }
-        runs += 1;
         let got = match device::run_batch(ctx, vec![kernel], &[(p, &case.inputs)]) {
             Ok(mut o) => o
                 .pop()
@@ -214,7 +212,7 @@ fn shrink_on_device(
         };
         compare(p, &expected, &got).is_err()
     };
-    let small = reduce::reduce(&case.program, fails);
+    let small = reduce::reduce(&case.program, budget, fails);
     shrunk_text(&small, &case.program)
 }
 
@@ -368,6 +366,10 @@ pub fn run(ctx: &CudaContext, opts: &Options, log: &mut dyn FnMut(&str)) -> Summ
                 let c = &cases[i];
                 summary.device_launches += 1;
                 summary.threads += u64::from(c.program.threads());
+                if matches!(expected[i], Err(Fault::Invalid(_))) {
+                    // Reported by the host checks: the program itself is broken.
+                    continue;
+                }
                 let Err(mismatch) = compare(&c.program, &expected[i], got) else {
                     continue;
                 };

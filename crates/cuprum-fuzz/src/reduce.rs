@@ -137,8 +137,13 @@ fn with_list(program: &Program, path: &[usize], list: Vec<Stmt>) -> Program {
 }
 
 /// Shrinks `program` while `keep` holds (it must hold for `program` itself), and returns
-/// the smallest program found.
-pub fn reduce(program: &Program, mut keep: impl FnMut(&Program) -> bool) -> Program {
+/// the smallest program found; `keep` is asked at most `budget` times.
+pub fn reduce(program: &Program, budget: usize, mut keep: impl FnMut(&Program) -> bool) -> Program {
+    let mut asked = 0;
+    let mut keep = |p: &Program| {
+        asked += 1;
+        asked <= budget && keep(p)
+    };
     let mut p = program.clone();
     for _ in 0..20 {
         if !pass(&mut p, &mut Vec::new(), &mut keep) {

@@ -20,7 +20,7 @@ use crate::program::{Check, Id, Node, Param, Place, Program, Source, Stmt};
 use crate::scalar::{self, OpError};
 
 /// Statements one thread may run before the reference gives up (a generator bug).
-const STEP_LIMIT: u64 = 1 << 22;
+const STEP_LIMIT: u64 = 1 << 18;
 
 #[derive(Clone, Copy, Debug)]
 enum State<'p> {

@@ -341,10 +341,20 @@ impl Gen {
     pub(super) fn warp_composite(&mut self) {
         let ty = self.ty();
         let ty = if ty == S::Bool { S::U32 } else { ty };
+        // Commutative operations only: in a butterfly, lane `l` computes `op(x_l, x_m)` and
+        // its partner `op(x_m, x_l)`, which must be the same for the result to be uniform.
         let op = if ty.is_float() {
             self.choose(&[BinaryOp::Add, BinaryOp::Min, BinaryOp::Max, BinaryOp::Mul])
         } else {
-            self.choose(&INT_BINARY)
+            self.choose(&[
+                BinaryOp::Add,
+                BinaryOp::Mul,
+                BinaryOp::And,
+                BinaryOp::Or,
+                BinaryOp::Xor,
+                BinaryOp::Min,
+                BinaryOp::Max,
+            ])
         };
         let mut x = self.pick(ty, Level::Thread);
         let step = |g: &mut Self, x: Id, y: Id| {

@@ -175,6 +175,10 @@ struct Gen {
     shared_counters: Option<Counters>,
     exchanges: Vec<Exchange>,
     local: Option<(u32, ScalarType, u32)>,
+    /// With [`Config::traps`]: whether this program's failing checks are divisions (else
+    /// bounds checks). One kind per program, since which failing thread a backend reports
+    /// first is not specified.
+    trap_divisions: bool,
 }
 
 /// The most uniform of nothing: a constant's level.
@@ -384,6 +388,10 @@ impl Gen {
     }
 
     fn stmt(&mut self) {
+        if self.cfg.traps && self.chance(0.05) {
+            self.trap_check();
+            return;
+        }
         let depth = self.frames.len();
         match self.rng.random_range(0..100) {
             0..=39 => {
@@ -410,7 +418,6 @@ impl Gen {
             90..=92 if self.local.is_some() => self.local_store(),
             93 if self.ctx() == Level::Block => self.push(Stmt::Barrier),
             94 if !self.in_loop() && self.scope_at.is_none() => self.early_return(),
-            95..=96 if self.cfg.traps => self.trap_check(),
             _ => {
                 let ty = self.ty();
                 self.expr(ty);
@@ -1004,7 +1011,7 @@ impl Gen {
     /// A check that may fail: a division by a divisor that may be zero, or a load with an
     /// index that may be out of range.
     fn trap_check(&mut self) {
-        if self.chance(0.5) {
+        if self.trap_divisions {
             let ty = *[S::U32, S::U8, S::U64, S::I32]
                 .choose(&mut self.rng)
                 .unwrap_or(&S::U32);
@@ -1024,7 +1031,9 @@ impl Gen {
             let Some(&(param, ty, len)) = self.inputs.choose(&mut self.rng) else {
                 return;
             };
-            let u = self.pick(S::U32, Level::Thread);
+            // Thread-dependent, so that some threads fall past the end.
+            let v = self.pick(S::U32, Level::Thread);
+            let u = self.def_hidden(Node::Binary(BinaryOp::Add, self.gid, v), S::U32);
             let past = self.rng.random_range(1..4);
             let n = self.konst(S::U32, u64::from(len + past));
             let index = self.def_hidden(Node::Binary(BinaryOp::Rem, u, n), S::U32);
@@ -1278,8 +1287,10 @@ pub fn generate(seed: u64, cfg: &Config, name: &str) -> Program {
         shared_counters: None,
         exchanges: Vec::new(),
         local: None,
+        trap_divisions: false,
     };
     g.p.declare_block = g.chance(0.3);
+    g.trap_divisions = g.chance(0.5);
     g.prologue(seed);
     while g.budget > 0 {
         g.budget -= 1;
