@@ -5,7 +5,7 @@
 //! ```sh
 //! cargo run --release -p cuprum-fuzz --example gpu_fuzz -- [--count 10000] [--seed 0]
 //!     [--per-module 150] [--both] [--shrink 2] [--jit-threads J] [--time-limit 270]
-//!     [--emu-only]
+//!     [--stmts 60] [--emu-only]
 //! ```
 //!
 //! Packed by `gpu-pack` as `.gpu/bin/example-gpu_fuzz` (run with no arguments: 10,000
@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use cuprum_fuzz::Config;
 use cuprum_fuzz::campaign::{self, Options};
 use cuprum_runtime::{BackendKind, CudaContext};
 
@@ -51,6 +52,9 @@ struct Args {
     /// itself incomplete and exits with 3. The default stays inside gpu-pack's 300 s.
     #[arg(long, default_value_t = 270)]
     time_limit: u64,
+    /// Statements per generated kernel, about (the driver's JIT time grows with it).
+    #[arg(long)]
+    stmts: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -93,6 +97,10 @@ fn main() -> ExitCode {
         shrink: args.shrink,
         jit_threads: args.jit_threads.unwrap_or((cores / 4).clamp(1, 8)),
         time_limit: (args.time_limit > 0).then(|| Duration::from_secs(args.time_limit)),
+        cfg: Config {
+            stmts: args.stmts.unwrap_or(Config::gpu().stmts),
+            ..Config::gpu()
+        },
         ..Options::default()
     };
     let summary = campaign::run(&ctx, &opts, &mut |line| println!("{line}"));

@@ -27,7 +27,7 @@ fn random_kernels_on_the_device_match_the_host_reference() {
     let opts = campaign::Options {
         // On a GPU a few modules (the example runs 10,000 kernels); on the emulator a token
         // run, as the host tests cover the rest.
-        count: if on_gpu { 600 } else { 24 },
+        count: if on_gpu { 300 } else { 24 },
         seed: 1_000_000,
         per_module: if on_gpu { 150 } else { 12 },
         both: true,
