@@ -76,18 +76,24 @@ mod atomic;
 mod cast;
 mod error;
 mod exec;
+mod global;
 mod memory;
 mod ops;
+mod options;
 mod printf;
+mod shadow;
 mod shared;
+mod sync;
 mod tensor;
 mod warp;
 
-pub use error::{AccessKind, Dim3, EmuError, RaceKind};
+pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
 pub use exec::{
     ArgValue, LaunchDims, MAX_LOCAL_BYTES, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, launch,
+    launch_with,
 };
 pub use memory::{ALLOC_ALIGN, DEFAULT_CAPACITY, Memory, POISON};
+pub use options::{DEFAULT_STEP_LIMIT, LaunchOptions, RACE_CHECK_ENV, STEP_LIMIT_ENV};
 pub use printf::capture_prints;
 
 #[cfg(test)]
