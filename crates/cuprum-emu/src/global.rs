@@ -549,7 +549,8 @@ impl GlobalRaces {
                     return Verdict::Unchanged;
                 }
             } else {
-                if writes(a_kind) && writes(r_kind) && in_ranges(&self.disjoint, address) {
+                let byte = address + u64::from((r_mask & a_mask).trailing_zeros());
+                if writes(a_kind) && writes(r_kind) && in_ranges(&self.disjoint, byte) {
                     return Verdict::Conflict {
                         record: r,
                         disjoint: true,

@@ -957,3 +957,44 @@ fn race_detection_can_be_switched_off() {
     launch_with(&mem, &kernel, dims1(64, 64), &[df], &off).unwrap();
     assert_eq!(download::<u32>(&mem, df), vec![1]);
 }
+
+/// A `DisjointSlice` of bytes sharing a 4-byte granule with another parameter: ordered writes
+/// by two threads to the other parameter's byte are fine; only the slice's own bytes are
+/// given to one thread each.
+#[test]
+fn disjoint_checks_are_per_byte() {
+    let mut k = K::new("neighbours");
+    let d = k.slice("d", ScalarType::U8, SliceAccess::Disjoint);
+    let o = k.slice("o", ScalarType::U8, SliceAccess::ReadWrite);
+    let t = k.tid();
+    let t64 = u64_of(&mut k, t);
+    let v = k.cast(t, ScalarType::U8);
+    k.store(d, t64, v);
+    let zero = k.u32(0);
+    let one = k.u32(1);
+    let first = k.cmp(CmpOp::Eq, t, zero);
+    k.if_(first, |k| {
+        let z = k.u64(0);
+        k.store(o, z, v);
+    });
+    k.barrier();
+    let second = k.cmp(CmpOp::Eq, t, one);
+    k.if_(second, |k| {
+        let z = k.u64(0);
+        k.store(o, z, v);
+    });
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let buf = base_of(output(&mem, ScalarType::U8, 4));
+    let args = [
+        ArgValue::Slice { base: buf, len: 2 },
+        ArgValue::Slice {
+            base: buf + 2,
+            len: 2,
+        },
+    ];
+    launch(&mem, &kernel, dims1(2, 2), &args).unwrap();
+    let mut bytes = [0u8; 4];
+    mem.read(buf, &mut bytes).unwrap();
+    assert_eq!(bytes[..3], [0, 1, 1]);
+}
