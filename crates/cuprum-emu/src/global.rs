@@ -317,7 +317,7 @@ impl<'a> Tracker<'a> {
 pub(crate) struct WarpAccesses {
     lanes: u32,
     /// Allocation index (in the launch's view) and byte offset of each lane's access.
-    index: [usize; 32],
+    index: [u32; 32],
     off: [u64; 32],
     /// Whether the lanes touch more than one allocation.
     mixed: bool,
@@ -336,6 +336,7 @@ impl WarpAccesses {
     #[inline]
     pub(crate) fn push(&mut self, lane: u32, index: usize, off: u64) {
         let l = lane as usize;
+        let index = index as u32;
         if self.lanes != 0 && self.index[self.lanes.trailing_zeros() as usize] != index {
             self.mixed = true;
         }
@@ -363,7 +364,7 @@ impl<'a> Tracker<'a> {
         }
         let lead = lanes.trailing_zeros() as usize;
         if !acc.mixed && size <= 8 {
-            let index = acc.index[lead];
+            let index = acc.index[lead] as usize;
             if let Some(shadow) = global.get(index).and_then(|a| self.shadow(index, a)) {
                 let layout = self.races.layout;
                 let base = layout.record(self.block.block_linear, self.block.clock, tid0);
@@ -399,7 +400,7 @@ impl<'a> Tracker<'a> {
         while m != 0 {
             let l = m.trailing_zeros();
             m &= m - 1;
-            let index = acc.index[l as usize];
+            let index = acc.index[l as usize] as usize;
             if let Some(alloc) = global.get(index) {
                 self.access(tid0 + l, index, alloc, acc.off[l as usize], size, kind)
                     .map_err(|f| (l, f))?;

@@ -23,7 +23,7 @@ pub const RACE_CHECK_ENV: &str = "CUPRUM_EMU_RACE_CHECK";
 /// one to four minutes at the worst and usually within a minute; the largest launch in the
 /// repository's test suites takes about 30 million steps, so real kernels stay three orders
 /// of magnitude below the budget.
-pub const DEFAULT_STEP_LIMIT: u64 = 20_000_000_000;
+pub const DEFAULT_STEP_LIMIT: u64 = 1_000_000_000;
 
 /// Options of one launch ([`launch_with`](crate::launch_with)).
 ///

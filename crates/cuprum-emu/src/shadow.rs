@@ -24,6 +24,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::global::{READ, WRITE};
+
 /// Bytes per granule.
 pub(crate) const GRANULE: u64 = 4;
 /// Granules per group (one bit each in the bitmaps); runs cover half a group.
@@ -268,43 +270,61 @@ impl Shadow {
         let lead_slot = (first[lead] % GROUP as u64) as usize;
         let half = lead_slot / HALF;
         let half_bits = (u64::MAX >> HALF) << (half * HALF);
-        let slots = |f: &mut dyn FnMut(usize, usize) -> bool| {
+        let in_half = consecutive && bits & !half_bits == 0;
+        let start = record(lead).wrapping_sub(((lead_slot % HALF) as u64) << self.tid_shift);
+        if in_half && valid & bits == 0 && run_bits & bits == bits {
+            // All given by the half's run, which is linear like this access: comparing the
+            // lead lane compares them all.
+            let r = self.run_record(group, lead_slot);
+            if same(lead, r) {
+                return true;
+            }
+            // This thread's reads of the whole run become its writes (a read-modify-write of
+            // one's own elements): one store.
+            let (read, write) = ((start & !3) | READ, (start & !3) | WRITE);
+            let run = group.runs[half].load(Ordering::Relaxed);
+            if start == write && run == read && run_bits & half_bits == bits {
+                group.runs[half].store(write, Ordering::Relaxed);
+                return true;
+            }
+            return false;
+        }
+        if (valid | run_bits) & bits == 0 {
+            if in_half && run_bits & half_bits == 0 {
+                group.runs[half].store(start, Ordering::Relaxed);
+                group.run_bits.store(run_bits | bits, Ordering::Release);
+            } else {
+                let mut m = lanes;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let at = (first[l] % GROUP as u64) as usize;
+                    let r = record(l);
+                    for w in &self.words[2 * GROUP * g + at..2 * GROUP * g + at + count as usize] {
+                        w.store(r, Ordering::Relaxed);
+                    }
+                }
+                group.valid[0].store(valid | bits, Ordering::Release);
+            }
+            true
+        } else if (valid | run_bits) & bits == bits {
             let mut m = lanes;
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let at = (first[l] % GROUP as u64) as usize;
                 for slot in at..at + count as usize {
-                    if !f(l, slot) {
+                    let r = if valid & (1 << slot) != 0 {
+                        self.words[2 * GROUP * g + slot].load(Ordering::Relaxed)
+                    } else {
+                        self.run_record(group, slot)
+                    };
+                    if !same(l, r) {
                         return false;
                     }
                 }
             }
             true
-        };
-        if (valid | run_bits) & bits == 0 {
-            if consecutive && bits & !half_bits == 0 && run_bits & half_bits == 0 {
-                let start =
-                    record(lead).wrapping_sub(((lead_slot % HALF) as u64) << self.tid_shift);
-                group.runs[half].store(start, Ordering::Relaxed);
-                group.run_bits.store(run_bits | bits, Ordering::Release);
-            } else {
-                slots(&mut |l, slot| {
-                    self.words[2 * GROUP * g + slot].store(record(l), Ordering::Relaxed);
-                    true
-                });
-                group.valid[0].store(valid | bits, Ordering::Release);
-            }
-            true
-        } else if (valid | run_bits) & bits == bits {
-            slots(&mut |l, slot| {
-                let r = if valid & (1 << slot) != 0 {
-                    self.words[2 * GROUP * g + slot].load(Ordering::Relaxed)
-                } else {
-                    self.run_record(group, slot)
-                };
-                same(l, r)
-            })
         } else {
             false
         }

@@ -60,6 +60,28 @@ fn expect_step_limit(result: Result<(), EmuError>) -> (Dim3, Dim3, u64, String) 
 
 type Dim3 = [u32; 3];
 
+/// Block 0 writes `out[threadIdx.x]` (while in bounds); every other block does nothing. (A
+/// global index `blockIdx.x * blockDim.x + threadIdx.x` in `u32` would wrap in a grid of
+/// 2^31 blocks, and blocks 2^27 apart would write the same elements: the race detector says
+/// so.)
+fn tiny_kernel() -> Kernel {
+    let mut k = K::new("tiny");
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let b = k.special(Special::BlockIdx(Dim::X));
+    let t = k.tid();
+    let z = k.u32(0);
+    let first = k.cmp(CmpOp::Eq, b, z);
+    let t64 = k.cast(t, ScalarType::U64);
+    let n = k.len(out);
+    let inside = k.cmp(CmpOp::Lt, t64, n);
+    let go = k.bin(BinaryOp::And, first, inside);
+    k.if_(go, |k| {
+        let v = k.u32(7);
+        k.store(out, t64, v);
+    });
+    k.finish()
+}
+
 #[test]
 fn an_endless_loop_ends_with_a_step_limit_error() {
     let mem = Memory::new();
@@ -98,13 +120,7 @@ fn the_lowest_running_block_is_named() {
 /// emulator could finish in a day, stopped within the budget.
 #[test]
 fn a_grid_of_i32_max_blocks_ends() {
-    let mut k = K::new("tiny");
-    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    k.guarded(out, |k, i| {
-        let v = k.u32(7);
-        k.store(out, i, v);
-    });
-    let kernel = k.finish();
+    let kernel = tiny_kernel();
     let mem = Memory::new();
     let dout = output(&mem, ScalarType::U32, 10);
     let dims = LaunchDims {
@@ -170,15 +186,19 @@ fn measure_step_rate() {
     let mem = Memory::new();
     let steps = 200_000_000u64;
     let rate = |name: &str, kernel: &Kernel, dims: LaunchDims, args: &[cuprum_emu::ArgValue]| {
-        let t = Instant::now();
-        expect_step_limit(launch_with(&mem, kernel, dims, args, &limited(steps)));
-        let secs = t.elapsed().as_secs_f64();
-        let per_second = steps as f64 / secs;
-        eprintln!(
-            "{name}: {:.0} M steps/s; the default budget of {DEFAULT_STEP_LIMIT} would take {:.0} s",
-            per_second / 1e6,
-            DEFAULT_STEP_LIMIT as f64 / per_second
-        );
+        for races in [true, false] {
+            let options = limited(steps).with_global_race_check(races);
+            let t = Instant::now();
+            expect_step_limit(launch_with(&mem, kernel, dims, args, &options));
+            let secs = t.elapsed().as_secs_f64();
+            let per_second = steps as f64 / secs;
+            eprintln!(
+                "{name} (race check {races}): {:.0} M steps/s; the default budget of \
+                 {DEFAULT_STEP_LIMIT} would take {:.0} s",
+                per_second / 1e6,
+                DEFAULT_STEP_LIMIT as f64 / per_second
+            );
+        }
     };
     // An arithmetic loop in one block (one core) and in many (all cores).
     let alu = spin_from_block(0);
@@ -205,17 +225,27 @@ fn measure_step_rate() {
         &[dbuf],
     );
     // A huge grid of a tiny kernel.
-    let mut k = K::new("tiny");
-    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    k.guarded(out, |k, i| {
-        let v = k.u32(7);
-        k.store(out, i, v);
-    });
-    let tiny = k.finish();
+    let tiny = tiny_kernel();
     let dims = LaunchDims {
         grid: [i32::MAX as u32, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
     };
     rate("grid of i32::MAX blocks", &tiny, dims, &[dbuf]);
+    // How long the default budget takes to stop an endless loop.
+    for (name, kernel, args) in [("ALU", &alu, &[][..]), ("memory", &memory, &[dbuf][..])] {
+        let t = Instant::now();
+        let default = LaunchOptions::default();
+        expect_step_limit(launch_with(
+            &mem,
+            kernel,
+            dims1(64 * 256, 256),
+            args,
+            &default,
+        ));
+        eprintln!(
+            "endless {name} loop in 64 blocks, default budget: stopped after {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
 }
