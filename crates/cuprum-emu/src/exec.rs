@@ -11,7 +11,13 @@
 //! The first failure stops the launch: blocks after the failing one stop at their next loop
 //! back edge or never start, blocks before it run to the end, and the error of the lowest
 //! failing block is returned, so which error a faulty launch reports does not depend on timing
-//! (unless blocks race on global memory).
+//! (unless blocks race on global memory). The step budget is the exception that makes this
+//! safe for runaway kernels: each worker takes steps from the launch's shared counter in
+//! chunks, and once the budget is spent every block fails at its next chunk, earlier blocks
+//! included, so an endless loop in any block ends the launch.
+//!
+//! A launch also owns the global race tracker ([`crate::global`]); each worker's block state
+//! holds the block's half of it (clock, synchronisation), advanced at every barrier.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

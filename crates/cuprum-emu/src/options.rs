@@ -5,8 +5,9 @@
 
 use std::sync::OnceLock;
 
-/// The environment variable that sets the step budget of every launch made with [`launch`]
-/// (`crate::launch`): a number of steps (`_` separators allowed), or `off` for no limit.
+/// The environment variable that sets the step budget of every launch made with
+/// [`launch`](crate::launch): a number of steps (`_` separators allowed), or `off` for no
+/// limit.
 pub const STEP_LIMIT_ENV: &str = "CUPRUM_EMU_STEP_LIMIT";
 
 /// The environment variable that turns global-memory race detection off (`off`) or on (`on`,
@@ -14,15 +15,16 @@ pub const STEP_LIMIT_ENV: &str = "CUPRUM_EMU_STEP_LIMIT";
 pub const RACE_CHECK_ENV: &str = "CUPRUM_EMU_RACE_CHECK";
 
 /// The step budget of a launch unless [`STEP_LIMIT_ENV`] or [`LaunchOptions::step_limit`]
-/// says otherwise: 20 billion warp-steps.
+/// says otherwise: one billion steps.
 ///
 /// A *step* is one statement executed by one warp (whatever the number of active lanes), or
-/// one end of a statement list (a loop's back edge, the end of an `if` arm). Measured on one
-/// core of the project's CI machine, the emulator runs 30 to 200 million steps a second
-/// (memory-bound kernels at the low end), so an endless loop on two cores stops after about
-/// one to four minutes at the worst and usually within a minute; the largest launch in the
-/// repository's test suites takes about 30 million steps, so real kernels stay three orders
-/// of magnitude below the budget.
+/// one end of a statement list (a loop's back edge, the end of an `if` arm), summed over all
+/// blocks of the launch. Measured on the project's 2-core CI machine (`measure_step_rate` in
+/// `tests/watchdog.rs`), the emulator runs 90 to 130 million steps a second on one core for
+/// an arithmetic loop and 20 to 30 million for a loop that loads and stores global memory
+/// every iteration, about twice that on both cores; so an endless loop stops after 4 s
+/// (arithmetic, many blocks) to 50 s (memory-bound, one block). The largest launch of the
+/// repository's test suites takes about 6 million steps, 170 times less than the budget.
 pub const DEFAULT_STEP_LIMIT: u64 = 1_000_000_000;
 
 /// Options of one launch ([`launch_with`](crate::launch_with)).
