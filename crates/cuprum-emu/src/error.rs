@@ -98,8 +98,9 @@ pub struct GlobalRace {
     pub kind: RaceKind,
 }
 
-/// Two threads wrote the same element of a `DisjointSlice` parameter, which gives each element
-/// to one thread, whatever orders the writes. The safe API makes this impossible; an `unsafe`
+/// Two threads stored to the same element of a `DisjointSlice` parameter, which gives each
+/// element to one thread, whatever orders the stores (atomics are not counted: they never
+/// race with each other). The safe API makes this impossible; an `unsafe`
 /// kernel, a raw launch or a compiler bug can still do it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(

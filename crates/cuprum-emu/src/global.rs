@@ -551,7 +551,8 @@ impl GlobalRaces {
                 }
             } else {
                 let byte = address + u64::from((r_mask & a_mask).trailing_zeros());
-                if writes(a_kind) && writes(r_kind) && in_ranges(&self.disjoint, byte) {
+                // Plain stores only: atomics on an element are made to be shared.
+                if a_kind == WRITE && r_kind == WRITE && in_ranges(&self.disjoint, byte) {
                     return Verdict::Conflict {
                         record: r,
                         disjoint: true,

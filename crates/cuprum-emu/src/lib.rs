@@ -52,8 +52,9 @@
 //! (a plain read of a shared byte another thread updates atomically in the same barrier
 //! interval is a race).
 //!
-//! A `DisjointSlice` parameter gives each element to one thread: a second thread writing it is
-//! reported as [`EmuError::DisjointWrite`] even when a barrier orders the writes.
+//! A `DisjointSlice` parameter gives each element to one thread: a second thread storing to it
+//! is reported as [`EmuError::DisjointWrite`] even when a barrier orders the stores. (Atomics
+//! on an element are the ordinary race rules' business: they never race with each other.)
 //!
 //! The tracker keeps, per 4-byte granule of each allocation a launch touches, the two accesses
 //! that later ones could still race with; the shadow lives with the allocation (about twice

@@ -280,10 +280,11 @@ impl Shadow {
                 return true;
             }
             // This thread's reads of the whole run become its writes (a read-modify-write of
-            // one's own elements): one store.
+            // one's own elements): one store, when no other access is recorded there.
             let (read, write) = ((start & !3) | READ, (start & !3) | WRITE);
             let run = group.runs[half].load(Ordering::Relaxed);
-            if start == write && run == read && run_bits & half_bits == bits {
+            let alone = group.valid[1].load(Ordering::Relaxed) & bits == 0;
+            if start == write && run == read && run_bits & half_bits == bits && alone {
                 group.runs[half].store(write, Ordering::Relaxed);
                 return true;
             }

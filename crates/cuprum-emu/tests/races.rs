@@ -998,3 +998,48 @@ fn disjoint_checks_are_per_byte() {
     mem.read(buf, &mut bytes).unwrap();
     assert_eq!(bytes[..3], [0, 1, 1]);
 }
+
+/// `x[t] = x[t] + x[(t + 1) % 32]` in place in one warp: each lane's write hits an element its
+/// neighbour read. (The first load of the whole warp is stored compactly; the write must still
+/// see the neighbour's read recorded beside it.)
+#[test]
+fn rewriting_own_elements_after_a_neighbour_read_races() {
+    let mut k = K::new("shift_add");
+    let x = k.slice("x", ScalarType::U32, SliceAccess::ReadWrite);
+    let t = k.tid();
+    let one = k.u32(1);
+    let n = k.u32(32);
+    let next = k.add(t, one);
+    let next = k.bin(BinaryOp::Rem, next, n);
+    let (me, next) = (u64_of(&mut k, t), u64_of(&mut k, next));
+    let a = k.load(x, me);
+    let b = k.load(x, next);
+    let s = k.add(a, b);
+    k.store(x, me, s);
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let dx = upload(&mem, &[1u32; 32]);
+    let (first, second, address, _, kind) =
+        expect_race(launch(&mem, &kernel, dims1(32, 32), &[dx]));
+    assert_eq!(kind, RaceKind::ReadWrite);
+    // Thread 0 writes element 0, which thread 31 read as its neighbour.
+    assert_eq!(first, at([0, 0, 0], [31, 0, 0], AccessKind::Load));
+    assert_eq!(second, at([0, 0, 0], [0, 0, 0], AccessKind::Store));
+    assert_eq!(address, base_of(dx));
+}
+
+/// Atomics by every thread on one element of a `DisjointSlice` are no second *store*: not
+/// reported, and the count is right.
+#[test]
+fn atomics_on_a_disjoint_element_are_not_a_second_writer() {
+    let mut k = K::new("count_into_disjoint");
+    let z = k.slice("z", ScalarType::U32, SliceAccess::Disjoint);
+    let zero = k.u64(0);
+    let one = k.u32(1);
+    atomic_add(&mut k, z, zero, one);
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let dz = upload(&mem, &[0u32]);
+    launch(&mem, &kernel, dims1(4 * 64, 64), &[dz]).unwrap();
+    assert_eq!(download::<u32>(&mem, dz), vec![256]);
+}
