@@ -11,6 +11,7 @@ use cuprum_ir::{AddressSpace, AtomicOp, ScalarType};
 use crate::atomic;
 use crate::error::{AccessKind, Dim3, EmuError};
 use crate::exec::Launch;
+use crate::global::{ATOMIC, BlockRaces, Found, READ, Tracker, WRITE, WarpAccesses};
 use crate::ops::Lanes;
 use crate::shared::{SharedFault, SharedMem};
 use crate::tensor::Matrices;
@@ -132,14 +133,25 @@ impl Ctx<'_, '_> {
 }
 
 /// The memory one warp may touch besides global memory: the block's shared memory, this
-/// warp's local memory (32 lanes of `launch.local_size` bytes) and the global lookup hint.
+/// warp's local memory (32 lanes of `launch.local_size` bytes), the global lookup hint and the
+/// block's half of the global race tracker.
 pub(crate) struct Ports<'a> {
     pub(crate) shared: &'a mut SharedMem,
     pub(crate) local: &'a mut [u8],
     pub(crate) hint: &'a mut usize,
+    pub(crate) races: &'a mut BlockRaces,
 }
 
 impl Ports<'_> {
+    /// The error for `lane`'s global access that the race tracker refused.
+    #[cold]
+    fn race_error(ctx: Ctx, lane: u32, found: &Found, access: AccessKind) -> EmuError {
+        match ctx.launch.races.as_ref() {
+            Some(races) => races.error(ctx.launch, found, ctx.block_linear, ctx.tid(lane), access),
+            None => ctx.internal("a race was found with race detection off"),
+        }
+    }
+
     /// The byte offset of `lane`'s local access `[off, off + size)` in this warp's local
     /// memory, after the bounds and alignment checks.
     fn local_at(
@@ -175,6 +187,8 @@ impl Ports<'_> {
         match space {
             AddressSpace::Global => {
                 let global = &ctx.launch.global;
+                let mut track = Tracker::new(ctx.launch.races.as_ref(), self.races);
+                let mut accesses = WarpAccesses::new();
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
                     let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
@@ -183,7 +197,14 @@ impl Ports<'_> {
                     if !a.is_multiple_of(size64) {
                         return Err(ctx.misaligned(l, a, size, space));
                     }
+                    if track.is_some() {
+                        accesses.push(l, *self.hint, off);
+                    }
                     out[l as usize] = alloc.load(off, size);
+                }
+                if let Some(t) = &mut track {
+                    t.warp(global, &accesses, ctx.tid(0), size, READ)
+                        .map_err(|(l, f)| Self::race_error(ctx, l, &f, AccessKind::Load))?;
                 }
             }
             AddressSpace::Shared => {
@@ -252,6 +273,8 @@ impl Ports<'_> {
         match space {
             AddressSpace::Global => {
                 let global = &ctx.launch.global;
+                let mut track = Tracker::new(ctx.launch.races.as_ref(), self.races);
+                let mut accesses = WarpAccesses::new();
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
                     let Some((alloc, off)) = global.locate(a, size64, self.hint) else {
@@ -260,7 +283,14 @@ impl Ports<'_> {
                     if !a.is_multiple_of(size64) {
                         return Err(ctx.misaligned(l, a, size, space));
                     }
+                    if track.is_some() {
+                        accesses.push(l, *self.hint, off);
+                    }
                     alloc.store(off, size, v[l as usize]);
+                }
+                if let Some(t) = &mut track {
+                    t.warp(global, &accesses, ctx.tid(0), size, WRITE)
+                        .map_err(|(l, f)| Self::race_error(ctx, l, &f, AccessKind::Store))?;
                 }
             }
             AddressSpace::Shared => {
@@ -345,6 +375,10 @@ impl Ports<'_> {
             if !d.is_multiple_of(size64) {
                 return Err(ctx.misaligned(l, d, size, AddressSpace::Shared));
             }
+            if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
+                t.access(ctx.tid(l), *self.hint, alloc, off, size, READ)
+                    .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Load))?;
+            }
             for i in 0..size / chunk {
                 let v = alloc.load(off + u64::from(i * chunk), chunk);
                 let at = (d as u32).checked_add(i * chunk);
@@ -385,7 +419,20 @@ impl Ports<'_> {
                     if !a.is_multiple_of(size64) {
                         return Err(ctx.misaligned(l, a, size, space));
                     }
-                    alloc.rmw(off, size, f)
+                    if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
+                        t.access(ctx.tid(l), *self.hint, alloc, off, size, ATOMIC)
+                            .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Atomic))?;
+                    }
+                    let races = ctx.launch.races.as_ref();
+                    let sync = races.and_then(|r| Some((r.sync.as_ref()?, r.layout)));
+                    match sync.and_then(|(s, layout)| Some((s, self.races.number(layout)?))) {
+                        Some((sync, block)) => {
+                            sync.atomic(&mut self.races.sync, block, ctx.tid(l), a, || {
+                                alloc.rmw(off, size, f)
+                            })
+                        }
+                        _ => alloc.rmw(off, size, f),
+                    }
                 }
                 AddressSpace::Shared => self
                     .shared

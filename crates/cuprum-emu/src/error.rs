@@ -10,13 +10,25 @@ use cuprum_ir::AddressSpace;
 /// A block or thread index (`[x, y, z]`), as CUDA's `blockIdx` / `threadIdx`.
 pub type Dim3 = [u32; 3];
 
-/// Which kind of conflict a shared-memory race is.
+/// Which kind of conflict a race is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RaceKind {
-    /// Two threads wrote the same byte between two barriers.
+    /// Two threads wrote the same byte (plain stores, or a store and an atomic) with nothing
+    /// ordering the writes.
     WriteWrite,
-    /// One thread wrote and another read the same byte between two barriers.
+    /// One thread wrote and another read the same byte with nothing ordering the two.
     ReadWrite,
+}
+
+/// One side of a global-memory race: the thread and what it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RaceAccess {
+    /// The thread's block (`blockIdx`).
+    pub block: Dim3,
+    /// The thread within its block (`threadIdx`).
+    pub thread: Dim3,
+    /// Whether the access was a load, a store or an atomic.
+    pub access: AccessKind,
 }
 
 /// What a faulting memory access was doing.
@@ -53,6 +65,62 @@ fn race_name(kind: &RaceKind) -> &'static str {
         RaceKind::WriteWrite => "write/write",
         RaceKind::ReadWrite => "read/write",
     }
+}
+
+/// Two threads of a launch touched the same bytes of global memory, at least one with a plain
+/// write (a store, or a store and an atomic, or a store and a load), and nothing orders the
+/// accesses: not the same thread, not one block with a barrier between them, not a release
+/// (a device fence, then an atomic) that the other thread acquired (an atomic on the same
+/// location that came later, then a fence or a barrier).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: global-memory {} race at {address:#x} ({location}): {} by thread {:?} \
+     of block {:?}, then {} by thread {:?} of block {:?}, with nothing ordering them (threads \
+     of one block need a barrier (`sync_threads`) between the accesses; threads of different \
+     blocks a device fence followed by an atomic that the other thread's atomic observes, \
+     then a fence, or separate launches)",
+    race_name(.kind), .first.access.name(), .first.thread, .first.block,
+    .second.access.name(), .second.thread, .second.block
+)]
+pub struct GlobalRace {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The access the emulator made first.
+    pub first: RaceAccess,
+    /// The access that found the race.
+    pub second: RaceAccess,
+    /// The device address of the first byte both accesses touched.
+    pub address: u64,
+    /// What that address is: an element of a slice parameter (`element 5 of parameter `out`
+    /// (f32)`), or a byte of an allocation that no parameter covers.
+    pub location: String,
+    /// Whether both threads wrote, or one wrote and one read.
+    pub kind: RaceKind,
+}
+
+/// Two threads stored to the same element of a `DisjointSlice` parameter, which gives each
+/// element to one thread, whatever orders the stores (atomics are not counted: they never
+/// race with each other). The safe API makes this impossible; an `unsafe`
+/// kernel, a raw launch or a compiler bug can still do it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: element {index} of `DisjointSlice` parameter `{param}` is written by \
+     thread {:?} of block {:?} and by thread {:?} of block {:?}, but a DisjointSlice gives each \
+     element to one thread (a raw launch whose grid has threads the kernel's index does not \
+     tell apart, an `unsafe` kernel, or a compiler bug)",
+    .first.1, .first.0, .second.1, .second.0
+)]
+pub struct DisjointWrite {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The parameter's name.
+    pub param: String,
+    /// The element's index in the slice.
+    pub index: u64,
+    /// The thread that wrote it first: `(blockIdx, threadIdx)`.
+    pub first: (Dim3, Dim3),
+    /// The other thread that wrote it: `(blockIdx, threadIdx)`.
+    pub second: (Dim3, Dim3),
 }
 
 /// Everything the emulator reports. Device-side variants name the kernel, the block and the
@@ -272,6 +340,16 @@ pub enum EmuError {
         kind: RaceKind,
     },
 
+    /// Two threads of a launch touched the same bytes of global memory, at least one with a
+    /// plain write, and nothing orders the accesses (see [`GlobalRace`]).
+    #[error(transparent)]
+    GlobalRace(Box<GlobalRace>),
+
+    /// Two threads wrote the same element of a `DisjointSlice` parameter (see
+    /// [`DisjointWrite`]).
+    #[error(transparent)]
+    DisjointWrite(Box<DisjointWrite>),
+
     /// A read of shared memory that nothing in the block has written since the launch.
     #[error(
         "kernel `{kernel}`, block {block:?}, thread {thread:?}: read of {size} bytes of \
@@ -340,6 +418,30 @@ pub enum EmuError {
         /// A mask with one bit per lane of the warp that executed the
         /// operation.
         active: u32,
+    },
+
+    /// The launch ran more steps than its budget allows (see
+    /// [`LaunchOptions::step_limit`](crate::LaunchOptions::step_limit)): an endless loop, a
+    /// wait for something no other block will do, or a grid too large to emulate. The block
+    /// and thread are one that was running when the budget ran out: the lowest-numbered such
+    /// block, and in it the lowest active lane of the warp that asked for more steps.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: the launch ran past its budget \
+         of {limit} emulator steps (statements run by a warp, summed over all blocks): an \
+         endless loop, a wait that no other block can end, or a grid too large to emulate. If \
+         the kernel is right and just long, raise the budget with {}=<steps> (or `off`), or \
+         with `LaunchOptions::step_limit` when calling the emulator directly",
+        crate::options::STEP_LIMIT_ENV
+    )]
+    StepLimit {
+        /// The kernel's name.
+        kernel: String,
+        /// A block that was running when the budget ran out (`blockIdx`).
+        block: Dim3,
+        /// A thread of that block that was running (`threadIdx`).
+        thread: Dim3,
+        /// The budget, in steps.
+        limit: u64,
     },
 
     /// Something a validated kernel cannot do happened: a bug in the emulator or validator.

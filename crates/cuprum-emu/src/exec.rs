@@ -11,20 +11,29 @@
 //! The first failure stops the launch: blocks after the failing one stop at their next loop
 //! back edge or never start, blocks before it run to the end, and the error of the lowest
 //! failing block is returned, so which error a faulty launch reports does not depend on timing
-//! (unless blocks race on global memory).
+//! (unless blocks race on global memory). The step budget is the exception that makes this
+//! safe for runaway kernels: each worker takes steps from the launch's shared counter in
+//! chunks, and once the budget is spent every block fails at its next chunk, earlier blocks
+//! included, so an endless loop in any block ends the launch.
+//!
+//! A launch also owns the global race tracker ([`crate::global`]); each worker's block state
+//! holds the block's half of it (clock, synchronisation), advanced at every barrier.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use cuprum_ir::{
-    ArrayDecl, Kernel, ParamKind, ScalarType, array_layout, array_layout_size, validate_kernel,
+    ArrayDecl, Kernel, ParamKind, ScalarType, SliceAccess, Stmt, array_layout, array_layout_size,
+    validate_kernel,
 };
 use rayon::prelude::*;
 
 use crate::access::{Ctx, Ports};
 use crate::error::{Dim3, EmuError};
+use crate::global::{BlockRaces, GlobalRaces};
 use crate::memory::{GlobalView, Memory};
 use crate::ops::Lanes;
+use crate::options::LaunchOptions;
 use crate::printf::Sink;
 use crate::shared::SharedMem;
 use crate::warp::{Exec, Stop, Warp};
@@ -32,6 +41,9 @@ use crate::warp::{Exec, Stop, Warp};
 pub use cuprum_ir::{MAX_LOCAL_BYTES, MAX_SHARED_BYTES};
 /// Most threads in one block.
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+/// Most steps a worker takes from a launch's budget at a time: small enough that the budget
+/// is exact to a few chunks, large enough that the shared counter is touched rarely.
+const STEP_CHUNK: u64 = 4096;
 
 /// One argument of a launch, matching one [`cuprum_ir::Param`], in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +96,13 @@ pub(crate) struct Launch<'k> {
     pub(crate) global: GlobalView,
     /// Where device `printf` text goes (stdout, or the launching thread's capture).
     pub(crate) prints: Sink,
+    /// The global-memory race tracker (`None` when switched off).
+    pub(crate) races: Option<GlobalRaces>,
+    /// Steps taken from the budget so far, by all workers, in chunks of `step_chunk`.
+    steps_taken: AtomicU64,
+    /// The step budget (`u64::MAX`: none) and how many steps a worker takes at a time.
+    pub(crate) step_limit: u64,
+    pub(crate) step_chunk: u64,
     /// Lowest block index that failed so far (`u64::MAX`: none).
     first_failed: AtomicU64,
     error: Mutex<Option<(u64, EmuError)>>,
@@ -97,7 +116,7 @@ impl Launch<'_> {
         [t % bx, (t / bx) % by, t / (bx * by)]
     }
 
-    fn block_coords(&self, b: u64) -> Dim3 {
+    pub(crate) fn block_coords(&self, b: u64) -> Dim3 {
         let [gx, gy, _] = self.grid.map(u64::from);
         [
             (b % gx) as u32,
@@ -106,10 +125,77 @@ impl Launch<'_> {
         ]
     }
 
+    /// The slice parameters whose elements hold global address `addr`: `(parameter index,
+    /// element index)`, in parameter order.
+    fn params_at(&self, addr: u64) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.kernel
+            .params
+            .iter()
+            .zip(&self.params)
+            .enumerate()
+            .filter_map(move |(i, (p, &[base, len]))| {
+                let ParamKind::Slice { elem, .. } = p.kind else {
+                    return None;
+                };
+                let size = u64::from(elem.size_bytes());
+                let off = addr.checked_sub(base)?;
+                (off < len.saturating_mul(size)).then_some((i, off / size))
+            })
+    }
+
+    /// The `DisjointSlice` parameter holding `addr` and the element index there.
+    pub(crate) fn element_at(&self, addr: u64) -> Option<(String, u64)> {
+        self.params_at(addr).find_map(|(i, index)| {
+            let p = &self.kernel.params[i];
+            let disjoint = matches!(
+                p.kind,
+                ParamKind::Slice {
+                    access: SliceAccess::Disjoint,
+                    ..
+                }
+            );
+            disjoint.then(|| (p.name.clone(), index))
+        })
+    }
+
+    /// What global address `addr` is, in the kernel's terms, for an error message.
+    pub(crate) fn describe_global(&self, addr: u64) -> String {
+        let named: Vec<String> = self
+            .params_at(addr)
+            .map(|(i, index)| {
+                let p = &self.kernel.params[i];
+                let elem = match p.kind {
+                    ParamKind::Slice { elem, .. } => elem,
+                    ParamKind::Scalar(t) => t,
+                };
+                format!("element {index} of parameter `{}` ({elem})", p.name)
+            })
+            .collect();
+        if !named.is_empty() {
+            return named.join(", also ");
+        }
+        let mut hint = 0;
+        match self.global.locate(addr, 1, &mut hint) {
+            Some((a, off)) => format!(
+                "byte {off} of the {}-byte allocation at {:#x}, which no slice parameter covers",
+                a.len, a.base
+            ),
+            None => "outside every allocation".to_string(),
+        }
+    }
+
     /// Whether a block before `block_linear` has failed, so this one should stop.
     #[inline]
     pub(crate) fn stopped(&self, block_linear: u64) -> bool {
         self.first_failed.load(Relaxed) < block_linear
+    }
+
+    /// Takes the next chunk of steps from the launch's budget for a worker; false when the
+    /// budget is spent (then every worker that asks fails, so all blocks stop).
+    #[cold]
+    pub(crate) fn take_steps(&self) -> bool {
+        let taken = self.steps_taken.fetch_add(self.step_chunk, Relaxed);
+        taken.saturating_add(self.step_chunk) <= self.step_limit
     }
 
     fn fail(&self, block_linear: u64, error: EmuError) {
@@ -131,6 +217,9 @@ struct BlockState<'k> {
     shared: SharedMem,
     local: Vec<u8>,
     hint: usize,
+    /// Steps left in the chunk this worker took from the budget.
+    steps_left: u64,
+    races: BlockRaces,
 }
 
 impl<'k> BlockState<'k> {
@@ -145,6 +234,8 @@ impl<'k> BlockState<'k> {
             shared: SharedMem::new(),
             local: vec![0; w * 32 * launch.local_size as usize],
             hint: 0,
+            steps_left: 0,
+            races: BlockRaces::new(),
         }
     }
 }
@@ -169,6 +260,8 @@ fn run_block<'k>(
     st.vars.fill([0; 32]);
     st.local.fill(crate::memory::POISON);
     st.shared.begin_block(launch.shared_size);
+    st.races
+        .begin_block(launch.races.as_ref(), block_linear, launch.threads);
     loop {
         for w in 0..nwarps {
             if st.done[w] {
@@ -187,9 +280,13 @@ fn run_block<'k>(
                     shared: &mut st.shared,
                     local: &mut st.local[w * local_per_warp..(w + 1) * local_per_warp],
                     hint: &mut st.hint,
+                    races: &mut st.races,
                 },
+                steps_left: st.steps_left,
             };
-            match exec.run(&mut st.warps[w])? {
+            let stop = exec.run(&mut st.warps[w]);
+            st.steps_left = exec.steps_left;
+            match stop? {
                 Stop::Done => {
                     st.done[w] = true;
                     st.at_barrier[w] = None;
@@ -219,7 +316,51 @@ fn run_block<'k>(
             });
         }
         st.shared.next_epoch();
+        st.races.barrier(launch.races.as_ref());
     }
+}
+
+/// Whether `stmts` hold a fence, at any depth.
+fn has_fence(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::Fence { .. } => true,
+        Stmt::If {
+            then, otherwise, ..
+        } => has_fence(&then.stmts) || has_fence(&otherwise.stmts),
+        Stmt::Loop { body } => has_fence(&body.stmts),
+        _ => false,
+    })
+}
+
+/// The race tracker of a launch, if `options` want one.
+fn race_tracker(
+    kernel: &Kernel,
+    options: &LaunchOptions,
+    nblocks: u64,
+    global: &GlobalView,
+    params: &[[u64; 2]],
+) -> Option<GlobalRaces> {
+    if !options.global_race_check {
+        return None;
+    }
+    let disjoint = kernel
+        .params
+        .iter()
+        .zip(params)
+        .filter_map(|(p, &[base, len])| match p.kind {
+            ParamKind::Slice {
+                elem,
+                access: SliceAccess::Disjoint,
+            } => Some((base, base + len * u64::from(elem.size_bytes()))),
+            _ => None,
+        })
+        .collect();
+    Some(GlobalRaces::new(
+        nblocks,
+        global.len(),
+        disjoint,
+        has_fence(&kernel.body.stmts),
+    ))
 }
 
 /// `threadIdx` of every lane of every warp of a block, one table per dimension.
@@ -377,7 +518,10 @@ fn check_args(
     Ok(out)
 }
 
-/// Runs `kernel` on the emulator over the grid `dims` with `args`, one per parameter.
+/// Runs `kernel` on the emulator over the grid `dims` with `args`, one per parameter, with
+/// the options of [`LaunchOptions::from_env`] (the built-in defaults unless
+/// [`STEP_LIMIT_ENV`](crate::STEP_LIMIT_ENV) or [`RACE_CHECK_ENV`](crate::RACE_CHECK_ENV) say
+/// otherwise).
 ///
 /// Validates the kernel and the launch first (nothing runs if either is wrong), then runs every
 /// block; returns the first error found (see the module docs for which one).
@@ -386,6 +530,18 @@ pub fn launch(
     kernel: &Kernel,
     dims: LaunchDims,
     args: &[ArgValue],
+) -> Result<(), EmuError> {
+    let options = LaunchOptions::from_env().map_err(|message| invalid_launch(kernel, message))?;
+    launch_with(memory, kernel, dims, args, &options)
+}
+
+/// [`launch`] with explicit `options`; the environment variables are not read.
+pub fn launch_with(
+    memory: &Memory,
+    kernel: &Kernel,
+    dims: LaunchDims,
+    args: &[ArgValue],
+    options: &LaunchOptions,
 ) -> Result<(), EmuError> {
     validate_kernel(kernel).map_err(|e| EmuError::InvalidKernel {
         kernel: kernel.name.clone(),
@@ -408,6 +564,9 @@ pub fn launch(
     let (local_offsets, local_size) = layout(kernel, &kernel.locals, "local", MAX_LOCAL_BYTES)?;
     let global = memory.snapshot();
     let params = check_args(kernel, args, &global)?;
+    let step_limit = options.step_limit.unwrap_or(u64::MAX);
+    let nblocks: u64 = dims.grid.iter().map(|&d| u64::from(d)).product();
+    let races = race_tracker(kernel, options, nblocks, &global, &params);
     let launch = Launch {
         kernel,
         types: kernel.values.iter().map(|(_, d)| d.ty).collect(),
@@ -424,11 +583,14 @@ pub fn launch(
         thread_index: thread_index_tables(dims.block, warps),
         global,
         prints: Sink::current(),
+        races,
+        steps_taken: AtomicU64::new(0),
+        step_limit,
+        step_chunk: (step_limit / 64).clamp(1, STEP_CHUNK),
         first_failed: AtomicU64::new(u64::MAX),
         error: Mutex::new(None),
     };
 
-    let nblocks: u64 = dims.grid.iter().map(|&d| u64::from(d)).product();
     let workers = rayon::current_num_threads().max(1) as u64;
     let nchunks = nblocks.min(workers * 8);
     let per_chunk = nblocks.div_ceil(nchunks);
@@ -453,6 +615,9 @@ pub fn launch(
         run_chunk(0);
     } else {
         (0..nchunks).into_par_iter().for_each(run_chunk);
+    }
+    if let Some(races) = launch.races {
+        races.give_back(&launch.global);
     }
     let error = launch.error.into_inner().unwrap_or_else(|e| e.into_inner());
     match error {

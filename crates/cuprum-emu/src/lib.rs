@@ -1,34 +1,92 @@
 //! cuprum's CPU emulator: runs kernel IR with the semantics of an NVIDIA GPU, and is the
-//! executable definition of what that IR means (see [`cuprum_ir::kernel`]).
+//! executable definition of what that IR means (see [`cuprum_ir::kernel`]). It is also the
+//! project's test oracle, so it reports what a GPU would let pass silently.
 //!
 //! * [`Memory`] is the emulated device memory: a flat 64-bit address space of separate,
 //!   poisoned, bounds-checked allocations, safe to use from many threads.
 //! * [`launch`] runs a kernel over a grid: blocks spread over the CPU cores (rayon), warps of 32
 //!   lanes in lockstep with divergence masks, barriers, shared and local memory, atomics,
-//!   shuffles and votes.
+//!   shuffles and votes. [`launch_with`] takes [`LaunchOptions`] (step budget, race checks).
 //! * Tensor-core `mma.sync`, `ldmatrix`, `cp.async` and device `printf` (whose text goes to
 //!   stdout, or to [`capture_prints`]) run as `cuprum_ir::kernel` defines them.
 //! * Every problem is an [`EmuError`] naming the kernel, block, thread and address:
 //!   out-of-bounds and misaligned accesses, failed bounds checks and assertions, division by
 //!   zero, shared-memory races between barriers, reads of uninitialized shared memory, barriers
-//!   reached by only part of a block, and shuffles from inactive lanes.
+//!   reached by only part of a block, shuffles from inactive lanes, races on global memory
+//!   between threads of a launch ([`EmuError::GlobalRace`]: both threads, the address, the
+//!   parameter and element, write/write or read/write), a `DisjointSlice` element written by
+//!   two threads ([`EmuError::DisjointWrite`]), and a launch that runs past its step budget
+//!   ([`EmuError::StepLimit`]: an endless loop, a wait nothing ends, or a grid too large to
+//!   emulate).
 //!
-//! Choices where the IR docs leave room, made here once:
+//! # The step budget
+//!
+//! A launch may run [`DEFAULT_STEP_LIMIT`] steps (statements executed by a warp, summed over
+//! all blocks; about 4 to 50 seconds of emulation on two cores) before it stops with
+//! [`EmuError::StepLimit`], which names the lowest-numbered block still running and its first
+//! active lane. Raise or remove it with the environment variable [`STEP_LIMIT_ENV`]
+//! (`CUPRUM_EMU_STEP_LIMIT=100_000_000_000`, or `off`), read once per process by [`launch`],
+//! or per launch with [`LaunchOptions::step_limit`] and [`launch_with`]. Workers take steps
+//! from a shared counter in chunks of at most 4096, so the budget is exact to a few chunks;
+//! once it is spent every block stops at its next chunk.
+//!
+//! # Races on global memory
+//!
+//! Two accesses of a launch race when they touch a common byte of global memory, come from
+//! different threads, at least one is a plain store, and nothing orders them. Ordered are:
+//! * accesses of one thread;
+//! * accesses of threads of one block with a barrier between them;
+//! * an access before a *release* and one after the matching *acquire*: thread A's accesses
+//!   before a device (or system) fence, and its block's accesses before that fence's last
+//!   barrier, are ordered before thread B's accesses after B executed an atomic on the same
+//!   location after A's atomic following the fence, and then a fence or a barrier (B's
+//!   barrier passes the acquire to its whole block). This is the "last block finishes the
+//!   reduction" pattern of CUDA's threadFenceReduction, with or without a fence in the last
+//!   block before its barrier. Block-scope fences order accesses within their block only.
+//!
+//! Reads never race with reads, and atomics never with atomics. A plain load of a location
+//! other threads update atomically is not reported either: the IR has no atomic load, and a
+//! compare-exchange loop's first guess or a poll of a counter may see any of its values
+//! (plain *stores* among atomics are reported). Launches are ordered with each other: the
+//! records of a launch end with it. For shared memory the older, stricter rules above apply
+//! (a plain read of a shared byte another thread updates atomically in the same barrier
+//! interval is a race).
+//!
+//! A `DisjointSlice` parameter gives each element to one thread: a second thread storing to it
+//! is reported as [`EmuError::DisjointWrite`] even when a barrier orders the stores. (Atomics
+//! on an element are the ordinary race rules' business: they never race with each other.)
+//!
+//! The tracker keeps, per 4-byte granule of each allocation a launch touches, the two accesses
+//! that later ones could still race with; the shadow lives with the allocation (about twice
+//! the bytes a launch touches, plus a quarter) and is reused by later launches. What it can
+//! miss (it never reports a race that is not there): with 1-byte elements, a third thread's
+//! byte in one granule evicts a record; release/acquire is followed one hop (block C does not
+//! see data block A passed to block B); a block stops being checked after 2^(48 - b) barriers
+//! and fences, `b` the bits its grid's block count needs (131071 for 2^31 blocks), and block
+//! numbers repeat beyond 2^32 blocks; two blocks touching one granule at the same instant may
+//! lose a record. Switch it off with [`RACE_CHECK_ENV`]
+//! (`CUPRUM_EMU_RACE_CHECK=off`) or [`LaunchOptions::global_race_check`], for a kernel whose
+//! races are deliberate.
+//!
+//! # Choices where the IR docs leave room, made here once
+//!
 //! * A barrier waits for the threads that have not exited: warps that returned (or finished
 //!   the body) do not make a barrier diverge; live threads elsewhere do.
 //! * For race detection every lane is its own thread: two lanes of one warp that touch the same
-//!   shared byte between barriers, one of them writing, race (there is no warp-synchronous
-//!   memory model). Atomics do not race with each other.
+//!   byte between barriers, one of them writing, race (there is no warp-synchronous memory
+//!   model). Atomics do not race with each other.
 //! * Within a block, warps run one after another between barriers, and an `If` runs its `then`
 //!   arm before its `otherwise` arm; blocks run in parallel and in no fixed order.
-//! * When several blocks fail, the error of the lowest-numbered failing block is returned.
+//! * When several blocks fail, the error of the lowest-numbered failing block is returned. For
+//!   a race between two blocks, which of the two finds it (and so which access is `first`)
+//!   can depend on timing; that a race is reported does not.
 //! * `mma.sync` adds as the tensor cores do (`Stmt::Mma`: alignment to the largest exponent,
 //!   truncation, one exact sum, rounding toward zero), which reproduced an H200's results bit
 //!   for bit; NaN results are the canonical NaN.
 //! * `cp.async` copies when it is issued (a legal schedule of the asynchronous copy), so the
 //!   commit and wait statements do nothing; the destination counts as written by the issuing
-//!   thread at that point for race detection. Reading the destination before the wait is a
-//!   bug the emulator does not detect (it sees the data already there).
+//!   thread at that point for race detection, and the source as read. Reading the destination
+//!   before the wait is a bug the emulator does not detect (it sees the data already there).
 //! * `ldmatrix` reads each row as the lane that supplied its address, for race detection.
 //! * Warp-collective `mma.sync` and `ldmatrix` executed by fewer than 32 lanes are an error
 //!   (`EmuError::IncompleteWarp`).
@@ -76,18 +134,24 @@ mod atomic;
 mod cast;
 mod error;
 mod exec;
+mod global;
 mod memory;
 mod ops;
+mod options;
 mod printf;
+mod shadow;
 mod shared;
+mod sync;
 mod tensor;
 mod warp;
 
-pub use error::{AccessKind, Dim3, EmuError, RaceKind};
+pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
 pub use exec::{
     ArgValue, LaunchDims, MAX_LOCAL_BYTES, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, launch,
+    launch_with,
 };
 pub use memory::{ALLOC_ALIGN, DEFAULT_CAPACITY, Memory, POISON};
+pub use options::{DEFAULT_STEP_LIMIT, LaunchOptions, RACE_CHECK_ENV, STEP_LIMIT_ENV};
 pub use printf::capture_prints;
 
 #[cfg(test)]

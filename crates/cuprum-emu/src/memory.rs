@@ -15,9 +15,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::EmuError;
+use crate::shadow::Shadow;
 
 /// The byte new allocations are filled with.
 pub const POISON: u8 = 0xCD;
@@ -36,6 +37,8 @@ pub(crate) struct Allocation {
     pub(crate) base: u64,
     pub(crate) len: u64,
     words: Box<[AtomicU64]>,
+    /// The race tracker's shadow, kept between launches (a launch takes it while it runs).
+    pub(crate) shadow: Mutex<Option<Box<Shadow>>>,
 }
 
 #[inline(always)]
@@ -61,6 +64,7 @@ impl Allocation {
             base,
             len,
             words: words.into_boxed_slice(),
+            shadow: Mutex::new(None),
         })
     }
 
@@ -391,7 +395,8 @@ pub(crate) struct GlobalView {
 
 impl GlobalView {
     /// The allocation that holds `[addr, addr + size)` and the offset of `addr` in it. `hint`
-    /// remembers the last allocation found, which is usually the next one asked for.
+    /// remembers the last allocation found, which is usually the next one asked for; after a
+    /// hit it is the allocation's index in the view.
     #[inline(always)]
     pub(crate) fn locate(
         &self,
@@ -422,6 +427,16 @@ impl GlobalView {
         } else {
             None
         }
+    }
+
+    /// Allocation `index` of the view.
+    pub(crate) fn get(&self, index: usize) -> Option<&Allocation> {
+        self.allocs.get(index).map(|a| &**a)
+    }
+
+    /// How many allocations the view holds.
+    pub(crate) fn len(&self) -> usize {
+        self.allocs.len()
     }
 
     /// Whether `[addr, addr + len)` lies inside one allocation.

@@ -23,7 +23,9 @@
 
 use std::sync::atomic::{Ordering, fence};
 
-use cuprum_ir::{Dim, Op, ScalarType, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode};
+use cuprum_ir::{
+    Dim, Op, ScalarType, Scope, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
+};
 
 use crate::access::{Ctx, Ports, lanes_of};
 use crate::cast;
@@ -134,6 +136,8 @@ pub(crate) struct Exec<'a, 'k> {
     /// This warp's variables, indexed by variable.
     pub(crate) vars: &'a mut [Lanes],
     pub(crate) mem: Ports<'a>,
+    /// Steps left in this worker's chunk of the launch's budget (see `Launch::take_steps`).
+    pub(crate) steps_left: u64,
 }
 
 impl<'k> Exec<'_, 'k> {
@@ -141,6 +145,11 @@ impl<'k> Exec<'_, 'k> {
     pub(crate) fn run(&mut self, warp: &mut Warp<'k>) -> Result<Stop, EmuError> {
         let ctx = self.ctx;
         loop {
+            // Every turn of this loop is one step of the launch's budget.
+            if self.steps_left == 0 {
+                self.take_steps(warp)?;
+            }
+            self.steps_left -= 1;
             let Some(top) = warp.frames.last_mut() else {
                 return Ok(Stop::Done);
             };
@@ -269,7 +278,14 @@ impl<'k> Exec<'_, 'k> {
                     }
                     return Ok(Stop::Barrier(stmt as *const Stmt as usize));
                 }
-                Stmt::Fence { .. } => fence(Ordering::SeqCst),
+                Stmt::Fence { scope } => {
+                    fence(Ordering::SeqCst);
+                    let tids = lanes_of(mask).map(|l| ctx.tid(l));
+                    let device = *scope != Scope::Block;
+                    self.mem
+                        .races
+                        .fence(ctx.launch.races.as_ref(), tids, device);
+                }
                 Stmt::Trap(kind) => return Err(self.trap(kind, mask)),
                 Stmt::Mma { shape, a, b, c, d } => {
                     self.full_warp(mask, "mma.sync")?;
@@ -303,6 +319,27 @@ impl<'k> Exec<'_, 'k> {
                 Stmt::Print { format, args } => self.print(format, args, mask)?,
             }
         }
+    }
+
+    /// Refills `steps_left` from the launch's budget, or fails naming a thread of this warp
+    /// that was running when the budget ran out.
+    #[cold]
+    #[inline(never)]
+    fn take_steps(&mut self, warp: &Warp<'k>) -> Result<(), EmuError> {
+        let launch = self.ctx.launch;
+        if launch.take_steps() {
+            self.steps_left = launch.step_chunk;
+            return Ok(());
+        }
+        let running = warp.frames.last().map_or(0, |f| f.mask);
+        let lanes = if running != 0 { running } else { warp.live() };
+        let ctx = self.ctx;
+        Err(EmuError::StepLimit {
+            kernel: ctx.kernel_name(),
+            block: ctx.block_idx,
+            thread: ctx.thread(lanes.trailing_zeros() % 32),
+            limit: launch.step_limit,
+        })
     }
 
     /// Pops the finished top frame and starts what follows it. Returns true when the launch

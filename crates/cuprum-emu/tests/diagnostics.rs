@@ -6,7 +6,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuprum_emu::{AccessKind, ArgValue, EmuError, LaunchDims, Memory, RaceKind, launch};
+use cuprum_emu::{
+    AccessKind, ArgValue, EmuError, LaunchDims, LaunchOptions, Memory, RaceKind, launch,
+    launch_with,
+};
 use cuprum_ir::*;
 
 fn slice_base(a: ArgValue) -> u64 {
@@ -697,8 +700,8 @@ fn shared_and_local_out_of_bounds() {
     );
 }
 
-/// Blocks racing on the same global bytes with narrow stores: no crash, and every byte ends up
-/// holding a value some thread wrote.
+/// Blocks racing on the same global bytes with narrow stores: reported as a race; and with race
+/// detection off, no crash, and every byte ends up holding a value some thread wrote.
 #[test]
 fn racy_global_stores_are_sound() {
     let mut k = K::new("racy");
@@ -713,7 +716,13 @@ fn racy_global_stores_are_sound() {
     let kernel = k.finish();
     let mem = Memory::new();
     let dout = output(&mem, ScalarType::U8, 8);
-    launch(&mem, &kernel, dims1(256 * 100, 256), &[dout]).unwrap();
+    let dims = dims1(256 * 100, 256);
+    match launch(&mem, &kernel, dims, &[dout]) {
+        Err(EmuError::GlobalRace(race)) if race.kind == RaceKind::WriteWrite => {}
+        other => panic!("expected a write/write race, got {other:?}"),
+    }
+    let unchecked = LaunchOptions::default().with_global_race_check(false);
+    launch_with(&mem, &kernel, dims, &[dout], &unchecked).unwrap();
     let got: Vec<u8> = download(&mem, dout);
     assert!(got.iter().all(|&x| x < 100), "{got:?}");
 }
