@@ -357,8 +357,20 @@ pub fn atomic(op: AtomicOp, ty: ScalarType, old: u64, val: u64, cmp: u64) -> Res
         _ => {}
     }
     if ty.is_float() {
-        return match op {
-            A::Add => binary(BinaryOp::Add, ty, old, val),
+        // The IR flushes `f32` atomic adds' subnormal operands and result to signed zeros.
+        let flush = |bits: u64| {
+            let x = f32::from_bits(bits as u32);
+            if x.is_subnormal() {
+                u64::from(0.0f32.copysign(x).to_bits())
+            } else {
+                bits
+            }
+        };
+        return match (op, ty) {
+            (A::Add, ScalarType::F32) => {
+                binary(BinaryOp::Add, ty, flush(old), flush(val)).map(flush)
+            }
+            (A::Add, _) => binary(BinaryOp::Add, ty, old, val),
             _ => Err(OpError::Undefined),
         };
     }

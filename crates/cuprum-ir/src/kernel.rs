@@ -82,7 +82,9 @@ pub struct ValueDef {
     pub ty: ScalarType,
 }
 
-/// A mutable variable. Its name is for printing and debugging only.
+/// A mutable variable. Its name is for printing and debugging only. Every thread's copy holds
+/// zero (all bits clear: `0`, `+0.0`, `false`) until the thread first writes it, so a read
+/// before any write is defined (the front end never emits one; generated code may).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarDef {
     /// The source name (`let mut acc` gives `acc`); need not be unique.
@@ -727,7 +729,9 @@ pub enum CmpOp {
 /// before. Floats allow only `Add`, `Exchange` and `CompareExchange`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
-    /// Adds the operand (wrapping on integers, IEEE rounding on floats).
+    /// Adds the operand (wrapping on integers, IEEE rounding on floats). On `F32` the operands
+    /// and the result are flushed: a subnormal is taken, and stored, as a zero of its sign,
+    /// as `atom.add.f32` does (measured on an H200); `F64` keeps subnormals.
     Add,
     /// Subtracts the operand, wrapping (integers only).
     Sub,

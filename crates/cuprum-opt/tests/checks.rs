@@ -238,8 +238,9 @@ fn checks_leave_a_branch_as_conditions_on_it() {
 
 #[test]
 fn a_possibly_faulting_division_stays_in_its_branch() {
-    // if d != 0 { y[i / d] = 1 }: the division may not run where d is zero, so the check
-    // on its result stays in the branch.
+    // if d != 0 { check(i / d < len); y[i] = i / d }: the division may not run where d is
+    // zero, so the check on its result stays in the branch. (Each thread stores its own
+    // element: threads sharing one would be a race the emulator reports.)
     let mut k = K::new("k");
     let y = k.slice("y", S::U64, SliceAccess::Disjoint);
     let d = k.scalar("d", S::U64);
@@ -251,8 +252,7 @@ fn a_possibly_faulting_division_stays_in_its_branch() {
         |k| {
             let q = k.bin(BinaryOp::Div, i, d);
             k.bounds_check(y, q);
-            let one = k.u64(1);
-            k.store(y, q, one);
+            k.store(y, i, q);
         },
         |_| {},
     );

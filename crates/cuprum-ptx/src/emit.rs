@@ -142,6 +142,19 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
         format_strings: Vec::new(),
         printf_args_size: 0,
     };
+    // Variables hold zero until first written (the IR's rule); ptxas drops the moves a
+    // write always overrides.
+    for i in 0..w.vars.len() {
+        let reg = w.vars[i];
+        match reg.class {
+            Class::Pred => ins!(w, "setp.ne.u32 {reg}, 0, 0"),
+            Class::B16 => ins!(w, "mov.b16 {reg}, 0"),
+            Class::B32 => ins!(w, "mov.b32 {reg}, 0"),
+            Class::B64 => ins!(w, "mov.b64 {reg}, 0"),
+            Class::F32 => ins!(w, "mov.f32 {reg}, 0f00000000"),
+            Class::F64 => ins!(w, "mov.f64 {reg}, 0d0000000000000000"),
+        }
+    }
     w.block(&kernel.body)?;
     ins!(w, "ret");
 

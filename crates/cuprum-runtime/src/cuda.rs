@@ -30,8 +30,8 @@
 //! [`Error`]s, naming the kernel that ran last on the stream when the failure is a fault.
 
 use std::ffi::{CString, c_void};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
@@ -375,6 +375,9 @@ pub(crate) struct CudaDevice {
     event_timing: bool,
     /// `cuDriverGetVersion` (0 if the driver would not say), part of every compile-cache key.
     driver_version: u32,
+    /// Events of finished-with order marks, reused (creating and destroying one per launch
+    /// would cost more than recording it).
+    marks: Arc<MarkPool>,
 }
 
 // SAFETY: CUDA driver handles may be used from any thread; every call first makes the context
@@ -429,6 +432,10 @@ impl CudaDevice {
             stream_ordered_alloc: probe.stream_ordered_alloc && pools != 0,
             event_timing: probe.event_timing,
             driver_version: probe.facts.version.unwrap_or(0),
+            marks: Arc::new(MarkPool {
+                ctx,
+                free: Mutex::new(Vec::new()),
+            }),
         };
         this.bind().map_err(|f| f.into_error(None))?;
         Ok((this, limits))
@@ -485,15 +492,24 @@ impl CudaDevice {
     }
 
     /// Records a point of `stream` that other streams can wait for ([`stream_wait`]): an
-    /// event without timing, the cheap kind, destroyed when the last holder drops it.
+    /// event without timing, the cheap kind, taken from the device's pool (back there when the
+    /// last holder drops the mark).
     ///
     /// [`stream_wait`]: Self::stream_wait
     pub(crate) fn record_order_mark(&self, stream: &CudaStream) -> Result<OrderMark, CuFail> {
         self.bind()?;
-        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map_err(fail("cuEventCreate"))?;
-        let mark = OrderMark { raw, ctx: self.ctx };
-        // SAFETY: both handles are alive.
+        let reused = self.marks.lock().pop();
+        let raw = match reused {
+            Some(e) => e.0,
+            None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(fail("cuEventCreate"))?,
+        };
+        let mark = OrderMark {
+            raw,
+            pool: self.marks.clone(),
+        };
+        // SAFETY: both handles are alive; re-recording a reused event is allowed (a stream
+        // that waited on its earlier recording captured that one when it called).
         unsafe { result::event::record(mark.raw, stream.raw) }.map_err(fail("cuEventRecord"))?;
         Ok(mark)
     }
@@ -1026,10 +1042,10 @@ unsafe impl Send for CudaEvent {}
 unsafe impl Sync for CudaEvent {}
 
 /// A point recorded in a stream for other streams to wait for (an event without timing);
-/// destroyed on drop (the driver keeps it until the work before it has completed).
+/// its event goes back to the device's pool on drop.
 pub(crate) struct OrderMark {
     raw: sys::CUevent,
-    ctx: sys::CUcontext,
+    pool: Arc<MarkPool>,
 }
 
 // SAFETY: event handles may be used from any thread (the context is bound per call).
@@ -1039,9 +1055,50 @@ unsafe impl Sync for OrderMark {}
 
 impl Drop for OrderMark {
     fn drop(&mut self) {
-        if bind(self.ctx).is_ok() {
+        let mut free = self.pool.lock();
+        if free.len() < MarkPool::KEPT {
+            free.push(PooledEvent(self.raw));
+        } else if bind(self.pool.ctx).is_ok() {
             // SAFETY: destroyed once, here; no stream waits on it after the call returns.
             let _ = unsafe { result::event::destroy(self.raw) };
+        }
+    }
+}
+
+/// An event handle in the pool.
+struct PooledEvent(sys::CUevent);
+
+// SAFETY: event handles may be used from any thread.
+unsafe impl Send for PooledEvent {}
+
+/// Events without timing, for order marks, kept for reuse; destroyed with the last holder.
+pub(crate) struct MarkPool {
+    ctx: sys::CUcontext,
+    free: Mutex<Vec<PooledEvent>>,
+}
+
+// SAFETY: the context handle is only bound, from any thread; the events are behind a mutex.
+unsafe impl Send for MarkPool {}
+// SAFETY: as above.
+unsafe impl Sync for MarkPool {}
+
+impl MarkPool {
+    /// Events kept at most (more are destroyed when their mark drops).
+    const KEPT: usize = 256;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PooledEvent>> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for MarkPool {
+    fn drop(&mut self) {
+        let free = std::mem::take(&mut *self.lock());
+        if !free.is_empty() && bind(self.ctx).is_ok() {
+            for e in free {
+                // SAFETY: each pooled event is destroyed once, here.
+                let _ = unsafe { result::event::destroy(e.0) };
+            }
         }
     }
 }

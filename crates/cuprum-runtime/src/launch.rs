@@ -545,7 +545,8 @@ impl LoadedModule {
         ir: &Kernel,
         args: &[KernelArg],
     ) -> Result<Vec<(Arc<ordering::BufferUses>, Access)>> {
-        let mut buffers = Vec::new();
+        let mut ranges = Vec::new();
+        let mut accesses = Vec::new();
         for (param, arg) in ir.params.iter().zip(args) {
             let (ParamKind::Slice { elem, access }, KernelArg::Slice { address, len }) =
                 (param.kind, *arg)
@@ -555,9 +556,16 @@ impl LoadedModule {
             if address == 0 && len == 0 {
                 continue;
             }
-            let bytes = len.saturating_mul(u64::from(elem.size_bytes()));
-            match ordering::owner(&self.ctx, address, bytes) {
-                Owner::Own(uses) => buffers.push((uses, Access::of(access))),
+            ranges.push((address, len.saturating_mul(u64::from(elem.size_bytes()))));
+            accesses.push(Access::of(access));
+        }
+        let mut buffers = Vec::with_capacity(ranges.len());
+        for (owner, access) in ordering::owners(&self.ctx, &ranges)
+            .into_iter()
+            .zip(accesses)
+        {
+            match owner {
+                Owner::Own(uses) => buffers.push((uses, access)),
                 Owner::Foreign => return Err(Error::ContextMismatch),
                 Owner::Unknown => {}
             }

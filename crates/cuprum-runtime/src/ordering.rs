@@ -190,18 +190,24 @@ pub(crate) enum Owner {
     Unknown,
 }
 
-/// Who owns `[address, address + bytes)`, as seen from `ctx`.
-pub(crate) fn owner(ctx: &CudaContext, address: u64, bytes: u64) -> Owner {
+/// Who owns each `[address, address + bytes)` of `ranges`, as seen from `ctx` (one lock of the
+/// registry for all).
+pub(crate) fn owners(ctx: &CudaContext, ranges: &[(u64, u64)]) -> Vec<Owner> {
     let live = live();
-    let Some((_, buffer)) = live.range(..=address).next_back() else {
-        return Owner::Unknown;
-    };
-    if address.saturating_add(bytes) > buffer.end || (bytes == 0 && address >= buffer.end) {
-        return Owner::Unknown;
-    }
-    if buffer.context == context_id(ctx) {
-        Owner::Own(buffer.uses.clone())
-    } else {
-        Owner::Foreign
-    }
+    let me = context_id(ctx);
+    ranges
+        .iter()
+        .map(|&(address, bytes)| {
+            let Some((_, buffer)) = live.range(..=address).next_back() else {
+                return Owner::Unknown;
+            };
+            if address.saturating_add(bytes) > buffer.end || (bytes == 0 && address >= buffer.end) {
+                Owner::Unknown
+            } else if buffer.context == me {
+                Owner::Own(buffer.uses.clone())
+            } else {
+                Owner::Foreign
+            }
+        })
+        .collect()
 }
