@@ -9,7 +9,7 @@
 # Environment: JOBS (processes at once, default 8: they share the GPU), TOOLS (default all
 # four), LAUNCHES (kernel launches checked per example process, default 64: benchmark examples
 # launch the same kernels hundreds of times at full size; every launch of a test binary is
-# checked), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
+# checked), PER_RUN (seconds one run may take, default 900), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
 # Prints one line per binary and tool and a summary; exits 1 if any run reports an error or
 # fails.
 #
@@ -24,6 +24,7 @@ SAN=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/comp
 JOBS=${JOBS:-8}
 TOOLS=${TOOLS:-memcheck racecheck synccheck initcheck}
 LAUNCHES=${LAUNCHES:-64}
+PER_RUN=${PER_RUN:-900}
 OUT=${OUT:-/tmp/sanitize}
 LOGS=$OUT/sanitize
 mkdir -p "$LOGS"
@@ -55,7 +56,7 @@ one() {  # tool binary: runs it under the sanitizer, prints a verdict line
   name=$(basename "$bin")
   log="$LOGS/$name.$tool.log"
   case "$name" in example-*) limit=(--launch-count "$LAUNCHES") ;; esac
-  timeout 900 "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 50 "${limit[@]}" \
+  timeout "$PER_RUN" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 50 "${limit[@]}" \
     "$bin" >"$log" 2>&1
   local rc=$?
   local summary
@@ -67,7 +68,7 @@ one() {  # tool binary: runs it under the sanitizer, prints a verdict line
   fi
 }
 export -f one
-export SAN LAUNCHES LOGS
+export SAN LAUNCHES LOGS PER_RUN
 
 results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1"' <"$jobs_file")
 echo "$results" | sort -k3
