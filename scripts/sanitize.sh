@@ -9,7 +9,8 @@
 # Environment: JOBS (processes at once, default 8: they share the GPU), TOOLS (default all
 # four), LAUNCHES (kernel launches checked per example process, default 64: benchmark examples
 # launch the same kernels hundreds of times at full size; every launch of a test binary is
-# checked), PER_RUN (seconds one run may take, default 900), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
+# checked), SKIP_MORE (a regex of more binaries to leave out, e.g. benchmarks whose kernels
+# other binaries also run), PER_RUN (seconds one run may take, default 900), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
 # Prints one line per binary and tool and a summary; exits 1 if any run reports an error or
 # fails.
 #
@@ -36,6 +37,10 @@ jobs_file=$(mktemp)
 for b in .gpu/bin/*; do
   name=$(basename "$b")
   [ -n "${1:-}" ] && [[ ! "$name" =~ $1 ]] && continue
+  if [ -n "${SKIP_MORE:-}" ] && [[ "$name" =~ $SKIP_MORE ]]; then
+    echo "skip $name (SKIP_MORE)" >>"$LOGS/skipped.txt"
+    continue
+  fi
   if [[ "$name" =~ $SKIP ]]; then
     echo "skip $name (traps on purpose, or needs cargo)" >>"$LOGS/skipped.txt"
     continue
