@@ -16,9 +16,11 @@
 #
 # Left out, with the reason (listed in $OUT/sanitize/skipped.txt): binaries that never call the
 # CUDA driver (the IR, front-end, optimizer and emulator tests), trybuild's compile-fail tests
-# (they need cargo), and the three binaries whose one test traps on purpose (a failed bounds
-# check, a failed `assert!`, a trap), which the sanitizer rightly reports; those three run in
-# `.gpu/run.sh`.
+# (they need cargo), and the binaries whose tests trap on purpose (a failed bounds check, a
+# failed `assert!`, a division by zero, traps of the runtime and the iterator track), which
+# the sanitizer rightly reports; those run in `.gpu/run.sh`. test-launch runs without its one
+# test that makes the driver's JIT fail on purpose. A run whose only error is the tool's own
+# "failed to track a kernel launch" is TOOL, not FAILED.
 set -u
 cd "$(dirname "$0")/.."
 SAN=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
@@ -31,7 +33,7 @@ LOGS=$OUT/sanitize
 mkdir -p "$LOGS"
 export CUPRUM_DEVICE=cuda
 # Trap on purpose, or need cargo (trybuild).
-SKIP='^test-(device_bounds_check|device_assert|fault|compile_fail)(-|$)'
+SKIP='^test-(device_bounds_check|device_assert|device_divide|fault|trap|compile_fail)(-|$)'
 
 jobs_file=$(mktemp)
 for b in .gpu/bin/*; do
@@ -61,13 +63,20 @@ one() {  # tool binary: runs it under the sanitizer, prints a verdict line
   name=$(basename "$bin")
   log="$LOGS/$name.$tool.log"
   case "$name" in example-*) limit=(--launch-count "$LAUNCHES") ;; esac
+  local args=()
+  # This test makes the driver's JIT fail on purpose (an API error the sanitizer reports).
+  [[ "$name" =~ ^test-launch(-|$) ]] && args=(--skip driver_jit_errors_carry_the_log)
   timeout "$PER_RUN" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 50 "${limit[@]}" \
-    "$bin" >"$log" 2>&1
+    "$bin" "${args[@]}" >"$log" 2>&1
   local rc=$?
   local summary
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
   if [ $rc -eq 0 ]; then
     printf 'ok      %-10s %-52s %s\n' "$tool" "$name" "$summary"
+  elif [ "$(grep -c '^========= [A-Z]' "$log")" -le 2 ] && grep -q 'Internal Sanitizer Error' "$log"; then
+    # The tool lost track of a launch (seen with many processes at once) and counts that as
+    # its only error: no finding about the program; rerun with fewer JOBS.
+    printf 'TOOL    %-10s %-52s rc=%s (internal sanitizer error only)\n' "$tool" "$name" "$rc"
   else
     printf 'FAILED  %-10s %-52s rc=%s %s\n' "$tool" "$name" "$rc" "$summary"
   fi
@@ -75,8 +84,8 @@ one() {  # tool binary: runs it under the sanitizer, prints a verdict line
 export -f one
 export SAN LAUNCHES LOGS PER_RUN
 
-results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1"' <"$jobs_file")
-echo "$results" | sort -k3
+# Verdicts print as runs end (so a run cut short still shows what finished).
+results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1"' <"$jobs_file" | tee /dev/stderr)
 fails=$(echo "$results" | grep -c '^FAILED' || true)
 runs=$(echo "$results" | grep -c . || true)
 echo "sanitize: $runs runs ($TOOLS), $fails failed; logs in $LOGS"

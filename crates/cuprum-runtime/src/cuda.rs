@@ -435,6 +435,7 @@ impl CudaDevice {
             marks: Arc::new(MarkPool {
                 ctx,
                 free: Mutex::new(Vec::new()),
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         this.bind().map_err(|f| f.into_error(None))?;
@@ -898,6 +899,10 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
+        // The pooled events go first, while the context lives (marks still held elsewhere
+        // keep the pool, which then destroys nothing more).
+        self.marks.destroy_free();
+        self.marks.closed.store(true, Ordering::Release);
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.device) };
     }
@@ -1055,6 +1060,9 @@ unsafe impl Sync for OrderMark {}
 
 impl Drop for OrderMark {
     fn drop(&mut self) {
+        if self.pool.closed.load(Ordering::Acquire) {
+            return; // the context is gone, and its events with it
+        }
         let mut free = self.pool.lock();
         if free.len() < MarkPool::KEPT {
             free.push(PooledEvent(self.raw));
@@ -1075,6 +1083,8 @@ unsafe impl Send for PooledEvent {}
 pub(crate) struct MarkPool {
     ctx: sys::CUcontext,
     free: Mutex<Vec<PooledEvent>>,
+    /// Set when the device lets its context go: events then need no destroying.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the context handle is only bound, from any thread; the events are behind a mutex.
@@ -1091,15 +1101,25 @@ impl MarkPool {
     }
 }
 
-impl Drop for MarkPool {
-    fn drop(&mut self) {
+impl MarkPool {
+    /// Destroys the pooled events now.
+    fn destroy_free(&self) {
         let free = std::mem::take(&mut *self.lock());
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
         if !free.is_empty() && bind(self.ctx).is_ok() {
             for e in free {
                 // SAFETY: each pooled event is destroyed once, here.
                 let _ = unsafe { result::event::destroy(e.0) };
             }
         }
+    }
+}
+
+impl Drop for MarkPool {
+    fn drop(&mut self) {
+        self.destroy_free();
     }
 }
 
