@@ -425,3 +425,29 @@ fn the_embedded_source_keeps_every_token_on_its_line() {
     assert!(text.contains("`a[0] / a[1]` at line 6"), "{text}");
     assert!(text.contains("`(a[2] >> 1) / a[3]` at line 8"), "{text}");
 }
+
+/// `get_mut_2d` checks that `y * width + x` does not wrap only where ranges cannot prove it:
+/// a 32-bit width (the hardware bounds the thread indices) needs no check, a `usize` one does.
+#[test]
+fn the_2d_overflow_check_is_emitted_only_where_a_wrap_is_possible() {
+    let kernel = |width_ty: &str, width: &str| {
+        format!(
+            r#"
+            #[kernel]
+            #[launch_contract(domain = 2, block = (16, 16, 1))]
+            pub fn mark(w: {width_ty}, mut out: DisjointSlice<u32>) {{
+                if let Some(o) = out.get_mut_2d(thread::index_2d(), {width}) {{
+                    *o = 1;
+                }}
+            }}"#
+        )
+    };
+    let checks = |body: String| {
+        let ir = compile_ok(&body);
+        let text = print_kernel(&ir.kernels[0]);
+        // The no-carry test of the linear index (`sum >= product`) is the check's mark.
+        text.matches("cmp.Ge").count()
+    };
+    assert_eq!(checks(kernel("u32", "w as usize")), 0);
+    assert_eq!(checks(kernel("usize", "w")), 1);
+}

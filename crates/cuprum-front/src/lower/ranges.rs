@@ -60,7 +60,11 @@ impl Lowerer<'_> {
             Op::Special(Special::LaneId) => Some(31),
             Op::Special(Special::BlockIdx(d)) => Some(dim(*d, ((1 << 31) - 2, 65534, 65534))),
             Op::Special(Special::GridDim(d)) => Some(dim(*d, ((1 << 31) - 1, 65535, 65535))),
-            Op::Cast { value, .. } => bound(value),
+            // A cast from an unsigned type is at most that type's maximum, known or not.
+            Op::Cast { value, .. } => bound(value).or_else(|| {
+                let from = self.ty(*value);
+                (from.is_int() && !from.is_signed_int()).then(|| (1u128 << from.bits()) - 1)
+            }),
             Op::Select {
                 if_true, if_false, ..
             } => Some(bound(if_true)?.max(bound(if_false)?)),
