@@ -71,6 +71,10 @@ struct Thread<'p> {
 struct Memory {
     buffers: Vec<Vec<u8>>,
     shared: Vec<Vec<Option<u64>>>,
+    /// Per buffer, the global thread id that stored each element so far: a second thread
+    /// storing the same element makes a racy program (no generated program does, but a
+    /// shrunk one can, and then its result is the schedule's, not the program's).
+    writers: Vec<std::collections::HashMap<usize, u32>>,
 }
 
 fn read_elem(bytes: &[u8], ty: ScalarType, index: usize) -> Option<u64> {
@@ -150,17 +154,31 @@ impl<'p> Block<'p> {
         }
     }
 
+    /// Writes the place's element; `owned` for a plain store, which no other thread of the
+    /// launch may make to the same buffer element (atomics may).
     fn store(
         &self,
         t: &mut Thread<'_>,
         mem: &mut Memory,
         place: &Place,
         bits: u64,
+        owned: bool,
     ) -> Result<(), Fault> {
         let ty = self.p.elem(place);
         match *place {
             Place::Buffer { param, index } => {
                 let i = t.vals[index as usize] as usize;
+                let me = self.block_idx * self.p.block + t.tid;
+                let first = if owned {
+                    *mem.writers[param as usize].entry(i).or_insert(me)
+                } else {
+                    me
+                };
+                if first != me {
+                    return Err(invalid(format!(
+                        "buffer {param} element {i} stored by threads {first} and {me}"
+                    )));
+                }
                 write_elem(&mut mem.buffers[param as usize], ty, i, bits)
                     .ok_or_else(|| invalid(format!("buffer {param} written at {i}")))
             }
@@ -225,7 +243,7 @@ impl<'p> Block<'p> {
                 let new = scalar::atomic(op, ty, old, v(value), cmp)
                     .map_err(|e| op_fault(e, &format!("atomic {op:?}")))?;
                 if op != AtomicOp::CompareExchange || new != old {
-                    self.store(t, mem, place, new)?;
+                    self.store(t, mem, place, new, false)?;
                 }
                 old
             }
@@ -292,7 +310,7 @@ impl<'p> Block<'p> {
                 Stmt::SetVar(var, value) => t.vars[*var as usize] = t.vals[*value as usize],
                 Stmt::Store { place, value } => {
                     let bits = t.vals[*value as usize];
-                    self.store(t, mem, place, bits)?;
+                    self.store(t, mem, place, bits, true)?;
                 }
                 Stmt::If {
                     cond,
@@ -492,6 +510,7 @@ pub fn run(program: &Program, inputs: &Inputs) -> Outcome {
     let mut mem = Memory {
         buffers: inputs.buffers.clone(),
         shared: Vec::new(),
+        writers: vec![Default::default(); inputs.buffers.len()],
     };
     for (i, p) in program.params.iter().enumerate() {
         if let Param::Buffer { elem, .. } = p {

@@ -496,3 +496,40 @@ fn seeds_that_once_failed_pass() {
         }
     }
 }
+
+#[test]
+fn a_buffer_element_stored_by_two_threads_makes_the_program_invalid() {
+    // A shrunk program can lose the index that kept each thread on its own element; its
+    // result is then the schedule's, and the shrinker must not take it for a real mismatch.
+    use cuprum_fuzz::program::{Param, Place, Role, Source};
+    let program = Program {
+        name: "racy".into(),
+        block: 32,
+        grid: 2,
+        params: vec![Param::Buffer {
+            elem: ScalarType::U32,
+            role: Role::Output { per_thread: 1 },
+        }],
+        shared: Vec::new(),
+        locals: Vec::new(),
+        vars: Vec::new(),
+        types: vec![ScalarType::U32, ScalarType::U32],
+        body: vec![
+            Stmt::Def(0, Node::Const(cuprum_ir::Constant::new(ScalarType::U32, 0))),
+            Stmt::Def(1, Node::Source(Source::ThreadIdx)),
+            Stmt::Store {
+                place: Place::Buffer { param: 0, index: 0 },
+                value: 1,
+            },
+        ],
+        declare_block: false,
+    };
+    let inputs = Inputs {
+        scalars: vec![0],
+        buffers: vec![vec![0xA5; 64 * 4]],
+    };
+    match reference::run(&program, &inputs) {
+        Err(Fault::Invalid(what)) => assert!(what.contains("stored by threads 0 and 1"), "{what}"),
+        other => panic!("a racy store was accepted: {other:?}"),
+    }
+}

@@ -59,12 +59,12 @@ impl fmt::Display for Label {
     }
 }
 
-/// The member mask of a warp-synchronous instruction.
+/// The member mask of a warp-synchronous instruction (see `control`).
 #[derive(Clone, Copy)]
-enum WarpMask {
+pub(crate) enum WarpMask {
     /// `0xffffffff`: at the top level of the body, where every live lane of the warp runs.
     Full,
-    /// The result of `activemask.b32`, inside `If`/`Loop` where lanes may have diverged.
+    /// A register holding the exact lanes of the current branch or loop iteration.
     Active(Reg),
 }
 
@@ -92,10 +92,13 @@ pub(crate) struct KernelWriter<'k> {
     shared_offsets: Vec<u32>,
     local_offsets: Vec<u32>,
     next_label: u32,
-    /// (continue target, break target) of the enclosing loops, innermost last.
-    loops: Vec<(Label, Label)>,
-    /// How many `If`/`Loop` bodies enclose the current statement.
-    depth: u32,
+    /// How `Break`/`Continue` leave each enclosing loop, innermost last.
+    pub(crate) loops: Vec<crate::control::LoopExit>,
+    /// Whether warp operations get exact member masks (some are inside control flow; see
+    /// `control`).
+    pub(crate) exact_masks: bool,
+    /// The member mask of a warp operation at the current statement.
+    pub(crate) mask: WarpMask,
     /// Module-scope declarations of the `printf` format strings, written before the entry.
     pub(crate) format_strings: Vec<String>,
     /// Bytes of the `vprintf` argument buffer (the most any print of the kernel needs).
@@ -138,7 +141,8 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
         local_offsets,
         next_label: 0,
         loops: Vec::new(),
-        depth: 0,
+        exact_masks: crate::control::needs_exact_masks(&kernel.body),
+        mask: WarpMask::Full,
         format_strings: Vec::new(),
         printf_args_size: 0,
     };
@@ -155,7 +159,7 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
             Class::F64 => ins!(w, "mov.f64 {reg}, 0d0000000000000000"),
         }
     }
-    w.block(&kernel.body)?;
+    w.block(&kernel.body.stmts)?;
     ins!(w, "ret");
 
     // The entry: format strings, header, parameters, performance directives, declarations,
@@ -253,13 +257,6 @@ pub(crate) fn uses_stmt(block: &Block, pred: &impl Fn(&Stmt) -> bool) -> bool {
     })
 }
 
-const fn leaves_block(s: &Stmt) -> bool {
-    matches!(
-        s,
-        Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Trap(_)
-    )
-}
-
 fn space_name(space: AddressSpace) -> &'static str {
     match space {
         AddressSpace::Global => "global",
@@ -341,25 +338,7 @@ impl<'k> KernelWriter<'k> {
         ParamName(&self.kernel.name, slot + offset)
     }
 
-    fn block(&mut self, block: &Block) -> Result<(), PtxError> {
-        for stmt in &block.stmts {
-            self.stmt(stmt)?;
-            if leaves_block(stmt) {
-                // The rest of the block is unreachable.
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn nested(&mut self, block: &Block) -> Result<(), PtxError> {
-        self.depth += 1;
-        let r = self.block(block);
-        self.depth -= 1;
-        r
-    }
-
-    fn stmt(&mut self, stmt: &Stmt) -> Result<(), PtxError> {
+    pub(crate) fn stmt(&mut self, stmt: &Stmt) -> Result<(), PtxError> {
         match stmt {
             Stmt::Def { value, op } => self.def(*value, op)?,
             Stmt::WriteVar { var, value } => {
@@ -377,47 +356,10 @@ impl<'k> KernelWriter<'k> {
                 cond,
                 then,
                 otherwise,
-            } => {
-                let c = self.reg(*cond);
-                let end = self.label();
-                if otherwise.stmts.is_empty() {
-                    ins!(self, "@!{c} bra {end}");
-                    self.nested(then)?;
-                } else {
-                    let other = self.label();
-                    ins!(self, "@!{c} bra {other}");
-                    self.nested(then)?;
-                    if !then.stmts.iter().any(leaves_block) {
-                        ins!(self, "bra {end}");
-                    }
-                    self.place(other);
-                    self.nested(otherwise)?;
-                }
-                self.place(end);
-            }
-            Stmt::Loop { body } => {
-                let (head, exit) = (self.label(), self.label());
-                self.place(head);
-                self.loops.push((head, exit));
-                let r = self.nested(body);
-                self.loops.pop();
-                r?;
-                if !body.stmts.iter().any(leaves_block) {
-                    ins!(self, "bra {head}");
-                }
-                self.place(exit);
-            }
-            Stmt::Break | Stmt::Continue => {
-                let Some(&(head, exit)) = self.loops.last() else {
-                    return Err(self.unsupported("break or continue outside a loop"));
-                };
-                let target = if matches!(stmt, Stmt::Break) {
-                    exit
-                } else {
-                    head
-                };
-                ins!(self, "bra {target}");
-            }
+            } => self.if_stmt(*cond, then, otherwise)?,
+            Stmt::Loop { body } => self.loop_stmt(body)?,
+            Stmt::Break => self.loop_jump(true)?,
+            Stmt::Continue => self.loop_jump(false)?,
             Stmt::Return => ins!(self, "ret"),
             Stmt::Barrier => ins!(self, "bar.sync 0"),
             Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
@@ -623,19 +565,9 @@ impl<'k> KernelWriter<'k> {
         Ok(())
     }
 
-    fn warp_mask(&mut self) -> WarpMask {
-        if self.depth == 0 {
-            WarpMask::Full
-        } else {
-            let m = self.tmp(Class::B32);
-            ins!(self, "activemask.b32 {m}");
-            WarpMask::Active(m)
-        }
-    }
-
     pub(crate) fn shuffle(&mut self, d: Reg, mode: ShuffleMode, value: Value, lane: Value) {
         let (v, b) = (self.reg(value), self.reg(lane));
-        let mask = self.warp_mask();
+        let mask = self.mask;
         let (m, c) = match mode {
             ShuffleMode::Idx => ("idx", "0x1f"),
             ShuffleMode::Up => ("up", "0x0"),
@@ -668,7 +600,7 @@ impl<'k> KernelWriter<'k> {
 
     pub(crate) fn vote(&mut self, d: Reg, mode: VoteMode, pred: Value) {
         let p = self.reg(pred);
-        let mask = self.warp_mask();
+        let mask = self.mask;
         match mode {
             VoteMode::All => ins!(self, "vote.sync.all.pred {d}, {p}, {mask}"),
             VoteMode::Any => ins!(self, "vote.sync.any.pred {d}, {p}, {mask}"),

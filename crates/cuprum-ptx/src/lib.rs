@@ -23,9 +23,10 @@
 //!
 //! # Choices the IR leaves to the writer
 //!
-//! * Warp operations (`shfl.sync`, `vote.sync`) use the full mask at the top level of the body
-//!   and `activemask` inside `If` and `Loop`, where lanes may have diverged. Lanes that
-//!   returned early do not block either (checked on an H200).
+//! * Warp operations (`shfl.sync`, `vote.sync`) get exact member masks: the full mask at the
+//!   top level of the body, the ballot of the branch or loop iteration inside control flow,
+//!   with loops that contain one keeping their lanes together per iteration (`control` says
+//!   why and how). Lanes that returned early do not block (checked on an H200).
 //! * Shuffles follow PTX: only the low 5 bits of the lane operand count (an `Idx` source of 33
 //!   reads lane 1, an `Up`/`Down` distance of 33 is a distance of 1).
 //! * `Barrier` is `bar.sync 0`, `Fence` is `fence.sc` at the scope, atomics are `.relaxed` at
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod analysis;
+mod control;
 mod emit;
 mod math;
 mod ops;

@@ -294,7 +294,7 @@ fn every_shuffle_and_vote() {
         let r = k.k.op(Op::Vote { mode, pred });
         k.output(r);
     }
-    // ... and where lanes may have diverged (active mask).
+    // ... and where lanes may have diverged (the exact mask of the branch, by ballot).
     let mut kk = std::mem::replace(&mut k.k, K::new("unused"));
     kk.if_(pred, |kk| {
         k.k = std::mem::replace(kk, K::new("unused"));
@@ -324,10 +324,17 @@ fn every_shuffle_and_vote() {
         "vote.sync.all.pred",
         "vote.sync.any.pred",
         "vote.sync.ballot.b32",
-        "activemask.b32",
     ] {
         assert!(ptx.contains(s), "{s}\n{ptx}");
     }
+    // `activemask` names only the lanes that happen to have reconverged; inside the branch the
+    // mask is the ballot of its condition.
+    assert!(!ptx.contains("activemask"), "{ptx}");
+    assert!(
+        ptx.lines()
+            .any(|l| l.contains("shfl.sync.down.b32") && !l.contains("0xffffffff")),
+        "no shuffle with the branch's mask\n{ptx}"
+    );
 }
 
 #[test]
