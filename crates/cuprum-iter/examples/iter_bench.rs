@@ -60,6 +60,9 @@ fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&
     println!("cuprum-iter {what} n={n} median {ms:.4} ms {gbs:.1} GB/s{tuning}");
 }
 
+#[path = "../../cuprum/examples/common/size.rs"]
+mod size;
+
 fn fail(message: String) -> ! {
     eprintln!("FAILED: {message}");
     std::process::exit(1);
@@ -67,7 +70,7 @@ fn fail(message: String) -> ! {
 
 fn main() -> GpuResult<()> {
     let device = GpuDevice::default()?;
-    let gpu = device.context().backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(device.context().backend() == BackendKind::Cuda);
     let n: usize = if gpu { 1 << 28 } else { (1 << 20) + 77 };
     let sweep = std::env::args().any(|a| a == "--sweep");
 

@@ -17,6 +17,9 @@ use cuprum::{cuda_module, half::bf16};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[cuda_module]
 mod kernels {
     use super::*;
@@ -492,7 +495,7 @@ fn bench_hgemm(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
-    let gpu = ctx.backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
     let mut fails = Failures::new();
     type Case = fn(&CudaContext, bool, &mut Failures) -> cuprum::Result<()>;
     let cases: [(&str, Case); 4] = [

@@ -19,11 +19,16 @@ mod kernels {
     }
 }
 
+#[path = "common/size.rs"]
+mod size;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
-    let n: usize = match ctx.backend() {
-        cuprum::BackendKind::Cuda => 1 << 28,
-        _ => 1 << 20, // the emulator: just show it runs
+    // On the emulator (or with CUPRUM_EXAMPLE_SIZE=small): just show it runs.
+    let n: usize = if size::benchmark_sizes(ctx.backend() == cuprum::BackendKind::Cuda) {
+        1 << 28
+    } else {
+        1 << 20
     };
     let stream = ctx.default_stream();
     let data = |seed: u32| -> Vec<f32> {

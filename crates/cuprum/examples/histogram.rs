@@ -15,6 +15,9 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cud
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[cuda_module]
 mod kernels {
     use super::*;
@@ -71,7 +74,7 @@ fn median_ms(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
-    let gpu = ctx.backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
     // The number of byte values, a multiple of 4; on the emulator not a multiple of the grid.
     let n: usize = if gpu { 1 << 28 } else { 4 * 262_147 };
     let grid = if gpu {

@@ -14,6 +14,9 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cud
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[cuda_module]
 mod kernels {
     use super::*;
@@ -97,7 +100,7 @@ fn median_ms(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
-    let gpu = ctx.backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
     // An odd length on the emulator, so the strided loops end mid-stride.
     let n: usize = if gpu { 1 << 26 } else { (1 << 20) + 12_345 };
     let grid = if gpu {

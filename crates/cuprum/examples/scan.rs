@@ -17,6 +17,9 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cud
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[cuda_module]
 mod kernels {
     use super::*;
@@ -144,7 +147,7 @@ fn median_ms(
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     const POISON: u32 = 0xDEAD_BEEF;
     let ctx = CudaContext::new(0)?;
-    let gpu = ctx.backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
     let n: usize = if gpu { 1 << 26 } else { 1_100_003 };
     let stream = ctx.default_stream();
     let module = kernels::load(&ctx)?;

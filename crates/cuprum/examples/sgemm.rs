@@ -19,6 +19,9 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
 use sgemm_kernels::kernels;
@@ -203,7 +206,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let module = kernels::load(&ctx)?;
     let seed: u64 = rand::random();
     let mut rng = SmallRng::seed_from_u64(seed);
-    let gpu = ctx.backend() == BackendKind::Cuda;
+    let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
     // Partial tiles in every dimension, checked in full.
     let edges = if gpu { (517, 389, 301) } else { (133, 97, 170) };
     let small = Problem::new(&stream, &mut rng, edges, usize::MAX)?;

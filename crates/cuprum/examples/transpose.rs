@@ -13,6 +13,9 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream, cuda_
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/size.rs"]
+mod size;
+
 #[cuda_module]
 mod kernels {
     use super::*;
@@ -142,7 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let module = kernels::load(&ctx)?;
     let seed: u64 = rand::random();
     let mut rng = SmallRng::seed_from_u64(seed);
-    if ctx.backend() == BackendKind::Cuda {
+    if size::benchmark_sizes(ctx.backend() == BackendKind::Cuda) {
         run(&ctx, &module, &mut rng, 3001, 1999, 0)?; // partial tiles on both edges
         run(&ctx, &module, &mut rng, 8192, 8192, 100)?;
     } else {
