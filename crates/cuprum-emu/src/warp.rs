@@ -316,6 +316,9 @@ impl<'k> Exec<'_, 'k> {
                 }
                 // Copies complete when they are issued, so there is nothing to wait for.
                 Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}
+                // One proxy: program order already orders a thread's accesses (IR docs), and
+                // the fence orders nothing between threads.
+                Stmt::FenceProxyAsync => {}
                 Stmt::Print { format, args } => self.print(format, args, mask)?,
             }
         }

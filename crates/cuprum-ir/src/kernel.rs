@@ -343,6 +343,14 @@ pub enum Stmt {
         /// The threads that must observe this thread's accesses in order.
         scope: Scope,
     },
+    /// `fence.proxy.async`: orders this thread's memory accesses through the generic proxy
+    /// (ordinary loads and stores) against its accesses through the async proxy (the
+    /// Hopper bulk copies and tensor-core operand reads), both ways: a shared-memory write
+    /// before it is visible to an asynchronous operation this thread starts after it, and
+    /// an asynchronous operation's writes that this thread has waited for are visible to its
+    /// ordinary loads after it. Needs compute capability 9.0 (a PTX writer error on sm_80).
+    /// The emulator has one proxy, where program order already gives this.
+    FenceProxyAsync,
     /// Stops the kernel with an error the host reports (a failed bounds check or assertion).
     Trap(TrapKind),
     /// A warp-wide tensor-core matrix multiply-accumulate, `D = A * B + C` with A `16 x K`,

@@ -13,6 +13,7 @@
 
 pub mod arena;
 pub mod builder;
+pub mod effects;
 pub mod kernel;
 pub mod matrix;
 pub mod print;
@@ -22,6 +23,7 @@ pub mod validate;
 
 pub use arena::{Arena, Handle};
 pub use builder::KernelBuilder;
+pub use effects::{Access, Effects, Spaces};
 pub use kernel::*;
 pub use matrix::{CpAsyncCache, MmaShape};
 pub use print::{print_kernel, print_module};

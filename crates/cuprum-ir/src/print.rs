@@ -139,6 +139,7 @@ impl Printer<'_> {
             Stmt::Return => writeln!(self.out, "{pad}return"),
             Stmt::Barrier => writeln!(self.out, "{pad}barrier"),
             Stmt::Fence { scope } => writeln!(self.out, "{pad}fence.{scope:?}"),
+            Stmt::FenceProxyAsync => writeln!(self.out, "{pad}fence.proxy.async"),
             Stmt::Trap(TrapKind::BoundsCheck { index, len, site }) => writeln!(
                 self.out,
                 "{pad}trap bounds_check(%{}, %{}) {site:?}",

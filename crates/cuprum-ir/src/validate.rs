@@ -205,11 +205,9 @@ pub fn result_type(
 /// The values a statement defines besides [`Stmt::Def`] (the results of [`Stmt::Mma`],
 /// [`Stmt::LdMatrix`] and [`Stmt::VectorLoad`]), with the type each must have.
 pub fn stmt_results(stmt: &Stmt) -> Vec<(Value, ScalarType)> {
-    match stmt {
-        Stmt::Mma { d, .. } => d.iter().map(|&v| (v, ScalarType::F32)).collect(),
-        Stmt::LdMatrix { d, .. } => d.iter().map(|&v| (v, ScalarType::U32)).collect(),
-        Stmt::VectorLoad { ty, d, .. } => d.iter().map(|&v| (v, *ty)).collect(),
-        _ => Vec::new(),
+    match stmt.result_type() {
+        Some(ty) => stmt.results().iter().map(|&v| (v, ty)).collect(),
+        None => Vec::new(),
     }
 }
 
@@ -462,7 +460,7 @@ impl Walk<'_> {
                     return Err(format!("{stmt:?} outside a loop"));
                 }
             }
-            Stmt::Return | Stmt::Barrier | Stmt::Fence { .. } => {}
+            Stmt::Return | Stmt::Barrier | Stmt::Fence { .. } | Stmt::FenceProxyAsync => {}
             Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
                 if self.visible(*index)? != ScalarType::U64
                     || self.visible(*len)? != ScalarType::U64

@@ -51,7 +51,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts, Ranges};
-use crate::ir::{always_exits, check_cond, compact, is_pure, stmt_operands, written_vars};
+use crate::ir::{always_exits, check_cond, compact, is_pure, written_vars};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -130,22 +130,33 @@ struct Gather {
 /// shared or local memory, and a load from shared or local memory. (Global loads may pass
 /// only where they cannot fault, see [`Gather::in_bounds`].)
 fn passable_access(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::Store { .. } => true,
-        Stmt::Def {
-            op: Op::Load { space, .. },
-            ..
-        } => matches!(space, AddressSpace::Shared | AddressSpace::Local),
+    let e = stmt.effects(|| true);
+    // Nothing but the access itself (no barrier, warp operation, asynchronous copy, ...).
+    let rest = cuprum_ir::Effects {
+        reads: cuprum_ir::Spaces::NONE,
+        writes: cuprum_ir::Spaces::NONE,
+        may_fault: false,
+        ..e
+    };
+    if !rest.is_computation() {
+        return false;
+    }
+    match (e.reads.is_empty(), e.writes.is_empty()) {
+        // A store (scalar or vector), to any space.
+        (true, false) => true,
+        // A load (scalar or vector) from shared or local memory.
+        (false, true) => !e.reads.contains(AddressSpace::Global),
+        // Atomics read and write; the rest touches no memory.
         _ => false,
     }
 }
 
 /// Every value a check reads: its condition and the trap's operands.
 fn check_operands(stmt: &Stmt, mut f: impl FnMut(Value)) {
-    stmt_operands(stmt, &mut f);
+    stmt.for_each_operand(&mut f);
     if let Stmt::If { otherwise, .. } = stmt {
         for s in &otherwise.stmts {
-            stmt_operands(s, &mut f);
+            s.for_each_operand(&mut f);
         }
     }
 }
@@ -374,7 +385,7 @@ impl Gather {
                     if let Op::ReadVar(var) = op {
                         read_vars.insert(*var);
                     }
-                    crate::ir::op_operands(op, |v| {
+                    op.for_each_operand(|v| {
                         needed.insert(v);
                     });
                     carried.push(p - 1);
@@ -436,7 +447,7 @@ impl Gather {
             let up = match &s {
                 Stmt::Def { op, .. } => {
                     let mut free = true;
-                    crate::ir::op_operands(op, |v| free &= !inside.contains(&v));
+                    op.for_each_operand(|v| free &= !inside.contains(&v));
                     free && is_pure(op) && self.defs.is_removable(op)
                 }
                 _ => false,
@@ -488,7 +499,7 @@ impl Gather {
                 Stmt::Def { value, op } => {
                     if needed.contains(value) {
                         lift[i] = true;
-                        crate::ir::op_operands(op, |v| {
+                        op.for_each_operand(|v| {
                             needed.insert(v);
                         });
                     }

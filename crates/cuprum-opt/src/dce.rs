@@ -15,7 +15,7 @@
 
 use cuprum_ir::{Block, Kernel, Op, Stmt, Value};
 
-use crate::ir::{compact, constant_bits, is_removable, op_operands, stmt_operands, visit_stmts};
+use crate::ir::{compact, constant_bits, is_removable, visit_stmts};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -61,7 +61,7 @@ fn round(kernel: &mut Kernel) -> bool {
                 w.push(*value);
             }
         }
-        other => stmt_operands(other, |v| roots.push(v)),
+        other => other.for_each_operand(|v| roots.push(v)),
     });
     let mut live = vec![false; n];
     let mut live_var = vec![false; kernel.vars.len()];
@@ -73,7 +73,7 @@ fn round(kernel: &mut Kernel) -> bool {
         let Some(op) = removable.get(v.index()).copied().flatten() else {
             continue;
         };
-        op_operands(op, |w| roots.push(w));
+        op.for_each_operand(|w| roots.push(w));
         if let Op::ReadVar(var) = op
             && let Some(lv) = live_var.get_mut(var.index())
             && !*lv

@@ -1,216 +1,16 @@
-//! Small helpers over the kernel IR that every pass needs: the operands of an operation or a
-//! statement (read and rewrite), which operations are pure, use counts, and value
-//! substitution.
+//! Small helpers over the kernel IR that the passes share: which definitions may be deleted,
+//! constants, the variables a statement writes, value substitution, the shape of a bounds
+//! check, and compaction of the arenas.
 //!
-//! They exist so that no pass re-lists the IR's operand positions: a new statement or
-//! operation added to `cuprum-ir` needs one edit here, and every pass then sees its operands.
-//! Nothing here changes what a kernel does.
+//! What a statement reads, defines and does is the IR's own fact (`cuprum_ir::effects`); the
+//! thin names here only keep the passes short. Nothing here changes what a kernel does.
 
-use cuprum_ir::{Arena, BinaryOp, Block, Kernel, Op, ScalarType, Stmt, TrapKind, Value, Var};
-
-/// Calls `f` on every operand of `op`.
-pub(crate) fn op_operands(op: &Op, mut f: impl FnMut(Value)) {
-    match op {
-        Op::Const(_)
-        | Op::Param(_)
-        | Op::SliceBase(_)
-        | Op::SliceLen(_)
-        | Op::SharedAddr(_)
-        | Op::DynSharedAddr
-        | Op::LocalAddr(_)
-        | Op::Special(_)
-        | Op::ReadVar(_) => {}
-        Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(*a),
-        Op::Load { addr, .. } => f(*addr),
-        Op::Vote { pred, .. } => f(*pred),
-        Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
-            f(*a);
-            f(*b);
-        }
-        Op::Shuffle { value, lane, .. } => {
-            f(*value);
-            f(*lane);
-        }
-        Op::Ternary(_, a, b, c) => {
-            f(*a);
-            f(*b);
-            f(*c);
-        }
-        Op::Select {
-            cond,
-            if_true,
-            if_false,
-        } => {
-            f(*cond);
-            f(*if_true);
-            f(*if_false);
-        }
-        Op::Atomic {
-            addr,
-            value,
-            compare,
-            ..
-        } => {
-            f(*addr);
-            f(*value);
-            if let Some(c) = compare {
-                f(*c);
-            }
-        }
-    }
-}
-
-/// Calls `f` on every operand of `op`, which it may rewrite.
-pub(crate) fn op_operands_mut(op: &mut Op, mut f: impl FnMut(&mut Value)) {
-    match op {
-        Op::Const(_)
-        | Op::Param(_)
-        | Op::SliceBase(_)
-        | Op::SliceLen(_)
-        | Op::SharedAddr(_)
-        | Op::DynSharedAddr
-        | Op::LocalAddr(_)
-        | Op::Special(_)
-        | Op::ReadVar(_) => {}
-        Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(a),
-        Op::Load { addr, .. } => f(addr),
-        Op::Vote { pred, .. } => f(pred),
-        Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
-            f(a);
-            f(b);
-        }
-        Op::Shuffle { value, lane, .. } => {
-            f(value);
-            f(lane);
-        }
-        Op::Ternary(_, a, b, c) => {
-            f(a);
-            f(b);
-            f(c);
-        }
-        Op::Select {
-            cond,
-            if_true,
-            if_false,
-        } => {
-            f(cond);
-            f(if_true);
-            f(if_false);
-        }
-        Op::Atomic {
-            addr,
-            value,
-            compare,
-            ..
-        } => {
-            f(addr);
-            f(value);
-            if let Some(c) = compare {
-                f(c);
-            }
-        }
-    }
-}
-
-/// Calls `f` on every operand a statement reads itself (not those of its nested blocks).
-pub(crate) fn stmt_operands(stmt: &Stmt, mut f: impl FnMut(Value)) {
-    match stmt {
-        Stmt::Def { op, .. } => op_operands(op, f),
-        Stmt::WriteVar { value, .. } => f(*value),
-        Stmt::Store { addr, value, .. } => {
-            f(*addr);
-            f(*value);
-        }
-        Stmt::If { cond, .. } => f(*cond),
-        Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
-            f(*index);
-            f(*len);
-        }
-        Stmt::Mma { a, b, c, .. } => a.iter().chain(b).chain(c).for_each(|&v| f(v)),
-        Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(*addr),
-        Stmt::VectorStore { addr, values, .. } => {
-            f(*addr);
-            values.iter().for_each(|&v| f(v));
-        }
-        Stmt::CpAsync { dst, src, .. } => {
-            f(*dst);
-            f(*src);
-        }
-        Stmt::Print { args, .. } => args.iter().for_each(|&v| f(v)),
-        Stmt::Loop { .. }
-        | Stmt::Break
-        | Stmt::Continue
-        | Stmt::Return
-        | Stmt::Barrier
-        | Stmt::Fence { .. }
-        | Stmt::Trap(_)
-        | Stmt::CpAsyncCommit
-        | Stmt::CpAsyncWaitGroup { .. }
-        | Stmt::CpAsyncWaitAll => {}
-    }
-}
-
-/// Calls `f` on every operand a statement reads itself, which it may rewrite.
-pub(crate) fn stmt_operands_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
-    match stmt {
-        Stmt::Def { op, .. } => op_operands_mut(op, f),
-        Stmt::WriteVar { value, .. } => f(value),
-        Stmt::Store { addr, value, .. } => {
-            f(addr);
-            f(value);
-        }
-        Stmt::If { cond, .. } => f(cond),
-        Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
-            f(index);
-            f(len);
-        }
-        Stmt::Mma { a, b, c, .. } => a.iter_mut().chain(b).chain(c).for_each(f),
-        Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(addr),
-        Stmt::VectorStore { addr, values, .. } => {
-            f(addr);
-            values.iter_mut().for_each(f);
-        }
-        Stmt::CpAsync { dst, src, .. } => {
-            f(dst);
-            f(src);
-        }
-        Stmt::Print { args, .. } => args.iter_mut().for_each(f),
-        Stmt::Loop { .. }
-        | Stmt::Break
-        | Stmt::Continue
-        | Stmt::Return
-        | Stmt::Barrier
-        | Stmt::Fence { .. }
-        | Stmt::Trap(_)
-        | Stmt::CpAsyncCommit
-        | Stmt::CpAsyncWaitGroup { .. }
-        | Stmt::CpAsyncWaitAll => {}
-    }
-}
+use cuprum_ir::{Arena, BinaryOp, Block, Kernel, Op, ScalarType, Stmt, Value, Var};
 
 /// Whether `op` has no effect and its result depends only on its operands and on which
-/// thread runs it: two evaluations with the same operands give the same bits, anywhere in
-/// the kernel. Loads, atomics, variable reads and warp operations (which depend on memory,
-/// on variables or on the set of active lanes) are not pure.
+/// thread runs it ([`Op::is_pure`], the IR's one definition).
 pub(crate) fn is_pure(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Const(_)
-            | Op::Param(_)
-            | Op::SliceBase(_)
-            | Op::SliceLen(_)
-            | Op::SharedAddr(_)
-            | Op::DynSharedAddr
-            | Op::LocalAddr(_)
-            | Op::Special(_)
-            | Op::Unary(..)
-            | Op::Binary(..)
-            | Op::Ternary(..)
-            | Op::Compare(..)
-            | Op::Select { .. }
-            | Op::Cast { .. }
-            | Op::Bitcast { .. }
-    )
+    op.is_pure()
 }
 
 /// Whether a definition by `op` may be deleted when nothing uses its value: pure operations
@@ -258,36 +58,17 @@ pub(crate) fn constant_bits(kernel: &Kernel) -> Vec<Option<u64>> {
     out
 }
 
-/// Calls `f` on every statement of `block` and of its nested blocks, in program order (a
-/// statement before the statements of its nested blocks).
+/// Calls `f` on every statement of `block` and of its nested blocks, in program order
+/// ([`Block::visit`]).
 pub(crate) fn visit_stmts<'a>(block: &'a Block, f: &mut impl FnMut(&'a Stmt)) {
-    for s in &block.stmts {
-        f(s);
-        match s {
-            Stmt::If {
-                then, otherwise, ..
-            } => {
-                visit_stmts(then, f);
-                visit_stmts(otherwise, f);
-            }
-            Stmt::Loop { body } => visit_stmts(body, f),
-            _ => {}
-        }
-    }
+    block.visit(f);
 }
 
 /// Calls `f` on every statement of the blocks nested in `stmt` (not `stmt` itself), in
 /// program order.
 pub(crate) fn visit_nested<'a>(stmt: &'a Stmt, f: &mut impl FnMut(&'a Stmt)) {
-    match stmt {
-        Stmt::If {
-            then, otherwise, ..
-        } => {
-            visit_stmts(then, f);
-            visit_stmts(otherwise, f);
-        }
-        Stmt::Loop { body } => visit_stmts(body, f),
-        _ => {}
+    for b in stmt.nested() {
+        b.visit(f);
     }
 }
 
@@ -305,21 +86,9 @@ pub(crate) fn written_vars(stmt: &Stmt) -> Vec<Var> {
 }
 
 /// Calls `f` on every statement of `block` and of its nested blocks (parents first), which
-/// it may rewrite in place (but not restructure).
+/// it may rewrite in place but not restructure ([`Block::visit_mut`]).
 pub(crate) fn visit_stmts_mut(block: &mut Block, f: &mut impl FnMut(&mut Stmt)) {
-    for s in &mut block.stmts {
-        f(s);
-        match s {
-            Stmt::If {
-                then, otherwise, ..
-            } => {
-                visit_stmts_mut(then, f);
-                visit_stmts_mut(otherwise, f);
-            }
-            Stmt::Loop { body } => visit_stmts_mut(body, f),
-            _ => {}
-        }
-    }
+    block.visit_mut(f);
 }
 
 /// A value substitution: `map[v] = Some(w)` replaces every read of `v` by `w`. The pass that
@@ -364,7 +133,7 @@ impl Subst {
     /// Rewrites the operands of `stmt` (not of its nested blocks); true if one changed.
     pub(crate) fn apply(&self, stmt: &mut Stmt) -> bool {
         let mut changed = false;
-        stmt_operands_mut(stmt, |v| {
+        stmt.for_each_operand_mut(|v| {
             let w = self.get(*v);
             if w != *v {
                 *v = w;
@@ -375,19 +144,15 @@ impl Subst {
     }
 }
 
-/// Whether `stmt` leaves the block for every lane that reaches it: the statements after it
-/// in the same block are never executed.
+/// Whether `stmt` leaves the block for every lane that reaches it ([`Stmt::is_terminator`]).
 pub(crate) fn is_terminator(stmt: &Stmt) -> bool {
-    matches!(
-        stmt,
-        Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Trap(_)
-    )
+    stmt.is_terminator()
 }
 
-/// Whether every lane that runs `block` leaves it at its end or before: the block ends in
-/// (or contains at its top level) a terminator. Lanes that run it never get past it.
+/// Whether every lane that runs `block` leaves it at its end or before
+/// ([`Block::always_exits`]).
 pub(crate) fn always_exits(block: &Block) -> bool {
-    block.stmts.iter().any(is_terminator)
+    block.always_exits()
 }
 
 /// The condition of a check: `If { cond, then: [], otherwise: [Trap] }` (as the front end
@@ -405,27 +170,6 @@ pub(crate) fn check_cond(stmt: &Stmt) -> Option<Value> {
     }
 }
 
-/// Calls `f` on every value `stmt` defines (a `Def`'s value, the results of `Mma`,
-/// `LdMatrix` and `VectorLoad`).
-pub(crate) fn stmt_defs(stmt: &Stmt, mut f: impl FnMut(Value)) {
-    match stmt {
-        Stmt::Def { value, .. } => f(*value),
-        Stmt::Mma { d, .. } => d.iter().for_each(|&v| f(v)),
-        Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d.iter().for_each(|&v| f(v)),
-        _ => {}
-    }
-}
-
-/// Calls `f` on every value `stmt` defines, which it may rewrite.
-pub(crate) fn stmt_defs_mut(stmt: &mut Stmt, mut f: impl FnMut(&mut Value)) {
-    match stmt {
-        Stmt::Def { value, .. } => f(value),
-        Stmt::Mma { d, .. } => d.iter_mut().for_each(f),
-        Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d.iter_mut().for_each(f),
-        _ => {}
-    }
-}
-
 /// Drops from the arenas the values no statement defines any more and the variables no
 /// statement reads or writes (the validator asks every value of the arena to be defined),
 /// and renumbers the values in the order the body defines them, so that printed IR and
@@ -434,7 +178,7 @@ pub(crate) fn compact(kernel: &mut Kernel) {
     let mut order: Vec<Value> = Vec::with_capacity(kernel.values.len());
     let mut var_used = vec![false; kernel.vars.len()];
     visit_stmts(&kernel.body, &mut |s| {
-        stmt_defs(s, |v| order.push(v));
+        order.extend_from_slice(s.results());
         let var = match s {
             Stmt::WriteVar { var, .. }
             | Stmt::Def {
@@ -474,8 +218,8 @@ pub(crate) fn compact(kernel: &mut Kernel) {
         }
     };
     visit_stmts_mut(&mut kernel.body, &mut |s| {
-        stmt_operands_mut(s, remap);
-        stmt_defs_mut(s, remap);
+        s.for_each_operand_mut(remap);
+        s.results_mut().iter_mut().for_each(remap);
         let var = match s {
             Stmt::WriteVar { var, .. }
             | Stmt::Def {

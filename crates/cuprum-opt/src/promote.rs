@@ -179,37 +179,21 @@ fn constant_addresses(kernel: &Kernel, offsets: &[u32]) -> Vec<Option<u32>> {
 fn drop_declarations(kernel: &mut Kernel, promoted: &[bool]) {
     let mut referenced = vec![false; kernel.locals.len()];
     let mut any_left = false;
-    visit_stmts(&kernel.body, &mut |s| match s {
-        Stmt::Def {
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Def {
             op: Op::LocalAddr(i),
             ..
-        } => {
+        } = s
+        {
             any_left = true;
             if let Some(r) = referenced.get_mut(*i as usize) {
                 *r = true;
             }
         }
-        Stmt::Def {
-            op:
-                Op::Load {
-                    space: AddressSpace::Local,
-                    ..
-                },
-            ..
+        let e = s.effects(|| true);
+        if e.reads.union(e.writes).contains(AddressSpace::Local) {
+            any_left = true;
         }
-        | Stmt::Store {
-            space: AddressSpace::Local,
-            ..
-        }
-        | Stmt::VectorLoad {
-            space: AddressSpace::Local,
-            ..
-        }
-        | Stmt::VectorStore {
-            space: AddressSpace::Local,
-            ..
-        } => any_left = true,
-        _ => {}
     });
     let unused = |i: usize| promoted.get(i).copied().unwrap_or(false) && !referenced[i];
     if !any_left {
@@ -271,38 +255,20 @@ impl Scan<'_> {
     fn block(&mut self, block: &Block) {
         let mark = self.facts.mark();
         for s in &block.stmts {
+            if let Some(a) = s.access()
+                && a.space == AddressSpace::Local
+            {
+                let ty =
+                    a.ty.or_else(|| a.stored.first().map(|&v| self.defs.ty(v)))
+                        .unwrap_or(ScalarType::U8);
+                if a.count == 1 {
+                    self.access(a.addr, ty);
+                } else {
+                    self.vector_access(a.addr, ty, a.count);
+                }
+                continue;
+            }
             match s {
-                Stmt::Def {
-                    op:
-                        Op::Load {
-                            space: AddressSpace::Local,
-                            ty,
-                            addr,
-                        },
-                    ..
-                } => self.access(*addr, *ty),
-                Stmt::Store {
-                    space: AddressSpace::Local,
-                    addr,
-                    value,
-                } => {
-                    let ty = self.defs.ty(*value);
-                    self.access(*addr, ty);
-                }
-                Stmt::VectorLoad {
-                    space: AddressSpace::Local,
-                    ty,
-                    addr,
-                    d,
-                } => self.vector_access(*addr, *ty, d.len()),
-                Stmt::VectorStore {
-                    space: AddressSpace::Local,
-                    addr,
-                    values,
-                } => {
-                    let ty = values.first().map_or(ScalarType::U8, |&v| self.defs.ty(v));
-                    self.vector_access(*addr, ty, values.len());
-                }
                 Stmt::Def {
                     value,
                     op: Op::Compare(c, l, r),

@@ -29,9 +29,7 @@ use cuprum_ir::{Arena, Block, Constant, Kernel, Op, Stmt, Value, ValueDef, Var};
 
 use crate::eval;
 use crate::fold::leaves_loop;
-use crate::ir::{
-    compact, is_pure, stmt_defs_mut, stmt_operands_mut, visit_nested, visit_stmts, written_vars,
-};
+use crate::ir::{compact, is_pure, visit_nested, visit_stmts, written_vars};
 
 /// The most iterations a loop may have to be unrolled.
 pub const MAX_TRIPS: usize = 16;
@@ -255,7 +253,7 @@ impl Copy<'_> {
                         .map_or_else(|| op.clone(), Op::Const),
                     _ => {
                         let mut op = op.clone();
-                        crate::ir::op_operands_mut(&mut op, |v| *v = self.get(*v));
+                        op.for_each_operand_mut(|v| *v = self.get(*v));
                         if is_pure(&op) {
                             match eval::op(&op, |v| self.consts.get(&v).copied()) {
                                 Some(c) => Op::Const(c),
@@ -335,8 +333,8 @@ impl Copy<'_> {
             },
             other => other.clone(),
         };
-        stmt_operands_mut(&mut s, |v| *v = self.get(*v));
-        stmt_defs_mut(&mut s, |v| *v = self.fresh(*v));
+        s.for_each_operand_mut(|v| *v = self.get(*v));
+        s.results_mut().iter_mut().for_each(|v| *v = self.fresh(*v));
         if let Stmt::Def {
             value,
             op: Op::Const(c),

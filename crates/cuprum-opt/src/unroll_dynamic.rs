@@ -60,10 +60,7 @@ use cuprum_ir::{
     Arena, BinaryOp, Block, CmpOp, Constant, Kernel, Op, ScalarType, Stmt, Value, ValueDef, Var,
 };
 
-use crate::ir::{
-    all_ones, compact, constant_bits, stmt_defs, stmt_defs_mut, stmt_operands, stmt_operands_mut,
-    visit_stmts,
-};
+use crate::ir::{all_ones, compact, constant_bits, visit_stmts};
 
 /// The most statements (nested ones included) a loop body may have to be unrolled.
 pub const MAX_BODY: usize = 48;
@@ -183,7 +180,7 @@ fn counted_loop(body: &Block, values: &Arena<ValueDef>) -> Option<Counted> {
     // Everything the body defines, to tell loop-invariant operands from the others.
     let mut defined = HashSet::new();
     visit_stmts(body, &mut |s| {
-        stmt_defs(s, |v| {
+        s.results().iter().for_each(|&v| {
             defined.insert(v);
         })
     });
@@ -216,7 +213,7 @@ fn counted_loop(body: &Block, values: &Arena<ValueDef>) -> Option<Counted> {
         let mut check = |s: &Stmt| {
             ok &= allowed(s);
             ok &= top_write || !matches!(s, Stmt::WriteVar { var: w, .. } if w == var);
-            stmt_operands(s, |v| ok &= v != *cond);
+            s.for_each_operand(|v| ok &= v != *cond);
         };
         check(s);
         if let Stmt::If {
@@ -265,30 +262,16 @@ fn increment(stmts: &[Stmt], value: Value, index: Value) -> Option<Value> {
 /// Whether `stmt` (not looking into its nested blocks) may be in an unrolled body: nothing
 /// that involves other threads or another loop.
 fn allowed(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::Def { op, .. } => {
-            !matches!(op, Op::Atomic { .. } | Op::Shuffle { .. } | Op::Vote { .. })
-        }
-        Stmt::WriteVar { .. }
-        | Stmt::Store { .. }
-        | Stmt::VectorLoad { .. }
-        | Stmt::VectorStore { .. }
-        | Stmt::If { .. }
-        | Stmt::Break
-        | Stmt::Continue
-        | Stmt::Return
-        | Stmt::Trap(_) => true,
-        Stmt::Loop { .. }
-        | Stmt::Barrier
-        | Stmt::Fence { .. }
-        | Stmt::Mma { .. }
-        | Stmt::LdMatrix { .. }
-        | Stmt::CpAsync { .. }
-        | Stmt::CpAsyncCommit
-        | Stmt::CpAsyncWaitGroup { .. }
-        | Stmt::CpAsyncWaitAll
-        | Stmt::Print { .. } => false,
-    }
+    let e = stmt.effects(|| true);
+    // A `Def` that writes memory is an atomic: other threads see its order.
+    let atomic = matches!(stmt, Stmt::Def { .. }) && !e.writes.is_empty();
+    !(matches!(stmt, Stmt::Loop { .. })
+        || atomic
+        || e.block_barrier
+        || e.fence
+        || e.warp_collective
+        || e.asynchronous
+        || e.prints)
 }
 
 /// Statements in `block`, nested ones included.
@@ -441,8 +424,8 @@ impl Copier<'_> {
             other => other.clone(),
         };
         // Operands first (the values a statement defines are not among its operands).
-        stmt_operands_mut(&mut s, |v| *v = self.get(*v));
-        stmt_defs_mut(&mut s, |old| {
+        s.for_each_operand_mut(|v| *v = self.get(*v));
+        s.results_mut().iter_mut().for_each(|old| {
             let ty = self.values.try_get(*old).map_or(ScalarType::Bool, |d| d.ty);
             let new = self.values.append(ValueDef { ty });
             self.map.insert(*old, new);

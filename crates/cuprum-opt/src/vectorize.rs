@@ -57,7 +57,7 @@ use cuprum_ir::{
 };
 
 use crate::facts::{Defs, Facts};
-use crate::ir::{always_exits, check_cond, compact, stmt_operands};
+use crate::ir::{always_exits, check_cond, compact};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
@@ -554,46 +554,44 @@ impl Walker {
 
     /// What `s`, between two loads of a group, means for moving them.
     fn between_loads(&self, s: &Stmt, read_only: bool) -> Between {
-        match s {
-            Stmt::Def { op, .. } if self.harmless(op) => Between::Fine,
-            Stmt::Def {
-                op: Op::Load { .. },
-                ..
-            }
-            | Stmt::VectorLoad { .. }
-            | Stmt::WriteVar { .. } => Between::Fine,
-            Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => {
-                if read_only || *space != AddressSpace::Global {
+        if let Stmt::Def { op, .. } = s
+            && self.harmless(op)
+        {
+            return Between::Fine;
+        }
+        match s.access() {
+            // Other loads; stores the loads cannot see (read-only data, another space).
+            Some(a) if !a.atomic => {
+                if a.reads || read_only || a.space != AddressSpace::Global {
                     Between::Fine
                 } else {
                     Between::Blocks
                 }
             }
-            s if check_cond(s).is_some() => Between::Check,
+            _ if matches!(s, Stmt::WriteVar { .. }) => Between::Fine,
+            _ if check_cond(s).is_some() => Between::Check,
             _ => Between::Blocks,
         }
     }
 
     /// Whether `s` may lie between two stores of a group.
     fn between_stores(&self, s: &Stmt) -> bool {
-        match s {
-            Stmt::Def {
-                op: Op::Load { space, addr, .. },
-                ..
+        match s.access() {
+            // Loads the stores cannot change, and stores to another space.
+            Some(a) if !a.atomic => {
+                a.space != AddressSpace::Global
+                    || (a.reads
+                        && self
+                            .address(a.addr)
+                            .slice
+                            .is_some_and(|p| self.is_read_only(p)))
             }
-            | Stmt::VectorLoad { space, addr, .. } => {
-                *space != AddressSpace::Global
-                    || self
-                        .address(*addr)
-                        .slice
-                        .is_some_and(|p| self.is_read_only(p))
-            }
-            Stmt::Def { op, .. } => self.harmless(op),
-            Stmt::WriteVar { .. } => true,
-            Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => {
-                *space != AddressSpace::Global
-            }
-            _ => false,
+            Some(_) => false,
+            None => match s {
+                Stmt::Def { op, .. } => self.harmless(op),
+                Stmt::WriteVar { .. } => true,
+                _ => false,
+            },
         }
     }
 }
@@ -614,14 +612,14 @@ fn value_at(index: u32) -> Value {
 
 fn defines(s: &Stmt, v: Value) -> bool {
     let mut found = false;
-    crate::ir::stmt_defs(s, |d| found |= d == v);
+    s.results().iter().for_each(|&d| found |= d == v);
     found
 }
 
 /// Whether `s` (or a statement nested in it) reads `v`.
 fn uses(s: &Stmt, v: Value) -> bool {
     let mut found = false;
-    stmt_operands(s, |x| found |= x == v);
+    s.for_each_operand(|x| found |= x == v);
     if found {
         return true;
     }

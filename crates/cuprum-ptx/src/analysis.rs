@@ -111,19 +111,14 @@ impl Tracer {
                         }
                     }
                 }
-                Stmt::If {
-                    then, otherwise, ..
-                } => {
-                    self.block(then);
-                    self.block(otherwise);
+                // Results of other statements (matrix fragments, vector loads) are data, never
+                // trusted as addresses into a slice.
+                other => {
+                    self.unknown(other.results());
+                    for b in other.nested() {
+                        self.block(b);
+                    }
                 }
-                Stmt::Loop { body } => self.block(body),
-                // Matrix fragments are data, never addresses into a slice.
-                Stmt::Mma { d, .. } => self.unknown(d),
-                Stmt::LdMatrix { d, .. } => self.unknown(d),
-                // Loaded data is never trusted as an address into a slice.
-                Stmt::VectorLoad { d, .. } => self.unknown(d),
-                _ => {}
             }
         }
     }

@@ -93,11 +93,10 @@ impl KernelWriter<'_> {
     /// a `Trap`, or a `Break`/`Continue` written as a branch.
     fn jumps_away(&self, stmt: &Stmt) -> bool {
         match stmt {
-            Stmt::Return | Stmt::Trap(_) => true,
             Stmt::Break | Stmt::Continue => {
                 matches!(self.innermost_loop(), Some(LoopExit::Branch { .. }) | None)
             }
-            _ => false,
+            other => other.is_terminator(),
         }
     }
 

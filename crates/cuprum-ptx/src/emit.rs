@@ -79,6 +79,8 @@ impl fmt::Display for WarpMask {
 
 /// Writes one kernel. Created per kernel by [`write_kernel`].
 pub(crate) struct KernelWriter<'k> {
+    /// The architecture written for.
+    target: crate::Target,
     pub(crate) kernel: &'k Kernel,
     /// The body text; the entry header and declarations are written around it at the end.
     pub(crate) out: String,
@@ -106,7 +108,11 @@ pub(crate) struct KernelWriter<'k> {
 }
 
 /// Appends the `.entry` of `kernel` to `out`.
-pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxError> {
+pub(crate) fn write_kernel(
+    kernel: &Kernel,
+    target: crate::Target,
+    out: &mut String,
+) -> Result<(), PtxError> {
     let mut regs = RegFile::default();
     let values = kernel
         .values
@@ -131,6 +137,7 @@ pub(crate) fn write_kernel(kernel: &Kernel, out: &mut String) -> Result<(), PtxE
     let (local_offsets, local_size) = array_layout(&kernel.locals);
     let mut w = KernelWriter {
         kernel,
+        target,
         out: String::with_capacity(64 * kernel.values.len() + 256),
         regs,
         values,
@@ -363,6 +370,14 @@ impl<'k> KernelWriter<'k> {
             Stmt::Return => ins!(self, "ret"),
             Stmt::Barrier => ins!(self, "bar.sync 0"),
             Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
+            Stmt::FenceProxyAsync => {
+                if self.target == crate::Target::Sm80 {
+                    return Err(self.unsupported(
+                        "`fence.proxy.async` on sm_80 (it needs compute capability 9.0)",
+                    ));
+                }
+                ins!(self, "fence.proxy.async")
+            }
             Stmt::Trap(_) => ins!(self, "trap"),
             Stmt::Mma { shape, a, b, c, d } => self.mma(*shape, a, b, c, d),
             Stmt::LdMatrix { trans, addr, d } => self.ldmatrix(*trans, *addr, d),

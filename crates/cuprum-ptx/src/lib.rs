@@ -171,7 +171,7 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
         out.push_str("};\n");
     }
     for kernel in &module.kernels {
-        emit::write_kernel(kernel, &mut out)?;
+        emit::write_kernel(kernel, target, &mut out)?;
     }
     Ok(out)
 }

@@ -411,3 +411,25 @@ fn mem_name(ty: ScalarType) -> &'static str {
         S::F64 => "f64",
     }
 }
+
+#[test]
+fn the_async_proxy_fence_needs_sm_90() {
+    let mut k = K::new("proxy_fence");
+    k.b.push(Stmt::FenceProxyAsync);
+    let module = one(k.finish());
+    let ptx = match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm90) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(ptx.contains("\tfence.proxy.async;\n"), "{ptx}");
+    if let Err(e) = cuprum_ptx::ptxas::check(&ptx, cuprum_ptx::Target::Sm90) {
+        panic!("{e}\n{ptx}");
+    }
+    match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm80) {
+        Err(cuprum_ptx::PtxError::Unsupported { kernel, what }) => {
+            assert_eq!(kernel, "proxy_fence");
+            assert!(what.contains("compute capability 9.0"), "{what}");
+        }
+        other => panic!("sm_80 accepted fence.proxy.async: {other:?}"),
+    }
+}

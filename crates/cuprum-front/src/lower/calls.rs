@@ -239,6 +239,10 @@ impl Lowerer<'_> {
             ("fence_block", 0) => return self.fence(Scope::Block),
             ("fence_device", 0) => return self.fence(Scope::Device),
             ("fence_system", 0) => return self.fence(Scope::System),
+            ("fence_proxy_async", 0) => {
+                self.b.push(Stmt::FenceProxyAsync);
+                return Ok(Val::Unit);
+            }
             ("index_2d", 0) => {
                 let v = self.global_index(&[Dim::X, Dim::Y], span)?;
                 return Ok(Val::Index2(v[0], v[1]));

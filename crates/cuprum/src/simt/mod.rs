@@ -35,6 +35,13 @@ pub fn fence_device() {}
 /// Orders this thread's memory accesses as seen by the host and other devices.
 pub fn fence_system() {}
 
+/// Orders this thread's ordinary (generic-proxy) memory accesses against its accesses
+/// through the async proxy, both ways (`fence.proxy.async`): shared memory written before it
+/// is what a bulk copy or tensor-core operation the thread starts after it reads. Needs
+/// compute capability 9.0: loading a module that uses it on an older GPU is an error. On the
+/// emulator, which has one proxy, it orders nothing beyond program order.
+pub fn fence_proxy_async() {}
+
 /// An output slice each thread may touch only at its own index.
 ///
 /// [`get_mut`](Self::get_mut) takes only a [`ThreadIndex1D`] (from [`thread::index_1d`]), which

@@ -1,0 +1,596 @@
+//! What each operation and statement *is*, in one place: its operands (to read and to
+//! rewrite), the values it defines, the blocks nested in it, and its effects (memory read and
+//! written per space, block barrier, fence, warp-collective, may fault, terminator,
+//! asynchronous, prints).
+//!
+//! Every layer asks these instead of matching on [`Op`] and [`Stmt`] itself: the validator,
+//! the optimizer's passes, the PTX writer's analyses and the emulator's race tracking. The
+//! matches here are exhaustive, so a new statement does not compile until it has said what it
+//! reads, defines and does; "How to add a statement" in `ARCHITECTURE.md` lists the rest.
+
+use crate::kernel::{AddressSpace, BinaryOp, Block, Op, Stmt, TrapKind, Value};
+use crate::types::ScalarType;
+
+/// A set of memory spaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Spaces(u8);
+
+impl Spaces {
+    /// No memory.
+    pub const NONE: Self = Self(0);
+    /// Global, shared and local memory.
+    pub const ALL: Self = Self(0b111);
+
+    const fn bit(space: AddressSpace) -> u8 {
+        match space {
+            AddressSpace::Global => 1,
+            AddressSpace::Shared => 2,
+            AddressSpace::Local => 4,
+        }
+    }
+
+    /// The set of `space` alone.
+    pub const fn of(space: AddressSpace) -> Self {
+        Self(Self::bit(space))
+    }
+
+    /// Whether `space` is in the set.
+    pub const fn contains(self, space: AddressSpace) -> bool {
+        self.0 & Self::bit(space) != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Both sets together.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// Whether the set has a space other than `space`.
+    pub const fn beyond(self, space: AddressSpace) -> bool {
+        self.0 & !Self::bit(space) != 0
+    }
+}
+
+/// What running an operation or a statement does besides defining its values. Statements
+/// with nested blocks (`If`, `Loop`) report only what they do themselves (read a condition,
+/// repeat); ask their blocks for the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Memory it may read.
+    pub reads: Spaces,
+    /// Memory it may write.
+    pub writes: Spaces,
+    /// It reads or writes a variable.
+    pub uses_vars: bool,
+    /// It waits for every thread of the block (and orders the block's memory around it).
+    pub block_barrier: bool,
+    /// It orders this thread's memory accesses as other threads (or proxies) see them.
+    pub fence: bool,
+    /// Its meaning depends on which lanes of the warp run it together.
+    pub warp_collective: bool,
+    /// It may stop the kernel with an error: a trap, or an access or division the emulator
+    /// reports when it is out of range, misaligned or by zero.
+    pub may_fault: bool,
+    /// Every lane that runs it leaves the block: the statements after it never run.
+    pub terminator: bool,
+    /// It starts, commits or waits for work that completes after the statement does
+    /// (`cp.async`).
+    pub asynchronous: bool,
+    /// It prints.
+    pub prints: bool,
+    /// It carries nested blocks ([`Stmt::nested`]).
+    pub control: bool,
+}
+
+impl Effects {
+    /// Whether it does nothing but compute (it may still fault): no memory, variables,
+    /// synchronization, warp dependence, control flow or output.
+    pub const fn is_computation(&self) -> bool {
+        self.reads.is_empty()
+            && self.writes.is_empty()
+            && !self.uses_vars
+            && !self.block_barrier
+            && !self.fence
+            && !self.warp_collective
+            && !self.terminator
+            && !self.asynchronous
+            && !self.prints
+            && !self.control
+    }
+}
+
+/// One plain memory access of a statement: a scalar or vector load, a store, or an atomic
+/// ([`Stmt::access`]). The warp-matrix load and the asynchronous copy are described by their
+/// [`Effects`] only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access<'a> {
+    /// The memory space.
+    pub space: AddressSpace,
+    /// The address of the first element.
+    pub addr: Value,
+    /// Consecutive elements accessed: 1, or 2 or 4 for a vector access.
+    pub count: usize,
+    /// The element type where the statement names it (loads, vector loads); a store's is
+    /// its values' type.
+    pub ty: Option<ScalarType>,
+    /// The values a store writes, in address order (empty for loads and atomics).
+    pub stored: &'a [Value],
+    /// Whether it reads memory.
+    pub reads: bool,
+    /// Whether it writes memory.
+    pub writes: bool,
+    /// Whether it is an atomic read-modify-write.
+    pub atomic: bool,
+}
+
+impl Op {
+    /// Calls `f` on every operand.
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        match self {
+            Op::Const(_)
+            | Op::Param(_)
+            | Op::SliceBase(_)
+            | Op::SliceLen(_)
+            | Op::SharedAddr(_)
+            | Op::DynSharedAddr
+            | Op::LocalAddr(_)
+            | Op::Special(_)
+            | Op::ReadVar(_) => {}
+            Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(*a),
+            Op::Load { addr, .. } => f(*addr),
+            Op::Vote { pred, .. } => f(*pred),
+            Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
+                f(*a);
+                f(*b);
+            }
+            Op::Shuffle { value, lane, .. } => {
+                f(*value);
+                f(*lane);
+            }
+            Op::Ternary(_, a, b, c) => {
+                f(*a);
+                f(*b);
+                f(*c);
+            }
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => {
+                f(*cond);
+                f(*if_true);
+                f(*if_false);
+            }
+            Op::Atomic {
+                addr,
+                value,
+                compare,
+                ..
+            } => {
+                f(*addr);
+                f(*value);
+                if let Some(c) = compare {
+                    f(*c);
+                }
+            }
+        }
+    }
+
+    /// Calls `f` on every operand, which it may rewrite.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        match self {
+            Op::Const(_)
+            | Op::Param(_)
+            | Op::SliceBase(_)
+            | Op::SliceLen(_)
+            | Op::SharedAddr(_)
+            | Op::DynSharedAddr
+            | Op::LocalAddr(_)
+            | Op::Special(_)
+            | Op::ReadVar(_) => {}
+            Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(a),
+            Op::Load { addr, .. } => f(addr),
+            Op::Vote { pred, .. } => f(pred),
+            Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Op::Shuffle { value, lane, .. } => {
+                f(value);
+                f(lane);
+            }
+            Op::Ternary(_, a, b, c) => {
+                f(a);
+                f(b);
+                f(c);
+            }
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => {
+                f(cond);
+                f(if_true);
+                f(if_false);
+            }
+            Op::Atomic {
+                addr,
+                value,
+                compare,
+                ..
+            } => {
+                f(addr);
+                f(value);
+                if let Some(c) = compare {
+                    f(c);
+                }
+            }
+        }
+    }
+
+    /// What evaluating it does. An integer division or remainder may fault (by zero; signed
+    /// `MIN / -1`); a float one does not. `int` says whether the operands of a `Binary` are
+    /// integers (the caller knows their types).
+    pub fn effects(&self, int: impl FnOnce() -> bool) -> Effects {
+        let none = Effects::default();
+        match self {
+            Op::Const(_)
+            | Op::Param(_)
+            | Op::SliceBase(_)
+            | Op::SliceLen(_)
+            | Op::SharedAddr(_)
+            | Op::DynSharedAddr
+            | Op::LocalAddr(_)
+            | Op::Special(_)
+            | Op::Unary(..)
+            | Op::Ternary(..)
+            | Op::Compare(..)
+            | Op::Select { .. }
+            | Op::Cast { .. }
+            | Op::Bitcast { .. } => none,
+            Op::Binary(BinaryOp::Div | BinaryOp::Rem, ..) => Effects {
+                may_fault: int(),
+                ..none
+            },
+            Op::Binary(..) => none,
+            Op::ReadVar(_) => Effects {
+                uses_vars: true,
+                ..none
+            },
+            Op::Load { space, .. } => Effects {
+                reads: Spaces::of(*space),
+                may_fault: true,
+                ..none
+            },
+            Op::Atomic { space, .. } => Effects {
+                reads: Spaces::of(*space),
+                writes: Spaces::of(*space),
+                may_fault: true,
+                ..none
+            },
+            Op::Shuffle { .. } | Op::Vote { .. } => Effects {
+                warp_collective: true,
+                ..none
+            },
+        }
+    }
+
+    /// Whether it has no effect and its result depends only on its operands and on which
+    /// thread runs it: two evaluations with the same operands give the same bits anywhere in
+    /// the kernel (divisions included: where they do not fault they are pure). Loads,
+    /// atomics, variable reads and warp operations are not.
+    pub fn is_pure(&self) -> bool {
+        let e = self.effects(|| true);
+        Effects {
+            may_fault: false,
+            ..e
+        }
+        .is_computation()
+    }
+}
+
+impl Stmt {
+    /// Calls `f` on every operand the statement reads itself (not those of its nested
+    /// blocks).
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        match self {
+            Stmt::Def { op, .. } => op.for_each_operand(f),
+            Stmt::WriteVar { value, .. } => f(*value),
+            Stmt::Store { addr, value, .. } => {
+                f(*addr);
+                f(*value);
+            }
+            Stmt::If { cond, .. } => f(*cond),
+            Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
+                f(*index);
+                f(*len);
+            }
+            Stmt::Mma { a, b, c, .. } => a.iter().chain(b).chain(c).for_each(|&v| f(v)),
+            Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(*addr),
+            Stmt::VectorStore { addr, values, .. } => {
+                f(*addr);
+                values.iter().for_each(|&v| f(v));
+            }
+            Stmt::CpAsync { dst, src, .. } => {
+                f(*dst);
+                f(*src);
+            }
+            Stmt::Print { args, .. } => args.iter().for_each(|&v| f(v)),
+            Stmt::Loop { .. }
+            | Stmt::Break
+            | Stmt::Continue
+            | Stmt::Return
+            | Stmt::Barrier
+            | Stmt::Fence { .. }
+            | Stmt::FenceProxyAsync
+            | Stmt::Trap(_)
+            | Stmt::CpAsyncCommit
+            | Stmt::CpAsyncWaitGroup { .. }
+            | Stmt::CpAsyncWaitAll => {}
+        }
+    }
+
+    /// Calls `f` on every operand the statement reads itself, which it may rewrite.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        match self {
+            Stmt::Def { op, .. } => op.for_each_operand_mut(f),
+            Stmt::WriteVar { value, .. } => f(value),
+            Stmt::Store { addr, value, .. } => {
+                f(addr);
+                f(value);
+            }
+            Stmt::If { cond, .. } => f(cond),
+            Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
+                f(index);
+                f(len);
+            }
+            Stmt::Mma { a, b, c, .. } => a.iter_mut().chain(b).chain(c).for_each(f),
+            Stmt::LdMatrix { addr, .. } | Stmt::VectorLoad { addr, .. } => f(addr),
+            Stmt::VectorStore { addr, values, .. } => {
+                f(addr);
+                values.iter_mut().for_each(f);
+            }
+            Stmt::CpAsync { dst, src, .. } => {
+                f(dst);
+                f(src);
+            }
+            Stmt::Print { args, .. } => args.iter_mut().for_each(f),
+            Stmt::Loop { .. }
+            | Stmt::Break
+            | Stmt::Continue
+            | Stmt::Return
+            | Stmt::Barrier
+            | Stmt::Fence { .. }
+            | Stmt::FenceProxyAsync
+            | Stmt::Trap(_)
+            | Stmt::CpAsyncCommit
+            | Stmt::CpAsyncWaitGroup { .. }
+            | Stmt::CpAsyncWaitAll => {}
+        }
+    }
+
+    /// The values the statement defines: a `Def`'s value, the results of `Mma`, `LdMatrix`
+    /// and `VectorLoad`.
+    pub fn results(&self) -> &[Value] {
+        match self {
+            Stmt::Def { value, .. } => std::slice::from_ref(value),
+            Stmt::Mma { d, .. } => d,
+            Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
+            _ => &[],
+        }
+    }
+
+    /// The values the statement defines, which the caller may rewrite.
+    pub fn results_mut(&mut self) -> &mut [Value] {
+        match self {
+            Stmt::Def { value, .. } => std::slice::from_mut(value),
+            Stmt::Mma { d, .. } => d,
+            Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
+            _ => &mut [],
+        }
+    }
+
+    /// The type the statement gives its results, for the statements whose results are not
+    /// a `Def`'s (whose type is its operation's).
+    pub fn result_type(&self) -> Option<ScalarType> {
+        match self {
+            Stmt::Mma { .. } => Some(ScalarType::F32),
+            Stmt::LdMatrix { .. } => Some(ScalarType::U32),
+            Stmt::VectorLoad { ty, .. } => Some(*ty),
+            _ => None,
+        }
+    }
+
+    /// The plain memory access the statement makes, if it makes one (see [`Access`]).
+    pub fn access(&self) -> Option<Access<'_>> {
+        fn plain(
+            space: AddressSpace,
+            addr: Value,
+            count: usize,
+            ty: Option<ScalarType>,
+            stored: &[Value],
+            writes: bool,
+        ) -> Access<'_> {
+            Access {
+                space,
+                addr,
+                count,
+                ty,
+                stored,
+                reads: !writes,
+                writes,
+                atomic: false,
+            }
+        }
+        match self {
+            Stmt::Def {
+                op: Op::Load { space, ty, addr },
+                ..
+            } => Some(plain(*space, *addr, 1, Some(*ty), &[], false)),
+            Stmt::Def {
+                op: Op::Atomic { space, addr, .. },
+                ..
+            } => Some(Access {
+                space: *space,
+                addr: *addr,
+                count: 1,
+                ty: None,
+                stored: &[],
+                reads: true,
+                writes: true,
+                atomic: true,
+            }),
+            Stmt::Store { space, addr, value } => Some(plain(
+                *space,
+                *addr,
+                1,
+                None,
+                std::slice::from_ref(value),
+                true,
+            )),
+            Stmt::VectorLoad { space, ty, addr, d } => {
+                Some(plain(*space, *addr, d.len(), Some(*ty), &[], false))
+            }
+            Stmt::VectorStore {
+                space,
+                addr,
+                values,
+            } => Some(plain(*space, *addr, values.len(), None, values, true)),
+            _ => None,
+        }
+    }
+
+    /// The blocks nested in the statement, in program order.
+    pub fn nested(&self) -> impl Iterator<Item = &Block> {
+        let (a, b) = match self {
+            Stmt::If {
+                then, otherwise, ..
+            } => (Some(then), Some(otherwise)),
+            Stmt::Loop { body } => (Some(body), None),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+
+    /// The blocks nested in the statement, which the caller may rewrite.
+    pub fn nested_mut(&mut self) -> impl Iterator<Item = &mut Block> {
+        let (a, b) = match self {
+            Stmt::If {
+                then, otherwise, ..
+            } => (Some(then), Some(otherwise)),
+            Stmt::Loop { body } => (Some(body), None),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+
+    /// What running the statement does itself (see [`Effects`]). `int` says whether a
+    /// `Def`'s `Binary` operands are integers.
+    pub fn effects(&self, int: impl FnOnce() -> bool) -> Effects {
+        let none = Effects::default();
+        match self {
+            Stmt::Def { op, .. } => op.effects(int),
+            Stmt::WriteVar { .. } => Effects {
+                uses_vars: true,
+                ..none
+            },
+            Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => Effects {
+                writes: Spaces::of(*space),
+                may_fault: true,
+                ..none
+            },
+            Stmt::VectorLoad { space, .. } => Effects {
+                reads: Spaces::of(*space),
+                may_fault: true,
+                ..none
+            },
+            Stmt::If { .. } | Stmt::Loop { .. } => Effects {
+                control: true,
+                ..none
+            },
+            Stmt::Break | Stmt::Continue | Stmt::Return => Effects {
+                terminator: true,
+                ..none
+            },
+            Stmt::Trap(_) => Effects {
+                terminator: true,
+                may_fault: true,
+                ..none
+            },
+            Stmt::Barrier => Effects {
+                block_barrier: true,
+                fence: true,
+                ..none
+            },
+            Stmt::Fence { .. } | Stmt::FenceProxyAsync => Effects {
+                fence: true,
+                ..none
+            },
+            Stmt::Mma { .. } => Effects {
+                warp_collective: true,
+                ..none
+            },
+            Stmt::LdMatrix { .. } => Effects {
+                reads: Spaces::of(AddressSpace::Shared),
+                warp_collective: true,
+                may_fault: true,
+                ..none
+            },
+            Stmt::CpAsync { .. } => Effects {
+                reads: Spaces::of(AddressSpace::Global),
+                writes: Spaces::of(AddressSpace::Shared),
+                may_fault: true,
+                asynchronous: true,
+                ..none
+            },
+            Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => Effects {
+                asynchronous: true,
+                ..none
+            },
+            Stmt::Print { .. } => Effects {
+                prints: true,
+                ..none
+            },
+        }
+    }
+
+    /// Whether every lane that runs it leaves the block: `Break`, `Continue`, `Return`,
+    /// `Trap`.
+    pub fn is_terminator(&self) -> bool {
+        self.effects(|| false).terminator
+    }
+}
+
+impl Block {
+    /// Calls `f` on every statement of the block and of its nested blocks, in program order
+    /// (a statement before the statements nested in it).
+    pub fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+        for s in &self.stmts {
+            f(s);
+            for b in s.nested() {
+                b.visit(f);
+            }
+        }
+    }
+
+    /// Calls `f` on every statement of the block and of its nested blocks (parents first),
+    /// which it may rewrite in place (but not restructure).
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
+        for s in &mut self.stmts {
+            f(s);
+            for b in s.nested_mut() {
+                b.visit_mut(f);
+            }
+        }
+    }
+
+    /// Whether every lane that runs the block leaves it at or before its end (a terminator
+    /// at its top level).
+    pub fn always_exits(&self) -> bool {
+        self.stmts.iter().any(Stmt::is_terminator)
+    }
+}
