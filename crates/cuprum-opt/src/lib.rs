@@ -57,6 +57,7 @@ pub mod hoist;
 mod ir;
 pub mod narrow;
 pub mod promote;
+pub mod trace;
 pub mod unroll;
 pub mod unroll_dynamic;
 pub mod vars;
@@ -120,13 +121,48 @@ pub fn optimize_kernel(kernel: &mut Kernel) {
 /// crate docs); returns whether any changed the kernel. A kernel that does not validate
 /// before is left alone.
 pub fn run_passes(kernel: &mut Kernel, passes: &[Pass]) -> bool {
+    let trace = trace::Trace::from_env().filter(|t| t.wants(&kernel.name));
+    run_passes_traced(kernel, passes, trace, &mut |line| eprintln!("{line}"))
+}
+
+/// [`run_passes`], telling `log` what `trace` asks for (nothing when `None`): one line per pass (its time and
+/// whether it changed the kernel) and, with [`trace::Trace::ir`], the IR before the passes and
+/// after each pass that changed it.
+pub fn run_passes_traced(
+    kernel: &mut Kernel,
+    passes: &[Pass],
+    trace: Option<&trace::Trace>,
+    log: &mut dyn FnMut(&str),
+) -> bool {
     if validate_kernel(kernel).is_err() {
         return false;
     }
+    let ir_too = trace.is_some_and(|t| t.ir);
+    if ir_too {
+        log(&format!(
+            "cuprum-opt: `{}` before the passes:\n{}",
+            kernel.name,
+            print_kernel(kernel)
+        ));
+    }
     let original = kernel.clone();
     let mut changed = false;
-    for pass in passes {
-        changed |= (pass.run)(kernel);
+    for (i, pass) in passes.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let this = (pass.run)(kernel);
+        changed |= this;
+        if trace.is_some() {
+            log(&format!(
+                "cuprum-opt: `{}` pass {i} `{}`: {:.3} ms, {}",
+                kernel.name,
+                pass.name,
+                started.elapsed().as_secs_f64() * 1e3,
+                if this { "changed" } else { "unchanged" }
+            ));
+            if this && ir_too {
+                log(&print_kernel(kernel).to_string());
+            }
+        }
         if cfg!(debug_assertions)
             && let Err(e) = validate_kernel(kernel)
         {
