@@ -14,15 +14,16 @@
 //! | 4 | format version ([`FORMAT_VERSION`]) |
 //! | 4 | key length `k` |
 //! | 8 | payload length `n` |
-//! | 8 | FNV-1a 64 of key and payload |
+//! | 8 | the first 8 bytes of the BLAKE3 hash of key length, key and payload |
 //! | `k` | key text (UTF-8) |
 //! | `n` | payload (the driver's cubin) |
 
 /// The first eight bytes of every entry.
 pub const MAGIC: [u8; 8] = *b"CUPRCUBN";
 
-/// The entry format written by this build; entries of any other version are stale.
-pub const FORMAT_VERSION: u32 = 1;
+/// The entry format written by this build; entries of any other version are stale (1 had an
+/// FNV-1a checksum).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bytes before the key.
 pub const HEADER_LEN: usize = 32;
@@ -49,33 +50,22 @@ impl std::fmt::Display for EntryError {
     }
 }
 
-/// 64-bit FNV-1a, continuing from `state` (start with [`FNV64_OFFSET`]).
-pub fn fnv1a64(mut state: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        state ^= u64::from(b);
-        state = state.wrapping_mul(0x0000_0100_0000_01B3);
-    }
-    state
+/// The 256-bit BLAKE3 hash of `bytes`: the content hash of a PTX text in cache keys and the
+/// name of an entry's file.
+pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    *blake3::hash(bytes).as_bytes()
 }
 
-/// The FNV-1a 64 offset basis.
-pub const FNV64_OFFSET: u64 = 0xCBF2_9CE4_8422_2325;
-
-/// 128-bit FNV-1a of `bytes`: the content hash of a PTX text in cache keys (128 bits so that
-/// two different modules never share a key in practice).
-pub fn fnv1a128(bytes: &[u8]) -> u128 {
-    const OFFSET: u128 = 0x6C62_272E_07BB_0142_62B8_2175_6295_C58D;
-    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
-    let mut state = OFFSET;
-    for &b in bytes {
-        state ^= u128::from(b);
-        state = state.wrapping_mul(PRIME);
-    }
-    state
-}
-
+/// The checksum of an entry: the first 8 bytes of the BLAKE3 hash of the key's length, the
+/// key and the payload (the length keeps key and payload from trading bytes).
 fn checksum(key: &[u8], payload: &[u8]) -> u64 {
-    fnv1a64(fnv1a64(FNV64_OFFSET, key), payload)
+    let mut h = blake3::Hasher::new();
+    h.update(&(key.len() as u64).to_le_bytes());
+    h.update(key);
+    h.update(payload);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    u64::from_le_bytes(first)
 }
 
 /// The bytes of an entry holding `payload` under `key`.
@@ -196,10 +186,9 @@ mod tests {
 
     #[test]
     fn known_hashes() {
-        // Reference values of FNV-1a.
-        assert_eq!(fnv1a64(FNV64_OFFSET, b""), 0xCBF2_9CE4_8422_2325);
-        assert_eq!(fnv1a64(FNV64_OFFSET, b"a"), 0xAF63_DC4C_8601_EC8C);
-        assert_eq!(fnv1a128(b""), 0x6C62_272E_07BB_0142_62B8_2175_6295_C58D);
-        assert_eq!(fnv1a128(b"a"), 0xD228_CB69_6F1A_8CAF_7891_2B70_4E4A_8964);
+        // BLAKE3's published value for the empty input.
+        let empty = content_hash(b"");
+        assert_eq!(empty[..4], [0xaf, 0x13, 0x49, 0xb9]);
+        assert_ne!(content_hash(b"a"), empty);
     }
 }

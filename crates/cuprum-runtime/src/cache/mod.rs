@@ -151,7 +151,7 @@ pub const CACHE_STATS_ENV: &str = "CUPRUM_CACHE_STATS";
 /// driver. Two keys are equal exactly when a cubin made for one may be loaded for the other.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
-    ptx_hash: u128,
+    ptx_hash: [u8; 32],
     ptx_len: usize,
     target: String,
     compute_capability: (u32, u32),
@@ -168,7 +168,7 @@ impl CacheKey {
         driver_version: u32,
     ) -> Self {
         Self {
-            ptx_hash: entry::fnv1a128(ptx.as_bytes()),
+            ptx_hash: entry::content_hash(ptx.as_bytes()),
             ptx_len: ptx.len(),
             target: target.to_owned(),
             compute_capability,
@@ -180,8 +180,8 @@ impl CacheKey {
     /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64`.
     pub fn text(&self) -> String {
         format!(
-            "cubin ptx={:032x}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
-            self.ptx_hash,
+            "cubin ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
+            hex(&self.ptx_hash),
             self.ptx_len,
             self.target,
             self.compute_capability.0,
@@ -191,11 +191,12 @@ impl CacheKey {
         )
     }
 
-    /// The entry's file name: a 64-bit hash of [`text`](Self::text), in hex, then `.cubin`.
+    /// The entry's file name: the first 128 bits of the hash of [`text`](Self::text), in
+    /// hex, then `.cubin`.
     pub fn file_name(&self) -> String {
         format!(
-            "{:016x}.cubin",
-            entry::fnv1a64(entry::FNV64_OFFSET, self.text().as_bytes())
+            "{}.cubin",
+            hex(&entry::content_hash(self.text().as_bytes())[..16])
         )
     }
 
@@ -205,25 +206,17 @@ impl CacheKey {
     }
 }
 
-/// The platform's default cache folder for cuprum, ignoring the environment overrides:
-/// `$XDG_CACHE_HOME/cuprum` (when absolute), else `$HOME/.cache/cuprum` on Unix,
-/// `$HOME/Library/Caches/cuprum` on macOS, `%LOCALAPPDATA%\cuprum` on Windows. `None` when
-/// there is no home folder to put it in.
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The platform's default cache folder for cuprum, ignoring cuprum's own environment
+/// overrides: the platform's cache folder (`dirs::cache_dir`: `$XDG_CACHE_HOME` when absolute,
+/// else `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows), then
+/// `cuprum`. `None` when there is no home folder to put it in.
 pub fn default_dir() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    if cfg!(windows) {
-        return var("LOCALAPPDATA").map(|p| p.join("cuprum"));
-    }
-    if cfg!(target_os = "macos") {
-        return var("HOME").map(|p| p.join("Library").join("Caches").join("cuprum"));
-    }
-    var("XDG_CACHE_HOME")
-        .map(|p| p.join("cuprum"))
-        .or_else(|| var("HOME").map(|p| p.join(".cache").join("cuprum")))
+    dirs::cache_dir().map(|p| p.join("cuprum"))
 }
 
 /// Where the disk cache is, as this process's environment says.

@@ -187,34 +187,34 @@ impl CubinStore {
 
     fn put_inner(&self, key: &CacheKey, cubin: &[u8]) -> io::Result<()> {
         fs::create_dir_all(&self.entries)?;
-        let path = self.path_for(key);
-        let temp = self.entries.join(temp_name(&key.file_name()));
-        let result = (|| {
-            let mut file = fs::File::create(&temp)?;
-            file.write_all(&entry::encode(&key.text(), cubin))?;
-            drop(file);
-            fs::rename(&temp, &path)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        result
+        let mut file = self.temp_file()?;
+        file.write_all(&entry::encode(&key.text(), cubin))?;
+        // A failed rename drops the temporary file, which deletes it.
+        file.persist(self.path_for(key)).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// A temporary file in the entries folder, named so that listings skip it, deleted when
+    /// dropped unless persisted.
+    fn temp_file(&self) -> io::Result<tempfile::NamedTempFile> {
+        tempfile::Builder::new()
+            .prefix(".")
+            .suffix(".tmp")
+            .tempfile_in(&self.entries)
     }
 
     /// Creates the cache folder if needed and checks that a file can be written and renamed
     /// there (what [`put`](Self::put) does), leaving nothing behind.
     pub fn check_writable(&self) -> io::Result<()> {
         fs::create_dir_all(&self.entries)?;
-        let temp = self.entries.join(temp_name("write-check"));
         let target = self
             .entries
             .join(format!(".write-check-{}", std::process::id()));
-        let result = (|| {
-            fs::write(&temp, b"cuprum")?;
-            fs::rename(&temp, &target)?;
-            fs::remove_file(&target)
-        })();
-        let _ = fs::remove_file(&temp);
+        let mut file = self.temp_file()?;
+        let result = file
+            .write_all(b"cuprum")
+            .and_then(|()| file.persist(&target).map(drop).map_err(|e| e.error))
+            .and_then(|()| fs::remove_file(&target));
         let _ = fs::remove_file(&target);
         result
     }
@@ -256,14 +256,4 @@ impl CubinStore {
             write_failures: get(&c.write_failures),
         }
     }
-}
-
-/// A temporary name unique to this process and call: `.<base>.<pid>.<n>.tmp`.
-fn temp_name(base: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        ".{base}.{}.{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
