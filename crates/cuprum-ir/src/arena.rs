@@ -56,6 +56,16 @@ impl<T> std::hash::Hash for Handle<T> {
         self.index.hash(state);
     }
 }
+impl<T> serde::Serialize for Handle<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.index)
+    }
+}
+impl<'de, T> serde::Deserialize<'de> for Handle<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        u32::deserialize(d).map(Self::from_index)
+    }
+}
 impl<T> fmt::Debug for Handle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{}", self.index)
@@ -63,7 +73,7 @@ impl<T> fmt::Debug for Handle<T> {
 }
 
 /// A growable store of `T`, addressed by [`Handle<T>`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct Arena<T> {
     items: Vec<T>,
 }

@@ -75,7 +75,7 @@ pub type Value = Handle<ValueDef>;
 pub type Var = Handle<VarDef>;
 
 /// The type of an SSA value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct ValueDef {
     /// The value's type, which the defining operation determines (see
     /// [`crate::validate::result_type`]).
@@ -85,7 +85,7 @@ pub struct ValueDef {
 /// A mutable variable. Its name is for printing and debugging only. Every thread's copy holds
 /// zero (all bits clear: `0`, `+0.0`, `false`) until the thread first writes it, so a read
 /// before any write is defined (the front end never emits one; generated code may).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct VarDef {
     /// The source name (`let mut acc` gives `acc`); need not be unique.
     pub name: String,
@@ -94,7 +94,7 @@ pub struct VarDef {
 }
 
 /// A compilation unit: the kernels loaded together as one PTX module.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Module {
     /// The kernels, in source order; names are unique within the module.
     pub kernels: Vec<Kernel>,
@@ -121,7 +121,7 @@ impl Module {
 ///   `values[v].ty` is the type that the defining operation produces;
 /// * `Break` and `Continue` appear only inside a `Loop`;
 /// * constants are canonical ([`Constant::is_canonical`]).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Kernel {
     /// The entry point's name in the PTX and in launches.
     pub name: String,
@@ -150,7 +150,7 @@ pub struct Kernel {
 }
 
 /// `.maxntid` / `.minnctapersm` for the PTX entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchBounds {
     /// The most threads a block of a launch may have (`.maxntid`); a launch with a larger block
     /// is rejected.
@@ -161,7 +161,7 @@ pub struct LaunchBounds {
 }
 
 /// A statically sized array in shared or local memory.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct ArrayDecl {
     /// The source name, for printing and diagnostics.
     pub name: String,
@@ -214,7 +214,7 @@ pub fn array_layout(arrays: &[ArrayDecl]) -> (Vec<u32>, u32) {
 }
 
 /// A kernel parameter as the user declared it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct Param {
     /// The name in the user's source, for error messages and printing.
     pub name: String,
@@ -223,7 +223,7 @@ pub struct Param {
 }
 
 /// What a kernel parameter is, and so how the host passes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// A scalar passed by value.
     Scalar(ScalarType),
@@ -241,7 +241,7 @@ pub enum ParamKind {
 
 /// How a kernel may use a slice parameter; the PTX writer may use it for cache hints
 /// (`ld.global.nc` for `ReadOnly`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SliceAccess {
     /// `&[T]`: read only, for the whole launch.
     ReadOnly,
@@ -252,7 +252,7 @@ pub enum SliceAccess {
 }
 
 /// A sequence of statements.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Block {
     /// The statements, run in order.
     pub stmts: Vec<Stmt>,
@@ -260,7 +260,7 @@ pub struct Block {
 
 /// One statement of a [`Block`]. Statements define values, change variables and memory, and
 /// carry the structured control flow; their meaning is in the module docs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// Defines `value` as the result of `op`.
     Def {
@@ -441,7 +441,7 @@ pub enum Stmt {
 }
 
 /// Why a kernel stopped itself.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub enum TrapKind {
     /// `slice[index]` with `index >= len`. `index` and `len` are `U64` values; `site` describes
     /// the expression for error messages (e.g. `"x[i]"`).
@@ -473,7 +473,7 @@ pub enum TrapKind {
 }
 
 /// A memory space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AddressSpace {
     /// Device memory, visible to every thread of every launch; addresses are `U64`.
     Global,
@@ -495,7 +495,7 @@ impl AddressSpace {
 }
 
 /// The set of threads an atomic or fence is coherent with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// The threads of one block (PTX `.cta`).
     Block,
@@ -506,7 +506,7 @@ pub enum Scope {
 }
 
 /// Hardware index registers. All are `U32`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Special {
     /// The thread's index within its block along a dimension, below `BlockDim`.
     ThreadIdx(Dim),
@@ -521,7 +521,7 @@ pub enum Special {
 }
 
 /// One of the three dimensions of a block or a grid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dim {
     /// The first dimension: consecutive `x` indices are consecutive lanes of a warp.
     X,
@@ -532,7 +532,7 @@ pub enum Dim {
 }
 
 /// An operation producing one value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub enum Op {
     /// A constant; the result has the constant's type.
     Const(Constant),
@@ -630,7 +630,7 @@ pub enum Op {
 }
 
 /// The one-operand operations of [`Op::Unary`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
     /// Wrapping negation on integers, sign flip on floats.
     Neg,
@@ -676,7 +676,7 @@ impl UnaryOp {
 
 /// The two-operand operations of [`Op::Binary`]; their integer and float semantics are in
 /// the module docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
     /// Addition; wraps on integers.
     Add,
@@ -709,7 +709,7 @@ pub enum BinaryOp {
 }
 
 /// The three-operand operations of [`Op::Ternary`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TernaryOp {
     /// `a * b + c` with one rounding (floats only).
     MulAdd,
@@ -717,7 +717,7 @@ pub enum TernaryOp {
 
 /// The comparisons of [`Op::Compare`]: ordered by signedness on integers (`false < true` on
 /// `Bool`), IEEE on floats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CmpOp {
     /// Equal (false whenever an operand is NaN).
     Eq,
@@ -735,7 +735,7 @@ pub enum CmpOp {
 
 /// The read-modify-write operations of [`Op::Atomic`]. Each returns the value memory held
 /// before. Floats allow only `Add`, `Exchange` and `CompareExchange`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
     /// Adds the operand (wrapping on integers, IEEE rounding on floats). On `F32` the operands
     /// and the result are flushed: a subnormal is taken, and stored, as a zero of its sign,
@@ -760,7 +760,7 @@ pub enum AtomicOp {
 }
 
 /// How [`Op::Shuffle`] chooses the lane to read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShuffleMode {
     /// From lane `lane`.
     Idx,
@@ -773,7 +773,7 @@ pub enum ShuffleMode {
 }
 
 /// What [`Op::Vote`] computes over the active lanes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VoteMode {
     /// Whether every active lane's predicate is true.
     All,

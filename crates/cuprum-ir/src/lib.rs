@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod matrix;
 pub mod print;
 pub mod printf;
+pub mod serial;
 pub mod types;
 pub mod validate;
 
@@ -27,5 +28,6 @@ pub use effects::{Access, Effects, Spaces};
 pub use kernel::*;
 pub use matrix::{CpAsyncCache, MmaShape};
 pub use print::{print_kernel, print_module};
+pub use serial::{SerialError, decode_module, encode_module};
 pub use types::{Constant, ScalarType};
 pub use validate::{ValidationError, validate_kernel, validate_module};

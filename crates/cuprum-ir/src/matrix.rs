@@ -60,7 +60,7 @@
 
 /// The shape and input type of a tensor-core [`Stmt::Mma`](crate::Stmt::Mma). Every shape
 /// multiplies row-major A by column-major B (`.row.col`) and accumulates in `f32`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MmaShape {
     /// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: A and B hold IEEE binary16 values.
     M16n8k16F16,
@@ -168,7 +168,7 @@ pub const fn ldmatrix_position(lane: u32, half: usize, trans: bool) -> (usize, u
 
 /// The cache policy of a [`Stmt::CpAsync`](crate::Stmt::CpAsync) (it does not change what the
 /// copy does).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpAsyncCache {
     /// `.ca`: cache at all levels; copies of 4, 8 or 16 bytes.
     Ca,

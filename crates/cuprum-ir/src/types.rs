@@ -7,7 +7,9 @@
 use std::fmt;
 
 /// The type of every IR value. Addresses are `U64`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
 pub enum ScalarType {
     /// `bool`: one byte in memory, always 0 or 1.
     Bool,
@@ -145,7 +147,7 @@ impl fmt::Display for ScalarType {
 /// Invariant (checked by the validator): bits above `ty.bits()` are zero, so two equal
 /// constants have equal `bits`. `Bool` is 0 or 1; floats are IEEE bit patterns (`F16` binary16,
 /// `BF16` bfloat16); signed integers are two's complement truncated to their width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Constant {
     /// The constant's type.
     pub ty: ScalarType,

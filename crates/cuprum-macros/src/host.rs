@@ -52,6 +52,7 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
         }
     }
     let source = cuprum_front::module_source(module);
+    let embedded = embedded_ir(&source);
     let Some((_, items)) = &module.content else {
         return Err(syn::Error::new(
             module.span(),
@@ -127,12 +128,17 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             #[doc(hidden)]
             const __CUPRUM_SOURCE: &str = #source;
 
-            /// The IR of this module's kernels, compiled once per process.
+            /// The optimized IR of the module's non-generic kernels, compiled at `cargo build`.
+            #[doc(hidden)]
+            const __CUPRUM_IR: ::std::option::Option<&[u8]> = #embedded;
+
+            /// The IR of this module's kernels, read once per process from what `cargo build`
+            /// compiled.
             pub fn ir() -> ::cuprum::Result<::std::sync::Arc<::cuprum::ir::Module>> {
                 static IR: ::std::sync::OnceLock<
                     ::std::result::Result<::std::sync::Arc<::cuprum::ir::Module>, ::std::string::String>,
                 > = ::std::sync::OnceLock::new();
-                IR.get_or_init(|| ::cuprum::__private::compile_source(__CUPRUM_SOURCE))
+                IR.get_or_init(|| ::cuprum::__private::module_ir(__CUPRUM_IR, __CUPRUM_SOURCE))
                     .clone()
                     .map_err(|message| ::cuprum::Error::Compile { kernel: #module_name.into(), message })
             }
@@ -180,6 +186,29 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             }
         }
     })
+}
+
+/// `Some(b"...")`: the module's IR as the run time would compile it from `source` (the same
+/// text, so the same spans and lines), optimized and encoded ([`cuprum_ir::encode_module`]);
+/// `None` if that fails (then the run time compiles the source, and reports the error).
+fn embedded_ir(source: &str) -> TokenStream {
+    // Parse the text as the run time does, with proc-macro2's own parser: inside a proc
+    // macro it would otherwise use the compiler's, whose spans all point at the macro call,
+    // and the lines that run-time errors name would change.
+    proc_macro2::fallback::force();
+    let encoded = cuprum_front::compile_source(source).map(|compiled| {
+        let mut ir = compiled.ir;
+        cuprum_opt::optimize(&mut ir);
+        cuprum_ir::encode_module(&ir)
+    });
+    proc_macro2::fallback::unforce();
+    match encoded {
+        Ok(bytes) => {
+            let bytes = proc_macro2::Literal::byte_string(&bytes);
+            quote!(::std::option::Option::Some(#bytes))
+        }
+        Err(_) => quote!(::std::option::Option::None),
+    }
 }
 
 fn cuprum_front_attr(a: &syn::Attribute, name: &str) -> bool {

@@ -86,6 +86,25 @@ pub mod __private {
         Ok(Arc::new(ir))
     }
 
+    /// A module's IR: decoded from what the `#[cuda_module]` macro compiled at `cargo build`
+    /// (`embedded`), or compiled from `source` when the macro could not (it then reports the
+    /// same error). Honours `CUPRUM_PTX_DUMP` as [`compile_source`] does.
+    pub fn module_ir(
+        embedded: Option<&[u8]>,
+        source: &str,
+    ) -> Result<Arc<cuprum_ir::Module>, String> {
+        let Some(bytes) = embedded else {
+            return compile_source(source);
+        };
+        let ir = cuprum_ir::decode_module(bytes).map_err(|e| {
+            format!("the IR compiled at cargo build cannot be read ({e}); rebuild the crate")
+        })?;
+        if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+            dump_ptx(std::path::Path::new(&dir), source, &ir)?;
+        }
+        Ok(Arc::new(ir))
+    }
+
     /// The IR of one specialization of a generic kernel, compiled once per process.
     pub fn compile_specialized(
         source: &'static str,
