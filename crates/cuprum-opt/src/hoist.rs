@@ -31,19 +31,12 @@ pub fn run(kernel: &mut Kernel) -> bool {
     changed
 }
 
-/// Whether `op` has no operands and no effect.
+/// Whether `op` has no operands and no effect (constants, parameters, addresses of arrays,
+/// special registers).
 fn is_leaf(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Const(_)
-            | Op::Param(_)
-            | Op::SliceBase(_)
-            | Op::SliceLen(_)
-            | Op::SharedAddr(_)
-            | Op::DynSharedAddr
-            | Op::LocalAddr(_)
-            | Op::Special(_)
-    )
+    let mut operands = 0;
+    op.for_each_operand(|_| operands += 1);
+    operands == 0 && op.is_pure()
 }
 
 /// Moves the leaf definitions of a top-level `stmt` (and of its nested blocks) to `hoisted`
