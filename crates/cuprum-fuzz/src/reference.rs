@@ -74,7 +74,7 @@ struct Memory {
     /// Per buffer, the global thread id that stored each element so far: a second thread
     /// storing the same element makes a racy program (no generated program does, but a
     /// shrunk one can, and then its result is the schedule's, not the program's).
-    writers: Vec<std::collections::HashMap<usize, u32>>,
+    writers: Vec<Vec<Option<u32>>>,
 }
 
 fn read_elem(bytes: &[u8], ty: ScalarType, index: usize) -> Option<u64> {
@@ -169,10 +169,9 @@ impl<'p> Block<'p> {
             Place::Buffer { param, index } => {
                 let i = t.vals[index as usize] as usize;
                 let me = self.block_idx * self.p.block + t.tid;
-                let first = if owned {
-                    *mem.writers[param as usize].entry(i).or_insert(me)
-                } else {
-                    me
+                let first = match mem.writers[param as usize].get_mut(i) {
+                    Some(slot) if owned => *slot.get_or_insert(me),
+                    _ => me,
                 };
                 if first != me {
                     return Err(invalid(format!(
@@ -510,7 +509,9 @@ pub fn run(program: &Program, inputs: &Inputs) -> Outcome {
     let mut mem = Memory {
         buffers: inputs.buffers.clone(),
         shared: Vec::new(),
-        writers: vec![Default::default(); inputs.buffers.len()],
+        writers: (0..inputs.buffers.len() as u32)
+            .map(|p| vec![None; program.buffer_len(p) as usize])
+            .collect(),
     };
     for (i, p) in program.params.iter().enumerate() {
         if let Param::Buffer { elem, .. } = p {

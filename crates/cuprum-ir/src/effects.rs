@@ -18,8 +18,6 @@ pub struct Spaces(u8);
 impl Spaces {
     /// No memory.
     pub const NONE: Self = Self(0);
-    /// Global, shared and local memory.
-    pub const ALL: Self = Self(0b111);
 
     const fn bit(space: AddressSpace) -> u8 {
         match space {
@@ -47,11 +45,6 @@ impl Spaces {
     /// Both sets together.
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
-    }
-
-    /// Whether the set has a space other than `space`.
-    pub const fn beyond(self, space: AddressSpace) -> bool {
-        self.0 & !Self::bit(space) != 0
     }
 }
 

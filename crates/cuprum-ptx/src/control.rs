@@ -40,33 +40,34 @@ pub(crate) enum LoopExit {
     Flags { left: Reg, broke: Reg },
 }
 
+/// Whether `stmt` is a warp operation whose member mask matters (shuffles and votes; the
+/// matrix operations are whole-warp `.aligned` instructions without a mask).
+fn is_masked_warp_op(stmt: &Stmt) -> bool {
+    matches!(
+        stmt,
+        Stmt::Def {
+            op: Op::Shuffle { .. } | Op::Vote { .. },
+            ..
+        }
+    )
+}
+
 /// Whether `block` (nested blocks included) has a warp operation whose member mask matters.
 pub(crate) fn has_warp_op(block: &Block) -> bool {
-    block.stmts.iter().any(has_warp_op_stmt)
+    let mut found = false;
+    block.visit(&mut |s| found |= is_masked_warp_op(s));
+    found
 }
 
 /// Whether `stmt` is or contains a warp operation whose member mask matters.
 fn has_warp_op_stmt(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::Def { op, .. } => matches!(op, Op::Shuffle { .. } | Op::Vote { .. }),
-        Stmt::If {
-            then, otherwise, ..
-        } => has_warp_op(then) || has_warp_op(otherwise),
-        Stmt::Loop { body } => has_warp_op(body),
-        _ => false,
-    }
+    is_masked_warp_op(stmt) || stmt.nested().any(has_warp_op)
 }
 
 /// Whether some warp operation of `body` is inside an `If` or a `Loop`, so that the kernel
 /// needs exact masks.
 pub(crate) fn needs_exact_masks(body: &Block) -> bool {
-    body.stmts.iter().any(|s| match s {
-        Stmt::If {
-            then, otherwise, ..
-        } => has_warp_op(then) || has_warp_op(otherwise),
-        Stmt::Loop { body } => has_warp_op(body),
-        _ => false,
-    })
+    body.stmts.iter().any(|s| s.nested().any(has_warp_op))
 }
 
 /// Whether `stmt` is, or contains outside nested loops, a `Break` or `Continue` (which then
@@ -74,12 +75,8 @@ pub(crate) fn needs_exact_masks(body: &Block) -> bool {
 fn reaches_loop_end(stmt: &Stmt) -> bool {
     match stmt {
         Stmt::Break | Stmt::Continue => true,
-        Stmt::If {
-            then, otherwise, ..
-        } => {
-            then.stmts.iter().any(reaches_loop_end) || otherwise.stmts.iter().any(reaches_loop_end)
-        }
-        _ => false,
+        Stmt::Loop { .. } => false,
+        other => other.nested().any(|b| b.stmts.iter().any(reaches_loop_end)),
     }
 }
 

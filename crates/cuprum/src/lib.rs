@@ -75,8 +75,8 @@ pub mod __private {
     /// Compiles a module's embedded source to IR (once per process, cached by the caller).
     ///
     /// With `CUPRUM_PTX_DUMP=<dir>` set, also writes the module's PTX for every target that
-    /// can express it into that directory, whatever the backend: CI assembles those files with `ptxas`, so every
-    /// kernel the tests build is checked on a machine without a GPU.
+    /// can express it into that directory, whatever the backend: CI assembles those files
+    /// with `ptxas`, so every kernel the tests build is checked on a machine without a GPU.
     pub fn compile_source(source: &str) -> Result<Arc<cuprum_ir::Module>, String> {
         let mut ir = cuprum_front::compile_source(source)?.ir;
         cuprum_opt::optimize(&mut ir);
