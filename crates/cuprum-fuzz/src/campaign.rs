@@ -139,19 +139,9 @@ fn host_check(case: &Case) -> (Outcome, Option<Report>) {
         Err(f) => {
             let what = f.what.clone();
             let fails = |p: &Program| {
-                let Ok(kernel) = lower::lower(p) else {
-                    return false;
-                };
-                let mut optimized = kernel.clone();
-                cuprum_opt::optimize_kernel(&mut optimized);
-                let small = Case {
-                    seed: case.seed,
-                    program: p.clone(),
-                    kernel,
-                    optimized,
-                    inputs: case.inputs.clone(),
-                };
-                matches!(small.check_on_host(true), Err(g) if g.what == what)
+                case.with_program(p).is_some_and(
+                    |small| matches!(small.check_on_host(true), Err(g) if g.what == what),
+                )
             };
             let small = reduce::reduce(&case.program, HOST_SHRINK_BUDGET, fails);
             let report = Report {

@@ -226,6 +226,21 @@ impl Case {
         })
     }
 
+    /// The case of another program (a shrink candidate) on this case's seed and inputs:
+    /// `None` if it does not lower.
+    pub fn with_program(&self, program: &Program) -> Option<Case> {
+        let kernel = lower::lower(program).ok()?;
+        let mut optimized = kernel.clone();
+        cuprum_opt::optimize_kernel(&mut optimized);
+        Some(Case {
+            seed: self.seed,
+            program: program.clone(),
+            kernel,
+            optimized,
+            inputs: self.inputs.clone(),
+        })
+    }
+
     /// The host reference's outcome.
     pub fn reference(&self) -> Outcome {
         reference::run(&self.program, &self.inputs)

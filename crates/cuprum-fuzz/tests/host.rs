@@ -23,19 +23,9 @@ fn case(seed: u64, cfg: &Config) -> Case {
 /// A failing case, shrunk to the smallest program that still fails the same comparison.
 fn shrunk_report(case: &Case, failure: &Failure) -> String {
     let fails = |p: &Program| {
-        let Ok(kernel) = lower::lower(p) else {
-            return false;
-        };
-        let mut optimized = kernel.clone();
-        cuprum_opt::optimize_kernel(&mut optimized);
-        let small = Case {
-            seed: case.seed,
-            program: p.clone(),
-            kernel,
-            optimized,
-            inputs: case.inputs.clone(),
-        };
-        matches!(small.check_on_host(false), Err(f) if f.what == failure.what)
+        case.with_program(p).is_some_and(
+            |small| matches!(small.check_on_host(false), Err(f) if f.what == failure.what),
+        )
     };
     let small = reduce::reduce(&case.program, 1000, fails);
     let ir = lower::lower(&small).map_or_else(
