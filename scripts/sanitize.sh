@@ -9,7 +9,8 @@
 # Environment: JOBS (processes at once, default 8: they share the GPU), TOOLS (default all
 # four), LAUNCHES (kernel launches checked per example process, default 64: benchmark examples
 # launch the same kernels hundreds of times at full size; every launch of a test binary is
-# checked), SKIP_MORE (a regex of more binaries to leave out, e.g. benchmarks whose kernels
+# checked), SPLIT_TESTS (a regex of test binaries whose tests run one process each, so that
+# one slow binary under racecheck spreads over JOBS processes), SKIP_MORE (a regex of more binaries to leave out, e.g. benchmarks whose kernels
 # other binaries also run), PER_RUN (seconds one run may take, default 900), SANITIZER (default compute-sanitizer on PATH, else /usr/local/cuda/bin), OUT (logs).
 # Prints one line per binary and tool (ok; none: it passed without GPU work; TOOL: the
 # tool's internal error was its only complaint; FAILED: a finding, a failed test, or a run
@@ -59,18 +60,27 @@ for b in .gpu/bin/*; do
     continue
   fi
   for tool in $TOOLS; do
-    echo "$tool $b" >>"$jobs_file"
+    if [ -n "${SPLIT_TESTS:-}" ] && [[ "$name" =~ $SPLIT_TESTS ]] && [[ "$name" =~ ^test- ]]; then
+      "$b" --list --format terse 2>/dev/null | sed -n 's/: test$//p' |
+        while read -r t; do echo "$tool $b $t"; done >>"$jobs_file"
+    else
+      echo "$tool $b" >>"$jobs_file"
+    fi
   done
 done
 
-one() {  # tool binary: runs it under the sanitizer, prints a verdict line
-  local tool=$1 bin=$2 name log limit=()
+one() {  # tool binary [test]: runs it (or its one test) under the sanitizer, prints a verdict
+  local tool=$1 bin=$2 test=${3:-} name log limit=()
   name=$(basename "$bin")
   log="$LOGS/$name.$tool.log"
+  if [ -n "$test" ]; then
+    log="$LOGS/$name.${test//[^A-Za-z0-9_]/_}.$tool.log"
+  fi
   case "$name" in example-*) limit=(--launch-count "$LAUNCHES") ;; esac
   local args=()
   # This test makes the driver's JIT fail on purpose (an API error the sanitizer reports).
   [[ "$name" =~ ^test-launch(-|$) ]] && args=(--skip driver_jit_errors_carry_the_log)
+  [ -n "$test" ] && args+=(--exact "$test") && name="$name::$test"
   timeout "$PER_RUN" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 50 "${limit[@]}" \
     "$bin" "${args[@]}" >"$log" 2>&1
   local rc=$?
@@ -99,11 +109,11 @@ export -f one
 export SAN LAUNCHES LOGS PER_RUN
 
 # Verdicts print as runs end (so a run cut short still shows what finished).
-results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1"' <"$jobs_file" | tee /dev/stderr)
+results=$(xargs -P "$JOBS" -L 1 bash -c 'one "$0" "$1" "${2:-}"' <"$jobs_file" | tee /dev/stderr)
 fails=$(echo "$results" | grep -c '^FAILED' || true)
 runs=$(echo "$results" | grep -c . || true)
 echo "sanitize: $runs runs ($TOOLS), $fails failed; logs in $LOGS"
-for f in $(echo "$results" | awk '/^FAILED/ {print $3 "." $2}'); do
+for f in $(echo "$results" | awk '/^FAILED/ {sub("::", ".", $3); gsub("[^A-Za-z0-9_.-]", "_", $3); print $3 "." $2}'); do
   echo "--- $f"
   grep -E "^=========" "$LOGS/$f.log" | head -40
   tail -5 "$LOGS/$f.log"

@@ -36,6 +36,8 @@ use cli::arg;
 
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
+#[path = "common/size.rs"]
+mod size;
 use sgemm_kernels::kernels;
 
 /// The ways to compile, by name.
@@ -172,8 +174,14 @@ fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let n = arg(args, "--size", 4096)?;
-    let reps = arg(args, "--reps", 20)?;
+    // `CUPRUM_EXAMPLE_SIZE=small` (the sanitizer's runs): a small product, the same routes.
+    let (default_n, default_reps) = if size::benchmark_sizes(true) {
+        (4096, 20)
+    } else {
+        (256, 3)
+    };
+    let n = arg(args, "--size", default_n)?;
+    let reps = arg(args, "--reps", default_reps)?;
     let ctx = match CudaContext::new(0) {
         Ok(ctx) if ctx.backend() == BackendKind::Cuda => ctx,
         Ok(emu) => {
