@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 use cuprum_ir::ScalarType;
 
-use crate::context::{Backend, CudaContext, Stream};
+use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::ordering::{self, Access, BufferUses};
 
@@ -243,23 +243,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let addr = if bytes == 0 {
             0
         } else {
-            let addr = match &ctx.inner.backend {
-                Backend::Cuda(d) => d.alloc(bytes).map_err(|f| {
-                    if f.is_out_of_memory() {
-                        Error::OutOfMemory {
-                            bytes: bytes as u128,
-                            detail: format!(
-                                "{}: {} bytes of device memory in total",
-                                f.describe(),
-                                ctx.limits().total_memory
-                            ),
-                        }
-                    } else {
-                        ctx.fail(f, Some(stream))
-                    }
-                })?,
-                Backend::Emu(e) => e.alloc(bytes)?,
-            };
+            let addr = ctx
+                .inner
+                .backend
+                .alloc(bytes)
+                .map_err(|f| ctx.fail(f, Some(stream)))?;
             ctx.count_allocation();
             addr
         };
@@ -288,12 +276,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let buffer = Self::alloc(stream, len)?;
         let bytes = buffer.size_bytes();
         if bytes > 0 {
-            match &buffer.ctx.inner.backend {
-                Backend::Cuda(d) => d
-                    .zero(buffer.addr, bytes)
-                    .map_err(|f| buffer.ctx.fail(f, Some(stream)))?,
-                Backend::Emu(e) => e.zero(buffer.addr, bytes)?,
-            }
+            buffer
+                .ctx
+                .inner
+                .backend
+                .zero(buffer.addr, bytes)
+                .map_err(|f| buffer.ctx.fail(f, Some(stream)))?;
         }
         Ok(buffer)
     }
@@ -344,21 +332,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 
     fn read_into(&self, stream: &Stream, bytes: &mut [u8]) -> Result<()> {
-        match (&self.ctx.inner.backend, stream.cuda_handle()) {
-            (Backend::Cuda(d), Some(s)) => {
-                if bytes.is_empty() {
-                    return d
-                        .stream_synchronize(s)
-                        .map_err(|f| self.ctx.fail(f, Some(stream)));
-                }
-                // SAFETY: `addr..addr+len` is this buffer's live allocation.
-                unsafe { d.copy_dtoh(bytes, self.addr, s) }
-                    .map_err(|f| self.ctx.fail(f, Some(stream)))
-            }
-            (Backend::Emu(_), None) if bytes.is_empty() => Ok(()),
-            (Backend::Emu(e), None) => e.read(self.addr, bytes),
-            _ => Err(Error::ContextMismatch),
+        // SAFETY: `addr..addr+len` is this buffer's live allocation.
+        unsafe {
+            self.ctx
+                .inner
+                .backend
+                .read(stream.handle(), self.addr, bytes)
         }
+        .map_err(|f| self.ctx.fail(f, Some(stream)))
     }
 
     /// Overwrites the buffer with the contents of `src` (same length), ordered on `stream`.
@@ -372,13 +353,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         self.uses.order_before(stream, Access::Write)?;
         src.uses.order_before(stream, Access::Read)?;
-        match (&self.ctx.inner.backend, stream.cuda_handle()) {
-            // SAFETY: both ranges are live allocations of this context.
-            (Backend::Cuda(d), Some(s)) => unsafe { d.copy_dtod(self.addr, src.addr, bytes, s) }
-                .map_err(|f| self.ctx.fail(f, Some(stream)))?,
-            (Backend::Emu(e), _) => e.copy(self.addr, src.addr, bytes)?,
-            _ => return Err(Error::ContextMismatch),
+        // SAFETY: both ranges are live allocations of this context.
+        unsafe {
+            self.ctx
+                .inner
+                .backend
+                .copy(stream.handle(), self.addr, src.addr, bytes)
         }
+        .map_err(|f| self.ctx.fail(f, Some(stream)))?;
         let mark = ordering::mark_after(stream)?;
         self.uses.note(stream, Access::Write, mark.as_ref());
         src.uses.note(stream, Access::Read, mark.as_ref());
@@ -391,13 +373,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         self.uses.order_before(stream, Access::Write)?;
-        match (&self.ctx.inner.backend, stream.cuda_handle()) {
-            // SAFETY: `addr..addr+len` is this buffer's live allocation.
-            (Backend::Cuda(d), Some(s)) => unsafe { d.copy_htod(self.addr, bytes, s) }
-                .map_err(|f| self.ctx.fail(f, Some(stream)))?,
-            (Backend::Emu(e), _) => e.write(self.addr, bytes)?,
-            _ => return Err(Error::ContextMismatch),
+        // SAFETY: `addr..addr+len` is this buffer's live allocation.
+        unsafe {
+            self.ctx
+                .inner
+                .backend
+                .write(stream.handle(), self.addr, bytes)
         }
+        .map_err(|f| self.ctx.fail(f, Some(stream)))?;
         // The copy has completed (it synchronizes the stream), and so has all it waited for.
         self.uses.note(stream, Access::Write, None);
         Ok(())
@@ -455,9 +438,6 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         }
         // Freeing is ordered on the default stream, after all work of every stream.
         ordering::unregister(self.addr);
-        match &self.ctx.inner.backend {
-            Backend::Cuda(d) => d.free(self.addr),
-            Backend::Emu(e) => e.free(self.addr),
-        }
+        self.ctx.inner.backend.free(self.addr);
     }
 }

@@ -3,41 +3,22 @@
 //!
 //! A [`CudaContext`] is one device (a GPU's primary context, or one emulator instance) with its
 //! limits, counters and default stream; [`Stream`]s order work on it; [`Event`]s mark points in
-//! a stream and time them. The backend-specific work lives in `crate::cuda` and
-//! `crate::emu`; this module only dispatches, keeps the shared bookkeeping (which kernel ran
+//! a stream and time them. The backend-specific work lives behind `crate::backend` (the CUDA
+//! driver and the emulator); this module keeps the shared bookkeeping (which kernel ran
 //! last on a stream, for fault messages; launch and allocation counters) and turns driver
 //! failures into [`Error`]s.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::Instant;
 
-use crate::cuda::{self, CuFail};
-use crate::emu;
+pub use crate::backend::BackendKind;
+use crate::backend::{self, Backend, EventHandle, Failure, StreamHandle};
 use crate::error::{Error, Result};
 use crate::limits::DeviceLimits;
 
 /// The environment variable that selects the backend.
 pub const DEVICE_ENV_VAR: &str = "CUPRUM_DEVICE";
-
-/// Which backend a context runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BackendKind {
-    /// An NVIDIA GPU through the CUDA driver.
-    Cuda,
-    /// The CPU emulator (`cuprum-emu`).
-    Emulator,
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Cuda => "cuda",
-            Self::Emulator => "emu",
-        })
-    }
-}
 
 /// The value of `CUPRUM_DEVICE`: which backend [`CudaContext::new`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -88,11 +69,6 @@ pub struct RuntimeStats {
     pub launches: u64,
     /// Device allocations made (zero-length buffers allocate nothing and are not counted).
     pub allocations: u64,
-}
-
-pub(crate) enum Backend {
-    Cuda(cuda::CudaDevice),
-    Emu(emu::EmuDevice),
 }
 
 pub(crate) struct ContextInner {
@@ -192,7 +168,7 @@ impl CudaContext {
     /// A fresh CPU emulator device (its own memory).
     pub fn emulator() -> Self {
         Self::from_backend(
-            Backend::Emu(emu::EmuDevice::new()),
+            Backend::Emu(backend::emu::EmuDevice::new()),
             DeviceLimits::emulator(),
             0,
         )
@@ -201,16 +177,13 @@ impl CudaContext {
     /// GPU `ordinal` through the CUDA driver (its primary context). Errors, never panics,
     /// when there is no driver ([`Error::NoDriver`]) or no such device ([`Error::NoDevice`]).
     pub fn cuda(ordinal: usize) -> Result<Self> {
-        let (device, limits) = cuda::CudaDevice::open(ordinal)?;
+        let (device, limits) = backend::cuda::CudaDevice::open(ordinal)?;
         Ok(Self::from_backend(Backend::Cuda(device), limits, ordinal))
     }
 
     fn from_backend(backend: Backend, limits: DeviceLimits, ordinal: usize) -> Self {
         let default_stream = Arc::new(StreamInner {
-            handle: match &backend {
-                Backend::Cuda(d) => StreamHandle::Cuda(d.default_stream()),
-                Backend::Emu(_) => StreamHandle::Emu,
-            },
+            handle: backend.default_stream(),
             last_kernel: Mutex::new(None),
         });
         Self {
@@ -228,10 +201,7 @@ impl CudaContext {
 
     /// Which backend runs this context's work.
     pub fn backend(&self) -> BackendKind {
-        match self.inner.backend {
-            Backend::Cuda(_) => BackendKind::Cuda,
-            Backend::Emu(_) => BackendKind::Emulator,
-        }
+        self.inner.backend.kind()
     }
 
     /// The device ordinal this context was opened with.
@@ -261,10 +231,11 @@ impl CudaContext {
     /// A new stream. On CUDA it is a blocking stream: ordered with the default stream, and
     /// with other streams only where their work shares a buffer (see [`Stream`]).
     pub fn new_stream(&self) -> Result<Stream> {
-        let handle = match &self.inner.backend {
-            Backend::Cuda(d) => StreamHandle::Cuda(d.new_stream().map_err(|f| self.fail(f, None))?),
-            Backend::Emu(_) => StreamHandle::Emu,
-        };
+        let handle = self
+            .inner
+            .backend
+            .new_stream()
+            .map_err(|f| self.fail(f, None))?;
         Ok(Stream {
             inner: Arc::new(StreamInner {
                 handle,
@@ -276,10 +247,10 @@ impl CudaContext {
 
     /// Waits for all work on every stream of this context.
     pub fn synchronize(&self) -> Result<()> {
-        match &self.inner.backend {
-            Backend::Cuda(d) => d.synchronize().map_err(|f| self.fail(f, None)),
-            Backend::Emu(_) => Ok(()),
-        }
+        self.inner
+            .backend
+            .synchronize()
+            .map_err(|f| self.fail(f, None))
     }
 
     /// Launch and allocation counters of this context.
@@ -308,9 +279,14 @@ impl CudaContext {
         }
     }
 
-    /// Turns a failed driver call into an [`Error`]; faults name the last kernel launched on
-    /// `stream` (or on the context when there is no stream, or nothing ran on it).
-    pub(crate) fn fail(&self, failure: CuFail, stream: Option<&Stream>) -> Error {
+    /// Turns a failed backend operation into an [`Error`]; driver faults name the last kernel
+    /// launched on `stream` (or on the context when there is no stream, or nothing ran on
+    /// it).
+    pub(crate) fn fail(&self, failure: Failure, stream: Option<&Stream>) -> Error {
+        let failure = match failure {
+            Failure::Driver(failure) => failure,
+            Failure::Error(error) | Failure::Ran(error) => return error,
+        };
         let from_stream =
             stream.and_then(|s| s.inner.last_kernel.lock().ok().and_then(|g| g.clone()));
         let last =
@@ -342,11 +318,6 @@ fn announce_fallback(reason: &Error) {
         };
         eprintln!("cuprum: no CUDA GPU found ({why}); running kernels on the CPU emulator");
     });
-}
-
-pub(crate) enum StreamHandle {
-    Cuda(cuda::CudaStream),
-    Emu,
 }
 
 pub(crate) struct StreamInner {
@@ -407,12 +378,11 @@ impl fmt::Debug for Stream {
 impl Stream {
     /// Waits until all work submitted to this stream has finished.
     pub fn synchronize(&self) -> Result<()> {
-        match (&self.ctx.inner.backend, &self.inner.handle) {
-            (Backend::Cuda(d), StreamHandle::Cuda(s)) => d
-                .stream_synchronize(s)
-                .map_err(|f| self.ctx.fail(f, Some(self))),
-            _ => Ok(()),
-        }
+        self.ctx
+            .inner
+            .backend
+            .stream_synchronize(&self.inner.handle)
+            .map_err(|f| self.ctx.fail(f, Some(self)))
     }
 
     /// The context this stream belongs to.
@@ -432,37 +402,29 @@ impl Stream {
 
     /// Records an event at the current end of the stream.
     pub fn record_event(&self) -> Result<Event> {
-        let kind = match (&self.ctx.inner.backend, &self.inner.handle) {
-            (Backend::Cuda(d), StreamHandle::Cuda(s)) => EventKind::Cuda(
-                d.record_event(s)
-                    .map_err(|f| self.ctx.fail(f, Some(self)))?,
-            ),
-            _ => EventKind::Emu(Instant::now()),
-        };
+        let handle = self
+            .ctx
+            .inner
+            .backend
+            .record_event(&self.inner.handle)
+            .map_err(|f| self.ctx.fail(f, Some(self)))?;
         Ok(Event {
-            kind,
+            handle,
             ctx: self.ctx.clone(),
         })
     }
 
-    pub(crate) fn cuda_handle(&self) -> Option<&cuda::CudaStream> {
-        match &self.inner.handle {
-            StreamHandle::Cuda(s) => Some(s),
-            StreamHandle::Emu => None,
-        }
+    /// The backend's handle of this stream.
+    pub(crate) fn handle(&self) -> &StreamHandle {
+        &self.inner.handle
     }
-}
-
-pub(crate) enum EventKind {
-    Cuda(cuda::CudaEvent),
-    Emu(Instant),
 }
 
 /// A point in a stream, for waiting and timing. On the emulator it is the host time at which
 /// it was recorded (work there runs when submitted).
 pub struct Event {
     // Declared before `ctx` so that the event is destroyed while its context is alive.
-    kind: EventKind,
+    handle: EventHandle,
     ctx: CudaContext,
 }
 
@@ -475,50 +437,25 @@ impl fmt::Debug for Event {
 impl Event {
     /// Waits until the work before the event has finished.
     pub fn synchronize(&self) -> Result<()> {
-        match (&self.ctx.inner.backend, &self.kind) {
-            (Backend::Cuda(d), EventKind::Cuda(e)) => {
-                d.event_synchronize(e).map_err(|f| self.ctx.fail(f, None))
-            }
-            _ => Ok(()),
-        }
+        self.ctx
+            .inner
+            .backend
+            .event_synchronize(&self.handle)
+            .map_err(|f| self.ctx.fail(f, None))
     }
 
     /// Milliseconds from this event to `later` (waits for both to complete first).
     pub fn elapsed_ms(&self, later: &Event) -> Result<f32> {
         self.ctx.check_same(&later.ctx)?;
-        match (&self.ctx.inner.backend, &self.kind, &later.kind) {
-            (Backend::Cuda(d), EventKind::Cuda(a), EventKind::Cuda(b)) => d
-                .event_synchronize(a)
-                .and_then(|()| d.event_synchronize(b))
-                .and_then(|()| d.event_elapsed_ms(a, b))
-                .map_err(|f| self.ctx.fail(f, None)),
-            (_, EventKind::Emu(a), EventKind::Emu(b)) => Ok(if b >= a {
-                b.duration_since(*a).as_secs_f32() * 1e3
-            } else {
-                -(a.duration_since(*b).as_secs_f32() * 1e3)
-            }),
-            _ => Err(Error::ContextMismatch),
-        }
+        self.ctx
+            .inner
+            .backend
+            .elapsed_ms(&self.handle, &later.handle)
+            .map_err(|f| self.ctx.fail(f, None))
     }
 
     /// The context the event belongs to.
     pub fn context(&self) -> &CudaContext {
         &self.ctx
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        if let (Backend::Cuda(d), EventKind::Cuda(e)) = (&self.ctx.inner.backend, &self.kind) {
-            d.destroy_event(e);
-        }
-    }
-}
-
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        if let StreamHandle::Cuda(s) = &self.handle {
-            cuda::destroy_stream(s);
-        }
     }
 }

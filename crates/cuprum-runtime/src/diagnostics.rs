@@ -17,9 +17,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::backend::cuda;
 use crate::cache::{self, CacheLocation, CubinStore};
 use crate::context::{DEVICE_ENV_VAR, DeviceSelection};
-use crate::cuda;
 use crate::limits::DeviceLimits;
 
 /// The oldest driver cuprum's PTX runs on: PTX ISA 8.0 needs a driver for CUDA 12.0.

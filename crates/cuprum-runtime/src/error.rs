@@ -41,6 +41,8 @@ pub enum Error {
     Driver {
         /// The driver function that failed, such as `cuMemAlloc`.
         call: &'static str,
+        /// The `CUresult` the call returned, to match on (`DriverStatus::NOT_SUPPORTED`).
+        status: DriverStatus,
         /// The driver's error name, such as `CUDA_ERROR_INVALID_VALUE`.
         code: String,
         /// The driver's description of the error.
@@ -73,6 +75,8 @@ pub enum Error {
         /// The kernel launched last before the fault was seen (the GPU reports faults late, at
         /// the next synchronizing call).
         kernel: String,
+        /// The `CUresult` the driver reported, such as [`DriverStatus::ILLEGAL_ADDRESS`].
+        status: DriverStatus,
         /// The driver's error and what to do next.
         detail: String,
     },
@@ -176,6 +180,75 @@ pub enum Error {
         /// The operation, and on which backend or driver it is missing.
         what: String,
     },
+}
+
+/// A CUDA driver status (`CUresult`), as the driver API numbers it; the constants name the
+/// ones cuprum's errors distinguish.
+///
+/// ```
+/// use cuprum_runtime::{DriverStatus, Error};
+///
+/// fn out_of_device_memory(error: &Error) -> bool {
+///     matches!(
+///         error,
+///         Error::OutOfMemory { .. }
+///             | Error::Driver { status: DriverStatus::OUT_OF_MEMORY, .. }
+///     )
+/// }
+/// # assert!(!out_of_device_memory(&Error::ContextMismatch));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DriverStatus(pub u32);
+
+macro_rules! driver_statuses {
+    ($($(#[$doc:meta])* $name:ident = $cu:ident;)*) => {
+        impl DriverStatus {
+            $(
+                $(#[$doc])*
+                pub const $name: Self = Self(cudarc::driver::sys::CUresult::$cu as u32);
+            )*
+        }
+    };
+}
+
+driver_statuses! {
+    /// An argument was out of range (`CUDA_ERROR_INVALID_VALUE`).
+    INVALID_VALUE = CUDA_ERROR_INVALID_VALUE;
+    /// Device memory is exhausted (`CUDA_ERROR_OUT_OF_MEMORY`).
+    OUT_OF_MEMORY = CUDA_ERROR_OUT_OF_MEMORY;
+    /// The driver was not initialized (`CUDA_ERROR_NOT_INITIALIZED`).
+    NOT_INITIALIZED = CUDA_ERROR_NOT_INITIALIZED;
+    /// No CUDA device is present (`CUDA_ERROR_NO_DEVICE`).
+    NO_DEVICE = CUDA_ERROR_NO_DEVICE;
+    /// The PTX could not be compiled (`CUDA_ERROR_INVALID_PTX`).
+    INVALID_PTX = CUDA_ERROR_INVALID_PTX;
+    /// The PTX needs a newer driver (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`).
+    UNSUPPORTED_PTX_VERSION = CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+    /// A named symbol (a kernel) is not in the module (`CUDA_ERROR_NOT_FOUND`).
+    NOT_FOUND = CUDA_ERROR_NOT_FOUND;
+    /// A kernel accessed an invalid address (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+    ILLEGAL_ADDRESS = CUDA_ERROR_ILLEGAL_ADDRESS;
+    /// A launch needed more registers or shared memory than there are
+    /// (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`).
+    LAUNCH_OUT_OF_RESOURCES = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    /// A kernel ran past the watchdog (`CUDA_ERROR_LAUNCH_TIMEOUT`).
+    LAUNCH_TIMEOUT = CUDA_ERROR_LAUNCH_TIMEOUT;
+    /// A device-side assertion or trap fired (`CUDA_ERROR_ASSERT`).
+    ASSERT = CUDA_ERROR_ASSERT;
+    /// A kernel executed an illegal instruction (`CUDA_ERROR_ILLEGAL_INSTRUCTION`).
+    ILLEGAL_INSTRUCTION = CUDA_ERROR_ILLEGAL_INSTRUCTION;
+    /// A kernel made a misaligned access (`CUDA_ERROR_MISALIGNED_ADDRESS`).
+    MISALIGNED_ADDRESS = CUDA_ERROR_MISALIGNED_ADDRESS;
+    /// A kernel failed for another reason (`CUDA_ERROR_LAUNCH_FAILED`).
+    LAUNCH_FAILED = CUDA_ERROR_LAUNCH_FAILED;
+    /// The operation is not supported by this device or driver (`CUDA_ERROR_NOT_SUPPORTED`).
+    NOT_SUPPORTED = CUDA_ERROR_NOT_SUPPORTED;
+}
+
+impl fmt::Display for DriverStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CUresult {}", self.0)
+    }
 }
 
 /// Formats a JIT log after the message, only when there is one.

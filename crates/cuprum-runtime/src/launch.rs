@@ -10,93 +10,19 @@
 //! between arguments, which slice element type a buffer holds) is the `unsafe` caller's
 //! promise; the safe wrappers the macros generate keep it.
 
-use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use cuprum_ir::{Kernel, ParamKind, ScalarType};
+use cuprum_ir::{Kernel, ParamKind};
 
+use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, module_label};
 use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
-use crate::context::{Backend, CudaContext, Stream};
-use crate::cuda::{CudaModule, LinkInput};
+pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D};
+use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::limits::{KernelFacts, check_config};
 use crate::ordering::{self, Access, Owner};
-
-/// Grid and block shape of a launch, and its dynamic shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LaunchConfig {
-    /// Blocks in the grid along `x`, `y` and `z`; each at least 1 and within the device's
-    /// [`DeviceLimits::max_grid_dim`](crate::DeviceLimits::max_grid_dim).
-    pub grid: (u32, u32, u32),
-    /// Threads per block along `x`, `y` and `z`; each at least 1, with a product of at most
-    /// the device's `max_threads_per_block` (1024) and the kernel's launch bounds.
-    pub block: (u32, u32, u32),
-    /// Bytes of dynamic shared memory per block.
-    pub shared_mem_bytes: u32,
-}
-
-/// A one-dimensional [`LaunchConfig`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LaunchConfig1D {
-    /// Blocks in the grid (along `x`).
-    pub grid: u32,
-    /// Threads per block (along `x`).
-    pub block: u32,
-    /// Bytes of dynamic shared memory per block.
-    pub shared_mem_bytes: u32,
-}
-
-impl LaunchConfig1D {
-    /// A configuration of `grid` blocks of `block` threads, with `shared_mem_bytes` bytes of
-    /// dynamic shared memory per block. Nothing is checked until the launch.
-    pub fn new(grid: u32, block: u32, shared_mem_bytes: u32) -> Self {
-        Self {
-            grid,
-            block,
-            shared_mem_bytes,
-        }
-    }
-
-    /// Enough blocks of `block` threads to cover `len` elements: `ceil(len / block)`, at
-    /// least 1 (so an empty input still makes a valid launch whose threads all fall outside
-    /// the data), saturating at `u32::MAX` (which the launch check then rejects by name). No
-    /// dynamic shared memory.
-    ///
-    /// ```
-    /// use cuprum_runtime::{LaunchConfig, LaunchConfig1D};
-    ///
-    /// let c = LaunchConfig1D::for_len(1000, 256);
-    /// assert_eq!((c.grid, c.block, c.shared_mem_bytes), (4, 256, 0));
-    /// assert_eq!(LaunchConfig1D::for_len(1024, 256).grid, 4);
-    /// assert_eq!(LaunchConfig1D::for_len(0, 256).grid, 1);
-    ///
-    /// // Where a 3-D configuration is expected, a 1-D one converts into it.
-    /// let full: LaunchConfig = c.into();
-    /// assert_eq!((full.grid, full.block), ((4, 1, 1), (256, 1, 1)));
-    /// ```
-    pub fn for_len(len: usize, block: u32) -> Self {
-        let grid = if block == 0 {
-            1
-        } else {
-            u32::try_from(len.div_ceil(block as usize))
-                .unwrap_or(u32::MAX)
-                .max(1)
-        };
-        Self::new(grid, block, 0)
-    }
-}
-
-impl From<LaunchConfig1D> for LaunchConfig {
-    fn from(c: LaunchConfig1D) -> Self {
-        Self {
-            grid: (c.grid, 1, 1),
-            block: (c.block, 1, 1),
-            shared_mem_bytes: c.shared_mem_bytes,
-        }
-    }
-}
 
 /// The static facts a `#[launch_contract]` (and `#[launch_bounds]`) declares, checked by the
 /// generated `prepare_*` before a kernel may be launched safely.
@@ -160,25 +86,6 @@ impl LaunchContract {
     }
 }
 
-/// One argument of a raw launch, matching one IR parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelArg {
-    /// A scalar: its IR type and its bits, zero-extended to 64.
-    Scalar {
-        /// The parameter's IR type, which must equal the kernel's.
-        ty: ScalarType,
-        /// The value's bits in the low `ty.bits()` bits, the rest zero.
-        bits: u64,
-    },
-    /// A slice of device memory: base address and length in elements.
-    Slice {
-        /// The device address of the first element.
-        address: u64,
-        /// The number of elements (not bytes).
-        len: u64,
-    },
-}
-
 impl KernelArg {
     /// A scalar argument.
     pub fn scalar<T: DeviceScalar>(v: T) -> Self {
@@ -210,19 +117,12 @@ impl KernelArg {
 struct KernelInfo {
     name: Arc<str>,
     facts: KernelFacts,
-    /// Byte size of each PTX entry parameter, in order (CUDA only).
-    machine_sizes: Vec<u32>,
-}
-
-enum ModuleBackend {
-    Cuda { module: CudaModule, ptx: String },
-    Emu,
 }
 
 /// A compilation unit loaded into a context, ready to launch its kernels.
 pub struct LoadedModule {
     // Declared before `ctx`: the module is unloaded while its context lives.
-    backend: ModuleBackend,
+    backend: ModuleHandle,
     kernels: Vec<KernelInfo>,
     ir: Arc<cuprum_ir::Module>,
     ctx: CudaContext,
@@ -238,48 +138,6 @@ impl fmt::Debug for LoadedModule {
             )
             .finish()
     }
-}
-
-fn module_label(ir: &cuprum_ir::Module) -> String {
-    let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-    if names.is_empty() {
-        "<empty module>".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
-/// The PTX target for a device, or why the device cannot run cuprum's code.
-fn target_for(ctx: &CudaContext) -> Result<cuprum_ptx::Target> {
-    let limits = ctx.limits();
-    let (major, minor) = limits.compute_capability;
-    if let Some(target) = cuprum_ptx::Target::from_compute_capability(major, minor) {
-        return Ok(target);
-    }
-    // PTX is forward compatible: newer architectures JIT the newest target we write.
-    match major {
-        8 => Ok(cuprum_ptx::Target::Sm80),
-        m if m >= 9 => Ok(cuprum_ptx::Target::Sm90),
-        _ => Err(Error::UnsupportedDevice {
-            device: limits.name.clone(),
-            compute_capability: (major, minor),
-            reason: "cuprum needs compute capability 8.0 (sm_80, Ampere) or newer; run on a \
-                     newer GPU, or set CUPRUM_DEVICE=emu to use the CPU emulator"
-                .to_owned(),
-        }),
-    }
-}
-
-/// The number of PTX parameters an IR kernel's parameters expand to.
-fn expected_machine_params(kernel: &Kernel) -> usize {
-    kernel
-        .params
-        .iter()
-        .map(|p| match p.kind {
-            ParamKind::Scalar(_) => 1,
-            ParamKind::Slice { .. } => 2,
-        })
-        .sum()
 }
 
 impl LoadedModule {
@@ -308,12 +166,7 @@ impl LoadedModule {
     /// The registers per thread the driver gave kernel number `kernel`
     /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); `None` on the emulator or when the driver does not say.
     pub fn registers(&self, kernel: usize) -> Option<u32> {
-        match (&self.backend, &self.ctx.inner.backend) {
-            (ModuleBackend::Cuda { module, .. }, Backend::Cuda(device)) => {
-                device.resources(module, kernel).map(|r| r.registers)
-            }
-            _ => None,
-        }
+        self.ctx.inner.backend.registers(&self.backend, kernel)
     }
 
     /// Like [`load`](Self::load), but the CUDA backend JIT-compiles `ptx` instead of what the
@@ -335,8 +188,8 @@ impl LoadedModule {
         ptx_override: Option<String>,
         route: &ModuleRoute,
     ) -> Result<(Self, Option<Vec<u8>>)> {
-        crate::cache::load::validate_once(&ir)?;
-        let mut kernels: Vec<KernelInfo> = ir
+        crate::cache::stats::validate_once(&ir)?;
+        let kernels: Vec<KernelInfo> = ir
             .kernels
             .iter()
             .map(|k| KernelInfo {
@@ -346,96 +199,16 @@ impl LoadedModule {
                     static_shared_bytes: cuprum_ir::array_layout(&k.shared).1,
                     block: k.block,
                 },
-                machine_sizes: Vec::new(),
             })
             .collect();
-        let mut cubin = None;
-        let backend = match &ctx.inner.backend {
-            Backend::Emu(_) => ModuleBackend::Emu,
-            Backend::Cuda(device) => {
-                let target = target_for(ctx)?;
-                let from_ir = ptx_override.is_none();
-                let ptx = match ptx_override {
-                    Some(ptx) => ptx,
-                    None => cuprum_ptx::write_module(&ir, target).map_err(|e| Error::Compile {
-                        kernel: module_label(&ir),
-                        message: e.to_string(),
-                    })?,
-                };
-                for (info, kernel) in kernels.iter_mut().zip(&ir.kernels) {
-                    let params = cuprum_ptx::machine_params(kernel);
-                    if params.len() != expected_machine_params(kernel)
-                        || params
-                            .iter()
-                            .any(|p| !matches!(p.size_bytes, 1 | 2 | 4 | 8))
-                    {
-                        return Err(Error::Compile {
-                            kernel: kernel.name.clone(),
-                            message: format!(
-                                "internal error: the PTX writer's parameter layout ({} \
-                                 parameters) does not match the IR's ({} expected)",
-                                params.len(),
-                                expected_machine_params(kernel)
-                            ),
-                        });
-                    }
-                    info.machine_sizes = params.iter().map(|p| p.size_bytes).collect();
-                }
-                let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-                // Each kernel's PTX alone, for the register-capped link of the compile cache.
-                let split = || -> Result<Vec<String>> {
-                    ir.kernels
-                        .iter()
-                        .map(|k| {
-                            let alone = cuprum_ir::Module {
-                                kernels: vec![k.clone()],
-                            };
-                            cuprum_ptx::write_module(&alone, target).map_err(|e| Error::Compile {
-                                kernel: k.name.clone(),
-                                message: e.to_string(),
-                            })
-                        })
-                        .collect()
-                };
-                let per_kernel: crate::cache::load::PerKernelPtx<'_> =
-                    if from_ir { Some(&split) } else { None };
-                let module = match route {
-                    ModuleRoute::Default => crate::cache::load::load_cuda(
-                        device,
-                        ctx.limits().compute_capability,
-                        target.name(),
-                        &ptx,
-                        &names,
-                        per_kernel,
-                    )?,
-                    ModuleRoute::Jit => device.load_module(&ptx, &names)?,
-                    ModuleRoute::Link { link, input } => {
-                        let linked = device.link_ptx(
-                            link,
-                            &[LinkInput {
-                                ptx: &ptx,
-                                options: input,
-                            }],
-                        )?;
-                        let module = device.load_cubin(&linked, &names)?;
-                        cubin = Some(linked);
-                        module
-                    }
-                    ModuleRoute::LinkCapped => {
-                        let jit = device.load_module(&ptx, &names)?;
-                        let (linked, module) =
-                            crate::cache::load::capped_cubin(device, &jit, &names, per_kernel)
-                                .map_err(|why| Error::ModuleLoad {
-                                    message: format!("no register-capped cubin: {why}"),
-                                    log: String::new(),
-                                })?;
-                        cubin = Some(linked);
-                        module
-                    }
-                };
-                ModuleBackend::Cuda { module, ptx }
-            }
-        };
+        let (backend, cubin) = ctx.inner.backend.load(
+            &ir,
+            LoadRequest {
+                limits: ctx.limits(),
+                ptx_override,
+                route,
+            },
+        )?;
         let loaded = Self {
             backend,
             kernels,
@@ -447,10 +220,7 @@ impl LoadedModule {
 
     /// The PTX text the driver loaded (CUDA backend only).
     pub fn ptx(&self) -> Option<&str> {
-        match &self.backend {
-            ModuleBackend::Cuda { ptx, .. } => Some(ptx),
-            ModuleBackend::Emu => None,
-        }
+        self.backend.ptx()
     }
 
     /// The IR this module was loaded from.
@@ -586,93 +356,24 @@ impl LoadedModule {
     ) -> Result<()> {
         let ir = self.kernel_ir(kernel)?;
         let info = &self.kernels[kernel];
-        match (&self.backend, &self.ctx.inner.backend, stream.cuda_handle()) {
-            (ModuleBackend::Emu, Backend::Emu(device), None) => {
-                self.ctx.count_launch();
-                self.ctx.note_launch(stream, &info.name);
-                device.launch(ir, config, args)
-            }
-            (ModuleBackend::Cuda { module, .. }, Backend::Cuda(device), Some(s)) => {
-                let mut storage = pack_params(&info.machine_sizes, args);
-                let mut pointers: Vec<*mut c_void> = storage
-                    .iter_mut()
-                    .map(|slot| (slot as *mut u64).cast::<c_void>())
-                    .collect();
-                let needs_opt_in = u64::from(config.shared_mem_bytes)
-                    + u64::from(info.facts.static_shared_bytes)
-                    > u64::from(self.ctx.limits().max_shared_per_block);
-                let Some(function) = module.functions.get(kernel) else {
-                    return Err(Error::KernelNotFound {
-                        name: info.name.to_string(),
-                    });
-                };
-                // SAFETY: `pointers` has one pointer per PTX parameter, each at an 8-byte slot
-                // holding the value in its first `size` bytes; `storage` outlives the call
-                // (the driver copies parameters at launch). Memory validity is the caller's
-                // contract.
-                let launched = unsafe {
-                    device.launch(
-                        function,
-                        config.grid,
-                        config.block,
-                        config.shared_mem_bytes,
-                        needs_opt_in,
-                        s,
-                        &mut pointers,
-                    )
-                };
-                match launched {
-                    Ok(()) => {
-                        self.ctx.count_launch();
-                        self.ctx.note_launch(stream, &info.name);
-                        Ok(())
-                    }
-                    Err(f) if f.is_bad_launch_config() => Err(Error::InvalidLaunch {
-                        kernel: info.name.to_string(),
-                        reason: format!(
-                            "the driver refused grid {:?}, block {:?} with {} bytes of dynamic \
-                             shared memory: {}",
-                            config.grid,
-                            config.block,
-                            config.shared_mem_bytes,
-                            f.describe()
-                        ),
-                    }),
-                    Err(f) => Err(self.ctx.fail(f, Some(stream))),
-                }
-            }
-            _ => Err(Error::ContextMismatch),
+        let target = LaunchTarget {
+            index: kernel,
+            ir,
+            static_shared_bytes: info.facts.static_shared_bytes,
+        };
+        // SAFETY: the caller's contract, as above.
+        let launched = unsafe {
+            self.ctx
+                .inner
+                .backend
+                .launch(&self.backend, stream.handle(), &target, config, args)
+        };
+        if matches!(launched, Ok(()) | Err(Failure::Ran(_))) {
+            self.ctx.count_launch();
+            self.ctx.note_launch(stream, &info.name);
         }
+        launched.map_err(|f| self.ctx.fail(f, Some(stream)))
     }
-}
-
-/// One 8-byte slot per PTX parameter, the value in its first `size` bytes (native order, as
-/// the driver reads it).
-fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<u64> {
-    let mut words = Vec::with_capacity(sizes.len());
-    for arg in args {
-        match *arg {
-            KernelArg::Scalar { bits, .. } => words.push(bits),
-            KernelArg::Slice { address, len } => {
-                words.push(address);
-                words.push(len);
-            }
-        }
-    }
-    words
-        .iter()
-        .zip(sizes)
-        .map(|(&bits, &size)| {
-            let mut slot = [0u8; 8];
-            match size {
-                1 => slot[..1].copy_from_slice(&(bits as u8).to_ne_bytes()),
-                2 => slot[..2].copy_from_slice(&(bits as u16).to_ne_bytes()),
-                4 => slot[..4].copy_from_slice(&(bits as u32).to_ne_bytes()),
-                _ => slot.copy_from_slice(&bits.to_ne_bytes()),
-            }
-            u64::from_ne_bytes(slot)
-        })
-        .collect()
 }
 
 impl Access {
@@ -775,33 +476,7 @@ fn describe_kind(kind: ParamKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn params_are_packed_in_native_order_at_their_size() {
-        let args = [
-            KernelArg::scalar(true),
-            KernelArg::scalar(-2i16),
-            KernelArg::Slice {
-                address: 0x1234_5678_9ABC,
-                len: 77,
-            },
-            KernelArg::scalar(1.5f32),
-            KernelArg::scalar(-1i64),
-        ];
-        let words = pack_params(&[1, 2, 8, 8, 4, 8], &args);
-        assert_eq!(words.len(), 6);
-        let bytes = |w: u64| w.to_ne_bytes();
-        assert_eq!(bytes(words[0])[0], 1);
-        assert_eq!(
-            u16::from_ne_bytes([bytes(words[1])[0], bytes(words[1])[1]]),
-            (-2i16) as u16
-        );
-        assert_eq!(words[2], 0x1234_5678_9ABC);
-        assert_eq!(words[3], 77);
-        let w4 = bytes(words[4]);
-        assert_eq!(f32::from_ne_bytes([w4[0], w4[1], w4[2], w4[3]]), 1.5);
-        assert_eq!(words[5], u64::MAX);
-    }
+    use cuprum_ir::ScalarType;
 
     #[test]
     fn scalar_bits_are_zero_extended() {

@@ -14,18 +14,20 @@
 //! * [`cache`][]: the compile cache (driver output kept in memory and on disk).
 //! * [`diagnostics`][]: what `cargo cuprum doctor` reports (driver, GPUs, emulator, cache).
 //!
-//! The CUDA backend (`cuda.rs`) loads `libcuda` at run time through `cudarc` and checks the
-//! library and its symbols first, so a missing driver is [`Error::NoDriver`], never a panic.
-//! The emulator backend (`emu.rs`) runs kernels synchronously with `cuprum-emu`.
+//! `backend` is the seam between these objects and the devices: one `Device` trait (streams,
+//! events, memory, order marks, module loading, launches) implemented by the CUDA backend
+//! (`backend/cuda`: `libcuda` loaded at run time through `cudarc`, the library and its
+//! symbols checked first, so a missing driver is [`Error::NoDriver`], never a panic) and by
+//! the emulator backend (`backend/emu.rs`: kernels run synchronously with `cuprum-emu`).
 
 #![warn(missing_docs)]
 
+mod backend;
 pub mod buffer;
 pub mod cache;
+mod config;
 pub mod context;
-mod cuda;
 pub mod diagnostics;
-mod emu;
 pub mod error;
 pub mod launch;
 pub mod limits;
@@ -35,6 +37,6 @@ pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use context::{
     BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
 };
-pub use error::{Error, Result};
+pub use error::{DriverStatus, Error, Result};
 pub use launch::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchContract, LoadedModule};
 pub use limits::DeviceLimits;

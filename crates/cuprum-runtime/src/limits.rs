@@ -6,8 +6,8 @@
 //! the driver's generic `CUDA_ERROR_INVALID_VALUE` (or, on the emulator, a different error than
 //! the GPU would give). This module only checks; it never talks to a device.
 
+use crate::config::LaunchConfig;
 use crate::error::{Error, Result};
-use crate::launch::LaunchConfig;
 
 /// The limits of one device, queried once at context creation.
 #[derive(Clone, Debug, PartialEq, Eq)]

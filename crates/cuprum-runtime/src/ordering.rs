@@ -7,7 +7,7 @@
 //!   up every slice argument there: a buffer of another context is [`Error::ContextMismatch`],
 //!   inputs included, before anything runs. (Addresses are unique in a process: a GPU process
 //!   has one address space, and every emulated context hands out addresses from its own window,
-//!   see `emu.rs`.)
+//!   see `backend/emu.rs`.)
 //! * **Work on different streams never sees a buffer half-way.** A kernel or copy on one stream
 //!   that reads a buffer waits, on the device, for the unfinished work of other streams that
 //!   wrote it; one that writes it also waits for their unfinished reads. This is the approach
@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::context::{Backend, CudaContext, Stream, StreamInner};
-use crate::cuda::OrderMark;
+use crate::backend::MarkHandle;
+use crate::context::{CudaContext, Stream, StreamInner};
 use crate::error::Result;
 
 /// How an operation uses a buffer.
@@ -46,7 +46,7 @@ struct Mark {
     /// Weak, so a mark neither keeps a stream alive nor can mistake a later stream at the same
     /// address for this one (the allocation stays while the weak count does).
     stream: Weak<StreamInner>,
-    event: Arc<OrderMark>,
+    event: Arc<MarkHandle>,
 }
 
 impl Mark {
@@ -78,9 +78,6 @@ impl BufferUses {
     /// follow. Nothing to do on the emulator or on the default stream.
     pub(crate) fn order_before(&self, stream: &Stream, access: Access) -> Result<()> {
         let ctx = stream.context();
-        let (Backend::Cuda(device), Some(s)) = (&ctx.inner.backend, stream.cuda_handle()) else {
-            return Ok(());
-        };
         if stream.is_default() {
             return Ok(());
         }
@@ -91,8 +88,9 @@ impl BufferUses {
         };
         for mark in marks.write.iter().chain(reads) {
             if !mark.on(stream) {
-                device
-                    .stream_wait(s, &mark.event)
+                ctx.inner
+                    .backend
+                    .wait_mark(stream.handle(), &mark.event)
                     .map_err(|f| ctx.fail(f, Some(stream)))?;
             }
         }
@@ -101,7 +99,7 @@ impl BufferUses {
 
     /// Records that `access` was submitted to `stream`, ending at `mark` (`None` on the
     /// emulator, the default stream, or when the operation has already completed).
-    pub(crate) fn note(&self, stream: &Stream, access: Access, mark: Option<&Arc<OrderMark>>) {
+    pub(crate) fn note(&self, stream: &Stream, access: Access, mark: Option<&Arc<MarkHandle>>) {
         let mut marks = self.lock();
         let Some(event) = mark.filter(|_| !stream.is_default()) else {
             // The operation is complete, or on the default stream, which every later operation
@@ -133,15 +131,16 @@ impl BufferUses {
 
 /// Records a mark at the current end of `stream` for the buffers an operation just used, or
 /// `None` where no mark is needed (emulator, default stream).
-pub(crate) fn mark_after(stream: &Stream) -> Result<Option<Arc<OrderMark>>> {
-    let ctx = stream.context();
-    match (&ctx.inner.backend, stream.cuda_handle()) {
-        (Backend::Cuda(device), Some(s)) if !stream.is_default() => device
-            .record_order_mark(s)
-            .map(|m| Some(Arc::new(m)))
-            .map_err(|f| ctx.fail(f, Some(stream))),
-        _ => Ok(None),
+pub(crate) fn mark_after(stream: &Stream) -> Result<Option<Arc<MarkHandle>>> {
+    if stream.is_default() {
+        return Ok(None);
     }
+    let ctx = stream.context();
+    ctx.inner
+        .backend
+        .order_mark(stream.handle())
+        .map(|m| m.map(Arc::new))
+        .map_err(|f| ctx.fail(f, Some(stream)))
 }
 
 /// The identity of a context in the registry (its shared state's address, unique among live

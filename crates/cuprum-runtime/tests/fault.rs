@@ -5,7 +5,7 @@
 mod common;
 
 use common::{ctx, module, trap_kernel};
-use cuprum_runtime::{DeviceBuffer, Error, KernelArg, LaunchConfig1D, LoadedModule};
+use cuprum_runtime::{DeviceBuffer, DriverStatus, Error, KernelArg, LaunchConfig1D, LoadedModule};
 
 #[test]
 fn a_trap_names_the_kernel() {
@@ -33,7 +33,18 @@ fn a_trap_names_the_kernel() {
             assert!(message.contains("trap_kernel"), "{message}");
             assert!(message.contains("out[i + out.len()]"), "{message}");
         }
-        Err(e @ Error::KernelFault { .. }) => {
+        Err(e @ Error::KernelFault { status, .. }) => {
+            // A trap is one of the driver's sticky kernel failures, with its code to match on.
+            assert!(
+                [
+                    DriverStatus::ILLEGAL_INSTRUCTION,
+                    DriverStatus::LAUNCH_FAILED,
+                    DriverStatus::ASSERT,
+                ]
+                .contains(&status),
+                "{status}"
+            );
+            eprintln!("the trap's status: {status}");
             let message = e.to_string();
             assert!(message.contains("trap_kernel"), "{message}");
             assert!(message.contains("unusable"), "{message}");

@@ -72,13 +72,13 @@
 //! ```
 
 mod entry;
-pub(crate) mod load;
+pub(crate) mod stats;
 mod store;
 
 use std::path::PathBuf;
 
 pub use entry::{EntryError, FORMAT_OFFSET, FORMAT_VERSION, HEADER_LEN, MAGIC};
-pub use load::{CacheStats, stats};
+pub use stats::{CacheStats, stats};
 pub use store::{CubinStore, Lookup, StoreStats};
 
 /// Whether the cubin cache is on when [`CACHE_ENV`] is unset (see the module docs for the

@@ -1,94 +1,30 @@
-//! The cached load path: what `LoadedModule::load` calls to turn PTX into a loaded CUDA module
-//! (memory, then disk, then the driver's JIT and a register-capped link), and the per-process
-//! memory of validated IR.
+//! The cached load path of the CUDA backend: PTX to a loaded module through the compile
+//! cache (memory, then disk, then the driver's JIT and a register-capped link).
 //!
 //! This is the only part of the cache that talks to a device; the decisions it takes (which
 //! key, hit or miss, what to store) are the same whatever the device, and every failure of the
-//! cache itself falls back to compiling. Process-wide counters ([`stats`]) prove what
-//! happened.
+//! cache itself falls back to compiling. The process-wide counters (`cache::stats`) prove
+//! what happened.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::{
+use super::CudaDevice;
+use super::module::{CudaModule, LinkInput};
+use crate::cache::stats::{COUNTERS, bump};
+use crate::cache::{
     CACHE_STATS_ENV, CUBIN_DUMP_ENV, CacheKey, CacheLocation, CubinStore, LinkOption, Lookup,
 };
-use crate::cuda::{CudaDevice, CudaModule, LinkInput};
 use crate::error::Error;
-
-/// Process-wide counters of the compile cache.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CacheStats {
-    /// CUDA modules loaded from a cubin this process already had in memory.
-    pub memory_hits: u64,
-    /// CUDA modules loaded from a cubin found on disk: started without compiling.
-    pub disk_hits: u64,
-    /// CUDA modules whose PTX the driver compiled (cache misses).
-    pub compiles: u64,
-    /// Disk entries refused (corrupt, stale, or a cubin the driver would not load) and
-    /// rebuilt.
-    pub rejected: u64,
-    /// Entries written to disk.
-    pub disk_writes: u64,
-    /// Misses compiled by the JIT for which no cubin as good as the JIT's could be made, so
-    /// nothing was kept (see the module docs of `cache`).
-    pub not_cached: u64,
-    /// Disk reads or writes that failed (each degraded to compiling or to not storing).
-    pub io_failures: u64,
-    /// Module loads (any backend) whose IR had already been validated in this process.
-    pub ir_reuses: u64,
-}
-
-struct Counters {
-    memory_hits: AtomicU64,
-    disk_hits: AtomicU64,
-    compiles: AtomicU64,
-    rejected: AtomicU64,
-    disk_writes: AtomicU64,
-    not_cached: AtomicU64,
-    io_failures: AtomicU64,
-    ir_reuses: AtomicU64,
-}
-
-static COUNTERS: Counters = Counters {
-    memory_hits: AtomicU64::new(0),
-    disk_hits: AtomicU64::new(0),
-    compiles: AtomicU64::new(0),
-    rejected: AtomicU64::new(0),
-    disk_writes: AtomicU64::new(0),
-    not_cached: AtomicU64::new(0),
-    io_failures: AtomicU64::new(0),
-    ir_reuses: AtomicU64::new(0),
-};
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// The compile cache's counters for this process so far.
-pub fn stats() -> CacheStats {
-    let c = &COUNTERS;
-    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    CacheStats {
-        memory_hits: get(&c.memory_hits),
-        disk_hits: get(&c.disk_hits),
-        compiles: get(&c.compiles),
-        rejected: get(&c.rejected),
-        disk_writes: get(&c.disk_writes),
-        not_cached: get(&c.not_cached),
-        io_failures: get(&c.io_failures),
-        ir_reuses: get(&c.ir_reuses),
-    }
-}
 
 /// The cache as the environment configured it at first use: the location, and the disk store
 /// when there is a folder.
 fn configured() -> &'static (CacheLocation, Option<CubinStore>) {
     static CONFIG: OnceLock<(CacheLocation, Option<CubinStore>)> = OnceLock::new();
     CONFIG.get_or_init(|| {
-        let location = super::location();
+        let location = crate::cache::location();
         let store = location.dir().map(CubinStore::new);
         (location, store)
     })
@@ -343,34 +279,6 @@ pub(crate) fn load_cuda(
     }
     report("miss (compiled by the driver, stored)", names, start);
     Ok(module)
-}
-
-/// Validates `ir` unless this very module was validated before in this process.
-///
-/// The memory is a list of weak references: a module is recognized while it is alive (its
-/// `Arc` cannot be mutated in place while a weak reference exists, so it is still what was
-/// validated), and dead entries are dropped.
-pub(crate) fn validate_once(ir: &Arc<cuprum_ir::Module>) -> Result<(), Error> {
-    static VALIDATED: OnceLock<Mutex<Vec<Weak<cuprum_ir::Module>>>> = OnceLock::new();
-    let validated = VALIDATED.get_or_init(|| Mutex::new(Vec::new()));
-    if let Ok(mut seen) = validated.lock() {
-        seen.retain(|w| w.strong_count() > 0);
-        if seen
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(ir)))
-        {
-            bump(&COUNTERS.ir_reuses);
-            return Ok(());
-        }
-    }
-    cuprum_ir::validate_module(ir).map_err(|e| Error::Compile {
-        kernel: e.kernel.clone(),
-        message: e.to_string(),
-    })?;
-    if let Ok(mut seen) = validated.lock() {
-        seen.push(Arc::downgrade(ir));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,224 @@
+//! IR to a loaded CUDA module: the PTX target for the device, the PTX writer, the parameter
+//! layout every launch packs, and the route the driver compiles by (through the compile
+//! cache by default).
+
+use std::sync::Arc;
+
+use cuprum_ir::{Kernel, ParamKind};
+
+use super::CudaDevice;
+use super::cached::{self, PerKernelPtx};
+use super::module::{CudaModule, LinkInput};
+use crate::backend::LoadRequest;
+use crate::backend::module_label;
+use crate::cache::ModuleRoute;
+use crate::config::KernelArg;
+use crate::error::{Error, Result};
+use crate::limits::DeviceLimits;
+
+/// A module loaded by the CUDA backend.
+pub(crate) struct CudaProgram {
+    pub(crate) module: CudaModule,
+    /// The PTX text the driver loaded.
+    pub(crate) ptx: String,
+    /// Per kernel, the byte size of each PTX parameter (`cuprum_ptx::machine_params`).
+    pub(crate) machine_sizes: Vec<Vec<u32>>,
+}
+
+/// The PTX target for a device, or why the device cannot run cuprum's code.
+fn target_for(limits: &DeviceLimits) -> Result<cuprum_ptx::Target> {
+    let (major, minor) = limits.compute_capability;
+    if let Some(target) = cuprum_ptx::Target::from_compute_capability(major, minor) {
+        return Ok(target);
+    }
+    // PTX is forward compatible: newer architectures JIT the newest target we write.
+    match major {
+        8 => Ok(cuprum_ptx::Target::Sm80),
+        m if m >= 9 => Ok(cuprum_ptx::Target::Sm90),
+        _ => Err(Error::UnsupportedDevice {
+            device: limits.name.clone(),
+            compute_capability: (major, minor),
+            reason: "cuprum needs compute capability 8.0 (sm_80, Ampere) or newer; run on a \
+                     newer GPU, or set CUPRUM_DEVICE=emu to use the CPU emulator"
+                .to_owned(),
+        }),
+    }
+}
+
+/// The number of PTX parameters an IR kernel's parameters expand to.
+fn expected_machine_params(kernel: &Kernel) -> usize {
+    kernel
+        .params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Scalar(_) => 1,
+            ParamKind::Slice { .. } => 2,
+        })
+        .sum()
+}
+
+/// The byte sizes of `kernel`'s PTX parameters, checked against its IR parameters.
+fn machine_sizes(kernel: &Kernel) -> Result<Vec<u32>> {
+    let params = cuprum_ptx::machine_params(kernel);
+    if params.len() != expected_machine_params(kernel)
+        || params
+            .iter()
+            .any(|p| !matches!(p.size_bytes, 1 | 2 | 4 | 8))
+    {
+        return Err(Error::Compile {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "internal error: the PTX writer's parameter layout ({} parameters) does not \
+                 match the IR's ({} expected)",
+                params.len(),
+                expected_machine_params(kernel)
+            ),
+        });
+    }
+    Ok(params.iter().map(|p| p.size_bytes).collect())
+}
+
+impl CudaDevice {
+    /// Writes PTX for `ir` (unless the request brings its own) and has the driver compile it
+    /// the way the request's route says; returns the cubin when the route made one.
+    pub(crate) fn load_ir(
+        &self,
+        ir: &Arc<cuprum_ir::Module>,
+        request: LoadRequest<'_>,
+    ) -> Result<(CudaProgram, Option<Vec<u8>>)> {
+        let target = target_for(request.limits)?;
+        let from_ir = request.ptx_override.is_none();
+        let ptx = match request.ptx_override {
+            Some(ptx) => ptx,
+            None => cuprum_ptx::write_module(ir, target).map_err(|e| Error::Compile {
+                kernel: module_label(ir),
+                message: e.to_string(),
+            })?,
+        };
+        let machine_sizes = ir
+            .kernels
+            .iter()
+            .map(machine_sizes)
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
+        // Each kernel's PTX alone, for the register-capped link of the compile cache.
+        let split = || -> Result<Vec<String>> {
+            ir.kernels
+                .iter()
+                .map(|k| {
+                    let alone = cuprum_ir::Module {
+                        kernels: vec![k.clone()],
+                    };
+                    cuprum_ptx::write_module(&alone, target).map_err(|e| Error::Compile {
+                        kernel: k.name.clone(),
+                        message: e.to_string(),
+                    })
+                })
+                .collect()
+        };
+        let per_kernel: PerKernelPtx<'_> = if from_ir { Some(&split) } else { None };
+        let mut cubin = None;
+        let module = match request.route {
+            ModuleRoute::Default => cached::load_cuda(
+                self,
+                request.limits.compute_capability,
+                target.name(),
+                &ptx,
+                &names,
+                per_kernel,
+            )?,
+            ModuleRoute::Jit => self.load_module(&ptx, &names)?,
+            ModuleRoute::Link { link, input } => {
+                let linked = self.link_ptx(
+                    link,
+                    &[LinkInput {
+                        ptx: &ptx,
+                        options: input,
+                    }],
+                )?;
+                let module = self.load_cubin(&linked, &names)?;
+                cubin = Some(linked);
+                module
+            }
+            ModuleRoute::LinkCapped => {
+                let jit = self.load_module(&ptx, &names)?;
+                let (linked, module) = cached::capped_cubin(self, &jit, &names, per_kernel)
+                    .map_err(|why| Error::ModuleLoad {
+                        message: format!("no register-capped cubin: {why}"),
+                        log: String::new(),
+                    })?;
+                cubin = Some(linked);
+                module
+            }
+        };
+        Ok((
+            CudaProgram {
+                module,
+                ptx,
+                machine_sizes,
+            },
+            cubin,
+        ))
+    }
+}
+
+/// One 8-byte slot per PTX parameter, the value in its first `size` bytes (native order, as
+/// the driver reads it).
+pub(super) fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<u64> {
+    let mut words = Vec::with_capacity(sizes.len());
+    for arg in args {
+        match *arg {
+            KernelArg::Scalar { bits, .. } => words.push(bits),
+            KernelArg::Slice { address, len } => {
+                words.push(address);
+                words.push(len);
+            }
+        }
+    }
+    words
+        .iter()
+        .zip(sizes)
+        .map(|(&bits, &size)| {
+            let mut slot = [0u8; 8];
+            match size {
+                1 => slot[..1].copy_from_slice(&(bits as u8).to_ne_bytes()),
+                2 => slot[..2].copy_from_slice(&(bits as u16).to_ne_bytes()),
+                4 => slot[..4].copy_from_slice(&(bits as u32).to_ne_bytes()),
+                _ => slot.copy_from_slice(&bits.to_ne_bytes()),
+            }
+            u64::from_ne_bytes(slot)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_packed_in_native_order_at_their_size() {
+        let args = [
+            KernelArg::scalar(true),
+            KernelArg::scalar(-2i16),
+            KernelArg::Slice {
+                address: 0x1234_5678_9ABC,
+                len: 77,
+            },
+            KernelArg::scalar(1.5f32),
+            KernelArg::scalar(-1i64),
+        ];
+        let words = pack_params(&[1, 2, 8, 8, 4, 8], &args);
+        assert_eq!(words.len(), 6);
+        let bytes = |w: u64| w.to_ne_bytes();
+        assert_eq!(bytes(words[0])[0], 1);
+        assert_eq!(
+            u16::from_ne_bytes([bytes(words[1])[0], bytes(words[1])[1]]),
+            (-2i16) as u16
+        );
+        assert_eq!(words[2], 0x1234_5678_9ABC);
+        assert_eq!(words[3], 77);
+        let w4 = bytes(words[4]);
+        assert_eq!(f32::from_ne_bytes([w4[0], w4[1], w4[2], w4[3]]), 1.5);
+        assert_eq!(words[5], u64::MAX);
+    }
+}

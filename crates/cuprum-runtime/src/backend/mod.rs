@@ -1,0 +1,404 @@
+//! The seam between the runtime's public objects and the devices that run their work.
+//!
+//! [`Device`] lists every operation a backend provides: streams and events, memory
+//! (allocate, free, zero, copy in, out and across), order marks between streams, loading a
+//! module and launching a kernel. It is implemented once for the CUDA driver
+//! ([`cuda::CudaDevice`]) and once for the CPU emulator ([`emu::EmuDevice`]). [`Backend`] is
+//! the one place that picks between them: each of its methods forwards to the device a
+//! context was opened on, with the handles (streams, events, modules) of that same device,
+//! so `context`, `buffer`, `launch` and `ordering` never match on a backend themselves.
+//!
+//! Failures come back as [`Failure`]: a driver failure stays raw until the context turns it
+//! into an [`Error`] that names the kernel last launched on the stream (`CudaContext::fail`);
+//! everything else is already an [`Error`].
+
+pub(crate) mod cuda;
+pub(crate) mod emu;
+
+use std::fmt;
+use std::sync::Arc;
+
+use cuprum_ir::Kernel;
+
+use crate::cache::ModuleRoute;
+use crate::config::{KernelArg, LaunchConfig};
+use crate::error::Error;
+use crate::limits::DeviceLimits;
+
+/// A failed backend operation, before the context names the kernel a fault belongs to.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A CUDA driver call failed; faults among these are reported late, so the context
+    /// names the kernel launched last.
+    Driver(cuda::CuFail),
+    /// A failure already described (emulator errors, refused launches, bad modules).
+    Error(Error),
+    /// A launch that ran and then failed (the emulator runs a kernel during the call): it
+    /// counts as launched.
+    Ran(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Self::Error(error)
+    }
+}
+
+impl From<cuda::CuFail> for Failure {
+    fn from(failure: cuda::CuFail) -> Self {
+        Self::Driver(failure)
+    }
+}
+
+/// The result of a backend operation.
+pub(crate) type Outcome<T> = Result<T, Failure>;
+
+/// Which backend a context runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// An NVIDIA GPU through the CUDA driver.
+    Cuda,
+    /// The CPU emulator (`cuprum-emu`).
+    Emulator,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Cuda => "cuda",
+            Self::Emulator => "emu",
+        })
+    }
+}
+
+/// The names of a module's kernels, for messages.
+pub(crate) fn module_label(ir: &cuprum_ir::Module) -> String {
+    let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
+    if names.is_empty() {
+        "<empty module>".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// What a module load needs besides the IR.
+pub(crate) struct LoadRequest<'a> {
+    /// The device's limits (its compute capability picks the PTX target).
+    pub(crate) limits: &'a DeviceLimits,
+    /// PTX to load instead of what the PTX writer makes of the IR (tools and runtime tests).
+    pub(crate) ptx_override: Option<String>,
+    /// How the CUDA driver compiles the module (the emulator ignores it).
+    pub(crate) route: &'a ModuleRoute,
+}
+
+/// The kernel a launch runs, as the backends need it.
+pub(crate) struct LaunchTarget<'a> {
+    /// Its index in its module.
+    pub(crate) index: usize,
+    /// Its IR (what the emulator runs; the CUDA backend takes its name and parameters).
+    pub(crate) ir: &'a Kernel,
+    /// Bytes of static shared memory it declares.
+    pub(crate) static_shared_bytes: u32,
+}
+
+/// The operations every backend implements; the rest of the runtime reaches them through
+/// [`Backend`].
+pub(crate) trait Device: Send + Sync {
+    /// A queue of work.
+    type Stream: Send + Sync;
+    /// A recorded point in a stream, for waiting and timing.
+    type Event: Send + Sync;
+    /// A point recorded for other streams to wait for.
+    type Mark: Send + Sync;
+    /// A loaded module.
+    type Module: Send + Sync;
+
+    /// The stream every other stream is ordered with.
+    fn default_stream(&self) -> Self::Stream;
+    /// A new stream, ordered with the default stream.
+    fn new_stream(&self) -> Outcome<Self::Stream>;
+    /// Waits for all work of every stream.
+    fn synchronize(&self) -> Outcome<()>;
+    /// Waits for all work of one stream.
+    fn stream_synchronize(&self, stream: &Self::Stream) -> Outcome<()>;
+    /// Records an event at the end of `stream`.
+    fn record_event(&self, stream: &Self::Stream) -> Outcome<Self::Event>;
+    /// Waits for the work before `event`.
+    fn event_synchronize(&self, event: &Self::Event) -> Outcome<()>;
+    /// Milliseconds from `earlier` to `later`, both complete.
+    fn elapsed_ms(&self, earlier: &Self::Event, later: &Self::Event) -> Outcome<f32>;
+    /// A mark at the end of `stream` for other streams to wait for; `None` where work
+    /// completes when it is submitted (the emulator).
+    fn order_mark(&self, stream: &Self::Stream) -> Outcome<Option<Self::Mark>>;
+    /// Makes `stream` wait, on the device, for the work before `mark`.
+    fn wait_mark(&self, stream: &Self::Stream, mark: &Self::Mark) -> Outcome<()>;
+
+    /// Allocates `bytes` (> 0) bytes, ready for every stream.
+    fn alloc(&self, bytes: usize) -> Outcome<u64>;
+    /// Frees an allocation after all work of every stream (errors are ignored: it runs in
+    /// `Drop`).
+    fn free(&self, addr: u64);
+    /// Sets `bytes` bytes at `addr` to zero, ordered with every stream.
+    fn zero(&self, addr: u64, bytes: usize) -> Outcome<()>;
+    /// Copies `data` to `addr` after the work on `stream`, complete when this returns.
+    ///
+    /// # Safety
+    /// `addr..addr + data.len()` is inside a live allocation of this device.
+    unsafe fn write(&self, stream: &Self::Stream, addr: u64, data: &[u8]) -> Outcome<()>;
+    /// Copies from `addr` into `out` after the work on `stream`, complete when this returns
+    /// (an empty `out` still waits for the stream).
+    ///
+    /// # Safety
+    /// `addr..addr + out.len()` is inside a live allocation of this device.
+    unsafe fn read(&self, stream: &Self::Stream, addr: u64, out: &mut [u8]) -> Outcome<()>;
+    /// Copies `bytes` bytes from `src` to `dst`, ordered on `stream`.
+    ///
+    /// # Safety
+    /// Both ranges are inside live allocations of this device.
+    unsafe fn copy(&self, stream: &Self::Stream, dst: u64, src: u64, bytes: usize) -> Outcome<()>;
+
+    /// Makes a module of `ir` ready to launch; also returns the cubin when the request's route
+    /// made one.
+    fn load(
+        &self,
+        ir: &Arc<cuprum_ir::Module>,
+        request: LoadRequest<'_>,
+    ) -> Result<(Self::Module, Option<Vec<u8>>), Error>;
+    /// The registers per thread the device gave kernel `index`, when it says.
+    fn registers(&self, module: &Self::Module, index: usize) -> Option<u32>;
+    /// The PTX text the module was loaded from, where there is one.
+    fn ptx(module: &Self::Module) -> Option<&str>;
+    /// Launches a kernel whose arguments and configuration have been checked.
+    ///
+    /// # Safety
+    /// Every slice argument is inside a live allocation of this device whose element type
+    /// is the parameter's, and the kernel's accesses stay within what it was given.
+    unsafe fn launch(
+        &self,
+        module: &Self::Module,
+        stream: &Self::Stream,
+        kernel: &LaunchTarget<'_>,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Outcome<()>;
+}
+
+/// The device a context was opened on.
+pub(crate) enum Backend {
+    Cuda(cuda::CudaDevice),
+    Emu(emu::EmuDevice),
+}
+
+/// A stream of one of the devices.
+pub(crate) enum StreamHandle {
+    Cuda(<cuda::CudaDevice as Device>::Stream),
+    Emu(<emu::EmuDevice as Device>::Stream),
+}
+
+/// An event of one of the devices.
+pub(crate) enum EventHandle {
+    Cuda(<cuda::CudaDevice as Device>::Event),
+    Emu(<emu::EmuDevice as Device>::Event),
+}
+
+/// An order mark of one of the devices.
+pub(crate) enum MarkHandle {
+    Cuda(<cuda::CudaDevice as Device>::Mark),
+    Emu(<emu::EmuDevice as Device>::Mark),
+}
+
+/// A module loaded on one of the devices.
+pub(crate) enum ModuleHandle {
+    Cuda(<cuda::CudaDevice as Device>::Module),
+    Emu(<emu::EmuDevice as Device>::Module),
+}
+
+/// Runs `$body` with the device and a handle of the same backend bound to `$d` and each
+/// `$h`; handles of the other backend (objects of another context) are a context mismatch.
+macro_rules! same_backend {
+    ($backend:expr, $(($handle:expr, $Handle:ident, $h:ident)),+ => |$d:ident| $body:expr) => {
+        match ($backend, $($handle),+) {
+            (Backend::Cuda($d), $($Handle::Cuda($h)),+) => $body,
+            (Backend::Emu($d), $($Handle::Emu($h)),+) => $body,
+            #[allow(unreachable_patterns)]
+            _ => Err(Failure::Error(Error::ContextMismatch)),
+        }
+    };
+}
+
+impl Backend {
+    /// Which backend this is.
+    pub(crate) fn kind(&self) -> BackendKind {
+        match self {
+            Self::Cuda(_) => BackendKind::Cuda,
+            Self::Emu(_) => BackendKind::Emulator,
+        }
+    }
+
+    pub(crate) fn default_stream(&self) -> StreamHandle {
+        match self {
+            Self::Cuda(d) => StreamHandle::Cuda(d.default_stream()),
+            Self::Emu(d) => StreamHandle::Emu(d.default_stream()),
+        }
+    }
+
+    pub(crate) fn new_stream(&self) -> Outcome<StreamHandle> {
+        match self {
+            Self::Cuda(d) => d.new_stream().map(StreamHandle::Cuda),
+            Self::Emu(d) => d.new_stream().map(StreamHandle::Emu),
+        }
+    }
+
+    pub(crate) fn synchronize(&self) -> Outcome<()> {
+        match self {
+            Self::Cuda(d) => d.synchronize(),
+            Self::Emu(d) => d.synchronize(),
+        }
+    }
+
+    pub(crate) fn stream_synchronize(&self, stream: &StreamHandle) -> Outcome<()> {
+        same_backend!(self, (stream, StreamHandle, s) => |d| d.stream_synchronize(s))
+    }
+
+    pub(crate) fn record_event(&self, stream: &StreamHandle) -> Outcome<EventHandle> {
+        match (self, stream) {
+            (Self::Cuda(d), StreamHandle::Cuda(s)) => d.record_event(s).map(EventHandle::Cuda),
+            (Self::Emu(d), StreamHandle::Emu(s)) => d.record_event(s).map(EventHandle::Emu),
+            _ => Err(Failure::Error(Error::ContextMismatch)),
+        }
+    }
+
+    pub(crate) fn event_synchronize(&self, event: &EventHandle) -> Outcome<()> {
+        same_backend!(self, (event, EventHandle, e) => |d| d.event_synchronize(e))
+    }
+
+    pub(crate) fn elapsed_ms(&self, earlier: &EventHandle, later: &EventHandle) -> Outcome<f32> {
+        same_backend!(
+            self, (earlier, EventHandle, a), (later, EventHandle, b) => |d| d.elapsed_ms(a, b)
+        )
+    }
+
+    pub(crate) fn order_mark(&self, stream: &StreamHandle) -> Outcome<Option<MarkHandle>> {
+        match (self, stream) {
+            (Self::Cuda(d), StreamHandle::Cuda(s)) => {
+                d.order_mark(s).map(|m| m.map(MarkHandle::Cuda))
+            }
+            (Self::Emu(d), StreamHandle::Emu(s)) => d.order_mark(s).map(|m| m.map(MarkHandle::Emu)),
+            _ => Err(Failure::Error(Error::ContextMismatch)),
+        }
+    }
+
+    pub(crate) fn wait_mark(&self, stream: &StreamHandle, mark: &MarkHandle) -> Outcome<()> {
+        same_backend!(
+            self, (stream, StreamHandle, s), (mark, MarkHandle, m) => |d| d.wait_mark(s, m)
+        )
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize) -> Outcome<u64> {
+        match self {
+            Self::Cuda(d) => d.alloc(bytes),
+            Self::Emu(d) => d.alloc(bytes),
+        }
+    }
+
+    pub(crate) fn free(&self, addr: u64) {
+        match self {
+            Self::Cuda(d) => d.free(addr),
+            Self::Emu(d) => d.free(addr),
+        }
+    }
+
+    pub(crate) fn zero(&self, addr: u64, bytes: usize) -> Outcome<()> {
+        match self {
+            Self::Cuda(d) => d.zero(addr, bytes),
+            Self::Emu(d) => d.zero(addr, bytes),
+        }
+    }
+
+    /// # Safety
+    /// As [`Device::write`].
+    pub(crate) unsafe fn write(
+        &self,
+        stream: &StreamHandle,
+        addr: u64,
+        data: &[u8],
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.write(s, addr, data) })
+    }
+
+    /// # Safety
+    /// As [`Device::read`].
+    pub(crate) unsafe fn read(
+        &self,
+        stream: &StreamHandle,
+        addr: u64,
+        out: &mut [u8],
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.read(s, addr, out) })
+    }
+
+    /// # Safety
+    /// As [`Device::copy`].
+    pub(crate) unsafe fn copy(
+        &self,
+        stream: &StreamHandle,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.copy(s, dst, src, bytes) })
+    }
+
+    pub(crate) fn load(
+        &self,
+        ir: &Arc<cuprum_ir::Module>,
+        request: LoadRequest<'_>,
+    ) -> Result<(ModuleHandle, Option<Vec<u8>>), Error> {
+        match self {
+            Self::Cuda(d) => d
+                .load(ir, request)
+                .map(|(m, cubin)| (ModuleHandle::Cuda(m), cubin)),
+            Self::Emu(d) => d
+                .load(ir, request)
+                .map(|(m, cubin)| (ModuleHandle::Emu(m), cubin)),
+        }
+    }
+
+    pub(crate) fn registers(&self, module: &ModuleHandle, index: usize) -> Option<u32> {
+        match (self, module) {
+            (Self::Cuda(d), ModuleHandle::Cuda(m)) => d.registers(m, index),
+            (Self::Emu(d), ModuleHandle::Emu(m)) => d.registers(m, index),
+            _ => None,
+        }
+    }
+
+    /// # Safety
+    /// As [`Device::launch`].
+    pub(crate) unsafe fn launch(
+        &self,
+        module: &ModuleHandle,
+        stream: &StreamHandle,
+        kernel: &LaunchTarget<'_>,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Outcome<()> {
+        same_backend!(
+            self, (module, ModuleHandle, m), (stream, StreamHandle, s) =>
+            // SAFETY: the caller's contract.
+            |d| unsafe { d.launch(m, s, kernel, config, args) }
+        )
+    }
+}
+
+impl ModuleHandle {
+    /// The PTX text the module was loaded from (CUDA only).
+    pub(crate) fn ptx(&self) -> Option<&str> {
+        match self {
+            Self::Cuda(m) => <cuda::CudaDevice as Device>::ptx(m),
+            Self::Emu(m) => <emu::EmuDevice as Device>::ptx(m),
+        }
+    }
+}
