@@ -173,8 +173,39 @@ fn move_to(out: &mut String, line: &mut usize, target: usize, joint: bool) {
     }
 }
 
+/// Why a module's source text did not compile: the front end's message and where in the
+/// text it points (1-based line, 0-based column, as `proc_macro2` counts).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SourceError {
+    /// What is wrong, as the front end reports it at `cargo build`.
+    pub message: String,
+    /// The line of the module's text the error points at.
+    pub line: usize,
+    /// The column on that line.
+    pub column: usize,
+}
+
+impl From<syn::Error> for SourceError {
+    fn from(error: syn::Error) -> Self {
+        let start = error.span().start();
+        Self {
+            message: error.to_string(),
+            line: start.line,
+            column: start.column,
+        }
+    }
+}
+
+/// Front ends and tools that report errors as text take the message.
+impl From<SourceError> for String {
+    fn from(error: SourceError) -> Self {
+        error.message
+    }
+}
+
 /// Compiles the text of a `#[cuda_module]` module (what the macro embeds), for run time.
-pub fn compile_source(source: &str) -> Result<CompiledModule, String> {
-    let module: syn::ItemMod = syn::parse_str(source).map_err(|e| e.to_string())?;
-    compile_module(&module).map_err(|e| e.to_string())
+pub fn compile_source(source: &str) -> Result<CompiledModule, SourceError> {
+    let module: syn::ItemMod = syn::parse_str(source)?;
+    Ok(compile_module(&module)?)
 }

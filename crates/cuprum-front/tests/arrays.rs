@@ -7,7 +7,9 @@ use cuprum_front::compile_source;
 use cuprum_ir::{ScalarType, Stmt, TrapKind, print_kernel};
 
 fn compile(body: &str) -> Result<cuprum_ir::Module, String> {
-    compile_source(&format!("mod kernels {{ use super::*; {body} }}")).map(|m| m.ir)
+    compile_source(&format!("mod kernels {{ use super::*; {body} }}"))
+        .map(|m| m.ir)
+        .map_err(String::from)
 }
 
 fn compile_ok(body: &str) -> cuprum_ir::Module {

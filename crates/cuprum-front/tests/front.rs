@@ -26,8 +26,18 @@ fn compile_err(body: &str) -> String {
             "expected an error, got IR:\n{}",
             cuprum_ir::print_module(&m.ir)
         ),
-        Err(e) => e,
+        Err(e) => e.message,
     }
+}
+
+#[test]
+fn a_source_error_says_where_it_points() {
+    // Line 1 is `mod kernels {`; the unknown function is on the third line of the body.
+    let source = "mod kernels {\n    use super::*;\n    #[kernel]\n    pub fn k(mut out: DisjointSlice<f32>) {\n        let x = no_such_function(1.0);\n    }\n}";
+    let error = compile_source(source).expect_err("an unknown function is an error");
+    assert!(error.message.contains("no_such_function"), "{error}");
+    assert_eq!((error.line, error.column), (5, 16), "{error:?}");
+    assert_eq!(String::from(error.clone()), error.message);
 }
 
 const VECADD: &str = r#"

@@ -30,7 +30,7 @@ struct Lowering<'p> {
 
 impl Lowering<'_> {
     fn def(&mut self, op: Op) -> Result<Value, LowerError> {
-        self.b.def(op).map_err(LowerError)
+        self.b.def(op).map_err(|e| LowerError(e.reason))
     }
 
     fn v(&self, id: Id) -> Result<Value, LowerError> {

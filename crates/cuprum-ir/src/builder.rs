@@ -6,6 +6,28 @@ use crate::matrix::{CpAsyncCache, MmaShape};
 use crate::types::{Constant, ScalarType};
 use crate::validate::{check_stmt_operands, result_type};
 
+/// Why the builder refused an operation or a statement: its operands have types it does not
+/// accept, or (for `print`) its format does not fit its arguments. Nothing was appended.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct BuildError {
+    /// What is wrong, naming the operand or the format.
+    pub reason: String,
+}
+
+impl From<String> for BuildError {
+    fn from(reason: String) -> Self {
+        Self { reason }
+    }
+}
+
+/// Front ends that report errors as text take a builder's error as its message.
+impl From<BuildError> for String {
+    fn from(error: BuildError) -> Self {
+        error.reason
+    }
+}
+
 /// Builds one [`Kernel`]. Nested blocks (for `If` and `Loop`) are opened with
 /// [`begin_block`](Self::begin_block) and closed with [`end_block`](Self::end_block).
 pub struct KernelBuilder {
@@ -82,7 +104,7 @@ impl KernelBuilder {
 
     /// Defines a new value as the result of `op`. Fails with a message when the operands are
     /// ill-typed.
-    pub fn def(&mut self, op: Op) -> Result<Value, String> {
+    pub fn def(&mut self, op: Op) -> Result<Value, BuildError> {
         let values = &self.kernel.values;
         let ty = result_type(&self.kernel, &op, |v| {
             values
@@ -96,7 +118,7 @@ impl KernelBuilder {
     }
 
     /// Type-checks the operands of `stmt` (see [`check_stmt_operands`]).
-    fn check(&self, stmt: &Stmt) -> Result<(), String> {
+    fn check(&self, stmt: &Stmt) -> Result<(), BuildError> {
         let values = &self.kernel.values;
         check_stmt_operands(stmt, |v| {
             values
@@ -104,10 +126,11 @@ impl KernelBuilder {
                 .map(|d| d.ty)
                 .ok_or_else(|| format!("value {v:?} out of range"))
         })
+        .map_err(BuildError::from)
     }
 
     /// Type-checks the operands of `stmt` and appends it.
-    fn push_checked(&mut self, stmt: Stmt) -> Result<(), String> {
+    fn push_checked(&mut self, stmt: Stmt) -> Result<(), BuildError> {
         self.check(&stmt)?;
         self.push(stmt);
         Ok(())
@@ -120,7 +143,7 @@ impl KernelBuilder {
         a: [Value; 4],
         b: [Value; 2],
         c: [Value; 4],
-    ) -> Result<[Value; 4], String> {
+    ) -> Result<[Value; 4], BuildError> {
         // The results are allocated only once the operands type, so a failed call leaves no
         // undefined value behind (the check does not look at `d`).
         self.check(&Stmt::Mma {
@@ -146,9 +169,9 @@ impl KernelBuilder {
         count: usize,
         trans: bool,
         addr: Value,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, BuildError> {
         if !matches!(count, 1 | 2 | 4) {
-            return Err(format!("ldmatrix loads 1, 2 or 4 matrices, not {count}"));
+            return Err(format!("ldmatrix loads 1, 2 or 4 matrices, not {count}").into());
         }
         self.check(&Stmt::LdMatrix {
             trans,
@@ -178,7 +201,7 @@ impl KernelBuilder {
         ty: ScalarType,
         addr: Value,
         lanes: usize,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, BuildError> {
         self.check(&Stmt::VectorLoad {
             space,
             ty,
@@ -203,7 +226,7 @@ impl KernelBuilder {
         space: AddressSpace,
         addr: Value,
         values: Vec<Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         self.push_checked(Stmt::VectorStore {
             space,
             addr,
@@ -218,7 +241,7 @@ impl KernelBuilder {
         size: u32,
         dst: Value,
         src: Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         self.push_checked(Stmt::CpAsync {
             cache,
             size,
@@ -228,7 +251,7 @@ impl KernelBuilder {
     }
 
     /// Appends a [`Stmt::Print`] after checking the format and the argument types.
-    pub fn print(&mut self, format: impl Into<String>, args: Vec<Value>) -> Result<(), String> {
+    pub fn print(&mut self, format: impl Into<String>, args: Vec<Value>) -> Result<(), BuildError> {
         self.push_checked(Stmt::Print {
             format: format.into(),
             args,

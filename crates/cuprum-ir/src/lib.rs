@@ -23,7 +23,7 @@ pub mod types;
 pub mod validate;
 
 pub use arena::{Arena, Handle};
-pub use builder::KernelBuilder;
+pub use builder::{BuildError, KernelBuilder};
 pub use effects::{Access, Effects, Spaces};
 pub use kernel::*;
 pub use matrix::{CpAsyncCache, MmaShape};

@@ -54,6 +54,7 @@ fn ill_formed_vector_accesses_are_refused() {
     let load = |b: &mut KernelBuilder, ty, lanes| {
         b.vector_load(AddressSpace::Global, ty, base, lanes)
             .unwrap_err()
+            .reason
     };
     assert!(load(&mut b, ScalarType::F32, 3).contains("2 or 4"));
     assert!(load(&mut b, ScalarType::F32, 8).contains("2 or 4"));
@@ -63,12 +64,13 @@ fn ill_formed_vector_accesses_are_refused() {
         .vector_load(AddressSpace::Shared, ScalarType::F32, base, 2)
         .unwrap_err();
     assert!(
-        shared_addr_is_u32.contains("address"),
+        shared_addr_is_u32.reason.contains("address"),
         "{shared_addr_is_u32}"
     );
     let store = |b: &mut KernelBuilder, values: Vec<Value>| {
         b.vector_store(AddressSpace::Global, base, values)
             .unwrap_err()
+            .reason
     };
     assert!(store(&mut b, vec![f, u]).contains("must be f32"));
     assert!(store(&mut b, vec![t, t]).contains("bool"));

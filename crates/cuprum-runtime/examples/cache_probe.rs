@@ -31,7 +31,7 @@ use cuprum_runtime::{
 const ROLE_ENV: &str = "CUPRUM_CACHE_PROBE_ROLE";
 
 fn def(b: &mut KernelBuilder, op: Op) -> Result<Value, String> {
-    b.def(op)
+    Ok(b.def(op)?)
 }
 
 /// `poly_<n>(a: &[f32], b: &[f32], out: DisjointSlice<f32>)`: `v = a[i]`, then `work` times

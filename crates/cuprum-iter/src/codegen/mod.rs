@@ -121,7 +121,7 @@ impl Gen {
     }
 
     pub(crate) fn def(&mut self, op: Op) -> R<Value> {
-        self.b.def(op)
+        Ok(self.b.def(op)?)
     }
 
     pub(crate) fn konst(&mut self, c: Constant) -> Value {
@@ -198,7 +198,7 @@ impl Gen {
         addr: Value,
         lanes: usize,
     ) -> R<Vec<Value>> {
-        self.b.vector_load(space, ty, addr, lanes)
+        Ok(self.b.vector_load(space, ty, addr, lanes)?)
     }
 
     /// Stores `values` to consecutive elements at `addr` (aligned to the whole vector).
@@ -208,7 +208,7 @@ impl Gen {
         addr: Value,
         values: Vec<Value>,
     ) -> R<()> {
-        self.b.vector_store(space, addr, values)
+        Ok(self.b.vector_store(space, addr, values)?)
     }
 
     pub(crate) fn barrier(&mut self) {
