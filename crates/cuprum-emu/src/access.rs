@@ -12,7 +12,7 @@ use crate::atomic;
 use crate::error::{AccessKind, Dim3, EmuError};
 use crate::exec::Launch;
 use crate::global::{ATOMIC, BlockRaces, Found, READ, Tracker, WRITE, WarpAccesses};
-use crate::ops::Lanes;
+use crate::lanes::Lanes;
 use crate::shared::{SharedFault, SharedMem};
 use crate::tensor::Matrices;
 

@@ -6,7 +6,7 @@
 use cuprum_ir::{AtomicOp, ScalarType};
 use half::{bf16, f16};
 
-use crate::ops::Num;
+use cuprum_ir::scalar::Num;
 
 #[inline]
 fn int_op<T: Num + Ord + WrappingInt>(op: AtomicOp, old: u64, val: u64, cmp: u64) -> u64 {

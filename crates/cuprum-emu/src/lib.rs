@@ -131,12 +131,11 @@
 
 mod access;
 mod atomic;
-mod cast;
 mod error;
 mod exec;
 mod global;
+mod lanes;
 mod memory;
-mod ops;
 mod options;
 mod printf;
 mod shadow;

@@ -14,7 +14,7 @@
 use cuprum_ir::MmaShape;
 use cuprum_ir::matrix::ldmatrix_position;
 
-use crate::ops::Lanes;
+use crate::lanes::Lanes;
 
 /// The bits NVIDIA float arithmetic gives for a NaN result (canonical quiet NaN).
 const CANONICAL_NAN: u32 = 0x7FFF_FFFF;

@@ -28,12 +28,12 @@ use cuprum_ir::{
 };
 
 use crate::access::{Ctx, Ports, lanes_of};
-use crate::cast;
 use crate::error::EmuError;
-use crate::ops::{self, Lanes, OpFault};
+use crate::lanes::{Lanes, true_mask};
 use crate::printf::{self, Arg};
 use crate::tensor;
 use cuprum_ir::printf::parse_format;
+use cuprum_ir::scalar::{self as ops, OpFault};
 
 /// What happens when a frame's statement list ends.
 #[derive(Clone, Copy)]
@@ -213,7 +213,7 @@ impl<'k> Exec<'_, 'k> {
                     then,
                     otherwise,
                 } => {
-                    let t = ops::true_mask(&self.regs[cond.index()]) & mask;
+                    let t = true_mask(&self.regs[cond.index()]) & mask;
                     let e = mask & !t;
                     let frame = if t != 0 {
                         Frame {
@@ -506,7 +506,7 @@ impl<'k> Exec<'_, 'k> {
                 if_true,
                 if_false,
             } => ops::select(r.get(*cond), r.get(*if_true), r.get(*if_false), out),
-            Op::Cast { value: v, to } => cast::cast(ty(v), *to, r.get(*v), out),
+            Op::Cast { value: v, to } => ops::cast(ty(v), *to, r.get(*v), out),
             Op::Bitcast { value: v, .. } => *out = *r.get(*v),
             Op::ReadVar(var) => *out = self.vars[var.index()],
             Op::Load { space, ty: t, addr } => {
@@ -539,7 +539,7 @@ impl<'k> Exec<'_, 'k> {
                 lane,
             } => shuffle(ctx, *mode, r.get(*v), r.get(*lane), mask, out)?,
             Op::Vote { mode, pred } => {
-                let bits = ops::true_mask(r.get(*pred)) & mask;
+                let bits = true_mask(r.get(*pred)) & mask;
                 let x = match mode {
                     VoteMode::All => u64::from(bits == mask),
                     VoteMode::Any => u64::from(bits != 0),

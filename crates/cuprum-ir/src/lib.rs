@@ -3,8 +3,9 @@
 //!
 //! Plain data: arenas with typed handles ([`arena`]), scalar types ([`types`]), kernels with
 //! structured control flow and their semantics ([`kernel`]), a builder ([`builder`]), a
-//! validator for every documented invariant ([`validate`]) and a text printer
-//! ([`print`](mod@print)).
+//! validator for every documented invariant ([`validate`]), a text printer
+//! ([`print`](mod@print)) and the executable definition of scalar operations ([`scalar`]),
+//! which the emulator runs and the optimizer folds with.
 //! Warp matrix operations have their fragment layouts in [`matrix`]; device `printf` has its
 //! format subset in [`printf`].
 //! This crate depends on nothing else of cuprum's and must stay that way.
@@ -18,6 +19,7 @@ pub mod kernel;
 pub mod matrix;
 pub mod print;
 pub mod printf;
+pub mod scalar;
 pub mod serial;
 pub mod types;
 pub mod validate;

@@ -1,8 +1,6 @@
-//! Evaluation of operations on constants, exactly as the IR defines them (and the emulator
-//! runs them): wrapping integer arithmetic, shifts modulo the width, truncating division,
-//! Rust's `as` for casts, IEEE comparisons.
-//!
-//! Every function answers `None` when it cannot promise the bits the GPU would produce:
+//! Evaluation of operations on constants: the values come from `cuprum_ir::scalar` (the one
+//! definition the emulator also runs, here over one lane); this module only decides which
+//! values the GPU is promised to produce bit for bit, and answers `None` for the rest:
 //!
 //! * integer division or remainder by zero, and `MIN / -1` (IR precondition violations that
 //!   must stay where the emulator can report them);
@@ -15,6 +13,7 @@
 //! rounding to integral values, negation and absolute value are correctly rounded (or exact)
 //! in IEEE arithmetic, which both Rust and PTX (`.rn`, no flush to zero) implement.
 
+use cuprum_ir::scalar;
 use cuprum_ir::{BinaryOp, CmpOp, Constant, Op, ScalarType, UnaryOp, Value};
 
 use ScalarType as S;
@@ -35,175 +34,73 @@ pub(crate) fn int_const(ty: ScalarType, v: i128) -> Constant {
     Constant::new(ty, v as u64)
 }
 
-fn f32_of(c: Constant) -> f32 {
-    f32::from_bits(c.bits as u32)
-}
-
-fn f64_of(c: Constant) -> f64 {
-    f64::from_bits(c.bits)
-}
-
-/// A float result, refused if it is NaN.
-fn float_result(ty: ScalarType, x: f64) -> Option<Constant> {
-    if x.is_nan() {
-        return None;
-    }
-    match ty {
-        S::F32 => Some(Constant::f32(x as f32)),
-        S::F64 => Some(Constant::f64(x)),
-        _ => None,
-    }
-}
-
 /// Whether `c` is an `F32`/`F64` constant that is not NaN.
 fn plain_float(c: Constant) -> bool {
     match c.ty {
-        S::F32 => !f32_of(c).is_nan(),
-        S::F64 => !f64_of(c).is_nan(),
+        S::F32 => !f32::from_bits(c.bits as u32).is_nan(),
+        S::F64 => !f64::from_bits(c.bits).is_nan(),
         _ => false,
     }
 }
 
+/// Whether `c` is a value both sides agree on bit for bit: anything but a float NaN (and
+/// anything but a half, whose arithmetic is not folded).
+fn exact(c: Constant) -> Option<Constant> {
+    match c.ty {
+        S::F32 | S::F64 => plain_float(c).then_some(c),
+        S::F16 | S::BF16 => None,
+        _ => Some(c),
+    }
+}
+
+/// Operand types whose values fold: `Bool`, integers and non-NaN `F32`/`F64`.
+fn foldable(c: Constant) -> bool {
+    c.ty == S::Bool || c.ty.is_int() || plain_float(c)
+}
+
 /// `op(a)`.
 pub(crate) fn unary(op: UnaryOp, a: Constant) -> Option<Constant> {
-    let ty = a.ty;
-    if ty == S::Bool {
-        return match op {
-            UnaryOp::Not => Some(Constant::bool(a.bits == 0)),
-            _ => None,
-        };
-    }
-    if ty.is_int() {
-        let v = int_value(a);
-        return match op {
-            UnaryOp::Neg => Some(int_const(ty, v.wrapping_neg())),
-            UnaryOp::Not => Some(int_const(ty, !v)),
-            _ => None,
-        };
-    }
-    if !plain_float(a) {
+    let transcendental = matches!(
+        op,
+        UnaryOp::Exp
+            | UnaryOp::Exp2
+            | UnaryOp::Ln
+            | UnaryOp::Log2
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+    );
+    if !foldable(a) || (transcendental && a.ty.is_float()) {
         return None;
     }
-    macro_rules! go {
-        ($x:expr) => {{
-            let x = $x;
-            let r = match op {
-                UnaryOp::Neg => -x,
-                UnaryOp::Abs => x.abs(),
-                UnaryOp::Sqrt => x.sqrt(),
-                UnaryOp::Floor => x.floor(),
-                UnaryOp::Ceil => x.ceil(),
-                UnaryOp::Round => x.round(),
-                UnaryOp::Trunc => x.trunc(),
-                _ => return None,
-            };
-            r
-        }};
-    }
-    match ty {
-        S::F32 => {
-            let r = go!(f32_of(a));
-            (!r.is_nan()).then(|| Constant::f32(r))
-        }
-        S::F64 => float_result(S::F64, go!(f64_of(a))),
-        _ => None,
-    }
+    let mut out = [0];
+    scalar::unary(op, a.ty, &[a.bits], &mut out).ok()?;
+    exact(Constant::new(a.ty, out[0]))
 }
 
 /// `a op b` (for shifts `b` is the `U32` amount).
 pub(crate) fn binary(op: BinaryOp, a: Constant, b: Constant) -> Option<Constant> {
-    let ty = a.ty;
-    if ty == S::Bool {
-        let (x, y) = (a.bits != 0, b.bits != 0);
-        return match op {
-            BinaryOp::And => Some(Constant::bool(x & y)),
-            BinaryOp::Or => Some(Constant::bool(x | y)),
-            BinaryOp::Xor => Some(Constant::bool(x ^ y)),
-            _ => None,
-        };
-    }
-    if ty.is_int() {
-        return int_binary(op, ty, a, b);
-    }
-    if !plain_float(a) || !plain_float(b) {
+    if !foldable(a) || !foldable(b) {
         return None;
     }
-    match ty {
-        S::F32 => {
-            let (x, y) = (f32_of(a), f32_of(b));
-            let r = match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-                BinaryOp::Min | BinaryOp::Max if x == 0.0 && y == 0.0 => return None,
-                BinaryOp::Min => x.min(y),
-                BinaryOp::Max => x.max(y),
-                _ => return None,
-            };
-            (!r.is_nan()).then(|| Constant::f32(r))
+    if a.ty.is_float() {
+        let both_zero = f64_value(a) == 0.0 && f64_value(b) == 0.0;
+        if op == BinaryOp::Rem || (matches!(op, BinaryOp::Min | BinaryOp::Max) && both_zero) {
+            return None;
         }
-        S::F64 => {
-            let (x, y) = (f64_of(a), f64_of(b));
-            let r = match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-                BinaryOp::Min | BinaryOp::Max if x == 0.0 && y == 0.0 => return None,
-                BinaryOp::Min => x.min(y),
-                BinaryOp::Max => x.max(y),
-                _ => return None,
-            };
-            float_result(S::F64, r)
-        }
-        _ => None,
     }
+    let mut out = [0];
+    // One active lane: a zero divisor or `MIN / -1` is a fault, and not folded.
+    scalar::binary(op, a.ty, &[a.bits], &[b.bits], &mut out, 1).ok()?;
+    exact(Constant::new(a.ty, out[0]))
 }
 
-fn int_binary(op: BinaryOp, ty: ScalarType, a: Constant, b: Constant) -> Option<Constant> {
-    let (x, y) = (int_value(a), int_value(b));
-    let width = ty.bits();
-    Some(match op {
-        BinaryOp::Add => int_const(ty, x.wrapping_add(y)),
-        BinaryOp::Sub => int_const(ty, x.wrapping_sub(y)),
-        BinaryOp::Mul => int_const(ty, x.wrapping_mul(y)),
-        BinaryOp::Div | BinaryOp::Rem => {
-            if y == 0 {
-                return None;
-            }
-            // `MIN / -1` overflows the type: a precondition violation, left in place.
-            let min = if ty.is_signed_int() {
-                -(1i128 << (width - 1))
-            } else {
-                0
-            };
-            if ty.is_signed_int() && x == min && y == -1 {
-                return None;
-            }
-            // Exact i128 division truncates toward zero, as Rust's on the narrower type.
-            if op == BinaryOp::Div {
-                int_const(ty, x / y)
-            } else {
-                int_const(ty, x % y)
-            }
-        }
-        BinaryOp::And => int_const(ty, x & y),
-        BinaryOp::Or => int_const(ty, x | y),
-        BinaryOp::Xor => int_const(ty, x ^ y),
-        BinaryOp::Shl => {
-            let s = (b.bits as u32) % width;
-            Constant::new(ty, a.bits << s)
-        }
-        BinaryOp::Shr => {
-            let s = (b.bits as u32) % width;
-            // `x` is sign-extended for signed types, so `>>` on i128 is arithmetic there and
-            // logical on the zero-extended unsigned values.
-            int_const(ty, x >> s)
-        }
-        BinaryOp::Min => int_const(ty, x.min(y)),
-        BinaryOp::Max => int_const(ty, x.max(y)),
-    })
+/// An `F32`/`F64` constant's value, exactly.
+fn f64_value(c: Constant) -> f64 {
+    match c.ty {
+        S::F32 => f64::from(f32::from_bits(c.bits as u32)),
+        _ => f64::from_bits(c.bits),
+    }
 }
 
 /// `a * b + c` with one rounding.
@@ -211,91 +108,33 @@ pub(crate) fn mul_add(a: Constant, b: Constant, c: Constant) -> Option<Constant>
     if !plain_float(a) || !plain_float(b) || !plain_float(c) {
         return None;
     }
-    match a.ty {
-        S::F32 => {
-            let r = f32_of(a).mul_add(f32_of(b), f32_of(c));
-            (!r.is_nan()).then(|| Constant::f32(r))
-        }
-        S::F64 => float_result(S::F64, f64_of(a).mul_add(f64_of(b), f64_of(c))),
-        _ => None,
-    }
+    let mut out = [0];
+    scalar::mul_add(a.ty, &[a.bits], &[b.bits], &[c.bits], &mut out).ok()?;
+    exact(Constant::new(a.ty, out[0]))
 }
 
 /// `a op b` for operands of one type (IEEE for floats: every comparison with NaN is false
 /// except `Ne`).
 pub(crate) fn compare(op: CmpOp, a: Constant, b: Constant) -> Option<bool> {
-    let ty = a.ty;
-    if ty == S::Bool || ty.is_int() {
-        let (x, y) = (int_value(a), int_value(b));
-        return Some(cmp(op, x.cmp(&y)));
+    if matches!(a.ty, S::F16 | S::BF16) {
+        return None;
     }
-    let (x, y) = match ty {
-        S::F32 => (f64::from(f32_of(a)), f64::from(f32_of(b))),
-        S::F64 => (f64_of(a), f64_of(b)),
-        _ => return None,
-    };
-    Some(match x.partial_cmp(&y) {
-        Some(ord) => cmp(op, ord),
-        None => op == CmpOp::Ne,
-    })
-}
-
-fn cmp(op: CmpOp, ord: std::cmp::Ordering) -> bool {
-    use std::cmp::Ordering::*;
-    match op {
-        CmpOp::Eq => ord == Equal,
-        CmpOp::Ne => ord != Equal,
-        CmpOp::Lt => ord == Less,
-        CmpOp::Le => ord != Greater,
-        CmpOp::Gt => ord == Greater,
-        CmpOp::Ge => ord != Less,
-    }
+    let mut out = [0];
+    scalar::compare(op, a.ty, &[a.bits], &[b.bits], &mut out);
+    Some(out[0] != 0)
 }
 
 /// `a as to` (Rust's `as`, see the IR docs).
 pub(crate) fn cast(a: Constant, to: ScalarType) -> Option<Constant> {
-    let from = a.ty;
-    if from == to {
+    if a.ty == to {
         return Some(a);
     }
-    if to == S::Bool {
+    if to == S::Bool || matches!(to, S::F16 | S::BF16) || !foldable(a) {
         return None;
     }
-    if from == S::Bool || from.is_int() {
-        let v = int_value(a);
-        return match to {
-            t if t.is_int() => Some(int_const(t, v)),
-            // `as` from an integer rounds to nearest even; i64/u64 hold every source exactly.
-            S::F32 if from.is_signed_int() => Some(Constant::f32(v as i64 as f32)),
-            S::F32 => Some(Constant::f32(v as u64 as f32)),
-            S::F64 if from.is_signed_int() => Some(Constant::f64(v as i64 as f64)),
-            S::F64 => Some(Constant::f64(v as u64 as f64)),
-            _ => None,
-        };
-    }
-    if !plain_float(a) {
-        return None;
-    }
-    let x = match from {
-        S::F32 => f64::from(f32_of(a)),
-        S::F64 => f64_of(a),
-        _ => return None,
-    };
-    // From here `x` holds the source exactly; Rust's `as` from f64 rounds toward zero and
-    // saturates (as from f32 would: the truncation and the clamp commute with widening).
-    Some(match to {
-        S::I8 => int_const(to, i128::from(x as i8)),
-        S::I16 => int_const(to, i128::from(x as i16)),
-        S::I32 => int_const(to, i128::from(x as i32)),
-        S::I64 => int_const(to, i128::from(x as i64)),
-        S::U8 => int_const(to, i128::from(x as u8)),
-        S::U16 => int_const(to, i128::from(x as u16)),
-        S::U32 => int_const(to, i128::from(x as u32)),
-        S::U64 => int_const(to, i128::from(x as u64)),
-        S::F32 => Constant::f32(x as f32),
-        S::F64 => Constant::f64(x),
-        _ => return None,
-    })
+    let mut out = [0];
+    scalar::cast(a.ty, to, &[a.bits], &mut out);
+    exact(Constant::new(to, out[0]))
 }
 
 /// `a` reinterpreted as `to` (same size).

@@ -1025,9 +1025,7 @@ impl<'a> Lowerer<'a> {
                             return err(i.span(), format!("unknown literal suffix `{suffix}`"));
                         };
                         if ty.is_float() {
-                            return Ok(Val::Scalar(
-                                self.constant(float_constant(ty, value as f64)),
-                            ));
+                            return Ok(Val::Scalar(self.constant(int_as_float(ty, value))));
                         }
                         Ok(Val::Scalar(self.constant(int_constant(
                             ty,
@@ -1038,11 +1036,12 @@ impl<'a> Lowerer<'a> {
                 }
             }
             syn::Lit::Float(f) => {
-                let value: f64 = f.base10_parse()?;
                 match f.suffix() {
-                    "" => Ok(Val::Float(value)),
-                    "f32" => Ok(Val::Scalar(self.constant(Constant::f32(value as f32)))),
-                    "f64" => Ok(Val::Scalar(self.constant(Constant::f64(value)))),
+                    "" => Ok(Val::Float(f.base10_parse()?)),
+                    // Parsed in its own type, as rustc does (through `f64` it could round
+                    // twice).
+                    "f32" => Ok(Val::Scalar(self.constant(Constant::f32(f.base10_parse()?)))),
+                    "f64" => Ok(Val::Scalar(self.constant(Constant::f64(f.base10_parse()?)))),
                     s => err(f.span(), format!("unknown float suffix `{s}`")),
                 }
             }
@@ -1129,7 +1128,7 @@ impl<'a> Lowerer<'a> {
         let value = self.eval_const(&c.expr, 0)?;
         let span = c.expr.span();
         Ok(Val::Scalar(match value {
-            ConstVal::Int(i) if ty.is_float() => self.constant(float_constant(ty, i as f64)),
+            ConstVal::Int(i) if ty.is_float() => self.constant(int_as_float(ty, i)),
             ConstVal::Int(i) => self.constant(int_constant(ty, i, span)?),
             ConstVal::Float(f) if ty.is_float() => self.constant(float_constant(ty, f)),
             ConstVal::Bool(b) if ty == S::Bool => self.constant(Constant::bool(b)),
@@ -1472,53 +1471,28 @@ fn int_constant(ty: S, value: i128, span: proc_macro2::Span) -> Result<Constant>
     Ok(Constant::new(ty, value as u64))
 }
 
+/// A float literal's value (`f64`, as parsed) in type `ty`: the IR's `as` from `F64`, the
+/// one definition the emulator and the optimizer also use (round to nearest even, for the
+/// half types without double rounding).
 pub(super) fn float_constant(ty: S, value: f64) -> Constant {
-    match ty {
-        S::F32 => Constant::f32(value as f32),
-        S::F16 => Constant::new(S::F16, f64_to_half_bits(value, 5, 10)),
-        S::BF16 => Constant::new(
-            S::BF16,
-            (f32::to_bits(value as f32) as u64
-                + 0x7fff
-                + ((f32::to_bits(value as f32) as u64 >> 16) & 1))
-                >> 16,
-        ),
-        _ => Constant::f64(value),
-    }
+    let mut out = [0];
+    cuprum_ir::scalar::cast(S::F64, ty, &[value.to_bits()], &mut out);
+    Constant::new(ty, out[0])
 }
 
-/// Rounds an `f64` to an IEEE binary16 bit pattern (round to nearest even).
-fn f64_to_half_bits(value: f64, exp_bits: u32, man_bits: u32) -> u64 {
-    let sign = if value.is_sign_negative() {
-        1u64 << (exp_bits + man_bits)
+/// An integer literal's value in float type `ty`, rounded once, as `as` from its integer
+/// type rounds it (not through `f64`, which would round twice above 2^53).
+pub(super) fn int_as_float(ty: S, value: i128) -> Constant {
+    let (from, bits) = if let Ok(v) = i64::try_from(value) {
+        (S::I64, v as u64)
+    } else if let Ok(v) = u64::try_from(value) {
+        (S::U64, v)
     } else {
-        0
+        return float_constant(ty, value as f64);
     };
-    let a = value.abs();
-    let bias = (1i32 << (exp_bits - 1)) - 1;
-    let max_exp = (1u64 << exp_bits) - 1;
-    if a.is_nan() {
-        return sign | (max_exp << man_bits) | (1 << (man_bits - 1));
-    }
-    let min_normal = 2f64.powi(1 - bias);
-    let ulp_sub = 2f64.powi(1 - bias - man_bits as i32);
-    if a < min_normal {
-        let m = (a / ulp_sub).round_ties_even() as u64;
-        return sign | m;
-    }
-    let e = a.log2().floor() as i32;
-    let e = if 2f64.powi(e) > a { e - 1 } else { e };
-    let mant = a / 2f64.powi(e) - 1.0;
-    let mut m = (mant * (1u64 << man_bits) as f64).round_ties_even() as u64;
-    let mut biased = (e + bias) as u64;
-    if m == 1 << man_bits {
-        m = 0;
-        biased += 1;
-    }
-    if biased >= max_exp {
-        return sign | (max_exp << man_bits);
-    }
-    sign | (biased << man_bits) | m
+    let mut out = [0];
+    cuprum_ir::scalar::cast(from, ty, &[bits], &mut out);
+    Constant::new(ty, out[0])
 }
 
 fn describe(v: &Val) -> String {

@@ -325,7 +325,7 @@ impl Lowerer<'_> {
         match self.expr(&c.expr)? {
             Val::Int(i) => {
                 if to.is_float() {
-                    return Ok(Val::Scalar(self.constant(float_constant(to, i as f64))));
+                    return Ok(Val::Scalar(self.constant(int_as_float(to, i))));
                 }
                 if to == S::Bool {
                     return err(

@@ -1,9 +1,10 @@
-//! Scalar operations over the 32 lanes of a warp: the arithmetic half of the IR's semantics.
+//! The scalar operations of the IR, lane by lane: `unary`, `binary`, `mul_add`, `compare`,
+//! `select` (and `cast` in `cast.rs`), over `N` lanes at once.
 //!
 //! Registers hold each lane's value as bits zero-extended into a `u64` (as
-//! [`cuprum_ir::Constant`]). Every function here dispatches on the operation and type once,
-//! then runs a tight loop over all 32 lanes through [`Num`], which moves values between those
-//! bits and Rust's own types, so the semantics are Rust's: wrapping integer arithmetic,
+//! [`crate::Constant`]). Every function here dispatches on the operation and type once, then
+//! runs a tight loop over the lanes through [`Num`], which moves values between those bits and
+//! Rust's own types, so the semantics are Rust's: wrapping integer arithmetic,
 //! `wrapping_shl`/`wrapping_shr`, IEEE floats, `f32::min`, `mul_add`, `round`. `F16`/`BF16`
 //! arithmetic is done in `f32` and rounded back, as the IR documents.
 //!
@@ -11,15 +12,15 @@
 //! harmless, and the branch-free loop is faster); only integer division looks at the active
 //! mask, because a zero divisor in an active lane is an error.
 
-use cuprum_ir::{BinaryOp, CmpOp, ScalarType, UnaryOp};
+use crate::kernel::{BinaryOp, CmpOp, UnaryOp};
+use crate::types::ScalarType;
 use half::{bf16, f16};
 
-/// One register: the value of each of the 32 lanes.
-pub(crate) type Lanes = [u64; 32];
-
 /// A Rust type that a register's bits can be read as and written from.
-pub(crate) trait Num: Copy {
+pub trait Num: Copy {
+    /// The value held in the low bits of `bits`.
     fn get(bits: u64) -> Self;
+    /// The value's bits, zero-extended.
     fn put(self) -> u64;
 }
 
@@ -86,39 +87,51 @@ impl Num for bf16 {
     }
 }
 
+/// `out[i] = f(a[i])` for every lane.
 #[inline(always)]
-pub(crate) fn map1<A: Num, R: Num>(a: &Lanes, out: &mut Lanes, f: impl Fn(A) -> R) {
+pub fn map1<const N: usize, A: Num, R: Num>(a: &[u64; N], out: &mut [u64; N], f: impl Fn(A) -> R) {
     for (o, &x) in out.iter_mut().zip(a) {
         *o = f(A::get(x)).put();
     }
 }
 
+/// `out[i] = f(a[i], b[i])` for every lane.
 #[inline(always)]
-pub(crate) fn map2<A: Num, B: Num, R: Num>(
-    a: &Lanes,
-    b: &Lanes,
-    out: &mut Lanes,
+pub fn map2<const N: usize, A: Num, B: Num, R: Num>(
+    a: &[u64; N],
+    b: &[u64; N],
+    out: &mut [u64; N],
     f: impl Fn(A, B) -> R,
 ) {
-    for i in 0..32 {
+    for i in 0..N {
         out[i] = f(A::get(a[i]), B::get(b[i])).put();
     }
 }
 
 #[inline(always)]
-fn map3<T: Num>(a: &Lanes, b: &Lanes, c: &Lanes, out: &mut Lanes, f: impl Fn(T, T, T) -> T) {
-    for i in 0..32 {
+fn map3<const N: usize, T: Num>(
+    a: &[u64; N],
+    b: &[u64; N],
+    c: &[u64; N],
+    out: &mut [u64; N],
+    f: impl Fn(T, T, T) -> T,
+) {
+    for i in 0..N {
         out[i] = f(T::get(a[i]), T::get(b[i]), T::get(c[i])).put();
     }
 }
 
 /// Why an operation could not be evaluated for some active lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OpFault {
+pub enum OpFault {
+    /// An integer division or remainder by zero, in this lane.
     DivideByZero {
+        /// The first active lane that divided by zero.
         lane: u32,
     },
+    /// A signed `MIN / -1` (or `MIN % -1`), which overflows, in this lane.
     DivideOverflow {
+        /// The first active lane that overflowed.
         lane: u32,
     },
     /// The operation is not defined on the type (the validator rules this out).
@@ -128,8 +141,8 @@ pub(crate) enum OpFault {
 macro_rules! int_unary {
     ($t:ty, $op:expr, $a:expr, $out:expr) => {
         match $op {
-            UnaryOp::Neg => map1::<$t, $t>($a, $out, |x| x.wrapping_neg()),
-            UnaryOp::Not => map1::<$t, $t>($a, $out, |x| !x),
+            UnaryOp::Neg => map1::<N, $t, $t>($a, $out, |x| x.wrapping_neg()),
+            UnaryOp::Not => map1::<N, $t, $t>($a, $out, |x| !x),
             _ => return Err(OpFault::Unsupported),
         }
     };
@@ -140,36 +153,36 @@ macro_rules! float_unary {
     ($t:ty, $op:expr, $a:expr, $out:expr, $to:expr, $from:expr) => {{
         let (to, from) = ($to, $from);
         match $op {
-            UnaryOp::Neg => map1::<$t, $t>($a, $out, |x| from(-to(x))),
-            UnaryOp::Abs => map1::<$t, $t>($a, $out, |x| from(to(x).abs())),
-            UnaryOp::Sqrt => map1::<$t, $t>($a, $out, |x| from(to(x).sqrt())),
-            UnaryOp::Floor => map1::<$t, $t>($a, $out, |x| from(to(x).floor())),
-            UnaryOp::Ceil => map1::<$t, $t>($a, $out, |x| from(to(x).ceil())),
-            UnaryOp::Round => map1::<$t, $t>($a, $out, |x| from(to(x).round())),
-            UnaryOp::Trunc => map1::<$t, $t>($a, $out, |x| from(to(x).trunc())),
-            UnaryOp::Exp => map1::<$t, $t>($a, $out, |x| from(to(x).exp())),
-            UnaryOp::Exp2 => map1::<$t, $t>($a, $out, |x| from(to(x).exp2())),
-            UnaryOp::Ln => map1::<$t, $t>($a, $out, |x| from(to(x).ln())),
-            UnaryOp::Log2 => map1::<$t, $t>($a, $out, |x| from(to(x).log2())),
-            UnaryOp::Sin => map1::<$t, $t>($a, $out, |x| from(to(x).sin())),
-            UnaryOp::Cos => map1::<$t, $t>($a, $out, |x| from(to(x).cos())),
-            UnaryOp::Tanh => map1::<$t, $t>($a, $out, |x| from(to(x).tanh())),
+            UnaryOp::Neg => map1::<N, $t, $t>($a, $out, |x| from(-to(x))),
+            UnaryOp::Abs => map1::<N, $t, $t>($a, $out, |x| from(to(x).abs())),
+            UnaryOp::Sqrt => map1::<N, $t, $t>($a, $out, |x| from(to(x).sqrt())),
+            UnaryOp::Floor => map1::<N, $t, $t>($a, $out, |x| from(to(x).floor())),
+            UnaryOp::Ceil => map1::<N, $t, $t>($a, $out, |x| from(to(x).ceil())),
+            UnaryOp::Round => map1::<N, $t, $t>($a, $out, |x| from(to(x).round())),
+            UnaryOp::Trunc => map1::<N, $t, $t>($a, $out, |x| from(to(x).trunc())),
+            UnaryOp::Exp => map1::<N, $t, $t>($a, $out, |x| from(to(x).exp())),
+            UnaryOp::Exp2 => map1::<N, $t, $t>($a, $out, |x| from(to(x).exp2())),
+            UnaryOp::Ln => map1::<N, $t, $t>($a, $out, |x| from(to(x).ln())),
+            UnaryOp::Log2 => map1::<N, $t, $t>($a, $out, |x| from(to(x).log2())),
+            UnaryOp::Sin => map1::<N, $t, $t>($a, $out, |x| from(to(x).sin())),
+            UnaryOp::Cos => map1::<N, $t, $t>($a, $out, |x| from(to(x).cos())),
+            UnaryOp::Tanh => map1::<N, $t, $t>($a, $out, |x| from(to(x).tanh())),
             UnaryOp::Not => return Err(OpFault::Unsupported),
         }
     }};
 }
 
 /// `out = op(a)` for values of type `ty`.
-pub(crate) fn unary(
+pub fn unary<const N: usize>(
     op: UnaryOp,
     ty: ScalarType,
-    a: &Lanes,
-    out: &mut Lanes,
+    a: &[u64; N],
+    out: &mut [u64; N],
 ) -> Result<(), OpFault> {
     use ScalarType as S;
     match ty {
         S::Bool => match op {
-            UnaryOp::Not => map1::<bool, bool>(a, out, |x| !x),
+            UnaryOp::Not => map1::<N, bool, bool>(a, out, |x| !x),
             _ => return Err(OpFault::Unsupported),
         },
         S::I8 => int_unary!(i8, op, a, out),
@@ -183,8 +196,8 @@ pub(crate) fn unary(
         S::F32 => float_unary!(f32, op, a, out, |x: f32| x, |x: f32| x),
         S::F64 => float_unary!(f64, op, a, out, |x: f64| x, |x: f64| x),
         // Sign operations on halves are exact bit operations (NaN payloads kept).
-        S::F16 | S::BF16 if op == UnaryOp::Neg => map1::<u16, u16>(a, out, |x| x ^ 0x8000),
-        S::F16 | S::BF16 if op == UnaryOp::Abs => map1::<u16, u16>(a, out, |x| x & 0x7fff),
+        S::F16 | S::BF16 if op == UnaryOp::Neg => map1::<N, u16, u16>(a, out, |x| x ^ 0x8000),
+        S::F16 | S::BF16 if op == UnaryOp::Abs => map1::<N, u16, u16>(a, out, |x| x & 0x7fff),
         S::F16 => float_unary!(f16, op, a, out, f16::to_f32, f16::from_f32),
         S::BF16 => float_unary!(bf16, op, a, out, bf16::to_f32, bf16::from_f32),
     }
@@ -193,9 +206,9 @@ pub(crate) fn unary(
 
 /// Checks the divisors of the active lanes of an integer division.
 #[inline]
-fn check_div<T: Num + PartialEq>(
-    a: &Lanes,
-    b: &Lanes,
+fn check_div<const N: usize, T: Num + PartialEq>(
+    a: &[u64; N],
+    b: &[u64; N],
     mask: u32,
     zero: T,
     overflow: Option<(T, T)>,
@@ -226,24 +239,24 @@ macro_rules! int_binary {
             None
         };
         match $op {
-            BinaryOp::Add => map2::<$t, $t, $t>($a, $b, $out, |x, y| x.wrapping_add(y)),
-            BinaryOp::Sub => map2::<$t, $t, $t>($a, $b, $out, |x, y| x.wrapping_sub(y)),
-            BinaryOp::Mul => map2::<$t, $t, $t>($a, $b, $out, |x, y| x.wrapping_mul(y)),
+            BinaryOp::Add => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_add(y)),
+            BinaryOp::Sub => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_sub(y)),
+            BinaryOp::Mul => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_mul(y)),
             BinaryOp::Div => {
-                check_div::<$t>($a, $b, $mask, 0, overflow)?;
-                map2::<$t, $t, $t>($a, $b, $out, |x, y| x.checked_div(y).unwrap_or(0))
+                check_div::<N, $t>($a, $b, $mask, 0, overflow)?;
+                map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.checked_div(y).unwrap_or(0))
             }
             BinaryOp::Rem => {
-                check_div::<$t>($a, $b, $mask, 0, overflow)?;
-                map2::<$t, $t, $t>($a, $b, $out, |x, y| x.checked_rem(y).unwrap_or(0))
+                check_div::<N, $t>($a, $b, $mask, 0, overflow)?;
+                map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.checked_rem(y).unwrap_or(0))
             }
-            BinaryOp::And => map2::<$t, $t, $t>($a, $b, $out, |x, y| x & y),
-            BinaryOp::Or => map2::<$t, $t, $t>($a, $b, $out, |x, y| x | y),
-            BinaryOp::Xor => map2::<$t, $t, $t>($a, $b, $out, |x, y| x ^ y),
-            BinaryOp::Shl => map2::<$t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shl(s)),
-            BinaryOp::Shr => map2::<$t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shr(s)),
-            BinaryOp::Min => map2::<$t, $t, $t>($a, $b, $out, |x, y| x.min(y)),
-            BinaryOp::Max => map2::<$t, $t, $t>($a, $b, $out, |x, y| x.max(y)),
+            BinaryOp::And => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x & y),
+            BinaryOp::Or => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x | y),
+            BinaryOp::Xor => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x ^ y),
+            BinaryOp::Shl => map2::<N, $t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shl(s)),
+            BinaryOp::Shr => map2::<N, $t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shr(s)),
+            BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.min(y)),
+            BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.max(y)),
         }
     }};
 }
@@ -252,13 +265,13 @@ macro_rules! float_binary {
     ($t:ty, $op:expr, $a:expr, $b:expr, $out:expr, $to:expr, $from:expr) => {{
         let (to, from) = ($to, $from);
         match $op {
-            BinaryOp::Add => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x) + to(y))),
-            BinaryOp::Sub => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x) - to(y))),
-            BinaryOp::Mul => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x) * to(y))),
-            BinaryOp::Div => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x) / to(y))),
-            BinaryOp::Rem => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x) % to(y))),
-            BinaryOp::Min => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x).min(to(y)))),
-            BinaryOp::Max => map2::<$t, $t, $t>($a, $b, $out, |x, y| from(to(x).max(to(y)))),
+            BinaryOp::Add => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) + to(y))),
+            BinaryOp::Sub => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) - to(y))),
+            BinaryOp::Mul => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) * to(y))),
+            BinaryOp::Div => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) / to(y))),
+            BinaryOp::Rem => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) % to(y))),
+            BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).min(to(y)))),
+            BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).max(to(y)))),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => {
                 return Err(OpFault::Unsupported);
             }
@@ -268,20 +281,20 @@ macro_rules! float_binary {
 
 /// `out = a op b` for operands of type `ty` (the shift amount `b` is `U32`). Only integer
 /// division and remainder can fail, and only for a lane in `mask`.
-pub(crate) fn binary(
+pub fn binary<const N: usize>(
     op: BinaryOp,
     ty: ScalarType,
-    a: &Lanes,
-    b: &Lanes,
-    out: &mut Lanes,
+    a: &[u64; N],
+    b: &[u64; N],
+    out: &mut [u64; N],
     mask: u32,
 ) -> Result<(), OpFault> {
     use ScalarType as S;
     match ty {
         S::Bool => match op {
-            BinaryOp::And => map2::<u64, u64, u64>(a, b, out, |x, y| x & y),
-            BinaryOp::Or => map2::<u64, u64, u64>(a, b, out, |x, y| x | y),
-            BinaryOp::Xor => map2::<u64, u64, u64>(a, b, out, |x, y| x ^ y),
+            BinaryOp::And => map2::<N, u64, u64, u64>(a, b, out, |x, y| x & y),
+            BinaryOp::Or => map2::<N, u64, u64, u64>(a, b, out, |x, y| x | y),
+            BinaryOp::Xor => map2::<N, u64, u64, u64>(a, b, out, |x, y| x ^ y),
             _ => return Err(OpFault::Unsupported),
         },
         S::I8 => int_binary!(i8, true, op, a, b, out, mask),
@@ -301,21 +314,21 @@ pub(crate) fn binary(
 }
 
 /// `out = a * b + c` with one rounding (for `F16`/`BF16`: one `f32` rounding, then back).
-pub(crate) fn mul_add(
+pub fn mul_add<const N: usize>(
     ty: ScalarType,
-    a: &Lanes,
-    b: &Lanes,
-    c: &Lanes,
-    out: &mut Lanes,
+    a: &[u64; N],
+    b: &[u64; N],
+    c: &[u64; N],
+    out: &mut [u64; N],
 ) -> Result<(), OpFault> {
     use ScalarType as S;
     match ty {
-        S::F32 => map3::<f32>(a, b, c, out, |x, y, z| x.mul_add(y, z)),
-        S::F64 => map3::<f64>(a, b, c, out, |x, y, z| x.mul_add(y, z)),
-        S::F16 => map3::<f16>(a, b, c, out, |x, y, z| {
+        S::F32 => map3::<N, f32>(a, b, c, out, |x, y, z| x.mul_add(y, z)),
+        S::F64 => map3::<N, f64>(a, b, c, out, |x, y, z| x.mul_add(y, z)),
+        S::F16 => map3::<N, f16>(a, b, c, out, |x, y, z| {
             f16::from_f32(x.to_f32().mul_add(y.to_f32(), z.to_f32()))
         }),
-        S::BF16 => map3::<bf16>(a, b, c, out, |x, y, z| {
+        S::BF16 => map3::<N, bf16>(a, b, c, out, |x, y, z| {
             bf16::from_f32(x.to_f32().mul_add(y.to_f32(), z.to_f32()))
         }),
         _ => return Err(OpFault::Unsupported),
@@ -327,18 +340,24 @@ macro_rules! cmp_lanes {
     ($t:ty, $op:expr, $a:expr, $b:expr, $out:expr, $to:expr) => {{
         let to = $to;
         match $op {
-            CmpOp::Eq => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) == to(y)),
-            CmpOp::Ne => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) != to(y)),
-            CmpOp::Lt => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) < to(y)),
-            CmpOp::Le => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) <= to(y)),
-            CmpOp::Gt => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) > to(y)),
-            CmpOp::Ge => map2::<$t, $t, bool>($a, $b, $out, |x, y| to(x) >= to(y)),
+            CmpOp::Eq => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) == to(y)),
+            CmpOp::Ne => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) != to(y)),
+            CmpOp::Lt => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) < to(y)),
+            CmpOp::Le => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) <= to(y)),
+            CmpOp::Gt => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) > to(y)),
+            CmpOp::Ge => map2::<N, $t, $t, bool>($a, $b, $out, |x, y| to(x) >= to(y)),
         }
     }};
 }
 
 /// `out = a op b` as `Bool`; IEEE on floats (only `Ne` is true with a NaN).
-pub(crate) fn compare(op: CmpOp, ty: ScalarType, a: &Lanes, b: &Lanes, out: &mut Lanes) {
+pub fn compare<const N: usize>(
+    op: CmpOp,
+    ty: ScalarType,
+    a: &[u64; N],
+    b: &[u64; N],
+    out: &mut [u64; N],
+) {
     use ScalarType as S;
     match ty {
         S::Bool | S::U8 | S::U16 | S::U32 | S::U64 => cmp_lanes!(u64, op, a, b, out, |x: u64| x),
@@ -355,21 +374,8 @@ pub(crate) fn compare(op: CmpOp, ty: ScalarType, a: &Lanes, b: &Lanes, out: &mut
 
 /// `out = cond ? t : f`, lane by lane.
 #[inline]
-pub(crate) fn select(cond: &Lanes, t: &Lanes, f: &Lanes, out: &mut Lanes) {
-    for i in 0..32 {
+pub fn select<const N: usize>(cond: &[u64; N], t: &[u64; N], f: &[u64; N], out: &mut [u64; N]) {
+    for i in 0..N {
         out[i] = if cond[i] != 0 { t[i] } else { f[i] };
     }
-}
-
-/// The lanes whose `Bool` value is true, as a mask.
-#[inline]
-pub(crate) fn true_mask(v: &Lanes) -> u32 {
-    // Four independent chains of eight lanes each, so the CPU can overlap them.
-    let mut parts = [0u32; 4];
-    for (p, chunk) in parts.iter_mut().zip(v.chunks_exact(8)) {
-        for (i, &x) in chunk.iter().enumerate() {
-            *p |= ((x & 1) as u32) << i;
-        }
-    }
-    parts[0] | parts[1] << 8 | parts[2] << 16 | parts[3] << 24
 }

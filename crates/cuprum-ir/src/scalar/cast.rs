@@ -8,14 +8,14 @@
 //! to the halves round to odd into `f32` first (exact enough that the final rounding to the
 //! half is correct: 24 >= 2 * 11 + 2) and then round once with `half`'s `from_f32`.
 
-use cuprum_ir::ScalarType;
 use half::{bf16, f16};
 
-use crate::ops::{Lanes, Num, map1};
+use super::lanes::{Num, map1};
+use crate::types::ScalarType;
 
 /// Rounds `x` to `f32` with round-to-odd: exact results stay, inexact ones truncate toward zero
 /// and set the last mantissa bit.
-pub(crate) fn f64_to_f32_odd(x: f64) -> f32 {
+pub fn f64_to_f32_odd(x: f64) -> f32 {
     let r = x as f32;
     if x.is_nan() || r as f64 == x {
         return r;
@@ -156,33 +156,33 @@ impl FloatSrc for bf16 {
 macro_rules! to_each {
     ($to:expr, $go:ident, $src:ty, $a:expr, $out:expr) => {
         match $to {
-            ScalarType::Bool => $go::<$src, bool>($a, $out),
-            ScalarType::I8 => $go::<$src, i8>($a, $out),
-            ScalarType::I16 => $go::<$src, i16>($a, $out),
-            ScalarType::I32 => $go::<$src, i32>($a, $out),
-            ScalarType::I64 => $go::<$src, i64>($a, $out),
-            ScalarType::U8 => $go::<$src, u8>($a, $out),
-            ScalarType::U16 => $go::<$src, u16>($a, $out),
-            ScalarType::U32 => $go::<$src, u32>($a, $out),
-            ScalarType::U64 => $go::<$src, u64>($a, $out),
-            ScalarType::F16 => $go::<$src, f16>($a, $out),
-            ScalarType::BF16 => $go::<$src, bf16>($a, $out),
-            ScalarType::F32 => $go::<$src, f32>($a, $out),
-            ScalarType::F64 => $go::<$src, f64>($a, $out),
+            ScalarType::Bool => $go::<N, $src, bool>($a, $out),
+            ScalarType::I8 => $go::<N, $src, i8>($a, $out),
+            ScalarType::I16 => $go::<N, $src, i16>($a, $out),
+            ScalarType::I32 => $go::<N, $src, i32>($a, $out),
+            ScalarType::I64 => $go::<N, $src, i64>($a, $out),
+            ScalarType::U8 => $go::<N, $src, u8>($a, $out),
+            ScalarType::U16 => $go::<N, $src, u16>($a, $out),
+            ScalarType::U32 => $go::<N, $src, u32>($a, $out),
+            ScalarType::U64 => $go::<N, $src, u64>($a, $out),
+            ScalarType::F16 => $go::<N, $src, f16>($a, $out),
+            ScalarType::BF16 => $go::<N, $src, bf16>($a, $out),
+            ScalarType::F32 => $go::<N, $src, f32>($a, $out),
+            ScalarType::F64 => $go::<N, $src, f64>($a, $out),
         }
     };
 }
 
-fn from_int_src<S: IntSrc, D: FromInt>(a: &Lanes, out: &mut Lanes) {
-    map1::<S, D>(a, out, |x| D::from_int(x.wide()));
+fn from_int_src<const N: usize, S: IntSrc, D: FromInt>(a: &[u64; N], out: &mut [u64; N]) {
+    map1::<N, S, D>(a, out, |x| D::from_int(x.wide()));
 }
 
-fn from_float_src<S: FloatSrc, D: FromFloat>(a: &Lanes, out: &mut Lanes) {
-    map1::<S, D>(a, out, |x| D::from_float(x.wide()));
+fn from_float_src<const N: usize, S: FloatSrc, D: FromFloat>(a: &[u64; N], out: &mut [u64; N]) {
+    map1::<N, S, D>(a, out, |x| D::from_float(x.wide()));
 }
 
 /// `out = a as to`, for `a` of type `from` (Rust's `as`; see the module docs).
-pub(crate) fn cast(from: ScalarType, to: ScalarType, a: &Lanes, out: &mut Lanes) {
+pub fn cast<const N: usize>(from: ScalarType, to: ScalarType, a: &[u64; N], out: &mut [u64; N]) {
     use ScalarType as S;
     match from {
         S::Bool => to_each!(to, from_int_src, bool, a, out),

@@ -1,0 +1,57 @@
+//! The executable definition of the IR's scalar operations (`Op::Unary`, `Op::Binary`,
+//! `Op::Ternary`, `Op::Compare`, `Op::Select`, `Op::Cast`), as `kernel.rs` documents them.
+//!
+//! One definition for every layer that computes a value: the emulator runs these functions
+//! over the 32 lanes of a warp, and the optimizer's constant folding runs the same functions
+//! over one lane (`N = 1`), then decides separately whether the GPU promises the same bits
+//! (it refuses NaNs, transcendental approximations, half-precision results; see
+//! `cuprum-opt`'s `eval`). So the optimizer cannot fold a value the emulator would compute
+//! differently.
+//!
+//! Every function takes registers as `[u64; N]`: each lane's value as bits, zero-extended
+//! (as [`crate::Constant`] holds them). `N` is at most 32, so a lane mask fits a `u32`.
+
+mod cast;
+mod lanes;
+
+pub use cast::{cast, f64_to_f32_odd};
+pub use lanes::{Num, OpFault, binary, compare, map1, map2, mul_add, select, unary};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BinaryOp, ScalarType};
+
+    #[test]
+    fn one_lane_and_thirty_two_lanes_agree() {
+        let a: [u64; 32] =
+            std::array::from_fn(|i| (i as u64).wrapping_mul(0x9e37_79b9) as u32 as u64);
+        let b: [u64; 32] = std::array::from_fn(|i| (i as u64 * 7 + 1) as u32 as u64);
+        let mut wide = [0u64; 32];
+        binary(BinaryOp::Div, ScalarType::I32, &a, &b, &mut wide, u32::MAX)
+            .expect("no zero divisor");
+        for lane in 0..32 {
+            let mut one = [0u64; 1];
+            binary(
+                BinaryOp::Div,
+                ScalarType::I32,
+                &[a[lane]],
+                &[b[lane]],
+                &mut one,
+                1,
+            )
+            .expect("no zero divisor");
+            assert_eq!(one[0], wide[lane], "lane {lane}");
+        }
+        let zero = [0u64; 1];
+        assert_eq!(
+            binary(BinaryOp::Rem, ScalarType::U8, &[5], &zero, &mut [0], 1),
+            Err(OpFault::DivideByZero { lane: 0 })
+        );
+        // An inactive lane's zero divisor is not an error.
+        assert_eq!(
+            binary(BinaryOp::Rem, ScalarType::U8, &[5], &zero, &mut [0], 0),
+            Ok(())
+        );
+    }
+}
