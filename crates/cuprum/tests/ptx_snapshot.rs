@@ -46,7 +46,7 @@ fn vecadd_ptx_matches_the_snapshot() -> Result<(), Box<dyn std::error::Error>> {
             "PTX for {} changed; review and bless with CUPRUM_BLESS=1.\n--- new ---\n{ptx}",
             target.name()
         );
-        if let Err(e) = cuprum_ptx::ptxas::check(&ptx, target) {
+        if let Err(e) = cuprum_testkit::ptxas::check(&ptx, target.name()) {
             panic!("ptxas rejected vecadd for {}: {e}", target.name());
         }
     }
