@@ -19,34 +19,41 @@
 
 use cuprum_iter::prelude::*;
 use cuprum_iter::{Layout, Tuning};
-use cuprum_runtime::BackendKind;
+use cuprum_runtime::{BackendKind, Error, Event, Stream};
+use cuprum_testkit::timing::{self, EventClock, Timing};
 
 const WARMUP: usize = 5;
 const REPS: usize = 50;
 
-/// The median over `REPS` event-timed runs of `run`, after `WARMUP` untimed ones, in ms.
-fn median_ms<T>(device: &GpuDevice, mut run: impl FnMut() -> GpuResult<T>) -> GpuResult<f64> {
-    for _ in 0..WARMUP {
-        drop(run()?);
+/// The device's stream, timed by the events recorded on it.
+struct Events<'a>(&'a Stream);
+
+impl EventClock for Events<'_> {
+    type Event = Event;
+    type Error = Error;
+    fn synchronize(&self) -> GpuResult<()> {
+        self.0.synchronize()
     }
-    device.synchronize()?;
-    let stream = device.stream();
-    let mut marks = Vec::with_capacity(REPS);
-    for _ in 0..REPS {
-        let start = stream.record_event()?;
-        let out = run()?;
-        let end = stream.record_event()?;
-        // Freed in stream order, after `end`.
-        drop(out);
-        marks.push((start, end));
+    fn record(&self) -> GpuResult<Event> {
+        self.0.record_event()
     }
-    device.synchronize()?;
-    let mut times = marks
-        .iter()
-        .map(|(s, e)| s.elapsed_ms(e))
-        .collect::<GpuResult<Vec<f32>>>()?;
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[REPS / 2]))
+    fn wait(&self, event: &Event) -> GpuResult<()> {
+        event.synchronize()
+    }
+    fn elapsed_ms(&self, start: &Event, end: &Event) -> GpuResult<f32> {
+        start.elapsed_ms(end)
+    }
+}
+
+/// The median over `REPS` event-timed runs of `run`, after `WARMUP` untimed ones, in ms. The
+/// runs are queued, not waited for one by one; what one returns is freed in stream order,
+/// after its end event.
+fn median_ms<T>(device: &GpuDevice, run: impl FnMut() -> GpuResult<T>) -> GpuResult<f64> {
+    timing::median_ms(
+        &Events(device.stream()),
+        Timing::new(WARMUP, REPS).queued(),
+        run,
+    )
 }
 
 fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&Tuning>) {

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use cuprum_iter::ChainStats;
 use cuprum_iter::prelude::*;
+use cuprum_testkit::timing::median;
 
 /// Repeated calls timed per size (the median is reported).
 const REPEATS: usize = 5;
@@ -197,9 +198,8 @@ fn main() -> GpuResult<()> {
                 replays.push(device.chain_stats().trace_time - stats.trace_time);
             }
             let r = delta(device.chain_stats(), before);
-            repeats.sort();
-            replays.sort();
-            let (repeat, replay) = (repeats[REPEATS / 2], replays[REPEATS / 2]);
+            let (repeat, replay) = (median(repeats), median(replays));
+            let (repeat, replay) = (repeat.expect("repeats"), replay.expect("repeats"));
             println!(
                 "| {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} ns | {}, {}, {} |",
                 ms(d.trace_time),

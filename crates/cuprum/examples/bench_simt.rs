@@ -12,13 +12,16 @@ use cuprum::simt::mma::mma_m16n8k16_bf16;
 use cuprum::simt::{
     SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread, warp,
 };
-use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, LaunchConfig1D, Stream};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, LaunchConfig1D};
 use cuprum::{cuda_module, half::bf16};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -229,27 +232,6 @@ mod kernels {
     }
 }
 
-/// The median of 50 event-timed runs of `launch`, after 5 untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..5 {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(50);
-    for _ in 0..50 {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[times.len() / 2]))
-}
-
 fn result(case: &str, size: &str, bytes: f64, flops: f64, ms: Option<f64>) {
     match ms {
         Some(ms) => println!(
@@ -308,7 +290,7 @@ fn bench_vecadd(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::R
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut c))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut c))?)
     } else {
         None
     };
@@ -346,7 +328,7 @@ fn bench_saxpy(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
     }
     // y keeps growing across the timed runs (by alpha * x each); the work is the same.
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut y))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut y))?)
     } else {
         None
     };
@@ -401,7 +383,7 @@ fn bench_softmax(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut y))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut y))?)
     } else {
         None
     };
@@ -483,7 +465,7 @@ fn bench_hgemm(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut c))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut c))?)
     } else {
         None
     };

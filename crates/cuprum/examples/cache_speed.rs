@@ -33,6 +33,9 @@ use cuprum_runtime::{KernelArg, LoadedModule};
 #[path = "common/cli.rs"]
 mod cli;
 use cli::arg;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
@@ -138,28 +141,6 @@ fn check(module: &LoadedModule, stream: &Stream) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
-/// The median of `reps` event-timed launches after 3 untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    reps: usize,
-    mut run: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..3 {
-        run()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        run()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
-}
-
 /// Writes `bytes` to `$OUT/<name>` when `$OUT` is set.
 fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(out) = std::env::var_os("OUT").filter(|o| !o.is_empty()) {
@@ -236,7 +217,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             let regs = module
                 .registers(index)
                 .map_or_else(|| "?".to_owned(), |r| r.to_string());
-            let ms = median_ms(&stream, reps, || {
+            let ms = median_ms(&stream, 3, reps, || {
                 launch(&module, &stream, index, kernel, n32, (&a, &b, &mut c))
             })?;
             cells.push((regs, ms));

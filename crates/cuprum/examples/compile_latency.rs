@@ -48,6 +48,7 @@ use cuprum::{BackendKind, CudaContext};
 use cuprum_ir::Module;
 use cuprum_runtime::LoadedModule;
 use cuprum_runtime::cache::{self, ModuleRoute};
+use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
@@ -89,16 +90,6 @@ struct Case {
     front: Option<Duration>,
     opt: Option<Duration>,
     ptx: Option<Duration>,
-}
-
-fn median(mut v: Vec<Duration>) -> Option<Duration> {
-    v.sort();
-    v.get(v.len() / 2).copied()
-}
-
-fn median_f64(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
 }
 
 /// The `#[cuda_module]` item of an example file, as the text the macro embeds (the module's
@@ -401,8 +392,8 @@ fn driver_columns(cases: &[Case], reps: usize, procs: usize) -> Res<Driver> {
             case.name.clone(),
             (
                 number(jit.get(key), "ms"),
-                cold.remove(key).and_then(median_f64),
-                warm.remove(key).and_then(median_f64),
+                cold.remove(key).and_then(median),
+                warm.remove(key).and_then(median),
             ),
         );
     }

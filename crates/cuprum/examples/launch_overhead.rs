@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
+use cuprum_testkit::timing::median;
 
 #[cuda_module]
 mod kernels {
@@ -65,8 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             per_launch.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
             ctx.synchronize()?;
         }
-        per_launch.sort_by(f64::total_cmp);
-        let median = per_launch[per_launch.len() / 2];
+        let median = median(per_launch).expect("rounds");
         println!("| {name} | {median:.2} |");
         println!("RESULT launch_overhead {name}: {median:.3} us");
     }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum::{CudaContext, cuda_module};
+use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
@@ -56,11 +57,6 @@ fn child(name: &str) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(at) = args.iter().position(|a| a == "--child") {
@@ -94,7 +90,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 _ => return Err(format!("the {name} child printed {text:?}").into()),
             }
         }
-        println!("| {name} | {:.3} | {:.3} |", median(irs), median(totals));
+        println!(
+            "| {name} | {:.3} | {:.3} |",
+            median(irs).expect("procs"),
+            median(totals).expect("procs")
+        );
     }
     Ok(())
 }
