@@ -17,6 +17,7 @@
 //! smaller input and times nothing. Set `CUPRUM_ITER_DUMP=1` to print the kernels' IR and
 //! PTX.
 
+use clap::Parser;
 use cuprum_iter::prelude::*;
 use cuprum_iter::{Layout, Tuning};
 use cuprum_runtime::{BackendKind, Error, Event, Stream};
@@ -75,11 +76,19 @@ fn fail(message: String) -> ! {
     std::process::exit(1);
 }
 
+/// Memory bandwidth of fused iterator chains.
+#[derive(Parser)]
+struct Args {
+    /// Also time a few launch tunings (block size, blocks per SM, bytes per thread, layout).
+    #[arg(long)]
+    sweep: bool,
+}
+
 fn main() -> GpuResult<()> {
+    let Args { sweep } = Args::parse();
     let device = GpuDevice::default()?;
     let gpu = size::benchmark_sizes(device.context().backend() == BackendKind::Cuda);
     let n: usize = if gpu { 1 << 28 } else { (1 << 20) + 77 };
-    let sweep = std::env::args().any(|a| a == "--sweep");
 
     // Exact in f32: small multiples of 1/4, so every sum below is exact too.
     let a: Vec<f32> = (0..n).map(|i| (i % 1024) as f32 * 0.25).collect();

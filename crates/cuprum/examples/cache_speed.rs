@@ -26,13 +26,13 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::Parser;
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use cuprum_runtime::cache::{LinkOption, ModuleRoute};
 use cuprum_runtime::{KernelArg, LoadedModule};
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::arg;
 #[path = "common/timing.rs"]
 mod timing;
 use timing::median_ms;
@@ -152,9 +152,19 @@ fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let n = arg(args, "--size", 4096)?;
-    let reps = arg(args, "--reps", 20)?;
+/// Times the SGEMM kernels through each way the driver can compile them.
+#[derive(Parser)]
+struct Args {
+    /// The order of the square matrices of the timed product.
+    #[arg(long, default_value_t = 4096, value_parser = cli::positive)]
+    size: usize,
+    /// Timed launches per way and kernel (the median is printed).
+    #[arg(long, default_value_t = 20, value_parser = cli::positive)]
+    reps: usize,
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (n, reps) = (args.size, args.reps);
     let ctx = match CudaContext::new(0) {
         Ok(ctx) if ctx.backend() == BackendKind::Cuda => ctx,
         Ok(emu) => {
@@ -231,8 +241,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    match run(&Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cache_speed: {e}");

@@ -43,6 +43,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use cuprum::iter::prelude::*;
 use cuprum::{BackendKind, CudaContext};
 use cuprum_ir::Module;
@@ -52,7 +53,6 @@ use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::arg;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -481,22 +481,22 @@ fn parent(runs: usize, reps: usize, procs: usize) -> Res<()> {
     Ok(())
 }
 
+/// Compile and start-up latency of every benchmark case's kernels.
+#[derive(Parser)]
+struct Args {
+    /// Runs of each host step (the median is reported).
+    #[arg(long, default_value_t = 50, value_parser = cli::positive)]
+    runs: usize,
+    /// JIT loads per case in one child process (the median is reported).
+    #[arg(long, default_value_t = 3, value_parser = cli::positive)]
+    reps: usize,
+    /// Pairs of cold and warm child processes (the medians are reported).
+    #[arg(long, default_value_t = 3, value_parser = cli::positive)]
+    procs: usize,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = (|| -> Result<_, String> {
-        Ok((
-            arg(&args, "--runs", 50)?,
-            arg(&args, "--reps", 3)?,
-            arg(&args, "--procs", 3)?,
-        ))
-    })();
-    let (runs, reps, procs) = match parsed {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("compile_latency: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let Args { runs, reps, procs } = Args::parse();
     let result = match std::env::var(ROLE_ENV) {
         Ok(role) => child(&role, reps),
         Err(_) => parent(runs, reps, procs),

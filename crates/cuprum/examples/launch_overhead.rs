@@ -9,9 +9,13 @@
 
 use std::time::Instant;
 
+use clap::Parser;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
 use cuprum_testkit::timing::median;
+
+#[path = "common/cli.rs"]
+mod cli;
 
 #[cuda_module]
 mod kernels {
@@ -27,18 +31,19 @@ mod kernels {
     }
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The host's cost of one launch, on one stream and across two.
+#[derive(Parser)]
+struct Args {
+    /// Launches per timed round.
+    #[arg(long, default_value_t = 20_000, value_parser = cli::positive)]
+    launches: usize,
+    /// Timed rounds per case (the median is printed).
+    #[arg(long, default_value_t = 7, value_parser = cli::positive)]
+    rounds: usize,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let launches = arg("--launches", 20_000);
-    let rounds = arg("--rounds", 7);
+    let Args { launches, rounds } = Args::parse();
     let ctx = CudaContext::new(0)?;
     let n = 1024;
     let stream = ctx.default_stream();
