@@ -57,7 +57,17 @@ fn median_ms<T>(device: &GpuDevice, run: impl FnMut() -> GpuResult<T>) -> GpuRes
     )
 }
 
-fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&Tuning>) {
+/// Prints the timing of one chain: a line for people, and the JSON record
+/// `benches/report.py` reads (as `case`).
+fn report(
+    what: &str,
+    case: &str,
+    n: usize,
+    bytes_per_elem: usize,
+    flops_per_elem: usize,
+    ms: f64,
+    tuning: Option<&Tuning>,
+) {
     let gbs = (bytes_per_elem * n) as f64 / (ms * 1e6);
     let tuning = tuning.map_or(String::new(), |t| {
         format!(
@@ -66,6 +76,17 @@ fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&
         )
     });
     println!("cuprum-iter {what} n={n} median {ms:.4} ms {gbs:.1} GB/s{tuning}");
+    let record = serde_json::json!({
+        "record": "result",
+        "case": case,
+        "impl": "cuprum",
+        "size": format!("n={n}"),
+        "bytes": (bytes_per_elem * n) as f64,
+        "flops": (flops_per_elem * n) as f64,
+        "ms": ms,
+        "tuning": tuning.trim(),
+    });
+    println!("{record}");
 }
 
 #[path = "../../cuprum/examples/common/size.rs"]
@@ -164,13 +185,29 @@ fn main() -> GpuResult<()> {
         let ms = median_ms(&device, || {
             (&da).zip(&db).map(|(x, y)| x + y).materialize(&device)
         })?;
-        report("zip-map-add materialize", n, 12, ms, tuning.as_ref());
+        report(
+            "zip-map-add materialize",
+            "iter_zip_add",
+            n,
+            12,
+            1,
+            ms,
+            tuning.as_ref(),
+        );
         let ms = median_ms(&device, || (&da).sum_on_device())?;
-        report("sum", n, 4, ms, tuning.as_ref());
+        report("sum", "iter_sum", n, 4, 1, ms, tuning.as_ref());
         let ms = median_ms(&device, || {
             (&da).zip(&db).map(|(x, y)| x * y).sum_on_device()
         })?;
-        report("zip-map-mul sum (dot)", n, 8, ms, tuning.as_ref());
+        report(
+            "zip-map-mul sum (dot)",
+            "iter_dot",
+            n,
+            8,
+            2,
+            ms,
+            tuning.as_ref(),
+        );
     }
     Ok(())
 }

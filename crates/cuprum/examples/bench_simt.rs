@@ -4,9 +4,10 @@
 //! `mma.sync`. Their CUDA C++ peers are in `benches/peers/bench_simt.cu`.
 //!
 //! Each case is checked against a CPU reference (sampled for the big sizes) and then timed
-//! with CUDA events: the median of 50 launches after 5 warm-up ones. Each prints one line
-//! `RESULT case=<name> impl=cuprum size=<desc> bytes=<n> flops=<n> ms=<median>`, which
-//! `benches/report.py` reads. On the emulator the sizes are tiny and nothing is timed.
+//! with CUDA events: the median of 50 launches after 5 warm-up ones. Each prints a line for
+//! people and a JSON record `{"record":"result","case":..,"impl":"cuprum","size":..,"bytes":..,
+//! "flops":..,"ms":..}`, which `benches/report.py` reads. On the emulator the sizes are tiny
+//! and nothing is timed.
 
 use cuprum::simt::mma::mma_m16n8k16_bf16;
 use cuprum::simt::{
@@ -17,6 +18,8 @@ use cuprum::{cuda_module, half::bf16};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -234,9 +237,14 @@ mod kernels {
 
 fn result(case: &str, size: &str, bytes: f64, flops: f64, ms: Option<f64>) {
     match ms {
-        Some(ms) => println!(
-            "RESULT case={case} impl=cuprum size={size} bytes={bytes:.0} flops={flops:.0} ms={ms:.5}"
-        ),
+        Some(ms) => {
+            println!(
+                "cuprum {case} {size} median {ms:.4} ms {:.1} GB/s {:.1} GFLOP/s",
+                bytes / (ms * 1e6),
+                flops / (ms * 1e6)
+            );
+            record::result(case, size, bytes, flops, ms);
+        }
         None => println!("PASSED: {case} {size} (not timed on the emulator)"),
     }
 }

@@ -19,6 +19,8 @@ mod kernels {
     }
 }
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -54,6 +56,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cuprum vecadd n={n} median {median:.4} ms  {:.1} GB/s ({:?})",
         12.0 * n as f64 / (median * 1e6),
         ctx.backend()
+    );
+    record::result(
+        "vecadd",
+        &format!("n={n}"),
+        12.0 * n as f64,
+        n as f64,
+        median,
     );
     if wrong != 0 {
         return Err(format!("FAILED: {wrong} wrong elements").into());

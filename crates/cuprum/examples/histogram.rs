@@ -15,6 +15,8 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, cuda_module
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -111,6 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum histogram n={n} median {ms:.4} ms {:.1} GB/s",
             n as f64 / (ms * 1e6)
         );
+        record::result("histogram", &format!("n={n}"), n as f64, 0.0, ms);
     }
     println!(
         "PASSED: histogram of {n} byte values on {}, all 256 bins exact",

@@ -2,7 +2,8 @@
 //! the stream ordering of buffers cost on the host. Cases: all launches on the default stream;
 //! all on one new stream (each launch records one mark for its buffers); alternating between
 //! two new streams that share the buffers (each launch also waits for the other stream's
-//! marks). Prints a table of medians (µs per launch, over rounds of `--launches` launches);
+//! marks). Prints a table of medians (µs per launch, over rounds of `--launches` launches)
+//! and a JSON record `{"record":"launch_overhead","case":..,"us":..}` per case;
 //! run on a GPU machine (on the emulator the kernel itself dominates).
 //!
 //! cargo run --release -p cuprum --example launch_overhead -- [--launches 20000] [--rounds 7]
@@ -16,6 +17,8 @@ use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/record.rs"]
+mod record;
 
 #[cuda_module]
 mod kernels {
@@ -73,7 +76,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let median = median(per_launch).expect("rounds");
         println!("| {name} | {median:.2} |");
-        println!("RESULT launch_overhead {name}: {median:.3} us");
+        record::Record::LaunchOverhead {
+            case: name,
+            us: median,
+        }
+        .print();
     }
     let got = out.to_host_vec(&stream)?;
     if got.iter().all(|&v| v == 5.0) {

@@ -14,6 +14,8 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, cuda_module
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -131,6 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum reduce n={n} median {ms:.4} ms {:.1} GB/s",
             4.0 * n as f64 / (ms * 1e6)
         );
+        record::result("reduce", &format!("n={n}"), 4.0 * n as f64, n as f64, ms);
     }
     println!(
         "PASSED: reduce of {n} f32 on {}: {got} vs f64 {want:.3}, relative error {rel:.2e} <= {tol:.2e}",

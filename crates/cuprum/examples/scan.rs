@@ -17,6 +17,8 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cud
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -192,6 +194,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum scan n={n} median {ms:.4} ms {:.1} GB/s",
             8.0 * n as f64 / (ms * 1e6)
         );
+        record::result("scan", &format!("n={n}"), 8.0 * n as f64, n as f64, ms);
     }
     println!(
         "PASSED: scan of {n} u32 on {}, all elements exact ({} levels)",

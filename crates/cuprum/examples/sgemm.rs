@@ -19,6 +19,8 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -168,6 +170,14 @@ fn run(
             variant.case(),
             p.size(),
             2.0 * p.m as f64 * p.n as f64 * p.k as f64 / (ms * 1e6)
+        );
+        let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+        record::result(
+            variant.case(),
+            &p.size(),
+            4.0 * (m * k + k * n + m * n),
+            2.0 * m * n * k,
+            ms,
         );
     }
     println!(

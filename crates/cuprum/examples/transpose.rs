@@ -13,6 +13,8 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
 #[path = "common/timing.rs"]
@@ -110,6 +112,13 @@ fn run(
         println!(
             "cuprum transpose {h}x{w} median {ms:.4} ms {:.1} GB/s",
             8.0 * (w * h) as f64 / (ms * 1e6)
+        );
+        record::result(
+            "transpose",
+            &format!("{h}x{w}"),
+            8.0 * (w * h) as f64,
+            0.0,
+            ms,
         );
     }
     println!(
