@@ -3,18 +3,21 @@
 and Triton peers, all in one log) into the benchmark table: a markdown table on stdout, and
 bench.csv, bench.png (if matplotlib is importable) and BENCHMARKS.md in --out.
 
-It reads two line formats:
-  RESULT case=<c> impl=<who> size=<s> bytes=<n> flops=<n> ms=<median>     (bench_simt, torch)
-  <who> <case words> <size> median <ms> ms <throughput> GB/s|GFLOP/s      (older examples/peers)
-where <who> is cuprum, cuprum-iter, cuda_c++, cublas, torch or "d2d" (the copy in vecadd.cu).
-Lines `RUNFAIL <label> <status>` (written by run_all.sh) and `FAILED...` are listed as failures.
-When a (case, impl, size) appears more than once the fastest median is kept.
+It reads the JSON records the programs print, one object per line, whose "record" field names
+the kind (every other line, the tables and lines for people included, is ignored):
+  {"record": "result", "case": c, "impl": who, "size": s, "bytes": n, "flops": n, "ms": median}
+from the cuprum examples (impl "cuprum") and their peers in benches/peers/ (impl "cuda",
+"cublas", "torch", "triton"; case "copy" is the device-to-device copy, the bandwidth ceiling).
+Lines `RUNFAIL <label> <status>` (written by run_all.sh) and `FAILED...` are listed as failures,
+and so is a record that does not parse. When a (case, impl, size) appears more than once the
+fastest median is kept.
 
-The compile and start-up latency section comes from the lines of the compile_latency example:
-  LATENCY case=<c> kernels=<k> ptx_bytes=<b> front_us=<t> opt_us=<t> ptx_us=<t> jit_ms=<t>
-          cold_ms=<t> warm_ms=<t> names=<kernel,...>       (one line; `-` = not measured)
-  LATENCY_PROCESS role=jit|cold|warm context_ms=<t> first_load_ms=<t>
-  LATENCY_WARNING case=<c> <text>
+The compile and start-up latency section comes from the records of the compile_latency example:
+  {"record": "latency", "case": c, "kernels": k, "ptx_bytes": b, "front_us": t, "opt_us": t,
+   "ptx_us": t, "jit_ms": t, "cold_ms": t, "warm_ms": t, "names": [kernel, ...]}
+                                                              (null = not measured)
+  {"record": "latency_process", "role": "jit"|"cold"|"warm", "context_ms": t, "first_load_ms": t}
+  {"record": "latency_warning", "case": c, "text": why}
 When a case appears more than once, each time column keeps its smallest value.
 
 Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
@@ -24,22 +27,9 @@ Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
 import argparse
 import csv
 import datetime
+import json
 import os
-import re
 import sys
-
-# Old-format case names -> canonical case names, per producer.
-LEGACY_CASES = {
-    ("cuprum-iter", "zip-map-add materialize"): "iter_zip_add",
-    ("cuprum-iter", "sum"): "iter_sum",
-    ("cuprum-iter", "zip-map-mul sum (dot)"): "iter_dot",
-    ("torch", "a + b"): "vecadd",
-    ("torch", "a.sum()"): "sum",
-    ("torch", "torch.dot(a, b)"): "dot",
-    ("d2d", "copy"): "copy",
-}
-IMPLS = {"cuprum": "cuprum", "cuprum-iter": "cuprum", "cuda_c++": "cuda", "cublas": "cublas",
-         "torch": "torch", "d2d": "cuda"}
 
 # For each cuprum case: the peer records it is compared with, as (case, impl or None = any
 # non-cuprum impl). The case itself (any impl) is always included.
@@ -50,11 +40,6 @@ PEERS = {
     "iter_dot": [("dot", None)],
     "sgemm_reg": [("sgemm", "cublas"), ("sgemm", "torch")],
 }
-
-RESULT_RE = re.compile(r"^RESULT\s+(.*)$")
-LEGACY_RE = re.compile(
-    r"^(cuprum-iter|cuprum|cuda_c\+\+|cublas|torch|d2d)\s+(.+?)\s+(n=\d+|\d+x\d+(?:x\d+)?)\s+"
-    r"median\s+([0-9.eE+-]+)\s+ms\s+([0-9.eE+-]+)\s+(GB/s|GFLOP/s)")
 
 COLUMNS = ["case", "size", "work", "cuprum ms", "peer", "peer ms", "ratio (peer/cuprum)",
            "cuprum throughput", "peer throughput", "% of copy BW"]
@@ -77,8 +62,6 @@ counted work divided by the median time, in GB/s (memory-bound) or TFLOP/s (matr
 for memory-bound kernels."""
 
 
-LATENCY_RE = re.compile(r"^LATENCY\s+(case=.*)$")
-LATENCY_PROCESS_RE = re.compile(r"^LATENCY_PROCESS\s+(.*)$")
 LATENCY_TIMES = ["front_us", "opt_us", "ptx_us", "jit_ms", "cold_ms", "warm_ms"]
 LATENCY_COLUMNS = ["case", "kernels", "PTX bytes", "front end µs", "optimizer µs", "PTX writer µs",
                    "JIT load ms", "cold process ms", "warm process ms"]
@@ -105,43 +88,59 @@ nothing compiled). Cold and warm are medians over 3 such pairs of processes. `-`
 measured."""
 
 
+def record_of(line):
+    """The record a (stripped) line holds: a JSON object with a "record" field; "bad" for a line
+    that looks like one but does not parse; None for any other line."""
+    if not line.startswith("{"):
+        return None
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return "bad" if '"record"' in line else None
+    return rec if isinstance(rec, dict) and "record" in rec else None
+
+
+def records(lines):
+    """The records of `lines`, in order (lines that do not parse left out)."""
+    for raw in lines:
+        rec = record_of(raw.strip())
+        if isinstance(rec, dict):
+            yield rec
+
+
+def number(v):
+    """v as a float, or None when it is missing or not a number."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
 def parse_latency(lines):
     """Returns ({case: record}, [case order], {role: [(context_ms, first_load_ms)]}, [warnings])."""
     cases, order, processes, warnings = {}, [], {}, []
-
-    def number(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return None
-
-    for raw in lines:
-        line = raw.strip()
-        if line.startswith("LATENCY_WARNING"):
-            warnings.append(line[len("LATENCY_WARNING"):].strip())
-            continue
-        m = LATENCY_PROCESS_RE.match(line)
-        if m:
-            kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
-            processes.setdefault(kv.get("role", "?"), []).append(
-                (number(kv.get("context_ms")), number(kv.get("first_load_ms"))))
-            continue
-        m = LATENCY_RE.match(line)
-        if not m:
-            continue
-        kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
-        case = kv["case"]
-        rec = cases.get(case)
-        if rec is None:
-            order.append(case)
-            rec = cases[case] = {t: None for t in LATENCY_TIMES}
-        rec["kernels"] = kv.get("kernels", "-")
-        rec["ptx_bytes"] = kv.get("ptx_bytes", "-")
-        rec["names"] = [n for n in kv.get("names", "").split(",") if n]
-        for t in LATENCY_TIMES:
-            v = number(kv.get(t))
-            if v is not None and (rec[t] is None or v < rec[t]):
-                rec[t] = v
+    for rec in records(lines):
+        kind = rec["record"]
+        if kind == "latency_warning":
+            warnings.append(f"case={rec.get('case', '?')} {rec.get('text', '')}")
+        elif kind == "latency_process":
+            processes.setdefault(rec.get("role", "?"), []).append(
+                (number(rec.get("context_ms")), number(rec.get("first_load_ms"))))
+        elif kind == "latency" and "case" in rec:
+            case = rec["case"]
+            got = cases.get(case)
+            if got is None:
+                order.append(case)
+                got = cases[case] = {t: None for t in LATENCY_TIMES}
+            got["kernels"] = str(rec.get("kernels", "-"))
+            got["ptx_bytes"] = str(rec.get("ptx_bytes", "-"))
+            got["names"] = [str(n) for n in rec.get("names") or []]
+            for t in LATENCY_TIMES:
+                v = number(rec.get(t))
+                if v is not None and (got[t] is None or v < got[t]):
+                    got[t] = v
     return cases, order, processes, warnings
 
 
@@ -164,7 +163,7 @@ def latency_markdown(lines, gpu, driver, now):
     cases, order, processes, warnings = parse_latency(lines)
     md = ["## Compile and start-up latency", ""]
     if not order:
-        return md + ["Not measured: the log has no `LATENCY` lines (did `compile_latency` run?).",
+        return md + ["Not measured: the log has no `latency` records (did `compile_latency` run?).",
                      ""], []
     rows = latency_rows(cases, order)
     md += [f"{now}, {gpu}, driver {driver}.", "", LATENCY_EXPLANATION, "",
@@ -201,30 +200,22 @@ def parse(lines):
     recs, order, failures = {}, [], []
     for raw in lines:
         line = raw.strip()
-        rec = None
-        m = RESULT_RE.match(line)
-        if m:
-            kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
-            try:
-                rec = {"case": kv["case"], "impl": kv.get("impl", "cuprum"), "size": kv.get("size", "-"),
-                       "bytes": float(kv.get("bytes", 0)), "flops": float(kv.get("flops", 0)),
-                       "ms": float(kv["ms"])}
-            except (KeyError, ValueError):
-                failures.append(f"unparsable: {line}")
-                continue
-        else:
-            m = LEGACY_RE.match(line)
-            if m:
-                who, words, size, ms, tp, unit = m.groups()
-                ms, tp = float(ms), float(tp)
-                case = LEGACY_CASES.get((who, words), words.replace(" ", "_"))
-                work = tp * ms * 1e6
-                rec = {"case": case, "impl": IMPLS[who], "size": size,
-                       "bytes": work if unit == "GB/s" else 0.0,
-                       "flops": work if unit == "GFLOP/s" else 0.0, "ms": ms}
-            elif line.startswith("RUNFAIL") or line.startswith("FAILED"):
-                failures.append(line)
-        if rec is None or not rec["ms"] > 0:
+        if line.startswith("RUNFAIL") or line.startswith("FAILED"):
+            failures.append(line)
+            continue
+        got = record_of(line)
+        if got == "bad":
+            failures.append(f"unparsable: {line}")
+            continue
+        if got is None or got["record"] != "result":
+            continue
+        rec = {"case": got.get("case"), "impl": got.get("impl", "cuprum"),
+               "size": str(got.get("size", "-")), "bytes": number(got.get("bytes", 0)),
+               "flops": number(got.get("flops", 0)), "ms": number(got.get("ms"))}
+        if not isinstance(rec["case"], str) or None in (rec["bytes"], rec["flops"], rec["ms"]):
+            failures.append(f"unparsable: {line}")
+            continue
+        if not rec["ms"] > 0:
             continue
         key = (rec["case"], rec["impl"], rec["size"])
         if rec["case"] not in order:
@@ -392,6 +383,8 @@ def self_test():
     assert by[("copy", "torch")]["peer throughput"] == "4000 GB/s"
     assert by[("saxpy", "-")]["peer ms"] == "-"
     assert any("RUNFAIL" in f for f in failures)
+    assert any(f.startswith("unparsable: ") for f in failures), failures  # a truncated record
+    assert all(" " not in r["case"] for r in rows), rows  # the lines for people are not read
     lat = {r["case"]: r for r in latency}
     assert list(lat) == ["vecadd", "sgemm", "iter_sum"], list(lat)
     assert lat["vecadd"]["front end µs"] == "100.0", lat["vecadd"]  # the smaller of two rounds

@@ -52,7 +52,7 @@ run() {
   timeout 900 "$@" >"$TMP/one.txt" 2>&1
   local rc=$?
   cat "$TMP/one.txt" >>"$LOG"
-  grep -E '^(RESULT|PASSED|FAILED|LATENCY)|median' "$TMP/one.txt" >&2
+  grep -E '^(\{"record"|PASSED|FAILED)|median' "$TMP/one.txt" >&2
   [ $rc -eq 0 ] || fail "$label" "$rc"
 }
 

@@ -3,8 +3,8 @@
 // plus cuBLAS bf16 GEMM (cublasGemmEx, CUDA_R_16BF in, f32 out, compute 32F) as the ceiling
 // for hgemm. Same sizes, data, launch shapes and timing (median of 50 event-timed launches
 // after 5 warm-up ones) as the cuprum example; each case is checked (sampled) on the CPU.
-// Prints `RESULT case=<name> impl=cuda|cublas size=... bytes=... flops=... ms=...` lines,
-// read by benches/report.py. A failing case prints FAILED and the others still run.
+// Prints a line for people and a JSON record `{"record":"result","case":..,"impl":"cuda"|"cublas",
+// "size":..,"bytes":..,"flops":..,"ms":..}` (record.h) per case, read by benches/report.py. A failing case prints FAILED and the others still run.
 // Build: nvcc -O3 -arch=sm_90 -o bench_simt_cuda bench_simt.cu -lcublas   (or -DNO_CUBLAS)
 #include <algorithm>
 #include <cmath>
@@ -19,6 +19,7 @@
 #include <cuda_bf16.h>
 #ifndef NO_CUBLAS
 #include <cublas_v2.h>
+#include "record.h"
 #endif
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
@@ -128,8 +129,9 @@ static double median_ms(const std::function<void()>& launch) {
 }
 
 static void result(const char* c, const char* impl, const char* size, double bytes, double flops, double ms) {
-  std::printf("RESULT case=%s impl=%s size=%s bytes=%.0f flops=%.0f ms=%.5f\n", c, impl, size, bytes, flops, ms);
-  std::fflush(stdout);
+  std::printf("%s %s %s median %.4f ms %.1f GB/s %.1f GFLOP/s\n", impl, c, size, ms, bytes / (ms * 1e6),
+              flops / (ms * 1e6));
+  print_result(c, impl, size, bytes, flops, ms);
 }
 
 static std::vector<size_t> sample(size_t n) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <vector>
+#include "record.h"
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
   std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
@@ -83,6 +84,8 @@ int main() {
   std::sort(ms.begin(), ms.end());
   double med = ms[ms.size() / 2];
   std::printf("cuda_c++ histogram n=%zu median %.4f ms %.1f GB/s\n", n, med, 1.0 * n / (med * 1e6));
+  char size[64]; std::snprintf(size, sizeof size, "n=%zu", n);
+  print_result("histogram", "cuda", size, 1.0 * n, 0.0, med);
   if (wrong) {
     std::fprintf(stderr, "FAILED: histogram: %d of 256 bins wrong\n", wrong);
     return 1;

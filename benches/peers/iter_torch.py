@@ -7,11 +7,14 @@ each run; all runs are queued before any is waited for, so the host's own overhe
 the previous run, and the median of the 50 device-side times is reported. Bytes counted per
 element: 12 for `a + b` (two reads, one write, the output allocated by the caching
 allocator, as cuprum's `materialize` allocates), 4 for `a.sum()`, 8 for `torch.dot(a, b)`.
+Each prints a line for people and a JSON record (`{"record": "result", "case": "vecadd"|"sum"|
+"dot", "impl": "torch", ...}`, as benches/report.py reads).
 
 Usage: python3 benches/peers/iter_torch.py [--n 268435456]
 """
 
 import argparse
+import json
 import statistics
 import sys
 
@@ -38,9 +41,12 @@ def median_ms(fn):
     return statistics.median(s.elapsed_time(e) for s, e in marks)
 
 
-def report(what, n, bytes_per_elem, ms):
+def report(what, case, n, bytes_per_elem, flops_per_elem, ms):
     gbs = bytes_per_elem * n / (ms * 1e6)
     print(f"torch {what} n={n} median {ms:.4f} ms {gbs:.1f} GB/s")
+    print(json.dumps({"record": "result", "case": case, "impl": "torch", "size": f"n={n}",
+                      "bytes": bytes_per_elem * n, "flops": flops_per_elem * n, "ms": ms}),
+          flush=True)
 
 
 def main():
@@ -65,9 +71,9 @@ def main():
         print(f"FAILED: a.sum() = {got}, f64 {want}", file=sys.stderr)
         return 1
     print(f"PASSED: a + b and a.sum() of {n} float32 on {torch.cuda.get_device_name()}")
-    report("a + b", n, 12, median_ms(lambda: a + b))
-    report("a.sum()", n, 4, median_ms(lambda: a.sum()))
-    report("torch.dot(a, b)", n, 8, median_ms(lambda: torch.dot(a, b)))
+    report("a + b", "vecadd", n, 12, 1, median_ms(lambda: a + b))
+    report("a.sum()", "sum", n, 4, 1, median_ms(lambda: a.sum()))
+    report("torch.dot(a, b)", "dot", n, 8, 2, median_ms(lambda: torch.dot(a, b)))
     return 0
 
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 #include <vector>
+#include "record.h"
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
   std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
@@ -93,6 +94,8 @@ int main() {
   std::sort(ms.begin(), ms.end());
   double med = ms[ms.size() / 2];
   std::printf("cuda_c++ reduce n=%zu median %.4f ms %.1f GB/s\n", n, med, 4.0 * n / (med * 1e6));
+  char size[64]; std::snprintf(size, sizeof size, "n=%zu", n);
+  print_result("reduce", "cuda", size, 4.0 * n, 1.0 * n, med);
   if (!(rel <= tol)) {
     std::fprintf(stderr, "FAILED: reduce sum %.9g, f64 reference %.9g, relative error %.3g > %.3g (seed %u)\n",
                  got, want, rel, tol, seed);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <vector>
+#include "record.h"
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
   std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
@@ -114,6 +115,8 @@ int main() {
   double med = ms[ms.size() / 2];
   // Throughput counts the 8 bytes per element a single-pass scan must move.
   std::printf("cuda_c++ scan n=%zu median %.4f ms %.1f GB/s\n", n, med, 8.0 * n / (med * 1e6));
+  char size[64]; std::snprintf(size, sizeof size, "n=%zu", n);
+  print_result("scan", "cuda", size, 8.0 * n, 1.0 * n, med);
   if (wrong) {
     std::fprintf(stderr, "FAILED: scan: %zu of %zu elements wrong\n", wrong, n);
     return 1;

@@ -16,6 +16,7 @@
 #include <vector>
 #ifndef NO_CUBLAS
 #include <cublas_v2.h>
+#include "record.h"
 #endif
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
@@ -186,6 +187,8 @@ static int run(std::mt19937& rng, unsigned m, unsigned n, unsigned k, int reps, 
         return 1;
       }
       std::printf("cuda_c++ %s median %.4f ms %.1f GFLOP/s\n", what, med, flop / (med * 1e6));
+      char size[64]; std::snprintf(size, sizeof size, "%ux%ux%u", m, n, k);
+      print_result(name, "cuda", size, 4.0 * ((double)m * k + (double)k * n + (double)m * n), flop, med);
     }
     std::printf("PASSED: %s, %zu rows checked\n", what, rows.size());
   }
@@ -217,6 +220,8 @@ static int run(std::mt19937& rng, unsigned m, unsigned n, unsigned k, int reps, 
       return 1;
     }
     std::printf("cublas sgemm %ux%ux%u median %.4f ms %.1f GFLOP/s\n", m, n, k, med, flop / (med * 1e6));
+    char size[64]; std::snprintf(size, sizeof size, "%ux%ux%u", m, n, k);
+    print_result("sgemm", "cublas", size, 4.0 * ((double)m * k + (double)k * n + (double)m * n), flop, med);
     cublasDestroy(h);
   }
 #endif

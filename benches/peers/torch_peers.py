@@ -3,15 +3,17 @@
 (benches/run_all.sh): the same cases on the same sizes as the cuprum examples, each checked
 once, then timed as the median of 50 runs bracketed by torch.cuda.Event after 5 warm-up runs.
 
-Prints one line per case, read by benches/report.py:
-    RESULT case=<name> impl=torch|triton size=<desc> bytes=<n> flops=<n> ms=<median>
-plus `RESULT case=copy impl=torch ...`, a device-to-device copy of 2^28 f32 whose GB/s is the
-ceiling the memory-bound cases are measured against. A case that fails prints FAILED on
+Prints a line for people and a JSON record per case, read by benches/report.py:
+    {"record": "result", "case": <name>, "impl": "torch"|"triton", "size": <desc>,
+     "bytes": <n>, "flops": <n>, "ms": <median>}
+plus the record of case "copy" (impl torch), a device-to-device copy of 2^28 f32 whose GB/s is
+the ceiling the memory-bound cases are measured against. A case that fails prints FAILED on
 stderr and the others still run; the exit status is 1 if any failed.
 
 Usage: python3 benches/peers/torch_peers.py [--quick]   (--quick: small sizes, for a smoke test)
 """
 
+import json
 import statistics
 import sys
 import traceback
@@ -41,8 +43,10 @@ def median_ms(fn):
 
 
 def result(case, impl, size, bytes_, flops, ms):
-    print(f"RESULT case={case} impl={impl} size={size} bytes={bytes_:.0f} flops={flops:.0f} ms={ms:.5f}",
-          flush=True)
+    print(f"{impl} {case} {size} median {ms:.4f} ms {bytes_ / (ms * 1e6):.1f} GB/s "
+          f"{flops / (ms * 1e6):.1f} GFLOP/s")
+    print(json.dumps({"record": "result", "case": case, "impl": impl, "size": size,
+                      "bytes": bytes_, "flops": flops, "ms": ms}), flush=True)
 
 
 def case(fn):

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <vector>
+#include "record.h"
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
   std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
@@ -74,6 +75,8 @@ static int run(std::mt19937& rng, unsigned w, unsigned h, int reps) {
     std::sort(ms.begin(), ms.end());
     double med = ms[ms.size() / 2];
     std::printf("cuda_c++ transpose %ux%u median %.4f ms %.1f GB/s\n", h, w, med, 8.0 * len / (med * 1e6));
+    char size[64]; std::snprintf(size, sizeof size, "%ux%u", h, w);
+    print_result("transpose", "cuda", size, 8.0 * len, 0.0, med);
   }
   std::printf("PASSED: transpose %ux%u, all %zu elements exact\n", h, w, len);
   CHECK(cudaFree(in));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <vector>
+#include "record.h"
 
 #define CHECK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { \
   std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(err_)); return 1; } } while (0)
@@ -37,6 +38,8 @@ int main() {
   std::sort(ms.begin(), ms.end());
   double med = ms[ms.size() / 2];
   std::printf("cuda_c++ vecadd n=%zu median %.4f ms  %.1f GB/s\n", n, med, 12.0 * n / (med * 1e6));
+  char size[64]; std::snprintf(size, sizeof size, "n=%zu", n);
+  print_result("vecadd", "cuda", size, 12.0 * n, 1.0 * n, med);
   // D2D copy bandwidth as the ceiling (bytes read + written).
   for (int r = 0; r < 3; r++) CHECK(cudaMemcpy(c, a, n * 4, cudaMemcpyDeviceToDevice));
   ms.clear();
@@ -47,5 +50,6 @@ int main() {
   std::sort(ms.begin(), ms.end());
   med = ms[ms.size() / 2];
   std::printf("d2d copy n=%zu median %.4f ms  %.1f GB/s\n", n, med, 8.0 * n / (med * 1e6));
+  print_result("copy", "cuda", size, 8.0 * n, 0.0, med);
   return 0;
 }

@@ -145,7 +145,7 @@ fn ptxas_assembles_a_sample_when_available() {
                 Ok(p) => p,
                 Err(e) => panic!("module {m}: {e}"),
             };
-            if let Err(e) = cuprum_ptx::ptxas::assemble(&ptx, target) {
+            if let Err(e) = cuprum_testkit::ptxas::assemble(&ptx, target.name()) {
                 panic!("module {m} ({}): {e}", target.name());
             }
         }

@@ -17,39 +17,57 @@
 //! smaller input and times nothing. Set `CUPRUM_ITER_DUMP=1` to print the kernels' IR and
 //! PTX.
 
+use clap::Parser;
 use cuprum_iter::prelude::*;
 use cuprum_iter::{Layout, Tuning};
-use cuprum_runtime::BackendKind;
+use cuprum_runtime::{BackendKind, Error, Event, Stream};
+use cuprum_testkit::timing::{self, EventClock, Timing};
 
 const WARMUP: usize = 5;
 const REPS: usize = 50;
 
-/// The median over `REPS` event-timed runs of `run`, after `WARMUP` untimed ones, in ms.
-fn median_ms<T>(device: &GpuDevice, mut run: impl FnMut() -> GpuResult<T>) -> GpuResult<f64> {
-    for _ in 0..WARMUP {
-        drop(run()?);
+/// The device's stream, timed by the events recorded on it.
+struct Events<'a>(&'a Stream);
+
+impl EventClock for Events<'_> {
+    type Event = Event;
+    type Error = Error;
+    fn synchronize(&self) -> GpuResult<()> {
+        self.0.synchronize()
     }
-    device.synchronize()?;
-    let stream = device.stream();
-    let mut marks = Vec::with_capacity(REPS);
-    for _ in 0..REPS {
-        let start = stream.record_event()?;
-        let out = run()?;
-        let end = stream.record_event()?;
-        // Freed in stream order, after `end`.
-        drop(out);
-        marks.push((start, end));
+    fn record(&self) -> GpuResult<Event> {
+        self.0.record_event()
     }
-    device.synchronize()?;
-    let mut times = marks
-        .iter()
-        .map(|(s, e)| s.elapsed_ms(e))
-        .collect::<GpuResult<Vec<f32>>>()?;
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[REPS / 2]))
+    fn wait(&self, event: &Event) -> GpuResult<()> {
+        event.synchronize()
+    }
+    fn elapsed_ms(&self, start: &Event, end: &Event) -> GpuResult<f32> {
+        start.elapsed_ms(end)
+    }
 }
 
-fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&Tuning>) {
+/// The median over `REPS` event-timed runs of `run`, after `WARMUP` untimed ones, in ms. The
+/// runs are queued, not waited for one by one; what one returns is freed in stream order,
+/// after its end event.
+fn median_ms<T>(device: &GpuDevice, run: impl FnMut() -> GpuResult<T>) -> GpuResult<f64> {
+    timing::median_ms(
+        &Events(device.stream()),
+        Timing::new(WARMUP, REPS).queued(),
+        run,
+    )
+}
+
+/// Prints the timing of one chain: a line for people, and the JSON record
+/// `benches/report.py` reads (as `case`).
+fn report(
+    what: &str,
+    case: &str,
+    n: usize,
+    bytes_per_elem: usize,
+    flops_per_elem: usize,
+    ms: f64,
+    tuning: Option<&Tuning>,
+) {
     let gbs = (bytes_per_elem * n) as f64 / (ms * 1e6);
     let tuning = tuning.map_or(String::new(), |t| {
         format!(
@@ -58,6 +76,17 @@ fn report(what: &str, n: usize, bytes_per_elem: usize, ms: f64, tuning: Option<&
         )
     });
     println!("cuprum-iter {what} n={n} median {ms:.4} ms {gbs:.1} GB/s{tuning}");
+    let record = serde_json::json!({
+        "record": "result",
+        "case": case,
+        "impl": "cuprum",
+        "size": format!("n={n}"),
+        "bytes": (bytes_per_elem * n) as f64,
+        "flops": (flops_per_elem * n) as f64,
+        "ms": ms,
+        "tuning": tuning.trim(),
+    });
+    println!("{record}");
 }
 
 #[path = "../../cuprum/examples/common/size.rs"]
@@ -68,11 +97,19 @@ fn fail(message: String) -> ! {
     std::process::exit(1);
 }
 
+/// Memory bandwidth of fused iterator chains.
+#[derive(Parser)]
+struct Args {
+    /// Also time a few launch tunings (block size, blocks per SM, bytes per thread, layout).
+    #[arg(long)]
+    sweep: bool,
+}
+
 fn main() -> GpuResult<()> {
+    let Args { sweep } = Args::parse();
     let device = GpuDevice::default()?;
     let gpu = size::benchmark_sizes(device.context().backend() == BackendKind::Cuda);
     let n: usize = if gpu { 1 << 28 } else { (1 << 20) + 77 };
-    let sweep = std::env::args().any(|a| a == "--sweep");
 
     // Exact in f32: small multiples of 1/4, so every sum below is exact too.
     let a: Vec<f32> = (0..n).map(|i| (i % 1024) as f32 * 0.25).collect();
@@ -148,13 +185,29 @@ fn main() -> GpuResult<()> {
         let ms = median_ms(&device, || {
             (&da).zip(&db).map(|(x, y)| x + y).materialize(&device)
         })?;
-        report("zip-map-add materialize", n, 12, ms, tuning.as_ref());
+        report(
+            "zip-map-add materialize",
+            "iter_zip_add",
+            n,
+            12,
+            1,
+            ms,
+            tuning.as_ref(),
+        );
         let ms = median_ms(&device, || (&da).sum_on_device())?;
-        report("sum", n, 4, ms, tuning.as_ref());
+        report("sum", "iter_sum", n, 4, 1, ms, tuning.as_ref());
         let ms = median_ms(&device, || {
             (&da).zip(&db).map(|(x, y)| x * y).sum_on_device()
         })?;
-        report("zip-map-mul sum (dot)", n, 8, ms, tuning.as_ref());
+        report(
+            "zip-map-mul sum (dot)",
+            "iter_dot",
+            n,
+            8,
+            2,
+            ms,
+            tuning.as_ref(),
+        );
     }
     Ok(())
 }

@@ -24,8 +24,10 @@
 
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use cuprum_iter::ChainStats;
 use cuprum_iter::prelude::*;
+use cuprum_testkit::timing::median;
 
 /// Repeated calls timed per size (the median is reported).
 const REPEATS: usize = 5;
@@ -122,17 +124,26 @@ fn delta(after: ChainStats, before: ChainStats) -> ChainStats {
     }
 }
 
+/// How the host cost of an iterator chain grows with the operations its closure traces.
+#[derive(Parser)]
+struct Args {
+    /// Operations per chain, one table row each (`20_000` and `20,000` read as 20000).
+    #[arg(value_name = "N", value_parser = operations)]
+    sizes: Vec<usize>,
+    /// Skip a size whose first call is estimated to take longer than this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    budget: f64,
+}
+
+/// A number of operations, with `_` or `,` between its digits allowed.
+fn operations(text: &str) -> Result<usize, String> {
+    text.replace(['_', ','], "")
+        .parse()
+        .map_err(|e| format!("{text:?}: {e}"))
+}
+
 fn main() -> GpuResult<()> {
-    let mut sizes: Vec<usize> = Vec::new();
-    let mut budget = 60.0f64;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--budget" {
-            budget = args.next().and_then(|b| b.parse().ok()).unwrap_or(budget);
-        } else if let Ok(n) = a.replace(['_', ','], "").parse() {
-            sizes.push(n);
-        }
-    }
+    let Args { mut sizes, budget } = Args::parse();
     if sizes.is_empty() {
         sizes = vec![2_000, 20_000, 200_000];
     }
@@ -197,9 +208,8 @@ fn main() -> GpuResult<()> {
                 replays.push(device.chain_stats().trace_time - stats.trace_time);
             }
             let r = delta(device.chain_stats(), before);
-            repeats.sort();
-            replays.sort();
-            let (repeat, replay) = (repeats[REPEATS / 2], replays[REPEATS / 2]);
+            let (repeat, replay) = (median(repeats), median(replays));
+            let (repeat, replay) = (repeat.expect("repeats"), replay.expect("repeats"));
             println!(
                 "| {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} ns | {}, {}, {} |",
                 ms(d.trace_time),

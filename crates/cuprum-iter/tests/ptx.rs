@@ -1,6 +1,6 @@
 //! Every kind of kernel the iterator track generates, for several element types, written as
 //! PTX for sm_80 and sm_90 and assembled by `ptxas` (when it is installed; see
-//! `cuprum_ptx::ptxas`). The chains run on whatever backend `CUPRUM_DEVICE` selects first,
+//! `cuprum_testkit::ptxas`). The chains run on whatever backend `CUPRUM_DEVICE` selects first,
 //! which also checks their results; the PTX check then covers every compiled module.
 
 mod common;
@@ -65,7 +65,7 @@ fn generated_kernels_assemble_for_every_target() {
                     cuprum_ir::print_module(module)
                 ),
             };
-            if let Err(e) = cuprum_ptx::ptxas::check(&ptx, target) {
+            if let Err(e) = cuprum_testkit::ptxas::check(&ptx, target.name()) {
                 panic!("{e}\n{ptx}");
             }
         }

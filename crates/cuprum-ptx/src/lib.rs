@@ -12,8 +12,8 @@
 //! flow, memory, atomics, warp operations), `ops` (values, casts), `math` and
 //! `transcendental` (float sequences, with their measured accuracy), `warp_matrix`
 //! (`mma.sync`, `ldmatrix`, `cp.async`), `printf` (device `printf` through `vprintf`),
-//! `analysis` (which loads may use the read-only cache), and [`ptxas`] (finding and running
-//! NVIDIA's assembler in tests).
+//! and `analysis` (which loads may use the read-only cache). (The tests assemble what it
+//! writes with `ptxas`, through `cuprum-testkit`.)
 //!
 //! # Machine parameters
 //!
@@ -46,7 +46,6 @@ mod emit;
 mod math;
 mod ops;
 mod printf;
-pub mod ptxas;
 mod regs;
 mod transcendental;
 mod warp_matrix;

@@ -422,7 +422,7 @@ fn the_async_proxy_fence_needs_sm_90() {
         Err(e) => panic!("{e}"),
     };
     assert!(ptx.contains("\tfence.proxy.async;\n"), "{ptx}");
-    if let Err(e) = cuprum_ptx::ptxas::check(&ptx, cuprum_ptx::Target::Sm90) {
+    if let Err(e) = cuprum_testkit::ptxas::check(&ptx, cuprum_ptx::Target::Sm90.name()) {
         panic!("{e}\n{ptx}");
     }
     match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm80) {

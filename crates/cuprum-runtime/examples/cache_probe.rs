@@ -20,6 +20,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::Parser;
 use cuprum_ir::{
     AddressSpace, BinaryOp, Block, CmpOp, Constant, Dim, Kernel, KernelBuilder, Module, Op,
     ParamKind, ScalarType, SliceAccess, Special, Stmt, Value,
@@ -110,13 +111,33 @@ fn poly_reference(a: f32, b: f32, work: usize) -> f32 {
     v
 }
 
-fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(at) => args
-            .get(at + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{name} needs a number")),
+/// The compile cache at work: one module loaded by two processes in turn.
+#[derive(Parser)]
+struct Args {
+    /// Kernels in the module (at least 1).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    kernels: u64,
+    /// Multiply-adds per kernel (what makes compiling cost something).
+    #[arg(long, default_value_t = 64)]
+    work: usize,
+    /// Leave the driver's own JIT cache on in the child processes.
+    #[arg(long)]
+    driver_cache: bool,
+}
+
+impl Args {
+    /// The arguments that give a child process these options.
+    fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--kernels".to_owned(),
+            self.kernels.to_string(),
+            "--work".to_owned(),
+            self.work.to_string(),
+        ];
+        if self.driver_cache {
+            args.push("--driver-cache".to_owned());
+        }
+        args
     }
 }
 
@@ -190,7 +211,8 @@ fn field<'a>(line: &'a str, name: &str) -> &'a str {
 }
 
 /// Runs the two children and compares them.
-fn parent(args: &[String], kernels: usize, work: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn parent(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (kernels, work) = (args.kernels, args.work);
     let (dir, fresh) = match std::env::var_os(cache::CACHE_DIR_ENV) {
         Some(dir) => (std::path::PathBuf::from(dir), false),
         None => (
@@ -211,18 +233,14 @@ fn parent(args: &[String], kernels: usize, work: usize) -> Result<(), Box<dyn st
     let mut lines = Vec::new();
     for role in ["first (cold)", "second (warm)"] {
         let out = Command::new(&exe)
-            .args(args)
+            .args(args.to_args())
             .env(ROLE_ENV, "child")
             .env(cache::CACHE_ENV, "on")
             .env(cache::CACHE_DIR_ENV, &dir)
             .env(cache::CACHE_STATS_ENV, "1")
             .env(
                 "CUDA_CACHE_DISABLE",
-                if args.iter().any(|a| a == "--driver-cache") {
-                    "0"
-                } else {
-                    "1"
-                },
+                if args.driver_cache { "0" } else { "1" },
             )
             .stderr(Stdio::inherit())
             .output()?;
@@ -276,23 +294,11 @@ fn parent(args: &[String], kernels: usize, work: usize) -> Result<(), Box<dyn st
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = arg(&args, "--kernels", 8).and_then(|k| Ok((k, arg(&args, "--work", 64)?)));
-    let (kernels, work) = match parsed {
-        Ok((k, w)) if k > 0 => (k, w),
-        Ok(_) => {
-            eprintln!("--kernels must be at least 1");
-            return ExitCode::FAILURE;
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let args = Args::parse();
     let result = if std::env::var_os(ROLE_ENV).is_some() {
-        child(kernels, work)
+        child(args.kernels as usize, args.work)
     } else {
-        parent(&args, kernels, work)
+        parent(&args)
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,10 +9,9 @@ use common::{SCALAR_PARAMS, ctx, module, rng, scalars_kernel, vecadd_kernel};
 use cuprum_runtime::{
     BackendKind, DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D, LoadedModule,
 };
+use cuprum_testkit::poison::poisoned;
 use half::{bf16, f16};
 use rand::Rng;
-
-const POISON: f32 = f32::from_bits(0x7FC0_DEAD);
 
 fn run_vecadd(len: usize, block: u32, shared_mem_bytes: u32) {
     let ctx = ctx();
@@ -25,7 +24,7 @@ fn run_vecadd(len: usize, block: u32, shared_mem_bytes: u32) {
     let b: Vec<f32> = (0..len).map(|_| rng.random_range(-1e3..1e3)).collect();
     let da = DeviceBuffer::from_host(&stream, &a).unwrap();
     let db = DeviceBuffer::from_host(&stream, &b).unwrap();
-    let mut dout = DeviceBuffer::from_host(&stream, &vec![POISON; len]).unwrap();
+    let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f32>(len)).unwrap();
     let mut config: LaunchConfig = LaunchConfig1D::for_len(len, block).into();
     config.shared_mem_bytes = shared_mem_bytes;
     let launches = ctx.stats().launches;
@@ -377,7 +376,7 @@ fn streams_and_events() {
     let m = LoadedModule::load(&ctx, module(vec![vecadd_kernel("vecadd", None)])).unwrap();
     let n = 1 << 16;
     let a = DeviceBuffer::from_host(&stream, &vec![1.5f32; n]).unwrap();
-    let mut out = DeviceBuffer::from_host(&stream, &vec![POISON; n]).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n)).unwrap();
     let start = stream.record_event().unwrap();
     for _ in 0..3 {
         let args = [

@@ -4,21 +4,27 @@
 //! `mma.sync`. Their CUDA C++ peers are in `benches/peers/bench_simt.cu`.
 //!
 //! Each case is checked against a CPU reference (sampled for the big sizes) and then timed
-//! with CUDA events: the median of 50 launches after 5 warm-up ones. Each prints one line
-//! `RESULT case=<name> impl=cuprum size=<desc> bytes=<n> flops=<n> ms=<median>`, which
-//! `benches/report.py` reads. On the emulator the sizes are tiny and nothing is timed.
+//! with CUDA events: the median of 50 launches after 5 warm-up ones. Each prints a line for
+//! people and a JSON record `{"record":"result","case":..,"impl":"cuprum","size":..,"bytes":..,
+//! "flops":..,"ms":..}`, which `benches/report.py` reads. On the emulator the sizes are tiny
+//! and nothing is timed.
 
 use cuprum::simt::mma::mma_m16n8k16_bf16;
 use cuprum::simt::{
     SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread, warp,
 };
-use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, LaunchConfig1D, Stream};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, LaunchConfig1D};
 use cuprum::{cuda_module, half::bf16};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -229,32 +235,16 @@ mod kernels {
     }
 }
 
-/// The median of 50 event-timed runs of `launch`, after 5 untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..5 {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(50);
-    for _ in 0..50 {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[times.len() / 2]))
-}
-
 fn result(case: &str, size: &str, bytes: f64, flops: f64, ms: Option<f64>) {
     match ms {
-        Some(ms) => println!(
-            "RESULT case={case} impl=cuprum size={size} bytes={bytes:.0} flops={flops:.0} ms={ms:.5}"
-        ),
+        Some(ms) => {
+            println!(
+                "cuprum {case} {size} median {ms:.4} ms {:.1} GB/s {:.1} GFLOP/s",
+                bytes / (ms * 1e6),
+                flops / (ms * 1e6)
+            );
+            record::result(case, size, bytes, flops, ms);
+        }
         None => println!("PASSED: {case} {size} (not timed on the emulator)"),
     }
 }
@@ -308,7 +298,7 @@ fn bench_vecadd(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::R
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut c))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut c))?)
     } else {
         None
     };
@@ -346,7 +336,7 @@ fn bench_saxpy(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
     }
     // y keeps growing across the timed runs (by alpha * x each); the work is the same.
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut y))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut y))?)
     } else {
         None
     };
@@ -401,7 +391,7 @@ fn bench_softmax(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut y))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut y))?)
     } else {
         None
     };
@@ -483,7 +473,7 @@ fn bench_hgemm(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
         return Ok(());
     }
     let ms = if gpu {
-        Some(median_ms(&stream, || launch(&mut c))?)
+        Some(median_ms(&stream, 5, 50, || launch(&mut c))?)
     } else {
         None
     };

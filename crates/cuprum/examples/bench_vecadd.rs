@@ -19,8 +19,13 @@ mod kernels {
     }
 }
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
@@ -42,26 +47,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; n])?;
     let module = kernels::load(&ctx)?;
     let prepared = module.prepare_vecadd(LaunchConfig1D::new((n as u32).div_ceil(256), 256, 0))?;
-    for _ in 0..5 {
-        module.vecadd(&stream, &prepared, &a, &b, &mut c)?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::new();
-    for _ in 0..100 {
-        let start = stream.record_event()?;
-        module.vecadd(&stream, &prepared, &a, &b, &mut c)?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    let median = times[times.len() / 2] as f64;
+    let median = median_ms(&stream, 5, 100, || {
+        module.vecadd(&stream, &prepared, &a, &b, &mut c)
+    })?;
     let hc = c.to_host_vec(&stream)?;
     let wrong = (0..n).filter(|&i| hc[i] != ha[i] + hb[i]).count();
     println!(
         "cuprum vecadd n={n} median {median:.4} ms  {:.1} GB/s ({:?})",
         12.0 * n as f64 / (median * 1e6),
         ctx.backend()
+    );
+    record::result(
+        "vecadd",
+        &format!("n={n}"),
+        12.0 * n as f64,
+        n as f64,
+        median,
     );
     if wrong != 0 {
         return Err(format!("FAILED: {wrong} wrong elements").into());

@@ -26,13 +26,16 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::Parser;
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use cuprum_runtime::cache::{LinkOption, ModuleRoute};
 use cuprum_runtime::{KernelArg, LoadedModule};
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::arg;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
@@ -140,28 +143,6 @@ fn check(module: &LoadedModule, stream: &Stream) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
-/// The median of `reps` event-timed launches after 3 untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    reps: usize,
-    mut run: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..3 {
-        run()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        run()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
-}
-
 /// Writes `bytes` to `$OUT/<name>` when `$OUT` is set.
 fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(out) = std::env::var_os("OUT").filter(|o| !o.is_empty()) {
@@ -173,15 +154,28 @@ fn save(name: &str, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    // `CUPRUM_EXAMPLE_SIZE=small` (the sanitizer's runs): a small product, the same routes.
+/// Times the SGEMM kernels through each way the driver can compile them.
+#[derive(Parser)]
+struct Args {
+    /// The order of the square matrices of the timed product (default 4096; 256 with
+    /// `CUPRUM_EXAMPLE_SIZE=small`, the sanitizer's runs).
+    #[arg(long, value_parser = cli::positive)]
+    size: Option<usize>,
+    /// Timed launches per way and kernel, the median printed (default 20; 3 when small).
+    #[arg(long, value_parser = cli::positive)]
+    reps: Option<usize>,
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let (default_n, default_reps) = if size::benchmark_sizes(true) {
         (4096, 20)
     } else {
         (256, 3)
     };
-    let n = arg(args, "--size", default_n)?;
-    let reps = arg(args, "--reps", default_reps)?;
+    let (n, reps) = (
+        args.size.unwrap_or(default_n),
+        args.reps.unwrap_or(default_reps),
+    );
     let ctx = match CudaContext::new(0) {
         Ok(ctx) if ctx.backend() == BackendKind::Cuda => ctx,
         Ok(emu) => {
@@ -244,7 +238,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             let regs = module
                 .registers(index)
                 .map_or_else(|| "?".to_owned(), |r| r.to_string());
-            let ms = median_ms(&stream, reps, || {
+            let ms = median_ms(&stream, 3, reps, || {
                 launch(&module, &stream, index, kernel, n32, (&a, &b, &mut c))
             })?;
             cells.push((regs, ms));
@@ -258,8 +252,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    match run(&Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cache_speed: {e}");

@@ -30,28 +30,33 @@
 //!   hit: nothing compiled); `cold_ms` and `warm_ms` are medians over `--procs` such pairs.
 //!
 //! Each child first loads a small module of its own, so that the driver's one-time start-up
-//! is not charged to the first case; that load and the context creation are printed as
-//! `LATENCY_PROCESS role=jit|cold|warm context_ms=... first_load_ms=...`, one per child. A
-//! cold load that compiled nothing, or a warm one that compiled, is reported as a
-//! `LATENCY_WARNING` line (the numbers are then not what their column says). Without a GPU the driver
-//! columns are `-`, the program says so and exits 0. The output is a table and one
-//! `LATENCY case=... kernels=... ptx_bytes=... front_us=... opt_us=... ptx_us=... jit_ms=...
-//! cold_ms=... warm_ms=... names=...` line per case, which `benches/report.py` reads.
+//! is not charged to the first case; that load and the context creation are printed as a
+//! JSON record `{"record":"latency_process","role":"jit|cold|warm","context_ms":..,
+//! "first_load_ms":..}`, one per child. A cold load that compiled nothing, or a warm one that
+//! compiled, is reported as a `latency_warning` record (the numbers are then not what their
+//! column says). Without a GPU the driver columns are `-` (`null` in the records), the program
+//! says so and exits 0. The output is a table and one `{"record":"latency","case":..,
+//! "kernels":..,"ptx_bytes":..,"front_us":..,"opt_us":..,"ptx_us":..,"jit_ms":..,"cold_ms":..,
+//! "warm_ms":..,"names":[..]}` line per case, which `benches/report.py` reads.
 
 use std::collections::HashMap;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use cuprum::iter::prelude::*;
 use cuprum::{BackendKind, CudaContext};
 use cuprum_ir::Module;
 use cuprum_runtime::LoadedModule;
 use cuprum_runtime::cache::{self, ModuleRoute};
+use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::arg;
+#[path = "common/record.rs"]
+mod record;
+use record::Record;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -89,16 +94,6 @@ struct Case {
     front: Option<Duration>,
     opt: Option<Duration>,
     ptx: Option<Duration>,
-}
-
-fn median(mut v: Vec<Duration>) -> Option<Duration> {
-    v.sort();
-    v.get(v.len() / 2).copied()
-}
-
-fn median_f64(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
 }
 
 /// The `#[cuda_module]` item of an example file, as the text the macro embeds (the module's
@@ -334,13 +329,15 @@ fn spawn(
     Ok((lines, start))
 }
 
-/// A child's start-up (context creation, first module load) as a `LATENCY_PROCESS` line.
+/// A child's start-up (context creation, first module load) as a `latency_process` record.
 fn process_line(role: &str, start: &str) {
-    println!(
-        "LATENCY_PROCESS role={role} context_ms={} first_load_ms={}",
-        field(start, "context_ms").unwrap_or("-"),
-        field(start, "first_load_ms").unwrap_or("-")
-    );
+    let number = |name| field(start, name).and_then(|v| v.parse().ok());
+    Record::LatencyProcess {
+        role,
+        context_ms: number("context_ms"),
+        first_load_ms: number("first_load_ms"),
+    }
+    .print();
 }
 
 /// The driver columns, by case: (jit ms, cold ms, warm ms).
@@ -375,16 +372,18 @@ fn driver_columns(cases: &[Case], reps: usize, procs: usize) -> Res<Driver> {
         for case in cases {
             let (c, w) = (first.get(&case.name), second.get(&case.name));
             if number(c, "compiles").is_none_or(|n| n < 1.0) {
-                println!(
-                    "LATENCY_WARNING case={} the cold process compiled nothing: {c:?}",
-                    case.name
-                );
+                Record::LatencyWarning {
+                    case: &case.name,
+                    text: &format!("the cold process compiled nothing: {c:?}"),
+                }
+                .print();
             }
             if number(w, "compiles") != Some(0.0) {
-                println!(
-                    "LATENCY_WARNING case={} the warm process compiled (not a disk hit): {w:?}",
-                    case.name
-                );
+                Record::LatencyWarning {
+                    case: &case.name,
+                    text: &format!("the warm process compiled (not a disk hit): {w:?}"),
+                }
+                .print();
             }
             if let Some(v) = number(c, "ms") {
                 cold.entry(&case.name).or_default().push(v);
@@ -401,8 +400,8 @@ fn driver_columns(cases: &[Case], reps: usize, procs: usize) -> Res<Driver> {
             case.name.clone(),
             (
                 number(jit.get(key), "ms"),
-                cold.remove(key).and_then(median_f64),
-                warm.remove(key).and_then(median_f64),
+                cold.remove(key).and_then(median),
+                warm.remove(key).and_then(median),
             ),
         );
     }
@@ -459,20 +458,20 @@ fn parent(runs: usize, reps: usize, procs: usize) -> Res<()> {
     println!();
     for case in &cases {
         let (jit, cold, warm) = driver.get(&case.name).copied().unwrap_or_default();
-        println!(
-            "LATENCY case={} kernels={} ptx_bytes={} front_us={} opt_us={} ptx_us={} jit_ms={} \
-             cold_ms={} warm_ms={} names={}",
-            case.name,
-            case.kernels,
-            case.ptx_bytes,
-            us(case.front),
-            us(case.opt),
-            us(case.ptx),
-            ms_text(jit),
-            ms_text(cold),
-            ms_text(warm),
-            case.names.join(",")
-        );
+        let us = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6);
+        Record::Latency {
+            case: &case.name,
+            kernels: case.kernels,
+            ptx_bytes: case.ptx_bytes,
+            front_us: us(case.front),
+            opt_us: us(case.opt),
+            ptx_us: us(case.ptx),
+            jit_ms: jit,
+            cold_ms: cold,
+            warm_ms: warm,
+            names: case.names.iter().map(String::as_str).collect(),
+        }
+        .print();
     }
     let slow: Vec<String> = cases
         .iter()
@@ -490,22 +489,22 @@ fn parent(runs: usize, reps: usize, procs: usize) -> Res<()> {
     Ok(())
 }
 
+/// Compile and start-up latency of every benchmark case's kernels.
+#[derive(Parser)]
+struct Args {
+    /// Runs of each host step (the median is reported).
+    #[arg(long, default_value_t = 50, value_parser = cli::positive)]
+    runs: usize,
+    /// JIT loads per case in one child process (the median is reported).
+    #[arg(long, default_value_t = 3, value_parser = cli::positive)]
+    reps: usize,
+    /// Pairs of cold and warm child processes (the medians are reported).
+    #[arg(long, default_value_t = 3, value_parser = cli::positive)]
+    procs: usize,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = (|| -> Result<_, String> {
-        Ok((
-            arg(&args, "--runs", 50)?,
-            arg(&args, "--reps", 3)?,
-            arg(&args, "--procs", 3)?,
-        ))
-    })();
-    let (runs, reps, procs) = match parsed {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("compile_latency: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let Args { runs, reps, procs } = Args::parse();
     let result = match std::env::var(ROLE_ENV) {
         Ok(role) => child(&role, reps),
         Err(_) => parent(runs, reps, procs),

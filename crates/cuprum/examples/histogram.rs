@@ -11,12 +11,17 @@
 use cuprum::simt::{
     AtomicSlice, SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread,
 };
-use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -47,29 +52,6 @@ mod kernels {
             bins.fetch_add(t, count);
         }
     }
-}
-
-/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    warmup: usize,
-    reps: usize,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -131,6 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum histogram n={n} median {ms:.4} ms {:.1} GB/s",
             n as f64 / (ms * 1e6)
         );
+        record::result("histogram", &format!("n={n}"), n as f64, 0.0, ms);
     }
     println!(
         "PASSED: histogram of {n} byte values on {}, all 256 bins exact",

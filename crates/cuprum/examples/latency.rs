@@ -2,10 +2,11 @@
 //! module load (the driver's JIT on a GPU), first launch, and a warm second launch.
 //! Prints a table; run on a GPU machine to see the driver's share.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum::{CudaContext, DeviceBuffer, LaunchConfig1D, cuda_module};
+use cuprum_testkit::timing::median;
 
 #[cuda_module]
 mod kernels {
@@ -28,11 +29,6 @@ const SOURCE: &str = "mod kernels { use super::*;
         let i = thread::index_1d();
         if let Some(out) = c.get_mut(i) { *out = a[i.get()] + b[i.get()]; }
     } }";
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runs = 200;
@@ -76,11 +72,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("|---|---|");
     println!(
         "| front end: source to IR (median of {runs}) | {:.1} us |",
-        median(front).as_secs_f64() * 1e6
+        median(front).expect("runs").as_secs_f64() * 1e6
     );
     println!(
         "| PTX writer: IR to PTX, sm_90 (median of {runs}) | {:.1} us |",
-        median(ptx).as_secs_f64() * 1e6
+        median(ptx).expect("runs").as_secs_f64() * 1e6
     );
     println!(
         "| context creation | {:.2} ms |",

@@ -2,15 +2,23 @@
 //! the stream ordering of buffers cost on the host. Cases: all launches on the default stream;
 //! all on one new stream (each launch records one mark for its buffers); alternating between
 //! two new streams that share the buffers (each launch also waits for the other stream's
-//! marks). Prints a table of medians (µs per launch, over rounds of `--launches` launches);
+//! marks). Prints a table of medians (µs per launch, over rounds of `--launches` launches)
+//! and a JSON record `{"record":"launch_overhead","case":..,"us":..}` per case;
 //! run on a GPU machine (on the emulator the kernel itself dominates).
 //!
 //! cargo run --release -p cuprum --example launch_overhead -- [--launches 20000] [--rounds 7]
 
 use std::time::Instant;
 
+use clap::Parser;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
+use cuprum_testkit::timing::median;
+
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/record.rs"]
+mod record;
 
 #[cuda_module]
 mod kernels {
@@ -26,18 +34,19 @@ mod kernels {
     }
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The host's cost of one launch, on one stream and across two.
+#[derive(Parser)]
+struct Args {
+    /// Launches per timed round.
+    #[arg(long, default_value_t = 20_000, value_parser = cli::positive)]
+    launches: usize,
+    /// Timed rounds per case (the median is printed).
+    #[arg(long, default_value_t = 7, value_parser = cli::positive)]
+    rounds: usize,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let launches = arg("--launches", 20_000);
-    let rounds = arg("--rounds", 7);
+    let Args { launches, rounds } = Args::parse();
     let ctx = CudaContext::new(0)?;
     let n = 1024;
     let stream = ctx.default_stream();
@@ -65,10 +74,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             per_launch.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
             ctx.synchronize()?;
         }
-        per_launch.sort_by(f64::total_cmp);
-        let median = per_launch[per_launch.len() / 2];
+        let median = median(per_launch).expect("rounds");
         println!("| {name} | {median:.2} |");
-        println!("RESULT launch_overhead {name}: {median:.3} us");
+        record::Record::LaunchOverhead {
+            case: name,
+            us: median,
+        }
+        .print();
     }
     let got = out.to_host_vec(&stream)?;
     if got.iter().all(|&v| v == 5.0) {

@@ -10,12 +10,17 @@
 use cuprum::simt::{
     AtomicSlice, SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread, warp,
 };
-use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -75,29 +80,6 @@ mod kernels {
     }
 }
 
-/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    warmup: usize,
-    reps: usize,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = CudaContext::new(0)?;
     let gpu = size::benchmark_sizes(ctx.backend() == BackendKind::Cuda);
@@ -151,6 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum reduce n={n} median {ms:.4} ms {:.1} GB/s",
             4.0 * n as f64 / (ms * 1e6)
         );
+        record::result("reduce", &format!("n={n}"), 4.0 * n as f64, n as f64, ms);
     }
     println!(
         "PASSED: reduce of {n} f32 on {}: {got} vs f64 {want:.3}, relative error {rel:.2e} <= {tol:.2e}",

@@ -17,8 +17,13 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cud
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -121,29 +126,6 @@ fn scan(
     Ok(())
 }
 
-/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    warmup: usize,
-    reps: usize,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     const POISON: u32 = 0xDEAD_BEEF;
     let ctx = CudaContext::new(0)?;
@@ -212,6 +194,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "cuprum scan n={n} median {ms:.4} ms {:.1} GB/s",
             8.0 * n as f64 / (ms * 1e6)
         );
+        record::result("scan", &format!("n={n}"), 8.0 * n as f64, n as f64, ms);
     }
     println!(
         "PASSED: scan of {n} u32 on {}, all elements exact ({} levels)",

@@ -19,35 +19,17 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[path = "common/sgemm_kernels.rs"]
 mod sgemm_kernels;
 use sgemm_kernels::kernels;
-
-/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    warmup: usize,
-    reps: usize,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
-}
 
 /// Which kernel a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +170,14 @@ fn run(
             variant.case(),
             p.size(),
             2.0 * p.m as f64 * p.n as f64 * p.k as f64 / (ms * 1e6)
+        );
+        let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+        record::result(
+            variant.case(),
+            &p.size(),
+            4.0 * (m * k + k * n + m * n),
+            2.0 * m * n * k,
+            ms,
         );
     }
     println!(

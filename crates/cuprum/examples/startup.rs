@@ -8,8 +8,10 @@
 use std::process::Command;
 use std::time::Instant;
 
+use clap::Parser;
 use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
 use cuprum::{CudaContext, cuda_module};
+use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
 mod cli;
@@ -56,18 +58,23 @@ fn child(name: &str) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// What a fresh process pays before its first launch, per module.
+#[derive(Parser)]
+struct Args {
+    /// Processes per module (the median is printed).
+    #[arg(long, default_value_t = 9, value_parser = cli::positive)]
+    procs: usize,
+    /// Be the child process for the module named (the parent runs these).
+    #[arg(long, value_name = "MODULE")]
+    child: Option<String>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(at) = args.iter().position(|a| a == "--child") {
-        let name = args.get(at + 1).ok_or("--child needs a module name")?;
+    let args = Args::parse();
+    if let Some(name) = &args.child {
         return child(name);
     }
-    let procs = cli::arg(&args, "--procs", 9)?;
+    let procs = args.procs;
     let exe = std::env::current_exe()?;
     let backend = CudaContext::new(0)?.backend();
     println!("start-up of a fresh process ({backend:?}), median of {procs} processes");
@@ -94,7 +101,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 _ => return Err(format!("the {name} child printed {text:?}").into()),
             }
         }
-        println!("| {name} | {:.3} | {:.3} |", median(irs), median(totals));
+        println!(
+            "| {name} | {:.3} | {:.3} |",
+            median(irs).expect("procs"),
+            median(totals).expect("procs")
+        );
     }
     Ok(())
 }

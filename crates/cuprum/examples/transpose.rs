@@ -9,12 +9,17 @@
 //! 8192x8192 (256 MB each way) on the GPU; odd rectangles exercise the partial edge tiles.
 
 use cuprum::simt::{SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread};
-use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, Stream, cuda_module};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/record.rs"]
+mod record;
 #[path = "common/size.rs"]
 mod size;
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 #[cuda_module]
 mod kernels {
@@ -49,29 +54,6 @@ mod kernels {
             }
         }
     }
-}
-
-/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms.
-fn median_ms(
-    stream: &Stream,
-    warmup: usize,
-    reps: usize,
-    mut launch: impl FnMut() -> cuprum::Result<()>,
-) -> cuprum::Result<f64> {
-    for _ in 0..warmup {
-        launch()?;
-    }
-    stream.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = stream.record_event()?;
-        launch()?;
-        let end = stream.record_event()?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(f64::from(times[reps / 2]))
 }
 
 /// Transposes a random `h` x `w` matrix, checks every element bit for bit, and times the
@@ -130,6 +112,13 @@ fn run(
         println!(
             "cuprum transpose {h}x{w} median {ms:.4} ms {:.1} GB/s",
             8.0 * (w * h) as f64 / (ms * 1e6)
+        );
+        record::result(
+            "transpose",
+            &format!("{h}x{w}"),
+            8.0 * (w * h) as f64,
+            0.0,
+            ms,
         );
     }
     println!(

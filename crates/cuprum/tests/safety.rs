@@ -14,6 +14,7 @@ use common::{assert_same, ctx};
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, Error, LaunchConfig, LaunchConfig1D};
 use cuprum::{Stream, cuda_module};
+use cuprum_testkit::poison::Poison;
 use rand::Rng;
 
 #[cuda_module]
@@ -82,7 +83,7 @@ mod kernels {
     }
 }
 
-const POISON: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+const POISON: u64 = <u64 as Poison>::POISON;
 
 /// Which thread `get_mut_2d` should give element `e` of a `len`-element matrix `width` wide,
 /// in a grid of `cols` x `rows` threads: exact arithmetic, no wrapping.

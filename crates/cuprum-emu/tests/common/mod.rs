@@ -335,11 +335,12 @@ pub fn upload<T: Elem>(mem: &Memory, data: &[T]) -> ArgValue {
 }
 
 /// An output buffer of `n` elements of `ty`, poisoned with a byte pattern no kernel writes by
-/// accident.
+/// accident (`cuprum_testkit::poison::BYTE`).
 pub fn output(mem: &Memory, ty: ScalarType, n: usize) -> ArgValue {
     let bytes = n * ty.size_bytes() as usize;
     let base = mem.alloc(bytes).expect("alloc");
-    mem.fill(base, bytes, 0xA5).expect("fill");
+    mem.fill(base, bytes, cuprum_testkit::poison::BYTE)
+        .expect("fill");
     ArgValue::Slice {
         base,
         len: n as u64,

@@ -1,14 +1,16 @@
 //! Shared helpers of the integration tests: a small kernel-building DSL over
-//! `cuprum_ir::KernelBuilder`, and writing + assembling a module for both targets.
+//! `cuprum_ir::KernelBuilder`, and writing + assembling a module for both targets (with the
+//! `ptxas` policy of `cuprum_testkit::ptxas`).
 #![allow(dead_code)]
 
 use cuprum_ir::*;
-use cuprum_ptx::{Target, ptxas, write_module};
+use cuprum_ptx::{Target, write_module};
+use cuprum_testkit::{numbered, ptxas};
 
 pub const TARGETS: [Target; 2] = [Target::Sm80, Target::Sm90];
 
 /// Writes `module` for both targets, checks the header, and assembles each with ptxas (when
-/// available, see `cuprum_ptx::ptxas::check`). Returns the `sm_80` text.
+/// available, see `cuprum_testkit::ptxas::check`). Returns the `sm_80` text.
 pub fn write_and_assemble(module: &Module) -> String {
     let mut first = String::new();
     for target in TARGETS {
@@ -25,7 +27,7 @@ pub fn write_and_assemble(module: &Module) -> String {
                 "{ptx}"
             );
         }
-        if let Err(e) = ptxas::check(&ptx, target) {
+        if let Err(e) = ptxas::check(&ptx, target.name()) {
             panic!("{e}\n--- PTX ---\n{}", numbered(&ptx));
         }
         if first.is_empty() {
@@ -39,13 +41,6 @@ pub fn one(kernel: Kernel) -> Module {
     Module {
         kernels: vec![kernel],
     }
-}
-
-fn numbered(ptx: &str) -> String {
-    ptx.lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:4} {l}\n", i + 1))
-        .collect()
 }
 
 /// A thin layer over `KernelBuilder` that panics on ill-typed operations (tests only).

@@ -1,6 +1,7 @@
 //! Shared helpers of the runtime's tests: the context (on the backend `CUPRUM_DEVICE`
-//! selects), random data, and small kernels built with `cuprum_ir::KernelBuilder`.
-#![allow(dead_code)]
+//! selects) and small kernels built with `cuprum_ir::KernelBuilder`. Seeded random data is
+//! `cuprum-testkit`'s, re-exported.
+#![allow(dead_code, unused_imports)]
 
 use std::sync::Arc;
 
@@ -9,8 +10,7 @@ use cuprum_ir::{
     Module, Op, ParamKind, ScalarType, SliceAccess, Special, Stmt, TrapKind, Value,
 };
 use cuprum_runtime::CudaContext;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+pub use cuprum_testkit::random::rng;
 
 /// The context every test uses: device 0 on the backend `CUPRUM_DEVICE` selects.
 pub fn ctx() -> CudaContext {
@@ -18,13 +18,6 @@ pub fn ctx() -> CudaContext {
         Ok(ctx) => ctx,
         Err(e) => panic!("could not open device 0: {e}"),
     }
-}
-
-/// A seeded generator (the seed is printed so a failure can be replayed).
-pub fn rng(test: &str) -> StdRng {
-    let seed: u64 = rand::rng().random();
-    eprintln!("{test}: seed {seed}");
-    StdRng::seed_from_u64(seed)
 }
 
 fn def(b: &mut KernelBuilder, op: Op) -> Value {

@@ -1,13 +1,12 @@
-//! Command-line parsing shared by the examples that take numeric options.
+//! Command-line parsing shared by the examples that take numeric options: they declare their
+//! flags with `clap`'s derive, and take counts and sizes through [`positive`].
 
-/// The positive number after `name` in `args`, or `default` when `name` is absent.
-pub fn arg(args: &[String], name: &str, default: usize) -> Result<usize, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(at) => args
-            .get(at + 1)
-            .and_then(|v| v.parse().ok())
-            .filter(|&v: &usize| v > 0)
-            .ok_or_else(|| format!("{name} needs a positive number")),
-    }
+#![allow(dead_code)]
+
+/// A positive whole number: the value of `--size`, `--reps`, `--procs` and the like.
+pub fn positive(text: &str) -> Result<usize, String> {
+    text.parse()
+        .ok()
+        .filter(|&v: &usize| v > 0)
+        .ok_or_else(|| format!("{text:?} is not a positive number"))
 }

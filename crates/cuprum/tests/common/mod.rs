@@ -1,12 +1,15 @@
-//! Shared helpers of the facade's tests: one context per test binary, random data, and
-//! element-by-element comparison with messages that show where a result went wrong.
+//! The facade tests' context (one per test binary, on the backend `CUPRUM_DEVICE` selects)
+//! and the sizes element-wise kernels are tested at. Random data, comparisons and grid sizes
+//! are the shared ones of `cuprum-testkit`, re-exported so the tests name them from here.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::sync::OnceLock;
 
 use cuprum::CudaContext;
-use rand::Rng;
+pub use cuprum_testkit::blocks_for;
+pub use cuprum_testkit::compare::assert_same;
+pub use cuprum_testkit::random::{random_f32, random_i32, random_u32};
 
 /// The context every test of a binary shares: the backend `CUPRUM_DEVICE` selects.
 pub fn ctx() -> &'static CudaContext {
@@ -20,47 +23,3 @@ pub fn ctx() -> &'static CudaContext {
 /// The sizes every element-wise kernel is tested at: tiny, not a multiple of anything, and
 /// larger than one wave of blocks.
 pub const SIZES: [usize; 4] = [1, 255, 1000, (1 << 20) + 3];
-
-pub fn random_f32(n: usize) -> Vec<f32> {
-    let mut rng = rand::rng();
-    (0..n).map(|_| rng.random_range(-100.0f32..100.0)).collect()
-}
-
-pub fn random_i32(n: usize) -> Vec<i32> {
-    let mut rng = rand::rng();
-    (0..n).map(|_| rng.random()).collect()
-}
-
-pub fn random_u32(n: usize) -> Vec<u32> {
-    let mut rng = rand::rng();
-    (0..n).map(|_| rng.random()).collect()
-}
-
-/// Asserts `got == want` element by element (bit-exact for floats, NaN equal to NaN).
-pub fn assert_same<T: PartialEq + std::fmt::Debug + Copy>(what: &str, got: &[T], want: &[T]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let bad: Vec<usize> = (0..got.len())
-        .filter(|&i| got[i] != want[i] && !(is_nan(got[i]) && is_nan(want[i])))
-        .collect();
-    if let Some(&first) = bad.first() {
-        panic!(
-            "{what}: {} of {} elements differ; first at {first}: got {:?}, want {:?}",
-            bad.len(),
-            got.len(),
-            got[first],
-            want[first]
-        );
-    }
-}
-
-fn is_nan<T: PartialEq + Copy>(v: T) -> bool {
-    #[allow(clippy::eq_op)]
-    {
-        v != v
-    }
-}
-
-/// A grid of `block`-sized blocks covering `n` threads (at least one block).
-pub fn blocks_for(n: usize, block: u32) -> u32 {
-    (n as u32).div_ceil(block).max(1)
-}

@@ -1,8 +1,8 @@
 //! Finding and running NVIDIA's `ptxas`, so that tests can check that generated PTX
-//! assembles for every target.
+//! assembles for every target (`sm_80`, `sm_90`: the name `cuprum_ptx::Target::name` gives).
 //!
 //! `ptxas` is not needed to use cuprum (the driver assembles PTX at load time); it is a test
-//! tool. It is looked up in `CUPRUM_PTXAS`, then on `PATH`, then in the Python wheel
+//! tool, so it lives here rather than in the PTX writer. It is looked up in `CUPRUM_PTXAS`, then on `PATH`, then in the Python wheel
 //! `nvidia-cuda-nvcc` (`pip install nvidia-cuda-nvcc`). Tests call [`check`]: when `ptxas` is
 //! missing it passes with a notice, unless `CUPRUM_REQUIRE_PTXAS=1` (CI sets it).
 
@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::Target;
 
 /// The `ptxas` executable, if one can be found (looked up once per process).
 pub fn find() -> Option<PathBuf> {
@@ -59,9 +57,9 @@ fn from_python_wheel(exe: &str) -> Option<PathBuf> {
     None
 }
 
-/// Assembles `ptx` for `target` with `ptxas`; `Err` carries ptxas's messages (or why it could
+/// Assembles `ptx` for `arch` with `ptxas`; `Err` carries ptxas's messages (or why it could
 /// not run). Warnings do not fail.
-pub fn assemble(ptx: &str, target: Target) -> Result<(), String> {
+pub fn assemble(ptx: &str, arch: &str) -> Result<(), String> {
     let ptxas =
         find().ok_or("ptxas not found (set CUPRUM_PTXAS or pip install nvidia-cuda-nvcc)")?;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -70,7 +68,7 @@ pub fn assemble(ptx: &str, target: Target) -> Result<(), String> {
     let (input, output) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
     std::fs::write(&input, ptx).map_err(|e| format!("writing {}: {e}", input.display()))?;
     let result = Command::new(&ptxas)
-        .arg(format!("-arch={}", target.name()))
+        .arg(format!("-arch={arch}"))
         .arg(&input)
         .arg("-o")
         .arg(&output)
@@ -82,8 +80,7 @@ pub fn assemble(ptx: &str, target: Target) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "ptxas -arch={} failed ({}):\n{}{}",
-            target.name(),
+            "ptxas -arch={arch} failed ({}):\n{}{}",
             out.status,
             String::from_utf8_lossy(&out.stderr),
             String::from_utf8_lossy(&out.stdout)
@@ -91,9 +88,9 @@ pub fn assemble(ptx: &str, target: Target) -> Result<(), String> {
     }
 }
 
-/// The test policy: assembles `ptx` for `target` when `ptxas` is available; without it,
+/// The test policy: assembles `ptx` for `arch` when `ptxas` is available; without it,
 /// passes with a notice on stderr, unless `CUPRUM_REQUIRE_PTXAS=1`, where that is an error.
-pub fn check(ptx: &str, target: Target) -> Result<(), String> {
+pub fn check(ptx: &str, arch: &str) -> Result<(), String> {
     if find().is_none() {
         if std::env::var("CUPRUM_REQUIRE_PTXAS").is_ok_and(|v| v == "1") {
             return Err("CUPRUM_REQUIRE_PTXAS=1 but ptxas was not found".into());
@@ -101,10 +98,10 @@ pub fn check(ptx: &str, target: Target) -> Result<(), String> {
         static NOTICE: OnceLock<()> = OnceLock::new();
         NOTICE.get_or_init(|| {
             eprintln!(
-                "note: ptxas not found; generated PTX is not assembled (see cuprum_ptx::ptxas)"
+                "note: ptxas not found; generated PTX is not assembled (see cuprum_testkit::ptxas)"
             );
         });
         return Ok(());
     }
-    assemble(ptx, target)
+    assemble(ptx, arch)
 }
