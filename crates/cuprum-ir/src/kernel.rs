@@ -672,6 +672,15 @@ impl UnaryOp {
     pub const fn is_float_only(self) -> bool {
         !matches!(self, Self::Neg | Self::Not)
     }
+
+    /// Whether the operation is a transcendental function: the GPU computes it with an
+    /// approximation (defined for `F32`), so its bits differ from the host's.
+    pub const fn is_transcendental(self) -> bool {
+        matches!(
+            self,
+            Self::Exp | Self::Exp2 | Self::Ln | Self::Log2 | Self::Sin | Self::Cos | Self::Tanh
+        )
+    }
 }
 
 /// The two-operand operations of [`Op::Binary`]; their integer and float semantics are in

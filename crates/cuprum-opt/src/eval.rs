@@ -60,17 +60,7 @@ fn foldable(c: Constant) -> bool {
 
 /// `op(a)`.
 pub(crate) fn unary(op: UnaryOp, a: Constant) -> Option<Constant> {
-    let transcendental = matches!(
-        op,
-        UnaryOp::Exp
-            | UnaryOp::Exp2
-            | UnaryOp::Ln
-            | UnaryOp::Log2
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tanh
-    );
-    if !foldable(a) || (transcendental && a.ty.is_float()) {
+    if !foldable(a) || (op.is_transcendental() && a.ty.is_float()) {
         return None;
     }
     let mut out = [0];

@@ -126,7 +126,7 @@ impl Lowerer<'_> {
             if !ty.is_float() {
                 return err(span, format!("`{method}` needs a float, found `{ty}`"));
             }
-            if ty == S::F64 && is_transcendental(op) {
+            if ty == S::F64 && op.is_transcendental() {
                 return err(span, f64_transcendental(&method));
             }
             return Ok(Val::Scalar(self.def(Op::Unary(op, x), span)?));
@@ -612,20 +612,6 @@ impl Lowerer<'_> {
         }
         Ok(x)
     }
-}
-
-/// The functions the PTX writer builds from approximations defined for `f32` only.
-fn is_transcendental(op: UnaryOp) -> bool {
-    matches!(
-        op,
-        UnaryOp::Exp
-            | UnaryOp::Exp2
-            | UnaryOp::Ln
-            | UnaryOp::Log2
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tanh
-    )
 }
 
 fn f64_transcendental(method: &str) -> String {
