@@ -15,6 +15,7 @@ mod calls;
 mod control;
 mod disjoint;
 mod helpers;
+mod infer;
 mod intrinsics;
 mod macros;
 mod matrix;
@@ -31,6 +32,7 @@ use syn::spanned::Spanned;
 
 use crate::items::{KernelInfo, ModuleInfo};
 use crate::types::{ParamType, expect_scalar};
+use infer::{Inference, LitKind, Mode};
 
 type Result<T> = syn::Result<T>;
 
@@ -79,87 +81,6 @@ pub fn lower_kernel(
     let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
     let solved = inference.solve();
     Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LitKind {
-    Int,
-    Float,
-}
-
-impl LitKind {
-    fn default_type(self) -> S {
-        match self {
-            LitKind::Int => S::I32,
-            LitKind::Float => S::F64,
-        }
-    }
-}
-
-/// Union-find over sites, each with an optional known type and a literal kind.
-#[derive(Default)]
-struct Inference {
-    parent: HashMap<u32, u32>,
-    ty: HashMap<u32, S>,
-    kind: HashMap<u32, LitKind>,
-}
-
-impl Inference {
-    fn find(&self, mut s: u32) -> u32 {
-        while let Some(&p) = self.parent.get(&s) {
-            if p == s {
-                break;
-            }
-            s = p;
-        }
-        s
-    }
-    fn set_type(&mut self, site: u32, ty: S) {
-        let root = self.find(site);
-        self.ty.entry(root).or_insert(ty);
-    }
-    fn union(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return;
-        }
-        self.parent.insert(rb, ra);
-        if let Some(t) = self.ty.remove(&rb) {
-            self.ty.entry(ra).or_insert(t);
-        }
-        if let Some(k) = self.kind.remove(&rb) {
-            self.kind.entry(ra).or_insert(k);
-        }
-    }
-    fn solve(&self) -> HashMap<u32, S> {
-        let mut sites: Vec<u32> = self
-            .parent
-            .keys()
-            .chain(self.ty.keys())
-            .chain(self.kind.keys())
-            .copied()
-            .collect();
-        sites.sort_unstable();
-        sites.dedup();
-        let mut out = HashMap::new();
-        for s in sites {
-            let root = self.find(s);
-            let ty = self
-                .ty
-                .get(&root)
-                .copied()
-                .or_else(|| self.kind.get(&root).map(|k| k.default_type()));
-            if let Some(t) = ty {
-                out.insert(s, t);
-            }
-        }
-        out
-    }
-}
-
-enum Mode<'a> {
-    Infer(&'a mut Inference),
-    Emit(&'a HashMap<u32, S>),
 }
 
 /// The value of a constant expression.
@@ -469,7 +390,7 @@ impl<'a> Lowerer<'a> {
 
     fn note_kind(&mut self, site: u32, kind: LitKind) {
         if let Mode::Infer(inf) = &mut self.mode {
-            inf.kind.entry(site).or_insert(kind);
+            inf.set_kind(site, kind);
         }
     }
 
