@@ -50,12 +50,19 @@ use cuprum_ir::{
     Value, ValueDef, Var,
 };
 
+use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{always_exits, check_cond, compact, is_pure, written_vars};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
-    let defs = Defs::new(kernel);
+    run_with(kernel, &mut Analyses::new())
+}
+
+/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
+/// nothing changed).
+pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
+    let defs = analyses.take_defs(kernel);
     let mut bounds: HashMap<(Value, u32), Vec<Value>> = HashMap::new();
     for (cmp, _) in kernel.values.iter() {
         if let Some(&Op::Compare(CmpOp::Lt, index, len)) = defs.op(cmp)
@@ -98,6 +105,8 @@ pub fn run(kernel: &mut Kernel) -> bool {
     kernel.body = body;
     if w.changed {
         compact(kernel);
+    } else {
+        analyses.keep_defs(w.defs);
     }
     w.changed
 }

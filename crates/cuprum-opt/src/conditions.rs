@@ -16,12 +16,19 @@
 
 use cuprum_ir::{Block, CmpOp, Constant, Kernel, Op, Stmt, Value};
 
+use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{Subst, always_exits, compact};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
-    let defs = Defs::new(kernel);
+    run_with(kernel, &mut Analyses::new())
+}
+
+/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
+/// nothing changed).
+pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
+    let defs = analyses.take_defs(kernel);
     let mut w = Walker {
         subst: Subst::new(kernel.values.len()),
         defs,
@@ -32,6 +39,8 @@ pub fn run(kernel: &mut Kernel) -> bool {
     kernel.body = w.block(body);
     if w.changed {
         compact(kernel);
+    } else {
+        analyses.keep_defs(w.defs);
     }
     w.changed
 }

@@ -52,6 +52,14 @@ impl Defs {
         }
     }
 
+    /// Whether `other` holds the same definitions, types and launch facts.
+    pub(crate) fn same_as(&self, other: &Defs) -> bool {
+        self.ops == other.ops
+            && self.types == other.types
+            && self.max_threads == other.max_threads
+            && self.block == other.block
+    }
+
     /// Records the pure definition of a value a pass has just created.
     pub(crate) fn add(&mut self, v: Value, op: Op, ty: ScalarType) {
         let i = v.index();

@@ -42,10 +42,14 @@
 //! with its name: that is a bug in the pass. In release builds an invalid result is discarded and the kernel is left as
 //! the front end made it.
 //!
+//! Passes share analyses through one context ([`analyses::Analyses`]), which the runner drops
+//! after every pass that changed the kernel.
+//!
 //! This crate depends only on `cuprum-ir`.
 
 #![warn(missing_docs)]
 
+pub mod analyses;
 pub mod checks;
 pub mod conditions;
 pub mod cse;
@@ -63,6 +67,7 @@ pub mod unroll_dynamic;
 pub mod vars;
 pub mod vectorize;
 
+use analyses::Analyses;
 use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
 
 /// A named pass: rewrites a kernel in place and says whether it changed anything.
@@ -70,39 +75,40 @@ use cuprum_ir::{Kernel, Module, print_kernel, validate_kernel};
 pub struct Pass {
     /// The pass's name, used in debug-build validation failures and in tests.
     pub name: &'static str,
-    /// Runs the pass once over a kernel; returns `true` if it changed anything. Must preserve the
-    /// kernel's meaning and leave it valid.
-    pub run: fn(&mut Kernel) -> bool,
+    /// Runs the pass once over a kernel, with the analyses the passes before it left
+    /// ([`Analyses`]); returns `true` if it changed anything (the runner then drops the
+    /// analyses). Must preserve the kernel's meaning and leave it valid.
+    pub run: fn(&mut Kernel, &mut Analyses) -> bool,
 }
 
 /// A [`Pass`] named `name` that runs `run` (keeps [`PASSES`] one line per pass).
-const fn pass(name: &'static str, run: fn(&mut Kernel) -> bool) -> Pass {
+const fn pass(name: &'static str, run: fn(&mut Kernel, &mut Analyses) -> bool) -> Pass {
     Pass { name, run }
 }
 
 /// The passes [`optimize_kernel`] runs, in order (see the crate docs).
 pub const PASSES: &[Pass] = &[
-    pass("fold", fold::run),
-    pass("hoist", hoist::run),
-    pass("vars", vars::run),
-    pass("cse", cse::run),
-    pass("unroll", unroll::run),
-    pass("unroll_dynamic", unroll_dynamic::run),
-    pass("fold", fold::run),
-    pass("hoist", hoist::run),
-    pass("vars", vars::run),
-    pass("cse", cse::run),
-    pass("conditions", conditions::run),
-    pass("narrow", narrow::run),
-    pass("fold", fold::run),
-    pass("promote", promote::run),
-    pass("fold", fold::run),
-    pass("hoist", hoist::run),
-    pass("vars", vars::run),
-    pass("cse", cse::run),
-    pass("checks", checks::run),
-    pass("vectorize", vectorize::run),
-    pass("dce", dce::run),
+    pass("fold", |k, _| fold::run(k)),
+    pass("hoist", |k, _| hoist::run(k)),
+    pass("vars", |k, _| vars::run(k)),
+    pass("cse", |k, _| cse::run(k)),
+    pass("unroll", |k, _| unroll::run(k)),
+    pass("unroll_dynamic", |k, _| unroll_dynamic::run(k)),
+    pass("fold", |k, _| fold::run(k)),
+    pass("hoist", |k, _| hoist::run(k)),
+    pass("vars", |k, _| vars::run(k)),
+    pass("cse", |k, _| cse::run(k)),
+    pass("conditions", conditions::run_with),
+    pass("narrow", narrow::run_with),
+    pass("fold", |k, _| fold::run(k)),
+    pass("promote", promote::run_with),
+    pass("fold", |k, _| fold::run(k)),
+    pass("hoist", |k, _| hoist::run(k)),
+    pass("vars", |k, _| vars::run(k)),
+    pass("cse", |k, _| cse::run(k)),
+    pass("checks", checks::run_with),
+    pass("vectorize", vectorize::run_with),
+    pass("dce", |k, _| dce::run(k)),
 ];
 
 /// Optimizes every kernel of `module` (see [`optimize_kernel`]).
@@ -147,9 +153,13 @@ pub fn run_passes_traced(
     }
     let original = kernel.clone();
     let mut changed = false;
+    let mut analyses = Analyses::new();
     for (i, pass) in passes.iter().enumerate() {
         let started = std::time::Instant::now();
-        let this = (pass.run)(kernel);
+        let this = (pass.run)(kernel, &mut analyses);
+        if this {
+            analyses.invalidate();
+        }
         changed |= this;
         if trace.is_some() {
             log(&format!(

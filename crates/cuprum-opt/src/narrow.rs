@@ -20,6 +20,7 @@
 
 use cuprum_ir::{BinaryOp, Block, Constant, Kernel, Op, ScalarType, Stmt, Value, ValueDef};
 
+use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::always_exits;
 
@@ -27,8 +28,14 @@ use ScalarType as S;
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
+    run_with(kernel, &mut Analyses::new())
+}
+
+/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
+/// nothing changed).
+pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let mut w = Narrow {
-        defs: Defs::new(kernel),
+        defs: analyses.take_defs(kernel),
         facts: Facts::default(),
         narrowed: vec![None; kernel.values.len()],
         changed: false,
@@ -36,6 +43,9 @@ pub fn run(kernel: &mut Kernel) -> bool {
     let mut body = std::mem::take(&mut kernel.body);
     w.block(&mut body, &mut kernel.values);
     kernel.body = body;
+    if !w.changed {
+        analyses.keep_defs(w.defs);
+    }
     w.changed
 }
 

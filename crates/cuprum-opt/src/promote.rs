@@ -33,18 +33,25 @@ use cuprum_ir::{
     array_layout,
 };
 
+use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{always_exits, compact, visit_stmts, visit_stmts_mut};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
+    run_with(kernel, &mut Analyses::new())
+}
+
+/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
+/// nothing changed).
+pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     if kernel.locals.is_empty() {
         return false;
     }
     let (offsets, _) = array_layout(&kernel.locals);
     let addrs = constant_addresses(kernel, &offsets);
     let mut scan = Scan {
-        defs: Defs::new(kernel),
+        defs: analyses.take_defs(kernel),
         facts: Facts::default(),
         offsets: &offsets,
         addrs: &addrs,
@@ -57,6 +64,7 @@ pub fn run(kernel: &mut Kernel) -> bool {
         .map(|i| promotable(kernel, &offsets, i, &accesses))
         .collect();
     if !promoted.iter().any(|&p| p) {
+        analyses.keep_defs(scan.defs);
         return false;
     }
 

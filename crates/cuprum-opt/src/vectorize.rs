@@ -56,6 +56,7 @@ use cuprum_ir::{
     Value,
 };
 
+use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts};
 use crate::ir::{always_exits, check_cond, compact};
 
@@ -67,7 +68,13 @@ const SLICE_BASE_ALIGN_BITS: u32 = 4;
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
-    let defs = Defs::new(kernel);
+    run_with(kernel, &mut Analyses::new())
+}
+
+/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
+/// nothing changed).
+pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
+    let defs = analyses.take_defs(kernel);
     let mut params: HashMap<(u32, bool), Value> = HashMap::new();
     for (v, _) in kernel.values.iter() {
         match defs.op(v) {
@@ -134,6 +141,8 @@ pub fn run(kernel: &mut Kernel) -> bool {
     kernel.body = body;
     if w.changed {
         compact(kernel);
+    } else {
+        analyses.keep_defs(w.defs);
     }
     w.changed
 }
