@@ -49,8 +49,8 @@ pub use cuprum_ir as ir;
 pub use cuprum_iter as iter;
 pub use cuprum_macros::cuda_module;
 pub use cuprum_runtime::{
-    BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, Error, Event,
-    LaunchConfig, LaunchConfig1D, Result, Stream,
+    BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
+    Error, Event, LaunchConfig, LaunchConfig1D, Result, Stream,
 };
 pub use half;
 
