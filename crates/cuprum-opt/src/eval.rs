@@ -122,9 +122,7 @@ pub(crate) fn cast(a: Constant, to: ScalarType) -> Option<Constant> {
     if to == S::Bool || matches!(to, S::F16 | S::BF16) || !foldable(a) {
         return None;
     }
-    let mut out = [0];
-    scalar::cast(a.ty, to, &[a.bits], &mut out);
-    exact(Constant::new(to, out[0]))
+    exact(scalar::cast_constant(a, to))
 }
 
 /// `a` reinterpreted as `to` (same size).

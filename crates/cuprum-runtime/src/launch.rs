@@ -296,7 +296,7 @@ impl LoadedModule {
             uses.order_before(stream, *access)?;
         }
         // SAFETY: the caller's contract, as above.
-        unsafe { self.submit(stream, kernel, config, args) }?;
+        unsafe { self.submit(stream, kernel, ir, config, args) }?;
         if buffers.is_empty() {
             return Ok(());
         }
@@ -343,7 +343,7 @@ impl LoadedModule {
         Ok(buffers)
     }
 
-    /// Hands the checked launch to the backend.
+    /// Hands the checked launch of kernel number `kernel` (whose IR is `ir`) to the backend.
     ///
     /// # Safety
     /// As for [`launch`](Self::launch), whose checks must have passed.
@@ -351,10 +351,10 @@ impl LoadedModule {
         &self,
         stream: &Stream,
         kernel: usize,
+        ir: &Kernel,
         config: &LaunchConfig,
         args: &[KernelArg],
     ) -> Result<()> {
-        let ir = self.kernel_ir(kernel)?;
         let info = &self.kernels[kernel];
         let target = LaunchTarget {
             index: kernel,

@@ -1396,24 +1396,20 @@ fn int_constant(ty: S, value: i128, span: proc_macro2::Span) -> Result<Constant>
 /// one definition the emulator and the optimizer also use (round to nearest even, for the
 /// half types without double rounding).
 pub(super) fn float_constant(ty: S, value: f64) -> Constant {
-    let mut out = [0];
-    cuprum_ir::scalar::cast(S::F64, ty, &[value.to_bits()], &mut out);
-    Constant::new(ty, out[0])
+    cuprum_ir::scalar::cast_constant(Constant::f64(value), ty)
 }
 
 /// An integer literal's value in float type `ty`, rounded once, as `as` from its integer
 /// type rounds it (not through `f64`, which would round twice above 2^53).
 pub(super) fn int_as_float(ty: S, value: i128) -> Constant {
-    let (from, bits) = if let Ok(v) = i64::try_from(value) {
-        (S::I64, v as u64)
+    let integer = if let Ok(v) = i64::try_from(value) {
+        Constant::i64(v)
     } else if let Ok(v) = u64::try_from(value) {
-        (S::U64, v)
+        Constant::u64(v)
     } else {
         return float_constant(ty, value as f64);
     };
-    let mut out = [0];
-    cuprum_ir::scalar::cast(from, ty, &[bits], &mut out);
-    Constant::new(ty, out[0])
+    cuprum_ir::scalar::cast_constant(integer, ty)
 }
 
 fn describe(v: &Val) -> String {

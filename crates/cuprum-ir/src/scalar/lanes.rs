@@ -89,7 +89,11 @@ impl Num for bf16 {
 
 /// `out[i] = f(a[i])` for every lane.
 #[inline(always)]
-pub fn map1<const N: usize, A: Num, R: Num>(a: &[u64; N], out: &mut [u64; N], f: impl Fn(A) -> R) {
+pub(crate) fn map1<const N: usize, A: Num, R: Num>(
+    a: &[u64; N],
+    out: &mut [u64; N],
+    f: impl Fn(A) -> R,
+) {
     for (o, &x) in out.iter_mut().zip(a) {
         *o = f(A::get(x)).put();
     }
@@ -97,7 +101,7 @@ pub fn map1<const N: usize, A: Num, R: Num>(a: &[u64; N], out: &mut [u64; N], f:
 
 /// `out[i] = f(a[i], b[i])` for every lane.
 #[inline(always)]
-pub fn map2<const N: usize, A: Num, B: Num, R: Num>(
+pub(crate) fn map2<const N: usize, A: Num, B: Num, R: Num>(
     a: &[u64; N],
     b: &[u64; N],
     out: &mut [u64; N],

@@ -15,7 +15,16 @@ mod cast;
 mod lanes;
 
 pub use cast::{cast, f64_to_f32_odd};
-pub use lanes::{Num, OpFault, binary, compare, map1, map2, mul_add, select, unary};
+pub use lanes::{Num, OpFault, binary, compare, mul_add, select, unary};
+
+use crate::types::{Constant, ScalarType};
+
+/// `value as to` for one constant (Rust's `as`, as [`cast`] defines it for every lane).
+pub fn cast_constant(value: Constant, to: ScalarType) -> Constant {
+    let mut out = [0];
+    cast(value.ty, to, &[value.bits], &mut out);
+    Constant::new(to, out[0])
+}
 
 #[cfg(test)]
 mod tests {
