@@ -53,34 +53,56 @@ fn checksum(payload: &[u8]) -> u64 {
 /// The bytes of `module`. The payload is the crate version followed by the module, so a blob
 /// from another build of cuprum is refused as a version mismatch rather than misread.
 pub fn encode_module(module: &Module) -> Vec<u8> {
+    seal(MAGIC, FORMAT_VERSION, &version_text(), module)
+}
+
+/// The module in `bytes`, checked (header, checksum, versions) and validated.
+pub fn decode_module(bytes: &[u8]) -> Result<Module, SerialError> {
+    let module: Module = unseal(MAGIC, FORMAT_VERSION, &version_text(), bytes)?;
+    validate_module(&module)?;
+    Ok(module)
+}
+
+/// `value` as versioned, checksummed bytes: `magic`, `format`, the payload's length and the
+/// first 8 bytes of its BLAKE3 hash, then `(version, value)` through `postcard`. Every IR
+/// that a macro embeds (this crate's modules, the tile IR's) is written by this one
+/// function, and read by [`unseal`].
+pub fn seal<T: serde::Serialize>(magic: [u8; 8], format: u32, version: &str, value: &T) -> Vec<u8> {
     // Serializing plain data into a Vec cannot fail; an empty payload would be refused by
-    // `decode_module` as corrupt, never misread.
-    let payload = postcard::to_stdvec(&(version_text(), module)).unwrap_or_default();
+    // `unseal` as corrupt, never misread.
+    let payload = postcard::to_stdvec(&(version, value)).unwrap_or_default();
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&magic);
+    out.extend_from_slice(&format.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&checksum(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     out
 }
 
-/// The module in `bytes`, checked (header, checksum, versions) and validated.
-pub fn decode_module(bytes: &[u8]) -> Result<Module, SerialError> {
+/// The value [`seal`] wrote into `bytes` with the same `magic`, `format` and `version`;
+/// anything else (another header, a bad checksum, another version) is a [`SerialError`].
+/// The caller validates what it reads.
+pub fn unseal<T: serde::de::DeserializeOwned>(
+    magic: [u8; 8],
+    format: u32,
+    version: &str,
+    bytes: &[u8],
+) -> Result<T, SerialError> {
     let corrupt = |why: &str| SerialError::Corrupt(why.to_string());
-    if bytes.len() < HEADER_LEN || bytes[..8] != MAGIC {
-        return Err(corrupt("no CUPRUMIR header"));
+    if bytes.len() < HEADER_LEN || bytes[..8] != magic {
+        return Err(corrupt("no cuprum IR header"));
     }
     let word = |at: usize| {
         let mut b = [0u8; 4];
         b.copy_from_slice(&bytes[at..at + 4]);
         u32::from_le_bytes(b)
     };
-    let format = word(8);
-    if format != FORMAT_VERSION {
+    let found = word(8);
+    if found != format {
         return Err(SerialError::Version {
-            found: format!("format {format}"),
-            expected: version_text(),
+            found: format!("format {found}"),
+            expected: version.to_string(),
         });
     }
     let len = word(12) as usize;
@@ -93,16 +115,15 @@ pub fn decode_module(bytes: &[u8]) -> Result<Module, SerialError> {
     if checksum(payload) != u64::from_le_bytes(sum) {
         return Err(corrupt("checksum mismatch"));
     }
-    let (version, module): (String, Module) =
+    let (found, value): (String, T) =
         postcard::from_bytes(payload).map_err(|e| SerialError::Corrupt(e.to_string()))?;
-    if version != version_text() {
+    if found != version {
         return Err(SerialError::Version {
-            found: version,
-            expected: version_text(),
+            found,
+            expected: version.to_string(),
         });
     }
-    validate_module(&module)?;
-    Ok(module)
+    Ok(value)
 }
 
 #[cfg(test)]

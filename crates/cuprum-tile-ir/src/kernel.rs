@@ -1,0 +1,521 @@
+//! The tile IR itself: kernels, parameters, statements and operations on whole tiles.
+//!
+//! The semantics every layer must agree on are in the crate docs ([`crate`]); each variant
+//! here says what its operands must be (the validator checks it) and what it computes.
+
+use cuprum_ir::{Arena, BinaryOp, CmpOp, Constant, Handle, ScalarType, TernaryOp, UnaryOp};
+
+use crate::types::{Dim, Elem, Shape, TileType};
+
+/// A tile value (SSA: defined once, immutable).
+pub type TileValue = Handle<TileType>;
+
+/// The kernels of one `#[cuprum::tile::module]`.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct TileModule {
+    /// The entry kernels, in source order.
+    pub kernels: Vec<TileKernel>,
+}
+
+/// One `#[cuprum::tile::entry]` function: what one tile block does.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct TileKernel {
+    /// The function's name.
+    pub name: String,
+    /// Its const generic parameters (`const BM: i32`), in declaration order; [`Dim::Param`]
+    /// and [`Op::ConstParam`] name them by index.
+    pub consts: Vec<ConstParam>,
+    /// Its element-type generic parameters (`E: ElementType`), in declaration order;
+    /// [`Elem::Param`] names them by index.
+    pub types: Vec<String>,
+    /// The value parameters, in declaration order.
+    pub params: Vec<TileParam>,
+    /// The type of every value.
+    pub values: Arena<TileType>,
+    /// The body, run once by every tile block. Its `yields` are empty.
+    pub body: Block,
+}
+
+/// A const generic parameter of a tile kernel.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct ConstParam {
+    /// Its name in the source.
+    pub name: String,
+    /// Its type: an integer type or `Bool`. A parameter used as a dimension must be a
+    /// positive integer when the kernel is specialized.
+    pub ty: ScalarType,
+}
+
+/// A value parameter of a tile kernel.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct TileParam {
+    /// Its name in the source.
+    pub name: String,
+    /// What it is.
+    pub kind: ParamKind,
+}
+
+/// What a kernel parameter is.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub enum ParamKind {
+    /// A scalar passed by value; [`Op::Param`] reads it as a rank-0 tile.
+    Scalar(Elem),
+    /// A tensor in global memory.
+    Tensor(TensorParam),
+}
+
+/// A tensor parameter: `&Tensor<E, {[..]}>` or `&mut Tensor<E, {[..]}>`.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct TensorParam {
+    /// The element type.
+    pub elem: Elem,
+    /// The declared shape: its rank, and which dimensions are fixed. For a
+    /// [`TensorAccess::Partitioned`] tensor these are the tile shape (all static).
+    pub dims: Vec<TensorDim>,
+    /// How the kernel may use it.
+    pub access: TensorAccess,
+}
+
+impl TensorParam {
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// For a partitioned tensor, the shape of the tile each block owns.
+    pub fn partition_tile(&self) -> Option<Shape> {
+        if self.access != TensorAccess::Partitioned {
+            return None;
+        }
+        self.dims
+            .iter()
+            .map(|d| match d {
+                TensorDim::Static(d) => Some(*d),
+                TensorDim::Dynamic => None,
+            })
+            .collect()
+    }
+}
+
+/// One dimension of a declared tensor shape.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorDim {
+    /// `-1`: any size, read at launch.
+    Dynamic,
+    /// A size the tensor must have (checked at launch); for a partitioned tensor, the tile's
+    /// size along this axis.
+    Static(Dim),
+}
+
+/// How a kernel uses a tensor parameter.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorAccess {
+    /// `&Tensor`: read, anywhere, and written by nobody during the launch.
+    Read,
+    /// `&mut Tensor<E, S>`: the host partitions it into tiles of shape `S` (the declared
+    /// dims); the grid has one tile block per tile, and block `b` reads and writes only tile
+    /// `b` ([`View::Own`], [`Stmt::Store`]). So no two blocks touch one element.
+    Partitioned,
+}
+
+/// A sequence of statements, and what it gives its parent when it ends normally.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Block {
+    /// The statements, run in order.
+    pub stmts: Vec<Stmt>,
+    /// The values the block ends with: an `If`'s results, a loop's next arguments, a reduce
+    /// closure's result. Empty for the kernel body.
+    pub yields: Vec<TileValue>,
+}
+
+/// Where a [`Op::Load`] reads.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub enum View {
+    /// The tile of partitioned tensor `tensor` that this tile block owns (the tensor's tile
+    /// shape, at this block's index).
+    Own {
+        /// The parameter index of a [`TensorAccess::Partitioned`] tensor.
+        tensor: u32,
+    },
+    /// Tile `index` of read-only tensor `tensor` cut into tiles of shape `tile`: the element
+    /// at tile coordinate `c` is the tensor's element `index * tile + c` (per axis).
+    Tiled {
+        /// The parameter index of a [`TensorAccess::Read`] tensor.
+        tensor: u32,
+        /// The tile shape, of the tensor's rank.
+        tile: Shape,
+        /// One rank-0 integer per axis: which tile.
+        index: Vec<TileValue>,
+    },
+}
+
+impl View {
+    /// The tensor parameter read.
+    pub fn tensor(&self) -> u32 {
+        match self {
+            View::Own { tensor } | View::Tiled { tensor, .. } => *tensor,
+        }
+    }
+}
+
+/// A literal whose type may be a type parameter until specialization.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    /// An exact constant of a known type.
+    Exact(Constant),
+    /// An integer literal, converted to the element type with Rust's `as`.
+    Int(i64),
+    /// A float literal, converted to the element type with Rust's `as` (from `f64`).
+    Float(f64),
+    /// `true` or `false`.
+    Bool(bool),
+}
+
+/// How [`Op::Reduce`] combines two elements.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub enum Combine {
+    /// Sum (wrapping on integers).
+    Sum,
+    /// Product (wrapping on integers).
+    Prod,
+    /// Minimum (the IR's `Min`: a NaN operand yields the other one).
+    Min,
+    /// Maximum (the IR's `Max`).
+    Max,
+    /// A closure `|a, b| ..`: `a` and `b` are rank-0 values of the element type defined only
+    /// inside `body`, whose one yield is the combined value. It must be associative and
+    /// commutative for a deterministic result (the order of combination is unspecified), and
+    /// `identity` combined with any `x` must give `x`.
+    Closure {
+        /// The first operand.
+        a: TileValue,
+        /// The second operand.
+        b: TileValue,
+        /// Computes the combined value (one yield, rank 0, the element type).
+        body: Block,
+        /// The identity element.
+        identity: Literal,
+    },
+}
+
+/// An operation producing one tile.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Every element is `value` converted to `elem`.
+    Const {
+        /// The value.
+        value: Literal,
+        /// The element type.
+        elem: Elem,
+        /// The shape.
+        shape: Shape,
+    },
+    /// The value of const generic parameter `index`, a rank-0 tile of its type.
+    ConstParam(u32),
+    /// The value of scalar parameter `index`, a rank-0 tile.
+    Param(u32),
+    /// This tile block's index along grid axis `axis` (0, 1 or 2): rank-0 `I32`.
+    BlockId(u32),
+    /// The number of tile blocks along grid axis `axis`: rank-0 `I32`.
+    NumBlocks(u32),
+    /// The size of tensor parameter `tensor` along `axis` (the whole tensor, also for a
+    /// partitioned one): rank-0 `I64`.
+    TensorDim {
+        /// The tensor parameter's index.
+        tensor: u32,
+        /// The axis.
+        axis: u32,
+    },
+    /// A tile whose element at coordinate `c` is `c[axis]`, converted to `elem` (an integer
+    /// type).
+    Iota {
+        /// The integer element type.
+        elem: Elem,
+        /// The shape.
+        shape: Shape,
+        /// The axis counted along.
+        axis: u32,
+    },
+    /// Element-wise; the result has the operand's type.
+    Unary(UnaryOp, TileValue),
+    /// Element-wise on two tiles of one type and shape; the result has that type (shifts
+    /// take a `U32` right operand of the same shape).
+    Binary(BinaryOp, TileValue, TileValue),
+    /// Element-wise on three tiles of one type and shape.
+    Ternary(TernaryOp, TileValue, TileValue, TileValue),
+    /// Element-wise comparison of two tiles of one type and shape: a `Bool` tile.
+    Compare(CmpOp, TileValue, TileValue),
+    /// Element-wise `cond ? if_true : if_false`; all three of one shape, `cond` of `Bool`.
+    Select {
+        /// The `Bool` selector.
+        cond: TileValue,
+        /// Where `cond` is true.
+        if_true: TileValue,
+        /// Where `cond` is false.
+        if_false: TileValue,
+    },
+    /// Element-wise Rust `as` (the kernel IR's `Cast`).
+    Cast {
+        /// The tile converted.
+        value: TileValue,
+        /// The new element type (not `Bool`).
+        to: Elem,
+    },
+    /// Element-wise reinterpretation of the bits, as the kernel IR's `Bitcast`.
+    Bitcast {
+        /// The tile whose bits are reused.
+        value: TileValue,
+        /// The new element type, of the same size.
+        to: Elem,
+    },
+    /// Repeats `value` along its dimensions of size 1 to `shape`, of the same rank: the
+    /// element at `c` is `value`'s element at `c` with every broadcast axis set to 0.
+    Broadcast {
+        /// The tile broadcast.
+        value: TileValue,
+        /// The result shape.
+        shape: Shape,
+    },
+    /// The same elements in row-major order, in a shape of the same element count.
+    Reshape {
+        /// The tile reshaped.
+        value: TileValue,
+        /// The result shape.
+        shape: Shape,
+    },
+    /// Reorders the axes: result axis `i` is `value`'s axis `perm[i]` (a transpose of a
+    /// rank-2 tile is `perm = [1, 0]`).
+    Permute {
+        /// The tile permuted.
+        value: TileValue,
+        /// A permutation of `0..rank`.
+        perm: Vec<u32>,
+    },
+    /// Combines the elements along `axis`: the result has `value`'s shape without that axis
+    /// and the same element type. The order of combination is unspecified (float sums may
+    /// differ in the last bits between backends).
+    Reduce {
+        /// The tile reduced.
+        value: TileValue,
+        /// The axis removed.
+        axis: u32,
+        /// How two elements combine.
+        combine: Combine,
+    },
+    /// Reads a tile from a tensor (see [`View`]). Elements outside the tensor (a coordinate
+    /// `< 0` or `>=` the tensor's size on some axis) read `padding` instead: edge tiles need
+    /// no checks in the kernel, and never fault.
+    Load {
+        /// Where it reads.
+        view: View,
+        /// The value of elements outside the tensor.
+        padding: Literal,
+    },
+}
+
+/// One statement of a [`Block`].
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// Defines `value` as the result of `op`.
+    Def {
+        /// The value defined.
+        value: TileValue,
+        /// The operation computing it.
+        op: Op,
+    },
+    /// Writes `value` to the tile this block owns of partitioned tensor `tensor` (the tile
+    /// shape, the tensor's element type); elements outside the tensor are dropped.
+    Store {
+        /// The parameter index of a [`TensorAccess::Partitioned`] tensor.
+        tensor: u32,
+        /// The tile stored.
+        value: TileValue,
+    },
+    /// Runs `then` when the rank-0 `Bool` `cond` is true, else `otherwise`; `results` take
+    /// the yields of the branch that ran (same count and types).
+    If {
+        /// The rank-0 `Bool` condition.
+        cond: TileValue,
+        /// Run when `cond` is true.
+        then: Block,
+        /// Run when it is false.
+        otherwise: Block,
+        /// Defined by the branch's yields.
+        results: Vec<TileValue>,
+    },
+    /// A counted loop: `counter` takes `start`, `start + step`, ... while `counter < end`
+    /// (all three rank-0 of one integer type; `step > 0`, else the launch fails). `args`
+    /// start as `inits`; each iteration's body yields the next `args`; `results` are the
+    /// `args` after the last iteration (or a [`Stmt::Break`]'s values). `counter` and `args`
+    /// are defined only inside `body`.
+    For {
+        /// The loop counter, defined inside `body`.
+        counter: TileValue,
+        /// The first counter value.
+        start: TileValue,
+        /// The bound (exclusive).
+        end: TileValue,
+        /// The increment (positive).
+        step: TileValue,
+        /// The loop-carried values, defined inside `body`.
+        args: Vec<TileValue>,
+        /// Their values before the first iteration.
+        inits: Vec<TileValue>,
+        /// The body; its yields are the next iteration's `args`.
+        body: Block,
+        /// The loop's results, defined after it.
+        results: Vec<TileValue>,
+    },
+    /// Repeats `body` until a [`Stmt::Break`]; `args`, `inits` and `results` as in
+    /// [`Stmt::For`].
+    Loop {
+        /// The loop-carried values, defined inside `body`.
+        args: Vec<TileValue>,
+        /// Their values before the first iteration.
+        inits: Vec<TileValue>,
+        /// The body; its yields are the next iteration's `args`.
+        body: Block,
+        /// The loop's results: a `Break`'s values.
+        results: Vec<TileValue>,
+    },
+    /// Leaves the innermost loop; its `results` take `values`. Ends the block it is in.
+    Break {
+        /// One per loop result.
+        values: Vec<TileValue>,
+    },
+    /// Starts the next iteration of the innermost loop with `args` = `values`. Ends the
+    /// block it is in.
+    Continue {
+        /// One per loop argument.
+        values: Vec<TileValue>,
+    },
+    /// Ends the tile block. Ends the block it is in.
+    Return,
+    /// Prints `format` (C `printf` subset of `cuprum_ir::printf`) with rank-0 `args`, once
+    /// per tile block.
+    Print {
+        /// The format.
+        format: String,
+        /// Rank-0 arguments.
+        args: Vec<TileValue>,
+    },
+    /// Fails the launch with `message` when the rank-0 `Bool` `cond` is false.
+    Assert {
+        /// What must hold.
+        cond: TileValue,
+        /// Said when it does not.
+        message: String,
+    },
+}
+
+impl Stmt {
+    /// Whether the statement ends its block (nothing after it runs).
+    pub fn is_terminator(&self) -> bool {
+        matches!(
+            self,
+            Stmt::Break { .. } | Stmt::Continue { .. } | Stmt::Return
+        )
+    }
+
+    /// The blocks nested in the statement.
+    pub fn nested(&self) -> Vec<&Block> {
+        match self {
+            Stmt::If {
+                then, otherwise, ..
+            } => vec![then, otherwise],
+            Stmt::For { body, .. } | Stmt::Loop { body, .. } => vec![body],
+            Stmt::Def {
+                op:
+                    Op::Reduce {
+                        combine: Combine::Closure { body, .. },
+                        ..
+                    },
+                ..
+            } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The values the statement reads directly (not those of nested blocks).
+    pub fn operands(&self) -> Vec<TileValue> {
+        match self {
+            Stmt::Def { op, .. } => op.operands(),
+            Stmt::Store { value, .. } => vec![*value],
+            Stmt::If { cond, .. } => vec![*cond],
+            Stmt::For {
+                start,
+                end,
+                step,
+                inits,
+                ..
+            } => [*start, *end, *step]
+                .into_iter()
+                .chain(inits.iter().copied())
+                .collect(),
+            Stmt::Loop { inits, .. } => inits.clone(),
+            Stmt::Break { values } | Stmt::Continue { values } => values.clone(),
+            Stmt::Return => Vec::new(),
+            Stmt::Print { args, .. } => args.clone(),
+            Stmt::Assert { cond, .. } => vec![*cond],
+        }
+    }
+}
+
+impl Op {
+    /// The values the operation reads (not those of a closure's body).
+    pub fn operands(&self) -> Vec<TileValue> {
+        match self {
+            Op::Const { .. }
+            | Op::ConstParam(_)
+            | Op::Param(_)
+            | Op::BlockId(_)
+            | Op::NumBlocks(_)
+            | Op::TensorDim { .. }
+            | Op::Iota { .. } => Vec::new(),
+            Op::Unary(_, a)
+            | Op::Cast { value: a, .. }
+            | Op::Bitcast { value: a, .. }
+            | Op::Broadcast { value: a, .. }
+            | Op::Reshape { value: a, .. }
+            | Op::Permute { value: a, .. }
+            | Op::Reduce { value: a, .. } => vec![*a],
+            Op::Binary(_, a, b) | Op::Compare(_, a, b) => vec![*a, *b],
+            Op::Ternary(_, a, b, c) => vec![*a, *b, *c],
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => vec![*cond, *if_true, *if_false],
+            Op::Load { view, .. } => match view {
+                View::Own { .. } => Vec::new(),
+                View::Tiled { index, .. } => index.clone(),
+            },
+        }
+    }
+}
+
+impl Block {
+    /// Calls `f` on every statement of the block and of the blocks nested in it, parents
+    /// first.
+    pub fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+        for s in &self.stmts {
+            f(s);
+            for b in s.nested() {
+                b.visit(f);
+            }
+        }
+    }
+}
+
+impl TileKernel {
+    /// The type of `value`.
+    pub fn ty(&self, value: TileValue) -> &TileType {
+        &self.values[value]
+    }
+
+    /// Whether every dimension, element type and literal is known (no generic parameter is
+    /// left), so that the kernel can be interpreted or lowered.
+    pub fn is_specialized(&self) -> bool {
+        self.consts.is_empty() && self.types.is_empty()
+    }
+}

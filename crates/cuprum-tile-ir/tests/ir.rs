@@ -1,0 +1,282 @@
+//! The tile IR's rules, on kernels built with the builder: what validates, what is refused,
+//! specialization, the printer and the serialized form.
+
+use cuprum_tile_ir::*;
+
+fn tensor(elem: Elem, dims: Vec<TensorDim>, access: TensorAccess) -> ParamKind {
+    ParamKind::Tensor(TensorParam { elem, dims, access })
+}
+
+/// `add<const B: i32>(z: &mut Tensor<f32, {[B]}>, x: &Tensor<f32, {[-1]}>, y: ..)`:
+/// `z.store(load_tile_like(x, z) + load_tile_like(y, z))`.
+fn add() -> TileKernel {
+    let mut b = TileBuilder::new("add");
+    let bsz = b.const_param("B", ScalarType::I32);
+    let f32e = Elem::Known(ScalarType::F32);
+    let z = b.param(
+        "z",
+        tensor(
+            f32e,
+            vec![TensorDim::Static(Dim::Param(bsz))],
+            TensorAccess::Partitioned,
+        ),
+    );
+    let x = b.param(
+        "x",
+        tensor(f32e, vec![TensorDim::Dynamic], TensorAccess::Read),
+    );
+    let y = b.param(
+        "y",
+        tensor(f32e, vec![TensorDim::Dynamic], TensorAccess::Read),
+    );
+    let pid = b.def(Op::BlockId(0)).expect("block id");
+    let tile = vec![Dim::Param(bsz)];
+    let zero = Literal::Float(0.0);
+    let tx = b
+        .def(Op::Load {
+            view: View::Tiled {
+                tensor: x,
+                tile: tile.clone(),
+                index: vec![pid],
+            },
+            padding: zero,
+        })
+        .expect("load x");
+    let ty = b
+        .def(Op::Load {
+            view: View::Tiled {
+                tensor: y,
+                tile,
+                index: vec![pid],
+            },
+            padding: zero,
+        })
+        .expect("load y");
+    let sum = b.def(Op::Binary(BinaryOp::Add, tx, ty)).expect("add");
+    b.push(Stmt::Store {
+        tensor: z,
+        value: sum,
+    });
+    b.finish()
+}
+
+#[test]
+fn a_generic_kernel_validates_specializes_prints_and_round_trips() {
+    let k = add();
+    validate_kernel(&k).expect("valid");
+    let s = specialize(
+        &k,
+        &Specialization {
+            consts: vec![128],
+            types: vec![],
+        },
+    )
+    .expect("B = 128");
+    assert!(s.is_specialized());
+    let text = print_kernel(&s);
+    assert!(text.contains("tile<f32, [128]>"), "{text}");
+    let m = TileModule {
+        kernels: vec![k.clone()],
+    };
+    let bytes = encode_module(&m);
+    assert_eq!(decode_module(&bytes).expect("round trip"), m);
+    let mut bad = bytes.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert!(decode_module(&bad).is_err());
+}
+
+#[test]
+fn specialization_refuses_bad_sizes_and_counts() {
+    let k = add();
+    assert!(matches!(
+        specialize(
+            &k,
+            &Specialization {
+                consts: vec![0],
+                types: vec![]
+            }
+        ),
+        Err(SpecializeError::BadDim { .. })
+    ));
+    assert!(matches!(
+        specialize(
+            &k,
+            &Specialization {
+                consts: vec![],
+                types: vec![]
+            }
+        ),
+        Err(SpecializeError::Count { .. })
+    ));
+}
+
+#[test]
+fn shape_rules_are_enforced_by_the_builder() {
+    let mut b = TileBuilder::new("k");
+    let a = b
+        .def(Op::Const {
+            value: Literal::Float(1.0),
+            elem: Elem::Known(ScalarType::F32),
+            shape: shape_of(&[4, 8]),
+        })
+        .expect("const");
+    let c = b
+        .def(Op::Const {
+            value: Literal::Float(1.0),
+            elem: Elem::Known(ScalarType::F32),
+            shape: shape_of(&[8]),
+        })
+        .expect("const");
+    let e = b
+        .def(Op::Binary(BinaryOp::Add, a, c))
+        .expect_err("shapes differ");
+    assert!(e.message.contains("tile<f32, [8]>"), "{e}");
+    let e = b
+        .def(Op::Reshape {
+            value: a,
+            shape: shape_of(&[5, 5]),
+        })
+        .expect_err("counts differ");
+    assert!(e.message.contains("32 elements"), "{e}");
+    let e = b
+        .def(Op::Broadcast {
+            value: c,
+            shape: shape_of(&[4, 8]),
+        })
+        .expect_err("rank differs");
+    assert!(e.message.contains("ranks differ"), "{e}");
+    let r = b
+        .def(Op::Reduce {
+            value: a,
+            axis: 1,
+            combine: Combine::Sum,
+        })
+        .expect("reduce");
+    assert_eq!(b.ty(r).shape, shape_of(&[4]));
+    let p = b
+        .def(Op::Permute {
+            value: a,
+            perm: vec![1, 0],
+        })
+        .expect("permute");
+    assert_eq!(b.ty(p).shape, shape_of(&[8, 4]));
+    b.def(Op::Permute {
+        value: a,
+        perm: vec![0, 0],
+    })
+    .expect_err("not a permutation");
+    b.def(Op::Unary(UnaryOp::Exp, r)).expect("exp of f32");
+    let i = b.def(Op::BlockId(0)).expect("pid");
+    b.def(Op::Unary(UnaryOp::Sqrt, i)).expect_err("sqrt of i32");
+}
+
+#[test]
+fn values_are_scoped_and_loops_carry_typed_values() {
+    let mut b = TileBuilder::new("loop");
+    let f = Elem::Known(ScalarType::F32);
+    let i32t = TileType::scalar(ScalarType::I32);
+    let acc0 = b
+        .def(Op::Const {
+            value: Literal::Float(0.0),
+            elem: f,
+            shape: shape_of(&[16]),
+        })
+        .expect("c");
+    let start = b
+        .def(Op::Const {
+            value: Literal::Int(0),
+            elem: Elem::Known(ScalarType::I32),
+            shape: vec![],
+        })
+        .expect("c");
+    let end = b
+        .def(Op::Const {
+            value: Literal::Int(4),
+            elem: Elem::Known(ScalarType::I32),
+            shape: vec![],
+        })
+        .expect("c");
+    let step = b
+        .def(Op::Const {
+            value: Literal::Int(1),
+            elem: Elem::Known(ScalarType::I32),
+            shape: vec![],
+        })
+        .expect("c");
+    let counter = b.value(i32t);
+    let acc = b.value(b.ty(acc0).clone());
+    let result = b.value(b.ty(acc0).clone());
+    b.begin_block();
+    let one = b
+        .def(Op::Const {
+            value: Literal::Float(1.0),
+            elem: f,
+            shape: shape_of(&[16]),
+        })
+        .expect("c");
+    let next = b.def(Op::Binary(BinaryOp::Add, acc, one)).expect("add");
+    let body = b.end_block(vec![next]);
+    b.push(Stmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args: vec![acc],
+        inits: vec![acc0],
+        body,
+        results: vec![result],
+    });
+    let good = b.finish();
+    validate_kernel(&good).expect("valid loop");
+
+    // Using the loop argument after the loop is an error.
+    let mut bad = good.clone();
+    bad.body.stmts.push(Stmt::Def {
+        value: bad
+            .values
+            .append(TileType::new(ScalarType::F32, shape_of(&[16]))),
+        op: Op::Unary(UnaryOp::Neg, acc),
+    });
+    let e = validate_kernel(&bad).expect_err("scoped");
+    assert!(e.message.contains("not defined"), "{e}");
+}
+
+#[test]
+fn outputs_are_read_and_written_only_through_their_own_tile() {
+    let mut b = TileBuilder::new("k");
+    let f = Elem::Known(ScalarType::F32);
+    let z = b.param(
+        "z",
+        tensor(
+            f,
+            vec![TensorDim::Static(Dim::Known(64))],
+            TensorAccess::Partitioned,
+        ),
+    );
+    let x = b.param("x", tensor(f, vec![TensorDim::Dynamic], TensorAccess::Read));
+    let pid = b.def(Op::BlockId(0)).expect("pid");
+    let e = b
+        .def(Op::Load {
+            view: View::Tiled {
+                tensor: z,
+                tile: shape_of(&[64]),
+                index: vec![pid],
+            },
+            padding: Literal::Float(0.0),
+        })
+        .expect_err("tiled loads of an output");
+    assert!(e.message.contains("its own tile"), "{e}");
+    let own = b
+        .def(Op::Load {
+            view: View::Own { tensor: z },
+            padding: Literal::Float(0.0),
+        })
+        .expect("own tile");
+    b.push(Stmt::Store {
+        tensor: x,
+        value: own,
+    });
+    let e = validate_kernel(&b.finish()).expect_err("a store to an input");
+    assert!(e.message.contains("not a partitioned tensor"), "{e}");
+}
