@@ -30,9 +30,8 @@ use cuprum_ir::{
 use crate::access::{Ctx, Ports, lanes_of};
 use crate::error::EmuError;
 use crate::lanes::{Lanes, true_mask};
-use crate::printf::{self, Arg};
 use crate::tensor;
-use cuprum_ir::printf::parse_format;
+use cuprum_ir::printf::{self, Arg, parse_format};
 use cuprum_ir::scalar::{self as ops, OpFault};
 
 /// What happens when a frame's statement list ends.
