@@ -344,7 +344,9 @@ pub enum Stmt {
         results: Vec<TileValue>,
     },
     /// A counted loop: `counter` takes `start`, `start + step`, ... while `counter < end`
-    /// (all three rank-0 of one integer type; `step > 0`, else the launch fails). `args`
+    /// (all three rank-0 of one integer type; `step > 0`, else the launch fails). The
+    /// progression never wraps: a value past the type's range is not below `end`, so the
+    /// loop ends there. `args`
     /// start as `inits`; each iteration's body yields the next `args`; `results` are the
     /// `args` after the last iteration (or a [`Stmt::Break`]'s values). `counter` and `args`
     /// are defined only inside `body`.

@@ -15,8 +15,8 @@
 //!   The grid is fixed by the partitioned tensors ([`TensorAccess::Partitioned`]): a tensor
 //!   of rank `r <= 3` and sizes `n_d` partitioned into tiles `t_d` gives `ceil(n_d / t_d)`
 //!   blocks along grid axis `d` (1 along the others); every partitioned tensor of a launch
-//!   must give the same grid (the host checks it). A kernel without partitioned tensors is
-//!   launched with an explicit grid.
+//!   must give the same grid (the host checks it; [`grid_of`] is the rule's one definition).
+//!   A kernel without partitioned tensors is launched with an explicit grid.
 //! * **Values.** A [`TileValue`] is a whole tile, defined once ([`Stmt::Def`], or as the
 //!   results and arguments of control flow), of a [`TileType`]: an element type and a
 //!   shape, row-major. Rank-0 tiles are the scalars of tile programs. Every value is the
@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+pub mod grid;
 pub mod kernel;
 pub mod print;
 pub mod serial;
@@ -59,6 +60,7 @@ pub mod types;
 pub mod validate;
 
 pub use builder::TileBuilder;
+pub use grid::{GridError, grid_of};
 pub use kernel::*;
 pub use print::{print_kernel, print_module};
 pub use serial::{SerialError, decode_module, encode_module};

@@ -334,13 +334,20 @@ impl<'k> Validator<'k> {
             }
             Stmt::Return => Ok(()),
             Stmt::Print { format, args } => {
-                if cuprum_ir::printf::parse_format(format).is_err() {
-                    return Err(format!("print format {format:?} is not supported"));
+                if let Err(e) = cuprum_ir::printf::parse_format(format) {
+                    return Err(format!("print format {format:?} is not supported: {e}"));
                 }
+                let mut known = Vec::with_capacity(args.len());
                 for a in args {
-                    if !self.use_value(*a)?.is_scalar() {
+                    let t = self.use_value(*a)?;
+                    if !t.is_scalar() {
                         return Err("print takes rank-0 arguments".into());
                     }
+                    known.extend(t.elem.known());
+                }
+                // The argument count and classes, once every argument's type is known.
+                if known.len() == args.len() {
+                    cuprum_ir::printf::check_print(format, &known)?;
                 }
                 Ok(())
             }
@@ -474,7 +481,8 @@ impl<'k> Validator<'k> {
             }
             Op::Binary(b, x, y) => {
                 let (tx, ty) = (self.use_value(*x)?, self.use_value(*y)?);
-                if matches!(b, BinaryOp::Shl | BinaryOp::Shr) {
+                let shift = matches!(b, BinaryOp::Shl | BinaryOp::Shr);
+                if shift {
                     let want = TileType {
                         elem: Elem::Known(ScalarType::U32),
                         shape: tx.shape.clone(),
@@ -482,6 +490,19 @@ impl<'k> Validator<'k> {
                     self.expect(ty, &want, "a shift amount")?;
                 } else {
                     self.expect(ty, tx, &format!("the right operand of {b:?}"))?;
+                }
+                // The kernel IR's rules for which operator applies to which type.
+                if let Elem::Known(e) = tx.elem {
+                    let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
+                    if shift && !e.is_int() {
+                        return Err(format!("{b:?} of {e}: an integer type is required"));
+                    }
+                    if e == ScalarType::Bool && !logical {
+                        return Err(format!("{b:?} of bool"));
+                    }
+                    if e.is_float() && logical {
+                        return Err(format!("{b:?} of {e}: an integer or bool type is required"));
+                    }
                 }
                 Ok(tx.clone())
             }
@@ -534,10 +555,16 @@ impl<'k> Validator<'k> {
             Op::Bitcast { value, to } => {
                 self.elem_ok(*to)?;
                 let t = self.use_value(*value)?;
-                if let (Elem::Known(a), Elem::Known(b)) = (t.elem, *to)
-                    && a.size_bytes() != b.size_bytes()
-                {
-                    return Err(format!("a bitcast from {a} to {b}, of another size"));
+                if let (Elem::Known(a), Elem::Known(b)) = (t.elem, *to) {
+                    if a.size_bytes() != b.size_bytes() {
+                        return Err(format!("a bitcast from {a} to {b}, of another size"));
+                    }
+                    // As in the kernel IR: a bool holds only 0 or 1, so no bits become one.
+                    if a == ScalarType::Bool || b == ScalarType::Bool {
+                        return Err(format!(
+                            "a bitcast from {a} to {b} (compare or select instead)"
+                        ));
+                    }
                 }
                 Ok(TileType {
                     elem: *to,

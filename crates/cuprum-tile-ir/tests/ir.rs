@@ -280,3 +280,146 @@ fn outputs_are_read_and_written_only_through_their_own_tile() {
     let e = validate_kernel(&b.finish()).expect_err("a store to an input");
     assert!(e.message.contains("not a partitioned tensor"), "{e}");
 }
+
+#[test]
+fn the_grid_is_one_block_per_tile_of_every_partitioned_tensor() {
+    let f = Elem::Known(ScalarType::F32);
+    let mut b = TileBuilder::new("k");
+    let out = |tile: &[u32]| {
+        tensor(
+            f,
+            tile.iter()
+                .map(|&t| TensorDim::Static(Dim::Known(t)))
+                .collect(),
+            TensorAccess::Partitioned,
+        )
+    };
+    b.param("y", out(&[16, 32]));
+    b.param("s", ParamKind::Scalar(f));
+    b.param("x", tensor(f, vec![TensorDim::Dynamic], TensorAccess::Read));
+    b.param("z", out(&[8, 64]));
+    let k = b.finish();
+    let (y, x, z): (&[u64], &[u64], &[u64]) = (&[37, 50], &[7], &[20, 100]);
+    assert_eq!(
+        grid_of(&k, &[Some(y), None, Some(x), Some(z)]),
+        Ok(Some([3, 2, 1]))
+    );
+    // An empty tensor gives no block along its empty axis.
+    let (y0, z0): (&[u64], &[u64]) = (&[0, 50], &[0, 100]);
+    assert_eq!(
+        grid_of(&k, &[Some(y0), None, None, Some(z0)]),
+        Ok(Some([0, 2, 1]))
+    );
+    let z2: &[u64] = &[20, 200];
+    assert!(matches!(
+        grid_of(&k, &[Some(y), None, Some(x), Some(z2)]),
+        Err(GridError::Disagree {
+            first_grid: [3, 2, 1],
+            other_grid: [3, 4, 1],
+            ..
+        })
+    ));
+    assert!(matches!(
+        grid_of(&k, &[Some(y), None, Some(x), Some(x)]),
+        Err(GridError::Rank {
+            expected: 2,
+            got: 1,
+            ..
+        })
+    ));
+    assert!(matches!(
+        grid_of(&k, &[Some(y)]),
+        Err(GridError::MissingShape { .. })
+    ));
+    let huge: &[u64] = &[u64::MAX, 1];
+    assert!(matches!(
+        grid_of(&k, &[Some(huge), None, None, Some(huge)]),
+        Err(GridError::TooManyBlocks { axis: 0, .. })
+    ));
+    // No partitioned tensor: the launch gives the grid.
+    assert_eq!(grid_of(&TileBuilder::new("none").finish(), &[]), Ok(None));
+    // A generic tile size is known only once specialized.
+    let g = add();
+    let n: &[u64] = &[1000];
+    assert!(matches!(
+        grid_of(&g, &[Some(n), Some(n), Some(n)]),
+        Err(GridError::Generic { .. })
+    ));
+    let s = specialize(
+        &g,
+        &Specialization {
+            consts: vec![128],
+            types: vec![],
+        },
+    )
+    .expect("B = 128");
+    assert_eq!(
+        grid_of(&s, &[Some(n), Some(n), Some(n)]),
+        Ok(Some([8, 1, 1]))
+    );
+}
+
+#[test]
+fn operators_bitcasts_and_prints_follow_the_kernel_ir_rules() {
+    let mut b = TileBuilder::new("k");
+    let c = |b: &mut TileBuilder, ty: ScalarType, value: Literal| {
+        b.def(Op::Const {
+            value,
+            elem: Elem::Known(ty),
+            shape: shape_of(&[4]),
+        })
+        .expect("const")
+    };
+    let x = c(&mut b, ScalarType::F32, Literal::Float(1.0));
+    let t = c(&mut b, ScalarType::Bool, Literal::Bool(true));
+    let u = c(&mut b, ScalarType::U32, Literal::Int(1));
+    let i8s = c(&mut b, ScalarType::I8, Literal::Int(1));
+    b.def(Op::Binary(BinaryOp::And, x, x))
+        .expect_err("and of floats");
+    b.def(Op::Binary(BinaryOp::Add, t, t))
+        .expect_err("add of bools");
+    b.def(Op::Binary(BinaryOp::Xor, t, t))
+        .expect("xor of bools");
+    b.def(Op::Binary(BinaryOp::Shl, x, u))
+        .expect_err("shift of a float");
+    b.def(Op::Binary(BinaryOp::Shl, u, u))
+        .expect("shift of a u32");
+    b.def(Op::Bitcast {
+        value: t,
+        to: Elem::Known(ScalarType::U8),
+    })
+    .expect_err("bitcast of a bool");
+    b.def(Op::Bitcast {
+        value: i8s,
+        to: Elem::Known(ScalarType::Bool),
+    })
+    .expect_err("bitcast to a bool");
+    b.def(Op::Bitcast {
+        value: x,
+        to: Elem::Known(ScalarType::I32),
+    })
+    .expect("bitcast of f32 to i32");
+    // A print of `i32` (false) and `i64` (true) arguments.
+    let print = |format: &str, wide: &[bool]| {
+        let mut k = TileBuilder::new("p");
+        let args = wide
+            .iter()
+            .map(|&w| {
+                k.def(Op::Const {
+                    value: Literal::Int(1),
+                    elem: Elem::Known(if w { ScalarType::I64 } else { ScalarType::I32 }),
+                    shape: vec![],
+                })
+                .expect("const")
+            })
+            .collect();
+        k.push(Stmt::Print {
+            format: format.into(),
+            args,
+        });
+        validate_kernel(&k.finish())
+    };
+    print("%d %ld\n", &[false, true]).expect("matching classes");
+    print("%d\n", &[true]).expect_err("an i64 for %d");
+    print("%d %d\n", &[false]).expect_err("an argument missing");
+}
