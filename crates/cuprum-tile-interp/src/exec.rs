@@ -1,0 +1,523 @@
+//! One tile block's run: the kernel body over whole tiles, with the block's own copy of what
+//! it stored to its tiles of the partitioned tensors ([`OwnTile`]), which the launch writes
+//! to memory once the block has ended (see [`crate::run`]).
+
+use std::rc::Rc;
+
+use cuprum_ir::printf::{self, parse_format};
+use cuprum_ir::scalar::{OpFault, cast_constant};
+use cuprum_ir::{BinaryOp, Constant, ScalarType, TernaryOp};
+use cuprum_tile_ir::{Block, Combine, Literal, Op, Stmt, TileKernel, TileValue, View};
+
+use crate::elementwise;
+use crate::error::InterpError;
+use crate::memory::{AddressFault, TensorView, Window};
+use crate::shape;
+
+/// A tile's elements, row-major, as register bits (immutable once defined, shared by the
+/// values that only rename it: reshape, bitcast, loop arguments).
+type Tile = Rc<Vec<u64>>;
+
+/// A kernel parameter during a launch.
+#[derive(Clone, Debug)]
+pub(crate) enum Param<'a> {
+    /// A scalar's bits.
+    Scalar(u64),
+    /// A tensor, and for a partitioned one its tile shape.
+    Tensor {
+        view: TensorView<'a>,
+        tile: Option<Vec<usize>>,
+    },
+}
+
+/// What every block of a launch shares.
+pub(crate) struct Launch<'k, 'a> {
+    pub kernel: &'k TileKernel,
+    /// The element type of every value.
+    pub elem: &'k [ScalarType],
+    /// The shape of every value.
+    pub shape: &'k [Vec<usize>],
+    pub params: Vec<Param<'a>>,
+    pub grid: [u32; 3],
+}
+
+/// A block's view of its own tile of one partitioned tensor: the elements it stored.
+#[derive(Clone, Debug)]
+pub(crate) struct OwnTile {
+    pub data: Vec<u64>,
+    pub written: Vec<bool>,
+}
+
+/// What a block leaves when it ends: its stores, per partitioned tensor, and its prints.
+#[derive(Debug)]
+pub(crate) struct BlockOut {
+    pub block: [u32; 3],
+    pub own: Vec<(usize, OwnTile)>,
+    pub prints: Vec<String>,
+}
+
+/// How a block's run ended early.
+enum Stop {
+    /// A `Return`: the tile block ends normally.
+    Return,
+    /// The launch fails.
+    Fail(Box<InterpError>),
+}
+
+/// How a nested block ended.
+enum Flow {
+    /// It ran to its end; its yields are defined.
+    Next,
+    /// A `Break` with its values.
+    Break(Vec<Tile>),
+    /// A `Continue` with its values.
+    Continue(Vec<Tile>),
+}
+
+type Run<T> = Result<T, Stop>;
+
+impl Launch<'_, '_> {
+    /// Runs the body once as block `id`.
+    pub fn block(&self, id: [u32; 3]) -> Result<BlockOut, InterpError> {
+        let mut b = BlockRun {
+            launch: self,
+            id,
+            env: vec![None; self.elem.len()],
+            own: vec![None; self.params.len()],
+            prints: Vec::new(),
+        };
+        match b.block(&self.kernel.body) {
+            Ok(_) | Err(Stop::Return) => {}
+            Err(Stop::Fail(e)) => return Err(*e),
+        }
+        Ok(BlockOut {
+            block: id,
+            own: b
+                .own
+                .into_iter()
+                .enumerate()
+                .filter_map(|(p, o)| Some((p, o?)))
+                .collect(),
+            prints: b.prints,
+        })
+    }
+}
+
+/// The element bits of `literal` as an element of type `ty` (as specialization converts
+/// it: Rust's `as` from `i64` or `f64`).
+pub(crate) fn literal_bits(literal: Literal, ty: ScalarType) -> u64 {
+    match literal {
+        Literal::Exact(c) if c.ty == ty => c.bits,
+        Literal::Exact(c) => cast_constant(c, ty).bits,
+        Literal::Int(i) => cast_constant(Constant::i64(i), ty).bits,
+        Literal::Float(x) => cast_constant(Constant::f64(x), ty).bits,
+        Literal::Bool(b) => cast_constant(Constant::bool(b), ty).bits,
+    }
+}
+
+/// The integer value of the register bits of an integer (or `Bool`) of type `ty`.
+pub(crate) fn int_value(bits: u64, ty: ScalarType) -> i128 {
+    if ty.is_signed_int() {
+        let shift = 64 - ty.bits();
+        i128::from(((bits << shift) as i64) >> shift)
+    } else {
+        i128::from(bits)
+    }
+}
+
+/// The tile coordinate where tile `index` (per axis) of shape `tile` starts.
+fn tile_base(index: impl IntoIterator<Item = i128>, tile: &[usize]) -> Vec<i128> {
+    index
+        .into_iter()
+        .zip(tile)
+        .map(|(i, &t)| i * t as i128)
+        .collect()
+}
+
+/// The tile of partitioned tensor `tile` that block `id` owns starts here.
+pub(crate) fn own_base(id: [u32; 3], tile: &[usize]) -> Vec<i128> {
+    tile_base(id.iter().map(|&i| i128::from(i)), tile)
+}
+
+struct BlockRun<'l, 'k, 'a> {
+    launch: &'l Launch<'k, 'a>,
+    id: [u32; 3],
+    /// Every value's tile once defined.
+    env: Vec<Option<Tile>>,
+    /// Per parameter: what this block stored to its tile of a partitioned tensor.
+    own: Vec<Option<OwnTile>>,
+    prints: Vec<String>,
+}
+
+impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
+    fn fail(&self, e: InterpError) -> Stop {
+        Stop::Fail(Box::new(e))
+    }
+
+    fn unsupported(&self, message: String) -> Stop {
+        self.fail(InterpError::Unsupported {
+            kernel: self.launch.kernel.name.clone(),
+            block: self.id,
+            message,
+        })
+    }
+
+    fn op_fault(&self, f: OpFault, what: impl FnOnce() -> String) -> Stop {
+        let (kernel, block) = (self.launch.kernel.name.clone(), self.id);
+        match f {
+            OpFault::DivideByZero { .. } => self.fail(InterpError::DivideByZero { kernel, block }),
+            OpFault::DivideOverflow { .. } => {
+                self.fail(InterpError::DivideOverflow { kernel, block })
+            }
+            OpFault::Unsupported => {
+                self.unsupported(format!("{} is not defined by the kernel IR", what()))
+            }
+        }
+    }
+
+    fn address_fault(&self, tensor: &TensorView<'_>, f: AddressFault) -> Stop {
+        self.fail(InterpError::OutOfAllocation {
+            kernel: self.launch.kernel.name.clone(),
+            block: self.id,
+            param: tensor.name.to_string(),
+            coord: f.coord,
+            address: f.address,
+            elements: tensor.elements(),
+        })
+    }
+
+    fn get(&self, v: TileValue) -> Run<Tile> {
+        match self.env.get(v.index()) {
+            Some(Some(t)) => Ok(Rc::clone(t)),
+            _ => Err(self.unsupported(format!("{v:?} is used before its definition"))),
+        }
+    }
+
+    fn get_all(&self, vs: &[TileValue]) -> Run<Vec<Tile>> {
+        vs.iter().map(|&v| self.get(v)).collect()
+    }
+
+    /// The one element of rank-0 `v`.
+    fn scalar(&self, v: TileValue) -> Run<u64> {
+        Ok(self.get(v)?.first().copied().unwrap_or(0))
+    }
+
+    fn set(&mut self, v: TileValue, t: Tile) {
+        if let Some(slot) = self.env.get_mut(v.index()) {
+            *slot = Some(t);
+        }
+    }
+
+    fn set_all(&mut self, vs: &[TileValue], ts: Vec<Tile>) {
+        for (&v, t) in vs.iter().zip(ts) {
+            self.set(v, t);
+        }
+    }
+
+    fn elem(&self, v: TileValue) -> ScalarType {
+        self.launch.elem[v.index()]
+    }
+
+    fn shape(&self, v: TileValue) -> &'k [usize] {
+        &self.launch.shape[v.index()]
+    }
+
+    fn tensor(&self, p: u32) -> Run<(TensorView<'a>, Option<&'l [usize]>)> {
+        let l: &'l Launch<'k, 'a> = self.launch;
+        match l.params.get(p as usize) {
+            Some(Param::Tensor { view, tile }) => Ok((*view, tile.as_deref())),
+            _ => Err(self.unsupported(format!("parameter {p} is not a tensor"))),
+        }
+    }
+
+    fn block(&mut self, block: &Block) -> Run<Flow> {
+        for s in &block.stmts {
+            match self.stmt(s)? {
+                Flow::Next => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Run<Flow> {
+        match s {
+            Stmt::Def { value, op } => {
+                let t = self.op(*value, op)?;
+                self.set(*value, t);
+            }
+            Stmt::Store { tensor, value } => self.store(*tensor, *value)?,
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+                results,
+            } => {
+                let branch = if self.scalar(*cond)? != 0 {
+                    then
+                } else {
+                    otherwise
+                };
+                match self.block(branch)? {
+                    Flow::Next => {
+                        let ys = self.get_all(&branch.yields)?;
+                        self.set_all(results, ys);
+                    }
+                    other => return Ok(other),
+                }
+            }
+            Stmt::For {
+                counter,
+                start,
+                end,
+                step,
+                args,
+                inits,
+                body,
+                results,
+            } => {
+                let ty = self.elem(*start);
+                let [first, end, step] =
+                    [*start, *end, *step].map(|v| self.scalar(v).map(|b| int_value(b, ty)));
+                let (mut c, end, step) = (first?, end?, step?);
+                if step <= 0 {
+                    return Err(self.fail(InterpError::ForStep {
+                        kernel: self.launch.kernel.name.clone(),
+                        block: self.id,
+                        step: step as i64,
+                    }));
+                }
+                let mut carried = self.get_all(inits)?;
+                // The counter runs in `i128`: it stops at `end` instead of wrapping.
+                let out = loop {
+                    if c >= end {
+                        break carried;
+                    }
+                    self.set(*counter, Rc::new(vec![Constant::new(ty, c as u64).bits]));
+                    self.set_all(args, carried);
+                    carried = match self.block(body)? {
+                        Flow::Next => self.get_all(&body.yields)?,
+                        Flow::Continue(v) => v,
+                        Flow::Break(v) => break v,
+                    };
+                    c += step;
+                };
+                self.set_all(results, out);
+            }
+            Stmt::Loop {
+                args,
+                inits,
+                body,
+                results,
+            } => {
+                let mut carried = self.get_all(inits)?;
+                let out = loop {
+                    self.set_all(args, carried);
+                    carried = match self.block(body)? {
+                        Flow::Next => self.get_all(&body.yields)?,
+                        Flow::Continue(v) => v,
+                        Flow::Break(v) => break v,
+                    };
+                };
+                self.set_all(results, out);
+            }
+            Stmt::Break { values } => return Ok(Flow::Break(self.get_all(values)?)),
+            Stmt::Continue { values } => return Ok(Flow::Continue(self.get_all(values)?)),
+            Stmt::Return => return Err(Stop::Return),
+            Stmt::Print { format, args } => {
+                let pieces = parse_format(format).map_err(|e| self.unsupported(e))?;
+                let values = args
+                    .iter()
+                    .map(|&a| Ok(printf::Arg::promote(self.elem(a), self.scalar(a)?)))
+                    .collect::<Run<Vec<_>>>()?;
+                self.prints.push(printf::format(&pieces, &values));
+            }
+            Stmt::Assert { cond, message } => {
+                if self.scalar(*cond)? == 0 {
+                    return Err(self.fail(InterpError::AssertFailed {
+                        kernel: self.launch.kernel.name.clone(),
+                        block: self.id,
+                        message: message.clone(),
+                    }));
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Writes `value` to this block's copy of its tile of partitioned tensor `p`: the
+    /// elements inside the tensor (the others are dropped).
+    fn store(&mut self, p: u32, value: TileValue) -> Run<()> {
+        let (t, tile) = self.tensor(p)?;
+        let Some(tile) = tile else {
+            return Err(self.unsupported(format!("a store to parameter {p}, not partitioned")));
+        };
+        let window = Window::new(&t, &own_base(self.id, tile), tile)
+            .map_err(|f| self.address_fault(&t, f))?;
+        let v = self.get(value)?;
+        let n = v.len();
+        let own = self.own[p as usize].get_or_insert_with(|| OwnTile {
+            data: vec![0; n],
+            written: vec![false; n],
+        });
+        if let Some(w) = window {
+            w.for_each(|i, _| {
+                own.data[i] = v[i];
+                own.written[i] = true;
+            });
+        }
+        Ok(())
+    }
+
+    fn load(&self, view: &View, padding: Literal) -> Run<Tile> {
+        let p = view.tensor();
+        let (t, part) = self.tensor(p)?;
+        let (base, tile): (Vec<i128>, Vec<usize>) = match view {
+            View::Own { .. } => {
+                let Some(tile) = part else {
+                    return Err(self.unsupported(format!("parameter {p} is not partitioned")));
+                };
+                (own_base(self.id, tile), tile.to_vec())
+            }
+            View::Tiled { tile, index, .. } => {
+                let index = index
+                    .iter()
+                    .map(|&i| Ok(int_value(self.scalar(i)?, self.elem(i))))
+                    .collect::<Run<Vec<i128>>>()?;
+                let tile: Vec<usize> = tile
+                    .iter()
+                    .map(|d| d.known().unwrap_or(1) as usize)
+                    .collect();
+                (tile_base(index, &tile), tile)
+            }
+        };
+        let n: usize = tile.iter().product();
+        let mut out = vec![literal_bits(padding, t.elem); n];
+        let window = Window::new(&t, &base, &tile).map_err(|f| self.address_fault(&t, f))?;
+        if let Some(w) = window {
+            match (view, &self.own[p as usize]) {
+                (View::Own { .. }, Some(own)) => w.for_each(|i, a| {
+                    out[i] = if own.written[i] {
+                        own.data[i]
+                    } else {
+                        t.read(a)
+                    };
+                }),
+                _ => w.for_each(|i, a| out[i] = t.read(a)),
+            }
+        }
+        Ok(Rc::new(out))
+    }
+
+    fn op(&mut self, value: TileValue, op: &Op) -> Run<Tile> {
+        let ty = self.elem(value);
+        let n: usize = self.shape(value).iter().product();
+        let l = self.launch;
+        let out = match op {
+            Op::Const { value: lit, .. } => vec![literal_bits(*lit, ty); n],
+            Op::ConstParam(i) => {
+                return Err(
+                    self.unsupported(format!("const parameter {i} in a specialized kernel"))
+                );
+            }
+            Op::Param(i) => match l.params.get(*i as usize) {
+                Some(Param::Scalar(bits)) => vec![*bits],
+                _ => return Err(self.unsupported(format!("parameter {i} is not a scalar"))),
+            },
+            Op::BlockId(a) => vec![Constant::i32(self.id[*a as usize % 3] as i32).bits],
+            Op::NumBlocks(a) => vec![Constant::i32(l.grid[*a as usize % 3] as i32).bits],
+            Op::TensorDim { tensor, axis } => {
+                let (t, _) = self.tensor(*tensor)?;
+                let size = t.shape.get(*axis as usize).copied().unwrap_or(0);
+                vec![Constant::i64(size as i64).bits]
+            }
+            Op::Iota { axis, .. } => elementwise::cast(
+                ScalarType::U64,
+                ty,
+                &shape::iota(self.shape(value), *axis as usize),
+            ),
+            Op::Unary(u, a) => {
+                let at = self.elem(*a);
+                elementwise::unary(*u, at, &self.get(*a)?)
+                    .map_err(|f| self.op_fault(f, || format!("{u:?} of {at}")))?
+            }
+            Op::Binary(b, x, y) => {
+                let xt = self.elem(*x);
+                elementwise::binary(*b, xt, &self.get(*x)?, &self.get(*y)?)
+                    .map_err(|f| self.op_fault(f, || format!("{b:?} of {xt}")))?
+            }
+            Op::Ternary(TernaryOp::MulAdd, a, b, c) => {
+                let at = self.elem(*a);
+                elementwise::mul_add(at, &self.get(*a)?, &self.get(*b)?, &self.get(*c)?)
+                    .map_err(|f| self.op_fault(f, || format!("MulAdd of {at}")))?
+            }
+            Op::Compare(c, x, y) => {
+                elementwise::compare(*c, self.elem(*x), &self.get(*x)?, &self.get(*y)?)
+            }
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => elementwise::select(
+                &self.get(*cond)?,
+                &self.get(*if_true)?,
+                &self.get(*if_false)?,
+            ),
+            Op::Cast { value: v, .. } => elementwise::cast(self.elem(*v), ty, &self.get(*v)?),
+            // Same size, so the zero-extended bits are the same bits.
+            Op::Bitcast { value: v, .. } | Op::Reshape { value: v, .. } => return self.get(*v),
+            Op::Broadcast { value: v, .. } => {
+                shape::broadcast(&self.get(*v)?, self.shape(*v), self.shape(value))
+            }
+            Op::Permute { value: v, perm } => shape::permute(&self.get(*v)?, self.shape(*v), perm),
+            Op::Reduce {
+                value: v,
+                axis,
+                combine,
+            } => self.reduce(*v, *axis as usize, combine)?,
+            Op::Load { view, padding } => return self.load(view, *padding),
+        };
+        Ok(Rc::new(out))
+    }
+
+    /// Reduces `v` along `axis`: each result element combines its elements left to right
+    /// along the axis, `((x0 ⊕ x1) ⊕ x2) ⊕ ...`, starting from `x0` (the identity of a
+    /// closure is not used: the axis is never empty).
+    fn reduce(&mut self, v: TileValue, axis: usize, combine: &Combine) -> Run<Vec<u64>> {
+        let ty = self.elem(v);
+        let (rows, n, m) = shape::reduction_rows(&self.get(v)?, self.shape(v), axis);
+        let op = match combine {
+            Combine::Sum => BinaryOp::Add,
+            Combine::Prod => BinaryOp::Mul,
+            Combine::Min => BinaryOp::Min,
+            Combine::Max => BinaryOp::Max,
+            Combine::Closure { a, b, body, .. } => {
+                let mut out = Vec::with_capacity(m);
+                for k in 0..m {
+                    let mut acc = rows[k];
+                    for j in 1..n {
+                        self.set(*a, Rc::new(vec![acc]));
+                        self.set(*b, Rc::new(vec![rows[j * m + k]]));
+                        match self.block(body)? {
+                            Flow::Next => {}
+                            _ => {
+                                return Err(self.unsupported(
+                                    "a break or continue leaves a reduce closure".into(),
+                                ));
+                            }
+                        }
+                        acc = body.yields.first().map_or(Ok(0), |&y| self.scalar(y))?;
+                    }
+                    out.push(acc);
+                }
+                return Ok(out);
+            }
+        };
+        let mut acc = rows[..m].to_vec();
+        for j in 1..n {
+            elementwise::binary_assign(op, ty, &mut acc, &rows[j * m..(j + 1) * m])
+                .map_err(|f| self.op_fault(f, || format!("{op:?} of {ty}")))?;
+        }
+        Ok(acc)
+    }
+}
