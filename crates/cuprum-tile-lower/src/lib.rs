@@ -24,7 +24,11 @@
 
 #![warn(missing_docs)]
 
-use cuprum_tile_ir::TileKernel;
+mod emit;
+pub mod layout;
+mod plan;
+
+use cuprum_tile_ir::{TileKernel, validate_kernel};
 
 /// What one kernel IR parameter of a lowered kernel carries (see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,15 +91,80 @@ pub enum LowerError {
         /// What is not supported, and what to do instead.
         message: String,
     },
+    /// The kernel breaks a rule of the tile IR (a front-end bug: it builds valid kernels).
+    #[error(transparent)]
+    Invalid(#[from] cuprum_tile_ir::TileValidationError),
+    /// A bug in the lowering: the kernel should have lowered.
+    #[error("tile kernel `{kernel}`: internal error in the tile lowering: {message}")]
+    Internal {
+        /// The kernel.
+        kernel: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
-/// Lowers a specialized tile kernel (see the crate docs).
+/// Choices a caller may make about a lowering; [`LowerOptions::default`] lets the lowering
+/// choose everything. Part of the specialization key when set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LowerOptions {
+    /// Warps per block (a power of two from 1 to 32) instead of the lowering's choice (see
+    /// the crate docs).
+    pub num_warps: Option<u32>,
+}
+
+/// The default number of warps per block aims at this many elements of the largest tile per
+/// warp (8 per thread).
+const ELEMENTS_PER_WARP: u64 = 256;
+/// The most warps the lowering chooses by itself.
+const MAX_DEFAULT_WARPS: u32 = 8;
+
+/// Lowers a specialized tile kernel with the default options (see the crate docs).
 pub fn lower(kernel: &TileKernel) -> Result<Lowered, LowerError> {
+    lower_with(kernel, &LowerOptions::default())
+}
+
+/// Lowers a specialized tile kernel with `options` (see the crate docs).
+pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered, LowerError> {
     if !kernel.is_specialized() {
         return Err(LowerError::Generic(kernel.name.clone()));
     }
-    Err(LowerError::Unsupported {
+    validate_kernel(kernel)?;
+    let warps = choose_warps(kernel, options)?;
+    let threads = warps * layout::WARP_THREADS;
+    let plan = plan::Plan::build(kernel, threads)?;
+    let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan)?.run()?;
+    cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
-        message: "the tile lowering is not written yet".into(),
+        message: format!("the kernel IR does not validate: {e}"),
+    })?;
+    Ok(Lowered {
+        kernel: ir,
+        block_threads: threads,
+        shared_bytes,
+        args,
     })
+}
+
+/// Warps per block: the caller's, else one per 256 elements of the kernel's largest tile
+/// (a power of two, 1 to 8).
+fn choose_warps(kernel: &TileKernel, options: &LowerOptions) -> Result<u32, LowerError> {
+    if let Some(w) = options.num_warps {
+        if !w.is_power_of_two() || w > 32 {
+            return Err(LowerError::Unsupported {
+                kernel: kernel.name.clone(),
+                message: format!("{w} warps per block: a power of two from 1 to 32 is required"),
+            });
+        }
+        return Ok(w);
+    }
+    let largest = kernel
+        .values
+        .iter()
+        .filter_map(|(_, t)| cuprum_tile_ir::element_count(&t.shape))
+        .max()
+        .unwrap_or(1);
+    let want = (largest / ELEMENTS_PER_WARP).max(1);
+    let floor = 1u64 << want.ilog2();
+    Ok(floor.min(u64::from(MAX_DEFAULT_WARPS)) as u32)
 }
