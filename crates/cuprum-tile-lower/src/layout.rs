@@ -106,7 +106,7 @@ impl Blocked {
 /// The largest power of two that divides `n` and is at most `cap`.
 fn largest_power_of_two_dividing(n: u32, cap: u32) -> u32 {
     let mut p = 1;
-    while p * 2 <= cap && n % (p * 2) == 0 {
+    while p * 2 <= cap && n.is_multiple_of(p * 2) {
         p *= 2;
     }
     p
@@ -142,13 +142,17 @@ impl Layout {
                 _ => return Err(format!("order {:?} is not a permutation", blocked.order)),
             }
         }
-        if fields.iter().any(|f| f.iter().any(|x| !x.is_power_of_two())) {
-            return Err(format!("{blocked:?} has an entry that is not a power of two"));
+        if fields
+            .iter()
+            .any(|f| f.iter().any(|x| !x.is_power_of_two()))
+        {
+            return Err(format!(
+                "{blocked:?} has an entry that is not a power of two"
+            ));
         }
         let lanes: u32 = blocked.threads_per_warp.iter().product();
         let warps: u32 = blocked.warps_per_block.iter().product();
-        if lanes != WARP_THREADS || !threads.is_power_of_two() || warps * WARP_THREADS != threads
-        {
+        if lanes != WARP_THREADS || !threads.is_power_of_two() || warps * WARP_THREADS != threads {
             return Err(format!(
                 "{blocked:?} does not place {threads} threads as warps of 32 lanes"
             ));
@@ -423,7 +427,7 @@ impl Layout {
         }
         while w > 1 {
             let bits_ok = self.thread_bits.iter().all(|o| o[last] % w == 0);
-            let runs_ok = self.regs.len() % w as usize == 0
+            let runs_ok = self.regs.len().is_multiple_of(w as usize)
                 && self.regs.chunks(w as usize).all(|run| {
                     run[0][last] % w == 0
                         && run.iter().enumerate().all(|(j, o)| {
@@ -595,9 +599,8 @@ pub fn register_sources(src: &Layout, dst: &Layout, map: &CoordMap) -> Option<Ve
             if (0..src.rank()).any(|e| shown[e].is_none() && src.shape[e] != 1) {
                 return None;
             }
-            let project = |o: &[u32]| -> Vec<u32> {
-                shown.iter().map(|s| s.map_or(0, |d| o[d])).collect()
-            };
+            let project =
+                |o: &[u32]| -> Vec<u32> { shown.iter().map(|s| s.map_or(0, |d| o[d])).collect() };
             for (s, d) in src.thread_bits.iter().zip(&dst.thread_bits) {
                 if *s != project(d) {
                     return None;
@@ -831,14 +834,8 @@ mod tests {
 
     #[test]
     fn unit_axis_maps() {
-        assert_eq!(
-            unit_axes_map(&[4], &[4, 1]),
-            Some(vec![Some(0), None])
-        );
-        assert_eq!(
-            unit_axes_map(&[1, 4, 1], &[4]),
-            Some(vec![Some(1)])
-        );
+        assert_eq!(unit_axes_map(&[4], &[4, 1]), Some(vec![Some(0), None]));
+        assert_eq!(unit_axes_map(&[1, 4, 1], &[4]), Some(vec![Some(1)]));
         assert_eq!(unit_axes_map(&[4, 2], &[2, 4]), None);
         assert_eq!(unit_axes_map(&[4], &[2, 2]), None);
         assert_eq!(CoordMap::reshape(&[8], &[2, 4]), CoordMap::RowMajor);

@@ -171,15 +171,22 @@ impl Planner<'_> {
     }
 
     fn repr(&self, v: TileValue) -> Result<Repr, LowerError> {
-        self.plan.repr(v).cloned().ok_or_else(|| LowerError::Internal {
-            kernel: self.kernel.name.clone(),
-            message: format!("{v:?} is used before it has a representation"),
-        })
+        self.plan
+            .repr(v)
+            .cloned()
+            .ok_or_else(|| LowerError::Internal {
+                kernel: self.kernel.name.clone(),
+                message: format!("{v:?} is used before it has a representation"),
+            })
     }
 
     fn set(&mut self, v: TileValue, repr: Repr) -> Result<(), LowerError> {
         let shape = self.shape(v)?;
-        let repr = if shape.is_empty() { Repr::Uniform } else { repr };
+        let repr = if shape.is_empty() {
+            Repr::Uniform
+        } else {
+            repr
+        };
         if let Repr::Dist(id) = repr {
             let layout = self.plan.layout(id);
             let words = self.kernel.values[v]
@@ -226,7 +233,12 @@ impl Planner<'_> {
         if block.stmts.last().is_some_and(Stmt::is_terminator) {
             return Ok(None);
         }
-        block.yields.iter().map(|&y| self.repr(y)).collect::<Result<_, _>>().map(Some)
+        block
+            .yields
+            .iter()
+            .map(|&y| self.repr(y))
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<(), LowerError> {
@@ -374,12 +386,10 @@ impl Planner<'_> {
                 match self.repr(*a)? {
                     Repr::Uniform => Repr::Uniform,
                     Repr::Iota { axis } => match CoordMap::reshape(&from, &shape) {
-                        CoordMap::Axes(axes) => {
-                            match axes.iter().position(|&m| m == Some(axis)) {
-                                Some(d) => Repr::Iota { axis: d },
-                                None => Repr::Uniform,
-                            }
-                        }
+                        CoordMap::Axes(axes) => match axes.iter().position(|&m| m == Some(axis)) {
+                            Some(d) => Repr::Iota { axis: d },
+                            None => Repr::Uniform,
+                        },
                         CoordMap::RowMajor => Repr::Dist(self.plan.anchor_id(&shape)),
                     },
                     Repr::Dist(id) => match self.plan.layout(id).reshape_unit(&shape) {
@@ -404,7 +414,10 @@ impl Planner<'_> {
                 axis,
                 combine,
             } => {
-                if let Combine::Closure { a: x, b: y, body, .. } = combine {
+                if let Combine::Closure {
+                    a: x, b: y, body, ..
+                } = combine
+                {
                     self.closure(*x, *y, body)?;
                 }
                 let input = match self.repr(*a)? {
@@ -453,12 +466,8 @@ impl Planner<'_> {
         let chosen = dists.iter().copied().find(|&cand| {
             dists.iter().all(|&other| {
                 other == cand
-                    || register_sources(
-                        self.plan.layout(other),
-                        self.plan.layout(cand),
-                        &identity,
-                    )
-                    .is_some()
+                    || register_sources(self.plan.layout(other), self.plan.layout(cand), &identity)
+                        .is_some()
             })
         });
         Ok(Repr::Dist(chosen.unwrap_or(first)))

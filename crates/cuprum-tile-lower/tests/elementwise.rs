@@ -21,14 +21,19 @@ fn generic_add() -> cuprum_tile_ir::TileKernel {
     let mut b = TileBuilder::new("add");
     let bsz = b.const_param("B", ScalarType::I32);
     let f = Elem::Known(ScalarType::F32);
-    let tensor = |dims, access| ParamKind::Tensor(TensorParam {
-        elem: f,
-        dims,
-        access,
-    });
+    let tensor = |dims, access| {
+        ParamKind::Tensor(TensorParam {
+            elem: f,
+            dims,
+            access,
+        })
+    };
     let z = b.param(
         "z",
-        tensor(vec![TensorDim::Static(Dim::Param(bsz))], TensorAccess::Partitioned),
+        tensor(
+            vec![TensorDim::Static(Dim::Param(bsz))],
+            TensorAccess::Partitioned,
+        ),
     );
     let x = b.param("x", tensor(vec![TensorDim::Dynamic], TensorAccess::Read));
     let y = b.param("y", tensor(vec![TensorDim::Dynamic], TensorAccess::Read));
@@ -166,7 +171,11 @@ fn ragged_2d_tiles() {
 fn tiles_of_any_size() {
     let dev = dev();
     let mut rng = rng("tiles_of_any_size");
-    for (tile, rows, cols) in [([5u32, 50u32], 23usize, 120usize), ([3, 7], 10, 10), ([1, 100], 3, 100)] {
+    for (tile, rows, cols) in [
+        ([5u32, 50u32], 23usize, 120usize),
+        ([3, 7], 10, 10),
+        ([1, 100], 3, 100),
+    ] {
         let mut t = Tk::new("any");
         let out = t.output("out", ScalarType::I32, &tile);
         let x = t.input("x", ScalarType::I32, 2);
@@ -437,7 +446,10 @@ fn broadcast_rows_and_columns() {
     let k = t.finish();
     let dev = dev();
     let c = compile(&dev, &k);
-    assert!(c.lowered.shared_bytes > 0, "the column moves through shared memory");
+    assert!(
+        c.lowered.shared_bytes > 0,
+        "the column moves through shared memory"
+    );
     let mut rng = rng("broadcast");
     let (rows, cols) = (40usize, 100usize);
     let av = random(&mut rng, rows, -10.0f32, 10.0);
@@ -446,6 +458,8 @@ fn broadcast_rows_and_columns() {
     let ta = Tensor::new(&dev, &av, &[rows, 1]);
     let tb = Tensor::new(&dev, &bv, &[1, cols]);
     launch(&dev, &c, &[o.arg(), ta.arg(), tb.arg()]).expect("launch");
-    let want: Vec<f32> = (0..rows * cols).map(|e| av[e / cols] * bv[e % cols]).collect();
+    let want: Vec<f32> = (0..rows * cols)
+        .map(|e| av[e / cols] * bv[e % cols])
+        .collect();
     assert_bits_eq("outer product", &o.to_host(&dev), &want);
 }

@@ -19,7 +19,9 @@ use cuprum_ir::{
     AddressSpace, BinaryOp, CmpOp, Dim, Op, ParamKind, ScalarType, SliceAccess, Special, Stmt,
     Value,
 };
-use cuprum_tile_ir::{Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View};
+use cuprum_tile_ir::{
+    Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
+};
 
 use super::{Emitter, Lv, R};
 use crate::ArgSlot;
@@ -66,6 +68,11 @@ pub(super) fn barrier_after(kernel: &TileKernel) -> Vec<bool> {
     sites.into_iter().map(|n| n > 1).collect()
 }
 
+/// The widest vector access, in bytes.
+const MAX_VECTOR_BYTES: u32 = 16;
+/// The most elements one vector access moves (the kernel IR's `VectorLoad` takes 2 or 4).
+const MAX_VECTOR_ELEMENTS: u32 = 4;
+
 /// Where a tile lies in its tensor, from one thread's point of view.
 struct Placement {
     tensor: u32,
@@ -100,7 +107,9 @@ impl Emitter<'_> {
                         TensorAccess::Read => SliceAccess::ReadOnly,
                         TensorAccess::Partitioned => SliceAccess::ReadWrite,
                     };
-                    let slice = self.b.param(p.name.clone(), ParamKind::Slice { elem, access });
+                    let slice = self
+                        .b
+                        .param(p.name.clone(), ParamKind::Slice { elem, access });
                     self.args.push(ArgSlot::TensorData { param: index });
                     let base = self.def(Op::SliceBase(slice))?;
                     let offset = self.i64_param(format!("{}_offset", p.name))?;
@@ -135,7 +144,6 @@ impl Emitter<'_> {
                         offset,
                         dims,
                         strides,
-
                     }));
                 }
             }
@@ -195,17 +203,13 @@ impl Emitter<'_> {
     pub(super) fn load(&mut self, value: TileValue, view: &View, padding: Literal) -> R<Lv> {
         let shape = self.shape(value)?;
         let ty = self.elem(value)?;
-        let pad = padding.to_constant(ty).ok_or_else(|| {
-            self.unsupported(format!("the padding {padding} cannot be a {ty}"))
-        })?;
+        let pad = padding
+            .to_constant(ty)
+            .ok_or_else(|| self.unsupported(format!("the padding {padding} cannot be a {ty}")))?;
         let pad = self.konst(pad);
         let place = match view {
             View::Own { tensor } => self.own_tile(*tensor, shape)?,
-            View::Tiled {
-                tensor,
-                index,
-                ..
-            } => {
+            View::Tiled { tensor, index, .. } => {
                 let mut origin = Vec::with_capacity(shape.len());
                 for (&i, &n) in index.iter().zip(&shape) {
                     let i = self.uniform(i)?;
@@ -222,7 +226,8 @@ impl Emitter<'_> {
         };
         let lv = match self.repr(value)? {
             Repr::Dist(layout) => {
-                let regs = self.load_tile(&place, layout, ty, pad, matches!(view, View::Tiled { .. }))?;
+                let regs =
+                    self.load_tile(&place, layout, ty, pad, matches!(view, View::Tiled { .. }))?;
                 Lv::Dist { layout, regs }
             }
             // A rank-0 tensor: one element, which every thread reads.
@@ -276,8 +281,13 @@ impl Emitter<'_> {
         if ty == ScalarType::Bool || shape.is_empty() {
             return 1;
         }
-        let w = self.plan.layout(layout).vector_width(16 / ty.size_bytes());
-        if shape[shape.len() - 1] % w == 0 { w } else { 1 }
+        let max = (MAX_VECTOR_BYTES / ty.size_bytes()).min(MAX_VECTOR_ELEMENTS);
+        let w = self.plan.layout(layout).vector_width(max);
+        if shape[shape.len() - 1].is_multiple_of(w) {
+            w
+        } else {
+            1
+        }
     }
 
     /// Whether runs of `w` elements of the tensor start 16-byte aligned (`None` for `w = 1`):
@@ -354,12 +364,7 @@ impl Emitter<'_> {
 
     /// The part of the allocation index every register of the thread shares:
     /// `offset + sum((origin + base) * stride)`.
-    fn thread_index(
-        &mut self,
-        place: &Placement,
-        layout: LayoutId,
-        strides: &[Value],
-    ) -> R<Value> {
+    fn thread_index(&mut self, place: &Placement, layout: LayoutId, strides: &[Value]) -> R<Value> {
         let g = (0..place.shape.len())
             .map(|d| {
                 let b = self.raw_coord_base(layout, d)?;
@@ -509,7 +514,9 @@ impl Emitter<'_> {
             self.write(vars[run[0]], v);
             return Ok(());
         }
-        let r = self.b.vector_load(AddressSpace::Global, ty, addr, run.len());
+        let r = self
+            .b
+            .vector_load(AddressSpace::Global, ty, addr, run.len());
         let vs = self.built(r)?;
         for (&reg, v) in run.iter().zip(vs) {
             self.write(vars[reg], v);
@@ -544,8 +551,7 @@ impl Emitter<'_> {
                     let i = e.register_index(thread, layout, start, &strides)?;
                     // A run that may pass the tile's end is wholly in or out (runs divide the
                     // last axis); when out, its elements belong to other registers.
-                    let valid = if (start..start + w as usize).all(|r| e.never_clamps(layout, r))
-                    {
+                    let valid = if (start..start + w as usize).all(|r| e.never_clamps(layout, r)) {
                         None
                     } else {
                         e.valid(layout, start)?

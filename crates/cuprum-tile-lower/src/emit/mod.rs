@@ -21,8 +21,8 @@ mod reduce;
 mod values;
 
 use cuprum_ir::{
-    BinaryOp, Block, BuildError, CmpOp, Constant, Dim, KernelBuilder, LaunchBounds, Op,
-    ScalarType, Special, Stmt, TrapKind, Value, Var,
+    BinaryOp, Block, BuildError, CmpOp, Constant, Dim, KernelBuilder, LaunchBounds, Op, ScalarType,
+    Special, Stmt, TrapKind, Value, Var,
 };
 use cuprum_tile_ir::{Stmt as TStmt, TileKernel, TileValue, known_sizes};
 
@@ -141,10 +141,7 @@ impl<'k> Emitter<'k> {
 
     fn built<T>(&self, r: Result<T, BuildError>) -> R<T> {
         r.map_err(|e| {
-            self.unsupported(format!(
-                "the kernel IR has no such operation: {}",
-                e.reason
-            ))
+            self.unsupported(format!("the kernel IR has no such operation: {}", e.reason))
         })
     }
 
@@ -424,7 +421,12 @@ impl<'k> Emitter<'k> {
 
     /// Whether register `reg`'s raw coordinate along `axis` is inside the tile (`None`:
     /// always).
-    pub(crate) fn valid_along(&mut self, id: LayoutId, reg: usize, axis: usize) -> R<Option<Value>> {
+    pub(crate) fn valid_along(
+        &mut self,
+        id: LayoutId,
+        reg: usize,
+        axis: usize,
+    ) -> R<Option<Value>> {
         let layout = self.plan.layout(id);
         if !layout.may_clamp(reg, axis) {
             return Ok(None);
@@ -633,7 +635,11 @@ impl<'k> Emitter<'k> {
         results: &[TileValue],
     ) -> R<()> {
         let ty = self.elem(start)?;
-        let (start, end, step) = (self.uniform(start)?, self.uniform(end)?, self.uniform(step)?);
+        let (start, end, step) = (
+            self.uniform(start)?,
+            self.uniform(end)?,
+            self.uniform(step)?,
+        );
         let zero = self.konst(Constant::new(ty, 0));
         let bad_step = self.cmp(CmpOp::Le, step, zero)?;
         self.trap_if(

@@ -105,12 +105,11 @@ impl Emitter<'_> {
         }
 
         match self.repr(value)? {
-            Repr::Uniform => Ok(Lv::Uniform(
-                partial
-                    .first()
-                    .copied()
-                    .ok_or_else(|| self.internal("a reduction without a result"))?,
-            )),
+            Repr::Uniform => {
+                Ok(Lv::Uniform(partial.first().copied().ok_or_else(|| {
+                    self.internal("a reduction without a result")
+                })?))
+            }
             Repr::Dist(layout) => Ok(Lv::Dist {
                 layout,
                 regs: partial,

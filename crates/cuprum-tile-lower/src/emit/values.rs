@@ -61,7 +61,10 @@ impl Emitter<'_> {
                 if e.type_of(x[0]) == ty {
                     Ok(x[0])
                 } else {
-                    e.def(Op::Bitcast { value: x[0], to: ty })
+                    e.def(Op::Bitcast {
+                        value: x[0],
+                        to: ty,
+                    })
                 }
             }),
             TOp::Broadcast { value: a, .. } => {
@@ -72,9 +75,7 @@ impl Emitter<'_> {
                 let (from, to) = (self.shape(*a)?, self.shape(value)?);
                 self.reshaped(value, *a, CoordMap::reshape(&from, &to))
             }
-            TOp::Permute { value: a, perm } => {
-                self.reshaped(value, *a, CoordMap::permute(perm))
-            }
+            TOp::Permute { value: a, perm } => self.reshaped(value, *a, CoordMap::permute(perm)),
             TOp::Reduce {
                 value: a,
                 axis,

@@ -11,11 +11,14 @@ use cuprum_runtime::{
     LoadedModule, Stream,
 };
 use cuprum_tile_ir::{
-    Block, Combine, Dim, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TensorDim,
-    TensorParam, TileBuilder, TileKernel, TileType, TileValue, View, shape_of,
+    Block, Combine, Dim, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TensorDim, TensorParam,
+    TileBuilder, TileKernel, TileType, TileValue, View, shape_of,
 };
 use cuprum_tile_lower::{ArgSlot, LowerOptions, Lowered, lower_with};
 
+pub mod kernels;
+
+#[allow(unused_imports)]
 pub use cuprum_testkit::random::rng;
 
 /// A tile kernel under construction (panics on ill-typed operations: tests only).
@@ -56,7 +59,10 @@ impl Tk {
             name,
             ParamKind::Tensor(TensorParam {
                 elem: Elem::Known(ty),
-                dims: tile.iter().map(|&n| TensorDim::Static(Dim::Known(n))).collect(),
+                dims: tile
+                    .iter()
+                    .map(|&n| TensorDim::Static(Dim::Known(n)))
+                    .collect(),
                 access: TensorAccess::Partitioned,
             }),
         )
@@ -69,9 +75,7 @@ impl Tk {
 
     pub fn def(&mut self, op: Op) -> TileValue {
         let what = format!("{op:?}");
-        self.b
-            .def(op)
-            .unwrap_or_else(|e| panic!("{what}: {e}"))
+        self.b.def(op).unwrap_or_else(|e| panic!("{what}: {e}"))
     }
 
     pub fn ty(&self, v: TileValue) -> TileType {
@@ -318,7 +322,11 @@ pub fn scalar<T: DeviceScalar>(v: T) -> Arg {
 
 /// The grid the tile IR's semantics give: from the partitioned tensors (ceiling division of
 /// their shapes by their tiles, which must agree), else `explicit`.
-pub fn grid_of(tile: &TileKernel, args: &[Arg], explicit: Option<(u32, u32, u32)>) -> (u32, u32, u32) {
+pub fn grid_of(
+    tile: &TileKernel,
+    args: &[Arg],
+    explicit: Option<(u32, u32, u32)>,
+) -> (u32, u32, u32) {
     if let Some(g) = explicit {
         return g;
     }
@@ -355,7 +363,11 @@ pub fn launch_grid(
     args: &[Arg],
     grid: Option<(u32, u32, u32)>,
 ) -> Result<(), Error> {
-    assert_eq!(args.len(), c.tile.params.len(), "one argument per parameter");
+    assert_eq!(
+        args.len(),
+        c.tile.params.len(),
+        "one argument per parameter"
+    );
     let mut kargs = Vec::new();
     for slot in &c.lowered.args {
         let i64arg = |v: i64| KernelArg::Scalar {
@@ -408,9 +420,7 @@ pub fn launch_grid(
 pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan())
-            || g == w
-            || (g - w).abs() <= tol * w.abs().max(1.0);
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * w.abs().max(1.0);
         assert!(ok, "{what}: element {i}: got {g}, want {w}");
     }
 }
@@ -447,7 +457,11 @@ pub fn accesses(kernel: &cuprum_ir::Kernel) -> Accesses {
             S::Shared => a.shared += 1,
             S::Local => {}
         },
-        IStmt::VectorLoad { space: S::Global, d, .. } => a.vector_loads.push(d.len()),
+        IStmt::VectorLoad {
+            space: S::Global,
+            d,
+            ..
+        } => a.vector_loads.push(d.len()),
         IStmt::VectorStore {
             space: S::Global,
             values,
