@@ -7,6 +7,7 @@ use common::kernels;
 use cuprum_ir::{Module, ScalarType};
 use cuprum_ptx::{Target, write_module};
 use cuprum_testkit::{numbered, ptxas};
+use cuprum_tile_ir::{Combine, Literal};
 use cuprum_tile_lower::{LowerOptions, lower_with};
 
 fn write_and_assemble(tile: &cuprum_tile_ir::TileKernel, options: &LowerOptions) {
@@ -46,6 +47,26 @@ fn lowered_kernels_write_and_assemble() {
         kernels::softmax([3, 100]),
         kernels::transpose(),
         kernels::control(),
+        kernels::row_reduce(ScalarType::U8, |_| Combine::Max, [2, 1024], Literal::Int(0)),
+        kernels::row_reduce(
+            ScalarType::I64,
+            |_| Combine::Sum,
+            [2, 1024],
+            Literal::Int(0),
+        ),
+        kernels::row_reduce(
+            ScalarType::F16,
+            |_| Combine::Max,
+            [2, 1024],
+            Literal::Int(0),
+        ),
+        kernels::row_reduce(
+            ScalarType::F64,
+            |_| Combine::Sum,
+            [2, 1024],
+            Literal::Int(0),
+        ),
+        kernels::any_above([4, 512], 0.9),
     ];
     for k in &kernels {
         write_and_assemble(k, &default);

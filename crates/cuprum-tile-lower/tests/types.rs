@@ -4,11 +4,12 @@
 
 mod common;
 
+use common::kernels;
 use common::*;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType};
 use cuprum_runtime::DeviceCopy;
 use cuprum_testkit::compare::assert_same;
-use cuprum_tile_ir::{Constant, Literal};
+use cuprum_tile_ir::{Combine, Constant, Literal};
 use half::f16;
 
 /// `out = x op y` for tensors of `ty`, tiles of `tile` elements.
@@ -130,4 +131,99 @@ fn bool_tiles() {
     launch(&dev, &c, &[o.arg(), tx.arg(), tyy.arg()]).expect("launch");
     let want: Vec<bool> = xs.iter().zip(&ys).map(|(a, b)| a < b).collect();
     assert_same("x < y", &o.to_host(&dev), &want);
+}
+
+/// Reductions of narrow and wide types: lanes and warps shuffle and share them.
+#[test]
+fn reductions_of_every_width() {
+    let dev = dev();
+    let mut rng = rng("reductions_of_every_width");
+    let (rows, cols) = (6usize, 1000usize);
+    let tile = [2u32, 1024];
+    // u8 max, exact.
+    let k = kernels::row_reduce(ScalarType::U8, |_| Combine::Max, tile, Literal::Int(0));
+    let c = compile(&dev, &k);
+    let xs = cuprum_testkit::random::random(&mut rng, rows * cols, 0u8, 255);
+    let o = Tensor::new(&dev, &vec![0xA5u8; rows], &[rows]);
+    let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+    launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+    let want: Vec<u8> = (0..rows)
+        .map(|r| *xs[r * cols..(r + 1) * cols].iter().max().unwrap_or(&0))
+        .collect();
+    assert_same("u8 max", &o.to_host(&dev), &want);
+    // i64 sum, exact (wrapping).
+    let k = kernels::row_reduce(ScalarType::I64, |_| Combine::Sum, tile, Literal::Int(0));
+    let c = compile(&dev, &k);
+    let xs = cuprum_testkit::random::random(&mut rng, rows * cols, i64::MIN, i64::MAX);
+    let o = Tensor::new(&dev, &vec![i64::MIN; rows], &[rows]);
+    let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+    launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+    let want: Vec<i64> = (0..rows)
+        .map(|r| {
+            xs[r * cols..(r + 1) * cols]
+                .iter()
+                .fold(0i64, |a, &b| a.wrapping_add(b))
+        })
+        .collect();
+    assert_same("i64 sum", &o.to_host(&dev), &want);
+    // f16 max, exact.
+    let k = kernels::row_reduce(
+        ScalarType::F16,
+        |_| Combine::Max,
+        tile,
+        Literal::Float(f64::NEG_INFINITY),
+    );
+    let c = compile(&dev, &k);
+    let xs: Vec<f16> = cuprum_testkit::random::random(&mut rng, rows * cols, -100.0f32, 100.0)
+        .into_iter()
+        .map(f16::from_f32)
+        .collect();
+    let o = Tensor::new(&dev, &vec![f16::NAN; rows], &[rows]);
+    let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+    launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+    let want: Vec<f16> = (0..rows)
+        .map(|r| {
+            xs[r * cols..(r + 1) * cols]
+                .iter()
+                .fold(f16::NEG_INFINITY, |a, &b| a.max(b))
+        })
+        .collect();
+    assert_same("f16 max", &o.to_host(&dev), &want);
+    // f64 sum of integers (exact whatever the order).
+    let k = kernels::row_reduce(ScalarType::F64, |_| Combine::Sum, tile, Literal::Float(0.0));
+    let c = compile(&dev, &k);
+    let xs: Vec<f64> = cuprum_testkit::random::random(&mut rng, rows * cols, -1000i32, 1000)
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    let o = Tensor::new(&dev, &vec![f64::NAN; rows], &[rows]);
+    let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+    launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+    let want: Vec<f64> = (0..rows)
+        .map(|r| xs[r * cols..(r + 1) * cols].iter().sum())
+        .collect();
+    assert_same("f64 sum", &o.to_host(&dev), &want);
+}
+
+/// `out[i] = any(x[i, ..] > 0.9)` with a closure `|a, b| a || b` on bool tiles (shuffled
+/// as words, shared as bytes).
+#[test]
+fn bool_reduction_by_closure() {
+    let k = kernels::any_above([4, 512], 0.9);
+    let dev = dev();
+    let c = compile(&dev, &k);
+    let mut rng = rng("bool_reduction");
+    let (rows, cols) = (11usize, 500usize);
+    let mut xs = cuprum_testkit::random::random(&mut rng, rows * cols, 0.0f32, 0.9);
+    for r in [1usize, 4, 7, 10] {
+        xs[r * cols + (r * 37) % cols] = 0.95;
+    }
+    let want: Vec<bool> = (0..rows)
+        .map(|r| xs[r * cols..(r + 1) * cols].iter().any(|&v| v > 0.9))
+        .collect();
+    let start: Vec<bool> = want.iter().map(|w| !w).collect();
+    let o = Tensor::new(&dev, &start, &[rows]);
+    let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+    launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+    assert_same("any", &o.to_host(&dev), &want);
 }

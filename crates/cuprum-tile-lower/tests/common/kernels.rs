@@ -117,3 +117,42 @@ pub fn control() -> TileKernel {
     t.store(out, q);
     t.finish()
 }
+
+/// `out[i] = combine(x[i, ..])` along axis 1 of `[rows, cols]` tiles of `ty`, padded with
+/// `pad`.
+pub fn row_reduce(
+    ty: ScalarType,
+    combine_of: impl FnOnce(&mut Tk) -> Combine,
+    tile: [u32; 2],
+    pad: Literal,
+) -> TileKernel {
+    let mut t = Tk::new("row_reduce");
+    let out = t.output("out", ty, &[tile[0]]);
+    let x = t.input("x", ty, 2);
+    let pid = t.block_id(0);
+    let zero = t.int(0);
+    let tx = t.load(x, &tile, vec![pid, zero], pad);
+    let c = combine_of(&mut t);
+    let r = t.reduce(tx, 1, c);
+    t.store(out, r);
+    t.finish()
+}
+
+/// `out[i] = any(x[i, ..] > limit)`: a comparison, then a closure `|a, b| a || b` on
+/// `bool` tiles.
+pub fn any_above(tile: [u32; 2], limit: f64) -> TileKernel {
+    let mut t = Tk::new("any");
+    let out = t.output("out", ScalarType::Bool, &[tile[0]]);
+    let x = t.input("x", ScalarType::F32, 2);
+    let pid = t.block_id(0);
+    let zero = t.int(0);
+    let tx = t.load(x, &tile, vec![pid, zero], Literal::Float(0.0));
+    let limit = t.constant(ScalarType::F32, Literal::Float(limit), &tile);
+    let big = t.cmp(CmpOp::Gt, tx, limit);
+    let or = t.closure(ScalarType::Bool, Literal::Bool(false), |t, a, b| {
+        t.bin(BinaryOp::Or, a, b)
+    });
+    let r = t.reduce(big, 1, or);
+    t.store(out, r);
+    t.finish()
+}

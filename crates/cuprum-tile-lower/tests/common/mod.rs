@@ -230,10 +230,23 @@ pub struct Compiled {
 
 /// Lowers `tile` with `options`, optimizes and validates the kernel IR, and loads it.
 pub fn compile_with(dev: &Dev, tile: &TileKernel, options: &LowerOptions) -> Compiled {
+    compile_as(dev, tile, options, true)
+}
+
+/// Lowers `tile` with `options`, optimizes the kernel IR when `optimize`, validates it and
+/// loads it.
+pub fn compile_as(
+    dev: &Dev,
+    tile: &TileKernel,
+    options: &LowerOptions,
+    optimize: bool,
+) -> Compiled {
     let mut lowered = lower_with(tile, options).unwrap_or_else(|e| panic!("{e}"));
     cuprum_ir::validate_kernel(&lowered.kernel).unwrap_or_else(|e| panic!("{e}"));
-    cuprum_opt::optimize_kernel(&mut lowered.kernel);
-    cuprum_ir::validate_kernel(&lowered.kernel).unwrap_or_else(|e| panic!("{e}"));
+    if optimize {
+        cuprum_opt::optimize_kernel(&mut lowered.kernel);
+        cuprum_ir::validate_kernel(&lowered.kernel).unwrap_or_else(|e| panic!("{e}"));
+    }
     let module = LoadedModule::load(
         &dev.ctx,
         Arc::new(Module {
