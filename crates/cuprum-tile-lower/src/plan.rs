@@ -16,7 +16,7 @@
 //!   other operand reaches without moving data, else the first operand's);
 //! * a reduction gives the slice of its operand's layout; a permutation or a reshape that
 //!   only inserts or removes axes of size 1 gives the same registers under a changed layout;
-//!   a broadcast or a general reshape gives the anchor layout of its shape (free when the
+//!   a broadcast to another shape or a general reshape gives the anchor layout of its shape (free when the
 //!   registers already match: a slice reshaped and broadcast back to its parent);
 //! * `If` results and loop-carried values join what flows into them: equal representations
 //!   stay, a uniform or iota value meeting registers takes the registers' layout.
@@ -379,6 +379,8 @@ impl Planner<'_> {
             Op::Broadcast { value: a, .. } => match self.repr(*a)? {
                 Repr::Uniform => Repr::Uniform,
                 Repr::Iota { axis } => Repr::Iota { axis },
+                // Broadcasting to the same shape moves nothing.
+                Repr::Dist(id) if self.shape(*a)? == shape => Repr::Dist(id),
                 Repr::Dist(_) => Repr::Dist(self.plan.anchor_id(&shape)),
             },
             Op::Reshape { value: a, .. } => {

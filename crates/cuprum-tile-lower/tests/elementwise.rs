@@ -463,3 +463,53 @@ fn broadcast_rows_and_columns() {
         .collect();
     assert_bits_eq("outer product", &o.to_host(&dev), &want);
 }
+
+/// Scalars from the launch: a rank-0 tensor's element, the block index, the number of
+/// blocks, a tensor's size: `out = x * s + (pid * 1000 + blocks * 10 + len)`.
+#[test]
+fn scalars_from_the_launch() {
+    let mut t = Tk::new("scalars");
+    let out = t.output("out", ScalarType::I64, &[32]);
+    let x = t.input("x", ScalarType::I64, 1);
+    let s = t.input("s", ScalarType::I64, 0);
+    let pid = t.block_id(0);
+    let tx = t.load(x, &[32], vec![pid], Literal::Int(0));
+    let sv = t.load(s, &[], vec![], Literal::Int(0));
+    let blocks = t.def(Op::NumBlocks(0));
+    let len = t.def(Op::TensorDim { tensor: x, axis: 0 });
+    let k1000 = t.constant(ScalarType::I64, Literal::Int(1000), &[]);
+    let k10 = t.constant(ScalarType::I64, Literal::Int(10), &[]);
+    let pid = t.def(Op::Cast {
+        value: pid,
+        to: Elem::Known(ScalarType::I64),
+    });
+    let blocks = t.def(Op::Cast {
+        value: blocks,
+        to: Elem::Known(ScalarType::I64),
+    });
+    let a = t.bin(BinaryOp::Mul, pid, k1000);
+    let b = t.bin(BinaryOp::Mul, blocks, k10);
+    let c = t.bin(BinaryOp::Add, a, b);
+    let c = t.bin(BinaryOp::Add, c, len);
+    let sv = t.splat(sv, &[32]);
+    let c = t.splat(c, &[32]);
+    let m = t.bin(BinaryOp::Mul, tx, sv);
+    let r = t.bin(BinaryOp::Add, m, c);
+    t.store(out, r);
+    let k = t.finish();
+    let dev = dev();
+    let c = compile(&dev, &k);
+    let mut rng = rng("scalars_from_the_launch");
+    let n = 100usize;
+    let xs = random(&mut rng, n, -1000i64, 1000);
+    let o = Tensor::new(&dev, &vec![i64::MIN; n], &[n]);
+    let tx = Tensor::new(&dev, &xs, &[n]);
+    // The scalar tensor is element 2 of a 3-element allocation.
+    let ts = Tensor::view(&dev, &[5i64, 6, 7], 2, &[], &[]);
+    launch(&dev, &c, &[o.arg(), tx.arg(), ts.arg()]).expect("launch");
+    let blocks = n.div_ceil(32) as i64;
+    let want: Vec<i64> = (0..n)
+        .map(|e| xs[e] * 7 + (e / 32) as i64 * 1000 + blocks * 10 + n as i64)
+        .collect();
+    assert_same("scalars", &o.to_host(&dev), &want);
+}

@@ -367,17 +367,12 @@ impl Emitter<'_> {
     fn thread_index(&mut self, place: &Placement, layout: LayoutId, strides: &[Value]) -> R<Value> {
         let g = (0..place.shape.len())
             .map(|d| {
-                let b = self.raw_coord_base(layout, d)?;
+                let b = self.coords[layout].bases[d];
                 let b = self.cast(b, ScalarType::I64)?;
                 self.add(place.origin[d], b)
             })
             .collect::<R<Vec<_>>>()?;
         self.tensor_index(place.tensor, &g, strides)
-    }
-
-    /// The per-thread base (`U32`) of layout `layout` along `axis`.
-    fn raw_coord_base(&mut self, layout: LayoutId, axis: usize) -> R<Value> {
-        Ok(self.coords[layout].bases[axis])
     }
 
     /// The allocation index of a register that never clamps: the thread's index plus the

@@ -89,7 +89,16 @@ impl<'k> Emitter<'k> {
             max_threads: plan.threads,
             min_blocks_per_sm: None,
         }));
-        let placeholder = b.constant(Constant::u32(0));
+        let indices = (
+            b.def(Op::Special(Special::ThreadIdx(Dim::X))),
+            b.def(Op::DynSharedAddr),
+        );
+        let (Ok(tid), Ok(shared_base)) = indices else {
+            return Err(LowerError::Internal {
+                kernel: kernel.name.clone(),
+                message: "the kernel IR refuses a thread index".into(),
+            });
+        };
         let mut e = Emitter {
             kernel,
             plan,
@@ -97,16 +106,14 @@ impl<'k> Emitter<'k> {
             vals: vec![None; kernel.values.len()],
             params: Vec::new(),
             coords: Vec::new(),
-            tid: placeholder,
-            shared_base: placeholder,
+            tid,
+            shared_base,
             shared_bytes: 0,
             loops: Vec::new(),
             barrier_after: memory::barrier_after(kernel),
             args: Vec::new(),
         };
         e.declare_params()?;
-        e.tid = e.def(Op::Special(Special::ThreadIdx(Dim::X)))?;
-        e.shared_base = e.def(Op::DynSharedAddr)?;
         for id in 0..plan.layouts().len() {
             let c = e.thread_coords(id)?;
             e.coords.push(c);

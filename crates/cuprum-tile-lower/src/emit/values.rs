@@ -7,8 +7,7 @@
 //! and every register reads the position its coordinates give.
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType, Special, Stmt, TernaryOp,
-    TrapKind, Value,
+    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType, Special, Stmt, TrapKind, Value,
 };
 use cuprum_tile_ir::{Op as TOp, TileValue};
 
@@ -32,19 +31,15 @@ impl Emitter<'_> {
             TOp::BlockId(axis) => self.grid_value(Special::BlockIdx, *axis),
             TOp::NumBlocks(axis) => self.grid_value(Special::GridDim, *axis),
             TOp::TensorDim { tensor, axis } => Ok(Lv::Uniform(self.tensor_dim(*tensor, *axis)?)),
-            TOp::Iota { axis, .. } => match self.repr(value)? {
+            TOp::Iota { .. } => match self.repr(value)? {
                 Repr::Iota { axis } => Ok(Lv::Iota { axis }),
-                // A size-1 axis: every element is 0.
-                _ => {
-                    let _ = axis;
-                    Ok(Lv::Uniform(self.konst(Constant::new(ty, 0))))
-                }
+                // Along an axis of size 1 every element is 0.
+                _ => Ok(Lv::Uniform(self.konst(Constant::new(ty, 0)))),
             },
             TOp::Unary(u, a) => self.elementwise(value, &[*a], |e, x| e.def(Op::Unary(*u, x[0]))),
             TOp::Binary(b, x, y) => self.binary(value, *b, *x, *y),
             TOp::Ternary(t, a, b, c) => self.elementwise(value, &[*a, *b, *c], |e, x| {
-                let TernaryOp::MulAdd = t;
-                e.def(Op::Ternary(TernaryOp::MulAdd, x[0], x[1], x[2]))
+                e.def(Op::Ternary(*t, x[0], x[1], x[2]))
             }),
             TOp::Compare(c, x, y) => {
                 self.elementwise(value, &[*x, *y], |e, v| e.cmp(*c, v[0], v[1]))
