@@ -52,7 +52,9 @@
 //!   predicated path for edge tiles: outside elements read the padding value, stores drop
 //!   them. Each element is stored once, by its owner.
 //! * **Reductions**: in each thread, then `shfl.xor` across the lanes of the axis, then
-//!   shared memory across warps; every thread of a line gets the same bits.
+//!   shared memory across warps; every thread of a line gets the same bits (for a reduce
+//!   closure, as long as it is commutative, as the tile IR requires: a rank-0 result that
+//!   differed between threads would make control flow on it diverge).
 //! * **Control flow** is uniform over the block (conditions are rank-0 tiles, which every
 //!   thread holds): `If` and the loops become kernel IR `If` and `Loop`, carried values live
 //!   in variables (one per register). Prints run in thread 0 of each block.
@@ -113,11 +115,14 @@ pub enum ArgSlot {
 /// A tile kernel lowered to the kernel IR, with how to launch it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
-    /// The kernel, named as the tile kernel.
+    /// The kernel, named as the tile kernel. It is what the lowering emits, valid but not
+    /// yet optimized: run `cuprum_opt::optimize_kernel` on it, as on every kernel.
     pub kernel: cuprum_ir::Kernel,
-    /// Threads per thread block (one thread block per tile block).
+    /// Threads per thread block, along `x` (one thread block per tile block). The kernel
+    /// declares it as its exact block shape (`Kernel::block`).
     pub block_threads: u32,
-    /// Bytes of dynamic shared memory per block.
+    /// Bytes of dynamic shared memory per block (0 when the kernel needs none; above 48 KiB
+    /// a GPU launch must opt in, which the runtime does).
     pub shared_bytes: u32,
     /// What each of the kernel's parameters carries, in order.
     pub args: Vec<ArgSlot>,

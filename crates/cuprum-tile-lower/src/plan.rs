@@ -197,7 +197,7 @@ impl Planner<'_> {
                 return Err(self.unsupported(format!(
                     "a tile of shape {shape:?} needs {} registers per thread in a block of {} \
                      threads, more than the {MAX_WORDS_PER_THREAD} the lowering allows: use \
-                     smaller tiles",
+                     smaller tiles (or more warps)",
                     layout.registers() * words,
                     self.plan.threads
                 )));
