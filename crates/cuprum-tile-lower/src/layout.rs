@@ -832,6 +832,64 @@ mod tests {
         assert!(register_sources(&t, &c, &CoordMap::identity(2)).is_none());
     }
 
+    /// Random shapes, block sizes and element sizes: coalesced layouts, their slices,
+    /// permutations and unit-axis reshapes cover every element once, and every conversion
+    /// `register_sources` calls free gives each register its element.
+    #[test]
+    fn random_layouts_and_conversions() {
+        use rand::Rng;
+        let mut rng = cuprum_testkit::random::rng("random_layouts_and_conversions");
+        for _ in 0..200 {
+            let rank = rng.random_range(1..=3);
+            let shape: Vec<u32> = (0..rank)
+                .map(|_| {
+                    if rng.random_bool(0.5) {
+                        1 << rng.random_range(0..7)
+                    } else {
+                        rng.random_range(1..70)
+                    }
+                })
+                .collect();
+            // Tiles the lowering would hold in registers (at most 128 per thread).
+            if shape.iter().product::<u32>() > 8192 {
+                continue;
+            }
+            let threads = 32 << rng.random_range(0..3);
+            let bytes = [1, 2, 4, 8][rng.random_range(0..4)];
+            let l = Layout::coalesced(&shape, bytes, threads);
+            assert_covers_once(&l);
+            let axis = rng.random_range(0..rank);
+            let (s, _) = l.slice(axis);
+            assert_covers_once(&s);
+            let mut perm: Vec<u32> = (0..rank as u32).collect();
+            perm.rotate_left(rng.random_range(0..rank));
+            let p = l.permute(&perm);
+            assert_covers_once(&p);
+            assert_free_conversion_is_right(&l, &p, &CoordMap::permute(&perm));
+            // The slice with a unit axis where the reduced one was, broadcast back.
+            let mut unit = shape.clone();
+            unit[axis] = 1;
+            let column = s.reshape_unit(&unit).expect("unit reshape");
+            assert_covers_once(&column);
+            assert_free_conversion_is_right(&column, &l, &CoordMap::broadcast(&unit, &shape));
+            // Any conversion called free must be right, to the coalesced layout of the
+            // same shape or of a flattened one.
+            let other = Layout::coalesced(&shape, [1, 4, 8][rng.random_range(0..3)], threads);
+            if register_sources(&p, &other.permute(&perm), &CoordMap::identity(rank)).is_some() {
+                assert_free_conversion_is_right(
+                    &p,
+                    &other.permute(&perm),
+                    &CoordMap::identity(rank),
+                );
+            }
+            let flat = [shape.iter().product::<u32>()];
+            let f = Layout::coalesced(&flat, bytes, threads);
+            if register_sources(&l, &f, &CoordMap::RowMajor).is_some() {
+                assert_free_conversion_is_right(&l, &f, &CoordMap::RowMajor);
+            }
+        }
+    }
+
     #[test]
     fn unit_axis_maps() {
         assert_eq!(unit_axes_map(&[4], &[4, 1]), Some(vec![Some(0), None]));
