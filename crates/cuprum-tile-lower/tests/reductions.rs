@@ -211,9 +211,21 @@ fn float_sums_and_maxima() {
             let rows_of = |i: usize| &xs[i * cols..(i + 1) * cols];
             if combine == Combine::Sum {
                 assert_eq!(got[0].to_bits(), (-0.0f32).to_bits(), "a sum of -0.0");
-                let want: Vec<f32> = (0..rows).map(|i| rows_of(i).iter().sum()).collect();
                 assert!(got[1].is_nan(), "a NaN propagates through a sum");
-                assert_close("sum", &got[2..], &want[2..], 1e-4);
+                // Any order of n additions is within (n - 1) * eps * sum(|x|) of the
+                // exact sum (computed in f64).
+                for i in 2..rows {
+                    let row = rows_of(i);
+                    let exact: f64 = row.iter().map(|&v| f64::from(v)).sum();
+                    let magnitude: f64 = row.iter().map(|&v| f64::from(v).abs()).sum();
+                    let bound = (row.len() - 1) as f64 * f64::from(f32::EPSILON) * magnitude;
+                    let err = (f64::from(got[i]) - exact).abs();
+                    assert!(
+                        err <= bound,
+                        "row {i}: got {}, exact {exact}, bound {bound}",
+                        got[i]
+                    );
+                }
             } else {
                 let want: Vec<f32> = (0..rows)
                     .map(|i| rows_of(i).iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)))
@@ -251,7 +263,10 @@ fn row_softmax() {
             let s: f32 = e.iter().sum();
             want.extend(e.iter().map(|v| v / s));
         }
-        assert_close(&format!("softmax {tile:?}"), &o.to_host(&dev), &want, 1e-5);
+        // The row's sum of positive terms, in any order, is within (n - 1) eps of the
+        // sequential one; the rest is the same operations on the same bits.
+        let tol = cols as f32 * f32::EPSILON;
+        assert_close(&format!("softmax {tile:?}"), &o.to_host(&dev), &want, tol);
     }
 }
 
@@ -266,12 +281,13 @@ fn row_softmax_keeps_rows_in_registers() {
     assert_eq!(l.block_threads, 256);
     assert_eq!(l.shared_bytes, 8 * 4, "one f32 per warp");
     let a = accesses(&l.kernel);
-    // 16 elements per thread: four 16-byte loads on the fast path, 16 predicated ones on
-    // the edge path; likewise for the store.
+    // 16 elements per thread: four 16-byte loads on the fast path, 16 scalar ones on the
+    // path for unaligned tensors and 16 predicated ones on the edge path; likewise for the
+    // store.
     assert_eq!(a.vector_loads, vec![4; 4], "{a:?}");
-    assert_eq!(a.loads, 16, "{a:?}");
+    assert_eq!(a.loads, 2 * 16, "{a:?}");
     assert_eq!(a.vector_stores, vec![4; 4], "{a:?}");
-    assert_eq!(a.stores, 16, "{a:?}");
+    assert_eq!(a.stores, 2 * 16, "{a:?}");
     // Per reduction: one shared store of the warp's partial, eight loads to combine them.
     assert_eq!(a.shared, 2 * (1 + 8), "{a:?}");
 }

@@ -9,7 +9,7 @@
 //!   per-element test; where the layout gives each thread runs of consecutive elements along
 //!   the last axis and the tensor's last stride is 1 and its offset and other strides are
 //!   multiples of the run (checked at run time, so that the run's address is aligned), each
-//!   run is one vector access of up to 16 bytes;
+//!   run is one vector access of up to 16 bytes, else each element one scalar access;
 //! * the edge path: every element tested, outside ones read as the padding value or
 //!   dropped.
 //!
@@ -416,10 +416,9 @@ impl Emitter<'_> {
         let w = self.access_width(layout, &place.shape, ty);
         let inside = self.tile_inside(place, negative_origin)?;
         let aligned = self.runs_aligned(place.tensor, w)?;
-        let fast = self.and(inside, aligned)?;
         let vars: Vec<_> = (0..n).map(|_| self.var(ty)).collect();
         let base = self.tensor(place.tensor)?.base;
-        let fast_path = |e: &mut Self| -> R<()> {
+        let fast_path = |e: &mut Self, w: u32| -> R<()> {
             let strides = e.fast_strides(place.tensor, w)?;
             let thread = e.thread_index(place, layout, &strides)?;
             for start in (0..n).step_by(w as usize) {
@@ -484,11 +483,30 @@ impl Emitter<'_> {
             }
             Ok(())
         };
-        match fast {
-            Some(fast) => self.if_else(fast, fast_path, edge_path)?,
-            None => fast_path(self)?,
-        }
+        self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
         vars.iter().map(|&v| self.read(v)).collect()
+    }
+
+    /// The branches of one access: when the tile lies inside the tensor, `fast` with runs
+    /// of `w` where they are aligned (else with single elements), otherwise `edge`.
+    fn inside_or_edge(
+        &mut self,
+        inside: Option<Value>,
+        aligned: Option<Value>,
+        w: u32,
+        fast: &dyn Fn(&mut Self, u32) -> R<()>,
+        edge: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
+        let unchecked = |e: &mut Self| -> R<()> {
+            match aligned {
+                Some(aligned) => e.if_else(aligned, |e| fast(e, w), |e| fast(e, 1)),
+                None => fast(e, w),
+            }
+        };
+        match inside {
+            Some(inside) => self.if_else(inside, unchecked, edge),
+            None => unchecked(self),
+        }
     }
 
     /// Loads the run of registers `run` (consecutive elements from `addr`) into their
@@ -533,11 +551,10 @@ impl Emitter<'_> {
         let w = self.access_width(layout, &place.shape, ty);
         let inside = self.tile_inside(&place, false)?;
         let aligned = self.runs_aligned(tensor, w)?;
-        let fast = self.and(inside, aligned)?;
         let base = self.tensor(tensor)?.base;
         let n = regs.len();
         let primary = self.primary(layout);
-        let fast_path = |e: &mut Self| -> R<()> {
+        let fast_path = |e: &mut Self, w: u32| -> R<()> {
             e.if_some(primary, |e| {
                 let strides = e.fast_strides(tensor, w)?;
                 let thread = e.thread_index(&place, layout, &strides)?;
@@ -580,10 +597,7 @@ impl Emitter<'_> {
             }
             Ok(())
         };
-        match fast {
-            Some(fast) => self.if_else(fast, fast_path, edge_path)?,
-            None => fast_path(self)?,
-        }
+        self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
         if self.barrier_after.get(tensor as usize) == Some(&true) {
             self.barrier();
         }
