@@ -171,6 +171,24 @@ pub enum Literal {
     Bool(bool),
 }
 
+impl Literal {
+    /// The constant this literal stands for as an element of type `ty`: an exact constant of
+    /// that type as it is, an integer or float literal converted with Rust's `as` (from `i64`
+    /// or `f64`), a bool literal as a `Bool`. `None` when it cannot be one (a number for
+    /// `bool`, a bool for a number, an exact constant of another type). Specialization and
+    /// the back ends convert literals only through this.
+    pub fn to_constant(self, ty: ScalarType) -> Option<Constant> {
+        match self {
+            Literal::Exact(c) => (c.ty == ty).then_some(c),
+            Literal::Bool(b) => (ty == ScalarType::Bool).then(|| Constant::bool(b)),
+            Literal::Int(i) => (ty != ScalarType::Bool)
+                .then(|| cuprum_ir::scalar::cast_constant(Constant::i64(i), ty)),
+            Literal::Float(x) => (ty != ScalarType::Bool)
+                .then(|| cuprum_ir::scalar::cast_constant(Constant::f64(x), ty)),
+        }
+    }
+}
+
 /// How [`Op::Reduce`] combines two elements.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub enum Combine {

@@ -174,20 +174,20 @@ impl Subst<'_> {
         let Elem::Known(ty) = self.elem(elem) else {
             return l;
         };
-        let exact = match l {
-            Literal::Exact(c) => c,
-            Literal::Bool(b) if ty == ScalarType::Bool => Constant::bool(b),
-            Literal::Int(i) if ty != ScalarType::Bool => cast_constant(Constant::i64(i), ty),
-            Literal::Float(x) if ty != ScalarType::Bool => cast_constant(Constant::f64(x), ty),
-            other => {
+        // An exact constant of another type is the validator's to report.
+        if let Literal::Exact(_) = l {
+            return l;
+        }
+        match l.to_constant(ty) {
+            Some(c) => Literal::Exact(c),
+            None => {
                 self.error.get_or_insert(SpecializeError::Literal {
                     kernel: self.kernel.name.clone(),
-                    message: format!("literal {other} cannot be a {ty}"),
+                    message: format!("literal {l} cannot be a {ty}"),
                 });
-                return other;
+                l
             }
-        };
-        Literal::Exact(exact)
+        }
     }
 
     fn block(&mut self, b: &mut Block) {

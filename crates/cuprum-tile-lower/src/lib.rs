@@ -8,23 +8,75 @@
 //!
 //! # The launch contract ([`Lowered`])
 //!
-//! A lowered kernel is launched with one thread block of [`Lowered::block_threads`] threads
-//! per tile block, the grid the tile IR's semantics give, and [`Lowered::shared_bytes`] of
-//! dynamic shared memory. Its kernel IR parameters are, in order, [`Lowered::args`]: the
-//! host passes each slot's value:
+//! A lowered kernel is launched with one thread block of exactly [`Lowered::block_threads`]
+//! threads (along `x`; the kernel declares it as its required block shape, so any other
+//! block is refused) per tile block, the grid the tile IR's semantics give (tile block
+//! `(x, y, z)` is grid block `(x, y, z)`: `BlockId(a)` reads `blockIdx` along axis `a`, and
+//! the tile a block owns of a partitioned tensor is at its block index along each tensor
+//! axis), and [`Lowered::shared_bytes`] of dynamic shared memory. Its kernel IR parameters
+//! are, in order, [`Lowered::args`]: the host passes each slot's value:
 //!
 //! * [`ArgSlot::TensorData`]: a slice parameter (`&[T]` for a read-only tensor, read-write
 //!   for a partitioned one) over the tensor's whole allocation (its base is the allocation's
 //!   start, so it is 16-byte aligned as the kernel IR requires);
 //! * [`ArgSlot::TensorOffset`]: `I64`, the element offset of the tensor's first element in
 //!   that allocation (views made by `reshape`, `permute` or slicing start anywhere);
-//! * [`ArgSlot::TensorDim`]: `I64`, the tensor's size along one axis;
+//! * [`ArgSlot::TensorDim`]: `I64`, the tensor's size along one axis (for a read-only tensor
+//!   with a static size, the kernel uses the static size: the host checks they agree);
 //! * [`ArgSlot::TensorStride`]: `I64`, its stride along one axis, in elements;
 //! * [`ArgSlot::Scalar`]: the scalar parameter, of its element type.
+//!
+//! Every tensor parameter has all its slots (data, offset, one size and one stride per
+//! axis), in that order, whether the kernel reads them or not. Strides may be anything
+//! (negative, zero, overlapping views of a read-only tensor); the elements the kernel
+//! touches must lie in the allocation. A failed assertion, a zero integer divisor (or a
+//! signed `MIN / -1`) and a `for` loop whose step is not positive trap the launch
+//! (`Stmt::Trap`, with the assertion's message).
+//!
+//! # What the lowering does
+//!
+//! * **Block size.** One warp per 256 elements of the kernel's largest tile, a power of two
+//!   from 1 to 8 (more, up to 32, only where the largest tile would not fit in the registers
+//!   of 8); [`LowerOptions::num_warps`] overrides it.
+//! * **Layouts** ([`layout`]): Triton's blocked and slice layouts. Loads and stores use the
+//!   coalesced blocked layout of their tile (16 bytes per thread along the last axis);
+//!   element-wise operations keep their operands' layouts, reductions give slice layouts,
+//!   permutations and reshapes that insert or remove axes of size 1 are free, and a slice
+//!   reshaped and broadcast back to its parent stays in registers (a row softmax reads each
+//!   row once). Other layout changes (general reshapes, transposes at a store, broadcasts of
+//!   columns) go through shared memory. Rank-0 tiles, constants and broadcasts of scalars
+//!   are one value every thread holds; iotas are computed where they are used.
+//! * **Memory.** Each load and store has a fast path for tiles wholly inside the tensor,
+//!   with 16-byte vector accesses where the tensor's last stride is 1 and its offset and
+//!   other strides keep runs aligned (checked at run time, once per access), and a
+//!   predicated path for edge tiles: outside elements read the padding value, stores drop
+//!   them. Each element is stored once, by its owner.
+//! * **Reductions**: in each thread, then `shfl.xor` across the lanes of the axis, then
+//!   shared memory across warps; every thread of a line gets the same bits (for a reduce
+//!   closure, as long as it is commutative, as the tile IR requires: a rank-0 result that
+//!   differed between threads would make control flow on it diverge).
+//! * **Control flow** is uniform over the block (conditions are rank-0 tiles, which every
+//!   thread holds): `If` and the loops become kernel IR `If` and `Loop`, carried values live
+//!   in variables (one per register). Prints run in thread 0 of each block.
+//!
+//! # Limits
+//!
+//! Tile dimensions may be any positive size, not only powers of two (a ragged tile clamps
+//! its last registers onto real elements). A tile may hold at most 128 32-bit words per
+//! thread (`f64` and `i64` elements count twice): 32768 `f32` elements at 8 warps, 131072
+//! at 32; a tile moved between layouts through shared memory may be at most 227 KiB. Larger
+//! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
+//! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
+//! other than by closures, and operations the kernel IR does not have for an element type.
+//! `mma` is not lowered yet.
 
 #![warn(missing_docs)]
 
-use cuprum_tile_ir::TileKernel;
+mod emit;
+pub mod layout;
+mod plan;
+
+use cuprum_tile_ir::{TileKernel, validate_kernel};
 
 /// What one kernel IR parameter of a lowered kernel carries (see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,11 +115,14 @@ pub enum ArgSlot {
 /// A tile kernel lowered to the kernel IR, with how to launch it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
-    /// The kernel, named as the tile kernel.
+    /// The kernel, named as the tile kernel. It is what the lowering emits, valid but not
+    /// yet optimized: run `cuprum_opt::optimize_kernel` on it, as on every kernel.
     pub kernel: cuprum_ir::Kernel,
-    /// Threads per thread block (one thread block per tile block).
+    /// Threads per thread block, along `x` (one thread block per tile block). The kernel
+    /// declares it as its exact block shape (`Kernel::block`).
     pub block_threads: u32,
-    /// Bytes of dynamic shared memory per block.
+    /// Bytes of dynamic shared memory per block (0 when the kernel needs none; above 48 KiB
+    /// a GPU launch must opt in, which the runtime does).
     pub shared_bytes: u32,
     /// What each of the kernel's parameters carries, in order.
     pub args: Vec<ArgSlot>,
@@ -87,15 +142,92 @@ pub enum LowerError {
         /// What is not supported, and what to do instead.
         message: String,
     },
+    /// The kernel breaks a rule of the tile IR (a front-end bug: it builds valid kernels).
+    #[error(transparent)]
+    Invalid(#[from] cuprum_tile_ir::TileValidationError),
+    /// A bug in the lowering: the kernel should have lowered.
+    #[error("tile kernel `{kernel}`: internal error in the tile lowering: {message}")]
+    Internal {
+        /// The kernel.
+        kernel: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
-/// Lowers a specialized tile kernel (see the crate docs).
+/// Choices a caller may make about a lowering; [`LowerOptions::default`] lets the lowering
+/// choose everything. Part of the specialization key when set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LowerOptions {
+    /// Warps per block (a power of two from 1 to 32) instead of the lowering's choice (see
+    /// the crate docs).
+    pub num_warps: Option<u32>,
+}
+
+/// The default number of warps per block aims at this many elements of the largest tile per
+/// warp (8 per thread).
+const ELEMENTS_PER_WARP: u64 = 256;
+/// The most warps the lowering chooses for tiles that fit in their registers.
+const MAX_DEFAULT_WARPS: u32 = 8;
+/// The most warps of a block (1024 threads).
+const MAX_WARPS: u32 = 32;
+
+/// Lowers a specialized tile kernel with the default options (see the crate docs).
 pub fn lower(kernel: &TileKernel) -> Result<Lowered, LowerError> {
+    lower_with(kernel, &LowerOptions::default())
+}
+
+/// Lowers a specialized tile kernel with `options` (see the crate docs).
+pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered, LowerError> {
     if !kernel.is_specialized() {
         return Err(LowerError::Generic(kernel.name.clone()));
     }
-    Err(LowerError::Unsupported {
+    validate_kernel(kernel)?;
+    let warps = choose_warps(kernel, options)?;
+    let threads = warps * layout::WARP_THREADS;
+    let plan = plan::Plan::build(kernel, threads)?;
+    let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan)?.run()?;
+    cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
-        message: "the tile lowering is not written yet".into(),
+        message: format!("the kernel IR does not validate: {e}"),
+    })?;
+    Ok(Lowered {
+        kernel: ir,
+        block_threads: threads,
+        shared_bytes,
+        args,
     })
+}
+
+/// Warps per block: the caller's, else one per 256 elements of the kernel's largest tile (a
+/// power of two, 1 to 8), more (up to 32) where that tile would not fit in the registers of
+/// 8 warps.
+fn choose_warps(kernel: &TileKernel, options: &LowerOptions) -> Result<u32, LowerError> {
+    if let Some(w) = options.num_warps {
+        if !w.is_power_of_two() || w > MAX_WARPS {
+            return Err(LowerError::Unsupported {
+                kernel: kernel.name.clone(),
+                message: format!(
+                    "{w} warps per block: a power of two from 1 to {MAX_WARPS} is required"
+                ),
+            });
+        }
+        return Ok(w);
+    }
+    let (elements, words) = kernel
+        .values
+        .iter()
+        .filter_map(|(_, t)| {
+            let n = cuprum_tile_ir::element_count(&t.shape)?;
+            let w = t.elem.known().map_or(1, |e| e.size_bytes().div_ceil(4));
+            Some((n, n * u64::from(w)))
+        })
+        .fold((1, 1), |(a, b), (n, w)| (a.max(n), b.max(w)));
+    let want = (elements / ELEMENTS_PER_WARP).max(1);
+    let mut warps = (1u64 << want.ilog2()).min(u64::from(MAX_DEFAULT_WARPS)) as u32;
+    let per_thread = |warps: u32| words / u64::from(warps * layout::WARP_THREADS);
+    while warps < MAX_WARPS && per_thread(warps) > plan::MAX_WORDS_PER_THREAD as u64 {
+        warps *= 2;
+    }
+    Ok(warps)
 }

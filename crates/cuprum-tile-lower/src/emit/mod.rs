@@ -1,0 +1,774 @@
+//! Code generation: the planned tile kernel becomes kernel IR, built with `KernelBuilder`.
+//!
+//! * this file: [`Emitter`] (typed helpers over the builder, the per-thread coordinates of
+//!   each layout, computed once at the top of the kernel), statements and uniform control
+//!   flow (`If`, `For`, `Loop`, `Break`, `Continue`, `Return`, prints, assertions);
+//! * `values`: operations on tiles: scalars, element-wise operations (with the integer
+//!   division checks), shape operations and layout conversions (in registers when the
+//!   layouts allow, else through shared memory);
+//! * `memory`: kernel parameters, loads and stores (a fast path for tiles wholly inside the
+//!   tensor, with 16-byte vector accesses where strides allow, and a predicated path for edge
+//!   tiles);
+//! * `reduce`: reductions (in each thread, then shuffles across lanes, then shared memory
+//!   across warps).
+//!
+//! Every value a tile operation needs per register is a per-thread base (from the prologue)
+//! plus a constant, recomputed where it is used; the optimizer's CSE merges the copies. No
+//! value is cached across kernel IR blocks, so none is used outside the block defining it.
+
+mod memory;
+mod reduce;
+mod values;
+
+use cuprum_ir::{
+    BinaryOp, Block, BuildError, CmpOp, Constant, Dim, KernelBuilder, LaunchBounds, Op, ScalarType,
+    Special, Stmt, TrapKind, Value, Var,
+};
+use cuprum_tile_ir::{Stmt as TStmt, TileKernel, TileValue, known_sizes};
+
+use crate::plan::{LayoutId, Plan, Repr};
+use crate::{ArgSlot, LowerError};
+
+pub(crate) type R<T> = Result<T, LowerError>;
+
+/// A lowered tile value (see [`Repr`]).
+#[derive(Clone, Debug)]
+pub(crate) enum Lv {
+    /// One value every thread holds, standing for every element.
+    Uniform(Value),
+    /// Element `c` is `c[axis]` (cast to the element type where used).
+    Iota { axis: usize },
+    /// Registers in a layout, in the layout's register order.
+    Dist { layout: LayoutId, regs: Vec<Value> },
+}
+
+/// The per-thread part of a layout's coordinates, computed once at the top of the kernel.
+struct ThreadCoords {
+    /// Per axis, the thread's base raw coordinate (`U32`).
+    bases: Vec<Value>,
+    /// Whether the thread's replication bits are zero (`None` when it has none).
+    primary: Option<Value>,
+}
+
+/// The kernel IR variables of one loop being lowered.
+struct LoopVars {
+    /// One list of variables per carried value (see [`Emitter::make_vars`]).
+    vars: Vec<Vec<Var>>,
+    /// The carried values, whose representations the variables hold.
+    args: Vec<TileValue>,
+    /// For a `For` loop: the counter variable and the step.
+    counter: Option<(Var, Value)>,
+}
+
+/// The state of one lowering.
+pub(crate) struct Emitter<'k> {
+    pub(crate) kernel: &'k TileKernel,
+    pub(crate) plan: &'k Plan,
+    b: KernelBuilder,
+    vals: Vec<Option<Lv>>,
+    params: Vec<memory::ParamArgs>,
+    coords: Vec<ThreadCoords>,
+    tid: Value,
+    shared_base: Value,
+    /// Bytes of dynamic shared memory the kernel uses.
+    pub(crate) shared_bytes: u32,
+    loops: Vec<LoopVars>,
+    /// Per tile parameter: whether a barrier follows each of its accesses (a partitioned
+    /// tensor accessed at more than one place, so that different threads may touch one
+    /// element in turn).
+    barrier_after: Vec<bool>,
+    pub(crate) args: Vec<ArgSlot>,
+}
+
+impl<'k> Emitter<'k> {
+    /// Starts the kernel: parameters, thread index, every layout's per-thread coordinates.
+    pub(crate) fn new(kernel: &'k TileKernel, plan: &'k Plan) -> R<Self> {
+        let mut b = KernelBuilder::new(kernel.name.clone());
+        b.set_block(Some((plan.threads, 1, 1)));
+        b.set_launch_bounds(Some(LaunchBounds {
+            max_threads: plan.threads,
+            min_blocks_per_sm: None,
+        }));
+        let indices = (
+            b.def(Op::Special(Special::ThreadIdx(Dim::X))),
+            b.def(Op::DynSharedAddr),
+        );
+        let (Ok(tid), Ok(shared_base)) = indices else {
+            return Err(LowerError::Internal {
+                kernel: kernel.name.clone(),
+                message: "the kernel IR refuses a thread index".into(),
+            });
+        };
+        let mut e = Emitter {
+            kernel,
+            plan,
+            b,
+            vals: vec![None; kernel.values.len()],
+            params: Vec::new(),
+            coords: Vec::new(),
+            tid,
+            shared_base,
+            shared_bytes: 0,
+            loops: Vec::new(),
+            barrier_after: memory::barrier_after(kernel),
+            args: Vec::new(),
+        };
+        e.declare_params()?;
+        for id in 0..plan.layouts().len() {
+            let c = e.thread_coords(id)?;
+            e.coords.push(c);
+        }
+        Ok(e)
+    }
+
+    /// Lowers the kernel's body and returns the kernel IR.
+    pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
+        let body = &self.kernel.body;
+        for s in &body.stmts {
+            self.stmt(s)?;
+        }
+        Ok((self.b.finish(), self.shared_bytes, self.args))
+    }
+
+    // ----- errors -----
+
+    pub(crate) fn unsupported(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Unsupported {
+            kernel: self.kernel.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn internal(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Internal {
+            kernel: self.kernel.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn built<T>(&self, r: Result<T, BuildError>) -> R<T> {
+        r.map_err(|e| {
+            self.unsupported(format!("the kernel IR has no such operation: {}", e.reason))
+        })
+    }
+
+    // ----- builder helpers -----
+
+    pub(crate) fn def(&mut self, op: Op) -> R<Value> {
+        let r = self.b.def(op);
+        self.built(r)
+    }
+
+    pub(crate) fn konst(&mut self, c: Constant) -> Value {
+        self.b.constant(c)
+    }
+
+    pub(crate) fn u32c(&mut self, v: u32) -> Value {
+        self.konst(Constant::u32(v))
+    }
+
+    pub(crate) fn i64c(&mut self, v: i64) -> Value {
+        self.konst(Constant::i64(v))
+    }
+
+    pub(crate) fn bin(&mut self, op: BinaryOp, a: Value, b: Value) -> R<Value> {
+        self.def(Op::Binary(op, a, b))
+    }
+
+    pub(crate) fn add(&mut self, a: Value, b: Value) -> R<Value> {
+        self.bin(BinaryOp::Add, a, b)
+    }
+
+    pub(crate) fn mul(&mut self, a: Value, b: Value) -> R<Value> {
+        self.bin(BinaryOp::Mul, a, b)
+    }
+
+    pub(crate) fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> R<Value> {
+        self.def(Op::Compare(op, a, b))
+    }
+
+    pub(crate) fn select(&mut self, cond: Value, t: Value, f: Value) -> R<Value> {
+        self.def(Op::Select {
+            cond,
+            if_true: t,
+            if_false: f,
+        })
+    }
+
+    pub(crate) fn cast(&mut self, value: Value, to: ScalarType) -> R<Value> {
+        if self.b.type_of(value) == to {
+            return Ok(value);
+        }
+        self.def(Op::Cast { value, to })
+    }
+
+    pub(crate) fn type_of(&self, v: Value) -> ScalarType {
+        self.b.type_of(v)
+    }
+
+    /// `a && b`, where either may be absent (true).
+    pub(crate) fn and(&mut self, a: Option<Value>, b: Option<Value>) -> R<Option<Value>> {
+        Ok(match (a, b) {
+            (Some(a), Some(b)) => Some(self.bin(BinaryOp::And, a, b)?),
+            (a, None) => a,
+            (None, b) => b,
+        })
+    }
+
+    /// The disjunction of `vs` (`None` when empty).
+    pub(crate) fn any(&mut self, vs: &[Value]) -> R<Option<Value>> {
+        let mut acc: Option<Value> = None;
+        for &v in vs {
+            acc = Some(match acc {
+                Some(a) => self.bin(BinaryOp::Or, a, v)?,
+                None => v,
+            });
+        }
+        Ok(acc)
+    }
+
+    pub(crate) fn push(&mut self, stmt: Stmt) {
+        self.b.push(stmt);
+    }
+
+    pub(crate) fn barrier(&mut self) {
+        self.b.push(Stmt::Barrier);
+    }
+
+    pub(crate) fn var(&mut self, ty: ScalarType) -> Var {
+        self.b.var("t", ty)
+    }
+
+    pub(crate) fn write(&mut self, var: Var, value: Value) {
+        self.b.push(Stmt::WriteVar { var, value });
+    }
+
+    pub(crate) fn read(&mut self, var: Var) -> R<Value> {
+        self.def(Op::ReadVar(var))
+    }
+
+    fn block(&mut self, body: impl FnOnce(&mut Self) -> R<()>) -> R<Block> {
+        self.b.begin_block();
+        let result = body(self);
+        let block = self.b.end_block();
+        result.map(|()| block)
+    }
+
+    /// `if cond { then }`.
+    pub(crate) fn if_(&mut self, cond: Value, then: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        let then = self.block(then)?;
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Block::default(),
+        });
+        Ok(())
+    }
+
+    /// `if cond { then }` when `cond` is present, else `then` unconditionally.
+    pub(crate) fn if_some(
+        &mut self,
+        cond: Option<Value>,
+        then: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
+        match cond {
+            Some(c) => self.if_(c, then),
+            None => then(self),
+        }
+    }
+
+    /// `if cond { then } else { otherwise }`.
+    pub(crate) fn if_else(
+        &mut self,
+        cond: Value,
+        then: impl FnOnce(&mut Self) -> R<()>,
+        otherwise: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
+        let then = self.block(then)?;
+        let otherwise = self.block(otherwise)?;
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        });
+        Ok(())
+    }
+
+    /// Stops the launch with `kind` when `cond` holds.
+    pub(crate) fn trap_if(&mut self, cond: Value, kind: TrapKind) -> R<()> {
+        self.if_(cond, |e| {
+            e.push(Stmt::Trap(kind));
+            Ok(())
+        })
+    }
+
+    // ----- tile values -----
+
+    pub(crate) fn shape(&self, v: TileValue) -> R<Vec<u32>> {
+        known_sizes(&self.kernel.values[v].shape)
+            .ok_or_else(|| LowerError::Generic(self.kernel.name.clone()))
+    }
+
+    pub(crate) fn elem(&self, v: TileValue) -> R<ScalarType> {
+        self.kernel.values[v]
+            .elem
+            .known()
+            .ok_or_else(|| LowerError::Generic(self.kernel.name.clone()))
+    }
+
+    pub(crate) fn repr(&self, v: TileValue) -> R<Repr> {
+        self.plan
+            .repr(v)
+            .cloned()
+            .ok_or_else(|| self.internal(format!("{v:?} has no planned representation")))
+    }
+
+    pub(crate) fn get(&self, v: TileValue) -> R<Lv> {
+        self.vals
+            .get(v.index())
+            .cloned()
+            .flatten()
+            .ok_or_else(|| self.internal(format!("{v:?} is used before it is lowered")))
+    }
+
+    /// The value of a rank-0 tile (or any uniform one).
+    pub(crate) fn uniform(&self, v: TileValue) -> R<Value> {
+        match self.get(v)? {
+            Lv::Uniform(u) => Ok(u),
+            _ => Err(self.internal(format!("{v:?} is not uniform"))),
+        }
+    }
+
+    /// Records `v`'s lowered value, which must match its planned representation.
+    pub(crate) fn set(&mut self, v: TileValue, lv: Lv) -> R<()> {
+        let planned = self.repr(v)?;
+        let fits = match (&planned, &lv) {
+            (Repr::Uniform, Lv::Uniform(_)) => true,
+            (Repr::Iota { axis: a }, Lv::Iota { axis: b }) => a == b,
+            (Repr::Dist(a), Lv::Dist { layout: b, regs }) => {
+                a == b && regs.len() == self.plan.layout(*a).registers()
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(self.internal(format!(
+                "{v:?} was lowered as {lv:?}, planned as {planned:?}"
+            )));
+        }
+        self.vals[v.index()] = Some(lv);
+        Ok(())
+    }
+
+    // ----- coordinates -----
+
+    /// The per-thread coordinates of layout `id`, at the top of the kernel.
+    fn thread_coords(&mut self, id: LayoutId) -> R<ThreadCoords> {
+        let layout = self.plan.layout(id).clone();
+        let mut bases = Vec::with_capacity(layout.rank());
+        for axis in 0..layout.rank() {
+            let mut base: Option<Value> = None;
+            for (shift, count, step) in layout.bit_runs(axis) {
+                let s = self.u32c(shift);
+                let shifted = self.bin(BinaryOp::Shr, self.tid, s)?;
+                let m = self.u32c((1u32 << count) - 1);
+                let field = self.bin(BinaryOp::And, shifted, m)?;
+                let k = self.u32c(step);
+                let term = self.mul(field, k)?;
+                base = Some(match base {
+                    Some(b) => self.add(b, term)?,
+                    None => term,
+                });
+            }
+            let zero = self.u32c(0);
+            bases.push(base.unwrap_or(zero));
+        }
+        let mask = layout.replication_mask();
+        let primary = if mask == 0 {
+            None
+        } else {
+            Some(self.thread_bits_zero(mask)?)
+        };
+        Ok(ThreadCoords { bases, primary })
+    }
+
+    /// Whether the thread's index has every bit of `mask` clear.
+    pub(crate) fn thread_bits_zero(&mut self, mask: u32) -> R<Value> {
+        let m = self.u32c(mask);
+        let bits = self.bin(BinaryOp::And, self.tid, m)?;
+        let zero = self.u32c(0);
+        self.cmp(CmpOp::Eq, bits, zero)
+    }
+
+    pub(crate) fn tid(&self) -> Value {
+        self.tid
+    }
+
+    /// The raw coordinate (`U32`) of register `reg` of layout `id` along `axis`.
+    pub(crate) fn raw_coord(&mut self, id: LayoutId, reg: usize, axis: usize) -> R<Value> {
+        let base = self.coords[id].bases[axis];
+        let off = self.plan.layout(id).register(reg)[axis];
+        if off == 0 {
+            return Ok(base);
+        }
+        let k = self.u32c(off);
+        self.add(base, k)
+    }
+
+    /// The coordinate (`U32`) of the element register `reg` of layout `id` holds along
+    /// `axis` (the raw coordinate clamped to the tile).
+    pub(crate) fn coord(&mut self, id: LayoutId, reg: usize, axis: usize) -> R<Value> {
+        let raw = self.raw_coord(id, reg, axis)?;
+        let layout = self.plan.layout(id);
+        if !layout.may_clamp(reg, axis) {
+            return Ok(raw);
+        }
+        let last = self.u32c(layout.shape()[axis] - 1);
+        self.bin(BinaryOp::Min, raw, last)
+    }
+
+    /// Whether register `reg`'s raw coordinate along `axis` is inside the tile (`None`:
+    /// always).
+    pub(crate) fn valid_along(
+        &mut self,
+        id: LayoutId,
+        reg: usize,
+        axis: usize,
+    ) -> R<Option<Value>> {
+        let layout = self.plan.layout(id);
+        if !layout.may_clamp(reg, axis) {
+            return Ok(None);
+        }
+        let n = layout.shape()[axis];
+        let raw = self.raw_coord(id, reg, axis)?;
+        let n = self.u32c(n);
+        Ok(Some(self.cmp(CmpOp::Lt, raw, n)?))
+    }
+
+    /// Whether register `reg`'s raw coordinates are inside the tile on every axis.
+    pub(crate) fn valid(&mut self, id: LayoutId, reg: usize) -> R<Option<Value>> {
+        let mut acc = None;
+        for axis in 0..self.plan.layout(id).rank() {
+            let v = self.valid_along(id, reg, axis)?;
+            acc = self.and(acc, v)?;
+        }
+        Ok(acc)
+    }
+
+    /// Whether the thread's replication bits of layout `id` are zero (`None`: it has none).
+    pub(crate) fn primary(&self, id: LayoutId) -> Option<Value> {
+        self.coords[id].primary
+    }
+
+    /// The row-major index (`U32`) of register `reg`'s element, with `weights` per axis
+    /// (see `CoordMap::weights`).
+    pub(crate) fn linear_index(&mut self, id: LayoutId, reg: usize, weights: &[u64]) -> R<Value> {
+        let mut acc: Option<Value> = None;
+        for (axis, &w) in weights.iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            let c = self.coord(id, reg, axis)?;
+            let w = u32::try_from(w)
+                .map_err(|_| self.unsupported("a tile with more than 2^32 elements"))?;
+            let term = if w == 1 {
+                c
+            } else {
+                let k = self.u32c(w);
+                self.mul(c, k)?
+            };
+            acc = Some(match acc {
+                Some(a) => self.add(a, term)?,
+                None => term,
+            });
+        }
+        Ok(match acc {
+            Some(a) => a,
+            None => self.u32c(0),
+        })
+    }
+
+    // ----- statements -----
+
+    fn stmts(&mut self, block: &cuprum_tile_ir::Block) -> R<bool> {
+        for s in &block.stmts {
+            self.stmt(s)?;
+        }
+        Ok(block.stmts.last().is_some_and(TStmt::is_terminator))
+    }
+
+    fn stmt(&mut self, s: &TStmt) -> R<()> {
+        match s {
+            TStmt::Def { value, op } => {
+                let lv = self.op(*value, op)?;
+                self.set(*value, lv)
+            }
+            TStmt::Store { tensor, value } => self.store(*tensor, *value),
+            TStmt::If {
+                cond,
+                then,
+                otherwise,
+                results,
+            } => self.if_stmt(*cond, then, otherwise, results),
+            TStmt::For {
+                counter,
+                start,
+                end,
+                step,
+                args,
+                inits,
+                body,
+                results,
+            } => self.for_stmt(*counter, [*start, *end, *step], args, inits, body, results),
+            TStmt::Loop {
+                args,
+                inits,
+                body,
+                results,
+            } => self.loop_stmt(args, inits, body, results),
+            TStmt::Break { values } => {
+                self.write_loop_args(values)?;
+                self.push(Stmt::Break);
+                Ok(())
+            }
+            TStmt::Continue { values } => {
+                self.write_loop_args(values)?;
+                self.advance_counter()?;
+                self.push(Stmt::Continue);
+                Ok(())
+            }
+            TStmt::Return => {
+                self.push(Stmt::Return);
+                Ok(())
+            }
+            TStmt::Print { format, args } => {
+                let values = args
+                    .iter()
+                    .map(|&a| self.uniform(a))
+                    .collect::<R<Vec<_>>>()?;
+                let zero = self.u32c(0);
+                let first = self.cmp(CmpOp::Eq, self.tid, zero)?;
+                let format = format.clone();
+                self.if_(first, |e| {
+                    let r = e.b.print(format, values);
+                    e.built(r)
+                })
+            }
+            TStmt::Assert { cond, message } => {
+                let c = self.uniform(*cond)?;
+                let failed = self.def(Op::Unary(cuprum_ir::UnaryOp::Not, c))?;
+                self.trap_if(
+                    failed,
+                    TrapKind::Assert {
+                        message: message.clone(),
+                    },
+                )
+            }
+        }
+    }
+
+    /// Variables that hold a value of `v`'s representation: one per register, one for a
+    /// uniform value, none for an iota.
+    fn make_vars(&mut self, v: TileValue) -> R<Vec<Var>> {
+        let ty = self.elem(v)?;
+        let n = match self.repr(v)? {
+            Repr::Uniform => 1,
+            Repr::Iota { .. } => 0,
+            Repr::Dist(id) => self.plan.layout(id).registers(),
+        };
+        Ok((0..n).map(|_| self.var(ty)).collect())
+    }
+
+    /// Writes `value`, converted to `like`'s representation, into `vars`.
+    fn write_vars(&mut self, vars: &[Var], value: TileValue, like: TileValue) -> R<()> {
+        let regs = self.in_repr_of(value, like)?;
+        if regs.len() != vars.len() {
+            return Err(self.internal("a value does not fit its variables"));
+        }
+        for (&var, r) in vars.iter().zip(regs) {
+            self.write(var, r);
+        }
+        Ok(())
+    }
+
+    /// Defines `v` from `vars` (see [`make_vars`](Self::make_vars)).
+    fn read_vars(&mut self, vars: &[Var], v: TileValue) -> R<()> {
+        let regs = vars.iter().map(|&x| self.read(x)).collect::<R<Vec<_>>>()?;
+        let lv = match self.repr(v)? {
+            Repr::Uniform => Lv::Uniform(
+                *regs
+                    .first()
+                    .ok_or_else(|| self.internal("a uniform value without its variable"))?,
+            ),
+            Repr::Iota { axis } => Lv::Iota { axis },
+            Repr::Dist(layout) => Lv::Dist { layout, regs },
+        };
+        self.set(v, lv)
+    }
+
+    fn if_stmt(
+        &mut self,
+        cond: TileValue,
+        then: &cuprum_tile_ir::Block,
+        otherwise: &cuprum_tile_ir::Block,
+        results: &[TileValue],
+    ) -> R<()> {
+        let c = self.uniform(cond)?;
+        let vars = results
+            .iter()
+            .map(|&r| self.make_vars(r))
+            .collect::<R<Vec<_>>>()?;
+        let arm = |e: &mut Self, block: &cuprum_tile_ir::Block| -> R<()> {
+            if !e.stmts(block)? {
+                for ((vs, &y), &r) in vars.iter().zip(&block.yields).zip(results) {
+                    e.write_vars(vs, y, r)?;
+                }
+            }
+            Ok(())
+        };
+        self.if_else(c, |e| arm(e, then), |e| arm(e, otherwise))?;
+        for (vs, &r) in vars.iter().zip(results) {
+            self.read_vars(vs, r)?;
+        }
+        Ok(())
+    }
+
+    fn for_stmt(
+        &mut self,
+        counter: TileValue,
+        [start, end, step]: [TileValue; 3],
+        args: &[TileValue],
+        inits: &[TileValue],
+        body: &cuprum_tile_ir::Block,
+        results: &[TileValue],
+    ) -> R<()> {
+        let ty = self.elem(start)?;
+        let (start, end, step) = (
+            self.uniform(start)?,
+            self.uniform(end)?,
+            self.uniform(step)?,
+        );
+        let zero = self.konst(Constant::new(ty, 0));
+        let bad_step = self.cmp(CmpOp::Le, step, zero)?;
+        self.trap_if(
+            bad_step,
+            TrapKind::Assert {
+                message: format!(
+                    "a `for` loop's step must be positive (in tile kernel `{}`)",
+                    self.kernel.name
+                ),
+            },
+        )?;
+        let vars = self.init_carried(args, inits)?;
+        let counter_var = self.var(ty);
+        self.write(counter_var, start);
+        let frame = LoopVars {
+            vars,
+            args: args.to_vec(),
+            counter: Some((counter_var, step)),
+        };
+        let body = self.block(|e| {
+            let c = e.read(counter_var)?;
+            let more = e.cmp(CmpOp::Lt, c, end)?;
+            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+            e.if_(done, |e| {
+                e.push(Stmt::Break);
+                Ok(())
+            })?;
+            e.set(counter, Lv::Uniform(c))?;
+            e.loop_body(frame, body)
+        })?;
+        self.push(Stmt::Loop { body });
+        self.finish_carried(results)
+    }
+
+    fn loop_stmt(
+        &mut self,
+        args: &[TileValue],
+        inits: &[TileValue],
+        body: &cuprum_tile_ir::Block,
+        results: &[TileValue],
+    ) -> R<()> {
+        let vars = self.init_carried(args, inits)?;
+        let frame = LoopVars {
+            vars,
+            args: args.to_vec(),
+            counter: None,
+        };
+        let body = self.block(|e| e.loop_body(frame, body))?;
+        self.push(Stmt::Loop { body });
+        self.finish_carried(results)
+    }
+
+    /// Variables for a loop's carried values, holding their initial values.
+    fn init_carried(&mut self, args: &[TileValue], inits: &[TileValue]) -> R<Vec<Vec<Var>>> {
+        let mut all = Vec::with_capacity(args.len());
+        for (&a, &i) in args.iter().zip(inits) {
+            let vs = self.make_vars(a)?;
+            self.write_vars(&vs, i, a)?;
+            all.push(vs);
+        }
+        Ok(all)
+    }
+
+    /// One iteration: the carried values from their variables, the body, the yields back
+    /// into the variables and the counter advanced.
+    fn loop_body(&mut self, frame: LoopVars, body: &cuprum_tile_ir::Block) -> R<()> {
+        for (vs, &a) in frame.vars.iter().zip(&frame.args) {
+            self.read_vars(vs, a)?;
+        }
+        self.loops.push(frame);
+        let ended = self.stmts(body)?;
+        if !ended {
+            self.write_loop_args(&body.yields)?;
+            self.advance_counter()?;
+        }
+        Ok(())
+    }
+
+    /// After a loop: its results are what its variables hold (a `Break` wrote its values
+    /// there too). Pops the loop.
+    fn finish_carried(&mut self, results: &[TileValue]) -> R<()> {
+        let frame = self
+            .loops
+            .pop()
+            .ok_or_else(|| self.internal("a loop without its variables"))?;
+        for (vs, &r) in frame.vars.iter().zip(results) {
+            self.read_vars(vs, r)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `values` into the innermost loop's variables.
+    fn write_loop_args(&mut self, values: &[TileValue]) -> R<()> {
+        let frame = self
+            .loops
+            .last()
+            .ok_or_else(|| self.internal("a break or continue outside a loop"))?;
+        let pairs: Vec<(Vec<Var>, TileValue)> = frame
+            .vars
+            .iter()
+            .cloned()
+            .zip(frame.args.iter().copied())
+            .collect();
+        for ((vs, a), &v) in pairs.iter().zip(values) {
+            self.write_vars(vs, v, *a)?;
+        }
+        Ok(())
+    }
+
+    /// In a `For` loop, moves the counter on by its step, leaving the loop when that wraps
+    /// past the type's range (the counter would then be past any `end`).
+    fn advance_counter(&mut self) -> R<()> {
+        let Some((var, step)) = self.loops.last().and_then(|f| f.counter) else {
+            return Ok(());
+        };
+        let c = self.read(var)?;
+        let next = self.add(c, step)?;
+        self.write(var, next);
+        let wrapped = self.cmp(CmpOp::Lt, next, c)?;
+        self.if_(wrapped, |e| {
+            e.push(Stmt::Break);
+            Ok(())
+        })
+    }
+}

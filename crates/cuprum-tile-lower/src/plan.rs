@@ -1,0 +1,516 @@
+//! Layout assignment: before any code is emitted, every tile value gets its representation
+//! ([`Repr`]): one value every thread holds, a lazily computed iota, or registers in a
+//! [`Layout`]. Deciding first (rather than while emitting) lets `If` results and loop-carried
+//! values have one representation that both branches, and every iteration, convert to.
+//!
+//! The rules, Triton's:
+//!
+//! * rank-0 tiles (scalars), constants and broadcasts of them are [`Repr::Uniform`]: every
+//!   thread holds the value (control flow on them is uniform over the block);
+//! * an iota is [`Repr::Iota`]: each register computes its own coordinate where it is used,
+//!   in whatever layout the use needs, so it never needs moving;
+//! * loads take the coalesced layout of their tile shape ([`Plan::anchor`]: 16 bytes per
+//!   thread along the last axis, for the narrowest element type the kernel moves in that
+//!   shape), and stores convert to it;
+//! * element-wise operations keep their operands' layout (the first operand's that every
+//!   other operand reaches without moving data, else the first operand's);
+//! * a reduction gives the slice of its operand's layout; a permutation or a reshape that
+//!   only inserts or removes axes of size 1 gives the same registers under a changed layout;
+//!   a broadcast to another shape or a general reshape gives the anchor layout of its shape (free when the
+//!   registers already match: a slice reshaped and broadcast back to its parent);
+//! * `If` results and loop-carried values join what flows into them: equal representations
+//!   stay, a uniform or iota value meeting registers takes the registers' layout.
+
+use std::collections::HashMap;
+
+use cuprum_tile_ir::{Block, Combine, Op, Stmt, TileKernel, TileValue, View, known_sizes};
+
+use crate::LowerError;
+use crate::layout::{CoordMap, Layout, register_sources};
+
+/// An index into [`Plan`]'s layouts.
+pub(crate) type LayoutId = usize;
+
+/// How a tile value is held (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Repr {
+    /// One value, the same in every thread, stands for every element.
+    Uniform,
+    /// Element `c` is `c[axis]`, computed where it is used.
+    Iota {
+        /// The axis counted along.
+        axis: usize,
+    },
+    /// Registers in a layout.
+    Dist(LayoutId),
+}
+
+/// The most elements of one tile a thread may hold in registers (32-bit words: an `f64`
+/// element counts twice).
+pub(crate) const MAX_WORDS_PER_THREAD: usize = 128;
+
+/// The layouts of a kernel and the representation of each of its values.
+pub(crate) struct Plan {
+    /// Threads per block.
+    pub(crate) threads: u32,
+    layouts: Vec<Layout>,
+    index: HashMap<Layout, LayoutId>,
+    reprs: Vec<Option<Repr>>,
+    /// The narrowest element size moved to or from global memory per tile shape.
+    access_bytes: HashMap<Vec<u32>, u32>,
+    /// Per reduction result, the layout its operand is reduced in.
+    reduce_inputs: HashMap<TileValue, LayoutId>,
+}
+
+impl Plan {
+    /// Assigns every value of `kernel` a representation, in blocks of `threads` threads.
+    pub(crate) fn build(kernel: &TileKernel, threads: u32) -> Result<Plan, LowerError> {
+        let mut access_bytes = HashMap::new();
+        kernel.body.visit(&mut |s| {
+            let (shape, elem) = match s {
+                Stmt::Def {
+                    value,
+                    op: Op::Load { .. },
+                } => (&kernel.values[*value].shape, kernel.values[*value].elem),
+                Stmt::Store { value, .. } => {
+                    (&kernel.values[*value].shape, kernel.values[*value].elem)
+                }
+                _ => return,
+            };
+            if let (Some(shape), Some(elem)) = (known_sizes(shape), elem.known()) {
+                let e = access_bytes.entry(shape).or_insert(u32::MAX);
+                *e = (*e).min(elem.size_bytes());
+            }
+        });
+        let mut planner = Planner {
+            kernel,
+            plan: Plan {
+                threads,
+                layouts: Vec::new(),
+                index: HashMap::new(),
+                reprs: vec![None; kernel.values.len()],
+                access_bytes,
+                reduce_inputs: HashMap::new(),
+            },
+            loops: Vec::new(),
+        };
+        planner.block(&kernel.body)?;
+        Ok(planner.plan)
+    }
+
+    /// The representation of `value`.
+    pub(crate) fn repr(&self, value: TileValue) -> Option<&Repr> {
+        self.reprs.get(value.index()).and_then(Option::as_ref)
+    }
+
+    /// Layout `id`.
+    pub(crate) fn layout(&self, id: LayoutId) -> &Layout {
+        &self.layouts[id]
+    }
+
+    /// Every layout the kernel uses, by id.
+    pub(crate) fn layouts(&self) -> &[Layout] {
+        &self.layouts
+    }
+
+    /// The id of `layout`, when the plan uses it.
+    pub(crate) fn id_of(&self, layout: &Layout) -> Option<LayoutId> {
+        self.index.get(layout).copied()
+    }
+
+    /// The layout loads and stores of tiles of `shape` use: coalesced for the narrowest
+    /// element type the kernel moves in that shape (4 bytes when it moves none).
+    pub(crate) fn anchor(&self, shape: &[u32]) -> Layout {
+        let bytes = self.access_bytes.get(shape).copied().unwrap_or(4);
+        Layout::coalesced(shape, bytes, self.threads)
+    }
+
+    /// The layout reduction `result` reduces its operand in.
+    pub(crate) fn reduce_input(&self, result: TileValue) -> Option<LayoutId> {
+        self.reduce_inputs.get(&result).copied()
+    }
+
+    fn intern(&mut self, layout: Layout) -> LayoutId {
+        if let Some(&id) = self.index.get(&layout) {
+            return id;
+        }
+        let id = self.layouts.len();
+        self.index.insert(layout.clone(), id);
+        self.layouts.push(layout);
+        id
+    }
+
+    fn anchor_id(&mut self, shape: &[u32]) -> LayoutId {
+        let l = self.anchor(shape);
+        self.intern(l)
+    }
+}
+
+/// One loop being planned: the representations flowing into its carried values.
+struct LoopFrame {
+    flows: Vec<Vec<Repr>>,
+}
+
+struct Planner<'k> {
+    kernel: &'k TileKernel,
+    plan: Plan,
+    loops: Vec<LoopFrame>,
+}
+
+impl Planner<'_> {
+    fn unsupported(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Unsupported {
+            kernel: self.kernel.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn shape(&self, v: TileValue) -> Result<Vec<u32>, LowerError> {
+        known_sizes(&self.kernel.values[v].shape)
+            .ok_or_else(|| LowerError::Generic(self.kernel.name.clone()))
+    }
+
+    fn repr(&self, v: TileValue) -> Result<Repr, LowerError> {
+        self.plan
+            .repr(v)
+            .cloned()
+            .ok_or_else(|| LowerError::Internal {
+                kernel: self.kernel.name.clone(),
+                message: format!("{v:?} is used before it has a representation"),
+            })
+    }
+
+    fn set(&mut self, v: TileValue, repr: Repr) -> Result<(), LowerError> {
+        let shape = self.shape(v)?;
+        let repr = if shape.is_empty() {
+            Repr::Uniform
+        } else {
+            repr
+        };
+        if let Repr::Dist(id) = repr {
+            let layout = self.plan.layout(id);
+            let words = self.kernel.values[v]
+                .elem
+                .known()
+                .map_or(1, |e| e.size_bytes().div_ceil(4) as usize);
+            if layout.registers() * words > MAX_WORDS_PER_THREAD {
+                return Err(self.unsupported(format!(
+                    "a tile of shape {shape:?} needs {} registers per thread in a block of {} \
+                     threads, more than the {MAX_WORDS_PER_THREAD} the lowering allows: use \
+                     smaller tiles (or more warps)",
+                    layout.registers() * words,
+                    self.plan.threads
+                )));
+            }
+        }
+        self.plan.reprs[v.index()] = Some(repr);
+        Ok(())
+    }
+
+    /// The representation that every value flowing into one place (an `If` result, a
+    /// loop-carried value) converts to.
+    fn join(&mut self, shape: &[u32], flows: &[Repr]) -> Repr {
+        if shape.is_empty() {
+            return Repr::Uniform;
+        }
+        if let Some(first) = flows.first()
+            && flows.iter().all(|f| f == first)
+        {
+            return first.clone();
+        }
+        match flows.iter().find(|f| matches!(f, Repr::Dist(_))) {
+            Some(dist) => dist.clone(),
+            None => Repr::Dist(self.plan.anchor_id(shape)),
+        }
+    }
+
+    /// Plans `block`; returns its yields' representations, or `None` when it ends in a
+    /// break, continue or return.
+    fn block(&mut self, block: &Block) -> Result<Option<Vec<Repr>>, LowerError> {
+        for s in &block.stmts {
+            self.stmt(s)?;
+        }
+        if block.stmts.last().is_some_and(Stmt::is_terminator) {
+            return Ok(None);
+        }
+        block
+            .yields
+            .iter()
+            .map(|&y| self.repr(y))
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), LowerError> {
+        match s {
+            Stmt::Def { value, op } => {
+                let repr = self.op(*value, op)?;
+                self.set(*value, repr)
+            }
+            Stmt::Store { value, .. } => {
+                let shape = self.shape(*value)?;
+                self.plan.anchor_id(&shape);
+                Ok(())
+            }
+            Stmt::If {
+                then,
+                otherwise,
+                results,
+                ..
+            } => {
+                let arms = [self.block(then)?, self.block(otherwise)?];
+                for (i, &r) in results.iter().enumerate() {
+                    let flows: Vec<Repr> = arms
+                        .iter()
+                        .flatten()
+                        .filter_map(|ys| ys.get(i).cloned())
+                        .collect();
+                    let shape = self.shape(r)?;
+                    let repr = self.join(&shape, &flows);
+                    self.set(r, repr)?;
+                }
+                Ok(())
+            }
+            Stmt::For {
+                counter,
+                args,
+                inits,
+                body,
+                results,
+                ..
+            } => {
+                self.set(*counter, Repr::Uniform)?;
+                self.carried(args, inits, body, results)
+            }
+            Stmt::Loop {
+                args,
+                inits,
+                body,
+                results,
+            } => self.carried(args, inits, body, results),
+            Stmt::Break { values } | Stmt::Continue { values } => {
+                let reprs = values
+                    .iter()
+                    .map(|&v| self.repr(v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                match self.loops.last_mut() {
+                    Some(frame) => {
+                        frame.flows.push(reprs);
+                        Ok(())
+                    }
+                    None => Err(self.unsupported("a break or continue outside a loop")),
+                }
+            }
+            Stmt::Return | Stmt::Print { .. } | Stmt::Assert { .. } => Ok(()),
+        }
+    }
+
+    /// Plans a loop: its carried values join their initial values, the body's yields and
+    /// every `Break` and `Continue`, until nothing changes (a few rounds: a representation
+    /// only ever moves from uniform or iota to registers).
+    fn carried(
+        &mut self,
+        args: &[TileValue],
+        inits: &[TileValue],
+        body: &Block,
+        results: &[TileValue],
+    ) -> Result<(), LowerError> {
+        let mut current: Vec<Repr> = inits
+            .iter()
+            .map(|&v| self.repr(v))
+            .collect::<Result<_, _>>()?;
+        for _round in 0..4 {
+            for (&a, r) in args.iter().zip(&current) {
+                self.set(a, r.clone())?;
+            }
+            self.loops.push(LoopFrame { flows: Vec::new() });
+            let yields = self.block(body)?;
+            let mut flows = self.loops.pop().map(|f| f.flows).unwrap_or_default();
+            flows.extend(yields);
+            let mut next = Vec::with_capacity(args.len());
+            for (i, &a) in args.iter().enumerate() {
+                let mut into = vec![current[i].clone()];
+                into.extend(flows.iter().filter_map(|f| f.get(i).cloned()));
+                let shape = self.shape(a)?;
+                next.push(self.join(&shape, &into));
+            }
+            if next == current {
+                for (&r, repr) in results.iter().zip(current) {
+                    self.set(r, repr)?;
+                }
+                return Ok(());
+            }
+            current = next;
+        }
+        Err(LowerError::Internal {
+            kernel: self.kernel.name.clone(),
+            message: "the layouts of a loop's carried values did not settle".into(),
+        })
+    }
+
+    /// The representation of `value = op`.
+    fn op(&mut self, value: TileValue, op: &Op) -> Result<Repr, LowerError> {
+        let shape = self.shape(value)?;
+        Ok(match op {
+            Op::Const { .. }
+            | Op::ConstParam(_)
+            | Op::Param(_)
+            | Op::BlockId(_)
+            | Op::NumBlocks(_)
+            | Op::TensorDim { .. } => Repr::Uniform,
+            Op::Iota { axis, .. } => {
+                let axis = *axis as usize;
+                if shape.get(axis) == Some(&1) {
+                    Repr::Uniform
+                } else {
+                    Repr::Iota { axis }
+                }
+            }
+            Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => {
+                self.elementwise(&shape, &[*a])?
+            }
+            Op::Binary(_, a, b) | Op::Compare(_, a, b) => self.elementwise(&shape, &[*a, *b])?,
+            Op::Ternary(_, a, b, c) => self.elementwise(&shape, &[*a, *b, *c])?,
+            Op::Select {
+                cond,
+                if_true,
+                if_false,
+            } => self.elementwise(&shape, &[*cond, *if_true, *if_false])?,
+            Op::Broadcast { value: a, .. } => match self.repr(*a)? {
+                Repr::Uniform => Repr::Uniform,
+                Repr::Iota { axis } => Repr::Iota { axis },
+                // Broadcasting to the same shape moves nothing.
+                Repr::Dist(id) if self.shape(*a)? == shape => Repr::Dist(id),
+                Repr::Dist(_) => Repr::Dist(self.plan.anchor_id(&shape)),
+            },
+            Op::Reshape { value: a, .. } => {
+                let from = self.shape(*a)?;
+                match self.repr(*a)? {
+                    Repr::Uniform => Repr::Uniform,
+                    Repr::Iota { axis } => match CoordMap::reshape(&from, &shape) {
+                        CoordMap::Axes(axes) => match axes.iter().position(|&m| m == Some(axis)) {
+                            Some(d) => Repr::Iota { axis: d },
+                            None => Repr::Uniform,
+                        },
+                        CoordMap::RowMajor => Repr::Dist(self.plan.anchor_id(&shape)),
+                    },
+                    Repr::Dist(id) => match self.plan.layout(id).reshape_unit(&shape) {
+                        Some(l) => Repr::Dist(self.plan.intern(l)),
+                        None => Repr::Dist(self.plan.anchor_id(&shape)),
+                    },
+                }
+            }
+            Op::Permute { value: a, perm } => match self.repr(*a)? {
+                Repr::Uniform => Repr::Uniform,
+                Repr::Iota { axis } => match perm.iter().position(|&p| p as usize == axis) {
+                    Some(d) => Repr::Iota { axis: d },
+                    None => Repr::Uniform,
+                },
+                Repr::Dist(id) => {
+                    let l = self.plan.layout(id).permute(perm);
+                    Repr::Dist(self.plan.intern(l))
+                }
+            },
+            Op::Reduce {
+                value: a,
+                axis,
+                combine,
+            } => {
+                if let Combine::Closure {
+                    a: x, b: y, body, ..
+                } = combine
+                {
+                    self.closure(*x, *y, body)?;
+                }
+                let input = match self.repr(*a)? {
+                    Repr::Dist(id) => id,
+                    Repr::Uniform | Repr::Iota { .. } => {
+                        let from = self.shape(*a)?;
+                        self.plan.anchor_id(&from)
+                    }
+                };
+                self.plan.reduce_inputs.insert(value, input);
+                let (slice, _) = self.plan.layout(input).slice(*axis as usize);
+                Repr::Dist(self.plan.intern(slice))
+            }
+            Op::Load { view, .. } => {
+                if let View::Tiled { index, .. } = view {
+                    for &i in index {
+                        self.repr(i)?;
+                    }
+                }
+                Repr::Dist(self.plan.anchor_id(&shape))
+            }
+        })
+    }
+
+    /// Element-wise operations keep their operands' layout (see the module docs).
+    fn elementwise(&mut self, shape: &[u32], operands: &[TileValue]) -> Result<Repr, LowerError> {
+        let reprs = operands
+            .iter()
+            .map(|&v| self.repr(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        if reprs.iter().all(|r| *r == Repr::Uniform) {
+            return Ok(Repr::Uniform);
+        }
+        let mut dists: Vec<LayoutId> = Vec::new();
+        for r in &reprs {
+            if let Repr::Dist(id) = r
+                && !dists.contains(id)
+            {
+                dists.push(*id);
+            }
+        }
+        let Some(&first) = dists.first() else {
+            return Ok(Repr::Dist(self.plan.anchor_id(shape)));
+        };
+        let identity = CoordMap::identity(shape.len());
+        let chosen = dists.iter().copied().find(|&cand| {
+            dists.iter().all(|&other| {
+                other == cand
+                    || register_sources(self.plan.layout(other), self.plan.layout(cand), &identity)
+                        .is_some()
+            })
+        });
+        Ok(Repr::Dist(chosen.unwrap_or(first)))
+    }
+
+    /// Plans a reduce closure's body, whose values are per-thread scalars: only operations
+    /// on rank-0 values, without memory, reductions or prints.
+    fn closure(&mut self, a: TileValue, b: TileValue, body: &Block) -> Result<(), LowerError> {
+        let mut problem: Option<String> = None;
+        body.visit(&mut |s| {
+            let bad = match s {
+                Stmt::Def { value, op } => {
+                    if !self.kernel.values[*value].is_scalar() {
+                        Some("a tile that is not rank 0")
+                    } else {
+                        match op {
+                            Op::Load { .. } => Some("a load"),
+                            Op::Reduce { .. } => Some("a reduction"),
+                            _ => None,
+                        }
+                    }
+                }
+                Stmt::Store { .. } => Some("a store"),
+                Stmt::Print { .. } => Some("a print"),
+                Stmt::Return => Some("a return"),
+                _ => None,
+            };
+            if let Some(what) = bad {
+                problem.get_or_insert_with(|| what.to_owned());
+            }
+        });
+        if let Some(what) = problem {
+            return Err(self.unsupported(format!(
+                "a reduce closure computes {what}; a closure may only combine its two scalar \
+                 operands (element-wise operations, `if`, loops and assertions on scalars)"
+            )));
+        }
+        // Every value in the closure is per thread, held like a scalar.
+        self.set(a, Repr::Uniform)?;
+        self.set(b, Repr::Uniform)?;
+        self.block(body)?;
+        Ok(())
+    }
+}
