@@ -43,6 +43,7 @@
 extern crate self as cuprum;
 
 pub mod simt;
+pub mod tile;
 
 pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
