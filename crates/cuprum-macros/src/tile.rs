@@ -323,7 +323,11 @@ impl Launcher {
             format!(
                 "the tile front end compiled `{}` with generic parameters [{}] and {} parameter(s), but its signature has [{}] and {} (a bug of the front end)",
                 self.name,
-                declared.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                declared
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 kernel.params.len(),
                 self.generics.join(", "),
                 f.sig.inputs.len()
@@ -604,9 +608,18 @@ mod tests {
         assert_eq!(
             from_ir.params,
             [
-                ("y".to_owned(), HostParam::Output(ElemType::Param("T".into()))),
-                ("a".to_owned(), HostParam::Scalar(ElemType::Param("T".into()))),
-                ("x".to_owned(), HostParam::Input(ElemType::Param("T".into()))),
+                (
+                    "y".to_owned(),
+                    HostParam::Output(ElemType::Param("T".into()))
+                ),
+                (
+                    "a".to_owned(),
+                    HostParam::Scalar(ElemType::Param("T".into()))
+                ),
+                (
+                    "x".to_owned(),
+                    HostParam::Input(ElemType::Param("T".into()))
+                ),
             ]
         );
     }

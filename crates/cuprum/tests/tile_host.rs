@@ -25,14 +25,21 @@ fn fresh() -> (CudaContext, Stream) {
 fn constructors_make_the_tensors_they_say() {
     let (_ctx, s) = fresh();
     let z = ok(api::zeros::<f32>(&[3, 5]).sync_on(&s));
-    assert_eq!((z.shape(), z.strides(), z.offset()), (&[3, 5][..], &[5, 1][..], 0));
+    assert_eq!(
+        (z.shape(), z.strides(), z.offset()),
+        (&[3, 5][..], &[5, 1][..], 0)
+    );
     assert_eq!((z.size(), z.num_bytes(), z.rank()), (15, 60, 2));
     assert!(z.is_contiguous());
     assert_same("zeros", &ok(z.to_host_vec().sync_on(&s)), &[0.0f32; 15]);
 
     let o = ok(api::ones::<f16>(&[4, 2, 3]).sync_on(&s));
     assert_eq!(o.strides(), &[6, 3, 1]);
-    assert_same("ones f16", &ok(o.to_host_vec().sync_on(&s)), &[f16::ONE; 24]);
+    assert_same(
+        "ones f16",
+        &ok(o.to_host_vec().sync_on(&s)),
+        &[f16::ONE; 24],
+    );
 
     let f = ok(api::full(-7i32, &[9]).sync_on(&s));
     assert_same("full", &ok(f.to_host_vec().sync_on(&s)), &[-7; 9]);
@@ -91,7 +98,11 @@ fn nothing_runs_before_sync() {
         })
         .map(|t| (t.size(), t))
         .then(|(n, t)| zip!(value(n), api::ones::<i16>(&[n]), t.to_host_vec()));
-    assert_eq!(ctx.stats().allocations, 0, "an operation allocated when it was made");
+    assert_eq!(
+        ctx.stats().allocations,
+        0,
+        "an operation allocated when it was made"
+    );
     assert_eq!(ran.load(Ordering::SeqCst), 0, "a closure ran before sync");
     let (n, ones, zeros) = ok(op.sync_on(&s));
     // zeros, its dup and ones: three allocations, each once.
@@ -205,7 +216,11 @@ fn combinators_run_each_operation_once() {
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     let b = ok(b.sync_on(&s));
     let a = ok(a.sync_on(&s));
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "unzip ran its operation twice");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "unzip ran its operation twice"
+    );
     assert_eq!((a.size(), b.size(), c), (3, 4, 7));
 
     // shared: every clone gets the same Arc, the operation runs once.
@@ -216,12 +231,17 @@ fn combinators_run_each_operation_once() {
     assert_same("shared", &ok(x1.to_host_vec().sync_on(&s)), &[5u32; 5]);
 
     // first, last, map, then, boxed, arc, value, shared(arc).
-    let first = ok(zip!(value(1i8), value(2i16), value(3i32)).first().sync_on(&s));
-    let last = ok(zip!(value(1i8), value(2i16), value(3i32)).last().sync_on(&s));
+    let first = ok(zip!(value(1i8), value(2i16), value(3i32))
+        .first()
+        .sync_on(&s));
+    let last = ok(zip!(value(1i8), value(2i16), value(3i32))
+        .last()
+        .sync_on(&s));
     assert_eq!((first, last), (1, 3));
     let (single,) = zip!(value(9u64)).map(|v| (v,)).unzip();
     assert_eq!(ok(single.sync_on(&s)), 9);
-    let boxed: Vec<BoxedDeviceOp<u32>> = vec![value(1u32).boxed(), value(2u32).map(|v| v * 10).boxed()];
+    let boxed: Vec<BoxedDeviceOp<u32>> =
+        vec![value(1u32).boxed(), value(2u32).map(|v| v * 10).boxed()];
     let got: Vec<u32> = boxed.into_iter().map(|op| ok(op.sync_on(&s))).collect();
     assert_eq!(got, [1, 20]);
     let arc = ok(value(4.5f64).arc().sync_on(&s));
@@ -231,7 +251,9 @@ fn combinators_run_each_operation_once() {
 
     // unwrap_arc needs the only owner.
     match shared(arc.clone()).unwrap_arc().sync_on(&s) {
-        Err(Error::ArcShared { what: "unwrap_arc", .. }) => {}
+        Err(Error::ArcShared {
+            what: "unwrap_arc", ..
+        }) => {}
         other => panic!("expected a shared-Arc error, got {other:?}"),
     }
     drop(again);
@@ -245,18 +267,23 @@ fn errors_stop_a_chain_and_reach_every_sharer() {
     let (_ctx, s) = fresh();
     let ran_after = Arc::new(AtomicUsize::new(0));
     let seen = ran_after.clone();
-    let chain = api::arange::<f32>(10)
-        .reshape(&[4, 4])
-        .map(move |t| {
-            seen.fetch_add(1, Ordering::SeqCst);
-            t
-        });
+    let chain = api::arange::<f32>(10).reshape(&[4, 4]).map(move |t| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        t
+    });
     assert!(matches!(chain.sync_on(&s), Err(Error::Tensor(_))));
-    assert_eq!(ran_after.load(Ordering::SeqCst), 0, "a chain went on after an error");
+    assert_eq!(
+        ran_after.load(Ordering::SeqCst),
+        0,
+        "a chain went on after an error"
+    );
 
     let failing = api::arange::<f32>(10).reshape(&[3]).shared();
     let first = failing.clone().sync_on(&s);
-    assert!(matches!(first, Err(Error::Tensor(TensorError::ReshapeCount { .. }))));
+    assert!(matches!(
+        first,
+        Err(Error::Tensor(TensorError::ReshapeCount { .. }))
+    ));
     match failing.sync_on(&s) {
         Err(Error::SharedOpFailed { message }) => assert!(message.contains("reshape"), "{message}"),
         other => panic!("expected the shared failure, got {other:?}"),
@@ -269,7 +296,10 @@ fn errors_stop_a_chain_and_reach_every_sharer() {
 #[test]
 fn sync_runs_on_device_zero() {
     let device = ok(Device::new(0));
-    assert!(Arc::ptr_eq(&device, &ok(Device::new(0))), "device 0 is shared");
+    assert!(
+        Arc::ptr_eq(&device, &ok(Device::new(0))),
+        "device 0 is shared"
+    );
     let t = ok(api::arange::<i64>(6).sync());
     assert!(t.context().same_context(device.context()));
     assert_same("sync", &ok(t.to_host_vec().sync()), &[0i64, 1, 2, 3, 4, 5]);

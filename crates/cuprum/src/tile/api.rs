@@ -49,7 +49,10 @@ pub fn arange<T: DType>(len: usize) -> impl DeviceOp<Output = Tensor<T>> + use<T
 
 /// A tensor of `shape` holding `data` in row-major order (whose length must be the shape's
 /// element count). The data is copied now; the device copy is made when the operation runs.
-pub fn from_host<T: DType>(data: &[T], shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+pub fn from_host<T: DType>(
+    data: &[T],
+    shape: &[usize],
+) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.to_vec();
     let shape = shape.to_vec();
     with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))

@@ -18,13 +18,17 @@ pub use cuprum_runtime::Stream;
 use crate::CudaContext;
 use crate::tile::error::Error;
 use crate::tile::launch::LaunchArgument;
+use crate::tile::op::{IntoDeviceOp, Value};
 
 /// The runtime identifier of an element type: the IR's scalar type.
 pub type DTypeId = ScalarType;
 
 /// An element type of tensors and a scalar type of kernel arguments: `bool`, the integers of
-/// 8 to 64 bits, `f16`, `bf16`, `f32` and `f64`.
-pub trait DType: DeviceScalar + LaunchArgument + fmt::Debug + PartialEq {
+/// 8 to 64 bits, `f16`, `bf16`, `f32` and `f64`. A value is its own launch argument, also in
+/// code generic over the type (`IntoDeviceOp<Self>`).
+pub trait DType:
+    DeviceScalar + LaunchArgument + IntoDeviceOp<Self, Op = Value<Self>> + fmt::Debug + PartialEq
+{
     /// The type's identifier (the IR type [`DeviceScalar::TYPE`] names).
     const DTYPE: DTypeId = <Self as DeviceScalar>::TYPE;
     /// Zero (`false`).
@@ -65,7 +69,9 @@ pub struct Device {
 
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Device").field("context", &self.ctx).finish()
+        f.debug_struct("Device")
+            .field("context", &self.ctx)
+            .finish()
     }
 }
 

@@ -159,7 +159,9 @@ pub enum LaunchProblem {
         given: usize,
     },
     /// A tensor of another rank than the parameter declares.
-    #[error("parameter `{param}` is a rank-{declared} tensor, but the argument has shape {shape:?}")]
+    #[error(
+        "parameter `{param}` is a rank-{declared} tensor, but the argument has shape {shape:?}"
+    )]
     Rank {
         /// The parameter.
         param: String,
@@ -193,7 +195,9 @@ pub enum LaunchProblem {
         shape: Vec<usize>,
     },
     /// A tensor with no elements.
-    #[error("the tensor given for `{param}` has shape {shape:?}, with no elements; tile kernels take tensors of at least one element")]
+    #[error(
+        "the tensor given for `{param}` has shape {shape:?}, with no elements; tile kernels take tensors of at least one element"
+    )]
     EmptyTensor {
         /// The parameter.
         param: String,
@@ -224,17 +228,13 @@ pub enum LaunchProblem {
         /// The tile shape the kernel declares, its generic sizes shown by name (`[B, 16]`).
         kernel_tile: String,
     },
-    /// A partitioned tensor of rank above 3, or whose grid does not fit the device's.
+    /// A partitioned tensor of rank above 3, or whose grid is too large.
     #[error(
-        "the output `{param}` of shape {shape:?} in tiles {partition:?} needs a grid of {grid:?} tile blocks; a grid has at most 3 axes of at most 2^31 - 1 blocks"
+        "the output `{param}` needs a grid of {grid:?} tile blocks; a grid has at most 3 axes of at most 2^31 - 1 blocks"
     )]
     GridTooLarge {
         /// The parameter.
         param: String,
-        /// The tensor's shape.
-        shape: Vec<usize>,
-        /// The partition's tile shape.
-        partition: Vec<usize>,
         /// The blocks along each axis it needs.
         grid: Vec<u64>,
     },
@@ -305,18 +305,14 @@ pub enum LaunchProblem {
         expected: &'static str,
     },
     /// Two sources that give one generic parameter different values.
-    #[error("`{name}` is {first} from {first_source}, but {second} from {second_source}")]
+    #[error("`{name}` is {first}, but {second}")]
     GenericConflict {
         /// The parameter.
         name: String,
-        /// The first value.
+        /// The first value and where it came from (`64 from \`.generics(..)\``).
         first: String,
-        /// Where it came from (`.generics(..)`, `the partition of z`, `the shape of x`).
-        first_source: String,
-        /// The second value.
+        /// The second value and where it came from (`32 from the partition of \`z\``).
         second: String,
-        /// Where it came from.
-        second_source: String,
     },
     /// Generic parameters that no argument determines and `.generics(..)` did not give.
     #[error(

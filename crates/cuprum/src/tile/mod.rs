@@ -71,11 +71,11 @@ pub mod cuda_async {
         pub use crate::__tile_unzip as unzip;
         pub use crate::__tile_zip as zip;
         pub use crate::tile::op::{
-            AndThen, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext,
-            FromFn, Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1, Unzippable2,
-            Unzippable3, Unzippable4, Unzippable5, Unzippable6, Unzippable7, Unzippable8,
-            Unzippable9, Unzippable10, Unzippable11, Unzippable12, Value, Zip, Zippable, shared,
-            value, with_context,
+            AndThen, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext, FromFn,
+            Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3,
+            Unzippable4, Unzippable5, Unzippable6, Unzippable7, Unzippable8, Unzippable9,
+            Unzippable10, Unzippable11, Unzippable12, Value, Zip, Zippable, shared, value,
+            with_context,
         };
     }
 

@@ -319,7 +319,7 @@ impl<A: DeviceOp<Output: Sync>> DeviceOp for ArcOp<A> {
 
 /// A type-erased operation (see [`DeviceOp::boxed`]).
 pub struct BoxedDeviceOp<T: Send> {
-    run: Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>,
+    run: Run<T>,
 }
 
 impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
@@ -329,11 +329,12 @@ impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
     }
 }
 
-type SharedRun<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>;
+/// An operation's work, type-erased.
+type Run<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>;
 
 enum SharedState<T> {
     /// Not run yet.
-    Pending(SharedRun<T>),
+    Pending(Run<T>),
     /// Ran; every clone gets this.
     Done(Arc<T>),
     /// Ran and failed; the first caller got the error, later ones get its message.
@@ -436,16 +437,15 @@ impl<D: DeviceOp, S> Gate<D, S> {
         pick: fn(&mut S) -> Option<R>,
     ) -> Result<R, Error> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(*state, GateState::Pending(_)) {
-            if let GateState::Pending(op) =
+        if matches!(*state, GateState::Pending(_))
+            && let GateState::Pending(op) =
                 std::mem::replace(&mut *state, GateState::Failed(String::new()))
-            {
-                match op.execute(ctx) {
-                    Ok(out) => *state = GateState::Ready(split(out)),
-                    Err(e) => {
-                        *state = GateState::Failed(e.to_string());
-                        return Err(e);
-                    }
+        {
+            match op.execute(ctx) {
+                Ok(out) => *state = GateState::Ready(split(out)),
+                Err(e) => {
+                    *state = GateState::Failed(e.to_string());
+                    return Err(e);
                 }
             }
         }

@@ -106,7 +106,11 @@ impl<T: DType> Tensor<T> {
     }
 
     /// A new contiguous tensor of `shape` holding `data` in row-major order.
-    pub(crate) fn from_slice(stream: &Stream, data: &[T], shape: Vec<usize>) -> Result<Self, Error> {
+    pub(crate) fn from_slice(
+        stream: &Stream,
+        data: &[T],
+        shape: Vec<usize>,
+    ) -> Result<Self, Error> {
         if element_count(&shape) != Some(data.len()) {
             return Err(TensorError::HostLength {
                 len: data.len(),
@@ -316,7 +320,7 @@ impl<T: DType> ToHostVec<T> for &Arc<Tensor<T>> {
     }
 }
 
-impl<'a, T: DType> ToHostVec<T> for &'a Tensor<T> {
+impl<T: DType> ToHostVec<T> for &Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
         with_context(move |ctx| self.read_on(ctx.stream()))
     }

@@ -101,8 +101,6 @@ pub(crate) fn grid_of(
     if blocks.len() > 3 || blocks.iter().any(|&b| b > MAX_GRID_AXIS) {
         return Err(LaunchProblem::GridTooLarge {
             param: param.to_owned(),
-            shape: shape.to_vec(),
-            partition: tile.to_vec(),
             grid: blocks,
         });
     }
@@ -160,10 +158,8 @@ impl<'k> Bindings<'k> {
         match slot {
             Some(b) if b.value != value => Err(LaunchProblem::GenericConflict {
                 name,
-                first: b.value.to_string(),
-                first_source: b.source.clone(),
-                second: value.to_string(),
-                second_source: source,
+                first: format!("{} from {}", b.value, b.source),
+                second: format!("{value} from {source}"),
             }),
             Some(_) => Ok(()),
             None => {
@@ -190,10 +186,8 @@ impl<'k> Bindings<'k> {
         match slot {
             Some(b) if b.value != value => Err(LaunchProblem::GenericConflict {
                 name,
-                first: b.value.to_string(),
-                first_source: b.source.clone(),
-                second: value.to_string(),
-                second_source: source,
+                first: format!("{} from {}", b.value, b.source),
+                second: format!("{value} from {source}"),
             }),
             Some(_) => Ok(()),
             None => {
@@ -278,7 +272,7 @@ impl<'k> Bindings<'k> {
                         LaunchProblem::GenericConflict { name, first, .. } => {
                             LaunchProblem::ElementType {
                                 param: param.to_owned(),
-                                expected: format!("{name} = {first}"),
+                                expected: format!("{name}, which is {first}"),
                                 given,
                             }
                         }

@@ -203,7 +203,10 @@ pub(crate) fn kernel_of(
 type LoadedCache = Mutex<Vec<(CudaContext, HashMap<usize, Arc<LoadedModule>>)>>;
 
 /// `compiled` loaded on `ctx`, once per context.
-pub(crate) fn loaded(ctx: &CudaContext, compiled: &Arc<Compiled>) -> Result<Arc<LoadedModule>, Error> {
+pub(crate) fn loaded(
+    ctx: &CudaContext,
+    compiled: &Arc<Compiled>,
+) -> Result<Arc<LoadedModule>, Error> {
     static LOADED: OnceLock<LoadedCache> = OnceLock::new();
     // Compiled kernels live for the process (in `compiled`'s cache), so their addresses are
     // stable keys.
@@ -230,15 +233,20 @@ pub(crate) fn loaded(ctx: &CudaContext, compiled: &Arc<Compiled>) -> Result<Arc<
 
 /// The kernel IR arguments of a launch of `compiled` with `args` (one per tile kernel
 /// parameter), in the order of the lowering's launch contract.
-pub(crate) fn kernel_args(compiled: &Compiled, args: &[ArgDesc<'_>]) -> Result<Vec<KernelArg>, Error> {
+pub(crate) fn kernel_args(
+    compiled: &Compiled,
+    args: &[ArgDesc<'_>],
+) -> Result<Vec<KernelArg>, Error> {
     let broken = |what: String| Error::Compile {
         kernel: compiled.tile.name.clone(),
         specialization: String::new(),
-        message: format!("the lowering's launch contract {what}; this is a bug of the tile lowering"),
+        message: format!(
+            "the lowering's launch contract {what}; this is a bug of the tile lowering"
+        ),
     };
     let i64_arg = |v: usize, what: &str| {
         i64::try_from(v)
-            .map(|v| KernelArg::scalar(v))
+            .map(KernelArg::scalar)
             .map_err(|_| broken(format!("asks for {what} {v}, beyond i64")))
     };
     compiled
@@ -283,7 +291,10 @@ pub(crate) fn kernel_args(compiled: &Compiled, args: &[ArgDesc<'_>]) -> Result<V
                     i64_arg(tensor(Some(axis))?.strides[axis as usize], "a stride")
                 }
                 ArgSlot::Scalar { .. } => match arg {
-                    ArgDesc::Scalar { ty, bits } => Ok(KernelArg::Scalar { ty: *ty, bits: *bits }),
+                    ArgDesc::Scalar { ty, bits } => Ok(KernelArg::Scalar {
+                        ty: *ty,
+                        bits: *bits,
+                    }),
                     ArgDesc::Tensor { .. } => Err(broken(format!(
                         "takes parameter {param} as a scalar, but it is a tensor"
                     ))),

@@ -145,12 +145,13 @@ fn launch(
 ) -> Result<(), Error> {
     let kernel = compile::kernel_of(entry.module, entry.index)?;
     let names: Vec<String> = entry.generics.iter().map(|s| (*s).to_owned()).collect();
-    let plan = bind::plan(kernel, &names, explicit, grid, ctx.context(), args).map_err(|problem| {
-        Error::InvalidLaunch {
-            kernel: kernel.name.clone(),
-            problem,
-        }
-    })?;
+    let plan =
+        bind::plan(kernel, &names, explicit, grid, ctx.context(), args).map_err(|problem| {
+            Error::InvalidLaunch {
+                kernel: kernel.name.clone(),
+                problem,
+            }
+        })?;
     let compiled = compile::compiled(
         entry.module,
         entry.index,
