@@ -41,6 +41,8 @@ enum ElemType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Launcher {
     name: String,
+    /// The kernel's position in the module's tile IR.
+    index: usize,
     /// The value parameters: name and what they take.
     params: Vec<(String, HostParam)>,
     /// The launcher's type parameters (the entry's, those that element types name).
@@ -106,8 +108,8 @@ pub fn expand_module(attr: TokenStream, module: &syn::ItemMod) -> TokenStream {
     let module_name = module.ident.to_string();
     let bytes = proc_macro2::Literal::byte_string(&embedded);
     let mut generated = Vec::new();
-    for (index, (launcher, entry)) in launchers.iter().zip(&entries).enumerate() {
-        generated.push(launcher_tokens(launcher, entry, index));
+    for (launcher, entry) in launchers.iter().zip(&entries) {
+        generated.push(launcher_tokens(launcher, entry));
     }
     let kept = items.iter().filter_map(|item| match item {
         syn::Item::Use(u) => Some(quote!(#[allow(unused_imports)] #u)),
@@ -224,13 +226,16 @@ fn ir_launchers(tile: &TileModule, entries: &[EntryFn<'_>]) -> syn::Result<Vec<L
         .iter()
         .map(|e| {
             let name = e.item.sig.ident.to_string();
-            let kernel = tile.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
+            let (index, kernel) = tile.kernels.iter().enumerate().find(|(_, k)| k.name == name).ok_or_else(|| {
                 syn::Error::new(
                     e.item.sig.ident.span(),
                     format!("the tile front end compiled no kernel `{name}` (a bug of the front end)"),
                 )
             })?;
-            let launcher = Launcher::from_kernel(kernel, generic_names(e.item)?);
+            let launcher = Launcher {
+                index,
+                ..Launcher::from_kernel(kernel, generic_names(e.item)?)
+            };
             launcher.check_against(kernel, e.item)?;
             Ok(launcher)
         })
@@ -248,6 +253,7 @@ fn signature_launchers(entries: &[EntryFn<'_>], errors: &mut TokenStream) -> Vec
                 errors.extend(err.to_compile_error());
                 Launcher {
                     name: e.item.sig.ident.to_string(),
+                    index: 0,
                     params: Vec::new(),
                     type_params: Vec::new(),
                     generics: Vec::new(),
@@ -298,6 +304,7 @@ impl Launcher {
             .collect();
         Self {
             name: kernel.name.clone(),
+            index: 0,
             params,
             type_params,
             generics,
@@ -391,6 +398,7 @@ impl Launcher {
         }
         Ok(Self {
             name: f.sig.ident.to_string(),
+            index: 0,
             params,
             type_params,
             generics: generic_names(f)?,
@@ -431,8 +439,8 @@ fn elem_tokens(e: &ElemType) -> TokenStream {
     }
 }
 
-/// The launcher function of entry number `index` of the module.
-fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>, index: usize) -> TokenStream {
+/// The launcher function of an entry.
+fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
     let span = entry.item.sig.ident.span();
     let name = format_ident!("{}", l.name, span = span);
     let private = quote!(::cuprum::tile::__private);
@@ -488,6 +496,7 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>, index: usize) -> TokenStre
         doc_params.push(doc);
     }
     let generic_names = &l.generics;
+    let index = l.index;
     let print_ir = entry.options.print_ir;
     let unsafety = entry.item.sig.unsafety;
     let doc = format!(
@@ -690,6 +699,46 @@ mod tests {
         let e = entry_options(&attr("#[entry(preconditions = (dim(a, 0) == 4))]"))
             .expect_err("unsupported");
         assert!(e.to_string().contains("not supported"), "{e}");
+    }
+
+    /// Each launcher names its kernel by its position in the tile IR, whatever order the
+    /// entries come in; a kernel the front end did not compile is an error at the entry.
+    #[test]
+    fn launchers_find_their_kernels_by_name() {
+        let tile = TileModule {
+            kernels: vec![
+                TileBuilder::new("first").finish(),
+                TileBuilder::new("second").finish(),
+            ],
+        };
+        let second = entry("fn second() {}");
+        let first = entry("fn first() {}");
+        let entries = [
+            EntryFn {
+                item: &second,
+                options: EntryOptions::default(),
+            },
+            EntryFn {
+                item: &first,
+                options: EntryOptions::default(),
+            },
+        ];
+        let launchers = ir_launchers(&tile, &entries).expect("launchers");
+        let found: Vec<(&str, usize)> = launchers
+            .iter()
+            .map(|l| (l.name.as_str(), l.index))
+            .collect();
+        assert_eq!(found, [("second", 1), ("first", 0)]);
+        let missing = entry("fn third() {}");
+        let err = ir_launchers(
+            &tile,
+            &[EntryFn {
+                item: &missing,
+                options: EntryOptions::default(),
+            }],
+        )
+        .expect_err("no such kernel");
+        assert!(err.to_string().contains("no kernel `third`"), "{err}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! arguments into the kernel IR arguments the lowering's launch contract lists.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cuprum_ir::Module;
@@ -72,6 +73,8 @@ impl Lowering {
 /// One specialization of a kernel, ready to load: the kernel IR module (one kernel) and how
 /// to launch it.
 pub(crate) struct Compiled {
+    /// A number no other compiled kernel of the process has: the key of its loaded modules.
+    id: u64,
     /// The specialized tile kernel (every parameter's sizes and types known).
     pub tile: TileKernel,
     /// The kernel IR, optimized.
@@ -166,18 +169,22 @@ pub(crate) fn compiled(
             cuprum_ir::print_module(&ir)
         );
     }
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
     let compiled = Arc::new(Compiled {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         tile,
         ir: Arc::new(ir),
         block_threads: lowered.block_threads,
         shared_bytes: lowered.shared_bytes,
         args: lowered.args,
     });
-    cache
+    // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
+    Ok(cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(key, compiled.clone());
-    Ok(compiled)
+        .entry(key)
+        .or_insert(compiled)
+        .clone())
 }
 
 /// Kernel `index` of `module`.
@@ -198,9 +205,9 @@ pub(crate) fn kernel_of(
         })
 }
 
-/// The loaded modules of each context, by compiled kernel. A context stays open while the
-/// process uses tile kernels on it.
-type LoadedCache = Mutex<Vec<(CudaContext, HashMap<usize, Arc<LoadedModule>>)>>;
+/// The loaded modules of each context, by compiled kernel ([`Compiled::id`]). A context
+/// stays open while the process uses tile kernels on it.
+type LoadedCache = Mutex<Vec<(CudaContext, HashMap<u64, Arc<LoadedModule>>)>>;
 
 /// `compiled` loaded on `ctx`, once per context.
 pub(crate) fn loaded(
@@ -208,9 +215,7 @@ pub(crate) fn loaded(
     compiled: &Arc<Compiled>,
 ) -> Result<Arc<LoadedModule>, Error> {
     static LOADED: OnceLock<LoadedCache> = OnceLock::new();
-    // Compiled kernels live for the process (in `compiled`'s cache), so their addresses are
-    // stable keys.
-    let key = Arc::as_ptr(compiled) as usize;
+    let key = compiled.id;
     let mut loaded = LOADED
         .get_or_init(LoadedCache::default)
         .lock()
