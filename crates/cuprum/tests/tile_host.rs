@@ -3,8 +3,10 @@
 //! runs before `.sync_on` / `.sync` (counted with the context's allocation and launch
 //! counters). Each test opens its own context, so the counters are its own.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
 
 use cuprum::CudaContext;
 use cuprum::tile::cuda_async::device_operation::{shared, value, with_context, zip};
@@ -13,6 +15,7 @@ use cuprum::tile::half::{bf16, f16};
 use cuprum::tile::prelude::*;
 use cuprum_testkit::compare::{assert_same, ok};
 use cuprum_testkit::random::{random, rng};
+use std::future::IntoFuture;
 
 /// A fresh context (its own counters) on the backend `CUPRUM_DEVICE` selects, and a stream.
 fn fresh() -> (CudaContext, Stream) {
@@ -309,4 +312,36 @@ fn sync_runs_on_device_zero() {
         &ok(api::full(2i64, &[2]).to_host_vec().sync_on(&stream)),
         &[2, 2],
     );
+}
+
+/// Polls `f` on this thread until it is ready.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn operations_can_be_awaited() {
+    let mut r = rng("operations_can_be_awaited");
+    let data: Vec<i32> = random(&mut r, 12, -1000, 1000);
+    let pending = api::from_host(&data, &[12]).reshape(&[3, 4]);
+    let (shape, host, n) = ok(block_on(async move {
+        let t: Arc<Tensor<i32>> = pending.await?.into();
+        let shape = t.shape().to_vec();
+        let (host, n) = zip!((&t).to_host_vec(), value(7u8)).await?;
+        let n = value(n).map(|n| n + 1).await?;
+        Ok::<_, Error>((shape, host, n))
+    }));
+    assert_eq!((shape, n), (vec![3, 4], 8));
+    assert_same("awaited", &host, &data);
+    // Errors come out of the future too.
+    assert!(matches!(
+        block_on(api::arange::<f32>(3).reshape(&[2]).into_future()),
+        Err(Error::Tensor(TensorError::ReshapeCount { .. }))
+    ));
 }

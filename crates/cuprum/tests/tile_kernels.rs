@@ -221,3 +221,27 @@ fn a_partition_that_does_not_fit_is_refused() {
         other => panic!("expected a partition rank error, got {other:?}"),
     }
 }
+
+/// cuTile Rust's `async_add`: two launches chained lazily, awaited once.
+#[test]
+fn chained_launches_can_be_awaited() {
+    let len = 32;
+    let launch = kernels::add(
+        api::zeros(&[len]).partition([2]),
+        api::arange(len),
+        api::ones(&[len]),
+    )
+    .then(|(z, x, y)| kernels::add(z, x, y))
+    .first()
+    .unpartition()
+    .to_host_vec();
+    let mut fut = std::pin::pin!(std::future::IntoFuture::into_future(launch));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let got = loop {
+        if let std::task::Poll::Ready(v) = std::future::Future::poll(fut.as_mut(), &mut cx) {
+            break ok(v);
+        }
+    };
+    let want: Vec<f32> = (0..len).map(|i| i as f32 + 1.0).collect();
+    assert_same("async add", &got, &want);
+}

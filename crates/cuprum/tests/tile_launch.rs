@@ -7,6 +7,7 @@
 //! `Lowered::args`. The real lowering replaces it once it lands; the default path is checked
 //! to reach it.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -1030,4 +1031,34 @@ fn outputs_shapes_and_static_sizes_must_agree() {
         Err(other) => panic!("unexpected error: {other}"),
         Ok(_) => {}
     }
+}
+
+#[test]
+fn a_launch_can_be_awaited() {
+    let mut r = rng("a_launch_can_be_awaited");
+    let n = 200;
+    let x: Vec<f32> = random(&mut r, n, -10.0, 10.0);
+    let y: Vec<f32> = random(&mut r, n, -10.0, 10.0);
+    let launch = axpy(
+        axpy_entry(1),
+        AXPY,
+        api::full(f32::NAN, &[n]).partition([64]),
+        0.5f32,
+        api::from_host(&x, &[n]),
+        api::from_host(&y, &[n]),
+    )
+    .then(|(z, a, x, y)| axpy(axpy_entry(1), AXPY, z, a, y, x))
+    .first()
+    .unpartition()
+    .to_host_vec();
+    let mut fut = std::pin::pin!(std::future::IntoFuture::into_future(launch));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let got = loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            break ok(v);
+        }
+    };
+    // The second launch swaps x and y: z = a * y + x.
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 0.5 * y + x).collect();
+    assert_same("awaited axpy", &got, &want);
 }

@@ -104,6 +104,7 @@ impl<T: DType, D: DeviceOp<Output = Tensor<T>>> DeviceOp for ReshapeOp<D> {
         self.op.execute(ctx)?.reshape(&self.shape)
     }
 }
+crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Tensor<T>>] ReshapeOp<D> => Tensor<T>);
 
 /// `reshape` on operations that produce an `Arc` of a tensor: another `Arc` viewing the same
 /// allocation.
@@ -131,3 +132,4 @@ impl<T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>> DeviceOp for ReshapeSharedO
         (&self.op.execute(ctx)?).reshape(&self.shape)
     }
 }
+crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>] ReshapeSharedOp<D> => Arc<Tensor<T>>);

@@ -40,7 +40,8 @@
 //!   ([`tensor`]), made by [`api`]; lazy operations and their combinators
 //!   ([`cuda_async::device_operation`]); launches ([`tile_kernel`]); [`error::Error`].
 //!
-//! Nothing runs before `.sync_on(&stream)` or `.sync()`. A launch takes ownership of its
+//! Nothing runs before `.sync_on(&stream)`, `.sync()` or `.await` (which runs the operation
+//! when first polled, blocking the polling thread until the device is done). A launch takes ownership of its
 //! arguments and gives them all back, in order; so one tensor cannot be both a launch's
 //! output and one of its inputs (the second use is a use after move, E0382). Bad arguments
 //! (a partition that does not fit the kernel's tile shape, a wrong rank or element type, an
@@ -54,6 +55,7 @@ pub mod error;
 pub(crate) mod launch;
 pub(crate) mod op;
 pub mod tensor;
+pub mod utils;
 
 pub use crate::tile::cuda_core::{DType, DTypeId};
 pub use cuprum_macros::{tile_entry as entry, tile_module as module};

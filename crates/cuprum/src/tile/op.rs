@@ -3,8 +3,8 @@
 //!
 //! A device operation describes work (allocate and fill a tensor, launch a kernel, copy to
 //! the host) without doing it: nothing runs until [`DeviceOp::sync_on`] (or
-//! [`DeviceOp::sync`]) executes the whole composed operation on one stream, in the order the
-//! composition gives, and then waits for the stream. Work on one stream runs in submission
+//! [`DeviceOp::sync`], or `.await`) executes the whole composed operation on one stream, in
+//! the order the composition gives, and then waits for the stream. Work on one stream runs in submission
 //! order, and the runtime orders work of different streams where it shares a buffer, so a
 //! composed operation never reads a tensor before the work that writes it.
 //!
@@ -17,7 +17,10 @@
 //! values.
 
 use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use crate::tile::cuda_core::{Device, Stream};
 use crate::tile::error::Error;
@@ -64,17 +67,24 @@ impl ExecutionContext {
 }
 
 /// A lazy description of device work with an output. See the module docs.
-pub trait DeviceOp: Send + Sized {
+///
+/// Every operation can also be awaited (`op.await`): the future runs it like
+/// [`sync`](Self::sync) when it is first polled, on the default stream of device 0, and is
+/// then ready. It blocks the polling thread while the device works (the runtime has no
+/// completion callback yet), so awaiting does not overlap device work with other tasks.
+pub trait DeviceOp:
+    Send + Sized + IntoFuture<Output = Result<<Self as DeviceOp>::Output, Error>>
+{
     /// What the operation gives when it has run.
     type Output: Send;
 
     /// Submits the operation's work to `ctx`'s stream and returns its output. The work may
     /// still be running on the device when this returns; the runtime orders every later use
     /// of its buffers after it. Programs call [`sync_on`](Self::sync_on) instead.
-    fn execute(self, ctx: &ExecutionContext) -> Result<Self::Output, Error>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error>;
 
     /// Runs on `stream` and waits until the stream's work has finished.
-    fn sync_on(self, stream: &Stream) -> Result<Self::Output, Error> {
+    fn sync_on(self, stream: &Stream) -> Result<<Self as DeviceOp>::Output, Error> {
         let ctx = ExecutionContext::new(stream.clone());
         let out = self.execute(&ctx)?;
         stream.synchronize()?;
@@ -82,7 +92,7 @@ pub trait DeviceOp: Send + Sized {
     }
 
     /// Runs on the default stream of device 0 ([`Device::new`]`(0)`) and waits for it.
-    fn sync(self) -> Result<Self::Output, Error> {
+    fn sync(self) -> Result<<Self as DeviceOp>::Output, Error> {
         let stream = Device::new(0)?.default_stream();
         self.sync_on(&stream)
     }
@@ -91,7 +101,7 @@ pub trait DeviceOp: Send + Sized {
     fn then<B, F>(self, f: F) -> AndThen<Self, F>
     where
         B: DeviceOp,
-        F: FnOnce(Self::Output) -> B + Send,
+        F: FnOnce(<Self as DeviceOp>::Output) -> B + Send,
     {
         AndThen { op: self, f }
     }
@@ -100,7 +110,7 @@ pub trait DeviceOp: Send + Sized {
     fn map<O, F>(self, f: F) -> Map<Self, F>
     where
         O: Send,
-        F: FnOnce(Self::Output) -> O + Send,
+        F: FnOnce(<Self as DeviceOp>::Output) -> O + Send,
     {
         Map { op: self, f }
     }
@@ -108,7 +118,7 @@ pub trait DeviceOp: Send + Sized {
     /// Calls `f` on the output (for debugging) and passes it on unchanged.
     fn inspect<F>(self, f: F) -> Inspect<Self, F>
     where
-        F: FnOnce(&Self::Output) + Send,
+        F: FnOnce(&<Self as DeviceOp>::Output) + Send,
     {
         Inspect { op: self, f }
     }
@@ -120,7 +130,7 @@ pub trait DeviceOp: Send + Sized {
 
     /// The operation behind a box, so that operations of different types with one output
     /// type fit in one collection.
-    fn boxed(self) -> BoxedDeviceOp<Self::Output>
+    fn boxed(self) -> BoxedDeviceOp<<Self as DeviceOp>::Output>
     where
         Self: 'static,
     {
@@ -131,10 +141,10 @@ pub trait DeviceOp: Send + Sized {
 
     /// A clonable operation that runs this one at most once: the first clone executed runs
     /// it, and every clone gives the same output, in an `Arc`.
-    fn shared(self) -> SharedDeviceOp<Self::Output>
+    fn shared(self) -> SharedDeviceOp<<Self as DeviceOp>::Output>
     where
         Self: 'static,
-        Self::Output: Sync,
+        <Self as DeviceOp>::Output: Sync,
     {
         SharedDeviceOp {
             state: Arc::new(Mutex::new(SharedState::Pending(Box::new(move |ctx| {
@@ -143,6 +153,49 @@ pub trait DeviceOp: Send + Sized {
         }
     }
 }
+
+/// The future of an awaited operation (see [`DeviceOp`]): ready on its first poll.
+pub struct DeviceFuture<D> {
+    op: Option<D>,
+}
+
+impl<D> DeviceFuture<D> {
+    /// The future of `op`.
+    pub fn new(op: D) -> Self {
+        Self { op: Some(op) }
+    }
+}
+
+// The operation is moved out before it runs and never pinned, so the future may move.
+impl<D> Unpin for DeviceFuture<D> {}
+
+impl<D: DeviceOp> Future for DeviceFuture<D> {
+    type Output = Result<<D as DeviceOp>::Output, Error>;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(match self.get_mut().op.take() {
+            Some(op) => op.sync(),
+            None => Err(Error::SharedOpFailed {
+                message: "a device operation's future was polled after it completed".into(),
+            }),
+        })
+    }
+}
+
+/// Implements `IntoFuture` (as [`DeviceFuture`]) for an operation type whose `DeviceOp`
+/// impl has the generics and bounds given: `awaitable!([T: Send] Value<T> => T);`.
+macro_rules! awaitable {
+    ([$($gen:tt)*] $ty:ty => $out:ty $(, where $($bound:tt)+)?) => {
+        impl<$($gen)*> ::std::future::IntoFuture for $ty $(where $($bound)+)? {
+            type Output = Result<$out, $crate::tile::error::Error>;
+            type IntoFuture = $crate::tile::op::DeviceFuture<Self>;
+            fn into_future(self) -> Self::IntoFuture {
+                $crate::tile::op::DeviceFuture::new(self)
+            }
+        }
+    };
+}
+pub(crate) use awaitable;
 
 /// Values that launchers and combinators accept in place of an operation: every
 /// [`DeviceOp`], and plain values (tensors, partitions, `Arc`s, scalars) as a [`Value`].
@@ -153,7 +206,7 @@ pub trait IntoDeviceOp<T: Send> {
     fn into_op(self) -> Self::Op;
 }
 
-impl<D: DeviceOp> IntoDeviceOp<D::Output> for D {
+impl<D: DeviceOp> IntoDeviceOp<<D as DeviceOp>::Output> for D {
     type Op = D;
     fn into_op(self) -> D {
         self
@@ -224,6 +277,7 @@ impl<T: Send> DeviceOp for Value<T> {
         Ok(self.0)
     }
 }
+awaitable!([T: Send] Value<T> => T);
 
 /// An operation made by a function of the execution context: what the constructors of
 /// `api` and the combinators below are built from.
@@ -248,6 +302,7 @@ where
         (self.0)(ctx)
     }
 }
+awaitable!([O, F] FromFn<F> => O, where O: Send, F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send);
 
 /// See [`DeviceOp::then`].
 pub struct AndThen<A, F> {
@@ -259,14 +314,15 @@ impl<A, B, F> DeviceOp for AndThen<A, F>
 where
     A: DeviceOp,
     B: DeviceOp,
-    F: FnOnce(A::Output) -> B + Send,
+    F: FnOnce(<A as DeviceOp>::Output) -> B + Send,
 {
-    type Output = B::Output;
-    fn execute(self, ctx: &ExecutionContext) -> Result<B::Output, Error> {
+    type Output = <B as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(out).execute(ctx)
     }
 }
+awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
 
 /// See [`DeviceOp::map`].
 pub struct Map<A, F> {
@@ -278,13 +334,14 @@ impl<A, O, F> DeviceOp for Map<A, F>
 where
     A: DeviceOp,
     O: Send,
-    F: FnOnce(A::Output) -> O + Send,
+    F: FnOnce(<A as DeviceOp>::Output) -> O + Send,
 {
     type Output = O;
     fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
         Ok((self.f)(self.op.execute(ctx)?))
     }
 }
+awaitable!([A, O, F] Map<A, F> => O, where A: DeviceOp, O: Send, F: FnOnce(<A as DeviceOp>::Output) -> O + Send);
 
 /// See [`DeviceOp::inspect`].
 pub struct Inspect<A, F> {
@@ -295,15 +352,16 @@ pub struct Inspect<A, F> {
 impl<A, F> DeviceOp for Inspect<A, F>
 where
     A: DeviceOp,
-    F: FnOnce(&A::Output) + Send,
+    F: FnOnce(&<A as DeviceOp>::Output) + Send,
 {
-    type Output = A::Output;
-    fn execute(self, ctx: &ExecutionContext) -> Result<A::Output, Error> {
+    type Output = <A as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<A as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(&out);
         Ok(out)
     }
 }
+awaitable!([A, F] Inspect<A, F> => <A as DeviceOp>::Output, where A: DeviceOp, F: FnOnce(&<A as DeviceOp>::Output) + Send);
 
 /// See [`DeviceOp::arc`].
 pub struct ArcOp<A> {
@@ -311,11 +369,12 @@ pub struct ArcOp<A> {
 }
 
 impl<A: DeviceOp<Output: Sync>> DeviceOp for ArcOp<A> {
-    type Output = Arc<A::Output>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<A::Output>, Error> {
+    type Output = Arc<<A as DeviceOp>::Output>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<<A as DeviceOp>::Output>, Error> {
         Ok(Arc::new(self.op.execute(ctx)?))
     }
 }
+awaitable!([A: DeviceOp<Output: Sync>] ArcOp<A> => Arc<<A as DeviceOp>::Output>);
 
 /// A type-erased operation (see [`DeviceOp::boxed`]).
 pub struct BoxedDeviceOp<T: Send> {
@@ -328,6 +387,7 @@ impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
         (self.run)(ctx)
     }
 }
+awaitable!([T: Send] BoxedDeviceOp<T> => T);
 
 /// An operation's work, type-erased.
 type Run<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>;
@@ -389,6 +449,7 @@ impl<T: Send + Sync> DeviceOp for SharedDeviceOp<T> {
         }
     }
 }
+awaitable!([T: Send + Sync] SharedDeviceOp<T> => Arc<T>);
 
 /// `.unwrap_arc()` on operations whose output is an `Arc`: the value itself, when the `Arc`
 /// has no other owner ([`Error::ArcShared`] otherwise).
@@ -433,7 +494,7 @@ impl<D: DeviceOp, S> Gate<D, S> {
     fn take<R>(
         &self,
         ctx: &ExecutionContext,
-        split: fn(D::Output) -> S,
+        split: fn(<D as DeviceOp>::Output) -> S,
         pick: fn(&mut S) -> Option<R>,
     ) -> Result<R, Error> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -489,6 +550,7 @@ impl<T: Zippable + Send> DeviceOp for Zip<T> {
         self.0.execute_all(ctx)
     }
 }
+awaitable!([T: Zippable + Send] Zip<T> => T::Output);
 
 impl Zippable for () {
     type Output = ();
@@ -523,7 +585,7 @@ macro_rules! __tile_unzip {
 macro_rules! tuples {
     ($( $Unzip:ident: ($($T:ident $D:ident $i:tt),+) first $F:ident, last $L:ident $l:tt; )*) => { $(
         impl<$($D: DeviceOp),+> Zippable for ($($D,)+) {
-            type Output = ($($D::Output,)+);
+            type Output = ($(<$D as DeviceOp>::Output,)+);
             fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error> {
                 Ok(($(self.$i.execute(ctx)?,)+))
             }

@@ -457,7 +457,7 @@ pub trait PartitionOp: DeviceOp<Output: IntoPartition> {
     fn partition<const RANK: usize>(
         self,
         tile: [usize; RANK],
-    ) -> impl DeviceOp<Output = Partition<Self::Output>> {
+    ) -> impl DeviceOp<Output = Partition<<Self as DeviceOp>::Output>> {
         self.map(move |t| t.partition(tile))
     }
 }

@@ -133,6 +133,7 @@ where
         Ok(values)
     }
 }
+crate::tile::op::awaitable!([A] Launcher<A> => A::Output, where A: Zippable + Send, A::Output: LaunchArgs);
 
 /// Checks, compiles (once) and launches `entry` with `args` on `ctx`'s stream.
 fn launch(
