@@ -32,7 +32,23 @@ mod my_module {
     }
 }
 
+// cuTile Rust's `async_saxpy`: generic over the element type, awaited.
+async fn execute<T: DType + std::ops::Add<Output = T>>(size: usize) -> Result<Vec<T>, Error> {
+    let a = <T as DType>::one() + <T as DType>::one();
+    let x = api::arange(size).reshape(&[4, 8]);
+    let y = api::arange(size).reshape(&[4, 8]);
+    let y_host: Vec<T> = my_module::saxpy(y.partition([2, 4]), value(a), x)
+        .first()
+        .unpartition()
+        .to_host_vec()
+        .await?;
+    let input: Vec<T> = api::arange(size).await?.to_host_vec().await?;
+    let _ = input;
+    Ok(y_host)
+}
+
 fn main() -> Result<(), Error> {
+    let _pending = execute::<f64>(32);
     let device = Device::new(0)?;
     let stream = device.new_stream()?;
 
