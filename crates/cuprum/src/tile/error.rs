@@ -1,11 +1,13 @@
 //! The tile track's one error type ([`Error`]), as `cuprum::tile::error::Error`.
 //!
-//! Host code of the tile track fails in four ways, each a variant a caller can match: the
-//! runtime failed ([`Error::Runtime`], which wraps `cuprum::Error`, so `?` converts runtime
-//! errors), a tensor operation got shapes it cannot use ([`Error::Tensor`]), a launch was
-//! refused before anything ran ([`Error::InvalidLaunch`], with the [`LaunchProblem`]), or the
-//! kernel could not be compiled for the launch's specialization ([`Error::Compile`]). Every
-//! message names what is wrong with the numbers, so a user can act on it.
+//! Each way tile host code fails is a variant a caller can match: the runtime failed
+//! ([`Error::Runtime`], which wraps `cuprum::Error`, so `?` converts runtime errors), a
+//! tensor operation got shapes it cannot use ([`Error::Tensor`]), a launch was refused before
+//! anything ran ([`Error::InvalidLaunch`], with the [`LaunchProblem`]), the kernel could not
+//! be compiled for the launch's specialization ([`Error::Compile`]), an `Arc` had other
+//! owners ([`Error::ArcShared`]), or a shared operation had failed for another of its users
+//! ([`Error::SharedOpFailed`]). Every message names what is wrong with the numbers, so a user
+//! can act on it.
 
 use std::fmt;
 
