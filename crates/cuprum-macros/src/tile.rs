@@ -522,7 +522,20 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
             ""
         }
     );
+    // The entry's own docs come first, a paragraph of their own.
+    let user_docs: Vec<&syn::Attribute> = entry
+        .item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let doc = if user_docs.is_empty() {
+        doc
+    } else {
+        format!("\n{doc}")
+    };
     quote_spanned! {span=>
+        #(#user_docs)*
         #[doc = #doc]
         #[allow(clippy::too_many_arguments, clippy::type_complexity, non_camel_case_types, non_snake_case)]
         pub #unsafety fn #name<#(#generics),*>(#(#inputs),*)

@@ -26,6 +26,7 @@ mod my_module {
         cuda_tile_print!("{}\n", pid.0);
     }
 
+    /// Scales `x` by `k` into `out`.
     #[cuprum::tile::entry()]
     fn scale<const B: i32>(out: &mut Tensor<f32, { [B] }>, x: &Tensor<f32, { [-1] }>, k: f32) {
         out.store(load_tile_like(x, out) * k);
