@@ -6,12 +6,17 @@
 //! at the user's code), embeds the module's source for the run-time compile, and generates the
 //! typed host API: `load`, `prepare_<kernel>` and one launch method per kernel.
 //! `#[kernel]`, `#[launch_bounds]` and `#[launch_contract]` only mark items for it.
+//!
+//! `#[cuprum::tile::module]` ([`tile_module`]) is the tile track's: it runs the tile front end
+//! on the module at `cargo build`, embeds the tile IR and generates one lazy launcher per
+//! `#[cuprum::tile::entry]` ([`tile_entry`]).
 
 #![warn(missing_docs)]
 
 use proc_macro::TokenStream;
 
 mod host;
+mod tile;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.
 /// See the `cuprum` crate's documentation for the full shape.
@@ -76,4 +81,24 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn launch_contract(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_contract", attr, item)
+}
+
+/// `#[cuprum::tile::module]`: compiles the `#[cuprum::tile::entry]` functions of an inline
+/// module with the tile front end and generates their launchers. See `cuprum::tile`.
+#[proc_macro_attribute]
+pub fn tile_module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let module = syn::parse_macro_input!(item as syn::ItemMod);
+    tile::expand_module(attr.into(), &module).into()
+}
+
+/// `#[cuprum::tile::entry(..)]` marks a tile kernel inside a `#[cuprum::tile::module]`,
+/// which reads it (options: `print_ir = true` prints the kernel's tile IR and kernel IR when
+/// a specialization is first compiled; cuTile Rust's `unchecked_accesses`,
+/// `deny_in_kernel_checks`, `optimization_hints` and `dump_mlir_dir` are accepted and change
+/// nothing).
+#[proc_macro_attribute]
+pub fn tile_entry(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut out: TokenStream = tile::entry_outside_module().into();
+    out.extend(item);
+    out
 }

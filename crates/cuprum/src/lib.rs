@@ -3,7 +3,8 @@
 //! GPU, a CPU emulator runs the same kernels, so `cargo test` works anywhere.
 //!
 //! This is the facade users depend on: it re-exports the runtime, the SIMT track's macros and
-//! device API, and the IR for those who want to read what the compiler made.
+//! device API, and the IR for those who want to read what the compiler made. The tile track
+//! (whole-tile kernels, lazy host code, cuTile Rust's API) is [`tile`].
 //!
 //! ```
 //! use cuprum::simt::{kernel, launch_bounds, launch_contract, thread, DisjointSlice};
@@ -43,6 +44,7 @@
 extern crate self as cuprum;
 
 pub mod simt;
+pub mod tile;
 
 pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.

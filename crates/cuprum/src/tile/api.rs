@@ -1,0 +1,135 @@
+//! Making tensors: lazy constructors ([`zeros`], [`ones`], [`full`], [`arange`],
+//! [`from_host`], [`copy_host_vec_to_device`], [`dup`]), the copy back to the host, and
+//! `reshape` on operations, under cuTile Rust's names (`cutile::api`).
+//!
+//! Every constructor returns a [`DeviceOp`]: nothing is allocated or copied until the
+//! operation runs (`.sync_on(&stream)`), on the stream it runs on. Host data given to a
+//! constructor is copied into the operation when it is made, so the caller's buffer need not
+//! outlive it. Filled tensors (`ones`, `full`, `arange`) are filled on the host and copied.
+
+use std::sync::Arc;
+
+use cuprum_ir::{Constant, scalar::cast_constant};
+
+use crate::tile::cuda_core::DType;
+use crate::tile::error::Error;
+use crate::tile::op::{DeviceOp, ExecutionContext, with_context};
+use crate::tile::tensor::{Reshape, Tensor, ToHostVec};
+
+/// A tensor of `shape` with every element zero.
+pub fn zeros<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    let shape = shape.to_vec();
+    with_context(move |ctx| Tensor::zeroed(ctx.stream(), shape))
+}
+
+/// A tensor of `shape` with every element one.
+pub fn ones<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    full(T::one(), shape)
+}
+
+/// A tensor of `shape` with every element `value`.
+pub fn full<T: DType>(value: T, shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    let shape = shape.to_vec();
+    with_context(move |ctx| {
+        let n = Tensor::<T>::checked_count(&shape)?;
+        Tensor::from_slice(ctx.stream(), &vec![value; n], shape)
+    })
+}
+
+/// The rank-1 tensor `[0, 1, .., len - 1]`, each index converted to `T` with Rust's `as`.
+pub fn arange<T: DType>(len: usize) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    with_context(move |ctx| {
+        Tensor::<T>::checked_count(&[len])?;
+        let data: Vec<T> = (0..len as u64)
+            .map(|i| T::from_bits(cast_constant(Constant::u64(i), T::DTYPE).bits))
+            .collect();
+        Tensor::from_slice(ctx.stream(), &data, vec![len])
+    })
+}
+
+/// A tensor of `shape` holding `data` in row-major order (whose length must be the shape's
+/// element count). The data is copied now; the device copy is made when the operation runs.
+pub fn from_host<T: DType>(
+    data: &[T],
+    shape: &[usize],
+) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    let data = data.to_vec();
+    let shape = shape.to_vec();
+    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
+}
+
+/// The rank-1 tensor holding `data`.
+pub fn copy_host_vec_to_device<T: DType>(
+    data: &Arc<Vec<T>>,
+) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    let data = data.clone();
+    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+}
+
+/// The elements of `tensor`, in row-major order, copied to the host.
+pub fn copy_device_to_host_vec<T: DType>(
+    tensor: &Arc<Tensor<T>>,
+) -> impl DeviceOp<Output = Vec<T>> + use<T> {
+    tensor.clone().to_host_vec()
+}
+
+/// A new tensor with a copy of `tensor`'s elements (contiguous).
+pub fn dup<T: DType>(tensor: &Tensor<T>) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+    tensor.dup()
+}
+
+/// `reshape` on operations that produce a tensor (see [`Reshape`]); a shape of another
+/// element count fails when the operation runs.
+pub trait DeviceOpReshape<T: DType>: DeviceOp<Output = Tensor<T>> {
+    /// See the trait docs.
+    fn reshape(self, shape: &[usize]) -> ReshapeOp<Self> {
+        ReshapeOp {
+            op: self,
+            shape: shape.to_vec(),
+        }
+    }
+}
+
+impl<T: DType, D: DeviceOp<Output = Tensor<T>>> DeviceOpReshape<T> for D {}
+
+/// See [`DeviceOpReshape`].
+pub struct ReshapeOp<D> {
+    op: D,
+    shape: Vec<usize>,
+}
+
+impl<T: DType, D: DeviceOp<Output = Tensor<T>>> DeviceOp for ReshapeOp<D> {
+    type Output = Tensor<T>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
+        self.op.execute(ctx)?.reshape(&self.shape)
+    }
+}
+crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Tensor<T>>] ReshapeOp<D> => Tensor<T>);
+
+/// `reshape` on operations that produce an `Arc` of a tensor: another `Arc` viewing the same
+/// allocation.
+pub trait DeviceOpReshapeShared<T: DType>: DeviceOp<Output = Arc<Tensor<T>>> {
+    /// See the trait docs.
+    fn reshape(self, shape: &[usize]) -> ReshapeSharedOp<Self> {
+        ReshapeSharedOp {
+            op: self,
+            shape: shape.to_vec(),
+        }
+    }
+}
+
+impl<T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>> DeviceOpReshapeShared<T> for D {}
+
+/// See [`DeviceOpReshapeShared`].
+pub struct ReshapeSharedOp<D> {
+    op: D,
+    shape: Vec<usize>,
+}
+
+impl<T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>> DeviceOp for ReshapeSharedOp<D> {
+    type Output = Arc<Tensor<T>>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<Tensor<T>>, Error> {
+        (&self.op.execute(ctx)?).reshape(&self.shape)
+    }
+}
+crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>] ReshapeSharedOp<D> => Arc<Tensor<T>>);

@@ -1,0 +1,537 @@
+//! Binding a launch's arguments to a tile kernel's parameters, before anything runs: every
+//! check that refuses bad input ([`LaunchProblem`]), the values of the kernel's generic
+//! parameters (from the partitions' tile shapes, the tensors' shapes and element types, and
+//! `.generics(..)`), and the grid (from the partitions, or `.grid(..)`).
+//!
+//! This is plain data in, plain data out, so that every refusal is tested without a device
+//! or a lowering.
+
+use cuprum_ir::ScalarType;
+use cuprum_tile_ir::{
+    Dim, Elem, ParamKind, Specialization, TensorAccess, TensorDim, TensorParam, TileKernel,
+};
+
+use crate::CudaContext;
+use crate::tile::error::LaunchProblem;
+use crate::tile::tensor::partition_grid;
+
+/// What a tensor argument is, as the launch sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct TensorDesc<'a> {
+    /// The element type.
+    pub elem: ScalarType,
+    /// The shape.
+    pub shape: &'a [usize],
+    /// The strides, in elements.
+    pub strides: &'a [usize],
+    /// The first element's position in the allocation.
+    pub offset: usize,
+    /// The allocation's device address.
+    pub address: u64,
+    /// The allocation's length, in elements.
+    pub alloc_len: usize,
+    /// The context owning the allocation.
+    pub ctx: &'a CudaContext,
+}
+
+/// One argument of a launch, as the launch sees it.
+#[derive(Clone, Copy)]
+pub(crate) enum ArgDesc<'a> {
+    /// A tensor; `tile` is its partition's tile shape when it is partitioned.
+    Tensor {
+        /// The tensor.
+        tensor: TensorDesc<'a>,
+        /// The partition's tile shape.
+        tile: Option<&'a [usize]>,
+    },
+    /// A scalar: its type and bits (zero-extended, as `KernelArg::Scalar`).
+    Scalar {
+        /// The type.
+        ty: ScalarType,
+        /// The bits.
+        bits: u64,
+    },
+}
+
+impl ArgDesc<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            ArgDesc::Tensor { tile: Some(_), .. } => "a partitioned tensor",
+            ArgDesc::Tensor { tile: None, .. } => "a tensor that is not partitioned",
+            ArgDesc::Scalar { .. } => "a scalar",
+        }
+    }
+}
+
+/// What a launch runs: the kernel's specialization and the grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// The values of the kernel's generic parameters.
+    pub spec: Specialization,
+    /// Tile blocks along x, y and z.
+    pub grid: (u32, u32, u32),
+}
+
+/// The largest number of tile blocks along one grid axis this module accepts; the device's
+/// own limits are checked again by the runtime.
+const MAX_GRID_AXIS: u64 = i32::MAX as u64;
+
+/// The grid of a tensor of `shape` partitioned into tiles of `tile`, for the launch of
+/// `param`'s argument (see [`partition_grid`]).
+pub(crate) fn grid_of(
+    param: &str,
+    shape: &[usize],
+    tile: &[usize],
+) -> Result<(u32, u32, u32), LaunchProblem> {
+    let Some(blocks) = partition_grid(shape, tile) else {
+        return Err(if shape.len() == tile.len() {
+            LaunchProblem::PartitionTile {
+                param: param.to_owned(),
+                partition: tile.to_vec(),
+                kernel_tile: "a tile with no zero size".into(),
+            }
+        } else {
+            LaunchProblem::PartitionRank {
+                param: param.to_owned(),
+                shape: shape.to_vec(),
+                partition: tile.to_vec(),
+            }
+        });
+    };
+    if blocks.len() > 3 || blocks.iter().any(|&b| b > MAX_GRID_AXIS) {
+        return Err(LaunchProblem::GridTooLarge {
+            param: param.to_owned(),
+            grid: blocks,
+        });
+    }
+    // In range: checked just above.
+    let axis = |i: usize| blocks.get(i).map_or(1, |&b| b as u32);
+    Ok((axis(0), axis(1), axis(2)))
+}
+
+/// A generic parameter's value and where it came from, while binding.
+struct Bound<V> {
+    value: V,
+    source: String,
+}
+
+/// The values found so far for a kernel's const and type parameters.
+struct Bindings<'k> {
+    kernel: &'k TileKernel,
+    consts: Vec<Option<Bound<i64>>>,
+    types: Vec<Option<Bound<ScalarType>>>,
+}
+
+impl<'k> Bindings<'k> {
+    fn new(kernel: &'k TileKernel) -> Self {
+        Self {
+            kernel,
+            consts: kernel.consts.iter().map(|_| None).collect(),
+            types: kernel.types.iter().map(|_| None).collect(),
+        }
+    }
+
+    fn const_name(&self, index: u32) -> String {
+        self.kernel
+            .consts
+            .get(index as usize)
+            .map_or_else(|| format!("${index}"), |c| c.name.clone())
+    }
+
+    fn type_name(&self, index: u32) -> String {
+        self.kernel
+            .types
+            .get(index as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("%T{index}"))
+    }
+
+    fn bind_const(&mut self, index: u32, value: i64, source: String) -> Result<(), LaunchProblem> {
+        let name = self.const_name(index);
+        let Some(slot) = self.consts.get_mut(index as usize) else {
+            return Err(LaunchProblem::GenericValue {
+                name,
+                value: value.to_string(),
+                expected: "a parameter the kernel declares",
+            });
+        };
+        match slot {
+            Some(b) if b.value != value => Err(LaunchProblem::GenericConflict {
+                name,
+                first: format!("{} from {}", b.value, b.source),
+                second: format!("{value} from {source}"),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                *slot = Some(Bound { value, source });
+                Ok(())
+            }
+        }
+    }
+
+    fn bind_type(
+        &mut self,
+        index: u32,
+        value: ScalarType,
+        source: String,
+    ) -> Result<(), LaunchProblem> {
+        let name = self.type_name(index);
+        let Some(slot) = self.types.get_mut(index as usize) else {
+            return Err(LaunchProblem::GenericValue {
+                name,
+                value: value.to_string(),
+                expected: "a parameter the kernel declares",
+            });
+        };
+        match slot {
+            Some(b) if b.value != value => Err(LaunchProblem::GenericConflict {
+                name,
+                first: format!("{} from {}", b.value, b.source),
+                second: format!("{value} from {source}"),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                *slot = Some(Bound { value, source });
+                Ok(())
+            }
+        }
+    }
+
+    /// Binds the `.generics(..)` values, given in the order of `names` (the source's generic
+    /// parameters, array parameters flattened to `S[0]`, `S[1]`, ...).
+    fn bind_explicit(&mut self, names: &[String], values: &[String]) -> Result<(), LaunchProblem> {
+        if names.len() != values.len() {
+            return Err(LaunchProblem::GenericCount {
+                names: names.to_vec(),
+                given: values.len(),
+            });
+        }
+        let source = || "`.generics(..)`".to_owned();
+        for (name, value) in names.iter().zip(values) {
+            let text = value.trim();
+            if let Some(i) = self.kernel.consts.iter().position(|c| &c.name == name) {
+                let parsed = if self.kernel.consts[i].ty == ScalarType::Bool {
+                    match text {
+                        "true" => Some(1),
+                        "false" => Some(0),
+                        _ => None,
+                    }
+                } else {
+                    text.parse::<i64>().ok()
+                };
+                let Some(v) = parsed else {
+                    return Err(LaunchProblem::GenericValue {
+                        name: name.clone(),
+                        value: value.clone(),
+                        expected: if self.kernel.consts[i].ty == ScalarType::Bool {
+                            "`true` or `false`"
+                        } else {
+                            "an integer"
+                        },
+                    });
+                };
+                self.bind_const(i as u32, v, source())?;
+            } else if let Some(i) = self.kernel.types.iter().position(|t| t == name) {
+                let Some(ty) = ScalarType::from_rust_name(text) else {
+                    return Err(LaunchProblem::GenericValue {
+                        name: name.clone(),
+                        value: value.clone(),
+                        expected: "an element type (`f32`, `bf16`, `i32`, ...)",
+                    });
+                };
+                self.bind_type(i as u32, ty, source())?;
+            } else {
+                return Err(LaunchProblem::GenericValue {
+                    name: name.clone(),
+                    value: value.clone(),
+                    expected: "a parameter the kernel declares",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds (or checks) an element type a parameter declares against an argument's.
+    fn element(
+        &mut self,
+        param: &str,
+        declared: Elem,
+        given: ScalarType,
+    ) -> Result<(), LaunchProblem> {
+        match declared {
+            Elem::Known(t) if t == given => Ok(()),
+            Elem::Known(t) => Err(LaunchProblem::ElementType {
+                param: param.to_owned(),
+                expected: t.to_string(),
+                given,
+            }),
+            Elem::Param(i) => {
+                self.bind_type(i, given, format!("the argument `{param}`"))
+                    .map_err(|e| match e {
+                        // Name the parameter whose element type disagrees.
+                        LaunchProblem::GenericConflict { name, first, .. } => {
+                            LaunchProblem::ElementType {
+                                param: param.to_owned(),
+                                expected: format!("{name}, which is {first}"),
+                                given,
+                            }
+                        }
+                        other => other,
+                    })
+            }
+        }
+    }
+
+    /// `[B, 16]`: a declared shape with generic sizes named.
+    fn shape_text(&self, dims: &[TensorDim]) -> String {
+        let dims: Vec<String> = dims
+            .iter()
+            .map(|d| match d {
+                TensorDim::Dynamic => "-1".to_owned(),
+                TensorDim::Static(Dim::Known(n)) => n.to_string(),
+                TensorDim::Static(Dim::Param(i)) => self.const_name(*i),
+            })
+            .collect();
+        format!("[{}]", dims.join(", "))
+    }
+
+    /// Binds and checks one tensor argument against its parameter; gives its grid when it is
+    /// partitioned.
+    fn tensor(
+        &mut self,
+        name: &str,
+        declared: &TensorParam,
+        tensor: &TensorDesc<'_>,
+        tile: Option<&[usize]>,
+    ) -> Result<Option<(u32, u32, u32)>, LaunchProblem> {
+        if tensor.shape.len() != declared.rank() {
+            return Err(LaunchProblem::Rank {
+                param: name.to_owned(),
+                declared: declared.rank(),
+                shape: tensor.shape.to_vec(),
+            });
+        }
+        if tensor.shape.contains(&0) {
+            return Err(LaunchProblem::EmptyTensor {
+                param: name.to_owned(),
+                shape: tensor.shape.to_vec(),
+            });
+        }
+        self.element(name, declared.elem, tensor.elem)?;
+        let Some(tile) = tile else {
+            // A read-only tensor: its static sizes are its own.
+            for (axis, d) in declared.dims.iter().enumerate() {
+                let size = tensor.shape[axis];
+                match d {
+                    TensorDim::Dynamic => {}
+                    TensorDim::Static(Dim::Known(n)) => {
+                        if size as u64 != u64::from(*n) {
+                            return Err(LaunchProblem::StaticDim {
+                                param: name.to_owned(),
+                                axis,
+                                declared: u64::from(*n),
+                                shape: tensor.shape.to_vec(),
+                            });
+                        }
+                    }
+                    TensorDim::Static(Dim::Param(c)) => {
+                        let value = i64::try_from(size).unwrap_or(i64::MAX);
+                        self.bind_const(*c, value, format!("the shape of `{name}`"))?;
+                    }
+                }
+            }
+            return Ok(None);
+        };
+        if tile.len() != tensor.shape.len() {
+            return Err(LaunchProblem::PartitionRank {
+                param: name.to_owned(),
+                shape: tensor.shape.to_vec(),
+                partition: tile.to_vec(),
+            });
+        }
+        let misfit = |this: &Self| LaunchProblem::PartitionTile {
+            param: name.to_owned(),
+            partition: tile.to_vec(),
+            kernel_tile: this.shape_text(&declared.dims),
+        };
+        if tile.contains(&0) {
+            return Err(misfit(self));
+        }
+        // A partitioned tensor's declared dims are its tile shape.
+        for (axis, d) in declared.dims.iter().enumerate() {
+            let size = tile[axis];
+            match d {
+                TensorDim::Dynamic => {}
+                TensorDim::Static(Dim::Known(n)) => {
+                    if size as u64 != u64::from(*n) {
+                        return Err(misfit(self));
+                    }
+                }
+                TensorDim::Static(Dim::Param(c)) => {
+                    let value = i64::try_from(size).unwrap_or(i64::MAX);
+                    self.bind_const(*c, value, format!("the partition of `{name}`"))?;
+                }
+            }
+        }
+        grid_of(name, tensor.shape, tile).map(Some)
+    }
+}
+
+/// Checks the arguments of a launch of `kernel` on `ctx` and computes what it runs. `names`
+/// are the kernel's generic parameters in source order (arrays flattened), to which
+/// `explicit` (from `.generics(..)`) gives values; `grid` is `.grid(..)`'s.
+pub(crate) fn plan(
+    kernel: &TileKernel,
+    names: &[String],
+    explicit: Option<&[String]>,
+    grid: Option<(u32, u32, u32)>,
+    ctx: &CudaContext,
+    args: &[ArgDesc<'_>],
+) -> Result<Plan, LaunchProblem> {
+    if args.len() != kernel.params.len() {
+        return Err(LaunchProblem::ArgumentCount {
+            expected: kernel.params.len(),
+            given: args.len(),
+        });
+    }
+    let mut b = Bindings::new(kernel);
+    if let Some(values) = explicit {
+        b.bind_explicit(names, values)?;
+    }
+    let mut inferred: Option<(String, (u32, u32, u32))> = None;
+    for (param, arg) in kernel.params.iter().zip(args) {
+        let name = param.name.as_str();
+        match (&param.kind, arg) {
+            (ParamKind::Scalar(elem), ArgDesc::Scalar { ty, .. }) => {
+                b.element(name, *elem, *ty)?;
+            }
+            (ParamKind::Tensor(t), ArgDesc::Tensor { tensor, tile }) => {
+                let expected_tile = t.access == TensorAccess::Partitioned;
+                if expected_tile != tile.is_some() {
+                    return Err(LaunchProblem::ArgumentKind {
+                        param: name.to_owned(),
+                        expected: describe(&param.kind),
+                        given: arg.kind(),
+                    });
+                }
+                if !tensor.ctx.same_context(ctx) {
+                    return Err(LaunchProblem::ContextMismatch {
+                        param: name.to_owned(),
+                    });
+                }
+                if let Some(g) = b.tensor(name, t, tensor, *tile)? {
+                    match &inferred {
+                        Some((first, first_grid)) if *first_grid != g => {
+                            return Err(LaunchProblem::GridMismatch {
+                                first: first.clone(),
+                                first_grid: *first_grid,
+                                param: name.to_owned(),
+                                grid: g,
+                            });
+                        }
+                        Some(_) => {}
+                        None => inferred = Some((name.to_owned(), g)),
+                    }
+                }
+            }
+            (kind, arg) => {
+                return Err(LaunchProblem::ArgumentKind {
+                    param: name.to_owned(),
+                    expected: describe(kind),
+                    given: arg.kind(),
+                });
+            }
+        }
+    }
+    check_aliasing(kernel, args)?;
+    let unbound: Vec<String> = names
+        .iter()
+        .filter(|n| {
+            let c = kernel.consts.iter().position(|c| &c.name == *n);
+            let t = kernel.types.iter().position(|t| t == *n);
+            c.is_some_and(|i| b.consts[i].is_none()) || t.is_some_and(|i| b.types[i].is_none())
+        })
+        .cloned()
+        .chain(
+            // Parameters `names` does not list (a hand-made launch): named by the kernel.
+            kernel
+                .consts
+                .iter()
+                .zip(&b.consts)
+                .filter(|(c, v)| v.is_none() && !names.contains(&c.name))
+                .map(|(c, _)| c.name.clone()),
+        )
+        .chain(
+            kernel
+                .types
+                .iter()
+                .zip(&b.types)
+                .filter(|(t, v)| v.is_none() && !names.contains(t))
+                .map(|(t, _)| t.clone()),
+        )
+        .collect();
+    if !unbound.is_empty() {
+        return Err(LaunchProblem::GenericUnbound { names: unbound });
+    }
+    let spec = Specialization {
+        consts: b.consts.iter().flatten().map(|c| c.value).collect(),
+        types: b.types.iter().flatten().map(|t| t.value).collect(),
+    };
+    let grid = match (grid, inferred) {
+        (Some(g), _) if g.0 == 0 || g.1 == 0 || g.2 == 0 => {
+            return Err(LaunchProblem::BadGrid {
+                given: g,
+                reason: "has no tile blocks along some axis".into(),
+            });
+        }
+        (Some(g), Some((first, inferred))) if g != inferred => {
+            return Err(LaunchProblem::BadGrid {
+                given: g,
+                reason: format!(
+                    "differs from the grid {inferred:?} the partition of `{first}` gives"
+                ),
+            });
+        }
+        (Some(g), _) => g,
+        (None, Some((_, g))) => g,
+        (None, None) => return Err(LaunchProblem::NoGrid),
+    };
+    Ok(Plan { spec, grid })
+}
+
+/// What a parameter takes, for messages.
+fn describe(kind: &ParamKind) -> &'static str {
+    match kind {
+        ParamKind::Scalar(_) => "a scalar",
+        ParamKind::Tensor(t) if t.access == TensorAccess::Partitioned => {
+            "a partitioned tensor (`&mut Tensor`)"
+        }
+        ParamKind::Tensor(_) => "a tensor (`&Tensor`)",
+    }
+}
+
+/// Refuses a partitioned output whose allocation is another argument's too.
+fn check_aliasing(kernel: &TileKernel, args: &[ArgDesc<'_>]) -> Result<(), LaunchProblem> {
+    for (i, a) in args.iter().enumerate() {
+        let ArgDesc::Tensor {
+            tensor: out,
+            tile: Some(_),
+        } = a
+        else {
+            continue;
+        };
+        for (j, b) in args.iter().enumerate() {
+            if let ArgDesc::Tensor { tensor, .. } = b
+                && i != j
+                && tensor.address == out.address
+                && tensor.ctx.same_context(out.ctx)
+            {
+                return Err(LaunchProblem::Aliased {
+                    output: kernel.params[i].name.clone(),
+                    other: kernel.params[j].name.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! From the tile IR the macro embedded to a loaded kernel and its arguments: the module is
+//! decoded once per process ([`EmbeddedModule`]); each specialization of a kernel is
+//! specialized, lowered, optimized and made a kernel IR module once per process
+//! ([`compiled`]) and loaded once per context ([`loaded`]); [`kernel_args`] turns a launch's
+//! arguments into the kernel IR arguments the lowering's launch contract lists.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cuprum_ir::Module;
+use cuprum_runtime::{KernelArg, LoadedModule};
+use cuprum_tile_ir::{Specialization, TileKernel, TileModule, decode_module, specialize};
+use cuprum_tile_lower::{ArgSlot, LowerError, Lowered};
+
+use crate::CudaContext;
+use crate::tile::error::Error;
+use crate::tile::launch::bind::ArgDesc;
+
+/// A `#[cuprum::tile::module]`'s tile IR, as the macro embedded it at `cargo build`; decoded
+/// (and validated) on first use.
+pub struct EmbeddedModule {
+    name: &'static str,
+    bytes: &'static [u8],
+    decoded: OnceLock<Result<TileModule, String>>,
+}
+
+impl EmbeddedModule {
+    /// The module `name` whose encoded tile IR (`cuprum_tile_ir::encode_module`) is `bytes`.
+    pub const fn new(name: &'static str, bytes: &'static [u8]) -> Self {
+        Self {
+            name,
+            bytes,
+            decoded: OnceLock::new(),
+        }
+    }
+
+    /// The decoded module.
+    pub(crate) fn module(&self) -> Result<&TileModule, Error> {
+        self.decoded
+            .get_or_init(|| {
+                decode_module(self.bytes).map_err(|e| {
+                    format!("the tile IR compiled at cargo build cannot be read ({e}); rebuild the crate")
+                })
+            })
+            .as_ref()
+            .map_err(|message| Error::Compile {
+                kernel: self.name.to_owned(),
+                specialization: String::new(),
+                message: message.clone(),
+            })
+    }
+}
+
+/// A lowering of tile kernels to the kernel IR, named for the compile cache. Launches use
+/// [`Lowering::DEFAULT`]; tests of the launch path give their own.
+#[derive(Clone, Copy)]
+pub struct Lowering {
+    /// Its name, part of the cache key.
+    pub name: &'static str,
+    /// The lowering.
+    pub lower: fn(&TileKernel) -> Result<Lowered, LowerError>,
+}
+
+impl Lowering {
+    /// `cuprum_tile_lower::lower`.
+    pub const DEFAULT: Lowering = Lowering {
+        name: "cuprum-tile-lower",
+        lower: cuprum_tile_lower::lower,
+    };
+}
+
+/// One specialization of a kernel, ready to load: the kernel IR module (one kernel) and how
+/// to launch it.
+pub(crate) struct Compiled {
+    /// A number no other compiled kernel of the process has: the key of its loaded modules.
+    id: u64,
+    /// The specialized tile kernel (every parameter's sizes and types known).
+    pub tile: TileKernel,
+    /// The kernel IR, optimized.
+    pub ir: Arc<Module>,
+    /// Threads per block.
+    pub block_threads: u32,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+    /// What each kernel IR parameter carries.
+    pub args: Vec<ArgSlot>,
+}
+
+/// `B = 128, T = f32`: a specialization, by the kernel's parameter names.
+pub(crate) fn spec_text(kernel: &TileKernel, spec: &Specialization) -> String {
+    kernel
+        .consts
+        .iter()
+        .zip(&spec.consts)
+        .map(|(c, v)| {
+            if c.ty == cuprum_ir::ScalarType::Bool {
+                format!("{} = {}", c.name, *v != 0)
+            } else {
+                format!("{} = {v}", c.name)
+            }
+        })
+        .chain(
+            kernel
+                .types
+                .iter()
+                .zip(&spec.types)
+                .map(|(t, v)| format!("{t} = {v}")),
+        )
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CompileKey {
+    /// The embedded module's address: one per `#[cuprum::tile::module]`.
+    module: usize,
+    kernel: usize,
+    spec: Specialization,
+    lowering: &'static str,
+}
+
+/// Kernel `index` of `module` specialized with `spec` and lowered by `lowering`, compiled
+/// once per process. With `print_ir`, the first compile prints the specialized tile IR and
+/// the kernel IR on stderr.
+pub(crate) fn compiled(
+    module: &'static EmbeddedModule,
+    index: usize,
+    spec: &Specialization,
+    lowering: Lowering,
+    print_ir: bool,
+) -> Result<Arc<Compiled>, Error> {
+    type Cache = Mutex<HashMap<CompileKey, Arc<Compiled>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = CompileKey {
+        module: std::ptr::from_ref(module) as usize,
+        kernel: index,
+        spec: spec.clone(),
+        lowering: lowering.name,
+    };
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(c) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(c.clone());
+    }
+    let kernel = kernel_of(module, index)?;
+    let fail = |message: String| Error::Compile {
+        kernel: kernel.name.clone(),
+        specialization: spec_text(kernel, spec),
+        message,
+    };
+    let tile = specialize(kernel, spec).map_err(|e| fail(e.to_string()))?;
+    let lowered = (lowering.lower)(&tile).map_err(|e| fail(e.to_string()))?;
+    let mut ir = lowered.kernel;
+    cuprum_opt::optimize_kernel(&mut ir);
+    let ir = Module { kernels: vec![ir] };
+    cuprum_ir::validate_module(&ir).map_err(|e| {
+        fail(format!(
+            "the lowered kernel is not valid kernel IR ({e}); this is a bug of the tile lowering"
+        ))
+    })?;
+    if print_ir {
+        eprintln!(
+            "cuprum: tile kernel `{}` ({}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
+            kernel.name,
+            spec_text(kernel, spec),
+            cuprum_tile_ir::print_kernel(&tile),
+            lowered.block_threads,
+            lowered.shared_bytes,
+            cuprum_ir::print_module(&ir)
+        );
+    }
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+    let compiled = Arc::new(Compiled {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        tile,
+        ir: Arc::new(ir),
+        block_threads: lowered.block_threads,
+        shared_bytes: lowered.shared_bytes,
+        args: lowered.args,
+    });
+    // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
+    Ok(cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_insert(compiled)
+        .clone())
+}
+
+/// Kernel `index` of `module`.
+pub(crate) fn kernel_of(
+    module: &'static EmbeddedModule,
+    index: usize,
+) -> Result<&'static TileKernel, Error> {
+    module
+        .module()?
+        .kernels
+        .get(index)
+        .ok_or_else(|| Error::Compile {
+            kernel: module.name.to_owned(),
+            specialization: String::new(),
+            message: format!(
+                "the module has no kernel number {index}; rebuild the crate (its launchers and its embedded IR disagree)"
+            ),
+        })
+}
+
+/// The loaded modules of each context, by compiled kernel ([`Compiled::id`]). A context
+/// stays open while the process uses tile kernels on it.
+type LoadedCache = Mutex<Vec<(CudaContext, HashMap<u64, Arc<LoadedModule>>)>>;
+
+/// `compiled` loaded on `ctx`, once per context.
+pub(crate) fn loaded(
+    ctx: &CudaContext,
+    compiled: &Arc<Compiled>,
+) -> Result<Arc<LoadedModule>, Error> {
+    static LOADED: OnceLock<LoadedCache> = OnceLock::new();
+    let key = compiled.id;
+    let mut loaded = LOADED
+        .get_or_init(LoadedCache::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let position = match loaded.iter().position(|(c, _)| c.same_context(ctx)) {
+        Some(p) => p,
+        None => {
+            loaded.push((ctx.clone(), HashMap::new()));
+            loaded.len() - 1
+        }
+    };
+    let modules = &mut loaded[position].1;
+    if let Some(m) = modules.get(&key) {
+        return Ok(m.clone());
+    }
+    let module = Arc::new(LoadedModule::load(ctx, compiled.ir.clone())?);
+    modules.insert(key, module.clone());
+    Ok(module)
+}
+
+/// The kernel IR arguments of a launch of `compiled` with `args` (one per tile kernel
+/// parameter), in the order of the lowering's launch contract.
+pub(crate) fn kernel_args(
+    compiled: &Compiled,
+    args: &[ArgDesc<'_>],
+) -> Result<Vec<KernelArg>, Error> {
+    let broken = |what: String| Error::Compile {
+        kernel: compiled.tile.name.clone(),
+        specialization: String::new(),
+        message: format!(
+            "the lowering's launch contract {what}; this is a bug of the tile lowering"
+        ),
+    };
+    let i64_arg = |v: usize, what: &str| {
+        i64::try_from(v)
+            .map(KernelArg::scalar)
+            .map_err(|_| broken(format!("asks for {what} {v}, beyond i64")))
+    };
+    compiled
+        .args
+        .iter()
+        .map(|slot| {
+            let param = match slot {
+                ArgSlot::TensorData { param }
+                | ArgSlot::TensorOffset { param }
+                | ArgSlot::TensorDim { param, .. }
+                | ArgSlot::TensorStride { param, .. }
+                | ArgSlot::Scalar { param } => *param as usize,
+            };
+            let arg = args
+                .get(param)
+                .ok_or_else(|| broken(format!("names parameter {param}, which does not exist")))?;
+            let tensor = |axis: Option<u32>| match arg {
+                ArgDesc::Tensor { tensor, .. } => match axis {
+                    Some(a) if a as usize >= tensor.shape.len() => Err(broken(format!(
+                        "names axis {a} of parameter {param}, of rank {}",
+                        tensor.shape.len()
+                    ))),
+                    _ => Ok(tensor),
+                },
+                ArgDesc::Scalar { .. } => Err(broken(format!(
+                    "takes parameter {param} as a tensor, but it is a scalar"
+                ))),
+            };
+            match *slot {
+                ArgSlot::TensorData { .. } => {
+                    let t = tensor(None)?;
+                    Ok(KernelArg::Slice {
+                        address: t.address,
+                        len: t.alloc_len as u64,
+                    })
+                }
+                ArgSlot::TensorOffset { .. } => i64_arg(tensor(None)?.offset, "an offset"),
+                ArgSlot::TensorDim { axis, .. } => {
+                    i64_arg(tensor(Some(axis))?.shape[axis as usize], "a size")
+                }
+                ArgSlot::TensorStride { axis, .. } => {
+                    i64_arg(tensor(Some(axis))?.strides[axis as usize], "a stride")
+                }
+                ArgSlot::Scalar { .. } => match arg {
+                    ArgDesc::Scalar { ty, bits } => Ok(KernelArg::Scalar {
+                        ty: *ty,
+                        bits: *bits,
+                    }),
+                    ArgDesc::Tensor { .. } => Err(broken(format!(
+                        "takes parameter {param} as a scalar, but it is a tensor"
+                    ))),
+                },
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,642 @@
+//! Lazy device operations ([`DeviceOp`]) and the combinators that compose them, under
+//! cuTile Rust's names (`cuda_async::device_operation`).
+//!
+//! A device operation describes work (allocate and fill a tensor, launch a kernel, copy to
+//! the host) without doing it: nothing runs until [`DeviceOp::sync_on`] (or
+//! [`DeviceOp::sync`], or `.await`) executes the whole composed operation on one stream, in
+//! the order the composition gives, and then waits for the stream. Work on one stream runs in submission
+//! order, and the runtime orders work of different streams where it shares a buffer, so a
+//! composed operation never reads a tensor before the work that writes it.
+//!
+//! Composition: [`then`](DeviceOp::then) (the next operation, made from this one's output),
+//! [`map`](DeviceOp::map) (a plain function of the output), [`zip!`](crate::tile::cuda_async::device_operation::zip)
+//! (several operations, one tuple), `unzip` / `first` / `last` on tuple outputs
+//! ([`Unzippable2`] and its siblings), [`shared`](DeviceOp::shared) (clonable, runs once,
+//! output in an `Arc`), [`arc`](DeviceOp::arc), [`boxed`](DeviceOp::boxed), [`value`] (an
+//! output already there). [`IntoDeviceOp`] lets launchers take both operations and plain
+//! values.
+
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use crate::tile::cuda_core::{Device, Stream};
+use crate::tile::error::Error;
+
+/// Where an operation runs: the stream its work is submitted to.
+#[derive(Clone)]
+pub struct ExecutionContext {
+    stream: Stream,
+}
+
+impl fmt::Debug for ExecutionContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutionContext")
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+impl ExecutionContext {
+    /// A context that submits to `stream`.
+    pub fn new(stream: Stream) -> Self {
+        Self { stream }
+    }
+
+    /// The stream work is submitted to.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The stream work is submitted to (cuTile Rust's name).
+    pub fn get_cuda_stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The context (device) of the stream.
+    pub fn context(&self) -> &crate::CudaContext {
+        self.stream.context()
+    }
+
+    /// The device's ordinal.
+    pub fn get_device_id(&self) -> usize {
+        self.stream.context().ordinal()
+    }
+}
+
+/// A lazy description of device work with an output. See the module docs.
+///
+/// Every operation can also be awaited (`op.await`): the future runs it like
+/// [`sync`](Self::sync) when it is first polled, on the default stream of device 0, and is
+/// then ready. It blocks the polling thread while the device works (the runtime has no
+/// completion callback yet), so awaiting does not overlap device work with other tasks.
+pub trait DeviceOp:
+    Send + Sized + IntoFuture<Output = Result<<Self as DeviceOp>::Output, Error>>
+{
+    /// What the operation gives when it has run.
+    type Output: Send;
+
+    /// Submits the operation's work to `ctx`'s stream and returns its output. The work may
+    /// still be running on the device when this returns; the runtime orders every later use
+    /// of its buffers after it. Programs call [`sync_on`](Self::sync_on) instead.
+    fn execute(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error>;
+
+    /// Runs on `stream` and waits until the stream's work has finished.
+    fn sync_on(self, stream: &Stream) -> Result<<Self as DeviceOp>::Output, Error> {
+        let ctx = ExecutionContext::new(stream.clone());
+        let out = self.execute(&ctx)?;
+        stream.synchronize()?;
+        Ok(out)
+    }
+
+    /// Runs on the default stream of device 0 ([`Device::new`]`(0)`) and waits for it.
+    fn sync(self) -> Result<<Self as DeviceOp>::Output, Error> {
+        let stream = Device::new(0)?.default_stream();
+        self.sync_on(&stream)
+    }
+
+    /// The operation `f` makes of this one's output, run after it on the same stream.
+    fn then<B, F>(self, f: F) -> AndThen<Self, F>
+    where
+        B: DeviceOp,
+        F: FnOnce(<Self as DeviceOp>::Output) -> B + Send,
+    {
+        AndThen { op: self, f }
+    }
+
+    /// `f` applied to the output (no device work of its own).
+    fn map<O, F>(self, f: F) -> Map<Self, F>
+    where
+        O: Send,
+        F: FnOnce(<Self as DeviceOp>::Output) -> O + Send,
+    {
+        Map { op: self, f }
+    }
+
+    /// Calls `f` on the output (for debugging) and passes it on unchanged.
+    fn inspect<F>(self, f: F) -> Inspect<Self, F>
+    where
+        F: FnOnce(&<Self as DeviceOp>::Output) + Send,
+    {
+        Inspect { op: self, f }
+    }
+
+    /// The output in an `Arc`.
+    fn arc(self) -> ArcOp<Self> {
+        ArcOp { op: self }
+    }
+
+    /// The operation behind a box, so that operations of different types with one output
+    /// type fit in one collection.
+    fn boxed(self) -> BoxedDeviceOp<<Self as DeviceOp>::Output>
+    where
+        Self: 'static,
+    {
+        BoxedDeviceOp {
+            run: Box::new(move |ctx| self.execute(ctx)),
+        }
+    }
+
+    /// A clonable operation that runs this one at most once: the first clone executed runs
+    /// it, and every clone gives the same output, in an `Arc`.
+    fn shared(self) -> SharedDeviceOp<<Self as DeviceOp>::Output>
+    where
+        Self: 'static,
+        <Self as DeviceOp>::Output: Sync,
+    {
+        SharedDeviceOp {
+            state: Arc::new(Mutex::new(SharedState::Pending(Box::new(move |ctx| {
+                self.execute(ctx)
+            })))),
+        }
+    }
+}
+
+/// The future of an awaited operation (see [`DeviceOp`]): ready on its first poll.
+pub struct DeviceFuture<D> {
+    op: Option<D>,
+}
+
+impl<D> DeviceFuture<D> {
+    /// The future of `op`.
+    pub fn new(op: D) -> Self {
+        Self { op: Some(op) }
+    }
+}
+
+// The operation is moved out before it runs and never pinned, so the future may move.
+impl<D> Unpin for DeviceFuture<D> {}
+
+impl<D: DeviceOp> Future for DeviceFuture<D> {
+    type Output = Result<<D as DeviceOp>::Output, Error>;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(match self.get_mut().op.take() {
+            Some(op) => op.sync(),
+            None => Err(Error::SharedOpFailed {
+                message: "a device operation's future was polled after it completed".into(),
+            }),
+        })
+    }
+}
+
+/// Implements `IntoFuture` (as [`DeviceFuture`]) for an operation type whose `DeviceOp`
+/// impl has the generics and bounds given: `awaitable!([T: Send] Value<T> => T);`.
+macro_rules! awaitable {
+    ([$($gen:tt)*] $ty:ty => $out:ty $(, where $($bound:tt)+)?) => {
+        impl<$($gen)*> ::std::future::IntoFuture for $ty $(where $($bound)+)? {
+            type Output = Result<$out, $crate::tile::error::Error>;
+            type IntoFuture = $crate::tile::op::DeviceFuture<Self>;
+            fn into_future(self) -> Self::IntoFuture {
+                $crate::tile::op::DeviceFuture::new(self)
+            }
+        }
+    };
+}
+pub(crate) use awaitable;
+
+/// Values that launchers and combinators accept in place of an operation: every
+/// [`DeviceOp`], and plain values (tensors, partitions, `Arc`s, scalars) as a [`Value`].
+pub trait IntoDeviceOp<T: Send> {
+    /// The operation.
+    type Op: DeviceOp<Output = T>;
+    /// Makes the operation.
+    fn into_op(self) -> Self::Op;
+}
+
+impl<D: DeviceOp> IntoDeviceOp<<D as DeviceOp>::Output> for D {
+    type Op = D;
+    fn into_op(self) -> D {
+        self
+    }
+}
+
+impl<T: Send + Sync> IntoDeviceOp<Arc<T>> for Arc<T> {
+    type Op = Value<Arc<T>>;
+    fn into_op(self) -> Value<Arc<T>> {
+        value(self)
+    }
+}
+
+impl<T: Send + Sync> IntoDeviceOp<Arc<T>> for &Arc<T> {
+    type Op = Value<Arc<T>>;
+    fn into_op(self) -> Value<Arc<T>> {
+        value(self.clone())
+    }
+}
+
+macro_rules! scalar_values {
+    ($($t:ty),*) => { $(
+        impl IntoDeviceOp<$t> for $t {
+            type Op = Value<$t>;
+            fn into_op(self) -> Value<$t> {
+                value(self)
+            }
+        }
+    )* };
+}
+
+scalar_values!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    f32,
+    f64,
+    half::f16,
+    half::bf16
+);
+
+/// An output that is already there: executing it does nothing.
+#[derive(Clone, Debug)]
+pub struct Value<T>(T);
+
+impl<T> Value<T> {
+    /// The operation whose output is `value`.
+    pub fn new(value: T) -> Self {
+        Self(value)
+    }
+}
+
+/// The operation whose output is `x` (no device work).
+pub fn value<T: Send>(x: T) -> Value<T> {
+    Value(x)
+}
+
+impl<T: Send> DeviceOp for Value<T> {
+    type Output = T;
+    fn execute(self, _ctx: &ExecutionContext) -> Result<T, Error> {
+        Ok(self.0)
+    }
+}
+awaitable!([T: Send] Value<T> => T);
+
+/// An operation made by a function of the execution context: what the constructors of
+/// `api` and the combinators below are built from.
+pub struct FromFn<F>(F);
+
+/// The operation that runs `f` on the execution context when it is executed.
+pub fn with_context<O, F>(f: F) -> FromFn<F>
+where
+    O: Send,
+    F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send,
+{
+    FromFn(f)
+}
+
+impl<O, F> DeviceOp for FromFn<F>
+where
+    O: Send,
+    F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send,
+{
+    type Output = O;
+    fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
+        (self.0)(ctx)
+    }
+}
+awaitable!([O, F] FromFn<F> => O, where O: Send, F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send);
+
+/// See [`DeviceOp::then`].
+pub struct AndThen<A, F> {
+    op: A,
+    f: F,
+}
+
+impl<A, B, F> DeviceOp for AndThen<A, F>
+where
+    A: DeviceOp,
+    B: DeviceOp,
+    F: FnOnce(<A as DeviceOp>::Output) -> B + Send,
+{
+    type Output = <B as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
+        let out = self.op.execute(ctx)?;
+        (self.f)(out).execute(ctx)
+    }
+}
+awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
+
+/// See [`DeviceOp::map`].
+pub struct Map<A, F> {
+    op: A,
+    f: F,
+}
+
+impl<A, O, F> DeviceOp for Map<A, F>
+where
+    A: DeviceOp,
+    O: Send,
+    F: FnOnce(<A as DeviceOp>::Output) -> O + Send,
+{
+    type Output = O;
+    fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
+        Ok((self.f)(self.op.execute(ctx)?))
+    }
+}
+awaitable!([A, O, F] Map<A, F> => O, where A: DeviceOp, O: Send, F: FnOnce(<A as DeviceOp>::Output) -> O + Send);
+
+/// See [`DeviceOp::inspect`].
+pub struct Inspect<A, F> {
+    op: A,
+    f: F,
+}
+
+impl<A, F> DeviceOp for Inspect<A, F>
+where
+    A: DeviceOp,
+    F: FnOnce(&<A as DeviceOp>::Output) + Send,
+{
+    type Output = <A as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<A as DeviceOp>::Output, Error> {
+        let out = self.op.execute(ctx)?;
+        (self.f)(&out);
+        Ok(out)
+    }
+}
+awaitable!([A, F] Inspect<A, F> => <A as DeviceOp>::Output, where A: DeviceOp, F: FnOnce(&<A as DeviceOp>::Output) + Send);
+
+/// See [`DeviceOp::arc`].
+pub struct ArcOp<A> {
+    op: A,
+}
+
+impl<A: DeviceOp<Output: Sync>> DeviceOp for ArcOp<A> {
+    type Output = Arc<<A as DeviceOp>::Output>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<<A as DeviceOp>::Output>, Error> {
+        Ok(Arc::new(self.op.execute(ctx)?))
+    }
+}
+awaitable!([A: DeviceOp<Output: Sync>] ArcOp<A> => Arc<<A as DeviceOp>::Output>);
+
+/// A type-erased operation (see [`DeviceOp::boxed`]).
+pub struct BoxedDeviceOp<T: Send> {
+    run: Run<T>,
+}
+
+impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
+    type Output = T;
+    fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
+        (self.run)(ctx)
+    }
+}
+awaitable!([T: Send] BoxedDeviceOp<T> => T);
+
+/// An operation's work, type-erased.
+type Run<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>;
+
+enum SharedState<T> {
+    /// Not run yet.
+    Pending(Run<T>),
+    /// Ran; every clone gets this.
+    Done(Arc<T>),
+    /// Ran and failed; the first caller got the error, later ones get its message.
+    Failed(String),
+}
+
+/// A clonable operation that runs once (see [`DeviceOp::shared`]).
+pub struct SharedDeviceOp<T> {
+    state: Arc<Mutex<SharedState<T>>>,
+}
+
+impl<T> Clone for SharedDeviceOp<T> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+/// A shared operation whose output is `value` already (nothing runs).
+pub fn shared<T: Send + Sync>(value: Arc<T>) -> SharedDeviceOp<T> {
+    SharedDeviceOp {
+        state: Arc::new(Mutex::new(SharedState::Done(value))),
+    }
+}
+
+impl<T: Send + Sync> DeviceOp for SharedDeviceOp<T> {
+    type Output = Arc<T>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<T>, Error> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let run = match std::mem::replace(&mut *state, SharedState::Failed(String::new())) {
+            SharedState::Done(v) => {
+                *state = SharedState::Done(v.clone());
+                return Ok(v);
+            }
+            SharedState::Failed(message) => {
+                *state = SharedState::Failed(message.clone());
+                return Err(Error::SharedOpFailed { message });
+            }
+            SharedState::Pending(run) => run,
+        };
+        match run(ctx) {
+            Ok(v) => {
+                let v = Arc::new(v);
+                *state = SharedState::Done(v.clone());
+                Ok(v)
+            }
+            Err(e) => {
+                *state = SharedState::Failed(e.to_string());
+                Err(e)
+            }
+        }
+    }
+}
+awaitable!([T: Send + Sync] SharedDeviceOp<T> => Arc<T>);
+
+/// `.unwrap_arc()` on operations whose output is an `Arc`: the value itself, when the `Arc`
+/// has no other owner ([`Error::ArcShared`] otherwise).
+pub trait DeviceOpUnwrapArc<T: Send + Sync>: DeviceOp<Output = Arc<T>> {
+    /// See the trait docs.
+    fn unwrap_arc(self) -> impl DeviceOp<Output = T> {
+        self.then(|arc| {
+            with_context(move |_| {
+                let owners = Arc::strong_count(&arc);
+                Arc::try_unwrap(arc).map_err(|_| Error::ArcShared {
+                    what: "unwrap_arc",
+                    owners,
+                })
+            })
+        })
+    }
+}
+
+impl<T: Send + Sync, D: DeviceOp<Output = Arc<T>>> DeviceOpUnwrapArc<T> for D {}
+
+/// The operations several `unzip` branches share: the first branch executed runs the
+/// operation, and each branch takes its own element of the output.
+struct Gate<D, S> {
+    state: Mutex<GateState<D, S>>,
+}
+
+enum GateState<D, S> {
+    Pending(D),
+    Ready(S),
+    Failed(String),
+}
+
+impl<D: DeviceOp, S> Gate<D, S> {
+    fn new(op: D) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(GateState::Pending(op)),
+        })
+    }
+
+    /// Runs the operation if no branch has, splits its output into `S` with `split`, and
+    /// takes this branch's element with `pick`.
+    fn take<R>(
+        &self,
+        ctx: &ExecutionContext,
+        split: fn(<D as DeviceOp>::Output) -> S,
+        pick: fn(&mut S) -> Option<R>,
+    ) -> Result<R, Error> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*state, GateState::Pending(_))
+            && let GateState::Pending(op) =
+                std::mem::replace(&mut *state, GateState::Failed(String::new()))
+        {
+            match op.execute(ctx) {
+                Ok(out) => *state = GateState::Ready(split(out)),
+                Err(e) => {
+                    *state = GateState::Failed(e.to_string());
+                    return Err(e);
+                }
+            }
+        }
+        match &mut *state {
+            GateState::Ready(slots) => pick(slots).ok_or_else(|| Error::SharedOpFailed {
+                message: "an unzip branch was executed twice".into(),
+            }),
+            GateState::Failed(message) => Err(Error::SharedOpFailed {
+                message: message.clone(),
+            }),
+            GateState::Pending(_) => Err(Error::SharedOpFailed {
+                message: "an unzip gate lost its operation".into(),
+            }),
+        }
+    }
+}
+
+/// Several operations as one whose output is the tuple of theirs, run in order
+/// (see [`Zippable`] and `zip!`).
+pub struct Zip<T>(T);
+
+/// Tuples of operations that [`zip`](Zippable::zip) into one operation.
+pub trait Zippable {
+    /// The tuple of the outputs.
+    type Output: Send;
+    /// One operation running every element, first to last, giving the tuple of outputs.
+    fn zip(self) -> Zip<Self>
+    where
+        Self: Sized,
+    {
+        Zip(self)
+    }
+    /// Runs every element in order.
+    #[doc(hidden)]
+    fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error>;
+}
+
+impl<T: Zippable + Send> DeviceOp for Zip<T> {
+    type Output = T::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<T::Output, Error> {
+        self.0.execute_all(ctx)
+    }
+}
+awaitable!([T: Zippable + Send] Zip<T> => T::Output);
+
+impl Zippable for () {
+    type Output = ();
+    fn execute_all(self, _ctx: &ExecutionContext) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Combines operations into one whose output is the tuple of theirs (run in order);
+/// `zip!(a)` is `a` itself.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tile_zip {
+    ($a:expr $(,)?) => {
+        $a
+    };
+    ($($a:expr),+ $(,)?) => {
+        $crate::tile::cuda_async::device_operation::Zippable::zip(($($a,)+))
+    };
+}
+
+/// Splits a tuple-output operation into one operation per element (`unzip!(op)` is
+/// `op.unzip()`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tile_unzip {
+    ($a:expr) => {
+        $a.unzip()
+    };
+}
+
+macro_rules! tuples {
+    ($( $Unzip:ident: ($($T:ident $D:ident $i:tt),+) first $F:ident, last $L:ident $l:tt; )*) => { $(
+        impl<$($D: DeviceOp),+> Zippable for ($($D,)+) {
+            type Output = ($(<$D as DeviceOp>::Output,)+);
+            fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error> {
+                Ok(($(self.$i.execute(ctx)?,)+))
+            }
+        }
+
+        /// `unzip`, `first` and `last` on operations with a tuple output of this size.
+        pub trait $Unzip<$($T: Send),+>: DeviceOp<Output = ($($T,)+)> {
+            /// One operation per element: the first of them executed runs this operation
+            /// (once), and each gives its element.
+            #[allow(clippy::type_complexity, non_snake_case)]
+            fn unzip(self) -> ($(impl DeviceOp<Output = $T>,)+) {
+                let split: fn(($($T,)+)) -> ($(Option<$T>,)+) = |($($T,)+)| ($(Some($T),)+);
+                let gate = Gate::new(self);
+                ($({
+                    let gate = gate.clone();
+                    with_context(move |ctx| gate.take(ctx, split, |slots| slots.$i.take()))
+                },)+)
+            }
+
+            /// The first element of the output.
+            fn first(self) -> impl DeviceOp<Output = $F> {
+                self.map(|t| t.0)
+            }
+
+            /// The last element of the output.
+            fn last(self) -> impl DeviceOp<Output = $L> {
+                self.map(|t| t.$l)
+            }
+        }
+
+        impl<$($T: Send,)+ Op: DeviceOp<Output = ($($T,)+)>> $Unzip<$($T),+> for Op {}
+    )* };
+}
+
+tuples! {
+    Unzippable1: (T0 D0 0) first T0, last T0 0;
+    Unzippable2: (T0 D0 0, T1 D1 1) first T0, last T1 1;
+    Unzippable3: (T0 D0 0, T1 D1 1, T2 D2 2) first T0, last T2 2;
+    Unzippable4: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3) first T0, last T3 3;
+    Unzippable5: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4) first T0, last T4 4;
+    Unzippable6: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5) first T0, last T5 5;
+    Unzippable7: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6)
+        first T0, last T6 6;
+    Unzippable8: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7)
+        first T0, last T7 7;
+    Unzippable9: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7,
+        T8 D8 8) first T0, last T8 8;
+    Unzippable10: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7,
+        T8 D8 8, T9 D9 9) first T0, last T9 9;
+    Unzippable11: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7,
+        T8 D8 8, T9 D9 9, T10 D10 10) first T0, last T10 10;
+    Unzippable12: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7,
+        T8 D8 8, T9 D9 9, T10 D10 10, T11 D11 11) first T0, last T11 11;
+}

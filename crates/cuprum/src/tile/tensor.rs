@@ -1,0 +1,496 @@
+//! Tensors on the device ([`Tensor`]), their partitions into tiles ([`Partition`]), and the
+//! traits that give tensors, `Arc`s of tensors and operations producing them their methods
+//! (`partition`, `reshape`, `to_host_vec`, `unpartition`), under cuTile Rust's names.
+//!
+//! A tensor is a view of a device allocation: a shape, strides (in elements) and the offset
+//! of its first element. The allocation is shared by views (an `Arc`), so `reshape` of a
+//! shared tensor copies nothing. A [`Partition`] is a tensor cut into tiles of one shape: the
+//! form a kernel's `&mut Tensor` output takes, since the partition fixes which tile block
+//! owns which tile and how many blocks the launch has ([`partition_grid`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::tile::cuda_core::{DType, DTypeId, Stream};
+use crate::tile::error::{Error, TensorError};
+use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, value, with_context};
+use crate::{CudaContext, DeviceBuffer};
+
+pub use crate::tile::launch::{KernelInput, KernelOutput};
+
+/// A tensor in device memory: a shape, strides and an offset over a shared allocation.
+pub struct Tensor<T: DType> {
+    storage: Arc<DeviceBuffer<T>>,
+    offset: usize,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+impl<T: DType> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tensor")
+            .field("elem", &T::DTYPE)
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+/// The row-major strides of `shape`.
+pub(crate) fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(shape[i + 1]);
+    }
+    strides
+}
+
+/// The element count of `shape` (1 for rank 0), if it fits `usize`.
+pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// The tile blocks a tensor of `shape` cut into tiles of `tile` needs along each axis
+/// (`ceil(shape / tile)`), the one definition of a partition's grid that partitions and
+/// launches share; `None` when the ranks differ or a tile size is zero.
+pub fn partition_grid(shape: &[usize], tile: &[usize]) -> Option<Vec<u64>> {
+    if shape.len() != tile.len() || tile.contains(&0) {
+        return None;
+    }
+    Some(
+        shape
+            .iter()
+            .zip(tile)
+            .map(|(&n, &t)| n.div_ceil(t) as u64)
+            .collect(),
+    )
+}
+
+impl<T: DType> Tensor<T> {
+    /// A contiguous tensor of `shape` over all of `buffer`, whose length must be the shape's
+    /// element count.
+    pub(crate) fn from_buffer(buffer: DeviceBuffer<T>, shape: Vec<usize>) -> Result<Self, Error> {
+        if element_count(&shape) != Some(buffer.len()) {
+            return Err(TensorError::HostLength {
+                len: buffer.len(),
+                shape,
+            }
+            .into());
+        }
+        Ok(Self {
+            strides: contiguous_strides(&shape),
+            storage: Arc::new(buffer),
+            offset: 0,
+            shape,
+        })
+    }
+
+    /// The element count of `shape`, or the error for a shape too large for memory.
+    pub(crate) fn checked_count(shape: &[usize]) -> Result<usize, Error> {
+        element_count(shape)
+            .filter(|n| n.checked_mul(size_of::<T>()).is_some())
+            .ok_or_else(|| {
+                TensorError::TooLarge {
+                    shape: shape.to_vec(),
+                    elem: T::DTYPE,
+                }
+                .into()
+            })
+    }
+
+    /// A new contiguous tensor of `shape` with every element zero.
+    pub(crate) fn zeroed(stream: &Stream, shape: Vec<usize>) -> Result<Self, Error> {
+        let n = Self::checked_count(&shape)?;
+        Self::from_buffer(DeviceBuffer::zeroed(stream, n)?, shape)
+    }
+
+    /// A new contiguous tensor of `shape` holding `data` in row-major order.
+    pub(crate) fn from_slice(
+        stream: &Stream,
+        data: &[T],
+        shape: Vec<usize>,
+    ) -> Result<Self, Error> {
+        if element_count(&shape) != Some(data.len()) {
+            return Err(TensorError::HostLength {
+                len: data.len(),
+                shape,
+            }
+            .into());
+        }
+        Self::from_buffer(DeviceBuffer::from_host(stream, data)?, shape)
+    }
+
+    /// The size along each axis.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The distance in elements between neighbours along each axis.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// The position of the first element in the allocation, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The number of axes.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The number of elements.
+    pub fn size(&self) -> usize {
+        // Cannot overflow: the view lies inside its allocation.
+        self.shape.iter().product()
+    }
+
+    /// The number of bytes of the elements.
+    pub fn num_bytes(&self) -> usize {
+        self.size() * size_of::<T>()
+    }
+
+    /// Whether the elements lie in row-major order without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.strides == contiguous_strides(&self.shape)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DTypeId {
+        T::DTYPE
+    }
+
+    /// The context (device) whose memory holds the tensor.
+    pub fn context(&self) -> &CudaContext {
+        self.storage.context()
+    }
+
+    /// The ordinal of the device whose memory holds the tensor.
+    pub fn device_id(&self) -> usize {
+        self.storage.context().ordinal()
+    }
+
+    /// The allocation behind the view.
+    pub(crate) fn buffer(&self) -> &DeviceBuffer<T> {
+        &self.storage
+    }
+
+    /// A new tensor with a copy of the elements (contiguous), made when the operation runs.
+    pub fn dup(&self) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
+        let source = self.share();
+        with_context(move |ctx| source.copy_on(ctx.stream()))
+    }
+
+    /// Another view of the same elements (the allocation is shared).
+    fn share(&self) -> Tensor<T> {
+        Tensor {
+            storage: self.storage.clone(),
+            offset: self.offset,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+        }
+    }
+
+    /// Whether the view covers its whole allocation in row-major order.
+    fn is_whole_allocation(&self) -> bool {
+        self.offset == 0 && self.is_contiguous() && self.size() == self.storage.len()
+    }
+
+    /// A contiguous copy of the elements, submitted to `stream`.
+    fn copy_on(&self, stream: &Stream) -> Result<Tensor<T>, Error> {
+        if !self.is_whole_allocation() {
+            let host = self.read_on(stream)?;
+            return Tensor::from_slice(stream, &host, self.shape.clone());
+        }
+        // SAFETY: the copy below writes every element before anything can read the buffer.
+        let mut buffer = unsafe { DeviceBuffer::uninit(stream, self.storage.len()) }?;
+        buffer.copy_from_device(stream, &self.storage)?;
+        Tensor::from_buffer(buffer, self.shape.clone())
+    }
+
+    /// The elements in row-major order, read through `stream` (waits for earlier work).
+    pub(crate) fn read_on(&self, stream: &Stream) -> Result<Vec<T>, Error> {
+        let all = self.storage.to_host_vec(stream)?;
+        if self.is_whole_allocation() {
+            return Ok(all);
+        }
+        let mut out = Vec::with_capacity(self.size());
+        if self.size() > 0 {
+            let mut index = vec![0usize; self.rank()];
+            loop {
+                let at = self.offset
+                    + index
+                        .iter()
+                        .zip(&self.strides)
+                        .map(|(i, s)| i * s)
+                        .sum::<usize>();
+                out.push(all[at]);
+                // The next row-major index; done when every axis wrapped.
+                let mut axis = self.rank();
+                loop {
+                    if axis == 0 {
+                        return Ok(out);
+                    }
+                    axis -= 1;
+                    index[axis] += 1;
+                    if index[axis] < self.shape[axis] {
+                        break;
+                    }
+                    index[axis] = 0;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The same elements in `shape`, which must have the same element count; the tensor
+    /// must be contiguous.
+    fn reshaped(self, shape: &[usize]) -> Result<Tensor<T>, Error> {
+        if element_count(shape) != Some(self.size()) {
+            return Err(TensorError::ReshapeCount {
+                from: self.shape.clone(),
+                to: shape.to_vec(),
+            }
+            .into());
+        }
+        if !self.is_contiguous() {
+            return Err(TensorError::NotContiguous {
+                shape: self.shape.clone(),
+                strides: self.strides.clone(),
+            }
+            .into());
+        }
+        Ok(Tensor {
+            storage: self.storage,
+            offset: self.offset,
+            strides: contiguous_strides(shape),
+            shape: shape.to_vec(),
+        })
+    }
+}
+
+/// `reshape` on tensors (which it consumes) and on `&Arc<Tensor>` (which gives another `Arc`
+/// viewing the same allocation): the same elements, row-major, in a shape of the same
+/// element count; nothing is copied.
+pub trait Reshape {
+    /// What the reshape gives.
+    type Output;
+    /// See the trait docs.
+    fn reshape(self, shape: &[usize]) -> Result<Self::Output, Error>;
+}
+
+impl<T: DType> Reshape for Tensor<T> {
+    type Output = Tensor<T>;
+    fn reshape(self, shape: &[usize]) -> Result<Tensor<T>, Error> {
+        self.reshaped(shape)
+    }
+}
+
+impl<T: DType> Reshape for &Arc<Tensor<T>> {
+    type Output = Arc<Tensor<T>>;
+    fn reshape(self, shape: &[usize]) -> Result<Arc<Tensor<T>>, Error> {
+        Ok(Arc::new(self.share().reshaped(shape)?))
+    }
+}
+
+/// `to_host_vec` on tensors and `Arc`s of tensors: an operation copying the elements, in
+/// row-major order, into a `Vec`.
+pub trait ToHostVec<T: DType> {
+    /// See the trait docs.
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>>;
+}
+
+impl<T: DType> ToHostVec<T> for Tensor<T> {
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
+        with_context(move |ctx| self.read_on(ctx.stream()))
+    }
+}
+
+impl<T: DType> ToHostVec<T> for Arc<Tensor<T>> {
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
+        with_context(move |ctx| self.read_on(ctx.stream()))
+    }
+}
+
+impl<T: DType> ToHostVec<T> for &Arc<Tensor<T>> {
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
+        self.clone().to_host_vec()
+    }
+}
+
+impl<T: DType> ToHostVec<T> for &Tensor<T> {
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
+        with_context(move |ctx| self.read_on(ctx.stream()))
+    }
+}
+
+/// `to_host_vec` on operations that produce a tensor.
+pub trait ToHostVecOp<T: DType>: DeviceOp<Output = Tensor<T>> {
+    /// See [`ToHostVec`].
+    fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
+        self.then(|t| t.to_host_vec())
+    }
+}
+
+impl<T: DType, D: DeviceOp<Output = Tensor<T>>> ToHostVecOp<T> for D {}
+
+/// A tensor cut into tiles of one shape: what a kernel's `&mut Tensor` output takes. Tile
+/// block `(i, j, k)` of the launch owns tile `(i, j, k)`; the grid is
+/// `ceil(shape / tile)` along each axis ([`partition_grid`]). `T` is the tensor, owned
+/// (`Partition<Tensor<E>>`, given back by the launch) or borrowed
+/// (`Partition<&mut Tensor<E>>`, written in place).
+pub struct Partition<T> {
+    object: T,
+    tile: Vec<usize>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for Partition<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Partition")
+            .field("tensor", &self.object)
+            .field("tile", &self.tile)
+            .finish()
+    }
+}
+
+impl<T> Partition<T> {
+    /// The tensor, no longer partitioned.
+    pub fn unpartition(self) -> T {
+        self.object
+    }
+
+    /// The shape of each tile.
+    pub fn partition_shape(&self) -> &[usize] {
+        &self.tile
+    }
+
+    /// The partitioned tensor.
+    pub(crate) fn tensor(&self) -> &T {
+        &self.object
+    }
+}
+
+impl<T: PartitionTarget> Partition<T> {
+    /// The grid of tile blocks a launch over this partition has, or why there is none (a
+    /// partition of another rank than its tensor, a zero tile size, more than 3 axes).
+    pub fn grid(&self) -> Result<(u32, u32, u32), crate::tile::error::LaunchProblem> {
+        crate::tile::launch::bind::grid_of("partition", self.object.view().shape(), &self.tile)
+    }
+}
+
+impl<T> From<Partition<T>> for Arc<T> {
+    fn from(p: Partition<T>) -> Self {
+        Arc::new(p.object)
+    }
+}
+
+/// What can be partitioned: owned tensors and `&mut` tensors.
+pub trait PartitionTarget: Send + crate::tile::sealed::Sealed {
+    /// The element type.
+    type Elem: DType;
+    /// The tensor partitioned.
+    fn view(&self) -> &Tensor<Self::Elem>;
+}
+
+impl<T: DType> crate::tile::sealed::Sealed for Tensor<T> {}
+impl<T: DType> PartitionTarget for Tensor<T> {
+    type Elem = T;
+    fn view(&self) -> &Tensor<T> {
+        self
+    }
+}
+
+impl<T: DType> crate::tile::sealed::Sealed for &mut Tensor<T> {}
+impl<T: DType> PartitionTarget for &mut Tensor<T> {
+    type Elem = T;
+    fn view(&self) -> &Tensor<T> {
+        self
+    }
+}
+
+/// `partition` on tensors: cuts the tensor into tiles of `tile` (one size per axis; checked
+/// at launch).
+pub trait IntoPartition: Sized {
+    /// See the trait docs.
+    fn partition<const RANK: usize>(self, tile: [usize; RANK]) -> Partition<Self>;
+}
+
+impl<T: PartitionTarget> IntoPartition for T {
+    fn partition<const RANK: usize>(self, tile: [usize; RANK]) -> Partition<Self> {
+        Partition {
+            object: self,
+            tile: tile.to_vec(),
+        }
+    }
+}
+
+/// `try_partition` on an `Arc` of a tensor: partitions the tensor when the `Arc` is its only
+/// owner ([`Error::ArcShared`] otherwise).
+pub trait TryPartition<T: DType> {
+    /// See the trait docs.
+    fn try_partition<const RANK: usize>(
+        self,
+        tile: [usize; RANK],
+    ) -> Result<Partition<Tensor<T>>, Error>;
+}
+
+impl<T: DType> TryPartition<T> for Arc<Tensor<T>> {
+    fn try_partition<const RANK: usize>(
+        self,
+        tile: [usize; RANK],
+    ) -> Result<Partition<Tensor<T>>, Error> {
+        let owners = Arc::strong_count(&self);
+        Arc::try_unwrap(self)
+            .map(|t| t.partition(tile))
+            .map_err(|_| Error::ArcShared {
+                what: "try_partition",
+                owners,
+            })
+    }
+}
+
+/// `partition` on operations that produce a tensor: partitions it when it is produced.
+pub trait PartitionOp: DeviceOp<Output: IntoPartition> {
+    /// See [`IntoPartition`].
+    fn partition<const RANK: usize>(
+        self,
+        tile: [usize; RANK],
+    ) -> impl DeviceOp<Output = Partition<<Self as DeviceOp>::Output>> {
+        self.map(move |t| t.partition(tile))
+    }
+}
+
+impl<D: DeviceOp<Output: IntoPartition>> PartitionOp for D {}
+
+/// `unpartition` on operations that produce a partition: the tensor, no longer partitioned.
+pub trait Unpartition<T: Send>: DeviceOp<Output = Partition<T>> {
+    /// See the trait docs.
+    fn unpartition(self) -> impl DeviceOp<Output = T> {
+        self.map(Partition::unpartition)
+    }
+}
+
+impl<T: Send, D: DeviceOp<Output = Partition<T>>> Unpartition<T> for D {}
+
+impl<T: DType> IntoDeviceOp<Tensor<T>> for Tensor<T> {
+    type Op = Value<Tensor<T>>;
+    fn into_op(self) -> Value<Tensor<T>> {
+        value(self)
+    }
+}
+
+impl<'a, T: DType> IntoDeviceOp<&'a Tensor<T>> for &'a Tensor<T> {
+    type Op = Value<&'a Tensor<T>>;
+    fn into_op(self) -> Value<&'a Tensor<T>> {
+        value(self)
+    }
+}
+
+impl<T: PartitionTarget> IntoDeviceOp<Partition<T>> for Partition<T> {
+    type Op = Value<Partition<T>>;
+    fn into_op(self) -> Value<Partition<T>> {
+        value(self)
+    }
+}
