@@ -1,17 +1,170 @@
 //! The tile front end: a `#[cuprum::tile::module]` module's Rust source (a `syn` AST) to tile
 //! IR, run by the macro at `cargo build`, so that unknown operations and shape errors are
 //! compile errors at the user's span. Generic kernels keep their const and type parameters
-//! symbolic (`cuprum_tile_ir::Dim::Param`); the host specializes them at launch.
+//! symbolic (`cuprum_tile_ir::Dim::Param`, `Elem::Param`); the host specializes them at
+//! launch.
+//!
+//! The language is cuTile Rust's kernel language (the `cutile` crate's `core` names), so a
+//! cutile kernel compiles with only its paths changed: grid queries
+//! (`get_tile_block_id`), tensors and partitions (`x.partition(shape).load([i, j])`,
+//! `load_tile_like`, `z.store(t)`), creation, shape, element-wise, math, comparison,
+//! conversion and reduction operations, `if`/`for`/`while`/`loop` with `let mut` variables,
+//! helper functions (inlined) and module consts, `cuda_tile_print!` and
+//! `cuda_tile_assert!`. Beyond cutile: scalar operands of operators (`t * 2.0`), `break`
+//! in `for` loops, `iota` of any rank.
+//!
+//! * `items`: what the module holds; entry attributes; module consts.
+//! * `types`: the source's types and shapes, resolved against generics.
+//! * `literal`: compile-time numbers and how they take types.
+//! * `lower`: the lowering of each entry (its own module docs say how).
+//!
+//! Kernel generics become the IR's parameters in a fixed way the host relies on: each
+//! `const N: i32` is one [`cuprum_tile_ir::ConstParam`] named `N`, each `const S: [i32; K]` is
+//! `K` of them named `S[0]`..`S[K-1]`, and each type parameter is one entry of
+//! [`cuprum_tile_ir::TileKernel::types`]. [`EntryInfo::generics`] gives the source order of
+//! both kinds together (which `.generics(..)` follows).
 
 #![warn(missing_docs)]
 
-use cuprum_tile_ir::TileModule;
+mod items;
+mod literal;
+mod lower;
+mod types;
+
+use cuprum_ir::ScalarType;
+use cuprum_tile_ir::{TileKernel, TileModule};
+use proc_macro2::Span;
+
+pub use items::EntryAttrs;
+
+/// A compiled module, with what the host side needs about each entry beyond its IR.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledTileModule {
+    /// The entries' IR, in source order.
+    pub module: TileModule,
+    /// One per kernel of `module`, in the same order.
+    pub entries: Vec<EntryInfo>,
+}
+
+/// What the host needs about one entry that its IR does not say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryInfo {
+    /// The function's name (also the kernel's).
+    pub name: String,
+    /// The generic parameters in source order (lifetimes left out).
+    pub generics: Vec<GenericParamInfo>,
+    /// Whether the function is an `unsafe fn` (its launcher is then `unsafe` too).
+    pub is_unsafe: bool,
+    /// The entry attribute's options.
+    pub attrs: EntryAttrs,
+}
+
+/// A generic parameter of an entry, in source order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GenericParamInfo {
+    /// `const N: T` (`len` 1) or `const S: [T; len]`: the kernel's const parameters
+    /// `first..first + len` ([`cuprum_tile_ir::TileKernel::consts`]).
+    Const {
+        /// Its name in the source.
+        name: String,
+        /// `T`.
+        ty: ScalarType,
+        /// The index of its first const parameter.
+        first: u32,
+        /// How many const parameters it is.
+        len: u32,
+        /// Whether it is an array (`[T; len]`).
+        array: bool,
+    },
+    /// A type parameter: [`cuprum_tile_ir::TileKernel::types`]`[index]`.
+    Type {
+        /// Its name in the source.
+        name: String,
+        /// Its index among the kernel's type parameters.
+        index: u32,
+    },
+}
 
 /// Compiles every `#[cuprum::tile::entry]` function of `module` (helpers are inlined into
-/// them); an error carries the span of the offending code.
+/// them); an error carries the span of the offending code, and errors of several entries are
+/// combined.
 pub fn compile_module(module: &syn::ItemMod) -> syn::Result<TileModule> {
-    Err(syn::Error::new_spanned(
-        &module.ident,
-        "the tile front end is not written yet",
-    ))
+    compile_module_with_info(module).map(|c| c.module)
+}
+
+/// [`compile_module`], with what the host needs about each entry ([`EntryInfo`]).
+pub fn compile_module_with_info(module: &syn::ItemMod) -> syn::Result<CompiledTileModule> {
+    let items = items::scan_module(module)?;
+    let mut kernels = Vec::with_capacity(items.entries.len());
+    let mut entries = Vec::with_capacity(items.entries.len());
+    let mut errors: Option<syn::Error> = None;
+    for entry in &items.entries {
+        match compile_entry(&items, entry) {
+            Ok((k, info)) => {
+                kernels.push(k);
+                entries.push(info);
+            }
+            Err(e) => match &mut errors {
+                Some(all) => all.combine(e),
+                None => errors = Some(e),
+            },
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    Ok(CompiledTileModule {
+        module: TileModule { kernels },
+        entries,
+    })
+}
+
+/// How many times an entry is lowered at most: a run that learns a `let`'s literal type from
+/// a later use lowers it again with that knowledge.
+const MAX_RUNS: usize = 4;
+
+fn compile_entry(
+    items: &items::ModuleItems<'_>,
+    entry: &items::Entry<'_>,
+) -> syn::Result<(TileKernel, EntryInfo)> {
+    let mut hints = lower::Hints::default();
+    let mut result = lower::lower_entry(items, entry.func, &entry.attrs, &mut hints);
+    for _ in 1..MAX_RUNS {
+        if !hints.learnt_something_new() {
+            break;
+        }
+        hints = hints.for_next_run();
+        result = lower::lower_entry(items, entry.func, &entry.attrs, &mut hints);
+    }
+    let (kernel, info) = result?;
+    cuprum_tile_ir::validate_kernel(&kernel).map_err(|e| {
+        syn::Error::new(
+            entry.func.sig.ident.span(),
+            format!(
+                "internal error of the tile front end (please report it): {}",
+                types::with_names(&kernel, &e.to_string())
+            ),
+        )
+    })?;
+    Ok((kernel, info))
+}
+
+/// An error at `span`.
+pub(crate) fn err<T>(span: Span, message: impl std::fmt::Display) -> syn::Result<T> {
+    Err(syn::Error::new(span, message.to_string()))
+}
+
+/// An expression's source text, for messages.
+pub(crate) fn source_text(e: &syn::Expr) -> String {
+    quote::ToTokens::to_token_stream(e).to_string()
+}
+
+/// A pattern's source text, for messages.
+pub(crate) fn source_text_pat(p: &syn::Pat) -> String {
+    quote::ToTokens::to_token_stream(p).to_string()
+}
+
+/// A type's source text, for messages.
+pub(crate) fn source_text_ty(t: &syn::Type) -> String {
+    quote::ToTokens::to_token_stream(t).to_string()
 }
