@@ -150,13 +150,9 @@ pub(crate) struct TypeCx<'a> {
     pub consts: &'a HashMap<String, Lit>,
 }
 
-/// The name of a single-segment path (`BM`, `f32`), if it is one.
+/// The name of a single-segment path without arguments (`BM`, `f32`), if it is one.
 pub(crate) fn path_name(path: &syn::Path) -> Option<String> {
-    if path.segments.len() == 1 && path.leading_colon.is_none() {
-        path.segments.first().map(|s| s.ident.to_string())
-    } else {
-        None
-    }
+    path.get_ident().map(|i| i.to_string())
 }
 
 /// The generic arguments of a path's last segment (`Tile<f32, S>` gives `f32, S`).
