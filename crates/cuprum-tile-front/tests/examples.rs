@@ -238,11 +238,15 @@ fn add_reads_its_inputs_at_the_blocks_tile_and_prints_as_expected() {
         let ParamKind::Tensor(t) = &p.kind else {
             panic!("{} is a tensor", p.name)
         };
-        assert_eq!((t.access, t.dims.clone()), (TensorAccess::Read, vec![TensorDim::Dynamic]));
+        assert_eq!(
+            (t.access, t.dims.clone()),
+            (TensorAccess::Read, vec![TensorDim::Dynamic])
+        );
     }
-    let loads = types_of(add, |op| {
-        matches!(op, Op::Load { view: View::Tiled { tile, .. }, .. } if tile == &vec![Dim::Param(0)])
-    });
+    let loads = types_of(
+        add,
+        |op| matches!(op, Op::Load { view: View::Tiled { tile, .. }, .. } if tile == &vec![Dim::Param(0)]),
+    );
     assert_eq!(loads, vec![f32s(s.clone()), f32s(s.clone())]);
     assert_eq!(stored_type(add), f32s(s));
 
@@ -284,7 +288,10 @@ fn hello_world_prints_the_block_and_grid_indices_with_printf_conversions() {
         format,
         "Hello, I am tile <%d, %d, %d> in a kernel with <%d, %d, %d> tiles.\n"
     );
-    let ops: Vec<&Op> = args.iter().map(|a| def_of(k, *a).expect("each argument is defined")).collect();
+    let ops: Vec<&Op> = args
+        .iter()
+        .map(|a| def_of(k, *a).expect("each argument is defined"))
+        .collect();
     assert_eq!(
         ops,
         vec![
@@ -305,11 +312,22 @@ fn saxpy_broadcasts_its_scalar_to_the_tile_of_its_output() {
     let k = kernel(&m, "saxpy");
     let names: Vec<&str> = k.consts.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["S[0]", "S[1]"]);
-    assert_eq!(k.params[1].kind, ParamKind::Scalar(Elem::Known(ScalarType::F32)));
+    assert_eq!(
+        k.params[1].kind,
+        ParamKind::Scalar(Elem::Known(ScalarType::F32))
+    );
     let tile = vec![Dim::Param(0), Dim::Param(1)];
     let broadcasts = types_of(k, |op| matches!(op, Op::Broadcast { .. }));
     assert_eq!(broadcasts, vec![f32s(tile.clone())]);
-    let own = types_of(k, |op| matches!(op, Op::Load { view: View::Own { tensor: 0 }, .. }));
+    let own = types_of(k, |op| {
+        matches!(
+            op,
+            Op::Load {
+                view: View::Own { tensor: 0 },
+                ..
+            }
+        )
+    });
     assert_eq!(own, vec![f32s(tile.clone())]);
     assert_eq!(stored_type(k), f32s(tile));
     let s = specialize(k, &spec(&[2, 2])).expect("S = [2, 2]");
@@ -324,13 +342,18 @@ fn softmax_reduces_rows_to_bm_and_broadcasts_back() {
     let reductions: Vec<(Combine, TileType)> = defs(k)
         .into_iter()
         .filter_map(|(op, t)| match op {
-            Op::Reduce { axis: 1, combine, .. } => Some((combine.clone(), t)),
+            Op::Reduce {
+                axis: 1, combine, ..
+            } => Some((combine.clone(), t)),
             _ => None,
         })
         .collect();
     assert_eq!(
         reductions,
-        vec![(Combine::Max, f32s(vec![bm])), (Combine::Sum, f32s(vec![bm]))]
+        vec![
+            (Combine::Max, f32s(vec![bm])),
+            (Combine::Sum, f32s(vec![bm]))
+        ]
     );
     let reshapes = types_of(k, |op| matches!(op, Op::Reshape { .. }));
     assert_eq!(reshapes, vec![f32s(vec![bm, Dim::Known(1)]); 2]);
@@ -368,7 +391,12 @@ fn rms_norm_carries_its_sum_through_a_loop_and_stores_sub_tiles() {
         .stmts
         .iter()
         .filter_map(|s| match s {
-            Stmt::StorePart { tile, value, index, tensor: 2 } => {
+            Stmt::StorePart {
+                tile,
+                value,
+                index,
+                tensor: 2,
+            } => {
                 assert_eq!(index.len(), 2);
                 Some((tile, k.ty(*value).clone()))
             }
@@ -379,7 +407,9 @@ fn rms_norm_carries_its_sum_through_a_loop_and_stores_sub_tiles() {
     // `num_tiles = N / BLOCK_SIZE` is computed from the const parameters.
     let divs = defs(k)
         .into_iter()
-        .filter(|(op, t)| matches!(op, Op::Binary(BinaryOp::Div, ..)) && *t == TileType::scalar(ScalarType::I32))
+        .filter(|(op, t)| {
+            matches!(op, Op::Binary(BinaryOp::Div, ..)) && *t == TileType::scalar(ScalarType::I32)
+        })
         .count();
     assert_eq!(divs, 1);
     assert_eq!(
@@ -404,13 +434,24 @@ fn layer_norm_in_f16_computes_in_f32_and_masks_the_padding() {
     let tile = vec![Dim::Known(1), block];
     let f16 = |shape: Shape| TileType::new(ScalarType::F16, shape);
     // Every load reads f16 and is converted to f32 once.
-    let casts: Vec<TileType> = types_of(k, |op| matches!(op, Op::Cast { to: Elem::Known(ScalarType::F32), .. }))
-        .into_iter()
-        .filter(|t| !t.shape.is_empty())
-        .collect();
+    let casts: Vec<TileType> = types_of(k, |op| {
+        matches!(
+            op,
+            Op::Cast {
+                to: Elem::Known(ScalarType::F32),
+                ..
+            }
+        )
+    })
+    .into_iter()
+    .filter(|t| !t.shape.is_empty())
+    .collect();
     assert_eq!(casts, vec![f32s(tile.clone()); 5]);
     let loads = types_of(k, |op| matches!(op, Op::Load { .. }));
-    assert!(loads.iter().all(|t| t.elem == Elem::Known(ScalarType::F16)), "{loads:?}");
+    assert!(
+        loads.iter().all(|t| t.elem == Elem::Known(ScalarType::F16)),
+        "{loads:?}"
+    );
     // The mask: an iota along the row compared with N.
     assert_eq!(
         types_of(k, |op| matches!(op, Op::Iota { axis: 0, .. })),
@@ -426,7 +467,13 @@ fn layer_norm_in_f16_computes_in_f32_and_masks_the_padding() {
     );
     // The helper was inlined twice (two reductions to a scalar).
     assert_eq!(
-        types_of(k, |op| matches!(op, Op::Reduce { combine: Combine::Sum, .. })),
+        types_of(k, |op| matches!(
+            op,
+            Op::Reduce {
+                combine: Combine::Sum,
+                ..
+            }
+        )),
         vec![f32s(vec![Dim::Known(1)]); 2]
     );
     let stores: Vec<TileType> = stmts(k)

@@ -94,7 +94,7 @@ impl Lowerer<'_> {
                 }
             };
         }
-        let cond = self.tile_of(cond, Elem::Known(ScalarType::Bool), e.cond.span())?;
+        let cond = self.tile(cond, e.cond.span())?;
         self.scalar_bool(cond, e.cond.span())?;
         let before = self.snapshot();
 
@@ -609,7 +609,7 @@ impl Lowerer<'_> {
         {
             return Ok(());
         }
-        let c = self.tile_of(c, Elem::Known(ScalarType::Bool), cond.span())?;
+        let c = self.tile(c, cond.span())?;
         self.scalar_bool(c, cond.span())?;
         let stop = self.def(Op::Unary(UnaryOp::Not, c), cond.span())?;
         let values = self.carried_values(cond.span())?;

@@ -283,10 +283,10 @@ impl Lowerer<'_> {
         what: &str,
         span: Span,
     ) -> Result<Val> {
-        if let (Val::Lit(a, oa), Val::Lit(b, ob)) = (&l, &r) {
-            if let Some(v) = fold_binary(op, a, b, span)? {
-                return Ok(Val::Lit(v, oa.or(*ob)));
-            }
+        if let (Val::Lit(a, oa), Val::Lit(b, ob)) = (&l, &r)
+            && let Some(v) = fold_binary(op, a, b, span)?
+        {
+            return Ok(Val::Lit(v, oa.or(*ob)));
         }
         let shift = matches!(op, BinaryOp::Shl | BinaryOp::Shr);
         let (a, b) = if shift {
@@ -320,7 +320,7 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<(TileValue, TileValue)> {
         match (l, r) {
-            (Val::Lit(a, oa), Val::Lit(b, ob)) => {
+            (Val::Lit(a, _), Val::Lit(b, _)) => {
                 let ty = a.ty.or(b.ty).unwrap_or_else(|| {
                     if !is_number(&a) || !is_number(&b) {
                         ScalarType::Bool
@@ -332,7 +332,6 @@ impl Lowerer<'_> {
                         a.default_type()
                     }
                 });
-                let _ = (oa, ob);
                 let x = self.constant(&a, Elem::Known(ty), Vec::new(), span)?;
                 let y = self.constant(&b, Elem::Known(ty), Vec::new(), span)?;
                 Ok((x, y))
@@ -477,11 +476,11 @@ impl Lowerer<'_> {
                 let v = lit.constant(ScalarType::Bool, b.right.span())?;
                 return Ok(Val::lit(Lit::from_constant(v)));
             }
-            let r = self.tile_of(r, bool_ty, b.right.span())?;
+            let r = self.tile(r, b.right.span())?;
             self.scalar_bool(r, b.right.span())?;
             return Ok(Val::Tile(r));
         }
-        let cond = self.tile_of(l, bool_ty, b.left.span())?;
+        let cond = self.tile(l, b.left.span())?;
         self.scalar_bool(cond, b.left.span())?;
         let result = self
             .b
@@ -490,7 +489,7 @@ impl Lowerer<'_> {
         let (then, otherwise);
         if and {
             let r = self.expr(&b.right, &Ty::Infer)?;
-            let r = self.tile_of(r, bool_ty, b.right.span())?;
+            let r = self.tile(r, b.right.span())?;
             self.scalar_bool(r, b.right.span())?;
             then = self.b.end_block(vec![r]);
             self.b.begin_block();
@@ -511,7 +510,7 @@ impl Lowerer<'_> {
             then = self.b.end_block(vec![t]);
             self.b.begin_block();
             let r = self.expr(&b.right, &Ty::Infer)?;
-            let r = self.tile_of(r, bool_ty, b.right.span())?;
+            let r = self.tile(r, b.right.span())?;
             self.scalar_bool(r, b.right.span())?;
             otherwise = self.b.end_block(vec![r]);
         }

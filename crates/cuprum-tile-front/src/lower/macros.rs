@@ -66,12 +66,12 @@ impl Lowerer<'_> {
                     None => format!("assertion failed: {}", crate::source_text(cond)),
                 };
                 let c = self.expr(cond, &Ty::Infer)?;
-                if let Val::Lit(l, _) = &c {
-                    if l.constant(ScalarType::Bool, cond.span())?.bits != 0 {
-                        return Ok(Val::Unit);
-                    }
+                if let Val::Lit(l, _) = &c
+                    && l.constant(ScalarType::Bool, cond.span())?.bits != 0
+                {
+                    return Ok(Val::Unit);
                 }
-                let c = self.tile_of(c, Elem::Known(ScalarType::Bool), cond.span())?;
+                let c = self.tile(c, cond.span())?;
                 self.scalar_bool(c, cond.span())?;
                 self.b.push(Stmt::Assert { cond: c, message });
                 Ok(Val::Unit)

@@ -149,7 +149,6 @@ impl<'m> Lowerer<'m> {
                     args.span_of(0),
                     args.val(1),
                     args.span_of(1),
-                    span,
                 )?;
                 Ok(Val::Unit)
             }
@@ -375,7 +374,6 @@ impl<'m> Lowerer<'m> {
     }
 
     /// `t.partition_mut(tile).store(value, index)`: a sub-tile of the own tile.
-    #[allow(clippy::too_many_arguments)]
     fn store_part(
         &mut self,
         t: u32,
@@ -384,12 +382,10 @@ impl<'m> Lowerer<'m> {
         value_span: Span,
         index: Val,
         index_span: Span,
-        span: Span,
     ) -> Result<()> {
         let (name, tp) = self.tensor_param(t)?;
         let v = self.store_value(&name, tp.elem, &tile, value, value_span)?;
         let index = self.tile_index(index, tp.rank(), index_span)?;
-        let _ = span;
         self.b.push(Stmt::StorePart {
             tensor: t,
             tile,
@@ -403,12 +399,7 @@ impl<'m> Lowerer<'m> {
     /// rounded up (an `i32`).
     pub(super) fn num_tiles(&mut self, args: &Args<'_>) -> Result<Val> {
         let span = args.span;
-        let Val::Partition {
-            tensor,
-            tile,
-            mutable,
-        } = args.val(0)
-        else {
+        let Val::Partition { tensor, tile, .. } = args.val(0) else {
             return err(
                 args.span_of(0),
                 "`num_tiles` counts the tiles of a partition",
@@ -422,10 +413,11 @@ impl<'m> Lowerer<'m> {
             );
         };
         let (_, tp) = self.tensor_param(tensor)?;
-        // A partition of an input divides the tensor; one of an output divides the own tile.
-        let size = match (mutable, tp.dims[axis]) {
-            (_, TensorDim::Static(d)) => ShapeEntry::Dim(d),
-            (_, TensorDim::Dynamic) => ShapeEntry::Dynamic {
+        // A partition of an input divides the tensor; one of an output divides the own
+        // tile, whose dimensions are the output's declared (static) ones.
+        let size = match tp.dims[axis] {
+            TensorDim::Static(d) => ShapeEntry::Dim(d),
+            TensorDim::Dynamic => ShapeEntry::Dynamic {
                 tensor,
                 axis: axis as u32,
             },

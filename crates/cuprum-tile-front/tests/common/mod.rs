@@ -44,7 +44,15 @@ pub fn assert_error(src: &str, message: &str, line: usize, column: usize) {
         got.contains(message),
         "the message\n  {got}\ndoes not contain\n  {message}"
     );
-    assert_eq!((l, c), (line, column), "the position of `{got}`");
+    let caret = |col: usize| format!("{}^", " ".repeat(col.saturating_sub(1)));
+    let text = src.lines().nth(l.saturating_sub(1)).unwrap_or("");
+    assert_eq!(
+        (l, c),
+        (line, column),
+        "the position of `{got}`:\n{text}\n{}  (found)\n{}  (expected)",
+        caret(c),
+        caret(column)
+    );
 }
 
 /// The kernel named `name`.
