@@ -10,6 +10,8 @@ use cuprum_ir::{BinaryOp, CmpOp, UnaryOp};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
+use cuprum_tile_ir::TileType;
+
 use super::math::MathFn;
 use super::*;
 
@@ -586,6 +588,40 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// What the arguments of a call are expected to be (the types that literals and
+/// conversions whose target is inferred take, as rustc infers them).
+pub(super) enum ArgHint {
+    None,
+    /// The `i`th argument is expected to be of the `i`th type.
+    Fixed(Vec<Ty>),
+    /// The arguments from `from` on are operands of one type: the first tile among them
+    /// gives it; before one is seen, `first` is expected.
+    Operands {
+        from: usize,
+        first: Ty,
+    },
+}
+
+impl Builtin {
+    /// What the arguments of this built-in are expected to be, given the call's expected
+    /// type and a method's receiver (its first operand).
+    fn arg_hint(self, expect: &Ty, receiver: Option<TileType>) -> ArgHint {
+        let (from, first) = match self {
+            B::Math(_) | B::Binary(_) | B::Fma => (0, expect.clone()),
+            B::Compare(_) => (0, Ty::Infer),
+            B::Select => (1, expect.clone()),
+            _ => return ArgHint::None,
+        };
+        match receiver {
+            Some(t) => ArgHint::Operands {
+                from: 0,
+                first: Ty::Tile(t.elem, t.shape),
+            },
+            None => ArgHint::Operands { from, first },
+        }
+    }
+}
+
 /// The lowered arguments of a call.
 pub(super) struct Args<'e> {
     /// The operation's name, for messages.
@@ -632,12 +668,13 @@ impl<'m> Lowerer<'m> {
                 cuprum_ir::ScalarType::from_rust_name(&s.ident.to_string()).is_some()
             });
         if !type_qualified && let Some(f) = self.items.functions.get(&name).copied() {
-            let args = self.lower_args(&name, c.args.iter(), turbofish, span)?;
+            let args = self.lower_args(&name, c.args.iter(), turbofish, span, ArgHint::None)?;
             return self.inline(f, args, expect);
         }
         match lookup(&name, type_qualified) {
             Some((b, sig)) => {
-                let args = self.lower_args(&name, c.args.iter(), turbofish, span)?;
+                let hint = b.arg_hint(expect, None);
+                let args = self.lower_args(&name, c.args.iter(), turbofish, span, hint)?;
                 self.builtin(b, sig, args, expect)
             }
             None => {
@@ -663,14 +700,31 @@ impl<'m> Lowerer<'m> {
             .as_ref()
             .map(|t| t.args.iter().collect())
             .unwrap_or_default();
-        let mut args = self.lower_args(&name, m.args.iter(), turbofish, span)?;
+        let args = m.args.iter();
         match recv {
-            Val::Tensor(t) => self.tensor_method(t, &name, args, m.method.span()),
+            Val::Tensor(t) => {
+                // A store's value is expected to be the tile stored.
+                let hint = match (name.as_str(), self.store_type(t)) {
+                    ("store", Some(ty)) => ArgHint::Fixed(vec![ty]),
+                    _ => ArgHint::None,
+                };
+                let args = self.lower_args(&name, args, turbofish, span, hint)?;
+                self.tensor_method(t, &name, args, m.method.span())
+            }
             Val::Partition {
                 tensor,
                 tile,
                 mutable,
-            } => self.partition_method(tensor, tile, mutable, &name, args, m.method.span()),
+            } => {
+                let hint = match (name.as_str(), self.store_type(tensor)) {
+                    ("store", Some(Ty::Tile(elem, _))) if mutable => {
+                        ArgHint::Fixed(vec![Ty::Tile(elem, tile.clone())])
+                    }
+                    _ => ArgHint::None,
+                };
+                let args = self.lower_args(&name, args, turbofish, span, hint)?;
+                self.partition_method(tensor, tile, mutable, &name, args, m.method.span())
+            }
             v @ (Val::Tile(_) | Val::Lit(..)) => {
                 // `scalar.broadcast(shape)` repeats a scalar.
                 let builtin = match (name.as_str(), &v) {
@@ -688,6 +742,12 @@ impl<'m> Lowerer<'m> {
                         format!("unknown method `{name}` of a tile{hint}"),
                     );
                 };
+                let receiver = match &v {
+                    Val::Tile(t) => Some(self.ty(*t)),
+                    _ => None,
+                };
+                let hint = b.arg_hint(expect, receiver);
+                let mut args = self.lower_args(&name, args, turbofish, span, hint)?;
                 args.vals.insert(0, (v, m.receiver.span()));
                 self.builtin(b, sig, args, expect)
             }
@@ -702,16 +762,28 @@ impl<'m> Lowerer<'m> {
         }
     }
 
+    /// The tile type a store to tensor parameter `t` takes, when `t` is an output.
+    fn store_type(&self, t: u32) -> Option<Ty> {
+        match &self.kernel().params.get(t as usize)?.kind {
+            cuprum_tile_ir::ParamKind::Tensor(tp) => {
+                tp.partition_tile().map(|tile| Ty::Tile(tp.elem, tile))
+            }
+            cuprum_tile_ir::ParamKind::Scalar(_) => None,
+        }
+    }
+
     fn lower_args<'e>(
         &mut self,
         name: &str,
         exprs: impl Iterator<Item = &'e syn::Expr>,
         turbofish: Vec<&'e syn::GenericArgument>,
         span: Span,
+        hint: ArgHint,
     ) -> Result<Args<'e>> {
         let mut vals = Vec::new();
         let mut closure = None;
-        for e in exprs {
+        let mut operand_type: Option<Ty> = None;
+        for (i, e) in exprs.enumerate() {
             if let syn::Expr::Closure(c) = e {
                 if closure.is_some() {
                     return err(c.span(), "only one closure argument is supported");
@@ -719,7 +791,21 @@ impl<'m> Lowerer<'m> {
                 closure = Some(c);
                 continue;
             }
-            let v = self.expr(e, &Ty::Infer)?;
+            let expect = match &hint {
+                ArgHint::None => Ty::Infer,
+                ArgHint::Fixed(tys) => tys.get(i).cloned().unwrap_or(Ty::Infer),
+                ArgHint::Operands { from, first } if i >= *from => {
+                    operand_type.clone().unwrap_or_else(|| first.clone())
+                }
+                ArgHint::Operands { .. } => Ty::Infer,
+            };
+            let v = self.expr(e, &expect)?;
+            if let (ArgHint::Operands { from, .. }, Val::Tile(t), None) = (&hint, &v, &operand_type)
+                && i >= *from
+            {
+                let t = self.ty(*t);
+                operand_type = Some(Ty::Tile(t.elem, t.shape));
+            }
             if !matches!(v, Val::Marker(_)) {
                 vals.push((v, e.span()));
             }

@@ -43,9 +43,24 @@ impl Lowerer<'_> {
             syn::Expr::Group(g) => self.expr(&g.expr, expect),
             syn::Expr::Path(p) => self.path_value(p),
             syn::Expr::Unary(u) => self.unary(u),
-            syn::Expr::Binary(b) => self.binary(b),
+            syn::Expr::Binary(b) => self.binary(b, expect),
             syn::Expr::Assign(a) => {
-                let v = self.expr(&a.right, &Ty::Infer)?;
+                // The new value is expected to have the variable's type.
+                let expect = match &a.left.as_ref() {
+                    syn::Expr::Path(p) => path_name(&p.path)
+                        .and_then(|n| self.lookup(&n))
+                        .and_then(|f| self.binding(f))
+                        .and_then(|b| match b.val {
+                            Val::Tile(t) => Some(t),
+                            _ => None,
+                        })
+                        .map(|t| {
+                            let t = self.ty(t);
+                            Ty::Tile(t.elem, t.shape)
+                        }),
+                    _ => None,
+                };
+                let v = self.expr(&a.right, expect.as_ref().unwrap_or(&Ty::Infer))?;
                 self.assign(&a.left, v, a.span())?;
                 Ok(Val::Unit)
             }
@@ -185,9 +200,12 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Val> {
         match value {
-            ConstValue::Known(n) => {
-                Ok(Val::lit(Lit::typed_int(i128::from(n), ty).typed(ty, span)?))
-            }
+            ConstValue::Known(n) if ty == ScalarType::Bool => Ok(Val::lit(Lit::from_constant(
+                cuprum_ir::Constant::bool(n != 0),
+            ))),
+            ConstValue::Known(n) => Ok(Val::lit(Lit::from_constant(
+                Lit::int(i128::from(n)).constant(ty, span)?,
+            ))),
             ConstValue::Param(i) => {
                 let v = self.def(Op::ConstParam(i), span)?;
                 self.convert(v, Elem::Known(ty), span).map(Val::Tile)
@@ -238,7 +256,7 @@ impl Lowerer<'_> {
         self.def(Op::Unary(op, t), span)
     }
 
-    fn binary(&mut self, b: &syn::ExprBinary) -> Result<Val> {
+    fn binary(&mut self, b: &syn::ExprBinary, expect: &Ty) -> Result<Val> {
         let span = b.span();
         let symbol = quote::ToTokens::to_token_stream(&b.op).to_string();
         if matches!(b.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) {
@@ -257,8 +275,32 @@ impl Lowerer<'_> {
                 | syn::BinOp::ShlAssign(_)
                 | syn::BinOp::ShrAssign(_)
         );
-        let l = self.expr(&b.left, &Ty::Infer)?;
-        let r = self.expr(&b.right, &Ty::Infer)?;
+        // An arithmetic result has its operands' type, so an annotation's type is the left
+        // operand's expected type, and the left operand's type the right one's (as rustc
+        // infers `t * convert_tile(u)`).
+        let arithmetic = !matches!(
+            b.op,
+            syn::BinOp::Shl(_)
+                | syn::BinOp::Shr(_)
+                | syn::BinOp::ShlAssign(_)
+                | syn::BinOp::ShrAssign(_)
+        ) && compare_op(&b.op).is_none();
+        let l = self.expr(
+            &b.left,
+            if arithmetic && !compound {
+                expect
+            } else {
+                &Ty::Infer
+            },
+        )?;
+        let right_expect = match &l {
+            Val::Tile(t) if compare_op(&b.op).is_some() || arithmetic => {
+                let t = self.ty(*t);
+                Ty::Tile(t.elem, t.shape)
+            }
+            _ => Ty::Infer,
+        };
+        let r = self.expr(&b.right, &right_expect)?;
         if let Some(op) = compare_op(&b.op) {
             return self.compare_scalars(op, l, r, &symbol, span);
         }
