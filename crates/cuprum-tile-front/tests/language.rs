@@ -394,7 +394,7 @@ mod p {
     let k = specialized(&m, "k", &[], &[]);
     let args = |n: i64| {
         [
-            Arg::Scalar(cuprum_ir::Constant::f32(3.14159)),
+            Arg::Scalar(cuprum_ir::Constant::f32(1.23456)),
             Arg::Scalar(cuprum_ir::Constant::i64(n)),
             Arg::Scalar(cuprum_ir::Constant::bool(true)),
         ]
@@ -402,7 +402,7 @@ mod p {
     let out = cuprum_tile_interp::run(&k, &mut args(42), [2, 1, 1]).expect("runs");
     assert_eq!(
         out.text(),
-        "[0] 3.14    42|ff 1 1.5%\n[1] 3.14    42|ff 1 1.5%\n"
+        "[0] 1.23    42|ff 1 1.5%\n[1] 1.23    42|ff 1 1.5%\n"
     );
     let e = cuprum_tile_interp::run(&k, &mut args(-1), [1, 1, 1]).expect_err("the assertion fails");
     assert!(e.to_string().contains("n must not be negative"), "{e}");
