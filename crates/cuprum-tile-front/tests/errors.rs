@@ -336,6 +336,18 @@ fn variables_loops_and_returns_follow_rusts_rules() {
     );
     assert_error(&entry("return 1;"), "a tile entry returns nothing", 5, 16);
     assert_error(
+        &entry("let t = y.load(); let r = reduce(t, 1, 0.0, |a, b| { return a; });"),
+        "a `return` cannot leave the combiner of `reduce`",
+        5,
+        62,
+    );
+    assert_error(
+        &entry("let t = y.load(); for i in 0..4 { let r = reduce(t, 1, 0.0, |a, b| { break; }); }"),
+        "`break` and `continue` belong inside a loop",
+        5,
+        78,
+    );
+    assert_error(
         &entry("let q = z + 1;"),
         "unknown name `z` in this tile kernel",
         5,

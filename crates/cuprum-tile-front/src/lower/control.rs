@@ -680,6 +680,12 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn return_expr(&mut self, r: &syn::ExprReturn) -> Result<Val> {
+        if self.in_combiner > 0 {
+            return err(
+                r.span(),
+                "a `return` cannot leave the combiner of `reduce`; the closure's value is its result",
+            );
+        }
         if let Some(helper) = &self.frame.helper {
             return err(
                 r.span(),

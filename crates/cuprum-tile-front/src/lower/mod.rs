@@ -129,6 +129,8 @@ pub(crate) struct Lowerer<'m> {
     frame: Frame,
     /// Callers of the helper being inlined, innermost last.
     callers: Vec<String>,
+    /// How many `reduce` combiners are being lowered (a `return` cannot leave one).
+    in_combiner: usize,
     /// The code after a `return`, `break` or `continue` (or an `if` all of whose branches
     /// end so) does not run; it is not lowered.
     unreachable: bool,
@@ -158,6 +160,7 @@ pub(crate) fn lower_entry(
             helper: None,
         },
         callers: Vec::new(),
+        in_combiner: 0,
         unreachable: false,
         origins: HashMap::new(),
         hints: std::mem::take(hints),

@@ -567,7 +567,9 @@ impl<'m> Lowerer<'m> {
         self.b.begin_block();
         self.frame.scopes.push(Vec::new());
         let loops = std::mem::take(&mut self.frame.loops);
+        self.in_combiner += 1;
         let r = self.closure_body(closure, [a, b], &scalar);
+        self.in_combiner -= 1;
         self.frame.loops = loops;
         self.frame.scopes.pop();
         let result = match r {
