@@ -154,17 +154,70 @@ pub(crate) fn err<T>(span: Span, message: impl std::fmt::Display) -> syn::Result
     Err(syn::Error::new(span, message.to_string()))
 }
 
-/// An expression's source text, for messages.
+/// An expression's source text, for messages: as written when its span covers it (the
+/// compiler gives a multi-token span only on nightly), else its tokens, tidied.
 pub(crate) fn source_text(e: &syn::Expr) -> String {
-    quote::ToTokens::to_token_stream(e).to_string()
+    let tokens = quote::ToTokens::to_token_stream(e).to_string();
+    let compact = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    match syn::spanned::Spanned::span(e).source_text() {
+        Some(text) if compact(&text) == compact(&tokens) => text,
+        _ => tidy(&tokens),
+    }
 }
 
 /// A pattern's source text, for messages.
 pub(crate) fn source_text_pat(p: &syn::Pat) -> String {
-    quote::ToTokens::to_token_stream(p).to_string()
+    tidy(&quote::ToTokens::to_token_stream(p).to_string())
 }
 
 /// A type's source text, for messages.
 pub(crate) fn source_text_ty(t: &syn::Type) -> String {
-    quote::ToTokens::to_token_stream(t).to_string()
+    let text = tidy(&quote::ToTokens::to_token_stream(t).to_string());
+    text.replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" <", "<")
+}
+
+/// Token text (`y . load ()`) with the spaces a person would not write removed
+/// (`y.load()`).
+fn tidy(tokens: &str) -> String {
+    let chars: Vec<char> = tokens.chars().collect();
+    let word = |c: Option<char>| {
+        c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | ')' | ']' | '>' | '!'))
+    };
+    let mut out = String::with_capacity(tokens.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.get(i + 1).copied();
+            let after_next = chars.get(i + 2).copied();
+            let drop = matches!(prev, Some('.' | '(' | '[' | ':'))
+                || matches!(next, Some('.' | ')' | ']' | ',' | ':' | ';'))
+                || (matches!(next, Some('(' | '[')) && word(prev))
+                || (next == Some('!') && after_next != Some('=') && word(prev))
+                || (prev == Some('!') && out.len() >= 2 && word(out.chars().rev().nth(1)));
+            if drop {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn token_text_is_tidied_as_people_write_it() {
+        assert_eq!(super::tidy("y . load ()"), "y.load()");
+        assert_eq!(super::tidy("reduce_max (t , 1)"), "reduce_max(t, 1)");
+        assert_eq!(super::tidy("a + (b * c)"), "a + (b * c)");
+        assert_eq!(super::tidy("a != b"), "a != b");
+        assert_eq!(super::tidy("const_shape ! [BM , 1]"), "const_shape![BM, 1]");
+        assert_eq!(super::tidy("! x"), "! x");
+        assert_eq!(super::tidy("f32 :: MAX"), "f32::MAX");
+        let t: syn::Type = syn::parse_str("Tile<f32, { [BM, 1] }>").expect("a type");
+        assert_eq!(super::source_text_ty(&t), "Tile<f32, { [BM, 1] }>");
+    }
 }

@@ -114,7 +114,7 @@ impl Lit {
         {
             return err(
                 span,
-                format!("mismatched types: a `{own}` value where `{ty}` is required"),
+                format!("mismatched types: expected `{ty}`, found `{own}`"),
             );
         }
         let constant = self.constant(ty, span)?;
@@ -128,7 +128,7 @@ impl Lit {
         {
             return err(
                 span,
-                format!("mismatched types: a `{own}` value where `{ty}` is required"),
+                format!("mismatched types: expected `{ty}`, found `{own}`"),
             );
         }
         match (&self.num, ty) {
@@ -155,7 +155,7 @@ impl Lit {
                     return err(
                         span,
                         format!(
-                            "mismatched types: a `{own}` value where the kernel's element type parameter is required (drop the suffix)"
+                            "mismatched types: expected the kernel's element type parameter, found `{own}` (drop the suffix)"
                         ),
                     );
                 }

@@ -60,7 +60,15 @@ impl<'m> Lowerer<'m> {
         }
         let mut env = self.helper_generics(f, &args)?;
         for (pt, (v, s)) in params.iter().zip(&args.vals) {
-            self.unify(&pt.ty, v, &mut env, *s)?;
+            self.unify(&pt.ty, v, &mut env, *s).map_err(|e| {
+                syn::Error::new(
+                    *s,
+                    format!(
+                        "argument `{}` of `{name}`: {e}",
+                        crate::source_text_pat(&pt.pat)
+                    ),
+                )
+            })?;
         }
         if let (syn::ReturnType::Type(_, ret), Some(want)) = (&f.sig.output, expect.tile_type()) {
             self.unify_tile(ret, &want, &mut env, span)?;
