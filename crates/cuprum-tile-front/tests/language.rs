@@ -116,7 +116,11 @@ fn a_lets_literal_takes_the_type_a_later_use_gives_it() {
             total = total + i;
         }
         let scale = 3;
-        y.store(constant(0i64, const_shape![4]) + total * scale);
+        let mut evens = 0i64;
+        for j in 0..10 {
+            if j % 2 == n % 2 { evens = evens + j; }
+        }
+        y.store(constant(0i64, const_shape![4]) + total * scale + evens * 1000);
     }
 }";
     let m = compile(src);
@@ -129,6 +133,15 @@ fn a_lets_literal_takes_the_type_a_later_use_gives_it() {
         })
         .collect();
     assert_eq!(loops, vec![vec![TileType::scalar(ScalarType::I64); 2]]);
+    // The counter of `for j in 0..10` is an `i64`: `j` meets `n` and `evens`.
+    let counters: Vec<TileType> = stmts(k)
+        .into_iter()
+        .filter_map(|s| match s {
+            Stmt::For { counter, .. } => Some(k.ty(*counter).clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counters, vec![TileType::scalar(ScalarType::I64)]);
     let k = specialized(&m, "k", &[], &[]);
     for n in [0i64, 1, 7, 300] {
         let mut out = poison::<i64>(4);
@@ -139,7 +152,12 @@ fn a_lets_literal_takes_the_type_a_later_use_gives_it() {
                 Arg::Scalar(cuprum_ir::Constant::i64(n)),
             ],
         );
-        assert_same("k", &values::<i64>(&out), &[n * (n + 1) / 2 * 3; 4]);
+        let evens: i64 = (0..10).filter(|j| j % 2 == n % 2).sum();
+        assert_same(
+            "k",
+            &values::<i64>(&out),
+            &[n * (n + 1) / 2 * 3 + evens * 1000; 4],
+        );
     }
 }
 

@@ -473,13 +473,23 @@ impl Lowerer<'_> {
             Some(s) => Some((self.expr(s, &Ty::Infer)?, s.span())),
             None => None,
         };
-        // The counter's type: the bounds' (a typed bound types the other), else `i32`.
-        let ty = [&start, &end]
-            .into_iter()
-            .find_map(|v| match v {
-                Val::Tile(t) => Some(self.ty(*t).elem),
-                Val::Lit(l, _) => l.ty.map(Elem::Known),
-                _ => None,
+        // The counter's type: the bounds' (a typed bound types the other); between two
+        // untyped literals, what a use of the counter teaches (as a `let`'s literal), else
+        // `i32`.
+        let typed = [&start, &end].into_iter().find_map(|v| match v {
+            Val::Tile(t) => Some(self.ty(*t).elem),
+            Val::Lit(l, _) => l.ty.map(Elem::Known),
+            _ => None,
+        });
+        let literal_counter = match typed {
+            Some(_) => None,
+            None => Some(self.hints.next_let()),
+        };
+        let ty = typed
+            .or_else(|| {
+                literal_counter
+                    .and_then(|id| self.hints.get(id))
+                    .map(Elem::Known)
             })
             .unwrap_or(Elem::Known(ScalarType::I32));
         match ty {
@@ -532,6 +542,9 @@ impl Lowerer<'_> {
             shape: Vec::new(),
         };
         let counter = self.b.value(counter_ty);
+        if let Some(id) = literal_counter {
+            self.hints.defaulted(counter, id);
+        }
         let before_loop = self.frame.scopes.len();
         let (args, types) = self.enter_loop(&flats, &inits);
         self.b.begin_block();

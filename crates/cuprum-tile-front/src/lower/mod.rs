@@ -389,9 +389,19 @@ impl<'m> Lowerer<'m> {
     /// Appends `op`, typed by the IR's rules; a rule it breaks is reported at `span` with the
     /// kernel's names.
     fn def(&mut self, op: Op, span: Span) -> Result<TileValue> {
-        self.b.def(op).map_err(|e| {
+        let operands = op.operands();
+        let v = self.b.def(op).map_err(|e| {
             syn::Error::new(span, crate::types::with_names(self.b.kernel(), &e.message))
-        })
+        })?;
+        // A value computed from a defaulted literal in its type is one too (`j % 2` of a
+        // counter `j` whose type a later use decides).
+        let elem = self.b.ty(v).elem;
+        for o in operands {
+            if self.b.ty(o).elem == elem {
+                self.hints.inherit(o, v);
+            }
+        }
+        Ok(v)
     }
 
     /// A tile of `elem` and `shape` whose every element is `lit`.
