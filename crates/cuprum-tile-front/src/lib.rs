@@ -13,6 +13,29 @@
 //! `cuda_tile_assert!`. Beyond cutile: scalar operands of operators (`t * 2.0`), `break`
 //! in `for` loops, `iota` of any rank.
 //!
+//! # Where cuprum's language differs from cutile's
+//!
+//! * **Scalar operands**: `t * 2.0`, `x + t`, `t / s` repeat the scalar to the tile's shape
+//!   (cutile needs `broadcast_scalar`). A literal takes the other operand's element type.
+//! * **`break` in `for`** loops, and `..=` ranges, are allowed.
+//! * **`iota(shape)`** has any rank: the element at `[i, j, ..]` is `i` (it counts along
+//!   axis 0); a float `iota` counts in `i32` and converts.
+//! * **Modes are not distinguished**: flush-to-zero (`*_ftz`, `ftz::Enabled`) is not applied
+//!   and rounding modes (`rounding::..`) are ignored; every operation rounds as the kernel IR
+//!   defines it (conversions are Rust's `as`). cutile's ordering, scope, latency and TMA
+//!   arguments are accepted and dropped, as are its compiler hints (`assume_*`, the
+//!   `preconditions` and `optimization_hints` entry options): cuprum's edge tiles pad loads
+//!   and drop stores, so no access needs a check.
+//! * **Sub-tiles of an output**: `z.partition_mut(shape).store(t, [i, j])` writes a sub-tile
+//!   of the block's own tile ([`cuprum_tile_ir::Stmt::StorePart`]); what falls outside the own
+//!   tile is dropped (cutile checks it).
+//! * **Not yet**: `mma`, scans, pointers and atomics, `cat`/`extract`, sub-tile loads of an
+//!   output, `match`, labeled loops, and an early `return` from a helper; each is refused
+//!   with a message at its span. Arithmetic on a const parameter inside a shape
+//!   (`const_shape![2 * BM]`) is refused too (arithmetic on known sizes is folded).
+//!
+//! # Modules
+//!
 //! * `items`: what the module holds; entry attributes; module consts.
 //! * `types`: the source's types and shapes, resolved against generics.
 //! * `literal`: compile-time numbers and how they take types.
