@@ -26,6 +26,9 @@
 //!   arguments are accepted and dropped, as are its compiler hints (`assume_*`, the
 //!   `preconditions` and `optimization_hints` entry options): cuprum's edge tiles pad loads
 //!   and drop stores, so no access needs a check.
+//! * **Reductions and annotations**: a reduction's result may be annotated with its size-1
+//!   dimensions kept or dropped, as cutile accepts (`let m: Tile<f32, { [1] }> =
+//!   reduce_max(row, 0)` reshapes the rank-0 result); any other disagreement is an error.
 //! * **Sub-tiles of an output**: `z.partition_mut(shape).store(t, [i, j])` writes a sub-tile
 //!   of the block's own tile ([`cuprum_tile_ir::Stmt::StorePart`]); what falls outside the own
 //!   tile is dropped (cutile checks it).

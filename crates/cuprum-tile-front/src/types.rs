@@ -60,6 +60,8 @@ pub(crate) enum Ty {
         tile: Shape,
         mutable: bool,
     },
+    /// `Array<{ [1, 0] }>`: cutile's compile-time array of numbers (a permutation).
+    ConstArray(Vec<i64>),
     /// `(A, B, ..)`.
     Tuple(Vec<Ty>),
     /// `[T; N]`.
@@ -259,11 +261,15 @@ impl TypeCx<'_> {
                     mutable: name == "PartitionMut",
                 })
             }
-            "Shape" | "Array" => match args.as_slice() {
+            "Shape" => match args.as_slice() {
                 [s] => Ok(Ty::Shape(self.shape_arg(s)?)),
+                _ => err(whole.span(), "`Shape` takes one shape: `Shape<{ [1, B] }>`"),
+            },
+            "Array" => match args.as_slice() {
+                [a] => Ok(Ty::ConstArray(self.const_array_arg(a)?)),
                 _ => err(
                     whole.span(),
-                    format!("`{name}` takes one shape: `{name}<{{ [1, B] }}>`"),
+                    "`Array` takes its numbers: `Array<{ [1, 0] }>`",
                 ),
             },
             "PointerTile"
@@ -339,6 +345,44 @@ impl TypeCx<'_> {
             ),
             None => err(span, format!("unknown shape `{name}`")),
         }
+    }
+
+    /// The numbers of a compile-time array: `{ [1, 0] }`, or an array parameter whose
+    /// elements are known.
+    pub fn const_array_arg(&self, a: &syn::GenericArgument) -> syn::Result<Vec<i64>> {
+        let exprs: Vec<&syn::Expr> = match a {
+            syn::GenericArgument::Const(e) => match strip(e) {
+                syn::Expr::Array(arr) => arr.elems.iter().collect(),
+                other => return err(other.span(), "expected numbers: `{ [1, 0] }`"),
+            },
+            syn::GenericArgument::Type(syn::Type::Path(p)) if p.qself.is_none() => {
+                let name = path_name(&p.path).unwrap_or_default();
+                return match self.env.get(&name) {
+                    Some(Generic::Array(dims)) => dims
+                        .iter()
+                        .map(|d| match d {
+                            Dim::Known(n) => Ok(i64::from(*n)),
+                            Dim::Param(_) => err(
+                                a.span(),
+                                format!("the numbers of `{name}` must be known when the kernel is compiled"),
+                            ),
+                        })
+                        .collect(),
+                    _ => err(a.span(), format!("`{name}` is not an array const parameter")),
+                };
+            }
+            other => return err(other.span(), "expected numbers: `{ [1, 0] }`"),
+        };
+        exprs
+            .into_iter()
+            .map(|e| match self.size(e)? {
+                Size::Known(v) => Ok(v),
+                Size::Param(_, name) => err(
+                    e.span(),
+                    format!("the numbers of an `Array` must be known when the kernel is compiled, not `{name}`"),
+                ),
+            })
+            .collect()
     }
 
     /// A shape written as an expression: `{ [a, b] }`, `[a, b]`, or an array parameter's
@@ -511,6 +555,19 @@ impl TypeCx<'_> {
                 ),
             })
             .collect()
+    }
+}
+
+/// `e` without the braces and parentheses around it.
+fn strip(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Block(b) => match b.block.stmts.as_slice() {
+            [syn::Stmt::Expr(inner, None)] => strip(inner),
+            _ => e,
+        },
+        syn::Expr::Paren(p) => strip(&p.expr),
+        syn::Expr::Group(g) => strip(&g.expr),
+        other => other,
     }
 }
 

@@ -40,6 +40,12 @@ fn an_unknown_operation_is_named_with_the_closest_known_one() {
         35,
     );
     assert_error(
+        &entry("let d = Dim::new(4);"),
+        "`Dim::new` is not supported in tile kernels",
+        5,
+        17,
+    );
+    assert_error(
         &entry("let t = y.load(); y.store(mma(t, t, t));"),
         "`mma` is not supported by cuprum's tile track yet",
         5,

@@ -425,3 +425,76 @@ mod p {
     let e = cuprum_tile_interp::run(&k, &mut args(-1), [1, 1, 1]).expect_err("the assertion fails");
     assert!(e.to_string().contains("n must not be negative"), "{e}");
 }
+
+const CUTILE_IDIOMS: &str = r#"
+mod idioms {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn zero_fill<T: ElementType, const BM: i32, const BN: i32>(out: &mut Tensor<T, { [BM, BN] }>) {
+        let z: Tile<T, { [BM, BN] }> = constant(T::ZERO, const_shape![BM, BN]);
+        out.store(z);
+    }
+
+    #[cuprum::tile::entry()]
+    fn argmax<const N: i32>(out: &mut Tensor<i32, { [1] }>, x: &Tensor<f32, { [N] }>) {
+        let t: Tile<f32, { [N] }> = x.load_tile(const_shape![N], [0i32]);
+        let biggest: Tile<f32, { [1] }> = reduce_max(t, 0i32);
+        let biggest: f32 = tile_to_scalar(biggest.reshape(const_shape![]));
+        let lanes: Tile<i32, { [N] }> = iota(const_shape![N]);
+        let hit: Tile<bool, { [N] }> = eq_tile(t, biggest.broadcast(const_shape![N]));
+        let first: Tile<i32, { [1] }> = reduce_min(select(hit, lanes, N), 0i32);
+        out.store(first);
+    }
+
+    #[cuprum::tile::entry()]
+    fn transposed(out: &mut Tensor<f32, { [8, 4] }>, x: &Tensor<f32, { [4, 8] }>) {
+        let shape: Shape<{ [4, 8] }> = Shape::<{ [4, 8] }> { dims: &[] };
+        let t = x.load_tile(shape, [0, 0]);
+        let perm: Array<{ [1, 0] }> = const_array![1, 0];
+        let flip: Array<{ [1, 0] }> = Array::<{ [1, 0] }> { dims: &[1i32, 0i32] };
+        let once: Tile<f32, { [8, 4] }> = permute(t, perm);
+        let twice: Tile<f32, { [4, 8] }> = permute(once, flip);
+        out.store(permute(twice, perm));
+    }
+}
+"#;
+
+#[test]
+fn cutile_idioms_zero_keepdim_reductions_and_const_arrays_work() {
+    let m = compile(CUTILE_IDIOMS);
+    let mut r = rng("cutile_idioms_zero_keepdim_reductions_and_const_arrays_work");
+    let k = specialized(&m, "zero_fill", &[4, 4], &[ScalarType::F32]);
+    let mut out = poison::<f32>(24);
+    launch(&k, &mut [write::<f32>(&[6, 4], &mut out)]);
+    assert_bits_eq("zero_fill", &values::<f32>(&out), &[0.0; 24]);
+
+    let n = 64usize;
+    let x: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let k = specialized(&m, "argmax", &[n as i64], &[]);
+    let xb = bytes(&x);
+    let mut out = poison::<i32>(1);
+    launch(
+        &k,
+        &mut [write::<i32>(&[1], &mut out), read::<f32>(&[n as u64], &xb)],
+    );
+    let best = x
+        .iter()
+        .enumerate()
+        .fold(0, |b, (i, v)| if *v > x[b] { i } else { b });
+    assert_same("argmax", &values::<i32>(&out), &[best as i32]);
+
+    let x: Vec<f32> = random(&mut r, 32, -9.0, 9.0);
+    let k = specialized(&m, "transposed", &[], &[]);
+    let xb = bytes(&x);
+    let mut out = poison::<f32>(32);
+    launch(
+        &k,
+        &mut [write::<f32>(&[8, 4], &mut out), read::<f32>(&[4, 8], &xb)],
+    );
+    let want: Vec<f32> = (0..8)
+        .flat_map(|j| (0..4).map(move |i| (i, j)))
+        .map(|(i, j)| x[i * 8 + j])
+        .collect();
+    assert_bits_eq("transposed", &values::<f32>(&out), &want);
+}

@@ -677,6 +677,23 @@ impl<'m> Lowerer<'m> {
                 let args = self.lower_args(&name, c.args.iter(), turbofish, span, hint)?;
                 self.builtin(b, sig, args, expect)
             }
+            None if p.path.segments.len() >= 2
+                && p.path.segments[p.path.segments.len() - 2]
+                    .ident
+                    .to_string()
+                    .starts_with(|c: char| c.is_ascii_uppercase()) =>
+            {
+                let path: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                err(
+                    p.path.span(),
+                    format!("`{}` is not supported in tile kernels", path.join("::")),
+                )
+            }
             None => {
                 let hint = suggestion(&name, self.items.functions.keys().map(String::as_str))
                     .map(|s| format!("; did you mean `{s}`?"))

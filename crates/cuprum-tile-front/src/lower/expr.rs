@@ -33,6 +33,7 @@ const MARKER_MODULES: &[&str] = &[
     "cmp_ordering",
     "predicate",
     "latency",
+    "signedness",
 ];
 
 impl Lowerer<'_> {
@@ -121,6 +122,7 @@ impl Lowerer<'_> {
                 l.span(),
                 "`if let` and `while let` are not supported in tile kernels",
             ),
+            syn::Expr::Struct(st) => self.struct_literal(st),
             syn::Expr::Match(m) => err(
                 m.span(),
                 "`match` is not supported in tile kernels yet; use `if`/`else`",
@@ -176,6 +178,28 @@ impl Lowerer<'_> {
             return err(span, format!("unknown name `{name}` in this tile kernel"));
         }
         let n = segs.len();
+        // `E::ZERO` (cutile's `ElementType::ZERO`) of a type parameter or a scalar type.
+        if n == 2 && segs[1] == "ZERO" {
+            match (
+                self.frame.env.get(&segs[0]),
+                ScalarType::from_rust_name(&segs[0]),
+            ) {
+                (Some(Generic::Type(e)), _) => {
+                    let e = *e;
+                    let zero = self.constant(&Lit::int(0), e, Vec::new(), span);
+                    return zero.map(Val::Tile);
+                }
+                (_, Some(ScalarType::Bool)) => {
+                    return Ok(Val::lit(Lit::from_constant(cuprum_ir::Constant::bool(
+                        false,
+                    ))));
+                }
+                (_, Some(t)) => {
+                    return Ok(Val::lit(Lit::from_constant(Lit::int(0).constant(t, span)?)));
+                }
+                _ => {}
+            }
+        }
         if n >= 2 {
             if let Some(t) = ScalarType::from_rust_name(&segs[n - 2])
                 && let Some(c) = associated_const(t, &segs[n - 1])
@@ -210,6 +234,37 @@ impl Lowerer<'_> {
                 let v = self.def(Op::ConstParam(i), span)?;
                 self.convert(v, Elem::Known(ty), span).map(Val::Tile)
             }
+        }
+    }
+
+    /// cutile's `Shape::<{ [..] }> { dims: .. }` and `Array::<{ [..] }> { dims: .. }`: the
+    /// static shape or the numbers their type gives (the `dims` field is not read).
+    fn struct_literal(&mut self, st: &syn::ExprStruct) -> Result<Val> {
+        let span = st.span();
+        let last = st.path.segments.last();
+        let name = last.map(|s| s.ident.to_string()).unwrap_or_default();
+        let args = crate::types::last_generic_args(&st.path);
+        match (name.as_str(), args.as_slice()) {
+            ("Shape", [a]) => {
+                let extents = self.type_cx().shape_arg(a)?;
+                let dims =
+                    self.type_cx()
+                        .static_shape(&extents, a.span(), "a shape built in a kernel")?;
+                Ok(Val::Shape(dims.into_iter().map(ShapeEntry::Dim).collect()))
+            }
+            ("Array", [a]) => {
+                let numbers = self.type_cx().const_array_arg(a)?;
+                Ok(Val::Array(
+                    numbers
+                        .into_iter()
+                        .map(|n| Val::lit(Lit::typed_int(i128::from(n), ScalarType::I32)))
+                        .collect(),
+                ))
+            }
+            _ => err(
+                span,
+                "tile kernels have no structs (only cutile's `Shape::<{ [..] }> { .. }` and `Array::<{ [..] }> { .. }`)",
+            ),
         }
     }
 

@@ -288,7 +288,9 @@ impl<'m> Lowerer<'m> {
             }
             (syn::Type::Path(p), Val::Tensor(i)) => {
                 let args = last_generic_args(&p.path);
-                let ParamKind::Tensor(tp) = &self.kernel().params[*i as usize].kind else {
+                let Some(ParamKind::Tensor(tp)) =
+                    self.kernel().params.get(*i as usize).map(|p| &p.kind)
+                else {
                     return Ok(());
                 };
                 if let [e, s] = args.as_slice() {
@@ -307,7 +309,9 @@ impl<'m> Lowerer<'m> {
             }
             (syn::Type::Path(p), Val::Partition { tensor, tile, .. }) => {
                 let args = last_generic_args(&p.path);
-                let ParamKind::Tensor(tp) = &self.kernel().params[*tensor as usize].kind else {
+                let Some(ParamKind::Tensor(tp)) =
+                    self.kernel().params.get(*tensor as usize).map(|p| &p.kind)
+                else {
                     return Ok(());
                 };
                 if let [e, s] = args.as_slice() {

@@ -41,6 +41,20 @@ impl Lowerer<'_> {
                 Ok(Val::Shape(entries))
             }
             "const_array" => {
+                // `const_array!(P)` of an array const parameter whose numbers are known.
+                if let [syn::Expr::Path(p)] = args.as_slice()
+                    && let Some(name) = crate::types::path_name(&p.path)
+                    && let Some(Generic::Array(_)) = self.frame.env.get(&name)
+                {
+                    let arg: syn::GenericArgument = syn::parse_quote!(#p);
+                    let numbers = self.type_cx().const_array_arg(&arg)?;
+                    return Ok(Val::Array(
+                        numbers
+                            .into_iter()
+                            .map(|n| Val::lit(Lit::typed_int(i128::from(n), ScalarType::I32)))
+                            .collect(),
+                    ));
+                }
                 let items = args
                     .iter()
                     .map(|a| match self.expr(a, &Ty::Infer)? {

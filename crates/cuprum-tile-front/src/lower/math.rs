@@ -53,7 +53,9 @@ impl MathFn {
 impl Lowerer<'_> {
     /// `f(args)` element-wise; `args` are tiles of one type and shape.
     pub(super) fn math(&mut self, f: MathFn, args: &[TileValue], span: Span) -> Result<TileValue> {
-        let x = args[0];
+        let (Some(&x), rest) = (args.first(), args.get(1..).unwrap_or_default()) else {
+            return err(span, "internal error: a math function without operands");
+        };
         let ty = self.ty(x);
         let float_only = |lw: &Self, name: &str| -> Result<()> {
             match ty.elem {
@@ -121,7 +123,10 @@ impl Lowerer<'_> {
             }
             MathFn::Pow => {
                 float_only(self, "pow")?;
-                self.pow(x, args[1], span)
+                let Some(&y) = rest.first() else {
+                    return err(span, "`pow` takes a base and an exponent");
+                };
+                self.pow(x, y, span)
             }
         }
     }

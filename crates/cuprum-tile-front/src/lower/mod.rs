@@ -137,6 +137,8 @@ pub(crate) struct Lowerer<'m> {
     /// Descriptions of values produced by named operations, for type-mismatch messages
     /// ("`reduce_max` over axis 1 of `[BM, BN]`").
     origins: HashMap<TileValue, String>,
+    /// The results of reductions (whose annotation may keep size-1 dimensions).
+    reductions: std::collections::HashSet<TileValue>,
     hints: Hints,
 }
 
@@ -163,6 +165,7 @@ pub(crate) fn lower_entry(
         in_combiner: 0,
         unreachable: false,
         origins: HashMap::new(),
+        reductions: std::collections::HashSet::new(),
         hints: std::mem::take(hints),
     };
     let result = lw.entry(func, attrs);
@@ -520,7 +523,10 @@ impl<'m> Lowerer<'m> {
                     span,
                     format!(
                         "{what} must be static, but dimension {axis} of `{}` is `-1` (read at launch)",
-                        self.kernel().params[*tensor as usize].name
+                        self.kernel()
+                            .params
+                            .get(*tensor as usize)
+                            .map_or("?", |p| p.name.as_str())
                     ),
                 ),
             })
@@ -775,6 +781,22 @@ impl<'m> Lowerer<'m> {
                 if got == want {
                     return Ok(Val::Tile(t));
                 }
+                // cutile lets a reduction's result be annotated with its size-1 dimensions
+                // kept or dropped (`let m: Tile<f32, { [1] }> = reduce_max(row, 0)`): the same
+                // elements, reshaped.
+                if self.reductions.contains(&t)
+                    && got.elem == want.elem
+                    && without_ones(&got.shape) == without_ones(&want.shape)
+                {
+                    let v = self.def(
+                        Op::Reshape {
+                            value: t,
+                            shape: want.shape,
+                        },
+                        span,
+                    )?;
+                    return Ok(Val::Tile(v));
+                }
                 if got.elem != want.elem {
                     self.hints.mismatch(t, want.elem);
                 }
@@ -797,7 +819,9 @@ impl<'m> Lowerer<'m> {
                 }
             }
             (Ty::Tensor { elem, dims, .. }, Val::Tensor(i)) => {
-                let ParamKind::Tensor(t) = &self.kernel().params[i as usize].kind else {
+                let Some(ParamKind::Tensor(t)) =
+                    self.kernel().params.get(i as usize).map(|p| &p.kind)
+                else {
                     return err(span, "not a tensor");
                 };
                 let same = t.elem == *elem
@@ -817,7 +841,9 @@ impl<'m> Lowerer<'m> {
                     mutable,
                 },
             ) => {
-                let ParamKind::Tensor(t) = &self.kernel().params[tensor as usize].kind else {
+                let Some(ParamKind::Tensor(t)) =
+                    self.kernel().params.get(tensor as usize).map(|p| &p.kind)
+                else {
                     return err(span, "not a tensor");
                 };
                 if t.elem == *elem && got == *tile {
@@ -836,6 +862,18 @@ impl<'m> Lowerer<'m> {
                         ),
                     )
                 }
+            }
+            (Ty::ConstArray(want), Val::Array(items)) => {
+                let mut got = Vec::with_capacity(items.len());
+                for item in &items {
+                    got.push(self.const_int(item, span, "an entry of an `Array`")?);
+                }
+                if got.len() != want.len()
+                    || got.iter().zip(want).any(|(g, w)| *g != i128::from(*w))
+                {
+                    return err(span, format!("this array is {got:?}, not {want:?}"));
+                }
+                Ok(Val::Array(items))
             }
             (Ty::Tuple(tys), Val::Tuple(vals)) if tys.len() == vals.len() => {
                 let mut out = Vec::with_capacity(vals.len());
@@ -903,9 +941,19 @@ fn describe_ty(ty: &Ty) -> &'static str {
         Ty::Shape(_) => "a shape",
         Ty::Tensor { .. } => "a tensor",
         Ty::Partition { .. } => "a partition",
+        Ty::ConstArray(_) => "an array of numbers",
         Ty::Tuple(_) => "a tuple",
         Ty::Array(..) => "an array",
     }
+}
+
+/// A shape without its known dimensions of size 1.
+fn without_ones(shape: &[Dim]) -> Vec<Dim> {
+    shape
+        .iter()
+        .copied()
+        .filter(|d| *d != Dim::Known(1))
+        .collect()
 }
 
 /// The scalar type of a const generic (`i32`, `bool`, `usize`, ...).

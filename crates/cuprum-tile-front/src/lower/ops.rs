@@ -384,7 +384,9 @@ impl<'m> Lowerer<'m> {
         let reference = match reference {
             Some(r) => r,
             None => {
-                let (v, s) = vals[0].clone();
+                let Some((v, s)) = vals.first().cloned() else {
+                    return err(args.span, format!("{what} needs an operand"));
+                };
                 self.tile_expecting(v, expect, s)?
             }
         };
@@ -521,6 +523,7 @@ impl<'m> Lowerer<'m> {
             },
             span,
         )?;
+        self.reductions.insert(v);
         self.origins.insert(
             v,
             format!(

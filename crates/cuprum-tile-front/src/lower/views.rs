@@ -18,10 +18,17 @@ use super::*;
 
 impl<'m> Lowerer<'m> {
     fn tensor_param(&self, t: u32) -> Result<(String, TensorParam)> {
-        let p = &self.kernel().params[t as usize];
-        match &p.kind {
-            ParamKind::Tensor(tp) => Ok((p.name.clone(), tp.clone())),
-            ParamKind::Scalar(_) => err(Span::call_site(), "not a tensor"),
+        match self.kernel().params.get(t as usize) {
+            Some(p) => match &p.kind {
+                ParamKind::Tensor(tp) => Ok((p.name.clone(), tp.clone())),
+                ParamKind::Scalar(_) => {
+                    err(Span::call_site(), format!("`{}` is not a tensor", p.name))
+                }
+            },
+            None => err(
+                Span::call_site(),
+                "internal error: an unknown tensor parameter",
+            ),
         }
     }
 
@@ -415,14 +422,14 @@ impl<'m> Lowerer<'m> {
         let (_, tp) = self.tensor_param(tensor)?;
         // A partition of an input divides the tensor; one of an output divides the own
         // tile, whose dimensions are the output's declared (static) ones.
-        let size = match tp.dims[axis] {
+        let size = match tp.dims.get(axis).copied().unwrap_or(TensorDim::Dynamic) {
             TensorDim::Static(d) => ShapeEntry::Dim(d),
             TensorDim::Dynamic => ShapeEntry::Dynamic {
                 tensor,
                 axis: axis as u32,
             },
         };
-        let t = tile[axis];
+        let t = tile.get(axis).copied().unwrap_or(Dim::Known(1));
         if let (ShapeEntry::Dim(Dim::Known(n)), Dim::Known(d)) = (size, t) {
             return Ok(Val::lit(Lit::typed_int(
                 i128::from(n.div_ceil(d)),
