@@ -124,16 +124,25 @@ pub fn compile_module_with_info(module: &syn::ItemMod) -> syn::Result<CompiledTi
     let mut kernels = Vec::with_capacity(items.entries.len());
     let mut entries = Vec::with_capacity(items.entries.len());
     let mut errors: Option<syn::Error> = None;
+    // A helper's error is found once per entry that calls it; it is reported once.
+    let mut seen = std::collections::HashSet::new();
     for entry in &items.entries {
         match compile_entry(&items, entry) {
             Ok((k, info)) => {
                 kernels.push(k);
                 entries.push(info);
             }
-            Err(e) => match &mut errors {
-                Some(all) => all.combine(e),
-                None => errors = Some(e),
-            },
+            Err(e) => {
+                for e in e {
+                    if !seen.insert((format!("{:?}", e.span()), e.to_string())) {
+                        continue;
+                    }
+                    match &mut errors {
+                        Some(all) => all.combine(e),
+                        None => errors = Some(e),
+                    }
+                }
+            }
         }
     }
     if let Some(e) = errors {

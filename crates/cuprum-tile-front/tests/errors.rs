@@ -505,6 +505,23 @@ fn errors_of_several_entries_are_all_reported() {
 }
 
 #[test]
+fn a_helpers_error_is_reported_once_for_all_its_callers() {
+    let src = "mod m {
+    use cuprum::tile::core::*;
+    fn bad(t: Tile<f32, { [4] }>) -> Tile<f32, { [4] }> { nope(t) }
+    #[cuprum::tile::entry()]
+    fn a(y: &mut Tensor<f32, { [4] }>) { y.store(bad(y.load())); }
+    #[cuprum::tile::entry()]
+    fn b(y: &mut Tensor<f32, { [4] }>) { y.store(bad(y.load())); }
+}";
+    let module: syn::ItemMod = syn::parse_str(src).expect("parses");
+    let e = cuprum_tile_front::compile_module(&module).expect_err("an error");
+    let all: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert!(all[0].contains("unknown operation `nope`"), "{all:?}");
+}
+
+#[test]
 fn module_items_other_than_functions_consts_and_uses_are_refused() {
     let src = "mod m {
     use cuprum::tile::core::*;
