@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod sources;
+
 use cuprum_tile_ir::{Op, Stmt, TileKernel, TileModule, TileType, validate_module};
 
 /// Compiles a module's source text; panics with the error and its position on failure.
