@@ -461,3 +461,36 @@ fn the_2d_overflow_check_is_emitted_only_where_a_wrap_is_possible() {
     assert_eq!(checks(kernel("u32", "w as usize")), 0);
     assert_eq!(checks(kernel("usize", "w")), 1);
 }
+
+#[test]
+fn println_becomes_a_printf_format_of_the_argument_types() {
+    let ir = compile_ok(
+        r#"
+    #[kernel]
+    #[launch_contract(domain = 1, block = (4, 1, 1))]
+    pub fn report(x: &[f32], big: u64, mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        let k = i.get();
+        let id = k as i32 - 2;
+        println!("{k}: v={:.3} id={:>4} big={} hex={:x} {{100%}}", x[k], id, big, k as u32 + 250);
+        if let Some(o) = out.get_mut(i) {
+            *o = id;
+        }
+    }
+"#,
+    );
+    let text = print_kernel(&ir.kernels[0]);
+    assert!(
+        text.contains(r#""%llu: v=%.3f id=%4d big=%llu hex=%x {100%%}\n""#),
+        "{text}"
+    );
+    let e = compile_err(
+        r#"
+    #[kernel]
+    pub fn bad(mut out: DisjointSlice<i32>) {
+        println!("{:^5}", 1i32);
+    }
+"#,
+    );
+    assert!(e.contains("unsupported format spec `{:^5}`"), "{e}");
+}

@@ -556,10 +556,194 @@ fn general(a: f64, p: usize, upper: bool, alt: bool) -> String {
     s
 }
 
+/// A piece of a Rust format string (the syntax of `println!`), which the front ends turn
+/// into a format of the subset above (see [`parse_rust_format`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RustPiece {
+    /// Text, already escaped for `printf` (`%` doubled, `{{` and `}}` undone).
+    Text(String),
+    /// A placeholder `{which:spec}`.
+    Arg {
+        /// Which argument it prints.
+        which: RustArg,
+        /// The format spec after `:` (empty for `{}`).
+        spec: String,
+    },
+}
+
+/// Which argument a placeholder prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RustArg {
+    /// `{}`: the next positional argument.
+    Next,
+    /// `{2}`: positional argument 2.
+    Index(usize),
+    /// `{name}`: the variable (or expression text) `name`.
+    Name(String),
+}
+
+/// Splits a Rust format string into text and placeholders.
+pub fn parse_rust_format(format: &str) -> Result<Vec<RustPiece>, String> {
+    let mut pieces = Vec::new();
+    let mut text = String::new();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                text.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                text.push('}');
+            }
+            '}' => return Err("an unmatched `}` in the format string (write `}}`)".into()),
+            '%' => text.push_str("%%"),
+            '{' => {
+                let mut inside = String::new();
+                let mut closed = false;
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        closed = true;
+                        break;
+                    }
+                    inside.push(d);
+                }
+                if !closed {
+                    return Err("an unclosed `{` in the format string".into());
+                }
+                if !text.is_empty() {
+                    pieces.push(RustPiece::Text(std::mem::take(&mut text)));
+                }
+                let (arg, spec) = inside.split_once(':').unwrap_or((inside.as_str(), ""));
+                let which = if arg.is_empty() {
+                    RustArg::Next
+                } else if let Ok(k) = arg.parse::<usize>() {
+                    RustArg::Index(k)
+                } else {
+                    RustArg::Name(arg.to_string())
+                };
+                pieces.push(RustPiece::Arg {
+                    which,
+                    spec: spec.to_string(),
+                });
+            }
+            other => text.push(other),
+        }
+    }
+    if !text.is_empty() {
+        pieces.push(RustPiece::Text(text));
+    }
+    Ok(pieces)
+}
+
+/// The conversion of the subset that prints a value of type `ty` as the Rust format spec
+/// `spec` asks (`""`, `"5"`, `"<8.3"`, `"x"`, `"e"`, ...): `{}` of an integer is `%d` or
+/// `%u` (`%lld`/`%llu` for 64 bits), of a float `%g` (`{:.3}` gives `%.3f`, `{:e}` `%e`),
+/// with `x`, `X` and `o`, widths, `<` and `>` alignment, `+` and `0` padding. A `bool` prints
+/// as `1` or `0`.
+pub fn rust_conversion(spec: &str, ty: ScalarType) -> Result<String, String> {
+    let mut flags = String::new();
+    let mut rest = spec;
+    if let Some(r) = rest.strip_prefix('<') {
+        flags.push('-');
+        rest = r;
+    } else if let Some(r) = rest.strip_prefix('>') {
+        rest = r;
+    }
+    if let Some(r) = rest.strip_prefix('+') {
+        flags.push('+');
+        rest = r;
+    }
+    if let Some(r) = rest.strip_prefix('0') {
+        flags.push('0');
+        rest = r;
+    }
+    let kind = rest
+        .chars()
+        .last()
+        .filter(|c| matches!(c, 'x' | 'X' | 'e' | 'E' | '?' | 'o'));
+    if kind.is_some() {
+        rest = &rest[..rest.len() - 1];
+    }
+    let (width, precision) = match rest.split_once('.') {
+        Some((w, p)) => (w, Some(p)),
+        None => (rest, None),
+    };
+    if !width.chars().all(|c| c.is_ascii_digit())
+        || !precision.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Err(format!(
+            "unsupported format spec `{{:{spec}}}` in device code"
+        ));
+    }
+    let prec = precision.map(|p| format!(".{p}")).unwrap_or_default();
+    if ty.is_float() {
+        let c = match (kind, precision) {
+            (Some('e'), _) => "e",
+            (Some('E'), _) => "E",
+            (_, Some(_)) => "f",
+            _ => "g",
+        };
+        return Ok(format!("%{flags}{width}{prec}{c}"));
+    }
+    let wide = ty.size_bytes() == 8;
+    let c = match kind {
+        Some('x') => "x",
+        Some('X') => "X",
+        Some('o') => "o",
+        _ if ty.is_signed_int() => "d",
+        _ => "u",
+    };
+    Ok(format!(
+        "%{flags}{width}{}{c}",
+        if wide { "ll" } else { "" }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ScalarType as S;
+
+    #[test]
+    fn rust_format_strings_become_pieces_and_conversions() {
+        let pieces = parse_rust_format("a {} {{b}} {1:>5} {x:.3}% {:x}").expect("parses");
+        assert_eq!(
+            pieces,
+            vec![
+                RustPiece::Text("a ".into()),
+                RustPiece::Arg {
+                    which: RustArg::Next,
+                    spec: String::new()
+                },
+                RustPiece::Text(" {b} ".into()),
+                RustPiece::Arg {
+                    which: RustArg::Index(1),
+                    spec: ">5".into()
+                },
+                RustPiece::Text(" ".into()),
+                RustPiece::Arg {
+                    which: RustArg::Name("x".into()),
+                    spec: ".3".into()
+                },
+                RustPiece::Text("%% ".into()),
+                RustPiece::Arg {
+                    which: RustArg::Next,
+                    spec: "x".into()
+                },
+            ]
+        );
+        assert!(parse_rust_format("{").is_err());
+        assert!(parse_rust_format("}").is_err());
+        assert_eq!(rust_conversion("", S::I32).as_deref(), Ok("%d"));
+        assert_eq!(rust_conversion("", S::U64).as_deref(), Ok("%llu"));
+        assert_eq!(rust_conversion("", S::Bool).as_deref(), Ok("%u"));
+        assert_eq!(rust_conversion(".3", S::F32).as_deref(), Ok("%.3f"));
+        assert_eq!(rust_conversion("<8x", S::U32).as_deref(), Ok("%-8x"));
+        assert_eq!(rust_conversion("+08.2e", S::F64).as_deref(), Ok("%+08.2e"));
+        assert!(rust_conversion("^5", S::I32).is_err());
+    }
 
     #[test]
     fn parses_the_subset() {

@@ -247,6 +247,12 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 self.set(*value, t);
             }
             Stmt::Store { tensor, value } => self.store(*tensor, *value)?,
+            Stmt::StorePart {
+                tensor,
+                tile,
+                index,
+                value,
+            } => self.store_part(*tensor, tile, index, *value)?,
             Stmt::If {
                 cond,
                 then,
@@ -365,6 +371,67 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 own.data[i] = v[i];
                 own.written[i] = true;
             });
+        }
+        Ok(())
+    }
+
+    /// Writes `value` to sub-tile `index` (of shape `sub`) of this block's copy of its tile
+    /// of partitioned tensor `p`: the elements inside both the own tile and the tensor (the
+    /// others are dropped).
+    fn store_part(
+        &mut self,
+        p: u32,
+        sub: &[cuprum_tile_ir::Dim],
+        index: &[TileValue],
+        value: TileValue,
+    ) -> Run<()> {
+        let (t, tile) = self.tensor(p)?;
+        let Some(tile) = tile else {
+            return Err(self.unsupported(format!("a store to parameter {p}, not partitioned")));
+        };
+        let window = Window::new(&t, &own_base(self.id, tile), tile)
+            .map_err(|f| self.address_fault(&t, f))?;
+        let n: usize = tile.iter().product();
+        let mut inside = vec![false; n];
+        if let Some(w) = window {
+            w.for_each(|i, _| inside[i] = true);
+        }
+        let sub: Vec<usize> = sub
+            .iter()
+            .map(|d| d.known().unwrap_or(1) as usize)
+            .collect();
+        let index = index
+            .iter()
+            .map(|&i| Ok(int_value(self.scalar(i)?, self.elem(i))))
+            .collect::<Run<Vec<i128>>>()?;
+        let base = tile_base(index, &sub);
+        let v = self.get(value)?;
+        let own = self.own[p as usize].get_or_insert_with(|| OwnTile {
+            data: vec![0; n],
+            written: vec![false; n],
+        });
+        let mut coord = vec![0usize; sub.len()];
+        for &bits in v.iter() {
+            // The own-tile element of sub-tile coordinate `coord`, if inside the own tile.
+            let mut flat = Some(0usize);
+            for ((&c, &b), &t) in coord.iter().zip(&base).zip(tile) {
+                let o = b + c as i128;
+                flat = flat
+                    .filter(|_| o >= 0 && o < t as i128)
+                    .map(|f| f * t + o as usize);
+            }
+            if let Some(f) = flat.filter(|&f| inside[f]) {
+                own.data[f] = bits;
+                own.written[f] = true;
+            }
+            // The next coordinate, row-major.
+            for d in (0..coord.len()).rev() {
+                coord[d] += 1;
+                if coord[d] < sub[d] {
+                    break;
+                }
+                coord[d] = 0;
+            }
         }
         Ok(())
     }

@@ -37,9 +37,15 @@ pub struct TileKernel {
 }
 
 /// A const generic parameter of a tile kernel.
+///
+/// The front end gives one per scalar const generic (`const BM: i32` is named `BM`) and `N`
+/// per array const generic of literal length `N` (`const S: [i32; 2]` gives `S[0]` and
+/// `S[1]`, in that order, at the parameter's place among the others), so a shape `S` is
+/// `[Dim::Param(i), Dim::Param(i + 1)]`. The host maps `.generics(..)` values and the tile
+/// shapes of partitions onto these names and indices.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct ConstParam {
-    /// Its name in the source.
+    /// Its name in the source: `BM`, or `S[i]` for element `i` of an array parameter `S`.
     pub name: String,
     /// Its type: an integer type or `Bool`. A parameter used as a dimension must be a
     /// positive integer when the kernel is specialized.
@@ -349,6 +355,23 @@ pub enum Stmt {
         /// The tile stored.
         value: TileValue,
     },
+    /// Writes `value` to sub-tile `index` of the tile this block owns of partitioned tensor
+    /// `tensor`, that tile being cut into tiles of shape `tile` (the source's
+    /// `z.partition_mut(shape).store(t, [i, j])`): the element at coordinate `c` of `value`
+    /// goes to coordinate `index * tile + c` (per axis) of the owned tile. Elements that fall
+    /// outside the owned tile or outside the tensor are dropped, as [`Stmt::Store`] drops
+    /// those outside the tensor, so a block still writes only its own tile.
+    StorePart {
+        /// The parameter index of a [`TensorAccess::Partitioned`] tensor.
+        tensor: u32,
+        /// The sub-tile shape, of the tensor's rank; `value` has this shape and the tensor's
+        /// element type.
+        tile: Shape,
+        /// One rank-0 integer per axis: which sub-tile of the owned tile.
+        index: Vec<TileValue>,
+        /// The tile stored.
+        value: TileValue,
+    },
     /// Runs `then` when the rank-0 `Bool` `cond` is true, else `otherwise`; `results` take
     /// the yields of the branch that ran (same count and types).
     If {
@@ -461,6 +484,7 @@ impl Stmt {
         match self {
             Stmt::Def { op, .. } => op.operands(),
             Stmt::Store { value, .. } => vec![*value],
+            Stmt::StorePart { index, value, .. } => index.iter().copied().chain([*value]).collect(),
             Stmt::If { cond, .. } => vec![*cond],
             Stmt::For {
                 start,

@@ -29,7 +29,8 @@
 //!   approximate on the GPU, as in the kernel IR.
 //! * **Memory.** A read-only tensor ([`TensorAccess::Read`]) is not written by anyone during
 //!   the launch. A partitioned tensor is cut into tiles, tile `b` belonging to block `b`:
-//!   only block `b` reads ([`View::Own`]) and writes ([`Stmt::Store`]) it, so no two blocks
+//!   only block `b` reads ([`View::Own`]) and writes ([`Stmt::Store`], or a sub-tile of it
+//!   with [`Stmt::StorePart`]) it, so no two blocks
 //!   touch one element and a block's loads of its own tile see its earlier stores. Loads
 //!   read `padding` for elements outside the tensor and stores drop them: edge tiles need no
 //!   checks and never fault. A tensor's elements are addressed by its strides (in

@@ -129,6 +129,18 @@ impl Printer<'_> {
             Stmt::Store { tensor, value } => {
                 writeln!(self.out, "store param{tensor}[own tile] = {}", v(*value))
             }
+            Stmt::StorePart {
+                tensor,
+                tile,
+                index,
+                value,
+            } => writeln!(
+                self.out,
+                "store param{tensor}[own tile] tile {} at [{}] = {}",
+                ShapeDisplay(tile),
+                list(index),
+                v(*value)
+            ),
             Stmt::If {
                 cond,
                 then,

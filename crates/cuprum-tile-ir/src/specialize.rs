@@ -206,6 +206,7 @@ impl Subst<'_> {
                 self.block(otherwise);
             }
             Stmt::For { body, .. } | Stmt::Loop { body, .. } => self.block(body),
+            Stmt::StorePart { tile, .. } => *tile = self.shape(tile),
             Stmt::Store { .. }
             | Stmt::Break { .. }
             | Stmt::Continue { .. }

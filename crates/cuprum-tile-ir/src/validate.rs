@@ -276,6 +276,40 @@ impl<'k> Validator<'k> {
                     "a store",
                 )
             }
+            Stmt::StorePart {
+                tensor,
+                tile,
+                index,
+                value,
+            } => {
+                let t = self.tensor(*tensor)?;
+                if t.partition_tile().is_none() {
+                    return Err(format!(
+                        "a sub-tile store to parameter {tensor}, which is not a partitioned tensor (only `&mut Tensor` outputs are written)"
+                    ));
+                }
+                if tile.len() != t.rank() || index.len() != t.rank() {
+                    return Err(format!(
+                        "a store of a {} sub-tile with {} indices to a rank-{} tensor",
+                        ShapeDisplay(tile),
+                        index.len(),
+                        t.rank()
+                    ));
+                }
+                self.shape_ok(tile)?;
+                for i in index {
+                    self.scalar_int(*i, "a sub-tile index")?;
+                }
+                let got = self.use_value(*value)?;
+                self.expect(
+                    got,
+                    &TileType {
+                        elem: t.elem,
+                        shape: tile.clone(),
+                    },
+                    "a sub-tile store",
+                )
+            }
             Stmt::If {
                 cond,
                 then,

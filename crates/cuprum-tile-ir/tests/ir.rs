@@ -423,3 +423,86 @@ fn operators_bitcasts_and_prints_follow_the_kernel_ir_rules() {
     print("%d\n", &[true]).expect_err("an i64 for %d");
     print("%d %d\n", &[false]).expect_err("an argument missing");
 }
+
+#[test]
+fn sub_tile_stores_write_the_own_tile_by_sub_tile_index_and_specialize() {
+    // `z.partition_mut(const_shape![1, BS]).store(t, [0, j])` inside a [1, N] own tile.
+    let mut b = TileBuilder::new("rows");
+    let n = b.const_param("N", ScalarType::I32);
+    let bs = b.const_param("BS", ScalarType::I32);
+    let f = Elem::Known(ScalarType::F32);
+    let z = b.param(
+        "z",
+        tensor(
+            f,
+            vec![
+                TensorDim::Static(Dim::Known(1)),
+                TensorDim::Static(Dim::Param(n)),
+            ],
+            TensorAccess::Partitioned,
+        ),
+    );
+    let x = b.param("x", tensor(f, vec![TensorDim::Dynamic], TensorAccess::Read));
+    let sub = vec![Dim::Known(1), Dim::Param(bs)];
+    let t = b
+        .def(Op::Const {
+            value: Literal::Float(1.0),
+            elem: f,
+            shape: sub.clone(),
+        })
+        .expect("const");
+    let zero = b.def(Op::BlockId(1)).expect("pid");
+    let j = b.def(Op::BlockId(0)).expect("pid");
+    b.push(Stmt::StorePart {
+        tensor: z,
+        tile: sub.clone(),
+        index: vec![zero, j],
+        value: t,
+    });
+    let k = b.finish();
+    validate_kernel(&k).expect("valid sub-tile store");
+    assert!(
+        print_kernel(&k).contains("tile [1, $1] at [%1, %2]"),
+        "{}",
+        print_kernel(&k)
+    );
+    let s = specialize(
+        &k,
+        &Specialization {
+            consts: vec![64, 16],
+            types: vec![],
+        },
+    )
+    .expect("N = 64, BS = 16");
+    let Some(Stmt::StorePart { tile, .. }) = s.body.stmts.last() else {
+        panic!("the store is the last statement");
+    };
+    assert_eq!(tile, &shape_of(&[1, 16]));
+
+    // To an input, with a wrong rank, or of another shape: refused.
+    for (tensor, tile, what) in [
+        (
+            x,
+            vec![Dim::Known(1), Dim::Param(bs)],
+            "not a partitioned tensor",
+        ),
+        (z, vec![Dim::Param(bs)], "indices to a rank-2 tensor"),
+        (z, vec![Dim::Known(2), Dim::Param(bs)], "a sub-tile store"),
+    ] {
+        let mut bad = k.clone();
+        bad.body.stmts.pop();
+        let index = if tile.len() == 2 {
+            vec![zero, j]
+        } else {
+            vec![j]
+        };
+        bad.body.stmts.push(Stmt::StorePart {
+            tensor,
+            tile,
+            index,
+            value: t,
+        });
+        let e = validate_kernel(&bad).expect_err(what);
+        assert!(e.message.contains(what), "{e}");
+    }
+}

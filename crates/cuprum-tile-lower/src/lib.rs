@@ -68,7 +68,7 @@
 //! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
 //! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
 //! other than by closures, and operations the kernel IR does not have for an element type.
-//! `mma` is not lowered yet.
+//! `mma` and sub-tile stores of an output (`Stmt::StorePart`) are not lowered yet.
 
 #![warn(missing_docs)]
 

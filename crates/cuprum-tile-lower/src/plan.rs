@@ -252,6 +252,9 @@ impl Planner<'_> {
                 self.plan.anchor_id(&shape);
                 Ok(())
             }
+            Stmt::StorePart { .. } => Err(self.unsupported(
+                "a store of a sub-tile of an output's own tile (`partition_mut(..).store(t, index)`) is not lowered yet",
+            )),
             Stmt::If {
                 then,
                 otherwise,

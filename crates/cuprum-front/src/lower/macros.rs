@@ -2,7 +2,8 @@
 //! and `assert!`, `assert_eq!`, `assert_ne!`, `debug_assert*!`, `panic!`, `unreachable!`
 //! (a failed one stops the kernel with an error naming the kernel and the message).
 //!
-//! Rust format strings are translated to the `printf` subset of `cuprum_ir::printf`: `{}`
+//! Rust format strings are translated to the `printf` subset of `cuprum_ir::printf` (by its
+//! `parse_rust_format` and `rust_conversion`, which the tile front end shares): `{}`
 //! becomes `%d`/`%u`/`%lld`/`%llu` for integers by type and `%g` for floats (`{:.3}` gives
 //! `%.3f`, `{:e}` `%e`, `{:x}` `%x`), with width, `<`/`>` alignment and `0` padding. A `bool`
 //! prints as `1` or `0`.
@@ -136,7 +137,8 @@ impl Lowerer<'_> {
                 "the first argument of `println!` must be a string literal",
             );
         };
-        let text = fmt.value();
+        let pieces = cuprum_ir::printf::parse_rust_format(&fmt.value())
+            .map_err(|e| syn::Error::new(fmt.span(), e))?;
         let mut positional = rest
             .iter()
             .map(|e| self.expr(e))
@@ -144,54 +146,41 @@ impl Lowerer<'_> {
         let mut next = 0usize;
         let mut out = String::new();
         let mut values = Vec::new();
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    out.push('{');
+        for piece in pieces {
+            let (which, spec) = match piece {
+                cuprum_ir::printf::RustPiece::Text(t) => {
+                    out.push_str(&t);
+                    continue;
                 }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    out.push('}');
+                cuprum_ir::printf::RustPiece::Arg { which, spec } => (which, spec),
+            };
+            let value = match which {
+                cuprum_ir::printf::RustArg::Next => {
+                    next += 1;
+                    positional.get(next - 1).cloned()
                 }
-                '%' => out.push_str("%%"),
-                '{' => {
-                    let mut spec = String::new();
-                    for d in chars.by_ref() {
-                        if d == '}' {
-                            break;
-                        }
-                        spec.push(d);
-                    }
-                    let (arg, format) = spec.split_once(':').unwrap_or((spec.as_str(), ""));
-                    let value = if arg.is_empty() {
-                        next += 1;
-                        positional.get(next - 1).cloned()
-                    } else if let Ok(k) = arg.parse::<usize>() {
-                        positional.get(k).cloned()
-                    } else {
-                        let e: syn::Expr = syn::parse_str(arg).map_err(|_| {
-                            syn::Error::new(
-                                fmt.span(),
-                                format!("bad argument `{arg}` in the format string"),
-                            )
-                        })?;
-                        Some(self.expr(&e)?)
-                    };
-                    let Some(value) = value else {
-                        return err(
+                cuprum_ir::printf::RustArg::Index(k) => positional.get(k).cloned(),
+                cuprum_ir::printf::RustArg::Name(arg) => {
+                    let e: syn::Expr = syn::parse_str(&arg).map_err(|_| {
+                        syn::Error::new(
                             fmt.span(),
-                            "the format string names more arguments than `println!` has",
-                        );
-                    };
-                    let x = self.scalar(value, fmt.span())?;
-                    let (conv, x) = self.printf_conversion(x, format, fmt.span())?;
-                    out.push_str(&conv);
-                    values.push(x);
+                            format!("bad argument `{arg}` in the format string"),
+                        )
+                    })?;
+                    Some(self.expr(&e)?)
                 }
-                other => out.push(other),
-            }
+            };
+            let Some(value) = value else {
+                return err(
+                    fmt.span(),
+                    "the format string names more arguments than `println!` has",
+                );
+            };
+            let x = self.scalar(value, fmt.span())?;
+            let conv = cuprum_ir::printf::rust_conversion(&spec, self.ty(x))
+                .map_err(|e| syn::Error::new(fmt.span(), e))?;
+            out.push_str(&conv);
+            values.push(x);
         }
         if newline {
             out.push('\n');
@@ -206,72 +195,6 @@ impl Lowerer<'_> {
             args: values,
         });
         Ok(())
-    }
-
-    /// The `printf` conversion for a Rust format spec (`""`, `"5"`, `"<8.3"`, `"x"`, `"e"`).
-    fn printf_conversion(
-        &mut self,
-        x: cuprum_ir::Value,
-        spec: &str,
-        span: Span,
-    ) -> Result<(String, cuprum_ir::Value)> {
-        let ty = self.ty(x);
-        let mut flags = String::new();
-        let mut rest = spec;
-        if let Some(r) = rest.strip_prefix('<') {
-            flags.push('-');
-            rest = r;
-        } else if let Some(r) = rest.strip_prefix('>') {
-            rest = r;
-        }
-        if let Some(r) = rest.strip_prefix('+') {
-            flags.push('+');
-            rest = r;
-        }
-        if let Some(r) = rest.strip_prefix('0') {
-            flags.push('0');
-            rest = r;
-        }
-        let kind = rest
-            .chars()
-            .last()
-            .filter(|c| matches!(c, 'x' | 'X' | 'e' | 'E' | '?' | 'o'));
-        if kind.is_some() {
-            rest = &rest[..rest.len() - 1];
-        }
-        let (width, precision) = match rest.split_once('.') {
-            Some((w, p)) => (w, Some(p)),
-            None => (rest, None),
-        };
-        if !width.chars().all(|c| c.is_ascii_digit())
-            || !precision.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
-        {
-            return err(
-                span,
-                format!("unsupported format spec `{{:{spec}}}` in device code"),
-            );
-        }
-        let prec = precision.map(|p| format!(".{p}")).unwrap_or_default();
-        let conv = if ty.is_float() {
-            let c = match (kind, precision) {
-                (Some('e'), _) => "e",
-                (Some('E'), _) => "E",
-                (_, Some(_)) => "f",
-                _ => "g",
-            };
-            format!("%{flags}{width}{prec}{c}")
-        } else {
-            let wide = ty.size_bytes() == 8;
-            let c = match kind {
-                Some('x') => "x",
-                Some('X') => "X",
-                Some('o') => "o",
-                _ if ty.is_signed_int() => "d",
-                _ => "u",
-            };
-            format!("%{flags}{width}{}{c}", if wide { "ll" } else { "" })
-        };
-        Ok((conv, x))
     }
 }
 
