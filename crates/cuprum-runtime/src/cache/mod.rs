@@ -72,6 +72,7 @@
 //! ```
 
 mod entry;
+pub mod occupancy;
 pub(crate) mod stats;
 mod store;
 
