@@ -87,8 +87,10 @@ pub use store::{CubinStore, Lookup, StoreStats};
 pub const ENABLED_BY_DEFAULT: bool = true;
 
 /// How the cache's cubins are made, part of every key: a cubin made another way (say, by the
-/// plain linker of earlier versions) is never loaded for this one.
-pub const RECIPE: &str = "link-capped-v1";
+/// plain linker of earlier versions) is never loaded for this one. v1 capped every kernel at
+/// the JIT's registers; v2 may raise a spilling kernel's cap while its occupancy is kept (see
+/// the module docs).
+pub const RECIPE: &str = "link-capped-v2";
 
 /// `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes or reads into `<dir>`.
 pub const CUBIN_DUMP_ENV: &str = "CUPRUM_CUBIN_DUMP";
@@ -104,6 +106,12 @@ pub enum LinkOption {
     TargetFromContext,
     /// `CU_JIT_MAX_REGISTERS`: at most this many registers per thread.
     MaxRegisters(u32),
+    /// `CU_JIT_MIN_CTA_PER_SM`: compile so that at least this many blocks fit on one SM
+    /// (`.minnctapersm`; CUDA 12.4 drivers and newer).
+    MinBlocksPerSm(u32),
+    /// `CU_JIT_MAX_THREADS_PER_BLOCK`: the largest block the kernel is compiled for
+    /// (`.maxntid`; CUDA 12.4 drivers and newer).
+    MaxThreadsPerBlock(u32),
     /// `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`: the options above win over the PTX's `.maxntid`,
     /// `.minnctapersm` and `.maxnreg` (CUDA 12.4 drivers and newer).
     OverrideDirectiveValues,
@@ -133,7 +141,9 @@ pub enum ModuleRoute {
         input: Vec<LinkOption>,
     },
     /// What a cache miss makes: the JIT first, then the linker with one input per kernel, each
-    /// capped at the registers the JIT gave it.
+    /// capped at the registers the JIT gave it (a kernel that spills there at the lowest higher
+    /// cap that keeps its occupancy and does not spill); an error when the cache would keep no
+    /// cubin.
     LinkCapped,
 }
 
@@ -178,7 +188,7 @@ impl CacheKey {
     }
 
     /// The key as text, stored in the entry and compared in full on every lookup, e.g.
-    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64`.
+    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=link-capped-v2`.
     pub fn text(&self) -> String {
         format!(
             "cubin ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",

@@ -23,6 +23,9 @@ pub struct CacheStats {
     /// Misses compiled by the JIT for which no cubin as good as the JIT's could be made, so
     /// nothing was kept (see the module docs of `cache`).
     pub not_cached: u64,
+    /// Misses whose cubin was kept with at least one kernel linked at a register cap above the
+    /// JIT's count (it spilled at the JIT's count; the higher cap keeps its occupancy).
+    pub raised_caps: u64,
     /// Disk reads or writes that failed (each degraded to compiling or to not storing).
     pub io_failures: u64,
     /// Module loads (any backend) whose IR had already been validated in this process.
@@ -36,6 +39,7 @@ pub(crate) struct Counters {
     pub(crate) rejected: AtomicU64,
     pub(crate) disk_writes: AtomicU64,
     pub(crate) not_cached: AtomicU64,
+    pub(crate) raised_caps: AtomicU64,
     pub(crate) io_failures: AtomicU64,
     pub(crate) ir_reuses: AtomicU64,
 }
@@ -47,6 +51,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     rejected: AtomicU64::new(0),
     disk_writes: AtomicU64::new(0),
     not_cached: AtomicU64::new(0),
+    raised_caps: AtomicU64::new(0),
     io_failures: AtomicU64::new(0),
     ir_reuses: AtomicU64::new(0),
 };
@@ -66,6 +71,7 @@ pub fn stats() -> CacheStats {
         rejected: get(&c.rejected),
         disk_writes: get(&c.disk_writes),
         not_cached: get(&c.not_cached),
+        raised_caps: get(&c.raised_caps),
         io_failures: get(&c.io_failures),
         ir_reuses: get(&c.ir_reuses),
     }
