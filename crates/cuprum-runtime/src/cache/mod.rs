@@ -89,7 +89,7 @@ pub const ENABLED_BY_DEFAULT: bool = true;
 /// How the cache's cubins are made, part of every key: a cubin made another way (say, by the
 /// plain linker of earlier versions) is never loaded for this one. v1 capped every kernel at
 /// the JIT's registers; v2 may raise a spilling kernel's cap while its occupancy is kept (see
-/// the module docs).
+/// the module docs), and remembers on disk a module it cannot make a cubin for.
 pub const RECIPE: &str = "link-capped-v2";
 
 /// `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes or reads into `<dir>`.
@@ -162,6 +162,7 @@ pub const CACHE_STATS_ENV: &str = "CUPRUM_CACHE_STATS";
 /// driver. Two keys are equal exactly when a cubin made for one may be loaded for the other.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    kind: EntryKind,
     ptx_hash: [u8; 32],
     ptx_len: usize,
     target: String,
@@ -179,6 +180,7 @@ impl CacheKey {
         driver_version: u32,
     ) -> Self {
         Self {
+            kind: EntryKind::Cubin,
             ptx_hash: entry::content_hash(ptx.as_bytes()),
             ptx_len: ptx.len(),
             target: target.to_owned(),
@@ -187,11 +189,26 @@ impl CacheKey {
         }
     }
 
+    /// The key of the entry that records that no cubin can be made for this key's module
+    /// (payload: the reason, as text): a miss of a module found not cacheable before goes
+    /// straight to the JIT. Same PTX, device, driver and recipe; another file.
+    pub fn not_cacheable(&self) -> Self {
+        Self {
+            kind: EntryKind::NotCacheable,
+            ..self.clone()
+        }
+    }
+
     /// The key as text, stored in the entry and compared in full on every lookup, e.g.
-    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=link-capped-v2`.
+    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=link-capped-v2`
+    /// (`not-cacheable ptx=…` for [`not_cacheable`](Self::not_cacheable)).
     pub fn text(&self) -> String {
+        let kind = match self.kind {
+            EntryKind::Cubin => "cubin",
+            EntryKind::NotCacheable => "not-cacheable",
+        };
         format!(
-            "cubin ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
+            "{kind} ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
             hex(&self.ptx_hash),
             self.ptx_len,
             self.target,
@@ -215,6 +232,16 @@ impl CacheKey {
     pub fn driver_version(&self) -> u32 {
         self.driver_version
     }
+}
+
+/// What an entry holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum EntryKind {
+    /// The cubin of the module.
+    Cubin,
+    /// The verdict that no cubin as good as the JIT's code can be made for the module (the
+    /// payload says why), so that later processes load it through the JIT without trying.
+    NotCacheable,
 }
 
 /// Lowercase hex of `bytes`.
@@ -324,6 +351,14 @@ mod tests {
             assert_ne!(v.file_name(), base.file_name());
         }
         assert_eq!(base, CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12080));
+        let marker = base.not_cacheable();
+        assert_ne!(marker.text(), base.text());
+        assert_ne!(marker.file_name(), base.file_name());
+        assert!(marker.text().starts_with("not-cacheable ptx="));
+        assert_eq!(
+            marker.text().strip_prefix("not-cacheable"),
+            base.text().strip_prefix("cubin")
+        );
         assert!(base.file_name().ends_with(".cubin"));
         assert!(base.text().contains("driver=12080") && base.text().contains("cc=9.0"));
     }

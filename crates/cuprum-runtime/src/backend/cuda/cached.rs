@@ -182,7 +182,7 @@ impl std::fmt::Display for Raised {
 pub(crate) enum NoCubin {
     /// The linker's code would be worse than the JIT's (spills, or fewer blocks per SM at
     /// every cap that stops the spills). The same PTX, device, driver and recipe give the same
-    /// verdict.
+    /// verdict, so it is kept on disk for later processes.
     Worse(String),
     /// Something failed on the way (the PTX cannot be split, the linker refused, its cubin
     /// did not load, the driver did not answer): remembered by this process only.
@@ -432,13 +432,30 @@ pub(crate) fn load_cuda(
     }
 
     // A miss: the JIT compiles the whole program (what this process runs, and the JIT's log
-    // when the PTX is refused), then the capped link makes the cubin to keep.
+    // when the PTX is refused), then the capped link makes the cubin to keep, unless this
+    // process or an earlier one found that it cannot.
     bump(&COUNTERS.compiles);
     let module = device.load_module(ptx, names)?;
     if known_uncacheable(&key_text) {
         bump(&COUNTERS.not_cached);
+        bump(&COUNTERS.skipped_links);
         report(
             "miss (compiled from PTX; not cacheable, as this process found before)",
+            names,
+            start,
+        );
+        return Ok(module);
+    }
+    let verdict_key = key.not_cacheable();
+    if let Some(Lookup::Hit(why)) = store.as_ref().map(|s| s.lookup(&verdict_key)) {
+        remember_uncacheable(key_text);
+        bump(&COUNTERS.not_cached);
+        bump(&COUNTERS.skipped_links);
+        report(
+            &format!(
+                "miss (compiled from PTX; not cacheable, as an earlier process found: {})",
+                String::from_utf8_lossy(&why)
+            ),
             names,
             start,
         );
@@ -449,6 +466,19 @@ pub(crate) fn load_cuda(
         Err(why) => {
             remember_uncacheable(key_text);
             bump(&COUNTERS.not_cached);
+            if let (NoCubin::Worse(text), Some(store)) = (&why, store) {
+                // Later processes skip the link; a failed write only costs them the link.
+                match store.put(&verdict_key, text.as_bytes()) {
+                    Ok(()) => bump(&COUNTERS.disk_writes),
+                    Err(e) => {
+                        bump(&COUNTERS.io_failures);
+                        warn_once(&format!(
+                            "could not write {}: {e}",
+                            store.path_for(&verdict_key).display()
+                        ));
+                    }
+                }
+            }
             report(
                 &format!("miss (compiled from PTX, not cached: {why})"),
                 names,
