@@ -31,10 +31,33 @@
 //! So a miss first has the JIT compile the PTX (the module this process runs), reads how many
 //! registers the JIT gave each kernel, then has the linker compile each kernel as its own
 //! input capped at that count (`CU_JIT_MAX_REGISTERS` with `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`)
-//! into one cubin, and keeps that cubin only if every kernel in it got no more registers and
-//! no more local memory (spills) than from the JIT. A module the cache cannot make such a
-//! cubin for is simply not cached (the driver's own JIT cache, `~/.nv/ComputeCache`, still
-//! keeps it across processes), and later loads of it in the same process skip the link.
+//! into one cubin, and keeps that cubin only if every kernel in it is no worse than from the
+//! JIT: no more local memory (spills), blocks as large, and no more registers, or more but
+//! with as many blocks per SM ([`occupancy`]).
+//!
+//! **Raised caps.** Capped at the JIT's count, a kernel can spill where the JIT's code did not
+//! (bench_simt's `hgemm_mma`: 80 registers and 24 bytes of local memory against 80 and 0 on an
+//! H200). Registers are allocated per warp in units of 256, 8 per thread, and a few more per
+//! thread cost nothing while the SM still holds as many blocks of the kernel. So such a kernel
+//! is linked again, alone, at each next multiple of 8 above the JIT's count, for as long as
+//! that cap keeps the JIT's resident blocks per SM for every block size the kernel may be
+//! launched with (its `.reqntid` block, else any size up to the largest the JIT's code
+//! accepts; [`occupancy::raised_caps`]), and the first cap at which it spills no more than the
+//! JIT's code is kept ([`occupancy::judge`]); then the whole module is linked once more with
+//! each kernel at its cap (each extra link costs a miss one more compile of that kernel, or
+//! of the module). Blocks per SM only fall as registers rise, so the search stops at the first
+//! cap that loses one. Without the SM's limits from the driver, only the JIT's count
+//! is tried. The arithmetic is the occupancy calculator's (sources in [`occupancy`]); it also
+//! says that `hgemm_mma` has no such cap: 88 registers hold 5 of its 128-thread blocks per SM
+//! instead of 6.
+//!
+//! **Not cacheable.** A module for which the linker makes no cubin as good as the JIT's code
+//! is not cached: this process runs the JIT's module, and an entry on disk records the
+//! verdict (the reason, under the key [`CacheKey::not_cacheable`]), so that later processes,
+//! and later loads in this one, load it through the JIT alone instead of repeating the link.
+//! The driver's own JIT cache (`~/.nv/ComputeCache`, unless `CUDA_CACHE_DISABLE=1`) keeps the
+//! JIT's output across processes. Only verdicts are kept on disk, not failures (a refused link,
+//! a cubin that does not load): those are retried by the next process.
 //!
 //! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
 //! a corrupt or stale entry all degrade to compiling, with at most one warning line per
@@ -49,9 +72,11 @@
 //! 193 ms instead of 149 ms for that module). Off, every load has the driver compile the PTX
 //! as it loads it, which the driver's own JIT cache keeps across processes. Deleting the folder
 //! is always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load on stderr: hit or
-//! miss, and the time it took. `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes
-//! or reads into `<dir>` (named after the module's first kernel and the entry's key), to
-//! compare its machine code (`cuobjdump -sass`) with `ptxas`'s.
+//! miss, and the time it took; a miss kept with a raised cap names each such kernel with its
+//! cap, its registers and local memory from the linker and from the JIT, and the blocks per SM
+//! kept; a module not cached says why. `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache
+//! makes or reads into `<dir>` (named after the module's first kernel and the entry's key),
+//! to compare its machine code (`cuobjdump -sass`) with `ptxas`'s.
 //!
 //! The emulator runs the IR itself and needs no cubin; what it reuses is the IR: a module
 //! (an `Arc<cuprum_ir::Module>`, which `#[cuda_module]` builds once per process) is validated
