@@ -49,7 +49,7 @@
 //! cap that loses one. Without the SM's limits from the driver, only the JIT's count
 //! is tried. The arithmetic is the occupancy calculator's (sources in [`occupancy`]); it also
 //! says that `hgemm_mma` has no such cap: 88 registers hold 5 of its 128-thread blocks per SM
-//! instead of 6.
+//! instead of 6 (`cache_speed --module simt` shows what each cap gives it, and times it).
 //!
 //! **Not cacheable.** A module for which the linker makes no cubin as good as the JIT's code
 //! is not cached: this process runs the JIT's module, and an entry on disk records the
@@ -134,9 +134,6 @@ pub enum LinkOption {
     /// `CU_JIT_MIN_CTA_PER_SM`: compile so that at least this many blocks fit on one SM
     /// (`.minnctapersm`; CUDA 12.4 drivers and newer).
     MinBlocksPerSm(u32),
-    /// `CU_JIT_MAX_THREADS_PER_BLOCK`: the largest block the kernel is compiled for
-    /// (`.maxntid`; CUDA 12.4 drivers and newer).
-    MaxThreadsPerBlock(u32),
     /// `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`: the options above win over the PTX's `.maxntid`,
     /// `.minnctapersm` and `.maxnreg` (CUDA 12.4 drivers and newer).
     OverrideDirectiveValues,
