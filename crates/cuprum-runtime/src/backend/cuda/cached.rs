@@ -1,5 +1,7 @@
 //! The cached load path of the CUDA backend: PTX to a loaded module through the compile
-//! cache (memory, then disk, then the driver's JIT and a register-capped link).
+//! cache (memory, then disk, then the driver's JIT and a register-capped link, a spilling
+//! kernel's cap raised while its blocks per SM are kept; a verdict on disk when no cubin is as
+//! good as the JIT's code).
 //!
 //! This is the only part of the cache that talks to a device; the decisions it takes (which
 //! key, hit or miss, what to store) are the same whatever the device, and every failure of the
@@ -522,6 +524,37 @@ pub(crate) fn load_cuda(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raised_cap_names_the_kernel_its_registers_and_the_blocks_kept() {
+        let used = |registers, local_bytes| KernelUse {
+            registers,
+            local_bytes,
+            max_threads_per_block: 128,
+        };
+        let raised = Raised {
+            kernel: "k".to_owned(),
+            cap: 80,
+            jit: used(76, 0),
+            linked: used(80, 0),
+            sizes: BlockSizes::Exactly(128),
+            sm: SmLimits::SM80_SM90,
+        };
+        assert_eq!(
+            raised.to_string(),
+            "`k` linked at a cap of 80 registers: 80 registers and 0 bytes of local memory, 76 \
+             and 0 from the JIT; 6 blocks of 128 threads per SM either way"
+        );
+        let raised = Raised {
+            sizes: BlockSizes::UpTo(256),
+            ..raised
+        };
+        assert!(
+            raised
+                .to_string()
+                .ends_with("blocks per SM kept for every block size up to 256 threads")
+        );
+    }
 
     #[test]
     fn an_uncacheable_module_is_remembered_for_the_process() {
