@@ -9,9 +9,10 @@
 //!
 //! `--module sgemm` (the default) is the two SGEMM kernels of the `sgemm` example, both timed.
 //! `--module simt` is `bench_simt`'s module (its four kernels, `hgemm_mma` timed), whose
-//! `hgemm_mma` spilled when capped at the JIT's registers: the ways then also include the
-//! linker at the JIT's register count and the next two allocation units above it, and at the
-//! JIT's blocks per SM (`CU_JIT_MIN_CTA_PER_SM`), each row with `hgemm_mma`'s registers, local
+//! `hgemm_mma` spilled when capped at the JIT's registers: the ways then also compile
+//! `hgemm_mma` alone (as the cache's capped link compiles each kernel) through the JIT, the
+//! linker at the JIT's register count and the next two allocation units above it, and the
+//! linker told to fit the JIT's blocks per SM, each row with `hgemm_mma`'s registers, local
 //! memory and blocks per SM (the cache's occupancy arithmetic), so one run shows what each
 //! cap costs. Then two child processes load the module
 //! through the compile cache, on an empty cache folder and again on what the first left
@@ -33,10 +34,12 @@
 //!   input per kernel, each capped at the JIT's register count (`CU_JIT_MAX_REGISTERS` +
 //!   `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`), a kernel that spills there at the lowest higher cap
 //!   that keeps its blocks per SM; refused (with the reason) when the cache would keep none;
-//! * `cap-<r>` (simt only): the linker with every kernel capped at `r` registers;
-//! * `min-blocks-<b>` (simt only): the linker told to fit `b` blocks per SM
-//!   (`CU_JIT_MIN_CTA_PER_SM`, with each kernel's own `.reqntid` block; `b` is what the JIT's
-//!   registers give `hgemm_mma`) instead of a register cap.
+//! * `alone: jit` (simt only): `hgemm_mma` alone through the JIT (the same registers as in
+//!   the module, or the rows below compare against the wrong count);
+//! * `alone: cap-<r>` (simt only): `hgemm_mma` alone through the linker capped at `r`;
+//! * `alone: min-blocks-<b>` (simt only): `hgemm_mma` alone through the linker told to fit
+//!   `b` of its 128-thread blocks per SM (`CU_JIT_MIN_CTA_PER_SM` + `CU_JIT_MAX_THREADS_PER_
+//!   BLOCK`; `b` is what the JIT's registers give it) instead of a register cap.
 //!
 //! Every way's result is checked against the CPU on a small product first. With `$OUT` set,
 //! the PTX and every cubin are written there (`cuobjdump -sass` compares them with
@@ -398,37 +401,43 @@ fn check_hgemm(module: &LoadedModule, stream: &Stream) -> Result<(), Box<dyn std
     Ok(())
 }
 
-/// The ways for `--module simt`: the common ones, then the linker at the JIT's register count
-/// `jit` of `hgemm_mma` and the next two allocation units above it, and told to fit `blocks`
-/// blocks per SM.
-fn simt_routes(jit: u32, step: u32, blocks: u32) -> Vec<(String, ModuleRoute)> {
-    let capped = |options: Vec<LinkOption>| ModuleRoute::Link {
+/// The ways for `--module simt`, each with whether it compiles `hgemm_mma` alone: the whole
+/// module through the JIT, the plain linker and the cache's capped link; then `hgemm_mma`
+/// alone (as the cache's capped link compiles each kernel) through the JIT, the linker capped
+/// at the JIT's register count `jit` and the next two allocation units above it, and the
+/// linker told to fit `blocks` of its blocks per SM.
+fn simt_routes(jit: u32, step: u32, blocks: u32) -> Vec<(String, ModuleRoute, bool)> {
+    let link = |options: Vec<LinkOption>| ModuleRoute::Link {
         link: Vec::new(),
         input: options,
     };
     let mut ways = vec![
-        ("jit".to_owned(), ModuleRoute::Jit),
-        ("link".to_owned(), capped(Vec::new())),
-        ("link-capped".to_owned(), ModuleRoute::LinkCapped),
+        ("jit".to_owned(), ModuleRoute::Jit, false),
+        ("link".to_owned(), link(Vec::new()), false),
+        ("link-capped".to_owned(), ModuleRoute::LinkCapped, false),
+        ("alone: jit".to_owned(), ModuleRoute::Jit, true),
     ];
     let mut cap = jit;
     for _ in 0..3 {
         ways.push((
-            format!("cap-{cap}"),
-            capped(vec![
+            format!("alone: cap-{cap}"),
+            link(vec![
                 LinkOption::MaxRegisters(cap),
                 LinkOption::OverrideDirectiveValues,
             ]),
+            true,
         ));
         cap = (cap / step + 1) * step;
     }
     if blocks > 0 {
         ways.push((
-            format!("min-blocks-{blocks}"),
-            capped(vec![
+            format!("alone: min-blocks-{blocks}"),
+            link(vec![
                 LinkOption::MinBlocksPerSm(blocks),
+                LinkOption::MaxThreadsPerBlock(HGEMM_THREADS),
                 LinkOption::OverrideDirectiveValues,
             ]),
+            true,
         ));
     }
     ways
@@ -443,6 +452,14 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
         limits.name, limits.compute_capability.0, limits.compute_capability.1
     );
     let ir: Arc<cuprum::ir::Module> = simt_kernels::kernels::ir()?;
+    let alone = Arc::new(cuprum::ir::Module {
+        kernels: ir
+            .kernels
+            .iter()
+            .filter(|k| k.name == "hgemm_mma")
+            .cloned()
+            .collect(),
+    });
     let stream = ctx.default_stream();
     let (a, bt, mut c, _, _) = hgemm_data(&stream, n)?;
     let n32 = u32::try_from(n)?;
@@ -454,7 +471,7 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
     drop(jit);
     let blocks = |regs: u32| blocks_per_sm(&sm, regs, HGEMM_THREADS);
     println!(
-        "{:<16} {:>9} {:>6} {:>8} {:>10} {:>10}  other kernels (registers/local bytes)",
+        "{:<24} {:>9} {:>6} {:>8} {:>10} {:>10}  other kernels (registers/local bytes)",
         "way", "load ms", "regs", "local B", "blocks/SM", "hgemm ms"
     );
     let mut jit_ms = None;
@@ -463,12 +480,13 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
         sm.register_step(),
         blocks(jit_use.registers),
     );
-    for (name, route) in routes {
+    for (name, route, hgemm_alone) in routes {
+        let module_ir = if hgemm_alone { &alone } else { &ir };
         let start = std::time::Instant::now();
-        let (module, cubin) = match LoadedModule::load_routed(ctx, ir.clone(), &route) {
+        let (module, cubin) = match LoadedModule::load_routed(ctx, module_ir.clone(), &route) {
             Ok(loaded) => loaded,
             Err(e) => {
-                println!("{name:<16} refused: {}", e.to_string().replace('\n', " "));
+                println!("{name:<24} refused: {}", e.to_string().replace('\n', " "));
                 continue;
             }
         };
@@ -477,7 +495,8 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
             save("bench_simt.ptx", ptx.as_bytes())?;
         }
         if let Some(cubin) = &cubin {
-            save(&format!("bench_simt-{name}.cubin"), cubin)?;
+            let file = name.replace(": ", "-");
+            save(&format!("bench_simt-{file}.cubin"), cubin)?;
         }
         check_hgemm(&module, &stream).map_err(|e| format!("{name}: wrong result: {e}"))?;
         let index = module.kernel_index("hgemm_mma")?;
@@ -488,7 +507,7 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
         if name == "jit" {
             jit_ms = Some(ms);
         }
-        let others: Vec<String> = ir
+        let others: Vec<String> = module_ir
             .kernels
             .iter()
             .enumerate()
@@ -499,11 +518,15 @@ fn run_simt(ctx: &CudaContext, n: usize, reps: usize) -> Result<(), Box<dyn std:
             })
             .collect();
         println!(
-            "{name:<16} {load_ms:>9.1} {:>6} {:>8} {:>10} {ms:>10.3}  {}",
+            "{name:<24} {load_ms:>9.1} {:>6} {:>8} {:>10} {ms:>10.3}  {}",
             used.registers,
             used.local_bytes,
             blocks(used.registers),
-            others.join(", ")
+            if others.is_empty() {
+                "-".to_owned()
+            } else {
+                others.join(", ")
+            }
         );
     }
     let jit_ms = jit_ms.ok_or("the JIT's way did not run")?;

@@ -132,8 +132,11 @@ pub enum LinkOption {
     /// `CU_JIT_MAX_REGISTERS`: at most this many registers per thread.
     MaxRegisters(u32),
     /// `CU_JIT_MIN_CTA_PER_SM`: compile so that at least this many blocks fit on one SM
-    /// (`.minnctapersm`; CUDA 12.4 drivers and newer).
+    /// (`.minnctapersm`; needs `MaxThreadsPerBlock` too; CUDA 12.4 drivers and newer).
     MinBlocksPerSm(u32),
+    /// `CU_JIT_MAX_THREADS_PER_BLOCK`: the largest block the kernel is compiled for
+    /// (`.maxntid`; CUDA 12.4 drivers and newer).
+    MaxThreadsPerBlock(u32),
     /// `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`: the options above win over the PTX's `.maxntid`,
     /// `.minnctapersm` and `.maxnreg` (CUDA 12.4 drivers and newer).
     OverrideDirectiveValues,

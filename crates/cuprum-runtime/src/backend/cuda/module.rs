@@ -287,6 +287,7 @@ fn jit_options(options: &[LinkOption]) -> (Vec<sys::CUjit_option>, Vec<*mut c_vo
             LinkOption::TargetFromContext => (O::CU_JIT_TARGET_FROM_CUCONTEXT, value(0)),
             LinkOption::MaxRegisters(n) => (O::CU_JIT_MAX_REGISTERS, value(n)),
             LinkOption::MinBlocksPerSm(n) => (O::CU_JIT_MIN_CTA_PER_SM, value(n)),
+            LinkOption::MaxThreadsPerBlock(n) => (O::CU_JIT_MAX_THREADS_PER_BLOCK, value(n)),
             LinkOption::OverrideDirectiveValues => (O::CU_JIT_OVERRIDE_DIRECTIVE_VALUES, value(1)),
             LinkOption::Lto => (O::CU_JIT_LTO, value(1)),
             LinkOption::PositionIndependentCode(on) => {
