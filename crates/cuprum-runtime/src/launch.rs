@@ -166,7 +166,14 @@ impl LoadedModule {
     /// The registers per thread the driver gave kernel number `kernel`
     /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); `None` on the emulator or when the driver does not say.
     pub fn registers(&self, kernel: usize) -> Option<u32> {
-        self.ctx.inner.backend.registers(&self.backend, kernel)
+        self.resources(kernel).map(|r| r.registers)
+    }
+
+    /// What the driver gave kernel number `kernel`: registers and local memory per thread,
+    /// the largest block it can launch with; `None` on the emulator or when the driver does
+    /// not say. For tools that compare compiles (the `cache_speed` example).
+    pub fn resources(&self, kernel: usize) -> Option<crate::cache::occupancy::KernelUse> {
+        self.ctx.inner.backend.resources(&self.backend, kernel)
     }
 
     /// Like [`load`](Self::load), but the CUDA backend JIT-compiles `ptx` instead of what the

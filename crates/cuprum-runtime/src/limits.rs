@@ -34,6 +34,17 @@ pub struct DeviceLimits {
     pub warp_size: u32,
     /// Device memory in bytes.
     pub total_memory: u64,
+    /// 32-bit registers per multiprocessor (65536 on every sm_80+ part); 0 if the driver did
+    /// not say. With the three below, what the compile cache's occupancy arithmetic
+    /// ([`crate::cache::occupancy`]) needs.
+    pub registers_per_sm: u32,
+    /// 32-bit registers one block may use (65536); 0 if unknown.
+    pub registers_per_block: u32,
+    /// Resident threads per multiprocessor (2048 on sm_80 and sm_90, 1536 on sm_86 and
+    /// sm_89); 0 if unknown.
+    pub max_threads_per_sm: u32,
+    /// Resident blocks per multiprocessor (32 on sm_80 and sm_90); 0 if unknown.
+    pub max_blocks_per_sm: u32,
 }
 
 impl DeviceLimits {
@@ -50,6 +61,10 @@ impl DeviceLimits {
             multiprocessor_count: 132,
             warp_size: 32,
             total_memory: 16 << 30,
+            registers_per_sm: 65536,
+            registers_per_block: 65536,
+            max_threads_per_sm: 2048,
+            max_blocks_per_sm: 32,
         }
     }
 }

@@ -174,6 +174,31 @@ fn stale_entries_are_never_loaded() {
 }
 
 #[test]
+fn a_not_cacheable_verdict_is_its_own_entry() {
+    // The verdict that no cubin can be made for a module lives beside where its cubin would,
+    // under another key: neither is ever taken for the other.
+    let dir = TempDir::new("verdict");
+    let store = CubinStore::new(&dir.0);
+    let verdict = key().not_cacheable();
+    assert_ne!(store.path_for(&verdict), store.path_for(&key()));
+    store.put(&verdict, b"kernel `k` spills").unwrap();
+    assert_eq!(store.lookup(&key()), Lookup::Missing);
+    assert_eq!(
+        store.lookup(&verdict),
+        Lookup::Hit(b"kernel `k` spills".to_vec())
+    );
+    // The verdict is per driver too: a newer driver tries again.
+    let newer_driver = CacheKey::for_ptx(PTX, "sm_90", (9, 0), 12090).not_cacheable();
+    assert_eq!(store.lookup(&newer_driver), Lookup::Missing);
+    // A verdict copied over a cubin's file is refused as stale, never loaded as a cubin.
+    std::fs::copy(store.path_for(&verdict), store.path_for(&key())).unwrap();
+    assert!(matches!(
+        store.lookup(&key()),
+        Lookup::Rejected(EntryError::Stale(_))
+    ));
+}
+
+#[test]
 fn io_failures_are_errors_to_degrade_on_not_panics() {
     let dir = TempDir::new("unwritable");
     // A folder below a regular file can be neither created nor read, even by root.

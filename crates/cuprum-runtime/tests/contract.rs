@@ -231,4 +231,10 @@ fn limits_are_plausible() {
     assert_eq!(l.warp_size, 32);
     assert!(l.multiprocessor_count >= 1);
     assert!(l.total_memory > 0);
+    // What the compile cache's occupancy arithmetic reads (every sm_80+ part: 64K registers
+    // per SM and per block, at least 1536 threads and 16 blocks per SM).
+    let sm = cuprum_runtime::cache::occupancy::SmLimits::of(l).expect("SM limits reported");
+    assert!(sm.registers_per_sm >= 65536 && sm.registers_per_block >= 65536);
+    assert!(sm.max_threads_per_sm >= 1536 && sm.max_blocks_per_sm >= 16);
+    assert_eq!(sm.register_step(), 8);
 }

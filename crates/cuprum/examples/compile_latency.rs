@@ -7,11 +7,11 @@
 //! ```
 //!
 //! The cases are the `#[cuda_module]`s of the benchmark examples (`bench_vecadd`, `reduce`,
-//! `sgemm`, `transpose`, `histogram`, `scan`, `bench_simt`: their source files are embedded
-//! with `include_str!` and the module item is taken out of them with `syn`, giving the same
-//! text the macro embeds) and the two iterator-track chains `benches/run_all.sh` times
-//! (`zip` + `map(+)` + `materialize`, and `sum_on_device`). Host columns, each the median of
-//! `--runs` runs:
+//! `sgemm`, `transpose`, `histogram`, `scan`, `bench_simt`: their source files, or the file
+//! in `common/` that holds the module, are embedded with `include_str!` and the module item is
+//! taken out of them with `syn`, giving the same text the macro embeds) and the two
+//! iterator-track chains `benches/run_all.sh` times (`zip` + `map(+)` + `materialize`, and
+//! `sum_on_device`). Host columns, each the median of `--runs` runs:
 //! * `front_us`: the front end, source text to IR (`cuprum_front::compile_source`); for the
 //!   iterator chains, the first run of the chain on a fresh emulator device minus a second
 //!   run (tracing, IR building and validation; their IR is final, so no `opt_us`);
@@ -70,7 +70,7 @@ const SIMT_CASES: [(&str, &str); 7] = [
     ("transpose", include_str!("transpose.rs")),
     ("histogram", include_str!("histogram.rs")),
     ("scan", include_str!("scan.rs")),
-    ("bench_simt", include_str!("bench_simt.rs")),
+    ("bench_simt", include_str!("common/simt_kernels.rs")),
 ];
 
 /// The iterator-track cases, as `iter_bench` times them.

@@ -13,6 +13,7 @@ use std::time::Instant;
 use cuprum_emu::{ArgValue, EmuError, LaunchDims, Memory};
 
 use super::{Device, Failure, LaunchTarget, LoadRequest, Outcome};
+use crate::cache::occupancy::KernelUse;
 use crate::config::{KernelArg, LaunchConfig};
 use crate::error::Error;
 
@@ -169,7 +170,7 @@ impl Device for EmuDevice {
         Ok((EmuModule, None))
     }
 
-    fn registers(&self, _: &EmuModule, _: usize) -> Option<u32> {
+    fn resources(&self, _: &EmuModule, _: usize) -> Option<KernelUse> {
         None
     }
 

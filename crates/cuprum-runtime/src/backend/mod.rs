@@ -21,6 +21,7 @@ use std::sync::Arc;
 use cuprum_ir::Kernel;
 
 use crate::cache::ModuleRoute;
+use crate::cache::occupancy::KernelUse;
 use crate::config::{KernelArg, LaunchConfig};
 use crate::error::Error;
 use crate::limits::DeviceLimits;
@@ -164,8 +165,9 @@ pub(crate) trait Device: Send + Sync {
         ir: &Arc<cuprum_ir::Module>,
         request: LoadRequest<'_>,
     ) -> Result<(Self::Module, Option<Vec<u8>>), Error>;
-    /// The registers per thread the device gave kernel `index`, when it says.
-    fn registers(&self, module: &Self::Module, index: usize) -> Option<u32>;
+    /// What the device gave kernel `index` (registers, local memory, largest block), when it
+    /// says.
+    fn resources(&self, module: &Self::Module, index: usize) -> Option<KernelUse>;
     /// The PTX text the module was loaded from, where there is one.
     fn ptx(module: &Self::Module) -> Option<&str>;
     /// Launches a kernel whose arguments and configuration have been checked.
@@ -367,10 +369,10 @@ impl Backend {
         }
     }
 
-    pub(crate) fn registers(&self, module: &ModuleHandle, index: usize) -> Option<u32> {
+    pub(crate) fn resources(&self, module: &ModuleHandle, index: usize) -> Option<KernelUse> {
         match (self, module) {
-            (Self::Cuda(d), ModuleHandle::Cuda(m)) => d.registers(m, index),
-            (Self::Emu(d), ModuleHandle::Emu(m)) => d.registers(m, index),
+            (Self::Cuda(d), ModuleHandle::Cuda(m)) => d.resources(m, index),
+            (Self::Emu(d), ModuleHandle::Emu(m)) => d.resources(m, index),
             _ => None,
         }
     }

@@ -31,10 +31,33 @@
 //! So a miss first has the JIT compile the PTX (the module this process runs), reads how many
 //! registers the JIT gave each kernel, then has the linker compile each kernel as its own
 //! input capped at that count (`CU_JIT_MAX_REGISTERS` with `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`)
-//! into one cubin, and keeps that cubin only if every kernel in it got no more registers and
-//! no more local memory (spills) than from the JIT. A module the cache cannot make such a
-//! cubin for is simply not cached (the driver's own JIT cache, `~/.nv/ComputeCache`, still
-//! keeps it across processes), and later loads of it in the same process skip the link.
+//! into one cubin, and keeps that cubin only if every kernel in it is no worse than from the
+//! JIT: no more local memory (spills), blocks as large, and no more registers, or more but
+//! with as many blocks per SM ([`occupancy`]).
+//!
+//! **Raised caps.** Capped at the JIT's count, a kernel can spill where the JIT's code did not
+//! (bench_simt's `hgemm_mma`: 80 registers and 24 bytes of local memory against 80 and 0 on an
+//! H200). Registers are allocated per warp in units of 256, 8 per thread, and a few more per
+//! thread cost nothing while the SM still holds as many blocks of the kernel. So such a kernel
+//! is linked again, alone, at each next multiple of 8 above the JIT's count, for as long as
+//! that cap keeps the JIT's resident blocks per SM for every block size the kernel may be
+//! launched with (its `.reqntid` block, else any size up to the largest the JIT's code
+//! accepts; [`occupancy::raised_caps`]), and the first cap at which it spills no more than the
+//! JIT's code is kept ([`occupancy::judge`]); then the whole module is linked once more with
+//! each kernel at its cap (each extra link costs a miss one more compile of that kernel, or
+//! of the module). Blocks per SM only fall as registers rise, so the search stops at the first
+//! cap that loses one. Without the SM's limits from the driver, only the JIT's count
+//! is tried. The arithmetic is the occupancy calculator's (sources in [`occupancy`]); it also
+//! says that `hgemm_mma` has no such cap: 88 registers hold 5 of its 128-thread blocks per SM
+//! instead of 6 (`cache_speed --module simt` shows what each cap gives it, and times it).
+//!
+//! **Not cacheable.** A module for which the linker makes no cubin as good as the JIT's code
+//! is not cached: this process runs the JIT's module, and an entry on disk records the
+//! verdict (the reason, under the key [`CacheKey::not_cacheable`]), so that later processes,
+//! and later loads in this one, load it through the JIT alone instead of repeating the link.
+//! The driver's own JIT cache (`~/.nv/ComputeCache`, unless `CUDA_CACHE_DISABLE=1`) keeps the
+//! JIT's output across processes. Only verdicts are kept on disk, not failures (a refused link,
+//! a cubin that does not load): those are retried by the next process.
 //!
 //! The disk cache is an optimization and never an error: an unwritable folder, a full disk,
 //! a corrupt or stale entry all degrade to compiling, with at most one warning line per
@@ -49,9 +72,11 @@
 //! 193 ms instead of 149 ms for that module). Off, every load has the driver compile the PTX
 //! as it loads it, which the driver's own JIT cache keeps across processes. Deleting the folder
 //! is always safe. `CUPRUM_CACHE_STATS=1` prints one line per module load on stderr: hit or
-//! miss, and the time it took. `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes
-//! or reads into `<dir>` (named after the module's first kernel and the entry's key), to
-//! compare its machine code (`cuobjdump -sass`) with `ptxas`'s.
+//! miss, and the time it took; a miss kept with a raised cap names each such kernel with its
+//! cap, its registers and local memory from the linker and from the JIT, and the blocks per SM
+//! kept; a module not cached says why. `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache
+//! makes or reads into `<dir>` (named after the module's first kernel and the entry's key),
+//! to compare its machine code (`cuobjdump -sass`) with `ptxas`'s.
 //!
 //! The emulator runs the IR itself and needs no cubin; what it reuses is the IR: a module
 //! (an `Arc<cuprum_ir::Module>`, which `#[cuda_module]` builds once per process) is validated
@@ -72,6 +97,7 @@
 //! ```
 
 mod entry;
+pub mod occupancy;
 pub(crate) mod stats;
 mod store;
 
@@ -86,8 +112,10 @@ pub use store::{CubinStore, Lookup, StoreStats};
 pub const ENABLED_BY_DEFAULT: bool = true;
 
 /// How the cache's cubins are made, part of every key: a cubin made another way (say, by the
-/// plain linker of earlier versions) is never loaded for this one.
-pub const RECIPE: &str = "link-capped-v1";
+/// plain linker of earlier versions) is never loaded for this one. v1 capped every kernel at
+/// the JIT's registers; v2 may raise a spilling kernel's cap while its occupancy is kept (see
+/// the module docs), and remembers on disk a module it cannot make a cubin for.
+pub const RECIPE: &str = "link-capped-v2";
 
 /// `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes or reads into `<dir>`.
 pub const CUBIN_DUMP_ENV: &str = "CUPRUM_CUBIN_DUMP";
@@ -103,6 +131,12 @@ pub enum LinkOption {
     TargetFromContext,
     /// `CU_JIT_MAX_REGISTERS`: at most this many registers per thread.
     MaxRegisters(u32),
+    /// `CU_JIT_MIN_CTA_PER_SM`: compile so that at least this many blocks fit on one SM
+    /// (`.minnctapersm`; needs `MaxThreadsPerBlock` too; CUDA 12.4 drivers and newer).
+    MinBlocksPerSm(u32),
+    /// `CU_JIT_MAX_THREADS_PER_BLOCK`: the largest block the kernel is compiled for
+    /// (`.maxntid`; CUDA 12.4 drivers and newer).
+    MaxThreadsPerBlock(u32),
     /// `CU_JIT_OVERRIDE_DIRECTIVE_VALUES`: the options above win over the PTX's `.maxntid`,
     /// `.minnctapersm` and `.maxnreg` (CUDA 12.4 drivers and newer).
     OverrideDirectiveValues,
@@ -132,7 +166,9 @@ pub enum ModuleRoute {
         input: Vec<LinkOption>,
     },
     /// What a cache miss makes: the JIT first, then the linker with one input per kernel, each
-    /// capped at the registers the JIT gave it.
+    /// capped at the registers the JIT gave it (a kernel that spills there at the lowest higher
+    /// cap that keeps its occupancy and does not spill); an error when the cache would keep no
+    /// cubin.
     LinkCapped,
 }
 
@@ -151,6 +187,7 @@ pub const CACHE_STATS_ENV: &str = "CUPRUM_CACHE_STATS";
 /// driver. Two keys are equal exactly when a cubin made for one may be loaded for the other.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    kind: EntryKind,
     ptx_hash: [u8; 32],
     ptx_len: usize,
     target: String,
@@ -168,6 +205,7 @@ impl CacheKey {
         driver_version: u32,
     ) -> Self {
         Self {
+            kind: EntryKind::Cubin,
             ptx_hash: entry::content_hash(ptx.as_bytes()),
             ptx_len: ptx.len(),
             target: target.to_owned(),
@@ -176,11 +214,26 @@ impl CacheKey {
         }
     }
 
+    /// The key of the entry that records that no cubin can be made for this key's module
+    /// (payload: the reason, as text): a miss of a module found not cacheable before goes
+    /// straight to the JIT. Same PTX, device, driver and recipe; another file.
+    pub fn not_cacheable(&self) -> Self {
+        Self {
+            kind: EntryKind::NotCacheable,
+            ..self.clone()
+        }
+    }
+
     /// The key as text, stored in the entry and compared in full on every lookup, e.g.
-    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64`.
+    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=link-capped-v2`
+    /// (`not-cacheable ptx=…` for [`not_cacheable`](Self::not_cacheable)).
     pub fn text(&self) -> String {
+        let kind = match self.kind {
+            EntryKind::Cubin => "cubin",
+            EntryKind::NotCacheable => "not-cacheable",
+        };
         format!(
-            "cubin ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
+            "{kind} ptx={}/{} target={} cc={}.{} driver={} ptr={} recipe={RECIPE}",
             hex(&self.ptx_hash),
             self.ptx_len,
             self.target,
@@ -204,6 +257,16 @@ impl CacheKey {
     pub fn driver_version(&self) -> u32 {
         self.driver_version
     }
+}
+
+/// What an entry holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum EntryKind {
+    /// The cubin of the module.
+    Cubin,
+    /// The verdict that no cubin as good as the JIT's code can be made for the module (the
+    /// payload says why), so that later processes load it through the JIT without trying.
+    NotCacheable,
 }
 
 /// Lowercase hex of `bytes`.
@@ -313,6 +376,14 @@ mod tests {
             assert_ne!(v.file_name(), base.file_name());
         }
         assert_eq!(base, CacheKey::for_ptx("ptx", "sm_90", (9, 0), 12080));
+        let marker = base.not_cacheable();
+        assert_ne!(marker.text(), base.text());
+        assert_ne!(marker.file_name(), base.file_name());
+        assert!(marker.text().starts_with("not-cacheable ptx="));
+        assert_eq!(
+            marker.text().strip_prefix("not-cacheable"),
+            base.text().strip_prefix("cubin")
+        );
         assert!(base.file_name().ends_with(".cubin"));
         assert!(base.text().contains("driver=12080") && base.text().contains("cc=9.0"));
     }

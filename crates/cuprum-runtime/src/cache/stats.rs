@@ -23,6 +23,12 @@ pub struct CacheStats {
     /// Misses compiled by the JIT for which no cubin as good as the JIT's could be made, so
     /// nothing was kept (see the module docs of `cache`).
     pub not_cached: u64,
+    /// Misses whose cubin was kept with at least one kernel linked at a register cap above the
+    /// JIT's count (it spilled at the JIT's count; the higher cap keeps its occupancy).
+    pub raised_caps: u64,
+    /// Misses that did not try the capped link because the module was found not cacheable
+    /// before: by this process, or by an earlier one that left a verdict on disk.
+    pub skipped_links: u64,
     /// Disk reads or writes that failed (each degraded to compiling or to not storing).
     pub io_failures: u64,
     /// Module loads (any backend) whose IR had already been validated in this process.
@@ -36,6 +42,8 @@ pub(crate) struct Counters {
     pub(crate) rejected: AtomicU64,
     pub(crate) disk_writes: AtomicU64,
     pub(crate) not_cached: AtomicU64,
+    pub(crate) raised_caps: AtomicU64,
+    pub(crate) skipped_links: AtomicU64,
     pub(crate) io_failures: AtomicU64,
     pub(crate) ir_reuses: AtomicU64,
 }
@@ -47,6 +55,8 @@ pub(crate) static COUNTERS: Counters = Counters {
     rejected: AtomicU64::new(0),
     disk_writes: AtomicU64::new(0),
     not_cached: AtomicU64::new(0),
+    raised_caps: AtomicU64::new(0),
+    skipped_links: AtomicU64::new(0),
     io_failures: AtomicU64::new(0),
     ir_reuses: AtomicU64::new(0),
 };
@@ -66,6 +76,8 @@ pub fn stats() -> CacheStats {
         rejected: get(&c.rejected),
         disk_writes: get(&c.disk_writes),
         not_cached: get(&c.not_cached),
+        raised_caps: get(&c.raised_caps),
+        skipped_links: get(&c.skipped_links),
         io_failures: get(&c.io_failures),
         ir_reuses: get(&c.ir_reuses),
     }

@@ -1,5 +1,7 @@
 //! The cached load path of the CUDA backend: PTX to a loaded module through the compile
-//! cache (memory, then disk, then the driver's JIT and a register-capped link).
+//! cache (memory, then disk, then the driver's JIT and a register-capped link, a spilling
+//! kernel's cap raised while its blocks per SM are kept; a verdict on disk when no cubin is as
+//! good as the JIT's code).
 //!
 //! This is the only part of the cache that talks to a device; the decisions it takes (which
 //! key, hit or miss, what to store) are the same whatever the device, and every failure of the
@@ -13,6 +15,7 @@ use std::time::Instant;
 
 use super::CudaDevice;
 use super::module::{CudaModule, LinkInput};
+use crate::cache::occupancy::{self, BlockSizes, KernelUse, Shortfall, SmLimits};
 use crate::cache::stats::{COUNTERS, bump};
 use crate::cache::{
     CACHE_STATS_ENV, CUBIN_DUMP_ENV, CacheKey, CacheLocation, CubinStore, LinkOption, Lookup,
@@ -119,38 +122,102 @@ fn dump_cubin(names: &[&str], key: &CacheKey, cubin: &[u8]) {
     }
 }
 
-/// Each kernel's PTX alone (in the module's kernel order), for the capped link; `None` when
-/// the module's PTX did not come from its IR, so it cannot be split.
-pub(crate) type PerKernelPtx<'a> = Option<&'a dyn Fn() -> Result<Vec<String>, Error>>;
+/// What the capped link needs to know of each kernel beyond the module's PTX, in the module's
+/// kernel order.
+pub(crate) struct PerKernel<'a> {
+    /// Each kernel's PTX alone (each is linked as its own input, with its own cap).
+    pub(crate) ptx: &'a dyn Fn() -> Result<Vec<String>, Error>,
+    /// The threads of the exact block each kernel declares (`.reqntid`), if it does.
+    pub(crate) exact_block: Vec<Option<u32>>,
+    /// The SM's limits for the occupancy arithmetic, when the driver reported them.
+    pub(crate) sm: Option<SmLimits>,
+}
 
-/// The cubin a miss keeps: each kernel of `module` (already compiled by the JIT) linked
-/// again as its own input, capped at the registers the JIT gave it, with that cubin loaded
-/// (the check of its registers loads it). `Err` says why there is none (the caller runs the
-/// JIT's module either way).
-pub(crate) fn capped_cubin(
-    device: &CudaDevice,
-    jit: &CudaModule,
-    names: &[&str],
-    per_kernel: PerKernelPtx<'_>,
-) -> Result<(Vec<u8>, CudaModule), String> {
-    let split = per_kernel.ok_or("the module's PTX was given, not written from its IR")?;
-    let texts = split().map_err(|e| e.to_string())?;
-    if texts.len() != names.len() {
-        return Err(format!(
-            "{} kernel PTX texts for {} kernels",
-            texts.len(),
-            names.len()
-        ));
+/// The per-kernel facts of the capped link; `None` when the module's PTX did not come from its
+/// IR, so it cannot be split.
+pub(crate) type PerKernelPtx<'a> = Option<&'a PerKernel<'a>>;
+
+/// The cubin a miss keeps, loaded, and the kernels in it linked above the JIT's registers.
+pub(crate) struct Capped {
+    pub(crate) cubin: Vec<u8>,
+    pub(crate) module: CudaModule,
+    pub(crate) raised: Vec<Raised>,
+}
+
+/// A kernel the capped link compiled at a cap above the JIT's register count, because at the
+/// JIT's count it spilled, with the occupancy that cap keeps.
+pub(crate) struct Raised {
+    pub(crate) kernel: String,
+    pub(crate) cap: u32,
+    pub(crate) jit: KernelUse,
+    pub(crate) linked: KernelUse,
+    pub(crate) sizes: BlockSizes,
+    pub(crate) sm: SmLimits,
+}
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` linked at a cap of {} registers: {} registers and {} bytes of local memory, \
+             {} and {} from the JIT; ",
+            self.kernel,
+            self.cap,
+            self.linked.registers,
+            self.linked.local_bytes,
+            self.jit.registers,
+            self.jit.local_bytes
+        )?;
+        match self.sizes {
+            BlockSizes::Exactly(threads) => write!(
+                f,
+                "{} blocks of {threads} threads per SM either way",
+                occupancy::blocks_per_sm(&self.sm, self.linked.registers, threads)
+            ),
+            BlockSizes::UpTo(_) => write!(f, "blocks per SM kept for {}", self.sizes),
+        }
     }
-    let jit_use = (0..names.len())
-        .map(|i| device.resources(jit, i))
-        .collect::<Option<Vec<_>>>()
-        .ok_or("the driver did not say how many registers the JIT used")?;
-    let options: Vec<[LinkOption; 2]> = jit_use
+}
+
+/// Why a miss keeps no cubin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NoCubin {
+    /// The linker's code would be worse than the JIT's (spills, or fewer blocks per SM at
+    /// every cap that stops the spills). The same PTX, device, driver and recipe give the same
+    /// verdict, so it is kept on disk for later processes.
+    Worse(String),
+    /// Something failed on the way (the PTX cannot be split, the linker refused, its cubin
+    /// did not load, the driver did not answer): remembered by this process only.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoCubin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Worse(why) | Self::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<&str> for NoCubin {
+    fn from(why: &str) -> Self {
+        Self::Failed(why.to_owned())
+    }
+}
+
+/// Links `texts` (one kernel each) into one cubin, kernel `i` capped at `caps[i]` registers,
+/// and loads it.
+fn link_capped(
+    device: &CudaDevice,
+    texts: &[&str],
+    caps: &[u32],
+    names: &[&str],
+) -> Result<(Vec<u8>, CudaModule), NoCubin> {
+    let options: Vec<[LinkOption; 2]> = caps
         .iter()
-        .map(|r| {
+        .map(|&cap| {
             [
-                LinkOption::MaxRegisters(r.registers),
+                LinkOption::MaxRegisters(cap),
                 LinkOption::OverrideDirectiveValues,
             ]
         })
@@ -162,25 +229,155 @@ pub(crate) fn capped_cubin(
         .collect();
     let cubin = device
         .link_ptx(&[], &inputs)
-        .map_err(|e| format!("the linker refused: {e}"))?;
-    // Kept only if it is no worse than the JIT's code in registers (so in occupancy) and in
-    // local memory (so the cap made no spills).
-    let linked = device
+        .map_err(|e| NoCubin::Failed(format!("the linker refused: {e}")))?;
+    let module = device
         .load_cubin(&cubin, names)
-        .map_err(|e| format!("the linked cubin does not load: {e}"))?;
-    for (i, name) in names.iter().enumerate() {
-        let from_jit = jit_use[i];
-        match device.resources(&linked, i) {
-            Some(r)
-                if r.registers <= from_jit.registers && r.local_bytes <= from_jit.local_bytes => {}
-            got => {
-                return Err(format!(
-                    "kernel `{name}` got {got:?} from the linker, {from_jit:?} from the JIT"
-                ));
-            }
+        .map_err(|e| NoCubin::Failed(format!("the linked cubin does not load: {e}")))?;
+    Ok((cubin, module))
+}
+
+/// What the driver gave kernel `index` of `module`.
+fn used(device: &CudaDevice, module: &CudaModule, index: usize) -> Result<KernelUse, NoCubin> {
+    device
+        .kernel_use(module, index)
+        .ok_or_else(|| "the driver did not say what the compiler gave a kernel".into())
+}
+
+/// For a kernel that spills when capped at the JIT's registers: the first cap of
+/// [`occupancy::raised_caps`] at which the linker compiles it no worse than the JIT did
+/// ([`occupancy::judge`]), each tried by linking the kernel alone. `Err(Worse)` lists what
+/// each cap gave.
+fn climb(
+    device: &CudaDevice,
+    ptx: &str,
+    name: &str,
+    sm: &SmLimits,
+    sizes: BlockSizes,
+    jit: KernelUse,
+) -> Result<u32, NoCubin> {
+    let mut tried = Vec::new();
+    for cap in occupancy::raised_caps(sm, sizes, jit.registers) {
+        let (_, module) = link_capped(device, &[ptx], &[cap], &[name])?;
+        match occupancy::judge(Some(sm), sizes, jit, used(device, &module, 0)?) {
+            Ok(()) => return Ok(cap),
+            Err(why) => tried.push(format!("capped at {cap}, {why}")),
         }
     }
-    Ok((cubin, linked))
+    Err(NoCubin::Worse(if tried.is_empty() {
+        format!(
+            "no cap above {} registers keeps the JIT's blocks per SM for {sizes}",
+            jit.registers
+        )
+    } else {
+        format!(
+            "{}; no higher cap keeps the JIT's blocks per SM for {sizes}",
+            tried.join("; ")
+        )
+    }))
+}
+
+/// The cubin a miss keeps: each kernel of `module` (already compiled by the JIT) linked
+/// again as its own input, capped at the registers the JIT gave it, with that cubin loaded
+/// (the check of its resources loads it). A kernel that spills at that cap is tried at higher
+/// caps, one register allocation unit at a time, for as long as the SM still holds as many of
+/// its blocks ([`occupancy`]); the first cap at which it spills no more than the JIT's code is
+/// kept. `Err` says why there is no such cubin (the caller runs the JIT's module either way).
+pub(crate) fn capped_cubin(
+    device: &CudaDevice,
+    jit: &CudaModule,
+    names: &[&str],
+    per_kernel: PerKernelPtx<'_>,
+) -> Result<Capped, NoCubin> {
+    let facts = per_kernel.ok_or("the module's PTX was given, not written from its IR")?;
+    let texts = (facts.ptx)().map_err(|e| NoCubin::Failed(e.to_string()))?;
+    if texts.len() != names.len() || facts.exact_block.len() != names.len() {
+        return Err(NoCubin::Failed(format!(
+            "{} kernel PTX texts and {} block shapes for {} kernels",
+            texts.len(),
+            facts.exact_block.len(),
+            names.len()
+        )));
+    }
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let jit_use = (0..names.len())
+        .map(|i| used(device, jit, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The block sizes each kernel may be launched with: its exact block, else any up to the
+    // largest the JIT's code accepts (which `.maxntid` already bounds).
+    let sizes: Vec<BlockSizes> = facts
+        .exact_block
+        .iter()
+        .zip(&jit_use)
+        .map(|(exact, used)| match exact {
+            Some(threads) => BlockSizes::Exactly(*threads),
+            None => BlockSizes::UpTo(used.max_threads_per_block),
+        })
+        .collect();
+    let sm = facts.sm.as_ref();
+    let mut caps: Vec<u32> = jit_use.iter().map(|u| u.registers).collect();
+    let (mut cubin, mut linked) = link_capped(device, &texts, &caps, names)?;
+    let mut raise = false;
+    for (i, name) in names.iter().enumerate() {
+        let (jit, got) = (jit_use[i], used(device, &linked, i)?);
+        let at_jit_cap = |why: &dyn std::fmt::Display| {
+            format!(
+                "kernel `{name}` capped at the JIT's {} registers: {why}",
+                jit.registers
+            )
+        };
+        match (occupancy::judge(sm, sizes[i], jit, got), sm) {
+            (Ok(()), _) => {}
+            // Spills at the JIT's count: try the caps that keep the occupancy.
+            (Err(spills @ Shortfall::Spills { .. }), Some(sm)) => {
+                caps[i] =
+                    climb(device, texts[i], name, sm, sizes[i], jit).map_err(|e| match e {
+                        NoCubin::Worse(why) => {
+                            NoCubin::Worse(format!("{}; {why}", at_jit_cap(&spills)))
+                        }
+                        failed => failed,
+                    })?;
+                raise = true;
+            }
+            (Err(why), _) => return Err(NoCubin::Worse(at_jit_cap(&why))),
+        }
+    }
+    if !raise {
+        return Ok(Capped {
+            cubin,
+            module: linked,
+            raised: Vec::new(),
+        });
+    }
+    // One cubin with every kernel at its cap; each input is compiled on its own with its own
+    // options, so each kernel comes out as it did alone. Checked again all the same.
+    drop(linked);
+    (cubin, linked) = link_capped(device, &texts, &caps, names)?;
+    let mut raised = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let (jit, got) = (jit_use[i], used(device, &linked, i)?);
+        occupancy::judge(sm, sizes[i], jit, got).map_err(|why| {
+            NoCubin::Failed(format!(
+                "kernel `{name}` linked with the others at a cap of {} registers came out \
+                 otherwise than alone: {why}",
+                caps[i]
+            ))
+        })?;
+        if let (Some(sm), true) = (sm, caps[i] > jit.registers) {
+            raised.push(Raised {
+                kernel: (*name).to_owned(),
+                cap: caps[i],
+                jit,
+                linked: got,
+                sizes: sizes[i],
+                sm: *sm,
+            });
+        }
+    }
+    Ok(Capped {
+        cubin,
+        module: linked,
+        raised,
+    })
 }
 
 /// Loads `ptx` (written for `target`) on `device` through the cache. `per_kernel` gives each
@@ -237,11 +434,13 @@ pub(crate) fn load_cuda(
     }
 
     // A miss: the JIT compiles the whole program (what this process runs, and the JIT's log
-    // when the PTX is refused), then the capped link makes the cubin to keep.
+    // when the PTX is refused), then the capped link makes the cubin to keep, unless this
+    // process or an earlier one found that it cannot.
     bump(&COUNTERS.compiles);
     let module = device.load_module(ptx, names)?;
     if known_uncacheable(&key_text) {
         bump(&COUNTERS.not_cached);
+        bump(&COUNTERS.skipped_links);
         report(
             "miss (compiled from PTX; not cacheable, as this process found before)",
             names,
@@ -249,11 +448,39 @@ pub(crate) fn load_cuda(
         );
         return Ok(module);
     }
-    let cubin = match capped_cubin(device, &module, names, per_kernel) {
-        Ok((cubin, _linked)) => cubin,
+    let verdict_key = key.not_cacheable();
+    if let Some(Lookup::Hit(why)) = store.as_ref().map(|s| s.lookup(&verdict_key)) {
+        remember_uncacheable(key_text);
+        bump(&COUNTERS.not_cached);
+        bump(&COUNTERS.skipped_links);
+        report(
+            &format!(
+                "miss (compiled from PTX; not cacheable, as an earlier process found: {})",
+                String::from_utf8_lossy(&why)
+            ),
+            names,
+            start,
+        );
+        return Ok(module);
+    }
+    let (cubin, raised) = match capped_cubin(device, &module, names, per_kernel) {
+        Ok(capped) => (capped.cubin, capped.raised),
         Err(why) => {
             remember_uncacheable(key_text);
             bump(&COUNTERS.not_cached);
+            if let (NoCubin::Worse(text), Some(store)) = (&why, store) {
+                // Later processes skip the link; a failed write only costs them the link.
+                match store.put(&verdict_key, text.as_bytes()) {
+                    Ok(()) => bump(&COUNTERS.disk_writes),
+                    Err(e) => {
+                        bump(&COUNTERS.io_failures);
+                        warn_once(&format!(
+                            "could not write {}: {e}",
+                            store.path_for(&verdict_key).display()
+                        ));
+                    }
+                }
+            }
             report(
                 &format!("miss (compiled from PTX, not cached: {why})"),
                 names,
@@ -277,13 +504,57 @@ pub(crate) fn load_cuda(
             }
         }
     }
-    report("miss (compiled by the driver, stored)", names, start);
+    if raised.is_empty() {
+        report("miss (compiled by the driver, stored)", names, start);
+    } else {
+        bump(&COUNTERS.raised_caps);
+        let raised: Vec<String> = raised.iter().map(ToString::to_string).collect();
+        report(
+            &format!(
+                "miss (compiled by the driver, stored with a raised register cap: {})",
+                raised.join("; ")
+            ),
+            names,
+            start,
+        );
+    }
     Ok(module)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raised_cap_names_the_kernel_its_registers_and_the_blocks_kept() {
+        let used = |registers, local_bytes| KernelUse {
+            registers,
+            local_bytes,
+            max_threads_per_block: 128,
+        };
+        let raised = Raised {
+            kernel: "k".to_owned(),
+            cap: 80,
+            jit: used(76, 0),
+            linked: used(80, 0),
+            sizes: BlockSizes::Exactly(128),
+            sm: SmLimits::SM80_SM90,
+        };
+        assert_eq!(
+            raised.to_string(),
+            "`k` linked at a cap of 80 registers: 80 registers and 0 bytes of local memory, 76 \
+             and 0 from the JIT; 6 blocks of 128 threads per SM either way"
+        );
+        let raised = Raised {
+            sizes: BlockSizes::UpTo(256),
+            ..raised
+        };
+        assert!(
+            raised
+                .to_string()
+                .ends_with("blocks per SM kept for every block size up to 256 threads")
+        );
+    }
 
     #[test]
     fn an_uncacheable_module_is_remembered_for_the_process() {

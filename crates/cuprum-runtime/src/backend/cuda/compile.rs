@@ -7,11 +7,12 @@ use std::sync::Arc;
 use cuprum_ir::{Kernel, ParamKind};
 
 use super::CudaDevice;
-use super::cached::{self, PerKernelPtx};
+use super::cached::{self, PerKernel, PerKernelPtx};
 use super::module::{CudaModule, LinkInput};
 use crate::backend::LoadRequest;
 use crate::backend::module_label;
 use crate::cache::ModuleRoute;
+use crate::cache::occupancy::SmLimits;
 use crate::config::KernelArg;
 use crate::error::{Error, Result};
 use crate::limits::DeviceLimits;
@@ -116,7 +117,19 @@ impl CudaDevice {
                 })
                 .collect()
         };
-        let per_kernel: PerKernelPtx<'_> = if from_ir { Some(&split) } else { None };
+        let facts = PerKernel {
+            ptx: &split,
+            exact_block: ir
+                .kernels
+                .iter()
+                .map(|k| {
+                    k.block
+                        .map(|(x, y, z)| x.saturating_mul(y).saturating_mul(z))
+                })
+                .collect(),
+            sm: SmLimits::of(request.limits),
+        };
+        let per_kernel: PerKernelPtx<'_> = if from_ir { Some(&facts) } else { None };
         let mut cubin = None;
         let module = match request.route {
             ModuleRoute::Default => cached::load_cuda(
@@ -142,13 +155,15 @@ impl CudaDevice {
             }
             ModuleRoute::LinkCapped => {
                 let jit = self.load_module(&ptx, &names)?;
-                let (linked, module) = cached::capped_cubin(self, &jit, &names, per_kernel)
-                    .map_err(|why| Error::ModuleLoad {
-                        message: format!("no register-capped cubin: {why}"),
-                        log: String::new(),
+                let capped =
+                    cached::capped_cubin(self, &jit, &names, per_kernel).map_err(|why| {
+                        Error::ModuleLoad {
+                            message: format!("no register-capped cubin: {why}"),
+                            log: String::new(),
+                        }
                     })?;
-                cubin = Some(linked);
-                module
+                cubin = Some(capped.cubin);
+                capped.module
             }
         };
         Ok((

@@ -259,6 +259,15 @@ pub(super) fn query_limits(device: sys::CUdevice) -> Result<DeviceLimits, Error>
             .map_err(driver_error("cuDeviceGetAttribute"))?;
         Ok(u32::try_from(v).unwrap_or(0))
     };
+    // Attributes only the compile cache's occupancy arithmetic reads: 0 when the driver does
+    // not answer, which makes the cache compare registers instead of occupancy.
+    let optional = |a: A| -> u32 {
+        // SAFETY: `device` came from cuDeviceGet.
+        unsafe { result::device::get_attribute(device, a) }
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0)
+    };
     let name = result::device::get_name(device).map_err(driver_error("cuDeviceGetName"))?;
     // SAFETY: `device` came from cuDeviceGet.
     let total =
@@ -285,5 +294,9 @@ pub(super) fn query_limits(device: sys::CUdevice) -> Result<DeviceLimits, Error>
         multiprocessor_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
         total_memory: total as u64,
+        registers_per_sm: optional(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+        registers_per_block: optional(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+        max_threads_per_sm: optional(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        max_blocks_per_sm: optional(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
     })
 }

@@ -47,6 +47,7 @@ use streams::MarkPool;
 pub(crate) use streams::{CudaEvent, CudaStream, OrderMark};
 
 use super::{Device, Failure, LaunchTarget, LoadRequest, Outcome};
+use crate::cache::occupancy::KernelUse;
 use crate::config::{KernelArg, LaunchConfig};
 use crate::error::Error;
 use crate::limits::DeviceLimits;
@@ -258,8 +259,8 @@ impl Device for CudaDevice {
         self.load_ir(ir, request)
     }
 
-    fn registers(&self, module: &CudaProgram, index: usize) -> Option<u32> {
-        self.resources(&module.module, index).map(|r| r.registers)
+    fn resources(&self, module: &CudaProgram, index: usize) -> Option<KernelUse> {
+        self.kernel_use(&module.module, index)
     }
 
     fn ptx(module: &CudaProgram) -> Option<&str> {

@@ -14,6 +14,7 @@ use super::fail::{CuFail, fail};
 use super::streams::CudaStream;
 use super::{CudaDevice, bind};
 use crate::cache::LinkOption;
+use crate::cache::occupancy::KernelUse;
 use crate::error::Error;
 
 impl CudaDevice {
@@ -203,9 +204,10 @@ impl CudaDevice {
     }
 
     /// What the driver allocated to kernel `index` of `module`: registers per thread
-    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`) and local memory per thread, spills included
-    /// (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`); `None` if the driver does not say.
-    pub(crate) fn resources(&self, module: &CudaModule, index: usize) -> Option<KernelResources> {
+    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`), local memory per thread, spills included
+    /// (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`), and the largest block it can launch with
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`); `None` if the driver does not say.
+    pub(crate) fn kernel_use(&self, module: &CudaModule, index: usize) -> Option<KernelUse> {
         let function = module.functions.get(index)?;
         self.bind().ok()?;
         let get = |attribute| {
@@ -215,9 +217,10 @@ impl CudaDevice {
             value.ok().and_then(|v| u32::try_from(v).ok())
         };
         use sys::CUfunction_attribute as A;
-        Some(KernelResources {
+        Some(KernelUse {
             registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            max_threads_per_block: get(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
         })
     }
 
@@ -267,13 +270,6 @@ impl CudaDevice {
     }
 }
 
-/// Per-thread resources the driver gave one kernel ([`CudaDevice::resources`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct KernelResources {
-    pub(crate) registers: u32,
-    pub(crate) local_bytes: u32,
-}
-
 /// One PTX input of [`CudaDevice::link_ptx`] and the options it is compiled with.
 pub(crate) struct LinkInput<'a> {
     pub(crate) ptx: &'a str,
@@ -290,6 +286,8 @@ fn jit_options(options: &[LinkOption]) -> (Vec<sys::CUjit_option>, Vec<*mut c_vo
             LinkOption::OptimizationLevel(level) => (O::CU_JIT_OPTIMIZATION_LEVEL, value(level)),
             LinkOption::TargetFromContext => (O::CU_JIT_TARGET_FROM_CUCONTEXT, value(0)),
             LinkOption::MaxRegisters(n) => (O::CU_JIT_MAX_REGISTERS, value(n)),
+            LinkOption::MinBlocksPerSm(n) => (O::CU_JIT_MIN_CTA_PER_SM, value(n)),
+            LinkOption::MaxThreadsPerBlock(n) => (O::CU_JIT_MAX_THREADS_PER_BLOCK, value(n)),
             LinkOption::OverrideDirectiveValues => (O::CU_JIT_OVERRIDE_DIRECTIVE_VALUES, value(1)),
             LinkOption::Lto => (O::CU_JIT_LTO, value(1)),
             LinkOption::PositionIndependentCode(on) => {
