@@ -7,11 +7,14 @@
 //! ([`print`](mod@print)) and the executable definition of scalar operations ([`scalar`]),
 //! which the emulator runs and the optimizer folds with.
 //! Warp matrix operations have their fragment layouts in [`matrix`]; device `printf` has its
-//! format subset in [`printf`].
+//! format subset in [`printf`]. What is known about each value as an address (linear form,
+//! root, alignment, read-only-ness) is one analysis, [`address`], which the optimizer's passes
+//! and the PTX writer share.
 //! This crate depends on nothing else of cuprum's and must stay that way.
 
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod arena;
 pub mod builder;
 pub mod effects;
@@ -24,6 +27,7 @@ pub mod serial;
 pub mod types;
 pub mod validate;
 
+pub use address::{Addresses, Linear, Root};
 pub use arena::{Arena, Handle};
 pub use builder::{BuildError, KernelBuilder};
 pub use effects::{Access, Effects, Spaces};

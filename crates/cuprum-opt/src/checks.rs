@@ -46,8 +46,8 @@
 use std::collections::{HashMap, HashSet};
 
 use cuprum_ir::{
-    AddressSpace, Arena, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, ScalarType, Stmt, UnaryOp,
-    Value, ValueDef, Var,
+    AddressSpace, Addresses, Arena, BinaryOp, Block, CmpOp, Kernel, Linear, Op, ParamKind, Root,
+    ScalarType, Stmt, UnaryOp, Value, ValueDef, Var,
 };
 
 use crate::analyses::Analyses;
@@ -59,31 +59,12 @@ pub fn run(kernel: &mut Kernel) -> bool {
     run_with(kernel, &mut Analyses::new())
 }
 
-/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
-/// nothing changed).
+/// [`run`], taking the kernel's definitions and address analysis from `analyses` (and
+/// returning them there when nothing changed).
 pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let defs = analyses.take_defs(kernel);
-    let mut bounds: HashMap<(Value, u32), Vec<Value>> = HashMap::new();
-    for (cmp, _) in kernel.values.iter() {
-        if let Some(&Op::Compare(CmpOp::Lt, index, len)) = defs.op(cmp)
-            && let Some(&Op::SliceLen(s)) = defs.op(len)
-        {
-            bounds.entry((index, s)).or_default().push(cmp);
-        }
-    }
-    // The 32-bit values whose zero extension is a checked index.
-    let mut widened: HashMap<Value, Vec<Value>> = HashMap::new();
-    for &(index, _) in bounds.keys() {
-        if let Some(&Op::Cast {
-            value: m,
-            to: ScalarType::U64,
-        }) = defs.op(index)
-            && defs.ty(m) == ScalarType::U32
-        {
-            widened.entry(m).or_default().push(index);
-        }
-    }
-    let elem_size = kernel
+    let addresses = analyses.take_addresses(kernel);
+    let elem_size: HashMap<u32, u32> = kernel
         .params
         .iter()
         .enumerate()
@@ -92,8 +73,29 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
             ParamKind::Scalar(_) => None,
         })
         .collect();
+    let mut bounds: HashMap<(u32, Linear), Vec<Value>> = HashMap::new();
+    // The 32-bit values whose zero extension is a checked index.
+    let mut widened: HashMap<Value, Vec<Value>> = HashMap::new();
+    for (cmp, _) in kernel.values.iter() {
+        if let Some(&Op::Compare(CmpOp::Lt, index, len)) = defs.op(cmp)
+            && let Some(&Op::SliceLen(s)) = defs.op(len)
+            && let Some(&size) = elem_size.get(&s)
+        {
+            let offset = addresses.linear(index).scaled(u64::from(size));
+            bounds.entry((s, offset)).or_default().push(cmp);
+            if let Some(&Op::Cast {
+                value: m,
+                to: ScalarType::U64,
+            }) = defs.op(index)
+                && defs.ty(m) == ScalarType::U32
+            {
+                widened.entry(m).or_default().push(index);
+            }
+        }
+    }
     let mut w = Gather {
         defs,
+        addresses,
         bounds,
         widened,
         elem_size,
@@ -107,6 +109,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         compact(kernel);
     } else {
         analyses.keep_defs(w.defs);
+        analyses.keep_addresses(w.addresses);
     }
     w.changed
 }
@@ -125,8 +128,10 @@ struct Entry {
 
 struct Gather {
     defs: Defs,
-    /// The comparisons `index < len(slice)`, by `(index, slice)`.
-    bounds: HashMap<(Value, u32), Vec<Value>>,
+    addresses: Addresses,
+    /// The comparisons `index < len(slice)`, by slice and the linear form of the byte offset
+    /// of element `index` (`index * size`, the slice's element size).
+    bounds: HashMap<(u32, Linear), Vec<Value>>,
     /// For a `U32` value `m`, the checked indices `m as u64`.
     widened: HashMap<Value, Vec<Value>>,
     /// The element size in bytes of each slice parameter, by parameter index.
@@ -287,25 +292,41 @@ impl Gather {
     }
 
     /// Whether a global load of a `ty` from `addr` cannot fault here: `addr` is
-    /// `base(s) + i * size` (or `i << k`) with `size` the size of `s`'s elements, at least
-    /// that of `ty`, and `i < len(s)` known. The offset may also be the form [`crate::narrow`]
-    /// leaves, `((i as u32) * size) as u64` or `(m * size) as u64` with `i = m as u64`,
-    /// when the known ranges show that the 32-bit product cannot wrap (nor `i as u32` drop
-    /// bits), so that it is the same number.
+    /// `base(s) + i * size` (as linear forms: [`Addresses::root_offset`]) with `size` the size
+    /// of `s`'s elements, at least that of `ty`, and `i < len(s)` known. The offset may also be
+    /// the form [`crate::narrow`] leaves, `((i as u32) * size) as u64` or `(m * size) as u64`
+    /// with `i = m as u64`, when the known ranges show that the 32-bit product cannot wrap (nor
+    /// `i as u32` drop bits), so that it is the same number.
     fn in_bounds(&self, addr: Value, ty: ScalarType) -> bool {
-        let Some(&Op::Binary(BinaryOp::Add, a, b)) = self.defs.op(addr) else {
+        let Some((Root::Slice(slice), offset)) = self.addresses.root_offset(addr) else {
             return false;
-        };
-        let (slice, offset) = match (self.defs.op(a), self.defs.op(b)) {
-            (Some(&Op::SliceBase(s)), _) => (s, b),
-            (_, Some(&Op::SliceBase(s))) => (s, a),
-            _ => return false,
         };
         let Some(&size) = self.elem_size.get(&slice) else {
             return false;
         };
         if ty.size_bytes() > size {
             return false;
+        }
+        // Whether `i < len(slice)` is known for an `i` whose element is at `offset`.
+        let known_at = |offset: Linear| {
+            self.bounds
+                .get(&(slice, offset))
+                .is_some_and(|cmps| cmps.iter().any(|&c| self.facts.known(c) == Some(true)))
+        };
+        let known = |index: Value| known_at(self.addresses.linear(index).scaled(u64::from(size)));
+        // The narrowed form: the offset is one `n as u64`, `n` a `U32`.
+        let narrowed = match offset.single_term() {
+            Some((x, 1)) if offset.constant() == 0 => match self.defs.op(x) {
+                Some(&Op::Cast {
+                    value: n,
+                    to: ScalarType::U64,
+                }) if self.defs.ty(n) == ScalarType::U32 => Some(n),
+                _ => None,
+            },
+            _ => None,
+        };
+        if known_at(offset) {
+            return true;
         }
         // `v * size` or `v << log2(size)`: `v`.
         let scaled = |v: Value| -> Option<Value> {
@@ -323,28 +344,7 @@ impl Gather {
             };
             (factor == u64::from(size)).then_some(i)
         };
-        let known = |index: Value| {
-            self.bounds
-                .get(&(index, slice))
-                .is_some_and(|cmps| cmps.iter().any(|&c| self.facts.known(c) == Some(true)))
-        };
-        if self.defs.ty(offset) == ScalarType::U64
-            && let Some(i) = scaled(offset)
-        {
-            return known(i);
-        }
-        // The narrowed form.
-        let Some(&Op::Cast {
-            value: n,
-            to: ScalarType::U64,
-        }) = self.defs.op(offset)
-        else {
-            return false;
-        };
-        if self.defs.ty(n) != ScalarType::U32 {
-            return false;
-        }
-        let Some(m) = scaled(n) else {
+        let Some(m) = narrowed.and_then(scaled) else {
             return false;
         };
         let ranges = Ranges {

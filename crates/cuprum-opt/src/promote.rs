@@ -13,7 +13,7 @@
 //! kernel is therefore classified:
 //!
 //! * at a constant address: `LocalAddr(i)` (whose value the layout gives) plus or minus
-//!   constants;
+//!   constants (read from the kernel's address analysis, [`cuprum_ir::Addresses::local_offset`]);
 //! * within a range of addresses, from the known ranges of the dynamic part (`crate::facts`:
 //!   the front end's bounds check `index < len` before `array[index]` bounds the index);
 //! * anywhere (no bound known).
@@ -29,7 +29,7 @@
 //! IR); a promoted element reads as a variable does before its first write.
 
 use cuprum_ir::{
-    AddressSpace, ArrayDecl, BinaryOp, Block, Kernel, Op, ScalarType, Stmt, Value, VarDef,
+    AddressSpace, Addresses, ArrayDecl, Block, Kernel, Op, ScalarType, Stmt, Value, VarDef,
     array_layout,
 };
 
@@ -42,14 +42,14 @@ pub fn run(kernel: &mut Kernel) -> bool {
     run_with(kernel, &mut Analyses::new())
 }
 
-/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
-/// nothing changed).
+/// [`run`], taking the kernel's definitions and address analysis from `analyses` (and
+/// returning them there when nothing changed).
 pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     if kernel.locals.is_empty() {
         return false;
     }
     let (offsets, _) = array_layout(&kernel.locals);
-    let addrs = constant_addresses(kernel, &offsets);
+    let addrs = analyses.take_addresses(kernel);
     let mut scan = Scan {
         defs: analyses.take_defs(kernel),
         facts: Facts::default(),
@@ -65,6 +65,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         .collect();
     if !promoted.iter().any(|&p| p) {
         analyses.keep_defs(scan.defs);
+        analyses.keep_addresses(addrs);
         return false;
     }
 
@@ -75,7 +76,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let mut body = std::mem::take(&mut kernel.body);
     let mut new_vars = std::mem::take(&mut kernel.vars);
     let mut var_of = |kernel_vars: &mut cuprum_ir::Arena<VarDef>, addr: Value| {
-        let a = u64::from(addrs.get(addr.index()).copied().flatten()?);
+        let a = u64::from(addrs.local_offset(addr)?);
         let i = array_at(&locals, &offsets, a).filter(|&i| promoted[i])?;
         let decl = &locals[i];
         let k = ((a - u64::from(offsets[i])) / u64::from(decl.elem.size_bytes())) as usize;
@@ -158,29 +159,6 @@ fn array_at(locals: &[ArrayDecl], offsets: &[u32], a: u64) -> Option<usize> {
     })
 }
 
-/// The value of every `U32` value computed from local array addresses and constants by
-/// additions and subtractions (wrapping, as `U32` arithmetic does), by value index.
-fn constant_addresses(kernel: &Kernel, offsets: &[u32]) -> Vec<Option<u32>> {
-    let mut out: Vec<Option<u32>> = vec![None; kernel.values.len()];
-    visit_stmts(&kernel.body, &mut |s| {
-        let Stmt::Def { value, op } = s else {
-            return;
-        };
-        let get = |v: Value| out.get(v.index()).copied().flatten();
-        let a = match *op {
-            Op::LocalAddr(i) => offsets.get(i as usize).copied(),
-            Op::Const(c) if c.ty == ScalarType::U32 => Some(c.bits as u32),
-            Op::Binary(BinaryOp::Add, x, y) => get(x).zip(get(y)).map(|(x, y)| x.wrapping_add(y)),
-            Op::Binary(BinaryOp::Sub, x, y) => get(x).zip(get(y)).map(|(x, y)| x.wrapping_sub(y)),
-            _ => None,
-        };
-        if let Some(slot) = out.get_mut(value.index()) {
-            *slot = a;
-        }
-    });
-    out
-}
-
 /// Drops the declarations of promoted arrays that nothing refers to any more, where that
 /// moves no other array: all of them when no local access or address is left, otherwise
 /// those at the end of the list.
@@ -222,7 +200,7 @@ struct Scan<'a> {
     defs: Defs,
     facts: Facts,
     offsets: &'a [u32],
-    addrs: &'a [Option<u32>],
+    addrs: &'a Addresses,
     accesses: Vec<Access>,
 }
 
@@ -239,7 +217,7 @@ impl Scan<'_> {
 
     fn access(&mut self, addr: Value, ty: ScalarType) {
         let size = u64::from(ty.size_bytes());
-        let (lo, hi, exact) = match self.addrs.get(addr.index()).copied().flatten() {
+        let (lo, hi, exact) = match self.addrs.local_offset(addr) {
             Some(a) => (u64::from(a), u64::from(a), true),
             None => {
                 let ranges = Ranges {

@@ -15,7 +15,9 @@
 //! `<<` by constants); the accesses of a group share every term and their constants step by
 //! the element size. The first element's address is aligned when every term is (the number
 //! of trailing zero bits of `k_i` plus those provable for `x_i`: constants, products, shifts,
-//! casts) and so is `c`. A slice's base address counts as 16-byte aligned: **slice parameters
+//! casts) and so is `c`. Forms and alignment come from the kernel's address analysis
+//! ([`cuprum_ir::Addresses`], shared through [`Analyses`]). A slice's base address counts as
+//! 16-byte aligned: **slice parameters
 //! always point at the start of a device allocation**, which both backends align to 256 bytes
 //! (`cuMemAlloc`, and the emulator's `ALLOC_ALIGN`); the runtime refuses a launch with a slice
 //! base that is not a multiple of 16 and the emulator refuses it too, so the IR may rely on it
@@ -52,8 +54,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, ScalarType, SliceAccess, Stmt,
-    Value,
+    AddressSpace, Addresses, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, Root, ScalarType,
+    SliceAccess, Stmt, Value,
 };
 
 use crate::analyses::Analyses;
@@ -62,31 +64,17 @@ use crate::ir::{always_exits, check_cond, compact};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
-/// Trailing zero bits a slice base address is known to have (16-byte alignment; see the
-/// module docs).
-const SLICE_BASE_ALIGN_BITS: u32 = 4;
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
     run_with(kernel, &mut Analyses::new())
 }
 
-/// [`run`], taking the kernel's definitions from `analyses` (and returning them there when
-/// nothing changed).
+/// [`run`], taking the kernel's definitions and address analysis from `analyses` (and
+/// returning them there when nothing changed).
 pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let defs = analyses.take_defs(kernel);
-    let mut params: HashMap<(u32, bool), Value> = HashMap::new();
-    for (v, _) in kernel.values.iter() {
-        match defs.op(v) {
-            Some(&Op::SliceBase(p)) => params.entry((p, false)).or_insert(v),
-            Some(&Op::SliceLen(p)) => params.entry((p, true)).or_insert(v),
-            _ => continue,
-        };
-    }
-    let canonical = |v: Value| match defs.op(v) {
-        Some(&Op::SliceLen(p)) => params.get(&(p, true)).copied().unwrap_or(v),
-        _ => v,
-    };
+    let addresses = analyses.take_addresses(kernel);
     // `len / m` (or `len >> log2 m`) values, by their dividend: `(quotient, m)`.
     let mut quotients: HashMap<Value, Vec<(Value, u64)>> = HashMap::new();
     // `x < q` comparisons, by `(x, q)`; `q > x` too.
@@ -95,13 +83,16 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         match defs.op(v) {
             Some(&Op::Binary(BinaryOp::Div, l, r)) if defs.ty(l) == ScalarType::U64 => {
                 if let Some(m) = defs.konst(r).filter(|&m| m > 0) {
-                    quotients.entry(canonical(l)).or_default().push((v, m));
+                    quotients
+                        .entry(addresses.canonical(l))
+                        .or_default()
+                        .push((v, m));
                 }
             }
             Some(&Op::Binary(BinaryOp::Shr, l, r)) if defs.ty(l) == ScalarType::U64 => {
                 if let Some(s) = defs.konst(r) {
                     quotients
-                        .entry(canonical(l))
+                        .entry(addresses.canonical(l))
                         .or_default()
                         .push((v, 1u64 << (s % 64)));
                 }
@@ -129,7 +120,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         .collect();
     let mut w = Walker {
         defs,
-        params,
+        addresses,
         quotients,
         less,
         read_only,
@@ -143,50 +134,20 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         compact(kernel);
     } else {
         analyses.keep_defs(w.defs);
+        analyses.keep_addresses(w.addresses);
     }
     w.changed
 }
 
 struct Walker {
     defs: Defs,
-    /// The first `slice_base p` (`false`) and `slice_len p` (`true`) value of each slice.
-    params: HashMap<(u32, bool), Value>,
+    addresses: Addresses,
     quotients: HashMap<Value, Vec<(Value, u64)>>,
     less: HashMap<(Value, Value), Vec<Value>>,
     /// Whether each parameter is a read-only slice.
     read_only: Vec<bool>,
     facts: Facts,
     changed: bool,
-}
-
-/// `c + sum(k * x)` in `u64` wrapping arithmetic; the terms keyed by value index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Linear {
-    terms: BTreeMap<u32, u64>,
-    constant: u64,
-}
-
-impl Linear {
-    fn scaled(mut self, k: u64) -> Self {
-        self.constant = self.constant.wrapping_mul(k);
-        for c in self.terms.values_mut() {
-            *c = c.wrapping_mul(k);
-        }
-        self.terms.retain(|_, c| *c != 0);
-        self
-    }
-
-    fn plus(mut self, other: Self, sign: u64) -> Self {
-        self.constant = self
-            .constant
-            .wrapping_add(other.constant.wrapping_mul(sign));
-        for (x, c) in other.terms {
-            let e = self.terms.entry(x).or_insert(0);
-            *e = e.wrapping_add(c.wrapping_mul(sign));
-        }
-        self.terms.retain(|_, c| *c != 0);
-        self
-    }
 }
 
 /// A global access of the block being vectorized.
@@ -201,7 +162,7 @@ struct Access {
 
 /// A global access's address, split: `terms` shared by a group, `offset` its own constant.
 struct Address {
-    terms: BTreeMap<u32, u64>,
+    terms: Vec<(Value, u64)>,
     offset: u64,
     /// The slice parameter the address is based on (one base, coefficient 1), if any.
     slice: Option<u32>,
@@ -263,15 +224,15 @@ impl Walker {
             return false;
         }
         // `index` = `m * i + k`.
-        let lin = self.linear(index, 16);
-        let (i, m, k) = match lin.terms.iter().next() {
-            Some((&i, &m)) if lin.terms.len() == 1 => (value_at(i), m, lin.constant),
-            _ => return false,
+        let lin = self.addresses.linear(index);
+        let Some((i, m)) = lin.single_term() else {
+            return false;
         };
+        let k = lin.constant();
         if k >= m {
             return false;
         }
-        let Some(qs) = self.quotients.get(&self.canonical(len)) else {
+        let Some(qs) = self.quotients.get(&self.addresses.canonical(len)) else {
             return false;
         };
         qs.iter().any(|&(q, d)| {
@@ -283,120 +244,31 @@ impl Walker {
         })
     }
 
-    /// One value for every `slice_base p` (and `slice_len p`) of the kernel, so that copies
-    /// the front end made before `cse` compare equal.
-    fn canonical(&self, v: Value) -> Value {
-        let key = match self.defs.op(v) {
-            Some(&Op::SliceBase(p)) => (p, false),
-            Some(&Op::SliceLen(p)) => (p, true),
-            _ => return v,
-        };
-        self.params.get(&key).copied().unwrap_or(v)
-    }
-
-    /// The linear form of a `u64` value, through at most `depth` operations.
-    fn linear(&self, v: Value, depth: u32) -> Linear {
-        let atom = || Linear {
-            terms: BTreeMap::from([(self.canonical(v).index() as u32, 1)]),
-            constant: 0,
-        };
-        if let Some(c) = self.defs.konst(v) {
-            return Linear {
-                terms: BTreeMap::new(),
-                constant: c,
-            };
-        }
-        if depth == 0 || self.defs.ty(v) != ScalarType::U64 {
-            return atom();
-        }
-        match self.defs.op(v) {
-            Some(&Op::Binary(BinaryOp::Add, x, y)) => {
-                self.linear(x, depth - 1).plus(self.linear(y, depth - 1), 1)
-            }
-            Some(&Op::Binary(BinaryOp::Sub, x, y)) => self
-                .linear(x, depth - 1)
-                .plus(self.linear(y, depth - 1), u64::MAX),
-            Some(&Op::Binary(BinaryOp::Mul, x, y)) => {
-                match (self.defs.konst(x), self.defs.konst(y)) {
-                    (_, Some(k)) => self.linear(x, depth - 1).scaled(k),
-                    (Some(k), _) => self.linear(y, depth - 1).scaled(k),
-                    _ => atom(),
-                }
-            }
-            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.defs.konst(s) {
-                Some(s) => self.linear(x, depth - 1).scaled(1u64 << (s % 64)),
-                None => atom(),
-            },
-            _ => atom(),
-        }
-    }
-
-    /// Trailing zero bits `v` provably has (at most 64).
-    fn align_bits(&self, v: Value, depth: u32) -> u32 {
-        let bits = self.defs.ty(v).bits();
-        if let Some(c) = self.defs.konst(v) {
-            return c.trailing_zeros().min(bits);
-        }
-        if depth == 0 || !self.defs.ty(v).is_int() {
-            return 0;
-        }
-        let a = |x: Value| self.align_bits(x, depth - 1);
-        let r = match self.defs.op(v) {
-            Some(&Op::SliceBase(_)) => SLICE_BASE_ALIGN_BITS,
-            Some(&Op::Binary(BinaryOp::Mul, x, y)) => a(x) + a(y),
-            Some(&Op::Binary(BinaryOp::Shl, x, s)) => match self.defs.konst(s) {
-                Some(s) => a(x) + (s % u64::from(bits)) as u32,
-                None => a(x),
-            },
-            Some(&Op::Binary(BinaryOp::Add | BinaryOp::Sub, x, y)) => a(x).min(a(y)),
-            Some(&Op::Binary(BinaryOp::And, x, y)) => a(x).max(a(y)),
-            Some(&Op::Select {
-                if_true, if_false, ..
-            }) => a(if_true).min(a(if_false)),
-            // Integer casts keep the low bits.
-            Some(&Op::Cast { value, .. }) if self.defs.ty(value).is_int() => a(value),
-            _ => 0,
-        };
-        r.min(bits)
-    }
-
+    /// A global access's address as a linear form, and the slice it is based on.
     fn address(&self, addr: Value) -> Address {
-        let lin = self.linear(addr, 16);
-        let bases: Vec<u32> = lin
-            .terms
-            .keys()
-            .filter_map(|&x| match self.defs.op(value_at(x)) {
-                Some(&Op::SliceBase(p)) => Some(p),
-                _ => None,
-            })
-            .collect();
-        let slice = match bases.as_slice() {
-            [p] if lin.terms.iter().any(|(&x, &k)| {
-                k == 1 && matches!(self.defs.op(value_at(x)), Some(Op::SliceBase(_)))
-            }) =>
-            {
-                Some(*p)
-            }
+        let lin = self.addresses.linear(addr);
+        let slice = match self.addresses.root(addr) {
+            Some(Root::Slice(p)) => Some(p),
             _ => None,
         };
         Address {
-            terms: lin.terms,
-            offset: lin.constant,
+            terms: lin.terms().to_vec(),
+            offset: lin.constant(),
             slice,
         }
     }
 
     /// Whether the terms of a linear form are all multiples of `2^bits`.
-    fn terms_aligned(&self, terms: &BTreeMap<u32, u64>, bits: u32) -> bool {
+    fn terms_aligned(&self, terms: &[(Value, u64)], bits: u32) -> bool {
         terms
             .iter()
-            .all(|(&x, &k)| k.trailing_zeros().min(64) + self.align_bits(value_at(x), 16) >= bits)
+            .all(|&(x, k)| k.trailing_zeros().min(64) + self.addresses.align_bits(x) >= bits)
     }
 
     /// Finds one group of the block to merge and merges it; false when there is none.
     fn merge_once(&self, block: &mut Block) -> bool {
         // Candidates: (is_store, type, terms) -> accesses.
-        type Key = (bool, ScalarType, Vec<(u32, u64)>);
+        type Key = (bool, ScalarType, Vec<(Value, u64)>);
         let mut groups: BTreeMap<Key, Vec<Access>> = BTreeMap::new();
         let mut slices: HashMap<Key, Option<u32>> = HashMap::new();
         for (pos, s) in block.stmts.iter().enumerate() {
@@ -421,7 +293,7 @@ impl Walker {
                 continue;
             }
             let a = self.address(addr);
-            let key = (store, ty, a.terms.into_iter().collect::<Vec<_>>());
+            let key = (store, ty, a.terms);
             slices.insert(key.clone(), a.slice);
             groups.entry(key).or_default().push(Access {
                 pos,
@@ -433,12 +305,11 @@ impl Walker {
         for (key, accesses) in &groups {
             let (store, ty, terms) = key;
             let size = u64::from(ty.size_bytes());
-            let terms: BTreeMap<u32, u64> = terms.iter().copied().collect();
             let slice = slices.get(key).copied().flatten();
             for lanes in [4u64, 2] {
                 let bytes = lanes * size;
                 if bytes > u64::from(MAX_VECTOR_BYTES)
-                    || !self.terms_aligned(&terms, bytes.trailing_zeros())
+                    || !self.terms_aligned(terms, bytes.trailing_zeros())
                 {
                     continue;
                 }
@@ -613,10 +484,6 @@ enum Between {
     Check,
     /// Nothing may move past it.
     Blocks,
-}
-
-fn value_at(index: u32) -> Value {
-    Value::from_index(index)
 }
 
 fn defines(s: &Stmt, v: Value) -> bool {

@@ -438,3 +438,51 @@ fn a_load_past_the_checked_element_is_not_safe() {
     let first_load = at(&opt, "load.Global");
     assert_eq!(text[..first_load].matches("trap").count(), 1, "{text}");
 }
+
+#[test]
+fn checks_pass_loads_at_checked_constant_positions_and_bytes() {
+    // check(x, 3); a = x[3], at `x + 12` (the product already folded); check(b, i); c = b[i]
+    // of a byte slice, at `b + i` (no `* 1`); check(x, i); d = x[i]. Both early loads are at
+    // an element already checked, as their linear forms show, so the later checks move
+    // above them and every load follows every check.
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let bytes = k.slice("b", S::U8, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let i = k.global_id();
+    let three = k.u64(3);
+    k.bounds_check(x, three);
+    let base = k.op(Op::SliceBase(x));
+    let twelve = k.u64(12);
+    let at3 = k.add(base, twelve);
+    let a = k.op(Op::Load {
+        space: AddressSpace::Global,
+        ty: S::U32,
+        addr: at3,
+    });
+    k.bounds_check(bytes, i);
+    let bbase = k.op(Op::SliceBase(bytes));
+    let at_i = k.add(bbase, i);
+    let c = k.op(Op::Load {
+        space: AddressSpace::Global,
+        ty: S::U8,
+        addr: at_i,
+    });
+    let c = k.cast(c, S::U32);
+    k.bounds_check(x, i);
+    let d = k.load(x, S::U32, i);
+    let s = k.add(a, c);
+    let s = k.add(s, d);
+    k.bounds_check(y, i);
+    k.store(y, i, s);
+    let kernel = k.finish();
+    let p = passes(&["checks", "dce"]);
+    // The constant check fails first where `x` has 3 elements or fewer.
+    for len in [T as u64, T as u64 - 1, 40, 3] {
+        same_outcome(&kernel, &p, T, 32, len);
+    }
+    let opt = same_behaviour(&kernel, &p, T, 32, T as u64);
+    let text = print_kernel(&opt);
+    let first_load = at(&opt, "load.Global");
+    assert_eq!(text[..first_load].matches("trap").count(), 4, "{text}");
+}

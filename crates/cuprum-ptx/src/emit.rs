@@ -14,8 +14,8 @@
 use std::fmt::{self, Write as _};
 
 use cuprum_ir::{
-    AddressSpace, AtomicOp, Block, Kernel, Op, ParamKind, Scope, ShuffleMode, Special, Stmt, Value,
-    Var, VoteMode, array_layout,
+    AddressSpace, Addresses, AtomicOp, Block, Kernel, Op, ParamKind, Scope, ShuffleMode, Special,
+    Stmt, Value, Var, VoteMode, array_layout,
 };
 use cuprum_ir::{Dim, ScalarType};
 
@@ -87,8 +87,9 @@ pub(crate) struct KernelWriter<'k> {
     pub(crate) regs: RegFile,
     values: Vec<Reg>,
     vars: Vec<Reg>,
-    /// Per value: a global address inside a read-only slice (may use `ld.global.nc`).
-    read_only: Vec<bool>,
+    /// The kernel's address analysis: which global addresses lie inside a read-only slice
+    /// (loads from them may use `ld.global.nc`).
+    addresses: Addresses,
     /// Per IR parameter: the index of its first machine parameter.
     param_slots: Vec<u32>,
     shared_offsets: Vec<u32>,
@@ -142,7 +143,7 @@ pub(crate) fn write_kernel(
         regs,
         values,
         vars,
-        read_only: crate::analysis::read_only_addresses(kernel),
+        addresses: Addresses::new(kernel),
         param_slots,
         shared_offsets,
         local_offsets,
@@ -475,9 +476,7 @@ impl<'k> KernelWriter<'k> {
 
     /// `.nc` where `addr` is a global address inside a read-only slice.
     fn non_coherent(&self, space: AddressSpace, addr: Value) -> &'static str {
-        if space == AddressSpace::Global
-            && self.read_only.get(addr.index()).copied().unwrap_or(false)
-        {
+        if space == AddressSpace::Global && self.addresses.is_read_only(addr) {
             ".nc"
         } else {
             ""

@@ -11,9 +11,10 @@
 //! Module map: `regs` (register classes and type names), `emit` (entry structure, control
 //! flow, memory, atomics, warp operations), `ops` (values, casts), `math` and
 //! `transcendental` (float sequences, with their measured accuracy), `warp_matrix`
-//! (`mma.sync`, `ldmatrix`, `cp.async`), `printf` (device `printf` through `vprintf`),
-//! and `analysis` (which loads may use the read-only cache). (The tests assemble what it
-//! writes with `ptxas`, through `cuprum-testkit`.)
+//! (`mma.sync`, `ldmatrix`, `cp.async`), `printf` (device `printf` through `vprintf`).
+//! Which loads may use the read-only cache is the IR's address analysis
+//! ([`cuprum_ir::Addresses`], shared with the optimizer). (The tests assemble what it writes
+//! with `ptxas`, through `cuprum-testkit`.)
 //!
 //! # Machine parameters
 //!
@@ -40,7 +41,6 @@
 
 #![warn(missing_docs)]
 
-mod analysis;
 mod control;
 mod emit;
 mod math;
