@@ -1,0 +1,256 @@
+//! The tile track's benchmarks, as tile kernels in cuTile Rust's style: element-wise add of
+//! 2^28 f32 (12 bytes moved per element), and row softmax, RMS norm and layer norm of
+//! 16384x4096 f32 (each row read once and written once, one row per tile block: 8 bytes per
+//! element, plus the weights). Each kernel is timed with events (median of 50 launches after
+//! 5 warm-ups), checked against a plain-Rust f64 reference on sampled rows, and printed as a
+//! JSON record for `benches/report.py`; its peers (PyTorch, `torch.compile`, Triton) are in
+//! `benches/peers/tile_peers.py`. On the emulator (or with `CUPRUM_EXAMPLE_SIZE=small`) the
+//! sizes are small: the example then only shows that the kernels run and are right.
+
+use cuprum::tile::cuda_async::device_operation::ExecutionContext;
+use cuprum::tile::prelude::*;
+
+#[path = "common/record.rs"]
+mod record;
+#[path = "common/size.rs"]
+mod size;
+#[path = "common/timing.rs"]
+mod timing;
+
+#[cuprum::tile::module]
+mod kernels {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn add<const B: i32>(
+        z: &mut Tensor<f32, { [B] }>,
+        x: &Tensor<f32, { [-1] }>,
+        y: &Tensor<f32, { [-1] }>,
+    ) {
+        z.store(load_tile_like(x, z) + load_tile_like(y, z));
+    }
+
+    #[cuprum::tile::entry()]
+    fn softmax<const BM: i32, const BN: i32>(
+        y: &mut Tensor<f32, { [BM, BN] }>,
+        x: &Tensor<f32, { [-1, -1] }>,
+    ) {
+        let tx: Tile<f32, { [BM, BN] }> = load_tile_like(x, y);
+        let max: Tile<f32, { [BM] }> = reduce_max(tx, 1i32);
+        let max = max.reshape(const_shape![BM, 1]).broadcast(y.shape());
+        let num = exp(tx - max);
+        let den: Tile<f32, { [BM] }> = reduce_sum(num, 1i32);
+        let den = den.reshape(const_shape![BM, 1]).broadcast(y.shape());
+        y.store(num / den);
+    }
+
+    #[cuprum::tile::entry()]
+    fn rms_norm<const BM: i32, const BN: i32>(
+        y: &mut Tensor<f32, { [BM, BN] }>,
+        x: &Tensor<f32, { [-1, -1] }>,
+        w: &Tensor<f32, { [-1] }>,
+        eps: f32,
+    ) {
+        let n: f32 = x.shape()[1] as f32;
+        let tx: Tile<f32, { [BM, BN] }> = load_tile_like(x, y);
+        let squares: Tile<f32, { [BM] }> = reduce_sum(tx * tx, 1i32);
+        let scale = rsqrt(squares / n + eps);
+        let scale = scale.reshape(const_shape![BM, 1]).broadcast(y.shape());
+        let tw: Tile<f32, { [BN] }> = w.load_tile(const_shape![BN], [0i32]);
+        let tw = tw.reshape(const_shape![1, BN]).broadcast(y.shape());
+        y.store(tx * scale * tw);
+    }
+
+    #[cuprum::tile::entry()]
+    fn layer_norm<const BM: i32, const BN: i32>(
+        y: &mut Tensor<f32, { [BM, BN] }>,
+        x: &Tensor<f32, { [-1, -1] }>,
+        w: &Tensor<f32, { [-1] }>,
+        b: &Tensor<f32, { [-1] }>,
+        eps: f32,
+    ) {
+        let n: f32 = x.shape()[1] as f32;
+        let tx: Tile<f32, { [BM, BN] }> = load_tile_like(x, y);
+        let sum: Tile<f32, { [BM] }> = reduce_sum(tx, 1i32);
+        let mean = (sum / n).reshape(const_shape![BM, 1]).broadcast(y.shape());
+        let centered = tx - mean;
+        let var: Tile<f32, { [BM] }> = reduce_sum(centered * centered, 1i32);
+        let scale = rsqrt(var / n + eps);
+        let scale = scale.reshape(const_shape![BM, 1]).broadcast(y.shape());
+        let tw: Tile<f32, { [BN] }> = w.load_tile(const_shape![BN], [0i32]);
+        let tb: Tile<f32, { [BN] }> = b.load_tile(const_shape![BN], [0i32]);
+        let tw = tw.reshape(const_shape![1, BN]).broadcast(y.shape());
+        let tb = tb.reshape(const_shape![1, BN]).broadcast(y.shape());
+        y.store(centered * scale * tw + tb);
+    }
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+/// Deterministic pseudo-random floats in `[lo, hi)`.
+fn data(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n as u32)
+        .map(|i| {
+            let h = (i ^ seed.wrapping_mul(0x9e37_79b9)).wrapping_mul(2_654_435_761);
+            lo + (hi - lo) * ((h >> 8) as f32 / (1u32 << 24) as f32)
+        })
+        .collect()
+}
+
+/// The median time of `launch` (which submits its work to `ctx`'s stream).
+fn time(
+    stream: &Stream,
+    mut launch: impl FnMut(&ExecutionContext) -> Result<(), Error>,
+) -> Result<f64, Failure> {
+    let ctx = ExecutionContext::new(stream.clone());
+    let mut failure = None;
+    let ms = timing::median_ms(stream, 5, 50, || {
+        if let Err(e) = launch(&ctx) {
+            failure.get_or_insert(e);
+        }
+        Ok(())
+    })?;
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(ms),
+    }
+}
+
+/// Checks `got` against `want` (f64) within `tol` relative to `scale`; names the first miss.
+fn check(case: &str, got: &[f32], want: &[f64], tol: f64) -> Result<(), Failure> {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if (f64::from(g) - w).abs() > tol * w.abs().max(1.0) {
+            return Err(format!("FAILED: {case}: element {i} is {g}, want {w}").into());
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Failure> {
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let on_gpu = device.context().backend() == cuprum::BackendKind::Cuda;
+    let big = size::benchmark_sizes(on_gpu);
+    let n = if big { 1 << 28 } else { 1 << 16 };
+    let (rows, cols) = if big { (16384, 4096) } else { (64, 4096) };
+    let sampled: Vec<usize> = (0..rows).step_by((rows / 16).max(1)).collect();
+
+    // add
+    let (hx, hy) = (data(n, 1, -100.0, 100.0), data(n, 2, -100.0, 100.0));
+    let x = api::from_host(&hx, &[n]).sync_on(&stream)?;
+    let y = api::from_host(&hy, &[n]).sync_on(&stream)?;
+    let mut z = api::full(f32::NAN, &[n]).sync_on(&stream)?;
+    let ms = time(&stream, |ctx| {
+        kernels::add((&mut z).partition([1024]), &x, &y)
+            .execute(ctx)
+            .map(drop)
+    })?;
+    let got = z.to_host_vec().sync_on(&stream)?;
+    let wrong = (0..n).filter(|&i| got[i] != hx[i] + hy[i]).count();
+    if wrong != 0 {
+        return Err(format!("FAILED: tile_add: {wrong} of {n} elements wrong").into());
+    }
+    let size = format!("n={n}");
+    println!(
+        "cuprum tile_add {size} median {ms:.4} ms {:.1} GB/s",
+        12.0 * n as f64 / (ms * 1e6)
+    );
+    record::result("tile_add", &size, 12.0 * n as f64, n as f64, ms);
+
+    // The row kernels share one input.
+    let e = rows * cols;
+    let hx = data(e, 3, -8.0, 8.0);
+    let hw = data(cols, 4, 0.5, 1.5);
+    let hb = data(cols, 5, -0.5, 0.5);
+    let x = api::from_host(&hx, &[rows, cols]).sync_on(&stream)?;
+    let w = api::from_host(&hw, &[cols]).sync_on(&stream)?;
+    let b = api::from_host(&hb, &[cols]).sync_on(&stream)?;
+    // Every case writes a fresh, poisoned output.
+    let poisoned = || api::full(f32::NAN, &[rows, cols]).sync_on(&stream);
+    let eps = 1e-6f32;
+    let size = format!("{rows}x{cols}");
+    let row = |r: usize| &hx[r * cols..(r + 1) * cols];
+
+    let mut y = poisoned()?;
+    let ms = time(&stream, |ctx| {
+        kernels::softmax((&mut y).partition([1, cols]), &x)
+            .execute(ctx)
+            .map(drop)
+    })?;
+    let got = y.to_host_vec().sync_on(&stream)?;
+    for &r in &sampled {
+        let xs = row(r);
+        let max = xs
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+        let exps: Vec<f64> = xs.iter().map(|&v| (f64::from(v) - max).exp()).collect();
+        let sum: f64 = exps.iter().sum();
+        let want: Vec<f64> = exps.iter().map(|v| v / sum).collect();
+        check("tile_softmax", &got[r * cols..(r + 1) * cols], &want, 1e-5)?;
+    }
+    println!(
+        "cuprum tile_softmax {size} median {ms:.4} ms {:.1} GB/s",
+        8.0 * e as f64 / (ms * 1e6)
+    );
+    record::result("tile_softmax", &size, 8.0 * e as f64, 5.0 * e as f64, ms);
+
+    let mut y = poisoned()?;
+    let ms = time(&stream, |ctx| {
+        kernels::rms_norm((&mut y).partition([1, cols]), &x, &w, eps)
+            .execute(ctx)
+            .map(drop)
+    })?;
+    let got = y.to_host_vec().sync_on(&stream)?;
+    for &r in &sampled {
+        let xs = row(r);
+        let ms_row = xs.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / cols as f64;
+        let s = 1.0 / (ms_row + f64::from(eps)).sqrt();
+        let want: Vec<f64> = xs
+            .iter()
+            .zip(&hw)
+            .map(|(&v, &wv)| f64::from(v) * s * f64::from(wv))
+            .collect();
+        check("tile_rms_norm", &got[r * cols..(r + 1) * cols], &want, 1e-5)?;
+    }
+    let bytes = 8.0 * e as f64 + 4.0 * cols as f64;
+    println!(
+        "cuprum tile_rms_norm {size} median {ms:.4} ms {:.1} GB/s",
+        bytes / (ms * 1e6)
+    );
+    record::result("tile_rms_norm", &size, bytes, 4.0 * e as f64, ms);
+
+    let mut y = poisoned()?;
+    let ms = time(&stream, |ctx| {
+        kernels::layer_norm((&mut y).partition([1, cols]), &x, &w, &b, eps)
+            .execute(ctx)
+            .map(drop)
+    })?;
+    let got = y.to_host_vec().sync_on(&stream)?;
+    for &r in &sampled {
+        let xs = row(r);
+        let mean = xs.iter().map(|&v| f64::from(v)).sum::<f64>() / cols as f64;
+        let var = xs
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            / cols as f64;
+        let s = 1.0 / (var + f64::from(eps)).sqrt();
+        let want: Vec<f64> = (0..cols)
+            .map(|j| (f64::from(xs[j]) - mean) * s * f64::from(hw[j]) + f64::from(hb[j]))
+            .collect();
+        check(
+            "tile_layer_norm",
+            &got[r * cols..(r + 1) * cols],
+            &want,
+            1e-4,
+        )?;
+    }
+    let bytes = 8.0 * e as f64 + 8.0 * cols as f64;
+    println!(
+        "cuprum tile_layer_norm {size} median {ms:.4} ms {:.1} GB/s",
+        bytes / (ms * 1e6)
+    );
+    record::result("tile_layer_norm", &size, bytes, 8.0 * e as f64, ms);
+    println!("PASSED");
+    Ok(())
+}
