@@ -1,7 +1,12 @@
 //! Start-up: what a fresh process pays before its first launch. For each module, a new
 //! process of this program gets the module's IR (`kernels::ir()`: read from what `cargo build`
 //! compiled) and loads it (`kernels::load`: on a GPU, the compile cache or the driver's JIT);
-//! the parent prints the median of several processes, in milliseconds.
+//! the parent prints the median of several processes, in milliseconds. Then the same for a
+//! tile kernel (`tile_add`): a fresh process's first launch (the embedded tile IR decoded,
+//! specialized, lowered, optimized, written as PTX and loaded, then launched on 1024
+//! elements and waited for), with a cold compile cache (an empty folder, and the driver's own
+//! JIT cache off) and with a warm one (the folder the cold process filled), beside the
+//! second launch of the same process.
 //!
 //!     cargo run --release -p cuprum --example startup [-- --procs 9]
 
@@ -35,6 +40,68 @@ mod vecadd {
 
 /// The modules measured, by name.
 const MODULES: [&str; 2] = ["vecadd", "sgemm"];
+
+#[cuprum::tile::module]
+mod tile_kernels {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn add<const B: i32>(
+        z: &mut Tensor<f32, { [B] }>,
+        x: &Tensor<f32, { [-1] }>,
+        y: &Tensor<f32, { [-1] }>,
+    ) {
+        z.store(load_tile_like(x, z) + load_tile_like(y, z));
+    }
+}
+
+/// In a child: the first and the second launch of `tile_add`, in ms, as `first_ms second_ms`.
+fn tile_child() -> Result<(), Box<dyn std::error::Error>> {
+    use cuprum::tile::prelude::*;
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let x = api::ones::<f32>(&[1024]).sync_on(&stream)?;
+    let y = api::ones::<f32>(&[1024]).sync_on(&stream)?;
+    let mut z = api::zeros::<f32>(&[1024]).sync_on(&stream)?;
+    let mut launch = || -> Result<f64, Box<dyn std::error::Error>> {
+        let start = Instant::now();
+        tile_kernels::add((&mut z).partition([128]), &x, &y).sync_on(&stream)?;
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    let first = launch()?;
+    let second = launch()?;
+    if z.to_host_vec().sync_on(&stream)? != vec![2.0f32; 1024] {
+        return Err("tile_add computed a wrong sum".into());
+    }
+    println!("{first} {second}");
+    Ok(())
+}
+
+/// Runs this program as the tile child with the compile cache in `dir`; `cold` also turns
+/// the driver's JIT cache off. Returns (first launch, second launch) in ms.
+fn run_tile_child(
+    exe: &std::path::Path,
+    dir: &std::path::Path,
+    cold: bool,
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["--child", "tile_add"])
+        .env("CUPRUM_CACHE_DIR", dir);
+    if cold {
+        cmd.env("CUDA_CACHE_DISABLE", "1");
+    }
+    let out = cmd.output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut nums = text.split_whitespace().map(str::parse::<f64>);
+    match (out.status.success(), nums.next(), nums.next()) {
+        (true, Some(Ok(a)), Some(Ok(b))) => Ok((a, b)),
+        _ => Err(format!(
+            "the tile_add child failed: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into()),
+    }
+}
 
 /// In a child: the module's IR and load times, in ms, as one line `ir_ms load_ms`.
 fn child(name: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -72,6 +139,9 @@ struct Args {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     if let Some(name) = &args.child {
+        if name == "tile_add" {
+            return tile_child();
+        }
         return child(name);
     }
     let procs = args.procs;
@@ -107,5 +177,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             median(totals).expect("procs")
         );
     }
+    let folder = tempfile::tempdir()?;
+    let (mut cold, mut warm, mut second) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..procs {
+        let dir = folder.path().join(format!("cache-{i}"));
+        let (first, again) = run_tile_child(&exe, &dir, true)?;
+        cold.push(first);
+        second.push(again);
+        warm.push(run_tile_child(&exe, &dir, false)?.0);
+    }
+    println!();
+    println!(
+        "first launch of a tile kernel (tile_add, 1024 f32) in a fresh process, median of {procs}"
+    );
+    println!("| cold cache (ms) | warm cache (ms) | second launch (ms) |");
+    println!("|---:|---:|---:|");
+    println!(
+        "| {:.3} | {:.3} | {:.3} |",
+        median(cold).expect("procs"),
+        median(warm).expect("procs"),
+        median(second).expect("procs")
+    );
     Ok(())
 }
