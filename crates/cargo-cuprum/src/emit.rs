@@ -58,9 +58,20 @@ pub struct EmitOutput {
     pub found_requested: bool,
 }
 
-/// A `#[cuda_module]` found in a file.
+/// Which macro a module found carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleKind {
+    /// `#[cuda_module]`: SIMT kernels.
+    Simt,
+    /// `#[cuprum::tile::module]`: tile kernels ([`crate::emit_tile`]).
+    Tile,
+}
+
+/// A `#[cuda_module]` or `#[cuprum::tile::module]` found in a file.
 #[derive(Clone, Debug)]
 pub struct FoundModule {
+    /// Which macro it carries.
+    pub kind: ModuleKind,
     /// The file it is in.
     pub file: PathBuf,
     /// The module's name.
@@ -75,8 +86,19 @@ fn is_attr(attr: &syn::Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
-/// Finds the `#[cuda_module]` modules of a parsed file, at any depth (inside other modules,
-/// functions...), without looking inside the modules found.
+/// Whether `attr` is `#[cuprum::tile::module]` (or `#[tile::module]`).
+fn is_tile_module_attr(attr: &syn::Attribute) -> bool {
+    let segments: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    segments.len() >= 2 && segments.ends_with(&["tile".to_string(), "module".to_string()])
+}
+
+/// Finds the `#[cuda_module]` and `#[cuprum::tile::module]` modules of a parsed file, at any
+/// depth (inside other modules, functions...), without looking inside the modules found.
 pub fn find_modules(file: &Path, ast: &syn::File) -> Vec<FoundModule> {
     struct Finder<'a> {
         file: &'a Path,
@@ -84,8 +106,16 @@ pub fn find_modules(file: &Path, ast: &syn::File) -> Vec<FoundModule> {
     }
     impl<'ast> Visit<'ast> for Finder<'_> {
         fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
-            if m.attrs.iter().any(|a| is_attr(a, "cuda_module")) {
+            let kind = if m.attrs.iter().any(|a| is_attr(a, "cuda_module")) {
+                Some(ModuleKind::Simt)
+            } else if m.attrs.iter().any(is_tile_module_attr) {
+                Some(ModuleKind::Tile)
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
                 self.found.push(FoundModule {
+                    kind,
                     file: self.file.to_path_buf(),
                     name: m.ident.to_string(),
                     line: m.ident.span().start().line,
@@ -270,7 +300,7 @@ pub fn scan(roots: &[PathBuf], errors: &mut Vec<String>) -> Vec<FoundModule> {
 }
 
 /// `file:line:col: message` for each part of a (combined) syn error.
-fn located(file: &Path, error: &syn::Error) -> String {
+pub(crate) fn located(file: &Path, error: &syn::Error) -> String {
     error
         .clone()
         .into_iter()
@@ -303,6 +333,10 @@ fn is_generic(f: &syn::ItemFn) -> bool {
 
 /// Compiles one module and appends what `options` asks for to `out`.
 pub fn emit_module(found: &FoundModule, shown: &Path, options: &EmitOptions, out: &mut EmitOutput) {
+    if found.kind == ModuleKind::Tile {
+        crate::emit_tile::emit_tile_module(found, shown, options, out);
+        return;
+    }
     let kernel_fns: Vec<&syn::ItemFn> = match &found.item.content {
         Some((_, items)) => items.iter().filter_map(kernel_fn).collect(),
         None => Vec::new(),
@@ -466,7 +500,7 @@ fn emit_specialized(
 }
 
 /// Appends the header, the IR and the PTX of `unit` (as `options` asks) to `out`.
-fn print_unit(
+pub(crate) fn print_unit(
     found: &FoundModule,
     shown: &Path,
     options: &EmitOptions,
@@ -565,7 +599,7 @@ pub fn emit_path(path: &Path, base: &Path, options: &EmitOptions) -> EmitOutput 
     }
     if modules.is_empty() && out.errors.is_empty() {
         out.notes.push(format!(
-            "no #[cuda_module] found in {} ({} file(s) read)",
+            "no #[cuda_module] or #[cuprum::tile::module] found in {} ({} file(s) read)",
             path.display(),
             roots.len()
         ));

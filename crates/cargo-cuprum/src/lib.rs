@@ -28,6 +28,7 @@
 pub mod cli;
 pub mod doctor;
 pub mod emit;
+pub mod emit_tile;
 pub mod new;
 pub mod run;
 pub mod specialize;
