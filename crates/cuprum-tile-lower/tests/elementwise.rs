@@ -1,4 +1,4 @@
-//! Element-wise tile kernels, loads and stores on the emulator against plain Rust: add,
+//! Element-wise tile kernels, loads and stores on the device against plain Rust: add,
 //! saxpy with a scalar, ragged 2-D tiles, strided and transposed views, iota, constants,
 //! casts, comparisons and selects, reshapes and permutations.
 

@@ -1,4 +1,4 @@
-//! Reductions on the emulator against plain Rust: sum, max, min, product and closures along
+//! Reductions on the device against plain Rust: sum, max, min, product and closures along
 //! each axis (within threads, across lanes, across warps; ragged tiles and tiles of any
 //! size), and the row softmax, which must keep its rows in registers.
 
