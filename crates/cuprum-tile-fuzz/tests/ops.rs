@@ -803,6 +803,33 @@ fn loads_inside_on_the_edge_and_outside() {
             });
             k.out(&format!("load{j}"), v);
         }
+        // Tiles so far out that `index * tile` would not fit in 64 bits.
+        for (j, (ity, bits)) in [
+            (S::I64, 1u64 << 62),
+            (S::U64, (1 << 63) + 5),
+            (S::I64, 1 << 63),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let far = k.konst(ity, Literal::Exact(Constant::new(ity, bits)), &[]);
+            let near = k.konst(ity, Literal::Int(0), &[]);
+            let index = if j % 2 == 0 {
+                vec![far, near]
+            } else {
+                vec![near, far]
+            };
+            let padding = k.padding(ty);
+            let v = k.def(Op::Load {
+                view: View::Tiled {
+                    tensor: p,
+                    tile: shape_of(&[4, 8]),
+                    index,
+                },
+                padding,
+            });
+            k.out(&format!("far{j}"), v);
+        }
         // A rank-0 tensor.
         let t0 = random_tensor(&mut k.rng, ty, &[], ViewKind::Any);
         let p0 = k.cb.input_tensor("scalar", t0, None);
