@@ -91,6 +91,7 @@ pub const COVERED: &[&str] = &[
     "view with a negative stride",
     "view with a zero stride",
     "view at an offset",
+    "tensor with no element",
     "output view not contiguous",
     "warps chosen",
 ];
@@ -204,6 +205,9 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
         }
         if t.offset > 0 {
             names.insert("view at an offset".into());
+        }
+        if t.elements() == 0 {
+            names.insert("tensor with no element".into());
         }
     }
     if case.options.num_warps.is_some() {

@@ -96,11 +96,17 @@ impl Gen<'_> {
                 n.max(1) as u64
             })
             .collect();
+        // Now and then no element at all along an axis: every tile is padding.
+        let mut shape = shape;
+        if !shape.is_empty() && self.chance(0.03) {
+            let axis = self.below(shape.len());
+            shape[axis] = 0;
+        }
         // A declared static size now and then (the kernel then uses the constant).
         let dims = shape
             .iter()
             .map(|&n| {
-                if self.chance(0.15) {
+                if n > 0 && self.chance(0.15) {
                     TensorDim::Static(Dim::Known(n as u32))
                 } else {
                     TensorDim::Dynamic
@@ -153,13 +159,23 @@ impl Gen<'_> {
                 && t.elem.known().is_some_and(|e| e.is_int())
                 && t.elem != Elem::Known(S::U64)
         });
-        let base = match self.below(12) {
-            0 => {
+        let base = match self.below(40) {
+            0..=3 => {
                 let ty = self.int_elem();
                 let v = self.rng.random_range(0..=2);
                 self.konst(ty, Literal::Int(v), &[])?
             }
-            1 if counter.is_some() => match counter {
+            4 => {
+                // So far out that `index * tile` does not fit in 64 bits.
+                let (ty, bits) = self.choose(&[
+                    (S::I64, 1u64 << 62),
+                    (S::I64, 1 << 63),
+                    (S::U64, (1 << 63) + 3),
+                    (S::I64, (1 << 62) + (1 << 61)),
+                ]);
+                return self.konst(ty, Literal::Exact(cuprum_ir::Constant::new(ty, bits)), &[]);
+            }
+            5..=7 if counter.is_some() => match counter {
                 Some(c) => {
                     // A counter or other integer scalar, kept small.
                     let ty = self.elem_of(c);
