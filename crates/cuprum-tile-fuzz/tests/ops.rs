@@ -1167,49 +1167,87 @@ fn generic_kernels_once_specialized() {
 }
 
 /// Prints: the emulator prints what the interpreter does, once per tile block (the order of
-/// blocks is free). A GPU's prints go to its stdout, where a test cannot read them.
+/// blocks is free): a value of every type (from a rank-0 tensor) in every conversion that
+/// takes it, and a reduction, in a `for` loop and under an `if`. A GPU's prints go to its
+/// stdout, where a test cannot read them.
 #[test]
 fn prints_match_the_interpreter() {
     let seed = seed("prints");
     let mut k = Ops::new("printer", seed);
-    let x = k.input(S::I32);
-    let y = k.input(S::F32);
     let pid = k.def(Op::BlockId(0));
-    let xs = k.def(Op::Reduce {
-        value: x,
-        axis: 0,
-        combine: Combine::Max,
-    });
-    let xs = {
-        let mut v = xs;
-        while !k.cb.b.ty(v).is_scalar() {
-            v = k.def(Op::Reduce {
-                value: v,
-                axis: 0,
-                combine: Combine::Min,
-            });
+    for ty in ALL {
+        let mut format = format!("block %d {ty}:");
+        let mut args = vec![pid];
+        let t = random_tensor(&mut k.rng, ty, &[], ViewKind::Any);
+        let p = k.cb.input_tensor(&format!("{ty}_value"), t, None);
+        let padding = k.padding(ty);
+        let v = k.def(Op::Load {
+            view: View::Tiled {
+                tensor: p,
+                tile: Vec::new(),
+                index: Vec::new(),
+            },
+            padding,
+        });
+        let convs: &[&str] = if ty.is_float() {
+            &["%f", "%e", "%g", "%.3f", "%+12.4e"]
+        } else if matches!(ty, S::I64 | S::U64) {
+            &["%lld", "%llu", "%llx"]
+        } else {
+            &["%d", "%u", "%x", "%08X", "%o"]
+        };
+        for c in convs {
+            format.push(' ');
+            format.push_str(c);
+            args.push(v);
         }
-        v
+        format.push('\n');
+        k.cb.b.push(Stmt::Print { format, args });
+    }
+    // A reduction printed in each iteration of a loop, under a condition.
+    let x = k.input(S::I32);
+    let mut m = x;
+    while !k.cb.b.ty(m).is_scalar() {
+        m = k.def(Op::Reduce {
+            value: m,
+            axis: 0,
+            combine: Combine::Max,
+        });
+    }
+    let (s, e, st) = (
+        k.konst(S::I32, Literal::Int(0), &[]),
+        k.konst(S::I32, Literal::Int(3), &[]),
+        k.konst(S::I32, Literal::Int(1), &[]),
+    );
+    let counter = k.cb.b.value(TileType::scalar(S::I32));
+    k.cb.b.begin_block();
+    let odd = {
+        let one = k.konst(S::I32, Literal::Int(1), &[]);
+        let bit = k.def(Op::Binary(BinaryOp::And, counter, one));
+        k.def(Op::Compare(CmpOp::Eq, bit, one))
     };
-    let ys = k.def(Op::Reduce {
-        value: y,
-        axis: 0,
-        combine: Combine::Max,
-    });
-    let ys = {
-        let mut v = ys;
-        while !k.cb.b.ty(v).is_scalar() {
-            v = k.def(Op::Reduce {
-                value: v,
-                axis: 0,
-                combine: Combine::Max,
-            });
-        }
-        v
-    };
+    k.cb.b.begin_block();
     k.cb.b.push(Stmt::Print {
-        format: "block %d: %d %f\n".into(),
-        args: vec![pid, xs, ys],
+        format: "block %d iteration %d: max %d\n".into(),
+        args: vec![pid, counter, m],
+    });
+    let then = k.cb.b.end_block(Vec::new());
+    k.cb.b.push(Stmt::If {
+        cond: odd,
+        then,
+        otherwise: Block::default(),
+        results: Vec::new(),
+    });
+    let body = k.cb.b.end_block(Vec::new());
+    k.cb.b.push(Stmt::For {
+        counter,
+        start: s,
+        end: e,
+        step: st,
+        args: Vec::new(),
+        inits: Vec::new(),
+        body,
+        results: Vec::new(),
     });
     k.out("x", x);
     let case = k.case(Tolerance::Exact);
@@ -1235,9 +1273,11 @@ fn prints_match_the_interpreter() {
         "{}",
         case.report(&"prints")
     );
+    let blocks = case.grid.iter().product::<u32>() as usize;
     assert_eq!(
-        want_text.lines().count() as u32,
-        case.grid.iter().product::<u32>()
+        want_text.lines().count(),
+        blocks * (ALL.len() + 1),
+        "{want_text}"
     );
 }
 
