@@ -213,9 +213,11 @@ fn unary_operations_on_every_type() {
 #[test]
 fn transcendental_functions_within_their_stated_bounds() {
     let seed = seed("transcendental");
-    // The PTX writer's f32 sequences are within 2 ulp (`cuprum_ptx::math`); f16 and bf16
-    // round the f32 result once, so within 1 ulp of their own. f64 has none on the GPU.
-    let cases: Vec<Case> = [(S::F32, 2), (S::F16, 1), (S::BF16, 1)]
+    // The PTX writer's f32 sequences are within 2 ulp of the correctly rounded result
+    // (`cuprum_ptx::math`), the host's (the emulator's and the interpreter's) within 2 more;
+    // f16 and bf16 round such f32 results once, so within 1 ulp of their own. f64 has none
+    // on the GPU.
+    let cases: Vec<Case> = [(S::F32, 4), (S::F16, 1), (S::BF16, 1)]
         .into_iter()
         .enumerate()
         .map(|(i, (ty, ulps))| {

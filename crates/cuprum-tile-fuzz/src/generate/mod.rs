@@ -83,7 +83,7 @@ impl Config {
     pub fn large(poison: u8) -> Self {
         Self {
             stmts: 40,
-            max_tile_elements: 4096,
+            max_tile_elements: 16384,
             max_blocks: 24,
             max_depth: 3,
             poison,
