@@ -206,6 +206,80 @@ fn differing(t: &Tensor, a: &[u8], b: &[u8], tolerance: Tolerance) -> Vec<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::{ViewKind, set_element};
+    use crate::{CaseBuilder, TrapClass};
+    use cuprum_tile_ir::{Literal, Op, Stmt, View};
+    use cuprum_tile_lower::LowerOptions;
+    use rand::SeedableRng;
+
+    /// A case storing a constant to a `u16` output of `[3, 5]` in a view with gaps.
+    fn case() -> Case {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        let mut cb = CaseBuilder::new("k", 3, 0xA5);
+        let o = cb.output(
+            &mut rng,
+            "o",
+            ScalarType::U16,
+            &[2, 4],
+            &[3, 5],
+            ViewKind::Injective,
+        );
+        let v = cb
+            .def(Op::Load {
+                view: View::Own { tensor: o },
+                padding: Literal::Int(1),
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        cb.b.push(Stmt::Store {
+            tensor: o,
+            value: v,
+        });
+        cb.finish(Tolerance::Exact, LowerOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn every_element_of_the_allocation_is_compared() {
+        let case = case();
+        let ArgData::Tensor(t) = &case.args[0] else {
+            panic!("a tensor")
+        };
+        let want: Outcome = Ok(vec![t.bytes.clone()]);
+        assert_eq!(compare(&case, &want, &want), Ok(()));
+        // An element in the view, and one outside it (a gap or the padding at the end).
+        let inside = t.address(&[2, 3]) as usize;
+        let outside = (0..t.len() as usize)
+            .find(|&i| t.coord_of(i as u64).is_none())
+            .unwrap_or(t.len() as usize);
+        for (index, coord) in [(inside, Some(vec![2, 3])), (outside, None)] {
+            if index >= t.len() as usize {
+                continue;
+            }
+            let mut bytes = t.bytes.clone();
+            set_element(&mut bytes, ScalarType::U16, index, 7);
+            match compare(&case, &want, &Ok(vec![bytes])) {
+                Err(Mismatch::Data { count, first, .. }) => {
+                    assert_eq!(count, 1);
+                    assert_eq!(first[0].index, index as u64);
+                    assert_eq!(first[0].coord, coord);
+                    assert_eq!(first[0].got, 7);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Traps compare by class; a GPU's trap matches any.
+        let trap = |c| -> Outcome { Err(Fault::Trap(c)) };
+        assert!(compare(&case, &trap(TrapClass::Assert), &trap(TrapClass::Unknown)).is_ok());
+        assert!(
+            compare(
+                &case,
+                &trap(TrapClass::Assert),
+                &trap(TrapClass::DivideByZero)
+            )
+            .is_err()
+        );
+        assert!(compare(&case, &want, &trap(TrapClass::Assert)).is_err());
+    }
 
     #[test]
     fn floats_agree_on_nans_and_within_ulps() {

@@ -91,3 +91,65 @@ pub fn shrink(case: &Case, mut fails: impl FnMut(&Case) -> bool) -> Case {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::{Config, generate};
+    use cuprum_tile_ir::Op;
+
+    fn count(block: &Block) -> usize {
+        let mut n = 0;
+        block.visit(&mut |_| n += 1);
+        n
+    }
+
+    fn has_reduce(case: &Case) -> bool {
+        let mut found = false;
+        case.kernel.body.visit(&mut |s| {
+            found |= matches!(
+                s,
+                Stmt::Def {
+                    op: Op::Reduce { .. },
+                    ..
+                }
+            );
+        });
+        found
+    }
+
+    /// Shrinking keeps the property and validity, removes most statements, and leaves none
+    /// that could go: every remaining one is needed for validity or for the property.
+    #[test]
+    fn shrinks_to_a_valid_case_where_no_statement_can_go() {
+        let cfg = Config::ci(0xA5);
+        let mut shrunk = 0;
+        for seed in 0..40u64 {
+            let Ok(case) = generate(seed, &cfg) else {
+                continue;
+            };
+            if !has_reduce(&case) {
+                continue;
+            }
+            let small = shrink(&case, has_reduce);
+            assert!(has_reduce(&small), "seed {seed}");
+            assert!(validate_kernel(&small.kernel).is_ok(), "seed {seed}");
+            assert!(
+                count(&small.kernel.body) < count(&case.kernel.body),
+                "seed {seed}"
+            );
+            let mut locs = Vec::new();
+            locations(&small.kernel.body, &[], &mut locs);
+            for loc in &locs {
+                let mut c = small.clone();
+                assert!(remove(&mut c.kernel.body, loc));
+                assert!(
+                    validate_kernel(&c.kernel).is_err() || !has_reduce(&c),
+                    "seed {seed}: the statement at {loc:?} could have gone"
+                );
+            }
+            shrunk += 1;
+        }
+        assert!(shrunk >= 5, "only {shrunk} programs had a reduction");
+    }
+}

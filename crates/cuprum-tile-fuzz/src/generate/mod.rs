@@ -469,7 +469,7 @@ impl Gen<'_> {
     }
 }
 
-/// Now and then a number of warps of the case's own (a power of two up to 16, enough that
+/// Now and then a number of warps of the case's own (a power of two up to 32, enough that
 /// the kernel's largest tile fits the lowering's 128 registers per thread even if its layout
 /// pads it); else the lowering's choice.
 fn warps_option(kernel: &TileKernel, rng: &mut SmallRng) -> Option<u32> {
@@ -492,7 +492,7 @@ fn warps_option(kernel: &TileKernel, rng: &mut SmallRng) -> Option<u32> {
     while u64::from(least) * 32 * 128 < 8 * words {
         least *= 2;
     }
-    let choices: Vec<u32> = [1u32, 2, 4, 8, 16]
+    let choices: Vec<u32> = [1u32, 2, 4, 8, 16, 32]
         .into_iter()
         .filter(|&w| w >= least)
         .collect();
