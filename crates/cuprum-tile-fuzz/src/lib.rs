@@ -13,7 +13,9 @@
 //!   reductions (built-in and closures), `for` and `loop` with carried values, `break` and
 //!   `continue`, `if` with results, early returns, scalar parameters, and loads of tiles
 //!   outside the tensor. Every output bit it makes is defined by the tile IR and the same on
-//!   every backend (see [`generate`] for how).
+//!   every backend (see [`mod@generate`] for how).
+//! * [`CaseBuilder`] builds a case by hand (the directed tests of `tests/ops.rs`: every
+//!   operation on every element type): each parameter declared with its launch argument.
 //! * [`Case::check`] and [`check_batch`] run the interpreter and the lowered kernel (on the
 //!   emulator, also the kernel as the lowering emitted it, before the optimizer) with the
 //!   outputs poisoned, and [`compare`](compare::compare) every element of every tensor's

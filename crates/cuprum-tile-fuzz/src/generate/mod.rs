@@ -174,6 +174,7 @@ impl Gen<'_> {
         self.rng.random_range(0..n.max(1))
     }
 
+    /// One of `items`, which is never empty (every caller passes a list it built non-empty).
     pub(crate) fn choose<T: Clone>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())].clone()
     }
