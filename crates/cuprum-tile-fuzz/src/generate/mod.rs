@@ -20,7 +20,8 @@
 //! * Float reductions that round (sum, product, and closures that add) take operands made
 //!   exact first: rounded to integers and clamped to `[-K, K]`, with `K` small enough that
 //!   every partial sum is exact in the type, and `K = 1` for products, so that any order of
-//!   combination gives the same bits. `min`/`max` (built in or as a closure) are exact in any
+//!   combination gives the same bits (no sum along an axis longer than `2^p`, the type's
+//!   significand: 256 for `bf16`). `min`/`max` (built in or as a closure) are exact in any
 //!   order but for the sign of a zero result, so `+ 0.0` follows them, as it follows every
 //!   float `min`/`max`.
 //! * NaN payloads are unspecified: float outputs compare any NaN equal to any NaN, and a

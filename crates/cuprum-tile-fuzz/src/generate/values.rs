@@ -644,9 +644,17 @@ impl Gen<'_> {
                 combine,
             });
         }
-        // Floats.
-        let k = ((1u64 << significand_bits(ty)) / u64::from(n.max(1))).clamp(1, 64) as i64;
-        let (operand, combine, zero_fix) = match self.below(7) {
+        // Floats. Sums of integers in [-k, k] along an axis of n are exact while n * k fits
+        // the significand; along an axis longer than 2^p (a bf16 axis of 1024) no k does,
+        // so only the combinations exact in any order are left there.
+        let exact_bound = 1u64 << significand_bits(ty);
+        let k = (exact_bound / u64::from(n.max(1))).clamp(1, 64) as i64;
+        let sums = u64::from(n) <= exact_bound;
+        let choice = match self.below(7) {
+            2 | 4 if !sums => 1,
+            c => c,
+        };
+        let (operand, combine, zero_fix) = match choice {
             0 => (x, Combine::Min, true),
             1 => (x, Combine::Max, true),
             2 => (self.exact(x, k)?, Combine::Sum, false),
