@@ -36,8 +36,8 @@
 //! # What the lowering does
 //!
 //! * **Block size.** One warp per 256 elements of the kernel's largest tile, a power of two
-//!   from 1 to 8 (more, up to 32, only where the largest tile would not fit in the registers
-//!   of 8); [`LowerOptions::num_warps`] overrides it.
+//!   from 1 to 8 (more, up to 32, only where a tile would not fit in the registers of 8,
+//!   as its layout pads it); [`LowerOptions::num_warps`] overrides it.
 //! * **Layouts** ([`layout`]): Triton's blocked and slice layouts. Loads and stores use the
 //!   coalesced blocked layout of their tile (16 bytes per thread along the last axis);
 //!   element-wise operations keep their operands' layouts, reductions give slice layouts,
@@ -63,8 +63,10 @@
 //!
 //! Tile dimensions may be any positive size, not only powers of two (a ragged tile clamps
 //! its last registers onto real elements). A tile may hold at most 128 32-bit words per
-//! thread (`f64` and `i64` elements count twice): 32768 `f32` elements at 8 warps, 131072
-//! at 32; a tile moved between layouts through shared memory may be at most 227 KiB. Larger
+//! thread (`f64` and `i64` elements count twice) in its layout, which rounds ragged axes up
+//! (a `[100, 300]` tile takes the registers of `[128, 512]`): 32768 `f32` elements at 8
+//! warps, 131072 at 32; a tile moved between layouts through shared memory may be at most
+//! 227 KiB. Larger
 //! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
 //! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
 //! other than by closures, and operations the kernel IR does not have for an element type.
@@ -183,9 +185,19 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         return Err(LowerError::Generic(kernel.name.clone()));
     }
     validate_kernel(kernel)?;
-    let warps = choose_warps(kernel, options)?;
+    let mut warps = choose_warps(kernel, options)?;
+    // The estimate ignores how layouts pad a tile (a ragged axis rounds up to a power of
+    // two): where a tile still needs more registers than a thread may hold, more warps,
+    // unless the caller chose them.
+    let plan = loop {
+        let plan = plan::Plan::build(kernel, warps * layout::WARP_THREADS)?;
+        match plan.register_overflow() {
+            None => break plan,
+            Some(_) if options.num_warps.is_none() && warps < MAX_WARPS => warps *= 2,
+            Some(e) => return Err(e.clone()),
+        }
+    };
     let threads = warps * layout::WARP_THREADS;
-    let plan = plan::Plan::build(kernel, threads)?;
     let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan)?.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
@@ -200,8 +212,9 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
 }
 
 /// Warps per block: the caller's, else one per 256 elements of the kernel's largest tile (a
-/// power of two, 1 to 8), more (up to 32) where that tile would not fit in the registers of
-/// 8 warps.
+/// power of two, 1 to 8), more (up to 32) where that tile's elements would not fit in the
+/// registers of 8 warps. A first estimate: [`lower_with`] adds warps where a layout pads a
+/// tile past the registers.
 fn choose_warps(kernel: &TileKernel, options: &LowerOptions) -> Result<u32, LowerError> {
     if let Some(w) = options.num_warps {
         if !w.is_power_of_two() || w > MAX_WARPS {

@@ -60,6 +60,10 @@ pub(crate) struct Plan {
     access_bytes: HashMap<Vec<u32>, u32>,
     /// Per reduction result, the layout its operand is reduced in.
     reduce_inputs: HashMap<TileValue, LayoutId>,
+    /// The first value whose layout needs more than [`MAX_WORDS_PER_THREAD`] registers per
+    /// thread, as the error to report (more threads may fit it: see
+    /// [`register_overflow`](Plan::register_overflow)).
+    overflow: Option<LowerError>,
 }
 
 impl Plan {
@@ -91,11 +95,19 @@ impl Plan {
                 reprs: vec![None; kernel.values.len()],
                 access_bytes,
                 reduce_inputs: HashMap::new(),
+                overflow: None,
             },
             loops: Vec::new(),
         };
         planner.block(&kernel.body)?;
         Ok(planner.plan)
+    }
+
+    /// Why the plan does not fit its threads' registers: the first tile whose layout needs
+    /// more than [`MAX_WORDS_PER_THREAD`] registers per thread (`None`: every one fits).
+    /// The plan is complete either way, so that a caller may try more threads.
+    pub(crate) fn register_overflow(&self) -> Option<&LowerError> {
+        self.overflow.as_ref()
     }
 
     /// The representation of `value`.
@@ -193,8 +205,8 @@ impl Planner<'_> {
                 .elem
                 .known()
                 .map_or(1, |e| e.size_bytes().div_ceil(4) as usize);
-            if layout.registers() * words > MAX_WORDS_PER_THREAD {
-                return Err(self.unsupported(format!(
+            if layout.registers() * words > MAX_WORDS_PER_THREAD && self.plan.overflow.is_none() {
+                self.plan.overflow = Some(self.unsupported(format!(
                     "a tile of shape {shape:?} needs {} registers per thread in a block of {} \
                      threads, more than the {MAX_WORDS_PER_THREAD} the lowering allows: use \
                      smaller tiles (or more warps)",

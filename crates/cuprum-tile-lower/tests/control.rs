@@ -1,6 +1,7 @@
-//! Uniform control flow on the emulator against plain Rust: `for` with a carried
-//! accumulator, `if` with results, `loop` with `break`, `continue`, `return`; prints once
-//! per tile block; assertions, division by zero and bad steps as typed errors.
+//! Uniform control flow against plain Rust, on the device `CudaContext::new(0)` picks: `for`
+//! with a carried accumulator, `if` with results, `loop` with `break`, `continue`, `return`;
+//! and on the emulator (which alone reports them as typed errors, and whose prints a test can
+//! capture): prints once per tile block; assertions, division by zero and bad steps.
 
 mod common;
 
@@ -300,7 +301,7 @@ fn print_once_per_tile_block() {
         args: vec![pid, s],
     });
     let k = t.finish();
-    let dev = dev();
+    let dev = emu();
     let c = compile(&dev, &k);
     let n = 600usize;
     let data: Vec<i32> = (0..n as i32).collect();
@@ -341,7 +342,7 @@ fn assert_kernel(limit_param: bool) -> cuprum_tile_ir::TileKernel {
 
 #[test]
 fn assertions_pass_or_fail_the_launch_with_their_message() {
-    let dev = dev();
+    let dev = emu();
     let c = compile(&dev, &assert_kernel(true));
     let n = 300usize;
     let xs: Vec<i32> = (0..n as i32).collect();
@@ -350,7 +351,7 @@ fn assertions_pass_or_fail_the_launch_with_their_message() {
     launch(&dev, &c, &[o.arg(), tx.arg(), scalar(1000i32)]).expect("passes");
     assert_same("copied", &o.to_host(&dev), &xs);
     // A failed launch leaves its context unusable (as on a GPU): a fresh one.
-    let dev = self::dev();
+    let dev = emu();
     let c = compile(&dev, &c.tile);
     let o = Tensor::new(&dev, &vec![i32::MIN; n], &[n]);
     let tx = Tensor::new(&dev, &xs, &[n]);
@@ -379,7 +380,7 @@ fn integer_division_checks_its_divisors() {
         let q = t.bin(op, tx, ty);
         t.store(out, q);
         let k = t.finish();
-        let dev = dev();
+        let dev = emu();
         let c = compile(&dev, &k);
         let mut rng = rng("division");
         let n = 150usize;
@@ -402,7 +403,7 @@ fn integer_division_checks_its_divisors() {
 
         let mut zero = ys.clone();
         zero[77] = 0;
-        let dev = self::dev();
+        let dev = emu();
         let c = compile(&dev, &k);
         let o = Tensor::new(&dev, &vec![i32::MIN; n], &[n]);
         let (tx, ty) = (Tensor::new(&dev, &xs, &[n]), Tensor::new(&dev, &zero, &[n]));
@@ -422,7 +423,7 @@ fn integer_division_checks_its_divisors() {
         xs_min[5] = i32::MIN;
         let mut ys_m1 = ys.clone();
         ys_m1[5] = -1;
-        let dev = self::dev();
+        let dev = emu();
         let c = compile(&dev, &k);
         let o = Tensor::new(&dev, &vec![i32::MIN; n], &[n]);
         let (tx, ty) = (
@@ -470,12 +471,12 @@ fn a_non_positive_step_fails_the_launch() {
     });
     t.store(out, res);
     let k = t.finish();
-    let dev = dev();
+    let dev = emu();
     let c = compile(&dev, &k);
     let o = Tensor::new(&dev, &[i32::MIN; 32], &[32]);
     launch(&dev, &c, &[o.arg(), scalar(3i32)]).expect("step 3");
     assert_same("0 + 3 + 6 + 9", &o.to_host(&dev), &[18; 32]);
-    let dev = self::dev();
+    let dev = emu();
     let c = compile(&dev, &k);
     let o = Tensor::new(&dev, &[i32::MIN; 32], &[32]);
     let e = launch(&dev, &c, &[o.arg(), scalar(0i32)]).expect_err("step 0");

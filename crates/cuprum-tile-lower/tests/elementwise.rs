@@ -1,4 +1,4 @@
-//! Element-wise tile kernels, loads and stores on the emulator against plain Rust: add,
+//! Element-wise tile kernels, loads and stores on the device against plain Rust: add,
 //! saxpy with a scalar, ragged 2-D tiles, strided and transposed views, iota, constants,
 //! casts, comparisons and selects, reshapes and permutations.
 
@@ -274,6 +274,36 @@ fn tiles_outside_the_tensor_read_padding() {
             })
             .collect();
         assert_same(&format!("shift {shift}"), &o.to_host(&dev), &want);
+    }
+}
+
+/// Tile indices so far out that `index * tile` does not fit in 64 bits (it would wrap onto
+/// the tensor: `2^58 * 64 = 2^64`) read padding like any tile outside, for `i64` and `u64`
+/// indices.
+#[test]
+fn tile_indices_whose_offset_overflows_read_padding() {
+    let n = 200usize;
+    let xs: Vec<i32> = (0..n as i32).collect();
+    let dev = dev();
+    for ty in [ScalarType::I64, ScalarType::U64] {
+        let mut t = Tk::new("far");
+        let out = t.output("out", ScalarType::I32, &[64]);
+        let x = t.input("x", ScalarType::I32, 1);
+        let idx = t.scalar_param("index", ty);
+        let tx = t.load(x, &[64], vec![idx], Literal::Int(-1));
+        t.store(out, tx);
+        let c = compile(&dev, &t.finish());
+        for index in [1u64 << 58, 1 << 57, 1 << 63, (1 << 58) + 1, u64::MAX, 3] {
+            let o = Tensor::new(&dev, &vec![i32::MIN; 64], &[64]);
+            let tx = Tensor::new(&dev, &xs, &[n]);
+            let arg = Arg::Scalar(cuprum_runtime::KernelArg::Scalar { ty, bits: index });
+            launch(&dev, &c, &[o.arg(), tx.arg(), arg]).expect("launch");
+            // Only index 3 (elements 192..256 of 200) is even partly inside.
+            let want: Vec<i32> = (0..64)
+                .map(|e| if index == 3 && e < 8 { 192 + e } else { -1 })
+                .collect();
+            assert_same(&format!("{ty} index {index:#x}"), &o.to_host(&dev), &want);
+        }
     }
 }
 

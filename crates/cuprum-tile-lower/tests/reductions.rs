@@ -1,4 +1,4 @@
-//! Reductions on the emulator against plain Rust: sum, max, min, product and closures along
+//! Reductions on the device against plain Rust: sum, max, min, product and closures along
 //! each axis (within threads, across lanes, across warps; ragged tiles and tiles of any
 //! size), and the row softmax, which must keep its rows in registers.
 
@@ -289,4 +289,61 @@ fn row_softmax_keeps_rows_in_registers() {
     assert_eq!(a.stores, 2 * 16, "{a:?}");
     // Per reduction: one shared store of the warp's partial, eight loads to combine them.
     assert_eq!(a.shared, 2 * (1 + 8), "{a:?}");
+}
+
+/// Tiles whose layouts pad them past the registers of 8 warps get more warps: `[100, 300]`
+/// (30000 elements, laid out as `[128, 512]`) of `f32` takes 16 warps and `f64` 32, and
+/// `out[i, j] = x[i, j] + max(x[i, ..])` is exact on both.
+#[test]
+fn ragged_tiles_padded_past_eight_warps_get_more_warps() {
+    let dev = dev();
+    let mut rng = rng("padded_tiles");
+    let (rows, cols) = (150usize, 300usize);
+    let xs = random(&mut rng, rows * cols, -1000.0f32, 1000.0);
+    for (ty, warps) in [(ScalarType::F32, 16), (ScalarType::F64, 32)] {
+        let mut t = Tk::new("padded");
+        let out = t.output("out", ty, &[100, 300]);
+        let x = t.input("x", ty, 2);
+        let (i, j) = (t.block_id(0), t.block_id(1));
+        let tx = t.load(
+            x,
+            &[100, 300],
+            vec![i, j],
+            Literal::Float(f64::NEG_INFINITY),
+        );
+        let m = t.reduce(tx, 1, Combine::Max);
+        let m = t.reshape(m, &[100, 1]);
+        let m = t.broadcast(m, &[100, 300]);
+        let r = t.bin(BinaryOp::Add, tx, m);
+        t.store(out, r);
+        let c = compile(&dev, &t.finish());
+        assert_eq!(c.lowered.block_threads, warps * 32, "{ty}");
+        if ty == ScalarType::F32 {
+            let o = Tensor::new(&dev, &poisoned::<f32>(rows * cols), &[rows, cols]);
+            let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+            launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+            let want: Vec<f32> = (0..rows)
+                .flat_map(|r| {
+                    let row = &xs[r * cols..(r + 1) * cols];
+                    let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                    row.iter().map(move |&v| v + m)
+                })
+                .collect();
+            assert_bits_eq("f32", &o.to_host(&dev), &want);
+        } else {
+            let x64: Vec<f64> = xs.iter().map(|&v| f64::from(v)).collect();
+            let o = Tensor::new(&dev, &vec![f64::NAN; rows * cols], &[rows, cols]);
+            let tx = Tensor::new(&dev, &x64, &[rows, cols]);
+            launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+            // Sums of two f32 values are exact in f64.
+            let want: Vec<f64> = (0..rows)
+                .flat_map(|r| {
+                    let row = &x64[r * cols..(r + 1) * cols];
+                    let m = row.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                    row.iter().map(move |&v| v + m)
+                })
+                .collect();
+            assert_bits_eq("f64", &o.to_host(&dev), &want);
+        }
+    }
 }

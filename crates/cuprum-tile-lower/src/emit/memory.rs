@@ -214,6 +214,7 @@ impl Emitter<'_> {
                 for (&i, &n) in index.iter().zip(&shape) {
                     let i = self.uniform(i)?;
                     let i = self.cast(i, ScalarType::I64)?;
+                    let i = self.clamp_tile_index(i, n)?;
                     let n = self.i64c(i64::from(n));
                     origin.push(self.mul(i, n)?);
                 }
@@ -246,6 +247,18 @@ impl Emitter<'_> {
             self.barrier();
         }
         Ok(lv)
+    }
+
+    /// Tile index `i` (`I64`) of tiles of `n` elements, clamped to `±(i64::MAX / n - 1)`:
+    /// a tile that far out lies outside any tensor (whose sizes are below `2^63 - 2n`)
+    /// either way, and the clamped one's origin and end still fit in `I64`, where the
+    /// product of a larger index would wrap onto the tensor. (A `u64` index past
+    /// `i64::MAX` converts to a negative one, also outside.)
+    fn clamp_tile_index(&mut self, i: Value, n: u32) -> R<Value> {
+        let limit = i64::MAX / i64::from(n.max(1)) - 1;
+        let (lo, hi) = (self.i64c(-limit), self.i64c(limit));
+        let i = self.bin(BinaryOp::Max, i, lo)?;
+        self.bin(BinaryOp::Min, i, hi)
     }
 
     /// The address (`U64`) of element `index` (`I64`) of an allocation of `ty` at `base`.

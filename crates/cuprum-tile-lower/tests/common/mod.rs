@@ -1,6 +1,9 @@
 //! What the tile lowering's tests share: a small builder of tile kernels over
-//! `TileBuilder`, lowering + optimizing + loading on the emulator, tensors on the device
-//! (allocation, offset, shape, strides) and launches that pass the `ArgSlot`s.
+//! `TileBuilder`, lowering + optimizing + loading on the device `CudaContext::new(0)` picks
+//! (the emulator here, the GPU where `gpu-pack` runs the binaries with `CUPRUM_DEVICE=cuda`),
+//! tensors on the device (allocation, offset, shape, strides) and launches that pass the
+//! `ArgSlot`s. Tests of what only the emulator reports (its typed trap errors, captured
+//! prints) take [`emu`] instead: on a GPU a trap leaves the process's context unusable.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -209,19 +212,29 @@ impl Tk {
     }
 }
 
-/// The emulator, with its default stream.
+/// A device, with its default stream.
 pub struct Dev {
     pub ctx: CudaContext,
     pub stream: Stream,
 }
 
+/// The device `CudaContext::new(0)` picks (`CUPRUM_DEVICE`; the emulator when there is no
+/// GPU).
 pub fn dev() -> Dev {
+    let ctx = CudaContext::new(0).unwrap_or_else(|e| panic!("no device for the tests: {e}"));
+    let stream = ctx.default_stream();
+    Dev { ctx, stream }
+}
+
+/// A fresh emulator, for tests of what only it reports (typed trap errors, captured
+/// prints): a trap on a GPU would leave the context of every test of the binary unusable.
+pub fn emu() -> Dev {
     let ctx = CudaContext::emulator();
     let stream = ctx.default_stream();
     Dev { ctx, stream }
 }
 
-/// A lowered, optimized kernel loaded on the emulator.
+/// A lowered, optimized kernel loaded on a device.
 pub struct Compiled {
     pub tile: TileKernel,
     pub lowered: Lowered,
