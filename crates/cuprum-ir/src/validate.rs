@@ -375,7 +375,9 @@ pub fn validate_module(module: &Module) -> Result<(), ValidationError> {
     Ok(())
 }
 
-fn is_ptx_identifier(s: &str) -> bool {
+/// Whether `s` can name a kernel: an ASCII letter or `_`, then letters, digits and `_` (what
+/// PTX accepts as an entry name, and what the emulator and the runtime look kernels up by).
+pub fn is_ptx_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -39,6 +39,12 @@ pub fn validate_kernel(kernel: &TileKernel) -> Result<(), TileValidationError> {
         loops: Vec::new(),
         typing_only: false,
     };
+    if !cuprum_ir::validate::is_ptx_identifier(&kernel.name) {
+        return Err(v.error(format!(
+            "`{}` cannot name a kernel: use letters, digits and `_`, not starting with a digit",
+            kernel.name
+        )));
+    }
     v.params().map_err(|m| v.error(m))?;
     v.block(&kernel.body, &[]).map_err(|m| v.error(m))?;
     if !kernel.body.yields.is_empty() {

@@ -506,3 +506,12 @@ fn sub_tile_stores_write_the_own_tile_by_sub_tile_index_and_specialize() {
         assert!(e.message.contains(what), "{e}");
     }
 }
+
+#[test]
+fn a_kernel_name_must_be_an_identifier() {
+    for bad in ["for_i8_-128", "1st", ""] {
+        let e = validate_kernel(&TileBuilder::new(bad).finish()).expect_err("not an identifier");
+        assert!(e.message.contains("cannot name a kernel"), "{e}");
+    }
+    validate_kernel(&TileBuilder::new("_ok_9").finish()).expect("an identifier");
+}
