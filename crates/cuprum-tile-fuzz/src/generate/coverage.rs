@@ -148,6 +148,7 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
                 op_name(op)
             }
             Stmt::Store { .. } => "store".into(),
+            Stmt::StorePart { .. } => "store part".into(),
             Stmt::If { results, .. } => {
                 if !results.is_empty() {
                     names.insert("if with results".into());
