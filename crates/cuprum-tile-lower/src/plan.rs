@@ -72,7 +72,7 @@ impl Plan {
                     value,
                     op: Op::Load { .. },
                 } => (&kernel.values[*value].shape, kernel.values[*value].elem),
-                Stmt::Store { value, .. } => {
+                Stmt::Store { value, .. } | Stmt::StorePart { value, .. } => {
                     (&kernel.values[*value].shape, kernel.values[*value].elem)
                 }
                 _ => return,
@@ -252,9 +252,14 @@ impl Planner<'_> {
                 self.plan.anchor_id(&shape);
                 Ok(())
             }
-            Stmt::StorePart { .. } => Err(self.unsupported(
-                "a store of a sub-tile of an output's own tile (`partition_mut(..).store(t, index)`) is not lowered yet",
-            )),
+            Stmt::StorePart { index, value, .. } => {
+                for &i in index {
+                    self.repr(i)?;
+                }
+                let shape = self.shape(*value)?;
+                self.plan.anchor_id(&shape);
+                Ok(())
+            }
             Stmt::If {
                 then,
                 otherwise,
