@@ -1,11 +1,14 @@
 //! Making tensors: lazy constructors ([`zeros`], [`ones`], [`full`], [`arange`],
-//! [`from_host`], [`copy_host_vec_to_device`], [`dup`]), the copy back to the host, and
-//! `reshape` on operations, under cuTile Rust's names (`cutile::api`).
+//! [`from_host`], [`copy_host_vec_to_device`], [`dup`]), seeded random tensors ([`rand`],
+//! [`randn`]), the copy back to the host, and `reshape` on operations, under cuTile Rust's
+//! names (`cutile::api`).
 //!
 //! Every constructor returns a [`DeviceOp`]: nothing is allocated or copied until the
 //! operation runs (`.sync_on(&stream)`), on the stream it runs on. Host data given to a
 //! constructor is copied into the operation when it is made, so the caller's buffer need not
-//! outlive it. Filled tensors (`ones`, `full`, `arange`) are filled on the host and copied.
+//! outlive it. Filled tensors (`ones`, `full`, `arange`) are filled on the host and copied;
+//! random ones are generated on the device by a tile kernel (Philox4x32-10; the module
+//! `random` says how each sample is made).
 
 use std::sync::Arc;
 
@@ -15,6 +18,8 @@ use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
 use crate::tile::op::{DeviceOp, ExecutionContext, with_context};
 use crate::tile::tensor::{Reshape, Tensor, ToHostVec};
+
+pub use crate::tile::random::{RandNormal, RandUniform};
 
 /// A tensor of `shape` with every element zero.
 pub fn zeros<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
@@ -64,6 +69,39 @@ pub fn copy_host_vec_to_device<T: DType>(
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.clone();
     with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+}
+
+/// A tensor of `shape` with samples uniform in `[0, 1)`, generated on the device from
+/// `seed` (the same seed gives the same tensor; `None` takes a fresh seed each call).
+/// `f32` samples have 24 random bits, `f64` samples 53.
+pub fn rand<T: RandUniform, const RANK: usize>(
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<T>> + use<T, RANK> {
+    crate::tile::random::rand(shape, seed)
+}
+
+/// A tensor of `shape` with samples of the normal distribution of `mean` and standard
+/// deviation `std`, generated on the device from `seed` (Box–Muller over Philox4x32-10; the
+/// same seed gives the same tensor on one backend; `None` takes a fresh seed each call).
+/// `f32`, `f64`, `f16` and `bf16`.
+pub fn randn<T: RandNormal, const RANK: usize>(
+    mean: T,
+    std: T,
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<T>> + use<T, RANK> {
+    crate::tile::random::randn(mean, std, shape, seed)
+}
+
+/// [`randn`] for `f16` (cuTile Rust's name).
+pub fn randn_f16<const RANK: usize>(
+    mean: half::f16,
+    std: half::f16,
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<half::f16>> + use<RANK> {
+    randn(mean, std, shape, seed)
 }
 
 /// The elements of `tensor`, in row-major order, copied to the host.

@@ -54,6 +54,7 @@ pub mod cuda_core;
 pub mod error;
 pub(crate) mod launch;
 pub(crate) mod op;
+mod random;
 pub mod tensor;
 pub mod utils;
 
