@@ -16,7 +16,7 @@ use cuprum_ir::{Constant, scalar::cast_constant};
 
 use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
-use crate::tile::op::{DeviceOp, ExecutionContext, with_context};
+use crate::tile::op::{DeviceOp, ExecutionContext, from_context};
 use crate::tile::tensor::{Reshape, Tensor, ToHostVec};
 
 pub use crate::tile::random::{RandNormal, RandUniform};
@@ -24,7 +24,7 @@ pub use crate::tile::random::{RandNormal, RandUniform};
 /// A tensor of `shape` with every element zero.
 pub fn zeros<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let shape = shape.to_vec();
-    with_context(move |ctx| Tensor::zeroed(ctx.stream(), shape))
+    from_context(move |ctx| Tensor::zeroed(ctx.stream(), shape))
 }
 
 /// A tensor of `shape` with every element one.
@@ -35,7 +35,7 @@ pub fn ones<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + us
 /// A tensor of `shape` with every element `value`.
 pub fn full<T: DType>(value: T, shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let shape = shape.to_vec();
-    with_context(move |ctx| {
+    from_context(move |ctx| {
         let n = Tensor::<T>::checked_count(&shape)?;
         Tensor::from_slice(ctx.stream(), &vec![value; n], shape)
     })
@@ -43,7 +43,7 @@ pub fn full<T: DType>(value: T, shape: &[usize]) -> impl DeviceOp<Output = Tenso
 
 /// The rank-1 tensor `[0, 1, .., len - 1]`, each index converted to `T` with Rust's `as`.
 pub fn arange<T: DType>(len: usize) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
-    with_context(move |ctx| {
+    from_context(move |ctx| {
         Tensor::<T>::checked_count(&[len])?;
         let data: Vec<T> = (0..len as u64)
             .map(|i| T::from_bits(cast_constant(Constant::u64(i), T::DTYPE).bits))
@@ -60,7 +60,7 @@ pub fn from_host<T: DType>(
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.to_vec();
     let shape = shape.to_vec();
-    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
+    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
 }
 
 /// The rank-1 tensor holding `data`.
@@ -68,7 +68,7 @@ pub fn copy_host_vec_to_device<T: DType>(
     data: &Arc<Vec<T>>,
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.clone();
-    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
 }
 
 /// A tensor of `shape` with samples uniform in `[0, 1)`, generated on the device from

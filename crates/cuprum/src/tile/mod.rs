@@ -74,12 +74,27 @@ pub mod cuda_async {
         pub use crate::__tile_unzip as unzip;
         pub use crate::__tile_zip as zip;
         pub use crate::tile::op::{
-            AndThen, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext, FromFn,
-            Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3,
-            Unzippable4, Unzippable5, Unzippable6, Unzippable7, Unzippable8, Unzippable9,
-            Unzippable10, Unzippable11, Unzippable12, Value, Zip, Zippable, shared, value,
-            with_context,
+            AndThen, AndThenWithContext, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc,
+            ExecutionContext, FromFn, Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1,
+            Unzippable2, Unzippable3, Unzippable4, Unzippable5, Unzippable6, Unzippable7,
+            Unzippable8, Unzippable9, Unzippable10, Unzippable11, Unzippable12, Value, WithContext,
+            Zip, Zippable, shared, value, with_context,
         };
+    }
+
+    /// The future an awaited or scheduled operation becomes.
+    pub mod device_future {
+        pub use crate::tile::op::DeviceFuture;
+    }
+
+    /// Where scheduled operations run.
+    pub mod scheduling_policies {
+        pub use crate::tile::op::{SchedulingPolicy, SingleStream, StreamPoolRoundRobin};
+    }
+
+    /// Each device's scheduling policy.
+    pub mod device_context {
+        pub use crate::tile::op::global_policy;
     }
 
     /// The error of device operations.
@@ -102,6 +117,7 @@ pub mod cuda_async {
 /// Launching kernels: the launchers' configuration and the operations on partitions and
 /// tensors that launches chain with.
 pub mod tile_kernel {
+    pub use crate::tile::cuda_async::device_context::global_policy;
     pub use crate::tile::cuda_async::device_operation::*;
     pub use crate::tile::launch::TileKernel;
     pub use crate::tile::tensor::{PartitionOp, ToHostVecOp, Unpartition};

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use half::{bf16, f16};
 
 use crate::tile::cuda_core::DType;
-use crate::tile::op::{BoxedDeviceOp, DeviceOp, Unzippable3, Unzippable5, with_context};
+use crate::tile::op::{BoxedDeviceOp, DeviceOp, Unzippable3, Unzippable5, from_context};
 use crate::tile::tensor::{IntoPartition, Reshape, Tensor, Unpartition};
 
 #[cuprum::tile::module]
@@ -200,7 +200,7 @@ where
     F: FnOnce(Tensor<T>, (u32, u32)) -> BoxedDeviceOp<Tensor<T>> + Send + 'static,
 {
     let key = key(seed);
-    with_context(move |ctx| {
+    from_context(move |ctx| {
         let len = Tensor::<T>::checked_count(&shape)?;
         let flat = Tensor::<T>::zeroed(ctx.stream(), vec![len])?;
         let filled = if len == 0 {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::tile::cuda_core::{DType, DTypeId, Stream};
 use crate::tile::error::{Error, TensorError};
-use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, value, with_context};
+use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, from_context, value};
 use crate::{CudaContext, DeviceBuffer};
 
 pub use crate::tile::launch::{KernelInput, KernelOutput};
@@ -180,7 +180,7 @@ impl<T: DType> Tensor<T> {
     /// A new tensor with a copy of the elements (contiguous), made when the operation runs.
     pub fn dup(&self) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
         let source = self.share();
-        with_context(move |ctx| source.copy_on(ctx.stream()))
+        from_context(move |ctx| source.copy_on(ctx.stream()))
     }
 
     /// Another view of the same elements (the allocation is shared).
@@ -304,13 +304,13 @@ pub trait ToHostVec<T: DType> {
 
 impl<T: DType> ToHostVec<T> for Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 
 impl<T: DType> ToHostVec<T> for Arc<Tensor<T>> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 
@@ -322,7 +322,7 @@ impl<T: DType> ToHostVec<T> for &Arc<Tensor<T>> {
 
 impl<T: DType> ToHostVec<T> for &Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 
