@@ -145,3 +145,71 @@ fn raw_copies_outside_an_allocation_are_refused_with_a_message() {
         "{message}"
     );
 }
+
+#[test]
+fn kernels_compiled_ahead_launch_with_pushed_arguments() -> Result<(), Error> {
+    use cuprum::tile::cuda_async::launch::AsyncKernelLaunch;
+    use cuprum::tile::cuda_core::LaunchConfig;
+    use cuprum::tile::tile_kernel::{CompileOptions, compile_from_context};
+
+    let stream = Device::new(0)?.new_stream()?;
+    let ctx = ExecutionContext::new((*stream).clone());
+    let compile = |name: &str, generics: &[&str]| {
+        compile_from_context(
+            &ctx,
+            kernels::__module_ast_self,
+            "kernels",
+            name,
+            name,
+            generics.iter().map(|g| g.to_string()).collect(),
+            vec![],
+            vec![],
+            vec![],
+            None,
+            CompileOptions::default(),
+            kernels::_SOURCE_HASH,
+        )
+    };
+    let (function, validator) = compile("scale", &["100"])?;
+    assert_eq!(validator.params(), ["out", "x", "k"]);
+    let n = 250;
+    let hx = data(n, 11);
+    let x: Arc<Tensor<f32>> = api::from_host(&hx, &[n]).sync_on(&stream)?.into();
+    let mut out_t = api::full(f32::NAN, &[n]).sync_on(&stream)?;
+    for k in [2.0f32, -0.5] {
+        let out = (&mut out_t).partition([100]);
+        let grid = out.grid().map_err(|problem| Error::InvalidLaunch {
+            kernel: "scale".into(),
+            problem,
+        })?;
+        let mut launch = AsyncKernelLaunch::new(function.clone());
+        launch
+            .push_arg(&out)
+            .push_arg_arc(&x)
+            .push_arg(k)
+            .set_launch_config(LaunchConfig {
+                grid_dim: grid,
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            });
+        launch.sync_on(&stream)?;
+        let got: Vec<f32> = (&out_t).to_host_vec().sync_on(&stream)?;
+        let want: Vec<f32> = hx.iter().map(|v| v * k).collect();
+        assert_eq!(got, want, "k = {k}");
+    }
+    let out = (&mut out_t).partition([100]);
+    // A launch checks its arguments as every launch does.
+    let mut bad = AsyncKernelLaunch::new(function.clone());
+    bad.push_arg(&out).push_arg(1.0f32).push_arg(1.0f32);
+    let e = bad.sync_on(&stream).expect_err("a scalar for a tensor");
+    assert!(e.to_string().contains("parameter `x`"), "{e}");
+    // Unknown entries and missing generics are refused when compiling.
+    let e = compile("nope", &["1"]).err().map(|e| e.to_string());
+    assert!(
+        e.as_deref().is_some_and(|m| m.contains("no entry `nope`")),
+        "{e:?}"
+    );
+    let e = compile("scale", &[]).err().map(|e| e.to_string());
+    assert!(e.is_some(), "a specialization without its generics");
+    Ok(())
+}

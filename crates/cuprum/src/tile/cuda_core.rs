@@ -128,6 +128,21 @@ impl Device {
     }
 }
 
+/// How a launch of cuTile Rust's lower-level API is shaped (`AsyncKernelLaunch::
+/// set_launch_config`): the grid of tile blocks; the block shape and shared memory are
+/// cuTile Rust's and not used (cuprum's lowering picks them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Tile blocks along x, y and z.
+    pub grid_dim: (u32, u32, u32),
+    /// Threads per block, in cuTile Rust (one per tile block); not used.
+    pub block_dim: (u32, u32, u32),
+    /// Dynamic shared memory, in cuTile Rust; not used.
+    pub shared_mem_bytes: u32,
+}
+
+pub use crate::tile::launch::direct::Function;
+
 /// The driver's types under cuTile Rust's names.
 pub mod sys {
     /// A device address, in bytes (`CUdeviceptr`).

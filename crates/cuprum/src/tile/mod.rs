@@ -97,6 +97,13 @@ pub mod cuda_async {
         pub use crate::tile::op::global_policy;
     }
 
+    /// Launches of compiled kernels with their arguments pushed one by one.
+    pub mod launch {
+        pub use crate::tile::launch::direct::{
+            ArcKernelArgument, AsyncKernelLaunch, KernelArgument,
+        };
+    }
+
     /// The error of device operations.
     pub mod error {
         pub use crate::tile::error::DeviceError;
@@ -120,6 +127,9 @@ pub mod tile_kernel {
     pub use crate::tile::cuda_async::device_context::global_policy;
     pub use crate::tile::cuda_async::device_operation::*;
     pub use crate::tile::launch::TileKernel;
+    pub use crate::tile::launch::direct::{
+        CompileOptions, DivHint, Function, SpecializationBits, Validator, compile_from_context,
+    };
     pub use crate::tile::tensor::{PartitionOp, ToHostVecOp, Unpartition};
 }
 
@@ -142,6 +152,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::tile::cuda_async::device_operation::{IntoDeviceOp, Zippable};
     pub use crate::tile::cuda_core::DType;
+    pub use crate::tile::launch::direct::ModuleAst;
     pub use crate::tile::launch::{
         EmbeddedModule, Entry, KernelInput, KernelOutput, LaunchArgument, Launcher, Lowering,
     };

@@ -177,6 +177,11 @@ impl<T: DType> Tensor<T> {
         &self.storage
     }
 
+    /// A handle that keeps the allocation alive.
+    pub(crate) fn storage(&self) -> Arc<dyn Send + Sync> {
+        self.storage.clone()
+    }
+
     /// A new tensor with a copy of the elements (contiguous), made when the operation runs.
     pub fn dup(&self) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
         let source = self.share();

@@ -12,6 +12,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod compile;
+pub(crate) mod direct;
 
 use std::sync::Arc;
 
