@@ -39,7 +39,11 @@ pub fn compare(what: &str, got: &[f32], want: &[f64], rel: f64, abs: f64) -> Res
     let bad: Vec<usize> = (0..got.len())
         .filter(|&i| {
             let (g, w) = (f64::from(got[i]), want[i]);
-            !((g - w).abs() <= abs + rel * w.abs())
+            // A NaN difference is wrong too.
+            !matches!(
+                (g - w).abs().partial_cmp(&(abs + rel * w.abs())),
+                Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+            )
         })
         .collect();
     match bad.first() {

@@ -39,8 +39,8 @@ mod philox {
     const W0: u32 = 0x9E37_79B9;
     const W1: u32 = 0xBB67_AE85;
     /// `2^-24` and `2^-53`: a 24-bit or 53-bit integer times this is a float in `[0, 1)`.
-    const F32_UNIT: f32 = 5.9604644775390625e-8;
-    const F64_UNIT: f64 = 1.1102230246251565404236316680908203125e-16;
+    const F32_UNIT: f32 = 5.960_464_5e-8;
+    const F64_UNIT: f64 = 1.110_223_024_625_156_5e-16;
     /// `2 pi`, rounded to `f32`.
     const TWO_PI: f32 = 6.2831855;
 
