@@ -140,8 +140,8 @@ pub mod prelude {
     pub use crate::tile::cuda_core::{DType, Device, Stream};
     pub use crate::tile::error::Error;
     pub use crate::tile::tensor::{
-        IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor, ToHostVec,
-        TryPartition, Unpartition,
+        IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor, TensorView,
+        ToHostVec, TryPartition, Unpartition,
     };
     pub use crate::tile::tile_kernel::{PartitionOp, TileKernel, ToHostVecOp};
     pub use std::sync::Arc;

@@ -276,6 +276,102 @@ impl<T: DType> Tensor<T> {
     }
 }
 
+impl<T: DType> Tensor<T> {
+    /// A view of the elements in `ranges` (one range per leading axis; the axes after them
+    /// whole), sharing the tensor's memory: nothing is copied, and kernels read the view
+    /// through its offset and strides.
+    pub fn slice(&self, ranges: &[std::ops::Range<usize>]) -> Result<TensorView<'_, T>, Error> {
+        Ok(TensorView::new(self.sliced(ranges)?))
+    }
+
+    /// The elements in another shape of the same element count, sharing the tensor's memory
+    /// (the tensor must be contiguous).
+    pub fn view(&self, shape: &[usize]) -> Result<TensorView<'_, T>, Error> {
+        Ok(TensorView::new(self.share().reshaped(shape)?))
+    }
+
+    /// Another view of the elements in `ranges` (see [`slice`](Self::slice)).
+    fn sliced(&self, ranges: &[std::ops::Range<usize>]) -> Result<Tensor<T>, Error> {
+        let fits = ranges.len() <= self.rank()
+            && ranges
+                .iter()
+                .zip(&self.shape)
+                .all(|(r, &n)| r.start <= r.end && r.end <= n);
+        if !fits {
+            return Err(TensorError::SliceOutOfRange {
+                shape: self.shape.clone(),
+                ranges: ranges.to_vec(),
+            }
+            .into());
+        }
+        let mut view = self.share();
+        for (axis, r) in ranges.iter().enumerate() {
+            view.offset += r.start * self.strides[axis];
+            view.shape[axis] = r.end - r.start;
+        }
+        Ok(view)
+    }
+}
+
+/// A view of part of a tensor, or of its elements in another shape, borrowing it: what
+/// [`Tensor::slice`] and [`Tensor::view`] give. Kernels take `&TensorView` as an input.
+pub struct TensorView<'a, T: DType> {
+    view: Tensor<T>,
+    _borrow: std::marker::PhantomData<&'a Tensor<T>>,
+}
+
+impl<T: DType> fmt::Debug for TensorView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TensorView").field(&self.view).finish()
+    }
+}
+
+impl<'a, T: DType> TensorView<'a, T> {
+    fn new(view: Tensor<T>) -> Self {
+        Self {
+            view,
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// The size along each axis.
+    pub fn shape(&self) -> &[usize] {
+        self.view.shape()
+    }
+
+    /// The distance in elements between neighbours along each axis.
+    pub fn strides(&self) -> &[usize] {
+        self.view.strides()
+    }
+
+    /// The number of elements.
+    pub fn size(&self) -> usize {
+        self.view.size()
+    }
+
+    /// A view of the elements in `ranges` of this view (offsets compose).
+    pub fn slice(&self, ranges: &[std::ops::Range<usize>]) -> Result<TensorView<'a, T>, Error> {
+        Ok(TensorView::new(self.view.sliced(ranges)?))
+    }
+
+    /// This view's elements in another shape (the view must be contiguous).
+    pub fn view(&self, shape: &[usize]) -> Result<TensorView<'a, T>, Error> {
+        Ok(TensorView::new(self.view.share().reshaped(shape)?))
+    }
+
+    /// The view as a tensor, for the launch.
+    pub(crate) fn tensor(&self) -> &Tensor<T> {
+        &self.view
+    }
+}
+
+impl<'a, 'v, T: DType> IntoDeviceOp<&'v TensorView<'a, T>> for &'v TensorView<'a, T> {
+    type Op = Value<&'v TensorView<'a, T>>;
+    fn into_op(self) -> Value<&'v TensorView<'a, T>> {
+        value(self)
+    }
+}
+
 /// `reshape` on tensors (which it consumes) and on `&Arc<Tensor>` (which gives another `Arc`
 /// viewing the same allocation): the same elements, row-major, in a shape of the same
 /// element count; nothing is copied.
