@@ -442,7 +442,7 @@ impl Planner<'_> {
                 Repr::Dist(self.plan.intern(slice))
             }
             Op::Load { view, .. } => {
-                if let View::Tiled { index, .. } = view {
+                if let View::Tiled { index, .. } | View::Permuted { index, .. } = view {
                     for &i in index {
                         self.repr(i)?;
                     }

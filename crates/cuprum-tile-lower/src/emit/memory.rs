@@ -20,7 +20,7 @@ use cuprum_ir::{
     Value,
 };
 use cuprum_tile_ir::{
-    Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
+    Axis, Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
     known_sizes,
 };
 
@@ -188,6 +188,32 @@ impl Emitter<'_> {
             .ok_or_else(|| self.internal(format!("tensor {tensor} has no axis {axis}")))
     }
 
+    /// Read-only tensor `tensor` with its axes permuted by `dim_map` (axis `i` is the
+    /// tensor's axis `dim_map[i]`): a new tensor slot sharing its allocation and offset,
+    /// whose sizes and strides are the tensor's in that order.
+    fn permuted_tensor(&mut self, tensor: u32, dim_map: &[Axis]) -> R<u32> {
+        let t = self.tensor(tensor)?;
+        let pick = |a: &Axis| {
+            let a = a.known()? as usize;
+            Some((*t.dims.get(a)?, *t.strides.get(a)?))
+        };
+        let (dims, strides): (Vec<Value>, Vec<Value>) = dim_map
+            .iter()
+            .map(pick)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.internal("a permuted load whose axes are not the tensor's"))?
+            .into_iter()
+            .unzip();
+        let permuted = TensorArgs {
+            base: t.base,
+            offset: t.offset,
+            dims,
+            strides,
+        };
+        self.params.push(ParamArgs::Tensor(permuted));
+        u32::try_from(self.params.len() - 1).map_err(|_| self.internal("too many tensor slots"))
+    }
+
     /// The tile a block owns of partitioned tensor `tensor`: its index along tensor axis `d`
     /// is the block's index along grid axis `d`.
     fn own_tile(&mut self, tensor: u32, shape: Vec<u32>) -> R<Placement> {
@@ -219,7 +245,13 @@ impl Emitter<'_> {
         let pad = self.konst(pad);
         let place = match view {
             View::Own { tensor } => self.own_tile(*tensor, shape)?,
-            View::Tiled { tensor, index, .. } => {
+            View::Tiled { tensor, index, .. } | View::Permuted { tensor, index, .. } => {
+                // A permuted view is the tensor with its sizes and strides in the view's
+                // axis order: a tensor of its own to the accesses below.
+                let tensor = match view {
+                    View::Permuted { dim_map, .. } => self.permuted_tensor(*tensor, dim_map)?,
+                    _ => *tensor,
+                };
                 let mut origin = Vec::with_capacity(shape.len());
                 for (&i, &n) in index.iter().zip(&shape) {
                     let i = self.uniform(i)?;
@@ -228,7 +260,7 @@ impl Emitter<'_> {
                     origin.push(self.mul(i, n)?);
                 }
                 Placement {
-                    tensor: *tensor,
+                    tensor,
                     shape,
                     origin,
                 }
@@ -237,7 +269,7 @@ impl Emitter<'_> {
         let lv = match self.repr(value)? {
             Repr::Dist(layout) => {
                 let regs =
-                    self.load_tile(&place, layout, ty, pad, matches!(view, View::Tiled { .. }))?;
+                    self.load_tile(&place, layout, ty, pad, !matches!(view, View::Own { .. }))?;
                 Lv::Dist { layout, regs }
             }
             // A rank-0 tensor: one element, which every thread reads.
