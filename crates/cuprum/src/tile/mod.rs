@@ -52,6 +52,7 @@ pub mod api;
 pub mod core;
 pub mod cuda_core;
 pub mod error;
+pub mod jit_cache;
 pub(crate) mod launch;
 pub(crate) mod op;
 mod random;
