@@ -213,3 +213,66 @@ fn kernels_compiled_ahead_launch_with_pushed_arguments() -> Result<(), Error> {
     assert!(e.is_some(), "a specialization without its generics");
     Ok(())
 }
+
+#[test]
+fn the_autotuner_times_each_candidate_and_records_failures() -> Result<(), Error> {
+    use cuprum::tile::tune::{Autotuner, Config, ParamValue, TrialState};
+
+    let stream = Device::new(0)?.new_stream()?;
+    let n = 4096;
+    let x: Arc<Tensor<f32>> = api::from_host(&data(n, 5), &[n]).sync_on(&stream)?.into();
+    let configs: Vec<Config> = [128i64, 0, 512, 100_000, 1024]
+        .into_iter()
+        .map(|b| Config::new([("B", ParamValue::Int(b))]))
+        .collect();
+    let output = Autotuner::new("scale")
+        .configs(configs)
+        .prune(|c| c.int("B").unwrap_or(0) <= 4096)
+        .run(&stream, |stream, config| {
+            let b = config.int("B").unwrap_or(0) as usize;
+            // A zero-sized tile is refused by the launch: the candidate is invalid.
+            let mut out = Some(api::zeros::<f32>(&[n]).sync_on(stream)?.partition([b]));
+            let x = x.clone();
+            let mut launch = move |s: &Arc<cuprum::tile::cuda_core::Stream>| {
+                let o = out.take().ok_or_else(|| Error::SharedOpFailed {
+                    message: "the output went missing".into(),
+                })?;
+                let (o, _, _) = kernels::scale(o, x.clone(), 2.0f32).sync_on(s)?;
+                out = Some(o);
+                Ok(())
+            };
+            launch(stream)?;
+            Ok(launch)
+        })?;
+    let ids: Vec<&str> = output.trials.iter().map(|t| t.config_id.as_str()).collect();
+    assert_eq!(ids, ["B=128", "B=0", "B=512", "B=1024"], "pruned: B=100000");
+    for t in &output.trials {
+        match (&t.state, t.config_id.as_str()) {
+            (TrialState::Invalid { reason }, "B=0") => {
+                assert!(!reason.is_empty());
+            }
+            (
+                TrialState::Measured {
+                    reps,
+                    min_ms,
+                    median_ms,
+                },
+                id,
+            ) => {
+                assert_ne!(id, "B=0");
+                assert!(*reps >= 3 && min_ms <= median_ms, "{t:?}");
+            }
+            other => panic!("unexpected trial {other:?}"),
+        }
+    }
+    let best = output.best.map(|c| c.id).unwrap_or_default();
+    let fastest = output
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.median_ms()?, t.config_id.clone())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, id)| id)
+        .unwrap_or_default();
+    assert_eq!(best, fastest);
+    Ok(())
+}

@@ -57,6 +57,7 @@ pub(crate) mod launch;
 pub(crate) mod op;
 mod random;
 pub mod tensor;
+pub mod tune;
 pub mod utils;
 
 pub use crate::tile::cuda_core::{DType, DTypeId};
