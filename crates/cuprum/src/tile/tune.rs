@@ -137,12 +137,15 @@ pub struct Output {
     pub best: Option<Config>,
 }
 
+/// A predicate of [`Autotuner::prune`]: whether to keep a candidate.
+type KeepPredicate = Box<dyn Fn(&Config) -> bool>;
+
 /// A search over candidate configurations (see the module docs).
 pub struct Autotuner {
     /// The search's name.
     pub name: String,
     configs: Vec<Config>,
-    prune: Vec<Box<dyn Fn(&Config) -> bool>>,
+    prune: Vec<KeepPredicate>,
     budget: Option<Duration>,
     bench: BenchOptions,
 }
