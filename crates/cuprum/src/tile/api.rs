@@ -1,12 +1,14 @@
 //! Making tensors: lazy constructors ([`zeros`], [`ones`], [`full`], [`arange`],
-//! [`from_host`], [`copy_host_vec_to_device`], [`dup`]), seeded random tensors ([`rand`],
+//! [`linspace`], [`eye`], [`eye_rect`], [`from_host`], [`copy_host_vec_to_device`],
+//! [`dup`]), seeded random tensors ([`rand`],
 //! [`randn`]), the copy back to the host, and `reshape` on operations, under cuTile Rust's
 //! names (`cutile::api`).
 //!
 //! Every constructor returns a [`DeviceOp`]: nothing is allocated or copied until the
 //! operation runs (`.sync_on(&stream)`), on the stream it runs on. Host data given to a
 //! constructor is copied into the operation when it is made, so the caller's buffer need not
-//! outlive it. Filled tensors (`ones`, `full`, `arange`) are filled on the host and copied;
+//! outlive it. Filled tensors (`ones`, `full`, `arange`, `linspace`, `eye`) are filled on
+//! the host and copied;
 //! random ones are generated on the device by a tile kernel (Philox4x32-10; the module
 //! `random` says how each sample is made).
 
@@ -49,6 +51,53 @@ pub fn arange<T: DType>(len: usize) -> impl DeviceOp<Output = Tensor<T>> + use<T
             .map(|i| T::from_bits(cast_constant(Constant::u64(i), T::DTYPE).bits))
             .collect();
         Tensor::from_slice(ctx.stream(), &data, vec![len])
+    })
+}
+
+/// The rank-1 tensor of `n` values evenly spaced from `start` to `stop`, both included
+/// (`start + i * (stop - start) / (n - 1)` in `f32`; `[start]` when `n` is 1, the last
+/// value exactly `stop`).
+pub fn linspace(start: f32, stop: f32, n: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    from_context(move |ctx| {
+        Tensor::<f32>::checked_count(&[n])?;
+        let step = if n > 1 {
+            (stop - start) / (n - 1) as f32
+        } else {
+            0.0
+        };
+        let data: Vec<f32> = (0..n)
+            .map(|i| {
+                if n > 1 && i == n - 1 {
+                    stop
+                } else {
+                    start + i as f32 * step
+                }
+            })
+            .collect();
+        Tensor::from_slice(ctx.stream(), &data, vec![n])
+    })
+}
+
+/// The `n` x `n` identity matrix (`f32`).
+pub fn eye(n: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    eye_rect(n, n)
+}
+
+/// The `rows` x `cols` matrix (`f32`) with ones where the row index equals the column
+/// index and zeros elsewhere.
+pub fn eye_rect(rows: usize, cols: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    from_context(move |ctx| {
+        let n = Tensor::<f32>::checked_count(&[rows, cols])?;
+        let data: Vec<f32> = (0..n)
+            .map(|i| {
+                if i / cols.max(1) == i % cols.max(1) {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Tensor::from_slice(ctx.stream(), &data, vec![rows, cols])
     })
 }
 
