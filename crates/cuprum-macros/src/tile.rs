@@ -108,9 +108,19 @@ pub fn expand_module(attr: TokenStream, module: &syn::ItemMod) -> TokenStream {
     let module_name = module.ident.to_string();
     let bytes = proc_macro2::Literal::byte_string(&embedded);
     let mut generated = Vec::new();
+    let mut entry_list = Vec::new();
     for (launcher, entry) in launchers.iter().zip(&entries) {
         generated.push(launcher_tokens(launcher, entry));
+        let name = &launcher.name;
+        let static_name = entry_static(launcher);
+        entry_list.push(quote!((#name, &#static_name)));
     }
+    let source_hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        quote!(#module).to_string().hash(&mut h);
+        format!("{:016x}", h.finish())
+    };
     let kept = items.iter().filter_map(|item| match item {
         syn::Item::Use(u) => Some(quote!(#[allow(unused_imports)] #u)),
         syn::Item::Const(c) => Some(quote!(#[allow(dead_code)] #c)),
@@ -131,8 +141,27 @@ pub fn expand_module(attr: TokenStream, module: &syn::ItemMod) -> TokenStream {
                 ::cuprum::tile::__private::EmbeddedModule::new(#module_name, #bytes);
 
             #(#generated)*
+
+            /// The module's entries by name, for cuTile Rust's lower-level API
+            /// (`cuprum::tile::tile_kernel::compile_from_context`).
+            #[doc(hidden)]
+            #[allow(dead_code)]
+            pub fn __module_ast_self() -> ::cuprum::tile::__private::ModuleAst {
+                static ENTRIES: &[(&str, &::cuprum::tile::__private::Entry)] = &[#(#entry_list),*];
+                ::cuprum::tile::__private::ModuleAst::new(#module_name, ENTRIES)
+            }
+
+            /// A hash of the module's source (cuTile Rust's `_SOURCE_HASH`).
+            #[doc(hidden)]
+            #[allow(dead_code)]
+            pub const _SOURCE_HASH: &str = #source_hash;
         }
     }
+}
+
+/// The name of the static describing `l`'s entry (its kernel, generics and options).
+fn entry_static(l: &Launcher) -> proc_macro2::Ident {
+    format_ident!("__CUPRUM_TILE_ENTRY_{}", l.name)
 }
 
 /// Whether `a` is `#[cuprum::tile::entry]` (or `#[entry]`, `#[tile::entry]`).
@@ -534,22 +563,26 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
     } else {
         format!("\n{doc}")
     };
+    let entry_static = entry_static(l);
     quote_spanned! {span=>
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        static #entry_static: #private::Entry = #private::Entry {
+            module: &__CUPRUM_TILE_MODULE,
+            index: #index,
+            generics: &[#(#generic_names),*],
+            print_ir: #print_ir,
+        };
+
         #(#user_docs)*
         #[doc = #doc]
-        #[allow(clippy::too_many_arguments, clippy::type_complexity, non_camel_case_types, non_snake_case)]
+        #[allow(dead_code, clippy::too_many_arguments, clippy::type_complexity, non_camel_case_types, non_snake_case)]
         pub #unsafety fn #name<#(#generics),*>(#(#inputs),*)
             -> #private::Launcher<(#(#op_types,)*)>
         where
             #(#bounds,)*
         {
-            static ENTRY: #private::Entry = #private::Entry {
-                module: &__CUPRUM_TILE_MODULE,
-                index: #index,
-                generics: &[#(#generic_names),*],
-                print_ir: #print_ir,
-            };
-            #private::Launcher::new(&ENTRY, (#(#ops,)*))
+            #private::Launcher::new(&#entry_static, (#(#ops,)*))
         }
     }
 }

@@ -439,6 +439,35 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
     fn load(&self, view: &View, padding: Literal) -> Run<Tile> {
         let p = view.tensor();
         let (t, part) = self.tensor(p)?;
+        // A permuted view reads the tensor with its axes in the view's order.
+        let (shape, strides): (Vec<u64>, Vec<i64>);
+        let t = match view {
+            View::Permuted { dim_map, .. } => {
+                let axes = dim_map
+                    .iter()
+                    .map(|a| a.known().map(|a| a as usize))
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or_else(|| {
+                        self.unsupported("a permuted load with an unknown axis".into())
+                    })?;
+                let permuted = |a: usize| Some((*t.shape.get(a)?, *t.strides.get(a)?));
+                (shape, strides) = axes
+                    .iter()
+                    .map(|&a| permuted(a))
+                    .collect::<Option<Vec<(u64, i64)>>>()
+                    .ok_or_else(|| {
+                        self.unsupported("a permuted load with an axis out of range".into())
+                    })?
+                    .into_iter()
+                    .unzip();
+                TensorView {
+                    shape: &shape,
+                    strides: &strides,
+                    ..t
+                }
+            }
+            View::Own { .. } | View::Tiled { .. } => t,
+        };
         let (base, tile): (Vec<i128>, Vec<usize>) = match view {
             View::Own { .. } => {
                 let Some(tile) = part else {
@@ -446,7 +475,7 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 };
                 (own_base(self.id, tile), tile.to_vec())
             }
-            View::Tiled { tile, index, .. } => {
+            View::Tiled { tile, index, .. } | View::Permuted { tile, index, .. } => {
                 let index = index
                     .iter()
                     .map(|&i| Ok(int_value(self.scalar(i)?, self.elem(i))))

@@ -153,13 +153,30 @@ pub enum View {
         /// One rank-0 integer per axis: which tile.
         index: Vec<TileValue>,
     },
+    /// Tile `index` of read-only tensor `tensor` seen with its axes permuted (the source's
+    /// `x.partition_permuted(tile, dim_map).load(index)`): axis `i` of the view is the
+    /// tensor's axis `dim_map[i]`, so the element at tile coordinate `c` is the tensor's
+    /// element whose coordinate along axis `dim_map[i]` is `index[i] * tile[i] + c[i]`.
+    Permuted {
+        /// The parameter index of a [`TensorAccess::Read`] tensor.
+        tensor: u32,
+        /// The tile shape, in the view's axis order, of the tensor's rank.
+        tile: Shape,
+        /// One rank-0 integer per axis of the view: which tile.
+        index: Vec<TileValue>,
+        /// A permutation of the tensor's axes (`0..rank`), possibly naming const parameters
+        /// until specialization.
+        dim_map: Vec<crate::types::Axis>,
+    },
 }
 
 impl View {
     /// The tensor parameter read.
     pub fn tensor(&self) -> u32 {
         match self {
-            View::Own { tensor } | View::Tiled { tensor, .. } => *tensor,
+            View::Own { tensor } | View::Tiled { tensor, .. } | View::Permuted { tensor, .. } => {
+                *tensor
+            }
         }
     }
 }
@@ -532,7 +549,7 @@ impl Op {
             } => vec![*cond, *if_true, *if_false],
             Op::Load { view, .. } => match view {
                 View::Own { .. } => Vec::new(),
-                View::Tiled { index, .. } => index.clone(),
+                View::Tiled { index, .. } | View::Permuted { index, .. } => index.clone(),
             },
         }
     }

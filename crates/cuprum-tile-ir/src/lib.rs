@@ -66,7 +66,9 @@ pub use kernel::*;
 pub use print::{print_kernel, print_module};
 pub use serial::{SerialError, decode_module, encode_module};
 pub use specialize::{Specialization, SpecializeError, specialize};
-pub use types::{Dim, Elem, Shape, ShapeDisplay, TileType, element_count, known_sizes, shape_of};
+pub use types::{
+    Axis, Dim, Elem, Shape, ShapeDisplay, TileType, element_count, known_sizes, shape_of,
+};
 pub use validate::{TileValidationError, result_type, validate_kernel, validate_module};
 
 /// Re-exported from the kernel IR: the scalar types and operators tile operations apply

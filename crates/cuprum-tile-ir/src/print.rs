@@ -303,6 +303,25 @@ impl Printer<'_> {
                     ShapeDisplay(tile),
                     list(index)
                 ),
+                View::Permuted {
+                    tensor,
+                    tile,
+                    index,
+                    dim_map,
+                } => write!(
+                    self.out,
+                    "load param{tensor} axes [{}] tile {} at [{}] pad {padding}",
+                    dim_map
+                        .iter()
+                        .map(|a| match a {
+                            crate::types::Axis::Known(n) => n.to_string(),
+                            crate::types::Axis::Param(i) => format!("${i}"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    ShapeDisplay(tile),
+                    list(index)
+                ),
             },
         }
     }

@@ -11,7 +11,7 @@
 use cuprum_ir::{Constant, ScalarType, scalar::cast_constant};
 
 use crate::kernel::*;
-use crate::types::{Dim, Elem, Shape, TileType};
+use crate::types::{Axis, Dim, Elem, Shape, TileType};
 use crate::validate::{TileValidationError, validate_kernel};
 
 /// The values of a kernel's generic parameters, in declaration order.
@@ -43,6 +43,18 @@ pub enum SpecializeError {
         "tile kernel `{kernel}`: `{param}` = {value} sizes a tile dimension, which must be between 1 and 2^32 - 1"
     )]
     BadDim {
+        /// The kernel.
+        kernel: String,
+        /// The parameter's name.
+        param: String,
+        /// Its value.
+        value: i64,
+    },
+    /// A const parameter naming a tensor axis (in a permutation) is negative.
+    #[error(
+        "tile kernel `{kernel}`: `{param}` = {value} names a tensor axis, which must be 0 or more"
+    )]
+    BadAxis {
         /// The kernel.
         kernel: String,
         /// The parameter's name.
@@ -142,6 +154,32 @@ impl Subst<'_> {
                     value,
                 });
                 Dim::Known(1)
+            }
+        }
+    }
+
+    /// An axis number with its parameter substituted (any value a `u32` holds: the
+    /// validator checks that the axes make a permutation).
+    fn axis(&mut self, a: Axis) -> Axis {
+        let Axis::Param(i) = a else {
+            return a;
+        };
+        let value = self.spec.consts.get(i as usize).copied().unwrap_or(-1);
+        match u32::try_from(value) {
+            Ok(n) => Axis::Known(n),
+            Err(_) => {
+                let param = self
+                    .kernel
+                    .consts
+                    .get(i as usize)
+                    .map(|c| c.name.clone())
+                    .unwrap_or_default();
+                self.error.get_or_insert(SpecializeError::BadAxis {
+                    kernel: self.kernel.name.clone(),
+                    param,
+                    value,
+                });
+                Axis::Known(0)
             }
         }
     }
@@ -267,8 +305,15 @@ impl Subst<'_> {
             Op::Load { view, padding } => {
                 let elem = self.tensor_elem(view.tensor());
                 *padding = self.literal(*padding, elem);
-                if let View::Tiled { tile, .. } = view {
-                    *tile = self.shape(tile);
+                match view {
+                    View::Own { .. } => {}
+                    View::Tiled { tile, .. } => *tile = self.shape(tile),
+                    View::Permuted { tile, dim_map, .. } => {
+                        *tile = self.shape(tile);
+                        for a in dim_map.iter_mut() {
+                            *a = self.axis(*a);
+                        }
+                    }
                 }
             }
             Op::Param(_)

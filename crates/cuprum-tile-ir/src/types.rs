@@ -30,6 +30,26 @@ impl Dim {
     }
 }
 
+/// An axis number of a tensor (from 0): known, or the value of a const generic parameter
+/// until specialization (a permutation given as `const DIM_MAP: [i32; N]`).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// A known axis.
+    Known(u32),
+    /// The value of const generic parameter `index` of the kernel.
+    Param(u32),
+}
+
+impl Axis {
+    /// The axis, when known.
+    pub const fn known(self) -> Option<u32> {
+        match self {
+            Axis::Known(a) => Some(a),
+            Axis::Param(_) => None,
+        }
+    }
+}
+
 /// A tile's shape: its dimensions, outermost first (row-major). Rank 0 is a scalar.
 pub type Shape = Vec<Dim>;
 

@@ -748,6 +748,48 @@ impl<'k> Validator<'k> {
                         }
                         tile.clone()
                     }
+                    View::Permuted {
+                        tensor,
+                        tile,
+                        index,
+                        dim_map,
+                    } => {
+                        if t.access != TensorAccess::Read {
+                            return Err(format!(
+                                "a permuted load of parameter {tensor}, a partitioned output: a block reads only its own tile of an output"
+                            ));
+                        }
+                        if tile.len() != t.rank()
+                            || index.len() != t.rank()
+                            || dim_map.len() != t.rank()
+                        {
+                            return Err(format!(
+                                "a permuted load of a {} tile with {} indices and {} axes from a rank-{} tensor",
+                                ShapeDisplay(tile),
+                                index.len(),
+                                dim_map.len(),
+                                t.rank()
+                            ));
+                        }
+                        let known: Vec<u32> = dim_map.iter().filter_map(|a| a.known()).collect();
+                        let mut seen = vec![false; t.rank()];
+                        for &a in &known {
+                            match seen.get_mut(a as usize) {
+                                Some(s) if !*s => *s = true,
+                                _ => {
+                                    return Err(format!(
+                                        "the axes {dim_map:?} of a permuted load are not a permutation of the rank-{} tensor's axes",
+                                        t.rank()
+                                    ));
+                                }
+                            }
+                        }
+                        self.shape_ok(tile)?;
+                        for i in index {
+                            self.scalar_int(*i, "a tile index")?;
+                        }
+                        tile.clone()
+                    }
                 };
                 Ok(TileType {
                     elem: t.elem,

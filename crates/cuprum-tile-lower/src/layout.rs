@@ -59,7 +59,10 @@ impl Blocked {
     /// The layout loads and stores use for a tile of `shape` with elements of `elem_bytes`
     /// bytes, in a block of `warps` warps (a power of two): the last axis fastest; each thread
     /// holds up to 16 bytes of consecutive elements along it (the largest power of two that
-    /// divides its size, so that one vector access moves them); lanes and then warps go along
+    /// divides its size, so that one vector access moves them), or one element when the tile
+    /// has fewer elements than the block has threads (spread over many threads, a small
+    /// tile's reductions are shuffle trees rather than long sums in a few threads, whose
+    /// rounding grows with their length); lanes and then warps go along
     /// the last axis as far as it needs, the rest along the axes before it; what is left over
     /// replicates along the first axis. Consecutive lanes so read consecutive 16-byte pieces
     /// of a row.
@@ -78,7 +81,12 @@ impl Blocked {
             };
         }
         let last = rank - 1;
-        let max_vector = (16 / elem_bytes.max(1)).max(1);
+        let elements: u64 = shape.iter().map(|&d| u64::from(d)).product();
+        let max_vector = if elements < u64::from(warps.max(1) * WARP_THREADS) {
+            1
+        } else {
+            (16 / elem_bytes.max(1)).max(1)
+        };
         spt[last] = largest_power_of_two_dividing(shape[last], max_vector);
         let mut lanes = WARP_THREADS;
         for &d in &order {
@@ -736,6 +744,11 @@ mod tests {
         assert!(!l.never_clamps());
         assert_eq!(l.coords(31, 1), vec![49]);
         assert!(!l.is_owner(31, 1));
+        // Fewer elements than threads: one element per thread, the rest copies.
+        let l = Layout::coalesced(&[2, 8], 4, 32);
+        assert_eq!(l.registers(), 1);
+        assert_ne!(l.replication_mask(), 0);
+        assert_covers_once(&l);
     }
 
     #[test]

@@ -70,7 +70,12 @@
 //! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
 //! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
 //! other than by closures, and operations the kernel IR does not have for an element type.
-//! `mma` and sub-tile stores of an output (`Stmt::StorePart`) are not lowered yet.
+//! `mma` is not lowered yet.
+//!
+//! Sub-tile stores (`Stmt::StorePart`, the source's `partition_mut(..).store(t, index)`)
+//! are stores like any other, at the sub-tile's place in the own tile, with the elements
+//! outside the own tile dropped as well as those outside the tensor; their vector accesses
+//! need the own tile's last size to keep runs aligned (else they are scalar).
 
 #![warn(missing_docs)]
 

@@ -76,7 +76,7 @@ impl Plan {
                     value,
                     op: Op::Load { .. },
                 } => (&kernel.values[*value].shape, kernel.values[*value].elem),
-                Stmt::Store { value, .. } => {
+                Stmt::Store { value, .. } | Stmt::StorePart { value, .. } => {
                     (&kernel.values[*value].shape, kernel.values[*value].elem)
                 }
                 _ => return,
@@ -264,9 +264,14 @@ impl Planner<'_> {
                 self.plan.anchor_id(&shape);
                 Ok(())
             }
-            Stmt::StorePart { .. } => Err(self.unsupported(
-                "a store of a sub-tile of an output's own tile (`partition_mut(..).store(t, index)`) is not lowered yet",
-            )),
+            Stmt::StorePart { index, value, .. } => {
+                for &i in index {
+                    self.repr(i)?;
+                }
+                let shape = self.shape(*value)?;
+                self.plan.anchor_id(&shape);
+                Ok(())
+            }
             Stmt::If {
                 then,
                 otherwise,
@@ -449,7 +454,7 @@ impl Planner<'_> {
                 Repr::Dist(self.plan.intern(slice))
             }
             Op::Load { view, .. } => {
-                if let View::Tiled { index, .. } = view {
+                if let View::Tiled { index, .. } | View::Permuted { index, .. } = view {
                     for &i in index {
                         self.repr(i)?;
                     }

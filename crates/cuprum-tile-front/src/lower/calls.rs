@@ -742,6 +742,14 @@ impl<'m> Lowerer<'m> {
                 let args = self.lower_args(&name, args, turbofish, span, hint)?;
                 self.partition_method(tensor, tile, mutable, &name, args, m.method.span())
             }
+            Val::PermutedPartition {
+                tensor,
+                tile,
+                dim_map,
+            } => {
+                let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
+                self.permuted_partition_method(tensor, tile, dim_map, &name, args, m.method.span())
+            }
             v @ (Val::Tile(_) | Val::Lit(..)) => {
                 // `scalar.broadcast(shape)` repeats a scalar.
                 let builtin = match (name.as_str(), &v) {

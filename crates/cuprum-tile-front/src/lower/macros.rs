@@ -44,8 +44,20 @@ impl Lowerer<'_> {
                 // `const_array!(P)` of an array const parameter whose numbers are known.
                 if let [syn::Expr::Path(p)] = args.as_slice()
                     && let Some(name) = crate::types::path_name(&p.path)
-                    && let Some(Generic::Array(_)) = self.frame.env.get(&name)
+                    && let Some(Generic::Array(dims)) = self.frame.env.get(&name)
                 {
+                    // Numbers known only at launch: axis numbers naming the parameter's
+                    // elements (what `partition_permuted` takes).
+                    if dims.iter().any(|d| matches!(d, Dim::Param(_))) {
+                        return Ok(Val::Axes(
+                            dims.iter()
+                                .map(|d| match d {
+                                    Dim::Known(n) => Axis::Known(*n),
+                                    Dim::Param(i) => Axis::Param(*i),
+                                })
+                                .collect(),
+                        ));
+                    }
                     let arg: syn::GenericArgument = syn::parse_quote!(#p);
                     let numbers = self.type_cx().const_array_arg(&arg)?;
                     return Ok(Val::Array(

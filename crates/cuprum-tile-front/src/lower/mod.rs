@@ -26,8 +26,8 @@ use std::collections::HashMap;
 
 use cuprum_ir::ScalarType;
 use cuprum_tile_ir::{
-    Block, Dim, Elem, Literal, Op, ParamKind, Shape, Stmt, TensorAccess, TensorParam, TileBuilder,
-    TileKernel, TileType, TileValue,
+    Axis, Block, Dim, Elem, Literal, Op, ParamKind, Shape, Stmt, TensorAccess, TensorParam,
+    TileBuilder, TileKernel, TileType, TileValue,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -68,6 +68,16 @@ pub(crate) enum Val {
         tile: Shape,
         mutable: bool,
     },
+    /// `x.partition_permuted(shape, dim_map)` of a read-only tensor: tiles of the tensor
+    /// seen with its axes permuted (axis `i` of the view is the tensor's `dim_map[i]`).
+    PermutedPartition {
+        tensor: u32,
+        tile: Shape,
+        dim_map: Vec<Axis>,
+    },
+    /// `const_array!(P)` of an array const parameter whose numbers are known only at
+    /// launch: axis numbers (a permutation) that name the parameter's elements.
+    Axes(Vec<Axis>),
     /// A mode argument of cutile's API that has no meaning here (`ftz::Disabled`,
     /// `rounding::NearestEven`, `None`, ...), dropped from argument lists.
     Marker(String),
@@ -93,6 +103,8 @@ impl Val {
             Val::Tensor(_) => "a tensor",
             Val::Partition { mutable: false, .. } => "a partition",
             Val::Partition { mutable: true, .. } => "a mutable partition",
+            Val::PermutedPartition { .. } => "a permuted partition",
+            Val::Axes(_) => "an array of const parameters",
             Val::Marker(_) => "a mode marker",
             Val::Unit => "`()`",
             Val::Never => "nothing (this expression does not finish)",
@@ -851,6 +863,36 @@ impl<'m> Lowerer<'m> {
                         tensor,
                         tile: got,
                         mutable,
+                    })
+                } else {
+                    err(
+                        span,
+                        format!(
+                            "this partition has tiles of `{}`, not `{}`",
+                            self.show_shape(&got),
+                            self.show_shape(tile)
+                        ),
+                    )
+                }
+            }
+            (
+                Ty::Partition { elem, tile, .. },
+                Val::PermutedPartition {
+                    tensor,
+                    tile: got,
+                    dim_map,
+                },
+            ) => {
+                let Some(ParamKind::Tensor(t)) =
+                    self.kernel().params.get(tensor as usize).map(|p| &p.kind)
+                else {
+                    return err(span, "not a tensor");
+                };
+                if t.elem == *elem && got == *tile {
+                    Ok(Val::PermutedPartition {
+                        tensor,
+                        tile: got,
+                        dim_map,
                     })
                 } else {
                     err(

@@ -9,7 +9,8 @@
 
 use cuprum_ir::{BinaryOp, ScalarType};
 use cuprum_tile_ir::{
-    Dim, Elem, Op, ParamKind, Shape, Stmt, TensorAccess, TensorDim, TensorParam, TileValue, View,
+    Axis, Dim, Elem, Op, ParamKind, Shape, Stmt, TensorAccess, TensorDim, TensorParam, TileValue,
+    View,
 };
 use proc_macro2::Span;
 
@@ -100,6 +101,36 @@ impl<'m> Lowerer<'m> {
                     mutable,
                 })
             }
+            "partition_permuted" => {
+                self.check_arity("partition_permuted(shape, dim_map)", &args)?;
+                if output {
+                    return err(
+                        span,
+                        format!(
+                            "`{tname}` is an output: a block reads only its own tile of it (`{tname}.load()`)"
+                        ),
+                    );
+                }
+                let tile =
+                    self.static_shape(&args.val(0), args.span_of(0), "a partition's tile shape")?;
+                let dim_map = self.axes(args.val(1), args.span_of(1))?;
+                if tile.len() != tp.rank() || dim_map.len() != tp.rank() {
+                    return err(
+                        span,
+                        format!(
+                            "`{tname}` has rank {}, so its permuted tiles and their axes do too, not `{}` and {} axes",
+                            tp.rank(),
+                            self.show_shape(&tile),
+                            dim_map.len()
+                        ),
+                    );
+                }
+                Ok(Val::PermutedPartition {
+                    tensor: t,
+                    tile,
+                    dim_map,
+                })
+            }
             "load" => {
                 self.check_arity("load()", &args)?;
                 self.load_own(t, span)
@@ -175,6 +206,63 @@ impl<'m> Lowerer<'m> {
                     }
                 ),
             ),
+        }
+    }
+
+    /// A permutation of axes: `[1, 0]`, `const_array![1, 0]`, or `const_array!(P)` of an
+    /// array const parameter (known at launch).
+    fn axes(&mut self, v: Val, span: Span) -> Result<Vec<Axis>> {
+        match v {
+            Val::Axes(axes) => Ok(axes),
+            Val::Array(items) => items
+                .iter()
+                .map(|item| {
+                    let n = self.const_int(item, span, "an axis")?;
+                    u32::try_from(n)
+                        .map(Axis::Known)
+                        .or_else(|_| err(span, format!("an axis is 0 or more, not {n}")))
+                })
+                .collect(),
+            other => err(
+                span,
+                format!(
+                    "axes are `[1, 0]` or `const_array!(P)`, not {}",
+                    other.kind()
+                ),
+            ),
+        }
+    }
+
+    /// A method of `x.partition_permuted(tile, dim_map)`: `load([i, j, ..])`.
+    pub(super) fn permuted_partition_method(
+        &mut self,
+        t: u32,
+        tile: Shape,
+        dim_map: Vec<Axis>,
+        name: &str,
+        args: Args<'_>,
+        span: Span,
+    ) -> Result<Val> {
+        match name {
+            "load" | "load_pipelined" => {
+                self.check_arity(&format!("{name}(index)"), &args)?;
+                let (_, tp) = self.tensor_param(t)?;
+                let index = self.tile_index(args.val(0), tp.rank(), args.span_of(0))?;
+                self.def(
+                    Op::Load {
+                        view: View::Permuted {
+                            tensor: t,
+                            tile,
+                            index,
+                            dim_map,
+                        },
+                        padding: zero_literal(tp.elem),
+                    },
+                    span,
+                )
+                .map(Val::Tile)
+            }
+            _ => err(span, format!("a permuted partition has no method `{name}`")),
         }
     }
 

@@ -20,7 +20,8 @@ use cuprum_ir::{
     Value,
 };
 use cuprum_tile_ir::{
-    Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
+    Axis, Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
+    known_sizes,
 };
 
 use super::{Emitter, Lv, R};
@@ -51,6 +52,7 @@ pub(super) fn barrier_after(kernel: &TileKernel) -> Vec<bool> {
     let mut sites = vec![0usize; kernel.params.len()];
     kernel.body.visit(&mut |s| match s {
         cuprum_tile_ir::Stmt::Store { tensor, .. }
+        | cuprum_tile_ir::Stmt::StorePart { tensor, .. }
         | cuprum_tile_ir::Stmt::Def {
             op:
                 cuprum_tile_ir::Op::Load {
@@ -72,6 +74,14 @@ pub(super) fn barrier_after(kernel: &TileKernel) -> Vec<bool> {
 const MAX_VECTOR_BYTES: u32 = 16;
 /// The most elements one vector access moves (the kernel IR's `VectorLoad` takes 2 or 4).
 const MAX_VECTOR_ELEMENTS: u32 = 4;
+
+/// Where a sub-tile store's tile lies in the own tile of its tensor.
+struct SubTile {
+    /// Per axis, the sub-tile's first own-tile coordinate (`index * tile`, `I64`).
+    offsets: Vec<Value>,
+    /// The own tile's shape.
+    own: Vec<u32>,
+}
 
 /// Where a tile lies in its tensor, from one thread's point of view.
 struct Placement {
@@ -178,6 +188,32 @@ impl Emitter<'_> {
             .ok_or_else(|| self.internal(format!("tensor {tensor} has no axis {axis}")))
     }
 
+    /// Read-only tensor `tensor` with its axes permuted by `dim_map` (axis `i` is the
+    /// tensor's axis `dim_map[i]`): a new tensor slot sharing its allocation and offset,
+    /// whose sizes and strides are the tensor's in that order.
+    fn permuted_tensor(&mut self, tensor: u32, dim_map: &[Axis]) -> R<u32> {
+        let t = self.tensor(tensor)?;
+        let pick = |a: &Axis| {
+            let a = a.known()? as usize;
+            Some((*t.dims.get(a)?, *t.strides.get(a)?))
+        };
+        let (dims, strides): (Vec<Value>, Vec<Value>) = dim_map
+            .iter()
+            .map(pick)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.internal("a permuted load whose axes are not the tensor's"))?
+            .into_iter()
+            .unzip();
+        let permuted = TensorArgs {
+            base: t.base,
+            offset: t.offset,
+            dims,
+            strides,
+        };
+        self.params.push(ParamArgs::Tensor(permuted));
+        u32::try_from(self.params.len() - 1).map_err(|_| self.internal("too many tensor slots"))
+    }
+
     /// The tile a block owns of partitioned tensor `tensor`: its index along tensor axis `d`
     /// is the block's index along grid axis `d`.
     fn own_tile(&mut self, tensor: u32, shape: Vec<u32>) -> R<Placement> {
@@ -209,7 +245,13 @@ impl Emitter<'_> {
         let pad = self.konst(pad);
         let place = match view {
             View::Own { tensor } => self.own_tile(*tensor, shape)?,
-            View::Tiled { tensor, index, .. } => {
+            View::Tiled { tensor, index, .. } | View::Permuted { tensor, index, .. } => {
+                // A permuted view is the tensor with its sizes and strides in the view's
+                // axis order: a tensor of its own to the accesses below.
+                let tensor = match view {
+                    View::Permuted { dim_map, .. } => self.permuted_tensor(*tensor, dim_map)?,
+                    _ => *tensor,
+                };
                 let mut origin = Vec::with_capacity(shape.len());
                 for (&i, &n) in index.iter().zip(&shape) {
                     let i = self.uniform(i)?;
@@ -219,7 +261,7 @@ impl Emitter<'_> {
                     origin.push(self.mul(i, n)?);
                 }
                 Placement {
-                    tensor: *tensor,
+                    tensor,
                     shape,
                     origin,
                 }
@@ -228,7 +270,7 @@ impl Emitter<'_> {
         let lv = match self.repr(value)? {
             Repr::Dist(layout) => {
                 let regs =
-                    self.load_tile(&place, layout, ty, pad, matches!(view, View::Tiled { .. }))?;
+                    self.load_tile(&place, layout, ty, pad, !matches!(view, View::Own { .. }))?;
                 Lv::Dist { layout, regs }
             }
             // A rank-0 tensor: one element, which every thread reads.
@@ -553,16 +595,113 @@ impl Emitter<'_> {
     /// Stores `value` to the tile this block owns of partitioned tensor `tensor`.
     pub(super) fn store(&mut self, tensor: u32, value: TileValue) -> R<()> {
         let shape = self.shape(value)?;
+        let place = self.own_tile(tensor, shape)?;
+        self.store_tile(place, value, None)
+    }
+
+    /// Stores `value` to sub-tile `index` of the tile this block owns of partitioned tensor
+    /// `tensor` (`Stmt::StorePart`): the element at coordinate `c` goes to own-tile
+    /// coordinate `index * shape + c`, and is dropped when that lies outside the own tile or
+    /// outside the tensor.
+    pub(super) fn store_part(
+        &mut self,
+        tensor: u32,
+        index: &[TileValue],
+        value: TileValue,
+    ) -> R<()> {
+        let shape = self.shape(value)?;
+        let own = self.own_shape(tensor)?;
+        if own.len() != shape.len() || index.len() != shape.len() {
+            return Err(self.internal("a sub-tile store of another rank than its tensor"));
+        }
+        let own_place = self.own_tile(tensor, own.clone())?;
+        let mut offsets = Vec::with_capacity(shape.len());
+        let mut origin = Vec::with_capacity(shape.len());
+        for ((&i, &n), &o) in index.iter().zip(&shape).zip(&own_place.origin) {
+            let i = self.uniform(i)?;
+            let i = self.cast(i, ScalarType::I64)?;
+            let n = self.i64c(i64::from(n));
+            let s = self.mul(i, n)?;
+            origin.push(self.add(o, s)?);
+            offsets.push(s);
+        }
+        let place = Placement {
+            tensor,
+            shape,
+            origin,
+        };
+        self.store_tile(place, value, Some(SubTile { offsets, own }))
+    }
+
+    /// The tile shape of partitioned tensor `tensor` (the tile each block owns).
+    fn own_shape(&self, tensor: u32) -> R<Vec<u32>> {
+        let tile = match self.kernel.params.get(tensor as usize).map(|p| &p.kind) {
+            Some(TParamKind::Tensor(t)) => t.partition_tile(),
+            _ => None,
+        };
+        tile.and_then(|t| known_sizes(&t))
+            .ok_or_else(|| self.internal(format!("parameter {tensor} is not a partitioned tensor")))
+    }
+
+    /// Whether sub-tile `sub`'s elements from `origin` lie wholly inside the own tile:
+    /// `0 <= offset` and `offset + shape <= own` on every axis.
+    fn sub_tile_inside(&mut self, sub: &SubTile, shape: &[u32]) -> R<Option<Value>> {
+        let mut acc = None;
+        for ((&s, &n), &o) in sub.offsets.iter().zip(shape).zip(&sub.own) {
+            let zero = self.i64c(0);
+            let nonneg = self.cmp(CmpOp::Ge, s, zero)?;
+            let n = self.i64c(i64::from(n));
+            let end = self.add(s, n)?;
+            let o = self.i64c(i64::from(o));
+            let fits = self.cmp(CmpOp::Le, end, o)?;
+            let both = self.bin(BinaryOp::And, nonneg, fits)?;
+            acc = self.and(acc, Some(both))?;
+        }
+        Ok(acc)
+    }
+
+    /// Whether register `reg`'s element of a sub-tile store lands inside the own tile
+    /// (`0 <= offset + c < own` per axis, one unsigned comparison each).
+    fn in_own_tile(&mut self, sub: &SubTile, layout: LayoutId, reg: usize) -> R<Option<Value>> {
+        let mut acc = None;
+        for (d, (&s, &o)) in sub.offsets.iter().zip(&sub.own).enumerate() {
+            let c = self.coord(layout, reg, d)?;
+            let c = self.cast(c, ScalarType::I64)?;
+            let at = self.add(s, c)?;
+            let at = self.cast(at, ScalarType::U64)?;
+            let o = self.konst(cuprum_ir::Constant::u64(u64::from(o)));
+            let inside = self.cmp(CmpOp::Lt, at, o)?;
+            acc = self.and(acc, Some(inside))?;
+        }
+        Ok(acc)
+    }
+
+    /// Stores `value` at `place`, a tile of partitioned tensor `place.tensor` (its own tile,
+    /// or a sub-tile `sub` of it, whose elements outside the own tile are dropped too).
+    fn store_tile(&mut self, place: Placement, value: TileValue, sub: Option<SubTile>) -> R<()> {
+        let tensor = place.tensor;
         let ty = self.elem(value)?;
-        let anchor = self.plan.anchor(&shape);
+        let anchor = self.plan.anchor(&place.shape);
         let layout = self
             .plan
             .id_of(&anchor)
             .ok_or_else(|| self.internal("a store's layout was not planned"))?;
         let regs = self.regs_in(value, layout)?;
-        let place = self.own_tile(tensor, shape)?;
-        let w = self.access_width(layout, &place.shape, ty);
+        let mut w = self.access_width(layout, &place.shape, ty);
+        // A sub-tile's runs start aligned only when the own tile's last size keeps them so.
+        if let Some(sub) = &sub
+            && sub.own.last().is_some_and(|&o| !o.is_multiple_of(w))
+        {
+            w = 1;
+        }
         let inside = self.tile_inside(&place, false)?;
+        let inside = match &sub {
+            Some(sub) => {
+                let own = self.sub_tile_inside(sub, &place.shape)?;
+                self.and(inside, own)?
+            }
+            None => inside,
+        };
         let aligned = self.runs_aligned(tensor, w)?;
         let base = self.tensor(tensor)?.base;
         let n = regs.len();
@@ -597,6 +736,11 @@ impl Emitter<'_> {
                 let valid = e.valid(layout, r)?;
                 let owner = e.and(primary, valid)?;
                 let write = e.and(owner, inside)?;
+                let own = match &sub {
+                    Some(sub) => e.in_own_tile(sub, layout, r)?,
+                    None => None,
+                };
+                let write = e.and(write, own)?;
                 e.if_some(write, |e| {
                     let i = e.tensor_index(tensor, &g, &strides)?;
                     let addr = e.element_address(base, i, ty)?;

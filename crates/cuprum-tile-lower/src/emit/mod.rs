@@ -503,9 +503,12 @@ impl<'k> Emitter<'k> {
                 self.set(*value, lv)
             }
             TStmt::Store { tensor, value } => self.store(*tensor, *value),
-            TStmt::StorePart { .. } => Err(self.unsupported(
-                "a store of a sub-tile of an output's own tile (`partition_mut(..).store(t, index)`) is not lowered yet",
-            )),
+            TStmt::StorePart {
+                tensor,
+                index,
+                value,
+                ..
+            } => self.store_part(*tensor, index, *value),
             TStmt::If {
                 cond,
                 then,

@@ -74,10 +74,11 @@ impl Emitter<'_> {
             );
         }
 
-        // 2. Across the lanes along the axis.
+        // 2. Across the lanes along the axis, the farthest first: a line held one element per
+        //    lane is combined as a halving tree (element `i` with `i + n/2` first).
         let axis_bits = layout.axis_mask(axis);
         let lane_bits = axis_bits & ((1 << LANE_BITS) - 1);
-        for b in 0..LANE_BITS as u32 {
+        for b in (0..LANE_BITS as u32).rev() {
             if lane_bits >> b & 1 == 0 {
                 continue;
             }

@@ -1,11 +1,16 @@
 //! Making tensors: lazy constructors ([`zeros`], [`ones`], [`full`], [`arange`],
-//! [`from_host`], [`copy_host_vec_to_device`], [`dup`]), the copy back to the host, and
-//! `reshape` on operations, under cuTile Rust's names (`cutile::api`).
+//! [`linspace`], [`eye`], [`eye_rect`], [`from_host`], [`copy_host_vec_to_device`],
+//! [`dup`]), seeded random tensors ([`rand`],
+//! [`randn`]), the copy back to the host, and `reshape` on operations, under cuTile Rust's
+//! names (`cutile::api`).
 //!
 //! Every constructor returns a [`DeviceOp`]: nothing is allocated or copied until the
 //! operation runs (`.sync_on(&stream)`), on the stream it runs on. Host data given to a
 //! constructor is copied into the operation when it is made, so the caller's buffer need not
-//! outlive it. Filled tensors (`ones`, `full`, `arange`) are filled on the host and copied.
+//! outlive it. Filled tensors (`ones`, `full`, `arange`, `linspace`, `eye`) are filled on
+//! the host and copied;
+//! random ones are generated on the device by a tile kernel (Philox4x32-10; the module
+//! `random` says how each sample is made).
 
 use std::sync::Arc;
 
@@ -13,13 +18,15 @@ use cuprum_ir::{Constant, scalar::cast_constant};
 
 use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
-use crate::tile::op::{DeviceOp, ExecutionContext, with_context};
+use crate::tile::op::{DeviceOp, ExecutionContext, from_context};
 use crate::tile::tensor::{Reshape, Tensor, ToHostVec};
+
+pub use crate::tile::random::{RandNormal, RandUniform};
 
 /// A tensor of `shape` with every element zero.
 pub fn zeros<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let shape = shape.to_vec();
-    with_context(move |ctx| Tensor::zeroed(ctx.stream(), shape))
+    from_context(move |ctx| Tensor::zeroed(ctx.stream(), shape))
 }
 
 /// A tensor of `shape` with every element one.
@@ -30,7 +37,7 @@ pub fn ones<T: DType>(shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + us
 /// A tensor of `shape` with every element `value`.
 pub fn full<T: DType>(value: T, shape: &[usize]) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let shape = shape.to_vec();
-    with_context(move |ctx| {
+    from_context(move |ctx| {
         let n = Tensor::<T>::checked_count(&shape)?;
         Tensor::from_slice(ctx.stream(), &vec![value; n], shape)
     })
@@ -38,12 +45,59 @@ pub fn full<T: DType>(value: T, shape: &[usize]) -> impl DeviceOp<Output = Tenso
 
 /// The rank-1 tensor `[0, 1, .., len - 1]`, each index converted to `T` with Rust's `as`.
 pub fn arange<T: DType>(len: usize) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
-    with_context(move |ctx| {
+    from_context(move |ctx| {
         Tensor::<T>::checked_count(&[len])?;
         let data: Vec<T> = (0..len as u64)
             .map(|i| T::from_bits(cast_constant(Constant::u64(i), T::DTYPE).bits))
             .collect();
         Tensor::from_slice(ctx.stream(), &data, vec![len])
+    })
+}
+
+/// The rank-1 tensor of `n` values evenly spaced from `start` to `stop`, both included
+/// (`start + i * (stop - start) / (n - 1)` in `f32`; `[start]` when `n` is 1, the last
+/// value exactly `stop`).
+pub fn linspace(start: f32, stop: f32, n: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    from_context(move |ctx| {
+        Tensor::<f32>::checked_count(&[n])?;
+        let step = if n > 1 {
+            (stop - start) / (n - 1) as f32
+        } else {
+            0.0
+        };
+        let data: Vec<f32> = (0..n)
+            .map(|i| {
+                if n > 1 && i == n - 1 {
+                    stop
+                } else {
+                    start + i as f32 * step
+                }
+            })
+            .collect();
+        Tensor::from_slice(ctx.stream(), &data, vec![n])
+    })
+}
+
+/// The `n` x `n` identity matrix (`f32`).
+pub fn eye(n: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    eye_rect(n, n)
+}
+
+/// The `rows` x `cols` matrix (`f32`) with ones where the row index equals the column
+/// index and zeros elsewhere.
+pub fn eye_rect(rows: usize, cols: usize) -> impl DeviceOp<Output = Tensor<f32>> {
+    from_context(move |ctx| {
+        let n = Tensor::<f32>::checked_count(&[rows, cols])?;
+        let data: Vec<f32> = (0..n)
+            .map(|i| {
+                if i / cols.max(1) == i % cols.max(1) {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Tensor::from_slice(ctx.stream(), &data, vec![rows, cols])
     })
 }
 
@@ -55,7 +109,7 @@ pub fn from_host<T: DType>(
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.to_vec();
     let shape = shape.to_vec();
-    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
+    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
 }
 
 /// The rank-1 tensor holding `data`.
@@ -63,7 +117,40 @@ pub fn copy_host_vec_to_device<T: DType>(
     data: &Arc<Vec<T>>,
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     let data = data.clone();
-    with_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+}
+
+/// A tensor of `shape` with samples uniform in `[0, 1)`, generated on the device from
+/// `seed` (the same seed gives the same tensor; `None` takes a fresh seed each call).
+/// `f32` samples have 24 random bits, `f64` samples 53.
+pub fn rand<T: RandUniform, const RANK: usize>(
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<T>> + use<T, RANK> {
+    crate::tile::random::rand(shape, seed)
+}
+
+/// A tensor of `shape` with samples of the normal distribution of `mean` and standard
+/// deviation `std`, generated on the device from `seed` (Box–Muller over Philox4x32-10; the
+/// same seed gives the same tensor on one backend; `None` takes a fresh seed each call).
+/// `f32`, `f64`, `f16` and `bf16`.
+pub fn randn<T: RandNormal, const RANK: usize>(
+    mean: T,
+    std: T,
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<T>> + use<T, RANK> {
+    crate::tile::random::randn(mean, std, shape, seed)
+}
+
+/// [`randn`] for `f16` (cuTile Rust's name).
+pub fn randn_f16<const RANK: usize>(
+    mean: half::f16,
+    std: half::f16,
+    shape: [usize; RANK],
+    seed: Option<u64>,
+) -> impl DeviceOp<Output = Tensor<half::f16>> + use<RANK> {
+    randn(mean, std, shape, seed)
 }
 
 /// The elements of `tensor`, in row-major order, copied to the host.

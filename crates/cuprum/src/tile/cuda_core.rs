@@ -6,6 +6,9 @@
 //! per ordinal, so that every part of a program that asks for device 0 gets the same context
 //! and tensors move freely between them (a tensor of another context is refused at launch);
 //! `.sync()` runs on that same device 0.
+//!
+//! Raw device memory by address (`malloc_async`, `memcpy_htod_async`, `memcpy_dtoh_async`,
+//! `free_async`) is here too, for programs that manage memory themselves.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -15,10 +18,10 @@ use cuprum_runtime::DeviceScalar;
 
 pub use cuprum_runtime::Stream;
 
-use crate::CudaContext;
 use crate::tile::error::Error;
 use crate::tile::launch::LaunchArgument;
 use crate::tile::op::{IntoDeviceOp, Value};
+use crate::{CudaContext, DeviceBuffer};
 
 /// The runtime identifier of an element type: the IR's scalar type.
 pub type DTypeId = ScalarType;
@@ -122,5 +125,175 @@ impl Device {
     /// The context behind the device, for the rest of cuprum's API.
     pub fn context(&self) -> &CudaContext {
         &self.ctx
+    }
+}
+
+/// How a launch of cuTile Rust's lower-level API is shaped (`AsyncKernelLaunch::
+/// set_launch_config`): the grid of tile blocks; the block shape and shared memory are
+/// cuTile Rust's and not used (cuprum's lowering picks them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Tile blocks along x, y and z.
+    pub grid_dim: (u32, u32, u32),
+    /// Threads per block, in cuTile Rust (one per tile block); not used.
+    pub block_dim: (u32, u32, u32),
+    /// Dynamic shared memory, in cuTile Rust; not used.
+    pub shared_mem_bytes: u32,
+}
+
+pub use crate::tile::launch::direct::Function;
+
+/// The driver's types under cuTile Rust's names.
+pub mod sys {
+    /// A device address, in bytes (`CUdeviceptr`).
+    pub type CUdeviceptr = u64;
+}
+
+/// The allocations [`malloc_async`] made and [`free_async`] has not freed yet, found by
+/// their addresses.
+static RAW: Mutex<Vec<DeviceBuffer<u8>>> = Mutex::new(Vec::new());
+
+/// Runs `f` on the raw allocation of `stream`'s context holding the `bytes` bytes from
+/// `addr`, and the offset of `addr` in it.
+///
+/// # Panics
+/// When no live allocation of [`malloc_async`] holds those bytes.
+fn with_raw<R>(
+    stream: &Stream,
+    addr: sys::CUdeviceptr,
+    bytes: usize,
+    what: &str,
+    f: impl FnOnce(&mut DeviceBuffer<u8>, usize) -> R,
+) -> R {
+    let mut raw = RAW.lock().unwrap_or_else(|e| e.into_inner());
+    let found = raw.iter_mut().find(|b| {
+        let start = b.device_address();
+        b.context().same_context(stream.context())
+            && addr >= start
+            && addr - start <= b.len() as u64
+            && (addr - start) as usize + bytes <= b.len()
+    });
+    match found {
+        Some(buffer) => {
+            let offset = (addr - buffer.device_address()) as usize;
+            f(buffer, offset)
+        }
+        None => panic!(
+            "{what}: no allocation of `malloc_async` on this stream's device holds the {bytes} \
+             bytes at {addr:#x} (allocate with `malloc_async`, and copy inside it before \
+             `free_async`)"
+        ),
+    }
+}
+
+/// Allocates `num_bytes` of device memory, ordered on `stream` (cuTile Rust's raw
+/// allocation); free it with [`free_async`]. cuprum's memory is also its emulator's, so
+/// raw allocations are kept by address and copied with [`memcpy_htod_async`] and
+/// [`memcpy_dtoh_async`] (which finish before they return).
+///
+/// # Safety
+/// The memory holds zeros, but it is raw: kernels and copies that use its address must
+/// stay inside it and must not outlive it.
+///
+/// # Panics
+/// When the device has no memory left (cuTile Rust's signature has no error to return).
+pub unsafe fn malloc_async(num_bytes: usize, stream: &Stream) -> sys::CUdeviceptr {
+    let buffer = match DeviceBuffer::<u8>::zeroed(stream, num_bytes) {
+        Ok(b) => b,
+        Err(e) => panic!("malloc_async of {num_bytes} bytes failed: {e}"),
+    };
+    let addr = buffer.device_address();
+    RAW.lock().unwrap_or_else(|e| e.into_inner()).push(buffer);
+    addr
+}
+
+/// Frees an allocation of [`malloc_async`], after the work already ordered on it.
+///
+/// # Safety
+/// Nothing may use the address afterwards.
+///
+/// # Panics
+/// When `dptr` is not the address of a live allocation of [`malloc_async`].
+pub unsafe fn free_async(dptr: sys::CUdeviceptr, stream: &Stream) {
+    let mut raw = RAW.lock().unwrap_or_else(|e| e.into_inner());
+    let at = raw
+        .iter()
+        .position(|b| b.device_address() == dptr && b.context().same_context(stream.context()));
+    match at {
+        Some(i) => drop(raw.swap_remove(i)),
+        None => panic!(
+            "free_async: {dptr:#x} is not an allocation of `malloc_async` on this stream's device"
+        ),
+    }
+}
+
+/// Copies `num_elements` elements of `T` from host memory at `src` to device memory at
+/// `dst` (inside an allocation of [`malloc_async`]), ordered on `stream`; the copy has
+/// finished when this returns.
+///
+/// # Safety
+/// `src` must point to `num_elements` readable elements.
+///
+/// # Panics
+/// When the bytes at `dst` are not inside a live allocation of [`malloc_async`], or the
+/// copy fails.
+pub unsafe fn memcpy_htod_async<T>(
+    dst: sys::CUdeviceptr,
+    src: *const T,
+    num_elements: usize,
+    stream: &Stream,
+) {
+    let bytes = num_elements * size_of::<T>();
+    // SAFETY: the caller guarantees `num_elements` readable elements at `src`.
+    let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) };
+    with_raw(stream, dst, bytes, "memcpy_htod_async", |buffer, offset| {
+        let copied = if offset == 0 && bytes == buffer.len() {
+            buffer.copy_from_host(stream, data)
+        } else {
+            // A part of the allocation: read it whole, patch, write it back.
+            buffer.to_host_vec(stream).and_then(|mut all| {
+                all[offset..offset + bytes].copy_from_slice(data);
+                buffer.copy_from_host(stream, &all)
+            })
+        };
+        if let Err(e) = copied {
+            panic!("memcpy_htod_async of {bytes} bytes failed: {e}");
+        }
+    })
+}
+
+/// Copies `num_elements` elements of `T` from device memory at `src` (inside an allocation
+/// of [`malloc_async`]) to host memory at `dst`, after the work ordered on `stream`; the
+/// copy has finished when this returns.
+///
+/// # Safety
+/// `dst` must point to `num_elements` writable elements, and the device bytes must be a
+/// valid `T` each.
+///
+/// # Panics
+/// When the bytes at `src` are not inside a live allocation of [`malloc_async`], or the
+/// copy fails.
+pub unsafe fn memcpy_dtoh_async<T>(
+    dst: *mut T,
+    src: sys::CUdeviceptr,
+    num_elements: usize,
+    stream: &Stream,
+) {
+    let bytes = num_elements * size_of::<T>();
+    let all = with_raw(
+        stream,
+        src,
+        bytes,
+        "memcpy_dtoh_async",
+        |buffer, offset| match buffer.to_host_vec(stream) {
+            Ok(all) => (all, offset),
+            Err(e) => panic!("memcpy_dtoh_async of {bytes} bytes failed: {e}"),
+        },
+    );
+    let (all, offset) = all;
+    // SAFETY: the caller guarantees `num_elements` writable elements at `dst`, and the
+    // source range lies inside `all` (`with_raw` checked it).
+    unsafe {
+        std::ptr::copy_nonoverlapping(all[offset..].as_ptr(), dst.cast::<u8>(), bytes);
     }
 }

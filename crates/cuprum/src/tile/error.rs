@@ -97,6 +97,16 @@ pub enum TensorError {
         /// The shape asked for.
         to: Vec<usize>,
     },
+    /// A slice whose ranges do not fit the tensor.
+    #[error(
+        "cannot slice a tensor of shape {shape:?} with {ranges:?}: give at most one range per axis, each within its axis (start <= end <= size)"
+    )]
+    SliceOutOfRange {
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// The ranges asked for.
+        ranges: Vec<std::ops::Range<usize>>,
+    },
     /// A reshape of a tensor whose elements are not contiguous in row-major order.
     #[error(
         "cannot reshape a tensor of shape {shape:?} with strides {strides:?}: its elements are not contiguous in row-major order (`dup` it first)"

@@ -52,9 +52,12 @@ pub mod api;
 pub mod core;
 pub mod cuda_core;
 pub mod error;
+pub mod jit_cache;
 pub(crate) mod launch;
 pub(crate) mod op;
+mod random;
 pub mod tensor;
+pub mod tune;
 pub mod utils;
 
 pub use crate::tile::cuda_core::{DType, DTypeId};
@@ -73,11 +76,33 @@ pub mod cuda_async {
         pub use crate::__tile_unzip as unzip;
         pub use crate::__tile_zip as zip;
         pub use crate::tile::op::{
-            AndThen, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext, FromFn,
-            Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3,
-            Unzippable4, Unzippable5, Unzippable6, Unzippable7, Unzippable8, Unzippable9,
-            Unzippable10, Unzippable11, Unzippable12, Value, Zip, Zippable, shared, value,
-            with_context,
+            AndThen, AndThenWithContext, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc,
+            ExecutionContext, FromFn, Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1,
+            Unzippable2, Unzippable3, Unzippable4, Unzippable5, Unzippable6, Unzippable7,
+            Unzippable8, Unzippable9, Unzippable10, Unzippable11, Unzippable12, Value, WithContext,
+            Zip, Zippable, shared, value, with_context,
+        };
+    }
+
+    /// The future an awaited or scheduled operation becomes.
+    pub mod device_future {
+        pub use crate::tile::op::DeviceFuture;
+    }
+
+    /// Where scheduled operations run.
+    pub mod scheduling_policies {
+        pub use crate::tile::op::{SchedulingPolicy, SingleStream, StreamPoolRoundRobin};
+    }
+
+    /// Each device's scheduling policy.
+    pub mod device_context {
+        pub use crate::tile::op::global_policy;
+    }
+
+    /// Launches of compiled kernels with their arguments pushed one by one.
+    pub mod launch {
+        pub use crate::tile::launch::direct::{
+            ArcKernelArgument, AsyncKernelLaunch, KernelArgument,
         };
     }
 
@@ -101,8 +126,12 @@ pub mod cuda_async {
 /// Launching kernels: the launchers' configuration and the operations on partitions and
 /// tensors that launches chain with.
 pub mod tile_kernel {
+    pub use crate::tile::cuda_async::device_context::global_policy;
     pub use crate::tile::cuda_async::device_operation::*;
     pub use crate::tile::launch::TileKernel;
+    pub use crate::tile::launch::direct::{
+        CompileOptions, DivHint, Function, SpecializationBits, Validator, compile_from_context,
+    };
     pub use crate::tile::tensor::{PartitionOp, ToHostVecOp, Unpartition};
 }
 
@@ -113,8 +142,8 @@ pub mod prelude {
     pub use crate::tile::cuda_core::{DType, Device, Stream};
     pub use crate::tile::error::Error;
     pub use crate::tile::tensor::{
-        IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor, ToHostVec,
-        TryPartition, Unpartition,
+        IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor, TensorView,
+        ToHostVec, TryPartition, Unpartition,
     };
     pub use crate::tile::tile_kernel::{PartitionOp, TileKernel, ToHostVecOp};
     pub use std::sync::Arc;
@@ -125,6 +154,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::tile::cuda_async::device_operation::{IntoDeviceOp, Zippable};
     pub use crate::tile::cuda_core::DType;
+    pub use crate::tile::launch::direct::ModuleAst;
     pub use crate::tile::launch::{
         EmbeddedModule, Entry, KernelInput, KernelOutput, LaunchArgument, Launcher, Lowering,
     };

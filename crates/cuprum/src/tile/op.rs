@@ -106,6 +106,23 @@ pub trait DeviceOp:
         AndThen { op: self, f }
     }
 
+    /// As [`then`](Self::then), `f` also given the execution context (the stream both run
+    /// on).
+    fn and_then_with_context<B, F>(self, f: F) -> AndThenWithContext<Self, F>
+    where
+        B: DeviceOp,
+        F: FnOnce(&ExecutionContext, <Self as DeviceOp>::Output) -> B + Send,
+    {
+        AndThenWithContext { op: self, f }
+    }
+
+    /// The operation as a future that runs it on a stream `policy` gives when first polled
+    /// (see [`DeviceFuture`]).
+    fn schedule(self, policy: &Arc<dyn SchedulingPolicy>) -> Result<DeviceFuture<Self>, Error> {
+        let stream = policy.next_stream()?;
+        Ok(DeviceFuture::on(self, stream))
+    }
+
     /// `f` applied to the output (no device work of its own).
     fn map<O, F>(self, f: F) -> Map<Self, F>
     where
@@ -154,15 +171,29 @@ pub trait DeviceOp:
     }
 }
 
-/// The future of an awaited operation (see [`DeviceOp`]): ready on its first poll.
+/// The future of an awaited operation (see [`DeviceOp`]): ready on its first poll, which
+/// runs the operation on its stream (the default stream of device 0 unless it was
+/// [scheduled](DeviceOp::schedule)) and waits for it.
 pub struct DeviceFuture<D> {
     op: Option<D>,
+    stream: Option<Stream>,
 }
 
 impl<D> DeviceFuture<D> {
-    /// The future of `op`.
+    /// The future of `op`, run on the default stream of device 0.
     pub fn new(op: D) -> Self {
-        Self { op: Some(op) }
+        Self {
+            op: Some(op),
+            stream: None,
+        }
+    }
+
+    /// The future of `op`, run on `stream`.
+    pub fn on(op: D, stream: Stream) -> Self {
+        Self {
+            op: Some(op),
+            stream: Some(stream),
+        }
     }
 }
 
@@ -173,8 +204,12 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
     type Output = Result<<D as DeviceOp>::Output, Error>;
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Poll::Ready(match self.get_mut().op.take() {
-            Some(op) => op.sync(),
+        let this = self.get_mut();
+        Poll::Ready(match this.op.take() {
+            Some(op) => match &this.stream {
+                Some(stream) => op.sync_on(stream),
+                None => op.sync(),
+            },
             None => Err(Error::SharedOpFailed {
                 message: "a device operation's future was polled after it completed".into(),
             }),
@@ -283,14 +318,40 @@ awaitable!([T: Send] Value<T> => T);
 /// `api` and the combinators below are built from.
 pub struct FromFn<F>(F);
 
-/// The operation that runs `f` on the execution context when it is executed.
-pub fn with_context<O, F>(f: F) -> FromFn<F>
+/// The operation that runs `f` on the execution context when it is executed, its output
+/// what `f` returns (cuprum's own building block; [`with_context`] is cuTile Rust's).
+pub(crate) fn from_context<O, F>(f: F) -> FromFn<F>
 where
     O: Send,
     F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send,
 {
     FromFn(f)
 }
+
+/// See [`with_context`].
+pub struct WithContext<F>(F);
+
+/// The operation that, when executed, makes an operation with `f` from the execution
+/// context (its stream, its device) and runs it there: cuTile Rust's `with_context`.
+pub fn with_context<D, F>(f: F) -> WithContext<F>
+where
+    D: DeviceOp,
+    F: FnOnce(&ExecutionContext) -> D + Send,
+{
+    WithContext(f)
+}
+
+impl<D, F> DeviceOp for WithContext<F>
+where
+    D: DeviceOp,
+    F: FnOnce(&ExecutionContext) -> D + Send,
+{
+    type Output = <D as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
+        (self.0)(ctx).execute(ctx)
+    }
+}
+awaitable!([D, F] WithContext<F> => <D as DeviceOp>::Output, where D: DeviceOp, F: FnOnce(&ExecutionContext) -> D + Send);
 
 impl<O, F> DeviceOp for FromFn<F>
 where
@@ -323,6 +384,26 @@ where
     }
 }
 awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
+
+/// See [`DeviceOp::and_then_with_context`].
+pub struct AndThenWithContext<A, F> {
+    op: A,
+    f: F,
+}
+
+impl<A, B, F> DeviceOp for AndThenWithContext<A, F>
+where
+    A: DeviceOp,
+    B: DeviceOp,
+    F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send,
+{
+    type Output = <B as DeviceOp>::Output;
+    fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
+        let out = self.op.execute(ctx)?;
+        (self.f)(ctx, out).execute(ctx)
+    }
+}
+awaitable!([A, B, F] AndThenWithContext<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
 
 /// See [`DeviceOp::map`].
 pub struct Map<A, F> {
@@ -457,7 +538,7 @@ pub trait DeviceOpUnwrapArc<T: Send + Sync>: DeviceOp<Output = Arc<T>> {
     /// See the trait docs.
     fn unwrap_arc(self) -> impl DeviceOp<Output = T> {
         self.then(|arc| {
-            with_context(move |_| {
+            from_context(move |_| {
                 let owners = Arc::strong_count(&arc);
                 Arc::try_unwrap(arc).map_err(|_| Error::ArcShared {
                     what: "unwrap_arc",
@@ -601,7 +682,7 @@ macro_rules! tuples {
                 let gate = Gate::new(self);
                 ($({
                     let gate = gate.clone();
-                    with_context(move |ctx| gate.take(ctx, split, |slots| slots.$i.take()))
+                    from_context(move |ctx| gate.take(ctx, split, |slots| slots.$i.take()))
                 },)+)
             }
 
@@ -639,4 +720,72 @@ tuples! {
         T8 D8 8, T9 D9 9, T10 D10 10) first T0, last T10 10;
     Unzippable12: (T0 D0 0, T1 D1 1, T2 D2 2, T3 D3 3, T4 D4 4, T5 D5 5, T6 D6 6, T7 D7 7,
         T8 D8 8, T9 D9 9, T10 D10 10, T11 D11 11) first T0, last T11 11;
+}
+
+/// Where scheduled operations run (cuTile Rust's `SchedulingPolicy`): each call gives the
+/// stream for the next operation.
+pub trait SchedulingPolicy: Send + Sync {
+    /// The stream the next scheduled operation runs on.
+    fn next_stream(&self) -> Result<Stream, Error>;
+}
+
+/// Streams of one device taken in turn (cuTile Rust's `StreamPoolRoundRobin`).
+pub struct StreamPoolRoundRobin {
+    streams: Vec<Stream>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl StreamPoolRoundRobin {
+    /// A pool of `num_streams` new streams of `device` (at least one).
+    pub fn new(device: &Arc<Device>, num_streams: usize) -> Result<Self, Error> {
+        let streams = (0..num_streams.max(1))
+            .map(|_| device.new_stream().map(|s| (*s).clone()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            streams,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+}
+
+impl SchedulingPolicy for StreamPoolRoundRobin {
+    fn next_stream(&self) -> Result<Stream, Error> {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(self.streams[i % self.streams.len()].clone())
+    }
+}
+
+/// Every operation on one stream (cuTile Rust's `SingleStream`).
+pub struct SingleStream {
+    stream: Stream,
+}
+
+impl SingleStream {
+    /// A policy with a new stream of `device`.
+    pub fn new(device: &Arc<Device>) -> Result<Self, Error> {
+        Ok(Self {
+            stream: (*device.new_stream()?).clone(),
+        })
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl SchedulingPolicy for SingleStream {
+    fn next_stream(&self) -> Result<Stream, Error> {
+        Ok(self.stream.clone())
+    }
+}
+
+/// The policy of device `device_id` ([`Device::new`]): the device's default stream, on
+/// which `.sync()` and `.await` run too, so that scheduled work and awaited work are
+/// ordered as written.
+pub fn global_policy(device_id: usize) -> Result<Arc<dyn SchedulingPolicy>, Error> {
+    let device = Device::new(device_id)?;
+    Ok(Arc::new(SingleStream {
+        stream: device.default_stream(),
+    }))
 }

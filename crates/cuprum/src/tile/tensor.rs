@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::tile::cuda_core::{DType, DTypeId, Stream};
 use crate::tile::error::{Error, TensorError};
-use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, value, with_context};
+use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, from_context, value};
 use crate::{CudaContext, DeviceBuffer};
 
 pub use crate::tile::launch::{KernelInput, KernelOutput};
@@ -177,10 +177,15 @@ impl<T: DType> Tensor<T> {
         &self.storage
     }
 
+    /// A handle that keeps the allocation alive.
+    pub(crate) fn storage(&self) -> Arc<dyn Send + Sync> {
+        self.storage.clone()
+    }
+
     /// A new tensor with a copy of the elements (contiguous), made when the operation runs.
     pub fn dup(&self) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
         let source = self.share();
-        with_context(move |ctx| source.copy_on(ctx.stream()))
+        from_context(move |ctx| source.copy_on(ctx.stream()))
     }
 
     /// Another view of the same elements (the allocation is shared).
@@ -271,6 +276,102 @@ impl<T: DType> Tensor<T> {
     }
 }
 
+impl<T: DType> Tensor<T> {
+    /// A view of the elements in `ranges` (one range per leading axis; the axes after them
+    /// whole), sharing the tensor's memory: nothing is copied, and kernels read the view
+    /// through its offset and strides.
+    pub fn slice(&self, ranges: &[std::ops::Range<usize>]) -> Result<TensorView<'_, T>, Error> {
+        Ok(TensorView::new(self.sliced(ranges)?))
+    }
+
+    /// The elements in another shape of the same element count, sharing the tensor's memory
+    /// (the tensor must be contiguous).
+    pub fn view(&self, shape: &[usize]) -> Result<TensorView<'_, T>, Error> {
+        Ok(TensorView::new(self.share().reshaped(shape)?))
+    }
+
+    /// Another view of the elements in `ranges` (see [`slice`](Self::slice)).
+    fn sliced(&self, ranges: &[std::ops::Range<usize>]) -> Result<Tensor<T>, Error> {
+        let fits = ranges.len() <= self.rank()
+            && ranges
+                .iter()
+                .zip(&self.shape)
+                .all(|(r, &n)| r.start <= r.end && r.end <= n);
+        if !fits {
+            return Err(TensorError::SliceOutOfRange {
+                shape: self.shape.clone(),
+                ranges: ranges.to_vec(),
+            }
+            .into());
+        }
+        let mut view = self.share();
+        for (axis, r) in ranges.iter().enumerate() {
+            view.offset += r.start * self.strides[axis];
+            view.shape[axis] = r.end - r.start;
+        }
+        Ok(view)
+    }
+}
+
+/// A view of part of a tensor, or of its elements in another shape, borrowing it: what
+/// [`Tensor::slice`] and [`Tensor::view`] give. Kernels take `&TensorView` as an input.
+pub struct TensorView<'a, T: DType> {
+    view: Tensor<T>,
+    _borrow: std::marker::PhantomData<&'a Tensor<T>>,
+}
+
+impl<T: DType> fmt::Debug for TensorView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TensorView").field(&self.view).finish()
+    }
+}
+
+impl<'a, T: DType> TensorView<'a, T> {
+    fn new(view: Tensor<T>) -> Self {
+        Self {
+            view,
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// The size along each axis.
+    pub fn shape(&self) -> &[usize] {
+        self.view.shape()
+    }
+
+    /// The distance in elements between neighbours along each axis.
+    pub fn strides(&self) -> &[usize] {
+        self.view.strides()
+    }
+
+    /// The number of elements.
+    pub fn size(&self) -> usize {
+        self.view.size()
+    }
+
+    /// A view of the elements in `ranges` of this view (offsets compose).
+    pub fn slice(&self, ranges: &[std::ops::Range<usize>]) -> Result<TensorView<'a, T>, Error> {
+        Ok(TensorView::new(self.view.sliced(ranges)?))
+    }
+
+    /// This view's elements in another shape (the view must be contiguous).
+    pub fn view(&self, shape: &[usize]) -> Result<TensorView<'a, T>, Error> {
+        Ok(TensorView::new(self.view.share().reshaped(shape)?))
+    }
+
+    /// The view as a tensor, for the launch.
+    pub(crate) fn tensor(&self) -> &Tensor<T> {
+        &self.view
+    }
+}
+
+impl<'a, 'v, T: DType> IntoDeviceOp<&'v TensorView<'a, T>> for &'v TensorView<'a, T> {
+    type Op = Value<&'v TensorView<'a, T>>;
+    fn into_op(self) -> Value<&'v TensorView<'a, T>> {
+        value(self)
+    }
+}
+
 /// `reshape` on tensors (which it consumes) and on `&Arc<Tensor>` (which gives another `Arc`
 /// viewing the same allocation): the same elements, row-major, in a shape of the same
 /// element count; nothing is copied.
@@ -304,13 +405,13 @@ pub trait ToHostVec<T: DType> {
 
 impl<T: DType> ToHostVec<T> for Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 
 impl<T: DType> ToHostVec<T> for Arc<Tensor<T>> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 
@@ -322,7 +423,7 @@ impl<T: DType> ToHostVec<T> for &Arc<Tensor<T>> {
 
 impl<T: DType> ToHostVec<T> for &Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        with_context(move |ctx| self.read_on(ctx.stream()))
+        from_context(move |ctx| self.read_on(ctx.stream()))
     }
 }
 

@@ -197,6 +197,45 @@ impl<'k> Bindings<'k> {
         }
     }
 
+    /// The specialization the bound values give, or the parameters still unbound.
+    fn specialization(&self, names: &[String]) -> Result<Specialization, LaunchProblem> {
+        let kernel = self.kernel;
+        let unbound: Vec<String> = names
+            .iter()
+            .filter(|n| {
+                let c = kernel.consts.iter().position(|c| &c.name == *n);
+                let t = kernel.types.iter().position(|t| t == *n);
+                c.is_some_and(|i| self.consts[i].is_none())
+                    || t.is_some_and(|i| self.types[i].is_none())
+            })
+            .cloned()
+            .chain(
+                // Parameters `names` does not list (a hand-made launch): named by the kernel.
+                kernel
+                    .consts
+                    .iter()
+                    .zip(&self.consts)
+                    .filter(|(c, v)| v.is_none() && !names.contains(&c.name))
+                    .map(|(c, _)| c.name.clone()),
+            )
+            .chain(
+                kernel
+                    .types
+                    .iter()
+                    .zip(&self.types)
+                    .filter(|(t, v)| v.is_none() && !names.contains(t))
+                    .map(|(t, _)| t.clone()),
+            )
+            .collect();
+        if !unbound.is_empty() {
+            return Err(LaunchProblem::GenericUnbound { names: unbound });
+        }
+        Ok(Specialization {
+            consts: self.consts.iter().flatten().map(|c| c.value).collect(),
+            types: self.types.iter().flatten().map(|t| t.value).collect(),
+        })
+    }
+
     /// Binds the `.generics(..)` values, given in the order of `names` (the source's generic
     /// parameters, array parameters flattened to `S[0]`, `S[1]`, ...).
     fn bind_explicit(&mut self, names: &[String], values: &[String]) -> Result<(), LaunchProblem> {
@@ -444,39 +483,7 @@ pub(crate) fn plan(
         }
     }
     check_aliasing(kernel, args)?;
-    let unbound: Vec<String> = names
-        .iter()
-        .filter(|n| {
-            let c = kernel.consts.iter().position(|c| &c.name == *n);
-            let t = kernel.types.iter().position(|t| t == *n);
-            c.is_some_and(|i| b.consts[i].is_none()) || t.is_some_and(|i| b.types[i].is_none())
-        })
-        .cloned()
-        .chain(
-            // Parameters `names` does not list (a hand-made launch): named by the kernel.
-            kernel
-                .consts
-                .iter()
-                .zip(&b.consts)
-                .filter(|(c, v)| v.is_none() && !names.contains(&c.name))
-                .map(|(c, _)| c.name.clone()),
-        )
-        .chain(
-            kernel
-                .types
-                .iter()
-                .zip(&b.types)
-                .filter(|(t, v)| v.is_none() && !names.contains(t))
-                .map(|(t, _)| t.clone()),
-        )
-        .collect();
-    if !unbound.is_empty() {
-        return Err(LaunchProblem::GenericUnbound { names: unbound });
-    }
-    let spec = Specialization {
-        consts: b.consts.iter().flatten().map(|c| c.value).collect(),
-        types: b.types.iter().flatten().map(|t| t.value).collect(),
-    };
+    let spec = b.specialization(names)?;
     let grid = match (grid, inferred) {
         (Some(g), _) if g.0 == 0 || g.1 == 0 || g.2 == 0 => {
             return Err(LaunchProblem::BadGrid {
@@ -497,6 +504,19 @@ pub(crate) fn plan(
         (None, None) => return Err(LaunchProblem::NoGrid),
     };
     Ok(Plan { spec, grid })
+}
+
+/// The specialization `values` (every generic parameter, in the order of `names`) give on
+/// their own, before any argument is known: what compiling a kernel ahead of its launches
+/// needs.
+pub(crate) fn explicit_spec(
+    kernel: &TileKernel,
+    names: &[String],
+    values: &[String],
+) -> Result<Specialization, LaunchProblem> {
+    let mut b = Bindings::new(kernel);
+    b.bind_explicit(names, values)?;
+    b.specialization(names)
 }
 
 /// What a parameter takes, for messages.

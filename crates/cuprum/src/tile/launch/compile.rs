@@ -15,6 +15,7 @@ use cuprum_tile_lower::{ArgSlot, LowerError, Lowered};
 
 use crate::CudaContext;
 use crate::tile::error::Error;
+use crate::tile::jit_cache;
 use crate::tile::launch::bind::ArgDesc;
 
 /// A `#[cuprum::tile::module]`'s tile IR, as the macro embedded it at `cargo build`; decoded
@@ -149,23 +150,39 @@ pub(crate) fn compiled(
         message,
     };
     let tile = specialize(kernel, spec).map_err(|e| fail(e.to_string()))?;
-    let lowered = (lowering.lower)(&tile).map_err(|e| fail(e.to_string()))?;
-    let mut ir = lowered.kernel;
-    cuprum_opt::optimize_kernel(&mut ir);
-    let ir = Module { kernels: vec![ir] };
-    cuprum_ir::validate_module(&ir).map_err(|e| {
-        fail(format!(
-            "the lowered kernel is not valid kernel IR ({e}); this is a bug of the tile lowering"
-        ))
-    })?;
+    let entry = jit_cache::fetch_or_compile(
+        module.name,
+        module.bytes,
+        index,
+        spec,
+        lowering.name,
+        || {
+            let lowered = (lowering.lower)(&tile).map_err(|e| fail(e.to_string()))?;
+            let mut ir = lowered.kernel;
+            cuprum_opt::optimize_kernel(&mut ir);
+            let ir = Module { kernels: vec![ir] };
+            cuprum_ir::validate_module(&ir).map_err(|e| {
+                fail(format!(
+                    "the lowered kernel is not valid kernel IR ({e}); this is a bug of the tile lowering"
+                ))
+            })?;
+            Ok::<_, Error>(jit_cache::Entry {
+                ir,
+                block_threads: lowered.block_threads,
+                shared_bytes: lowered.shared_bytes,
+                args: lowered.args,
+            })
+        },
+    )?;
+    let ir = entry.ir;
     if print_ir {
         eprintln!(
             "cuprum: tile kernel `{}` ({}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
             kernel.name,
             spec_text(kernel, spec),
             cuprum_tile_ir::print_kernel(&tile),
-            lowered.block_threads,
-            lowered.shared_bytes,
+            entry.block_threads,
+            entry.shared_bytes,
             cuprum_ir::print_module(&ir)
         );
     }
@@ -174,9 +191,9 @@ pub(crate) fn compiled(
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         tile,
         ir: Arc::new(ir),
-        block_threads: lowered.block_threads,
-        shared_bytes: lowered.shared_bytes,
-        args: lowered.args,
+        block_threads: entry.block_threads,
+        shared_bytes: entry.shared_bytes,
+        args: entry.args,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache

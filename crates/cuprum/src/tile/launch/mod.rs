@@ -12,6 +12,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod compile;
+pub(crate) mod direct;
 
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
 use crate::tile::op::{DeviceOp, ExecutionContext, Zip, Zippable};
 use crate::tile::sealed::Sealed;
-use crate::tile::tensor::{Partition, PartitionTarget, Tensor};
+use crate::tile::tensor::{Partition, PartitionTarget, Tensor, TensorView};
 
 use bind::{ArgDesc, TensorDesc};
 pub use compile::{EmbeddedModule, Lowering};
@@ -241,6 +242,18 @@ impl<T: DType> LaunchArgument for &Tensor<T> {
     }
 }
 impl<T: DType> KernelInput<T> for &Tensor<T> {}
+
+impl<T: DType> Sealed for &TensorView<'_, T> {}
+impl<T: DType> LaunchArgument for &TensorView<'_, T> {
+    #[allow(private_interfaces)]
+    fn describe(&self) -> ArgDesc<'_> {
+        ArgDesc::Tensor {
+            tensor: tensor_desc(self.tensor()),
+            tile: None,
+        }
+    }
+}
+impl<T: DType> KernelInput<T> for &TensorView<'_, T> {}
 
 impl<P: PartitionTarget> Sealed for Partition<P> {}
 impl<P: PartitionTarget> LaunchArgument for Partition<P> {

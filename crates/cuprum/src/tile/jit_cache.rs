@@ -1,0 +1,501 @@
+//! The tile track's JIT cache under cuTile Rust's names (`cutile::jit_cache`): where the
+//! compiled form of each specialization of a tile kernel is kept between processes, in a
+//! store the program chooses ([`enable`]): a folder ([`FileSystemJitStore`]) or its own
+//! [`JitStore`] (a database, an object store, memory).
+//!
+//! What a store keeps is what cuprum compiles per specialization: the tile kernel lowered
+//! to the kernel IR and optimized, with its launch contract (block size, shared memory,
+//! argument slots), under a content-addressed key (a 128-bit BLAKE3 hash of the module's
+//! embedded tile IR, the kernel, the specialization, the lowering and cuprum's version). A
+//! hit skips the lowering and the optimizer; the driver's machine code is cached apart, by
+//! cuprum's runtime compile cache (`CUPRUM_CACHE_DIR`). An entry that does not decode, or whose
+//! kernel IR does not validate, is a miss and is compiled and stored again. Without a store
+//! (the default) nothing is kept beyond the process.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use cuprum_ir::Module;
+use cuprum_tile_ir::Specialization;
+use cuprum_tile_lower::ArgSlot;
+
+/// A place to keep compiled specializations, by key. Keys are 32 lowercase hex digits;
+/// values are opaque bytes. Implementations must never let a reader see part of a value
+/// (write to a temporary and rename, replace under a lock, ...); concurrent puts of one key
+/// put the same bytes.
+pub trait JitStore: Send + Sync + 'static {
+    /// The value of `key`, or `None` when there is none.
+    fn get(&self, key: &str) -> io::Result<Option<Vec<u8>>>;
+
+    /// Keeps `value` as `key`'s value.
+    fn put(&self, key: &str, value: &[u8]) -> io::Result<()>;
+
+    /// Whether `key` has a value.
+    fn contains(&self, key: &str) -> io::Result<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// Forgets `key` (no error when it has no value).
+    fn delete(&self, key: &str) -> io::Result<()>;
+
+    /// Forgets every key.
+    fn clear(&self) -> io::Result<()>;
+}
+
+/// A [`JitStore`] in a folder: one file per key.
+#[derive(Clone, Debug)]
+pub struct FileSystemJitStore {
+    root: PathBuf,
+}
+
+impl FileSystemJitStore {
+    /// A store in `dir`, created when missing.
+    pub fn new(dir: impl Into<PathBuf>) -> io::Result<Self> {
+        let root = dir.into();
+        std::fs::create_dir_all(&root)?;
+        Ok(Self { root })
+    }
+
+    /// A store in the `tile-jit` folder of cuprum's cache folder (`CUPRUM_CACHE_DIR`, else
+    /// the platform's cache folder's `cuprum`).
+    pub fn default_location() -> io::Result<Self> {
+        let base = std::env::var_os(cuprum_runtime::cache::CACHE_DIR_ENV)
+            .map(PathBuf::from)
+            .or_else(cuprum_runtime::cache::default_dir)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no cache folder: set CUPRUM_CACHE_DIR (there is no home folder)",
+                )
+            })?;
+        Self::new(base.join("tile-jit"))
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, key: &str) -> io::Result<PathBuf> {
+        let plain = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !plain {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{key}` is not a key of this store (letters, digits, `-` and `_`)"),
+            ));
+        }
+        Ok(self.root.join(format!("{key}.tile-jit")))
+    }
+}
+
+impl JitStore for FileSystemJitStore {
+    fn get(&self, key: &str) -> io::Result<Option<Vec<u8>>> {
+        match std::fs::read(self.path(key)?) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
+        let path = self.path(key)?;
+        static TEMPORARY: AtomicU64 = AtomicU64::new(0);
+        let n = TEMPORARY.fetch_add(1, Ordering::Relaxed);
+        let tmp = self
+            .root
+            .join(format!(".{key}.{}.{n}.tmp", std::process::id()));
+        std::fs::write(&tmp, value)?;
+        std::fs::rename(&tmp, &path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+
+    fn delete(&self, key: &str) -> io::Result<()> {
+        match std::fs::remove_file(self.path(key)?) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn clear(&self) -> io::Result<()> {
+        for entry in std::fs::read_dir(&self.root)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "tile-jit") {
+                std::fs::remove_file(path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The store in use, if any.
+static STORE: RwLock<Option<Arc<dyn JitStore>>> = RwLock::new(None);
+
+/// Keeps compiled specializations in `store` from now on (replacing any store before).
+pub fn enable(store: Arc<dyn JitStore>) {
+    *STORE.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+}
+
+/// [`enable`] with [`FileSystemJitStore::default_location`].
+pub fn enable_default() -> io::Result<()> {
+    enable(Arc::new(FileSystemJitStore::default_location()?));
+    Ok(())
+}
+
+/// Keeps nothing beyond the process from now on.
+pub fn disable() {
+    *STORE.write().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Whether a store is in use.
+pub fn is_enabled() -> bool {
+    store().is_some()
+}
+
+fn store() -> Option<Arc<dyn JitStore>> {
+    STORE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// What the JIT cache did in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JitCacheStats {
+    /// Specializations found in the store.
+    pub hits: u64,
+    /// Specializations looked up and not found (or found unusable).
+    pub misses: u64,
+    /// Entries written to the store.
+    pub puts: u64,
+    /// Bytes of those entries.
+    pub bytes_written: u64,
+    /// Store operations that failed (the kernel was compiled regardless).
+    pub io_errors: u64,
+}
+
+static HITS: AtomicU64 = AtomicU64::new(0);
+static MISSES: AtomicU64 = AtomicU64::new(0);
+static PUTS: AtomicU64 = AtomicU64::new(0);
+static BYTES_WRITTEN: AtomicU64 = AtomicU64::new(0);
+static IO_ERRORS: AtomicU64 = AtomicU64::new(0);
+static COMPILES: AtomicU64 = AtomicU64::new(0);
+
+/// The counts so far.
+pub fn stats() -> JitCacheStats {
+    JitCacheStats {
+        hits: HITS.load(Ordering::Relaxed),
+        misses: MISSES.load(Ordering::Relaxed),
+        puts: PUTS.load(Ordering::Relaxed),
+        bytes_written: BYTES_WRITTEN.load(Ordering::Relaxed),
+        io_errors: IO_ERRORS.load(Ordering::Relaxed),
+    }
+}
+
+/// How many specializations this process compiled (lowered and optimized).
+pub fn jit_backend_compile_count() -> u64 {
+    COMPILES.load(Ordering::Relaxed)
+}
+
+/// How many specializations this process took from the store instead.
+pub fn jit_disk_hit_count() -> u64 {
+    HITS.load(Ordering::Relaxed)
+}
+
+/// One compiled specialization: the kernel IR and its launch contract.
+pub(crate) struct Entry {
+    pub ir: Module,
+    pub block_threads: u32,
+    pub shared_bytes: u32,
+    pub args: Vec<ArgSlot>,
+}
+
+/// The entry of one specialization: from the store when it has it, else `compile`d (and
+/// put in the store when there is one).
+pub(crate) fn fetch_or_compile<E>(
+    module_name: &str,
+    module_bytes: &[u8],
+    kernel: usize,
+    spec: &Specialization,
+    lowering: &str,
+    compile: impl FnOnce() -> Result<Entry, E>,
+) -> Result<Entry, E> {
+    let Some(store) = store() else {
+        COMPILES.fetch_add(1, Ordering::Relaxed);
+        return compile();
+    };
+    let key = key(module_name, module_bytes, kernel, spec, lowering);
+    match store.get(&key) {
+        Ok(Some(bytes)) => {
+            if let Some(entry) = decode(&bytes) {
+                HITS.fetch_add(1, Ordering::Relaxed);
+                return Ok(entry);
+            }
+            MISSES.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(None) => {
+            MISSES.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(_) => {
+            IO_ERRORS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let entry = compile()?;
+    let bytes = encode(&entry);
+    match store.put(&key, &bytes) {
+        Ok(()) => {
+            PUTS.fetch_add(1, Ordering::Relaxed);
+            BYTES_WRITTEN.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        Err(_) => {
+            IO_ERRORS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(entry)
+}
+
+/// The key of a specialization (see the module docs).
+fn key(
+    module_name: &str,
+    module_bytes: &[u8],
+    kernel: usize,
+    spec: &Specialization,
+    lowering: &str,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(b"cuprum tile jit entry");
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    field(module_name.as_bytes());
+    field(module_bytes);
+    field(&(kernel as u64).to_le_bytes());
+    for c in &spec.consts {
+        field(&c.to_le_bytes());
+    }
+    for t in &spec.types {
+        field(t.rust_name().as_bytes());
+    }
+    field(lowering.as_bytes());
+    let hash = h.finalize();
+    hash.as_bytes()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The first bytes of an entry, with its format's version.
+const MAGIC: &[u8; 16] = b"cuprum-tile-jit1";
+
+fn encode(entry: &Entry) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend(entry.block_threads.to_le_bytes());
+    out.extend(entry.shared_bytes.to_le_bytes());
+    out.extend((entry.args.len() as u32).to_le_bytes());
+    for slot in &entry.args {
+        let (tag, param, axis) = match *slot {
+            ArgSlot::TensorData { param } => (0u8, param, 0),
+            ArgSlot::TensorOffset { param } => (1, param, 0),
+            ArgSlot::TensorDim { param, axis } => (2, param, axis),
+            ArgSlot::TensorStride { param, axis } => (3, param, axis),
+            ArgSlot::Scalar { param } => (4, param, 0),
+        };
+        out.push(tag);
+        out.extend(param.to_le_bytes());
+        out.extend(axis.to_le_bytes());
+    }
+    out.extend(cuprum_ir::encode_module(&entry.ir));
+    out
+}
+
+fn decode(bytes: &[u8]) -> Option<Entry> {
+    let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let mut u32_ = || {
+        let (head, tail) = rest.split_first_chunk::<4>()?;
+        rest = tail;
+        Some(u32::from_le_bytes(*head))
+    };
+    let block_threads = u32_()?;
+    let shared_bytes = u32_()?;
+    let count = u32_()?;
+    let mut args = Vec::new();
+    for _ in 0..count {
+        let (&tag, tail) = rest.split_first()?;
+        rest = tail;
+        let (param, tail) = rest.split_first_chunk::<4>()?;
+        let (axis, tail) = tail.split_first_chunk::<4>()?;
+        rest = tail;
+        let (param, axis) = (u32::from_le_bytes(*param), u32::from_le_bytes(*axis));
+        args.push(match tag {
+            0 => ArgSlot::TensorData { param },
+            1 => ArgSlot::TensorOffset { param },
+            2 => ArgSlot::TensorDim { param, axis },
+            3 => ArgSlot::TensorStride { param, axis },
+            4 => ArgSlot::Scalar { param },
+            _ => return None,
+        });
+    }
+    let ir = cuprum_ir::decode_module(rest).ok()?;
+    cuprum_ir::validate_module(&ir).ok()?;
+    Some(Entry {
+        ir,
+        block_threads,
+        shared_bytes,
+        args,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_damaged_ones_are_misses() {
+        let entry = Entry {
+            ir: Module { kernels: vec![] },
+            block_threads: 256,
+            shared_bytes: 1024,
+            args: vec![
+                ArgSlot::TensorData { param: 0 },
+                ArgSlot::TensorOffset { param: 0 },
+                ArgSlot::TensorDim { param: 0, axis: 1 },
+                ArgSlot::TensorStride { param: 0, axis: 1 },
+                ArgSlot::Scalar { param: 1 },
+            ],
+        };
+        let bytes = encode(&entry);
+        let back = decode(&bytes).expect("decodes");
+        assert_eq!(back.block_threads, 256);
+        assert_eq!(back.shared_bytes, 1024);
+        assert_eq!(back.args, entry.args);
+        assert_eq!(back.ir, entry.ir);
+        assert!(decode(&bytes[..bytes.len() / 2]).is_none(), "a cut entry");
+        let mut other = bytes.clone();
+        other[0] ^= 1;
+        assert!(decode(&other).is_none(), "another format");
+    }
+
+    /// A store in memory, counting its calls.
+    #[derive(Default)]
+    struct Memory {
+        entries: std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    }
+
+    impl JitStore for Memory {
+        fn get(&self, key: &str) -> io::Result<Option<Vec<u8>>> {
+            Ok(self.entries.lock().unwrap().get(key).cloned())
+        }
+        fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
+            self.entries
+                .lock()
+                .unwrap()
+                .insert(key.to_owned(), value.to_vec());
+            Ok(())
+        }
+        fn delete(&self, key: &str) -> io::Result<()> {
+            self.entries.lock().unwrap().remove(key);
+            Ok(())
+        }
+        fn clear(&self) -> io::Result<()> {
+            self.entries.lock().unwrap().clear();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stored_specialization_is_not_compiled_again() {
+        let store = Arc::new(Memory::default());
+        enable(store.clone());
+        let spec = Specialization {
+            consts: vec![7],
+            types: vec![],
+        };
+        let make = || Entry {
+            ir: Module { kernels: vec![] },
+            block_threads: 64,
+            shared_bytes: 0,
+            args: vec![ArgSlot::Scalar { param: 0 }],
+        };
+        let mut compiled = 0;
+        for _ in 0..3 {
+            let e = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
+                compiled += 1;
+                Ok(make())
+            })
+            .expect("an entry");
+            assert_eq!(e.block_threads, 64);
+            assert_eq!(e.args, vec![ArgSlot::Scalar { param: 0 }]);
+        }
+        assert_eq!(compiled, 1, "compiled once, then taken from the store");
+        assert_eq!(store.entries.lock().unwrap().len(), 1);
+        // A damaged entry is a miss: compiled and stored again.
+        for v in store.entries.lock().unwrap().values_mut() {
+            v.truncate(10);
+        }
+        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
+            compiled += 1;
+            Ok(make())
+        });
+        assert_eq!(compiled, 2);
+        assert!(
+            store
+                .entries
+                .lock()
+                .unwrap()
+                .values()
+                .all(|v| decode(v).is_some()),
+            "the entry was replaced"
+        );
+        disable();
+        assert!(!is_enabled());
+    }
+
+    #[test]
+    fn the_file_system_store_keeps_replaces_and_forgets() {
+        let dir = std::env::temp_dir().join(format!(
+            "cuprum-tile-jit-test-{}-{}",
+            std::process::id(),
+            line!()
+        ));
+        let store = FileSystemJitStore::new(&dir).expect("a folder");
+        assert_eq!(store.root(), dir.as_path());
+        assert_eq!(store.get("abc").expect("get"), None);
+        store.put("abc", b"one").expect("put");
+        store.put("abc", b"two").expect("put again");
+        assert_eq!(store.get("abc").expect("get"), Some(b"two".to_vec()));
+        assert!(store.contains("abc").expect("contains"));
+        store.put("def", b"three").expect("put");
+        store.delete("abc").expect("delete");
+        store.delete("abc").expect("delete an absent key");
+        assert_eq!(store.get("abc").expect("get"), None);
+        store.clear().expect("clear");
+        assert_eq!(store.get("def").expect("get"), None);
+        assert!(store.put("../escape", b"x").is_err(), "a key with a path");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn keys_differ_by_every_field() {
+        let spec = |c: i64| Specialization {
+            consts: vec![c],
+            types: vec![cuprum_ir::ScalarType::F32],
+        };
+        let base = key("m", b"ir", 0, &spec(128), "lower");
+        assert_eq!(base.len(), 32);
+        assert_eq!(base, key("m", b"ir", 0, &spec(128), "lower"));
+        for other in [
+            key("n", b"ir", 0, &spec(128), "lower"),
+            key("m", b"iR", 0, &spec(128), "lower"),
+            key("m", b"ir", 1, &spec(128), "lower"),
+            key("m", b"ir", 0, &spec(64), "lower"),
+            key("m", b"ir", 0, &spec(128), "other"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
+}
