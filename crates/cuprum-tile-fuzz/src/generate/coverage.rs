@@ -126,6 +126,7 @@ fn op_name(op: &Op) -> String {
             View::Own { .. } => "load of its own tile".into(),
             View::Tiled { tile, .. } if tile.is_empty() => "load of a rank-0 tensor".into(),
             View::Tiled { .. } => "load of a tile".into(),
+            View::Permuted { .. } => "load of a permuted tile".into(),
         },
     }
 }
