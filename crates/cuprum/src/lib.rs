@@ -170,7 +170,13 @@ pub mod __private {
         }
     }
 
-    fn dump_ptx(dir: &std::path::Path, source: &str, ir: &cuprum_ir::Module) -> Result<(), String> {
+    /// Writes `ir`'s PTX for every target that can express it into `dir` (`CUPRUM_PTX_DUMP`),
+    /// named after its first kernel and a hash of `source` (what tells modules apart).
+    pub(crate) fn dump_ptx(
+        dir: &std::path::Path,
+        source: &str,
+        ir: &cuprum_ir::Module,
+    ) -> Result<(), String> {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         source.hash(&mut hasher);

@@ -175,6 +175,16 @@ pub(crate) fn compiled(
         },
     )?;
     let ir = entry.ir;
+    // CI assembles every kernel the tests build with ptxas: tile kernels too.
+    if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+        let key = format!(
+            "{}/{}/{}",
+            module.name,
+            kernel.name,
+            spec_text(kernel, spec)
+        );
+        crate::__private::dump_ptx(std::path::Path::new(&dir), &key, &ir).map_err(fail)?;
+    }
     if print_ir {
         eprintln!(
             "cuprum: tile kernel `{}` ({}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
