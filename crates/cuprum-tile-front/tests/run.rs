@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::sources::{ADD, LAYER_NORM, RMS_NORM, SAXPY, SOFTMAX};
 use common::*;
 use cuprum_testkit::random::{random, rng};
 use cuprum_tile_interp::{Arg, TensorArg};
@@ -27,40 +28,9 @@ fn scalar_i32(v: i32) -> Arg<'static> {
     Arg::Scalar(cuprum_ir::Constant::i32(v))
 }
 
-const ELEMENTWISE: &str = r#"
-mod kernels {
-    use cuprum::tile::core::*;
-
-    #[cuprum::tile::entry()]
-    fn scale<const B: i32>(out: &mut Tensor<f32, { [B] }>, x: &Tensor<f32, { [-1] }>) {
-        let t = load_tile_like(x, out);
-        out.store(t * 2.0);
-    }
-
-    #[cuprum::tile::entry()]
-    fn add<const S: [i32; 1]>(
-        z: &mut Tensor<f32, S>,
-        x: &Tensor<f32, { [-1] }>,
-        y: &Tensor<f32, { [-1] }>,
-    ) {
-        let tile_x = load_tile_like(x, z);
-        let tile_y = load_tile_like(y, z);
-        z.store(tile_x + tile_y);
-    }
-
-    #[cuprum::tile::entry()]
-    fn saxpy<const S: [i32; 2]>(y: &mut Tensor<f32, S>, a: f32, x: &Tensor<f32, { [-1, -1] }>) {
-        let tile_a = a.broadcast(y.shape());
-        let tile_x = load_tile_like(x, y);
-        let tile_y = y.load();
-        y.store(tile_a * tile_x + tile_y);
-    }
-}
-"#;
-
 #[test]
 fn add_scale_and_saxpy_match_plain_rust_on_ragged_shapes() {
-    let m = compile(ELEMENTWISE);
+    let (m, saxpy_module) = (compile(ADD), compile(SAXPY));
     let mut r = rng("add_scale_and_saxpy_match_plain_rust_on_ragged_shapes");
     for _ in 0..4 {
         let n = r.random_range(1..3000usize);
@@ -96,7 +66,7 @@ fn add_scale_and_saxpy_match_plain_rust_on_ragged_shapes() {
         let a: f32 = r.random_range(-4.0..4.0);
         let x: Vec<f32> = random(&mut r, rows * cols, -10.0, 10.0);
         let y: Vec<f32> = random(&mut r, rows * cols, -10.0, 10.0);
-        let k = specialized(&m, "saxpy", &[8, 16], &[]);
+        let k = specialized(&saxpy_module, "saxpy", &[8, 16], &[]);
         let (xb, mut yb) = (bytes(&x), bytes(&y));
         let shape = [rows as u64, cols as u64];
         launch(
@@ -112,120 +82,16 @@ fn add_scale_and_saxpy_match_plain_rust_on_ragged_shapes() {
     }
 }
 
-const NORMS: &str = r#"
-mod norms {
-    use cuprum::tile::core::*;
-
-    #[cuprum::tile::entry()]
-    fn softmax<const BM: i32, const BN: i32>(
-        y: &mut Tensor<f32, { [BM, BN] }>,
-        x: &Tensor<f32, { [-1, -1] }>,
-    ) {
-        let tile_x: Tile<f32, { [BM, BN] }> = load_tile_like(x, y);
-        let tile_x_max: Tile<f32, { [BM] }> = reduce_max(tile_x, 1i32);
-        let tile_x_max: Tile<f32, { [BM, BN] }> =
-            tile_x_max.reshape(const_shape![BM, 1]).broadcast(y.shape());
-        let num: Tile<f32, { [BM, BN] }> = exp(tile_x - tile_x_max);
-        let denom: Tile<f32, { [BM] }> = reduce_sum(num, 1);
-        let denom = denom.reshape(const_shape![BM, 1]).broadcast(y.shape());
-        y.store(num / denom);
-    }
-
-    #[cuprum::tile::entry()]
-    fn rms_norm<const N: i32, const BLOCK_SIZE: i32>(
-        x: &Tensor<f32, { [-1, N] }>,
-        w: &Tensor<f32, { [N] }>,
-        out: &mut Tensor<f32, { [1, N] }>,
-        eps: f32,
-    ) {
-        let tile_shape: Shape<{ [1, BLOCK_SIZE] }> = const_shape![1, BLOCK_SIZE];
-        let num_tiles: i32 = N / BLOCK_SIZE;
-        let pid: (i32, i32, i32) = get_tile_block_id();
-        let row = pid.0;
-        let x_part: Partition<f32, { [1, BLOCK_SIZE] }> = x.partition(tile_shape);
-        let mut rms: Tile<f32, { [1, BLOCK_SIZE] }> = constant(0.0, tile_shape);
-        for j in 0i32..num_tiles {
-            let tx: Tile<f32, { [1, BLOCK_SIZE] }> = x_part.load([row, j]);
-            rms = rms + tx * tx;
-        }
-        let rms: Tile<f32, { [1] }> = reduce_sum(rms, 1i32);
-        let rms: Tile<f32, { [] }> = rms.reshape(const_shape![]);
-        let rms: f32 = tile_to_scalar(rms);
-        let n: f32 = convert_scalar(N);
-        let rms: f32 = 1.0f32 / (rms / n + eps);
-        let rms: Tile<f32, { [] }> =
-            sqrt(scalar_to_tile(rms), rounding::NegativeInf, ftz::Disabled);
-        let rms: f32 = tile_to_scalar(rms);
-        let rms: Tile<f32, { [1, BLOCK_SIZE] }> = rms.broadcast(tile_shape);
-        let w_part: Partition<f32, { [BLOCK_SIZE] }> = w.partition(const_shape![BLOCK_SIZE]);
-        let mut out_part: PartitionMut<f32, { [1, BLOCK_SIZE] }> =
-            unsafe { out.partition_mut(tile_shape) };
-        for j in 0i32..num_tiles {
-            let tx: Tile<f32, { [1, BLOCK_SIZE] }> = x_part.load([row, j]);
-            let tw: Tile<f32, { [1, BLOCK_SIZE] }> = w_part.load([j]).reshape(tile_shape);
-            let tout: Tile<f32, { [1, BLOCK_SIZE] }> = tx * rms * tw;
-            out_part.store(tout, [0i32, j]);
-        }
-    }
-
-    const EPS: f32 = 1e-5;
-
-    fn row_sum<const S: [i32; 2]>(t: Tile<f32, S>) -> f32 {
-        let r: Tile<f32, { [] }> = reduce_sum(t, 1i32).reshape(const_shape![]);
-        tile_to_scalar(r)
-    }
-
-    #[cuprum::tile::entry()]
-    fn layer_norm<const N: i32, const BLOCK: i32>(
-        x: &Tensor<f16, { [-1, N] }>,
-        w: &Tensor<f16, { [N] }>,
-        b: &Tensor<f16, { [N] }>,
-        out: &mut Tensor<f16, { [1, N] }>,
-    ) {
-        let tile_shape: Shape<{ [1, BLOCK] }> = const_shape![1, BLOCK];
-        let row: i32 = get_tile_block_id().0;
-        let x_part: Partition<f16, { [1, BLOCK] }> = x.partition(tile_shape);
-        let tiles: i32 = num_tiles(&x_part, 1);
-        let n: f32 = convert_scalar(N);
-        let mut sum: Tile<f32, { [1, BLOCK] }> = constant(0.0, tile_shape);
-        for j in 0i32..tiles {
-            let tx: Tile<f32, { [1, BLOCK] }> = convert_tile(x_part.load([row, j]));
-            sum = sum + tx;
-        }
-        let mean: f32 = row_sum(sum) / n;
-        let mut var: Tile<f32, { [1, BLOCK] }> = constant(0.0, tile_shape);
-        for j in 0i32..tiles {
-            let tx: Tile<f32, { [1, BLOCK] }> = convert_tile(x_part.load([row, j]));
-            let col: Tile<i32, { [1, BLOCK] }> = iota(const_shape![BLOCK]).reshape(tile_shape)
-                + j * BLOCK;
-            let inside: Tile<bool, { [1, BLOCK] }> = lt_tile(col, broadcast_scalar(N, tile_shape));
-            let d: Tile<f32, { [1, BLOCK] }> = select(inside, tx - mean, 0.0);
-            var = var + d * d;
-        }
-        let inv: f32 = tile_to_scalar(rsqrt(scalar_to_tile(row_sum(var) / n + EPS)));
-        let w_part: Partition<f16, { [BLOCK] }> = w.partition(const_shape![BLOCK]);
-        let mut out_part: PartitionMut<f16, { [1, BLOCK] }> = out.partition_mut(tile_shape);
-        for j in 0i32..tiles {
-            let tx: Tile<f32, { [1, BLOCK] }> = convert_tile(x_part.load([row, j]));
-            let tw: Tile<f32, { [1, BLOCK] }> = convert_tile(w_part.load([j]).reshape(tile_shape));
-            let tb: Tile<f32, { [1, BLOCK] }> =
-                convert_tile(b.load_tile(const_shape![BLOCK], [j]).reshape(tile_shape));
-            let y: Tile<f32, { [1, BLOCK] }> = (tx - mean) * inv * tw + tb;
-            out_part.store(y.convert::<f16>(), [0i32, j]);
-        }
-    }
-}
-"#;
-
 #[test]
 fn softmax_rms_norm_and_layer_norm_match_plain_rust() {
-    let m = compile(NORMS);
+    let (softmax, rms_norm, layer_norm) =
+        (compile(SOFTMAX), compile(RMS_NORM), compile(LAYER_NORM));
     let mut r = rng("softmax_rms_norm_and_layer_norm_match_plain_rust");
 
     // softmax: whole rows per tile, a ragged last block of rows.
     let (rows, bm, bn) = (r.random_range(1..50usize), 4usize, 32usize);
     let x: Vec<f32> = random(&mut r, rows * bn, -5.0, 5.0);
-    let k = specialized(&m, "softmax", &[bm as i64, bn as i64], &[]);
+    let k = specialized(&softmax, "softmax", &[bm as i64, bn as i64], &[]);
     let (xb, mut yb) = (bytes(&x), poison::<f32>(rows * bn));
     let shape = [rows as u64, bn as u64];
     launch(
@@ -246,7 +112,7 @@ fn softmax_rms_norm_and_layer_norm_match_plain_rust() {
     let eps = 1e-6f32;
     let x: Vec<f32> = random(&mut r, rows * n, -3.0, 3.0);
     let w: Vec<f32> = random(&mut r, n, -2.0, 2.0);
-    let k = specialized(&m, "rms_norm", &[n as i64, block as i64], &[]);
+    let k = specialized(&rms_norm, "rms_norm", &[n as i64, block as i64], &[]);
     let (xb, wb, mut ob) = (bytes(&x), bytes(&w), poison::<f32>(rows * n));
     launch(
         &k,
@@ -285,7 +151,7 @@ fn softmax_rms_norm_and_layer_norm_match_plain_rust() {
         .into_iter()
         .map(f16::from_f32)
         .collect();
-    let k = specialized(&m, "layer_norm", &[n as i64, block as i64], &[]);
+    let k = specialized(&layer_norm, "layer_norm", &[n as i64, block as i64], &[]);
     let (xb, wb, bb, mut ob) = (bytes(&x), bytes(&w), bytes(&b), poison::<f16>(rows * n));
     launch(
         &k,
