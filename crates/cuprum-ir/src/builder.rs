@@ -117,6 +117,46 @@ impl KernelBuilder {
         Ok(value)
     }
 
+    /// `a op b` ([`Op::Binary`]).
+    pub fn binary(&mut self, op: BinaryOp, a: Value, b: Value) -> Result<Value, BuildError> {
+        self.def(Op::Binary(op, a, b))
+    }
+
+    /// `a op b`, a `Bool` ([`Op::Compare`]).
+    pub fn compare(&mut self, op: CmpOp, a: Value, b: Value) -> Result<Value, BuildError> {
+        self.def(Op::Compare(op, a, b))
+    }
+
+    /// `cond ? if_true : if_false` ([`Op::Select`]).
+    pub fn select(
+        &mut self,
+        cond: Value,
+        if_true: Value,
+        if_false: Value,
+    ) -> Result<Value, BuildError> {
+        self.def(Op::Select {
+            cond,
+            if_true,
+            if_false,
+        })
+    }
+
+    /// `value as to` ([`Op::Cast`]); `value` itself when it already has type `to`.
+    pub fn cast(&mut self, value: Value, to: ScalarType) -> Result<Value, BuildError> {
+        if self.type_of(value) == to {
+            return Ok(value);
+        }
+        self.def(Op::Cast { value, to })
+    }
+
+    /// `value`'s bits as `to` ([`Op::Bitcast`]); `value` itself when it already has type `to`.
+    pub fn bitcast(&mut self, value: Value, to: ScalarType) -> Result<Value, BuildError> {
+        if self.type_of(value) == to {
+            return Ok(value);
+        }
+        self.def(Op::Bitcast { value, to })
+    }
+
     /// Type-checks the operands of `stmt` (see [`check_stmt_operands`]).
     fn check(&self, stmt: &Stmt) -> Result<(), BuildError> {
         let values = &self.kernel.values;

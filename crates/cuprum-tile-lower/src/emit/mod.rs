@@ -172,7 +172,8 @@ impl<'k> Emitter<'k> {
     }
 
     pub(crate) fn bin(&mut self, op: BinaryOp, a: Value, b: Value) -> R<Value> {
-        self.def(Op::Binary(op, a, b))
+        let r = self.b.binary(op, a, b);
+        self.built(r)
     }
 
     pub(crate) fn add(&mut self, a: Value, b: Value) -> R<Value> {
@@ -184,22 +185,18 @@ impl<'k> Emitter<'k> {
     }
 
     pub(crate) fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> R<Value> {
-        self.def(Op::Compare(op, a, b))
+        let r = self.b.compare(op, a, b);
+        self.built(r)
     }
 
     pub(crate) fn select(&mut self, cond: Value, t: Value, f: Value) -> R<Value> {
-        self.def(Op::Select {
-            cond,
-            if_true: t,
-            if_false: f,
-        })
+        let r = self.b.select(cond, t, f);
+        self.built(r)
     }
 
     pub(crate) fn cast(&mut self, value: Value, to: ScalarType) -> R<Value> {
-        if self.b.type_of(value) == to {
-            return Ok(value);
-        }
-        self.def(Op::Cast { value, to })
+        let r = self.b.cast(value, to);
+        self.built(r)
     }
 
     pub(crate) fn type_of(&self, v: Value) -> ScalarType {
