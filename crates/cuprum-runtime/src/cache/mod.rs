@@ -183,6 +183,15 @@ pub const CACHE_ENV: &str = "CUPRUM_CACHE";
 /// `CUPRUM_CACHE_STATS=1` prints one line per module load (hit or miss, time) on stderr.
 pub const CACHE_STATS_ENV: &str = "CUPRUM_CACHE_STATS";
 
+/// Whether [`CACHE_STATS_ENV`] asks for the per-load lines (read once per process).
+pub fn stats_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| {
+        std::env::var_os(CACHE_STATS_ENV)
+            .is_some_and(|v| !v.is_empty() && v != "0" && v != "off" && v != "false")
+    })
+}
+
 /// What identifies one compiled module: the PTX text's hash, the device architecture and the
 /// driver. Two keys are equal exactly when a cubin made for one may be loaded for the other.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -17,9 +17,7 @@ use super::CudaDevice;
 use super::module::{CudaModule, LinkInput};
 use crate::cache::occupancy::{self, BlockSizes, KernelUse, Shortfall, SmLimits};
 use crate::cache::stats::{COUNTERS, bump};
-use crate::cache::{
-    CACHE_STATS_ENV, CUBIN_DUMP_ENV, CacheKey, CacheLocation, CubinStore, LinkOption, Lookup,
-};
+use crate::cache::{CUBIN_DUMP_ENV, CacheKey, CacheLocation, CubinStore, LinkOption, Lookup};
 use crate::error::Error;
 
 /// The cache as the environment configured it at first use: the location, and the disk store
@@ -85,12 +83,7 @@ fn warn_once(message: &str) {
 }
 
 fn report(outcome: &str, names: &[&str], start: Instant) {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    let enabled = *ENABLED.get_or_init(|| {
-        std::env::var_os(CACHE_STATS_ENV)
-            .is_some_and(|v| !v.is_empty() && v != "0" && v != "off" && v != "false")
-    });
-    if enabled {
+    if crate::cache::stats_enabled() {
         eprintln!(
             "cuprum cache: {outcome}: module [{}] ready in {:.3} ms",
             names.join(", "),

@@ -149,8 +149,9 @@ pub(crate) fn compiled(
         specialization: spec_text(kernel, spec),
         message,
     };
+    let start = std::time::Instant::now();
     let tile = specialize(kernel, spec).map_err(|e| fail(e.to_string()))?;
-    let entry = jit_cache::fetch_or_compile(
+    let (entry, source) = jit_cache::fetch_or_compile(
         module.name,
         module.bytes,
         index,
@@ -174,6 +175,15 @@ pub(crate) fn compiled(
             })
         },
     )?;
+    if cuprum_runtime::cache::stats_enabled() {
+        eprintln!(
+            "cuprum tile: kernel `{}` ({}) {} in {:.3} ms",
+            kernel.name,
+            spec_text(kernel, spec),
+            source.describe(),
+            start.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let ir = entry.ir;
     // CI assembles every kernel the tests build with ptxas: tile kernels too.
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
