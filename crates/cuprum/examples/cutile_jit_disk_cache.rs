@@ -1,6 +1,7 @@
 //! cuTile Rust's `jit_disk_cache` example (cutile-examples/examples/jit_disk_cache.rs of NVlabs/cutile-rs),
 //! with only its paths changed to `cuprum::tile`'s: the tile JIT cache kept in a folder, so a
-//! second run takes the compiled kernel from it; checked.
+//! second run takes the compiled kernel from it; checked. (In cuprum that folder is also
+//! the store used by default, unlike in cuTile Rust, so the first run may already hit.)
 /*
  * SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
  * SPDX-License-Identifier: Apache-2.0

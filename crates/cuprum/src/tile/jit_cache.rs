@@ -9,13 +9,21 @@
 //! embedded tile IR, the kernel, the specialization, the lowering and cuprum's version). A
 //! hit skips the lowering and the optimizer; the driver's machine code is cached apart, by
 //! cuprum's runtime compile cache (`CUPRUM_CACHE_DIR`). An entry that does not decode, or whose
-//! kernel IR does not validate, is a miss and is compiled and stored again. Without a store
-//! (the default) nothing is kept beyond the process.
+//! kernel IR does not validate, is a miss and is compiled and stored again.
+//!
+//! **On by default**, unlike cuTile Rust's: until the program chooses ([`enable`],
+//! [`disable`]), the store is the `tile-jit` folder of cuprum's compile cache
+//! ([`FileSystemJitStore::default_location`]), and it is off exactly when that cache is
+//! (`CUPRUM_CACHE=off`), so that a process's first launch of a kernel compiled before costs a
+//! lookup instead of a lowering and an optimizer run. The key also names the compiler that
+//! made an entry (`COMPILER_FINGERPRINT`: in a workspace checkout, a hash of the tile IR,
+//! lowering, optimizer and kernel IR sources, made by the build script; the version
+//! otherwise), so an edited compiler never reads its predecessor's entries.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use cuprum_ir::Module;
 use cuprum_tile_ir::Specialization;
@@ -104,6 +112,8 @@ impl JitStore for FileSystemJitStore {
 
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
         let path = self.path(key)?;
+        // The default store's folder is made when it first keeps something.
+        std::fs::create_dir_all(&self.root)?;
         static TEMPORARY: AtomicU64 = AtomicU64::new(0);
         let n = TEMPORARY.fetch_add(1, Ordering::Relaxed);
         let tmp = self
@@ -133,12 +143,25 @@ impl JitStore for FileSystemJitStore {
     }
 }
 
-/// The store in use, if any.
-static STORE: RwLock<Option<Arc<dyn JitStore>>> = RwLock::new(None);
+/// The store the program chose ([`enable`], [`disable`]); `None` until it chooses, when the
+/// default store is used.
+static STORE: RwLock<Option<Option<Arc<dyn JitStore>>>> = RwLock::new(None);
+
+/// The store used while the program has not chosen one: the compile cache's `tile-jit`
+/// folder, unless that cache is off or has no folder. Made once per process.
+fn default_store() -> Option<Arc<dyn JitStore>> {
+    static DEFAULT: OnceLock<Option<Arc<dyn JitStore>>> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| {
+            let dir = cuprum_runtime::cache::location().dir()?.join("tile-jit");
+            Some(Arc::new(FileSystemJitStore { root: dir }) as Arc<dyn JitStore>)
+        })
+        .clone()
+}
 
 /// Keeps compiled specializations in `store` from now on (replacing any store before).
 pub fn enable(store: Arc<dyn JitStore>) {
-    *STORE.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+    *STORE.write().unwrap_or_else(|e| e.into_inner()) = Some(Some(store));
 }
 
 /// [`enable`] with [`FileSystemJitStore::default_location`].
@@ -147,9 +170,9 @@ pub fn enable_default() -> io::Result<()> {
     Ok(())
 }
 
-/// Keeps nothing beyond the process from now on.
+/// Keeps nothing beyond the process from now on (the default store too).
 pub fn disable() {
-    *STORE.write().unwrap_or_else(|e| e.into_inner()) = None;
+    *STORE.write().unwrap_or_else(|e| e.into_inner()) = Some(None);
 }
 
 /// Whether a store is in use.
@@ -158,7 +181,8 @@ pub fn is_enabled() -> bool {
 }
 
 fn store() -> Option<Arc<dyn JitStore>> {
-    STORE.read().unwrap_or_else(|e| e.into_inner()).clone()
+    let chosen = STORE.read().unwrap_or_else(|e| e.into_inner()).clone();
+    chosen.unwrap_or_else(default_store)
 }
 
 /// What the JIT cache did in this process.
@@ -212,6 +236,24 @@ pub(crate) struct Entry {
     pub args: Vec<ArgSlot>,
 }
 
+/// Where an [`Entry`] came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The store had it.
+    Store,
+    /// Compiled by this process.
+    Compiled,
+}
+
+impl Source {
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Source::Store => "taken from the tile JIT cache",
+            Source::Compiled => "specialized, lowered and optimized",
+        }
+    }
+}
+
 /// The entry of one specialization: from the store when it has it, else `compile`d (and
 /// put in the store when there is one).
 pub(crate) fn fetch_or_compile<E>(
@@ -221,17 +263,17 @@ pub(crate) fn fetch_or_compile<E>(
     spec: &Specialization,
     lowering: &str,
     compile: impl FnOnce() -> Result<Entry, E>,
-) -> Result<Entry, E> {
+) -> Result<(Entry, Source), E> {
     let Some(store) = store() else {
         COMPILES.fetch_add(1, Ordering::Relaxed);
-        return compile();
+        return Ok((compile()?, Source::Compiled));
     };
     let key = key(module_name, module_bytes, kernel, spec, lowering);
     match store.get(&key) {
         Ok(Some(bytes)) => {
             if let Some(entry) = decode(&bytes) {
                 HITS.fetch_add(1, Ordering::Relaxed);
-                return Ok(entry);
+                return Ok((entry, Source::Store));
             }
             MISSES.fetch_add(1, Ordering::Relaxed);
         }
@@ -254,7 +296,7 @@ pub(crate) fn fetch_or_compile<E>(
             IO_ERRORS.fetch_add(1, Ordering::Relaxed);
         }
     }
-    Ok(entry)
+    Ok((entry, Source::Compiled))
 }
 
 /// The key of a specialization (see the module docs).
@@ -272,6 +314,7 @@ fn key(
     };
     field(b"cuprum tile jit entry");
     field(env!("CARGO_PKG_VERSION").as_bytes());
+    field(env!("CUPRUM_COMPILER_FINGERPRINT").as_bytes());
     field(module_name.as_bytes());
     field(module_bytes);
     field(&(kernel as u64).to_le_bytes());
@@ -422,12 +465,18 @@ mod tests {
             args: vec![ArgSlot::Scalar { param: 0 }],
         };
         let mut compiled = 0;
-        for _ in 0..3 {
-            let e = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
+        for round in 0..3 {
+            let (e, source) = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
                 compiled += 1;
                 Ok(make())
             })
             .expect("an entry");
+            let want = if round == 0 {
+                Source::Compiled
+            } else {
+                Source::Store
+            };
+            assert_eq!(source, want);
             assert_eq!(e.block_threads, 64);
             assert_eq!(e.args, vec![ArgSlot::Scalar { param: 0 }]);
         }
