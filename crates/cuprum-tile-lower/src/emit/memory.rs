@@ -5,13 +5,14 @@
 //! `0 <= origin + c < dim` on every axis, at element `offset + sum((origin + c) * stride)` of
 //! the allocation. Each access is emitted twice, behind one block-uniform branch:
 //!
-//! * the fast path, for a tile wholly inside the tensor (every tile but the edges): no
-//!   per-element test; where the layout gives each thread runs of consecutive elements along
-//!   the last axis and the tensor's last stride is 1 and its offset and other strides are
-//!   multiples of the run (checked at run time, so that the run's address is aligned), each
-//!   run is one vector access of up to 16 bytes, else each element one scalar access;
-//! * the edge path: every element tested, outside ones read as the padding value or
-//!   dropped.
+//! * the fast path, for a tile wholly inside the tensor (every tile but the edges) whose
+//!   runs can be vector accesses: no per-element test; where the layout gives each thread
+//!   runs of consecutive elements along the last axis, the tensor's last stride must be 1
+//!   and its offset and other strides multiples of the run (checked at run time, so that
+//!   the run's address is aligned), and each run is one vector access of up to 16 bytes
+//!   (a layout without runs has no such condition, and each element is one scalar access);
+//! * the edge path, for every other tile (edges, and views whose runs are not aligned):
+//!   every element tested, outside ones read as the padding value or dropped.
 //!
 //! Stores write each element once, from its owner (see [`crate::layout`]).
 
@@ -542,8 +543,12 @@ impl Emitter<'_> {
         vars.iter().map(|&v| self.read(v)).collect()
     }
 
-    /// The branches of one access: when the tile lies inside the tensor, `fast` with runs
-    /// of `w` where they are aligned (else with single elements), otherwise `edge`.
+    /// The branches of one access: when the tile lies inside the tensor and its runs of `w`
+    /// are aligned, `fast` with those runs, otherwise `edge`. A tile inside the tensor
+    /// whose runs are not aligned (a strided or permuted view) takes the edge path too, whose
+    /// tests then all pass: two copies of each access instead of three, which is a third
+    /// less machine code for the driver to compile, for a compare per element on views that
+    /// cannot be vectorized anyway.
     fn inside_or_edge(
         &mut self,
         inside: Option<Value>,
@@ -552,15 +557,9 @@ impl Emitter<'_> {
         fast: &dyn Fn(&mut Self, u32) -> R<()>,
         edge: impl FnOnce(&mut Self) -> R<()>,
     ) -> R<()> {
-        let unchecked = |e: &mut Self| -> R<()> {
-            match aligned {
-                Some(aligned) => e.if_else(aligned, |e| fast(e, w), |e| fast(e, 1)),
-                None => fast(e, w),
-            }
-        };
-        match inside {
-            Some(inside) => self.if_else(inside, unchecked, edge),
-            None => unchecked(self),
+        match self.and(inside, aligned)? {
+            Some(fast_ok) => self.if_else(fast_ok, |e| fast(e, w), edge),
+            None => fast(self, w),
         }
     }
 
