@@ -2,7 +2,7 @@
 //! 2^28 f32 (12 bytes moved per element), and row softmax, RMS norm and layer norm of
 //! 16384x4096 f32 (each row read once and written once, one row per tile block: 8 bytes per
 //! element, plus the weights). Each kernel is timed with events (median of 50 launches after
-//! 5 warm-ups), checked against a plain-Rust f64 reference on sampled rows, and printed as a
+//! 5 warm-ups, queued back to back as the peers' are), checked against a plain-Rust f64 reference on sampled rows, and printed as a
 //! JSON record for `benches/report.py`; its peers (PyTorch, `torch.compile`, Triton) are in
 //! `benches/peers/tile_peers.py`. On the emulator (or with `CUPRUM_EXAMPLE_SIZE=small`) the
 //! sizes are small: the example then only shows that the kernels run and are right.
@@ -104,7 +104,7 @@ fn time(
 ) -> Result<f64, Failure> {
     let ctx = ExecutionContext::new(stream.clone());
     let mut failure = None;
-    let ms = timing::median_ms(stream, 5, 50, || {
+    let ms = timing::median_ms_queued(stream, 5, 50, || {
         if let Err(e) = launch(&ctx) {
             failure.get_or_insert(e);
         }

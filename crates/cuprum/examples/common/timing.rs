@@ -37,3 +37,16 @@ pub fn median_ms(
 ) -> Result<f64> {
     timing::median_ms(&Events(stream), Timing::new(warmup, reps), launch)
 }
+
+/// The median of `reps` event-timed runs of `launch`, after `warmup` untimed ones, in ms;
+/// all runs are queued and waited for at the end, so the host's work for one run overlaps the
+/// GPU's for the one before (as the PyTorch and Triton peers are timed: the figure is the
+/// GPU's time per run, not the host's launch latency from an idle GPU).
+pub fn median_ms_queued(
+    stream: &Stream,
+    warmup: usize,
+    reps: usize,
+    launch: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    timing::median_ms(&Events(stream), Timing::new(warmup, reps).queued(), launch)
+}
