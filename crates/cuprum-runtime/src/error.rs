@@ -180,6 +180,29 @@ pub enum Error {
         /// The operation, and on which backend or driver it is missing.
         what: String,
     },
+
+    /// A host thread the runtime needs could not be started.
+    #[error(
+        "could not start cuprum's {purpose} thread ({detail}): the process may be out of \
+         threads or memory; synchronize streams instead of awaiting them"
+    )]
+    HostThread {
+        /// What the thread is for, such as `"completion"`.
+        purpose: &'static str,
+        /// The operating system's error.
+        detail: String,
+    },
+
+    /// A [`Completion`](crate::Completion) whose work failed was asked for its result again,
+    /// after the failure had been returned once.
+    #[error(
+        "the awaited work failed, and that failure was already returned to an earlier poll or \
+         wait: {message}"
+    )]
+    AlreadyReported {
+        /// The first failure's message.
+        message: String,
+    },
 }
 
 /// A CUDA driver status (`CUresult`), as the driver API numbers it; the constants name the

@@ -7,6 +7,8 @@
 //! ([`CudaContext::new`]); `auto` uses a GPU when there is one, else the emulator.
 //!
 //! * [`context`][]: [`CudaContext`], [`Stream`], [`Event`], the backend choice.
+//! * [`completion`][]: [`Completion`], a stream's work awaited without blocking a thread (one
+//!   waiter thread per process asks the driver about recorded events).
 //! * [`buffer`][]: [`DeviceBuffer`] and the element traits [`DeviceCopy`], [`DeviceScalar`].
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
 //! * [`limits`][]: [`DeviceLimits`].
@@ -25,6 +27,7 @@
 mod backend;
 pub mod buffer;
 pub mod cache;
+pub mod completion;
 mod config;
 pub mod context;
 pub mod diagnostics;
@@ -34,6 +37,7 @@ pub mod limits;
 mod ordering;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
+pub use completion::Completion;
 pub use context::{
     BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
 };

@@ -215,6 +215,115 @@ fn kernels_compiled_ahead_launch_with_pushed_arguments() -> Result<(), Error> {
 }
 
 #[test]
+fn a_launch_configs_block_and_shared_memory_are_honoured_or_refused() -> Result<(), Error> {
+    use cuprum::tile::cuda_async::launch::AsyncKernelLaunch;
+    use cuprum::tile::cuda_core::LaunchConfig;
+    use cuprum::tile::error::LaunchProblem;
+    use cuprum::tile::tile_kernel::{CompileOptions, compile_from_context};
+
+    // A context of its own, so that its launch counter counts only this test's launches.
+    let device = Device::from_context(cuprum::CudaContext::new(0)?);
+    let stream = device.new_stream()?;
+    let ctx = ExecutionContext::new((*stream).clone());
+    let (function, _) = compile_from_context(
+        &ctx,
+        kernels::__module_ast_self,
+        "kernels",
+        "scale",
+        "scale",
+        vec!["128".to_string()],
+        vec![],
+        vec![],
+        vec![],
+        None,
+        CompileOptions::default(),
+        kernels::_SOURCE_HASH,
+    )?;
+    let lowered = function.block_dim();
+    assert!(
+        lowered.0 >= 32 && lowered.1 == 1 && lowered.2 == 1,
+        "a lowered block of whole warps along x: {lowered:?}"
+    );
+    let n = 1000;
+    let hx = data(n, 17);
+    let x: Arc<Tensor<f32>> = api::from_host(&hx, &[n]).sync_on(&stream)?.into();
+    let limit = device.context().limits().max_shared_per_block_optin;
+    // Runs one launch with `block` and `shared` into an output poisoned with NaN: the
+    // launch's result (the output, read back) and how many launches the context counted.
+    type Run = (Result<Vec<f32>, Error>, u64);
+    let run = |block: (u32, u32, u32), shared: u32, k: f32| -> Result<Run, Error> {
+        let mut out_t = api::full(f32::NAN, &[n]).sync_on(&stream)?;
+        let out = (&mut out_t).partition([128]);
+        let grid = out.grid().map_err(|problem| Error::InvalidLaunch {
+            kernel: "scale".into(),
+            problem,
+        })?;
+        let mut launch = AsyncKernelLaunch::new(function.clone());
+        launch
+            .push_arg(&out)
+            .push_arg_arc(&x)
+            .push_arg(k)
+            .set_launch_config(LaunchConfig {
+                grid_dim: grid,
+                block_dim: block,
+                shared_mem_bytes: shared,
+            });
+        let before = device.context().stats().launches;
+        let result = launch.sync_on(&stream);
+        let launched = device.context().stats().launches - before;
+        let host = (&out_t).to_host_vec().sync_on(&stream)?;
+        Ok((result.map(|()| host), launched))
+    };
+    // cuTile Rust's block, the lowered block, and shared memory beyond the kernel's own.
+    for (block, shared, k) in [
+        ((1, 1, 1), 0, 2.0f32),
+        (lowered, 0, -3.0),
+        ((1, 1, 1), 4096, 0.5),
+        (lowered, 1024, 7.0),
+    ] {
+        let (got, launched) = run(block, shared, k)?;
+        let want: Vec<f32> = hx.iter().map(|v| v * k).collect();
+        assert_eq!(
+            got?, want,
+            "block {block:?}, {shared} bytes of shared memory"
+        );
+        assert_eq!(launched, 1);
+    }
+    // Another block is refused before anything runs.
+    for block in [(lowered.0 * 2, 1, 1), (lowered.0 / 2, 2, 1), (0, 1, 1)] {
+        let (result, launched) = run(block, 0, 1.0)?;
+        match result {
+            Err(Error::InvalidLaunch {
+                kernel,
+                problem: LaunchProblem::BlockShape { given, lowered: l },
+            }) => {
+                assert_eq!((kernel.as_str(), given, l), ("scale", block, lowered));
+            }
+            Err(other) => panic!("block {block:?}: not a BlockShape refusal: {other}"),
+            Ok(_) => panic!("block {block:?} was launched, not refused"),
+        }
+        assert_eq!(launched, 0, "block {block:?}");
+    }
+    // Shared memory is not ignored: more than a block can have is refused by the runtime.
+    let (result, launched) = run((1, 1, 1), limit + 1, 1.0)?;
+    match result {
+        Err(Error::Runtime(e @ cuprum::Error::InvalidLaunch { .. })) => {
+            assert!(e.to_string().contains("shared memory"), "{e}");
+        }
+        Err(other) => panic!("not the runtime's refusal of the shared memory: {other}"),
+        Ok(_) => panic!(
+            "{} bytes of shared memory beyond the kernel's own were launched",
+            limit + 1
+        ),
+    }
+    assert_eq!(launched, 0);
+    // The stream is still usable.
+    let (got, _) = run(lowered, 0, 4.0)?;
+    assert_eq!(got?, hx.iter().map(|v| v * 4.0).collect::<Vec<f32>>());
+    Ok(())
+}
+
+#[test]
 fn the_autotuner_times_each_candidate_and_records_failures() -> Result<(), Error> {
     use cuprum::tile::tune::{Autotuner, Config, ParamValue, TrialState};
 

@@ -1,7 +1,8 @@
 //! The seam between the runtime's public objects and the devices that run their work.
 //!
 //! [`Device`] lists every operation a backend provides: streams and events, memory
-//! (allocate, free, zero, copy in, out and across), order marks between streams, loading a
+//! (allocate, free, zero, copy in, out and across), order marks between streams (also asked,
+//! without waiting, whether the work before them has completed), loading a
 //! module and launching a kernel. It is implemented once for the CUDA driver
 //! ([`cuda::CudaDevice`]) and once for the CPU emulator ([`emu::EmuDevice`]). [`Backend`] is
 //! the one place that picks between them: each of its methods forwards to the device a
@@ -133,6 +134,9 @@ pub(crate) trait Device: Send + Sync {
     fn order_mark(&self, stream: &Self::Stream) -> Outcome<Option<Self::Mark>>;
     /// Makes `stream` wait, on the device, for the work before `mark`.
     fn wait_mark(&self, stream: &Self::Stream, mark: &Self::Mark) -> Outcome<()>;
+    /// Whether the work before `mark` has completed, without waiting; a fault of that work
+    /// is a failure.
+    fn mark_complete(&self, mark: &Self::Mark) -> Outcome<bool>;
 
     /// Allocates `bytes` (> 0) bytes, ready for every stream.
     fn alloc(&self, bytes: usize) -> Outcome<u64>;
@@ -294,6 +298,10 @@ impl Backend {
         same_backend!(
             self, (stream, StreamHandle, s), (mark, MarkHandle, m) => |d| d.wait_mark(s, m)
         )
+    }
+
+    pub(crate) fn mark_complete(&self, mark: &MarkHandle) -> Outcome<bool> {
+        same_backend!(self, (mark, MarkHandle, m) => |d| d.mark_complete(m))
     }
 
     pub(crate) fn alloc(&self, bytes: usize) -> Outcome<u64> {

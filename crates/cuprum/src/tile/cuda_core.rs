@@ -129,15 +129,16 @@ impl Device {
 }
 
 /// How a launch of cuTile Rust's lower-level API is shaped (`AsyncKernelLaunch::
-/// set_launch_config`): the grid of tile blocks; the block shape and shared memory are
-/// cuTile Rust's and not used (cuprum's lowering picks them).
+/// set_launch_config`; what a tile kernel lets it set: [`AsyncKernelLaunch`](crate::tile::cuda_async::launch::AsyncKernelLaunch)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Tile blocks along x, y and z.
     pub grid_dim: (u32, u32, u32),
-    /// Threads per block, in cuTile Rust (one per tile block); not used.
+    /// Threads per block: `(1, 1, 1)` as in cuTile Rust (one "thread" per tile block, the
+    /// compiler's block), or the block the lowering compiled the kernel for; any other is
+    /// refused before the launch runs.
     pub block_dim: (u32, u32, u32),
-    /// Dynamic shared memory, in cuTile Rust; not used.
+    /// Dynamic shared memory reserved beyond the kernel's own, in bytes (0: none).
     pub shared_mem_bytes: u32,
 }
 

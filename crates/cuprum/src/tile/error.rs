@@ -277,6 +277,17 @@ pub enum LaunchProblem {
         /// What is wrong with it.
         reason: String,
     },
+    /// A launch configuration (`AsyncKernelLaunch::set_launch_config`) whose block is neither
+    /// cuTile Rust's `(1, 1, 1)` nor the block cuprum's lowering chose for the kernel.
+    #[error(
+        "the launch configuration asks for block {given:?}, but the tile lowering compiled the kernel for block {lowered:?} (a tile kernel's threads are the compiler's choice): give block_dim (1, 1, 1), as cuTile Rust's launchers do, or {lowered:?}"
+    )]
+    BlockShape {
+        /// The block the configuration gives.
+        given: (u32, u32, u32),
+        /// The block the kernel was lowered for.
+        lowered: (u32, u32, u32),
+    },
     /// A tensor of another context (device) than the stream the launch runs on.
     #[error(
         "the tensor given for `{param}` lives on another context (device) than the stream the launch runs on"

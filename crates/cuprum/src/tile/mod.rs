@@ -40,8 +40,9 @@
 //!   ([`tensor`]), made by [`api`]; lazy operations and their combinators
 //!   ([`cuda_async::device_operation`]); launches ([`tile_kernel`]); [`error::Error`].
 //!
-//! Nothing runs before `.sync_on(&stream)`, `.sync()` or `.await` (which runs the operation
-//! when first polled, blocking the polling thread until the device is done). A launch takes ownership of its
+//! Nothing runs before `.sync_on(&stream)`, `.sync()` or `.await` (which submits the
+//! operation when first polled and is ready when the device has finished it, without blocking
+//! the polling thread meanwhile; see [`cuda_async::device_future::DeviceFuture`]). A launch takes ownership of its
 //! arguments and gives them all back, in order; so one tensor cannot be both a launch's
 //! output and one of its inputs (the second use is a use after move, E0382). Bad arguments
 //! (a partition that does not fit the kernel's tile shape, a wrong rank or element type, an

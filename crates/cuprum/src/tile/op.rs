@@ -15,12 +15,42 @@
 //! output in an `Arc`), [`arc`](DeviceOp::arc), [`boxed`](DeviceOp::boxed), [`value`] (an
 //! output already there). [`IntoDeviceOp`] lets launchers take both operations and plain
 //! values.
+//!
+//! # `.await`
+//!
+//! Every operation is a future too ([`DeviceFuture`]), and awaiting one does not block the
+//! executor's thread while the device works. The first poll executes the operation on its
+//! stream, which submits its work and returns at once (as [`DeviceOp::execute`] does), then
+//! records a `cuprum::Completion` at the end of the stream and returns `Pending`. The
+//! runtime's one waiter thread per process asks the driver (`cuEventQuery`, which does not
+//! wait) whether the work before each recorded completion has finished, and wakes the waker
+//! that the future's last poll left; the next poll gives the output. Later polls before then
+//! submit nothing again and only replace the waker. A kernel that faults on the GPU is the
+//! future's `Err` (a `KernelFault` naming the kernel), as is a launch refused before
+//! anything ran. Why a waiter thread and not a host function on the stream
+//! (`cuLaunchHostFunc`): the runtime's `completion` module says.
+//!
+//! What the first poll still waits for: copies between the host and the device (`from_host`,
+//! `to_host_vec`, `copy_host_vec_to_device`) finish before the runtime returns from them, so
+//! that host memory never has to outlive a call; an operation that contains one waits for it,
+//! and so for the stream's earlier work, within that poll. Kernel launches, device-side
+//! copies and allocations do not wait. On the emulator every operation runs to completion
+//! when it is submitted, so the first poll is ready.
+//!
+//! A future dropped while its work is running keeps its output (the tensors the work writes)
+//! and waits for the work to end before dropping it, blocking the dropping thread: the output
+//! may borrow from the caller, so it cannot be handed to another thread, and the device must
+//! never use memory that has been given back. (Memory a dropped tensor frees is also ordered
+//! after all earlier work by the runtime; the wait keeps that true of everything the output
+//! owns.)
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+
+use cuprum_runtime::Completion;
 
 use crate::tile::cuda_core::{Device, Stream};
 use crate::tile::error::Error;
@@ -68,10 +98,10 @@ impl ExecutionContext {
 
 /// A lazy description of device work with an output. See the module docs.
 ///
-/// Every operation can also be awaited (`op.await`): the future runs it like
-/// [`sync`](Self::sync) when it is first polled, on the default stream of device 0, and is
-/// then ready. It blocks the polling thread while the device works (the runtime has no
-/// completion callback yet), so awaiting does not overlap device work with other tasks.
+/// Every operation can also be awaited (`op.await`, through [`DeviceFuture`]): the first
+/// poll submits it to the default stream of device 0 (or the stream it was
+/// [scheduled](Self::schedule) on) and the future is ready when the device has finished it,
+/// without blocking the polling thread meanwhile (see the module docs).
 pub trait DeviceOp:
     Send + Sized + IntoFuture<Output = Result<<Self as DeviceOp>::Output, Error>>
 {
@@ -171,49 +201,131 @@ pub trait DeviceOp:
     }
 }
 
-/// The future of an awaited operation (see [`DeviceOp`]): ready on its first poll, which
-/// runs the operation on its stream (the default stream of device 0 unless it was
-/// [scheduled](DeviceOp::schedule)) and waits for it.
-pub struct DeviceFuture<D> {
-    op: Option<D>,
-    stream: Option<Stream>,
+/// The future of an awaited operation (see [`DeviceOp`] and the module docs on `.await`).
+///
+/// Its first poll submits the operation to its stream (the default stream of device 0,
+/// unless it was [scheduled](DeviceOp::schedule)), as [`execute`](DeviceOp::execute) does, and
+/// records a [`Completion`] at the end of the stream; it returns the output when the device has
+/// finished, and `Pending` until then, leaving the waker the runtime's waiter thread wakes.
+/// Later polls submit nothing again. A failure (a refused launch, a kernel that faulted) is
+/// the future's `Err`.
+///
+/// Copies between the host and the device inside the operation finish within the first poll
+/// (the runtime's host copies are synchronous); kernels and device-side work do not block it.
+/// On the emulator, work is done when submitted, so the first poll is ready. Dropping the
+/// future while its work runs blocks until the work has ended, so that nothing the work uses
+/// is dropped before it.
+pub struct DeviceFuture<D: DeviceOp> {
+    state: FutureState<D>,
 }
 
-impl<D> DeviceFuture<D> {
+enum FutureState<D: DeviceOp> {
+    /// Not polled yet: nothing has run.
+    Unstarted { op: D, stream: Option<Stream> },
+    /// Submitted; `output` is given out when `completion` is.
+    Running {
+        completion: Completion,
+        output: <D as DeviceOp>::Output,
+    },
+    /// Its result was given out (or it failed to start).
+    Finished,
+}
+
+impl<D: DeviceOp> DeviceFuture<D> {
     /// The future of `op`, run on the default stream of device 0.
     pub fn new(op: D) -> Self {
         Self {
-            op: Some(op),
-            stream: None,
+            state: FutureState::Unstarted { op, stream: None },
         }
     }
 
     /// The future of `op`, run on `stream`.
     pub fn on(op: D, stream: Stream) -> Self {
         Self {
-            op: Some(op),
-            stream: Some(stream),
+            state: FutureState::Unstarted {
+                op,
+                stream: Some(stream),
+            },
+        }
+    }
+
+    /// The future of work already submitted, whose output is `output` once `completion` is
+    /// complete (for tests of the future's states on every backend).
+    #[cfg(test)]
+    fn running(completion: Completion, output: <D as DeviceOp>::Output) -> Self {
+        Self {
+            state: FutureState::Running { completion, output },
+        }
+    }
+
+    /// Gives `output` out once `completion` is complete; keeps both until then.
+    fn poll_running(
+        &mut self,
+        completion: Completion,
+        output: <D as DeviceOp>::Output,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
+        match completion.poll_complete(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(output)),
+            // The work has ended (it failed): its buffers may go.
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+            Poll::Pending => {
+                self.state = FutureState::Running { completion, output };
+                Poll::Pending
+            }
         }
     }
 }
 
-// The operation is moved out before it runs and never pinned, so the future may move.
-impl<D> Unpin for DeviceFuture<D> {}
+// The operation and its output are moved, never pinned, so the future may move.
+impl<D: DeviceOp> Unpin for DeviceFuture<D> {}
 
 impl<D: DeviceOp> Future for DeviceFuture<D> {
     type Output = Result<<D as DeviceOp>::Output, Error>;
 
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        Poll::Ready(match this.op.take() {
-            Some(op) => match &this.stream {
-                Some(stream) => op.sync_on(stream),
-                None => op.sync(),
-            },
-            None => Err(Error::SharedOpFailed {
+        match std::mem::replace(&mut this.state, FutureState::Finished) {
+            FutureState::Unstarted { op, stream } => {
+                let stream = match stream {
+                    Some(stream) => stream,
+                    None => match Device::new(0) {
+                        Ok(device) => device.default_stream(),
+                        Err(e) => return Poll::Ready(Err(e)),
+                    },
+                };
+                let output = match op.execute(&ExecutionContext::new(stream.clone())) {
+                    Ok(output) => output,
+                    Err(e) => return Poll::Ready(Err(e)),
+                };
+                match stream.completion() {
+                    Ok(completion) => this.poll_running(completion, output, cx),
+                    // The work cannot be watched (no waiter thread, no event): wait for it
+                    // here, so that its output is never given out or dropped early.
+                    Err(_) => {
+                        Poll::Ready(stream.synchronize().map(|()| output).map_err(Into::into))
+                    }
+                }
+            }
+            FutureState::Running { completion, output } => {
+                this.poll_running(completion, output, cx)
+            }
+            FutureState::Finished => Poll::Ready(Err(Error::SharedOpFailed {
                 message: "a device operation's future was polled after it completed".into(),
-            }),
-        })
+            })),
+        }
+    }
+}
+
+/// A future dropped while its work runs waits, blocking, for the work to end before its
+/// output (the tensors the work writes, which may borrow from the caller) is dropped: the
+/// device never uses memory that has been given back.
+impl<D: DeviceOp> Drop for DeviceFuture<D> {
+    fn drop(&mut self) {
+        if let FutureState::Running { completion, .. } = &self.state {
+            // The outcome has nowhere to go; a fault is sticky and the next use reports it.
+            let _ = completion.wait();
+        }
     }
 }
 
@@ -788,4 +900,128 @@ pub fn global_policy(device_id: usize) -> Result<Arc<dyn SchedulingPolicy>, Erro
     Ok(Arc::new(SingleStream {
         stream: device.default_stream(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The future's states on every backend: a manual completion stands for work that is
+    //! still running on a device.
+
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::task::{Wake, Waker};
+    use std::time::{Duration, Instant};
+
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn waker() -> (Arc<Counter>, Waker) {
+        let counter = Arc::new(Counter::default());
+        (counter.clone(), Waker::from(counter))
+    }
+
+    fn count(c: &Counter) -> usize {
+        c.0.load(Ordering::SeqCst)
+    }
+
+    fn poll<D: DeviceOp>(
+        f: &mut DeviceFuture<D>,
+        w: &Waker,
+    ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
+        Pin::new(f).poll(&mut Context::from_waker(w))
+    }
+
+    #[test]
+    fn a_running_future_is_pending_until_its_work_completes() {
+        let (completion, signal) = Completion::manual();
+        let mut f = DeviceFuture::<Value<Vec<u32>>>::running(completion, vec![4, 5, 6]);
+        let ((first, first_waker), (second, second_waker)) = (waker(), waker());
+        assert!(poll(&mut f, &first_waker).is_pending());
+        assert!(poll(&mut f, &second_waker).is_pending());
+        assert_eq!((count(&first), count(&second)), (0, 0));
+        signal.complete(Ok(()));
+        assert_eq!(
+            (count(&first), count(&second)),
+            (0, 1),
+            "the last poll's waker, and only it, is woken"
+        );
+        match poll(&mut f, &second_waker) {
+            Poll::Ready(Ok(v)) => assert_eq!(v, [4, 5, 6]),
+            other => panic!("not ready with the output: {:?}", other.map(|r| r.is_ok())),
+        }
+        assert!(matches!(
+            poll(&mut f, &second_waker),
+            Poll::Ready(Err(Error::SharedOpFailed { .. }))
+        ));
+    }
+
+    #[test]
+    fn work_that_fails_after_submission_is_the_futures_error() {
+        let (completion, signal) = Completion::manual();
+        let mut f = DeviceFuture::<Value<u8>>::running(completion, 1);
+        let (_, w) = waker();
+        assert!(poll(&mut f, &w).is_pending());
+        signal.complete(Err(crate::Error::Unsupported {
+            what: "a fault stand-in".into(),
+        }));
+        match poll(&mut f, &w) {
+            Poll::Ready(Err(Error::Runtime(e))) => {
+                assert!(e.to_string().contains("a fault stand-in"), "{e}")
+            }
+            other => panic!("not the work's error: {:?}", other.map(|r| r.is_ok())),
+        }
+    }
+
+    /// An output that records whether the work had ended when it was dropped.
+    struct Witness {
+        work_ended: Arc<AtomicBool>,
+        dropped_after_work: Arc<AtomicBool>,
+    }
+
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            let ended = self.work_ended.load(Ordering::SeqCst);
+            self.dropped_after_work.store(ended, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_future_dropped_while_its_work_runs_keeps_the_output_until_the_work_ends() {
+        let (completion, signal) = Completion::manual();
+        let work_ended = Arc::new(AtomicBool::new(false));
+        let dropped_after_work = Arc::new(AtomicBool::new(false));
+        let mut f = DeviceFuture::<Value<Witness>>::running(
+            completion,
+            Witness {
+                work_ended: work_ended.clone(),
+                dropped_after_work: dropped_after_work.clone(),
+            },
+        );
+        let (_, w) = waker();
+        assert!(poll(&mut f, &w).is_pending());
+        let ender = {
+            let work_ended = work_ended.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                work_ended.store(true, Ordering::SeqCst);
+                signal.complete(Ok(()));
+            })
+        };
+        let start = Instant::now();
+        drop(f);
+        assert!(
+            dropped_after_work.load(Ordering::SeqCst),
+            "the output was dropped while the work ran"
+        );
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        ender
+            .join()
+            .unwrap_or_else(|_| panic!("the ending thread panicked"));
+    }
 }

@@ -38,6 +38,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuEventCreate",
     "cuEventRecord",
     "cuEventSynchronize",
+    "cuEventQuery",
     "cuEventDestroy_v2",
     "cuStreamWaitEvent",
     "cuMemAlloc_v2",

@@ -205,6 +205,10 @@ impl Device for CudaDevice {
         Ok(self.stream_wait(stream, mark)?)
     }
 
+    fn mark_complete(&self, mark: &OrderMark) -> Outcome<bool> {
+        Ok(self.query_order_mark(mark)?)
+    }
+
     fn alloc(&self, bytes: usize) -> Outcome<u64> {
         self.allocate(bytes).map_err(|f| {
             if f.is_out_of_memory() {

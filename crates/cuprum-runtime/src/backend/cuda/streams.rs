@@ -1,6 +1,7 @@
 //! Streams, events and order marks of the CUDA backend. Our streams are blocking streams:
 //! ordered with the legacy default stream, and with each other only through order marks
-//! (events without timing, pooled per device), which `ordering.rs` records and waits for.
+//! (events without timing, pooled per device), which `ordering.rs` records and waits for, and
+//! which `completion.rs` queries to learn, without waiting, that a stream's work is done.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,21 @@ impl CudaDevice {
             )
         }
         .map_err(fail("cuStreamWaitEvent"))
+    }
+
+    /// Whether the work before `mark` has completed (`cuEventQuery`, which does not wait); a
+    /// fault of that work comes back as the failure.
+    pub(crate) fn query_order_mark(&self, mark: &OrderMark) -> Result<bool, CuFail> {
+        self.bind()?;
+        // SAFETY: the event is alive (the mark holds it until dropped).
+        match unsafe { result::event::query(mark.raw) } {
+            Ok(()) => Ok(true),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+            Err(err) => Err(CuFail {
+                call: "cuEventQuery",
+                err,
+            }),
+        }
     }
 
     pub(crate) fn synchronize_event(&self, event: &CudaEvent) -> Result<(), CuFail> {

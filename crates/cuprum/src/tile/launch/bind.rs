@@ -520,6 +520,44 @@ pub(crate) fn explicit_spec(
 }
 
 /// What a parameter takes, for messages.
+/// The block shape and dynamic shared memory a launch of cuTile Rust's lower-level API asks
+/// for (its `LaunchConfig`, less the grid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockRequest {
+    /// The block shape.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory, in bytes.
+    pub shared_bytes: u32,
+}
+
+/// The block and the dynamic shared memory (bytes) of a launch of a kernel the lowering made
+/// for blocks of `threads` threads using `shared` bytes of dynamic shared memory, given what
+/// the launch asked for (`None`: the module's launchers, which ask for nothing).
+///
+/// A tile kernel's threads are the lowering's choice, so the block asked for must be cuTile
+/// Rust's `(1, 1, 1)` (one "thread" per tile block: the compiler's block) or the lowered block
+/// itself; any other is refused. Shared memory asked for is honoured as in cuTile Rust, where
+/// it is dynamic shared memory beyond what the compiled kernel declares: the launch reserves
+/// it after the kernel's own (which lowers occupancy, as there); the runtime refuses a total
+/// above the device's limit.
+pub(crate) fn block_config(
+    request: Option<BlockRequest>,
+    threads: u32,
+    shared: u32,
+) -> Result<((u32, u32, u32), u32), LaunchProblem> {
+    let lowered = (threads, 1, 1);
+    let Some(request) = request else {
+        return Ok((lowered, shared));
+    };
+    if request.block != (1, 1, 1) && request.block != lowered {
+        return Err(LaunchProblem::BlockShape {
+            given: request.block,
+            lowered,
+        });
+    }
+    Ok((lowered, shared.saturating_add(request.shared_bytes)))
+}
+
 fn describe(kind: &ParamKind) -> &'static str {
     match kind {
         ParamKind::Scalar(_) => "a scalar",
@@ -554,4 +592,52 @@ fn check_aliasing(kernel: &TileKernel, args: &[ArgDesc<'_>]) -> Result<(), Launc
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(block: (u32, u32, u32), shared_bytes: u32) -> Option<BlockRequest> {
+        Some(BlockRequest {
+            block,
+            shared_bytes,
+        })
+    }
+
+    #[test]
+    fn a_launch_gets_the_lowered_block_and_the_shared_memory_asked_beyond_the_kernels() {
+        assert_eq!(block_config(None, 128, 512), Ok(((128, 1, 1), 512)));
+        assert_eq!(
+            block_config(ask((1, 1, 1), 0), 128, 512),
+            Ok(((128, 1, 1), 512))
+        );
+        assert_eq!(
+            block_config(ask((128, 1, 1), 0), 128, 0),
+            Ok(((128, 1, 1), 0))
+        );
+        assert_eq!(
+            block_config(ask((1, 1, 1), 4096), 256, 512),
+            Ok(((256, 1, 1), 4608))
+        );
+        assert_eq!(
+            block_config(ask((1, 1, 1), u32::MAX), 256, 512),
+            Ok(((256, 1, 1), u32::MAX)),
+            "the runtime refuses what no device has"
+        );
+    }
+
+    #[test]
+    fn a_block_the_kernel_was_not_lowered_for_is_refused() {
+        for block in [(256, 1, 1), (64, 2, 1), (0, 1, 1), (1, 1, 2), (128, 1, 1)] {
+            assert_eq!(
+                block_config(ask(block, 0), 64, 0),
+                Err(LaunchProblem::BlockShape {
+                    given: block,
+                    lowered: (64, 1, 1)
+                }),
+                "{block:?}"
+            );
+        }
+    }
 }

@@ -8,16 +8,23 @@
 //! shapes, partitions, grids, aliasing) and runs the same compiled kernel as the module's
 //! launchers. cuTile Rust's specialization hints (strides, divisibility bits, scalar
 //! hints, a constant grid) are accepted and not needed: cuprum reads strides at launch and
-//! its kernels do not depend on the grid. The block shape of a [`LaunchConfig`] is cuTile
-//! Rust's (one "thread" per tile block); cuprum's lowering picks the real one, so only the
-//! grid is used.
+//! its kernels do not depend on the grid.
+//!
+//! A [`LaunchConfig`] is honoured where a tile kernel lets it be. Its grid is the launch's
+//! (checked against the partitions'). Its block must be cuTile Rust's `(1, 1, 1)` (one
+//! "thread" per tile block, what cuTile Rust's launchers give) or the block cuprum's lowering
+//! compiled the kernel for, since the lowering chooses a tile kernel's threads; any other is
+//! refused with [`LaunchProblem::BlockShape`](crate::tile::error::LaunchProblem::BlockShape)
+//! before anything runs. Its shared memory is, as in cuTile Rust, dynamic shared memory
+//! beyond what the kernel declares: the launch reserves it after the kernel's own, and the
+//! runtime refuses a total above the device's limit.
 
 use std::sync::Arc;
 
 use crate::CudaContext;
 use crate::tile::cuda_core::{DType, LaunchConfig};
 use crate::tile::error::Error;
-use crate::tile::launch::bind::{self, ArgDesc, TensorDesc};
+use crate::tile::launch::bind::{self, ArgDesc, BlockRequest, TensorDesc};
 use crate::tile::launch::compile;
 use crate::tile::launch::{Entry, Lowering, launch};
 use crate::tile::op::{DeviceOp, ExecutionContext};
@@ -69,12 +76,19 @@ pub struct Function {
     entry: &'static Entry,
     generics: Vec<String>,
     name: String,
+    block: (u32, u32, u32),
 }
 
 impl Function {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The block cuprum's lowering compiled the kernel for (cuprum's own): what a
+    /// [`LaunchConfig`]'s `block_dim` may give besides cuTile Rust's `(1, 1, 1)`.
+    pub fn block_dim(&self) -> (u32, u32, u32) {
+        self.block
     }
 }
 
@@ -162,6 +176,7 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
         entry,
         generics: function_generics,
         name: kernel.name.clone(),
+        block: (compiled.block_threads, 1, 1),
     };
     let validator = Validator {
         params: kernel.params.iter().map(|p| p.name.clone()).collect(),
@@ -287,10 +302,18 @@ impl<T: DType> ArcKernelArgument for Tensor<T> {
 
 /// One launch of a [`Function`], its arguments pushed in the kernel's parameter order (cuTile
 /// Rust's `AsyncKernelLaunch`); a [`DeviceOp`] whose output is `()`.
+///
+/// Its [`LaunchConfig`] is honoured where a tile kernel lets it be: the grid is the launch's
+/// (it must be the partitions' grid when there are partitions); the block must be cuTile
+/// Rust's `(1, 1, 1)` or the block cuprum's lowering compiled the kernel for (the lowering
+/// chooses a tile kernel's threads), any other being refused with
+/// [`LaunchProblem::BlockShape`](crate::tile::error::LaunchProblem::BlockShape) before
+/// anything runs; the shared memory is, as in cuTile Rust, dynamic shared memory reserved
+/// beyond the kernel's own, a total above the device's limit being refused by the runtime.
 pub struct AsyncKernelLaunch {
     function: Arc<Function>,
     args: Vec<Held>,
-    grid: Option<(u32, u32, u32)>,
+    config: Option<LaunchConfig>,
 }
 
 impl AsyncKernelLaunch {
@@ -299,7 +322,7 @@ impl AsyncKernelLaunch {
         AsyncKernelLaunch {
             function,
             args: Vec::new(),
-            grid: None,
+            config: None,
         }
     }
 
@@ -316,9 +339,11 @@ impl AsyncKernelLaunch {
     }
 
     /// Sets the grid (`cfg.grid_dim`; it must be the partitions' grid when there are
-    /// partitions). The block shape and shared memory are the lowering's.
+    /// partitions), the block (`(1, 1, 1)` or the lowered kernel's) and the dynamic shared
+    /// memory reserved beyond the kernel's own (see [`AsyncKernelLaunch`]). Without it, the grid
+    /// comes from the partitions, and the block and shared memory are the lowering's.
     pub fn set_launch_config(&mut self, cfg: LaunchConfig) -> &mut Self {
-        self.grid = Some(cfg.grid_dim);
+        self.config = Some(cfg);
         self
     }
 }
@@ -331,7 +356,11 @@ impl DeviceOp for AsyncKernelLaunch {
         launch(
             self.function.entry,
             Some(&self.function.generics),
-            self.grid,
+            self.config.map(|c| c.grid_dim),
+            self.config.map(|c| BlockRequest {
+                block: c.block_dim,
+                shared_bytes: c.shared_mem_bytes,
+            }),
             Lowering::DEFAULT,
             ctx,
             &descs,

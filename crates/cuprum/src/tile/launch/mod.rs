@@ -127,6 +127,7 @@ where
             self.entry,
             self.generics.as_deref(),
             self.grid,
+            None,
             self.lowering,
             ctx,
             &descs,
@@ -136,11 +137,14 @@ where
 }
 crate::tile::op::awaitable!([A] Launcher<A> => A::Output, where A: Zippable + Send, A::Output: LaunchArgs);
 
-/// Checks, compiles (once) and launches `entry` with `args` on `ctx`'s stream.
+/// Checks, compiles (once) and launches `entry` with `args` on `ctx`'s stream; `block` is
+/// what cuTile Rust's launch configuration asks of the block and shared memory, if anything
+/// (see [`bind::block_config`]).
 fn launch(
     entry: &'static Entry,
     explicit: Option<&[String]>,
     grid: Option<(u32, u32, u32)>,
+    block: Option<bind::BlockRequest>,
     lowering: Lowering,
     ctx: &ExecutionContext,
     args: &[ArgDesc<'_>],
@@ -161,12 +165,19 @@ fn launch(
         lowering,
         entry.print_ir,
     )?;
+    let (block, shared_mem_bytes) =
+        bind::block_config(block, compiled.block_threads, compiled.shared_bytes).map_err(
+            |problem| Error::InvalidLaunch {
+                kernel: kernel.name.clone(),
+                problem,
+            },
+        )?;
     let module = compile::loaded(ctx.context(), &compiled)?;
     let kernel_args = compile::kernel_args(&compiled, args)?;
     let config = LaunchConfig {
         grid: plan.grid,
-        block: (compiled.block_threads, 1, 1),
-        shared_mem_bytes: compiled.shared_bytes,
+        block,
+        shared_mem_bytes,
     };
     // SAFETY: every slice argument is the whole allocation of a live tensor of this context
     // (`plan` refused other contexts; the tensors are owned or borrowed by the launch's
