@@ -35,6 +35,13 @@
 //! JIT: no more local memory (spills), blocks as large, and no more registers, or more but
 //! with as many blocks per SM ([`occupancy`]).
 //!
+//! **One compile's time when the linker agrees.** The linker compiles on a second thread
+//! while the JIT compiles, with its own choices; when every kernel of its cubin is no worse
+//! than the JIT's by the same rule, that cubin is kept and no capped link follows, so a miss
+//! takes about as long as the JIT alone (tile kernels, whose blocks are exact, are the common
+//! case). Only when the linker's choices are worse (the `.maxntid` kernels above) does the
+//! capped link run after the JIT.
+//!
 //! **Raised caps.** Capped at the JIT's count, a kernel can spill where the JIT's code did not
 //! (bench_simt's `hgemm_mma`: 80 registers and 24 bytes of local memory against 80 and 0 on an
 //! H200). Registers are allocated per warp in units of 256, 8 per thread, and a few more per
@@ -114,8 +121,10 @@ pub const ENABLED_BY_DEFAULT: bool = true;
 /// How the cache's cubins are made, part of every key: a cubin made another way (say, by the
 /// plain linker of earlier versions) is never loaded for this one. v1 capped every kernel at
 /// the JIT's registers; v2 may raise a spilling kernel's cap while its occupancy is kept (see
-/// the module docs), and remembers on disk a module it cannot make a cubin for.
-pub const RECIPE: &str = "link-capped-v2";
+/// the module docs), and remembers on disk a module it cannot make a cubin for; v3 first
+/// keeps the linker's own cubin, made while the JIT compiles, when it is no worse than the
+/// JIT's code.
+pub const RECIPE: &str = "judged-link-v3";
 
 /// `CUPRUM_CUBIN_DUMP=<dir>` writes every cubin the cache makes or reads into `<dir>`.
 pub const CUBIN_DUMP_ENV: &str = "CUPRUM_CUBIN_DUMP";
@@ -234,7 +243,7 @@ impl CacheKey {
     }
 
     /// The key as text, stored in the entry and compared in full on every lookup, e.g.
-    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=link-capped-v2`
+    /// `cubin ptx=5f0c…/2411 target=sm_90 cc=9.0 driver=12080 ptr=64 recipe=judged-link-v3`
     /// (`not-cacheable ptx=…` for [`not_cacheable`](Self::not_cacheable)).
     pub fn text(&self) -> String {
         let kind = match self.kind {

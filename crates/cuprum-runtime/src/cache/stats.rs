@@ -26,6 +26,9 @@ pub struct CacheStats {
     /// Misses whose cubin was kept with at least one kernel linked at a register cap above the
     /// JIT's count (it spilled at the JIT's count; the higher cap keeps its occupancy).
     pub raised_caps: u64,
+    /// Misses whose cubin came from the link run while the JIT compiled (each kernel no worse
+    /// than the JIT's), so no second compile followed.
+    pub parallel_links: u64,
     /// Misses that did not try the capped link because the module was found not cacheable
     /// before: by this process, or by an earlier one that left a verdict on disk.
     pub skipped_links: u64,
@@ -43,6 +46,7 @@ pub(crate) struct Counters {
     pub(crate) disk_writes: AtomicU64,
     pub(crate) not_cached: AtomicU64,
     pub(crate) raised_caps: AtomicU64,
+    pub(crate) parallel_links: AtomicU64,
     pub(crate) skipped_links: AtomicU64,
     pub(crate) io_failures: AtomicU64,
     pub(crate) ir_reuses: AtomicU64,
@@ -56,6 +60,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     disk_writes: AtomicU64::new(0),
     not_cached: AtomicU64::new(0),
     raised_caps: AtomicU64::new(0),
+    parallel_links: AtomicU64::new(0),
     skipped_links: AtomicU64::new(0),
     io_failures: AtomicU64::new(0),
     ir_reuses: AtomicU64::new(0),
@@ -77,6 +82,7 @@ pub fn stats() -> CacheStats {
         disk_writes: get(&c.disk_writes),
         not_cached: get(&c.not_cached),
         raised_caps: get(&c.raised_caps),
+        parallel_links: get(&c.parallel_links),
         skipped_links: get(&c.skipped_links),
         io_failures: get(&c.io_failures),
         ir_reuses: get(&c.ir_reuses),

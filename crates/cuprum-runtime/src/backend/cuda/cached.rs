@@ -206,18 +206,40 @@ fn link_capped(
     caps: &[u32],
     names: &[&str],
 ) -> Result<(Vec<u8>, CudaModule), NoCubin> {
-    let options: Vec<[LinkOption; 2]> = caps
+    let options: Vec<Vec<LinkOption>> = caps
         .iter()
         .map(|&cap| {
-            [
+            vec![
                 LinkOption::MaxRegisters(cap),
                 LinkOption::OverrideDirectiveValues,
             ]
         })
         .collect();
+    link_inputs(device, texts, &options, names)
+}
+
+/// Links `texts` (one kernel each) into one cubin with the linker's own choices, and loads it:
+/// what a miss links on another thread while the JIT compiles (see [`load_cuda`]).
+fn link_uncapped(
+    device: &CudaDevice,
+    texts: &[String],
+    names: &[&str],
+) -> Result<(Vec<u8>, CudaModule), NoCubin> {
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let options = vec![Vec::new(); texts.len()];
+    link_inputs(device, &texts, &options, names)
+}
+
+/// Links `texts` (one kernel each), input `i` with `options[i]`, and loads the cubin.
+fn link_inputs(
+    device: &CudaDevice,
+    texts: &[&str],
+    options: &[Vec<LinkOption>],
+    names: &[&str],
+) -> Result<(Vec<u8>, CudaModule), NoCubin> {
     let inputs: Vec<LinkInput<'_>> = texts
         .iter()
-        .zip(&options)
+        .zip(options)
         .map(|(ptx, options)| LinkInput { ptx, options })
         .collect();
     let cubin = device
@@ -269,6 +291,51 @@ fn climb(
     }))
 }
 
+/// What the JIT gave each of the `count` kernels of `jit`.
+fn jit_uses(
+    device: &CudaDevice,
+    jit: &CudaModule,
+    count: usize,
+) -> Result<Vec<KernelUse>, NoCubin> {
+    (0..count).map(|i| used(device, jit, i)).collect()
+}
+
+/// The block sizes each kernel may be launched with: its exact block, else any up to the
+/// largest the JIT's code accepts (which `.maxntid` already bounds).
+fn block_sizes(facts: &PerKernel<'_>, jit_use: &[KernelUse]) -> Vec<BlockSizes> {
+    facts
+        .exact_block
+        .iter()
+        .zip(jit_use)
+        .map(|(exact, used)| match exact {
+            Some(threads) => BlockSizes::Exactly(*threads),
+            None => BlockSizes::UpTo(used.max_threads_per_block),
+        })
+        .collect()
+}
+
+/// The uncapped link's cubin, if every kernel in it is no worse than from the JIT
+/// ([`occupancy::judge`]); `None` otherwise (the capped link then makes the cubin).
+fn uncapped_if_as_good(
+    device: &CudaDevice,
+    jit: &CudaModule,
+    names: &[&str],
+    facts: &PerKernel<'_>,
+    linked: Result<(Vec<u8>, CudaModule), NoCubin>,
+) -> Option<Vec<u8>> {
+    let (cubin, linked) = linked.ok()?;
+    if facts.exact_block.len() != names.len() {
+        return None;
+    }
+    let jit_use = jit_uses(device, jit, names.len()).ok()?;
+    let sizes = block_sizes(facts, &jit_use);
+    for (i, (jit, sizes)) in jit_use.iter().zip(sizes).enumerate() {
+        let got = used(device, &linked, i).ok()?;
+        occupancy::judge(facts.sm.as_ref(), sizes, *jit, got).ok()?;
+    }
+    Some(cubin)
+}
+
 /// The cubin a miss keeps: each kernel of `module` (already compiled by the JIT) linked
 /// again as its own input, capped at the registers the JIT gave it, with that cubin loaded
 /// (the check of its resources loads it). A kernel that spills at that cap is tried at higher
@@ -292,20 +359,8 @@ pub(crate) fn capped_cubin(
         )));
     }
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let jit_use = (0..names.len())
-        .map(|i| used(device, jit, i))
-        .collect::<Result<Vec<_>, _>>()?;
-    // The block sizes each kernel may be launched with: its exact block, else any up to the
-    // largest the JIT's code accepts (which `.maxntid` already bounds).
-    let sizes: Vec<BlockSizes> = facts
-        .exact_block
-        .iter()
-        .zip(&jit_use)
-        .map(|(exact, used)| match exact {
-            Some(threads) => BlockSizes::Exactly(*threads),
-            None => BlockSizes::UpTo(used.max_threads_per_block),
-        })
-        .collect();
+    let jit_use = jit_uses(device, jit, names.len())?;
+    let sizes = block_sizes(facts, &jit_use);
     let sm = facts.sm.as_ref();
     let mut caps: Vec<u32> = jit_use.iter().map(|u| u.registers).collect();
     let (mut cubin, mut linked) = link_capped(device, &texts, &caps, names)?;
@@ -427,10 +482,49 @@ pub(crate) fn load_cuda(
     }
 
     // A miss: the JIT compiles the whole program (what this process runs, and the JIT's log
-    // when the PTX is refused), then the capped link makes the cubin to keep, unless this
-    // process or an earlier one found that it cannot.
+    // when the PTX is refused) while, on another thread, the linker compiles each kernel with
+    // its own choices; when every kernel of the linker's cubin is no worse than the JIT's, that
+    // cubin is kept, so a first load costs one compile's time. Otherwise the capped link makes
+    // the cubin to keep, unless this process or an earlier one found that it cannot.
     bump(&COUNTERS.compiles);
-    let module = device.load_module(ptx, names)?;
+    let verdict_key = key.not_cacheable();
+    let known_verdict = known_uncacheable(&key_text)
+        || matches!(
+            store.as_ref().map(|s| s.lookup(&verdict_key)),
+            Some(Lookup::Hit(_))
+        );
+    let per_kernel_texts = match (known_verdict, per_kernel) {
+        (false, Some(facts)) => (facts.ptx)().ok().map(|texts| (facts, texts)),
+        _ => None,
+    };
+    let (module, uncapped) = std::thread::scope(|scope| {
+        let linking = per_kernel_texts.as_ref().and_then(|(_, texts)| {
+            std::thread::Builder::new()
+                .name("cuprum-link".to_owned())
+                .spawn_scoped(scope, || link_uncapped(device, texts, names))
+                .ok()
+        });
+        let module = device.load_module(ptx, names);
+        let linked = linking.map(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|_| Err("the linking thread panicked".into()))
+        });
+        (module, linked)
+    });
+    let module = module?;
+    if let (Some((facts, _)), Some(linked)) = (&per_kernel_texts, uncapped)
+        && let Some(cubin) = uncapped_if_as_good(device, &module, names, facts, linked)
+    {
+        bump(&COUNTERS.parallel_links);
+        keep_cubin(names, &key, key_text, store.as_ref(), cubin);
+        report(
+            "miss (compiled by the JIT and, at the same time, by the linker; stored)",
+            names,
+            start,
+        );
+        return Ok(module);
+    }
     if known_uncacheable(&key_text) {
         bump(&COUNTERS.not_cached);
         bump(&COUNTERS.skipped_links);
@@ -441,7 +535,6 @@ pub(crate) fn load_cuda(
         );
         return Ok(module);
     }
-    let verdict_key = key.not_cacheable();
     if let Some(Lookup::Hit(why)) = store.as_ref().map(|s| s.lookup(&verdict_key)) {
         remember_uncacheable(key_text);
         bump(&COUNTERS.not_cached);
@@ -482,21 +575,7 @@ pub(crate) fn load_cuda(
             return Ok(module);
         }
     };
-    dump_cubin(names, &key, &cubin);
-    let cubin: Arc<[u8]> = cubin.into();
-    memory_put(key_text, cubin.clone());
-    if let Some(store) = store {
-        match store.put(&key, &cubin) {
-            Ok(()) => bump(&COUNTERS.disk_writes),
-            Err(e) => {
-                bump(&COUNTERS.io_failures);
-                warn_once(&format!(
-                    "could not write {}: {e}",
-                    store.path_for(&key).display()
-                ));
-            }
-        }
-    }
+    keep_cubin(names, &key, key_text, store.as_ref(), cubin);
     if raised.is_empty() {
         report("miss (compiled by the driver, stored)", names, start);
     } else {
@@ -512,6 +591,32 @@ pub(crate) fn load_cuda(
         );
     }
     Ok(module)
+}
+
+/// Keeps the cubin a miss made: in memory, on disk when there is a store, and in
+/// [`CUBIN_DUMP_ENV`]'s folder when it is set.
+fn keep_cubin(
+    names: &[&str],
+    key: &CacheKey,
+    key_text: String,
+    store: Option<&CubinStore>,
+    cubin: Vec<u8>,
+) {
+    dump_cubin(names, key, &cubin);
+    let cubin: Arc<[u8]> = cubin.into();
+    memory_put(key_text, cubin.clone());
+    if let Some(store) = store {
+        match store.put(key, &cubin) {
+            Ok(()) => bump(&COUNTERS.disk_writes),
+            Err(e) => {
+                bump(&COUNTERS.io_failures);
+                warn_once(&format!(
+                    "could not write {}: {e}",
+                    store.path_for(key).display()
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
