@@ -1,8 +1,9 @@
 //! CUDA kernels people port, in the form they come in: cuda-samples' `reduce4<T, blockSize>`
 //! generic over its element type and a `const` block size that sizes shared memory,
 //! `MatrixMulCUDA<BLOCK_SIZE>` with `SharedArray<f32, { BLOCK_SIZE * BLOCK_SIZE }>` tiles and
-//! const-generic helpers, a Mandelbrot escape test that `return`s from inside its loop, an
-//! n-body step over nested structs, and `core::arch::nvptx`-style indices over raw pointers.
+//! const-generic helpers, a transpose whose tile is padded by a module constant, a
+//! Mandelbrot escape test that `return`s from inside its loop, an n-body step over nested
+//! structs, and `core::arch::nvptx`-style indices over raw pointers.
 //! Each runs against a plain-Rust reference on fresh random inputs (the seed is printed),
 //! over outputs poisoned first, and every element is checked.
 
@@ -127,6 +128,30 @@ mod kernels {
         }
         let c0 = wb * BLOCK_SIZE * by + BLOCK_SIZE * bx;
         c[c0 + wb * ty + tx] = csub;
+    }
+
+    /// Shared-memory tiles one column wider than they are tall, so a column's elements fall
+    /// in distinct banks.
+    const PAD: usize = 1;
+
+    /// `t` (`cols` × `rows`) = `a` (`rows` × `cols`) transposed, through a `TILE` ×
+    /// (`TILE + PAD`) tile: its length is an expression of a const parameter and a module
+    /// constant.
+    #[kernel]
+    pub unsafe fn transpose<const TILE: usize>(a: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
+        let tile = SharedArray::<f32, { TILE * (TILE + PAD) }>::uninit();
+        let tx = thread::thread_idx_x() as usize;
+        let ty = thread::thread_idx_y() as usize;
+        let bx = thread::block_idx_x() as usize * TILE;
+        let by = thread::block_idx_y() as usize * TILE;
+        if bx + tx < cols && by + ty < rows {
+            tile.set(ty * (TILE + PAD) + tx, a[(by + ty) * cols + bx + tx]);
+        }
+        sync_threads();
+        let (ox, oy) = (by + tx, bx + ty);
+        if ox < rows && oy < cols {
+            t[oy * rows + ox] = tile.get(tx * (TILE + PAD) + ty);
+        }
     }
 
     /// The iteration at which `z = z² + c` leaves the disc of radius 2, or `max_iter`.
@@ -493,6 +518,51 @@ fn matrix_mul_cuda_tiles_shared_memory_by_its_block_size() -> cuprum::Result<()>
     let mut rng = rng("matrix_mul");
     check_matrix_mul::<16>(&m, &stream, &mut rng)?;
     check_matrix_mul::<8>(&m, &stream, &mut rng)?;
+    Ok(())
+}
+
+fn check_transpose<const TILE: usize>(
+    m: &kernels::Module,
+    stream: &Stream,
+    rng: &mut rand::rngs::StdRng,
+) -> cuprum::Result<()> {
+    let (rows, cols) = (rng.random_range(1..100usize), rng.random_range(1..100usize));
+    let a = random(rng, rows * cols, -100.0f32, 100.0);
+    let da = DeviceBuffer::from_host(stream, &a)?;
+    let mut dt = DeviceBuffer::from_host(stream, &poisoned::<f32>(rows * cols))?;
+    let config = LaunchConfig {
+        grid: (
+            blocks_for(cols, TILE as u32),
+            blocks_for(rows, TILE as u32),
+            1,
+        ),
+        block: (TILE as u32, TILE as u32, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: every access is guarded by the matrix's extents.
+    unsafe { m.transpose::<TILE>(stream, config, &da, rows, cols, &mut dt)? };
+    let want: Vec<f32> = (0..rows * cols)
+        .map(|k| {
+            let (r, c) = (k % rows, k / rows);
+            a[r * cols + c]
+        })
+        .collect();
+    assert_same(
+        &format!("transpose::<{TILE}> of {rows}x{cols}"),
+        &dt.to_host_vec(stream)?,
+        &want,
+    );
+    Ok(())
+}
+
+#[test]
+fn a_transpose_pads_its_tile_by_a_module_constant() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("transpose");
+    check_transpose::<32>(&m, &stream, &mut rng)?;
+    check_transpose::<8>(&m, &stream, &mut rng)?;
     Ok(())
 }
 
