@@ -99,10 +99,25 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                 syn::Fields::Named(_) if st.generics.params.is_empty() => {
                     info.structs.push(st.clone())
                 }
+                syn::Fields::Named(_) => {
+                    return Err(syn::Error::new(
+                        st.generics.span(),
+                        format!(
+                            "device structs take no generic parameters yet: write one struct \
+                             per element type (`struct {0}F32 {{ .. }}`), or keep the generic \
+                             values in separate parameters",
+                            st.ident
+                        ),
+                    ));
+                }
                 _ => {
                     return Err(syn::Error::new(
                         st.span(),
-                        "device structs need named fields and no generic parameters",
+                        format!(
+                            "device structs need named fields: write `struct {} {{ x: f32, y: \
+                             f32 }}` and use `.x`, not `.0`",
+                            st.ident
+                        ),
                     ));
                 }
             }

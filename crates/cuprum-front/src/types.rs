@@ -33,11 +33,13 @@ pub enum ParamType {
         /// Whether it is `*mut T` rather than `*const T`.
         mutable: bool,
     },
-    /// A struct of the module passed by value: one scalar IR parameter per field, in order.
+    /// A struct of the module passed by value: one scalar IR parameter per scalar field, in
+    /// declaration order, the fields of a nested struct in its place (depth first).
     Struct {
         /// The struct's name in the module.
         name: String,
-        /// Each field's name and scalar type, in declaration order.
+        /// Each scalar field's path from the struct (`pos.x` for field `x` of field `pos`)
+        /// and its type, in that order.
         fields: Vec<(String, ScalarType)>,
     },
 }
@@ -126,20 +128,7 @@ pub fn param_type_in(
 ) -> syn::Result<ParamType> {
     if let Some(st) = struct_named(ty, structs) {
         let mut fields = Vec::new();
-        for field in &st.fields {
-            let name = field
-                .ident
-                .as_ref()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
-            let fty = scalar_in(&field.ty, generics).map_err(|_| {
-                syn::Error::new(
-                    field.ty.span(),
-                    "struct kernel parameters need scalar fields",
-                )
-            })?;
-            fields.push((name, fty));
-        }
+        struct_leaves(st, "", generics, structs, 0, &mut fields)?;
         return Ok(ParamType::Struct {
             name: st.ident.to_string(),
             fields,
@@ -155,6 +144,16 @@ pub fn param_type_in(
                 "raw pointer parameters are only allowed in `unsafe` kernels",
             ));
         }
+        if let Some(st) = struct_named(&p.elem, structs) {
+            return Err(syn::Error::new(
+                p.elem.span(),
+                format!(
+                    "raw pointers to structs are not supported in device code yet: pass one \
+                     pointer per field and build the `{}` in the kernel",
+                    st.ident
+                ),
+            ));
+        }
         let elem = scalar_in(&p.elem, generics)?;
         return Ok(ParamType::Pointer {
             elem,
@@ -164,6 +163,16 @@ pub fn param_type_in(
     if let syn::Type::Reference(r) = ty
         && let syn::Type::Slice(s) = &*r.elem
     {
+        if let Some(st) = struct_named(&s.elem, structs) {
+            return Err(syn::Error::new(
+                s.elem.span(),
+                format!(
+                    "slices of structs are not supported in device code yet: pass one slice per \
+                     field of `{0}` and build each `{0}` in the kernel from their elements",
+                    st.ident
+                ),
+            ));
+        }
         let elem = scalar_in(&s.elem, generics)?;
         if r.mutability.is_some() {
             if !unsafe_kernel {
@@ -212,6 +221,53 @@ pub fn param_type_in(
         "unsupported kernel parameter type: expected a scalar (f32, u32, ...), `&[T]`, \
          `DisjointSlice<T>`, `AtomicSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
     ))
+}
+
+/// What a field of a device struct may be, for the error on anything else.
+pub const STRUCT_FIELD_HELP: &str = "fields of device structs are scalars or structs of the \
+     module; arrays and tuples in structs are not supported in device code yet: use one scalar \
+     field per element (`x: f32, y: f32`) or a nested struct";
+
+/// How deeply structs may nest in one another (deeper is a cycle, which rustc refuses too).
+const MAX_STRUCT_DEPTH: u32 = 16;
+
+/// Appends the scalar fields of `st` to `out`, depth first in declaration order, each with its
+/// path below `prefix` (`pos.x`): the one definition of how a struct is laid out as scalars,
+/// which kernel parameters and the host's launch arguments both follow.
+pub fn struct_leaves(
+    st: &syn::ItemStruct,
+    prefix: &str,
+    generics: &HashMap<String, ScalarType>,
+    structs: &[syn::ItemStruct],
+    depth: u32,
+    out: &mut Vec<(String, ScalarType)>,
+) -> syn::Result<()> {
+    if depth > MAX_STRUCT_DEPTH {
+        return Err(syn::Error::new(
+            st.ident.span(),
+            format!("`{}` contains itself", st.ident),
+        ));
+    }
+    for field in &st.fields {
+        let name = field
+            .ident
+            .as_ref()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        let path = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Some(inner) = struct_named(&field.ty, structs) {
+            struct_leaves(inner, &path, generics, structs, depth + 1, out)?;
+            continue;
+        }
+        let fty = scalar_in(&field.ty, generics)
+            .map_err(|_| syn::Error::new(field.ty.span(), STRUCT_FIELD_HELP))?;
+        out.push((path, fty));
+    }
+    Ok(())
 }
 
 /// Why trait objects cannot be device values, and what to write instead.

@@ -123,7 +123,7 @@ fn unsupported_rust_is_an_error_that_says_why() {
         ("let t = a.iter();", "method `iter` is not supported"),
         (
             "let m = loop { break 2; };",
-            "`break` with a value are not supported",
+            "`break` with a value is not supported",
         ),
         ("let s = o.first();", "method `first` is not supported"),
         ("let e = (a[0] as f64).exp();", "on `f64` is not supported"),

@@ -17,8 +17,10 @@ pub fn host_copy_only(module: &syn::ItemMod) -> TokenStream {
         for item in items.iter_mut() {
             if let syn::Item::Fn(f) = item {
                 mark_host_copy(&mut f.attrs);
-                f.attrs
-                    .push(syn::parse_quote!(#[allow(dead_code, unused_variables, unused_mut)]));
+                crate::host_consts::rewrite(f);
+                f.attrs.push(syn::parse_quote!(
+                    #[allow(dead_code, unused_variables, unused_mut, unconditional_panic)]
+                ));
             }
         }
     }
@@ -80,12 +82,18 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
                     }
                 }
                 f.vis = syn::Visibility::Inherited;
+                crate::host_consts::rewrite(&mut f);
                 host_kernels.push(f);
             }
             syn::Item::Fn(f) => {
                 let mut f = f.clone();
                 // Device code has no iterators: do not let clippy suggest them.
                 f.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy)]));
+                if crate::host_consts::rewrite(&mut f) {
+                    // A placeholder length may make a constant index out of bounds on the host.
+                    f.attrs
+                        .push(syn::parse_quote!(#[allow(unconditional_panic)]));
+                }
                 kept.push(syn::Item::Fn(f));
             }
             other => kept.push(other.clone()),
@@ -116,8 +124,12 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             /// Host copies of the kernels: never called, they let rustc type-check the
             /// kernel bodies and point its errors at the user's code.
             #[doc(hidden)]
+            // `unsafe_op_in_unsafe_fn`: ported `unsafe fn` kernels dereference raw pointers
+            // and call `nvptx::*` in their bodies directly, as CUDA code does;
+            // `unconditional_panic`: a const-generic length's placeholder (`host_consts`) may
+            // make a constant index out of bounds here.
             #[allow(dead_code, unused_variables, unused_mut, unused_imports, unused_unsafe,
-                    unreachable_code, clippy::all)]
+                    unreachable_code, unsafe_op_in_unsafe_fn, unconditional_panic, clippy::all)]
             mod __cuprum_host_check {
                 use super::*;
                 #(#host_kernels)*
@@ -258,10 +270,14 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
         }
         cuprum_front::ParamType::Struct { fields, .. } => {
             let ty = &p.rust_type;
-            let fields = fields.iter().map(|(f, _)| format_ident!("{}", f));
+            // `pos.x` is field `x` of field `pos`: one launch argument per scalar field.
+            let fields = fields.iter().map(|(path, _)| {
+                let parts = path.split('.').map(|f| format_ident!("{}", f));
+                quote!(#name #(.#parts)*)
+            });
             (
                 quote!(#name: #ty),
-                quote!(#(::cuprum::__private::KernelArg::scalar(#name.#fields)),*),
+                quote!(#(::cuprum::__private::KernelArg::scalar(#fields)),*),
             )
         }
         cuprum_front::ParamType::Pointer { .. } => {

@@ -16,6 +16,7 @@
 use proc_macro::TokenStream;
 
 mod host;
+mod host_consts;
 mod tile;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.

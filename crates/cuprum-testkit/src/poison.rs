@@ -18,6 +18,15 @@ impl Poison for u64 {
     const POISON: Self = 0xDEAD_BEEF_DEAD_BEEF;
 }
 
+impl Poison for i32 {
+    const POISON: Self = 0xDEAD_BEEF_u32 as i32;
+}
+
+impl Poison for f64 {
+    /// A quiet NaN with a payload of its own, which no arithmetic produces.
+    const POISON: Self = f64::from_bits(0x7FF8_0000_DEAD_BEEF);
+}
+
 impl Poison for f32 {
     /// A quiet NaN with a payload of its own, which no arithmetic produces.
     const POISON: Self = f32::from_bits(0x7FC0_DEAD);

@@ -35,6 +35,9 @@ impl Lowerer<'_> {
         for (k, item) in items.into_iter().enumerate() {
             out.push(match item {
                 Val::Tuple(inner) => self.mutable_tuple(&format!("{name}.{k}"), inner, span)?,
+                Val::Struct(sname, inner) => {
+                    self.mutable_struct(&format!("{name}.{k}"), sname, inner, span)?
+                }
                 v @ Val::Array(_) => Binding::Val(self.copy_array(&v, span)?),
                 v => {
                     let x = self.scalar(v, span)?;
@@ -173,17 +176,50 @@ impl Lowerer<'_> {
 
     /// A value converted to a field's declared type (a scalar or another struct).
     pub(super) fn field_value(&mut self, v: Val, ty: &syn::Type, span: Span) -> Result<Val> {
-        if crate::types::struct_named(ty, &self.info.structs).is_some() {
+        if let Some(def) = crate::types::struct_named(ty, &self.info.structs) {
             return match v {
-                s @ Val::Struct(..) => Ok(s),
+                Val::Struct(name, items) if def.ident == name => Ok(Val::Struct(name, items)),
                 other => err(
                     span,
-                    format!("expected a struct, found {}", describe(&other)),
+                    format!(
+                        "mismatched types: expected a `{}`, found {}",
+                        def.ident,
+                        describe(&other)
+                    ),
                 ),
             };
         }
-        let ty = self.resolve_scalar(ty)?;
+        let ty = self
+            .resolve_scalar(ty)
+            .map_err(|_| syn::Error::new(ty.span(), crate::types::STRUCT_FIELD_HELP))?;
         Ok(Val::Scalar(self.materialize(v, ty, span)?))
+    }
+
+    /// The struct `name` rebuilt from its scalar fields in the order of
+    /// [`crate::types::struct_leaves`] (a kernel parameter's IR parameters).
+    pub(super) fn assemble_struct(
+        &mut self,
+        name: &str,
+        leaves: &mut impl Iterator<Item = Val>,
+        span: Span,
+    ) -> Result<Val> {
+        let Some(def) = self.info.structs.iter().find(|s| s.ident == name).cloned() else {
+            return err(span, format!("`{name}` is not a struct of this module"));
+        };
+        let mut items = Vec::with_capacity(def.fields.len());
+        for field in &def.fields {
+            match crate::types::struct_named(&field.ty, &self.info.structs) {
+                Some(inner) => {
+                    let inner = inner.ident.to_string();
+                    items.push(self.assemble_struct(&inner, leaves, span)?);
+                }
+                None => match leaves.next() {
+                    Some(v) => items.push(v),
+                    None => return err(span, "internal compiler error: struct fields"),
+                },
+            }
+        }
+        Ok(Val::Struct(name.to_string(), items))
     }
 
     /// The binding that `tuple.N` (or a nested `tuple.N.M`) names, for assignment.

@@ -193,6 +193,9 @@ impl Lowerer<'_> {
             let args: Vec<&syn::Expr> = c.args.iter().collect();
             return self.call_helper(&f, &p.path, &args, span);
         }
+        if let Some(v) = self.default_call(p, c.args.len(), span)? {
+            return Ok(v);
+        }
         let path = path_string(&p.path);
         let last = p
             .path
@@ -215,6 +218,18 @@ impl Lowerer<'_> {
                 format!("`{path}` allocates on the heap, which device code cannot do"),
             );
         }
+        if matches!(first.as_str(), "core" | "std")
+            && p.path.segments.iter().any(|s| s.ident == "nvptx")
+        {
+            return err(
+                span,
+                format!(
+                    "`{path}` exists only on the nightly `nvptx64` target: call \
+                     `cuprum::simt::nvptx::{last}` (the same intrinsics, on stable Rust: \
+                     `use cuprum::simt::nvptx;`, then `nvptx::{last}()`)"
+                ),
+            );
+        }
         if first == "std" || first == "core" || first == "alloc" {
             return err(
                 span,
@@ -224,6 +239,32 @@ impl Lowerer<'_> {
         let args: Vec<&syn::Expr> = c.args.iter().collect();
         if let Some(v) = self.float_conversion(&p.path, &args, span)? {
             return Ok(v);
+        }
+        if let [ty, _] = Vec::from_iter(&p.path.segments)[..]
+            && self.scalar_named(&ty.ident.to_string()).is_some()
+        {
+            return err(
+                span,
+                format!(
+                    "`{path}` is not a device function known to cuprum: call the methods of \
+                     numbers as methods (`x.sqrt()`, `a.max(b)`); on a scalar type or a type \
+                     parameter `T`, device code knows `T::default()`, `T::ZERO`, `T::ONE`, \
+                     `T::MIN`, `T::MAX` (`cuprum::simt::Num`), and converts with `x as T`"
+                ),
+            );
+        }
+        if let Some(v) = self.nvptx_call(&last, &path, &args, span)? {
+            return Ok(v);
+        }
+        if p.path.segments.iter().any(|s| s.ident == "nvptx") {
+            return err(
+                span,
+                format!(
+                    "`{path}` is not one of the intrinsics of `cuprum::simt::nvptx`: \
+                     `_thread_idx_x/y/z`, `_block_idx_x/y/z`, `_block_dim_x/y/z`, \
+                     `_grid_dim_x/y/z` and `_syncthreads` (for `printf`, write `println!`)"
+                ),
+            );
         }
         if let Some(v) = self.warp_call(&last, &args, span)? {
             return Ok(v);
@@ -269,34 +310,117 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let special = |s| Some(Special::ThreadIdx(s));
-        let reg = match last.as_str() {
-            "index_1d" => {
-                let x = self.global_index_x()?;
-                return Ok(Val::Index1(x));
-            }
-            "thread_idx_x" => special(Dim::X),
-            "thread_idx_y" => special(Dim::Y),
-            "thread_idx_z" => special(Dim::Z),
-            "block_idx_x" => Some(Special::BlockIdx(Dim::X)),
-            "block_idx_y" => Some(Special::BlockIdx(Dim::Y)),
-            "block_idx_z" => Some(Special::BlockIdx(Dim::Z)),
-            "block_dim_x" => Some(Special::BlockDim(Dim::X)),
-            "block_dim_y" => Some(Special::BlockDim(Dim::Y)),
-            "block_dim_z" => Some(Special::BlockDim(Dim::Z)),
-            "grid_dim_x" => Some(Special::GridDim(Dim::X)),
-            "grid_dim_y" => Some(Special::GridDim(Dim::Y)),
-            "grid_dim_z" => Some(Special::GridDim(Dim::Z)),
-            "lane_id" => Some(Special::LaneId),
-            _ => None,
+        if last == "index_1d" {
+            let x = self.global_index_x()?;
+            return Ok(Val::Index1(x));
+        }
+        if let Some(reg) = special_register(&last) {
+            return Ok(Val::Scalar(self.def(Op::Special(reg), span)?));
+        }
+        err(
+            span,
+            format!("`{path}` is not a device function known to cuprum"),
+        )
+    }
+
+    /// `T::default()`, `f32::default()`, `<T as Default>::default()`, `Name::default()` of a
+    /// struct of the module (every field's default), and `Default::default()`, whose type comes
+    /// from where its value goes: the infer run leaves it open at a site of its own, which
+    /// the emit run types. `None` when the call is none of these.
+    fn default_call(
+        &mut self,
+        p: &syn::ExprPath,
+        arg_count: usize,
+        span: proc_macro2::Span,
+    ) -> Result<Option<Val>> {
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        if segs.last().map(String::as_str) != Some("default") {
+            return Ok(None);
+        }
+        let named: Option<syn::Type> = match (&p.qself, &segs[..]) {
+            (Some(q), _) => Some((*q.ty).clone()),
+            (None, [.., trait_name, _]) if trait_name == "Default" => None,
+            (None, [.., ty, _]) => Some(
+                syn::parse_str(ty)
+                    .map_err(|e| syn::Error::new(span, format!("internal compiler error: {e}")))?,
+            ),
+            (None, _) => return Ok(None),
         };
-        match reg {
-            Some(r) => Ok(Val::Scalar(self.def(Op::Special(r), span)?)),
+        if arg_count != 0 {
+            return err(span, "`default()` takes no arguments");
+        }
+        if let Some(ty) = &named {
+            let known = crate::types::struct_named(ty, &self.info.structs).is_some()
+                || self.resolve_scalar(ty).is_ok();
+            return if known {
+                self.zero_value(ty, 0, span).map(Some)
+            } else {
+                Ok(None)
+            };
+        }
+        let site = self.site();
+        if self.inferring() {
+            return Ok(Some(Val::Infer(site, super::infer::LitKind::Int)));
+        }
+        match self.solved(site) {
+            Some(ty) => Ok(Some(Val::Scalar(self.constant(Constant::new(ty, 0))))),
             None => err(
                 span,
-                format!("`{path}` is not a device function known to cuprum"),
+                "cannot tell the type of this `Default::default()`: write `T::default()` with \
+                 its type (`f32::default()`, `T::default()`), or annotate the `let`",
             ),
         }
+    }
+
+    /// The default (zero) value of a scalar type or a struct of the module, field by field.
+    fn zero_value(&mut self, ty: &syn::Type, depth: u32, span: proc_macro2::Span) -> Result<Val> {
+        let Some(def) = crate::types::struct_named(ty, &self.info.structs).cloned() else {
+            let s = self.resolve_scalar(ty)?;
+            return Ok(Val::Scalar(self.constant(Constant::new(s, 0))));
+        };
+        if depth > 16 {
+            return err(span, format!("`{}` contains itself", def.ident));
+        }
+        let mut items = Vec::with_capacity(def.fields.len());
+        for field in &def.fields {
+            items.push(self.zero_value(&field.ty, depth + 1, span)?);
+        }
+        Ok(Val::Struct(def.ident.to_string(), items))
+    }
+
+    /// `nvptx::_thread_idx_x()` and the other intrinsics of `cuprum::simt::nvptx`
+    /// (`core::arch::nvptx`'s names): the registers as `i32`, and `_syncthreads()`. `None`
+    /// when `name` is not one of them.
+    fn nvptx_call(
+        &mut self,
+        name: &str,
+        path: &str,
+        args: &[&syn::Expr],
+        span: proc_macro2::Span,
+    ) -> Result<Option<Val>> {
+        let Some(register) = name.strip_prefix('_') else {
+            return Ok(None);
+        };
+        let register = match special_register(register) {
+            Some(Special::LaneId) => return Ok(None),
+            Some(reg) => Some(reg),
+            None if register == "syncthreads" => None,
+            None => return Ok(None),
+        };
+        if !args.is_empty() {
+            return err(span, format!("`{path}` takes no arguments"));
+        }
+        let Some(register) = register else {
+            self.b.push(Stmt::Barrier);
+            return Ok(Some(Val::Unit));
+        };
+        let x = self.def(Op::Special(register), span)?;
+        Ok(Some(Val::Scalar(self.cast_value(x, S::I32, span)?)))
     }
 
     /// `p.add(i)`, `p.offset(i)`, `p.sub(i)`, `p.read()`, `p.write(v)` on raw device pointers.
@@ -619,4 +743,25 @@ fn f64_transcendental(method: &str) -> String {
         "`{method}` on `f64` is not supported in device code yet (the GPU code for it exists for \
          `f32` only): compute in `f32`, or write the series you need"
     )
+}
+
+/// The hardware register a `cuprum::simt::thread` function reads (`thread_idx_x`, ...,
+/// `lane_id`): the one table of them, which `nvptx`'s `_`-prefixed names use too.
+fn special_register(name: &str) -> Option<Special> {
+    Some(match name {
+        "thread_idx_x" => Special::ThreadIdx(Dim::X),
+        "thread_idx_y" => Special::ThreadIdx(Dim::Y),
+        "thread_idx_z" => Special::ThreadIdx(Dim::Z),
+        "block_idx_x" => Special::BlockIdx(Dim::X),
+        "block_idx_y" => Special::BlockIdx(Dim::Y),
+        "block_idx_z" => Special::BlockIdx(Dim::Z),
+        "block_dim_x" => Special::BlockDim(Dim::X),
+        "block_dim_y" => Special::BlockDim(Dim::Y),
+        "block_dim_z" => Special::BlockDim(Dim::Z),
+        "grid_dim_x" => Special::GridDim(Dim::X),
+        "grid_dim_y" => Special::GridDim(Dim::Y),
+        "grid_dim_z" => Special::GridDim(Dim::Z),
+        "lane_id" => Special::LaneId,
+        _ => return None,
+    })
 }

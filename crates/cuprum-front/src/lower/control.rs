@@ -6,6 +6,11 @@ use syn::spanned::Spanned;
 
 use super::*;
 
+/// Why labelled loops are refused, and what to write instead.
+pub(super) const LABEL_HELP: &str = "loop labels are not supported in device code yet: move \
+     the loops into a helper `fn` and `return` from it (a `return` leaves every loop of the \
+     helper), or `break` each loop on a `bool` flag";
+
 impl Lowerer<'_> {
     // ----- control flow -------------------------------------------------------------------
 
@@ -235,6 +240,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn loop_body(&mut self, body: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        let returns_before = self.frames.last().map(|f| f.loop_returns);
         self.b.begin_block();
         self.loop_depth += 1;
         let r = body(self);
@@ -242,6 +248,22 @@ impl Lowerer<'_> {
         let block = self.b.end_block();
         r?;
         self.b.push(Stmt::Loop { body: block });
+        // A helper's `return` inside this loop left it with the call's flag set: leave the
+        // enclosing loop too (up to the call's own one-trip loop, which ends the call).
+        if let Some(frame) = self.frames.last()
+            && returns_before != Some(frame.loop_returns)
+            && let Some(flag) = frame.returned
+        {
+            let returned = self.def(Op::ReadVar(flag), proc_macro2::Span::call_site())?;
+            self.b.begin_block();
+            self.b.push(Stmt::Break);
+            let then = self.b.end_block();
+            self.b.push(Stmt::If {
+                cond: returned,
+                then,
+                otherwise: Default::default(),
+            });
+        }
         Ok(())
     }
 
@@ -258,7 +280,7 @@ impl Lowerer<'_> {
 
     pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) -> Result<Val> {
         if w.label.is_some() {
-            return err(w.span(), "loop labels are not supported in device code yet");
+            return err(w.span(), LABEL_HELP);
         }
         if let syn::Expr::Let(l) = &*w.cond {
             return err(l.span(), "`while let` is not supported in device code");
@@ -274,7 +296,7 @@ impl Lowerer<'_> {
 
     pub(super) fn plain_loop(&mut self, l: &syn::ExprLoop) -> Result<Val> {
         if l.label.is_some() {
-            return err(l.span(), "loop labels are not supported in device code yet");
+            return err(l.span(), LABEL_HELP);
         }
         self.loop_body(|this| this.block(&l.body).map(|_| ()))?;
         // A `loop` without `break` never completes; with one it yields `()`.
@@ -286,7 +308,7 @@ impl Lowerer<'_> {
         let site = self.site();
         let span = f.span();
         if f.label.is_some() {
-            return err(span, "loop labels are not supported in device code yet");
+            return err(span, LABEL_HELP);
         }
         let name = match &*f.pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {

@@ -4,6 +4,10 @@
 //! A call evaluates its arguments in the caller's scope, binds them to the parameters in a
 //! fresh scope (a helper sees only its parameters and the module's constants), and lowers the
 //! body inside a one-trip `Loop`, so that `return value` becomes "write the result, `Break`".
+//! A `return` inside a loop of the helper also sets the call's `returned` flag before its
+//! `Break`, and every loop that holds such a `return` is followed by `if returned { Break }`,
+//! so each thread leaves loop after loop up to the call's own; threads of a warp that did not
+//! return go on, as in Rust.
 //! Generic helpers are specialized per call: each type parameter takes the type of the
 //! argument it was given (or the turbofish's). Recursion is refused.
 
@@ -22,8 +26,14 @@ const MAX_HELPER_DEPTH: usize = 24;
 pub(super) struct HelperFrame {
     /// Where the result is written (variables, or a local array); `None` for `()`.
     pub result: Option<Binding>,
-    /// `loop_depth` inside the call's one-trip loop: a `return` must be at this depth.
+    /// `loop_depth` inside the call's one-trip loop: a `return` at this depth is a `Break`.
     pub loop_depth: u32,
+    /// Set by a `return` from inside a loop of the helper: a `Bool` variable, false on entry
+    /// (present only when the body has such a `return`).
+    pub returned: Option<cuprum_ir::Var>,
+    /// How many `return`s from inside loops were lowered so far: a loop whose body raised it
+    /// is followed by `if returned { Break }`.
+    pub loop_returns: u32,
 }
 
 impl Lowerer<'_> {
@@ -36,6 +46,15 @@ impl Lowerer<'_> {
             return Ok(s);
         }
         expect_scalar(ty)
+    }
+
+    /// The scalar type a type name stands for: a type parameter of the current helper (or
+    /// kernel) in this specialization, or a scalar type's own name (`f32`, `f16`).
+    pub(super) fn scalar_named(&self, name: &str) -> Option<S> {
+        self.type_params
+            .get(name)
+            .copied()
+            .or_else(|| S::from_rust_name(name))
     }
 
     pub(super) fn find_helper(&self, path: &syn::Path) -> Option<&syn::ItemFn> {
@@ -75,14 +94,16 @@ impl Lowerer<'_> {
         for a in args {
             values.push(self.expr(a)?);
         }
-        let type_params = self.infer_type_params(f, path, &values, span)?;
+        let (type_params, const_params) = self.infer_generics(f, path, &values, span)?;
 
-        // The helper runs in its own scope, with its own type parameters.
+        // The helper runs in its own scope, with its own type and const parameters.
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![Vec::new()]);
         let saved_types = std::mem::replace(&mut self.type_params, type_params);
+        let saved_consts = std::mem::replace(&mut self.const_params, const_params);
         let result = self.inline_body(f, values, span);
         self.scopes = saved_scopes;
         self.type_params = saved_types;
+        self.const_params = saved_consts;
         result
     }
 
@@ -99,11 +120,24 @@ impl Lowerer<'_> {
                 Some(self.result_slot(&format!("{}_result", f.sig.ident), ty)?)
             }
         };
+        let returned = if returns_from_a_loop(&f.block) {
+            let flag = self.b.var(format!("{}_returned", f.sig.ident), S::Bool);
+            let no = self.constant(cuprum_ir::Constant::bool(false));
+            self.b.push(Stmt::WriteVar {
+                var: flag,
+                value: no,
+            });
+            Some(flag)
+        } else {
+            None
+        };
         self.b.begin_block();
         self.loop_depth += 1;
         self.frames.push(HelperFrame {
             result: result.clone(),
             loop_depth: self.loop_depth,
+            returned,
+            loop_returns: 0,
         });
         let body = self.block(&f.block);
         self.frames.pop();
@@ -203,37 +237,112 @@ impl Lowerer<'_> {
         self.bind_pattern(&pt.pat, Some(&pt.ty), value, site, pt.span(), false)
     }
 
-    /// The type each generic parameter of `f` takes at this call.
-    fn infer_type_params(
+    /// The type each type parameter of `f` takes at this call, and the value of each const
+    /// parameter: from the turbofish (in the order the parameters are declared), else from
+    /// the arguments (`x: T` takes the argument's type; `a: [T; N]` an array's element type
+    /// and length; `s: &SharedArray<T, N>` a shared array's).
+    fn infer_generics(
         &mut self,
         f: &syn::ItemFn,
         path: &syn::Path,
         values: &[Val],
         span: Span,
-    ) -> Result<HashMap<String, S>> {
+    ) -> Result<(TypeParams, ConstParams)> {
         let mut out = HashMap::new();
-        let generics: Vec<String> = f
-            .sig
-            .generics
-            .params
-            .iter()
-            .map(|g| match g {
-                syn::GenericParam::Type(t) => Ok(t.ident.to_string()),
-                other => err(other.span(), "device helpers may have type parameters only (no const or lifetime parameters yet)"),
-            })
-            .collect::<Result<_>>()?;
-        if generics.is_empty() {
-            return Ok(out);
+        let mut consts = ConstParams::new();
+        let mut generics: Vec<String> = Vec::new();
+        let mut const_types: Vec<(String, S)> = Vec::new();
+        // Type and const parameters in declaration order, as a turbofish names them.
+        let mut order: Vec<(String, Option<S>)> = Vec::new();
+        for g in &f.sig.generics.params {
+            match g {
+                syn::GenericParam::Type(t) => {
+                    generics.push(t.ident.to_string());
+                    order.push((t.ident.to_string(), None));
+                }
+                syn::GenericParam::Const(c) => {
+                    let ty = expect_scalar(&c.ty)
+                        .ok()
+                        .filter(|t| t.is_int() || *t == S::Bool)
+                        .ok_or_else(|| {
+                            syn::Error::new(
+                                c.ty.span(),
+                                "const parameters of device helpers must be integers or bool",
+                            )
+                        })?;
+                    const_types.push((c.ident.to_string(), ty));
+                    order.push((c.ident.to_string(), Some(ty)));
+                }
+                // Lifetimes say nothing the lowering needs: references pass through.
+                syn::GenericParam::Lifetime(_) => {}
+            }
         }
-        // An explicit turbofish fixes the types in order.
+        if order.is_empty() {
+            return Ok((out, consts));
+        }
+        // An explicit turbofish fixes the parameters in order.
         if let Some(syn::PathArguments::AngleBracketed(a)) =
             path.segments.last().map(|s| &s.arguments)
         {
-            for (name, arg) in generics.iter().zip(&a.args) {
-                if let syn::GenericArgument::Type(t) = arg {
-                    out.insert(name.clone(), self.resolve_scalar(t)?);
+            for ((name, const_ty), arg) in order.iter().zip(&a.args) {
+                match (const_ty, arg) {
+                    (None, syn::GenericArgument::Type(t)) => {
+                        out.insert(name.clone(), self.resolve_scalar(t)?);
+                    }
+                    (Some(ty), syn::GenericArgument::Const(e)) => {
+                        let v = self.const_argument(e, *ty, name)?;
+                        consts.insert(name.clone(), (*ty, v));
+                    }
+                    // `f::<N>()`: a bare name parses as a type.
+                    (Some(ty), syn::GenericArgument::Type(syn::Type::Path(p))) => {
+                        let e = syn::Expr::Path(syn::ExprPath {
+                            attrs: Vec::new(),
+                            qself: None,
+                            path: p.path.clone(),
+                        });
+                        let v = self.const_argument(&e, *ty, name)?;
+                        consts.insert(name.clone(), (*ty, v));
+                    }
+                    (_, other) => {
+                        return err(
+                            other.span(),
+                            format!(
+                                "this does not fit the parameter `{name}` of `{}`",
+                                f.sig.ident
+                            ),
+                        );
+                    }
                 }
             }
+        }
+        // Lengths and element types of array and shared-array arguments.
+        for (input, value) in f.sig.inputs.iter().zip(values) {
+            let syn::FnArg::Typed(pt) = input else {
+                continue;
+            };
+            self.match_shape(
+                &pt.ty,
+                value,
+                &const_types,
+                &generics,
+                &mut consts,
+                &mut out,
+            );
+        }
+        for (name, _) in &const_types {
+            if !consts.contains_key(name) {
+                return err(
+                    span,
+                    format!(
+                        "cannot infer the const parameter `{name}` of `{}`: name it with a \
+                         turbofish (`{}::<..>(..)`)",
+                        f.sig.ident, f.sig.ident
+                    ),
+                );
+            }
+        }
+        if generics.is_empty() {
+            return Ok((out, consts));
         }
         let mut literal_kind: HashMap<String, LitKind> = HashMap::new();
         let mut from_open: HashMap<String, S> = HashMap::new();
@@ -291,6 +400,143 @@ impl Lowerer<'_> {
                 }
             }
         }
-        Ok(out)
+        Ok((out, consts))
     }
+
+    /// The value of a const argument for parameter `name` of type `ty`.
+    fn const_argument(&self, e: &syn::Expr, ty: S, name: &str) -> Result<i128> {
+        match self.eval_const(e, 0)? {
+            ConstVal::Int(v) => {
+                int_constant(ty, v, e.span())?;
+                Ok(v)
+            }
+            ConstVal::Bool(b) if ty == S::Bool => Ok(i128::from(b)),
+            _ => err(
+                e.span(),
+                format!("`{name}` is a `{ty}`: expected a constant of that type"),
+            ),
+        }
+    }
+
+    /// Takes the const and type parameters that a parameter type `ty` names from the
+    /// argument `value` bound to it: `[T; N]` (nested too) from a local array, `&[T; N]`
+    /// likewise, `&SharedArray<T, N>` from a shared array. The first argument that gives a
+    /// parameter its value wins; rustc has checked that the others agree.
+    fn match_shape(
+        &self,
+        ty: &syn::Type,
+        value: &Val,
+        const_types: &[(String, S)],
+        generics: &[String],
+        consts: &mut ConstParams,
+        types: &mut TypeParams,
+    ) {
+        let param_name = |e: &syn::Expr| match e {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            syn::Expr::Block(b) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(syn::Expr::Path(p), None)] => {
+                    p.path.get_ident().map(|i| i.to_string())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut take_const = |name: Option<String>, v: u32| {
+            if let Some(name) = name
+                && let Some((_, ty)) = const_types.iter().find(|(n, _)| *n == name)
+            {
+                consts.entry(name).or_insert((*ty, i128::from(v)));
+            }
+        };
+        let mut take_type = |t: &syn::Type, elem: S| {
+            if let syn::Type::Path(p) = t
+                && let Some(i) = p.path.get_ident()
+                && generics.iter().any(|g| i == g)
+            {
+                types.entry(i.to_string()).or_insert(elem);
+            }
+        };
+        match (ty, value) {
+            (syn::Type::Reference(r), _) => {
+                self.match_shape(&r.elem, value, const_types, generics, consts, types)
+            }
+            (syn::Type::Array(_), Val::Array(a)) => {
+                let mut t = ty;
+                for &d in &a.dims {
+                    let syn::Type::Array(arr) = t else { return };
+                    take_const(param_name(&arr.len), d);
+                    t = &arr.elem;
+                }
+                // (An array still open in the infer run: its site's type so far.)
+                let elem = match a.infer {
+                    Some((site, kind)) => self.solved(site).unwrap_or(kind.default_type()),
+                    None => a.elem,
+                };
+                take_type(t, elem);
+            }
+            (
+                syn::Type::Path(p),
+                Val::Shared {
+                    elem,
+                    len,
+                    array: Some(_),
+                },
+            ) => {
+                let Some(seg) = p.path.segments.last().filter(|s| s.ident == "SharedArray") else {
+                    return;
+                };
+                let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+                    return;
+                };
+                let mut args = a.args.iter();
+                if let Some(syn::GenericArgument::Type(t)) = args.next() {
+                    take_type(t, *elem);
+                }
+                match args.next() {
+                    Some(syn::GenericArgument::Const(e)) => take_const(param_name(e), *len),
+                    Some(syn::GenericArgument::Type(syn::Type::Path(p))) => {
+                        take_const(p.path.get_ident().map(|i| i.to_string()), *len)
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `body` has a `return` inside a loop (not in a closure or a nested item).
+fn returns_from_a_loop(body: &syn::Block) -> bool {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct Finder {
+        loops: u32,
+        found: bool,
+    }
+    impl<'a> Visit<'a> for Finder {
+        fn visit_expr_return(&mut self, r: &'a syn::ExprReturn) {
+            self.found |= self.loops > 0;
+            syn::visit::visit_expr_return(self, r);
+        }
+        fn visit_expr_for_loop(&mut self, l: &'a syn::ExprForLoop) {
+            self.loops += 1;
+            syn::visit::visit_expr_for_loop(self, l);
+            self.loops -= 1;
+        }
+        fn visit_expr_while(&mut self, l: &'a syn::ExprWhile) {
+            self.loops += 1;
+            syn::visit::visit_expr_while(self, l);
+            self.loops -= 1;
+        }
+        fn visit_expr_loop(&mut self, l: &'a syn::ExprLoop) {
+            self.loops += 1;
+            syn::visit::visit_expr_loop(self, l);
+            self.loops -= 1;
+        }
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut finder = Finder::default();
+    finder.visit_block(body);
+    finder.found
 }

@@ -110,7 +110,21 @@ impl Lowerer<'_> {
         };
         let mut it = a.args.iter();
         let elem = match it.next() {
-            Some(syn::GenericArgument::Type(t)) => crate::types::expect_scalar(t)?,
+            Some(syn::GenericArgument::Type(t)) => {
+                match crate::types::struct_named(t, &self.info.structs) {
+                    Some(st) => {
+                        return err(
+                            t.span(),
+                            format!(
+                                "shared arrays of structs are not supported in device code yet: \
+                             declare one shared array per field of `{}`",
+                                st.ident
+                            ),
+                        );
+                    }
+                    None => self.resolve_scalar(t)?,
+                }
+            }
             _ => return err(a.span(), "expected the element type first"),
         };
         if dynamic {

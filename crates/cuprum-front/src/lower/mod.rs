@@ -36,6 +36,12 @@ use infer::{Inference, LitKind, Mode};
 
 type Result<T> = syn::Result<T>;
 
+/// Type parameters in scope (a kernel's or the current helper's) and their scalar types.
+type TypeParams = HashMap<String, S>;
+
+/// Const parameters in scope (a kernel's or the current helper's): type and value.
+type ConstParams = HashMap<String, (S, i128)>;
+
 fn err<T>(span: proc_macro2::Span, msg: impl std::fmt::Display) -> Result<T> {
     Err(syn::Error::new(span, msg))
 }
@@ -180,12 +186,13 @@ struct Lowerer<'a> {
     index_1d: Option<Value>,
     /// The helper calls being inlined, innermost last.
     frames: Vec<helpers::HelperFrame>,
-    /// The current helper's type parameters.
-    type_params: HashMap<String, S>,
+    /// The type parameters in scope: the kernel's, or the current helper's.
+    type_params: TypeParams,
     /// `match` arms whose else-block is still open: (condition, then-block).
     pending_ifs: Vec<(Value, cuprum_ir::Block)>,
-    /// The kernel's const parameters in this specialization: type and value.
-    const_params: HashMap<String, (S, i128)>,
+    /// The const parameters in scope, with type and value: the kernel's in this
+    /// specialization, or the current helper's while one is inlined (`call_helper` swaps them).
+    const_params: ConstParams,
     /// The kernel's type parameters in this specialization (helpers swap `type_params`).
     kernel_types: HashMap<String, S>,
     /// Upper bounds of non-negative integer values (see `ranges.rs`).
@@ -275,14 +282,15 @@ impl<'a> Lowerer<'a> {
                     name: sname,
                     fields,
                 } => {
-                    let mut items = Vec::with_capacity(fields.len());
+                    let mut leaves = Vec::with_capacity(fields.len());
                     for (field, fty) in fields {
                         let index = self
                             .b
                             .param(format!("{name}.{field}"), cuprum_ir::ParamKind::Scalar(fty));
-                        items.push(Val::Scalar(self.def(Op::Param(index), p.name.span())?));
+                        leaves.push(Val::Scalar(self.def(Op::Param(index), p.name.span())?));
                     }
-                    Val::Struct(sname, items)
+                    let mut leaves = leaves.into_iter();
+                    self.assemble_struct(&sname, &mut leaves, p.name.span())?
                 }
                 ParamType::Pointer { elem, mutable } => {
                     let index = self
@@ -813,20 +821,21 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Loop(l) => self.plain_loop(l),
             syn::Expr::ForLoop(f) => self.for_loop(f),
             syn::Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
+                if b.label.is_some() {
+                    return err(b.span(), control::LABEL_HELP);
+                }
+                if b.expr.is_some() {
                     return err(
                         b.span(),
-                        "labelled `break` and `break` with a value are not supported in device code yet",
+                        "`break` with a value is not supported in device code yet: assign the \
+                         value to a `let mut` declared before the `loop`, then `break`",
                     );
                 }
                 self.jump(Stmt::Break, b.span())
             }
             syn::Expr::Continue(c) => {
                 if c.label.is_some() {
-                    return err(
-                        c.span(),
-                        "labelled `continue` is not supported in device code yet",
-                    );
+                    return err(c.span(), control::LABEL_HELP);
                 }
                 self.jump(Stmt::Continue, c.span())
             }
@@ -904,12 +913,8 @@ impl<'a> Lowerer<'a> {
             self.b.push(Stmt::Return);
             return Ok(Val::Never);
         };
-        if frame.loop_depth != self.loop_depth {
-            return err(
-                r.span(),
-                "`return` from inside a loop of a device helper is not supported yet: `break` out of the loop first",
-            );
-        }
+        let from_loop = frame.loop_depth != self.loop_depth;
+        let returned = frame.returned;
         let result = frame.result.clone();
         match (result, &r.expr) {
             (Some(slot), Some(e)) => {
@@ -921,6 +926,23 @@ impl<'a> Lowerer<'a> {
                 let _ = self.expr(e)?;
             }
             (Some(_), None) => return err(r.span(), "this helper returns a value"),
+        }
+        if from_loop {
+            // Leave the loops up to the call's own: the flag tells each loop's end.
+            let Some(flag) = returned else {
+                return err(
+                    r.span(),
+                    "internal compiler error: no flag for this `return`",
+                );
+            };
+            let yes = self.constant(Constant::bool(true));
+            self.b.push(Stmt::WriteVar {
+                var: flag,
+                value: yes,
+            });
+            if let Some(frame) = self.frames.last_mut() {
+                frame.loop_returns += 1;
+            }
         }
         self.b.push(Stmt::Break);
         Ok(Val::Never)
@@ -975,7 +997,20 @@ impl<'a> Lowerer<'a> {
     }
 
     fn path_value(&mut self, p: &syn::ExprPath) -> Result<Val> {
-        if let Some(c) = associated_constant(&p.path) {
+        if let [.., ty, name] = Vec::from_iter(&p.path.segments)[..]
+            && let Some(ty) = self.scalar_named(&ty.ident.to_string())
+        {
+            let Some(c) = associated_constant(ty, &name.ident.to_string()) else {
+                return err(
+                    p.span(),
+                    format!(
+                        "`{}` is not a constant device code knows: the scalar types' `MIN`, \
+                         `MAX`, `BITS`, the floats' `INFINITY`, `NEG_INFINITY`, `NAN`, \
+                         `EPSILON`, and `ZERO` and `ONE` of `cuprum::simt::Num`",
+                        path_string(&p.path)
+                    ),
+                );
+            };
             return Ok(Val::Scalar(self.constant(c)));
         }
         let Some(ident) = p.path.get_ident() else {
@@ -1454,14 +1489,9 @@ fn source_text(e: &impl quote::ToTokens) -> String {
     out
 }
 
-/// `f32::MAX`, `u32::MAX`, `f32::INFINITY`, `f16::ONE`, ...: the associated constants of the
-/// scalar types, as IR constants.
-fn associated_constant(path: &syn::Path) -> Option<Constant> {
-    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let [.., ty, name] = segs.as_slice() else {
-        return None;
-    };
-    let ty = S::from_rust_name(ty)?;
+/// `MAX`, `INFINITY`, `ONE`, ... of scalar type `ty` (`f32::MAX`, `u32::MAX`, `f16::ONE`, and
+/// `T::ZERO` of `cuprum::simt::Num`), as IR constants.
+fn associated_constant(ty: S, name: &str) -> Option<Constant> {
     let float = |v: f64| match ty {
         S::F32 => Some(Constant::f32(v as f32)),
         S::F64 => Some(Constant::f64(v)),
@@ -1469,7 +1499,7 @@ fn associated_constant(path: &syn::Path) -> Option<Constant> {
         _ => None,
     };
     if ty.is_float() {
-        return match name.as_str() {
+        return match name {
             "INFINITY" => float(f64::INFINITY),
             "NEG_INFINITY" => float(f64::NEG_INFINITY),
             "NAN" => float(f64::NAN),
@@ -1500,7 +1530,9 @@ fn associated_constant(path: &syn::Path) -> Option<Constant> {
         return None;
     }
     let bits = ty.bits();
-    match name.as_str() {
+    match name {
+        "ZERO" => Some(Constant::new(ty, 0)),
+        "ONE" => Some(Constant::new(ty, 1)),
         "MAX" if ty.is_signed_int() => Some(Constant::new(ty, (1u64 << (bits - 1)) - 1)),
         "MAX" => Some(Constant::new(ty, u64::MAX)),
         "MIN" if ty.is_signed_int() => Some(Constant::new(ty, 1u64 << (bits - 1))),

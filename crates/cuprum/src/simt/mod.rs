@@ -11,12 +11,15 @@ pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
 pub mod mma;
+pub mod num;
+pub mod nvptx;
 pub mod pointer;
 pub mod shared;
 pub mod thread;
 pub mod warp;
 
 pub use atomic::AtomicSlice;
+pub use num::Num;
 pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};

@@ -1,0 +1,95 @@
+// What ported CUDA code may still write that device code does not support yet, near what it
+// does (const generics, generic numbers, early returns, nested structs): each is refused at
+// `cargo build` with what to write instead.
+use cuprum::cuda_module;
+use cuprum::simt::{SharedArray, kernel};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    pub struct V3 {
+        pub x: f32,
+        pub y: f32,
+        pub z: f32,
+    }
+
+    pub fn ones<const N: usize>() -> [f32; N] {
+        [1.0; N]
+    }
+
+    #[kernel]
+    pub unsafe fn shared_structs(out: &mut [f32]) {
+        let s = SharedArray::<V3, 32>::uninit();
+        out[0] = 1.0;
+    }
+
+    #[kernel]
+    pub unsafe fn const_from_annotation(out: &mut [f32]) {
+        let a: [f32; 4] = ones();
+        out[0] = a[0];
+    }
+
+    #[kernel]
+    pub unsafe fn conversion(x: &[u16], out: &mut [f32]) {
+        out[0] = f32::from(x[0]);
+    }
+
+    #[kernel]
+    pub unsafe fn labelled(out: &mut [u32]) {
+        'rows: for i in 0..4u32 {
+            for j in 0..4u32 {
+                if i * j == 4 {
+                    break 'rows;
+                }
+            }
+        }
+        out[0] = 1;
+    }
+}
+
+// Kernel signatures are checked before any body is compiled.
+#[cuda_module]
+mod signatures {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    pub struct V3 {
+        pub x: f32,
+        pub y: f32,
+        pub z: f32,
+    }
+
+    #[derive(Clone, Copy)]
+    pub struct Segment {
+        pub ends: [f32; 2],
+    }
+
+    #[kernel]
+    pub unsafe fn slice_of_structs(points: &[V3], out: &mut [f32]) {
+        out[0] = 1.0;
+    }
+
+    #[kernel]
+    pub unsafe fn array_field(s: Segment, out: &mut [f32]) {
+        out[0] = 1.0;
+    }
+}
+
+#[cuda_module]
+mod generic_structs {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    pub struct Tile<const N: usize> {
+        pub first: f32,
+    }
+
+    #[kernel]
+    pub unsafe fn k(out: &mut [f32]) {
+        out[0] = 1.0;
+    }
+}
+
+fn main() {}
