@@ -17,5 +17,7 @@ if [ -n "${EXTRA:-}" ]; then
   for e in $EXTRA; do cp "$e" .gpu/extra/; strip ".gpu/extra/$(basename "$e")" 2>/dev/null || true; done
 fi
 mkdir -p .gpux
-tar cf - .gpu | xz -T2 -6 > .gpux/gpu.tar.xz
+# -9e: its large window finds the code the binaries share (155 binaries: 62 MB at -6, 33 MB
+# at -9e, about 3 minutes on two cores).
+tar cf - .gpu | xz -T2 -9e > .gpux/gpu.tar.xz
 echo "bundled $(ls .gpu/bin | wc -l) binaries: $(du -h .gpux/gpu.tar.xz | cut -f1) in .gpux/gpu.tar.xz"
