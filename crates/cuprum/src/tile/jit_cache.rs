@@ -255,16 +255,18 @@ impl Source {
 }
 
 /// The entry of one specialization: from the store when it has it, else `compile`d (and
-/// put in the store when there is one).
+/// put in the store when there is one). `lowering` names the lowering whose entries may be
+/// kept; `None` (a lowering whose code the key's fingerprint does not cover) compiles without
+/// the store.
 pub(crate) fn fetch_or_compile<E>(
     module_name: &str,
     module_bytes: &[u8],
     kernel: usize,
     spec: &Specialization,
-    lowering: &str,
+    lowering: Option<&str>,
     compile: impl FnOnce() -> Result<Entry, E>,
 ) -> Result<(Entry, Source), E> {
-    let Some(store) = store() else {
+    let (Some(store), Some(lowering)) = (store(), lowering) else {
         COMPILES.fetch_add(1, Ordering::Relaxed);
         return Ok((compile()?, Source::Compiled));
     };
@@ -466,11 +468,12 @@ mod tests {
         };
         let mut compiled = 0;
         for round in 0..3 {
-            let (e, source) = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
-                compiled += 1;
-                Ok(make())
-            })
-            .expect("an entry");
+            let (e, source) =
+                fetch_or_compile::<()>("unit", b"module", 3, &spec, Some("test"), || {
+                    compiled += 1;
+                    Ok(make())
+                })
+                .expect("an entry");
             let want = if round == 0 {
                 Source::Compiled
             } else {
@@ -486,7 +489,7 @@ mod tests {
         for v in store.entries.lock().unwrap().values_mut() {
             v.truncate(10);
         }
-        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, "test", || {
+        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, Some("test"), || {
             compiled += 1;
             Ok(make())
         });

@@ -151,12 +151,14 @@ pub(crate) fn compiled(
     };
     let start = std::time::Instant::now();
     let tile = specialize(kernel, spec).map_err(|e| fail(e.to_string()))?;
+    // Only the default lowering's entries outlive the process: the key names a lowering,
+    // and only the default one's code is covered by the compiler fingerprint in the key.
     let (entry, source) = jit_cache::fetch_or_compile(
         module.name,
         module.bytes,
         index,
         spec,
-        lowering.name,
+        (lowering.name == Lowering::DEFAULT.name).then_some(lowering.name),
         || {
             let lowered = (lowering.lower)(&tile).map_err(|e| fail(e.to_string()))?;
             let mut ir = lowered.kernel;
