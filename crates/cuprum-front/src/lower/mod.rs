@@ -20,6 +20,7 @@ mod intrinsics;
 mod macros;
 mod matrix;
 mod ops;
+mod outputs;
 mod ranges;
 
 use std::collections::HashMap;
