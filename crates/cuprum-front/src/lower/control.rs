@@ -215,6 +215,9 @@ impl Lowerer<'_> {
                 );
             }
             "get_mut" | "get_mut_2d" | "get_mut_3d" | "block_result_mut" => true,
+            "get" if access == SliceAccess::Disjoint => {
+                return err(m.method.span(), super::disjoint::NOT_INDEXED);
+            }
             "get" => false,
             _ => {
                 return err(

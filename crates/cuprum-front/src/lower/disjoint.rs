@@ -49,6 +49,12 @@ use syn::spanned::Spanned;
 
 use super::*;
 
+/// Why a `DisjointSlice` is neither indexed nor read with `get`: the one message for both.
+pub(super) const NOT_INDEXED: &str = "a `DisjointSlice` is not indexed: a thread reaches (reads \
+     and writes) only its own elements, through `get_mut(i)`, `chunk_mut`, `tile_mut`, \
+     `grid_stride_mut`, `block_result_mut` or `update`, since another thread's element could be \
+     written while this one reads it";
+
 /// How a thread's position names its elements of a `DisjointSlice`: one pattern per slice
 /// and kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
