@@ -148,16 +148,15 @@ mod kernels {
     }
 
     /// A grid-stride loop: a small grid covers all of `y`, with a warp reduction and a
-    /// global counter on the side.
+    /// global counter on the side. Safe: `grid_stride_mut` gives each thread its own
+    /// elements, `t, t + grid threads, ..`.
     #[kernel]
-    pub unsafe fn grid_stride(x: &[u32], y: &mut [u32], warp_sums: AtomicSlice<u32>) {
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
-        let mut i = thread::index_1d().get();
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn grid_stride(x: &[u32], mut y: DisjointSlice<u32>, warp_sums: AtomicSlice<u32>) {
         let mut mine = 0u32;
-        while i < y.len() {
-            y[i] = x[i].wrapping_mul(3);
+        for (i, o) in y.grid_stride_mut() {
+            *o = x[i].wrapping_mul(3);
             mine = mine.wrapping_add(x[i]);
-            i += stride;
         }
         let sum = warp::reduce_add(mine);
         if thread::lane_id() == 0 {
@@ -447,8 +446,8 @@ fn grid_stride_loops_with_warp_sums_and_atomics_are_race_free() -> cuprum::Resul
     let dx = DeviceBuffer::from_host(&stream, &x)?;
     let mut y = DeviceBuffer::from_host(&stream, &vec![0xDEAD_BEEF; n])?;
     let mut total = DeviceBuffer::from_host(&stream, &[0u32])?;
-    let config = LaunchConfig1D::new(6, 128, 0);
-    unsafe { m.grid_stride(&stream, config, &dx, &mut y, &mut total)? };
+    let prepared = m.prepare_grid_stride(LaunchConfig1D::new(6, 128, 0))?;
+    m.grid_stride(&stream, &prepared, &dx, &mut y, &mut total)?;
     let want: Vec<u32> = x.iter().map(|v| v.wrapping_mul(3)).collect();
     assert_same("grid stride", &y.to_host_vec(&stream)?, &want);
     let sum = x.iter().fold(0u32, |a, &b| a.wrapping_add(b));

@@ -56,6 +56,27 @@ impl Lowerer<'_> {
             (Val::Slice(p), "len") if args.is_empty() => {
                 return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
             }
+            (Val::Slice(p), "update") => {
+                let p = *p;
+                return self.disjoint_update(p, m);
+            }
+            (Val::Slice(_), "chunk_mut" | "tile_mut" | "grid_stride_mut" | "block_result_mut") => {
+                let form = match method.as_str() {
+                    "block_result_mut" => "if let Some(out) = slice.block_result_mut() { .. }",
+                    "tile_mut" => {
+                        "for (r, c, out) in slice.tile_mut::<TM, TN>(index, width) { .. }"
+                    }
+                    _ => "for (i, out) in slice.METHOD { .. }",
+                };
+                return err(
+                    span,
+                    format!(
+                        "use `{method}` as `{}` in device code: the elements it hands out are \
+                         reachable only inside it",
+                        form.replace("METHOD", &format!("{method}(..)"))
+                    ),
+                );
+            }
             (Val::Slice(_), "get_mut" | "get") => {
                 return err(
                     span,

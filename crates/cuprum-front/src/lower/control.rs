@@ -164,7 +164,8 @@ impl Lowerer<'_> {
         }))
     }
 
-    /// `if let Some(r) = slice.get_mut(index) { .. } else { .. }` (and `get` on `&[T]`).
+    /// `if let Some(r) = slice.get_mut(index) { .. } else { .. }` (and `get` on `&[T]`,
+    /// `block_result_mut()` on a `DisjointSlice`).
     pub(super) fn if_let(&mut self, l: &syn::ExprLet, i: &syn::ExprIf, site: u32) -> Result<Val> {
         let span = l.span();
         let (binding, mutable_binding) = match &*l.pat {
@@ -202,10 +203,21 @@ impl Lowerer<'_> {
         };
         let (elem, access) = self.slice_param(param);
         let mutable = match method.as_str() {
-            "get_mut" | "get_mut_2d" | "get_mut_3d" if access == SliceAccess::ReadOnly => {
+            "get_mut" | "get_mut_2d" | "get_mut_3d" | "block_result_mut"
+                if access == SliceAccess::ReadOnly =>
+            {
                 return err(m.method.span(), "cannot get a mutable element of a `&[T]`");
             }
-            "get_mut" | "get_mut_2d" | "get_mut_3d" => true,
+            "block_result_mut" if access != SliceAccess::Disjoint => {
+                return err(
+                    m.method.span(),
+                    "`block_result_mut` is a method of `DisjointSlice`",
+                );
+            }
+            "get_mut" | "get_mut_2d" | "get_mut_3d" | "block_result_mut" => true,
+            "get" if access == SliceAccess::Disjoint => {
+                return err(m.method.span(), super::disjoint::NOT_INDEXED);
+            }
             "get" => false,
             _ => {
                 return err(
@@ -215,7 +227,11 @@ impl Lowerer<'_> {
             }
         };
         let args: Vec<&syn::Expr> = m.args.iter().collect();
-        let (index, cond) = self.slice_element(param, access, &method, &args, m.span())?;
+        let (index, cond) = if method == "block_result_mut" {
+            self.block_result_element(param, &args, m.span())?
+        } else {
+            self.slice_element(param, access, &method, &args, m.span())?
+        };
         let then_block = &i.then_branch;
         self.branches(
             cond,
@@ -305,6 +321,9 @@ impl Lowerer<'_> {
 
     /// `for i in a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`.
     pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Val> {
+        if let Some(v) = self.output_loop(f)? {
+            return Ok(v);
+        }
         let site = self.site();
         let span = f.span();
         if f.label.is_some() {
@@ -548,7 +567,7 @@ fn token_count(ts: proc_macro2::TokenStream) -> usize {
 }
 
 /// Whether `body` has a `break` or `continue` that leaves this loop (not a nested one).
-fn breaks_this_loop(body: &syn::Block) -> bool {
+pub(super) fn breaks_this_loop(body: &syn::Block) -> bool {
     use syn::visit::Visit;
     struct Finder(bool);
     impl<'a> Visit<'a> for Finder {

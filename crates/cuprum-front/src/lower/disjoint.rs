@@ -1,22 +1,45 @@
-//! Which element `get_mut`, `get_mut_2d` and `get_mut_3d` give a thread, and the rules that
-//! make a `DisjointSlice` hand every element to at most one thread of a launch.
+//! Which elements a `DisjointSlice` gives a thread, and the rules that make every element
+//! one thread's at most, whatever the inputs and whatever launch the kernel's
+//! `#[launch_contract]` lets `prepare_*` accept.
 //!
 //! A safe kernel's output promise holds by construction, checked here at `cargo build`:
 //! * **The index identifies the thread.** `index_1d()` is CUDA's
 //!   `blockIdx.x * blockDim.x + threadIdx.x`, `index_2d()` adds y, `index_3d()` z. An N-D
 //!   index is unique only where the launch has one block and one thread along the other axes;
 //!   the launch contract fixes both (its grid is 1 beyond `domain`, its block is exact), so an
-//!   N-D index may reach `get_mut_Nd` only in a kernel with `domain <= N` whose block is 1
-//!   along every axis past N.
-//! * **Every thread maps coordinates to elements the same way.** The extents of `get_mut_2d`
-//!   and `get_mut_3d` must be *launch-uniform*: built from scalar parameters, constants, slice
-//!   lengths and block/grid dimensions by pure operations, so every thread of a launch sees the
-//!   same values; and every access of one slice in a kernel uses the same extents (with two
-//!   widths, threads (1, 0) and (0, 1) meet at element 1 of widths 2 and 1).
-//! * **The linear index does not wrap.** `y * width + x` is computed with an overflow check:
-//!   an element whose linear index does not fit is past any buffer, so the thread gets `None`.
-//!   Where value ranges prove that no overflow is possible (widths of 32 bits and the hardware's
-//!   bounds on thread indices), the check is not emitted.
+//!   N-D index may reach a pattern of N dimensions only in a kernel with `domain <= N` whose
+//!   block is 1 along every axis past N ([`Lowerer::check_unique_index`]).
+//! * **Every thread maps coordinates to elements the same way.** Extents (the `width` of
+//!   `get_mut_2d` and `tile_mut`, the `height` of `get_mut_3d`) must be *launch-uniform*:
+//!   built from scalar parameters, constants, slice lengths and block/grid dimensions by pure
+//!   operations, so every thread of a launch sees the same values. And every access of one
+//!   slice in a kernel uses the same [`Pattern`] with the same extents
+//!   ([`Lowerer::check_same_mapping`]): with two widths, threads (1, 0) and (0, 1) meet at
+//!   element 1 of widths 2 and 1; with `get_mut(i)` beside `chunk_mut::<4>(i)`, threads 1 and
+//!   0 meet at element 1.
+//! * **The linear index does not wrap.** `y * width + x` (and `N * i + j` of a chunk) is
+//!   computed with an overflow check: an element whose linear index does not fit is past any
+//!   buffer, so the thread does not get it. Where value ranges prove that no overflow is
+//!   possible (widths of 32 bits and the hardware's bounds on thread indices), the check is
+//!   not emitted.
+//!
+//! Under those rules each pattern gives distinct threads disjoint sets of elements:
+//! * `get_mut*(index)`: the one element at the (unique) index.
+//! * `chunk_mut::<N>(i)`: `[N*i, N*i + N)`; distinct `i` give disjoint ranges.
+//! * `tile_mut::<TM, TN>(idx, width)`: rows `[TM*y, TM*y + TM)` × columns `[TN*x, TN*x + TN)`,
+//!   columns at or past `width` skipped, so distinct `(x, y)` give disjoint rectangles of one
+//!   row-major matrix and a tile never spills into the next row.
+//! * `grid_stride_mut()`: `t + k*s` with `t` = `index_1d()` (unique, below `s`) and `s` the
+//!   grid's thread count read from the hardware: element `e` is only thread `e mod s`'s.
+//!   The cursor stops rather than wraps.
+//! * `block_result_mut()`: element `bx + gx * (by + gy * bz)`, in thread (0, 0, 0) of the
+//!   block only: one elected thread per block, distinct blocks, exact in 64 bits (the
+//!   hardware bounds grids to 2^31 × 2^16 × 2^16 blocks). Needs no contract.
+//!
+//! Each pattern hands out `&mut T`, so a thread may read what it owns (in-place updates); a
+//! `DisjointSlice` has no other way in (indexing it is refused), so no thread reads another's
+//! element. `outputs.rs` lowers the patterns beyond `get_mut*`; the element computations and
+//! the rules are here.
 //!
 //! `&mut [T]` slices of `unsafe` kernels use the same overflow-free element computation but
 //! none of the uniqueness rules (their launches are the caller's promise).
@@ -26,11 +49,59 @@ use syn::spanned::Spanned;
 
 use super::*;
 
-/// How a `DisjointSlice` was first written in a kernel: the index dimensions and the uniform
-/// extents (as [`Lowerer::uniform`] keys), and where.
+/// Why a `DisjointSlice` is neither indexed nor read with `get`: the one message for both.
+pub(super) const NOT_INDEXED: &str = "a `DisjointSlice` is not indexed: a thread reaches (reads \
+     and writes) only its own elements, through `get_mut(i)`, `chunk_mut`, `tile_mut`, \
+     `grid_stride_mut`, `block_result_mut` or `update`, since another thread's element could be \
+     written while this one reads it";
+
+/// How a thread's position names its elements of a `DisjointSlice`: one pattern per slice
+/// and kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pattern {
+    /// `get_mut`, `get_mut_2d`, `get_mut_3d` (and `update`): one element at an N-D index.
+    Element(usize),
+    /// `chunk_mut::<N>`: `N` consecutive elements per 1-D index.
+    Chunk(u64),
+    /// `tile_mut::<TM, TN>`: a `TM` × `TN` tile per 2-D index.
+    Tile(u64, u64),
+    /// `grid_stride_mut`: every grid-size-th element from the 1-D index.
+    GridStride,
+    /// `block_result_mut`: one element per block, in the block's first thread.
+    BlockResult,
+}
+
+impl Pattern {
+    /// The thread-index dimensions the pattern starts from (0: none, a block result).
+    pub(super) fn dims(self) -> usize {
+        match self {
+            Pattern::Element(d) => d,
+            Pattern::Chunk(_) | Pattern::GridStride => 1,
+            Pattern::Tile(..) => 2,
+            Pattern::BlockResult => 0,
+        }
+    }
+
+    /// The call that uses it, for messages: `out.chunk_mut::<4>(thread::index_1d())`.
+    pub(super) fn call(self, slice: &str) -> String {
+        match self {
+            Pattern::Element(1) => format!("{slice}.get_mut(thread::index_1d())"),
+            Pattern::Element(d) => format!("{slice}.get_mut_{d}d(thread::index_{d}d(), ..)"),
+            Pattern::Chunk(n) => format!("{slice}.chunk_mut::<{n}>(thread::index_1d())"),
+            Pattern::Tile(m, n) => {
+                format!("{slice}.tile_mut::<{m}, {n}>(thread::index_2d(), ..)")
+            }
+            Pattern::GridStride => format!("{slice}.grid_stride_mut()"),
+            Pattern::BlockResult => format!("{slice}.block_result_mut()"),
+        }
+    }
+}
+
+/// How a `DisjointSlice` was first reached in a kernel: the pattern and its uniform extents
+/// (as [`Lowerer::uniform`] keys), and where.
 #[derive(Clone, Debug)]
 pub(super) struct DisjointMapping {
-    dims: usize,
+    pattern: Pattern,
     extents: Vec<u32>,
     span: proc_macro2::Span,
 }
@@ -120,9 +191,8 @@ impl Lowerer<'_> {
             let v = self.expr(e)?;
             extents.push((self.materialize(v, S::U64, e.span())?, e.span()));
         }
-        if access == SliceAccess::Disjoint && !self.inferring() {
-            self.check_unique_index(param, dims, span)?;
-            self.check_same_mapping(param, dims, &extents, span)?;
+        if access == SliceAccess::Disjoint {
+            self.check_mapping(param, Pattern::Element(dims), &extents, span)?;
         }
         let extents: Vec<Value> = extents.into_iter().map(|(v, _)| v).collect();
         self.linear_element(param, &coords, &extents, span)
@@ -131,7 +201,7 @@ impl Lowerer<'_> {
     /// The row-major element of `coords` (x fastest) in an array of `extents` (all but the last
     /// dimension), and whether it exists: each coordinate but the last below its extent, and
     /// the exact (unwrapped) linear index below the slice's length.
-    fn linear_element(
+    pub(super) fn linear_element(
         &mut self,
         param: u32,
         coords: &[Value],
@@ -167,7 +237,7 @@ impl Lowerer<'_> {
 
     /// `a * b + c` on `U64`s, and a `Bool` that is true exactly when the exact result fits in
     /// 64 bits; `None` when the value ranges already prove it does.
-    fn checked_mul_add(
+    pub(super) fn checked_mul_add(
         &mut self,
         a: Value,
         b: Value,
@@ -234,10 +304,36 @@ impl Lowerer<'_> {
         Ok((sum, Some(fits)))
     }
 
+    /// The rules for reaching `param` through `pattern` with `extents` (launch-uniform
+    /// values and where they were written): a thread index unique under the launch contract,
+    /// and one mapping per slice. Checked in the emitting run only.
+    pub(super) fn check_mapping(
+        &mut self,
+        param: u32,
+        pattern: Pattern,
+        extents: &[(Value, proc_macro2::Span)],
+        span: proc_macro2::Span,
+    ) -> Result<()> {
+        if self.inferring() {
+            return Ok(());
+        }
+        self.check_unique_index(param, pattern, span)?;
+        self.check_same_mapping(param, pattern, extents, span)
+    }
+
     /// Refuses an N-D thread index on a `DisjointSlice` where the launch contract lets two
     /// threads have it. Kernels without a domain contract have only `unsafe` launches, whose
     /// callers promise disjointness.
-    fn check_unique_index(&self, param: u32, dims: usize, span: proc_macro2::Span) -> Result<()> {
+    fn check_unique_index(
+        &self,
+        param: u32,
+        pattern: Pattern,
+        span: proc_macro2::Span,
+    ) -> Result<()> {
+        let dims = pattern.dims();
+        if dims == 0 {
+            return Ok(());
+        }
         let Some(contract) = self.kernel.contract else {
             return Ok(());
         };
@@ -245,12 +341,12 @@ impl Lowerer<'_> {
             return Ok(());
         };
         let (bx, by, bz) = contract.block;
-        let name = self.param_name(param);
+        let call = pattern.call(&self.param_name(param));
         let kernel = &self.kernel.name;
-        let (call, index, rest) = match dims {
-            1 => ("get_mut", "thread::index_1d()", ""),
-            2 => ("get_mut_2d", "thread::index_2d()", ", .."),
-            _ => ("get_mut_3d", "thread::index_3d()", ", .."),
+        let index = match dims {
+            1 => "thread::index_1d()",
+            2 => "thread::index_2d()",
+            _ => "thread::index_3d()",
         };
         let suggest = |axes: usize| match axes {
             2 => "use `thread::index_2d()` with `get_mut_2d(index, width)`",
@@ -261,7 +357,7 @@ impl Lowerer<'_> {
             return err(
                 span,
                 format!(
-                    "`{name}.{call}({index}{rest})` could give two threads one element: kernel \
+                    "`{call}` could give two threads one element: kernel \
                      `{kernel}` declares `domain = {domain}`, so its grid may have several \
                      blocks along {axis}, and `{index}` is the same in each of them; {}, or \
                      declare `domain = {dims}`",
@@ -284,7 +380,7 @@ impl Lowerer<'_> {
             return err(
                 span,
                 format!(
-                    "`{name}.{call}({index}{rest})` gives two threads one element: kernel `{kernel}` \
+                    "`{call}` gives two threads one element: kernel `{kernel}` \
                      declares block ({bx}, {by}, {bz}), so {who} of a block have the same \
                      `{index}`; {fix}, or declare a block of {flat}"
                 ),
@@ -297,7 +393,7 @@ impl Lowerer<'_> {
     fn check_same_mapping(
         &mut self,
         param: u32,
-        dims: usize,
+        pattern: Pattern,
         extents: &[(Value, proc_macro2::Span)],
         span: proc_macro2::Span,
     ) -> Result<()> {
@@ -308,18 +404,19 @@ impl Lowerer<'_> {
                 return err(
                     at,
                     format!(
-                        "the extents of `{name}.get_mut_{dims}d` must be the same for every \
+                        "the extents of `{}` must be the same for every \
                          thread of the launch, or two threads could map to one element: build \
                          them from the kernel's scalar parameters, constants, slice lengths \
                          and `block_dim_*`/`grid_dim_*` (not from thread indices, memory or \
-                         `let mut` variables)"
+                         `let mut` variables)",
+                        pattern.call(&name)
                     ),
                 );
             };
             keys.push(key);
         }
         let mapping = DisjointMapping {
-            dims,
+            pattern,
             extents: keys,
             span,
         };
@@ -328,14 +425,17 @@ impl Lowerer<'_> {
                 self.disjoint_mappings.insert(param, mapping);
                 Ok(())
             }
-            Some(first) if first.dims == mapping.dims && first.extents == mapping.extents => Ok(()),
+            Some(first) if first.pattern == mapping.pattern && first.extents == mapping.extents => {
+                Ok(())
+            }
             Some(first) => {
                 let mut e = syn::Error::new(
                     span,
                     format!(
-                        "`{name}` is written through another mapping elsewhere in this kernel: \
-                         every access of one `DisjointSlice` must use the same method and the \
-                         same extents, or two threads could reach one element"
+                        "`{name}` is reached through `{}` elsewhere in this kernel: every access \
+                         of one `DisjointSlice` must use the same pattern with the same shape \
+                         and extents, or two threads could reach one element",
+                        first.pattern.call(&name)
                     ),
                 );
                 e.combine(syn::Error::new(

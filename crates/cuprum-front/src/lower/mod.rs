@@ -20,6 +20,7 @@ mod intrinsics;
 mod macros;
 mod matrix;
 mod ops;
+mod outputs;
 mod ranges;
 
 use std::collections::HashMap;
@@ -1371,10 +1372,7 @@ impl<'a> Lowerer<'a> {
         let site = source_text(i);
         let addr = self.checked_element_addr(param, index, elem, site)?;
         if access == SliceAccess::Disjoint {
-            return err(
-                i.span(),
-                "a `DisjointSlice` is written through `get_mut(index)`, not indexed",
-            );
+            return err(i.span(), disjoint::NOT_INDEXED);
         }
         Ok(arrays::Indexed::Element(Place::Mem {
             space: AddressSpace::Global,

@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
+pub mod disjoint;
 pub mod mma;
 pub mod num;
 pub mod nvptx;
@@ -19,6 +20,7 @@ pub mod thread;
 pub mod warp;
 
 pub use atomic::AtomicSlice;
+pub use disjoint::DisjointSlice;
 pub use num::Num;
 pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, SharedArray, dynamic_shared};
@@ -44,105 +46,6 @@ pub fn fence_system() {}
 /// compute capability 9.0: loading a module that uses it on an older GPU is an error. On the
 /// emulator, which has one proxy, it orders nothing beyond program order.
 pub fn fence_proxy_async() {}
-
-/// An output slice each thread may touch only at its own index.
-///
-/// [`get_mut`](Self::get_mut) takes only a [`ThreadIndex1D`] (from [`thread::index_1d`]), which
-/// no code can make up, so two threads can never write the same element; the out-of-bounds
-/// case is a `None`, not a memory error. On the host, a kernel takes it as
-/// `&mut DeviceBuffer<T>`.
-///
-/// What makes the promise hold, checked when the kernel is compiled: an N-D thread index is
-/// accepted only where the kernel's launch contract makes it unique (`domain <= N`, a block of
-/// 1 along the axes past N), the extents of [`get_mut_2d`](Self::get_mut_2d) and
-/// [`get_mut_3d`](Self::get_mut_3d) are the same in every thread and at every access of the
-/// slice, and the linear index is computed without wrapping.
-///
-/// A thread may read the element it got as well as write it, so `y = a * x + y` needs no
-/// second buffer:
-///
-/// ```
-/// use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice};
-/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
-///
-/// #[cuda_module]
-/// mod kernels {
-///     use super::*;
-///
-///     #[kernel]
-///     #[launch_contract(domain = 1, block = (64, 1, 1))]
-///     pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
-///         let i = thread::index_1d();
-///         if let Some(out) = y.get_mut(i) {
-///             *out = a * x[i.get()] + *out;
-///         }
-///     }
-/// }
-///
-/// # fn main() -> cuprum::Result<()> {
-/// let ctx = CudaContext::new(0)?; // the emulator when there is no GPU
-/// let stream = ctx.default_stream();
-/// let x: Vec<f32> = (0..100).map(|i| i as f32).collect();
-/// let y: Vec<f32> = (0..100).map(|i| 0.5 * i as f32).collect();
-/// let dx = DeviceBuffer::from_host(&stream, &x)?;
-/// let mut dy = DeviceBuffer::from_host(&stream, &y)?;
-///
-/// let module = kernels::load(&ctx)?;
-/// // Two blocks of 64 threads: the last 28 threads get `None` and write nothing.
-/// let prepared = module.prepare_saxpy(LaunchConfig1D::for_len(x.len(), 64))?;
-/// module.saxpy(&stream, &prepared, 3.0, &dx, &mut dy)?;
-///
-/// let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 3.0 * x + y).collect();
-/// assert_eq!(dy.to_host_vec(&stream)?, want);
-/// # Ok(())
-/// # }
-/// ```
-pub struct DisjointSlice<T> {
-    _elements: PhantomData<*mut T>,
-}
-
-impl<T> DisjointSlice<T> {
-    /// The element of the calling thread, or `None` past the end.
-    pub fn get_mut(&mut self, index: ThreadIndex1D) -> Option<&mut T> {
-        let _ = index;
-        None
-    }
-
-    /// The element at (`index.x()`, `index.y()`) of a row-major matrix `width` elements wide,
-    /// or `None` when the column is past `width` or the element past the end (computed
-    /// exactly: `y * width + x` never wraps). Distinct threads still get distinct elements:
-    /// `width` must be the same in every thread of the launch (built from the kernel's scalar
-    /// parameters, constants, slice lengths and block/grid sizes, not from thread indices or
-    /// memory), and every access of one slice in a kernel must use the same width; both are
-    /// checked at `cargo build`.
-    pub fn get_mut_2d(&mut self, index: ThreadIndex2D, width: usize) -> Option<&mut T> {
-        let _ = (index, width);
-        None
-    }
-
-    /// The element at (`x`, `y`, `z`) of a `width` × `height` × depth array, `x` fastest, or
-    /// `None` when `x >= width`, `y >= height` or the element is past the end; the extents
-    /// follow the rules of [`get_mut_2d`](Self::get_mut_2d).
-    pub fn get_mut_3d(
-        &mut self,
-        index: ThreadIndex3D,
-        width: usize,
-        height: usize,
-    ) -> Option<&mut T> {
-        let _ = (index, width, height);
-        None
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        0
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        true
-    }
-}
 
 /// A launch configuration checked against kernel `K`'s contract and the device by the
 /// generated `prepare_<kernel>` method. It only fits the kernel it was made for: `K` is a

@@ -1,0 +1,498 @@
+//! The `DisjointSlice` patterns beyond one element per thread: `for (j, out) in
+//! y.chunk_mut::<N>(i)`, `for (r, c, out) in m.tile_mut::<TM, TN>(idx, width)`,
+//! `for (i, out) in y.grid_stride_mut()`, `if let Some(out) = y.block_result_mut()` and
+//! `y.update(i, |v| ..)`.
+//!
+//! Kernels that write several elements per thread, a result per block or in place would
+//! otherwise need `unsafe fn` and `&mut [T]`. Each pattern here computes which elements are
+//! the thread's and lowers the body once per element (chunks and tiles unrolled, with a fast
+//! copy for a piece wholly in bounds; grid strides as a loop). Why the sets of two threads
+//! never meet, and the checks that keep it so, are `disjoint.rs`'s: this file only asks
+//! [`Lowerer::check_mapping`] with the pattern it lowers.
+
+use cuprum_ir::{AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, SliceAccess};
+use cuprum_ir::{Special, Stmt, Value};
+use syn::spanned::Spanned;
+
+use super::disjoint::Pattern;
+use super::*;
+
+/// At most this many elements per chunk or tile: each is a copy of the loop body.
+const MAX_PIECE: u64 = 64;
+
+/// One element of a chunk or tile: its offsets within the piece, linear index, and whether
+/// the thread gets it.
+struct PieceElement {
+    offsets: Vec<u64>,
+    linear: Value,
+    ok: Value,
+}
+
+impl Lowerer<'_> {
+    /// Lowers `for pat in slice.chunk_mut::<N>(i)`, `.tile_mut::<TM, TN>(idx, width)` or
+    /// `.grid_stride_mut()`; `None` when `f` is another loop.
+    pub(super) fn output_loop(&mut self, f: &syn::ExprForLoop) -> Result<Option<Val>> {
+        let syn::Expr::MethodCall(m) = &*f.expr else {
+            return Ok(None);
+        };
+        let method = m.method.to_string();
+        let arity = match method.as_str() {
+            "chunk_mut" | "grid_stride_mut" => 2,
+            "tile_mut" => 3,
+            _ => return Ok(None),
+        };
+        let span = f.span();
+        if f.label.is_some() {
+            return err(span, super::control::LABEL_HELP);
+        }
+        let param = self.disjoint_receiver(&m.receiver, &method)?;
+        let names = loop_names(&f.pat, arity, &method)?;
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        if method == "grid_stride_mut" {
+            if !args.is_empty() || m.turbofish.is_some() {
+                return err(m.span(), "`grid_stride_mut()` takes no arguments");
+            }
+            return self.grid_stride(param, &names, &f.body, span).map(Some);
+        }
+        if super::control::breaks_this_loop(&f.body) {
+            return err(
+                span,
+                format!(
+                    "a `{method}` loop is unrolled over the thread's elements: `break` and \
+                     `continue` are not allowed in it (use `if` around the body)"
+                ),
+            );
+        }
+        let shape = self.piece_shape(m, if method == "tile_mut" { 2 } else { 1 })?;
+        let elements = match (method.as_str(), &args[..]) {
+            ("chunk_mut", [index]) => self.chunk_elements(param, shape[0], index, span)?,
+            ("tile_mut", [index, width]) => {
+                self.tile_elements(param, (shape[0], shape[1]), index, width, span)?
+            }
+            _ => {
+                return err(
+                    m.span(),
+                    "expected `chunk_mut::<N>(thread::index_1d())` or \
+                     `tile_mut::<TM, TN>(thread::index_2d(), width)`",
+                );
+            }
+        };
+        self.piece_loop(param, &elements, &names, &f.body, span)
+            .map(Some)
+    }
+
+    /// The `DisjointSlice` parameter a pattern method is called on.
+    fn disjoint_receiver(&mut self, receiver: &syn::Expr, method: &str) -> Result<u32> {
+        match self.expr(receiver)? {
+            Val::Slice(p) if self.slice_param(p).1 == SliceAccess::Disjoint => Ok(p),
+            other => err(
+                receiver.span(),
+                format!(
+                    "`{method}` is a method of `DisjointSlice`, not of {}",
+                    describe(&other)
+                ),
+            ),
+        }
+    }
+
+    /// The constant shape in `method::<A, B>`: `dims` values, each at least 1, whose product
+    /// is at most [`MAX_PIECE`].
+    fn piece_shape(&self, m: &syn::ExprMethodCall, dims: usize) -> Result<Vec<u64>> {
+        let method = &m.method;
+        let want = if dims == 1 { "<N>" } else { "<TM, TN>" };
+        let Some(tf) = &m.turbofish else {
+            return err(
+                method.span(),
+                format!("`{method}` needs its constant shape: `{method}::{want}(..)`"),
+            );
+        };
+        if tf.args.len() != dims {
+            return err(tf.span(), format!("`{method}` takes `::{want}`"));
+        }
+        let mut shape = Vec::with_capacity(dims);
+        for arg in &tf.args {
+            let expr = match arg {
+                syn::GenericArgument::Const(e) => e.clone(),
+                syn::GenericArgument::Type(syn::Type::Path(tp)) if tp.qself.is_none() => {
+                    syn::Expr::Path(syn::ExprPath {
+                        attrs: Vec::new(),
+                        qself: None,
+                        path: tp.path.clone(),
+                    })
+                }
+                other => return err(other.span(), "expected a constant"),
+            };
+            match self.eval_const(&expr, 0)? {
+                ConstVal::Int(v) if v >= 1 && v <= i128::from(MAX_PIECE) => shape.push(v as u64),
+                _ => {
+                    return err(
+                        arg.span(),
+                        format!("the shape of `{method}` must be a constant from 1 to {MAX_PIECE}"),
+                    );
+                }
+            }
+        }
+        if shape.iter().product::<u64>() > MAX_PIECE {
+            return err(
+                tf.span(),
+                format!("a tile holds at most {MAX_PIECE} elements (each is a copy of the body)"),
+            );
+        }
+        Ok(shape)
+    }
+
+    /// Elements `N*i + j` for `j` in `0..n`, each the thread's when it is below the length.
+    fn chunk_elements(
+        &mut self,
+        param: u32,
+        n: u64,
+        index: &syn::Expr,
+        span: proc_macro2::Span,
+    ) -> Result<Vec<PieceElement>> {
+        let Val::Index1(i) = self.expr(index)? else {
+            return err(
+                index.span(),
+                "`chunk_mut` takes the thread's own index (`thread::index_1d()`), so that no two \
+                 threads get one chunk",
+            );
+        };
+        self.check_mapping(param, Pattern::Chunk(n), &[], span)?;
+        let size = self.constant(Constant::u64(n));
+        let mut out = Vec::with_capacity(n as usize);
+        for j in 0..n {
+            let offset = self.constant(Constant::u64(j));
+            let (e, fits) = self.checked_mul_add(i, size, offset, span)?;
+            let (linear, mut ok) = self.linear_element(param, &[e], &[], span)?;
+            if let Some(fits) = fits {
+                ok = self.def(Op::Binary(BinaryOp::And, fits, ok), span)?;
+            }
+            out.push(PieceElement {
+                offsets: vec![j],
+                linear,
+                ok,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Elements at row `TM*y + r`, column `TN*x + c` of a row-major matrix `width` wide.
+    fn tile_elements(
+        &mut self,
+        param: u32,
+        (tm, tn): (u64, u64),
+        index: &syn::Expr,
+        width: &syn::Expr,
+        span: proc_macro2::Span,
+    ) -> Result<Vec<PieceElement>> {
+        let Val::Index2(x, y) = self.expr(index)? else {
+            return err(
+                index.span(),
+                "`tile_mut` takes the thread's own index (`thread::index_2d()`), so that no two \
+                 threads get one tile",
+            );
+        };
+        let w = self.expr(width)?;
+        let w = self.materialize(w, S::U64, width.span())?;
+        self.check_mapping(param, Pattern::Tile(tm, tn), &[(w, width.span())], span)?;
+        let (rows, cols) = (
+            self.constant(Constant::u64(tm)),
+            self.constant(Constant::u64(tn)),
+        );
+        let mut out = Vec::with_capacity((tm * tn) as usize);
+        for r in 0..tm {
+            let r_c = self.constant(Constant::u64(r));
+            let (row, row_fits) = self.checked_mul_add(y, rows, r_c, span)?;
+            for c in 0..tn {
+                let c_c = self.constant(Constant::u64(c));
+                let (col, col_fits) = self.checked_mul_add(x, cols, c_c, span)?;
+                let (linear, mut ok) = self.linear_element(param, &[col, row], &[w], span)?;
+                for fits in [row_fits, col_fits].into_iter().flatten() {
+                    ok = self.def(Op::Binary(BinaryOp::And, fits, ok), span)?;
+                }
+                out.push(PieceElement {
+                    offsets: vec![r, c],
+                    linear,
+                    ok,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The body once per element. Elements are in increasing linear order and each one's
+    /// condition implies its predecessors' (coordinates grow, columns stay below the width),
+    /// so the last one's condition says the whole piece is in bounds: then the body runs
+    /// without per-element checks, else each copy is guarded.
+    fn piece_loop(
+        &mut self,
+        param: u32,
+        elements: &[PieceElement],
+        names: &[Option<String>],
+        body: &syn::Block,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        let Some(last) = elements.last() else {
+            return Ok(Val::Unit);
+        };
+        let all = last.ok;
+        self.b.begin_block();
+        for e in elements {
+            if matches!(self.owned_body(param, e, names, body)?, Val::Never)
+                || self.b.block_terminated()
+            {
+                break;
+            }
+        }
+        let then = self.b.end_block();
+        self.b.begin_block();
+        for e in elements {
+            let site = self.site();
+            self.branches(
+                e.ok,
+                |this| this.owned_body(param, e, names, body),
+                None,
+                site,
+                span,
+            )?;
+        }
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: all,
+            then,
+            otherwise,
+        });
+        Ok(Val::Unit)
+    }
+
+    /// `body` with `names` bound to the element's offsets and a reference to it.
+    fn owned_body(
+        &mut self,
+        param: u32,
+        e: &PieceElement,
+        names: &[Option<String>],
+        body: &syn::Block,
+    ) -> Result<Val> {
+        let mut values = Vec::with_capacity(names.len());
+        for &o in &e.offsets {
+            values.push(Val::Scalar(self.constant(Constant::u64(o))));
+        }
+        values.push(self.owned_ref(param, e.linear)?);
+        self.scoped_body(names, values, body)
+    }
+
+    /// A mutable reference to element `linear` of `param`.
+    fn owned_ref(&mut self, param: u32, linear: Value) -> Result<Val> {
+        let elem = self.slice_param(param).0;
+        let addr = self.element_addr(param, linear, elem)?;
+        Ok(Val::ElemRef {
+            addr,
+            elem,
+            mutable: true,
+        })
+    }
+
+    /// Lowers `body` in a new scope with `names` bound to `values` (`None` names: `_`).
+    fn scoped_body(
+        &mut self,
+        names: &[Option<String>],
+        values: Vec<Val>,
+        body: &syn::Block,
+    ) -> Result<Val> {
+        let scope = names
+            .iter()
+            .zip(values)
+            .filter_map(|(n, v)| n.clone().map(|n| (n, Binding::Val(v))))
+            .collect();
+        self.scopes.push(scope);
+        let r = self.block(body);
+        self.scopes.pop();
+        r
+    }
+
+    /// `for (i, out) in slice.grid_stride_mut()`: a loop from `index_1d()` by the grid's
+    /// thread count while below the length. The cursor is advanced before the body, so
+    /// `continue` works; it stops instead of wrapping.
+    fn grid_stride(
+        &mut self,
+        param: u32,
+        names: &[Option<String>],
+        body: &syn::Block,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        self.check_mapping(param, Pattern::GridStride, &[], span)?;
+        let start = self.global_index_x()?;
+        let blocks = self.def(Op::Special(Special::GridDim(Dim::X)), span)?;
+        let threads = self.def(Op::Special(Special::BlockDim(Dim::X)), span)?;
+        let blocks = self.cast_value(blocks, S::U64, span)?;
+        let threads = self.cast_value(threads, S::U64, span)?;
+        let stride = self.def(Op::Binary(BinaryOp::Mul, blocks, threads), span)?;
+        let len = self.def(Op::SliceLen(param), span)?;
+        let end = self.constant(Constant::u64(u64::MAX));
+        let cursor = self.b.var("grid_stride", S::U64);
+        self.b.push(Stmt::WriteVar {
+            var: cursor,
+            value: start,
+        });
+        self.loop_body(|this| {
+            let e = this.def(Op::ReadVar(cursor), span)?;
+            let more = this.def(Op::Compare(CmpOp::Lt, e, len), span)?;
+            this.break_unless(more);
+            let next = this.def(Op::Binary(BinaryOp::Add, e, stride), span)?;
+            let no_wrap = this.def(Op::Compare(CmpOp::Ge, next, e), span)?;
+            let next = this.def(
+                Op::Select {
+                    cond: no_wrap,
+                    if_true: next,
+                    if_false: end,
+                },
+                span,
+            )?;
+            this.b.push(Stmt::WriteVar {
+                var: cursor,
+                value: next,
+            });
+            let out = this.owned_ref(param, e)?;
+            this.scoped_body(names, vec![Val::Scalar(e), out], body)
+                .map(|_| ())
+        })?;
+        Ok(Val::Unit)
+    }
+
+    /// `slice.block_result_mut()` in an `if let`: the block's linear index, and whether this
+    /// thread is the block's first and the element exists.
+    pub(super) fn block_result_element(
+        &mut self,
+        param: u32,
+        args: &[&syn::Expr],
+        span: proc_macro2::Span,
+    ) -> Result<(Value, Value)> {
+        if !args.is_empty() {
+            return err(span, "`block_result_mut()` takes no arguments");
+        }
+        self.check_mapping(param, Pattern::BlockResult, &[], span)?;
+        let zero = self.constant(Constant::u32(0));
+        let mut first: Option<Value> = None;
+        for d in [Dim::X, Dim::Y, Dim::Z] {
+            let t = self.def(Op::Special(Special::ThreadIdx(d)), span)?;
+            let is_zero = self.def(Op::Compare(CmpOp::Eq, t, zero), span)?;
+            first = Some(match first {
+                Some(f) => self.def(Op::Binary(BinaryOp::And, f, is_zero), span)?,
+                None => is_zero,
+            });
+        }
+        // x + gx * (y + gy * z): below 2^31 * 2^16 * 2^16, exact in 64 bits.
+        let reg = |this: &mut Self, s: Special| -> Result<Value> {
+            let v = this.def(Op::Special(s), span)?;
+            this.cast_value(v, S::U64, span)
+        };
+        let (bx, by, bz) = (
+            reg(self, Special::BlockIdx(Dim::X))?,
+            reg(self, Special::BlockIdx(Dim::Y))?,
+            reg(self, Special::BlockIdx(Dim::Z))?,
+        );
+        let (gx, gy) = (
+            reg(self, Special::GridDim(Dim::X))?,
+            reg(self, Special::GridDim(Dim::Y))?,
+        );
+        let yz = self.def(Op::Binary(BinaryOp::Mul, gy, bz), span)?;
+        let yz = self.def(Op::Binary(BinaryOp::Add, yz, by), span)?;
+        let linear = self.def(Op::Binary(BinaryOp::Mul, gx, yz), span)?;
+        let linear = self.def(Op::Binary(BinaryOp::Add, linear, bx), span)?;
+        let len = self.def(Op::SliceLen(param), span)?;
+        let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
+        let first = first.unwrap_or(in_len);
+        let ok = self.def(Op::Binary(BinaryOp::And, first, in_len), span)?;
+        Ok((linear, ok))
+    }
+
+    /// `slice.update(i, |v| body)`: the thread's element replaced by `body` with `v` bound
+    /// to its value, when it exists (the element of `get_mut(i)`, under its rules).
+    pub(super) fn disjoint_update(&mut self, param: u32, m: &syn::ExprMethodCall) -> Result<Val> {
+        let span = m.span();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let (index, closure) = match &args[..] {
+            [index, syn::Expr::Closure(c)] if c.inputs.len() == 1 => (*index, c),
+            _ => {
+                return err(
+                    span,
+                    "expected `update(thread::index_1d(), |v| new value)` with a closure literal \
+                     of one parameter",
+                );
+            }
+        };
+        let name = match closure.inputs.first() {
+            Some(syn::Pat::Ident(id)) => Some(id.ident.to_string()),
+            Some(syn::Pat::Type(t)) => match &*t.pat {
+                syn::Pat::Ident(id) => Some(id.ident.to_string()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(name) = name else {
+            return err(closure.inputs.span(), "expected a parameter name: `|v| ..`");
+        };
+        let (elem, access) = self.slice_param(param);
+        if access != SliceAccess::Disjoint {
+            return err(span, "`update` is a method of `DisjointSlice`");
+        }
+        let (linear, ok) = self.slice_element(param, access, "get_mut", &[index], span)?;
+        let site = self.site();
+        self.branches(
+            ok,
+            |this| {
+                let addr = this.element_addr(param, linear, elem)?;
+                let load = Op::Load {
+                    space: AddressSpace::Global,
+                    ty: elem,
+                    addr,
+                };
+                let old = this.def(load, span)?;
+                this.scopes
+                    .push(vec![(name, Binding::Val(Val::Scalar(old)))]);
+                let new = this.expr(&closure.body);
+                this.scopes.pop();
+                let value = this.materialize(new?, elem, closure.body.span())?;
+                this.b.push(Stmt::Store {
+                    space: AddressSpace::Global,
+                    addr,
+                    value,
+                });
+                Ok(Val::Unit)
+            },
+            None,
+            site,
+            span,
+        )
+    }
+}
+
+/// The names of a pattern loop's tuple `(a, b)` / `(r, c, out)`: identifiers or `_`.
+fn loop_names(pat: &syn::Pat, arity: usize, method: &str) -> Result<Vec<Option<String>>> {
+    let want = if arity == 3 {
+        "`(r, c, out)`"
+    } else {
+        "`(i, out)`"
+    };
+    let syn::Pat::Tuple(t) = pat else {
+        return err(
+            pat.span(),
+            format!("a `{method}` loop binds a tuple {want}"),
+        );
+    };
+    if t.elems.len() != arity {
+        return err(
+            pat.span(),
+            format!("a `{method}` loop binds a tuple {want}"),
+        );
+    }
+    t.elems
+        .iter()
+        .map(|p| match p {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                Ok(Some(id.ident.to_string()))
+            }
+            syn::Pat::Wild(_) => Ok(None),
+            other => err(other.span(), "expected a name or `_`"),
+        })
+        .collect()
+}

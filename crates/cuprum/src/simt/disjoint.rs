@@ -1,0 +1,205 @@
+//! `DisjointSlice`: the output of a safe kernel, and the patterns through which a thread
+//! reaches the elements it owns.
+//!
+//! A safe kernel cannot race on its outputs because every element of a `DisjointSlice`
+//! belongs to at most one thread of a launch. Each way of reaching elements below names, as a
+//! function of the thread's position, a set of elements; the sets of two distinct threads
+//! never meet, whatever the inputs and whatever launch configuration the kernel's
+//! `#[launch_contract]` lets through `prepare_*`. The front end checks at `cargo build` what
+//! makes that true (the rules live in `cuprum-front/src/lower/disjoint.rs`), and an output is
+//! reached through **one** pattern with **one** set of extents in a kernel: mixing two (say
+//! `get_mut(i)` and `chunk_mut::<4>(i)`, which give element 1 to threads 1 and 0) is refused.
+//!
+//! | pattern | the thread's elements | why no two threads share one |
+//! |---|---|---|
+//! | [`get_mut(i)`](DisjointSlice::get_mut), `get_mut_2d`, `get_mut_3d` | the one at its index | the index is unique under the contract; extents are launch-uniform and the linear index does not wrap |
+//! | [`chunk_mut::<N>(i)`](DisjointSlice::chunk_mut) | `[N*i, N*i + N)` | `i` is unique, so the ranges `[N*i, N*i+N)` of distinct `i` are disjoint; `N` is a constant and `N*i + j` is computed without wrapping |
+//! | [`grid_stride_mut()`](DisjointSlice::grid_stride_mut) | `t, t + s, t + 2s, ..` with `t` = `index_1d()`, `s` = the grid's thread count | distinct threads have distinct `t < s`, and each element `e` is reached only by the thread `t = e mod s`; `s` is read from the hardware, so it is the same in every thread |
+//! | [`block_result_mut()`](DisjointSlice::block_result_mut) | element `b` (the block's linear index), in thread (0, 0, 0) of the block only | one thread per block is elected, and blocks have distinct linear indices (`x + gx * (y + gy * z)`, exact in 64 bits) |
+//! | [`tile_mut::<TM, TN>(idx, width)`](DisjointSlice::tile_mut) | rows `[TM*y, TM*y+TM)` × columns `[TN*x, TN*x+TN)` of a row-major matrix `width` wide | `(x, y)` is unique under the contract, so the tiles are disjoint rectangles; columns past `width` are skipped (no spill into the next row), `width` is launch-uniform and the linear index does not wrap |
+//!
+//! Every pattern hands out `&mut T`, so a thread may **read** its own elements as well as
+//! write them: in-place updates (`*out = *out * a + b`, or [`update`](DisjointSlice::update))
+//! need no second buffer. Reading any other element is refused: a `DisjointSlice` cannot be
+//! indexed, and its elements are reached only through the patterns above. An element past the
+//! end (a ragged tail) is simply not handed out.
+//!
+//! Chunks and tiles are unrolled; where the whole chunk or tile is in bounds, its elements are
+//! stored without per-element checks, so consecutive aligned stores become vector stores.
+
+use std::marker::PhantomData;
+
+use super::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
+
+/// An output slice each thread may touch only at its own index.
+///
+/// [`get_mut`](Self::get_mut) takes only a [`ThreadIndex1D`] (from [`thread::index_1d`]), which
+/// no code can make up, so two threads can never write the same element; the out-of-bounds
+/// case is a `None`, not a memory error. On the host, a kernel takes it as
+/// `&mut DeviceBuffer<T>`.
+///
+/// What makes the promise hold, checked when the kernel is compiled: an N-D thread index is
+/// accepted only where the kernel's launch contract makes it unique (`domain <= N`, a block of
+/// 1 along the axes past N), the extents of [`get_mut_2d`](Self::get_mut_2d) and
+/// [`get_mut_3d`](Self::get_mut_3d) are the same in every thread and at every access of the
+/// slice, and the linear index is computed without wrapping.
+///
+/// A thread may read the element it got as well as write it, so `y = a * x + y` needs no
+/// second buffer:
+///
+/// ```
+/// use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice};
+/// use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+///
+/// #[cuda_module]
+/// mod kernels {
+///     use super::*;
+///
+///     #[kernel]
+///     #[launch_contract(domain = 1, block = (64, 1, 1))]
+///     pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///         let i = thread::index_1d();
+///         if let Some(out) = y.get_mut(i) {
+///             *out = a * x[i.get()] + *out;
+///         }
+///     }
+/// }
+///
+/// # fn main() -> cuprum::Result<()> {
+/// let ctx = CudaContext::new(0)?; // the emulator when there is no GPU
+/// let stream = ctx.default_stream();
+/// let x: Vec<f32> = (0..100).map(|i| i as f32).collect();
+/// let y: Vec<f32> = (0..100).map(|i| 0.5 * i as f32).collect();
+/// let dx = DeviceBuffer::from_host(&stream, &x)?;
+/// let mut dy = DeviceBuffer::from_host(&stream, &y)?;
+///
+/// let module = kernels::load(&ctx)?;
+/// // Two blocks of 64 threads: the last 28 threads get `None` and write nothing.
+/// let prepared = module.prepare_saxpy(LaunchConfig1D::for_len(x.len(), 64))?;
+/// module.saxpy(&stream, &prepared, 3.0, &dx, &mut dy)?;
+///
+/// let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 3.0 * x + y).collect();
+/// assert_eq!(dy.to_host_vec(&stream)?, want);
+/// # Ok(())
+/// # }
+/// ```
+pub struct DisjointSlice<T> {
+    _elements: PhantomData<*mut T>,
+}
+
+impl<T> DisjointSlice<T> {
+    /// The element of the calling thread, or `None` past the end.
+    pub fn get_mut(&mut self, index: ThreadIndex1D) -> Option<&mut T> {
+        let _ = index;
+        None
+    }
+
+    /// The element at (`index.x()`, `index.y()`) of a row-major matrix `width` elements wide,
+    /// or `None` when the column is past `width` or the element past the end (computed
+    /// exactly: `y * width + x` never wraps). Distinct threads still get distinct elements:
+    /// `width` must be the same in every thread of the launch (built from the kernel's scalar
+    /// parameters, constants, slice lengths and block/grid sizes, not from thread indices or
+    /// memory), and every access of one slice in a kernel must use the same width; both are
+    /// checked at `cargo build`.
+    pub fn get_mut_2d(&mut self, index: ThreadIndex2D, width: usize) -> Option<&mut T> {
+        let _ = (index, width);
+        None
+    }
+
+    /// The element at (`x`, `y`, `z`) of a `width` × `height` × depth array, `x` fastest, or
+    /// `None` when `x >= width`, `y >= height` or the element is past the end; the extents
+    /// follow the rules of [`get_mut_2d`](Self::get_mut_2d).
+    pub fn get_mut_3d(
+        &mut self,
+        index: ThreadIndex3D,
+        width: usize,
+        height: usize,
+    ) -> Option<&mut T> {
+        let _ = (index, width, height);
+        None
+    }
+
+    /// The `N` consecutive elements `[N*i, N*i + N)` of the calling thread (`i` from
+    /// [`thread::index_1d`](super::thread::index_1d)), as `(j, element)` for `j` in `0..N`
+    /// (the offset within the chunk; element `N*i + j`). Elements past the end are skipped, so
+    /// the last thread may get fewer than `N` (a ragged tail) and later ones none.
+    ///
+    /// Written as `for (j, out) in y.chunk_mut::<4>(i) { .. }`; `N` is a constant (a literal,
+    /// a `const` or a const parameter) of at most 64, and the loop is unrolled: `j` is a
+    /// constant in each copy, so it may index local arrays kept in registers. A chunk wholly
+    /// in bounds is stored without per-element checks (vector stores where aligned). Threads
+    /// own disjoint chunks because `i` is unique under the launch contract (the rules of
+    /// [`get_mut`](Self::get_mut)); `break` and `continue` are not allowed in the body.
+    pub fn chunk_mut<const N: usize>(
+        &mut self,
+        index: ThreadIndex1D,
+    ) -> impl Iterator<Item = (usize, &mut T)> + '_ {
+        let _ = index;
+        std::iter::empty()
+    }
+
+    /// The calling thread's elements of a grid-stride loop, as `(index, element)`: indices
+    /// `t, t + s, t + 2s, ..` below `len()`, where `t` is
+    /// [`thread::index_1d`](super::thread::index_1d) and `s` is the number of threads in the
+    /// grid (`grid_dim_x() * block_dim_x()`). So a fixed-size grid covers any length.
+    ///
+    /// Threads `t != t'` (both below `s`) never meet: every element `e` is reached only by the
+    /// thread `t = e mod s`. The index `t` must be unique under the launch contract (the rules
+    /// of [`get_mut`](Self::get_mut)); `s` comes from the hardware, the same in every thread.
+    /// `break` and `continue` work as in any loop.
+    pub fn grid_stride_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
+        std::iter::empty()
+    }
+
+    /// The block's result: `Some` in the block's first thread (`thread_idx` (0, 0, 0)) only,
+    /// for the element at the block's linear index
+    /// (`block_idx_x + grid_dim_x * (block_idx_y + grid_dim_y * block_idx_z)`), and `None`
+    /// in every other thread or when that element is past the end.
+    ///
+    /// Written as `if let Some(out) = sums.block_result_mut() { *out = .. }`, typically after a
+    /// reduction in shared memory and a [`sync_threads`](super::sync_threads). One thread per
+    /// block is elected and blocks have distinct indices, so any launch is safe.
+    pub fn block_result_mut(&mut self) -> Option<&mut T> {
+        None
+    }
+
+    /// The calling thread's `TM` × `TN` tile of a row-major matrix `width` elements wide, as
+    /// `(r, c, element)` for the element at row `TM * index.y() + r`, column
+    /// `TN * index.x() + c`. Elements whose column is at or past `width`, or which lie past the
+    /// end, are skipped (ragged edges).
+    ///
+    /// Written as `for (r, c, out) in m.tile_mut::<4, 4>(thread::index_2d(), width) { .. }`;
+    /// `TM` and `TN` are constants with `TM * TN <= 64`, and the loop is unrolled, so `r` and
+    /// `c` are constants in each copy (a register-blocked accumulator `acc[r][c]` stays in
+    /// registers). Distinct threads own disjoint rectangles: the 2-D index is unique under
+    /// the contract and `width` is launch-uniform (the rules of
+    /// [`get_mut_2d`](Self::get_mut_2d)); `break` and `continue` are not allowed in the body.
+    pub fn tile_mut<const TM: usize, const TN: usize>(
+        &mut self,
+        index: ThreadIndex2D,
+        width: usize,
+    ) -> impl Iterator<Item = (usize, usize, &mut T)> + '_ {
+        let _ = (index, width);
+        std::iter::empty()
+    }
+
+    /// Replaces the calling thread's element with `f` of it, when it exists:
+    /// `y.update(i, |v| v * a + b)` is `if let Some(v) = y.get_mut(i) { *v = *v * a + b }`.
+    /// `f` must be a closure literal with one parameter.
+    pub fn update(&mut self, index: ThreadIndex1D, f: impl FnOnce(T) -> T)
+    where
+        T: Copy,
+    {
+        let _ = (index, f);
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        0
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        true
+    }
+}
