@@ -220,15 +220,20 @@ impl Lowerer<'_> {
         self.branches(
             cond,
             |this| {
-                let addr = this.element_addr(param, index, elem)?;
-                this.scopes.push(vec![(
-                    binding,
-                    Binding::Val(Val::ElemRef {
-                        addr,
-                        elem,
+                let value = match this.elem_slice(param).cloned() {
+                    Some(ty) => Val::AggRef(memory::MemRef {
+                        space: cuprum_ir::AddressSpace::Global,
+                        addr: this.slice_elements_addr(param, index, span)?,
+                        ty,
                         mutable,
                     }),
-                )]);
+                    None => Val::ElemRef {
+                        addr: this.element_addr(param, index, elem)?,
+                        elem,
+                        mutable,
+                    },
+                };
+                this.scopes.push(vec![(binding, Binding::Val(value))]);
                 let r = this.block(then_block);
                 this.scopes.pop();
                 r
