@@ -81,6 +81,17 @@ mod kernels {
         }
     }
 
+    /// A float4 element read whole and written whole: one 16-byte load and one 16-byte store.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn scale4(x: &[[f32; 4]], k: f32, mut y: DisjointSlice<[f32; 4]>) {
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            let v = x[i.get()];
+            *out = [v[0] * k, v[1] * k, v[2] * k, v[3] * k];
+        }
+    }
+
     /// One time step of particles under gravity, written whole and then field by field.
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
@@ -347,5 +358,33 @@ fn generic_shared_array_block_sums_for_four_element_types() -> cuprum::Result<()
     check_block_sum::<f64, 64>(&m, &random(&mut rng, 777, -100.0f64, 100.0))?;
     check_block_sum::<i32, 256>(&m, &random(&mut rng, 1500, -1000i32, 1000))?;
     check_block_sum::<u32, 32>(&m, &random(&mut rng, 100, 0u32, 100_000))?;
+    Ok(())
+}
+
+#[test]
+fn float4_elements_scale_and_use_16_byte_accesses() -> Result<(), Box<dyn std::error::Error>> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("scale4");
+    for n in [1usize, 129, 5000] {
+        let f = random(&mut rng, n * 4, -100.0f32, 100.0);
+        let x: Vec<[f32; 4]> = f.chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut dy = DeviceBuffer::from_host(&stream, &vec![nan4(); n])?;
+        let prepared = m.prepare_scale4(LaunchConfig1D::new(blocks_for(n, 128), 128, 0))?;
+        m.scale4(&stream, &prepared, &dx, 1.5, &mut dy)?;
+        let want: Vec<[f32; 4]> = x.iter().map(|v| v.map(|e| e * 1.5)).collect();
+        assert_same(&format!("scale4 n={n}"), &dy.to_host_vec(&stream)?, &want);
+    }
+    // The element load and store are one vector access each, as CUDA's float4 is.
+    let ir = kernels::ir()?;
+    let ptx = cuprum_ptx::write_module(&ir, cuprum_ptx::Target::Sm90)?;
+    let start = ptx.find(".entry scale4").ok_or("no scale4 entry")?;
+    let body = &ptx[start..];
+    let body = &body[..body[1..].find(".entry").map_or(body.len(), |e| e + 1)];
+    assert_eq!(body.matches("ld.global.nc.v4.f32").count(), 1, "{body}");
+    assert_eq!(body.matches("st.global.v4.f32").count(), 1, "{body}");
+    assert!(!body.contains("ld.global.nc.f32"), "{body}");
     Ok(())
 }
