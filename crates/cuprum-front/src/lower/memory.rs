@@ -230,9 +230,10 @@ impl Lowerer<'_> {
             return err(
                 i.span(),
                 format!(
-                    "indexing a shared array is `unsafe`: another thread may write the element \
-                     at the same time. Write `unsafe {{ {} }}` with a `// SAFETY:` comment \
-                     saying why no other thread touches it before the next `sync_threads()`",
+                    "indexing a shared array (`{}`) is `unsafe`: another thread may write the \
+                     element at the same time. Wrap the access in `unsafe {{ .. }}` with a \
+                     `// SAFETY:` comment saying why no other thread touches the element \
+                     before the next `sync_threads()`",
                     source_text(i)
                 ),
             );
