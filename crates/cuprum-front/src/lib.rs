@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod items;
+pub mod layout;
 mod lower;
 mod types;
 

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 
 use cuprum_ir::{ScalarType, SliceAccess};
+
+use crate::layout::{ElemType, elem_type, literal_length};
 use syn::spanned::Spanned;
 
 /// A kernel parameter's type as the user wrote it.
@@ -32,6 +34,15 @@ pub enum ParamType {
         elem: ScalarType,
         /// Whether it is `*mut T` rather than `*const T`.
         mutable: bool,
+    },
+    /// A slice whose elements are arrays or structs (`&[[f32; 4]]`, `DisjointSlice<Particle>`):
+    /// an IR slice of bytes (`U8`, its length in bytes), each element laid out as
+    /// [`crate::layout`] says.
+    Elements {
+        /// The element type.
+        elem: ElemType,
+        /// Which of the three forms it is.
+        access: SliceAccess,
     },
     /// A struct of the module passed by value: one scalar IR parameter per scalar field, in
     /// declaration order, the fields of a nested struct in its place (depth first).
@@ -163,17 +174,7 @@ pub fn param_type_in(
     if let syn::Type::Reference(r) = ty
         && let syn::Type::Slice(s) = &*r.elem
     {
-        if let Some(st) = struct_named(&s.elem, structs) {
-            return Err(syn::Error::new(
-                s.elem.span(),
-                format!(
-                    "slices of structs are not supported in device code yet: pass one slice per \
-                     field of `{0}` and build each `{0}` in the kernel from their elements",
-                    st.ident
-                ),
-            ));
-        }
-        let elem = scalar_in(&s.elem, generics)?;
+        let elem = slice_elem(&s.elem, generics, structs)?;
         if r.mutability.is_some() {
             if !unsafe_kernel {
                 return Err(syn::Error::new(
@@ -183,15 +184,9 @@ pub fn param_type_in(
                          output each thread writes only at its own index",
                 ));
             }
-            return Ok(ParamType::Slice {
-                elem,
-                access: SliceAccess::ReadWrite,
-            });
+            return Ok(slice_param(elem, SliceAccess::ReadWrite));
         }
-        return Ok(ParamType::Slice {
-            elem,
-            access: SliceAccess::ReadOnly,
-        });
+        return Ok(slice_param(elem, SliceAccess::ReadOnly));
     }
     if let Some(seg) = last_segment(ty)
         && seg.ident == "AtomicSlice"
@@ -210,17 +205,49 @@ pub fn param_type_in(
         && seg.ident == "DisjointSlice"
         && let Some(t) = single_type_arg(seg)
     {
-        let elem = scalar_in(t, generics)?;
-        return Ok(ParamType::Slice {
-            elem,
-            access: SliceAccess::Disjoint,
-        });
+        let elem = slice_elem(t, generics, structs)?;
+        return Ok(slice_param(elem, SliceAccess::Disjoint));
     }
     Err(syn::Error::new(
         ty.span(),
         "unsupported kernel parameter type: expected a scalar (f32, u32, ...), `&[T]`, \
          `DisjointSlice<T>`, `AtomicSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
     ))
+}
+
+/// The element type of a slice parameter: a scalar, or an array or struct of the module laid
+/// out as `#[repr(C)]` (array lengths written as literals).
+fn slice_elem(
+    ty: &syn::Type,
+    generics: &HashMap<String, ScalarType>,
+    structs: &[syn::ItemStruct],
+) -> syn::Result<ElemType> {
+    let elem = elem_type(ty, generics, structs, &literal_length)?;
+    if contains_tuple(&elem) {
+        return Err(syn::Error::new(
+            ty.span(),
+            "tuples as elements of device slices are not supported: Rust promises no layout \
+             for tuples, so the host and the device could disagree. Declare a `#[repr(C)]` \
+             struct with `#[derive(Clone, Copy, DeviceCopy)]` instead",
+        ));
+    }
+    Ok(elem)
+}
+
+fn contains_tuple(t: &ElemType) -> bool {
+    match t {
+        ElemType::Tuple(_) => true,
+        ElemType::Array(e, _) => contains_tuple(e),
+        ElemType::Struct { fields, .. } => fields.iter().any(|(_, f)| contains_tuple(f)),
+        ElemType::Scalar(_) => false,
+    }
+}
+
+fn slice_param(elem: ElemType, access: SliceAccess) -> ParamType {
+    match elem {
+        ElemType::Scalar(elem) => ParamType::Slice { elem, access },
+        elem => ParamType::Elements { elem, access },
+    }
 }
 
 /// What a field of a device struct may be, for the error on anything else.

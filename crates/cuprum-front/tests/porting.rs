@@ -235,11 +235,15 @@ fn nested_structs_are_parameters_locals_fields_and_helper_values() {
 #[test]
 fn what_structs_cannot_be_yet_says_what_to_write() {
     let structs = "#[derive(Clone, Copy)] pub struct V3 { pub x: f32, pub y: f32, pub z: f32 }";
-    let e = compile_err(&format!(
-        "{structs} #[kernel] pub unsafe fn k(v: &[V3], out: &mut [f32]) {{ out[0] = 1.0; }}"
+    // Slices and shared arrays of structs work (`simt_aggregates`); tuples have no layout.
+    compile_ok(&format!(
+        "{structs} #[kernel] pub unsafe fn k(v: &[V3], out: &mut [f32]) {{ out[0] = v[0].y; }}"
     ));
+    let e = compile_err(
+        "#[kernel] pub unsafe fn k(v: &[(f32, u32)], out: &mut [f32]) { out[0] = 1.0; }",
+    );
     assert!(
-        e.contains("slices of structs are not supported") && e.contains("one slice per field"),
+        e.contains("Rust promises no layout for tuples") && e.contains("#[repr(C)]"),
         "{e}"
     );
     let e = compile_err(&format!(
@@ -248,11 +252,18 @@ fn what_structs_cannot_be_yet_says_what_to_write() {
     assert!(e.contains("one pointer per field"), "{e}");
     let e = compile_err(&format!(
         "{structs} #[kernel] pub unsafe fn k(out: &mut [f32]) {{
-             let s = SharedArray::<V3, 32>::uninit();
+             let s = dynamic_shared::<V3>();
              out[0] = 1.0;
          }}"
     ));
-    assert!(e.contains("one shared array per field of `V3`"), "{e}");
+    assert!(e.contains("dynamic shared memory holds scalars"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub fn k(mut out: DisjointSlice<f32>) {
+             let mut s = SharedArray::<[f32; 17], 16>::uninit();
+             s[0][1] = 2.0;
+         }",
+    );
+    assert!(e.contains("indexing a shared array is `unsafe`"), "{e}");
     let e = compile_err(
         "#[derive(Clone, Copy)] pub struct A { pub v: [f32; 3] }
          #[kernel] pub unsafe fn k(a: A, out: &mut [f32]) { out[0] = 1.0; }",

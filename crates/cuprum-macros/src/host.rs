@@ -258,7 +258,7 @@ fn element_type(ty: &syn::Type) -> Option<&syn::Type> {
 }
 
 /// The host signature and argument conversion of one parameter.
-fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
+fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream, TokenStream)> {
     let name = &p.name;
     Ok(match &p.ty {
         cuprum_front::ParamType::Scalar(_) => {
@@ -301,6 +301,29 @@ fn host_param(p: &HostParam) -> syn::Result<(TokenStream, TokenStream)> {
                 quote!(#name: &mut ::cuprum::DeviceBuffer<#elem>),
                 quote!(::cuprum::__private::KernelArg::slice_mut(#name)),
             )
+        }
+        cuprum_front::ParamType::Elements { elem, access } => {
+            let ty = element_type(&p.rust_type).ok_or_else(|| {
+                syn::Error::new(p.rust_type.span(), "cannot find the element type")
+            })?;
+            let checks = crate::layout_check::assertions(
+                ty,
+                elem,
+                crate::layout_check::mentions(ty, type_params),
+                p.rust_type.span(),
+            );
+            let (param, arg) = if *access == cuprum_front::SliceAccess::ReadOnly {
+                (
+                    quote!(#name: &::cuprum::DeviceBuffer<#ty>),
+                    quote!(::cuprum::__private::KernelArg::slice_bytes(#name)),
+                )
+            } else {
+                (
+                    quote!(#name: &mut ::cuprum::DeviceBuffer<#ty>),
+                    quote!(::cuprum::__private::KernelArg::slice_bytes_mut(#name)),
+                )
+            };
+            (param, quote!({ #checks #arg }))
         }
         cuprum_front::ParamType::Slice { access, .. } => {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
@@ -368,7 +391,7 @@ fn launch_method(
     let mut params = Vec::new();
     let mut args = Vec::new();
     for p in &k.params {
-        let (param, arg) = host_param(p)?;
+        let (param, arg) = host_param(p, &k.type_params)?;
         params.push(param);
         args.push(arg);
     }

@@ -15,8 +15,10 @@
 
 use proc_macro::TokenStream;
 
+mod device_copy;
 mod host;
 mod host_consts;
+mod layout_check;
 mod tile;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.
@@ -102,4 +104,17 @@ pub fn tile_entry(_attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut out: TokenStream = tile::entry_outside_module().into();
     out.extend(item);
     out
+}
+
+/// `#[derive(DeviceCopy)]` on a `#[repr(C)]` struct whose fields are all `DeviceCopy`
+/// (numbers, `bool`, arrays of them, other such structs) and that has no padding: implements
+/// `cuprum::DeviceCopy`, so `DeviceBuffer`s of it can be made and passed to kernels as
+/// `&[T]` and `DisjointSlice<T>`. Anything else is refused at `cargo build`.
+#[proc_macro_derive(DeviceCopy)]
+pub fn derive_device_copy(item: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(item as syn::DeriveInput);
+    match device_copy::expand(&input) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }

@@ -15,7 +15,9 @@ use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::ordering::{self, Access, BufferUses};
 
-/// Element types that may live in device memory (plain old data).
+/// Element types that may live in device memory (plain old data). For a struct, write
+/// `#[repr(C)] #[derive(Clone, Copy, DeviceCopy)]` (the facade's derive checks the rules
+/// below at compile time) rather than implementing it by hand.
 ///
 /// # Safety
 /// Implementors must be plain data: no padding or otherwise uninitialized bytes (values are

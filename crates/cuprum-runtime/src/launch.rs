@@ -103,6 +103,23 @@ impl KernelArg {
         }
     }
 
+    /// A read-only slice of aggregate elements (`&[[f32; 4]]`, `&[Particle]` in the kernel):
+    /// the kernel sees it as bytes, so its length is in bytes.
+    pub fn slice_bytes<T: DeviceCopy>(b: &DeviceBuffer<T>) -> Self {
+        Self::Slice {
+            address: b.device_address(),
+            len: (b.len() * std::mem::size_of::<T>()) as u64,
+        }
+    }
+
+    /// A written slice of aggregate elements (`DisjointSlice<[f32; 4]>`), its length in bytes.
+    pub fn slice_bytes_mut<T: DeviceCopy>(b: &mut DeviceBuffer<T>) -> Self {
+        Self::Slice {
+            address: b.device_address(),
+            len: (b.len() * std::mem::size_of::<T>()) as u64,
+        }
+    }
+
     /// A written slice argument (`DisjointSlice<T>` or `&mut [T]` in the kernel). Taking
     /// `&mut` lets the borrow checker forbid passing the same buffer as another argument.
     pub fn slice_mut<T: DeviceCopy>(b: &mut DeviceBuffer<T>) -> Self {

@@ -49,7 +49,7 @@ pub mod tile;
 pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
 pub use cuprum_iter as iter;
-pub use cuprum_macros::cuda_module;
+pub use cuprum_macros::{DeviceCopy, cuda_module};
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
     Error, Event, LaunchConfig, LaunchConfig1D, Result, Stream,

@@ -433,7 +433,13 @@ impl Lowerer<'_> {
         }
     }
 
-    fn local_elem_addr_const(&mut self, base: Value, elem: S, k: u32, span: Span) -> Result<Value> {
+    pub(super) fn local_elem_addr_const(
+        &mut self,
+        base: Value,
+        elem: S,
+        k: u32,
+        span: Span,
+    ) -> Result<Value> {
         let offset = self.constant(Constant::u32(k * elem.size_bytes()));
         self.def(Op::Binary(BinaryOp::Add, base, offset), span)
     }

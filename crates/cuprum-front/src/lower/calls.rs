@@ -41,6 +41,10 @@ impl Lowerer<'_> {
                 let (array, elem, len) = (*array, *elem, *len);
                 return self.shared_method(m, array, elem, len);
             }
+            (Val::SharedElems { array, elem, len }, _) => {
+                let (array, elem, len) = (*array, elem.clone(), *len);
+                return self.shared_elements_method(m, array, elem, len);
+            }
             (Val::Atomic(p), _) => {
                 let p = *p;
                 return self.atomic_method_call(m, p);
@@ -54,7 +58,8 @@ impl Lowerer<'_> {
                 return Ok(Val::Scalar(self.constant(Constant::u64(len))));
             }
             (Val::Slice(p), "len") if args.is_empty() => {
-                return Ok(Val::Scalar(self.def(Op::SliceLen(*p), span)?));
+                let p = *p;
+                return Ok(Val::Scalar(self.slice_len(p, span)?));
             }
             (Val::Slice(p), "update") => {
                 let p = *p;

@@ -201,7 +201,7 @@ impl Lowerer<'_> {
                 );
             }
         };
-        let (elem, access) = self.slice_param(param);
+        let access = self.slice_param(param).1;
         let mutable = match method.as_str() {
             "get_mut" | "get_mut_2d" | "get_mut_3d" | "block_result_mut"
                 if access == SliceAccess::ReadOnly =>
@@ -236,15 +236,8 @@ impl Lowerer<'_> {
         self.branches(
             cond,
             |this| {
-                let addr = this.element_addr(param, index, elem)?;
-                this.scopes.push(vec![(
-                    binding,
-                    Binding::Val(Val::ElemRef {
-                        addr,
-                        elem,
-                        mutable,
-                    }),
-                )]);
+                let value = this.slice_element_ref(param, index, mutable, span)?;
+                this.scopes.push(vec![(binding, Binding::Val(value))]);
                 let r = this.block(then_block);
                 this.scopes.pop();
                 r

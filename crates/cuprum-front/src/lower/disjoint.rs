@@ -228,7 +228,7 @@ impl Lowerer<'_> {
             }
             linear = next;
         }
-        let len = self.def(Op::SliceLen(param), span)?;
+        let len = self.slice_len(param, span)?;
         let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
         all(self, in_len)?;
         let ok = ok.unwrap_or(in_len);

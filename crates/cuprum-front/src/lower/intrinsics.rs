@@ -19,6 +19,8 @@ pub(super) struct SharedShape {
     pub elem: S,
     /// `None` for dynamic shared memory.
     pub len: Option<u32>,
+    /// The element type of an array of aggregates (`elem` is then `U8`; see `memory`).
+    pub agg: Option<crate::layout::ElemType>,
 }
 
 impl Lowerer<'_> {
@@ -68,7 +70,11 @@ impl Lowerer<'_> {
                 len: 0,
             });
         };
-        let bytes = u64::from(len) * u64::from(shape.elem.size_bytes());
+        let size = match &shape.agg {
+            Some(ty) => ty.layout().size,
+            None => u64::from(shape.elem.size_bytes()),
+        };
+        let bytes = u64::from(len) * size;
         if bytes > u64::from(cuprum_ir::MAX_SHARED_BYTES) {
             return err(
                 span,
@@ -77,6 +83,18 @@ impl Lowerer<'_> {
                     cuprum_ir::MAX_SHARED_BYTES / 1024
                 ),
             );
+        }
+        if let Some(ty) = shape.agg {
+            let array = self.b.shared_array(ArrayDecl {
+                name: name.to_string(),
+                elem: S::U8,
+                len: bytes as u32,
+            });
+            return Ok(Val::SharedElems {
+                array,
+                elem: ty,
+                len,
+            });
         }
         let array = self.b.shared_array(ArrayDecl {
             name: name.to_string(),
@@ -109,26 +127,43 @@ impl Lowerer<'_> {
             );
         };
         let mut it = a.args.iter();
-        let elem = match it.next() {
-            Some(syn::GenericArgument::Type(t)) => {
-                match crate::types::struct_named(t, &self.info.structs) {
-                    Some(st) => {
+        let (elem, agg) = match it.next() {
+            Some(syn::GenericArgument::Type(t)) => match self.resolve_scalar(t) {
+                Ok(s) => (s, None),
+                Err(_) => {
+                    let length = |e: &syn::Expr| match self.eval_const(e, 0) {
+                        Ok(ConstVal::Int(n)) => u64::try_from(n).ok(),
+                        _ => None,
+                    };
+                    let ty = crate::layout::elem_type(
+                        t,
+                        &self.type_params,
+                        &self.info.structs,
+                        &length,
+                    )?;
+                    if dynamic {
                         return err(
                             t.span(),
                             format!(
-                                "shared arrays of structs are not supported in device code yet: \
-                             declare one shared array per field of `{}`",
-                                st.ident
+                                "dynamic shared memory holds scalars: view it as the scalar \
+                                 type of `{}` and compute the element's offsets, or declare \
+                                 a static `SharedArray<{}, N>`",
+                                ty.rust_name(),
+                                ty.rust_name()
                             ),
                         );
                     }
-                    None => self.resolve_scalar(t)?,
+                    (S::U8, Some(ty))
                 }
-            }
+            },
             _ => return err(a.span(), "expected the element type first"),
         };
         if dynamic {
-            return Ok(SharedShape { elem, len: None });
+            return Ok(SharedShape {
+                elem,
+                len: None,
+                agg,
+            });
         }
         let len = match it.next() {
             Some(syn::GenericArgument::Const(e)) => self.eval_const(e, 0)?,
@@ -157,6 +192,7 @@ impl Lowerer<'_> {
         Ok(SharedShape {
             elem,
             len: Some(len),
+            agg,
         })
     }
 
@@ -186,7 +222,7 @@ impl Lowerer<'_> {
 
     /// The address of element `index` (a `u64`) of a shared array, bounds-checked for static
     /// arrays.
-    fn shared_addr(
+    pub(super) fn shared_addr(
         &mut self,
         array: Option<u32>,
         elem: S,

@@ -19,6 +19,7 @@ mod infer;
 mod intrinsics;
 mod macros;
 mod matrix;
+mod memory;
 mod ops;
 mod outputs;
 mod ranges;
@@ -138,6 +139,16 @@ enum Val {
         elem: S,
         mutable: bool,
     },
+    /// A reference to an aggregate element of global memory (`get_mut` of a
+    /// `DisjointSlice<[f32; 4]>`).
+    AggRef(memory::MemRef),
+    /// A static shared array of aggregates (`SharedArray<[f32; 17], 16>`): an IR shared array
+    /// of bytes, `len` elements of `elem`.
+    SharedElems {
+        array: u32,
+        elem: crate::layout::ElemType,
+        len: u32,
+    },
     /// A reference to one element of global memory.
     ElemRef {
         addr: Value,
@@ -209,6 +220,10 @@ struct Lowerer<'a> {
     disjoint_mappings: HashMap<u32, disjoint::DisjointMapping>,
     /// For each local array of the kernel: the source span and what it is, for errors.
     local_origins: Vec<(proc_macro2::Span, String)>,
+    /// The element types of slice parameters of aggregates (IR slices of bytes), by parameter.
+    elem_slices: HashMap<u32, crate::layout::ElemType>,
+    /// How many `unsafe` blocks enclose the code being lowered.
+    unsafe_depth: u32,
 }
 
 impl<'a> Lowerer<'a> {
@@ -247,6 +262,8 @@ impl<'a> Lowerer<'a> {
             uniform_keys: HashMap::new(),
             disjoint_mappings: HashMap::new(),
             local_origins: Vec::new(),
+            elem_slices: HashMap::new(),
+            unsafe_depth: 0,
         }
     }
 
@@ -312,6 +329,15 @@ impl<'a> Lowerer<'a> {
                     let index = self
                         .b
                         .param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
+                    Val::Slice(index)
+                }
+                ParamType::Elements { elem, access } => {
+                    let kind = cuprum_ir::ParamKind::Slice {
+                        elem: S::U8,
+                        access,
+                    };
+                    let index = self.b.param(name.clone(), kind);
+                    self.elem_slices.insert(index, elem);
                     Val::Slice(index)
                 }
                 ParamType::Atomic { elem } => {
@@ -698,6 +724,8 @@ impl<'a> Lowerer<'a> {
             Val::Array(_)
                 | Val::Tuple(_)
                 | Val::Struct(..)
+                | Val::AggRef(_)
+                | Val::SharedElems { .. }
                 | Val::Ptr { .. }
                 | Val::Shared { .. }
                 | Val::Slice(_)
@@ -781,17 +809,37 @@ impl<'a> Lowerer<'a> {
     // ----- expressions --------------------------------------------------------------------
 
     fn expr(&mut self, e: &syn::Expr) -> Result<Val> {
+        // Elements (or parts of them) of aggregates in memory: `x[i].pos`, `tile[r][c]`.
+        if matches!(
+            e,
+            syn::Expr::Index(_) | syn::Expr::Field(_) | syn::Expr::Unary(_)
+        ) && let Some(m) = self.mem_path(e)?
+        {
+            return self.load_mem(&m, e.span());
+        }
         match e {
             syn::Expr::Lit(l) => self.literal(&l.lit),
             syn::Expr::Paren(p) => self.expr(&p.expr),
             syn::Expr::Group(g) => self.expr(&g.expr),
             syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block),
-            syn::Expr::Unsafe(u) => self.block(&u.block),
+            syn::Expr::Unsafe(u) => {
+                self.unsafe_depth += 1;
+                let r = self.block(&u.block);
+                self.unsafe_depth -= 1;
+                r
+            }
+
             syn::Expr::Path(p) => self.path_value(p),
             syn::Expr::Binary(b) => self.binary_expr(b),
             syn::Expr::Unary(u) => self.unary(u),
             syn::Expr::Cast(c) => self.cast(c),
             syn::Expr::Assign(a) => {
+                // Elements (or parts of them) of aggregates in memory.
+                if let Some(m) = self.mem_path(&a.left)? {
+                    let v = self.expr(&a.right)?;
+                    self.store_mem(&m, v, a.right.span())?;
+                    return Ok(Val::Unit);
+                }
                 // Whole tuples and arrays are written element by element.
                 if let Some(target) = self.aggregate_target(&a.left)? {
                     let v = self.expr(&a.right)?;
@@ -1193,6 +1241,29 @@ impl<'a> Lowerer<'a> {
     // ----- places (assignable locations) --------------------------------------------------
 
     fn place(&mut self, e: &syn::Expr) -> Result<Place> {
+        if let Some(m) = self.mem_path(e)? {
+            let Some(elem) = m.ty.scalar() else {
+                return err(
+                    e.span(),
+                    format!(
+                        "`{}` is a whole `{}`: assign it with `=`",
+                        source_text(e),
+                        m.ty.rust_name()
+                    ),
+                );
+            };
+            if !m.mutable {
+                return err(
+                    e.span(),
+                    "cannot assign through a shared reference or into a `&[T]`",
+                );
+            }
+            return Ok(Place::Mem {
+                space: m.space,
+                addr: m.addr,
+                elem,
+            });
+        }
         match e {
             syn::Expr::Paren(p) => self.place(&p.expr),
             syn::Expr::Path(p) => {
@@ -1208,7 +1279,7 @@ impl<'a> Lowerer<'a> {
                         mutable: true,
                     }) => Ok(Place::Var(var, ty)),
                     Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
-                    Some(Binding::Val(Val::ElemRef { .. })) => err(
+                    Some(Binding::Val(Val::ElemRef { .. } | Val::AggRef(_))) => err(
                         p.span(),
                         format!("`{name}` is a reference to an element: write `*{name} = ...`"),
                     ),
@@ -1217,6 +1288,7 @@ impl<'a> Lowerer<'a> {
                         | Val::Slice(_)
                         | Val::Atomic(_)
                         | Val::Shared { .. }
+                        | Val::SharedElems { .. }
                         | Val::Index1(_)
                         | Val::Index2(..)
                         | Val::Index3(..)),
@@ -1349,6 +1421,17 @@ impl<'a> Lowerer<'a> {
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
             Val::Array(a) => return self.index_array(&a, &i.index, source_text(i)),
+            Val::Shared { array, elem, len } => {
+                self.require_unsafe_shared(i)?;
+                let index = self.expr(&i.index)?;
+                let index = self.materialize(index, S::U64, i.index.span())?;
+                let addr = self.shared_addr(array, elem, len, index, source_text(i), i.span())?;
+                return Ok(arrays::Indexed::Element(Place::Mem {
+                    space: AddressSpace::Shared,
+                    addr,
+                    elem,
+                }));
+            }
             other => {
                 return err(
                     i.expr.span(),
@@ -1463,6 +1546,10 @@ fn describe(v: &Val) -> String {
         Val::Index2(..) | Val::Index3(..) => "a thread index".into(),
         Val::Shared { .. } => "a shared-memory array".into(),
         Val::ElemRef { .. } => "an element reference".into(),
+        Val::AggRef(m) => format!("a reference to a `{}` element", m.ty.rust_name()),
+        Val::SharedElems { elem, len, .. } => {
+            format!("a shared array of `{}` ({len} elements)", elem.rust_name())
+        }
     }
 }
 

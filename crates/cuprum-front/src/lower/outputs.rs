@@ -276,19 +276,13 @@ impl Lowerer<'_> {
         for &o in &e.offsets {
             values.push(Val::Scalar(self.constant(Constant::u64(o))));
         }
-        values.push(self.owned_ref(param, e.linear)?);
+        values.push(self.owned_ref(param, e.linear, body.span())?);
         self.scoped_body(names, values, body)
     }
 
-    /// A mutable reference to element `linear` of `param`.
-    fn owned_ref(&mut self, param: u32, linear: Value) -> Result<Val> {
-        let elem = self.slice_param(param).0;
-        let addr = self.element_addr(param, linear, elem)?;
-        Ok(Val::ElemRef {
-            addr,
-            elem,
-            mutable: true,
-        })
+    /// A mutable reference to element `linear` of `param` (a scalar or an aggregate).
+    fn owned_ref(&mut self, param: u32, linear: Value, span: proc_macro2::Span) -> Result<Val> {
+        self.slice_element_ref(param, linear, true, span)
     }
 
     /// Lowers `body` in a new scope with `names` bound to `values` (`None` names: `_`).
@@ -326,7 +320,7 @@ impl Lowerer<'_> {
         let blocks = self.cast_value(blocks, S::U64, span)?;
         let threads = self.cast_value(threads, S::U64, span)?;
         let stride = self.def(Op::Binary(BinaryOp::Mul, blocks, threads), span)?;
-        let len = self.def(Op::SliceLen(param), span)?;
+        let len = self.slice_len(param, span)?;
         let end = self.constant(Constant::u64(u64::MAX));
         let cursor = self.b.var("grid_stride", S::U64);
         self.b.push(Stmt::WriteVar {
@@ -351,7 +345,7 @@ impl Lowerer<'_> {
                 var: cursor,
                 value: next,
             });
-            let out = this.owned_ref(param, e)?;
+            let out = this.owned_ref(param, e, span)?;
             this.scoped_body(names, vec![Val::Scalar(e), out], body)
                 .map(|_| ())
         })?;
@@ -398,7 +392,7 @@ impl Lowerer<'_> {
         let yz = self.def(Op::Binary(BinaryOp::Add, yz, by), span)?;
         let linear = self.def(Op::Binary(BinaryOp::Mul, gx, yz), span)?;
         let linear = self.def(Op::Binary(BinaryOp::Add, linear, bx), span)?;
-        let len = self.def(Op::SliceLen(param), span)?;
+        let len = self.slice_len(param, span)?;
         let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
         let first = first.unwrap_or(in_len);
         let ok = self.def(Op::Binary(BinaryOp::And, first, in_len), span)?;
@@ -434,6 +428,13 @@ impl Lowerer<'_> {
         let (elem, access) = self.slice_param(param);
         if access != SliceAccess::Disjoint {
             return err(span, "`update` is a method of `DisjointSlice`");
+        }
+        if self.elem_slice(param).is_some() {
+            return err(
+                span,
+                "`update` replaces a number; for an array or struct element, take it with \
+                 `if let Some(e) = out.get_mut(i)` and update its fields in place",
+            );
         }
         let (linear, ok) = self.slice_element(param, access, "get_mut", &[index], span)?;
         let site = self.site();

@@ -4,6 +4,15 @@
 //! items here give them their Rust types, so that rustc can type-check kernel bodies (the macro
 //! also emits them as host functions that are never called). Calling the device functions on
 //! the host does nothing useful: they exist for the type checker.
+//!
+//! Elements of device memory may be scalars, arrays and `#[repr(C)]` structs of the module
+//! (nested too): `&[[f32; 4]]`, `DisjointSlice<Particle>`, `SharedArray<[f32; 17], 16>`
+//! (indexed `tile[r][c]` inside `unsafe`). An element read or written whole is one access per
+//! scalar, merged into 16-byte vector accesses where aligned (a `[f32; 4]` is one, as CUDA's
+//! `float4`); a path such as `x[i].pos.y` or `out.vel.x = ..` touches only that scalar. On
+//! the host such structs take `#[derive(Clone, Copy, DeviceCopy)]` (`cuprum::DeviceCopy`),
+//! and every launch checks at compile time that they have the layout the kernel was compiled
+//! for (`cuprum_front::layout`).
 
 use std::marker::PhantomData;
 

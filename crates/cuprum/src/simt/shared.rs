@@ -139,6 +139,26 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     shared_access!();
 }
 
+/// `tile[i]` (and `tile[r][c]` for arrays as elements, row-major: `SharedArray<[f32; 17], 16>`
+/// is a padded 16 x 16 tile), bounds-checked like a slice. Device code may index a shared
+/// array only inside `unsafe` (the compiler refuses it elsewhere), under the same rule as
+/// [`SharedArray::get`] and [`SharedArray::set`]: no other thread writes an element between
+/// two barriers while this one reads or writes it. Writing needs `let mut tile`.
+impl<T: Copy, const N: usize> std::ops::Index<usize> for SharedArray<T, N> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        let _ = i;
+        unreachable_on_host()
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::IndexMut<usize> for SharedArray<T, N> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        let _ = i;
+        unreachable_on_host()
+    }
+}
+
 impl<T: Copy> DynamicShared<T> {
     shared_access!();
 }

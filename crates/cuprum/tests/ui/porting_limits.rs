@@ -2,7 +2,7 @@
 // does (const generics, generic numbers, early returns, nested structs): each is refused at
 // `cargo build` with what to write instead.
 use cuprum::cuda_module;
-use cuprum::simt::{SharedArray, kernel};
+use cuprum::simt::kernel;
 
 #[cuda_module]
 mod kernels {
@@ -17,12 +17,6 @@ mod kernels {
 
     pub fn ones<const N: usize>() -> [f32; N] {
         [1.0; N]
-    }
-
-    #[kernel]
-    pub unsafe fn shared_structs(out: &mut [f32]) {
-        let s = SharedArray::<V3, 32>::uninit();
-        out[0] = 1.0;
     }
 
     #[kernel]
@@ -64,11 +58,6 @@ mod signatures {
     #[derive(Clone, Copy)]
     pub struct Segment {
         pub ends: [f32; 2],
-    }
-
-    #[kernel]
-    pub unsafe fn slice_of_structs(points: &[V3], out: &mut [f32]) {
-        out[0] = 1.0;
     }
 
     #[kernel]
