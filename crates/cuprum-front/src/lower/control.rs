@@ -240,6 +240,7 @@ impl Lowerer<'_> {
                 this.scopes.push(vec![(
                     binding,
                     Binding::Val(Val::ElemRef {
+                        space: AddressSpace::Global,
                         addr,
                         elem,
                         mutable,

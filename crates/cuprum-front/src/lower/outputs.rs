@@ -285,6 +285,7 @@ impl Lowerer<'_> {
         let elem = self.slice_param(param).0;
         let addr = self.element_addr(param, linear, elem)?;
         Ok(Val::ElemRef {
+            space: AddressSpace::Global,
             addr,
             elem,
             mutable: true,
