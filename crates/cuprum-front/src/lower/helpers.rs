@@ -10,6 +10,8 @@
 //! return go on, as in Rust.
 //! Generic helpers are specialized per call: each type parameter takes the type of the
 //! argument it was given (or the turbofish's). Recursion is refused.
+//! A reference parameter binds the place its argument names (`references`); the functions of
+//! `impl` blocks are helpers too, their receiver bound by `methods`.
 
 use std::collections::HashMap;
 
