@@ -16,6 +16,8 @@ pub struct ModuleInfo {
     pub consts: Vec<syn::ItemConst>,
     /// Structs with named fields, usable as kernel parameters, locals and helper values.
     pub structs: Vec<syn::ItemStruct>,
+    /// The functions of `impl` blocks of those structs (inherent ones, and operator traits).
+    pub methods: Vec<crate::impls::DeviceMethod>,
 }
 
 /// One `#[kernel]` function.
@@ -91,10 +93,23 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         helpers: Vec::new(),
         consts: Vec::new(),
         structs: Vec::new(),
+        methods: Vec::new(),
     };
     // Structs first: kernel signatures may name them.
     for item in items {
         if let syn::Item::Struct(st) = item {
+            if let Some(f) = st
+                .fields
+                .iter()
+                .find(|f| matches!(f.ty, syn::Type::Reference(_)))
+            {
+                return Err(syn::Error::new(
+                    f.ty.span(),
+                    "a device struct cannot hold a reference: store the value itself (or an \
+                     index into the slice or array), and pass `&mut` to a helper where it \
+                     must update a place",
+                ));
+            }
             match &st.fields {
                 syn::Fields::Named(_) if st.generics.params.is_empty() => {
                     info.structs.push(st.clone())
@@ -152,6 +167,10 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                 info.helpers.push(f.clone());
             }
             syn::Item::Const(c) => info.consts.push(c.clone()),
+            syn::Item::Impl(i) => match crate::impls::scan_impl(i, &info.structs) {
+                Ok(methods) => info.methods.extend(methods),
+                Err(e) => errors.push(e),
+            },
             syn::Item::Struct(_) => {}
             syn::Item::Use(_) => {}
             other => errors.push(unsupported_item(other)),
@@ -164,19 +183,6 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
 /// The error for an item `#[cuda_module]` cannot compile, saying what about it is missing.
 fn unsupported_item(item: &syn::Item) -> syn::Error {
     let (span, message): (proc_macro2::Span, String) = match item {
-        syn::Item::Impl(i) if i.trait_.is_some() => (
-            i.impl_token.span,
-            "trait implementations are not supported in device code yet (nor are trait \
-             objects, `dyn Trait`): write each method as a free `fn` of the module, taking the \
-             value as a parameter"
-                .into(),
-        ),
-        syn::Item::Impl(i) => (
-            i.impl_token.span,
-            "methods in `impl` blocks are not supported in device code yet; write a free `fn` \
-             of the module that takes the value as a parameter (`fn area(s: Rect) -> f32`)"
-                .into(),
-        ),
         syn::Item::Trait(t) => (
             t.trait_token.span,
             format!(

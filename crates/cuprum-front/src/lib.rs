@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod impls;
 mod items;
 pub mod layout;
 mod lower;

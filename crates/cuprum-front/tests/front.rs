@@ -325,14 +325,80 @@ fn assigning_what_cannot_be_assigned_says_why() {
 }
 
 #[test]
-fn a_method_call_on_a_struct_says_impl_blocks_are_not_supported() {
+fn a_method_call_on_a_struct_names_the_missing_method() {
     let e = compile_err(
         "struct R { w: f32 } #[kernel] pub fn k(r: R, mut o: DisjointSlice<f32>) { let a = r.area(); }",
     );
     assert!(
-        e.contains("`.area()` on a `R`: methods in `impl` blocks are not supported"),
+        e.contains("`.area()` on a `R`: `R` has no method `area` in this module"),
         "{e}"
     );
+}
+
+#[test]
+fn references_that_cannot_be_places_are_refused_with_what_to_write() {
+    let e = compile_err(
+        "fn first(a: &u32) -> &u32 { a } \
+         #[kernel] pub fn k(mut o: DisjointSlice<u32>) { let x = 1u32; let y = *first(&x); }",
+    );
+    assert!(e.contains("device helpers cannot return references"), "{e}");
+    let e = compile_err(
+        "struct Holder<'a> { r: &'a u32 } #[kernel] pub fn k(mut o: DisjointSlice<u32>) {}",
+    );
+    assert!(e.contains("a device struct cannot hold a reference"), "{e}");
+    let e = compile_err(
+        "fn f(mut a: &mut u32) { *a = 1; } \
+         #[kernel] pub fn k(mut o: DisjointSlice<u32>) { let mut x = 0u32; f(&mut x); }",
+    );
+    assert!(e.contains("a reference parameter cannot be `mut`"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub fn k(mut o: DisjointSlice<u32>) { let x = 1u32; let t = (&x, 2u32); }",
+    );
+    assert!(
+        e.contains("a reference to a value is supported as an argument of a device helper"),
+        "{e}"
+    );
+}
+
+#[test]
+fn impl_blocks_take_only_what_device_code_can_call() {
+    let e = compile_err(
+        "struct R { w: f32 } impl Default for R { fn default() -> R { R { w: 0.0 } } } \
+         #[kernel] pub fn k(mut o: DisjointSlice<f32>) {}",
+    );
+    assert!(e.contains("only the operator traits"), "{e}");
+    let e = compile_err(
+        "struct R { w: f32 } impl R { const ONE: f32 = 1.0; } \
+         #[kernel] pub fn k(mut o: DisjointSlice<f32>) {}",
+    );
+    assert!(e.contains("associated constants are not supported"), "{e}");
+    let e = compile_err(
+        "struct R { w: f32 } \
+         impl core::ops::Add for R { type Output = R; fn add(self, o: R) -> R { R { w: self.w + o.w } } } \
+         #[kernel] pub fn k(r: R, mut o: DisjointSlice<f32>) { let d = r - r; }",
+    );
+    assert!(e.contains("`R` has no `impl Sub`"), "{e}");
+    let e = compile_err(
+        "struct R { w: f32 } #[kernel] pub fn k(r: R, mut o: DisjointSlice<f32>) { let d = r == r; }",
+    );
+    assert!(e.contains("structs cannot be compared"), "{e}");
+}
+
+#[test]
+fn a_mut_self_method_updates_its_receiver_place() {
+    // `grow` writes through `&mut self` into the caller's `let mut` struct; `R::new` is an
+    // associated function; `Self` names `R`.
+    let m = compile_source(&module(
+        "struct R { w: f32, h: f32 } \
+         impl R { fn new(w: f32) -> Self { Self { w, h: 2.0 } } \
+                  fn grow(&mut self, by: f32) { self.w += by; bump(&mut self.h); } \
+                  fn area(&self) -> f32 { self.w * self.h } } \
+         fn bump(x: &mut f32) { *x = *x + 1.0; } \
+         #[kernel] pub fn k(mut o: DisjointSlice<f32>) { \
+             let mut r = R::new(3.0); r.grow(1.0); R::grow(&mut r, 0.5); \
+             if let Some(out) = o.get_mut(thread::index_1d()) { *out = r.area(); } }",
+    ));
+    assert!(m.is_ok(), "{:?}", m.err().map(|e| e.message));
 }
 
 #[test]

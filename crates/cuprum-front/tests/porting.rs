@@ -263,7 +263,10 @@ fn what_structs_cannot_be_yet_says_what_to_write() {
              s[0][1] = 2.0;
          }",
     );
-    assert!(e.contains("indexing a shared array is `unsafe`"), "{e}");
+    assert!(
+        e.contains("indexing a shared array (`s[0]`) is `unsafe`"),
+        "{e}"
+    );
     let e = compile_err(
         "#[derive(Clone, Copy)] pub struct A { pub v: [f32; 3] }
          #[kernel] pub unsafe fn k(a: A, out: &mut [f32]) { out[0] = 1.0; }",

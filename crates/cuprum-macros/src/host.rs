@@ -87,14 +87,21 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             }
             syn::Item::Fn(f) => {
                 let mut f = f.clone();
-                // Device code has no iterators: do not let clippy suggest them.
-                f.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy)]));
+                // Device code has no iterators nor `std::mem::swap`: do not let clippy
+                // suggest them.
+                f.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_swap)]));
                 if crate::host_consts::rewrite(&mut f) {
                     // A placeholder length may make a constant index out of bounds on the host.
                     f.attrs
                         .push(syn::parse_quote!(#[allow(unconditional_panic)]));
                 }
                 kept.push(syn::Item::Fn(f));
+            }
+            syn::Item::Impl(i) => {
+                // Methods are device helpers too: the same lints do not apply.
+                let mut i = i.clone();
+                i.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_swap)]));
+                kept.push(syn::Item::Impl(i));
             }
             other => kept.push(other.clone()),
         }

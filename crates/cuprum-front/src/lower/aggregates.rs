@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use super::*;
 
 /// What kind of aggregate a field access looks into.
-enum Shape {
+pub(super) enum Shape {
     Tuple,
     Struct(String),
     Other,
@@ -106,7 +106,7 @@ impl Lowerer<'_> {
     }
 
     /// The position of a tuple element or struct field.
-    fn member_index(&self, shape: &Shape, member: &syn::Member) -> Result<usize> {
+    pub(super) fn member_index(&self, shape: &Shape, member: &syn::Member) -> Result<usize> {
         match (member, shape) {
             (syn::Member::Unnamed(i), Shape::Tuple) => Ok(i.index as usize),
             (syn::Member::Named(n), Shape::Struct(name)) => {

@@ -15,18 +15,14 @@ impl Lowerer<'_> {
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
         let span = m.span();
         let method = m.method.to_string();
-        let receiver = match self.expr(&m.receiver)? {
-            // Auto-deref, as Rust does for `out.wrapping_add(1)` on an `&mut u32`.
-            Val::ElemRef { addr, elem, .. } => {
-                let load = Op::Load {
-                    space: cuprum_ir::AddressSpace::Global,
-                    ty: elem,
-                    addr,
-                };
-                Val::Scalar(self.def(load, m.receiver.span())?)
-            }
-            v => v,
+        // Methods of the module's structs take their receiver as a place.
+        let receiver = match self.struct_method_call(m)? {
+            methods::MethodCall::Done(v) => return Ok(v),
+            methods::MethodCall::NotOurs(Some(v)) => v,
+            methods::MethodCall::NotOurs(None) => self.expr(&m.receiver)?,
         };
+        // Auto-deref, as Rust does for `out.wrapping_add(1)` on an `&mut u32`.
+        let receiver = self.deref_elem(receiver, m.receiver.span())?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
             (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
@@ -195,8 +191,8 @@ impl Lowerer<'_> {
             return err(
                 m.method.span(),
                 format!(
-                    "`.{method}()` on a `{name}`: methods in `impl` blocks are not supported in \
-                     device code yet; write a free `fn {method}(value: {name}, ..)` of the module"
+                    "`.{method}()` on a `{name}`: `{name}` has no method `{method}` in this \
+                     module; write it in an `impl {name} {{ .. }}` block of the module"
                 ),
             );
         }
@@ -214,7 +210,10 @@ impl Lowerer<'_> {
                 "only calls of named functions are supported in device code",
             );
         };
-        if let Some(f) = self.find_helper(&p.path) {
+        if let Some(f) = self
+            .find_helper(&p.path)
+            .or_else(|| self.find_associated(&p.path))
+        {
             let f = f.clone();
             let args: Vec<&syn::Expr> = c.args.iter().collect();
             return self.call_helper(&f, &p.path, &args, span);

@@ -10,6 +10,8 @@
 //! return go on, as in Rust.
 //! Generic helpers are specialized per call: each type parameter takes the type of the
 //! argument it was given (or the turbofish's). Recursion is refused.
+//! A reference parameter binds the place its argument names (`references`); the functions of
+//! `impl` blocks are helpers too, their receiver bound by `methods`.
 
 use std::collections::HashMap;
 
@@ -76,6 +78,25 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Val> {
         let name = f.sig.ident.to_string();
+        if f.sig.inputs.len() != args.len() {
+            return err(
+                span,
+                format!("`{name}` takes {} arguments", f.sig.inputs.len()),
+            );
+        }
+        let args = self.helper_args(f.sig.inputs.iter(), args)?;
+        self.call_with_args(f, path, args, span)
+    }
+
+    /// Inlines a call of helper (or method) `f` on arguments already evaluated.
+    pub(super) fn call_with_args(
+        &mut self,
+        f: &syn::ItemFn,
+        path: &syn::Path,
+        args: Vec<references::Arg>,
+        span: Span,
+    ) -> Result<Val> {
+        let name = f.sig.ident.to_string();
         if self.frames.len() >= MAX_HELPER_DEPTH {
             return err(
                 span,
@@ -84,35 +105,40 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        if f.sig.inputs.len() != args.len() {
-            return err(
-                span,
-                format!("`{name}` takes {} arguments", f.sig.inputs.len()),
-            );
+        let mut witnesses = Vec::with_capacity(args.len());
+        if !f.sig.generics.params.is_empty() {
+            for a in &args {
+                witnesses.push(self.arg_witness(a, span)?);
+            }
         }
-        let mut values = Vec::with_capacity(args.len());
-        for a in args {
-            values.push(self.expr(a)?);
-        }
-        let (type_params, const_params) = self.infer_generics(f, path, &values, span)?;
+        let (type_params, const_params) = self.infer_generics(f, path, &witnesses, span)?;
 
         // The helper runs in its own scope, with its own type and const parameters.
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![Vec::new()]);
         let saved_types = std::mem::replace(&mut self.type_params, type_params);
         let saved_consts = std::mem::replace(&mut self.const_params, const_params);
-        let result = self.inline_body(f, values, span);
+        let result = self.inline_body(f, args, span);
         self.scopes = saved_scopes;
         self.type_params = saved_types;
         self.const_params = saved_consts;
         result
     }
 
-    fn inline_body(&mut self, f: &syn::ItemFn, values: Vec<Val>, span: Span) -> Result<Val> {
-        for (input, value) in f.sig.inputs.iter().zip(values) {
-            let syn::FnArg::Typed(pt) = input else {
-                return err(input.span(), "device helpers cannot take `self`");
-            };
-            self.bind_helper_param(pt, value)?;
+    fn inline_body(
+        &mut self,
+        f: &syn::ItemFn,
+        args: Vec<references::Arg>,
+        span: Span,
+    ) -> Result<Val> {
+        use references::Arg;
+        for (input, arg) in f.sig.inputs.iter().zip(args) {
+            match (input, arg) {
+                (syn::FnArg::Receiver(r), arg) => self.bind_receiver(r, arg)?,
+                (syn::FnArg::Typed(pt), Arg::Place(place)) => {
+                    self.bind_reference_param(pt, place)?
+                }
+                (syn::FnArg::Typed(pt), Arg::Value(value)) => self.bind_helper_param(pt, value)?,
+            }
         }
         let result = match &f.sig.output {
             syn::ReturnType::Default => None,
@@ -197,6 +223,11 @@ impl Lowerer<'_> {
                 }
                 Ok(Binding::Struct(def.ident.to_string(), items))
             }
+            syn::Type::Reference(r) => err(
+                r.span(),
+                "device helpers cannot return references: helpers are inlined, so return the \
+                 value, or take `&mut` to the place and write through it",
+            ),
             other => {
                 let ty = self.resolve_scalar(other).map_err(|e| {
                     syn::Error::new(
@@ -213,24 +244,9 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Binds a by-value parameter (a reference parameter binds the place its argument names:
+    /// `bind_reference_param`).
     fn bind_helper_param(&mut self, pt: &syn::PatType, value: Val) -> Result<()> {
-        // References to device data pass through: slices, shared arrays, atomic slices.
-        if let syn::Type::Reference(_) = &*pt.ty {
-            let v = match value {
-                v @ (Val::Slice(_) | Val::Shared { .. } | Val::Atomic(_)) => v,
-                other => {
-                    let found = describe(&other);
-                    return err(
-                        pt.ty.span(),
-                        format!("expected a slice or shared array here, found {found}"),
-                    );
-                }
-            };
-            if let syn::Pat::Ident(id) = &*pt.pat {
-                self.bind(id.ident.to_string(), Binding::Val(v));
-            }
-            return Ok(());
-        }
         // Everything else binds as `let` does: arrays copied, aggregates taken apart,
         // scalars converted to the declared type, `mut` parameters made variables.
         let site = self.site();
@@ -350,7 +366,12 @@ impl Lowerer<'_> {
             let syn::FnArg::Typed(pt) = input else {
                 continue;
             };
-            let syn::Type::Path(p) = &*pt.ty else {
+            // `x: &T` and `x: &mut T` take `T` from the place as `x: T` from a value.
+            let ty = match &*pt.ty {
+                syn::Type::Reference(r) => &*r.elem,
+                ty => ty,
+            };
+            let syn::Type::Path(p) = ty else {
                 continue;
             };
             let Some(ident) = p.path.get_ident().map(|i| i.to_string()) else {

@@ -282,6 +282,16 @@ impl Lowerer<'_> {
                     span,
                 )?))
             }
+            ("get_mut", []) => {
+                // The element itself, for a helper's `&mut` parameter (see `references`).
+                let addr = self.shared_addr(array, elem, len, i, site, span)?;
+                Ok(Val::ElemRef {
+                    space: AddressSpace::Shared,
+                    addr,
+                    elem,
+                    mutable: true,
+                })
+            }
             ("set", [v]) => {
                 let v = self.expr(v)?;
                 let v = self.materialize(v, elem, span)?;
@@ -312,7 +322,7 @@ impl Lowerer<'_> {
             _ => err(
                 span,
                 format!(
-                    "`{method}` is not a method of shared arrays (get, set, len, fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap)"
+                    "`{method}` is not a method of shared arrays (get, set, get_mut, len, fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap)"
                 ),
             ),
         }

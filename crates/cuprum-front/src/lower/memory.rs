@@ -74,6 +74,7 @@ impl Lowerer<'_> {
             None => {
                 let elem = self.slice_param(param).0;
                 Ok(Val::ElemRef {
+                    space: AddressSpace::Global,
                     addr: self.element_addr(param, index, elem)?,
                     elem,
                     mutable,

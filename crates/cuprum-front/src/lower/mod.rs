@@ -20,9 +20,11 @@ mod intrinsics;
 mod macros;
 mod matrix;
 mod memory;
+mod methods;
 mod ops;
 mod outputs;
 mod ranges;
+mod references;
 
 use std::collections::HashMap;
 
@@ -149,8 +151,10 @@ enum Val {
         elem: crate::layout::ElemType,
         len: u32,
     },
-    /// A reference to one element of global memory.
+    /// A reference to one element of memory: of global memory (a slice element), of shared
+    /// memory (`SharedArray::get_mut`) or of a local array (`&mut keys[i]` passed to a helper).
     ElemRef {
+        space: AddressSpace,
         addr: Value,
         elem: S,
         mutable: bool,
@@ -176,6 +180,7 @@ enum Binding {
     Struct(String, Vec<Binding>),
 }
 
+#[derive(Clone, Debug)]
 enum Place {
     Var(Var, S),
     InferVar(u32, LitKind),
@@ -452,6 +457,8 @@ impl<'a> Lowerer<'a> {
 
     /// Turns `v` into an IR value of type `ty`, typing literals and checking the rest.
     fn materialize(&mut self, v: Val, ty: S, span: proc_macro2::Span) -> Result<Value> {
+        // Auto-deref: rustc accepted a `&T` where a `T` is used (`a < b`, `a + 1`).
+        let v = self.deref_elem(v, span)?;
         match v {
             Val::Scalar(x) => {
                 let actual = self.ty(x);
@@ -500,6 +507,7 @@ impl<'a> Lowerer<'a> {
 
     /// Turns `v` into an IR value, giving untyped literals Rust's default types.
     fn scalar(&mut self, v: Val, span: proc_macro2::Span) -> Result<Value> {
+        let v = self.deref_elem(v, span)?;
         match v {
             Val::Scalar(x) => Ok(x),
             Val::Int(_) => self.materialize(v, S::I32, span),
@@ -598,6 +606,16 @@ impl<'a> Lowerer<'a> {
             for (p, e) in pt.elems.iter().zip(&te.elems) {
                 self.let_binding(p, e)?;
             }
+            return Ok(());
+        }
+        // `let r = &mut place;`: `r` names the place (see `references`).
+        if let (syn::Pat::Ident(id), syn::Expr::Reference(r)) = (strip_type(pat), init)
+            && id.mutability.is_none()
+            && id.by_ref.is_none()
+            && id.subpat.is_none()
+        {
+            let binding = self.place_binding(&r.expr)?;
+            self.bind(id.ident.to_string(), binding);
             return Ok(());
         }
         let site = self.site();
@@ -899,10 +917,7 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
                 v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
-                _ => err(
-                    r.span(),
-                    "taking references to values is not supported in device code",
-                ),
+                _ => err(r.span(), references::WHERE_REFERENCES),
             },
             syn::Expr::Closure(c) => err(
                 c.span(),
@@ -943,6 +958,13 @@ impl<'a> Lowerer<'a> {
                 self.lookup(&name).cloned()
             }
             syn::Expr::Field(f) => Some(self.field_binding(f)?),
+            // `*r = value` through a reference to a whole struct, tuple or array.
+            syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Deref(_),
+                expr,
+                ..
+            })
+            | syn::Expr::Paren(syn::ExprParen { expr, .. }) => return self.aggregate_target(expr),
             _ => None,
         };
         Ok(b.filter(|b| {
@@ -1314,30 +1336,18 @@ impl<'a> Lowerer<'a> {
                 op: syn::UnOp::Deref(_),
                 expr,
                 ..
-            }) => match self.expr(expr)? {
-                Val::ElemRef {
-                    addr,
-                    elem,
+            }) => match self.place_binding(expr)? {
+                // A reference passed to a helper: the caller's variable itself.
+                Binding::Var {
+                    var,
+                    ty,
                     mutable: true,
-                } => Ok(Place::Mem {
-                    space: AddressSpace::Global,
-                    addr,
-                    elem,
-                }),
-                Val::ElemRef { .. } => err(e.span(), "cannot assign through a shared reference"),
-                Val::Ptr {
-                    addr,
-                    elem,
-                    mutable: true,
-                } => Ok(Place::Mem {
-                    space: AddressSpace::Global,
-                    addr,
-                    elem,
-                }),
-                Val::Ptr { .. } => err(e.span(), "cannot write through a `*const` pointer"),
-                other => err(
-                    expr.span(),
-                    format!("cannot dereference {}", describe(&other)),
+                } => Ok(Place::Var(var, ty)),
+                Binding::InferVar { site, kind } => Ok(Place::InferVar(site, kind)),
+                Binding::Val(v) => self.deref_place(v, e, expr),
+                _ => err(
+                    e.span(),
+                    "assign through a reference to a scalar here (`*r = x`), or to a field",
                 ),
             },
             syn::Expr::Index(i) => self.index_place(i),

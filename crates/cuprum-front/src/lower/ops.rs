@@ -28,6 +28,9 @@ impl Lowerer<'_> {
             _ => None,
         };
         if let Some(op) = compound {
+            if let Some(v) = self.struct_compound_assign(b)? {
+                return Ok(v);
+            }
             let place = self.place(&b.left)?;
             let current = match &place {
                 Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(*var), span)?),
@@ -51,6 +54,9 @@ impl Lowerer<'_> {
         }
         let l = self.expr(&b.left)?;
         let r = self.expr(&b.right)?;
+        if let Val::Struct(..) = l {
+            return self.struct_binary_operator(b, l, r);
+        }
         let cmp = match b.op {
             B::Eq(_) => Some(CmpOp::Eq),
             B::Ne(_) => Some(CmpOp::Ne),
@@ -274,14 +280,7 @@ impl Lowerer<'_> {
         let span = u.span();
         match u.op {
             syn::UnOp::Deref(_) => match self.expr(&u.expr)? {
-                Val::ElemRef { addr, elem, .. } => Ok(Val::Scalar(self.def(
-                    Op::Load {
-                        space: AddressSpace::Global,
-                        ty: elem,
-                        addr,
-                    },
-                    span,
-                )?)),
+                v @ Val::ElemRef { .. } => self.deref_elem(v, span),
                 Val::Ptr { addr, elem, .. } => Ok(Val::Scalar(self.def(
                     Op::Load {
                         space: AddressSpace::Global,
@@ -290,12 +289,22 @@ impl Lowerer<'_> {
                     },
                     span,
                 )?)),
+                // A reference passed to a helper is the place itself (see `references`):
+                // reading it is reading the place.
+                v @ (Val::Scalar(_)
+                | Val::Int(_)
+                | Val::Float(_)
+                | Val::Infer(..)
+                | Val::Struct(..)
+                | Val::Tuple(_)
+                | Val::Array(_)) => Ok(v),
                 other => err(span, format!("cannot dereference {}", describe(&other))),
             },
             syn::UnOp::Neg(_) => match self.expr(&u.expr)? {
                 Val::Int(i) => Ok(Val::Int(-i)),
                 Val::Float(f) => Ok(Val::Float(-f)),
                 v @ Val::Infer(..) => Ok(v),
+                v @ Val::Struct(..) => self.struct_operator("Neg", vec![v], span),
                 v => {
                     let x = self.scalar(v, span)?;
                     if self.ty(x).is_unsigned_int() || self.ty(x) == S::Bool {

@@ -92,6 +92,19 @@ macro_rules! shared_access {
             let _ = (i, value);
         }
 
+        /// A reference to element `i`, for a device helper that reads or updates the element
+        /// in place: `compare_swap(tile.get_mut(i), tile.get_mut(j))`, as CUDA code passes
+        /// `s_key[i]` by reference. The helper is inlined, so the reference is the element.
+        ///
+        /// # Safety
+        /// No other thread may read or write element `i` between the same two barriers, and
+        /// no two references live at once may name one element (they are `&mut`).
+        #[allow(clippy::mut_from_ref)]
+        pub unsafe fn get_mut(&self, i: usize) -> &mut T {
+            let _ = i;
+            unreachable_on_host()
+        }
+
         /// Atomically adds `value` to element `i` and returns the old value (block scope).
         pub fn fetch_add(&self, i: usize, value: T) -> T {
             let _ = (i, value);

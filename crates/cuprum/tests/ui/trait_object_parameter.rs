@@ -1,6 +1,6 @@
 // Trait objects cannot cross to the device (the GPU has no vtables): each `dyn` is refused
 // where it is written, in a parameter, a local, a cast or a `Box`, with what to write instead;
-// traits and `impl` blocks say what about them is not supported.
+// traits and impls of traits other than the operators say what about them is not supported.
 use cuprum::cuda_module;
 use cuprum::simt::{DisjointSlice, kernel, thread};
 
