@@ -350,6 +350,17 @@ pub(crate) fn capped_cubin(
 ) -> Result<Capped, NoCubin> {
     let facts = per_kernel.ok_or("the module's PTX was given, not written from its IR")?;
     let texts = (facts.ptx)().map_err(|e| NoCubin::Failed(e.to_string()))?;
+    capped_cubin_of(device, jit, names, Ok((facts, &texts)))
+}
+
+/// [`capped_cubin`] with each kernel's PTX already written (`Err`: why there is none).
+fn capped_cubin_of(
+    device: &CudaDevice,
+    jit: &CudaModule,
+    names: &[&str],
+    per_kernel: Result<(&PerKernel<'_>, &[String]), NoCubin>,
+) -> Result<Capped, NoCubin> {
+    let (facts, texts) = per_kernel?;
     if texts.len() != names.len() || facts.exact_block.len() != names.len() {
         return Err(NoCubin::Failed(format!(
             "{} kernel PTX texts and {} block shapes for {} kernels",
@@ -493,12 +504,16 @@ pub(crate) fn load_cuda(
             store.as_ref().map(|s| s.lookup(&verdict_key)),
             Some(Lookup::Hit(_))
         );
-    let per_kernel_texts = match (known_verdict, per_kernel) {
-        (false, Some(facts)) => (facts.ptx)().ok().map(|texts| (facts, texts)),
-        _ => None,
+    // Each kernel's PTX alone, written once for both links (`Err`: why there is none).
+    let per_kernel_texts: Result<(&PerKernel<'_>, Vec<String>), NoCubin> = match per_kernel {
+        _ if known_verdict => Err("not cacheable, as found before".into()),
+        None => Err("the module's PTX was given, not written from its IR".into()),
+        Some(facts) => (facts.ptx)()
+            .map(|texts| (facts, texts))
+            .map_err(|e| NoCubin::Failed(e.to_string())),
     };
     let (module, uncapped) = std::thread::scope(|scope| {
-        let linking = per_kernel_texts.as_ref().and_then(|(_, texts)| {
+        let linking = per_kernel_texts.as_ref().ok().and_then(|(_, texts)| {
             std::thread::Builder::new()
                 .name("cuprum-link".to_owned())
                 .spawn_scoped(scope, || link_uncapped(device, texts, names))
@@ -513,7 +528,7 @@ pub(crate) fn load_cuda(
         (module, linked)
     });
     let module = module?;
-    if let (Some((facts, _)), Some(linked)) = (&per_kernel_texts, uncapped)
+    if let (Ok((facts, _)), Some(linked)) = (&per_kernel_texts, uncapped)
         && let Some(cubin) = uncapped_if_as_good(device, &module, names, facts, linked)
     {
         bump(&COUNTERS.parallel_links);
@@ -549,7 +564,11 @@ pub(crate) fn load_cuda(
         );
         return Ok(module);
     }
-    let (cubin, raised) = match capped_cubin(device, &module, names, per_kernel) {
+    let texts = per_kernel_texts
+        .as_ref()
+        .map(|(facts, texts)| (*facts, texts.as_slice()))
+        .map_err(Clone::clone);
+    let (cubin, raised) = match capped_cubin_of(device, &module, names, texts) {
         Ok(capped) => (capped.cubin, capped.raised),
         Err(why) => {
             remember_uncacheable(key_text);
