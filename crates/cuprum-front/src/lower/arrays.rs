@@ -639,10 +639,7 @@ impl Lowerer<'_> {
             }
             return Ok(Indexed::Element(Place::InferVar(s, kind)));
         }
-        let index = self.materialize(index, S::U64, span).map_err(|e| {
-            syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
-        })?;
-        self.constant_bounds_check(index, a.len(), site, span)?;
+        let index = self.checked_array_index(index, a.len(), site, span, span)?;
         if a.dims.len() > 1 {
             let k = self.cast_value(index, S::U32, span)?;
             let row = self.constant(Constant::u32(a.row()));

@@ -196,6 +196,25 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `index` as a `usize` index into an array of the constant length `len`, checked
+    /// ([`constant_bounds_check`](Self::constant_bounds_check) at `span`); the one way local,
+    /// shared and element arrays take an index. `index_span` is where a non-integer index is
+    /// reported.
+    pub(super) fn checked_array_index(
+        &mut self,
+        index: Val,
+        len: u32,
+        site: String,
+        index_span: Span,
+        span: Span,
+    ) -> Result<Value> {
+        let index = self.materialize(index, S::U64, index_span).map_err(|e| {
+            syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
+        })?;
+        self.constant_bounds_check(index, len, site, span)?;
+        Ok(index)
+    }
+
     /// Traps unless `index < len` (a constant length); nothing when the index is proven below.
     pub(super) fn constant_bounds_check(
         &mut self,

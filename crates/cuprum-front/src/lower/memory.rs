@@ -236,12 +236,7 @@ impl Lowerer<'_> {
         let span = i.span();
         self.require_unsafe_shared(i)?;
         let index = self.expr(&i.index)?;
-        let index = self
-            .materialize(index, S::U64, i.index.span())
-            .map_err(|e| {
-                syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
-            })?;
-        self.constant_bounds_check(index, len, source_text(i), span)?;
+        let index = self.checked_array_index(index, len, source_text(i), i.index.span(), span)?;
         let base = self.def(Op::SharedAddr(array), span)?;
         let size = ty.layout().size;
         let addr = self.scaled_addr(AddressSpace::Shared, base, index, size, span)?;
@@ -334,12 +329,7 @@ impl Lowerer<'_> {
             );
         };
         let index = self.expr(&i.index)?;
-        let index = self
-            .materialize(index, S::U64, i.index.span())
-            .map_err(|e| {
-                syn::Error::new(e.span(), format!("{e} (arrays are indexed by `usize`)"))
-            })?;
-        self.constant_bounds_check(index, n, source_text(i), span)?;
+        let index = self.checked_array_index(index, n, source_text(i), i.index.span(), span)?;
         let size = elem.layout().size;
         let addr = self.scaled_addr(m.space, m.addr, index, size, span)?;
         Ok(MemRef {

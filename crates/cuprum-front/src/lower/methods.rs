@@ -135,6 +135,34 @@ impl Lowerer<'_> {
         self.bind_pattern(&pat, None, value, site, r.span(), false)
     }
 
+    /// The function of the module's `impl <trait_name> for <self_ty>` whose right operand is
+    /// the struct `rhs_struct` (`None`: not a struct); an impl without a second parameter
+    /// (`Neg`) fits any.
+    fn trait_impl(
+        &self,
+        self_ty: &str,
+        trait_name: &str,
+        rhs_struct: Option<&str>,
+    ) -> Option<syn::ItemFn> {
+        self.info
+            .methods
+            .iter()
+            .find(|m| {
+                m.self_ty == self_ty
+                    && m.trait_name.as_deref() == Some(trait_name)
+                    && match m.item.sig.inputs.iter().nth(1) {
+                        Some(syn::FnArg::Typed(pt)) => {
+                            crate::types::struct_named(&pt.ty, &self.info.structs)
+                                .map(|d| d.ident.to_string())
+                                .as_deref()
+                                == rhs_struct
+                        }
+                        _ => true,
+                    }
+            })
+            .map(|m| m.item.clone())
+    }
+
     /// `operands[0] <op> operands[1]` (or `-operands[0]`) on a struct: its `impl <Trait>`.
     pub(super) fn struct_operator(
         &mut self,
@@ -149,19 +177,7 @@ impl Lowerer<'_> {
             Some(Val::Struct(n, _)) => Some(n.clone()),
             _ => None,
         };
-        let found = self.info.methods.iter().find(|m| {
-            m.self_ty == *self_ty
-                && m.trait_name.as_deref() == Some(trait_name)
-                && match m.item.sig.inputs.iter().nth(1) {
-                    Some(syn::FnArg::Typed(pt)) => {
-                        crate::types::struct_named(&pt.ty, &self.info.structs)
-                            .map(|d| d.ident.to_string())
-                            == rhs_struct
-                    }
-                    _ => true,
-                }
-        });
-        let Some(f) = found.map(|m| m.item.clone()) else {
+        let Some(f) = self.trait_impl(self_ty, trait_name, rhs_struct.as_deref()) else {
             return err(
                 span,
                 format!(
@@ -230,19 +246,7 @@ impl Lowerer<'_> {
             Val::Struct(n, _) => Some(n.clone()),
             _ => None,
         };
-        let found = self.info.methods.iter().find(|m| {
-            m.self_ty == self_ty
-                && m.trait_name.as_deref() == Some(name)
-                && match m.item.sig.inputs.iter().nth(1) {
-                    Some(syn::FnArg::Typed(pt)) => {
-                        crate::types::struct_named(&pt.ty, &self.info.structs)
-                            .map(|d| d.ident.to_string())
-                            == rhs_struct
-                    }
-                    _ => true,
-                }
-        });
-        let Some(f) = found.map(|m| m.item.clone()) else {
+        let Some(f) = self.trait_impl(&self_ty, name, rhs_struct.as_deref()) else {
             return err(
                 b.span(),
                 format!("`{self_ty}` has no `impl {name}` for these operands in this module"),
