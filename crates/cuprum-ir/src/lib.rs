@@ -25,6 +25,7 @@ pub mod printf;
 pub mod scalar;
 pub mod serial;
 pub mod types;
+pub mod uniformity;
 pub mod validate;
 
 pub use address::{Addresses, Linear, Root};

@@ -1,0 +1,312 @@
+//! Which block barriers every thread of a block is sure to reach together.
+//!
+//! A barrier (`bar.sync 0`) counts arrivals; it does not know which call site a thread came
+//! from. If some threads of a block skip a barrier (a condition that differs between them,
+//! a loop they leave after different numbers of iterations, an earlier `return` only some of
+//! them take), the others' arrivals pair with a *different* barrier, and code meant to run
+//! after the first runs beside code meant to run before it. Safe shared memory (the phased
+//! arrays of `cuprum::simt::phased`) depends on barriers pairing up, so the front end asks
+//! this analysis about every barrier of a kernel that uses them.
+//!
+//! It is conservative: a value is *block-uniform* (the same in every thread of a block) when
+//! it is a constant, a parameter, a slice length, a block or grid index or size, an address
+//! of a shared or local array, a pure computation of block-uniform values, or a read of a
+//! variable that every write gives a block-uniform value in block-uniform control flow.
+//! Thread and lane indices, memory loads, atomics and warp operations are not. Control flow
+//! is *divergent* inside an `If` whose condition is not block-uniform, in a whole `Loop` that
+//! some thread may leave (`Break`, `Continue` or `Return` in divergent control flow inside
+//! it) on another iteration than its neighbours, and everywhere after a `Return` in divergent
+//! control flow. A barrier in divergent control flow is reported. `Trap` ends the whole
+//! kernel with an error, so it does not count as leaving.
+
+use std::collections::HashSet;
+
+use crate::kernel::{Block, Kernel, Op, Special, Stmt, Value, Var};
+
+/// The barriers (`Stmt::Barrier`) of `kernel` that some thread of a block may not reach
+/// together with the others, by their position among the kernel's barriers in program order
+/// (the order [`Block::visit`] gives): `0` is the first barrier.
+pub fn divergent_barriers(kernel: &Kernel) -> Vec<usize> {
+    let mut state = State::default();
+    loop {
+        let before = (
+            state.varying.len(),
+            state.varying_vars.len(),
+            state.loops.len(),
+        );
+        state.pass = Pass::default();
+        state.block(&kernel.body, false);
+        let after = (
+            state.varying.len(),
+            state.varying_vars.len(),
+            state.loops.len(),
+        );
+        if before == after {
+            return state.pass.divergent_barriers;
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Values that may differ between threads of a block.
+    varying: HashSet<Value>,
+    /// Variables some write may give a varying value, or that are written in divergent
+    /// control flow.
+    varying_vars: HashSet<Var>,
+    /// Loops (by position among the kernel's loops in program order) that threads may leave
+    /// on different iterations.
+    loops: HashSet<usize>,
+    /// What one walk over the kernel found.
+    pass: Pass,
+}
+
+#[derive(Default)]
+struct Pass {
+    /// Loops seen so far in this walk.
+    loops_seen: usize,
+    /// The loops enclosing the statement being walked, innermost last.
+    enclosing: Vec<usize>,
+    /// Barriers seen so far in this walk.
+    barriers_seen: usize,
+    /// Whether some thread may have returned already (a `Return` in divergent control flow).
+    returned: bool,
+    divergent_barriers: Vec<usize>,
+}
+
+impl State {
+    fn block(&mut self, block: &Block, divergent: bool) {
+        for stmt in &block.stmts {
+            self.stmt(stmt, divergent);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, divergent: bool) {
+        let divergent = divergent || self.pass.returned;
+        match stmt {
+            Stmt::Def { value, op } => {
+                if !self.uniform_op(op) {
+                    self.varying.insert(*value);
+                }
+            }
+            Stmt::WriteVar { var, value } => {
+                if divergent || self.varying.contains(value) {
+                    self.varying_vars.insert(*var);
+                }
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let inner = divergent || self.varying.contains(cond);
+                self.block(then, inner);
+                self.block(otherwise, inner);
+            }
+            Stmt::Loop { body } => {
+                let id = self.pass.loops_seen;
+                self.pass.loops_seen += 1;
+                self.pass.enclosing.push(id);
+                self.block(body, divergent || self.loops.contains(&id));
+                self.pass.enclosing.pop();
+            }
+            Stmt::Break | Stmt::Continue => {
+                if divergent && let Some(&innermost) = self.pass.enclosing.last() {
+                    self.loops.insert(innermost);
+                }
+            }
+            Stmt::Return => {
+                if divergent {
+                    self.loops.extend(self.pass.enclosing.iter().copied());
+                    self.pass.returned = true;
+                }
+            }
+            Stmt::Barrier => {
+                if divergent {
+                    self.pass.divergent_barriers.push(self.pass.barriers_seen);
+                }
+                self.pass.barriers_seen += 1;
+            }
+            other => {
+                // Statements that define values (vector loads, tensor-core results) define
+                // per-thread ones.
+                self.varying.extend(other.results().iter().copied());
+            }
+        }
+    }
+
+    /// Whether `op` gives every thread of a block the same value.
+    fn uniform_op(&self, op: &Op) -> bool {
+        match op {
+            Op::Special(Special::ThreadIdx(_) | Special::LaneId) => false,
+            Op::ReadVar(var) => !self.varying_vars.contains(var),
+            op if op.is_pure() => {
+                let mut uniform = true;
+                op.for_each_operand(|v| uniform &= !self.varying.contains(&v));
+                uniform
+            }
+            // Loads, atomics and warp operations.
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::KernelBuilder;
+    use crate::kernel::{BinaryOp, CmpOp, Dim};
+    use crate::types::{Constant, ScalarType};
+
+    fn thread_x(b: &mut KernelBuilder) -> Value {
+        b.def(Op::Special(Special::ThreadIdx(Dim::X)))
+            .expect("a thread index is a valid op")
+    }
+
+    fn is_below(b: &mut KernelBuilder, x: Value, n: u32) -> Value {
+        let n = b.constant(Constant::u32(n));
+        b.def(Op::Compare(CmpOp::Lt, x, n))
+            .expect("comparing two u32 values is valid")
+    }
+
+    fn finish(b: KernelBuilder) -> Kernel {
+        b.finish()
+    }
+
+    #[test]
+    fn a_barrier_under_a_block_uniform_condition_is_reached_together() {
+        let mut b = KernelBuilder::new("k");
+        let bx = b
+            .def(Op::Special(Special::BlockIdx(Dim::X)))
+            .expect("valid");
+        let cond = is_below(&mut b, bx, 4);
+        b.begin_block();
+        b.push(Stmt::Barrier);
+        let then = b.end_block();
+        b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Block::default(),
+        });
+        assert!(divergent_barriers(&finish(b)).is_empty());
+    }
+
+    #[test]
+    fn a_barrier_under_a_thread_dependent_condition_is_reported() {
+        let mut b = KernelBuilder::new("k");
+        b.push(Stmt::Barrier);
+        let tx = thread_x(&mut b);
+        let cond = is_below(&mut b, tx, 4);
+        b.begin_block();
+        b.push(Stmt::Barrier);
+        let then = b.end_block();
+        b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Block::default(),
+        });
+        assert_eq!(divergent_barriers(&finish(b)), vec![1]);
+    }
+
+    #[test]
+    fn a_thread_dependent_break_makes_its_whole_loop_divergent() {
+        // loop { barrier; if tx < 4 { break } }
+        let mut b = KernelBuilder::new("k");
+        let tx = thread_x(&mut b);
+        let cond = is_below(&mut b, tx, 4);
+        b.begin_block();
+        b.push(Stmt::Barrier);
+        b.begin_block();
+        b.push(Stmt::Break);
+        let then = b.end_block();
+        b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Block::default(),
+        });
+        let body = b.end_block();
+        b.push(Stmt::Loop { body });
+        assert_eq!(divergent_barriers(&finish(b)), vec![0]);
+    }
+
+    #[test]
+    fn a_counter_written_only_uniform_values_keeps_its_loop_uniform() {
+        // i = 0; loop { if !(i < 8) { break } barrier; i = i + 1 }
+        let mut b = KernelBuilder::new("k");
+        let i = b.var("i", ScalarType::U32);
+        let zero = b.constant(Constant::u32(0));
+        b.push(Stmt::WriteVar {
+            var: i,
+            value: zero,
+        });
+        b.begin_block();
+        let cur = b.def(Op::ReadVar(i)).expect("valid");
+        let more = is_below(&mut b, cur, 8);
+        b.begin_block();
+        b.push(Stmt::Break);
+        let stop = b.end_block();
+        b.push(Stmt::If {
+            cond: more,
+            then: Block::default(),
+            otherwise: stop,
+        });
+        b.push(Stmt::Barrier);
+        let one = b.constant(Constant::u32(1));
+        let next = b.def(Op::Binary(BinaryOp::Add, cur, one)).expect("valid");
+        b.push(Stmt::WriteVar {
+            var: i,
+            value: next,
+        });
+        let body = b.end_block();
+        b.push(Stmt::Loop { body });
+        assert!(divergent_barriers(&finish(b)).is_empty());
+    }
+
+    #[test]
+    fn a_counter_started_at_the_thread_index_makes_its_loop_divergent() {
+        // i = tx; loop { if !(i < 8) { break } barrier; i = i + 1 }
+        let mut b = KernelBuilder::new("k");
+        let i = b.var("i", ScalarType::U32);
+        let tx = thread_x(&mut b);
+        b.push(Stmt::WriteVar { var: i, value: tx });
+        b.begin_block();
+        let cur = b.def(Op::ReadVar(i)).expect("valid");
+        let more = is_below(&mut b, cur, 8);
+        b.begin_block();
+        b.push(Stmt::Break);
+        let stop = b.end_block();
+        b.push(Stmt::If {
+            cond: more,
+            then: Block::default(),
+            otherwise: stop,
+        });
+        b.push(Stmt::Barrier);
+        let one = b.constant(Constant::u32(1));
+        let next = b.def(Op::Binary(BinaryOp::Add, cur, one)).expect("valid");
+        b.push(Stmt::WriteVar {
+            var: i,
+            value: next,
+        });
+        let body = b.end_block();
+        b.push(Stmt::Loop { body });
+        assert_eq!(divergent_barriers(&finish(b)), vec![0]);
+    }
+
+    #[test]
+    fn every_barrier_after_a_thread_dependent_return_is_reported() {
+        let mut b = KernelBuilder::new("k");
+        let tx = thread_x(&mut b);
+        let cond = is_below(&mut b, tx, 4);
+        b.begin_block();
+        b.push(Stmt::Return);
+        let then = b.end_block();
+        b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Block::default(),
+        });
+        b.push(Stmt::Barrier);
+        b.push(Stmt::Barrier);
+        assert_eq!(divergent_barriers(&finish(b)), vec![0, 1]);
+    }
+}
