@@ -37,6 +37,14 @@ impl Lowerer<'_> {
                 let (array, elem, len) = (*array, *elem, *len);
                 return self.shared_method(m, array, elem, len);
             }
+            (Val::Phased(p), _) => {
+                let p = *p;
+                return self.phased_method(m, p);
+            }
+            (Val::Tuple(items), "sync") if args.is_empty() => {
+                let items = items.clone();
+                return self.sync_tuple(&items, span);
+            }
             (Val::SharedElems { array, elem, len }, _) => {
                 let (array, elem, len) = (*array, elem.clone(), *len);
                 return self.shared_elements_method(m, array, elem, len);
@@ -299,7 +307,7 @@ impl Lowerer<'_> {
         }
         match (last.as_str(), args.len()) {
             ("sync_threads", 0) => {
-                self.b.push(Stmt::Barrier);
+                self.barrier(span);
                 return Ok(Val::Unit);
             }
             ("fence_block", 0) => return self.fence(Scope::Block),
@@ -441,7 +449,7 @@ impl Lowerer<'_> {
             return err(span, format!("`{path}` takes no arguments"));
         }
         let Some(register) = register else {
-            self.b.push(Stmt::Barrier);
+            self.barrier(span);
             return Ok(Some(Val::Unit));
         };
         let x = self.def(Op::Special(register), span)?;

@@ -191,6 +191,21 @@ impl Lowerer<'_> {
                 "expected `slice.get_mut(index)` or `slice.get(index)`",
             );
         };
+        let then_block = &i.then_branch;
+        if let Some((cond, slot)) = self.warp_slot(m)? {
+            return self.branches(
+                cond,
+                |this| {
+                    this.scopes.push(vec![(binding, Binding::Val(slot))]);
+                    let r = this.block(then_block);
+                    this.scopes.pop();
+                    r
+                },
+                i.else_branch.as_ref().map(|(_, e)| &**e),
+                site,
+                span,
+            );
+        }
         let method = m.method.to_string();
         let param = match self.expr(&m.receiver)? {
             Val::Slice(p) => p,
@@ -232,7 +247,6 @@ impl Lowerer<'_> {
         } else {
             self.slice_element(param, access, &method, &args, m.span())?
         };
-        let then_block = &i.then_branch;
         self.branches(
             cond,
             |this| {
@@ -314,6 +328,9 @@ impl Lowerer<'_> {
 
     /// `for i in a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(s)`.
     pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Val> {
+        if let Some(v) = self.phased_loop(f)? {
+            return Ok(v);
+        }
         if let Some(v) = self.output_loop(f)? {
             return Ok(v);
         }

@@ -165,7 +165,28 @@ impl Lowerer<'_> {
                 agg,
             });
         }
-        let len = match it.next() {
+        let len = self.length_argument(
+            it.next(),
+            "expected the array length second: `SharedArray<f32, 256>`",
+            a.span(),
+        )?;
+        Ok(SharedShape {
+            elem,
+            len: Some(len),
+            agg,
+        })
+    }
+
+    /// A constant length given as a generic argument (`256`, `{ 2 * N }`, a const
+    /// parameter `BLOCK`): between 1 and 2^32 - 1. `expected` says what to write when the
+    /// argument is missing or not a constant.
+    pub(super) fn length_argument(
+        &self,
+        arg: Option<&syn::GenericArgument>,
+        expected: &str,
+        span: Span,
+    ) -> Result<u32> {
+        let len = match arg {
             Some(syn::GenericArgument::Const(e)) => self.eval_const(e, 0)?,
             Some(syn::GenericArgument::Type(syn::Type::Path(p))) => {
                 let e = syn::Expr::Path(syn::ExprPath {
@@ -175,25 +196,15 @@ impl Lowerer<'_> {
                 });
                 self.eval_const(&e, 0)?
             }
-            _ => {
-                return err(
-                    a.span(),
-                    "expected the array length second: `SharedArray<f32, 256>`",
-                );
-            }
+            _ => return err(span, expected),
         };
         let ConstVal::Int(len) = len else {
-            return err(a.span(), "the length must be an integer");
+            return err(span, "the length must be an integer");
         };
-        let len = u32::try_from(len).ok().filter(|&l| l > 0);
-        let Some(len) = len else {
-            return err(a.span(), "the length must be between 1 and 2^32 - 1");
-        };
-        Ok(SharedShape {
-            elem,
-            len: Some(len),
-            agg,
-        })
+        match u32::try_from(len).ok().filter(|&l| l > 0) {
+            Some(len) => Ok(len),
+            None => err(span, "the length must be between 1 and 2^32 - 1"),
+        }
     }
 
     /// `index` as a `usize` index into an array of the constant length `len`, checked

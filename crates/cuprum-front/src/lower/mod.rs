@@ -23,6 +23,7 @@ mod memory;
 mod methods;
 mod ops;
 mod outputs;
+mod phased;
 mod ranges;
 mod references;
 
@@ -131,6 +132,8 @@ enum Val {
     },
     /// A per-thread array in local memory, or a row of a nested one.
     Array(arrays::LocalArray),
+    /// A phased (safe) shared array, in the phase the value's type says.
+    Phased(phased::Phased),
     /// A tuple, taken apart.
     Tuple(Vec<Val>),
     /// A struct of the module, taken apart: its fields in declaration order.
@@ -229,6 +232,10 @@ struct Lowerer<'a> {
     elem_slices: HashMap<u32, crate::layout::ElemType>,
     /// How many `unsafe` blocks enclose the code being lowered.
     unsafe_depth: u32,
+    /// Whether the kernel declares a phased shared array (its barriers are then checked).
+    uses_phased: bool,
+    /// Where each block barrier came from, in program order.
+    barrier_spans: Vec<proc_macro2::Span>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -269,6 +276,8 @@ impl<'a> Lowerer<'a> {
             local_origins: Vec::new(),
             elem_slices: HashMap::new(),
             unsafe_depth: 0,
+            uses_phased: false,
+            barrier_spans: Vec::new(),
         }
     }
 
@@ -379,7 +388,12 @@ impl<'a> Lowerer<'a> {
             );
         }
         self.check_local_memory()?;
-        Ok(self.b.finish())
+        let check_barriers = self.uses_phased && !self.inferring();
+        let kernel = self.b.finish();
+        if check_barriers {
+            phased::check_barriers(&kernel, &self.barrier_spans, k.item.sig.ident.span())?;
+        }
+        Ok(kernel)
     }
 
     // ----- helpers ------------------------------------------------------------------------
@@ -619,6 +633,12 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         let site = self.site();
+        if let Some(v) = self.phased_declaration(pat, init)? {
+            if let syn::Pat::Ident(id) = strip_type(pat) {
+                self.bind(id.ident.to_string(), Binding::Val(v));
+            }
+            return Ok(());
+        }
         if let Some(shape) = self.shared_declaration(pat, init)? {
             let syn::Pat::Ident(id) = strip_type(pat) else {
                 return err(
@@ -746,6 +766,7 @@ impl<'a> Lowerer<'a> {
                 | Val::SharedElems { .. }
                 | Val::Ptr { .. }
                 | Val::Shared { .. }
+                | Val::Phased(_)
                 | Val::Slice(_)
                 | Val::Atomic(_)
                 | Val::Index1(_)
@@ -852,6 +873,10 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Unary(u) => self.unary(u),
             syn::Expr::Cast(c) => self.cast(c),
             syn::Expr::Assign(a) => {
+                // `tile = read.sync()`: the same phased array, in its next phase.
+                if let Some(v) = self.assign_phased(a)? {
+                    return Ok(v);
+                }
                 // Elements (or parts of them) of aggregates in memory.
                 if let Some(m) = self.mem_path(&a.left)? {
                     let v = self.expr(&a.right)?;
@@ -1428,6 +1453,9 @@ impl<'a> Lowerer<'a> {
     /// `slice[index]` (bounds-checked) or `array[index]`: an element, or a row of an array
     /// of arrays.
     fn indexed(&mut self, i: &syn::ExprIndex) -> Result<arrays::Indexed> {
+        if let Some(place) = self.phased_index(i)? {
+            return Ok(arrays::Indexed::Element(place));
+        }
         let param = match self.expr(&i.expr)? {
             Val::Slice(p) => p,
             Val::Array(a) => return self.index_array(&a, &i.index, source_text(i)),
@@ -1555,6 +1583,7 @@ fn describe(v: &Val) -> String {
         Val::Atomic(_) => "an atomic slice".into(),
         Val::Index2(..) | Val::Index3(..) => "a thread index".into(),
         Val::Shared { .. } => "a shared-memory array".into(),
+        Val::Phased(p) => format!("a `{}`", p.type_name()),
         Val::ElemRef { .. } => "an element reference".into(),
         Val::AggRef(m) => format!("a reference to a `{}` element", m.ty.rust_name()),
         Val::SharedElems { elem, len, .. } => {

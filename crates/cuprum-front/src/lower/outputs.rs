@@ -286,7 +286,7 @@ impl Lowerer<'_> {
     }
 
     /// Lowers `body` in a new scope with `names` bound to `values` (`None` names: `_`).
-    fn scoped_body(
+    pub(super) fn scoped_body(
         &mut self,
         names: &[Option<String>],
         values: Vec<Val>,
@@ -468,7 +468,11 @@ impl Lowerer<'_> {
 }
 
 /// The names of a pattern loop's tuple `(a, b)` / `(r, c, out)`: identifiers or `_`.
-fn loop_names(pat: &syn::Pat, arity: usize, method: &str) -> Result<Vec<Option<String>>> {
+pub(super) fn loop_names(
+    pat: &syn::Pat,
+    arity: usize,
+    method: &str,
+) -> Result<Vec<Option<String>>> {
     let want = if arity == 3 {
         "`(r, c, out)`"
     } else {

@@ -1,0 +1,700 @@
+//! Safe shared memory (`cuprum::simt::phased`): arrays whose type says whether the block is
+//! writing them (each thread only the elements it owns) or reading them (nobody writes),
+//! with a block barrier between the phases.
+//!
+//! Here: the declarations (`SharedWrite::<T, N>::new()`, `SharedWrite2d::<T, R, C>::new()`),
+//! the owned elements (`for (i, slot) in tile.mine()`, `if let Some(slot) =
+//! tile.warp_slot()`), the reads of the read phase (`tile[i]`, `tile[r][c]`, `get`), the
+//! barriers (`tile.sync()`, `(a, b).sync()`), and the rule that makes the barriers pair up:
+//! in a kernel with a phased array, every block barrier must be one that all threads of the
+//! block reach together ([`cuprum_ir::uniformity`]), checked once the kernel is lowered.
+//! rustc's type and move checks on the kernel's host copy keep the phases apart (a read-phase
+//! array has no `mine()`, a write-phase one no indexing, and `sync()` consumes the old
+//! phase); the ownership maps are documented, with the soundness argument, in
+//! `cuprum::simt::phased`.
+
+use cuprum_ir::{
+    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Special, Value,
+};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::*;
+
+/// How a phased array's elements are laid out and owned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PhasedShape {
+    /// `SharedWrite<T, N>`: element `i` is linear thread `i % threads`'s.
+    Linear(u32),
+    /// `SharedWrite2d<T, R, C>` (rows, columns; row-major): `[r][c]` is thread
+    /// `(c % dim_x, r % dim_y, 0)`'s.
+    Rows(u32, u32),
+}
+
+impl PhasedShape {
+    fn len(self) -> u32 {
+        match self {
+            PhasedShape::Linear(n) => n,
+            PhasedShape::Rows(r, c) => r * c,
+        }
+    }
+}
+
+/// A phased array: the IR shared array, its scalar elements, its shape, and which phase the
+/// value names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Phased {
+    pub array: u32,
+    pub elem: S,
+    pub shape: PhasedShape,
+    pub writing: bool,
+}
+
+impl Phased {
+    pub(super) fn type_name(&self) -> String {
+        let phase = if self.writing { "Write" } else { "Read" };
+        match self.shape {
+            PhasedShape::Linear(n) => format!("Shared{phase}<{}, {n}>", self.elem),
+            PhasedShape::Rows(r, c) => format!("Shared{phase}2d<{}, {r}, {c}>", self.elem),
+        }
+    }
+}
+
+/// Why a phased array's ownership needs a whole-block barrier discipline; the message of the
+/// barrier check.
+const DIVERGENT_BARRIER: &str = "this barrier may not be reached by every thread of the block \
+     together, and this kernel uses phased shared memory (`SharedWrite`/`SharedRead`), whose \
+     safety rests on all threads passing the same barriers in the same order. Keep `sync()` \
+     and `sync_threads()` out of code that depends on the thread: conditions on thread \
+     indices or loaded data, loops threads may leave on different iterations, and code after \
+     a `return` only some threads take. Conditions on constants, scalar parameters, slice \
+     lengths and block and grid indices are fine: for example write `if i < n { .. }` around \
+     the loads and stores instead of `if i >= n { return; }`";
+
+impl Lowerer<'_> {
+    /// `SharedWrite::<T, N>::new()` or `SharedWrite2d::<T, R, C>::new()` (turbofish or the
+    /// `let`'s annotation): declares the array, in its write phase.
+    pub(super) fn phased_declaration(
+        &mut self,
+        pat: &syn::Pat,
+        init: &syn::Expr,
+    ) -> Result<Option<Val>> {
+        let syn::Expr::Call(c) = init else {
+            return Ok(None);
+        };
+        let syn::Expr::Path(p) = &*c.func else {
+            return Ok(None);
+        };
+        let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+        let (ty, two_d) = match segs[..] {
+            [.., ty, f] if f.ident == "new" && ty.ident == "SharedWrite" => (ty, false),
+            [.., ty, f] if f.ident == "new" && ty.ident == "SharedWrite2d" => (ty, true),
+            [.., ty, _] if ty.ident == "SharedRead" || ty.ident == "SharedRead2d" => {
+                return err(
+                    init.span(),
+                    "a phased shared array starts in its write phase: declare it with \
+                     `SharedWrite::<T, N>::new()` and `sync()` it to read it",
+                );
+            }
+            _ => return Ok(None),
+        };
+        let annotation = match pat {
+            syn::Pat::Type(pt) => match &*pt.ty {
+                syn::Type::Path(tp) => tp.path.segments.last().map(|s| &s.arguments),
+                _ => None,
+            },
+            _ => None,
+        };
+        let args = match (&ty.arguments, annotation) {
+            (syn::PathArguments::None, Some(a)) => a,
+            (t, _) => t,
+        };
+        let example = if two_d {
+            "`SharedWrite2d::<f32, 32, 33>::new()` (element type, rows, columns)"
+        } else {
+            "`SharedWrite::<f32, 256>::new()` (element type, length)"
+        };
+        let syn::PathArguments::AngleBracketed(a) = args else {
+            return err(
+                init.span(),
+                format!("name the element type and size: {example}"),
+            );
+        };
+        let mut it = a.args.iter();
+        let elem = match it.next() {
+            Some(syn::GenericArgument::Type(t)) => self.resolve_scalar(t).map_err(|_| {
+                syn::Error::new(
+                    t.span(),
+                    "phased shared arrays hold scalars (integers, floats, `bool`): for \
+                     vectors or structs, use one array per component, or a raw `SharedArray` \
+                     in `unsafe` code",
+                )
+            })?,
+            _ => {
+                return err(
+                    a.span(),
+                    format!("expected the element type first: {example}"),
+                );
+            }
+        };
+        let expected = format!("expected a constant size: {example}");
+        let shape = if two_d {
+            let rows = self.length_argument(it.next(), &expected, a.span())?;
+            let cols = self.length_argument(it.next(), &expected, a.span())?;
+            PhasedShape::Rows(rows, cols)
+        } else {
+            PhasedShape::Linear(self.length_argument(it.next(), &expected, a.span())?)
+        };
+        if it.next().is_some() {
+            return err(a.span(), format!("too many generic arguments: {example}"));
+        }
+        let name = match strip_type(pat) {
+            syn::Pat::Ident(id) => id.ident.to_string(),
+            _ => {
+                return err(
+                    pat.span(),
+                    "bind a shared array to a name: `let mut tile = SharedWrite::<f32, 256>::new();`",
+                );
+            }
+        };
+        let len = u64::from(shape.len());
+        if len > u64::from(u32::MAX) / 8 {
+            return err(init.span(), "this shared array is too large for a block");
+        }
+        let Val::Shared {
+            array: Some(array), ..
+        } = self.declare_shared(
+            &name,
+            intrinsics::SharedShape {
+                elem,
+                len: Some(shape.len()),
+                agg: None,
+            },
+            init.span(),
+        )?
+        else {
+            return err(
+                init.span(),
+                "internal compiler error: a static shared array expected",
+            );
+        };
+        self.uses_phased = true;
+        Ok(Some(Val::Phased(Phased {
+            array,
+            elem,
+            shape,
+            writing: true,
+        })))
+    }
+
+    /// A block barrier at `span` (`sync_threads()`, a phased `sync()`), remembered for the
+    /// barrier check.
+    pub(super) fn barrier(&mut self, span: Span) {
+        self.b.push(Stmt::Barrier);
+        self.barrier_spans.push(span);
+    }
+
+    /// Methods of a phased array: `sync`, `get`, `len`/`is_empty`/`rows`/`cols`; `mine` and
+    /// `warp_slot` have their own places (a `for` loop, an `if let`).
+    pub(super) fn phased_method(&mut self, m: &syn::ExprMethodCall, p: Phased) -> Result<Val> {
+        let span = m.span();
+        let method = m.method.to_string();
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        match (method.as_str(), &args[..], p.shape) {
+            ("sync", [], _) => {
+                self.barrier(span);
+                Ok(Val::Phased(Phased {
+                    writing: !p.writing,
+                    ..p
+                }))
+            }
+            ("len", [], _) => Ok(Val::Scalar(
+                self.constant(Constant::u64(u64::from(p.shape.len()))),
+            )),
+            ("is_empty", [], _) => Ok(Val::Scalar(self.constant(Constant::bool(false)))),
+            ("rows", [], PhasedShape::Rows(r, _)) => {
+                Ok(Val::Scalar(self.constant(Constant::u64(u64::from(r)))))
+            }
+            ("cols", [], PhasedShape::Rows(_, c)) => {
+                Ok(Val::Scalar(self.constant(Constant::u64(u64::from(c)))))
+            }
+            ("get", [i], PhasedShape::Linear(_)) if !p.writing => {
+                let addr = self.phased_element(p, &[*i], &source_text(m), span)?;
+                self.load_scalar(AddressSpace::Shared, addr, p.elem, span)
+            }
+            ("get", [r, c], PhasedShape::Rows(..)) if !p.writing => {
+                let addr = self.phased_element(p, &[*r, *c], &source_text(m), span)?;
+                self.load_scalar(AddressSpace::Shared, addr, p.elem, span)
+            }
+            ("mine", [], _) => err(
+                span,
+                if matches!(p.shape, PhasedShape::Rows(..)) {
+                    "use `mine()` as `for (r, c, slot) in tile.mine() { .. }`: the elements it \
+                     hands out are reachable only inside the loop"
+                } else {
+                    "use `mine()` as `for (i, slot) in tile.mine() { .. }`: the elements it \
+                     hands out are reachable only inside the loop"
+                },
+            ),
+            ("warp_slot", [], _) => err(
+                span,
+                "use `warp_slot()` as `if let Some(slot) = tile.warp_slot() { .. }`",
+            ),
+            _ => err(
+                span,
+                format!(
+                    "`{}` has no device method `{method}` with {} argument(s); it has {}",
+                    p.type_name(),
+                    args.len(),
+                    if p.writing {
+                        "`mine()`, `warp_slot()` (1-D), `sync()` and its sizes"
+                    } else {
+                        "indexing, `get(..)`, `sync()` and its sizes"
+                    }
+                ),
+            ),
+        }
+    }
+
+    /// `(a, b).sync()`: one barrier that moves every array of the tuple to its other phase.
+    pub(super) fn sync_tuple(&mut self, items: &[Val], span: Span) -> Result<Val> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                Val::Phased(p) => out.push(Val::Phased(Phased {
+                    writing: !p.writing,
+                    ..*p
+                })),
+                other => {
+                    return err(
+                        span,
+                        format!(
+                            "`sync()` on a tuple needs phased shared arrays only, not {}",
+                            describe(other)
+                        ),
+                    );
+                }
+            }
+        }
+        self.barrier(span);
+        Ok(Val::Tuple(out))
+    }
+
+    /// The address of the element of a read-phase array that `indices` name (one index, or
+    /// row and column), each bounds-checked.
+    fn phased_element(
+        &mut self,
+        p: Phased,
+        indices: &[&syn::Expr],
+        site: &str,
+        span: Span,
+    ) -> Result<Value> {
+        if p.writing {
+            return err(
+                span,
+                "a phased shared array in its write phase is reached only through `mine()` \
+                 (a thread's own elements): `sync()` it to read any element",
+            );
+        }
+        let linear = match (p.shape, indices) {
+            (PhasedShape::Linear(n), [i]) => {
+                let i = self.expr(i)?;
+                self.checked_array_index(i, n, site.to_string(), span, span)?
+            }
+            (PhasedShape::Rows(rows, cols), [r, c]) => {
+                let r = self.expr(r)?;
+                let r = self.checked_array_index(r, rows, site.to_string(), span, span)?;
+                let c = self.expr(c)?;
+                let c = self.checked_array_index(c, cols, site.to_string(), span, span)?;
+                let width = self.constant(Constant::u64(u64::from(cols)));
+                let row = self.def(Op::Binary(BinaryOp::Mul, r, width), span)?;
+                self.def(Op::Binary(BinaryOp::Add, row, c), span)?
+            }
+            _ => {
+                return err(
+                    span,
+                    match p.shape {
+                        PhasedShape::Linear(_) => "index a 1-D shared array once: `tile[i]`",
+                        PhasedShape::Rows(..) => "index a 2-D shared tile twice: `tile[r][c]`",
+                    },
+                );
+            }
+        };
+        self.phased_addr(p, linear, span)
+    }
+
+    /// The shared address of element `linear` (a `U64` known to be in bounds).
+    fn phased_addr(&mut self, p: Phased, linear: Value, span: Span) -> Result<Value> {
+        let base = self.def(Op::SharedAddr(p.array), span)?;
+        let index = self.cast_value(linear, S::U32, span)?;
+        let size = self.constant(Constant::u32(p.elem.size_bytes()));
+        let offset = self.def(Op::Binary(BinaryOp::Mul, index, size), span)?;
+        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
+    }
+
+    fn load_scalar(&mut self, space: AddressSpace, addr: Value, ty: S, span: Span) -> Result<Val> {
+        Ok(Val::Scalar(self.def(Op::Load { space, addr, ty }, span)?))
+    }
+
+    /// `tile[i]` or `tile[r][c]` of a read-phase array, when `i` is one: the element's
+    /// place. `None` when the indexed expression is not a phased array.
+    pub(super) fn phased_index(&mut self, i: &syn::ExprIndex) -> Result<Option<Place>> {
+        let site = source_text(i);
+        let (p, indices): (Phased, Vec<&syn::Expr>) = match self.phased_binding(&i.expr) {
+            Some(p) => (p, vec![&*i.index]),
+            None => match &*i.expr {
+                syn::Expr::Index(inner) => match self.phased_binding(&inner.expr) {
+                    Some(p) => (p, vec![&*inner.index, &*i.index]),
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            },
+        };
+        let addr = self.phased_element(p, &indices, &site, i.span())?;
+        Ok(Some(Place::Mem {
+            space: AddressSpace::Shared,
+            addr,
+            elem: p.elem,
+        }))
+    }
+
+    /// The phased array a plain name (or a parenthesized one) is bound to, without lowering
+    /// anything.
+    fn phased_binding(&self, e: &syn::Expr) -> Option<Phased> {
+        match e {
+            syn::Expr::Paren(p) => self.phased_binding(&p.expr),
+            syn::Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(Binding::Val(Val::Phased(p))) => Some(*p),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `name = other.sync()` where `name` holds a phased array, or `(a, b) = (ra, rb).sync()`:
+    /// allowed when each value is the same array in the same phase as its name's (the array
+    /// is the same memory; only its type changes). `None` when the target is not phased.
+    pub(super) fn assign_phased(&mut self, a: &syn::ExprAssign) -> Result<Option<Val>> {
+        let targets: Vec<Phased> = match &*a.left {
+            syn::Expr::Tuple(t) if !t.elems.is_empty() => {
+                match t.elems.iter().map(|e| self.phased_binding(e)).collect() {
+                    Some(all) => all,
+                    None => return Ok(None),
+                }
+            }
+            left => match self.phased_binding(left) {
+                Some(p) => vec![p],
+                None => return Ok(None),
+            },
+        };
+        let values = match (self.expr(&a.right)?, targets.len()) {
+            (Val::Tuple(items), n) if n > 1 && items.len() == n => items,
+            (v, 1) => vec![v],
+            (other, _) => {
+                return err(
+                    a.right.span(),
+                    format!(
+                        "expected a tuple of {} phased shared arrays, found {}",
+                        targets.len(),
+                        describe(&other)
+                    ),
+                );
+            }
+        };
+        for (target, value) in targets.iter().zip(values) {
+            match value {
+                Val::Phased(v) if v == *target => {}
+                Val::Phased(v) => {
+                    return err(
+                        a.span(),
+                        format!(
+                            "a phased shared array's name holds that one array; this assigns \
+                             it another one (`{}`): bind the other array to its own name",
+                            v.type_name()
+                        ),
+                    );
+                }
+                other => {
+                    return err(
+                        a.right.span(),
+                        format!(
+                            "expected `{}`, found {}",
+                            target.type_name(),
+                            describe(&other)
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(Some(Val::Unit))
+    }
+
+    /// `for (i, slot) in tile.mine() { .. }` (1-D) or `for (r, c, slot) in tile.mine()`
+    /// (2-D): the body once per element the thread owns. `None` when the loop is not one.
+    pub(super) fn phased_loop(&mut self, f: &syn::ExprForLoop) -> Result<Option<Val>> {
+        let syn::Expr::MethodCall(m) = &*f.expr else {
+            return Ok(None);
+        };
+        if m.method != "mine" {
+            return Ok(None);
+        }
+        let Some(p) = self.phased_binding(&m.receiver) else {
+            return Ok(None);
+        };
+        let span = f.span();
+        if !m.args.is_empty() {
+            return err(m.span(), "`mine()` takes no arguments");
+        }
+        if !p.writing {
+            return err(
+                m.span(),
+                "`mine()` is for the write phase; in the read phase every thread reads any \
+                 element: `tile[i]`",
+            );
+        }
+        if f.label.is_some() {
+            return err(span, super::control::LABEL_HELP);
+        }
+        if super::control::breaks_this_loop(&f.body) {
+            return err(
+                span,
+                "a `mine()` loop visits each of the thread's elements: `break` and `continue` \
+                 are not allowed in it (use `if` around the body)",
+            );
+        }
+        let arity = match p.shape {
+            PhasedShape::Linear(_) => 2,
+            PhasedShape::Rows(..) => 3,
+        };
+        let names = super::outputs::loop_names(&f.pat, arity, "mine()")?;
+        let block = self.kernel.contract.map(|c| c.block);
+        match p.shape {
+            PhasedShape::Linear(n) => {
+                let (t, threads) = self.linear_thread(block, span)?;
+                self.owned_range(t, threads, n, span, &mut |this, i| {
+                    let slot = this.phased_slot(p, i, span)?;
+                    let i = this.cast_value(i, S::U64, span)?;
+                    this.scoped_body(&names, vec![Val::Scalar(i), slot], &f.body)
+                        .map(|_| ())
+                })?;
+            }
+            PhasedShape::Rows(rows, cols) => {
+                let axis = |this: &mut Self, d: Dim, fixed: Option<u32>| -> Result<(Value, Step)> {
+                    let t = this.def(Op::Special(Special::ThreadIdx(d)), span)?;
+                    Ok((t, this.step(d, fixed, span)?))
+                };
+                let (tx, sx) = axis(self, Dim::X, block.map(|b| b.0))?;
+                let (ty, sy) = axis(self, Dim::Y, block.map(|b| b.1))?;
+                let body = |this: &mut Self| -> Result<()> {
+                    this.owned_range(ty, sy, rows, span, &mut |this, r| {
+                        this.owned_range(tx, sx, cols, span, &mut |this, c| {
+                            let width = this.constant(Constant::u32(cols));
+                            let row = this.def(Op::Binary(BinaryOp::Mul, r, width), span)?;
+                            let linear = this.def(Op::Binary(BinaryOp::Add, row, c), span)?;
+                            let slot = this.phased_slot(p, linear, span)?;
+                            let r = this.cast_value(r, S::U64, span)?;
+                            let c = this.cast_value(c, S::U64, span)?;
+                            this.scoped_body(
+                                &names,
+                                vec![Val::Scalar(r), Val::Scalar(c), slot],
+                                &f.body,
+                            )
+                            .map(|_| ())
+                        })
+                    })
+                };
+                if block.is_some_and(|b| b.2 == 1) {
+                    body(self)?;
+                } else {
+                    // Threads with z > 0 own nothing.
+                    let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
+                    let zero = self.constant(Constant::u32(0));
+                    let first = self.def(Op::Compare(CmpOp::Eq, tz, zero), span)?;
+                    self.b.begin_block();
+                    body(self)?;
+                    let then = self.b.end_block();
+                    self.b.push(Stmt::If {
+                        cond: first,
+                        then,
+                        otherwise: Default::default(),
+                    });
+                }
+            }
+        }
+        Ok(Some(Val::Unit))
+    }
+
+    /// `if let Some(slot) = tile.warp_slot()`: whether this thread is lane 0 of a warp `w`
+    /// below `N`, and element `w`'s reference. `None` when the expression is not one.
+    pub(super) fn warp_slot(&mut self, m: &syn::ExprMethodCall) -> Result<Option<(Value, Val)>> {
+        if m.method != "warp_slot" {
+            return Ok(None);
+        }
+        let Some(p) = self.phased_binding(&m.receiver) else {
+            return Ok(None);
+        };
+        let span = m.span();
+        let PhasedShape::Linear(n) = p.shape else {
+            return err(
+                span,
+                "`warp_slot()` is a method of 1-D `SharedWrite` arrays",
+            );
+        };
+        if !p.writing {
+            return err(span, "`warp_slot()` is for the write phase");
+        }
+        let block = self.kernel.contract.map(|c| c.block);
+        let (t, _) = self.linear_thread(block, span)?;
+        let five = self.constant(Constant::u32(5));
+        let warp = self.def(Op::Binary(BinaryOp::Shr, t, five), span)?;
+        let mask = self.constant(Constant::u32(31));
+        let lane = self.def(Op::Binary(BinaryOp::And, t, mask), span)?;
+        let zero = self.constant(Constant::u32(0));
+        let first = self.def(Op::Compare(CmpOp::Eq, lane, zero), span)?;
+        let n = self.constant(Constant::u32(n));
+        let below = self.def(Op::Compare(CmpOp::Lt, warp, n), span)?;
+        let cond = self.def(Op::Binary(BinaryOp::And, first, below), span)?;
+        let slot = self.phased_slot(p, warp, span)?;
+        Ok(Some((cond, slot)))
+    }
+
+    /// A mutable reference to element `linear` (a `U32` in bounds) of `p`.
+    fn phased_slot(&mut self, p: Phased, linear: Value, span: Span) -> Result<Val> {
+        let addr = self.phased_addr(p, linear, span)?;
+        Ok(Val::ElemRef {
+            space: AddressSpace::Shared,
+            addr,
+            elem: p.elem,
+            mutable: true,
+        })
+    }
+
+    /// The thread's linear index in its block and the block's thread count (`U32`s), the
+    /// count a constant under a launch contract.
+    fn linear_thread(
+        &mut self,
+        block: Option<(u32, u32, u32)>,
+        span: Span,
+    ) -> Result<(Value, Step)> {
+        let tx = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
+        let ty = self.def(Op::Special(Special::ThreadIdx(Dim::Y)), span)?;
+        let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
+        let nx = self.block_dim(Dim::X, block.map(|b| b.0), span)?;
+        let ny = self.block_dim(Dim::Y, block.map(|b| b.1), span)?;
+        let nz = self.block_dim(Dim::Z, block.map(|b| b.2), span)?;
+        let zy = self.def(Op::Binary(BinaryOp::Mul, tz, ny), span)?;
+        let zy = self.def(Op::Binary(BinaryOp::Add, zy, ty), span)?;
+        let row = self.def(Op::Binary(BinaryOp::Mul, zy, nx), span)?;
+        let t = self.def(Op::Binary(BinaryOp::Add, row, tx), span)?;
+        let step = match block {
+            Some((x, y, z)) => Step::Fixed(x * y * z),
+            None => {
+                let xy = self.def(Op::Binary(BinaryOp::Mul, nx, ny), span)?;
+                Step::Runtime(self.def(Op::Binary(BinaryOp::Mul, xy, nz), span)?)
+            }
+        };
+        Ok((t, step))
+    }
+
+    fn block_dim(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Value> {
+        match fixed {
+            Some(n) => Ok(self.constant(Constant::u32(n))),
+            None => self.def(Op::Special(Special::BlockDim(d)), span),
+        }
+    }
+
+    fn step(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Step> {
+        Ok(match fixed {
+            Some(n) => Step::Fixed(n),
+            None => Step::Runtime(self.def(Op::Special(Special::BlockDim(d)), span)?),
+        })
+    }
+
+    /// Runs `body` for each of `start, start + step, ..` below `end` (all `U32`; `start` is a
+    /// thread index, below `step`). With a constant step (a launch contract's block) the
+    /// iterations are unrolled, and only the last may need a test.
+    fn owned_range(
+        &mut self,
+        start: Value,
+        step: Step,
+        end: u32,
+        span: Span,
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<()>,
+    ) -> Result<()> {
+        match step {
+            Step::Fixed(step) if step > 0 && end.div_ceil(step) <= UNROLL_OWNED => {
+                for k in 0..end.div_ceil(step) {
+                    let offset = self.constant(Constant::u32(k * step));
+                    let e = self.def(Op::Binary(BinaryOp::Add, start, offset), span)?;
+                    if (k + 1) * step <= end {
+                        // start < step, so e < (k + 1) * step <= end.
+                        body(self, e)?;
+                    } else {
+                        let end_v = self.constant(Constant::u32(end));
+                        let inside = self.def(Op::Compare(CmpOp::Lt, e, end_v), span)?;
+                        self.b.begin_block();
+                        body(self, e)?;
+                        let then = self.b.end_block();
+                        self.b.push(Stmt::If {
+                            cond: inside,
+                            then,
+                            otherwise: Default::default(),
+                        });
+                    }
+                }
+                Ok(())
+            }
+            _ => {
+                let step = match step {
+                    Step::Fixed(n) => self.constant(Constant::u32(n)),
+                    Step::Runtime(v) => v,
+                };
+                let cursor = self.b.var("owned", S::U32);
+                self.b.push(Stmt::WriteVar {
+                    var: cursor,
+                    value: start,
+                });
+                let end_v = self.constant(Constant::u32(end));
+                self.loop_body(|this| {
+                    let e = this.def(Op::ReadVar(cursor), span)?;
+                    let inside = this.def(Op::Compare(CmpOp::Lt, e, end_v), span)?;
+                    this.break_unless(inside);
+                    // e < end <= 2^29 and step <= 1024: no overflow.
+                    let next = this.def(Op::Binary(BinaryOp::Add, e, step), span)?;
+                    this.b.push(Stmt::WriteVar {
+                        var: cursor,
+                        value: next,
+                    });
+                    body(this, e)
+                })
+            }
+        }
+    }
+}
+
+/// The distance between a thread's elements along one axis: the block's size there.
+#[derive(Clone, Copy)]
+enum Step {
+    Fixed(u32),
+    Runtime(Value),
+}
+
+/// Owned-element loops with at most this many iterations (per axis) under a launch contract
+/// are unrolled.
+const UNROLL_OWNED: u32 = 16;
+
+/// In a kernel with phased shared memory, refuses every barrier that not all threads of a
+/// block may reach together. `barrier_spans` are the barriers' sources in program order
+/// ([`Lowerer::barrier`]); `fallback` is where to report one without a recorded source.
+pub(super) fn check_barriers(
+    kernel: &cuprum_ir::Kernel,
+    barrier_spans: &[Span],
+    fallback: Span,
+) -> Result<()> {
+    let divergent = cuprum_ir::uniformity::divergent_barriers(kernel);
+    let Some(&first) = divergent.first() else {
+        return Ok(());
+    };
+    let span = barrier_spans.get(first).copied().unwrap_or(fallback);
+    err(span, DIVERGENT_BARRIER)
+}

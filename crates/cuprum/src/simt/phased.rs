@@ -1,0 +1,334 @@
+//! Safe shared memory: block-wide arrays whose type says which phase the block is in.
+//!
+//! A raw [`SharedArray`](super::SharedArray) is `unsafe` to index, because nothing stops two
+//! threads from touching one element between barriers. The arrays here are safe by
+//! construction, for the pattern almost every shared-memory kernel follows: threads fill the
+//! array, a barrier, threads read it, a barrier, and again.
+//!
+//! * **Write phase** ([`SharedWrite`], [`SharedWrite2d`]). Each element has one owner, a
+//!   function of the thread's position in the block fixed by the type; a thread reaches only
+//!   the elements it owns (`for (i, slot) in tile.mine()`), to write them or to read back what
+//!   it wrote. [`SharedWrite::warp_slot`] is the other owner: lane 0 of warp `w` owns element
+//!   `w` (per-warp partial results). Distinct threads own distinct elements, so nothing races.
+//! * **Read phase** ([`SharedRead`], [`SharedRead2d`]). Every thread reads every element
+//!   (`tile[i]`, `tile[r][c]`, `tile.get(..)`); nobody writes.
+//! * **`sync()`** is the block barrier (`__syncthreads`) between the phases. It consumes the
+//!   array in one phase and returns it in the other, so no handle of the old phase survives
+//!   the barrier (rustc's move check). Several arrays change phase at one barrier with
+//!   `(a, b).sync()` ([`SyncPhases`]).
+//!
+//! Why this is sound: within a write phase, an element is written only by its owner; within a
+//! read phase, nothing is written; and the phases are separated by barriers. For that last
+//! step every thread of the block must pass the same barriers in the same order, so in a
+//! kernel that uses these arrays the compiler refuses, at `cargo build`, any block barrier (a
+//! `sync()`, or a plain `sync_threads()`, also inside helpers) that not every thread of the
+//! block is sure to reach: one under a condition that depends on the thread (its index, data
+//! it loaded), in a loop that threads may leave after different numbers of iterations, or
+//! after a `return` that only some threads take. Conditions built from constants, scalar
+//! parameters, slice lengths and block and grid indices and sizes are the same in every
+//! thread of a block, and barriers under them are accepted.
+//!
+//! Ownership. In a [`SharedWrite<T, N>`] element `i` belongs to the thread whose linear index
+//! in the block (`x + dim_x * (y + dim_y * z)`) is `i % threads_per_block`. In a
+//! [`SharedWrite2d<T, R, C>`] element `[r][c]` belongs to thread `(c % dim_x, r % dim_y, 0)`;
+//! threads with `z > 0` own none. Both hold for any block shape, so they need no launch
+//! contract; a tile larger than the block gives each thread several elements (a 32 x 32 tile
+//! filled by 32 x 8 threads: four rows each), a smaller one gives some threads none.
+//!
+//! ```
+//! use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice, SharedWrite};
+//! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+//!
+//! #[cuda_module]
+//! mod kernels {
+//!     use super::*;
+//!
+//!     /// Reverses each block's 128 elements, without `unsafe`.
+//!     #[kernel]
+//!     #[launch_contract(domain = 1, block = (128, 1, 1))]
+//!     pub fn reverse_blocks(x: &[u32], mut y: DisjointSlice<u32>) {
+//!         let mut tile = SharedWrite::<u32, 128>::new();
+//!         let i = thread::index_1d();
+//!         for (_, slot) in tile.mine() {
+//!             *slot = x[i.get()];
+//!         }
+//!         let tile = tile.sync();
+//!         let t = thread::thread_idx_x() as usize;
+//!         if let Some(out) = y.get_mut(i) {
+//!             *out = tile[127 - t];
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> cuprum::Result<()> {
+//! let x: Vec<u32> = (0..512).collect();
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let dx = DeviceBuffer::from_host(&stream, &x)?;
+//! let mut dy = DeviceBuffer::zeroed(&stream, x.len())?;
+//! let module = kernels::load(&ctx)?;
+//! let prepared = module.prepare_reverse_blocks(LaunchConfig1D::for_len(x.len(), 128))?;
+//! module.reverse_blocks(&stream, &prepared, &dx, &mut dy)?;
+//! let want: Vec<u32> = x.chunks(128).flat_map(|c| c.iter().rev().copied()).collect();
+//! assert_eq!(dy.to_host_vec(&stream)?, want);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::marker::PhantomData;
+
+use super::shared::unreachable_on_host;
+
+/// A block's shared array of `N` elements in its write phase: each thread reaches only the
+/// elements it owns (element `i` is linear thread `i % threads_per_block`'s).
+/// `let mut tile = SharedWrite::<f32, 256>::new();` declares one per kernel (the `let` is the
+/// declaration). Its contents start undefined.
+pub struct SharedWrite<T, const N: usize> {
+    _elements: PhantomData<*mut [T; N]>,
+}
+
+/// The same array in its read phase: every thread reads any element; nobody writes.
+pub struct SharedRead<T, const N: usize> {
+    _elements: PhantomData<*mut [T; N]>,
+}
+
+/// A block's `R x C` shared tile (row-major) in its write phase: element `[r][c]` is thread
+/// `(c % dim_x, r % dim_y, 0)`'s. `let mut tile = SharedWrite2d::<f32, 32, 33>::new();`
+/// declares one per kernel; an extra column (33) is the usual padding against bank conflicts.
+pub struct SharedWrite2d<T, const R: usize, const C: usize> {
+    _elements: PhantomData<*mut [[T; C]; R]>,
+}
+
+/// The same tile in its read phase: every thread reads any element; nobody writes.
+pub struct SharedRead2d<T, const R: usize, const C: usize> {
+    _elements: PhantomData<*mut [[T; C]; R]>,
+}
+
+/// The elements a thread owns in a write phase, with their indices: `for (i, slot) in
+/// tile.mine() { *slot = .. }`. Only for `for` loops in device code.
+pub struct Mine<'a, T> {
+    _tile: PhantomData<&'a mut T>,
+}
+
+impl<'a, T> Iterator for Mine<'a, T> {
+    type Item = (usize, &'a mut T);
+    fn next(&mut self) -> Option<Self::Item> {
+        None
+    }
+}
+
+/// The elements a thread owns in a 2-D write phase, with row and column: `for (r, c, slot) in
+/// tile.mine() { *slot = .. }`. Only for `for` loops in device code.
+pub struct Mine2d<'a, T> {
+    _tile: PhantomData<&'a mut T>,
+}
+
+impl<'a, T> Iterator for Mine2d<'a, T> {
+    type Item = (usize, usize, &'a mut T);
+    fn next(&mut self) -> Option<Self::Item> {
+        None
+    }
+}
+
+impl<T: Copy, const N: usize> SharedWrite<T, N> {
+    /// Declares the array, in its write phase.
+    pub fn new() -> Self {
+        Self {
+            _elements: PhantomData,
+        }
+    }
+
+    /// The elements this thread owns, `i = t, t + threads, t + 2 * threads, ..` below `N`
+    /// (`t` its linear index in the block), each with a reference to write it or to read back
+    /// what this thread wrote.
+    pub fn mine(&mut self) -> Mine<'_, T> {
+        Mine { _tile: PhantomData }
+    }
+
+    /// Element `w` for lane 0 of warp `w` of the block (when `w < N`), `None` for every other
+    /// thread: where each warp leaves one partial result.
+    pub fn warp_slot(&mut self) -> Option<&mut T> {
+        None
+    }
+
+    /// The number of elements, `N`.
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N` is zero.
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Waits for the whole block (`__syncthreads`): every thread's writes are then visible,
+    /// and the array is in its read phase.
+    pub fn sync(self) -> SharedRead<T, N> {
+        SharedRead {
+            _elements: PhantomData,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> Default for SharedWrite<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy, const N: usize> SharedRead<T, N> {
+    /// Element `i` (bounds-checked: an index past `N` stops the kernel with an error).
+    pub fn get(&self, i: usize) -> T {
+        let _ = i;
+        unreachable_on_host()
+    }
+
+    /// The number of elements, `N`.
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N` is zero.
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Waits for the whole block (`__syncthreads`): every thread has finished reading, and the
+    /// array is in its write phase again (keeping its contents).
+    pub fn sync(self) -> SharedWrite<T, N> {
+        SharedWrite {
+            _elements: PhantomData,
+        }
+    }
+}
+
+/// `tile[i]`, bounds-checked like a slice.
+impl<T: Copy, const N: usize> std::ops::Index<usize> for SharedRead<T, N> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        let _ = i;
+        unreachable_on_host()
+    }
+}
+
+impl<T: Copy, const R: usize, const C: usize> SharedWrite2d<T, R, C> {
+    /// Declares the tile, in its write phase.
+    pub fn new() -> Self {
+        Self {
+            _elements: PhantomData,
+        }
+    }
+
+    /// The elements this thread `(x, y, 0)` owns: rows `y, y + dim_y, ..` below `R` times
+    /// columns `x, x + dim_x, ..` below `C`, each with a reference.
+    pub fn mine(&mut self) -> Mine2d<'_, T> {
+        Mine2d { _tile: PhantomData }
+    }
+
+    /// The number of rows, `R`.
+    pub const fn rows(&self) -> usize {
+        R
+    }
+
+    /// The number of columns, `C`.
+    pub const fn cols(&self) -> usize {
+        C
+    }
+
+    /// Waits for the whole block; the tile is then in its read phase.
+    pub fn sync(self) -> SharedRead2d<T, R, C> {
+        SharedRead2d {
+            _elements: PhantomData,
+        }
+    }
+}
+
+impl<T: Copy, const R: usize, const C: usize> Default for SharedWrite2d<T, R, C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy, const R: usize, const C: usize> SharedRead2d<T, R, C> {
+    /// Element `[r][c]` (bounds-checked).
+    pub fn get(&self, r: usize, c: usize) -> T {
+        let _ = (r, c);
+        unreachable_on_host()
+    }
+
+    /// The number of rows, `R`.
+    pub const fn rows(&self) -> usize {
+        R
+    }
+
+    /// The number of columns, `C`.
+    pub const fn cols(&self) -> usize {
+        C
+    }
+
+    /// Waits for the whole block; the tile is then in its write phase again.
+    pub fn sync(self) -> SharedWrite2d<T, R, C> {
+        SharedWrite2d {
+            _elements: PhantomData,
+        }
+    }
+}
+
+/// `tile[r][c]`, each index bounds-checked.
+impl<T: Copy, const R: usize, const C: usize> std::ops::Index<usize> for SharedRead2d<T, R, C> {
+    type Output = [T; C];
+    fn index(&self, r: usize) -> &[T; C] {
+        let _ = r;
+        unreachable_on_host()
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// One of the phased shared arrays: what `sync()` turns it into.
+pub trait Phased: sealed::Sealed {
+    /// The array in its other phase.
+    type Next;
+}
+
+impl<T, const N: usize> sealed::Sealed for SharedWrite<T, N> {}
+impl<T, const N: usize> sealed::Sealed for SharedRead<T, N> {}
+impl<T, const R: usize, const C: usize> sealed::Sealed for SharedWrite2d<T, R, C> {}
+impl<T, const R: usize, const C: usize> sealed::Sealed for SharedRead2d<T, R, C> {}
+
+impl<T, const N: usize> Phased for SharedWrite<T, N> {
+    type Next = SharedRead<T, N>;
+}
+impl<T, const N: usize> Phased for SharedRead<T, N> {
+    type Next = SharedWrite<T, N>;
+}
+impl<T, const R: usize, const C: usize> Phased for SharedWrite2d<T, R, C> {
+    type Next = SharedRead2d<T, R, C>;
+}
+impl<T, const R: usize, const C: usize> Phased for SharedRead2d<T, R, C> {
+    type Next = SharedWrite2d<T, R, C>;
+}
+
+/// Several phased arrays change phase at one barrier: `let (a, b) = (a, b).sync();`.
+pub trait SyncPhases {
+    /// The arrays in their other phases.
+    type Next;
+    /// One block barrier (`__syncthreads`) for all of them.
+    fn sync(self) -> Self::Next;
+}
+
+impl<A: Phased, B: Phased> SyncPhases for (A, B) {
+    type Next = (A::Next, B::Next);
+    fn sync(self) -> Self::Next {
+        unreachable_on_host()
+    }
+}
+
+impl<A: Phased, B: Phased, C: Phased> SyncPhases for (A, B, C) {
+    type Next = (A::Next, B::Next, C::Next);
+    fn sync(self) -> Self::Next {
+        unreachable_on_host()
+    }
+}

@@ -1,0 +1,539 @@
+//! Safe shared memory (`cuprum::simt::phased`) in the kernels it exists for, none of them
+//! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
+//! transpose through a padded tile, a block reduction through per-warp partials, a 1-D
+//! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
+//! block with and without a launch contract (the unrolled and the looping ownership). Each
+//! runs against a plain-Rust reference on fresh random inputs, at ragged sizes, over outputs
+//! poisoned first, and every element is checked; the emulator's race, uninitialized-read and
+//! barrier detectors watch every launch.
+
+mod common;
+
+use common::{assert_same, blocks_for, ctx};
+use cuprum::simt::{
+    DisjointSlice, SharedArray, SharedWrite, SharedWrite2d, SyncPhases, kernel, launch_contract,
+    sync_threads, thread, warp,
+};
+use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
+use cuprum_testkit::poison::poisoned;
+use cuprum_testkit::random::{random, rng};
+use rand::Rng;
+
+use kernels::{BS, RADIUS, STENCIL_BLOCK, TILE};
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    /// The matrix multiply's tile edge (and block edge).
+    pub const BS: usize = 16;
+    /// The transpose's tile edge (and block edge).
+    pub const TILE: usize = 16;
+    /// The stencil's radius and block size.
+    pub const RADIUS: usize = 3;
+    pub const STENCIL_BLOCK: usize = 128;
+
+    /// `c = a * b` (`a` is `ha x wa`, `b` is `wa x wb`), any sizes, through `BS x BS` tiles
+    /// of both in shared memory: each thread loads one element of each tile, the block
+    /// waits, each thread reads a row of one and a column of the other.
+    #[kernel]
+    #[launch_contract(domain = 2, block = (16, 16, 1))]
+    pub fn matmul_tiled(
+        a: &[f32],
+        b: &[f32],
+        ha: usize,
+        wa: usize,
+        wb: usize,
+        mut c: DisjointSlice<f32>,
+    ) {
+        let idx = thread::index_2d();
+        let row0 = thread::block_idx_y() as usize * BS;
+        let col0 = thread::block_idx_x() as usize * BS;
+        let tx = thread::thread_idx_x() as usize;
+        let ty = thread::thread_idx_y() as usize;
+        let mut a_tile = SharedWrite2d::<f32, BS, BS>::new();
+        let mut b_tile = SharedWrite2d::<f32, BS, BS>::new();
+        let mut acc = 0.0f32;
+        for k0 in (0..wa).step_by(BS) {
+            for (r, k, slot) in a_tile.mine() {
+                let (gr, gk) = (row0 + r, k0 + k);
+                *slot = if gr < ha && gk < wa {
+                    a[gr * wa + gk]
+                } else {
+                    0.0
+                };
+            }
+            for (k, col, slot) in b_tile.mine() {
+                let (gk, gc) = (k0 + k, col0 + col);
+                *slot = if gk < wa && gc < wb {
+                    b[gk * wb + gc]
+                } else {
+                    0.0
+                };
+            }
+            let (a_read, b_read) = (a_tile, b_tile).sync();
+            for k in 0..BS {
+                acc += a_read[ty][k] * b_read[k][tx];
+            }
+            (a_tile, b_tile) = (a_read, b_read).sync();
+        }
+        if let Some(out) = c.get_mut_2d(idx, wb) {
+            *out = acc;
+        }
+    }
+
+    /// The same multiply with a raw `SharedArray` and `unsafe`, as CUDA writes it: the
+    /// baseline the safe version's machine code is compared with.
+    #[kernel]
+    #[launch_contract(block = (16, 16, 1))]
+    pub unsafe fn matmul_tiled_raw(
+        a: &[f32],
+        b: &[f32],
+        ha: usize,
+        wa: usize,
+        wb: usize,
+        c: &mut [f32],
+    ) {
+        let row0 = thread::block_idx_y() as usize * BS;
+        let col0 = thread::block_idx_x() as usize * BS;
+        let tx = thread::thread_idx_x() as usize;
+        let ty = thread::thread_idx_y() as usize;
+        let a_tile = SharedArray::<f32, { BS * BS }>::uninit();
+        let b_tile = SharedArray::<f32, { BS * BS }>::uninit();
+        let mut acc = 0.0f32;
+        for k0 in (0..wa).step_by(BS) {
+            let (gr, gk) = (row0 + ty, k0 + tx);
+            a_tile.set(
+                ty * BS + tx,
+                if gr < ha && gk < wa {
+                    a[gr * wa + gk]
+                } else {
+                    0.0
+                },
+            );
+            let (gk, gc) = (k0 + ty, col0 + tx);
+            b_tile.set(
+                ty * BS + tx,
+                if gk < wa && gc < wb {
+                    b[gk * wb + gc]
+                } else {
+                    0.0
+                },
+            );
+            sync_threads();
+            for k in 0..BS {
+                acc += a_tile.get(ty * BS + k) * b_tile.get(k * BS + tx);
+            }
+            sync_threads();
+        }
+        let (row, col) = (row0 + ty, col0 + tx);
+        if row < ha && col < wb {
+            c[row * wb + col] = acc;
+        }
+    }
+
+    /// `t` (`cols x rows`) = `a` (`rows x cols`) transposed. Block `(bx, by)` loads the
+    /// input tile at rows `bx * TILE..`, columns `by * TILE..` with coalesced reads, and
+    /// writes the output tile at its own position with coalesced writes, reading the tile
+    /// down a column: the padding column keeps those reads in distinct banks.
+    #[kernel]
+    #[launch_contract(domain = 2, block = (16, 16, 1))]
+    pub fn transpose_tiled(a: &[f32], rows: usize, cols: usize, mut t: DisjointSlice<f32>) {
+        let mut tile = SharedWrite2d::<f32, TILE, { TILE + 1 }>::new();
+        let in_row0 = thread::block_idx_x() as usize * TILE;
+        let in_col0 = thread::block_idx_y() as usize * TILE;
+        for (r, c, slot) in tile.mine() {
+            let (ir, ic) = (in_row0 + r, in_col0 + c);
+            if c < TILE && ir < rows && ic < cols {
+                *slot = a[ir * cols + ic];
+            }
+        }
+        let tile = tile.sync();
+        let idx = thread::index_2d();
+        let (tx, ty) = (
+            thread::thread_idx_x() as usize,
+            thread::thread_idx_y() as usize,
+        );
+        if let Some(out) = t.get_mut_2d(idx, rows) {
+            *out = tile[tx][ty];
+        }
+    }
+
+    /// Each block's (wrapping) sum of its 256 elements of `x`: each warp reduces its 32 with
+    /// shuffles, lane 0 of each leaves the warp's sum in the shared array, and after the
+    /// barrier every warp adds the eight partials; the block's first thread writes them.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn block_sum(x: &[u32], mut sums: DisjointSlice<u32>) {
+        let mut partials = SharedWrite::<u32, 8>::new();
+        let i = thread::index_1d().get();
+        let v = if i < x.len() { x[i] } else { 0 };
+        let warp_total = warp::reduce_add(v);
+        if let Some(slot) = partials.warp_slot() {
+            *slot = warp_total;
+        }
+        let partials = partials.sync();
+        let lane = (thread::thread_idx_x() % 32) as usize;
+        let p = if lane < partials.len() {
+            partials[lane]
+        } else {
+            0
+        };
+        let total = warp::reduce_add(p);
+        if let Some(out) = sums.block_result_mut() {
+            *out = total;
+        }
+    }
+
+    /// `y[i] = sum_k w[k] * x[i + k - RADIUS]` (zero outside `x`): each block loads its 128
+    /// elements and a halo of `RADIUS` on each side, so threads own one or two elements of
+    /// the tile.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn stencil_1d(x: &[f32], w: &[f32], mut y: DisjointSlice<f32>) {
+        let mut tile = SharedWrite::<f32, { STENCIL_BLOCK + 2 * RADIUS }>::new();
+        let base = thread::block_idx_x() as usize * STENCIL_BLOCK;
+        for (j, slot) in tile.mine() {
+            let g = base + j;
+            *slot = if g >= RADIUS && g - RADIUS < x.len() {
+                x[g - RADIUS]
+            } else {
+                0.0
+            };
+        }
+        let tile = tile.sync();
+        let i = thread::index_1d();
+        let t = thread::thread_idx_x() as usize;
+        if let Some(out) = y.get_mut(i) {
+            let mut acc = 0.0f32;
+            for k in 0..(2 * RADIUS + 1) {
+                acc += w[k] * tile[t + k];
+            }
+            *out = acc;
+        }
+    }
+
+    /// A 12 x 17 tile loaded by an 8 x 4 block (two columns and three rows per thread, some
+    /// threads fewer), summed with weights by the block's first thread. The contract fixes
+    /// the block, so ownership is unrolled.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (8, 4, 1))]
+    pub fn tile_checksum(x: &[u32], mut out: DisjointSlice<u32>) {
+        let mut tile = SharedWrite2d::<u32, 12, 17>::new();
+        let base = thread::block_idx_x() as usize * 12 * 17;
+        for (r, c, slot) in tile.mine() {
+            *slot = x[base + r * 17 + c];
+        }
+        let tile = tile.sync();
+        if let Some(o) = out.block_result_mut() {
+            let mut acc = 0u32;
+            for r in 0..12 {
+                for c in 0..17 {
+                    acc = acc.wrapping_add(tile.get(r, c).wrapping_mul((r * 17 + c + 1) as u32));
+                }
+            }
+            *o = acc;
+        }
+    }
+
+    /// The same without a launch contract: any block shape, so ownership loops by the
+    /// block's size read at run time (threads with `z > 0` own nothing).
+    #[kernel]
+    pub fn tile_checksum_any_block(x: &[u32], mut out: DisjointSlice<u32>) {
+        let mut tile = SharedWrite2d::<u32, 12, 17>::new();
+        let base = thread::block_idx_x() as usize * 12 * 17;
+        for (r, c, slot) in tile.mine() {
+            *slot = x[base + r * 17 + c];
+        }
+        let tile = tile.sync();
+        if let Some(o) = out.block_result_mut() {
+            let mut acc = 0u32;
+            for r in 0..12 {
+                for c in 0..17 {
+                    acc = acc.wrapping_add(tile[r][c].wrapping_mul((r * 17 + c + 1) as u32));
+                }
+            }
+            *o = acc;
+        }
+    }
+
+    /// A 1-D array written and read back over several phases in a loop with a uniform trip
+    /// count: each round, thread `t` adds its left neighbour's value to its own.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn neighbour_rounds(x: &[u32], rounds: u32, mut y: DisjointSlice<u32>) {
+        let mut cur = SharedWrite::<u32, 64>::new();
+        let i = thread::index_1d();
+        let t = thread::thread_idx_x() as usize;
+        let mut mine = if i.get() < x.len() { x[i.get()] } else { 0 };
+        for (_, slot) in cur.mine() {
+            *slot = mine;
+        }
+        let mut round = 0;
+        while round < rounds {
+            let read = cur.sync();
+            mine = mine.wrapping_add(read[(t + 63) % 64]);
+            cur = read.sync();
+            for (_, slot) in cur.mine() {
+                *slot = mine;
+            }
+            round += 1;
+        }
+        if let Some(out) = y.get_mut(i) {
+            *out = mine;
+        }
+    }
+}
+
+fn matmul_reference(a: &[f32], b: &[f32], ha: usize, wa: usize, wb: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; ha * wb];
+    for r in 0..ha {
+        for col in 0..wb {
+            let mut acc = 0.0f32;
+            for k0 in (0..wa).step_by(BS) {
+                for k in k0..(k0 + BS).min(wa) {
+                    acc += a[r * wa + k] * b[k * wb + col];
+                }
+                // The kernel adds the tile's zero padding too; adding +0.0 changes nothing
+                // but a -0.0 sum, which the comparison treats as equal.
+            }
+            c[r * wb + col] = acc;
+        }
+    }
+    c
+}
+
+#[test]
+fn a_tiled_matrix_multiply_needs_no_unsafe() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_matmul");
+    for _ in 0..3 {
+        let (ha, wa, wb) = (
+            rng.random_range(1..70usize),
+            rng.random_range(1..70usize),
+            rng.random_range(1..70usize),
+        );
+        // Small integers: every sum is exact, whatever the order.
+        let mut small = |len: usize| -> Vec<f32> {
+            (0..len).map(|_| rng.random_range(-8..=8) as f32).collect()
+        };
+        let (a, b) = (small(ha * wa), small(wa * wb));
+        let (da, db) = (
+            DeviceBuffer::from_host(&stream, &a)?,
+            DeviceBuffer::from_host(&stream, &b)?,
+        );
+        let mut dc = DeviceBuffer::from_host(&stream, &poisoned::<f32>(ha * wb))?;
+        let p = m.prepare_matmul_tiled(LaunchConfig {
+            grid: (blocks_for(wb, BS as u32), blocks_for(ha, BS as u32), 1),
+            block: (BS as u32, BS as u32, 1),
+            shared_mem_bytes: 0,
+        })?;
+        m.matmul_tiled(&stream, &p, &da, &db, ha, wa, wb, &mut dc)?;
+        let want = matmul_reference(&a, &b, ha, wa, wb);
+        assert_same(
+            &format!("matmul_tiled {ha}x{wa} by {wa}x{wb}"),
+            &dc.to_host_vec(&stream)?,
+            &want,
+        );
+        let mut raw = DeviceBuffer::from_host(&stream, &poisoned::<f32>(ha * wb))?;
+        // SAFETY: every thread writes its own element, guarded by the extents; the tiles are
+        // written by their owners before a barrier and read after it.
+        unsafe { m.matmul_tiled_raw(&stream, p.config(), &da, &db, ha, wa, wb, &mut raw)? };
+        assert_same("matmul_tiled_raw", &raw.to_host_vec(&stream)?, &want);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_transpose_through_a_padded_tile_needs_no_unsafe() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_transpose");
+    for _ in 0..3 {
+        let (rows, cols) = (rng.random_range(1..80usize), rng.random_range(1..80usize));
+        let a = random(&mut rng, rows * cols, -100.0f32, 100.0);
+        let da = DeviceBuffer::from_host(&stream, &a)?;
+        let mut dt = DeviceBuffer::from_host(&stream, &poisoned::<f32>(rows * cols))?;
+        // Block (bx, by) writes output columns bx * TILE.. (below `rows`) and output rows
+        // by * TILE.. (below `cols`).
+        let p = m.prepare_transpose_tiled(LaunchConfig {
+            grid: (
+                blocks_for(rows, TILE as u32),
+                blocks_for(cols, TILE as u32),
+                1,
+            ),
+            block: (TILE as u32, TILE as u32, 1),
+            shared_mem_bytes: 0,
+        })?;
+        m.transpose_tiled(&stream, &p, &da, rows, cols, &mut dt)?;
+        let want: Vec<f32> = (0..rows * cols)
+            .map(|k| {
+                let (oy, ox) = (k / rows, k % rows);
+                a[ox * cols + oy]
+            })
+            .collect();
+        assert_same(
+            &format!("transpose_tiled of {rows}x{cols}"),
+            &dt.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_block_reduction_through_per_warp_partials_needs_no_unsafe() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_block_sum");
+    for n in [1usize, 255, 256, 1000, 70_001] {
+        let x = random(&mut rng, n, 0u32, u32::MAX);
+        let blocks = n.div_ceil(256);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut sums = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks + 1))?;
+        let p = m.prepare_block_sum(LaunchConfig1D::new(blocks as u32, 256, 0))?;
+        m.block_sum(&stream, &p, &dx, &mut sums)?;
+        let mut want: Vec<u32> = x
+            .chunks(256)
+            .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+            .collect();
+        want.push(poisoned::<u32>(1)[0]);
+        assert_same(
+            &format!("block_sum of {n}"),
+            &sums.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_stencil_loads_its_halo_with_two_elements_per_thread() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_stencil");
+    for n in [1usize, 127, 128, 1000, 4099] {
+        let x: Vec<f32> = (0..n).map(|_| rng.random_range(-16..=16) as f32).collect();
+        let w: Vec<f32> = (0..2 * RADIUS + 1)
+            .map(|_| rng.random_range(-4..=4) as f32)
+            .collect();
+        let (dx, dw) = (
+            DeviceBuffer::from_host(&stream, &x)?,
+            DeviceBuffer::from_host(&stream, &w)?,
+        );
+        let mut dy = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
+        let blocks = blocks_for(n, STENCIL_BLOCK as u32);
+        let p = m.prepare_stencil_1d(LaunchConfig1D::new(blocks, STENCIL_BLOCK as u32, 0))?;
+        m.stencil_1d(&stream, &p, &dx, &dw, &mut dy)?;
+        let want: Vec<f32> = (0..n)
+            .map(|i| {
+                (0..2 * RADIUS + 1).fold(0.0f32, |acc, k| {
+                    let g = i + k;
+                    let v = if g >= RADIUS && g - RADIUS < n {
+                        x[g - RADIUS]
+                    } else {
+                        0.0
+                    };
+                    acc + w[k] * v
+                })
+            })
+            .collect();
+        assert_same(
+            &format!("stencil_1d of {n}"),
+            &dy.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+fn checksum_reference(x: &[u32], blocks: usize) -> Vec<u32> {
+    (0..blocks)
+        .map(|b| {
+            (0..12 * 17).fold(0u32, |acc, e| {
+                acc.wrapping_add(x[b * 12 * 17 + e].wrapping_mul(e as u32 + 1))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn threads_own_every_element_of_a_tile_larger_than_the_block() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_checksum");
+    let blocks = rng.random_range(1..6usize);
+    let x = random(&mut rng, blocks * 12 * 17, 0u32, u32::MAX);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let want = checksum_reference(&x, blocks);
+
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks))?;
+    let p = m.prepare_tile_checksum(LaunchConfig {
+        grid: (blocks as u32, 1, 1),
+        block: (8, 4, 1),
+        shared_mem_bytes: 0,
+    })?;
+    m.tile_checksum(&stream, &p, &dx, &mut out)?;
+    assert_same("tile_checksum", &out.to_host_vec(&stream)?, &want);
+
+    // Without a contract: block shapes smaller than, equal to and larger than the tile, and
+    // one with z > 1.
+    for block in [(8, 4, 1), (17, 12, 1), (32, 16, 1), (5, 3, 2), (1, 1, 1)] {
+        let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks))?;
+        let config = LaunchConfig {
+            grid: (blocks as u32, 1, 1),
+            block,
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: a kernel without a contract launches unchecked; its one output is written
+        // through `block_result_mut`, one element per block whatever the launch.
+        unsafe { m.tile_checksum_any_block(&stream, config, &dx, &mut out)? };
+        assert_same(
+            &format!("tile_checksum_any_block with block {block:?}"),
+            &out.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn phases_alternate_in_a_loop_with_a_uniform_trip_count() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_rounds");
+    for (n, rounds) in [(64usize, 0u32), (64, 1), (200, 5), (1000, 17)] {
+        let x = random(&mut rng, n, 0u32, u32::MAX);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut dy = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
+        let blocks = blocks_for(n, 64);
+        let p = m.prepare_neighbour_rounds(LaunchConfig1D::new(blocks, 64, 0))?;
+        m.neighbour_rounds(&stream, &p, &dx, rounds, &mut dy)?;
+        let mut want = Vec::with_capacity(n);
+        for b in 0..blocks as usize {
+            let mut cur: Vec<u32> = (0..64)
+                .map(|t| x.get(b * 64 + t).copied().unwrap_or(0))
+                .collect();
+            for _ in 0..rounds {
+                cur = (0..64)
+                    .map(|t| cur[t].wrapping_add(cur[(t + 63) % 64]))
+                    .collect();
+            }
+            want.extend(cur);
+        }
+        want.truncate(n);
+        assert_same(
+            &format!("neighbour_rounds of {n}, {rounds} rounds"),
+            &dy.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
