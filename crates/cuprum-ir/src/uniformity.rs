@@ -229,15 +229,15 @@ mod tests {
         assert_eq!(divergent_barriers(&finish(b)), vec![0]);
     }
 
-    #[test]
-    fn a_counter_written_only_uniform_values_keeps_its_loop_uniform() {
-        // i = 0; loop { if !(i < 8) { break } barrier; i = i + 1 }
+    /// `i = start; loop { if !(i < 8) { break } barrier; i = i + 1 }`, with the first
+    /// value of `i` from `start`.
+    fn counted_loop(start: impl FnOnce(&mut KernelBuilder) -> Value) -> Kernel {
         let mut b = KernelBuilder::new("k");
         let i = b.var("i", ScalarType::U32);
-        let zero = b.constant(Constant::u32(0));
+        let first = start(&mut b);
         b.push(Stmt::WriteVar {
             var: i,
-            value: zero,
+            value: first,
         });
         b.begin_block();
         let cur = b.def(Op::ReadVar(i)).expect("valid");
@@ -259,37 +259,19 @@ mod tests {
         });
         let body = b.end_block();
         b.push(Stmt::Loop { body });
-        assert!(divergent_barriers(&finish(b)).is_empty());
+        finish(b)
+    }
+
+    #[test]
+    fn a_counter_written_only_uniform_values_keeps_its_loop_uniform() {
+        let k = counted_loop(|b| b.constant(Constant::u32(0)));
+        assert!(divergent_barriers(&k).is_empty());
     }
 
     #[test]
     fn a_counter_started_at_the_thread_index_makes_its_loop_divergent() {
-        // i = tx; loop { if !(i < 8) { break } barrier; i = i + 1 }
-        let mut b = KernelBuilder::new("k");
-        let i = b.var("i", ScalarType::U32);
-        let tx = thread_x(&mut b);
-        b.push(Stmt::WriteVar { var: i, value: tx });
-        b.begin_block();
-        let cur = b.def(Op::ReadVar(i)).expect("valid");
-        let more = is_below(&mut b, cur, 8);
-        b.begin_block();
-        b.push(Stmt::Break);
-        let stop = b.end_block();
-        b.push(Stmt::If {
-            cond: more,
-            then: Block::default(),
-            otherwise: stop,
-        });
-        b.push(Stmt::Barrier);
-        let one = b.constant(Constant::u32(1));
-        let next = b.def(Op::Binary(BinaryOp::Add, cur, one)).expect("valid");
-        b.push(Stmt::WriteVar {
-            var: i,
-            value: next,
-        });
-        let body = b.end_block();
-        b.push(Stmt::Loop { body });
-        assert_eq!(divergent_barriers(&finish(b)), vec![0]);
+        let k = counted_loop(thread_x);
+        assert_eq!(divergent_barriers(&k), vec![0]);
     }
 
     #[test]
