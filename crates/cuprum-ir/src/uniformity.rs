@@ -173,6 +173,23 @@ mod tests {
         b.finish()
     }
 
+    /// Pushes `if cond { stmt }`, or `if !cond { stmt }` when `negated`.
+    fn push_if(b: &mut KernelBuilder, cond: Value, negated: bool, stmt: Stmt) {
+        b.begin_block();
+        b.push(stmt);
+        let block = b.end_block();
+        let (then, otherwise) = if negated {
+            (Block::default(), block)
+        } else {
+            (block, Block::default())
+        };
+        b.push(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        });
+    }
+
     #[test]
     fn a_barrier_under_a_block_uniform_condition_is_reached_together() {
         let mut b = KernelBuilder::new("k");
@@ -180,14 +197,7 @@ mod tests {
             .def(Op::Special(Special::BlockIdx(Dim::X)))
             .expect("valid");
         let cond = is_below(&mut b, bx, 4);
-        b.begin_block();
-        b.push(Stmt::Barrier);
-        let then = b.end_block();
-        b.push(Stmt::If {
-            cond,
-            then,
-            otherwise: Block::default(),
-        });
+        push_if(&mut b, cond, false, Stmt::Barrier);
         assert!(divergent_barriers(&finish(b)).is_empty());
     }
 
@@ -197,14 +207,7 @@ mod tests {
         b.push(Stmt::Barrier);
         let tx = thread_x(&mut b);
         let cond = is_below(&mut b, tx, 4);
-        b.begin_block();
-        b.push(Stmt::Barrier);
-        let then = b.end_block();
-        b.push(Stmt::If {
-            cond,
-            then,
-            otherwise: Block::default(),
-        });
+        push_if(&mut b, cond, false, Stmt::Barrier);
         assert_eq!(divergent_barriers(&finish(b)), vec![1]);
     }
 
@@ -216,14 +219,7 @@ mod tests {
         let cond = is_below(&mut b, tx, 4);
         b.begin_block();
         b.push(Stmt::Barrier);
-        b.begin_block();
-        b.push(Stmt::Break);
-        let then = b.end_block();
-        b.push(Stmt::If {
-            cond,
-            then,
-            otherwise: Block::default(),
-        });
+        push_if(&mut b, cond, false, Stmt::Break);
         let body = b.end_block();
         b.push(Stmt::Loop { body });
         assert_eq!(divergent_barriers(&finish(b)), vec![0]);
@@ -242,14 +238,7 @@ mod tests {
         b.begin_block();
         let cur = b.def(Op::ReadVar(i)).expect("valid");
         let more = is_below(&mut b, cur, 8);
-        b.begin_block();
-        b.push(Stmt::Break);
-        let stop = b.end_block();
-        b.push(Stmt::If {
-            cond: more,
-            then: Block::default(),
-            otherwise: stop,
-        });
+        push_if(&mut b, more, true, Stmt::Break);
         b.push(Stmt::Barrier);
         let one = b.constant(Constant::u32(1));
         let next = b.def(Op::Binary(BinaryOp::Add, cur, one)).expect("valid");
@@ -279,14 +268,7 @@ mod tests {
         let mut b = KernelBuilder::new("k");
         let tx = thread_x(&mut b);
         let cond = is_below(&mut b, tx, 4);
-        b.begin_block();
-        b.push(Stmt::Return);
-        let then = b.end_block();
-        b.push(Stmt::If {
-            cond,
-            then,
-            otherwise: Block::default(),
-        });
+        push_if(&mut b, cond, false, Stmt::Return);
         b.push(Stmt::Barrier);
         b.push(Stmt::Barrier);
         assert_eq!(divergent_barriers(&finish(b)), vec![0, 1]);

@@ -42,17 +42,37 @@ impl Lowerer<'_> {
 
     /// The calling thread's warp within its block: its linear thread index / 32.
     pub(super) fn warp_id(&mut self, span: Span) -> Result<Value> {
+        let linear = self.linear_thread_index(span)?;
+        let five = self.constant(Constant::u32(5));
+        self.def(Op::Binary(BinaryOp::Shr, linear, five), span)
+    }
+
+    /// The calling thread's linear index in its block, `x + dim_x * (y + dim_y * z)` (a
+    /// `U32`; the hardware numbers warps by it), with the block's sizes as constants where a
+    /// launch contract fixes them.
+    pub(super) fn linear_thread_index(&mut self, span: Span) -> Result<Value> {
         let tx = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
         let ty = self.def(Op::Special(Special::ThreadIdx(Dim::Y)), span)?;
         let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
-        let nx = self.def(Op::Special(Special::BlockDim(Dim::X)), span)?;
-        let ny = self.def(Op::Special(Special::BlockDim(Dim::Y)), span)?;
+        let nx = self.block_dim(Dim::X, span)?;
+        let ny = self.block_dim(Dim::Y, span)?;
         let zy = self.def(Op::Binary(BinaryOp::Mul, tz, ny), span)?;
         let zy = self.def(Op::Binary(BinaryOp::Add, zy, ty), span)?;
         let row = self.def(Op::Binary(BinaryOp::Mul, zy, nx), span)?;
-        let linear = self.def(Op::Binary(BinaryOp::Add, row, tx), span)?;
-        let five = self.constant(Constant::u32(5));
-        self.def(Op::Binary(BinaryOp::Shr, linear, five), span)
+        self.def(Op::Binary(BinaryOp::Add, row, tx), span)
+    }
+
+    /// The block's size along `d`: the launch contract's constant, else `blockDim`.
+    pub(super) fn block_dim(&mut self, d: Dim, span: Span) -> Result<Value> {
+        let fixed = self.kernel.contract.map(|c| match d {
+            Dim::X => c.block.0,
+            Dim::Y => c.block.1,
+            Dim::Z => c.block.2,
+        });
+        match fixed {
+            Some(n) => Ok(self.constant(Constant::u32(n))),
+            None => self.def(Op::Special(Special::BlockDim(d)), span),
+        }
     }
 
     /// Declares a shared array for `let name = SharedArray::<T, N>::uninit()` (or the dynamic

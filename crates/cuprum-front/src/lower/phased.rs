@@ -576,31 +576,18 @@ impl Lowerer<'_> {
         block: Option<(u32, u32, u32)>,
         span: Span,
     ) -> Result<(Value, Step)> {
-        let tx = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
-        let ty = self.def(Op::Special(Special::ThreadIdx(Dim::Y)), span)?;
-        let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
-        let nx = self.block_dim(Dim::X, block.map(|b| b.0), span)?;
-        let ny = self.block_dim(Dim::Y, block.map(|b| b.1), span)?;
-        let nz = self.block_dim(Dim::Z, block.map(|b| b.2), span)?;
-        let zy = self.def(Op::Binary(BinaryOp::Mul, tz, ny), span)?;
-        let zy = self.def(Op::Binary(BinaryOp::Add, zy, ty), span)?;
-        let row = self.def(Op::Binary(BinaryOp::Mul, zy, nx), span)?;
-        let t = self.def(Op::Binary(BinaryOp::Add, row, tx), span)?;
+        let t = self.linear_thread_index(span)?;
         let step = match block {
             Some((x, y, z)) => Step::Fixed(x * y * z),
             None => {
+                let nx = self.block_dim(Dim::X, span)?;
+                let ny = self.block_dim(Dim::Y, span)?;
+                let nz = self.block_dim(Dim::Z, span)?;
                 let xy = self.def(Op::Binary(BinaryOp::Mul, nx, ny), span)?;
                 Step::Runtime(self.def(Op::Binary(BinaryOp::Mul, xy, nz), span)?)
             }
         };
         Ok((t, step))
-    }
-
-    fn block_dim(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Value> {
-        match fixed {
-            Some(n) => Ok(self.constant(Constant::u32(n))),
-            None => self.def(Op::Special(Special::BlockDim(d)), span),
-        }
     }
 
     fn step(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Step> {
