@@ -285,6 +285,62 @@ mod kernels {
     }
 }
 
+/// Each thread of a 48 x 2 x 2 block (fixed by the contract) and of the same block launched
+/// without one writes its warp number at its linear index.
+#[cuda_module]
+mod warp_numbers {
+    use super::*;
+
+    #[kernel]
+    #[launch_contract(block = (48, 2, 2))]
+    pub unsafe fn warp_ids_fixed_block(out: &mut [u32]) {
+        let (x, y, z) = (
+            thread::thread_idx_x() as usize,
+            thread::thread_idx_y() as usize,
+            thread::thread_idx_z() as usize,
+        );
+        out[x + 48 * (y + 2 * z)] = thread::warp_id();
+    }
+
+    #[kernel]
+    pub unsafe fn warp_ids_any_block(out: &mut [u32]) {
+        let (x, y, z) = (
+            thread::thread_idx_x() as usize,
+            thread::thread_idx_y() as usize,
+            thread::thread_idx_z() as usize,
+        );
+        let (nx, ny) = (
+            thread::block_dim_x() as usize,
+            thread::block_dim_y() as usize,
+        );
+        out[x + nx * (y + ny * z)] = thread::warp_id();
+    }
+}
+
+#[test]
+fn warps_are_numbered_by_the_linear_thread_index_with_and_without_a_contract() -> cuprum::Result<()>
+{
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = warp_numbers::load(ctx)?;
+    let want: Vec<u32> = (0..192u32).map(|t| t / 32).collect();
+    let config = LaunchConfig {
+        grid: (1, 1, 1),
+        block: (48, 2, 2),
+        shared_mem_bytes: 0,
+    };
+    let mut fixed = DeviceBuffer::from_host(&stream, &poisoned::<u32>(192))?;
+    let mut any = DeviceBuffer::from_host(&stream, &poisoned::<u32>(192))?;
+    // SAFETY: one block; each thread writes its own linear index, inside the buffer.
+    unsafe {
+        m.warp_ids_fixed_block(&stream, config, &mut fixed)?;
+        m.warp_ids_any_block(&stream, config, &mut any)?;
+    }
+    assert_same("warp_ids_fixed_block", &fixed.to_host_vec(&stream)?, &want);
+    assert_same("warp_ids_any_block", &any.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
 fn matmul_reference(a: &[f32], b: &[f32], ha: usize, wa: usize, wb: usize) -> Vec<f32> {
     let mut c = vec![0.0f32; ha * wb];
     for r in 0..ha {
