@@ -2,8 +2,9 @@
 //! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
 //! transpose through a padded tile, a block reduction through per-warp partials, a 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
-//! block with and without a launch contract (the unrolled and the looping ownership). Each
-//! runs against a plain-Rust reference on fresh random inputs, at ragged sizes, over outputs
+//! block with and without a launch contract (the unrolled and the looping ownership); and
+//! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
+//! reference on fresh random inputs, at ragged sizes, over outputs
 //! poisoned first, and every element is checked; the emulator's race, uninitialized-read and
 //! barrier detectors watch every launch.
 
