@@ -1,6 +1,7 @@
 //! Safe shared memory (`cuprum::simt::phased`) in the kernels it exists for, none of them
 //! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
-//! transpose through a padded tile, a block reduction through per-warp partials, a 1-D
+//! transpose through a padded tile, a block reduction through per-warp partials, a
+//! histogram counted in an atomic phase, a 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
 //! block with and without a launch contract (the unrolled and the looping ownership); and
 //! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
@@ -12,8 +13,8 @@ mod common;
 
 use common::{assert_same, blocks_for, ctx};
 use cuprum::simt::{
-    DisjointSlice, SharedArray, SharedWrite, SharedWrite2d, SyncPhases, kernel, launch_contract,
-    sync_threads, thread, warp,
+    AtomicSlice, DisjointSlice, SharedArray, SharedWrite, SharedWrite2d, SyncPhases, kernel,
+    launch_contract, sync_threads, thread, warp,
 };
 use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::poisoned;
@@ -184,6 +185,32 @@ mod kernels {
         if let Some(out) = sums.block_result_mut() {
             *out = total;
         }
+    }
+
+    /// cuda-samples' histogram256 in its shared-atomics form: each block zeroes a private
+    /// 256-bin histogram (each thread its own bin), counts the four bytes of each word of its
+    /// grid-stride share with shared atomics, and adds its bins to the global ones.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn histogram256(data: &[u32], bins: AtomicSlice<u32>) {
+        let mut hist = SharedWrite::<u32, 256>::new();
+        for (_, slot) in hist.mine() {
+            *slot = 0;
+        }
+        let hist = hist.sync_atomic();
+        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let mut i = thread::index_1d().get();
+        while i < data.len() {
+            let word = data[i];
+            hist.fetch_add((word & 0xff) as usize, 1);
+            hist.fetch_add(((word >> 8) & 0xff) as usize, 1);
+            hist.fetch_add(((word >> 16) & 0xff) as usize, 1);
+            hist.fetch_add((word >> 24) as usize, 1);
+            i += stride;
+        }
+        let hist = hist.sync();
+        let t = thread::thread_idx_x() as usize;
+        bins.fetch_add(t, hist[t]);
     }
 
     /// `y[i] = sum_k w[k] * x[i + k - RADIUS]` (zero outside `x`): each block loads its 128
@@ -503,6 +530,44 @@ fn a_stencil_loads_its_halo_with_two_elements_per_thread() -> cuprum::Result<()>
         assert_same(
             &format!("stencil_1d of {n}"),
             &dy.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_histogram_counts_in_an_atomic_phase_without_unsafe() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_histogram256");
+    for (n, blocks) in [(1usize, 1u32), (1000, 3), (300_001, 40)] {
+        // Skewed bytes, so some bins see many concurrent updates.
+        let data: Vec<u32> = (0..n)
+            .map(|_| {
+                let skewed = rng.random_range(0..16u32) * 0x0101_0101;
+                if rng.random_bool(0.5) {
+                    skewed
+                } else {
+                    rng.random()
+                }
+            })
+            .collect();
+        let dd = DeviceBuffer::from_host(&stream, &data)?;
+        let start: Vec<u32> = random(&mut rng, 256, 0u32, 1000);
+        let mut bins = DeviceBuffer::from_host(&stream, &start)?;
+        let p = m.prepare_histogram256(LaunchConfig1D::new(blocks, 256, 0))?;
+        m.histogram256(&stream, &p, &dd, &mut bins)?;
+        let mut want = start.clone();
+        for w in &data {
+            for byte in w.to_le_bytes() {
+                want[byte as usize] += 1;
+            }
+        }
+        assert_same(
+            &format!("histogram256 of {n} words"),
+            &bins.to_host_vec(&stream)?,
             &want,
         );
     }

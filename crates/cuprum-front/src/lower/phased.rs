@@ -1,11 +1,12 @@
 //! Safe shared memory (`cuprum::simt::phased`): arrays whose type says whether the block is
-//! writing them (each thread only the elements it owns) or reading them (nobody writes),
-//! with a block barrier between the phases.
+//! writing them (each thread only the elements it owns), reading them (nobody writes) or
+//! updating them with atomics only, with a block barrier between the phases.
 //!
 //! Here: the declarations (`SharedWrite::<T, N>::new()`, `SharedWrite2d::<T, R, C>::new()`),
 //! the owned elements (`for (i, slot) in tile.mine()`, `if let Some(slot) =
 //! tile.warp_slot()`), the reads of the read phase (`tile[i]`, `tile[r][c]`, `get`), the
-//! barriers (`tile.sync()`, `(a, b).sync()`), and the rule that makes the barriers pair up:
+//! atomics of the atomic phase (`fetch_add(i, v)`, ..), the barriers (`tile.sync()`,
+//! `tile.sync_atomic()`, `(a, b).sync()`), and the rule that makes the barriers pair up:
 //! in a kernel with a phased array, every block barrier must be one that all threads of the
 //! block reach together ([`cuprum_ir::uniformity`]), checked once the kernel is lowered.
 //! rustc's type and move checks on the kernel's host copy keep the phases apart (a read-phase
@@ -40,6 +41,27 @@ impl PhasedShape {
     }
 }
 
+/// The phase a phased array's value names, which its type says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// `SharedWrite*`: owners write their elements.
+    Write,
+    /// `SharedRead*`: everyone reads, nobody writes.
+    Read,
+    /// `SharedAtomic`: every access is an atomic read-modify-write.
+    Atomic,
+}
+
+impl Phase {
+    /// The phase after `sync()`.
+    fn after_sync(self) -> Phase {
+        match self {
+            Phase::Write | Phase::Atomic => Phase::Read,
+            Phase::Read => Phase::Write,
+        }
+    }
+}
+
 /// A phased array: the IR shared array, its scalar elements, its shape, and which phase the
 /// value names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,12 +69,16 @@ pub(super) struct Phased {
     pub array: u32,
     pub elem: S,
     pub shape: PhasedShape,
-    pub writing: bool,
+    pub phase: Phase,
 }
 
 impl Phased {
     pub(super) fn type_name(&self) -> String {
-        let phase = if self.writing { "Write" } else { "Read" };
+        let phase = match self.phase {
+            Phase::Write => "Write",
+            Phase::Read => "Read",
+            Phase::Atomic => "Atomic",
+        };
         match self.shape {
             PhasedShape::Linear(n) => format!("Shared{phase}<{}, {n}>", self.elem),
             PhasedShape::Rows(r, c) => format!("Shared{phase}2d<{}, {r}, {c}>", self.elem),
@@ -183,7 +209,7 @@ impl Lowerer<'_> {
             array,
             elem,
             shape,
-            writing: true,
+            phase: Phase::Write,
         })))
     }
 
@@ -204,10 +230,23 @@ impl Lowerer<'_> {
             ("sync", [], _) => {
                 self.barrier(span);
                 Ok(Val::Phased(Phased {
-                    writing: !p.writing,
+                    phase: p.phase.after_sync(),
                     ..p
                 }))
             }
+            ("sync_atomic", [], PhasedShape::Linear(_)) if p.phase != Phase::Atomic => {
+                self.barrier(span);
+                Ok(Val::Phased(Phased {
+                    phase: Phase::Atomic,
+                    ..p
+                }))
+            }
+            (
+                "fetch_add" | "fetch_sub" | "fetch_min" | "fetch_max" | "fetch_and" | "fetch_or"
+                | "fetch_xor" | "swap",
+                [_, _],
+                PhasedShape::Linear(n),
+            ) if p.phase == Phase::Atomic => self.shared_method(m, Some(p.array), p.elem, n),
             ("len", [], _) => Ok(Val::Scalar(
                 self.constant(Constant::u64(u64::from(p.shape.len()))),
             )),
@@ -218,11 +257,11 @@ impl Lowerer<'_> {
             ("cols", [], PhasedShape::Rows(_, c)) => {
                 Ok(Val::Scalar(self.constant(Constant::u64(u64::from(c)))))
             }
-            ("get", [i], PhasedShape::Linear(_)) if !p.writing => {
+            ("get", [i], PhasedShape::Linear(_)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*i], &source_text(m), span)?;
                 self.load_scalar(AddressSpace::Shared, addr, p.elem, span)
             }
-            ("get", [r, c], PhasedShape::Rows(..)) if !p.writing => {
+            ("get", [r, c], PhasedShape::Rows(..)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*r, *c], &source_text(m), span)?;
                 self.load_scalar(AddressSpace::Shared, addr, p.elem, span)
             }
@@ -246,10 +285,18 @@ impl Lowerer<'_> {
                     "`{}` has no device method `{method}` with {} argument(s); it has {}",
                     p.type_name(),
                     args.len(),
-                    if p.writing {
-                        "`mine()`, `warp_slot()` (1-D), `sync()` and its sizes"
-                    } else {
-                        "indexing, `get(..)`, `sync()` and its sizes"
+                    match p.phase {
+                        Phase::Write => {
+                            "`mine()`, `warp_slot()` (1-D), `sync()`, `sync_atomic()` (1-D) \
+                             and its sizes"
+                        }
+                        Phase::Read => {
+                            "indexing, `get(..)`, `sync()`, `sync_atomic()` (1-D) and its sizes"
+                        }
+                        Phase::Atomic => {
+                            "`fetch_add`, `fetch_sub`, `fetch_min`, `fetch_max`, `fetch_and`, \
+                             `fetch_or`, `fetch_xor`, `swap`, `sync()` and its length"
+                        }
                     }
                 ),
             ),
@@ -262,7 +309,7 @@ impl Lowerer<'_> {
         for item in items {
             match item {
                 Val::Phased(p) => out.push(Val::Phased(Phased {
-                    writing: !p.writing,
+                    phase: p.phase.after_sync(),
                     ..*p
                 })),
                 other => {
@@ -289,12 +336,22 @@ impl Lowerer<'_> {
         site: &str,
         span: Span,
     ) -> Result<Value> {
-        if p.writing {
-            return err(
-                span,
-                "a phased shared array in its write phase is reached only through `mine()` \
-                 (a thread's own elements): `sync()` it to read any element",
-            );
+        match p.phase {
+            Phase::Read => {}
+            Phase::Write => {
+                return err(
+                    span,
+                    "a phased shared array in its write phase is reached only through \
+                     `mine()` (a thread's own elements): `sync()` it to read any element",
+                );
+            }
+            Phase::Atomic => {
+                return err(
+                    span,
+                    "a phased shared array in its atomic phase is reached only through \
+                     atomics (`fetch_add(i, v)`, ..): `sync()` it to read any element",
+                );
+            }
         }
         let linear = match (p.shape, indices) {
             (PhasedShape::Linear(n), [i]) => {
@@ -445,11 +502,11 @@ impl Lowerer<'_> {
         if !m.args.is_empty() {
             return err(m.span(), "`mine()` takes no arguments");
         }
-        if !p.writing {
+        if p.phase != Phase::Write {
             return err(
                 m.span(),
                 "`mine()` is for the write phase; in the read phase every thread reads any \
-                 element: `tile[i]`",
+                 element (`tile[i]`), in the atomic phase it updates any with atomics",
             );
         }
         if f.label.is_some() {
@@ -540,7 +597,7 @@ impl Lowerer<'_> {
                 "`warp_slot()` is a method of 1-D `SharedWrite` arrays",
             );
         };
-        if !p.writing {
+        if p.phase != Phase::Write {
             return err(span, "`warp_slot()` is for the write phase");
         }
         let block = self.kernel.contract.map(|c| c.block);

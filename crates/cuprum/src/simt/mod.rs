@@ -32,7 +32,7 @@ pub mod warp;
 pub use atomic::AtomicSlice;
 pub use disjoint::DisjointSlice;
 pub use num::Num;
-pub use phased::{SharedRead, SharedRead2d, SharedWrite, SharedWrite2d, SyncPhases};
+pub use phased::{SharedAtomic, SharedRead, SharedRead2d, SharedWrite, SharedWrite2d, SyncPhases};
 pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};

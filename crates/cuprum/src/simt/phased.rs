@@ -12,13 +12,18 @@
 //!   `w` (per-warp partial results). Distinct threads own distinct elements, so nothing races.
 //! * **Read phase** ([`SharedRead`], [`SharedRead2d`]). Every thread reads every element
 //!   (`tile[i]`, `tile[r][c]`, `tile.get(..)`); nobody writes.
+//! * **Atomic phase** ([`SharedAtomic`], 1-D arrays). Every thread updates any element, with
+//!   atomic read-modify-writes only (`fetch_add(i, v)`, ..: a histogram's bins); atomics do
+//!   not race with each other. `sync_atomic()` enters it from either phase above, `sync()`
+//!   leaves it for the read phase.
 //! * **`sync()`** is the block barrier (`__syncthreads`) between the phases. It consumes the
 //!   array in one phase and returns it in the other, so no handle of the old phase survives
 //!   the barrier (rustc's move check). Several arrays change phase at one barrier with
 //!   `(a, b).sync()` ([`SyncPhases`]).
 //!
 //! Why this is sound: within a write phase, an element is written only by its owner; within a
-//! read phase, nothing is written; and the phases are separated by barriers. For that last
+//! read phase, nothing is written; within an atomic phase, every access is atomic; and the
+//! phases are separated by barriers. For that last
 //! step every thread of the block must pass the same barriers in the same order, so in a
 //! kernel that uses these arrays the compiler refuses, at `cargo build`, any block barrier (a
 //! `sync()`, or a plain `sync_threads()`, also inside helpers) that not every thread of the
@@ -170,6 +175,15 @@ impl<T: Copy, const N: usize> SharedWrite<T, N> {
     }
 }
 
+impl<T: Copy, const N: usize> SharedWrite<T, N> {
+    /// Waits for the whole block; the array is then in its atomic phase.
+    pub fn sync_atomic(self) -> SharedAtomic<T, N> {
+        SharedAtomic {
+            _elements: PhantomData,
+        }
+    }
+}
+
 impl<T: Copy, const N: usize> Default for SharedWrite<T, N> {
     fn default() -> Self {
         Self::new()
@@ -197,6 +211,74 @@ impl<T: Copy, const N: usize> SharedRead<T, N> {
     /// array is in its write phase again (keeping its contents).
     pub fn sync(self) -> SharedWrite<T, N> {
         SharedWrite {
+            _elements: PhantomData,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> SharedRead<T, N> {
+    /// Waits for the whole block (every thread has finished reading); the array is then in
+    /// its atomic phase, keeping its contents.
+    pub fn sync_atomic(self) -> SharedAtomic<T, N> {
+        SharedAtomic {
+            _elements: PhantomData,
+        }
+    }
+}
+
+/// A block's shared array of `N` elements in its atomic phase: every thread updates any
+/// element, through atomic read-modify-writes only (block scope). Each returns the element's
+/// old value; an index past `N` stops the kernel with an error.
+pub struct SharedAtomic<T, const N: usize> {
+    _elements: PhantomData<*mut [T; N]>,
+}
+
+macro_rules! atomic_methods {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self, i: usize, value: T) -> T {
+                let _ = (i, value);
+                unreachable_on_host()
+            }
+        )*
+    };
+}
+
+impl<T: Copy, const N: usize> SharedAtomic<T, N> {
+    atomic_methods!(
+        /// Adds `value` to element `i`.
+        fetch_add,
+        /// Subtracts `value` from element `i` (integers).
+        fetch_sub,
+        /// Element `i` becomes the smaller of it and `value` (integers).
+        fetch_min,
+        /// Element `i` becomes the larger of it and `value` (integers).
+        fetch_max,
+        /// Bitwise and (integers).
+        fetch_and,
+        /// Bitwise or (integers).
+        fetch_or,
+        /// Bitwise exclusive or (integers).
+        fetch_xor,
+        /// Element `i` becomes `value`.
+        swap,
+    );
+
+    /// The number of elements, `N`.
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N` is zero.
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Waits for the whole block: every atomic is then done, and the array is in its read
+    /// phase.
+    pub fn sync(self) -> SharedRead<T, N> {
+        SharedRead {
             _elements: PhantomData,
         }
     }
@@ -295,6 +377,7 @@ pub trait Phased: sealed::Sealed {
 
 impl<T, const N: usize> sealed::Sealed for SharedWrite<T, N> {}
 impl<T, const N: usize> sealed::Sealed for SharedRead<T, N> {}
+impl<T, const N: usize> sealed::Sealed for SharedAtomic<T, N> {}
 impl<T, const R: usize, const C: usize> sealed::Sealed for SharedWrite2d<T, R, C> {}
 impl<T, const R: usize, const C: usize> sealed::Sealed for SharedRead2d<T, R, C> {}
 
@@ -303,6 +386,9 @@ impl<T, const N: usize> Phased for SharedWrite<T, N> {
 }
 impl<T, const N: usize> Phased for SharedRead<T, N> {
     type Next = SharedWrite<T, N>;
+}
+impl<T, const N: usize> Phased for SharedAtomic<T, N> {
+    type Next = SharedRead<T, N>;
 }
 impl<T, const R: usize, const C: usize> Phased for SharedWrite2d<T, R, C> {
     type Next = SharedRead2d<T, R, C>;

@@ -1,6 +1,7 @@
 // The phase of a phased shared array is its type: a write-phase array is reached only
-// through the elements a thread owns, a read-phase one is never written, and `sync()` moves
-// the array into its other phase, so no handle of the old phase survives the barrier.
+// through the elements a thread owns, a read-phase one is never written, an atomic-phase one
+// is reached only through atomics, and `sync()` moves the array into its next phase, so no
+// handle of the old phase survives the barrier.
 use cuprum::simt::{DisjointSlice, SharedWrite, kernel, launch_contract, thread};
 use cuprum::cuda_module;
 
@@ -38,6 +39,22 @@ mod kernels {
         tile[0] = 1.0;
         if let Some(out) = y.get_mut(i) {
             *out = tile[63];
+        }
+    }
+
+    // Reading a bin while other threads may still be adding to it.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn read_in_the_atomic_phase(x: &[u32], mut y: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        let mut bins = SharedWrite::<u32, 64>::new();
+        for (_, slot) in bins.mine() {
+            *slot = 0;
+        }
+        let bins = bins.sync_atomic();
+        bins.fetch_add((x[i.get()] % 64) as usize, 1);
+        if let Some(out) = y.get_mut(i) {
+            *out = bins[0];
         }
     }
 }
