@@ -1,7 +1,8 @@
 //! Safe shared memory (`cuprum::simt::phased`) in the kernels it exists for, none of them
 //! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
 //! transpose through a padded tile, a block reduction through per-warp partials, a
-//! histogram counted in an atomic phase, a 1-D
+//! histogram counted in an atomic phase, nbody with float4 bodies staged in shared tiles, a
+//! 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
 //! block with and without a launch contract (the unrolled and the looping ownership); and
 //! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
@@ -211,6 +212,70 @@ mod kernels {
         let hist = hist.sync();
         let t = thread::thread_idx_x() as usize;
         bins.fetch_add(t, hist[t]);
+    }
+
+    /// cuda-samples' nbody `integrateBodies`: each block stages the bodies in tiles of 64
+    /// float4s (`[x, y, z, mass]`) in shared memory, each thread one body per tile, and every
+    /// thread sums its body's acceleration over the tile; the last tile is padded with
+    /// massless bodies, which pull with zero force.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn integrate_bodies_tiled(
+        pos: &[[f32; 4]],
+        vel: &[[f32; 4]],
+        dt: f32,
+        damping: f32,
+        softening: f32,
+        mut new_pos: DisjointSlice<[f32; 4]>,
+        mut new_vel: DisjointSlice<[f32; 4]>,
+    ) {
+        let i = thread::index_1d();
+        let n = pos.len();
+        let me = if i.get() < n {
+            pos[i.get()]
+        } else {
+            [0.0f32; 4]
+        };
+        let mut acc = [0.0f32; 3];
+        let mut shared_pos = SharedWrite::<[f32; 4], 64>::new();
+        for tile0 in (0..n).step_by(64) {
+            for (j, slot) in shared_pos.mine() {
+                let g = tile0 + j;
+                *slot = if g < n { pos[g] } else { [0.0f32; 4] };
+            }
+            let tile = shared_pos.sync();
+            for j in 0..64 {
+                let other = tile[j];
+                let dx = other[0] - me[0];
+                let dy = other[1] - me[1];
+                let dz = other[2] - me[2];
+                let d2 = dx * dx + dy * dy + dz * dz + softening;
+                let inv = 1.0 / d2.sqrt();
+                let s = other[3] * inv * inv * inv;
+                acc[0] += dx * s;
+                acc[1] += dy * s;
+                acc[2] += dz * s;
+            }
+            shared_pos = tile.sync();
+        }
+        if let Some(p_out) = new_pos.get_mut(i) {
+            if let Some(v_out) = new_vel.get_mut(i) {
+                let v = vel[i.get()];
+                let nv = [
+                    (v[0] + acc[0] * dt) * damping,
+                    (v[1] + acc[1] * dt) * damping,
+                    (v[2] + acc[2] * dt) * damping,
+                    v[3],
+                ];
+                *v_out = nv;
+                *p_out = [
+                    me[0] + nv[0] * dt,
+                    me[1] + nv[1] * dt,
+                    me[2] + nv[2] * dt,
+                    me[3],
+                ];
+            }
+        }
     }
 
     /// `y[i] = sum_k w[k] * x[i + k - RADIUS]` (zero outside `x`): each block loads its 128
@@ -569,6 +634,71 @@ fn a_histogram_counts_in_an_atomic_phase_without_unsafe() -> cuprum::Result<()> 
             &format!("histogram256 of {n} words"),
             &bins.to_host_vec(&stream)?,
             &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn nbody_stages_float4_bodies_in_shared_tiles_without_unsafe() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_nbody");
+    for n in [1usize, 64, 250] {
+        let flat = random(&mut rng, n * 4, -10.0f32, 10.0);
+        let pos: Vec<[f32; 4]> = flat
+            .chunks(4)
+            .map(|c| [c[0], c[1], c[2], c[3].abs() + 0.5])
+            .collect();
+        let flat = random(&mut rng, n * 4, -1.0f32, 1.0);
+        let vel: Vec<[f32; 4]> = flat.chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
+        let (dt, damping, softening) = (0.01f32, 0.995f32, 0.1f32);
+        let (dpos, dvel) = (
+            DeviceBuffer::from_host(&stream, &pos)?,
+            DeviceBuffer::from_host(&stream, &vel)?,
+        );
+        let mut npos = DeviceBuffer::from_host(&stream, &vec![[f32::NAN; 4]; n])?;
+        let mut nvel = DeviceBuffer::from_host(&stream, &vec![[f32::NAN; 4]; n])?;
+        let p = m.prepare_integrate_bodies_tiled(LaunchConfig1D::new(blocks_for(n, 64), 64, 0))?;
+        m.integrate_bodies_tiled(
+            &stream, &p, &dpos, &dvel, dt, damping, softening, &mut npos, &mut nvel,
+        )?;
+        let (mut want_pos, mut want_vel) = (Vec::new(), Vec::new());
+        for (me, v) in pos.iter().zip(&vel) {
+            let mut acc = [0.0f32; 3];
+            for other in &pos {
+                let (dx, dy, dz) = (other[0] - me[0], other[1] - me[1], other[2] - me[2]);
+                let d2 = dx * dx + dy * dy + dz * dz + softening;
+                let inv = 1.0 / d2.sqrt();
+                let s = other[3] * inv * inv * inv;
+                acc[0] += dx * s;
+                acc[1] += dy * s;
+                acc[2] += dz * s;
+            }
+            let nv = [
+                (v[0] + acc[0] * dt) * damping,
+                (v[1] + acc[1] * dt) * damping,
+                (v[2] + acc[2] * dt) * damping,
+                v[3],
+            ];
+            want_vel.push(nv);
+            want_pos.push([
+                me[0] + nv[0] * dt,
+                me[1] + nv[1] * dt,
+                me[2] + nv[2] * dt,
+                me[3],
+            ]);
+        }
+        assert_same(
+            &format!("velocities of {n}"),
+            &nvel.to_host_vec(&stream)?,
+            &want_vel,
+        );
+        assert_same(
+            &format!("positions of {n}"),
+            &npos.to_host_vec(&stream)?,
+            &want_pos,
         );
     }
     Ok(())

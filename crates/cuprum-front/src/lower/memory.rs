@@ -160,6 +160,10 @@ impl Lowerer<'_> {
                     Some(Val::SharedElems { array, elem, len }) => {
                         self.shared_elements_index(array, elem, len, i).map(Some)
                     }
+                    Some(Val::Phased(p)) => match self.phased_aggregates.get(&p.array).cloned() {
+                        Some(ty) => self.phased_elements_index(p, ty, i).map(Some),
+                        None => Ok(None),
+                    },
                     _ => Ok(None),
                 }
             }
@@ -174,9 +178,9 @@ impl Lowerer<'_> {
         };
         let name = p.path.get_ident()?.to_string();
         match self.lookup(&name)? {
-            Binding::Val(v @ (Val::AggRef(_) | Val::Slice(_) | Val::SharedElems { .. })) => {
-                Some(v.clone())
-            }
+            Binding::Val(
+                v @ (Val::AggRef(_) | Val::Slice(_) | Val::SharedElems { .. } | Val::Phased(_)),
+            ) => Some(v.clone()),
             _ => None,
         }
     }

@@ -236,6 +236,8 @@ struct Lowerer<'a> {
     uses_phased: bool,
     /// Where each block barrier came from, in program order.
     barrier_spans: Vec<proc_macro2::Span>,
+    /// The element types of phased shared arrays of aggregates, by IR shared array.
+    phased_aggregates: HashMap<u32, crate::layout::ElemType>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -278,6 +280,7 @@ impl<'a> Lowerer<'a> {
             unsafe_depth: 0,
             uses_phased: false,
             barrier_spans: Vec::new(),
+            phased_aggregates: HashMap::new(),
         }
     }
 

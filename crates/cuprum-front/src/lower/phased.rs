@@ -140,20 +140,66 @@ impl Lowerer<'_> {
         } else {
             "`SharedWrite::<f32, 256>::new()` (element type, length)"
         };
+        let (shared, shape) = if two_d {
+            self.tile_shape(args, example, init.span())?
+        } else {
+            // A 1-D array takes its element type and length as `SharedArray<T, N>` does,
+            // aggregates too.
+            let shared = self.shared_shape(args, false, init.span())?;
+            let len = shared.len.unwrap_or(0);
+            (shared, PhasedShape::Linear(len))
+        };
+        let name = match strip_type(pat) {
+            syn::Pat::Ident(id) => id.ident.to_string(),
+            _ => {
+                return err(
+                    pat.span(),
+                    "bind a shared array to a name: `let mut tile = SharedWrite::<f32, 256>::new();`",
+                );
+            }
+        };
+        let elem = shared.elem;
+        let array = match self.declare_shared(&name, shared, init.span())? {
+            Val::Shared {
+                array: Some(array), ..
+            } => array,
+            Val::SharedElems { array, elem, .. } => {
+                self.phased_aggregates.insert(array, elem);
+                array
+            }
+            _ => {
+                return err(
+                    init.span(),
+                    "internal compiler error: a static shared array expected",
+                );
+            }
+        };
+        self.uses_phased = true;
+        Ok(Some(Val::Phased(Phased {
+            array,
+            elem,
+            shape,
+            phase: Phase::Write,
+        })))
+    }
+
+    /// The element type, rows and columns of `SharedWrite2d<T, R, C>` (scalar elements).
+    fn tile_shape(
+        &self,
+        args: &syn::PathArguments,
+        example: &str,
+        span: Span,
+    ) -> Result<(intrinsics::SharedShape, PhasedShape)> {
         let syn::PathArguments::AngleBracketed(a) = args else {
-            return err(
-                init.span(),
-                format!("name the element type and size: {example}"),
-            );
+            return err(span, format!("name the element type and size: {example}"));
         };
         let mut it = a.args.iter();
         let elem = match it.next() {
             Some(syn::GenericArgument::Type(t)) => self.resolve_scalar(t).map_err(|_| {
                 syn::Error::new(
                     t.span(),
-                    "phased shared arrays hold scalars (integers, floats, `bool`): for \
-                     vectors or structs, use one array per component, or a raw `SharedArray` \
-                     in `unsafe` code",
+                    "2-D phased tiles hold scalars (integers, floats, `bool`): for vectors or \
+                     structs, use a 1-D `SharedWrite<T, N>` and index it `r * C + c`",
                 )
             })?,
             _ => {
@@ -164,53 +210,20 @@ impl Lowerer<'_> {
             }
         };
         let expected = format!("expected a constant size: {example}");
-        let shape = if two_d {
-            let rows = self.length_argument(it.next(), &expected, a.span())?;
-            let cols = self.length_argument(it.next(), &expected, a.span())?;
-            PhasedShape::Rows(rows, cols)
-        } else {
-            PhasedShape::Linear(self.length_argument(it.next(), &expected, a.span())?)
-        };
+        let rows = self.length_argument(it.next(), &expected, a.span())?;
+        let cols = self.length_argument(it.next(), &expected, a.span())?;
         if it.next().is_some() {
             return err(a.span(), format!("too many generic arguments: {example}"));
         }
-        let name = match strip_type(pat) {
-            syn::Pat::Ident(id) => id.ident.to_string(),
-            _ => {
-                return err(
-                    pat.span(),
-                    "bind a shared array to a name: `let mut tile = SharedWrite::<f32, 256>::new();`",
-                );
-            }
+        let Some(len) = rows.checked_mul(cols) else {
+            return err(span, "this shared tile is too large for a block");
         };
-        let len = u64::from(shape.len());
-        if len > u64::from(u32::MAX) / 8 {
-            return err(init.span(), "this shared array is too large for a block");
-        }
-        let Val::Shared {
-            array: Some(array), ..
-        } = self.declare_shared(
-            &name,
-            intrinsics::SharedShape {
-                elem,
-                len: Some(shape.len()),
-                agg: None,
-            },
-            init.span(),
-        )?
-        else {
-            return err(
-                init.span(),
-                "internal compiler error: a static shared array expected",
-            );
-        };
-        self.uses_phased = true;
-        Ok(Some(Val::Phased(Phased {
-            array,
+        let shared = intrinsics::SharedShape {
             elem,
-            shape,
-            phase: Phase::Write,
-        })))
+            len: Some(len),
+            agg: None,
+        };
+        Ok((shared, PhasedShape::Rows(rows, cols)))
     }
 
     /// A block barrier at `span` (`sync_threads()`, a phased `sync()`), remembered for the
@@ -234,6 +247,11 @@ impl Lowerer<'_> {
                     ..p
                 }))
             }
+            ("sync_atomic", [], _) if self.phased_aggregates.contains_key(&p.array) => err(
+                span,
+                "atomics work on scalar elements: a phased array of aggregates has no atomic \
+                 phase",
+            ),
             ("sync_atomic", [], PhasedShape::Linear(_)) if p.phase != Phase::Atomic => {
                 self.barrier(span);
                 Ok(Val::Phased(Phased {
@@ -259,7 +277,18 @@ impl Lowerer<'_> {
             }
             ("get", [i], PhasedShape::Linear(_)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*i], &source_text(m), span)?;
-                self.load_scalar(AddressSpace::Shared, addr, p.elem, span)
+                match self.phased_aggregates.get(&p.array).cloned() {
+                    Some(ty) => {
+                        let place = memory::MemRef {
+                            space: AddressSpace::Shared,
+                            addr,
+                            ty,
+                            mutable: false,
+                        };
+                        self.load_mem(&place, span)
+                    }
+                    None => self.load_scalar(AddressSpace::Shared, addr, p.elem, span),
+                }
             }
             ("get", [r, c], PhasedShape::Rows(..)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*r, *c], &source_text(m), span)?;
@@ -336,23 +365,7 @@ impl Lowerer<'_> {
         site: &str,
         span: Span,
     ) -> Result<Value> {
-        match p.phase {
-            Phase::Read => {}
-            Phase::Write => {
-                return err(
-                    span,
-                    "a phased shared array in its write phase is reached only through \
-                     `mine()` (a thread's own elements): `sync()` it to read any element",
-                );
-            }
-            Phase::Atomic => {
-                return err(
-                    span,
-                    "a phased shared array in its atomic phase is reached only through \
-                     atomics (`fetch_add(i, v)`, ..): `sync()` it to read any element",
-                );
-            }
-        }
+        Self::require_read_phase(p, span)?;
         let linear = match (p.shape, indices) {
             (PhasedShape::Linear(n), [i]) => {
                 let i = self.expr(i)?;
@@ -380,11 +393,53 @@ impl Lowerer<'_> {
         self.phased_addr(p, linear, span)
     }
 
+    /// Refuses to read `p` unless it is in its read phase.
+    fn require_read_phase(p: Phased, span: Span) -> Result<()> {
+        match p.phase {
+            Phase::Read => Ok(()),
+            Phase::Write => err(
+                span,
+                "a phased shared array in its write phase is reached only through `mine()` (a \
+                 thread's own elements): `sync()` it to read any element",
+            ),
+            Phase::Atomic => err(
+                span,
+                "a phased shared array in its atomic phase is reached only through atomics \
+                 (`fetch_add(i, v)`, ..): `sync()` it to read any element",
+            ),
+        }
+    }
+
+    /// `tile[j]` (and paths into it, `tile[j].pos.x`) of a read-phase array of aggregates.
+    pub(super) fn phased_elements_index(
+        &mut self,
+        p: Phased,
+        ty: crate::layout::ElemType,
+        i: &syn::ExprIndex,
+    ) -> Result<memory::MemRef> {
+        let span = i.span();
+        Self::require_read_phase(p, span)?;
+        let index = self.expr(&i.index)?;
+        let index =
+            self.checked_array_index(index, p.shape.len(), source_text(i), i.index.span(), span)?;
+        let addr = self.phased_addr(p, index, span)?;
+        Ok(memory::MemRef {
+            space: AddressSpace::Shared,
+            addr,
+            ty,
+            mutable: false,
+        })
+    }
+
     /// The shared address of element `linear` (a `U64` known to be in bounds).
     fn phased_addr(&mut self, p: Phased, linear: Value, span: Span) -> Result<Value> {
         let base = self.def(Op::SharedAddr(p.array), span)?;
         let index = self.cast_value(linear, S::U32, span)?;
-        let size = self.constant(Constant::u32(p.elem.size_bytes()));
+        let bytes = match self.phased_aggregates.get(&p.array) {
+            Some(ty) => ty.layout().size as u32,
+            None => p.elem.size_bytes(),
+        };
+        let size = self.constant(Constant::u32(bytes));
         let offset = self.def(Op::Binary(BinaryOp::Mul, index, size), span)?;
         self.def(Op::Binary(BinaryOp::Add, base, offset), span)
     }
@@ -618,6 +673,14 @@ impl Lowerer<'_> {
     /// A mutable reference to element `linear` (a `U32` in bounds) of `p`.
     fn phased_slot(&mut self, p: Phased, linear: Value, span: Span) -> Result<Val> {
         let addr = self.phased_addr(p, linear, span)?;
+        if let Some(ty) = self.phased_aggregates.get(&p.array) {
+            return Ok(Val::AggRef(memory::MemRef {
+                space: AddressSpace::Shared,
+                addr,
+                ty: ty.clone(),
+                mutable: true,
+            }));
+        }
         Ok(Val::ElemRef {
             space: AddressSpace::Shared,
             addr,

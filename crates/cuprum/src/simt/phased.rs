@@ -33,6 +33,11 @@
 //! parameters, slice lengths and block and grid indices and sizes are the same in every
 //! thread of a block, and barriers under them are accepted.
 //!
+//! Elements. A 1-D array holds what a `SharedArray` holds: scalars, arrays and the module's
+//! `#[repr(C)]` structs (`SharedWrite<[f32; 4], 64>` stages float4 bodies; `slot` is then a
+//! `&mut [f32; 4]` and `tile[j]` a `[f32; 4]`, read as one 16-byte access where aligned).
+//! 2-D tiles and the atomic phase take scalars.
+//!
 //! Ownership. In a [`SharedWrite<T, N>`] element `i` belongs to the thread whose linear index
 //! in the block (`x + dim_x * (y + dim_y * z)`) is `i % threads_per_block`. In a
 //! [`SharedWrite2d<T, R, C>`] element `[r][c]` belongs to thread `(c % dim_x, r % dim_y, 0)`;
