@@ -3,7 +3,8 @@
 //! scale over more elements than threads (`grid_stride_mut`), per-block sums written by each
 //! block's first thread (`block_result_mut`, in 1-D and 2-D grids), a register-blocked matrix
 //! multiply where each thread writes a 4 x 4 tile (`tile_mut`), and in-place updates
-//! (`update`, and reading through the `&mut T` a pattern hands out). All are safe kernels,
+//! (`update`, and reading through the `&mut T` a pattern hands out), and block tiles
+//! (`block_tile_mut`: which thread gets each element, and a row per block). All are safe kernels,
 //! launched through `prepare_*`; the emulator's second-writer detector watches every launch.
 //! Each runs against a plain-Rust reference on fresh random inputs (the seed is printed), at
 //! ragged sizes, over outputs poisoned first, and every element is checked.
@@ -120,6 +121,125 @@ mod kernels {
             *v = *v * a + b;
         }
     }
+
+    /// Each thread marks the elements `block_tile_mut` gives it with its block's linear
+    /// index and its own linear index in the block (`b * 1000 + t`) and the row and column it
+    /// was handed. The block has two layers along z: the second owns nothing.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (8, 4, 2))]
+    pub fn mark_block_tiles(
+        tile_rows: usize,
+        tile_cols: usize,
+        width: usize,
+        mut out: DisjointSlice<[u32; 3]>,
+    ) {
+        let b = thread::block_idx_x();
+        let t = thread::thread_idx_x() + 8 * (thread::thread_idx_y() + 4 * thread::thread_idx_z());
+        for (r, c, o) in out.block_tile_mut(tile_rows, tile_cols, width) {
+            *o = [b * 1000 + t, r as u32, c as u32];
+        }
+    }
+
+    /// A row per block, as llm.c's softmax writes it: block `b` scales row `b` of `x` by
+    /// `a`, each thread every `block_dim`-th element of the row.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn scale_rows(a: f32, x: &[[f32; 2]], cols: usize, mut y: DisjointSlice<[f32; 2]>) {
+        for (r, c, o) in y.block_tile_mut(1, cols, cols) {
+            let v = x[r * cols + c];
+            *o = [v[0] * a, v[1] * a];
+        }
+    }
+}
+
+/// What `mark_block_tiles` leaves under `block_tile_mut(th, tw, w)` over `blocks` blocks of
+/// 8 x 4 x 2 threads: `[b * 1000 + t, row, col]` of each element's owner, or the poison where
+/// nobody owns it.
+fn block_tile_owners(th: usize, tw: usize, w: usize, len: usize, blocks: usize) -> Vec<[u32; 3]> {
+    let mut out = vec![POISON3; len];
+    if th == 0 || tw == 0 || w == 0 {
+        return out;
+    }
+    let per_row = w.div_ceil(tw);
+    for b in 0..blocks {
+        let (tr, tc) = (b / per_row, b % per_row);
+        for ir in 0..th {
+            for ic in 0..tw {
+                let (row, col) = (tr * th + ir, tc * tw + ic);
+                if col < w && row * w + col < len {
+                    let t = (ic % 8) + 8 * (ir % 4);
+                    out[row * w + col] = [(b * 1000 + t) as u32, row as u32, col as u32];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The poison of `[u32; 3]` outputs.
+const POISON3: [u32; 3] = [0xdead_beef; 3];
+
+#[test]
+fn block_tiles_give_each_element_to_the_thread_the_map_names() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("block_tiles");
+    let mut cases = vec![
+        (4, 8, 8, 64, 2),
+        (0, 3, 5, 10, 2),
+        (3, 0, 5, 10, 2),
+        (2, 2, 0, 10, 3),
+    ];
+    for _ in 0..12 {
+        let (th, tw, w) = (
+            rng.random_range(1..12usize),
+            rng.random_range(1..20usize),
+            rng.random_range(1..50usize),
+        );
+        // Lengths that end inside a row, and more blocks than tiles.
+        let len = rng.random_range(1..(th * w * 4).max(2));
+        cases.push((th, tw, w, len, rng.random_range(1..12usize)));
+    }
+    for (th, tw, w, len, blocks) in cases {
+        let mut out = DeviceBuffer::from_host(&stream, &vec![POISON3; len])?;
+        let p = m.prepare_mark_block_tiles(LaunchConfig {
+            grid: (blocks as u32, 1, 1),
+            block: (8, 4, 2),
+            shared_mem_bytes: 0,
+        })?;
+        m.mark_block_tiles(&stream, &p, th, tw, w, &mut out)?;
+        assert_same(
+            &format!("block tiles {th}x{tw} of width {w}, length {len}, {blocks} blocks"),
+            &out.to_host_vec(&stream)?,
+            &block_tile_owners(th, tw, w, len, blocks),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_block_writes_a_row_of_aggregates_with_strided_threads() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("scale_rows");
+    for (rows, cols) in [(1usize, 1usize), (3, 64), (5, 200), (17, 33)] {
+        let flat = random(&mut rng, rows * cols * 2, -10.0f32, 10.0);
+        let x: Vec<[f32; 2]> = flat.chunks(2).map(|c| [c[0], c[1]]).collect();
+        let a = rng.random_range(-3.0f32..3.0);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut dy = DeviceBuffer::from_host(&stream, &vec![[f32::NAN; 2]; rows * cols])?;
+        let p = m.prepare_scale_rows(LaunchConfig1D::new(rows as u32, 64, 0))?;
+        m.scale_rows(&stream, &p, a, &dx, cols, &mut dy)?;
+        let want: Vec<[f32; 2]> = x.iter().map(|v| [v[0] * a, v[1] * a]).collect();
+        assert_same(
+            &format!("scale_rows {rows}x{cols}"),
+            &dy.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
 }
 
 /// Ragged lengths: below one chunk, not a multiple of 4 or of a block, several blocks.

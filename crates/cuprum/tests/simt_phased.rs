@@ -162,6 +162,33 @@ mod kernels {
         }
     }
 
+    /// cuda-samples' `transposeNoBankConflicts`: a 32 x 32 tile (one padding column) per
+    /// block of 32 x 8 threads, each loading and storing four rows, both coalesced.
+    /// `t` (`cols x rows`) = `a` (`rows x cols`) transposed; block `(bx, by)` writes output
+    /// tile `(by, bx)` and so reads input tile `(bx, by)`.
+    #[kernel]
+    #[launch_contract(domain = 2, block = (32, 8, 1))]
+    pub fn transpose_no_bank_conflicts(
+        a: &[f32],
+        rows: usize,
+        cols: usize,
+        mut t: DisjointSlice<f32>,
+    ) {
+        let mut tile = SharedWrite2d::<f32, 32, 33>::new();
+        let in_row0 = thread::block_idx_x() as usize * 32;
+        let in_col0 = thread::block_idx_y() as usize * 32;
+        for (r, c, slot) in tile.mine() {
+            let (ir, ic) = (in_row0 + r, in_col0 + c);
+            if c < 32 && ir < rows && ic < cols {
+                *slot = a[ir * cols + ic];
+            }
+        }
+        let tile = tile.sync();
+        for (orow, ocol, out) in t.block_tile_mut(32, 32, rows) {
+            *out = tile[ocol - in_row0][orow - in_col0];
+        }
+    }
+
     /// Each block's (wrapping) sum of its 256 elements of `x`: each warp reduces its 32 with
     /// shuffles, lane 0 of each leaves the warp's sum in the shared array, and after the
     /// barrier every warp adds the eight partials; the block's first thread writes them.
@@ -526,6 +553,42 @@ fn a_transpose_through_a_padded_tile_needs_no_unsafe() -> cuprum::Result<()> {
             .collect();
         assert_same(
             &format!("transpose_tiled of {rows}x{cols}"),
+            &dt.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_transpose_with_four_rows_per_thread_writes_its_blocks_tile() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_transpose_32x8");
+    for (rows, cols) in [
+        (1usize, 1usize),
+        (32, 32),
+        (70, 45),
+        (rng.random_range(1..130), 100),
+    ] {
+        let a = random(&mut rng, rows * cols, -100.0f32, 100.0);
+        let da = DeviceBuffer::from_host(&stream, &a)?;
+        let mut dt = DeviceBuffer::from_host(&stream, &poisoned::<f32>(rows * cols))?;
+        let p = m.prepare_transpose_no_bank_conflicts(LaunchConfig {
+            grid: (blocks_for(rows, 32), blocks_for(cols, 32), 1),
+            block: (32, 8, 1),
+            shared_mem_bytes: 0,
+        })?;
+        m.transpose_no_bank_conflicts(&stream, &p, &da, rows, cols, &mut dt)?;
+        let want: Vec<f32> = (0..rows * cols)
+            .map(|k| {
+                let (oy, ox) = (k / rows, k % rows);
+                a[ox * cols + oy]
+            })
+            .collect();
+        assert_same(
+            &format!("transpose_no_bank_conflicts of {rows}x{cols}"),
             &dt.to_host_vec(&stream)?,
             &want,
         );

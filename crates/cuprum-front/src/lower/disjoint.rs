@@ -35,6 +35,13 @@
 //! * `block_result_mut()`: element `bx + gx * (by + gy * bz)`, in thread (0, 0, 0) of the
 //!   block only: one elected thread per block, distinct blocks, exact in 64 bits (the
 //!   hardware bounds grids to 2^31 × 2^16 × 2^16 blocks). Needs no contract.
+//! * `block_tile_mut(th, tw, w)`: block `b` (that linear index) takes tile
+//!   `(b / ceil(w / tw), b % ceil(w / tw))` of `th` × `tw` tiles, and in it thread
+//!   `(x, y, 0)` the elements at tile offsets `(y + k*dim_y, x + l*dim_x)`: distinct blocks,
+//!   distinct tiles; distinct threads, distinct residues. Columns stay below `w` and a row
+//!   `row` keeps only columns with `row * w + col < len` (rows below `len / w` whole, row
+//!   `len / w` up to `len % w`), so the linear index is exact without a per-element check.
+//!   Needs no contract.
 //!
 //! Each pattern hands out `&mut T`, so a thread may read what it owns (in-place updates); a
 //! `DisjointSlice` has no other way in (indexing it is refused), so no thread reads another's
@@ -69,6 +76,8 @@ pub(super) enum Pattern {
     GridStride,
     /// `block_result_mut`: one element per block, in the block's first thread.
     BlockResult,
+    /// `block_tile_mut`: a tile per block, strided over the block's threads.
+    BlockTile,
 }
 
 impl Pattern {
@@ -78,7 +87,7 @@ impl Pattern {
             Pattern::Element(d) => d,
             Pattern::Chunk(_) | Pattern::GridStride => 1,
             Pattern::Tile(..) => 2,
-            Pattern::BlockResult => 0,
+            Pattern::BlockResult | Pattern::BlockTile => 0,
         }
     }
 
@@ -93,6 +102,7 @@ impl Pattern {
             }
             Pattern::GridStride => format!("{slice}.grid_stride_mut()"),
             Pattern::BlockResult => format!("{slice}.block_result_mut()"),
+            Pattern::BlockTile => format!("{slice}.block_tile_mut(..)"),
         }
     }
 }

@@ -38,7 +38,7 @@ impl Lowerer<'_> {
         let method = m.method.to_string();
         let arity = match method.as_str() {
             "chunk_mut" | "grid_stride_mut" => 2,
-            "tile_mut" => 3,
+            "tile_mut" | "block_tile_mut" => 3,
             _ => return Ok(None),
         };
         let span = f.span();
@@ -58,10 +58,18 @@ impl Lowerer<'_> {
             return err(
                 span,
                 format!(
-                    "a `{method}` loop is unrolled over the thread's elements: `break` and \
+                    "a `{method}` loop visits each of the thread's elements: `break` and \
                      `continue` are not allowed in it (use `if` around the body)"
                 ),
             );
+        }
+        if method == "block_tile_mut" {
+            if m.turbofish.is_some() {
+                return err(m.span(), "`block_tile_mut` takes no generic arguments");
+            }
+            return self
+                .block_tile(param, &args, &names, &f.body, span)
+                .map(Some);
         }
         let shape = self.piece_shape(m, if method == "tile_mut" { 2 } else { 1 })?;
         let elements = match (method.as_str(), &args[..]) {
@@ -374,7 +382,17 @@ impl Lowerer<'_> {
                 None => is_zero,
             });
         }
-        // x + gx * (y + gy * z): below 2^31 * 2^16 * 2^16, exact in 64 bits.
+        let linear = self.block_linear_index(span)?;
+        let len = self.slice_len(param, span)?;
+        let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
+        let first = first.unwrap_or(in_len);
+        let ok = self.def(Op::Binary(BinaryOp::And, first, in_len), span)?;
+        Ok((linear, ok))
+    }
+
+    /// The block's linear index `x + gx * (y + gy * z)`, a `U64`: below
+    /// 2^31 * 2^16 * 2^16, so exact.
+    fn block_linear_index(&mut self, span: proc_macro2::Span) -> Result<Value> {
         let reg = |this: &mut Self, s: Special| -> Result<Value> {
             let v = this.def(Op::Special(s), span)?;
             this.cast_value(v, S::U64, span)
@@ -391,12 +409,166 @@ impl Lowerer<'_> {
         let yz = self.def(Op::Binary(BinaryOp::Mul, gy, bz), span)?;
         let yz = self.def(Op::Binary(BinaryOp::Add, yz, by), span)?;
         let linear = self.def(Op::Binary(BinaryOp::Mul, gx, yz), span)?;
-        let linear = self.def(Op::Binary(BinaryOp::Add, linear, bx), span)?;
+        self.def(Op::Binary(BinaryOp::Add, linear, bx), span)
+    }
+
+    /// `for (r, c, out) in slice.block_tile_mut(tile_rows, tile_cols, width)`: the block's
+    /// tile (see `disjoint.rs` for why the elements are the thread's alone), as two loops
+    /// strided by the block's size over the tile's rows and columns.
+    fn block_tile(
+        &mut self,
+        param: u32,
+        args: &[&syn::Expr],
+        names: &[Option<String>],
+        body: &syn::Block,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        let [rows, cols, width] = args else {
+            return err(
+                span,
+                "expected `block_tile_mut(tile_rows, tile_cols, width)`",
+            );
+        };
+        let extent = |this: &mut Self, e: &syn::Expr| -> Result<(Value, proc_macro2::Span)> {
+            let v = this.expr(e)?;
+            Ok((this.materialize(v, S::U64, e.span())?, e.span()))
+        };
+        let extents = [
+            extent(self, rows)?,
+            extent(self, cols)?,
+            extent(self, width)?,
+        ];
+        self.check_mapping(param, Pattern::BlockTile, &extents, span)?;
+        let [(th, _), (tw, _), (w, _)] = extents;
+        let u64c = |this: &mut Self, n: u64| this.constant(Constant::u64(n));
+        let (zero, one) = (u64c(self, 0), u64c(self, 1));
+        let bin = |this: &mut Self, op: BinaryOp, a: Value, b: Value| {
+            this.def(Op::Binary(op, a, b), span)
+        };
+        let cmp =
+            |this: &mut Self, op: CmpOp, a: Value, b: Value| this.def(Op::Compare(op, a, b), span);
+        let select = |this: &mut Self, cond: Value, if_true: Value, if_false: Value| {
+            this.def(
+                Op::Select {
+                    cond,
+                    if_true,
+                    if_false,
+                },
+                span,
+            )
+        };
+        // Tiles per row of tiles, ceil(w / tw), with divisors kept nonzero (an extent of zero
+        // gives no elements).
+        let tw_pos = cmp(self, CmpOp::Gt, tw, zero)?;
+        let tw_safe = select(self, tw_pos, tw, one)?;
+        let whole = bin(self, BinaryOp::Div, w, tw_safe)?;
+        let part = bin(self, BinaryOp::Rem, w, tw_safe)?;
+        let has_part = cmp(self, CmpOp::Ne, part, zero)?;
+        let extra = select(self, has_part, one, zero)?;
+        let per_row = bin(self, BinaryOp::Add, whole, extra)?;
+        let per_row_pos = cmp(self, CmpOp::Gt, per_row, zero)?;
+        let per_row_safe = select(self, per_row_pos, per_row, one)?;
+        let b = self.block_linear_index(span)?;
+        let tile_row = bin(self, BinaryOp::Div, b, per_row_safe)?;
+        let tile_col = bin(self, BinaryOp::Rem, b, per_row_safe)?;
+        // col0 = tile_col * tw < w; the tile's columns end at col0 + min(tw, w - col0) <= w.
+        let col0 = bin(self, BinaryOp::Mul, tile_col, tw)?;
+        let room = bin(self, BinaryOp::Sub, w, col0)?;
+        let narrower = cmp(self, CmpOp::Lt, tw, room)?;
+        let span_cols = select(self, narrower, tw, room)?;
+        let col_end = bin(self, BinaryOp::Add, col0, span_cols)?;
+        let (row0, row0_fits) = self.checked_mul_add(tile_row, th, zero, span)?;
+        // Rows below len / w are whole; row len / w holds len % w elements.
+        let w_safe = select(self, per_row_pos, w, one)?;
         let len = self.slice_len(param, span)?;
-        let in_len = self.def(Op::Compare(CmpOp::Lt, linear, len), span)?;
-        let first = first.unwrap_or(in_len);
-        let ok = self.def(Op::Binary(BinaryOp::And, first, in_len), span)?;
-        Ok((linear, ok))
+        let full_rows = bin(self, BinaryOp::Div, len, w_safe)?;
+        let tail = bin(self, BinaryOp::Rem, len, w_safe)?;
+        let u32c = |this: &mut Self, n: u32| this.constant(Constant::u32(n));
+        let zero32 = u32c(self, 0);
+        let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
+        let mut go = cmp(self, CmpOp::Eq, tz, zero32)?;
+        for ok in [Some(tw_pos), Some(per_row_pos), row0_fits]
+            .into_iter()
+            .flatten()
+        {
+            go = bin(self, BinaryOp::And, go, ok)?;
+        }
+        let thread = |this: &mut Self, d: Dim| -> Result<(Value, Value)> {
+            let t = this.def(Op::Special(Special::ThreadIdx(d)), span)?;
+            let n = this.block_dim(d, span)?;
+            Ok((
+                this.cast_value(t, S::U64, span)?,
+                this.cast_value(n, S::U64, span)?,
+            ))
+        };
+        self.b.begin_block();
+        let (ty, dy) = thread(self, Dim::Y)?;
+        let (tx, dx) = thread(self, Dim::X)?;
+        self.strided_loop(ty, dy, th, span, &mut |this, r| {
+            let row = bin(this, BinaryOp::Add, row0, r)?;
+            let no_wrap = cmp(this, CmpOp::Ge, row, row0)?;
+            let whole_row = cmp(this, CmpOp::Lt, row, full_rows)?;
+            let last_row = cmp(this, CmpOp::Eq, row, full_rows)?;
+            let last = select(this, last_row, tail, zero)?;
+            let limit = select(this, whole_row, w, last)?;
+            let limit = select(this, no_wrap, limit, zero)?;
+            let fewer = cmp(this, CmpOp::Lt, limit, col_end)?;
+            let end = select(this, fewer, limit, col_end)?;
+            let first = bin(this, BinaryOp::Add, col0, tx)?;
+            this.strided_loop(first, dx, end, span, &mut |this, col| {
+                // row * w + col < len (see `disjoint.rs`): exact.
+                let at = bin(this, BinaryOp::Mul, row, w)?;
+                let linear = bin(this, BinaryOp::Add, at, col)?;
+                let out = this.owned_ref(param, linear, span)?;
+                this.scoped_body(names, vec![Val::Scalar(row), Val::Scalar(col), out], body)
+                    .map(|_| ())
+            })
+        })?;
+        let then = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: go,
+            then,
+            otherwise: Default::default(),
+        });
+        Ok(Val::Unit)
+    }
+
+    /// Runs `body` for `start, start + step, ..` while below `end` (`U64`s), stopping rather
+    /// than wrapping.
+    fn strided_loop(
+        &mut self,
+        start: Value,
+        step: Value,
+        end: Value,
+        span: proc_macro2::Span,
+        body: &mut dyn FnMut(&mut Self, Value) -> Result<()>,
+    ) -> Result<()> {
+        let cursor = self.b.var("strided", S::U64);
+        self.b.push(Stmt::WriteVar {
+            var: cursor,
+            value: start,
+        });
+        let max = self.constant(Constant::u64(u64::MAX));
+        self.loop_body(|this| {
+            let e = this.def(Op::ReadVar(cursor), span)?;
+            let more = this.def(Op::Compare(CmpOp::Lt, e, end), span)?;
+            this.break_unless(more);
+            let next = this.def(Op::Binary(BinaryOp::Add, e, step), span)?;
+            let no_wrap = this.def(Op::Compare(CmpOp::Ge, next, e), span)?;
+            let next = this.def(
+                Op::Select {
+                    cond: no_wrap,
+                    if_true: next,
+                    if_false: max,
+                },
+                span,
+            )?;
+            this.b.push(Stmt::WriteVar {
+                var: cursor,
+                value: next,
+            });
+            body(this, e)
+        })
     }
 
     /// `slice.update(i, |v| body)`: the thread's element replaced by `body` with `v` bound

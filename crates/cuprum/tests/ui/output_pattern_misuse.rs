@@ -114,6 +114,29 @@ mod kernels {
             *out = v;
         }
     }
+
+    // Block tiles whose width differs between threads: two threads' tiles could overlap.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn block_tile_of_a_thread_dependent_width(v: f32, mut y: DisjointSlice<f32>) {
+        let w = thread::thread_idx_x() as usize + 1;
+        for (_, _, out) in y.block_tile_mut(1, w, w) {
+            *out = v;
+        }
+    }
+
+    // Block tiles beside per-thread elements: thread 1 of block 0 would reach element 1 of
+    // block 0's tile, which `get_mut` gives thread 1 as well, and so on across blocks.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn block_tile_and_get_mut(v: f32, n: usize, mut y: DisjointSlice<f32>) {
+        for (_, _, out) in y.block_tile_mut(1, n, n) {
+            *out = v;
+        }
+        if let Some(out) = y.get_mut(thread::index_1d()) {
+            *out = v;
+        }
+    }
 }
 
 fn main() {}
