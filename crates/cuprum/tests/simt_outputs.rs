@@ -123,8 +123,8 @@ mod kernels {
     }
 
     /// Each thread marks the elements `block_tile_mut` gives it with its block's linear
-    /// index and its own linear index in the block (`b * 1000 + t`) and the row and column it
-    /// was handed. The block has two layers along z: the second owns nothing.
+    /// index and its own linear index in the block (`b * 1000 + t`) and the offsets in the tile
+    /// it was handed. The block has two layers along z: the second owns nothing.
     #[kernel]
     #[launch_contract(domain = 1, block = (8, 4, 2))]
     pub fn mark_block_tiles(
@@ -145,15 +145,17 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn scale_rows(a: f32, x: &[[f32; 2]], cols: usize, mut y: DisjointSlice<[f32; 2]>) {
-        for (r, c, o) in y.block_tile_mut(1, cols, cols) {
-            let v = x[r * cols + c];
+        let row = thread::block_idx_x() as usize;
+        for (_, c, o) in y.block_tile_mut(1, cols, cols) {
+            let v = x[row * cols + c];
             *o = [v[0] * a, v[1] * a];
         }
     }
 }
 
 /// What `mark_block_tiles` leaves under `block_tile_mut(th, tw, w)` over `blocks` blocks of
-/// 8 x 4 x 2 threads: `[b * 1000 + t, row, col]` of each element's owner, or the poison where
+/// 8 x 4 x 2 threads: `[b * 1000 + t, r, c]` of each element's owner (`r`, `c` its offsets
+/// in the tile), or the poison where
 /// nobody owns it.
 fn block_tile_owners(th: usize, tw: usize, w: usize, len: usize, blocks: usize) -> Vec<[u32; 3]> {
     let mut out = vec![POISON3; len];
@@ -168,7 +170,7 @@ fn block_tile_owners(th: usize, tw: usize, w: usize, len: usize, blocks: usize) 
                 let (row, col) = (tr * th + ir, tc * tw + ic);
                 if col < w && row * w + col < len {
                     let t = (ic % 8) + 8 * (ir % 4);
-                    out[row * w + col] = [(b * 1000 + t) as u32, row as u32, col as u32];
+                    out[row * w + col] = [(b * 1000 + t) as u32, ir as u32, ic as u32];
                 }
             }
         }

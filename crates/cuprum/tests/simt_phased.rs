@@ -184,8 +184,8 @@ mod kernels {
             }
         }
         let tile = tile.sync();
-        for (orow, ocol, out) in t.block_tile_mut(32, 32, rows) {
-            *out = tile[ocol - in_row0][orow - in_col0];
+        for (r, c, out) in t.block_tile_mut(32, 32, rows) {
+            *out = tile[c][r];
         }
     }
 

@@ -269,6 +269,19 @@ impl Lowerer<'_> {
         {
             return Ok((sum, None));
         }
+        // A constant factor and addend (a tile's size): the exact result fits exactly when
+        // the other factor is at most (2^64 - 1 - c) / k, one comparison.
+        let constant_factor = match (self.constant_value(a), self.constant_value(b)) {
+            (_, Some(k)) => Some((a, k)),
+            (Some(k), _) => Some((b, k)),
+            _ => None,
+        };
+        if let (Some((x, k)), Some(c)) = (constant_factor, self.constant_value(c)) {
+            let most = (u64::MAX - c).checked_div(k).unwrap_or(u64::MAX);
+            let most = self.constant(Constant::u64(most));
+            let fits = self.def(Op::Compare(CmpOp::Le, x, most), span)?;
+            return Ok((sum, Some(fits)));
+        }
         // The high 64 bits of the 128-bit product, from 32-bit halves (each partial product
         // fits in 64 bits, and so does their sum, which is the exact high word).
         let low32 = self.constant(Constant::u64(u64::from(u32::MAX)));

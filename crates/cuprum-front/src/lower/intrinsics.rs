@@ -62,14 +62,18 @@ impl Lowerer<'_> {
         self.def(Op::Binary(BinaryOp::Add, row, tx), span)
     }
 
-    /// The block's size along `d`: the launch contract's constant, else `blockDim`.
-    pub(super) fn block_dim(&mut self, d: Dim, span: Span) -> Result<Value> {
-        let fixed = self.kernel.contract.map(|c| match d {
+    /// The block's size along `d` when the launch contract fixes it.
+    pub(super) fn contract_block_dim(&self, d: Dim) -> Option<u32> {
+        self.kernel.contract.map(|c| match d {
             Dim::X => c.block.0,
             Dim::Y => c.block.1,
             Dim::Z => c.block.2,
-        });
-        match fixed {
+        })
+    }
+
+    /// The block's size along `d`: the launch contract's constant, else `blockDim`.
+    pub(super) fn block_dim(&mut self, d: Dim, span: Span) -> Result<Value> {
+        match self.contract_block_dim(d) {
             Some(n) => Ok(self.constant(Constant::u32(n))),
             None => self.def(Op::Special(Special::BlockDim(d)), span),
         }

@@ -26,6 +26,7 @@ mod outputs;
 mod phased;
 mod ranges;
 mod references;
+mod strided;
 
 use std::collections::HashMap;
 

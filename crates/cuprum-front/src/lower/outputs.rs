@@ -15,6 +15,7 @@ use cuprum_ir::{Special, Stmt, Value};
 use syn::spanned::Spanned;
 
 use super::disjoint::Pattern;
+use super::strided::Extent;
 use super::*;
 
 /// At most this many elements per chunk or tile: each is a copy of the loop body.
@@ -412,6 +413,70 @@ impl Lowerer<'_> {
         self.def(Op::Binary(BinaryOp::Add, linear, bx), span)
     }
 
+    /// The block's tile, `(b / per_row, b % per_row)` for its linear index `b` (`U64`s;
+    /// `per_row` is launch-uniform and nonzero). Without a division where the launch makes
+    /// it plain: `per_row` blocks across x (the tile is `(y + gy * z, x)`), or one tile per
+    /// row (`(b, 0)`).
+    fn block_tile_index(
+        &mut self,
+        per_row: Value,
+        span: proc_macro2::Span,
+    ) -> Result<(Value, Value)> {
+        let b = self.block_linear_index(span)?;
+        let reg = |this: &mut Self, s: Special| -> Result<Value> {
+            let v = this.def(Op::Special(s), span)?;
+            this.cast_value(v, S::U64, span)
+        };
+        let gx = reg(self, Special::GridDim(Dim::X))?;
+        let one = self.constant(Constant::u64(1));
+        let zero = self.constant(Constant::u64(0));
+        let (row, col) = (
+            self.b.var("tile_row", S::U64),
+            self.b.var("tile_col", S::U64),
+        );
+        let across_x = self.def(Op::Compare(CmpOp::Eq, per_row, gx), span)?;
+        let single = self.def(Op::Compare(CmpOp::Eq, per_row, one), span)?;
+        let write = |this: &mut Self, r: Value, c: Value| {
+            this.b.push(Stmt::WriteVar { var: row, value: r });
+            this.b.push(Stmt::WriteVar { var: col, value: c });
+        };
+        self.b.begin_block();
+        let (by, bz) = (
+            reg(self, Special::BlockIdx(Dim::Y))?,
+            reg(self, Special::BlockIdx(Dim::Z))?,
+        );
+        let gy = reg(self, Special::GridDim(Dim::Y))?;
+        let layers = self.def(Op::Binary(BinaryOp::Mul, gy, bz), span)?;
+        let r = self.def(Op::Binary(BinaryOp::Add, layers, by), span)?;
+        let x = reg(self, Special::BlockIdx(Dim::X))?;
+        write(self, r, x);
+        let then = self.b.end_block();
+        self.b.begin_block();
+        self.b.begin_block();
+        write(self, b, zero);
+        let one_per_row = self.b.end_block();
+        self.b.begin_block();
+        let r = self.def(Op::Binary(BinaryOp::Div, b, per_row), span)?;
+        let c = self.def(Op::Binary(BinaryOp::Rem, b, per_row), span)?;
+        write(self, r, c);
+        let general = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: single,
+            then: one_per_row,
+            otherwise: general,
+        });
+        let otherwise = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: across_x,
+            then,
+            otherwise,
+        });
+        Ok((
+            self.def(Op::ReadVar(row), span)?,
+            self.def(Op::ReadVar(col), span)?,
+        ))
+    }
+
     /// `for (r, c, out) in slice.block_tile_mut(tile_rows, tile_cols, width)`: the block's
     /// tile (see `disjoint.rs` for why the elements are the thread's alone), as two loops
     /// strided by the block's size over the tile's rows and columns.
@@ -468,60 +533,80 @@ impl Lowerer<'_> {
         let per_row = bin(self, BinaryOp::Add, whole, extra)?;
         let per_row_pos = cmp(self, CmpOp::Gt, per_row, zero)?;
         let per_row_safe = select(self, per_row_pos, per_row, one)?;
-        let b = self.block_linear_index(span)?;
-        let tile_row = bin(self, BinaryOp::Div, b, per_row_safe)?;
-        let tile_col = bin(self, BinaryOp::Rem, b, per_row_safe)?;
+        let (tile_row, tile_col) = self.block_tile_index(per_row_safe, span)?;
         // col0 = tile_col * tw < w; the tile's columns end at col0 + min(tw, w - col0) <= w.
         let col0 = bin(self, BinaryOp::Mul, tile_col, tw)?;
         let room = bin(self, BinaryOp::Sub, w, col0)?;
         let narrower = cmp(self, CmpOp::Lt, tw, room)?;
         let span_cols = select(self, narrower, tw, room)?;
         let col_end = bin(self, BinaryOp::Add, col0, span_cols)?;
+        // The tile's rows start at element row0 * w and span th * w elements; when that end
+        // fits in 64 bits, every row * w + col of the tile is exact.
         let (row0, row0_fits) = self.checked_mul_add(tile_row, th, zero, span)?;
-        // Rows below len / w are whole; row len / w holds len % w elements.
-        let w_safe = select(self, per_row_pos, w, one)?;
+        let (start0, start_fits) = self.checked_mul_add(row0, w, zero, span)?;
+        let (tile_span, span_fits) = self.checked_mul_add(th, w, zero, span)?;
+        let tile_end = bin(self, BinaryOp::Add, start0, tile_span)?;
+        let end_fits = cmp(self, CmpOp::Ge, tile_end, start0)?;
         let len = self.slice_len(param, span)?;
-        let full_rows = bin(self, BinaryOp::Div, len, w_safe)?;
-        let tail = bin(self, BinaryOp::Rem, len, w_safe)?;
         let u32c = |this: &mut Self, n: u32| this.constant(Constant::u32(n));
         let zero32 = u32c(self, 0);
         let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
         let mut go = cmp(self, CmpOp::Eq, tz, zero32)?;
-        for ok in [Some(tw_pos), Some(per_row_pos), row0_fits]
-            .into_iter()
-            .flatten()
+        for ok in [
+            Some(tw_pos),
+            Some(per_row_pos),
+            Some(end_fits),
+            row0_fits,
+            start_fits,
+            span_fits,
+        ]
+        .into_iter()
+        .flatten()
         {
             go = bin(self, BinaryOp::And, go, ok)?;
         }
-        let thread = |this: &mut Self, d: Dim| -> Result<(Value, Value)> {
+        // A thread's offsets in the tile: from its index, by the block's size, below the
+        // tile's extent; unrolled where the contract fixes the block and the extent is a
+        // constant.
+        let axis = |this: &mut Self, d: Dim, extent: Value| -> Result<(Value, Extent, Extent)> {
             let t = this.def(Op::Special(Special::ThreadIdx(d)), span)?;
-            let n = this.block_dim(d, span)?;
-            Ok((
-                this.cast_value(t, S::U64, span)?,
-                this.cast_value(n, S::U64, span)?,
-            ))
+            let t = this.cast_value(t, S::U64, span)?;
+            let step = match this.contract_block_dim(d) {
+                Some(n) => Extent::Fixed(u64::from(n)),
+                None => {
+                    let n = this.def(Op::Special(Special::BlockDim(d)), span)?;
+                    Extent::Runtime(this.cast_value(n, S::U64, span)?)
+                }
+            };
+            let end = match this.constant_value(extent) {
+                Some(c) => Extent::Fixed(c),
+                None => Extent::Runtime(extent),
+            };
+            Ok((t, step, end))
         };
         self.b.begin_block();
-        let (ty, dy) = thread(self, Dim::Y)?;
-        let (tx, dx) = thread(self, Dim::X)?;
-        self.strided_loop(ty, dy, th, span, &mut |this, r| {
-            let row = bin(this, BinaryOp::Add, row0, r)?;
-            let no_wrap = cmp(this, CmpOp::Ge, row, row0)?;
-            let whole_row = cmp(this, CmpOp::Lt, row, full_rows)?;
-            let last_row = cmp(this, CmpOp::Eq, row, full_rows)?;
-            let last = select(this, last_row, tail, zero)?;
-            let limit = select(this, whole_row, w, last)?;
-            let limit = select(this, no_wrap, limit, zero)?;
-            let fewer = cmp(this, CmpOp::Lt, limit, col_end)?;
-            let end = select(this, fewer, limit, col_end)?;
-            let first = bin(this, BinaryOp::Add, col0, tx)?;
-            this.strided_loop(first, dx, end, span, &mut |this, col| {
-                // row * w + col < len (see `disjoint.rs`): exact.
-                let at = bin(this, BinaryOp::Mul, row, w)?;
-                let linear = bin(this, BinaryOp::Add, at, col)?;
+        let (ty, dy, rows_extent) = axis(self, Dim::Y, th)?;
+        let (tx, dx, cols_extent) = axis(self, Dim::X, tw)?;
+        self.strided_range(ty, dy, rows_extent, span, &mut |this, r| {
+            let skip = bin(this, BinaryOp::Mul, r, w)?;
+            let row_start = bin(this, BinaryOp::Add, start0, skip)?;
+            this.strided_range(tx, dx, cols_extent, span, &mut |this, c| {
+                let col = bin(this, BinaryOp::Add, col0, c)?;
+                // row * w + col, exact (see above), and inside the slice.
+                let linear = bin(this, BinaryOp::Add, row_start, col)?;
+                let in_tile = cmp(this, CmpOp::Lt, col, col_end)?;
+                let in_len = cmp(this, CmpOp::Lt, linear, len)?;
+                let inside = bin(this, BinaryOp::And, in_tile, in_len)?;
+                this.b.begin_block();
                 let out = this.owned_ref(param, linear, span)?;
-                this.scoped_body(names, vec![Val::Scalar(row), Val::Scalar(col), out], body)
-                    .map(|_| ())
+                this.scoped_body(names, vec![Val::Scalar(r), Val::Scalar(c), out], body)?;
+                let then = this.b.end_block();
+                this.b.push(Stmt::If {
+                    cond: inside,
+                    then,
+                    otherwise: Default::default(),
+                });
+                Ok(())
             })
         })?;
         let then = self.b.end_block();
@@ -531,44 +616,6 @@ impl Lowerer<'_> {
             otherwise: Default::default(),
         });
         Ok(Val::Unit)
-    }
-
-    /// Runs `body` for `start, start + step, ..` while below `end` (`U64`s), stopping rather
-    /// than wrapping.
-    fn strided_loop(
-        &mut self,
-        start: Value,
-        step: Value,
-        end: Value,
-        span: proc_macro2::Span,
-        body: &mut dyn FnMut(&mut Self, Value) -> Result<()>,
-    ) -> Result<()> {
-        let cursor = self.b.var("strided", S::U64);
-        self.b.push(Stmt::WriteVar {
-            var: cursor,
-            value: start,
-        });
-        let max = self.constant(Constant::u64(u64::MAX));
-        self.loop_body(|this| {
-            let e = this.def(Op::ReadVar(cursor), span)?;
-            let more = this.def(Op::Compare(CmpOp::Lt, e, end), span)?;
-            this.break_unless(more);
-            let next = this.def(Op::Binary(BinaryOp::Add, e, step), span)?;
-            let no_wrap = this.def(Op::Compare(CmpOp::Ge, next, e), span)?;
-            let next = this.def(
-                Op::Select {
-                    cond: no_wrap,
-                    if_true: next,
-                    if_false: max,
-                },
-                span,
-            )?;
-            this.b.push(Stmt::WriteVar {
-                var: cursor,
-                value: next,
-            });
-            body(this, e)
-        })
     }
 
     /// `slice.update(i, |v| body)`: the thread's element replaced by `body` with `v` bound

@@ -20,6 +20,7 @@ use cuprum_ir::{
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
+use super::strided::Extent;
 use super::*;
 
 /// How a phased array's elements are laid out and owned.
@@ -583,37 +584,58 @@ impl Lowerer<'_> {
         match p.shape {
             PhasedShape::Linear(n) => {
                 let (t, threads) = self.linear_thread(block, span)?;
-                self.owned_range(t, threads, n, span, &mut |this, i| {
-                    let slot = this.phased_slot(p, i, span)?;
-                    let i = this.cast_value(i, S::U64, span)?;
-                    this.scoped_body(&names, vec![Val::Scalar(i), slot], &f.body)
-                        .map(|_| ())
-                })?;
+                self.strided_range(
+                    t,
+                    threads,
+                    Extent::Fixed(u64::from(n)),
+                    span,
+                    &mut |this, i| {
+                        let slot = this.phased_slot(p, i, span)?;
+                        let i = this.cast_value(i, S::U64, span)?;
+                        this.scoped_body(&names, vec![Val::Scalar(i), slot], &f.body)
+                            .map(|_| ())
+                    },
+                )?;
             }
             PhasedShape::Rows(rows, cols) => {
-                let axis = |this: &mut Self, d: Dim, fixed: Option<u32>| -> Result<(Value, Step)> {
-                    let t = this.def(Op::Special(Special::ThreadIdx(d)), span)?;
-                    Ok((t, this.step(d, fixed, span)?))
-                };
+                let axis =
+                    |this: &mut Self, d: Dim, fixed: Option<u32>| -> Result<(Value, Extent)> {
+                        let t = this.def(Op::Special(Special::ThreadIdx(d)), span)?;
+                        Ok((t, this.step(d, fixed, span)?))
+                    };
                 let (tx, sx) = axis(self, Dim::X, block.map(|b| b.0))?;
                 let (ty, sy) = axis(self, Dim::Y, block.map(|b| b.1))?;
                 let body = |this: &mut Self| -> Result<()> {
-                    this.owned_range(ty, sy, rows, span, &mut |this, r| {
-                        this.owned_range(tx, sx, cols, span, &mut |this, c| {
-                            let width = this.constant(Constant::u32(cols));
-                            let row = this.def(Op::Binary(BinaryOp::Mul, r, width), span)?;
-                            let linear = this.def(Op::Binary(BinaryOp::Add, row, c), span)?;
-                            let slot = this.phased_slot(p, linear, span)?;
-                            let r = this.cast_value(r, S::U64, span)?;
-                            let c = this.cast_value(c, S::U64, span)?;
-                            this.scoped_body(
-                                &names,
-                                vec![Val::Scalar(r), Val::Scalar(c), slot],
-                                &f.body,
+                    this.strided_range(
+                        ty,
+                        sy,
+                        Extent::Fixed(u64::from(rows)),
+                        span,
+                        &mut |this, r| {
+                            this.strided_range(
+                                tx,
+                                sx,
+                                Extent::Fixed(u64::from(cols)),
+                                span,
+                                &mut |this, c| {
+                                    let width = this.constant(Constant::u32(cols));
+                                    let row =
+                                        this.def(Op::Binary(BinaryOp::Mul, r, width), span)?;
+                                    let linear =
+                                        this.def(Op::Binary(BinaryOp::Add, row, c), span)?;
+                                    let slot = this.phased_slot(p, linear, span)?;
+                                    let r = this.cast_value(r, S::U64, span)?;
+                                    let c = this.cast_value(c, S::U64, span)?;
+                                    this.scoped_body(
+                                        &names,
+                                        vec![Val::Scalar(r), Val::Scalar(c), slot],
+                                        &f.body,
+                                    )
+                                    .map(|_| ())
+                                },
                             )
-                            .map(|_| ())
-                        })
-                    })
+                        },
+                    )
                 };
                 if block.is_some_and(|b| b.2 == 1) {
                     body(self)?;
@@ -695,100 +717,28 @@ impl Lowerer<'_> {
         &mut self,
         block: Option<(u32, u32, u32)>,
         span: Span,
-    ) -> Result<(Value, Step)> {
+    ) -> Result<(Value, Extent)> {
         let t = self.linear_thread_index(span)?;
         let step = match block {
-            Some((x, y, z)) => Step::Fixed(x * y * z),
+            Some((x, y, z)) => Extent::Fixed(u64::from(x * y * z)),
             None => {
                 let nx = self.block_dim(Dim::X, span)?;
                 let ny = self.block_dim(Dim::Y, span)?;
                 let nz = self.block_dim(Dim::Z, span)?;
                 let xy = self.def(Op::Binary(BinaryOp::Mul, nx, ny), span)?;
-                Step::Runtime(self.def(Op::Binary(BinaryOp::Mul, xy, nz), span)?)
+                Extent::Runtime(self.def(Op::Binary(BinaryOp::Mul, xy, nz), span)?)
             }
         };
         Ok((t, step))
     }
 
-    fn step(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Step> {
+    fn step(&mut self, d: Dim, fixed: Option<u32>, span: Span) -> Result<Extent> {
         Ok(match fixed {
-            Some(n) => Step::Fixed(n),
-            None => Step::Runtime(self.def(Op::Special(Special::BlockDim(d)), span)?),
+            Some(n) => Extent::Fixed(u64::from(n)),
+            None => Extent::Runtime(self.def(Op::Special(Special::BlockDim(d)), span)?),
         })
     }
-
-    /// Runs `body` for each of `start, start + step, ..` below `end` (all `U32`; `start` is a
-    /// thread index, below `step`). With a constant step (a launch contract's block) the
-    /// iterations are unrolled, and only the last may need a test.
-    fn owned_range(
-        &mut self,
-        start: Value,
-        step: Step,
-        end: u32,
-        span: Span,
-        body: &mut dyn FnMut(&mut Self, Value) -> Result<()>,
-    ) -> Result<()> {
-        match step {
-            Step::Fixed(step) if step > 0 && end.div_ceil(step) <= UNROLL_OWNED => {
-                for k in 0..end.div_ceil(step) {
-                    let offset = self.constant(Constant::u32(k * step));
-                    let e = self.def(Op::Binary(BinaryOp::Add, start, offset), span)?;
-                    if (k + 1) * step <= end {
-                        // start < step, so e < (k + 1) * step <= end.
-                        body(self, e)?;
-                    } else {
-                        let end_v = self.constant(Constant::u32(end));
-                        let inside = self.def(Op::Compare(CmpOp::Lt, e, end_v), span)?;
-                        self.b.begin_block();
-                        body(self, e)?;
-                        let then = self.b.end_block();
-                        self.b.push(Stmt::If {
-                            cond: inside,
-                            then,
-                            otherwise: Default::default(),
-                        });
-                    }
-                }
-                Ok(())
-            }
-            _ => {
-                let step = match step {
-                    Step::Fixed(n) => self.constant(Constant::u32(n)),
-                    Step::Runtime(v) => v,
-                };
-                let cursor = self.b.var("owned", S::U32);
-                self.b.push(Stmt::WriteVar {
-                    var: cursor,
-                    value: start,
-                });
-                let end_v = self.constant(Constant::u32(end));
-                self.loop_body(|this| {
-                    let e = this.def(Op::ReadVar(cursor), span)?;
-                    let inside = this.def(Op::Compare(CmpOp::Lt, e, end_v), span)?;
-                    this.break_unless(inside);
-                    // e < end <= 2^29 and step <= 1024: no overflow.
-                    let next = this.def(Op::Binary(BinaryOp::Add, e, step), span)?;
-                    this.b.push(Stmt::WriteVar {
-                        var: cursor,
-                        value: next,
-                    });
-                    body(this, e)
-                })
-            }
-        }
-    }
 }
-
-/// The distance between a thread's elements along one axis: the block's size there.
-#[derive(Clone, Copy)]
-enum Step {
-    Fixed(u32),
-    Runtime(Value),
-}
-
-/// Owned-element loops with at most this many iterations (per axis) under a launch contract
-/// are unrolled.
-const UNROLL_OWNED: u32 = 16;
 
 /// In a kernel with phased shared memory, refuses every barrier that not all threads of a
 /// block may reach together. `barrier_spans` are the barriers' sources in program order

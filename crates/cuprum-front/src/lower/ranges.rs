@@ -111,6 +111,14 @@ impl Lowerer<'_> {
         self.constants.contains(&v)
     }
 
+    /// The value of a non-negative integer constant (its bound is itself).
+    pub(super) fn constant_value(&self, v: Value) -> Option<u64> {
+        if !self.is_constant(v) {
+            return None;
+        }
+        self.upper_bound(v).and_then(|b| u64::try_from(b).ok())
+    }
+
     /// Whether `index < len` is already certain.
     pub(super) fn provably_below(&self, index: Value, len: u64) -> bool {
         matches!(self.upper_bound(index), Some(b) if b < u128::from(len))

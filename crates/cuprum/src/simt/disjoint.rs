@@ -17,7 +17,7 @@
 //! | [`grid_stride_mut()`](DisjointSlice::grid_stride_mut) | `t, t + s, t + 2s, ..` with `t` = `index_1d()`, `s` = the grid's thread count | distinct threads have distinct `t < s`, and each element `e` is reached only by the thread `t = e mod s`; `s` is read from the hardware, so it is the same in every thread |
 //! | [`block_result_mut()`](DisjointSlice::block_result_mut) | element `b` (the block's linear index), in thread (0, 0, 0) of the block only | one thread per block is elected, and blocks have distinct linear indices (`x + gx * (y + gy * z)`, exact in 64 bits) |
 //! | [`tile_mut::<TM, TN>(idx, width)`](DisjointSlice::tile_mut) | rows `[TM*y, TM*y+TM)` × columns `[TN*x, TN*x+TN)` of a row-major matrix `width` wide | `(x, y)` is unique under the contract, so the tiles are disjoint rectangles; columns past `width` are skipped (no spill into the next row), `width` is launch-uniform and the linear index does not wrap |
-//! | [`block_tile_mut(rows, cols, width)`](DisjointSlice::block_tile_mut) | in block `b`'s `rows` × `cols` tile of a row-major matrix `width` wide (tiles numbered row-major, `ceil(width / cols)` per row), the elements at tile row `y + k * dim_y` and tile column `x + l * dim_x` for thread `(x, y, 0)` | blocks have distinct linear indices, so distinct tiles; in a tile, element `(r, c)` is thread `(c mod dim_x, r mod dim_y, 0)`'s alone; the extents are launch-uniform, columns stay below `width` and elements below the length, so the linear index `row * width + col` is exact. Needs no contract |
+//! | [`block_tile_mut(rows, cols, width)`](DisjointSlice::block_tile_mut) | in block `b`'s `rows` × `cols` tile of a row-major matrix `width` wide (tiles numbered row-major, `ceil(width / cols)` per row), the elements at tile row `y + k * dim_y` and tile column `x + l * dim_x` for thread `(x, y, 0)`, handed out with those tile offsets | blocks have distinct linear indices, so distinct tiles; in a tile, element `(r, c)` is thread `(c mod dim_x, r mod dim_y, 0)`'s alone; the extents are launch-uniform, columns stay below `width` and elements below the length, so the linear index `row * width + col` is exact. Needs no contract |
 //!
 //! Every pattern hands out `&mut T`, so a thread may **read** its own elements as well as
 //! write them: in-place updates (`*out = *out * a + b`, or [`update`](DisjointSlice::update))
@@ -189,8 +189,11 @@ impl<T> DisjointSlice<T> {
     /// (`ceil(width / tile_cols)` per row of tiles), block `b` (its linear index
     /// `x + gx * (y + gy * z)`) takes tile `b`, and in the tile thread `(x, y, 0)` takes the
     /// elements at tile rows `y, y + dim_y, ..` and tile columns `x, x + dim_x, ..` (threads
-    /// with `z > 0` take none), as `(row, col, element)` in matrix coordinates. Columns at or
-    /// past `width` and elements past the end are skipped.
+    /// with `z > 0` take none), as `(r, c, element)` with `r` and `c` the element's row and
+    /// column in the tile (its matrix row is the tile's first row plus `r`; under a launch
+    /// contract the compiler knows `r < tile_rows` and `c < tile_cols`, so indexing a shared
+    /// tile with them needs no run-time check). Columns at or past `width` and elements past
+    /// the end are skipped.
     ///
     /// This is how CUDA kernels write a block's output with coalesced stores: a transpose's
     /// 32 × 32 tile from 32 × 8 threads (four rows each), a row of a softmax per block
