@@ -55,12 +55,68 @@ impl Lowerer<'_> {
             return Ok(MethodCall::NotOurs(None));
         }
         let receiver = self.place_binding(&m.receiver)?;
+        if let Binding::Val(Val::AggRef(element)) = &receiver
+            && let crate::layout::ElemType::Struct { name, .. } = &element.ty
+            && let Some(f) = self.find_method(name, &m.method.to_string()).cloned()
+        {
+            let element = element.clone();
+            return self
+                .element_method_call(m, &f, element)
+                .map(MethodCall::Done);
+        }
         let found = struct_of(&receiver).and_then(|s| self.find_method(s, &m.method.to_string()));
         let Some(f) = found.cloned() else {
             return Ok(MethodCall::NotOurs(Some(
                 self.read_binding(&receiver, m.receiver.span())?,
             )));
         };
+        self.method_call_on(m, &f, receiver).map(MethodCall::Done)
+    }
+
+    /// A method called on a struct element of memory (`p.advance(dt)` with `p` from
+    /// `get_mut`, `ps[i].energy()`): the element is loaded into a struct of variables, the
+    /// method runs on that, and a `&mut self` method's result is stored back. The element is
+    /// the calling thread's own (a `DisjointSlice` element, a phased array's slot) or read
+    /// only, so the copy is the element for the call's duration.
+    fn element_method_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        f: &syn::ItemFn,
+        element: memory::MemRef,
+    ) -> Result<Val> {
+        let span = m.span();
+        let writes = matches!(
+            f.sig.inputs.first(),
+            Some(syn::FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_some()
+        );
+        if writes && !element.mutable {
+            return err(
+                m.receiver.span(),
+                format!(
+                    "`{}` takes `&mut self`, and this element is read-only",
+                    f.sig.ident
+                ),
+            );
+        }
+        let Val::Struct(name, fields) = self.load_mem(&element, span)? else {
+            return err(span, "internal compiler error: a struct element expected");
+        };
+        let copy = self.mutable_struct("self", name, fields, span)?;
+        let result = self.method_call_on(m, f, copy.clone())?;
+        if writes {
+            let updated = self.read_binding(&copy, span)?;
+            self.store_mem(&element, updated, span)?;
+        }
+        Ok(result)
+    }
+
+    /// `m`, the call of the struct method `f`, with `receiver` the place of its receiver.
+    fn method_call_on(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        f: &syn::ItemFn,
+        receiver: Binding,
+    ) -> Result<Val> {
         let span = m.span();
         let Some(syn::FnArg::Receiver(r)) = f.sig.inputs.first() else {
             return err(
@@ -98,9 +154,7 @@ impl Lowerer<'_> {
                 None => syn::PathArguments::None,
             },
         });
-        Ok(MethodCall::Done(
-            self.call_with_args(&f, &path, args, span)?,
-        ))
+        self.call_with_args(f, &path, args, span)
     }
 
     /// Binds a method's receiver: `&self` and `&mut self` to the place, `self` to a copy.

@@ -56,6 +56,19 @@ impl Lowerer<'_> {
                     None => Ok(Binding::Val(self.expr(e)?)),
                 }
             }
+            // An element of an array or struct in memory, or a part of one (`ps[i]`,
+            // `ps[i].velocity`, `p.pos` of a `get_mut` reference): the memory itself.
+            syn::Expr::Field(_) | syn::Expr::Index(_) if let Some(m) = self.mem_path(e)? => {
+                Ok(Binding::Val(match m.ty {
+                    crate::layout::ElemType::Scalar(elem) => Val::ElemRef {
+                        space: m.space,
+                        addr: m.addr,
+                        elem,
+                        mutable: m.mutable,
+                    },
+                    _ => Val::AggRef(m),
+                }))
+            }
             syn::Expr::Field(f) => {
                 let base = self.place_binding(&f.base)?;
                 self.member_binding(base, f)
