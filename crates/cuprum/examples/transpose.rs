@@ -2,13 +2,18 @@
 //! a GPU) timed against its CUDA C++ peer `benches/peers/transpose.cu`.
 //!
 //! Each block moves one 32x32 tile: its 32x8 threads read four rows each (coalesced along the
-//! input's rows) into a 32x33 shared array, whose padding column keeps the transposed reads
+//! input's rows) into a 32x33 shared tile, whose padding column keeps the transposed reads
 //! free of bank conflicts, then write four rows each of the output (coalesced along its
-//! rows). Every thread writes four elements that are not "its own", so the kernel takes the
-//! output as `&mut [f32]` and is `unsafe`: launching it promises the tiles do not overlap.
+//! rows). The kernel is safe: the shared tile is a phased array (each thread writes the rows
+//! it owns, `sync()`, then any thread reads), and the output is the block's tile of a
+//! `DisjointSlice` (`block_tile_mut`). Its `unsafe` twin, written as CUDA C++ writes it with a
+//! raw `SharedArray` and `&mut [f32]`, is timed beside it.
 //! 8192x8192 (256 MB each way) on the GPU; odd rectangles exercise the partial edge tiles.
 
-use cuprum::simt::{SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread};
+use cuprum::simt::{
+    DisjointSlice, SharedArray, SharedWrite2d, kernel, launch_bounds, launch_contract,
+    sync_threads, thread,
+};
 use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, cuda_module};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -28,11 +33,34 @@ mod kernels {
     const TILE: usize = 32;
 
     /// `output` (w rows of h) = transpose of `input` (h rows of w). Launch with 32x8-thread
-    /// blocks and a (ceil(w/32), ceil(h/32)) grid.
+    /// blocks and a (ceil(h/32), ceil(w/32)) grid: block b writes output tile b (row-major,
+    /// ceil(h/32) per row), i.e. output rows by*32.. and columns bx*32.., so it reads input
+    /// rows bx*32.. and columns by*32...
+    #[kernel]
+    #[launch_bounds(256)]
+    #[launch_contract(domain = 2, block = (32, 8, 1))]
+    pub fn transpose(input: &[f32], mut output: DisjointSlice<f32>, w: usize, h: usize) {
+        let mut tile = SharedWrite2d::<f32, TILE, { TILE + 1 }>::new();
+        let in_row0 = thread::block_idx_x() as usize * TILE;
+        let in_col0 = thread::block_idx_y() as usize * TILE;
+        for (r, c, slot) in tile.mine() {
+            let (y, x) = (in_row0 + r, in_col0 + c);
+            if c < TILE && y < h && x < w {
+                *slot = input[y * w + x];
+            }
+        }
+        let tile = tile.sync();
+        for (r, c, out) in output.block_tile_mut(TILE, TILE, h) {
+            *out = tile[c][r];
+        }
+    }
+
+    /// The same transpose as CUDA C++ writes it, `unsafe`: launch with 32x8-thread blocks
+    /// and a (ceil(w/32), ceil(h/32)) grid.
     #[kernel]
     #[launch_bounds(256)]
     #[launch_contract(block = (32, 8, 1))]
-    pub unsafe fn transpose(input: &[f32], output: &mut [f32], w: usize, h: usize) {
+    pub unsafe fn transpose_raw(input: &[f32], output: &mut [f32], w: usize, h: usize) {
         let tile = SharedArray::<f32, { TILE * (TILE + 1) }>::uninit();
         let tx = thread::thread_idx_x() as usize;
         let ty = thread::thread_idx_y() as usize;
@@ -56,8 +84,34 @@ mod kernels {
     }
 }
 
-/// Transposes a random `h` x `w` matrix, checks every element bit for bit, and times the
-/// kernel over `reps` launches when `reps > 0`.
+/// Checks every element of `out` (w rows of h) bit for bit against `input` (h rows of w)
+/// transposed; exits with `FAILED` on the first wrong one.
+fn check(ctx: &CudaContext, name: &str, input: &[f32], out: &[f32], w: usize, h: usize) {
+    let mut wrong = 0usize;
+    let mut first = None;
+    for r in 0..h {
+        for c in 0..w {
+            if out[c * h + r].to_bits() != input[r * w + c].to_bits() {
+                wrong += 1;
+                first.get_or_insert((r, c));
+            }
+        }
+    }
+    if let Some((r, c)) = first {
+        eprintln!(
+            "FAILED: {name} {h}x{w} on {}: {wrong} of {} elements wrong; first: out[{c}][{r}] \
+             = {}, want in[{r}][{c}] = {}",
+            ctx.backend(),
+            w * h,
+            out[c * h + r],
+            input[r * w + c]
+        );
+        std::process::exit(1);
+    }
+}
+
+/// Transposes a random `h` x `w` matrix with the safe kernel and its unsafe twin, checks
+/// every element of both bit for bit, and times both over `reps` launches when `reps > 0`.
 fn run(
     ctx: &CudaContext,
     module: &kernels::Module,
@@ -71,41 +125,41 @@ fn run(
         .map(|_| rng.random_range(-1000.0f32..1000.0))
         .collect();
     let din = DeviceBuffer::from_host(&stream, &input)?;
-    // Poisoned, so an element the kernel fails to write cannot pass the check.
+    // Poisoned, so an element a kernel fails to write cannot pass the check.
     let mut dout = DeviceBuffer::from_host(&stream, &vec![f32::NAN; w * h])?;
-    let config = LaunchConfig {
+    let prepared = module.prepare_transpose(LaunchConfig {
+        grid: (h.div_ceil(32) as u32, w.div_ceil(32) as u32, 1),
+        block: (32, 8, 1),
+        shared_mem_bytes: 0,
+    })?;
+    let launch =
+        |dout: &mut DeviceBuffer<f32>| module.transpose(&stream, &prepared, &din, dout, w, h);
+    let raw_config = LaunchConfig {
         grid: (w.div_ceil(32) as u32, h.div_ceil(32) as u32, 1),
         block: (32, 8, 1),
         shared_mem_bytes: 0,
     };
-    let launch = |dout: &mut DeviceBuffer<f32>| {
+    let launch_raw = |dout: &mut DeviceBuffer<f32>| {
         // SAFETY: block (bx, by) writes only the output tile at rows bx*32.., columns by*32..,
         // inside the w x h output, so no two threads write one element; the block shape and
         // grid are the ones the kernel is written for.
-        unsafe { module.transpose(&stream, config, &din, dout, w, h) }
+        unsafe { module.transpose_raw(&stream, raw_config, &din, dout, w, h) }
     };
-    launch(&mut dout)?;
-    let out = dout.to_host_vec(&stream)?;
-    let mut wrong = 0usize;
-    let mut first = None;
-    for r in 0..h {
-        for c in 0..w {
-            if out[c * h + r].to_bits() != input[r * w + c].to_bits() {
-                wrong += 1;
-                first.get_or_insert((r, c));
-            }
+    for (name, safe) in [("transpose", true), ("transpose_raw", false)] {
+        let mut dout = DeviceBuffer::from_host(&stream, &vec![f32::NAN; w * h])?;
+        if safe {
+            launch(&mut dout)?;
+        } else {
+            launch_raw(&mut dout)?;
         }
+        check(ctx, name, &input, &dout.to_host_vec(&stream)?, w, h);
     }
-    if let Some((r, c)) = first {
-        eprintln!(
-            "FAILED: transpose {h}x{w} on {}: {wrong} of {} elements wrong; first: out[{c}][{r}] \
-             = {}, want in[{r}][{c}] = {}",
-            ctx.backend(),
-            w * h,
-            out[c * h + r],
-            input[r * w + c]
+    if reps > 0 {
+        let raw_ms = median_ms(&stream, 5, reps, || launch_raw(&mut dout))?;
+        println!(
+            "cuprum transpose_raw (unsafe twin) {h}x{w} median {raw_ms:.4} ms {:.1} GB/s",
+            8.0 * (w * h) as f64 / (raw_ms * 1e6)
         );
-        std::process::exit(1);
     }
     if reps > 0 {
         let ms = median_ms(&stream, 5, reps, || launch(&mut dout))?;
@@ -122,7 +176,7 @@ fn run(
         );
     }
     println!(
-        "PASSED: transpose {h}x{w} on {}, all {} elements exact",
+        "PASSED: transpose {h}x{w} on {}, all {} elements exact (safe kernel and unsafe twin)",
         ctx.backend(),
         w * h
     );
