@@ -4,8 +4,9 @@
 //!
 //! Two kernels, both staging tiles of A and B through shared memory between barriers:
 //! - `sgemm_tiled`, the textbook one: a 32x32-thread block per 32x32 tile of C, one output
-//!   per thread, 32-wide slices of K. Safe: each thread writes its own element of C through
-//!   `DisjointSlice::get_mut_2d`.
+//!   per thread, 32-wide slices of K. Safe, shared memory too: the tiles are phased arrays
+//!   (each thread loads the element it owns, `sync()`, every thread reads), and each thread
+//!   writes its own element of C through `DisjointSlice::get_mut_2d`.
 //! - `sgemm_reg`: a 16x16-thread block per 64x64 tile of C, each thread keeping a 4x4 block
 //!   of outputs in registers (rows ty + 16i, columns tx + 16j, so that shared reads and global
 //!   writes stay conflict-free and coalesced), 16-wide slices of K. Sixteen named accumulators

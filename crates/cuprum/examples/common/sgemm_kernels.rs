@@ -4,7 +4,8 @@
 
 use cuprum::cuda_module;
 use cuprum::simt::{
-    DisjointSlice, SharedArray, kernel, launch_bounds, launch_contract, sync_threads, thread,
+    DisjointSlice, SharedArray, SharedWrite2d, SyncPhases, kernel, launch_bounds, launch_contract,
+    sync_threads, thread,
 };
 
 #[cuda_module]
@@ -18,34 +19,37 @@ pub mod kernels {
     #[launch_bounds(1024)]
     #[launch_contract(domain = 2, block = (32, 32, 1))]
     pub fn sgemm_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-        let a_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
-        let b_tile = SharedArray::<f32, { TILE * TILE }>::uninit();
-        let tx = thread::thread_idx_x();
-        let ty = thread::thread_idx_y();
-        let row = thread::block_idx_y() * 32 + ty;
-        let col = thread::block_idx_x() * 32 + tx;
+        let mut a_tile = SharedWrite2d::<f32, TILE, TILE>::new();
+        let mut b_tile = SharedWrite2d::<f32, TILE, TILE>::new();
+        let tx = thread::thread_idx_x() as usize;
+        let ty = thread::thread_idx_y() as usize;
+        let row0 = thread::block_idx_y() * 32;
+        let col0 = thread::block_idx_x() * 32;
         let mut acc = 0.0f32;
         let mut t = 0u32;
         while t < k {
-            let av = if row < m && t + tx < k {
-                a[(row * k + t + tx) as usize]
-            } else {
-                0.0
-            };
-            let bv = if t + ty < k && col < n {
-                b[((t + ty) * n + col) as usize]
-            } else {
-                0.0
-            };
-            unsafe { a_tile.set((ty * 32 + tx) as usize, av) };
-            unsafe { b_tile.set((ty * 32 + tx) as usize, bv) };
-            sync_threads();
-            for kk in 0..32u32 {
-                let x = unsafe { a_tile.get((ty * 32 + kk) as usize) };
-                let y = unsafe { b_tile.get((kk * 32 + tx) as usize) };
-                acc = x.mul_add(y, acc);
+            // Each thread loads element (ty, tx) of both tiles: the one it owns.
+            for (r, kk, slot) in a_tile.mine() {
+                let (row, kc) = (row0 + r as u32, t + kk as u32);
+                *slot = if row < m && kc < k {
+                    a[(row * k + kc) as usize]
+                } else {
+                    0.0
+                };
             }
-            sync_threads();
+            for (kk, cc, slot) in b_tile.mine() {
+                let (kr, col) = (t + kk as u32, col0 + cc as u32);
+                *slot = if kr < k && col < n {
+                    b[(kr * n + col) as usize]
+                } else {
+                    0.0
+                };
+            }
+            let (a_read, b_read) = (a_tile, b_tile).sync();
+            for kk in 0..TILE {
+                acc = a_read[ty][kk].mul_add(b_read[kk][tx], acc);
+            }
+            (a_tile, b_tile) = (a_read, b_read).sync();
             t += 32;
         }
         if let Some(out) = c.get_mut_2d(thread::index_2d(), n as usize) {
