@@ -1,24 +1,24 @@
 //! Public CUDA kernels ported as a new user would write them, in their natural form and
 //! without `unsafe`: cuda-samples' convolutionSeparable rows kernel, a CSR sparse
-//! matrix-vector product, llm.c's `softmax_forward_kernel4` and the particles of NVIDIA's blog
+//! matrix-vector product, llm.c's `softmax_forward_kernel4`, the particles of NVIDIA's blog
 //! post on C++ classes in kernels (`p.advance(dt)` on each element, in place, and `&self`
-//! methods of read-only elements). Each runs
-//! against a plain-Rust reference on fresh random inputs, over outputs poisoned first, and
-//! every element is checked.
+//! methods of read-only elements). Each runs against a plain-Rust reference on fresh random
+//! inputs, over outputs poisoned first, and every element is checked.
 //!
 //! The other ports of issue 13's twelve live beside the features they exercise:
 //! `simt_phased.rs` (transposeNoBankConflicts, MatrixMulCUDA's tiling, histogram256,
 //! nbody's integrateBodies with shared tiles), `simt_porting.rs` (the numba mandelbrot,
 //! `reduce4<T, blockSize>`, which stays `unsafe`: its tree writes a slot while others read
 //! the upper half), `simt_methods.rs` (bitonicSortShared with its by-reference comparator,
-//! `unsafe`: its pairs change owners every step) and `examples/scan.rs` (a work-efficient
-//! scan, `unsafe` for the same reason).
+//! `unsafe`: its pairs change owners every step). GPU Gems 3's work-efficient (Blelloch)
+//! prescan is here, and `unsafe` for the same reason.
 
 mod common;
 
 use common::{assert_same, blocks_for, ctx};
 use cuprum::simt::{
-    DisjointSlice, SharedWrite, SharedWrite2d, kernel, launch_contract, thread, warp,
+    DisjointSlice, SharedArray, SharedWrite, SharedWrite2d, kernel, launch_contract, sync_threads,
+    thread, warp,
 };
 use cuprum::{DeviceBuffer, DeviceCopy, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::poisoned;
@@ -224,6 +224,69 @@ mod kernels {
         }
     }
 
+    /// GPU Gems 3's work-efficient (Blelloch) `prescan`: each block of 128 threads scans
+    /// its 256 elements exclusively (wrapping) in shared memory, an up-sweep that builds
+    /// partial sums in place and a down-sweep that distributes them. `unsafe`: in each step
+    /// a thread writes an element whose index depends on the step, not one it owns.
+    #[kernel]
+    #[launch_contract(block = (128, 1, 1))]
+    pub unsafe fn prescan(g_idata: &[u32], g_odata: &mut [u32]) {
+        let temp = SharedArray::<u32, 256>::uninit();
+        let n = 256;
+        let thid = thread::thread_idx_x() as usize;
+        let base = thread::block_idx_x() as usize * n;
+        temp.set(
+            2 * thid,
+            if base + 2 * thid < g_idata.len() {
+                g_idata[base + 2 * thid]
+            } else {
+                0
+            },
+        );
+        temp.set(
+            2 * thid + 1,
+            if base + 2 * thid + 1 < g_idata.len() {
+                g_idata[base + 2 * thid + 1]
+            } else {
+                0
+            },
+        );
+        let mut offset = 1;
+        let mut d = n >> 1;
+        while d > 0 {
+            sync_threads();
+            if thid < d {
+                let ai = offset * (2 * thid + 1) - 1;
+                let bi = offset * (2 * thid + 2) - 1;
+                temp.set(bi, temp.get(bi).wrapping_add(temp.get(ai)));
+            }
+            offset *= 2;
+            d >>= 1;
+        }
+        if thid == 0 {
+            temp.set(n - 1, 0);
+        }
+        let mut d = 1;
+        while d < n {
+            offset >>= 1;
+            sync_threads();
+            if thid < d {
+                let ai = offset * (2 * thid + 1) - 1;
+                let bi = offset * (2 * thid + 2) - 1;
+                let t = temp.get(ai);
+                temp.set(ai, temp.get(bi));
+                temp.set(bi, temp.get(bi).wrapping_add(t));
+            }
+            d *= 2;
+        }
+        sync_threads();
+        for k in 2 * thid..2 * thid + 2 {
+            if base + k < g_odata.len() {
+                g_odata[base + k] = temp.get(k);
+            }
+        }
+    }
+
     /// `advanceParticles`: `pArray[idx].advance(dt)` for each particle, in place.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
@@ -377,6 +440,37 @@ fn softmax_forward_kernel4_normalizes_each_row() -> cuprum::Result<()> {
             1e-5,
             1e-12,
         );
+    }
+    Ok(())
+}
+
+#[test]
+fn blelloch_prescan_scans_each_block_exclusively() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("blelloch_prescan");
+    for n in [1usize, 255, 256, 1000, 70_001] {
+        let x = random(&mut rng, n, 0u32, u32::MAX);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut dy = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
+        let config = LaunchConfig {
+            grid: (n.div_ceil(256) as u32, 1, 1),
+            block: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: block b writes only elements [256 b, 256 b + 256) of the output, each once,
+        // and its shared-memory steps are separated by barriers every thread reaches.
+        unsafe { m.prescan(&stream, config, &dx, &mut dy)? };
+        let mut want = Vec::with_capacity(n);
+        for chunk in x.chunks(256) {
+            let mut sum = 0u32;
+            for &v in chunk {
+                want.push(sum);
+                sum = sum.wrapping_add(v);
+            }
+        }
+        assert_same(&format!("prescan of {n}"), &dy.to_host_vec(&stream)?, &want);
     }
     Ok(())
 }
