@@ -32,7 +32,6 @@ __global__ void __launch_bounds__(256) integrate_bodies(const float4* pos, const
     unsigned g = tile0 + threadIdx.x;
     shared_pos[threadIdx.x] = g < n ? pos[g] : make_float4(0.f, 0.f, 0.f, 0.f);
     __syncthreads();
-#pragma unroll 8
     for (int j = 0; j < TILE; j++) {
       float4 other = shared_pos[j];
       float rx = other.x - me.x, ry = other.y - me.y, rz = other.z - me.z;

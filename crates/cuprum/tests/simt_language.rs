@@ -13,6 +13,28 @@ use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 mod kernels {
     use super::*;
 
+    /// Long constant loops, unrolled by four by the compiler (a loop over groups): the
+    /// values each iteration sees, in order, for an unsigned, a stepped and a signed range.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn long_constant_loops(x: &[u32], mut out: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            let seed = x[i.get()];
+            let mut h = seed;
+            for k in 0..200u32 {
+                h = h.wrapping_mul(31).wrapping_add(k ^ seed);
+            }
+            for k in (3..403u32).step_by(5) {
+                h = h.wrapping_mul(17).wrapping_add(k);
+            }
+            for k in -128..124i32 {
+                h = h.wrapping_mul(7).wrapping_add(k as u32);
+            }
+            *o = h;
+        }
+    }
+
     const LIMIT: i32 = 33;
 
     /// Collatz steps: a `while` loop whose trip count differs from lane to lane.
@@ -281,6 +303,41 @@ mod kernels {
 
 fn config(n: usize, block: u32) -> LaunchConfig1D {
     LaunchConfig1D::new(blocks_for(n, block), block, 0)
+}
+
+#[test]
+fn long_constant_loops_see_every_value_in_order() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 1000;
+    let x = random_u32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &vec![0xdead_beefu32; n])?;
+    m.long_constant_loops(
+        &stream,
+        &m.prepare_long_constant_loops(config(n, 64))?,
+        &dx,
+        &mut out,
+    )?;
+    let want: Vec<u32> = x
+        .iter()
+        .map(|&seed| {
+            let mut h = seed;
+            for k in 0..200u32 {
+                h = h.wrapping_mul(31).wrapping_add(k ^ seed);
+            }
+            for k in (3..403u32).step_by(5) {
+                h = h.wrapping_mul(17).wrapping_add(k);
+            }
+            for k in -128..124i32 {
+                h = h.wrapping_mul(7).wrapping_add(k as u32);
+            }
+            h
+        })
+        .collect();
+    assert_same("long_constant_loops", &out.to_host_vec(&stream)?, &want);
+    Ok(())
 }
 
 #[test]

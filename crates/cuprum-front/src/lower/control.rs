@@ -385,6 +385,9 @@ impl Lowerer<'_> {
         if let Some(values) = self.unroll_plan(f, range, reversed, inclusive) {
             return self.unrolled(f, name.as_deref(), &values, ty, infer_var, site);
         }
+        if !infer_var && let Some(plan) = self.partial_unroll_plan(f, range, reversed, inclusive) {
+            return self.unrolled_by_four(f, name.as_deref(), plan, ty, site);
+        }
         // (In the infer run with open bounds, placeholders: typing them would decide the
         // variable's type before its uses do.)
         let (start, end) = if infer_var {
@@ -485,6 +488,9 @@ impl Lowerer<'_> {
 
 /// Loops with constant bounds and at most this many iterations are unrolled...
 const UNROLL_MAX_TRIPS: i128 = 64;
+/// ...and longer ones with a multiple of this many iterations are unrolled by it (as nvcc's
+/// default unrolling of such loops): a loop over the groups, the body copied per member.
+const PARTIAL_UNROLL: i128 = 4;
 /// ...when their body, repeated, stays under this many tokens.
 const UNROLL_MAX_TOKENS: usize = 6000;
 
@@ -531,6 +537,102 @@ impl Lowerer<'_> {
             return None;
         }
         Some(values)
+    }
+
+    /// `(start, step, trips)` of a loop with constant bounds and step, too long to unroll,
+    /// whose trip count is a multiple of [`PARTIAL_UNROLL`] (below 2^32), with a small body
+    /// and no `break`/`continue` of this loop: it is unrolled by [`PARTIAL_UNROLL`].
+    fn partial_unroll_plan(
+        &self,
+        f: &syn::ExprForLoop,
+        range: &syn::ExprRange,
+        reversed: bool,
+        inclusive: bool,
+    ) -> Option<(i128, i128, i128)> {
+        if reversed {
+            return None;
+        }
+        let konst = |e: &Option<Box<syn::Expr>>| match e.as_deref().map(|e| self.eval_const(e, 0)) {
+            Some(Ok(ConstVal::Int(v))) => Some(v),
+            _ => None,
+        };
+        let (start, end) = (konst(&range.start)?, konst(&range.end)?);
+        let step = match &*f.expr {
+            syn::Expr::MethodCall(m) if m.method == "step_by" => {
+                match m.args.first().map(|e| self.eval_const(e, 0)) {
+                    Some(Ok(ConstVal::Int(s))) if s > 0 => s,
+                    _ => return None,
+                }
+            }
+            _ => 1,
+        };
+        let last = if inclusive { end } else { end - 1 };
+        let trips = (last - start).checked_div(step)? + 1;
+        let tokens = token_count(quote::ToTokens::to_token_stream(&f.body));
+        let fits = trips > UNROLL_MAX_TRIPS
+            && trips % PARTIAL_UNROLL == 0
+            && trips <= i128::from(u32::MAX)
+            && tokens.saturating_mul(PARTIAL_UNROLL as usize) <= UNROLL_MAX_TOKENS;
+        (fits && !breaks_this_loop(&f.body)).then_some((start, step, trips))
+    }
+
+    /// A loop over groups of [`PARTIAL_UNROLL`] iterations (a `U32` group counter), the body
+    /// copied once per member with the loop variable `start + (PARTIAL_UNROLL * g + k) *
+    /// step`, computed in its own type: every value is one the original loop takes, so
+    /// nothing wraps.
+    fn unrolled_by_four(
+        &mut self,
+        f: &syn::ExprForLoop,
+        name: Option<&str>,
+        (start, step, trips): (i128, i128, i128),
+        ty: S,
+        site: u32,
+    ) -> Result<Val> {
+        let span = f.span();
+        let groups = (trips / PARTIAL_UNROLL) as u32;
+        let counter = self.b.var("unrolled", S::U32);
+        let zero = self.constant(Constant::u32(0));
+        self.b.push(Stmt::WriteVar {
+            var: counter,
+            value: zero,
+        });
+        let (start_v, group_step) = (
+            self.constant(int_constant(ty, start, span)?),
+            self.constant(int_constant(ty, step * PARTIAL_UNROLL, span)?),
+        );
+        let (groups_v, one) = (
+            self.constant(Constant::u32(groups)),
+            self.constant(Constant::u32(1)),
+        );
+        self.loop_body(|this| {
+            let g = this.def(Op::ReadVar(counter), span)?;
+            let more = this.def(Op::Compare(CmpOp::Lt, g, groups_v), span)?;
+            this.break_unless(more);
+            let next = this.def(Op::Binary(BinaryOp::Add, g, one), span)?;
+            this.b.push(Stmt::WriteVar {
+                var: counter,
+                value: next,
+            });
+            let g = this.cast_value(g, ty, span)?;
+            let offset = this.def(Op::Binary(BinaryOp::Mul, g, group_step), span)?;
+            let first = this.def(Op::Binary(BinaryOp::Add, start_v, offset), span)?;
+            for k in 0..PARTIAL_UNROLL {
+                let delta = this.constant(int_constant(ty, k * step, span)?);
+                let value = this.def(Op::Binary(BinaryOp::Add, first, delta), span)?;
+                this.scopes.push(Vec::new());
+                if let Some(n) = name {
+                    this.bind(n.to_string(), Binding::Val(Val::Scalar(value)));
+                }
+                let r = this.block(&f.body);
+                this.scopes.pop();
+                if matches!(r?, Val::Never) || this.b.block_terminated() {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        self.note_type(site, ty);
+        Ok(Val::Unit)
     }
 
     /// The body once per value, the loop variable bound to each as a constant.
