@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_same, blocks_for, ctx};
+use common::{assert_same, blocks_for, ctx, integrate_bodies_reference};
 use cuprum::simt::{
     DisjointSlice, Num, SharedArray, kernel, launch_contract, sync_threads, thread,
 };
@@ -199,32 +199,7 @@ fn integrate_bodies_reads_and_writes_float4_elements() -> cuprum::Result<()> {
     m.integrate_bodies(
         &stream, &prepared, &dpos, &dvel, dt, damping, softening, &mut npos, &mut nvel,
     )?;
-    let (mut want_pos, mut want_vel) = (Vec::new(), Vec::new());
-    for (me, v) in pos.iter().zip(&vel) {
-        let mut acc = [0.0f32; 3];
-        for other in &pos {
-            let (dx, dy, dz) = (other[0] - me[0], other[1] - me[1], other[2] - me[2]);
-            let d2 = dx * dx + dy * dy + dz * dz + softening;
-            let inv = 1.0 / d2.sqrt();
-            let s = other[3] * inv * inv * inv;
-            acc[0] += dx * s;
-            acc[1] += dy * s;
-            acc[2] += dz * s;
-        }
-        let nv = [
-            (v[0] + acc[0] * dt) * damping,
-            (v[1] + acc[1] * dt) * damping,
-            (v[2] + acc[2] * dt) * damping,
-            v[3],
-        ];
-        want_vel.push(nv);
-        want_pos.push([
-            me[0] + nv[0] * dt,
-            me[1] + nv[1] * dt,
-            me[2] + nv[2] * dt,
-            me[3],
-        ]);
-    }
+    let (want_pos, want_vel) = integrate_bodies_reference(&pos, &vel, dt, damping, softening);
     assert_same("new velocities", &nvel.to_host_vec(&stream)?, &want_vel);
     assert_same("new positions", &npos.to_host_vec(&stream)?, &want_pos);
     Ok(())

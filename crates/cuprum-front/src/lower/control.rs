@@ -495,15 +495,14 @@ const PARTIAL_UNROLL: i128 = 4;
 const UNROLL_MAX_TOKENS: usize = 6000;
 
 impl Lowerer<'_> {
-    /// The loop variable's values if the loop should be unrolled: constant bounds and step, a
-    /// small trip count and body, and no `break`/`continue` of this loop in the body.
-    fn unroll_plan(
+    /// `(start, step, last)` of a loop over constant bounds with a constant positive step
+    /// (`last` the largest value the range allows; below `start` when it is empty).
+    fn constant_range(
         &self,
         f: &syn::ExprForLoop,
         range: &syn::ExprRange,
-        reversed: bool,
         inclusive: bool,
-    ) -> Option<Vec<i128>> {
+    ) -> Option<(i128, i128, i128)> {
         let konst = |e: &Option<Box<syn::Expr>>| match e.as_deref().map(|e| self.eval_const(e, 0)) {
             Some(Ok(ConstVal::Int(v))) => Some(v),
             _ => None,
@@ -518,7 +517,19 @@ impl Lowerer<'_> {
             }
             _ => 1,
         };
-        let last = if inclusive { end } else { end - 1 };
+        Some((start, step, if inclusive { end } else { end - 1 }))
+    }
+
+    /// The loop variable's values if the loop should be unrolled: constant bounds and step, a
+    /// small trip count and body, and no `break`/`continue` of this loop in the body.
+    fn unroll_plan(
+        &self,
+        f: &syn::ExprForLoop,
+        range: &syn::ExprRange,
+        reversed: bool,
+        inclusive: bool,
+    ) -> Option<Vec<i128>> {
+        let (start, step, last) = self.constant_range(f, range, inclusive)?;
         if last < start {
             return Some(Vec::new());
         }
@@ -552,21 +563,7 @@ impl Lowerer<'_> {
         if reversed {
             return None;
         }
-        let konst = |e: &Option<Box<syn::Expr>>| match e.as_deref().map(|e| self.eval_const(e, 0)) {
-            Some(Ok(ConstVal::Int(v))) => Some(v),
-            _ => None,
-        };
-        let (start, end) = (konst(&range.start)?, konst(&range.end)?);
-        let step = match &*f.expr {
-            syn::Expr::MethodCall(m) if m.method == "step_by" => {
-                match m.args.first().map(|e| self.eval_const(e, 0)) {
-                    Some(Ok(ConstVal::Int(s))) if s > 0 => s,
-                    _ => return None,
-                }
-            }
-            _ => 1,
-        };
-        let last = if inclusive { end } else { end - 1 };
+        let (start, step, last) = self.constant_range(f, range, inclusive)?;
         let trips = (last - start).checked_div(step)? + 1;
         let tokens = token_count(quote::ToTokens::to_token_stream(&f.body));
         let fits = trips > UNROLL_MAX_TRIPS
