@@ -13,6 +13,25 @@ use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 mod kernels {
     use super::*;
 
+    /// Let chains (stable in edition 2024): a condition before a `let`, a condition after
+    /// one, and a plain `if let` last, in an else-if ladder.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn let_chains(x: &[i32], limit: i32, mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        if i.get() % 3 != 0
+            && let Some(o) = out.get_mut(i)
+        {
+            *o = x[i.get()];
+        } else if let Some(o) = out.get_mut(i)
+            && x[i.get()] > limit
+        {
+            *o = limit;
+        } else if let Some(o) = out.get_mut(i) {
+            *o = -1;
+        }
+    }
+
     /// Long constant loops, unrolled by four by the compiler (a loop over groups): the
     /// values each iteration sees, in order, for an unsigned, a stepped and a signed range.
     #[kernel]
@@ -303,6 +322,34 @@ mod kernels {
 
 fn config(n: usize, block: u32) -> LaunchConfig1D {
     LaunchConfig1D::new(blocks_for(n, block), block, 0)
+}
+
+#[test]
+fn let_chains_test_each_link_in_order() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    for n in [1usize, 100, 1001] {
+        let x = random_i32(n);
+        let limit = x[n / 2];
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN + 7; n])?;
+        let p = m.prepare_let_chains(config(n, 64))?;
+        m.let_chains(&stream, &p, &dx, limit, &mut out)?;
+        let want: Vec<i32> = (0..n)
+            .map(|i| match (i % 3 != 0, x[i] > limit) {
+                (true, _) => x[i],
+                (false, true) => limit,
+                (false, false) => -1,
+            })
+            .collect();
+        assert_same(
+            &format!("let_chains of {n}"),
+            &out.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
 }
 
 #[test]

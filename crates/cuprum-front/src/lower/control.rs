@@ -15,6 +15,9 @@ impl Lowerer<'_> {
     // ----- control flow -------------------------------------------------------------------
 
     pub(super) fn if_expr(&mut self, i: &syn::ExprIf) -> Result<Val> {
+        if let Some(nested) = let_chain_as_nested_ifs(i) {
+            return self.if_expr(&nested);
+        }
         let site = self.site();
         let span = i.span();
         if let syn::Expr::Let(l) = &*i.cond {
@@ -663,6 +666,46 @@ impl Lowerer<'_> {
         }
         Ok(Val::Unit)
     }
+}
+
+/// `if a && let P = e && c { T } else { E }` (a let chain, stable in edition 2024) as the
+/// nested ifs it means, `if a { if let P = e { if c { T } else { E } } else { E } } else { E }`
+/// (the else branch copied into each level): each condition is tested only when those before
+/// it held, and names a `let` binds are in scope in the conditions after it and in `T`.
+/// `None` when the condition is not a chain with a `let` in it.
+fn let_chain_as_nested_ifs(i: &syn::ExprIf) -> Option<syn::ExprIf> {
+    fn links(e: &syn::Expr, out: &mut Vec<syn::Expr>) {
+        match e {
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+                links(&b.left, out);
+                links(&b.right, out);
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    let mut conds = Vec::new();
+    links(&i.cond, &mut conds);
+    if conds.len() < 2 || !conds.iter().any(|c| matches!(c, syn::Expr::Let(_))) {
+        return None;
+    }
+    let mut nested: Option<syn::ExprIf> = None;
+    for cond in conds.into_iter().rev() {
+        let then_branch = match nested.take() {
+            None => i.then_branch.clone(),
+            Some(inner) => syn::Block {
+                brace_token: i.then_branch.brace_token,
+                stmts: vec![syn::Stmt::Expr(syn::Expr::If(inner), None)],
+            },
+        };
+        nested = Some(syn::ExprIf {
+            attrs: Vec::new(),
+            if_token: i.if_token,
+            cond: Box::new(cond),
+            then_branch,
+            else_branch: i.else_branch.clone(),
+        });
+    }
+    nested
 }
 
 /// Tokens in a stream, counting inside groups.
