@@ -40,8 +40,8 @@ fn mark_host_copy(attrs: &mut [syn::Attribute]) {
     }
 }
 
-pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
-    let compiled = cuprum_front::compile_module(module)?;
+pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<TokenStream> {
+    let compiled = cuprum_front::compile_module(with_parent)?;
     for k in &compiled.info.kernels {
         if RESERVED.contains(&k.name.as_str()) || k.name.starts_with("prepare_") {
             return Err(syn::Error::new(
@@ -53,7 +53,7 @@ pub fn expand(module: &syn::ItemMod) -> syn::Result<TokenStream> {
             ));
         }
     }
-    let source = cuprum_front::module_source(module);
+    let source = cuprum_front::module_source(with_parent);
     let embedded = embedded_ir(&source);
     let Some((_, items)) = &module.content else {
         return Err(syn::Error::new(

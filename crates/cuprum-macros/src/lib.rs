@@ -19,6 +19,7 @@ mod device_copy;
 mod host;
 mod host_consts;
 mod layout_check;
+mod outer_consts;
 mod tile;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.
@@ -34,7 +35,9 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into();
     }
     let module = syn::parse_macro_input!(item as syn::ItemMod);
-    match host::expand(&module) {
+    let file = proc_macro::Span::call_site().local_file();
+    let with_parent = outer_consts::with_parent_consts(&module, file.as_deref());
+    match host::expand(&module, &with_parent) {
         Ok(tokens) => tokens.into(),
         Err(e) => {
             // Keep the module (with its kernels as host code) so rustc still type-checks it

@@ -9,9 +9,26 @@ use cuprum::half::{bf16, f16};
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 
+/// A constant beside the module, which kernels reach through `use super::*` as rustc does.
+const OUTER_SCALE: i32 = 3;
+/// One that depends on another.
+const OUTER_OFFSET: i32 = OUTER_SCALE * 7 - 1;
+
 #[cuda_module]
 mod kernels {
     use super::*;
+
+    /// `out = x * OUTER_SCALE + OUTER_OFFSET`, both constants of the parent module.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn outer_constants(x: &[i32], mut out: DisjointSlice<i32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()]
+                .wrapping_mul(OUTER_SCALE)
+                .wrapping_add(OUTER_OFFSET);
+        }
+    }
 
     /// Let chains (stable in edition 2024): a condition before a `let`, a condition after
     /// one, and a plain `if let` last, in an else-if ladder.
@@ -322,6 +339,29 @@ mod kernels {
 
 fn config(n: usize, block: u32) -> LaunchConfig1D {
     LaunchConfig1D::new(blocks_for(n, block), block, 0)
+}
+
+#[test]
+fn constants_of_the_parent_module_reach_device_code() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let n = 777;
+    let x = random_i32(n);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &vec![i32::MIN + 3; n])?;
+    m.outer_constants(
+        &stream,
+        &m.prepare_outer_constants(config(n, 64))?,
+        &dx,
+        &mut out,
+    )?;
+    let want: Vec<i32> = x
+        .iter()
+        .map(|v| v.wrapping_mul(3).wrapping_add(20))
+        .collect();
+    assert_same("outer_constants", &out.to_host_vec(&stream)?, &want);
+    Ok(())
 }
 
 #[test]

@@ -1137,7 +1137,12 @@ impl<'a> Lowerer<'a> {
                 Some(c) => self.module_const(c),
                 None => err(
                     ident.span(),
-                    format!("cannot find `{name}` in device code (statics are not supported)"),
+                    format!(
+                        "cannot find `{name}` in device code: kernels read their parameters, \
+                         locals, and `const` items of the module or of its parent module in \
+                         the same file (statics are not supported: use a `const`, or pass \
+                         the value as a parameter)"
+                    ),
                 ),
             },
         }
@@ -1249,7 +1254,10 @@ impl<'a> Lowerer<'a> {
                     Some(c) => self.eval_const(&c.expr, depth + 1),
                     None => err(
                         p.span(),
-                        format!("`{name}` is not a constant of this module"),
+                        format!(
+                            "`{name}` is not a constant of this module or of its parent \
+                             module in the same file"
+                        ),
                     ),
                 }
             }
