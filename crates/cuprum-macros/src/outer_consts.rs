@@ -6,7 +6,7 @@
 //! file the module is in (`proc_macro::Span::local_file`), finds the module among the
 //! file's items by name (one `#[cuda_module]` module of that name, else nothing is added),
 //! and gives the front end a copy of the module with its parent's `const` items appended
-//! (those the module does not define itself). The copy is only what the front end
+//! (those the module neither defines nor imports by name, which shadow them). The copy is only what the front end
 //! compiles and embeds as source; the module rustc sees is unchanged. Constants of other
 //! files, or imported by name from elsewhere, are not found: the front end's error says to
 //! define them in the module or its parent.
@@ -32,7 +32,14 @@ pub fn with_parent_consts(module: &syn::ItemMod, file: Option<&Path>) -> syn::It
     let Some((_, items)) = &mut out.content else {
         return out;
     };
-    let own: HashSet<String> = items.iter().filter_map(item_name).collect();
+    // Names the module defines or imports by name shadow the parent's (a glob import
+    // does not), for rustc and so here.
+    let mut own: HashSet<String> = items.iter().filter_map(item_name).collect();
+    for item in items.iter() {
+        if let syn::Item::Use(u) = item {
+            imported_names(&u.tree, &mut own);
+        }
+    }
     for item in parent {
         if let syn::Item::Const(c) = item
             && !own.contains(&c.ident.to_string())
@@ -62,6 +69,25 @@ fn is_cuda_module(a: &syn::Attribute) -> bool {
         .segments
         .last()
         .is_some_and(|s| s.ident == "cuda_module")
+}
+
+/// The names a `use` tree brings in by name (not through globs).
+fn imported_names(tree: &syn::UseTree, out: &mut HashSet<String>) {
+    match tree {
+        syn::UseTree::Path(p) => imported_names(&p.tree, out),
+        syn::UseTree::Name(n) => {
+            out.insert(n.ident.to_string());
+        }
+        syn::UseTree::Rename(r) => {
+            out.insert(r.rename.to_string());
+        }
+        syn::UseTree::Glob(_) => {}
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                imported_names(t, out);
+            }
+        }
+    }
 }
 
 /// The name an item defines, for the ones a constant could clash with.

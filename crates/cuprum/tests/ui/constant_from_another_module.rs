@@ -8,6 +8,11 @@ mod limits {
     pub const LIMIT: u32 = 7;
 }
 
+// The parent's own LIMIT is shadowed inside the module by the import, for rustc and for
+// cuprum alike: the kernel must not silently read this one.
+#[allow(dead_code)]
+const LIMIT: u32 = 1000;
+
 #[cuda_module]
 mod kernels {
     use super::*;
