@@ -302,10 +302,11 @@ fn every_cast_pair_matches_rust_as() {
 // ---------------------------------------------------------------------------------------------
 // Integers
 
-const INT_BINOPS: [BinaryOp; 12] = [
+const INT_BINOPS: [BinaryOp; 13] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
+    BinaryOp::MulHigh,
     BinaryOp::Div,
     BinaryOp::Rem,
     BinaryOp::And,
@@ -333,6 +334,11 @@ macro_rules! int_reference {
             BinaryOp::Add => x.wrapping_add(y),
             BinaryOp::Sub => x.wrapping_sub(y),
             BinaryOp::Mul => x.wrapping_mul(y),
+            // Signed products of 64-bit values fit in i128; unsigned ones in u128.
+            BinaryOp::MulHigh if <$t>::MIN == 0 as $t => {
+                ((x as u128 * y as u128) >> <$t>::BITS) as $t
+            }
+            BinaryOp::MulHigh => ((x as i128 * y as i128) >> <$t>::BITS) as $t,
             BinaryOp::Div => x / y,
             BinaryOp::Rem => x % y,
             BinaryOp::And => x & y,
@@ -382,6 +388,9 @@ macro_rules! check_int_type {
             .collect();
         let shifts: Vec<u64> = (0..300).map(|i| (i * 7 % 200) as u64).collect();
         for op in INT_BINOPS {
+            if op == BinaryOp::MulHigh && <$t>::BITS < 32 {
+                continue; // 32- and 64-bit integers only
+            }
             let rhs = match op {
                 BinaryOp::Div | BinaryOp::Rem => &bdiv,
                 BinaryOp::Shl | BinaryOp::Shr => &shifts,
@@ -422,6 +431,28 @@ macro_rules! check_int_type {
             let x = <$t as Elem>::from_bits(a[i]);
             assert_eq!(neg[i], x.wrapping_neg().to_bits());
             assert_eq!(not[i], (!x).to_bits());
+        }
+        // Bit counts, with zero and all-ones among the operands.
+        let mut bits = a.clone();
+        bits.extend([0, <$t>::MAX.to_bits(), <$t>::MIN.to_bits(), 1]);
+        let counts = [
+            UnaryOp::CountOnes,
+            UnaryOp::LeadingZeros,
+            UnaryOp::TrailingZeros,
+        ];
+        for op in counts {
+            let got = run_map($mem, &[ty], std::slice::from_ref(&bits), ty, |k, v| {
+                k.un(op, v[0])
+            });
+            for i in 0..bits.len() {
+                let x = <$t as Elem>::from_bits(bits[i]);
+                let want = match op {
+                    UnaryOp::CountOnes => x.count_ones(),
+                    UnaryOp::LeadingZeros => x.leading_zeros(),
+                    _ => x.trailing_zeros(),
+                };
+                assert_eq!(got[i], (want as $t).to_bits(), "{ty} {op:?} {x}");
+            }
         }
     }};
 }
@@ -556,7 +587,9 @@ macro_rules! float_un {
             UnaryOp::Sin => $x.sin(),
             UnaryOp::Cos => $x.cos(),
             UnaryOp::Tanh => $x.tanh(),
-            UnaryOp::Not => unreachable!(),
+            UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
+                unreachable!()
+            }
         }
     };
 }

@@ -206,6 +206,21 @@ pub fn unary(op: UnaryOp, ty: ScalarType, a: u64) -> Result<u64, OpError> {
         return match op {
             UnaryOp::Neg => Ok(from_int(ty, -int(ty, a))),
             UnaryOp::Not => Ok(canonical(ty, !a)),
+            // Counted over the value's own bits (its low `width` bits).
+            UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
+                let width = ty.bits();
+                let low = if width == 64 {
+                    a
+                } else {
+                    a & ((1 << width) - 1)
+                };
+                let n = match op {
+                    UnaryOp::CountOnes => low.count_ones(),
+                    UnaryOp::LeadingZeros => low.leading_zeros() - (64 - width),
+                    _ => low.trailing_zeros().min(width),
+                };
+                Ok(from_int(ty, i128::from(n)))
+            }
             _ => Err(OpError::Undefined),
         };
     }
@@ -260,6 +275,11 @@ pub fn binary(op: BinaryOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, OpErr
             B::Add => x + y,
             B::Sub => x - y,
             B::Mul => x.wrapping_mul(y),
+            // The exact product shifted down by the width: signed products of 64-bit values
+            // fit in i128; unsigned ones are formed in u128.
+            B::MulHigh if width < 32 => return Err(OpError::Undefined),
+            B::MulHigh if ty.is_signed_int() => (x * y) >> width,
+            B::MulHigh => ((x as u128 * y as u128) >> width) as i128,
             B::Div | B::Rem => {
                 if y == 0 {
                     return Err(OpError::DivideByZero);
@@ -447,6 +467,19 @@ mod tests {
             binary(BinaryOp::Mul, S::U64, u64::MAX, u64::MAX),
             Ok(1),
             "wrapping"
+        );
+        assert_eq!(
+            binary(BinaryOp::MulHigh, S::U64, u64::MAX, u64::MAX),
+            Ok(u64::MAX - 1)
+        );
+        assert_eq!(
+            binary(BinaryOp::MulHigh, S::I64, (-1i64) as u64, 5),
+            Ok(u64::MAX)
+        );
+        assert_eq!(binary(BinaryOp::MulHigh, S::U32, 0x8000_0000, 4), Ok(2));
+        assert_eq!(
+            binary(BinaryOp::MulHigh, S::U16, 1, 1),
+            Err(OpError::Undefined)
         );
         assert_eq!(
             binary(BinaryOp::Rem, S::I32, (-7i32) as u32 as u64, 2),

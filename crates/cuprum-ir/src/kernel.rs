@@ -636,6 +636,14 @@ pub enum UnaryOp {
     Neg,
     /// Bitwise not on integers, logical not on `Bool`.
     Not,
+    /// The number of one bits of an integer (`count_ones`), in the operand's type.
+    CountOnes,
+    /// The number of zero bits above the highest one bit of an integer (`leading_zeros`; the
+    /// width for zero), in the operand's type.
+    LeadingZeros,
+    /// The number of zero bits below the lowest one bit of an integer (`trailing_zeros`; the
+    /// width for zero), in the operand's type.
+    TrailingZeros,
     // Float-only operations below.
     /// Absolute value (clears the sign bit, so `-NaN` becomes `NaN`).
     Abs,
@@ -670,7 +678,16 @@ pub enum UnaryOp {
 impl UnaryOp {
     /// Whether the operation is defined on floats only.
     pub const fn is_float_only(self) -> bool {
-        !matches!(self, Self::Neg | Self::Not)
+        !matches!(self, Self::Neg | Self::Not) && !self.is_bit_count()
+    }
+
+    /// Whether the operation counts bits (`CountOnes`, `LeadingZeros`, `TrailingZeros`):
+    /// defined on integers only.
+    pub const fn is_bit_count(self) -> bool {
+        matches!(
+            self,
+            Self::CountOnes | Self::LeadingZeros | Self::TrailingZeros
+        )
     }
 
     /// Whether the operation is a transcendental function: the GPU computes it with an
@@ -693,6 +710,9 @@ pub enum BinaryOp {
     Sub,
     /// Multiplication; wraps on integers (the low half of the product).
     Mul,
+    /// The high half of the double-width product of two 32- or 64-bit integers (signed or
+    /// unsigned as their type): with `Mul`'s low half, the exact product. Integers only.
+    MulHigh,
     /// Division: truncating on integers (a zero divisor or signed `MIN / -1` must not reach
     /// it), IEEE on floats.
     Div,

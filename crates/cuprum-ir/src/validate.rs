@@ -70,6 +70,9 @@ pub fn result_type(
             if *u == UnaryOp::Neg && t == S::Bool {
                 return Err("Neg on bool".into());
             }
+            if u.is_bit_count() && !t.is_int() {
+                return Err(format!("{u:?} needs an integer operand, got {t}"));
+            }
             t
         }
         Op::Binary(b, l, r) => {
@@ -90,6 +93,9 @@ pub fn result_type(
                     }
                     if lt.is_float() && logical {
                         return Err(format!("{b:?} on float"));
+                    }
+                    if *b == BinaryOp::MulHigh && !(lt.is_int() && lt.bits() >= 32) {
+                        return Err(format!("MulHigh needs 32- or 64-bit integers, got {lt}"));
                     }
                 }
             }

@@ -96,6 +96,7 @@ impl Cse {
                     b,
                     BinaryOp::Add
                         | BinaryOp::Mul
+                        | BinaryOp::MulHigh
                         | BinaryOp::And
                         | BinaryOp::Or
                         | BinaryOp::Xor

@@ -218,7 +218,12 @@ impl KernelWriter<'_> {
             UnaryOp::Sin => self.sin_cos_f32(d, a, false),
             UnaryOp::Cos => self.sin_cos_f32(d, a, true),
             UnaryOp::Tanh => self.tanh_f32(d, a),
-            UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs => {
+            UnaryOp::Neg
+            | UnaryOp::Not
+            | UnaryOp::Abs
+            | UnaryOp::CountOnes
+            | UnaryOp::LeadingZeros
+            | UnaryOp::TrailingZeros => {
                 return Err(self.unsupported(format!("{u:?} as a float function")));
             }
         }

@@ -105,6 +105,56 @@ impl KernelWriter<'_> {
         }
     }
 
+    /// `count_ones`, `leading_zeros` or `trailing_zeros` of an integer, in its own type. PTX
+    /// counts into a `u32`; narrow values (canonical in 32-bit registers, so sign-extended
+    /// when signed) are masked to their width first, a `leading_zeros` is corrected by the
+    /// bits above the width, and a `trailing_zeros` sees a one just above the width, so zero
+    /// counts as the width.
+    fn bit_count(&mut self, u: UnaryOp, ty: ScalarType, d: Reg, a: Reg) {
+        let bits = ty.bits();
+        if bits == 64 {
+            let count = self.tmp(Class::B32);
+            match u {
+                UnaryOp::CountOnes => ins!(self, "popc.b64 {count}, {a}"),
+                UnaryOp::LeadingZeros => ins!(self, "clz.b64 {count}, {a}"),
+                _ => {
+                    let r = self.tmp(Class::B64);
+                    ins!(self, "brev.b64 {r}, {a}");
+                    ins!(self, "clz.b64 {count}, {r}");
+                }
+            }
+            ins!(self, "cvt.u64.u32 {d}, {count}");
+            return;
+        }
+        let x = if bits < 32 {
+            let x = self.tmp(Class::B32);
+            let mask = (1u32 << bits) - 1;
+            ins!(self, "and.b32 {x}, {a}, {mask}");
+            x
+        } else {
+            a
+        };
+        match u {
+            UnaryOp::CountOnes => ins!(self, "popc.b32 {d}, {x}"),
+            UnaryOp::LeadingZeros => {
+                ins!(self, "clz.b32 {d}, {x}");
+                if bits < 32 {
+                    ins!(self, "sub.u32 {d}, {d}, {}", 32 - bits);
+                }
+            }
+            _ => {
+                let r = self.tmp(Class::B32);
+                if bits < 32 {
+                    ins!(self, "or.b32 {r}, {x}, {}", 1u32 << bits);
+                    ins!(self, "brev.b32 {r}, {r}");
+                } else {
+                    ins!(self, "brev.b32 {r}, {x}");
+                }
+                ins!(self, "clz.b32 {d}, {r}");
+            }
+        }
+    }
+
     fn unary(&mut self, u: UnaryOp, ty: ScalarType, d: Reg, a: Reg) -> Result<(), PtxError> {
         match (u, ty) {
             (UnaryOp::Not, S::Bool) => ins!(self, "not.pred {d}, {a}"),
@@ -121,6 +171,7 @@ impl KernelWriter<'_> {
             (UnaryOp::Neg, S::F32 | S::F64) => ins!(self, "neg.{} {d}, {a}", float_type(ty)),
             (UnaryOp::Abs, t) if is_half(t) => ins!(self, "and.b16 {d}, {a}, 0x7FFF"),
             (UnaryOp::Abs, S::F32 | S::F64) => ins!(self, "abs.{} {d}, {a}", float_type(ty)),
+            (u, t) if u.is_bit_count() && t.is_int() => self.bit_count(u, t, d, a),
             (UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs, t) => {
                 return Err(self.unsupported(format!("{u:?} on {t}")));
             }
@@ -157,6 +208,8 @@ impl KernelWriter<'_> {
             BinaryOp::Add => ins!(self, "add.{t} {d}, {l}, {r}"),
             BinaryOp::Sub => ins!(self, "sub.{t} {d}, {l}, {r}"),
             BinaryOp::Mul => ins!(self, "mul.lo.{t} {d}, {l}, {r}"),
+            // The validator admits 32- and 64-bit operands only, whose registers are exact.
+            BinaryOp::MulHigh => ins!(self, "mul.hi.{t} {d}, {l}, {r}"),
             BinaryOp::Div => ins!(self, "div.{t} {d}, {l}, {r}"),
             BinaryOp::Rem => ins!(self, "rem.{t} {d}, {l}, {r}"),
             BinaryOp::And => ins!(self, "and.{bits} {d}, {l}, {r}"),

@@ -39,9 +39,12 @@ impl Bytes {
     }
 }
 
-const UNARY: [UnaryOp; 15] = [
+const UNARY: [UnaryOp; 18] = [
     UnaryOp::Neg,
     UnaryOp::Not,
+    UnaryOp::CountOnes,
+    UnaryOp::LeadingZeros,
+    UnaryOp::TrailingZeros,
     UnaryOp::Abs,
     UnaryOp::Sqrt,
     UnaryOp::Floor,
@@ -57,10 +60,11 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Tanh,
 ];
 
-const BINARY: [BinaryOp; 12] = [
+const BINARY: [BinaryOp; 13] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
+    BinaryOp::MulHigh,
     BinaryOp::Div,
     BinaryOp::Rem,
     BinaryOp::And,
@@ -85,6 +89,7 @@ fn unary_applies(u: UnaryOp, ty: ScalarType) -> bool {
     match u {
         UnaryOp::Not => !ty.is_float(),
         UnaryOp::Neg => ty != S::Bool,
+        UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => ty.is_int(),
         UnaryOp::Exp
         | UnaryOp::Exp2
         | UnaryOp::Ln
@@ -100,8 +105,10 @@ fn binary_applies(b: BinaryOp, ty: ScalarType) -> bool {
     let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
     match ty {
         S::Bool => logical,
-        t if t.is_float() => !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr),
-        _ => true,
+        t if t.is_float() => {
+            !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::MulHigh)
+        }
+        t => b != BinaryOp::MulHigh || t.bits() >= 32,
     }
 }
 

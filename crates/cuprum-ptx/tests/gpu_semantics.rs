@@ -166,7 +166,12 @@ fn all_cases() -> Vec<Case> {
                 BinaryOp::Max,
             ]
         };
-        for &op in ops {
+        let high: &[BinaryOp] = if ty != S::Bool && ty.bits() >= 32 {
+            &[BinaryOp::MulHigh]
+        } else {
+            &[]
+        };
+        for &op in ops.iter().chain(high) {
             let shift = matches!(op, BinaryOp::Shl | BinaryOp::Shr);
             let inputs: Vec<(u64, u64)> = all
                 .iter()
@@ -203,7 +208,13 @@ fn all_cases() -> Vec<Case> {
         let unary: &[UnaryOp] = if ty == S::Bool {
             &[UnaryOp::Not]
         } else {
-            &[UnaryOp::Not, UnaryOp::Neg]
+            &[
+                UnaryOp::Not,
+                UnaryOp::Neg,
+                UnaryOp::CountOnes,
+                UnaryOp::LeadingZeros,
+                UnaryOp::TrailingZeros,
+            ]
         };
         for &u in unary {
             let inputs: Vec<(u64, u64)> = xs.iter().map(|&x| (x, 0)).collect();
@@ -214,8 +225,20 @@ fn all_cases() -> Vec<Case> {
                 |k, a, _| k.op(Op::Unary(u, a)),
                 |a, _| {
                     let x = to_i128(ty, a);
+                    let width = ty.bits();
+                    let low = if width == 64 {
+                        a
+                    } else {
+                        a & ((1u64 << width) - 1)
+                    };
                     if ty == S::Bool {
                         1 - (a & 1)
+                    } else if u == UnaryOp::CountOnes {
+                        u64::from(low.count_ones())
+                    } else if u == UnaryOp::LeadingZeros {
+                        u64::from(low.leading_zeros() - (64 - width))
+                    } else if u == UnaryOp::TrailingZeros {
+                        u64::from(low.trailing_zeros().min(width))
                     } else if u == UnaryOp::Not {
                         mask(ty, !x as u64)
                     } else {

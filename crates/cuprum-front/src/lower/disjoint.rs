@@ -282,45 +282,9 @@ impl Lowerer<'_> {
             let fits = self.def(Op::Compare(CmpOp::Le, x, most), span)?;
             return Ok((sum, Some(fits)));
         }
-        // The high 64 bits of the 128-bit product, from 32-bit halves (each partial product
-        // fits in 64 bits, and so does their sum, which is the exact high word).
-        let low32 = self.constant(Constant::u64(u64::from(u32::MAX)));
-        let thirty_two = self.constant(Constant::new(S::U32, 32));
+        // The exact product fits in 64 bits when its high half (one `mul.hi.u64`) is zero.
         let zero = self.constant(Constant::u64(0));
-        let half = |this: &mut Self, v: Value, high: bool| -> Result<Value> {
-            let op = if high {
-                Op::Binary(BinaryOp::Shr, v, thirty_two)
-            } else {
-                Op::Binary(BinaryOp::And, v, low32)
-            };
-            this.def(op, span)
-        };
-        let a_fits_32 = self
-            .upper_bound(a)
-            .is_some_and(|x| x <= u128::from(u32::MAX));
-        let (al, bl, bh) = (
-            half(self, a, false)?,
-            half(self, b, false)?,
-            half(self, b, true)?,
-        );
-        let ll = self.def(Op::Binary(BinaryOp::Mul, al, bl), span)?;
-        let lh = self.def(Op::Binary(BinaryOp::Mul, al, bh), span)?;
-        let ll_high = half(self, ll, true)?;
-        let lh_low = half(self, lh, false)?;
-        let mut mid = self.def(Op::Binary(BinaryOp::Add, ll_high, lh_low), span)?;
-        let mut high = half(self, lh, true)?;
-        if !a_fits_32 {
-            let ah = half(self, a, true)?;
-            let hl = self.def(Op::Binary(BinaryOp::Mul, ah, bl), span)?;
-            let hh = self.def(Op::Binary(BinaryOp::Mul, ah, bh), span)?;
-            let hl_low = half(self, hl, false)?;
-            mid = self.def(Op::Binary(BinaryOp::Add, mid, hl_low), span)?;
-            let hl_high = half(self, hl, true)?;
-            high = self.def(Op::Binary(BinaryOp::Add, high, hl_high), span)?;
-            high = self.def(Op::Binary(BinaryOp::Add, high, hh), span)?;
-        }
-        let mid_high = half(self, mid, true)?;
-        high = self.def(Op::Binary(BinaryOp::Add, high, mid_high), span)?;
+        let high = self.def(Op::Binary(BinaryOp::MulHigh, a, b), span)?;
         let no_high = self.def(Op::Compare(CmpOp::Eq, high, zero), span)?;
         let no_carry = self.def(Op::Compare(CmpOp::Ge, sum, product), span)?;
         let fits = self.def(Op::Binary(BinaryOp::And, no_high, no_carry), span)?;

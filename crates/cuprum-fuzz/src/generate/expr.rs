@@ -254,7 +254,13 @@ impl Gen {
             }
             6 => self.safe_division(ty),
             7 => {
-                let op = self.choose(&[UnaryOp::Neg, UnaryOp::Not]);
+                let op = self.choose(&[
+                    UnaryOp::Neg,
+                    UnaryOp::Not,
+                    UnaryOp::CountOnes,
+                    UnaryOp::LeadingZeros,
+                    UnaryOp::TrailingZeros,
+                ]);
                 let a = self.pick(ty, t);
                 let l = self.lv(&[a]);
                 self.def(Node::Unary(op, a), ty, l)
@@ -264,7 +270,12 @@ impl Gen {
                 self.def(Node::Vote(VoteMode::Ballot, p), S::U32, Level::Warp)
             }
             _ => {
-                let op = self.choose(&INT_BINARY);
+                // The high half of the product exists for 32- and 64-bit integers only.
+                let op = if ty.bits() >= 32 && self.chance(0.1) {
+                    BinaryOp::MulHigh
+                } else {
+                    self.choose(&INT_BINARY)
+                };
                 let (a, b) = (self.pick(ty, t), self.pick(ty, t));
                 let l = self.lv(&[a, b]);
                 self.def(Node::Binary(op, a, b), ty, l)

@@ -147,6 +147,9 @@ macro_rules! int_unary {
         match $op {
             UnaryOp::Neg => map1::<N, $t, $t>($a, $out, |x| x.wrapping_neg()),
             UnaryOp::Not => map1::<N, $t, $t>($a, $out, |x| !x),
+            UnaryOp::CountOnes => map1::<N, $t, $t>($a, $out, |x| x.count_ones() as $t),
+            UnaryOp::LeadingZeros => map1::<N, $t, $t>($a, $out, |x| x.leading_zeros() as $t),
+            UnaryOp::TrailingZeros => map1::<N, $t, $t>($a, $out, |x| x.trailing_zeros() as $t),
             _ => return Err(OpFault::Unsupported),
         }
     };
@@ -171,7 +174,9 @@ macro_rules! float_unary {
             UnaryOp::Sin => map1::<N, $t, $t>($a, $out, |x| from(to(x).sin())),
             UnaryOp::Cos => map1::<N, $t, $t>($a, $out, |x| from(to(x).cos())),
             UnaryOp::Tanh => map1::<N, $t, $t>($a, $out, |x| from(to(x).tanh())),
-            UnaryOp::Not => return Err(OpFault::Unsupported),
+            UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
+                return Err(OpFault::Unsupported);
+            }
         }
     }};
 }
@@ -246,6 +251,11 @@ macro_rules! int_binary {
             BinaryOp::Add => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_add(y)),
             BinaryOp::Sub => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_sub(y)),
             BinaryOp::Mul => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.wrapping_mul(y)),
+            // Sign- or zero-extended to 128 bits, the product modulo 2^128 is exact for
+            // 64-bit operands; its bits above the type's width are the high half.
+            BinaryOp::MulHigh => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| {
+                ((x as u128).wrapping_mul(y as u128) >> <$t>::BITS) as $t
+            }),
             BinaryOp::Div => {
                 check_div::<N, $t>($a, $b, $mask, 0, overflow)?;
                 map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.checked_div(y).unwrap_or(0))
@@ -276,7 +286,12 @@ macro_rules! float_binary {
             BinaryOp::Rem => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) % to(y))),
             BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).min(to(y)))),
             BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).max(to(y)))),
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => {
+            BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::Shl
+            | BinaryOp::Shr
+            | BinaryOp::MulHigh => {
                 return Err(OpFault::Unsupported);
             }
         }

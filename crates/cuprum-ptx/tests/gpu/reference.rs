@@ -114,6 +114,9 @@ pub(crate) fn int_binary(op: BinaryOp, ty: ScalarType, a: u64, b: u64) -> u64 {
         BinaryOp::Add => x.wrapping_add(y),
         BinaryOp::Sub => x.wrapping_sub(y),
         BinaryOp::Mul => x.wrapping_mul(y),
+        // Signed 64-bit products fit in i128; unsigned ones are formed in u128.
+        BinaryOp::MulHigh if ty.is_signed_int() => (x * y) >> ty.bits(),
+        BinaryOp::MulHigh => ((x as u128 * y as u128) >> ty.bits()) as i128,
         BinaryOp::Div => x / y,
         BinaryOp::Rem => x % y,
         BinaryOp::And => x & y,
