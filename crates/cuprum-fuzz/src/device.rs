@@ -121,8 +121,8 @@ pub fn launch_all(
             })
             .collect();
         let config = LaunchConfig {
-            grid: (program.grid, 1, 1),
-            block: (program.block, 1, 1),
+            grid_dim: (program.grid, 1, 1),
+            block_dim: (program.block, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: every slice argument lies inside `device`, which outlives the launches,

@@ -180,6 +180,14 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 })
             }
 
+            /// Loads this module's kernels on the context of `file`, which
+            /// `ctx.load_module_from_file(..)` named (cuda-oxide's two-step load): cuprum
+            /// compiled the module into the program, so this is [`load`] on that context and
+            /// the file is not read (see `cuprum::oxide`).
+            pub fn from_module(file: ::cuprum::ModuleFile) -> ::cuprum::Result<Module> {
+                load(file.context())
+            }
+
             impl Module {
                 /// The PTX the driver loaded (CUDA backend only).
                 pub fn ptx(&self) -> ::std::option::Option<&str> {
@@ -296,8 +304,10 @@ fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream
             };
             let elem = &ptr.elem;
             (
-                quote!(#name: ::cuprum::simt::DevicePtr<#elem>),
-                quote!(::cuprum::__private::KernelArg::scalar(#name)),
+                quote!(#name: impl ::std::convert::Into<::cuprum::simt::DevicePtr<#elem>>),
+                quote!(::cuprum::__private::KernelArg::scalar(
+                    ::std::convert::Into::<::cuprum::simt::DevicePtr<#elem>>::into(#name)
+                )),
             )
         }
         cuprum_front::ParamType::Atomic { .. } => {

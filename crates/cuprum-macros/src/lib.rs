@@ -74,6 +74,22 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("kernel", attr, item)
 }
 
+/// `#[device]` on a helper function written beside a `#[cuda_module]` (in its parent module,
+/// as cuda-oxide's examples write them): the module's kernels may call it, and the compiler
+/// takes it into the module. On the host it is an ordinary function.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`#[device]` takes no arguments",
+        )
+        .to_compile_error()
+        .into();
+    }
+    item
+}
+
 /// `#[launch_bounds(max_threads[, min_blocks_per_sm])]` on a kernel inside a `#[cuda_module]`.
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {

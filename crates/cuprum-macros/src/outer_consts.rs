@@ -1,12 +1,14 @@
-//! Constants a `#[cuda_module]` reaches from its parent module through `use super::*`.
+//! Constants and `#[device]` functions a `#[cuda_module]` reaches from its parent module
+//! through `use super::*`.
 //!
 //! A proc macro sees only the module's own tokens, so `const BLOCK: usize = 256;` written
 //! beside the module (as cuda-oxide's examples do) was "not a constant of this module" to
 //! the front end, while rustc resolved it for the host copy. The macro reads the source
 //! file the module is in (`proc_macro::Span::local_file`), finds the module among the
 //! file's items by name (one `#[cuda_module]` module of that name, else nothing is added),
-//! and gives the front end a copy of the module with its parent's `const` items appended
-//! (those the module neither defines nor imports by name, which shadow them). The copy is only what the front end
+//! and gives the front end a copy of the module with its parent's `const` items and
+//! `#[device]` functions (cuda-oxide's mark for a helper written outside the module)
+//! appended (those the module neither defines nor imports by name, which shadow them). The copy is only what the front end
 //! compiles and embeds as source; the module rustc sees is unchanged. Constants of other
 //! files, or imported by name from elsewhere, are not found: the front end's error says to
 //! define them in the module or its parent.
@@ -41,10 +43,16 @@ pub fn with_parent_consts(module: &syn::ItemMod, file: Option<&Path>) -> syn::It
         }
     }
     for item in parent {
-        if let syn::Item::Const(c) = item
-            && !own.contains(&c.ident.to_string())
-        {
-            items.push(syn::Item::Const(c.clone()));
+        match item {
+            syn::Item::Const(c) if !own.contains(&c.ident.to_string()) => {
+                items.push(item.clone());
+            }
+            syn::Item::Fn(f)
+                if f.attrs.iter().any(is_device) && !own.contains(&f.sig.ident.to_string()) =>
+            {
+                items.push(item.clone());
+            }
+            _ => {}
         }
     }
     out
@@ -62,6 +70,14 @@ fn find_parents<'a>(items: &'a [syn::Item], name: &syn::Ident, out: &mut Vec<&'a
             find_parents(inner, name, out);
         }
     }
+}
+
+/// `#[device]` (or `#[cuprum::simt::device]`): a device helper written outside the module.
+fn is_device(a: &syn::Attribute) -> bool {
+    a.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "device")
 }
 
 fn is_cuda_module(a: &syn::Attribute) -> bool {

@@ -9,12 +9,97 @@ use cuprum_ir::ScalarType;
 pub struct LaunchConfig {
     /// Blocks in the grid along `x`, `y` and `z`; each at least 1 and within the device's
     /// [`DeviceLimits::max_grid_dim`](crate::DeviceLimits::max_grid_dim).
-    pub grid: (u32, u32, u32),
+    pub grid_dim: (u32, u32, u32),
     /// Threads per block along `x`, `y` and `z`; each at least 1, with a product of at most
     /// the device's `max_threads_per_block` (1024) and the kernel's launch bounds.
+    pub block_dim: (u32, u32, u32),
+    /// Bytes of dynamic shared memory per block.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// The block size [`for_num_elems`](Self::for_num_elems) uses.
+    pub const DEFAULT_BLOCK_SIZE: u32 = 256;
+
+    /// One thread per element for `n` elements, in blocks of 256 threads (cuda-oxide's and
+    /// cudarc's name for it): `ceil(n / 256)` blocks, at least 1, no dynamic shared memory.
+    ///
+    /// ```
+    /// use cuprum_runtime::LaunchConfig;
+    ///
+    /// let c = LaunchConfig::for_num_elems(1000);
+    /// assert_eq!((c.grid_dim, c.block_dim, c.shared_mem_bytes), ((4, 1, 1), (256, 1, 1), 0));
+    /// assert_eq!(LaunchConfig::for_num_elems(0).grid_dim, (1, 1, 1));
+    /// ```
+    pub fn for_num_elems(n: u32) -> Self {
+        LaunchConfig1D::for_len(n as usize, Self::DEFAULT_BLOCK_SIZE).into()
+    }
+}
+
+/// A two-dimensional [`LaunchConfig`] (`z` is 1 in both the grid and the block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig2D {
+    /// Blocks in the grid along `x` and `y`.
+    pub grid: (u32, u32),
+    /// Threads per block along `x` and `y`.
+    pub block: (u32, u32),
+    /// Bytes of dynamic shared memory per block.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig2D {
+    /// A configuration of `grid` blocks of `block` threads, with `shared_mem_bytes` bytes of
+    /// dynamic shared memory per block. Nothing is checked until the launch.
+    pub fn new(grid: (u32, u32), block: (u32, u32), shared_mem_bytes: u32) -> Self {
+        Self {
+            grid,
+            block,
+            shared_mem_bytes,
+        }
+    }
+}
+
+impl From<LaunchConfig2D> for LaunchConfig {
+    fn from(c: LaunchConfig2D) -> Self {
+        Self {
+            grid_dim: (c.grid.0, c.grid.1, 1),
+            block_dim: (c.block.0, c.block.1, 1),
+            shared_mem_bytes: c.shared_mem_bytes,
+        }
+    }
+}
+
+/// A three-dimensional [`LaunchConfig`], made with a constructor like the 1-D and 2-D ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig3D {
+    /// Blocks in the grid along `x`, `y` and `z`.
+    pub grid: (u32, u32, u32),
+    /// Threads per block along `x`, `y` and `z`.
     pub block: (u32, u32, u32),
     /// Bytes of dynamic shared memory per block.
     pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig3D {
+    /// A configuration of `grid` blocks of `block` threads, with `shared_mem_bytes` bytes of
+    /// dynamic shared memory per block. Nothing is checked until the launch.
+    pub fn new(grid: (u32, u32, u32), block: (u32, u32, u32), shared_mem_bytes: u32) -> Self {
+        Self {
+            grid,
+            block,
+            shared_mem_bytes,
+        }
+    }
+}
+
+impl From<LaunchConfig3D> for LaunchConfig {
+    fn from(c: LaunchConfig3D) -> Self {
+        Self {
+            grid_dim: c.grid,
+            block_dim: c.block,
+            shared_mem_bytes: c.shared_mem_bytes,
+        }
+    }
 }
 
 /// A one-dimensional [`LaunchConfig`].
@@ -54,7 +139,7 @@ impl LaunchConfig1D {
     ///
     /// // Where a 3-D configuration is expected, a 1-D one converts into it.
     /// let full: LaunchConfig = c.into();
-    /// assert_eq!((full.grid, full.block), ((4, 1, 1), (256, 1, 1)));
+    /// assert_eq!((full.grid_dim, full.block_dim), ((4, 1, 1), (256, 1, 1)));
     /// ```
     pub fn for_len(len: usize, block: u32) -> Self {
         let grid = if block == 0 {
@@ -71,8 +156,8 @@ impl LaunchConfig1D {
 impl From<LaunchConfig1D> for LaunchConfig {
     fn from(c: LaunchConfig1D) -> Self {
         Self {
-            grid: (c.grid, 1, 1),
-            block: (c.block, 1, 1),
+            grid_dim: (c.grid, 1, 1),
+            block_dim: (c.block, 1, 1),
             shared_mem_bytes: c.shared_mem_bytes,
         }
     }

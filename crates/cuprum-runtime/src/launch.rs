@@ -18,7 +18,7 @@ use cuprum_ir::{Kernel, ParamKind};
 use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, module_label};
 use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
-pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D};
+pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D};
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::limits::{KernelFacts, check_config};
@@ -54,8 +54,8 @@ impl LaunchContract {
                 self.domain
             ));
         }
-        if config.block != self.block {
-            let (x, y, z) = config.block;
+        if config.block_dim != self.block {
+            let (x, y, z) = config.block_dim;
             let (cx, cy, cz) = self.block;
             return invalid(format!(
                 "block ({x}, {y}, {z}) does not match the block ({cx}, {cy}, {cz}) its launch \
@@ -72,7 +72,7 @@ impl LaunchContract {
             },
             config,
         )?;
-        let grid = [config.grid.0, config.grid.1, config.grid.2];
+        let grid = [config.grid_dim.0, config.grid_dim.1, config.grid_dim.2];
         for (axis, name) in [(1usize, "y"), (2, "z")] {
             if axis >= self.domain as usize && grid[axis] != 1 {
                 return invalid(format!(

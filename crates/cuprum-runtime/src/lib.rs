@@ -35,6 +35,7 @@ pub mod error;
 pub mod launch;
 pub mod limits;
 mod ordering;
+pub mod oxide;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use completion::Completion;
@@ -42,5 +43,9 @@ pub use context::{
     BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
 };
 pub use error::{DriverStatus, Error, Result};
-pub use launch::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchContract, LoadedModule};
+pub use launch::{
+    KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, LaunchContract,
+    LoadedModule,
+};
 pub use limits::DeviceLimits;
+pub use oxide::ModuleFile;

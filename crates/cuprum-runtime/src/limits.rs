@@ -99,15 +99,15 @@ pub(crate) fn check_config(
             reason,
         })
     };
-    let block = [config.block.0, config.block.1, config.block.2];
-    let grid = [config.grid.0, config.grid.1, config.grid.2];
+    let block = [config.block_dim.0, config.block_dim.1, config.block_dim.2];
+    let grid = [config.grid_dim.0, config.grid_dim.1, config.grid_dim.2];
     const AXES: [&str; 3] = ["x", "y", "z"];
     for axis in 0..3 {
         if block[axis] == 0 {
             return invalid(format!(
                 "block dimension {} is 0 in block {}: every dimension must be at least 1",
                 AXES[axis],
-                fmt3(config.block)
+                fmt3(config.block_dim)
             ));
         }
         if block[axis] > limits.max_block_dim[axis] {
@@ -118,13 +118,13 @@ pub(crate) fn check_config(
         }
     }
     if let Some(required) = facts.block
-        && required != config.block
+        && required != config.block_dim
     {
         return invalid(format!(
             "block {} does not match the block {} the kernel declares in its \
              #[launch_contract]; the kernel is compiled for that block shape (its thread \
              indices are assumed below it), so launch it with block {}",
-            fmt3(config.block),
+            fmt3(config.block_dim),
             fmt3(required),
             fmt3(required)
         ));
@@ -133,7 +133,7 @@ pub(crate) fn check_config(
     if threads > u64::from(limits.max_threads_per_block) {
         return invalid(format!(
             "block {} has {threads} threads, above the device limit of {} threads per block ({})",
-            fmt3(config.block),
+            fmt3(config.block_dim),
             limits.max_threads_per_block,
             limits.name
         ));
@@ -143,7 +143,7 @@ pub(crate) fn check_config(
     {
         return invalid(format!(
             "block {} has {threads} threads, above the kernel's launch bounds of {max} threads",
-            fmt3(config.block)
+            fmt3(config.block_dim)
         ));
     }
     for axis in 0..3 {
@@ -152,7 +152,7 @@ pub(crate) fn check_config(
                 "grid dimension {} is 0 in grid {}: every dimension must be at least 1 (an \
                  empty launch is not allowed; skip the launch instead)",
                 AXES[axis],
-                fmt3(config.grid)
+                fmt3(config.grid_dim)
             ));
         }
         if grid[axis] > limits.max_grid_dim[axis] {

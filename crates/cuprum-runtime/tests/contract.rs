@@ -54,8 +54,8 @@ fn fitting_configs_pass() {
         max_threads: None,
     };
     let config = LaunchConfig {
-        grid: (7, 9, 1),
-        block: (16, 16, 1),
+        grid_dim: (7, 9, 1),
+        block_dim: (16, 16, 1),
         shared_mem_bytes: 4096,
     };
     tile.check(&ctx, &config).unwrap();
@@ -70,8 +70,8 @@ fn wrong_block_shape() {
         &ctx,
         &SAXPY,
         LaunchConfig {
-            grid: (1, 1, 1),
-            block: (64, 2, 1),
+            grid_dim: (1, 1, 1),
+            block_dim: (64, 2, 1),
             shared_mem_bytes: 0,
         },
     );
@@ -93,8 +93,8 @@ fn too_many_threads() {
         &ctx,
         &big,
         LaunchConfig {
-            grid: (1, 1, 1),
-            block: big.block,
+            grid_dim: (1, 1, 1),
+            block_dim: big.block,
             shared_mem_bytes: 0,
         },
     );
@@ -123,8 +123,8 @@ fn too_many_threads() {
         &ctx,
         &deep,
         LaunchConfig {
-            grid: (1, 1, 1),
-            block: deep.block,
+            grid_dim: (1, 1, 1),
+            block_dim: deep.block,
             shared_mem_bytes: 0,
         },
     );
@@ -164,8 +164,8 @@ fn grid_too_large() {
         &ctx,
         &planar,
         LaunchConfig {
-            grid: (1, gy + 1, 1),
-            block: (32, 4, 1),
+            grid_dim: (1, gy + 1, 1),
+            block_dim: (32, 4, 1),
             shared_mem_bytes: 0,
         },
     );
@@ -179,8 +179,8 @@ fn grid_outside_the_domain() {
         &ctx,
         &SAXPY,
         LaunchConfig {
-            grid: (4, 2, 1),
-            block: (128, 1, 1),
+            grid_dim: (4, 2, 1),
+            block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         },
     );
@@ -195,8 +195,8 @@ fn grid_outside_the_domain() {
         &ctx,
         &planar,
         LaunchConfig {
-            grid: (4, 4, 3),
-            block: (16, 16, 1),
+            grid_dim: (4, 4, 3),
+            block_dim: (16, 16, 1),
             shared_mem_bytes: 0,
         },
     );

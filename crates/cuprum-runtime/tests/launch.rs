@@ -417,8 +417,8 @@ fn for_len_covers_the_input() {
     assert_eq!(
         c,
         LaunchConfig {
-            grid: (5, 1, 1),
-            block: (64, 1, 1),
+            grid_dim: (5, 1, 1),
+            block_dim: (64, 1, 1),
             shared_mem_bytes: 16
         }
     );

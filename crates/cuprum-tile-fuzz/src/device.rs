@@ -171,8 +171,8 @@ fn launch(
         args.push(arg);
     }
     let config = LaunchConfig {
-        grid: (case.grid[0], case.grid[1], case.grid[2]),
-        block: (lowered.block_threads, 1, 1),
+        grid_dim: (case.grid[0], case.grid[1], case.grid[2]),
+        block_dim: (lowered.block_threads, 1, 1),
         shared_mem_bytes: lowered.shared_bytes,
     };
     // SAFETY: every slice argument is a live `u8` allocation of this context holding whole

@@ -222,8 +222,8 @@ fn bench_hgemm(ctx: &CudaContext, gpu: bool, fails: &mut Failures) -> cuprum::Re
     let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; m * n])?;
     let module = kernels::load(ctx)?;
     let config = LaunchConfig {
-        grid: ((n / 64) as u32, (m / 64) as u32, 1),
-        block: (128, 1, 1),
+        grid_dim: ((n / 64) as u32, (m / 64) as u32, 1),
+        block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: each lane writes its own 32 elements of its warp's 32x32 tile of C; the

@@ -100,13 +100,13 @@ const KERNELS: [&str; 2] = ["sgemm_tiled", "sgemm_reg"];
 fn config(kernel: &str, n: u32) -> LaunchConfig {
     match kernel {
         "sgemm_tiled" => LaunchConfig {
-            grid: (n.div_ceil(32), n.div_ceil(32), 1),
-            block: (32, 32, 1),
+            grid_dim: (n.div_ceil(32), n.div_ceil(32), 1),
+            block_dim: (32, 32, 1),
             shared_mem_bytes: 0,
         },
         _ => LaunchConfig {
-            grid: (n.div_ceil(64), n.div_ceil(64), 1),
-            block: (16, 16, 1),
+            grid_dim: (n.div_ceil(64), n.div_ceil(64), 1),
+            block_dim: (16, 16, 1),
             shared_mem_bytes: 0,
         },
     }
@@ -346,8 +346,8 @@ fn launch_hgemm(
     ),
 ) -> cuprum::Result<()> {
     let config = LaunchConfig {
-        grid: (n / 64, n / 64, 1),
-        block: (HGEMM_THREADS, 1, 1),
+        grid_dim: (n / 64, n / 64, 1),
+        block_dim: (HGEMM_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
     let args = [

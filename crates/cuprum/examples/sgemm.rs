@@ -124,13 +124,13 @@ fn run(
     // Poisoned, so an element the kernel fails to write cannot pass the check.
     let mut c = DeviceBuffer::from_host(&stream, &vec![f32::NAN; p.m * p.n])?;
     let tiled = module.prepare_sgemm_tiled(LaunchConfig {
-        grid: (n.div_ceil(32), m.div_ceil(32), 1),
-        block: (32, 32, 1),
+        grid_dim: (n.div_ceil(32), m.div_ceil(32), 1),
+        block_dim: (32, 32, 1),
         shared_mem_bytes: 0,
     })?;
     let reg = LaunchConfig {
-        grid: (n.div_ceil(64), m.div_ceil(64), 1),
-        block: (16, 16, 1),
+        grid_dim: (n.div_ceil(64), m.div_ceil(64), 1),
+        block_dim: (16, 16, 1),
         shared_mem_bytes: 0,
     };
     let launch = |c: &mut DeviceBuffer<f32>| match variant {

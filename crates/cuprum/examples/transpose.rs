@@ -128,15 +128,15 @@ fn run(
     // Poisoned, so an element a kernel fails to write cannot pass the check.
     let mut dout = DeviceBuffer::from_host(&stream, &vec![f32::NAN; w * h])?;
     let prepared = module.prepare_transpose(LaunchConfig {
-        grid: (h.div_ceil(32) as u32, w.div_ceil(32) as u32, 1),
-        block: (32, 8, 1),
+        grid_dim: (h.div_ceil(32) as u32, w.div_ceil(32) as u32, 1),
+        block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     })?;
     let launch =
         |dout: &mut DeviceBuffer<f32>| module.transpose(&stream, &prepared, &din, dout, w, h);
     let raw_config = LaunchConfig {
-        grid: (w.div_ceil(32) as u32, h.div_ceil(32) as u32, 1),
-        block: (32, 8, 1),
+        grid_dim: (w.div_ceil(32) as u32, h.div_ceil(32) as u32, 1),
+        block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     };
     let launch_raw = |dout: &mut DeviceBuffer<f32>| {

@@ -52,7 +52,8 @@ pub use cuprum_iter as iter;
 pub use cuprum_macros::{DeviceCopy, cuda_module};
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
-    Error, Event, LaunchConfig, LaunchConfig1D, Result, Stream,
+    Error, Event, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, Result,
+    Stream,
 };
 pub use half;
 

@@ -464,8 +464,8 @@ fn two_threads_given_one_disjoint_element_are_reported() -> cuprum::Result<()> {
     let m = kernels::load(ctx())?;
     let mut out = DeviceBuffer::from_host(&stream, &[u32::MAX; 64])?;
     let config = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (32, 2, 1),
+        grid_dim: (1, 1, 1),
+        block_dim: (32, 2, 1),
         shared_mem_bytes: 0,
     };
     match race_of(unsafe { m.fill_by_index(&stream, config, &mut out) }) {

@@ -79,8 +79,8 @@ fn a_zero_grid_is_rejected() {
 fn a_2d_grid_for_a_1d_contract_is_rejected() {
     expect_invalid(
         LaunchConfig {
-            grid: (4, 2, 1),
-            block: (256, 1, 1),
+            grid_dim: (4, 2, 1),
+            block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         },
         "grid",
@@ -97,8 +97,8 @@ fn launch_tiles(block: (u32, u32, u32)) -> cuprum::Result<Vec<f32>> {
     let stream = ctx().default_stream();
     let mut y = DeviceBuffer::from_host(&stream, &[f32::NAN; 512])?;
     let config = LaunchConfig {
-        grid: (2, 1, 1),
-        block,
+        grid_dim: (2, 1, 1),
+        block_dim: block,
         shared_mem_bytes: 0,
     };
     // SAFETY: every thread writes its own element, inside `y`.

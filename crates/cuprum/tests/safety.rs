@@ -105,8 +105,8 @@ fn a_2d_linear_index_that_would_wrap_gives_no_element() -> cuprum::Result<()> {
     // index is computed exactly.
     let (cols, rows) = (16u64, 16u64);
     let prepared = module.prepare_mark_2d(LaunchConfig {
-        grid: (1, 1, 1),
-        block: (16, 16, 1),
+        grid_dim: (1, 1, 1),
+        block_dim: (16, 16, 1),
         shared_mem_bytes: 0,
     })?;
     let mut rng = rand::rng();
@@ -141,8 +141,8 @@ fn a_3d_linear_index_that_would_wrap_gives_no_element() -> cuprum::Result<()> {
     let module = kernels::load(ctx())?;
     let (gx, gy, gz) = (2u64, 2u64, 2u64);
     let prepared = module.prepare_mark_3d(LaunchConfig {
-        grid: (gx as u32, gy as u32, gz as u32),
-        block: (8, 4, 4),
+        grid_dim: (gx as u32, gy as u32, gz as u32),
+        block_dim: (8, 4, 4),
         shared_mem_bytes: 0,
     })?;
     let (nx, ny, nz) = (8 * gx, 4 * gy, 4 * gz);

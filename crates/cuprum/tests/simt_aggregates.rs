@@ -285,8 +285,8 @@ fn transpose_through_a_padded_two_dimensional_shared_tile() -> cuprum::Result<()
         let da = DeviceBuffer::from_host(&stream, &a)?;
         let mut dt = DeviceBuffer::from_host(&stream, &vec![f32::POISON; rows * cols])?;
         let config = LaunchConfig {
-            grid: (cols.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1),
-            block: (16, 16, 1),
+            grid_dim: (cols.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1),
+            block_dim: (16, 16, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: the grid covers `a`; each thread writes its own element of `t`.
@@ -315,8 +315,8 @@ where
     let dx = DeviceBuffer::from_host(&stream, x)?;
     let mut sums = DeviceBuffer::from_host(&stream, &vec![T::POISON; blocks])?;
     let config = LaunchConfig {
-        grid: (blocks as u32, 1, 1),
-        block: (N as u32, 1, 1),
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (N as u32, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: one thread per element of a block; thread 0 of each block writes its sum.

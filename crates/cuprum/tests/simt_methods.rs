@@ -322,8 +322,8 @@ fn bitonic_sort_shared_sorts_each_tile_with_a_by_reference_comparator() -> cupru
         let mut ok = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
         let mut ov = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
         let config = LaunchConfig {
-            grid: (blocks as u32, 1, 1),
-            block: ((tile / 2) as u32, 1, 1),
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: ((tile / 2) as u32, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: each block reads and writes its own tile; the barriers order the tile.
@@ -372,8 +372,8 @@ fn particles_advance_through_mut_self_methods() -> cuprum::Result<()> {
     let dv = DeviceBuffer::from_host(&stream, &vel)?;
     let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(8 * n))?;
     let config = LaunchConfig {
-        grid: (blocks_for(n, 128), 1, 1),
-        block: (128, 1, 1),
+        grid_dim: (blocks_for(n, 128), 1, 1),
+        block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: thread `i` alone writes `out[8 i..8 i + 8]`.

@@ -206,8 +206,8 @@ fn block_tiles_give_each_element_to_the_thread_the_map_names() -> cuprum::Result
     for (th, tw, w, len, blocks) in cases {
         let mut out = DeviceBuffer::from_host(&stream, &vec![POISON3; len])?;
         let p = m.prepare_mark_block_tiles(LaunchConfig {
-            grid: (blocks as u32, 1, 1),
-            block: (8, 4, 2),
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (8, 4, 2),
             shared_mem_bytes: 0,
         })?;
         m.mark_block_tiles(&stream, &p, th, tw, w, &mut out)?;
@@ -355,8 +355,8 @@ fn block_results_of_a_2d_grid_land_at_each_blocks_linear_index() -> cuprum::Resu
         let len = rng.random_range(1..=(gx * gy + 2)) as usize;
         let mut marks = DeviceBuffer::from_host(&stream, &poisoned::<u32>(len))?;
         let p = m.prepare_block_marks(LaunchConfig {
-            grid: (gx, gy, 1),
-            block: (8, 4, 1),
+            grid_dim: (gx, gy, 1),
+            block_dim: (8, 4, 1),
             shared_mem_bytes: 0,
         })?;
         m.block_marks(&stream, &p, &mut marks)?;
@@ -408,8 +408,8 @@ fn register_blocked_gemm_writes_four_by_four_tiles() -> cuprum::Result<()> {
             1,
         );
         let p = module.prepare_gemm_4x4(LaunchConfig {
-            grid,
-            block: (8, 8, 1),
+            grid_dim: grid,
+            block_dim: (8, 8, 1),
             shared_mem_bytes: 0,
         })?;
         module.gemm_4x4(&stream, &p, &da, &db, m, n, k, &mut c)?;

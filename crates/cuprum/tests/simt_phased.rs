@@ -445,8 +445,8 @@ fn warps_are_numbered_by_the_linear_thread_index_with_and_without_a_contract() -
     let m = warp_numbers::load(ctx)?;
     let want: Vec<u32> = (0..192u32).map(|t| t / 32).collect();
     let config = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (48, 2, 2),
+        grid_dim: (1, 1, 1),
+        block_dim: (48, 2, 2),
         shared_mem_bytes: 0,
     };
     let mut fixed = DeviceBuffer::from_host(&stream, &poisoned::<u32>(192))?;
@@ -502,8 +502,8 @@ fn a_tiled_matrix_multiply_needs_no_unsafe() -> cuprum::Result<()> {
         );
         let mut dc = DeviceBuffer::from_host(&stream, &poisoned::<f32>(ha * wb))?;
         let p = m.prepare_matmul_tiled(LaunchConfig {
-            grid: (blocks_for(wb, BS as u32), blocks_for(ha, BS as u32), 1),
-            block: (BS as u32, BS as u32, 1),
+            grid_dim: (blocks_for(wb, BS as u32), blocks_for(ha, BS as u32), 1),
+            block_dim: (BS as u32, BS as u32, 1),
             shared_mem_bytes: 0,
         })?;
         m.matmul_tiled(&stream, &p, &da, &db, ha, wa, wb, &mut dc)?;
@@ -536,12 +536,12 @@ fn a_transpose_through_a_padded_tile_needs_no_unsafe() -> cuprum::Result<()> {
         // Block (bx, by) writes output columns bx * TILE.. (below `rows`) and output rows
         // by * TILE.. (below `cols`).
         let p = m.prepare_transpose_tiled(LaunchConfig {
-            grid: (
+            grid_dim: (
                 blocks_for(rows, TILE as u32),
                 blocks_for(cols, TILE as u32),
                 1,
             ),
-            block: (TILE as u32, TILE as u32, 1),
+            block_dim: (TILE as u32, TILE as u32, 1),
             shared_mem_bytes: 0,
         })?;
         m.transpose_tiled(&stream, &p, &da, rows, cols, &mut dt)?;
@@ -576,8 +576,8 @@ fn a_transpose_with_four_rows_per_thread_writes_its_blocks_tile() -> cuprum::Res
         let da = DeviceBuffer::from_host(&stream, &a)?;
         let mut dt = DeviceBuffer::from_host(&stream, &poisoned::<f32>(rows * cols))?;
         let p = m.prepare_transpose_no_bank_conflicts(LaunchConfig {
-            grid: (blocks_for(rows, 32), blocks_for(cols, 32), 1),
-            block: (32, 8, 1),
+            grid_dim: (blocks_for(rows, 32), blocks_for(cols, 32), 1),
+            block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         })?;
         m.transpose_no_bank_conflicts(&stream, &p, &da, rows, cols, &mut dt)?;
@@ -765,8 +765,8 @@ fn threads_own_every_element_of_a_tile_larger_than_the_block() -> cuprum::Result
 
     let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks))?;
     let p = m.prepare_tile_checksum(LaunchConfig {
-        grid: (blocks as u32, 1, 1),
-        block: (8, 4, 1),
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (8, 4, 1),
         shared_mem_bytes: 0,
     })?;
     m.tile_checksum(&stream, &p, &dx, &mut out)?;
@@ -777,8 +777,8 @@ fn threads_own_every_element_of_a_tile_larger_than_the_block() -> cuprum::Result
     for block in [(8, 4, 1), (17, 12, 1), (32, 16, 1), (5, 3, 2), (1, 1, 1)] {
         let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks))?;
         let config = LaunchConfig {
-            grid: (blocks as u32, 1, 1),
-            block,
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: block,
             shared_mem_bytes: 0,
         };
         // SAFETY: a kernel without a contract launches unchecked; its one output is written

@@ -424,8 +424,8 @@ where
     let input = DeviceBuffer::from_host(stream, x)?;
     let mut sums = DeviceBuffer::from_host(stream, &poisoned::<T>(blocks))?;
     let config = LaunchConfig {
-        grid: (blocks as u32, 1, 1),
-        block: (BLOCK_SIZE, 1, 1),
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (BLOCK_SIZE, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: a block of BLOCK_SIZE threads reads below `n` and writes its own sum.
@@ -496,8 +496,8 @@ fn check_matrix_mul<const BLOCK_SIZE: usize>(
     );
     let mut dc = DeviceBuffer::from_host(stream, &poisoned::<f32>(ha * wb))?;
     let config = LaunchConfig {
-        grid: ((wb / BLOCK_SIZE) as u32, (ha / BLOCK_SIZE) as u32, 1),
-        block: (BLOCK_SIZE as u32, BLOCK_SIZE as u32, 1),
+        grid_dim: ((wb / BLOCK_SIZE) as u32, (ha / BLOCK_SIZE) as u32, 1),
+        block_dim: (BLOCK_SIZE as u32, BLOCK_SIZE as u32, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: every size is a multiple of the block, so every access is in bounds.
@@ -531,12 +531,12 @@ fn check_transpose<const TILE: usize>(
     let da = DeviceBuffer::from_host(stream, &a)?;
     let mut dt = DeviceBuffer::from_host(stream, &poisoned::<f32>(rows * cols))?;
     let config = LaunchConfig {
-        grid: (
+        grid_dim: (
             blocks_for(cols, TILE as u32),
             blocks_for(rows, TILE as u32),
             1,
         ),
-        block: (TILE as u32, TILE as u32, 1),
+        block_dim: (TILE as u32, TILE as u32, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: every access is guarded by the matrix's extents.
@@ -598,8 +598,8 @@ fn mandelbrot_returns_from_inside_its_escape_loop() -> cuprum::Result<()> {
     let max_iter = rng.random_range(50..300u32);
     let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(width * height))?;
     let config = LaunchConfig {
-        grid: (blocks_for(width, 16), blocks_for(height, 8), 1),
-        block: (16, 8, 1),
+        grid_dim: (blocks_for(width, 16), blocks_for(height, 8), 1),
+        block_dim: (16, 8, 1),
         shared_mem_bytes: 0,
     };
     let prepared = m.prepare_mandelbrot(config)?;
@@ -768,8 +768,8 @@ fn nvptx_reads_every_index_register_as_an_i32() -> cuprum::Result<()> {
     let threads = (grid.0 * grid.1 * grid.2 * block.0 * block.1 * block.2) as usize;
     let out = DeviceBuffer::from_host(&stream, &poisoned::<i32>(12 * threads))?;
     let config = LaunchConfig {
-        grid,
-        block,
+        grid_dim: grid,
+        block_dim: block,
         shared_mem_bytes: 0,
     };
     // SAFETY: each thread writes its own twelve elements of `out`.

@@ -336,12 +336,12 @@ fn convolution_rows_stages_a_strip_with_its_halo_and_writes_eight_results_per_th
         );
         let mut dd = DeviceBuffer::from_host(&stream, &poisoned::<f32>(w * h))?;
         let p = m.prepare_convolution_rows(LaunchConfig {
-            grid: (
+            grid_dim: (
                 blocks_for(w, strip as u32),
                 blocks_for(h, ROWS_BLOCKDIM_Y as u32),
                 1,
             ),
-            block: (ROWS_BLOCKDIM_X as u32, ROWS_BLOCKDIM_Y as u32, 1),
+            block_dim: (ROWS_BLOCKDIM_X as u32, ROWS_BLOCKDIM_Y as u32, 1),
             shared_mem_bytes: 0,
         })?;
         m.convolution_rows(&stream, &p, &ds, &dt, w, h, &mut dd)?;
@@ -455,8 +455,8 @@ fn blelloch_prescan_scans_each_block_exclusively() -> cuprum::Result<()> {
         let dx = DeviceBuffer::from_host(&stream, &x)?;
         let mut dy = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
         let config = LaunchConfig {
-            grid: (n.div_ceil(256) as u32, 1, 1),
-            block: (128, 1, 1),
+            grid_dim: (n.div_ceil(256) as u32, 1, 1),
+            block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: block b writes only elements [256 b, 256 b + 256) of the output, each once,

@@ -379,8 +379,8 @@ fn two_dimensional_indices_and_constants() -> cuprum::Result<()> {
     let mut out = DeviceBuffer::from_host(&stream, &vec![f32::NAN; rows * cols])?;
     // One thread per output element: x runs over the output's columns (input rows).
     let config = LaunchConfig {
-        grid: ((rows as u32).div_ceil(32), (cols as u32).div_ceil(8), 1),
-        block: (32, 8, 1),
+        grid_dim: ((rows as u32).div_ceil(32), (cols as u32).div_ceil(8), 1),
+        block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     };
     m.transpose(

@@ -197,8 +197,8 @@ fn cp_async_copies_into_shared_memory() -> cuprum::Result<()> {
     let dsrc = DeviceBuffer::from_host(&stream, &src)?;
     let mut out = DeviceBuffer::from_host(&stream, &[f32::NAN; 128])?;
     let config = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (128, 1, 1),
+        grid_dim: (1, 1, 1),
+        block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
     m.async_copy(&stream, &m.prepare_async_copy(config)?, &dsrc, &mut out)?;

@@ -26,6 +26,13 @@ impl Lowerer<'_> {
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
             (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
+            // cuda-oxide's `idx.in_bounds(len)`: `idx.get() < len`.
+            (Val::Index1(x), "in_bounds") if args.len() == 1 => {
+                let x = *x;
+                let len = self.expr(args[0])?;
+                let len = self.materialize(len, S::U64, args[0].span())?;
+                return Ok(Val::Scalar(self.def(Op::Compare(CmpOp::Lt, x, len), span)?));
+            }
             (Val::Index2(x, _) | Val::Index3(x, _, _), "x") if args.is_empty() => {
                 return Ok(Val::Scalar(*x));
             }
@@ -86,6 +93,9 @@ impl Lowerer<'_> {
                     ),
                 );
             }
+            (Val::Slice(p), "get_unchecked_mut" | "get_unchecked") => {
+                return self.unchecked_element(*p, &method, &args, span);
+            }
             (Val::Slice(_), "get_mut" | "get") => {
                 return err(
                     span,
@@ -101,6 +111,19 @@ impl Lowerer<'_> {
                 let x = self.scalar(receiver, span)?;
                 let to = if method == "to_f32" { S::F32 } else { S::F64 };
                 return Ok(Val::Scalar(self.cast_value(x, to, span)?));
+            }
+            "count_ones" | "leading_zeros" | "trailing_zeros" if args.is_empty() => {
+                let x = self.scalar(receiver, span)?;
+                if !self.ty(x).is_int() {
+                    return err(span, format!("`{method}` counts the bits of an integer"));
+                }
+                let op = match method.as_str() {
+                    "count_ones" => UnaryOp::CountOnes,
+                    "leading_zeros" => UnaryOp::LeadingZeros,
+                    _ => UnaryOp::TrailingZeros,
+                };
+                let n = self.def(Op::Unary(op, x), span)?;
+                return Ok(Val::Scalar(self.cast_value(n, S::U32, span)?));
             }
             "to_bits" if args.is_empty() => {
                 let x = self.scalar(receiver, span)?;
@@ -779,21 +802,22 @@ fn f64_transcendental(method: &str) -> String {
 }
 
 /// The hardware register a `cuprum::simt::thread` function reads (`thread_idx_x`, ...,
-/// `lane_id`): the one table of them, which `nvptx`'s `_`-prefixed names use too.
+/// `lane_id`, and CUDA's spellings `threadIdx_x`, ...): the one table of them, which
+/// `nvptx`'s `_`-prefixed names use too.
 fn special_register(name: &str) -> Option<Special> {
     Some(match name {
-        "thread_idx_x" => Special::ThreadIdx(Dim::X),
-        "thread_idx_y" => Special::ThreadIdx(Dim::Y),
-        "thread_idx_z" => Special::ThreadIdx(Dim::Z),
-        "block_idx_x" => Special::BlockIdx(Dim::X),
-        "block_idx_y" => Special::BlockIdx(Dim::Y),
-        "block_idx_z" => Special::BlockIdx(Dim::Z),
-        "block_dim_x" => Special::BlockDim(Dim::X),
-        "block_dim_y" => Special::BlockDim(Dim::Y),
-        "block_dim_z" => Special::BlockDim(Dim::Z),
-        "grid_dim_x" => Special::GridDim(Dim::X),
-        "grid_dim_y" => Special::GridDim(Dim::Y),
-        "grid_dim_z" => Special::GridDim(Dim::Z),
+        "thread_idx_x" | "threadIdx_x" => Special::ThreadIdx(Dim::X),
+        "thread_idx_y" | "threadIdx_y" => Special::ThreadIdx(Dim::Y),
+        "thread_idx_z" | "threadIdx_z" => Special::ThreadIdx(Dim::Z),
+        "block_idx_x" | "blockIdx_x" => Special::BlockIdx(Dim::X),
+        "block_idx_y" | "blockIdx_y" => Special::BlockIdx(Dim::Y),
+        "block_idx_z" | "blockIdx_z" => Special::BlockIdx(Dim::Z),
+        "block_dim_x" | "blockDim_x" => Special::BlockDim(Dim::X),
+        "block_dim_y" | "blockDim_y" => Special::BlockDim(Dim::Y),
+        "block_dim_z" | "blockDim_z" => Special::BlockDim(Dim::Z),
+        "grid_dim_x" | "gridDim_x" => Special::GridDim(Dim::X),
+        "grid_dim_y" | "gridDim_y" => Special::GridDim(Dim::Y),
+        "grid_dim_z" | "gridDim_z" => Special::GridDim(Dim::Z),
         "lane_id" => Special::LaneId,
         _ => return None,
     })

@@ -513,6 +513,11 @@ impl Lowerer<'_> {
         args: &[&syn::Expr],
         span: Span,
     ) -> Result<Option<Val>> {
+        let call = self.warp_spelling(name, args, span)?;
+        let (name, args) = (call.name.as_str(), &call.args[..]);
+        if let Some(v) = self.warp_derived(name, args, span)? {
+            return Ok(Some(v));
+        }
         let shuffle = match name {
             "shuffle" | "shuffle_idx" => Some(ShuffleMode::Idx),
             "shuffle_up" => Some(ShuffleMode::Up),
@@ -560,6 +565,9 @@ impl Lowerer<'_> {
             "reduce_add" => Some(BinaryOp::Add),
             "reduce_min" => Some(BinaryOp::Min),
             "reduce_max" => Some(BinaryOp::Max),
+            "reduce_and" => Some(BinaryOp::And),
+            "reduce_or" => Some(BinaryOp::Or),
+            "reduce_xor" => Some(BinaryOp::Xor),
             _ => None,
         };
         if let Some(op) = reduce {

@@ -32,7 +32,8 @@ impl Lowerer<'_> {
         };
         let args: Vec<&syn::Expr> = args.iter().collect();
         match name.as_str() {
-            "println" | "print" | "eprintln" | "eprint" => {
+            // `gpu_printf!` is cuda-oxide's `print!` (its format string ends with `\n`).
+            "println" | "print" | "eprintln" | "eprint" | "gpu_printf" => {
                 self.print(&args, name.ends_with("ln"), span)?;
                 Ok(Val::Unit)
             }

@@ -57,6 +57,35 @@ impl Lowerer<'_> {
     /// A reference to element `index` of slice parameter `param`: an aggregate one
     /// ([`Val::AggRef`], at [`slice_elements_addr`](Self::slice_elements_addr)) or a scalar
     /// one. The one choice `get_mut`/`get` and the output patterns share.
+    /// `unsafe { slice.get_unchecked_mut(i) }` (and `get_unchecked`): a reference to element
+    /// `i` of any slice, `DisjointSlice` included, as cuda-oxide's raw escape hatch. Rust
+    /// makes the call `unsafe`, so the caller answers for races; the index is still checked
+    /// against the length (a failed check stops the kernel with a typed error), which costs a
+    /// comparison and keeps an out-of-bounds write from corrupting memory.
+    pub(super) fn unchecked_element(
+        &mut self,
+        param: u32,
+        method: &str,
+        args: &[&syn::Expr],
+        span: Span,
+    ) -> Result<Val> {
+        let [index] = args else {
+            return err(span, format!("`{method}` takes one `usize` index"));
+        };
+        let access = self.slice_param(param).1;
+        let mutable = method == "get_unchecked_mut";
+        if mutable && access == SliceAccess::ReadOnly {
+            return err(span, "cannot get a mutable element of a `&[T]`");
+        }
+        let value = self.expr(index)?;
+        let index = self.materialize(value, S::U64, index.span())?;
+        let len = self.def(Op::SliceLen(param), span)?;
+        let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
+        let site = format!("{method}({})", source_text(args[0]));
+        self.trap_unless(in_bounds, TrapKind::BoundsCheck { index, len, site });
+        self.slice_element_ref(param, index, mutable, span)
+    }
+
     pub(super) fn slice_element_ref(
         &mut self,
         param: u32,

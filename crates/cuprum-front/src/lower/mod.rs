@@ -27,6 +27,7 @@ mod phased;
 mod ranges;
 mod references;
 mod strided;
+mod warp_names;
 
 use std::collections::HashMap;
 
@@ -220,6 +221,9 @@ struct Lowerer<'a> {
     ranges: HashMap<Value, u128>,
     /// Values defined by constants.
     constants: std::collections::HashSet<Value>,
+    /// Values made by `warp::active_mask()`: a member mask the `_sync` warp operations accept
+    /// (see `warp_names`).
+    active_masks: std::collections::HashSet<Value>,
     /// Launch-uniform values (the same in every thread of a launch), by a key that equal
     /// values share (see `disjoint.rs`).
     uniform: HashMap<Value, u32>,
@@ -273,6 +277,7 @@ impl<'a> Lowerer<'a> {
             const_params,
             ranges: HashMap::new(),
             constants: std::collections::HashSet::new(),
+            active_masks: std::collections::HashSet::new(),
             uniform: HashMap::new(),
             uniform_keys: HashMap::new(),
             disjoint_mappings: HashMap::new(),
@@ -580,10 +585,15 @@ impl<'a> Lowerer<'a> {
                         _ => Val::Unit,
                     }
                 }
+                syn::Stmt::Item(syn::Item::Static(item)) => {
+                    self.static_shared(item)?;
+                    Val::Unit
+                }
                 syn::Stmt::Item(item) => {
                     return err(
                         item.span(),
-                        "items inside kernel bodies are not supported: move them to the module",
+                        "items inside kernel bodies are not supported (except `static mut` \
+                         shared arrays): move them to the module",
                     );
                 }
                 syn::Stmt::Macro(m) => match self.device_macro(&m.mac)? {
@@ -1146,6 +1156,30 @@ impl<'a> Lowerer<'a> {
                 ),
             },
         }
+    }
+
+    /// `static mut TILE: SharedArray<T, N> = SharedArray::UNINIT;` in a kernel body: CUDA's
+    /// `__shared__` array as cuda-oxide spells it, one per block, the same as
+    /// `let tile = SharedArray::<T, N>::uninit();` (Rust makes every access `unsafe`).
+    fn static_shared(&mut self, item: &syn::ItemStatic) -> Result<()> {
+        let usage = "a `static` in a kernel body must be a shared array: \
+                     `static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`";
+        let syn::Type::Path(tp) = &*item.ty else {
+            return err(item.ty.span(), usage);
+        };
+        let Some(array) = tp.path.segments.last().filter(|s| s.ident == "SharedArray") else {
+            return err(item.ty.span(), usage);
+        };
+        let uninit = matches!(&*item.expr, syn::Expr::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "UNINIT"));
+        if !uninit || matches!(item.mutability, syn::StaticMutability::None) {
+            return err(item.span(), usage);
+        }
+        let shape = self.shared_shape(&array.arguments, false, item.ty.span())?;
+        let name = item.ident.to_string();
+        let v = self.declare_shared(&name, shape, item.span())?;
+        self.bind(name, Binding::Val(v));
+        Ok(())
     }
 
     /// Recognises `SharedArray::<T, N>::uninit()` and `dynamic_shared::<T>()` initializers,

@@ -199,8 +199,8 @@ impl Device for EmuDevice {
             })
             .collect();
         let dims = LaunchDims {
-            grid: [config.grid.0, config.grid.1, config.grid.2],
-            block: [config.block.0, config.block.1, config.block.2],
+            grid: [config.grid_dim.0, config.grid_dim.1, config.grid_dim.2],
+            block: [config.block_dim.0, config.block_dim.1, config.block_dim.2],
             dynamic_shared_bytes: config.shared_mem_bytes,
         };
         cuprum_emu::launch(&self.memory, kernel.ir, dims, &values).map_err(|source| {

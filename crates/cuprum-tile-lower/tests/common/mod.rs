@@ -430,8 +430,8 @@ pub fn launch_grid(
         kargs.push(k);
     }
     let config = LaunchConfig {
-        grid: grid_of(&c.tile, args, grid),
-        block: (c.lowered.block_threads, 1, 1),
+        grid_dim: grid_of(&c.tile, args, grid),
+        block_dim: (c.lowered.block_threads, 1, 1),
         shared_mem_bytes: c.lowered.shared_bytes,
     };
     // SAFETY: every slice argument is a live buffer of this context whose element type is

@@ -89,6 +89,31 @@ pub struct DisjointSlice<T> {
 }
 
 impl<T> DisjointSlice<T> {
+    /// Element `index` of the slice, whichever thread owns it (cuda-oxide's escape hatch).
+    /// The index is still checked against the length on the device: a failed check stops the
+    /// kernel with a typed error.
+    ///
+    /// # Safety
+    ///
+    /// Nothing checks that no other thread reads or writes the element while this thread
+    /// holds the reference: the caller must rule out every race, as with `&mut [T]` in an
+    /// `unsafe` kernel.
+    pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
+        let _ = index;
+        crate::simt::shared::unreachable_on_host()
+    }
+
+    /// Element `index` of the slice, read-only (see
+    /// [`get_unchecked_mut`](Self::get_unchecked_mut)).
+    ///
+    /// # Safety
+    ///
+    /// No other thread may write the element while this thread reads it.
+    pub unsafe fn get_unchecked(&self, index: usize) -> &T {
+        let _ = index;
+        crate::simt::shared::unreachable_on_host()
+    }
+
     /// The element of the calling thread, or `None` past the end.
     pub fn get_mut(&mut self, index: ThreadIndex1D) -> Option<&mut T> {
         let _ = index;

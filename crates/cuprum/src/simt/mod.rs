@@ -16,7 +16,10 @@
 
 use std::marker::PhantomData;
 
-pub use cuprum_macros::{kernel, launch_bounds, launch_contract};
+/// The same macro as [`cuprum::cuda_module`](crate::cuda_module), where cuda-oxide's device
+/// crate has it.
+pub use cuprum_macros::cuda_module;
+pub use cuprum_macros::{device, kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
 pub mod disjoint;
@@ -106,3 +109,14 @@ impl<K> std::fmt::Debug for Prepared<K> {
             .finish()
     }
 }
+
+/// cuda-oxide's `gpu_printf!`: in device code the same as `print!` (the format string says
+/// where lines end); on the host it prints.
+#[macro_export]
+macro_rules! gpu_printf {
+    ($($args:tt)*) => {
+        ::std::print!($($args)*)
+    };
+}
+
+pub use crate::gpu_printf;

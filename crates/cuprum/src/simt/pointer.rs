@@ -68,3 +68,24 @@ impl<T: DeviceCopy> DevicePtr<T> {
         self.address
     }
 }
+
+/// A raw pointer made from a device address (cuda-oxide's `buf.cu_deviceptr() as *mut T`),
+/// for a pointer parameter of an `unsafe` kernel.
+impl<T> From<*mut T> for DevicePtr<T> {
+    fn from(ptr: *mut T) -> Self {
+        Self {
+            address: ptr as u64,
+            _elements: PhantomData,
+        }
+    }
+}
+
+/// As the `*mut T` conversion, for `*const T`.
+impl<T> From<*const T> for DevicePtr<T> {
+    fn from(ptr: *const T) -> Self {
+        Self {
+            address: ptr as u64,
+            _elements: PhantomData,
+        }
+    }
+}

@@ -132,6 +132,15 @@ macro_rules! shared_access {
 }
 
 impl<T: Copy, const N: usize> SharedArray<T, N> {
+    /// The initializer of a shared array declared as a `static mut` in a kernel body, as
+    /// cuda-oxide writes CUDA's `__shared__`:
+    /// `static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;` (one array per block,
+    /// the same as `let tile = SharedArray::<f32, 256>::uninit();`). Its contents start
+    /// undefined.
+    pub const UNINIT: Self = Self {
+        _elements: PhantomData,
+    };
+
     /// Declares the array. Its contents start undefined: read nothing before writing it.
     pub fn uninit() -> Self {
         Self {

@@ -20,6 +20,11 @@ impl ThreadIndex1D {
     pub fn get(self) -> usize {
         self.raw
     }
+
+    /// Whether the index is below `len` (`self.get() < len`), as cuda-oxide spells it.
+    pub fn in_bounds(self, len: usize) -> bool {
+        self.get() < len
+    }
 }
 
 /// The global 1-D index of the calling thread.
@@ -83,8 +88,8 @@ impl ThreadIndex2D {
 ///
 /// let module = kernels::load(&ctx)?;
 /// let config = LaunchConfig {
-///     grid: ((rows as u32).div_ceil(16), (cols as u32).div_ceil(16), 1),
-///     block: (16, 16, 1),
+///     grid_dim: ((rows as u32).div_ceil(16), (cols as u32).div_ceil(16), 1),
+///     block_dim: (16, 16, 1),
 ///     shared_mem_bytes: 0,
 /// };
 /// let prepared = module.prepare_transpose(config)?;
@@ -133,9 +138,40 @@ pub fn index_3d() -> ThreadIndex3D {
 
 macro_rules! registers {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
-        $( $(#[$doc])* pub fn $name() -> u32 { 0 } )*
+        $( $(#[$doc])* #[allow(non_snake_case)] pub fn $name() -> u32 { 0 } )*
     };
 }
+
+// CUDA's spellings (and cuda-oxide's), so that ported code keeps its names: the same registers
+// as the snake-case functions below.
+registers! {
+    /// `threadIdx.x` (the same register as [`thread_idx_x`]).
+    threadIdx_x,
+    /// `threadIdx.y`.
+    threadIdx_y,
+    /// `threadIdx.z`.
+    threadIdx_z,
+    /// `blockIdx.x` (the same register as [`block_idx_x`]).
+    blockIdx_x,
+    /// `blockIdx.y`.
+    blockIdx_y,
+    /// `blockIdx.z`.
+    blockIdx_z,
+    /// `blockDim.x` (the same register as [`block_dim_x`]).
+    blockDim_x,
+    /// `blockDim.y`.
+    blockDim_y,
+    /// `blockDim.z`.
+    blockDim_z,
+    /// `gridDim.x` (the same register as [`grid_dim_x`]).
+    gridDim_x,
+    /// `gridDim.y`.
+    gridDim_y,
+    /// `gridDim.z`.
+    gridDim_z,
+}
+
+pub use super::sync_threads;
 
 registers! {
     /// `threadIdx.x`.

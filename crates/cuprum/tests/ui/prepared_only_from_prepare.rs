@@ -22,7 +22,7 @@ fn main() -> cuprum::Result<()> {
     let mut y = DeviceBuffer::from_host(&stream, &[1.0f32; 64])?;
     let module = kernels::load(&ctx)?;
     // A 2-D block `prepare_fill` refuses.
-    let config = LaunchConfig { grid: (1, 1, 1), block: (32, 2, 1), shared_mem_bytes: 0 };
+    let config = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 2, 1), shared_mem_bytes: 0 };
     let prepared = Prepared::<kernels::FillKernel>::__new_unchecked(config);
     module.fill(&stream, &prepared, 2.0, &mut y)?;
     Ok(())

@@ -300,8 +300,8 @@ impl Device for CudaDevice {
         let launched = unsafe {
             self.launch_function(
                 function,
-                config.grid,
-                config.block,
+                config.grid_dim,
+                config.block_dim,
                 config.shared_mem_bytes,
                 needs_opt_in,
                 stream,
@@ -315,8 +315,8 @@ impl Device for CudaDevice {
                     reason: format!(
                         "the driver refused grid {:?}, block {:?} with {} bytes of dynamic \
                          shared memory: {}",
-                        config.grid,
-                        config.block,
+                        config.grid_dim,
+                        config.block_dim,
                         config.shared_mem_bytes,
                         f.describe()
                     ),

@@ -175,8 +175,8 @@ fn launch(
     let module = compile::loaded(ctx.context(), &compiled)?;
     let kernel_args = compile::kernel_args(&compiled, args)?;
     let config = LaunchConfig {
-        grid: plan.grid,
-        block,
+        grid_dim: plan.grid,
+        block_dim: block,
         shared_mem_bytes,
     };
     // SAFETY: every slice argument is the whole allocation of a live tensor of this context

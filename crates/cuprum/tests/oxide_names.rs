@@ -1,0 +1,280 @@
+//! cuda-oxide's names for cuprum's operations, in programs written as cuda-oxide's examples
+//! write them (issue 14): `LaunchConfig { grid_dim, block_dim, shared_mem_bytes }` and
+//! `LaunchConfig::for_num_elems`, `ctx.load_module_from_file(..)` + `kernels::from_module(..)`,
+//! `stream.as_ref()`, `ctx.compute_capability()`, CUDA's register names (`threadIdx_x`, ...),
+//! `thread::sync_threads`, `static mut` shared arrays in kernel bodies,
+//! `DisjointSlice::get_unchecked_mut`, `ThreadIndex1D::in_bounds`, and the warp operations
+//! under their cuda-oxide names (typed and `_sync` shuffles, votes, lane masks, elections,
+//! `redux_sync_*`, typed reductions), with integer bit counts. Every kernel runs against a
+//! plain-Rust reference on fresh random inputs, over outputs poisoned first, and every
+//! element is checked.
+
+mod common;
+
+use common::{assert_same, ctx};
+use cuprum::simt::{
+    DisjointSlice, SharedArray, cuda_module, device, gpu_printf, kernel, thread, warp,
+};
+use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig2D};
+use cuprum_testkit::poison::poisoned;
+use cuprum_testkit::random::{random, rng};
+
+/// A helper beside the module, marked `#[device]` as cuda-oxide's `helper_fn` example does:
+/// the module's kernels call it.
+#[device]
+fn plus_one_twice(x: f32) -> f32 {
+    2.0 * x + 1.0
+}
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    #[kernel]
+    pub fn vecadd(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) {
+        let idx = thread::index_1d();
+        let idx_raw = idx.get();
+        if let Some(c_elem) = c.get_mut(idx) {
+            *c_elem = a[idx_raw] + b[idx_raw];
+        }
+    }
+
+    /// Each thread stages its element in a 256-slot `static mut` shared array and writes its
+    /// neighbour's (as cuda-oxide's `sharedmem` example does), plus its block and thread
+    /// numbers through CUDA's register names.
+    #[kernel]
+    pub fn neighbours(data: &[f32], mut out: DisjointSlice<f32>, mut ids: DisjointSlice<u32>) {
+        static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;
+        let tid = thread::threadIdx_x() as usize;
+        let gid = thread::index_1d().get();
+        unsafe {
+            TILE[tid] = data[gid];
+        }
+        thread::sync_threads();
+        if gid == 0 {
+            gpu_printf!("neighbours: {} blocks\n", thread::gridDim_x());
+        }
+        let next = (tid + 1) % thread::blockDim_x() as usize;
+        if let Some(o) = out.get_mut(thread::index_1d()) {
+            *o = unsafe { TILE[next] };
+        }
+        if let Some(o) = ids.get_mut(thread::index_1d()) {
+            *o = thread::gridDim_x() * 1_000_000
+                + thread::blockIdx_x() * 1000
+                + thread::threadIdx_x();
+        }
+    }
+
+    /// Raw pointers from `cu_deviceptr() as *mut T`, as cuda-oxide's `hello_constant`.
+    #[kernel]
+    pub unsafe fn scale_raw(x: *const f32, out: *mut f32, n: usize) {
+        let i = thread::index_1d().get();
+        if i < n {
+            unsafe { *out.add(i) = plus_one_twice(*x.add(i)) };
+        }
+    }
+
+    /// Every warp operation under its cuda-oxide name; eight results per thread, written with
+    /// `get_unchecked_mut` at `8 * i + k`.
+    #[kernel]
+    pub unsafe fn warp_names(x: &[u32], f: &[f32], mut out: DisjointSlice<u32>, n: usize) {
+        let i = thread::index_1d();
+        if !i.in_bounds(n) {
+            return;
+        }
+        let v = x[i.get()];
+        let lane = warp::lane_id();
+        let odd = warp::ballot_sync(0xFFFF_FFFF, v % 2 == 1);
+        let sum = warp::reduce_sum_f32(f[i.get()]);
+        let down = warp::shuffle_down_f32_sync(u32::MAX, f[i.get()], 1);
+        let masks = warp::lanemask_lt() ^ (warp::lanemask_ge() << 1) ^ warp::lanemask_eq();
+        let (leader, elected) = warp::elect_sync(warp::active_mask());
+        let counts =
+            v.count_ones() + (v.leading_zeros() << 8) + ((v as u64).trailing_zeros() << 16);
+        let base = 8 * i.get();
+        unsafe {
+            *out.get_unchecked_mut(base) = odd ^ warp::popc(v > 1000);
+            *out.get_unchecked_mut(base + 1) = sum.to_bits();
+            *out.get_unchecked_mut(base + 2) = down.to_bits() ^ warp::shuffle_xor_u32(v, 3);
+            *out.get_unchecked_mut(base + 3) = masks ^ lane;
+            *out.get_unchecked_mut(base + 4) = leader + if elected { 100 } else { 0 };
+            *out.get_unchecked_mut(base + 5) =
+                warp::redux_sync_add(0xFFFF_FFFF, v) ^ warp::redux_sync_max_u32(0xFFFF_FFFF, v);
+            *out.get_unchecked_mut(base + 6) = warp::redux_sync_min_u32(0xFFFF_FFFF, v)
+                ^ warp::redux_sync_and(0xFFFF_FFFF, v)
+                ^ warp::redux_sync_or(0xFFFF_FFFF, v)
+                ^ warp::redux_sync_xor(0xFFFF_FFFF, v);
+            *out.get_unchecked_mut(base + 7) = counts
+                + if warp::all_sync(0xFFFF_FFFF, v > 0) {
+                    1 << 24
+                } else {
+                    0
+                }
+                + if warp::any_sync(0xFFFF_FFFF, v == 7) {
+                    1 << 25
+                } else {
+                    0
+                };
+        }
+    }
+}
+
+#[test]
+fn vecadd_in_cuda_oxide_shape() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let (major, minor) = ctx.compute_capability().expect("compute capability");
+    assert!(major >= 8 && minor < 10, "{major}.{minor}");
+    let mut rng = rng("vecadd_in_cuda_oxide_shape");
+    const N: usize = 1000;
+    let a_host: Vec<f32> = random(&mut rng, N, -100.0, 100.0);
+    let b_host: Vec<f32> = random(&mut rng, N, -100.0, 100.0);
+    let a_dev = DeviceBuffer::from_host(&stream, &a_host).unwrap();
+    let b_dev = DeviceBuffer::from_host(&stream, &b_host).unwrap();
+    let mut c_dev = DeviceBuffer::from_host(&stream, &poisoned::<f32>(N)).unwrap();
+    let module = ctx.load_module_from_file("vecadd.ptx").unwrap();
+    let module = kernels::from_module(module).expect("typed module");
+    #[allow(unused_unsafe)]
+    unsafe {
+        module.vecadd(
+            stream.as_ref(),
+            LaunchConfig::for_num_elems(N as u32),
+            &a_dev,
+            &b_dev,
+            &mut c_dev,
+        )
+    }
+    .expect("launch");
+    let want: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| a + b).collect();
+    assert_same("vecadd", &c_dev.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn static_mut_shared_arrays_and_cuda_register_names() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("static_mut_shared_arrays_and_cuda_register_names");
+    const BLOCKS: usize = 3;
+    let n = BLOCKS * 256;
+    let data: Vec<f32> = random(&mut rng, n, -1.0, 1.0);
+    let d = DeviceBuffer::from_host(&stream, &data).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n)).unwrap();
+    let mut ids = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    let cfg = LaunchConfig {
+        grid_dim: (BLOCKS as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: one thread per element, 256 per block, as the kernel's shared array assumes.
+    unsafe { module.neighbours(stream.as_ref(), cfg, &d, &mut out, &mut ids) }.unwrap();
+    let want: Vec<f32> = (0..n)
+        .map(|g| data[g / 256 * 256 + (g % 256 + 1) % 256])
+        .collect();
+    assert_same("neighbours", &out.to_host_vec(&stream).unwrap(), &want);
+    let want_ids: Vec<u32> = (0..n as u32)
+        .map(|g| BLOCKS as u32 * 1_000_000 + g / 256 * 1000 + g % 256)
+        .collect();
+    assert_same("ids", &ids.to_host_vec(&stream).unwrap(), &want_ids);
+}
+
+/// What `warp_names` writes, from each warp's 32 inputs (a warp past `n` writes nothing;
+/// the input fills whole warps).
+fn warp_names_reference(x: &[u32], f: &[f32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(8 * x.len());
+    for (xs, fs) in x.chunks(32).zip(f.chunks(32)) {
+        let odd = xs
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (l, v)| m | (u32::from(v % 2 == 1) << l));
+        let big = xs.iter().filter(|&&v| v > 1000).count() as u32;
+        // The butterfly's order: pairs at distance 16, then 8, 4, 2, 1.
+        let mut partial: Vec<f32> = fs.to_vec();
+        for m in [16usize, 8, 4, 2, 1] {
+            partial = (0..32).map(|l| partial[l] + partial[l ^ m]).collect();
+        }
+        let all = xs.iter().all(|&v| v > 0);
+        let any = xs.contains(&7);
+        let sum: u32 = xs.iter().fold(0u32, |s, &v| s.wrapping_add(v));
+        let max = *xs.iter().max().unwrap();
+        let min = *xs.iter().min().unwrap();
+        let and = xs.iter().fold(u32::MAX, |s, &v| s & v);
+        let or = xs.iter().fold(0, |s, &v| s | v);
+        let xor = xs.iter().fold(0, |s, &v| s ^ v);
+        for l in 0..32usize {
+            let v = xs[l];
+            let down = if l < 31 { fs[l + 1] } else { fs[l] };
+            let lt = (1u32 << l) - 1;
+            let eq = 1u32 << l;
+            let masks = lt ^ ((!lt) << 1) ^ eq;
+            let counts =
+                v.count_ones() + (v.leading_zeros() << 8) + ((v as u64).trailing_zeros() << 16);
+            out.extend([
+                odd ^ big,
+                partial[l].to_bits(),
+                down.to_bits() ^ xs[l ^ 3],
+                masks ^ l as u32,
+                if l == 0 { 100 } else { 0 },
+                sum ^ max,
+                min ^ and ^ or ^ xor,
+                counts + if all { 1 << 24 } else { 0 } + if any { 1 << 25 } else { 0 },
+            ]);
+        }
+    }
+    out
+}
+
+#[test]
+fn warp_operations_under_cuda_oxide_names() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("warp_operations_under_cuda_oxide_names");
+    let n = 4 * 32;
+    let mut x: Vec<u32> = random(&mut rng, n, 0, 3000);
+    // Zero (whose bit counts are the width), sevens, and one warp where every value is
+    // positive.
+    x[5] = 0;
+    x[40] = 7;
+    for v in &mut x[64..96] {
+        *v = (*v).max(1);
+    }
+    let f: Vec<f32> = random(&mut rng, n, -10.0, 10.0);
+    let dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let df = DeviceBuffer::from_host(&stream, &f).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(8 * n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    let cfg = LaunchConfig2D::new((2, 1), (64, 1), 0);
+    // SAFETY: thread i writes only elements 8i..8i+8 of the 8n outputs.
+    unsafe { module.warp_names(&stream, cfg, &dx, &df, &mut out, n) }.unwrap();
+    assert_same(
+        "warp_names",
+        &out.to_host_vec(&stream).unwrap(),
+        &warp_names_reference(&x, &f),
+    );
+}
+
+#[test]
+fn raw_pointers_from_device_addresses() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("raw_pointers_from_device_addresses");
+    let n = 777;
+    let x: Vec<f32> = random(&mut rng, n, -50.0, 50.0);
+    let dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // SAFETY: thread i < n reads x[i] and writes out[i], both in bounds; no two threads
+    // share an element.
+    unsafe {
+        module.scale_raw(
+            &stream,
+            LaunchConfig::for_num_elems(n as u32),
+            dx.cu_deviceptr() as *const f32,
+            out.cu_deviceptr() as *mut f32,
+            n,
+        )
+    }
+    .unwrap();
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_same("scale_raw", &out.to_host_vec(&stream).unwrap(), &want);
+}

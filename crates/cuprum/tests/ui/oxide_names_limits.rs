@@ -1,0 +1,34 @@
+// cuda-oxide's spellings where cuprum cannot mean the same: a member mask that leaves out
+// lanes taking part (cuprum's warp operations act on the lanes executing together), and a
+// `static` in a kernel body that is not a `static mut` shared array.
+use cuprum::cuda_module;
+use cuprum::simt::{DisjointSlice, kernel, thread, warp};
+
+#[cuda_module]
+mod partial_mask {
+    use super::*;
+
+    #[kernel]
+    pub fn half_warp_ballot(x: &[u32], mut out: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        let votes = warp::ballot_sync(0x0000_FFFF, x[i.get()] > 3);
+        if let Some(o) = out.get_mut(i) {
+            *o = votes;
+        }
+    }
+}
+
+#[cuda_module]
+mod plain_static {
+    use super::*;
+
+    #[kernel]
+    pub fn counts(mut out: DisjointSlice<u32>) {
+        static LIMIT: u32 = 7;
+        if let Some(o) = out.get_mut(thread::index_1d()) {
+            *o = LIMIT;
+        }
+    }
+}
+
+fn main() {}
