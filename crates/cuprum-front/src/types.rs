@@ -96,6 +96,27 @@ pub fn expect_scalar(ty: &syn::Type) -> syn::Result<ScalarType> {
 }
 
 /// The single generic type argument of `Name<T>`.
+/// The element type of `DisjointSlice<T>` or `DisjointSlice<T, Space>`, where the index space
+/// is `Linear` (the default: thread indices and the output patterns) or `WarpIndex` (one
+/// element per warp, reached with `thread::warp_index()`). Which one a slice is, rustc checks
+/// on the host (each space's `get_mut` takes its own index type); the lowering follows the
+/// index it is given.
+fn disjoint_elem(seg: &syn::PathSegment) -> Option<&syn::Type> {
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return None;
+    };
+    match a.args.iter().collect::<Vec<_>>()[..] {
+        [syn::GenericArgument::Type(t)] => Some(t),
+        [
+            syn::GenericArgument::Type(t),
+            syn::GenericArgument::Type(space),
+        ] if last_segment(space).is_some_and(|s| s.ident == "WarpIndex" || s.ident == "Linear") => {
+            Some(t)
+        }
+        _ => None,
+    }
+}
+
 fn single_type_arg(seg: &syn::PathSegment) -> Option<&syn::Type> {
     match &seg.arguments {
         syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
@@ -203,7 +224,7 @@ pub fn param_type_in(
     }
     if let Some(seg) = last_segment(ty)
         && seg.ident == "DisjointSlice"
-        && let Some(t) = single_type_arg(seg)
+        && let Some(t) = disjoint_elem(seg)
     {
         let elem = slice_elem(t, generics, structs)?;
         return Ok(slice_param(elem, SliceAccess::Disjoint));

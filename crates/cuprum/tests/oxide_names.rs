@@ -74,6 +74,30 @@ mod kernels {
         }
     }
 
+    /// One sum and one maximum per warp of 45-thread blocks (the second warp has 13 lanes),
+    /// into slices over cuda-oxide's warp index space.
+    #[kernel]
+    pub fn warp_partials(
+        input: &[f32],
+        mut sums: DisjointSlice<f32, thread::WarpIndex>,
+        mut maxima: DisjointSlice<f32, thread::WarpIndex>,
+    ) {
+        let gid = thread::index_1d().get();
+        let v = if gid < input.len() { input[gid] } else { 0.0 };
+        let total = warp::reduce_sum_f32_partial(v, warp::live_lanes_1d());
+        let most = warp::reduce_max_f32_partial(v, warp::live_lanes_1d());
+        if let Some(w) = thread::warp_index()
+            && let Some(slot) = sums.get_mut(w)
+        {
+            *slot = total;
+        }
+        if let Some(w) = thread::warp_index()
+            && let Some(slot) = maxima.get_mut(w)
+        {
+            *slot = most;
+        }
+    }
+
     /// Every warp operation under its cuda-oxide name; eight results per thread, written with
     /// `get_unchecked_mut` at `8 * i + k`.
     #[kernel]
@@ -277,4 +301,42 @@ fn raw_pointers_from_device_addresses() {
     .unwrap();
     let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
     assert_same("scale_raw", &out.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn partial_warp_reductions_into_the_warp_index_space() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("partial_warp_reductions_into_the_warp_index_space");
+    const BLOCK: usize = 45;
+    const BLOCKS: usize = 7;
+    let n = BLOCK * BLOCKS - 10; // the last block's second warp is shorter still in data
+    // Small integers: every order of summation gives the same f32.
+    let input: Vec<f32> = random::<i32>(&mut rng, n, -100, 100)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    let warps = BLOCKS * 2;
+    let dinput = DeviceBuffer::from_host(&stream, &input).unwrap();
+    let mut sums = DeviceBuffer::from_host(&stream, &poisoned::<f32>(warps)).unwrap();
+    let mut maxima = DeviceBuffer::from_host(&stream, &poisoned::<f32>(warps)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    let cfg = LaunchConfig {
+        grid_dim: (BLOCKS as u32, 1, 1),
+        block_dim: (BLOCK as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the kernel reads `input` in bounds and writes one element per warp.
+    unsafe { module.warp_partials(&stream, cfg, &dinput, &mut sums, &mut maxima) }.unwrap();
+    let value = |g: usize| input.get(g).copied().unwrap_or(0.0);
+    let (mut want_sums, mut want_max) = (Vec::new(), Vec::new());
+    for b in 0..BLOCKS {
+        for (lo, hi) in [(0, 32), (32, BLOCK)] {
+            let lanes = (lo..hi).map(|t| value(b * BLOCK + t));
+            want_sums.push(lanes.clone().sum::<f32>());
+            want_max.push(lanes.fold(f32::NEG_INFINITY, f32::max));
+        }
+    }
+    assert_same("sums", &sums.to_host_vec(&stream).unwrap(), &want_sums);
+    assert_same("maxima", &maxima.to_host_vec(&stream).unwrap(), &want_max);
 }

@@ -25,7 +25,9 @@ impl Lowerer<'_> {
         let receiver = self.deref_elem(receiver, m.receiver.span())?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
-            (Val::Index1(x), "get") if args.is_empty() => return Ok(Val::Scalar(*x)),
+            (Val::Index1(x) | Val::WarpIndex(x), "get") if args.is_empty() => {
+                return Ok(Val::Scalar(*x));
+            }
             // cuda-oxide's `idx.in_bounds(len)`: `idx.get() < len`.
             (Val::Index1(x), "in_bounds") if args.len() == 1 => {
                 let x = *x;

@@ -188,6 +188,26 @@ impl Lowerer<'_> {
             }
         };
         let _ = mutable_binding;
+        if let syn::Expr::Call(c) = &*l.expr
+            && c.args.is_empty()
+            && matches!(&*c.func, syn::Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "warp_index"))
+        {
+            let (holds, index) = self.warp_index(span)?;
+            return self.branches(
+                holds,
+                |this| {
+                    this.scopes
+                        .push(vec![(binding, Binding::Val(Val::WarpIndex(index)))]);
+                    let r = this.block(&i.then_branch);
+                    this.scopes.pop();
+                    r
+                },
+                i.else_branch.as_ref().map(|(_, e)| &**e),
+                site,
+                span,
+            );
+        }
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return err(
                 l.expr.span(),

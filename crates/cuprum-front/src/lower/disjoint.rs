@@ -78,6 +78,8 @@ pub(super) enum Pattern {
     BlockResult,
     /// `block_tile_mut`: a tile per block, strided over the block's threads.
     BlockTile,
+    /// `get_mut(w)` on a `DisjointSlice<T, WarpIndex>`: one element per warp, in its lane 0.
+    WarpResult,
 }
 
 impl Pattern {
@@ -87,7 +89,7 @@ impl Pattern {
             Pattern::Element(d) => d,
             Pattern::Chunk(_) | Pattern::GridStride => 1,
             Pattern::Tile(..) => 2,
-            Pattern::BlockResult | Pattern::BlockTile => 0,
+            Pattern::BlockResult | Pattern::BlockTile | Pattern::WarpResult => 0,
         }
     }
 
@@ -103,6 +105,7 @@ impl Pattern {
             Pattern::GridStride => format!("{slice}.grid_stride_mut()"),
             Pattern::BlockResult => format!("{slice}.block_result_mut()"),
             Pattern::BlockTile => format!("{slice}.block_tile_mut(..)"),
+            Pattern::WarpResult => format!("{slice}.get_mut(warp) with thread::warp_index()"),
         }
     }
 }
@@ -178,6 +181,9 @@ impl Lowerer<'_> {
             );
         }
         let coords = match (self.expr(index_expr)?, dims) {
+            (Val::WarpIndex(w), 1) if access == SliceAccess::Disjoint => {
+                return self.warp_result_element(param, w, span);
+            }
             (Val::Index1(x), 1) => vec![x],
             (Val::Index2(x, y), 2) => vec![x, y],
             (Val::Index3(x, y, z), 3) => vec![x, y, z],

@@ -117,6 +117,9 @@ enum Val {
     Never,
     /// `thread::index_1d()`: the global x index, a `U64`.
     Index1(Value),
+    /// What `if let Some(w) = thread::warp_index()` binds in lane 0 of each warp of a 1-D
+    /// launch: the warp's global index (`blockIdx.x * warps per block + warp`), a `U64`.
+    WarpIndex(Value),
     /// `thread::index_2d()`: global (x, y), `U64`s.
     Index2(Value, Value),
     /// `thread::index_3d()`: global (x, y, z), `U64`s.
@@ -1621,6 +1624,7 @@ fn describe(v: &Val) -> String {
         Val::Unit => "`()`".into(),
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
+        Val::WarpIndex(_) => "a warp index".into(),
         Val::Slice(_) => "a slice".into(),
         Val::Array(a) => format!("an array `{}`", a.type_name()),
         Val::Ptr { .. } => "a raw pointer".into(),

@@ -391,6 +391,67 @@ impl Lowerer<'_> {
         Ok((linear, ok))
     }
 
+    /// `thread::warp_index()`: whether the calling thread holds its warp's index (lane 0 of a
+    /// warp, in a launch whose grid and blocks are one-dimensional) and the index,
+    /// `blockIdx.x * ceil(blockDim.x / 32) + threadIdx.x / 32` (a `U64`). Distinct warps of a
+    /// 1-D launch get distinct indices (`threadIdx.x / 32` is below the warps per block), and
+    /// one lane of each holds it, so an element per warp index is one thread's.
+    pub(super) fn warp_index(&mut self, span: proc_macro2::Span) -> Result<(Value, Value)> {
+        let reg = |this: &mut Self, s: Special| this.def(Op::Special(s), span);
+        let one = self.constant(Constant::u32(1));
+        let mut one_d: Option<Value> = None;
+        for s in [
+            Special::BlockDim(Dim::Y),
+            Special::BlockDim(Dim::Z),
+            Special::GridDim(Dim::Y),
+            Special::GridDim(Dim::Z),
+        ] {
+            let v = reg(self, s)?;
+            let is_one = self.def(Op::Compare(CmpOp::Eq, v, one), span)?;
+            one_d = Some(match one_d {
+                Some(acc) => self.def(Op::Binary(BinaryOp::And, acc, is_one), span)?,
+                None => is_one,
+            });
+        }
+        let t = reg(self, Special::ThreadIdx(Dim::X))?;
+        let lane_bits = self.constant(Constant::u32(31));
+        let lane = self.def(Op::Binary(BinaryOp::And, t, lane_bits), span)?;
+        let zero = self.constant(Constant::u32(0));
+        let lane0 = self.def(Op::Compare(CmpOp::Eq, lane, zero), span)?;
+        let holds = match one_d {
+            Some(d) => self.def(Op::Binary(BinaryOp::And, d, lane0), span)?,
+            None => lane0,
+        };
+        let five = self.constant(Constant::u32(5));
+        let warp = self.def(Op::Binary(BinaryOp::Shr, t, five), span)?;
+        let bdim = reg(self, Special::BlockDim(Dim::X))?;
+        let rounded = self.def(Op::Binary(BinaryOp::Add, bdim, lane_bits), span)?;
+        let per_block = self.def(Op::Binary(BinaryOp::Shr, rounded, five), span)?;
+        let bid = reg(self, Special::BlockIdx(Dim::X))?;
+        let (bid, per_block, warp) = (
+            self.cast_value(bid, S::U64, span)?,
+            self.cast_value(per_block, S::U64, span)?,
+            self.cast_value(warp, S::U64, span)?,
+        );
+        let base = self.def(Op::Binary(BinaryOp::Mul, bid, per_block), span)?;
+        let index = self.def(Op::Binary(BinaryOp::Add, base, warp), span)?;
+        Ok((holds, index))
+    }
+
+    /// `slice.get_mut(w)` for a warp index `w` (a `DisjointSlice<T, WarpIndex>`): element `w`
+    /// when it is below the length.
+    pub(super) fn warp_result_element(
+        &mut self,
+        param: u32,
+        w: Value,
+        span: proc_macro2::Span,
+    ) -> Result<(Value, Value)> {
+        self.check_mapping(param, Pattern::WarpResult, &[], span)?;
+        let len = self.slice_len(param, span)?;
+        let ok = self.def(Op::Compare(CmpOp::Lt, w, len), span)?;
+        Ok((w, ok))
+    }
+
     /// The block's linear index `x + gx * (y + gy * z)`, a `U64`: below
     /// 2^31 * 2^16 * 2^16, so exact.
     fn block_linear_index(&mut self, span: proc_macro2::Span) -> Result<Value> {

@@ -15,7 +15,8 @@
 //!   reductions of `redux_sync`.
 
 use cuprum_ir::{
-    BinaryOp, CmpOp, Constant, Op, ScalarType as S, Special, UnaryOp, Value, VoteMode,
+    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, ShuffleMode, Special, UnaryOp, Value,
+    VoteMode,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -141,6 +142,28 @@ impl Lowerer<'_> {
             return Ok(Some(Val::Scalar(self.lane_mask(which, span)?)));
         }
         match (name, args) {
+            ("live_lanes_1d", []) => Ok(Some(Val::Scalar(self.live_lanes(span)?))),
+            (
+                "reduce_sum_f32_partial"
+                | "reduce_sum_f64_partial"
+                | "reduce_max_f32_partial"
+                | "reduce_max_f64_partial"
+                | "reduce_min_f32_partial"
+                | "reduce_min_f64_partial",
+                [v, live],
+            ) => {
+                let op = match &name[7..10] {
+                    "sum" => BinaryOp::Add,
+                    "max" => BinaryOp::Max,
+                    _ => BinaryOp::Min,
+                };
+                let ty = if name.contains("f64") { S::F64 } else { S::F32 };
+                let v = self.expr(v)?;
+                let v = self.materialize(v, ty, span)?;
+                let live = self.expr(live)?;
+                let live = self.materialize(live, S::U32, span)?;
+                Ok(Some(Val::Scalar(self.partial_reduce(op, v, live, span)?)))
+            }
             ("active_mask", []) => {
                 let lanes = self.active_lanes(span)?;
                 self.active_masks.insert(lanes);
@@ -172,6 +195,77 @@ impl Lowerer<'_> {
             }
             _ => Ok(None),
         }
+    }
+
+    /// `live_lanes_1d()`: the launched lanes of the calling warp in a 1-D block,
+    /// `min(32, blockDim.x - 32 * (threadIdx.x / 32))`.
+    fn live_lanes(&mut self, span: Span) -> Result<Value> {
+        let t = self.def(Op::Special(Special::ThreadIdx(Dim::X)), span)?;
+        let bdim = self.def(Op::Special(Special::BlockDim(Dim::X)), span)?;
+        let low = self.constant(Constant::new(S::U32, !31u32 as u64));
+        let first = self.def(Op::Binary(BinaryOp::And, t, low), span)?;
+        let launched = self.def(Op::Binary(BinaryOp::Sub, bdim, first), span)?;
+        let warp = self.constant(Constant::new(S::U32, 32));
+        self.def(Op::Binary(BinaryOp::Min, launched, warp), span)
+    }
+
+    /// `reduce_*_partial(v, live)`: `op` over lanes `0..live` (clamped to `1..=32`) of a warp
+    /// whose other lanes were never launched, on every live lane. The span of lanes still
+    /// to combine halves each step (its upper part folded onto its lower), five steps in all
+    /// (the span only shrinks, and a span of one changes nothing), and every shuffle reads a
+    /// lane below `live`; lane 0's total is then broadcast.
+    fn partial_reduce(&mut self, op: BinaryOp, v: Value, live: Value, span: Span) -> Result<Value> {
+        let u = |this: &mut Self, n: u64| this.constant(Constant::new(S::U32, n));
+        let (one, thirty_two) = (u(self, 1), u(self, 32));
+        let live = self.def(Op::Binary(BinaryOp::Max, live, one), span)?;
+        let live = self.def(Op::Binary(BinaryOp::Min, live, thirty_two), span)?;
+        let last = self.def(Op::Binary(BinaryOp::Sub, live, one), span)?;
+        let lane = self.def(Op::Special(Special::LaneId), span)?;
+        let (mut acc, mut extent) = (v, live);
+        for _ in 0..5 {
+            let bumped = self.def(Op::Binary(BinaryOp::Add, extent, one), span)?;
+            let half = self.def(Op::Binary(BinaryOp::Shr, bumped, one), span)?;
+            let source = self.def(Op::Binary(BinaryOp::Add, lane, half), span)?;
+            let inside = self.def(Op::Compare(CmpOp::Lt, source, live), span)?;
+            let clamped = self.def(
+                Op::Select {
+                    cond: inside,
+                    if_true: source,
+                    if_false: last,
+                },
+                span,
+            )?;
+            let other = self.def(
+                Op::Shuffle {
+                    mode: ShuffleMode::Idx,
+                    value: acc,
+                    lane: clamped,
+                },
+                span,
+            )?;
+            let combined = self.def(Op::Binary(op, acc, other), span)?;
+            let low = self.def(Op::Compare(CmpOp::Lt, lane, half), span)?;
+            let paired = self.def(Op::Compare(CmpOp::Lt, source, extent), span)?;
+            let takes = self.def(Op::Binary(BinaryOp::And, low, paired), span)?;
+            acc = self.def(
+                Op::Select {
+                    cond: takes,
+                    if_true: combined,
+                    if_false: acc,
+                },
+                span,
+            )?;
+            extent = half;
+        }
+        let zero = u(self, 0);
+        self.def(
+            Op::Shuffle {
+                mode: ShuffleMode::Idx,
+                value: acc,
+                lane: zero,
+            },
+            span,
+        )
     }
 
     /// The lanes executing this operation together: a ballot of `true`.

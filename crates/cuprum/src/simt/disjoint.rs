@@ -30,6 +30,7 @@
 
 use std::marker::PhantomData;
 
+use super::thread::WarpIndex;
 use super::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 
 /// An output slice each thread may touch only at its own index.
@@ -84,8 +85,26 @@ use super::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 /// # Ok(())
 /// # }
 /// ```
-pub struct DisjointSlice<T> {
-    _elements: PhantomData<*mut T>,
+pub struct DisjointSlice<T, Space = Linear> {
+    _elements: PhantomData<(*mut T, Space)>,
+}
+
+/// The default index space of a [`DisjointSlice`]: a thread reaches elements through its own
+/// thread index (`get_mut(thread::index_1d())` and the 2-D and 3-D forms) and the output
+/// patterns.
+pub enum Linear {}
+
+/// A `DisjointSlice<T, WarpIndex>` holds one element per warp (cuda-oxide's warp index
+/// space): lane 0 of each warp of a one-dimensional launch reaches element
+/// `blockIdx.x * ceil(blockDim.x / 32) + threadIdx.x / 32` through
+/// [`thread::warp_index`](crate::simt::thread::warp_index), and no other thread reaches any.
+/// Distinct warps have distinct indices, so each element is one thread's.
+impl<T> DisjointSlice<T, WarpIndex> {
+    /// The element of the calling warp, or `None` past the end.
+    pub fn get_mut(&mut self, warp: WarpIndex) -> Option<&mut T> {
+        let _ = warp;
+        None
+    }
 }
 
 impl<T> DisjointSlice<T> {

@@ -136,6 +136,29 @@ pub fn index_3d() -> ThreadIndex3D {
     ThreadIndex3D { x: 0, y: 0, z: 0 }
 }
 
+/// The index of the calling thread's warp in a one-dimensional launch,
+/// `blockIdx.x * ceil(blockDim.x / 32) + threadIdx.x / 32`, held by the warp's lane 0 only:
+/// what [`warp_index`] gives, and the only index of a `DisjointSlice<T, WarpIndex>` (one
+/// element per warp, as cuda-oxide's warp index space).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpIndex {
+    index: usize,
+}
+
+impl WarpIndex {
+    /// The warp's index as a `usize`.
+    pub fn get(self) -> usize {
+        self.index
+    }
+}
+
+/// `Some(warp index)` in lane 0 of each warp when the grid and the blocks are
+/// one-dimensional; `None` in every other lane and in 2-D or 3-D launches. Use it as
+/// `if let Some(w) = thread::warp_index() && let Some(slot) = sums.get_mut(w) { .. }`.
+pub fn warp_index() -> Option<WarpIndex> {
+    None
+}
+
 macro_rules! registers {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
         $( $(#[$doc])* #[allow(non_snake_case)] pub fn $name() -> u32 { 0 } )*

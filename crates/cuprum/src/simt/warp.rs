@@ -556,3 +556,51 @@ pub fn redux_sync_xor(mask: u32, value: u32) -> u32 {
     let _ = (mask, value);
     unreachable_on_host()
 }
+
+/// The launched lanes of the calling warp in a one-dimensional block (32 below the last
+/// warp, the remainder in it): the `live_lanes` the partial reductions take.
+pub fn live_lanes_1d() -> u32 {
+    unreachable_on_host()
+}
+
+/// The sum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_sum_f32_partial(val: f32, live_lanes: u32) -> f32 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
+
+/// The sum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_sum_f64_partial(val: f64, live_lanes: u32) -> f64 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
+
+/// The maximum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_max_f32_partial(val: f32, live_lanes: u32) -> f32 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
+
+/// The maximum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_max_f64_partial(val: f64, live_lanes: u32) -> f64 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
+
+/// The minimum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_min_f32_partial(val: f32, live_lanes: u32) -> f32 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
+
+/// The minimum of `val` over lanes `0..live_lanes` (clamped to `1..=32`) of a warp whose
+/// other lanes were never launched (a block not a multiple of 32), on every live lane.
+pub fn reduce_min_f64_partial(val: f64, live_lanes: u32) -> f64 {
+    let _ = (val, live_lanes);
+    unreachable_on_host()
+}
