@@ -42,6 +42,10 @@ pub struct KernelInfo {
     pub type_params: Vec<String>,
     /// Const parameters (`<const N: usize>`) with their types.
     pub const_params: Vec<(String, cuprum_ir::ScalarType)>,
+    /// `requires = (a.len() >= n * k, ..)` in the launch contract: relations between the
+    /// arguments that every launch checks on the host before it runs (see the macro's
+    /// `requires`).
+    pub requires: Vec<syn::Expr>,
 }
 
 impl KernelInfo {
@@ -71,6 +75,9 @@ pub struct ContractInfo {
     pub domain: Option<u32>,
     /// The exact block shape every launch must have; the compiler relies on it.
     pub block: (u32, u32, u32),
+    /// `dynamic_shared = N`: the bytes of dynamic shared memory every launch must give at
+    /// least.
+    pub dynamic_shared: Option<u32>,
 }
 
 /// Whether `attr`'s path ends in `name` (`kernel`, `cuprum::simt::kernel`).
@@ -284,6 +291,7 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
     }
     let mut launch_bounds = None;
     let mut contract = None;
+    let mut requires = Vec::new();
     for attr in &f.attrs {
         if attr_is(attr, "launch_bounds") {
             match parse_launch_bounds(attr) {
@@ -292,7 +300,10 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
             }
         } else if attr_is(attr, "launch_contract") {
             match parse_contract(attr) {
-                Ok(c) => contract = Some(c),
+                Ok((c, r)) => {
+                    contract = Some(c);
+                    requires = r;
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -334,6 +345,7 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
         is_unsafe,
         type_params,
         const_params,
+        requires,
     })
 }
 
@@ -387,12 +399,14 @@ fn parse_launch_bounds(attr: &syn::Attribute) -> syn::Result<cuprum_ir::LaunchBo
     })
 }
 
-fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
+fn parse_contract(attr: &syn::Attribute) -> syn::Result<(ContractInfo, Vec<syn::Expr>)> {
     let args = attr.parse_args_with(
         syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
     )?;
     let mut domain = None;
     let mut block = None;
+    let mut dynamic_shared = None;
+    let mut requires = Vec::new();
     for nv in &args {
         let key = nv
             .path
@@ -441,16 +455,46 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<ContractInfo> {
                 }
                 block = Some((x, y, z));
             }
+            "dynamic_shared" => dynamic_shared = Some(lit_u32(&nv.value)?),
+            // cuda-oxide's 32-bit thread coordinates: cuprum computes every index exactly
+            // (in 64 bits where it must), so either width gives the same indices.
+            "coordinates" => {
+                let width = match &nv.value {
+                    syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                if !matches!(width.as_deref(), Some("u32" | "u64" | "usize")) {
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        "expected coordinates = u32 (or u64, usize)",
+                    ));
+                }
+            }
+            "requires" => {
+                requires = match &nv.value {
+                    syn::Expr::Tuple(t) => t.elems.iter().cloned().collect(),
+                    syn::Expr::Paren(p) => vec![(*p.expr).clone()],
+                    other => vec![other.clone()],
+                };
+            }
             _ => {
                 return Err(syn::Error::new(
                     nv.path.span(),
-                    "unknown launch_contract key: expected `domain` or `block`",
+                    "unknown launch_contract key: expected `domain`, `block`, \
+                     `dynamic_shared`, `coordinates` or `requires`",
                 ));
             }
         }
     }
     match block {
-        Some(block) => Ok(ContractInfo { domain, block }),
+        Some(block) => Ok((
+            ContractInfo {
+                domain,
+                block,
+                dynamic_shared,
+            },
+            requires,
+        )),
         None => Err(syn::Error::new(
             attr.span(),
             "expected #[launch_contract(domain = N, block = (x, y, z))] (or, on an `unsafe` \

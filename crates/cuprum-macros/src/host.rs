@@ -413,6 +413,7 @@ fn launch_method(
         args.push(arg);
     }
     let (generics, target) = kernel_target(k, field);
+    let requires = crate::requires::checks(name, &k.requires)?;
     let where_clause = &k.item.sig.generics.where_clause;
     let (Some(contract), Some(domain)) = (k.contract, k.contract.and_then(|c| c.domain)) else {
         let doc = match k.contract {
@@ -449,6 +450,7 @@ fn launch_method(
                     config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
                     #(#params),*
                 ) -> ::cuprum::Result<()> #where_clause {
+                    #requires
                     let args = [#(#args),*];
                     #target
                     // SAFETY: the caller upholds the contract stated above; the argument list
@@ -462,6 +464,10 @@ fn launch_method(
     let marker = format_ident!("{}Kernel", camel(name));
     let prepare = format_ident!("prepare_{}", name);
     let (bx, by, bz) = contract.block;
+    let dynamic_shared = match contract.dynamic_shared {
+        Some(n) => quote!(::std::option::Option::Some(#n)),
+        None => quote!(::std::option::Option::None),
+    };
     let max_threads = match k.launch_bounds {
         Some(b) => {
             let m = b.max_threads;
@@ -491,6 +497,7 @@ fn launch_method(
                     domain: #domain,
                     block: (#bx, #by, #bz),
                     max_threads: #max_threads,
+                    dynamic_shared: #dynamic_shared,
                 }
                 .check(self.inner.context(), &config)?;
                 // SAFETY: `config` has just passed this kernel's contract check.
@@ -507,6 +514,7 @@ fn launch_method(
                 prepared: &::cuprum::simt::Prepared<#marker>,
                 #(#params),*
             ) -> ::cuprum::Result<()> #where_clause {
+                #requires
                 let args = [#(#args),*];
                 #target
                 // SAFETY: the argument list mirrors the kernel's parameters (the macro made

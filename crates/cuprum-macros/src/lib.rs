@@ -20,6 +20,7 @@ mod host;
 mod host_consts;
 mod layout_check;
 mod outer_consts;
+mod requires;
 mod tile;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.

@@ -36,6 +36,9 @@ pub struct LaunchContract {
     pub block: (u32, u32, u32),
     /// The kernel's launch bounds (`.maxntid`), if any.
     pub max_threads: Option<u32>,
+    /// The bytes of dynamic shared memory the kernel relies on (`dynamic_shared = N`): a
+    /// launch must give at least that many.
+    pub dynamic_shared: Option<u32>,
 }
 
 impl LaunchContract {
@@ -60,6 +63,15 @@ impl LaunchContract {
             return invalid(format!(
                 "block ({x}, {y}, {z}) does not match the block ({cx}, {cy}, {cz}) its launch \
                  contract declares"
+            ));
+        }
+        if let Some(need) = self.dynamic_shared
+            && config.shared_mem_bytes < need
+        {
+            return invalid(format!(
+                "the launch gives {} bytes of dynamic shared memory, but the launch contract \
+                 declares dynamic_shared = {need}",
+                config.shared_mem_bytes
             ));
         }
         check_config(

@@ -11,6 +11,7 @@ const SAXPY: LaunchContract = LaunchContract {
     domain: 1,
     block: (128, 1, 1),
     max_threads: Some(128),
+    dynamic_shared: None,
 };
 
 fn invalid(ctx: &CudaContext, contract: &LaunchContract, config: LaunchConfig) -> String {
@@ -52,6 +53,7 @@ fn fitting_configs_pass() {
         domain: 2,
         block: (16, 16, 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let config = LaunchConfig {
         grid_dim: (7, 9, 1),
@@ -88,6 +90,7 @@ fn too_many_threads() {
         domain: 2,
         block: (32, max / 32 + 1, 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let reason = invalid(
         &ctx,
@@ -108,6 +111,7 @@ fn too_many_threads() {
         domain: 1,
         block: (256, 1, 1),
         max_threads: Some(128),
+        dynamic_shared: None,
     };
     let reason = invalid(&ctx, &bounded, LaunchConfig1D::new(4, 256, 0).into());
     assert_mentions(&reason, &["256 threads", "launch bounds of 128"]);
@@ -118,6 +122,7 @@ fn too_many_threads() {
         domain: 3,
         block: (1, 1, zmax + 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let reason = invalid(
         &ctx,
@@ -141,6 +146,7 @@ fn zero_sizes() {
         domain: 1,
         block: (0, 1, 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let reason = invalid(&ctx, &flat, LaunchConfig1D::new(1, 0, 0).into());
     assert_mentions(&reason, &["block dimension x is 0"]);
@@ -159,6 +165,7 @@ fn grid_too_large() {
         domain: 2,
         block: (32, 4, 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let reason = invalid(
         &ctx,
@@ -190,6 +197,7 @@ fn grid_outside_the_domain() {
         domain: 2,
         block: (16, 16, 1),
         max_threads: None,
+        dynamic_shared: None,
     };
     let reason = invalid(
         &ctx,

@@ -13,9 +13,10 @@ mod common;
 
 use common::{assert_same, ctx};
 use cuprum::simt::{
-    DisjointSlice, SharedArray, cuda_module, device, gpu_printf, kernel, thread, warp,
+    DisjointSlice, SharedArray, cuda_module, device, gpu_printf, kernel, launch_contract, thread,
+    warp,
 };
-use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig2D};
+use cuprum::{DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, LaunchConfig2D};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::{random, rng};
 
@@ -95,6 +96,35 @@ mod kernels {
             && let Some(slot) = maxima.get_mut(w)
         {
             *slot = most;
+        }
+    }
+
+    /// cuda-oxide's contract keys: 32-bit coordinates, and relations between the arguments
+    /// that every launch checks on the host first.
+    #[kernel]
+    #[launch_contract(
+        domain = 1,
+        coordinates = u32,
+        block = (128, 1, 1),
+        requires = (input.len() >= n * stride, output.len() >= n),
+    )]
+    pub fn strided_scale(n: usize, stride: usize, input: &[f32], mut output: DisjointSlice<f32>) {
+        let index = thread::index_1d();
+        let i = index.get();
+        if i < n
+            && let Some(out) = output.get_mut(index)
+        {
+            *out = input[i * stride] * 2.0;
+        }
+    }
+
+    /// A contract that asks for 256 bytes of dynamic shared memory.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1), dynamic_shared = 256)]
+    pub fn needs_dynamic_shared(mut out: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = i.get() as u32;
         }
     }
 
@@ -339,4 +369,73 @@ fn partial_warp_reductions_into_the_warp_index_space() {
     }
     assert_same("sums", &sums.to_host_vec(&stream).unwrap(), &want_sums);
     assert_same("maxima", &maxima.to_host_vec(&stream).unwrap(), &want_max);
+}
+
+#[test]
+fn contract_requires_relations_and_dynamic_shared_memory() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("contract_requires_relations_and_dynamic_shared_memory");
+    let (n, stride) = (300usize, 3usize);
+    let input: Vec<f32> = random(&mut rng, n * stride, -10.0, 10.0);
+    let dinput = DeviceBuffer::from_host(&stream, &input).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    let prepared = module
+        .prepare_strided_scale(LaunchConfig1D::for_len(n, 128))
+        .unwrap();
+    module
+        .strided_scale(&stream, &prepared, n, stride, &dinput, &mut out)
+        .unwrap();
+    let want: Vec<f32> = (0..n).map(|i| input[i * stride] * 2.0).collect();
+    assert_same("strided_scale", &out.to_host_vec(&stream).unwrap(), &want);
+
+    // One element short of n * stride: refused on the host, and nothing ran.
+    let short = DeviceBuffer::from_host(&stream, &input[..n * stride - 1]).unwrap();
+    let mut untouched = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n)).unwrap();
+    let refused = module.strided_scale(&stream, &prepared, n, stride, &short, &mut untouched);
+    match refused {
+        Err(Error::InvalidLaunch { kernel, reason }) => {
+            assert_eq!(kernel, "strided_scale");
+            assert!(reason.contains("input.len() >= n * stride"), "{reason}");
+            assert!(
+                reason.contains("= 899") && reason.contains("= 900"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+    let still: Vec<u32> = untouched
+        .to_host_vec(&stream)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let poison: Vec<u32> = poisoned::<f32>(n).iter().map(|v| v.to_bits()).collect();
+    assert_eq!(still, poison, "a refused launch wrote its output");
+    // A stride so large that n * stride overflows u64 fails the relation too.
+    assert!(matches!(
+        module.strided_scale(&stream, &prepared, n, usize::MAX, &dinput, &mut out),
+        Err(Error::InvalidLaunch { .. })
+    ));
+
+    // dynamic_shared = 256: a launch with less is refused by prepare.
+    let few = module.prepare_needs_dynamic_shared(LaunchConfig1D::new(2, 64, 128));
+    assert!(
+        matches!(&few, Err(Error::InvalidLaunch { reason, .. }) if reason.contains("dynamic_shared = 256")),
+        "{few:?}"
+    );
+    let enough = module
+        .prepare_needs_dynamic_shared(LaunchConfig1D::new(2, 64, 256))
+        .unwrap();
+    let mut ids = DeviceBuffer::from_host(&stream, &poisoned::<u32>(128)).unwrap();
+    module
+        .needs_dynamic_shared(&stream, &enough, &mut ids)
+        .unwrap();
+    let want_ids: Vec<u32> = (0..128).collect();
+    assert_same(
+        "needs_dynamic_shared",
+        &ids.to_host_vec(&stream).unwrap(),
+        &want_ids,
+    );
 }

@@ -1,8 +1,9 @@
 // cuda-oxide's spellings where cuprum cannot mean the same: a member mask that leaves out
-// lanes taking part (cuprum's warp operations act on the lanes executing together), and a
-// `static` in a kernel body that is not a `static mut` shared array.
+// lanes taking part (cuprum's warp operations act on the lanes executing together), a
+// `static` in a kernel body that is not a `static mut` shared array, and a `requires`
+// relation that is not arithmetic on the arguments.
 use cuprum::cuda_module;
-use cuprum::simt::{DisjointSlice, kernel, thread, warp};
+use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread, warp};
 
 #[cuda_module]
 mod partial_mask {
@@ -27,6 +28,20 @@ mod plain_static {
         static LIMIT: u32 = 7;
         if let Some(o) = out.get_mut(thread::index_1d()) {
             *o = LIMIT;
+        }
+    }
+}
+
+#[cuda_module]
+mod odd_requires {
+    use super::*;
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1), requires = (x.len() >= n.pow(2)))]
+    pub fn squares(n: usize, x: &[f32], mut out: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get() % n];
         }
     }
 }
