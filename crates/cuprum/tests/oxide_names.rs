@@ -128,6 +128,27 @@ mod kernels {
         }
     }
 
+    /// Closures, as cuda-oxide's `generic` example writes them: one capturing the kernel's
+    /// scalars, one capturing a variable that changes afterwards (a `move` closure keeps the
+    /// value it captured), and one calling the other.
+    #[kernel]
+    pub fn closures<T: Copy + core::ops::Add<Output = T> + core::ops::Mul<Output = T>>(
+        input: &[T],
+        mut output: DisjointSlice<T>,
+        scale: T,
+        bias: T,
+    ) {
+        let transform = move |x: T| (x + bias) * scale;
+        let mut offset = bias;
+        let shift = move |x: T| x + offset;
+        offset = offset * scale;
+        let both = |x: T| shift(transform(x)) + offset;
+        let i = thread::index_1d();
+        if let Some(o) = output.get_mut(i) {
+            *o = both(input[i.get()]);
+        }
+    }
+
     /// Every warp operation under its cuda-oxide name; eight results per thread, written with
     /// `get_unchecked_mut` at `8 * i + k`.
     #[kernel]
@@ -438,4 +459,34 @@ fn contract_requires_relations_and_dynamic_shared_memory() {
         &ids.to_host_vec(&stream).unwrap(),
         &want_ids,
     );
+}
+
+#[test]
+fn closures_capture_when_made() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("closures_capture_when_made");
+    let n = 1000;
+    let input: Vec<i32> = random(&mut rng, n, -1000, 1000);
+    let (scale, bias) = (3i32, -7i32);
+    let dinput = DeviceBuffer::from_host(&stream, &input).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<i32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // SAFETY: one thread per element; each writes its own.
+    unsafe {
+        module.closures::<i32>(
+            &stream,
+            LaunchConfig::for_num_elems(n as u32),
+            &dinput,
+            &mut out,
+            scale,
+            bias,
+        )
+    }
+    .unwrap();
+    let want: Vec<i32> = input
+        .iter()
+        .map(|&x| (x + bias) * scale + bias + bias * scale)
+        .collect();
+    assert_same("closures", &out.to_host_vec(&stream).unwrap(), &want);
 }

@@ -243,6 +243,13 @@ impl Lowerer<'_> {
                 "only calls of named functions are supported in device code",
             );
         };
+        // A local closure shadows a module function of its name, as in Rust.
+        if let Some(name) = p.path.get_ident()
+            && let Some(Binding::Val(Val::Closure(f))) = self.lookup(&name.to_string()).cloned()
+        {
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            return self.call_closure(&f, &args, span);
+        }
         if let Some(f) = self
             .find_helper(&p.path)
             .or_else(|| self.find_associated(&p.path))

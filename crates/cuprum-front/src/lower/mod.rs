@@ -12,6 +12,7 @@
 mod aggregates;
 mod arrays;
 mod calls;
+mod closures;
 mod control;
 mod disjoint;
 mod helpers;
@@ -117,6 +118,8 @@ enum Val {
     Never,
     /// `thread::index_1d()`: the global x index, a `U64`.
     Index1(Value),
+    /// A closure bound by `let` (see `closures`).
+    Closure(std::rc::Rc<closures::Closure>),
     /// What `if let Some(w) = thread::warp_index()` binds in lane 0 of each warp of a 1-D
     /// launch: the warp's global index (`blockIdx.x * warps per block + warp`), a `U64`.
     WarpIndex(Value),
@@ -961,10 +964,7 @@ impl<'a> Lowerer<'a> {
                 v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
                 _ => err(r.span(), references::WHERE_REFERENCES),
             },
-            syn::Expr::Closure(c) => err(
-                c.span(),
-                "closures are not supported in device code (write a helper `fn` in the module)",
-            ),
+            syn::Expr::Closure(c) => self.closure(c),
             syn::Expr::Match(m) => self.match_expr(m),
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => self.array_expr(e, None, None),
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(Val::Unit),
@@ -1625,6 +1625,7 @@ fn describe(v: &Val) -> String {
         Val::Never => "a diverging expression".into(),
         Val::Index1(_) => "a thread index".into(),
         Val::WarpIndex(_) => "a warp index".into(),
+        Val::Closure(_) => "a closure".into(),
         Val::Slice(_) => "a slice".into(),
         Val::Array(a) => format!("an array `{}`", a.type_name()),
         Val::Ptr { .. } => "a raw pointer".into(),
