@@ -62,12 +62,14 @@ mod kernels {
                 let rx = other[0] - me[0];
                 let ry = other[1] - me[1];
                 let rz = other[2] - me[2];
-                let dist_sqr = rx * rx + ry * ry + rz * rz + softening_sq;
+                // Fused multiply-adds where nvcc contracts the CUDA source's (`mul_add` is
+                // one rounding, as `fma.rn`).
+                let dist_sqr = rz.mul_add(rz, ry.mul_add(ry, rx * rx)) + softening_sq;
                 let inv_dist = 1.0 / dist_sqr.sqrt();
                 let s = other[3] * (inv_dist * inv_dist * inv_dist);
-                ax += rx * s;
-                ay += ry * s;
-                az += rz * s;
+                ax = rx.mul_add(s, ax);
+                ay = ry.mul_add(s, ay);
+                az = rz.mul_add(s, az);
             }
             shared_pos = tile.sync();
         }
@@ -103,12 +105,12 @@ fn reference(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize) -> ([f32; 4], [f32; 4
     let (mut ax, mut ay, mut az) = (0.0f32, 0.0f32, 0.0f32);
     for other in pos {
         let (rx, ry, rz) = (other[0] - me[0], other[1] - me[1], other[2] - me[2]);
-        let dist_sqr = rx * rx + ry * ry + rz * rz + SOFTENING_SQ;
+        let dist_sqr = rz.mul_add(rz, ry.mul_add(ry, rx * rx)) + SOFTENING_SQ;
         let inv_dist = 1.0 / dist_sqr.sqrt();
         let s = other[3] * (inv_dist * inv_dist * inv_dist);
-        ax += rx * s;
-        ay += ry * s;
-        az += rz * s;
+        ax = rx.mul_add(s, ax);
+        ay = ry.mul_add(s, ay);
+        az = rz.mul_add(s, az);
     }
     let v = vel[i];
     let nv = [

@@ -26,11 +26,48 @@ pub(super) struct Closure {
     captures: Vec<(String, Binding)>,
 }
 
-/// The identifiers a closure body names (candidates for capture).
+/// The identifiers a closure body names (candidates for capture), whether it has a `return`,
+/// and the names it assigns to.
 #[derive(Default)]
-struct Names(Vec<String>, bool);
+struct Names(Vec<String>, bool, Vec<(String, Span)>);
+
+/// The name an assignment's left side changes (`n`, `n.x`, `n[i]`).
+fn assigned(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Field(f) => assigned(&f.base),
+        syn::Expr::Index(i) => assigned(&i.expr),
+        syn::Expr::Paren(p) => assigned(&p.expr),
+        _ => None,
+    }
+}
 
 impl<'ast> Visit<'ast> for Names {
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        if let Some(n) = assigned(&a.left) {
+            self.2.push((n, a.span()));
+        }
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        let compound = matches!(
+            b.op,
+            syn::BinOp::AddAssign(_)
+                | syn::BinOp::SubAssign(_)
+                | syn::BinOp::MulAssign(_)
+                | syn::BinOp::DivAssign(_)
+                | syn::BinOp::RemAssign(_)
+                | syn::BinOp::BitAndAssign(_)
+                | syn::BinOp::BitOrAssign(_)
+                | syn::BinOp::BitXorAssign(_)
+                | syn::BinOp::ShlAssign(_)
+                | syn::BinOp::ShrAssign(_)
+        );
+        if compound && let Some(n) = assigned(&b.left) {
+            self.2.push((n, b.span()));
+        }
+        syn::visit::visit_expr_binary(self, b);
+    }
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(id) = p.path.get_ident() {
             self.0.push(id.to_string());
@@ -77,6 +114,18 @@ impl Lowerer<'_> {
                 "`return` inside a closure is not supported in device code: end the closure \
                  with its value, or write a helper `fn`",
             );
+        }
+        for (name, span) in &names.2 {
+            if !params.iter().any(|(p, _)| p == name) && self.lookup(name).is_some() {
+                return err(
+                    *span,
+                    format!(
+                        "this closure changes `{name}`, which it captures: closures that \
+                         change what they capture (`FnMut`) are not supported in device code; \
+                         write the loop out, or a helper `fn` taking `&mut`"
+                    ),
+                );
+            }
         }
         let mut captures: Vec<(String, Binding)> = Vec::new();
         for name in names.0 {
