@@ -128,6 +128,14 @@ mod kernels {
         }
     }
 
+    /// A helper that takes a closure, as cuda-oxide's `generic` example's `apply_unary`.
+    fn apply<T, F>(f: F, x: T) -> T
+    where
+        F: FnOnce(T) -> T,
+    {
+        f(x)
+    }
+
     /// Closures, as cuda-oxide's `generic` example writes them: one capturing the kernel's
     /// scalars, one capturing a variable that changes afterwards (a `move` closure keeps the
     /// value it captured), and one calling the other.
@@ -138,11 +146,15 @@ mod kernels {
         scale: T,
         bias: T,
     ) {
-        let transform = move |x: T| (x + bias) * scale;
+        // A helper nested in the kernel body, generic, called with a turbofish.
+        fn identity<U: Copy>(value: U) -> U {
+            value
+        }
+        let transform = move |x: T| identity::<T>((x + bias) * scale);
         let mut offset = bias;
         let shift = move |x: T| x + offset;
         offset = offset * scale;
-        let both = |x: T| shift(transform(x)) + offset;
+        let both = |x: T| apply(shift, transform(x)) + offset;
         let i = thread::index_1d();
         if let Some(o) = output.get_mut(i) {
             *o = both(input[i.get()]);

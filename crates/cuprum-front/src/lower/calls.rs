@@ -250,6 +250,17 @@ impl Lowerer<'_> {
             let args: Vec<&syn::Expr> = c.args.iter().collect();
             return self.call_closure(&f, &args, span);
         }
+        if let [segment] = Vec::from_iter(&p.path.segments)[..]
+            && let Some(f) = self
+                .local_fns
+                .iter()
+                .rev()
+                .find(|f| f.sig.ident == segment.ident)
+                .cloned()
+        {
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            return self.call_helper(&f, &p.path, &args, span);
+        }
         if let Some(f) = self
             .find_helper(&p.path)
             .or_else(|| self.find_associated(&p.path))

@@ -137,6 +137,13 @@ impl Lowerer<'_> {
                 (syn::FnArg::Typed(pt), Arg::Place(place)) => {
                     self.bind_reference_param(pt, place)?
                 }
+                // A closure argument is passed as it is, to be called inside.
+                (syn::FnArg::Typed(pt), Arg::Value(Val::Closure(c))) => match &*pt.pat {
+                    syn::Pat::Ident(id) => {
+                        self.bind(id.ident.to_string(), Binding::Val(Val::Closure(c)))
+                    }
+                    other => return err(other.span(), "bind a closure parameter to a name"),
+                },
                 (syn::FnArg::Typed(pt), Arg::Value(value)) => self.bind_helper_param(pt, value)?,
             }
         }
@@ -362,6 +369,9 @@ impl Lowerer<'_> {
         }
         let mut literal_kind: HashMap<String, LitKind> = HashMap::new();
         let mut from_open: HashMap<String, S> = HashMap::new();
+        // Type parameters that closure arguments fill (`F: Fn(T) -> T`): the closure is
+        // passed as it is and called inside, so they stand for no scalar type.
+        let mut closures: Vec<String> = Vec::new();
         for (input, value) in f.sig.inputs.iter().zip(values) {
             let syn::FnArg::Typed(pt) = input else {
                 continue;
@@ -396,11 +406,12 @@ impl Lowerer<'_> {
                     let ty = self.solved(*site).unwrap_or(kind.default_type());
                     from_open.entry(ident).or_insert(ty);
                 }
+                Val::Closure(_) => closures.push(ident),
                 _ => {}
             }
         }
         for name in &generics {
-            if !out.contains_key(name) {
+            if !out.contains_key(name) && !closures.contains(name) {
                 if let Some(&ty) = from_open.get(name) {
                     out.insert(name.clone(), ty);
                     continue;

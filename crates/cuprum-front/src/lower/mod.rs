@@ -227,6 +227,9 @@ struct Lowerer<'a> {
     ranges: HashMap<Value, u128>,
     /// Values defined by constants.
     constants: std::collections::HashSet<Value>,
+    /// `fn` items declared inside kernel and helper bodies: helpers too, found before the
+    /// module's by name.
+    local_fns: Vec<std::rc::Rc<syn::ItemFn>>,
     /// Values made by `warp::active_mask()`: a member mask the `_sync` warp operations accept
     /// (see `warp_names`).
     active_masks: std::collections::HashSet<Value>,
@@ -284,6 +287,7 @@ impl<'a> Lowerer<'a> {
             ranges: HashMap::new(),
             constants: std::collections::HashSet::new(),
             active_masks: std::collections::HashSet::new(),
+            local_fns: Vec::new(),
             uniform: HashMap::new(),
             uniform_keys: HashMap::new(),
             disjoint_mappings: HashMap::new(),
@@ -595,11 +599,17 @@ impl<'a> Lowerer<'a> {
                     self.static_shared(item)?;
                     Val::Unit
                 }
+                // A nested `fn` is a helper like the module's (it cannot see the body's
+                // locals, as in Rust).
+                syn::Stmt::Item(syn::Item::Fn(item)) => {
+                    self.local_fns.push(std::rc::Rc::new(item.clone()));
+                    Val::Unit
+                }
                 syn::Stmt::Item(item) => {
                     return err(
                         item.span(),
-                        "items inside kernel bodies are not supported (except `static mut` \
-                         shared arrays): move them to the module",
+                        "items inside kernel bodies are not supported (except `fn` helpers \
+                         and `static mut` shared arrays): move them to the module",
                     );
                 }
                 syn::Stmt::Macro(m) => match self.device_macro(&m.mac)? {
