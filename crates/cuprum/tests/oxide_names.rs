@@ -161,6 +161,21 @@ mod kernels {
         }
     }
 
+    /// `match_any_sync` / `match_all_sync` (32- and 64-bit): which lanes share a value.
+    #[kernel]
+    pub fn warp_match(x: &[u32], mut out: DisjointSlice<[u32; 4]>) {
+        let i = thread::index_1d();
+        let v = x[i.get()];
+        let wide = (v as u64) << 40 | 7;
+        let any = warp::match_any_sync(0xFFFF_FFFF, v);
+        let all = warp::match_all_sync(0xFFFF_FFFF, v);
+        let any64 = warp::match_any_i64_sync(warp::active_mask(), wide);
+        let all64 = warp::match_all_i64_sync(0xFFFF_FFFF, wide);
+        if let Some(o) = out.get_mut(i) {
+            *o = [any, all, any64, all64];
+        }
+    }
+
     /// Every warp operation under its cuda-oxide name; eight results per thread, written with
     /// `get_unchecked_mut` at `8 * i + k`.
     #[kernel]
@@ -501,4 +516,41 @@ fn closures_capture_when_made() {
         .map(|&x| (x + bias) * scale + bias + bias * scale)
         .collect();
     assert_same("closures", &out.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn warp_match_groups_lanes_by_value() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("warp_match_groups_lanes_by_value");
+    let n = 3 * 32;
+    // Four values per warp in the first two warps; one value in the third.
+    let mut x: Vec<u32> = random(&mut rng, n, 0, 4);
+    for v in &mut x[64..] {
+        *v = 9;
+    }
+    let dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &vec![[0xDEAD_BEEFu32; 4]; n]).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // SAFETY: one thread per element of whole warps; each writes its own.
+    unsafe { module.warp_match(&stream, LaunchConfig1D::new(1, n as u32, 0), &dx, &mut out) }
+        .unwrap();
+    let mut want = Vec::with_capacity(n);
+    for warp in x.chunks(32) {
+        let same = |v: u32| {
+            warp.iter()
+                .enumerate()
+                .filter(|&(_, &w)| w == v)
+                .fold(0u32, |m, (l, _)| m | 1 << l)
+        };
+        let all = if warp.iter().all(|&w| w == warp[0]) {
+            u32::MAX
+        } else {
+            0
+        };
+        for &v in warp {
+            want.push([same(v), all, same(v), all]);
+        }
+    }
+    assert_same("warp_match", &out.to_host_vec(&stream).unwrap(), &want);
 }

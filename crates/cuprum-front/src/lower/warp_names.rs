@@ -15,8 +15,8 @@
 //!   reductions of `redux_sync`.
 
 use cuprum_ir::{
-    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, ShuffleMode, Special, UnaryOp, Value,
-    VoteMode,
+    BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, ShuffleMode, Special, Stmt, UnaryOp,
+    Value, VoteMode,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -144,6 +144,20 @@ impl Lowerer<'_> {
         match (name, args) {
             ("live_lanes_1d", []) => Ok(Some(Val::Scalar(self.live_lanes(span)?))),
             (
+                "match_any_sync" | "match_any_i64_sync" | "match_all_sync" | "match_all_i64_sync",
+                [_, v],
+            ) => {
+                self.member_mask(name, args, span)?;
+                let wide = name.contains("i64");
+                let v = self.expr(v)?;
+                let v = self.materialize(v, if wide { S::U64 } else { S::U32 }, span)?;
+                Ok(Some(Val::Scalar(if name.starts_with("match_any") {
+                    self.match_any(v, span)?
+                } else {
+                    self.match_all(v, span)?
+                })))
+            }
+            (
                 "reduce_sum_f32_partial"
                 | "reduce_sum_f64_partial"
                 | "reduce_max_f32_partial"
@@ -263,6 +277,90 @@ impl Lowerer<'_> {
                 mode: ShuffleMode::Idx,
                 value: acc,
                 lane: zero,
+            },
+            span,
+        )
+    }
+
+    /// `__match_any_sync`: the lanes executing together whose `v` equals this lane's. Each
+    /// executing lane's value is broadcast in turn (the condition is the same in every lane,
+    /// so the shuffle runs on all of them together).
+    fn match_any(&mut self, v: Value, span: Span) -> Result<Value> {
+        let lanes = self.active_lanes(span)?;
+        let (zero, one) = (
+            self.constant(Constant::new(S::U32, 0)),
+            self.constant(Constant::new(S::U32, 1)),
+        );
+        let found = self.b.var("match_any", S::U32);
+        self.b.push(Stmt::WriteVar {
+            var: found,
+            value: zero,
+        });
+        for l in 0..32u64 {
+            let source = self.constant(Constant::new(S::U32, l));
+            let bit = self.def(Op::Binary(BinaryOp::Shl, one, source), span)?;
+            let has = self.def(Op::Binary(BinaryOp::And, lanes, bit), span)?;
+            let present = self.def(Op::Compare(CmpOp::Ne, has, zero), span)?;
+            self.b.begin_block();
+            let other = self.def(
+                Op::Shuffle {
+                    mode: ShuffleMode::Idx,
+                    value: v,
+                    lane: source,
+                },
+                span,
+            )?;
+            let same = self.def(Op::Compare(CmpOp::Eq, other, v), span)?;
+            let so_far = self.def(Op::ReadVar(found), span)?;
+            let with = self.def(Op::Binary(BinaryOp::Or, so_far, bit), span)?;
+            let next = self.def(
+                Op::Select {
+                    cond: same,
+                    if_true: with,
+                    if_false: so_far,
+                },
+                span,
+            )?;
+            self.b.push(Stmt::WriteVar {
+                var: found,
+                value: next,
+            });
+            let then = self.b.end_block();
+            self.b.push(Stmt::If {
+                cond: present,
+                then,
+                otherwise: Default::default(),
+            });
+        }
+        self.def(Op::ReadVar(found), span)
+    }
+
+    /// `__match_all_sync`: the lanes executing together if they all hold the same `v`, else 0.
+    fn match_all(&mut self, v: Value, span: Span) -> Result<Value> {
+        let lanes = self.active_lanes(span)?;
+        let leader = self.def(Op::Unary(UnaryOp::TrailingZeros, lanes), span)?;
+        let first = self.def(
+            Op::Shuffle {
+                mode: ShuffleMode::Idx,
+                value: v,
+                lane: leader,
+            },
+            span,
+        )?;
+        let same = self.def(Op::Compare(CmpOp::Eq, first, v), span)?;
+        let all = self.def(
+            Op::Vote {
+                mode: VoteMode::All,
+                pred: same,
+            },
+            span,
+        )?;
+        let zero = self.constant(Constant::new(S::U32, 0));
+        self.def(
+            Op::Select {
+                cond: all,
+                if_true: lanes,
+                if_false: zero,
             },
             span,
         )

@@ -604,3 +604,29 @@ pub fn reduce_min_f64_partial(val: f64, live_lanes: u32) -> f64 {
     let _ = (val, live_lanes);
     unreachable_on_host()
 }
+
+/// The lanes executing together whose `value` equals the caller's (`__match_any_sync`);
+/// `mask` must be `0xFFFF_FFFF` or `active_mask()`.
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    let _ = (mask, value);
+    unreachable_on_host()
+}
+
+/// [`match_any_sync`] on 64-bit values.
+pub fn match_any_i64_sync(mask: u32, value: u64) -> u32 {
+    let _ = (mask, value);
+    unreachable_on_host()
+}
+
+/// The lanes executing together when all hold the same `value`, else 0
+/// (`__match_all_sync`); `mask` must be `0xFFFF_FFFF` or `active_mask()`.
+pub fn match_all_sync(mask: u32, value: u32) -> u32 {
+    let _ = (mask, value);
+    unreachable_on_host()
+}
+
+/// [`match_all_sync`] on 64-bit values.
+pub fn match_all_i64_sync(mask: u32, value: u64) -> u32 {
+    let _ = (mask, value);
+    unreachable_on_host()
+}
