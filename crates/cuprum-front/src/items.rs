@@ -321,13 +321,6 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
         }
     }
     match contract {
-        Some(ContractInfo {
-            domain: Some(_), ..
-        }) if is_unsafe => errors.push(syn::Error::new(
-            sig.ident.span(),
-            "`unsafe` kernels are launched through the raw `unsafe` method, which checks no \
-             domain; declare only the block: #[launch_contract(block = (x, y, z))]",
-        )),
         Some(ContractInfo { domain: None, .. }) if !is_unsafe => errors.push(syn::Error::new(
             sig.ident.span(),
             "a safe kernel's launch contract needs its domain: \

@@ -415,8 +415,56 @@ fn launch_method(
     let (generics, target) = kernel_target(k, field);
     let requires = crate::requires::checks(name, &k.requires)?;
     let where_clause = &k.item.sig.generics.where_clause;
-    let (Some(contract), Some(domain)) = (k.contract, k.contract.and_then(|c| c.domain)) else {
+    let max_threads = match k.launch_bounds {
+        Some(b) => {
+            let m = b.max_threads;
+            quote!(::std::option::Option::Some(#m))
+        }
+        None => quote!(::std::option::Option::None),
+    };
+    let contract_value = |contract: &ContractInfo, domain: u32| {
+        let (bx, by, bz) = contract.block;
+        let dynamic_shared = match contract.dynamic_shared {
+            Some(n) => quote!(::std::option::Option::Some(#n)),
+            None => quote!(::std::option::Option::None),
+        };
+        quote! {
+            ::cuprum::__private::LaunchContract {
+                kernel: #name,
+                domain: #domain,
+                block: (#bx, #by, #bz),
+                max_threads: #max_threads,
+                dynamic_shared: #dynamic_shared,
+            }
+        }
+    };
+    let safe = match (k.contract, k.is_unsafe) {
+        (Some(c), false) => c.domain.map(|d| (c, d)),
+        _ => None,
+    };
+    let Some((contract, domain)) = safe else {
+        // An `unsafe` kernel whose contract names a domain: its raw launch checks all of it.
+        let check = match k.contract {
+            Some(c) => match c.domain {
+                Some(d) => {
+                    let value = contract_value(&c, d);
+                    quote!(#value.check(self.inner.context(), &config)?;)
+                }
+                None => TokenStream::new(),
+            },
+            None => TokenStream::new(),
+        };
         let doc = match k.contract {
+            Some(ContractInfo {
+                domain: Some(d),
+                block: (bx, by, bz),
+                ..
+            }) => format!(
+                "Launches `{name}` with a raw configuration, checked first against the \
+                 kernel's launch contract (domain {d}, block ({bx}, {by}, {bz})) and the \
+                 device's limits.\n\n# Safety\n\nIt is an `unsafe` kernel: the caller must \
+                 make sure every thread's accesses stay in bounds and do not race."
+            ),
             Some(ContractInfo {
                 block: (bx, by, bz),
                 ..
@@ -450,12 +498,14 @@ fn launch_method(
                     config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
                     #(#params),*
                 ) -> ::cuprum::Result<()> #where_clause {
+                    let config: ::cuprum::LaunchConfig = config.into();
+                    #check
                     #requires
                     let args = [#(#args),*];
                     #target
                     // SAFETY: the caller upholds the contract stated above; the argument list
                     // mirrors the kernel's parameters, as the macro generated it.
-                    unsafe { module.launch(stream, index, &config.into(), &args) }
+                    unsafe { module.launch(stream, index, &config, &args) }
                 }
             },
             None,
@@ -464,17 +514,7 @@ fn launch_method(
     let marker = format_ident!("{}Kernel", camel(name));
     let prepare = format_ident!("prepare_{}", name);
     let (bx, by, bz) = contract.block;
-    let dynamic_shared = match contract.dynamic_shared {
-        Some(n) => quote!(::std::option::Option::Some(#n)),
-        None => quote!(::std::option::Option::None),
-    };
-    let max_threads = match k.launch_bounds {
-        Some(b) => {
-            let m = b.max_threads;
-            quote!(::std::option::Option::Some(#m))
-        }
-        None => quote!(::std::option::Option::None),
-    };
+    let contract_check = contract_value(&contract, domain);
     let marker_doc =
         format!("Marks a [`Prepared`](::cuprum::simt::Prepared) configuration of kernel `{name}`.");
     let prepare_doc = format!(
@@ -492,14 +532,7 @@ fn launch_method(
                 config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
             ) -> ::cuprum::Result<::cuprum::simt::Prepared<#marker>> {
                 let config = config.into();
-                ::cuprum::__private::LaunchContract {
-                    kernel: #name,
-                    domain: #domain,
-                    block: (#bx, #by, #bz),
-                    max_threads: #max_threads,
-                    dynamic_shared: #dynamic_shared,
-                }
-                .check(self.inner.context(), &config)?;
+                #contract_check.check(self.inner.context(), &config)?;
                 // SAFETY: `config` has just passed this kernel's contract check.
                 ::std::result::Result::Ok(unsafe {
                     ::cuprum::simt::Prepared::__new_unchecked(config)

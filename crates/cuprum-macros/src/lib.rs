@@ -97,10 +97,12 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_bounds", attr, item)
 }
 
-/// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`;
-/// on an `unsafe` kernel `#[launch_contract(block = (x, y, z))]`, the block alone: its raw
-/// launch then refuses any other block, and the compiler relies on the shape (thread indices
-/// below it, so shared-memory checks they prove are dropped).
+/// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`,
+/// with the optional keys `dynamic_shared = bytes`, `coordinates = u32` and
+/// `requires = (relations between the arguments)`. On an `unsafe` kernel the block alone,
+/// `#[launch_contract(block = (x, y, z))]`, makes its raw launch refuse any other block (and
+/// the compiler relies on the shape: thread indices below it, so shared-memory checks they
+/// prove are dropped); a whole contract there makes the raw launch check all of it.
 #[proc_macro_attribute]
 pub fn launch_contract(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_contract", attr, item)

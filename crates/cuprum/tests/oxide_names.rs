@@ -118,6 +118,17 @@ mod kernels {
         }
     }
 
+    /// An `unsafe` kernel with a whole contract (as cuda-oxide's `warp_sums`): its raw launch
+    /// checks the domain and block before it runs.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub unsafe fn doubled_in_place(x: &mut [f32]) {
+        let i = thread::index_1d().get();
+        if i < x.len() {
+            x[i] *= 2.0;
+        }
+    }
+
     /// A contract that asks for 256 bytes of dynamic shared memory.
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1), dynamic_shared = 256)]
@@ -553,4 +564,32 @@ fn warp_match_groups_lanes_by_value() {
         }
     }
     assert_same("warp_match", &out.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn unsafe_kernels_with_a_domain_check_it_at_their_raw_launch() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("unsafe_kernels_with_a_domain_check_it_at_their_raw_launch");
+    let n = 500;
+    let x: Vec<f32> = random(&mut rng, n, -5.0, 5.0);
+    let mut dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // A 2-D grid breaks the declared 1-D domain: refused before anything runs.
+    let two_d = LaunchConfig {
+        grid_dim: (8, 2, 1),
+        block_dim: (64, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: each thread doubles only its own element.
+    let refused = unsafe { module.doubled_in_place(&stream, two_d, &mut dx) };
+    assert!(
+        matches!(&refused, Err(Error::InvalidLaunch { reason, .. }) if reason.contains("1-dimensional")),
+        "{refused:?}"
+    );
+    assert_same("untouched", &dx.to_host_vec(&stream).unwrap(), &x);
+    // SAFETY: as above.
+    unsafe { module.doubled_in_place(&stream, LaunchConfig1D::for_len(n, 64), &mut dx) }.unwrap();
+    let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
+    assert_same("doubled", &dx.to_host_vec(&stream).unwrap(), &want);
 }
