@@ -129,6 +129,16 @@ mod kernels {
         }
     }
 
+    /// `div_ceil` on unsigned integers (cuda-oxide's `warp_sums` sizes its grid with it), and
+    /// on constants.
+    #[kernel]
+    pub fn ceilings(x: &[u32], y: &[u32], mut out: DisjointSlice<u32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].div_ceil(y[i.get()]) + 7u32.div_ceil(2);
+        }
+    }
+
     /// A contract that asks for 256 bytes of dynamic shared memory.
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1), dynamic_shared = 256)]
@@ -592,4 +602,35 @@ fn unsafe_kernels_with_a_domain_check_it_at_their_raw_launch() {
     unsafe { module.doubled_in_place(&stream, LaunchConfig1D::for_len(n, 64), &mut dx) }.unwrap();
     let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
     assert_same("doubled", &dx.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn div_ceil_rounds_up() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("div_ceil_rounds_up");
+    let n = 600;
+    let mut x: Vec<u32> = random(&mut rng, n, 0, 10_000);
+    let y: Vec<u32> = random(&mut rng, n, 1, 50);
+    x[0] = u32::MAX;
+    x[1] = 0;
+    let (dx, dy) = (
+        DeviceBuffer::from_host(&stream, &x).unwrap(),
+        DeviceBuffer::from_host(&stream, &y).unwrap(),
+    );
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // SAFETY: one thread per element; each writes its own.
+    unsafe {
+        module.ceilings(
+            &stream,
+            LaunchConfig::for_num_elems(n as u32),
+            &dx,
+            &dy,
+            &mut out,
+        )
+    }
+    .unwrap();
+    let want: Vec<u32> = x.iter().zip(&y).map(|(a, b)| a.div_ceil(*b) + 4).collect();
+    assert_same("div_ceil", &out.to_host_vec(&stream).unwrap(), &want);
 }

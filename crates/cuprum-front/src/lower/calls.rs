@@ -201,6 +201,46 @@ impl Lowerer<'_> {
             let r = self.expr(arg)?;
             return self.arith(op, receiver, r, span, m);
         }
+        if method == "div_ceil" {
+            let [arg] = args[..] else {
+                return err(span, "`div_ceil` takes one argument");
+            };
+            let r = self.expr(arg)?;
+            if let (Val::Int(a), Val::Int(b)) = (&receiver, &r) {
+                if *b == 0 {
+                    return err(span, "division by zero");
+                }
+                return Ok(Val::Int(
+                    a.div_euclid(*b) + i128::from(a.rem_euclid(*b) != 0),
+                ));
+            }
+            // `x / y` rounded up: the quotient, plus one where a remainder is left (the
+            // division's own zero check applies).
+            let q = self.arith(BinaryOp::Div, receiver.clone(), r.clone(), span, m)?;
+            let rem = self.arith(BinaryOp::Rem, receiver, r, span, m)?;
+            let (q, rem) = (self.scalar(q, span)?, self.scalar(rem, span)?);
+            let ty = self.ty(q);
+            if !ty.is_int() || ty.is_signed_int() {
+                return err(
+                    span,
+                    format!("`div_ceil` needs an unsigned integer, found `{ty}`"),
+                );
+            }
+            let zero = self.constant(Constant::new(ty, 0));
+            let one = self.constant(Constant::new(ty, 1));
+            let left = self.def(Op::Compare(CmpOp::Ne, rem, zero), span)?;
+            let bump = self.def(
+                Op::Select {
+                    cond: left,
+                    if_true: one,
+                    if_false: zero,
+                },
+                span,
+            )?;
+            return Ok(Val::Scalar(
+                self.def(Op::Binary(BinaryOp::Add, q, bump), span)?,
+            ));
+        }
         if let Some(v) = self.float_extras(&method, &receiver, &args, span)? {
             return Ok(v);
         }
