@@ -438,33 +438,10 @@ fn launch_method(
             }
         }
     };
-    let safe = match (k.contract, k.is_unsafe) {
-        (Some(c), false) => c.domain.map(|d| (c, d)),
-        _ => None,
-    };
-    let Some((contract, domain)) = safe else {
-        // An `unsafe` kernel whose contract names a domain: its raw launch checks all of it.
-        let check = match k.contract {
-            Some(c) => match c.domain {
-                Some(d) => {
-                    let value = contract_value(&c, d);
-                    quote!(#value.check(self.inner.context(), &config)?;)
-                }
-                None => TokenStream::new(),
-            },
-            None => TokenStream::new(),
-        };
+    // A whole contract (with its domain) gives `prepare_*` and a launch taking what it
+    // prepared, `unsafe` for an `unsafe` kernel; a block alone, or none, a raw launch.
+    let Some((contract, domain)) = k.contract.and_then(|c| c.domain.map(|d| (c, d))) else {
         let doc = match k.contract {
-            Some(ContractInfo {
-                domain: Some(d),
-                block: (bx, by, bz),
-                ..
-            }) => format!(
-                "Launches `{name}` with a raw configuration, checked first against the \
-                 kernel's launch contract (domain {d}, block ({bx}, {by}, {bz})) and the \
-                 device's limits.\n\n# Safety\n\nIt is an `unsafe` kernel: the caller must \
-                 make sure every thread's accesses stay in bounds and do not race."
-            ),
             Some(ContractInfo {
                 block: (bx, by, bz),
                 ..
@@ -499,7 +476,6 @@ fn launch_method(
                     #(#params),*
                 ) -> ::cuprum::Result<()> #where_clause {
                     let config: ::cuprum::LaunchConfig = config.into();
-                    #check
                     #requires
                     let args = [#(#args),*];
                     #target
@@ -521,9 +497,24 @@ fn launch_method(
         "Checks `config` against `{name}`'s launch contract (domain {domain}, block ({bx}, {by}, {bz})) \
          and the device's limits."
     );
-    let launch_doc = format!(
-        "Launches `{name}` on `stream` with a configuration checked by [`Module::{prepare}`]."
-    );
+    let (unsafety, launch_doc) = if k.is_unsafe {
+        (
+            quote!(unsafe),
+            format!(
+                "Launches `{name}` on `stream` with a configuration checked by \
+                 [`Module::{prepare}`].\n\n# Safety\n\nIt is an `unsafe` kernel: the caller \
+                 must make sure every thread's accesses stay in bounds and do not race."
+            ),
+        )
+    } else {
+        (
+            TokenStream::new(),
+            format!(
+                "Launches `{name}` on `stream` with a configuration checked by \
+                 [`Module::{prepare}`]."
+            ),
+        )
+    };
     Ok((
         quote! {
             #[doc = #prepare_doc]
@@ -541,7 +532,7 @@ fn launch_method(
 
             #[doc = #launch_doc]
             #[allow(clippy::too_many_arguments)]
-            pub fn #method #generics(
+            pub #unsafety fn #method #generics(
                 &self,
                 stream: &::cuprum::Stream,
                 prepared: &::cuprum::simt::Prepared<#marker>,
@@ -552,7 +543,8 @@ fn launch_method(
                 #target
                 // SAFETY: the argument list mirrors the kernel's parameters (the macro made
                 // both); `&` and `&mut` borrows of the buffers rule out an output aliasing an
-                // input; the configuration passed the contract check in `prepare`.
+                // input; the configuration passed the contract check in `prepare`; an
+                // `unsafe` kernel's caller answers for the rest.
                 unsafe { module.launch(stream, index, &prepared.config(), &args) }
             }
         },

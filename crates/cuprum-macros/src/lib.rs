@@ -102,7 +102,8 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `requires = (relations between the arguments)`. On an `unsafe` kernel the block alone,
 /// `#[launch_contract(block = (x, y, z))]`, makes its raw launch refuse any other block (and
 /// the compiler relies on the shape: thread indices below it, so shared-memory checks they
-/// prove are dropped); a whole contract there makes the raw launch check all of it.
+/// prove are dropped); a whole contract there gives `prepare_*` and an `unsafe` launch taking
+/// what it prepared.
 #[proc_macro_attribute]
 pub fn launch_contract(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_contract", attr, item)

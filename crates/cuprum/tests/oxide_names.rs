@@ -118,8 +118,8 @@ mod kernels {
         }
     }
 
-    /// An `unsafe` kernel with a whole contract (as cuda-oxide's `warp_sums`): its raw launch
-    /// checks the domain and block before it runs.
+    /// An `unsafe` kernel with a whole contract (as cuda-oxide's `warp_sums`): `prepare_*`
+    /// checks a configuration, and the launch taking it is `unsafe`.
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub unsafe fn doubled_in_place(x: &mut [f32]) {
@@ -577,29 +577,30 @@ fn warp_match_groups_lanes_by_value() {
 }
 
 #[test]
-fn unsafe_kernels_with_a_domain_check_it_at_their_raw_launch() {
+fn unsafe_kernels_with_a_whole_contract_are_prepared() {
     let ctx = ctx();
     let stream = ctx.default_stream();
-    let mut rng = rng("unsafe_kernels_with_a_domain_check_it_at_their_raw_launch");
+    let mut rng = rng("unsafe_kernels_with_a_whole_contract_are_prepared");
     let n = 500;
     let x: Vec<f32> = random(&mut rng, n, -5.0, 5.0);
     let mut dx = DeviceBuffer::from_host(&stream, &x).unwrap();
     let module = kernels::load(ctx).unwrap();
-    // A 2-D grid breaks the declared 1-D domain: refused before anything runs.
+    // A 2-D grid breaks the declared 1-D domain: prepare refuses it.
     let two_d = LaunchConfig {
         grid_dim: (8, 2, 1),
         block_dim: (64, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: each thread doubles only its own element.
-    let refused = unsafe { module.doubled_in_place(&stream, two_d, &mut dx) };
+    let refused = module.prepare_doubled_in_place(two_d);
     assert!(
         matches!(&refused, Err(Error::InvalidLaunch { reason, .. }) if reason.contains("1-dimensional")),
         "{refused:?}"
     );
-    assert_same("untouched", &dx.to_host_vec(&stream).unwrap(), &x);
-    // SAFETY: as above.
-    unsafe { module.doubled_in_place(&stream, LaunchConfig1D::for_len(n, 64), &mut dx) }.unwrap();
+    let prepared = module
+        .prepare_doubled_in_place(LaunchConfig1D::for_len(n, 64))
+        .unwrap();
+    // SAFETY: each thread doubles only its own element.
+    unsafe { module.doubled_in_place(&stream, &prepared, &mut dx) }.unwrap();
     let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
     assert_same("doubled", &dx.to_host_vec(&stream).unwrap(), &want);
 }
