@@ -50,20 +50,9 @@ impl<'ast> Visit<'ast> for Names {
         syn::visit::visit_expr_assign(self, a);
     }
     fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-        let compound = matches!(
-            b.op,
-            syn::BinOp::AddAssign(_)
-                | syn::BinOp::SubAssign(_)
-                | syn::BinOp::MulAssign(_)
-                | syn::BinOp::DivAssign(_)
-                | syn::BinOp::RemAssign(_)
-                | syn::BinOp::BitAndAssign(_)
-                | syn::BinOp::BitOrAssign(_)
-                | syn::BinOp::BitXorAssign(_)
-                | syn::BinOp::ShlAssign(_)
-                | syn::BinOp::ShrAssign(_)
-        );
-        if compound && let Some(n) = assigned(&b.left) {
+        if ops::compound_op(b.op).is_some()
+            && let Some(n) = assigned(&b.left)
+        {
             self.2.push((n, b.span()));
         }
         syn::visit::visit_expr_binary(self, b);

@@ -8,26 +8,31 @@ use syn::spanned::Spanned;
 
 use super::*;
 
+/// The operation a compound assignment (`+=`, `<<=`, ...) applies; `None` for other operators.
+pub(super) fn compound_op(op: syn::BinOp) -> Option<BinaryOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::AddAssign(_) => BinaryOp::Add,
+        B::SubAssign(_) => BinaryOp::Sub,
+        B::MulAssign(_) => BinaryOp::Mul,
+        B::DivAssign(_) => BinaryOp::Div,
+        B::RemAssign(_) => BinaryOp::Rem,
+        B::BitAndAssign(_) => BinaryOp::And,
+        B::BitOrAssign(_) => BinaryOp::Or,
+        B::BitXorAssign(_) => BinaryOp::Xor,
+        B::ShlAssign(_) => BinaryOp::Shl,
+        B::ShrAssign(_) => BinaryOp::Shr,
+        _ => return None,
+    })
+}
+
 impl Lowerer<'_> {
     // ----- operators ----------------------------------------------------------------------
 
     pub(super) fn binary_expr(&mut self, b: &syn::ExprBinary) -> Result<Val> {
         use syn::BinOp as B;
         let span = b.span();
-        let compound = match b.op {
-            B::AddAssign(_) => Some(BinaryOp::Add),
-            B::SubAssign(_) => Some(BinaryOp::Sub),
-            B::MulAssign(_) => Some(BinaryOp::Mul),
-            B::DivAssign(_) => Some(BinaryOp::Div),
-            B::RemAssign(_) => Some(BinaryOp::Rem),
-            B::BitAndAssign(_) => Some(BinaryOp::And),
-            B::BitOrAssign(_) => Some(BinaryOp::Or),
-            B::BitXorAssign(_) => Some(BinaryOp::Xor),
-            B::ShlAssign(_) => Some(BinaryOp::Shl),
-            B::ShrAssign(_) => Some(BinaryOp::Shr),
-            _ => None,
-        };
-        if let Some(op) = compound {
+        if let Some(op) = compound_op(b.op) {
             if let Some(v) = self.struct_compound_assign(b)? {
                 return Ok(v);
             }
