@@ -1,7 +1,8 @@
 // cuda-oxide's spellings where cuprum cannot mean the same: a member mask that leaves out
 // lanes taking part (cuprum's warp operations act on the lanes executing together), a
 // `static` in a kernel body that is not a `static mut` shared array, and a `requires`
-// relation that is not arithmetic on the arguments.
+// relation that is not arithmetic on the arguments. And a warp index reaches only a slice
+// over the warp index space (rustc's types keep each space to its own index).
 use cuprum::cuda_module;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread, warp};
 
@@ -42,6 +43,27 @@ mod odd_requires {
         let i = thread::index_1d();
         if let Some(o) = out.get_mut(i) {
             *o = x[i.get() % n];
+        }
+    }
+}
+
+#[cuda_module]
+mod warp_index_space {
+    use super::*;
+
+    #[kernel]
+    pub fn per_warp_into_a_linear_slice(mut out: DisjointSlice<f32>) {
+        if let Some(w) = thread::warp_index()
+            && let Some(o) = out.get_mut(w)
+        {
+            *o = 1.0;
+        }
+    }
+
+    #[kernel]
+    pub fn per_thread_into_the_warp_space(mut out: DisjointSlice<f32, thread::WarpIndex>) {
+        if let Some(o) = out.get_mut(thread::index_1d()) {
+            *o = 1.0;
         }
     }
 }
