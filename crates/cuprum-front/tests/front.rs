@@ -187,8 +187,8 @@ fn the_declared_block_bounds_thread_indices() {
         format!(
             "#[kernel] #[launch_bounds(256)] {contract} pub unsafe fn k(a: &mut [f32]) {{
                 let tile = SharedArray::<f32, {{ 8 * 33 }}>::uninit();
-                let tx = thread::thread_idx_x() as usize;
-                let ty = thread::thread_idx_y() as usize;
+                let tx = thread::threadIdx_x() as usize;
+                let ty = thread::threadIdx_y() as usize;
                 unsafe {{ tile.set(ty * 33 + tx, 1.0) }};
             }}"
         )
@@ -206,8 +206,8 @@ fn a_short_circuit_of_plain_comparisons_is_straight_code() {
     let text = print_kernel(
         &compile_ok(
             "#[kernel] pub unsafe fn k(a: &mut [f32], w: u32, h: u32) {
-                let x = thread::thread_idx_x();
-                let y = thread::thread_idx_y();
+                let x = thread::threadIdx_x();
+                let y = thread::threadIdx_y();
                 if x < w && y < h { a[0] = 1.0; }
                 if x < w || a[1] > 0.0 { a[2] = 1.0; }
             }",

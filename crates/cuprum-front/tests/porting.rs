@@ -91,7 +91,7 @@ const TILES: &str = r#"
     #[kernel]
     pub unsafe fn k<const B: usize>(x: &[f32], out: &mut [f32]) {
         let t = SharedArray::<f32, { B * (B + PAD) }>::uninit();
-        let i = thread::thread_idx_x() as usize;
+        let i = thread::threadIdx_x() as usize;
         t.set(i, x[i]);
         sync_threads();
         let r = row::<B>(&t, 0);

@@ -33,10 +33,10 @@ mod kernels {
     #[launch_contract(domain = 1, block = (256, 1, 1))]
     pub fn histogram(words: &[u32], bins: AtomicSlice<u32>) {
         let hist = SharedArray::<u32, 256>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         unsafe { hist.set(t, 0) };
         sync_threads();
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         let mut i = thread::index_1d().get();
         while i < words.len() {
             let w = words[i];

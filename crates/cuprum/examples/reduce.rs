@@ -33,7 +33,7 @@ mod kernels {
     pub fn reduce_sum(x: &[f32], total: AtomicSlice<f32>) {
         let warp_sums = SharedArray::<f32, 8>::uninit();
         let n = x.len();
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         let mut i = thread::index_1d().get();
         let mut a0 = 0.0f32;
         let mut a1 = 0.0f32;

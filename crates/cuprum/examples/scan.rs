@@ -72,9 +72,9 @@ mod kernels {
         if let Some(o) = out.get_mut(i) {
             *o = s;
         }
-        if thread::thread_idx_x() == 1023 {
+        if thread::threadIdx_x() == 1023 {
             // An atomic exchange as a plain store to an element that is not this thread's.
-            totals.swap(thread::block_idx_x() as usize, s);
+            totals.swap(thread::blockIdx_x() as usize, s);
         }
     }
 
@@ -83,7 +83,7 @@ mod kernels {
     #[launch_bounds(1024)]
     #[launch_contract(domain = 1, block = (1024, 1, 1))]
     pub fn add_offsets(offsets: &[u32], mut out: DisjointSlice<u32>) {
-        let b = thread::block_idx_x() as usize;
+        let b = thread::blockIdx_x() as usize;
         if b > 0 {
             let offset = offsets[b - 1];
             if let Some(o) = out.get_mut(thread::index_1d()) {

@@ -41,8 +41,8 @@ mod kernels {
     #[launch_contract(domain = 2, block = (32, 8, 1))]
     pub fn transpose(input: &[f32], mut output: DisjointSlice<f32>, w: usize, h: usize) {
         let mut tile = SharedWrite2d::<f32, TILE, { TILE + 1 }>::new();
-        let in_row0 = thread::block_idx_x() as usize * TILE;
-        let in_col0 = thread::block_idx_y() as usize * TILE;
+        let in_row0 = thread::blockIdx_x() as usize * TILE;
+        let in_col0 = thread::blockIdx_y() as usize * TILE;
         for (r, c, slot) in tile.mine() {
             let (y, x) = (in_row0 + r, in_col0 + c);
             if c < TILE && y < h && x < w {
@@ -62,10 +62,10 @@ mod kernels {
     #[launch_contract(block = (32, 8, 1))]
     pub unsafe fn transpose_raw(input: &[f32], output: &mut [f32], w: usize, h: usize) {
         let tile = SharedArray::<f32, { TILE * (TILE + 1) }>::uninit();
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
-        let bx = thread::block_idx_x() as usize * TILE;
-        let by = thread::block_idx_y() as usize * TILE;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
+        let bx = thread::blockIdx_x() as usize * TILE;
+        let by = thread::blockIdx_y() as usize * TILE;
         let x = bx + tx;
         for j in (0..TILE).step_by(8) {
             let y = by + ty + j;

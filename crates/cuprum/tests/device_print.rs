@@ -23,7 +23,7 @@ mod kernels {
         println!(
             "thread {} of block {}: v={:.3} id={:>4} big={} hex={:x} 100%",
             k,
-            thread::block_idx_x(),
+            thread::blockIdx_x(),
             v,
             id,
             big,

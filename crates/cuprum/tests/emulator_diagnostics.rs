@@ -21,7 +21,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn missing_barrier(mut out: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, 64>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         unsafe { tile.set(t, t as f32) };
         let next = unsafe { tile.get((t + 1) % 64) };
         if let Some(o) = out.get_mut(thread::index_1d()) {
@@ -34,7 +34,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn everyone_writes_one(mut out: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, 64>::uninit();
-        let t = thread::thread_idx_x();
+        let t = thread::threadIdx_x();
         unsafe { tile.set(0, t as f32) };
         sync_threads();
         if let Some(o) = out.get_mut(thread::index_1d()) {
@@ -47,7 +47,7 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn divergent_barrier(mut out: DisjointSlice<f32>) {
-        let t = thread::thread_idx_x();
+        let t = thread::threadIdx_x();
         if t < 48 {
             sync_threads();
         }
@@ -62,7 +62,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn uninitialized_read(mut out: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, 64>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         if t > 0 {
             unsafe { tile.set(t, 1.0) };
         }
@@ -77,7 +77,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn shared_overrun(mut out: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, 64>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         unsafe { tile.set(t, 2.0) };
         sync_threads();
         if let Some(o) = out.get_mut(thread::index_1d()) {

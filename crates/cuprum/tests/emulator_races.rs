@@ -26,7 +26,7 @@ mod kernels {
     /// Every thread stores its index into element 0.
     #[kernel]
     pub unsafe fn all_write_one(out: &mut [u32]) {
-        out[0] = thread::thread_idx_x();
+        out[0] = thread::threadIdx_x();
     }
 
     /// A three-point stencil computed in place: a thread overwrites what its neighbours read.
@@ -44,8 +44,8 @@ mod kernels {
     /// barrier between the two only if `barrier` is set.
     #[kernel]
     pub unsafe fn neighbour_exchange(buf: &mut [u32], out: &mut [u32], barrier: u32) {
-        let t = thread::thread_idx_x() as usize;
-        let n = thread::block_dim_x() as usize;
+        let t = thread::threadIdx_x() as usize;
+        let n = thread::blockDim_x() as usize;
         buf[t] = (t * 7) as u32;
         if barrier != 0 {
             sync_threads();
@@ -68,7 +68,7 @@ mod kernels {
     ) {
         let s = SharedArray::<u32, BLOCK>::uninit();
         let am_last = SharedArray::<u32, 1>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         let i = thread::index_1d().get();
         unsafe { s.set(t, if i < x.len() { x[i] } else { 0 }) };
         sync_threads();
@@ -80,8 +80,8 @@ mod kernels {
             sync_threads();
             stride /= 2;
         }
-        let b = thread::block_idx_x() as usize;
-        let grid = thread::grid_dim_x();
+        let b = thread::blockIdx_x() as usize;
+        let grid = thread::gridDim_x();
         if t == 0 {
             if mode != 2 {
                 partial[b] = unsafe { s.get(0) };
@@ -120,7 +120,7 @@ mod kernels {
     /// and back, in one block, with a barrier after each round.
     #[kernel]
     pub unsafe fn ping_pong(a: &mut [u32], b: &mut [u32], steps: u32) {
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         let n = a.len();
         let (l, r) = ((t + n - 1) % n, (t + 1) % n);
         let mut step = 0;
@@ -169,7 +169,7 @@ mod kernels {
     #[kernel]
     pub fn fill_by_index(mut out: DisjointSlice<u32>) {
         if let Some(o) = out.get_mut(thread::index_1d()) {
-            *o = thread::thread_idx_y();
+            *o = thread::threadIdx_y();
         }
     }
 }

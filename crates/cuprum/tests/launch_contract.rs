@@ -26,8 +26,8 @@ mod kernels {
     #[kernel]
     #[launch_contract(block = (32, 8, 1))]
     pub unsafe fn fill_tiles(v: f32, y: &mut [f32]) {
-        let t = thread::thread_idx_y() * 32 + thread::thread_idx_x();
-        let i = thread::block_idx_x() as usize * 256 + t as usize;
+        let t = thread::threadIdx_y() * 32 + thread::threadIdx_x();
+        let i = thread::blockIdx_x() as usize * 256 + t as usize;
         if i < y.len() {
             y[i] = v + t as f32;
         }

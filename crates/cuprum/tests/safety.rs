@@ -55,7 +55,7 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn slow_fill(rounds: u32, zero: u32, v: u32, mut out: DisjointSlice<u32>) {
-        let mut x = thread::thread_idx_x();
+        let mut x = thread::threadIdx_x();
         let mut k = 0u32;
         while k < rounds {
             x = x.wrapping_mul(1664525).wrapping_add(1013904223);
@@ -70,7 +70,7 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn slow_copy(rounds: u32, zero: u32, src: &[u32], mut out: DisjointSlice<u32>) {
-        let mut x = thread::thread_idx_x();
+        let mut x = thread::threadIdx_x();
         let mut k = 0u32;
         while k < rounds {
             x = x.wrapping_mul(1664525).wrapping_add(1013904223);

@@ -134,10 +134,10 @@ mod kernels {
     #[kernel]
     pub unsafe fn transpose_padded(a: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
         let mut tile = SharedArray::<[f32; 17], 16>::uninit();
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
-        let bx = thread::block_idx_x() as usize * 16;
-        let by = thread::block_idx_y() as usize * 16;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
+        let bx = thread::blockIdx_x() as usize * 16;
+        let by = thread::blockIdx_y() as usize * 16;
         if bx + tx < cols && by + ty < rows {
             tile[ty][tx] = a[(by + ty) * cols + bx + tx];
         }
@@ -152,8 +152,8 @@ mod kernels {
     #[kernel]
     pub unsafe fn block_sum<T: Num, const N: usize>(x: &[T], sums: &mut [T]) {
         let mut s = SharedArray::<T, N>::uninit();
-        let tid = thread::thread_idx_x() as usize;
-        let i = thread::block_idx_x() as usize * N + tid;
+        let tid = thread::threadIdx_x() as usize;
+        let i = thread::blockIdx_x() as usize * N + tid;
         s[tid] = if i < x.len() { x[i] } else { T::ZERO };
         sync_threads();
         let mut half = N / 2;
@@ -165,7 +165,7 @@ mod kernels {
             half /= 2;
         }
         if tid == 0 {
-            sums[thread::block_idx_x() as usize] = s[0];
+            sums[thread::blockIdx_x() as usize] = s[0];
         }
     }
 }

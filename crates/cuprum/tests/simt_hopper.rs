@@ -18,7 +18,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn mirror_through_shared(x: &[u32], mut out: DisjointSlice<u32>) {
         let tile = SharedArray::<u32, 128>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         let i = thread::index_1d();
         unsafe { tile.set(t, x[i.get()] ^ 0x5A5A_5A5A) };
         fence_proxy_async();

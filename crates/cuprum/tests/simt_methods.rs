@@ -53,8 +53,8 @@ mod kernels {
     ) {
         let s_key = SharedArray::<u32, SHARED_SIZE>::uninit();
         let s_val = SharedArray::<u32, SHARED_SIZE>::uninit();
-        let tid = thread::thread_idx_x() as usize;
-        let base = thread::block_idx_x() as usize * SHARED_SIZE;
+        let tid = thread::threadIdx_x() as usize;
+        let base = thread::blockIdx_x() as usize * SHARED_SIZE;
         let half = SHARED_SIZE / 2;
         s_key.set(tid, src_key[base + tid]);
         s_val.set(tid, src_val[base + tid]);

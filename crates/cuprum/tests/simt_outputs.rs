@@ -52,7 +52,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn block_sums(x: &[u32], mut sums: DisjointSlice<u32>) {
         let s = SharedArray::<u32, 128>::uninit();
-        let tid = thread::thread_idx_x() as usize;
+        let tid = thread::threadIdx_x() as usize;
         let i = thread::index_1d().get();
         // SAFETY: thread `tid` alone writes slot `tid` before the barrier.
         unsafe { s.set(tid, if i < x.len() { x[i] } else { 0 }) };
@@ -74,12 +74,12 @@ mod kernels {
     }
 
     /// In a 2-D grid, each block's first thread writes the block's coordinates at the
-    /// block's linear index (`x + grid_dim_x * y`).
+    /// block's linear index (`x + gridDim_x * y`).
     #[kernel]
     #[launch_contract(domain = 2, block = (8, 4, 1))]
     pub fn block_marks(mut marks: DisjointSlice<u32>) {
         if let Some(o) = marks.block_result_mut() {
-            *o = thread::block_idx_y() * 1000 + thread::block_idx_x();
+            *o = thread::blockIdx_y() * 1000 + thread::blockIdx_x();
         }
     }
 
@@ -133,8 +133,8 @@ mod kernels {
         width: usize,
         mut out: DisjointSlice<[u32; 3]>,
     ) {
-        let b = thread::block_idx_x();
-        let t = thread::thread_idx_x() + 8 * (thread::thread_idx_y() + 4 * thread::thread_idx_z());
+        let b = thread::blockIdx_x();
+        let t = thread::threadIdx_x() + 8 * (thread::threadIdx_y() + 4 * thread::threadIdx_z());
         for (r, c, o) in out.block_tile_mut(tile_rows, tile_cols, width) {
             *o = [b * 1000 + t, r as u32, c as u32];
         }
@@ -145,7 +145,7 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn scale_rows(a: f32, x: &[[f32; 2]], cols: usize, mut y: DisjointSlice<[f32; 2]>) {
-        let row = thread::block_idx_x() as usize;
+        let row = thread::blockIdx_x() as usize;
         for (_, c, o) in y.block_tile_mut(1, cols, cols) {
             let v = x[row * cols + c];
             *o = [v[0] * a, v[1] * a];

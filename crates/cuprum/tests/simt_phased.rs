@@ -50,10 +50,10 @@ mod kernels {
         mut c: DisjointSlice<f32>,
     ) {
         let idx = thread::index_2d();
-        let row0 = thread::block_idx_y() as usize * BS;
-        let col0 = thread::block_idx_x() as usize * BS;
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
+        let row0 = thread::blockIdx_y() as usize * BS;
+        let col0 = thread::blockIdx_x() as usize * BS;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
         let mut a_tile = SharedWrite2d::<f32, BS, BS>::new();
         let mut b_tile = SharedWrite2d::<f32, BS, BS>::new();
         let mut acc = 0.0f32;
@@ -97,10 +97,10 @@ mod kernels {
         wb: usize,
         c: &mut [f32],
     ) {
-        let row0 = thread::block_idx_y() as usize * BS;
-        let col0 = thread::block_idx_x() as usize * BS;
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
+        let row0 = thread::blockIdx_y() as usize * BS;
+        let col0 = thread::blockIdx_x() as usize * BS;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
         let a_tile = SharedArray::<f32, { BS * BS }>::uninit();
         let b_tile = SharedArray::<f32, { BS * BS }>::uninit();
         let mut acc = 0.0f32;
@@ -143,8 +143,8 @@ mod kernels {
     #[launch_contract(domain = 2, block = (16, 16, 1))]
     pub fn transpose_tiled(a: &[f32], rows: usize, cols: usize, mut t: DisjointSlice<f32>) {
         let mut tile = SharedWrite2d::<f32, TILE, { TILE + 1 }>::new();
-        let in_row0 = thread::block_idx_x() as usize * TILE;
-        let in_col0 = thread::block_idx_y() as usize * TILE;
+        let in_row0 = thread::blockIdx_x() as usize * TILE;
+        let in_col0 = thread::blockIdx_y() as usize * TILE;
         for (r, c, slot) in tile.mine() {
             let (ir, ic) = (in_row0 + r, in_col0 + c);
             if c < TILE && ir < rows && ic < cols {
@@ -154,8 +154,8 @@ mod kernels {
         let tile = tile.sync();
         let idx = thread::index_2d();
         let (tx, ty) = (
-            thread::thread_idx_x() as usize,
-            thread::thread_idx_y() as usize,
+            thread::threadIdx_x() as usize,
+            thread::threadIdx_y() as usize,
         );
         if let Some(out) = t.get_mut_2d(idx, rows) {
             *out = tile[tx][ty];
@@ -175,8 +175,8 @@ mod kernels {
         mut t: DisjointSlice<f32>,
     ) {
         let mut tile = SharedWrite2d::<f32, 32, 33>::new();
-        let in_row0 = thread::block_idx_x() as usize * 32;
-        let in_col0 = thread::block_idx_y() as usize * 32;
+        let in_row0 = thread::blockIdx_x() as usize * 32;
+        let in_col0 = thread::blockIdx_y() as usize * 32;
         for (r, c, slot) in tile.mine() {
             let (ir, ic) = (in_row0 + r, in_col0 + c);
             if c < 32 && ir < rows && ic < cols {
@@ -203,7 +203,7 @@ mod kernels {
             *slot = warp_total;
         }
         let partials = partials.sync();
-        let lane = (thread::thread_idx_x() % 32) as usize;
+        let lane = (thread::threadIdx_x() % 32) as usize;
         let p = if lane < partials.len() {
             partials[lane]
         } else {
@@ -226,7 +226,7 @@ mod kernels {
             *slot = 0;
         }
         let hist = hist.sync_atomic();
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         let mut i = thread::index_1d().get();
         while i < data.len() {
             let word = data[i];
@@ -237,7 +237,7 @@ mod kernels {
             i += stride;
         }
         let hist = hist.sync();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         bins.fetch_add(t, hist[t]);
     }
 
@@ -312,7 +312,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn stencil_1d(x: &[f32], w: &[f32], mut y: DisjointSlice<f32>) {
         let mut tile = SharedWrite::<f32, { STENCIL_BLOCK + 2 * RADIUS }>::new();
-        let base = thread::block_idx_x() as usize * STENCIL_BLOCK;
+        let base = thread::blockIdx_x() as usize * STENCIL_BLOCK;
         for (j, slot) in tile.mine() {
             let g = base + j;
             *slot = if g >= RADIUS && g - RADIUS < x.len() {
@@ -323,7 +323,7 @@ mod kernels {
         }
         let tile = tile.sync();
         let i = thread::index_1d();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         if let Some(out) = y.get_mut(i) {
             let mut acc = 0.0f32;
             for k in 0..(2 * RADIUS + 1) {
@@ -340,7 +340,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (8, 4, 1))]
     pub fn tile_checksum(x: &[u32], mut out: DisjointSlice<u32>) {
         let mut tile = SharedWrite2d::<u32, 12, 17>::new();
-        let base = thread::block_idx_x() as usize * 12 * 17;
+        let base = thread::blockIdx_x() as usize * 12 * 17;
         for (r, c, slot) in tile.mine() {
             *slot = x[base + r * 17 + c];
         }
@@ -361,7 +361,7 @@ mod kernels {
     #[kernel]
     pub fn tile_checksum_any_block(x: &[u32], mut out: DisjointSlice<u32>) {
         let mut tile = SharedWrite2d::<u32, 12, 17>::new();
-        let base = thread::block_idx_x() as usize * 12 * 17;
+        let base = thread::blockIdx_x() as usize * 12 * 17;
         for (r, c, slot) in tile.mine() {
             *slot = x[base + r * 17 + c];
         }
@@ -384,7 +384,7 @@ mod kernels {
     pub fn neighbour_rounds(x: &[u32], rounds: u32, mut y: DisjointSlice<u32>) {
         let mut cur = SharedWrite::<u32, 64>::new();
         let i = thread::index_1d();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         let mut mine = if i.get() < x.len() { x[i.get()] } else { 0 };
         for (_, slot) in cur.mine() {
             *slot = mine;
@@ -415,9 +415,9 @@ mod warp_numbers {
     #[launch_contract(block = (48, 2, 2))]
     pub unsafe fn warp_ids_fixed_block(out: &mut [u32]) {
         let (x, y, z) = (
-            thread::thread_idx_x() as usize,
-            thread::thread_idx_y() as usize,
-            thread::thread_idx_z() as usize,
+            thread::threadIdx_x() as usize,
+            thread::threadIdx_y() as usize,
+            thread::threadIdx_z() as usize,
         );
         out[x + 48 * (y + 2 * z)] = thread::warp_id();
     }
@@ -425,14 +425,11 @@ mod warp_numbers {
     #[kernel]
     pub unsafe fn warp_ids_any_block(out: &mut [u32]) {
         let (x, y, z) = (
-            thread::thread_idx_x() as usize,
-            thread::thread_idx_y() as usize,
-            thread::thread_idx_z() as usize,
+            thread::threadIdx_x() as usize,
+            thread::threadIdx_y() as usize,
+            thread::threadIdx_z() as usize,
         );
-        let (nx, ny) = (
-            thread::block_dim_x() as usize,
-            thread::block_dim_y() as usize,
-        );
+        let (nx, ny) = (thread::blockDim_x() as usize, thread::blockDim_y() as usize);
         out[x + nx * (y + ny * z)] = thread::warp_id();
     }
 }

@@ -38,8 +38,8 @@ mod kernels {
     #[kernel]
     pub unsafe fn reduce4<T: Num, const BLOCK_SIZE: u32>(g_idata: &[T], g_odata: &mut [T], n: u32) {
         let sdata = SharedArray::<T, { BLOCK_SIZE as usize }>::uninit();
-        let tid = thread::thread_idx_x();
-        let i = thread::block_idx_x() * (BLOCK_SIZE * 2) + tid;
+        let tid = thread::threadIdx_x();
+        let i = thread::blockIdx_x() * (BLOCK_SIZE * 2) + tid;
         let mut my_sum = if i < n {
             g_idata[i as usize]
         } else {
@@ -50,7 +50,7 @@ mod kernels {
         }
         sdata.set(tid as usize, my_sum);
         sync_threads();
-        let mut s = thread::block_dim_x() / 2;
+        let mut s = thread::blockDim_x() / 2;
         while s > 32 {
             if tid < s {
                 my_sum = my_sum + sdata.get((tid + s) as usize);
@@ -66,7 +66,7 @@ mod kernels {
             my_sum = warp_sum(my_sum);
         }
         if tid == 0 {
-            g_odata[thread::block_idx_x() as usize] = my_sum;
+            g_odata[thread::blockIdx_x() as usize] = my_sum;
         }
     }
 
@@ -102,10 +102,10 @@ mod kernels {
         wa: usize,
         wb: usize,
     ) {
-        let bx = thread::block_idx_x() as usize;
-        let by = thread::block_idx_y() as usize;
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
+        let bx = thread::blockIdx_x() as usize;
+        let by = thread::blockIdx_y() as usize;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
         let a_begin = wa * BLOCK_SIZE * by;
         let a_end = a_begin + wa - 1;
         let a_step = BLOCK_SIZE;
@@ -140,10 +140,10 @@ mod kernels {
     #[kernel]
     pub unsafe fn transpose<const TILE: usize>(a: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
         let tile = SharedArray::<f32, { TILE * (TILE + PAD) }>::uninit();
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
-        let bx = thread::block_idx_x() as usize * TILE;
-        let by = thread::block_idx_y() as usize * TILE;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
+        let bx = thread::blockIdx_x() as usize * TILE;
+        let by = thread::blockIdx_y() as usize * TILE;
         if bx + tx < cols && by + ty < rows {
             tile.set(ty * (TILE + PAD) + tx, a[(by + ty) * cols + bx + tx]);
         }

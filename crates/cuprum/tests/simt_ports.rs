@@ -56,8 +56,8 @@ mod kernels {
             { (ROWS_RESULT_STEPS + 2 * ROWS_HALO_STEPS) * ROWS_BLOCKDIM_X },
         >::new();
         // The strip's left edge, halo included, is column x0 - 16 (which may be negative).
-        let x0 = thread::block_idx_x() as usize * ROWS_RESULT_STEPS * ROWS_BLOCKDIM_X;
-        let y0 = thread::block_idx_y() as usize * ROWS_BLOCKDIM_Y;
+        let x0 = thread::blockIdx_x() as usize * ROWS_RESULT_STEPS * ROWS_BLOCKDIM_X;
+        let y0 = thread::blockIdx_y() as usize * ROWS_BLOCKDIM_Y;
         let halo = ROWS_HALO_STEPS * ROWS_BLOCKDIM_X;
         for (r, c, slot) in s_data.mine() {
             let y = y0 + r;
@@ -126,9 +126,9 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (256, 1, 1))]
     pub fn softmax_forward_kernel4(inp: &[f32], c: usize, mut out: DisjointSlice<f32>) {
-        let idx = thread::block_idx_x() as usize;
-        let tid = thread::thread_idx_x() as usize;
-        let block = thread::block_dim_x() as usize;
+        let idx = thread::blockIdx_x() as usize;
+        let tid = thread::threadIdx_x() as usize;
+        let block = thread::blockDim_x() as usize;
         let warps_per_block = block / 32;
         let mut maxvals = SharedWrite::<f32, 32>::new();
         let mut sumvals = SharedWrite::<f32, 32>::new();
@@ -233,8 +233,8 @@ mod kernels {
     pub unsafe fn prescan(g_idata: &[u32], g_odata: &mut [u32]) {
         let temp = SharedArray::<u32, 256>::uninit();
         let n = 256;
-        let thid = thread::thread_idx_x() as usize;
-        let base = thread::block_idx_x() as usize * n;
+        let thid = thread::threadIdx_x() as usize;
+        let base = thread::blockIdx_x() as usize * n;
         temp.set(
             2 * thid,
             if base + 2 * thid < g_idata.len() {

@@ -23,7 +23,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (256, 1, 1))]
     pub fn block_sums(x: &[u32], mut sums: DisjointSlice<u32>) {
         let partial = SharedArray::<u32, BLOCK>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         let i = thread::index_1d().get();
         let v = if i < x.len() { x[i] } else { 0 };
         unsafe { partial.set(t, v) };
@@ -107,13 +107,13 @@ mod kernels {
     #[launch_contract(domain = 1, block = (256, 1, 1))]
     pub fn histogram(x: &[u32], hist: AtomicSlice<u32>) {
         let local = SharedArray::<u32, 64>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         if t < 64 {
             unsafe { local.set(t, 0) };
         }
         sync_threads();
         let mut i = thread::index_1d().get();
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         while i < x.len() {
             local.fetch_add((x[i] % 64) as usize, 1);
             i += stride;
@@ -150,9 +150,9 @@ mod kernels {
     #[launch_contract(domain = 2, block = (32, 8, 1))]
     pub fn transpose(input: &[f32], rows: usize, cols: usize, mut output: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, { TILE * (8 + 1) }>::uninit();
-        let t = (thread::thread_idx_y() * 32 + thread::thread_idx_x()) as usize;
-        let r0 = thread::block_idx_x() as usize * TILE;
-        let c0 = thread::block_idx_y() as usize * 8;
+        let t = (thread::threadIdx_y() * 32 + thread::threadIdx_x()) as usize;
+        let r0 = thread::blockIdx_x() as usize * TILE;
+        let c0 = thread::blockIdx_y() as usize * 8;
         let (i, j) = (t / 8, t % 8);
         if r0 + i < rows && c0 + j < cols {
             unsafe { tile.set(i * 9 + j, input[(r0 + i) * cols + c0 + j]) };
@@ -160,8 +160,8 @@ mod kernels {
         sync_threads();
         let idx = thread::index_2d();
         let (tx, ty) = (
-            thread::thread_idx_x() as usize,
-            thread::thread_idx_y() as usize,
+            thread::threadIdx_x() as usize,
+            thread::threadIdx_y() as usize,
         );
         // Output is `cols` x `rows`: x runs along an output row (an input column).
         if let Some(o) = output.get_mut_2d(idx, rows) {
@@ -174,8 +174,8 @@ mod kernels {
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn reverse_blocks(x: &[f32], mut y: DisjointSlice<f32>) {
         let smem = dynamic_shared::<f32>();
-        let t = thread::thread_idx_x() as usize;
-        let n = thread::block_dim_x() as usize;
+        let t = thread::threadIdx_x() as usize;
+        let n = thread::blockDim_x() as usize;
         let i = thread::index_1d();
         unsafe { smem.set(t, x[i.get()]) };
         sync_threads();

@@ -57,7 +57,7 @@ mod kernels {
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn async_copy(src: &[f32], mut out: DisjointSlice<f32>) {
         let tile = SharedArray::<f32, 512>::uninit();
-        let t = thread::thread_idx_x() as usize;
+        let t = thread::threadIdx_x() as usize;
         unsafe { cp_async(&tile, 4 * t, src, 4 * t, 16) };
         cp_async_commit();
         cp_async_wait_all();

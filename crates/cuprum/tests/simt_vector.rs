@@ -20,7 +20,7 @@ mod kernels {
     pub unsafe fn add4(a: &[f32], b: &[f32], c: &mut [f32]) {
         let n = c.len();
         let n4 = n / 4;
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         let first = thread::index_1d().get();
         let mut i = first;
         while i < n4 {

@@ -861,9 +861,9 @@ fn f64_transcendental(method: &str) -> String {
     )
 }
 
-/// The hardware register a `cuprum::simt::thread` function reads (`thread_idx_x`, ...,
-/// `lane_id`, and CUDA's spellings `threadIdx_x`, ...): the one table of them, which
-/// `nvptx`'s `_`-prefixed names use too.
+/// The hardware register a `cuprum::simt::thread` function reads (`threadIdx_x`, ...,
+/// `lane_id`): the one table of them. The snake-case spellings (`thread_idx_x`) are
+/// `core::arch::nvptx`'s, reached through `nvptx::_thread_idx_x()` and the like.
 fn special_register(name: &str) -> Option<Special> {
     Some(match name {
         "thread_idx_x" | "threadIdx_x" => Special::ThreadIdx(Dim::X),

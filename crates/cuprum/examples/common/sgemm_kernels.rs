@@ -21,10 +21,10 @@ pub mod kernels {
     pub fn sgemm_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
         let mut a_tile = SharedWrite2d::<f32, TILE, TILE>::new();
         let mut b_tile = SharedWrite2d::<f32, TILE, TILE>::new();
-        let tx = thread::thread_idx_x() as usize;
-        let ty = thread::thread_idx_y() as usize;
-        let row0 = thread::block_idx_y() * 32;
-        let col0 = thread::block_idx_x() * 32;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
+        let row0 = thread::blockIdx_y() * 32;
+        let col0 = thread::blockIdx_x() * 32;
         let mut acc = 0.0f32;
         let mut t = 0u32;
         while t < k {
@@ -66,11 +66,11 @@ pub mod kernels {
         // stores (k varying across threads) and the reads (row varying) avoid bank conflicts.
         let a_tile = SharedArray::<f32, { 16 * 65 }>::uninit();
         let b_tile = SharedArray::<f32, { 16 * 64 }>::uninit();
-        let tx = thread::thread_idx_x();
-        let ty = thread::thread_idx_y();
+        let tx = thread::threadIdx_x();
+        let ty = thread::threadIdx_y();
         let tid = ty * 16 + tx;
-        let row0 = thread::block_idx_y() * 64;
-        let col0 = thread::block_idx_x() * 64;
+        let row0 = thread::blockIdx_y() * 64;
+        let col0 = thread::blockIdx_x() * 64;
         let (mut c00, mut c01, mut c02, mut c03) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
         let (mut c10, mut c11, mut c12, mut c13) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
         let (mut c20, mut c21, mut c22, mut c23) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);

@@ -22,7 +22,7 @@ pub mod kernels {
     pub unsafe fn vecadd_gridstride(a: &[f32], b: &[f32], c: &mut [f32]) {
         let n = c.len();
         let n4 = n / 4;
-        let stride = (thread::grid_dim_x() * thread::block_dim_x()) as usize;
+        let stride = (thread::gridDim_x() * thread::blockDim_x()) as usize;
         let first = thread::index_1d().get();
         let mut i = first;
         while i < n4 {
@@ -67,8 +67,8 @@ pub mod kernels {
         let maxes = SharedArray::<f32, 8>::uninit();
         let sums = SharedArray::<f32, 8>::uninit();
         let cols = cols as usize;
-        let base = thread::block_idx_x() as usize * cols;
-        let tid = thread::thread_idx_x() as usize;
+        let base = thread::blockIdx_x() as usize * cols;
+        let tid = thread::threadIdx_x() as usize;
         let lane = thread::lane_id();
         let warp_id = thread::warp_id() as usize;
 
@@ -134,8 +134,8 @@ pub mod kernels {
         let (g, t) = (lane / 4, lane % 4);
         let n = n as usize;
         let kw = k as usize / 2;
-        let row0 = thread::block_idx_y() as usize * 64 + (w / 2) * 32;
-        let col0 = thread::block_idx_x() as usize * 64 + (w % 2) * 32;
+        let row0 = thread::blockIdx_y() as usize * 64 + (w / 2) * 32;
+        let col0 = thread::blockIdx_x() as usize * 64 + (w % 2) * 32;
         let mut c00 = [0.0f32; 4];
         let mut c01 = [0.0f32; 4];
         let mut c02 = [0.0f32; 4];

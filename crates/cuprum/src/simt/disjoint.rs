@@ -186,7 +186,7 @@ impl<T> DisjointSlice<T> {
     /// The calling thread's elements of a grid-stride loop, as `(index, element)`: indices
     /// `t, t + s, t + 2s, ..` below `len()`, where `t` is
     /// [`thread::index_1d`](super::thread::index_1d) and `s` is the number of threads in the
-    /// grid (`grid_dim_x() * block_dim_x()`). So a fixed-size grid covers any length.
+    /// grid (`gridDim_x() * blockDim_x()`). So a fixed-size grid covers any length.
     ///
     /// Threads `t != t'` (both below `s`) never meet: every element `e` is reached only by the
     /// thread `t = e mod s`. The index `t` must be unique under the launch contract (the rules
@@ -198,7 +198,7 @@ impl<T> DisjointSlice<T> {
 
     /// The block's result: `Some` in the block's first thread (`thread_idx` (0, 0, 0)) only,
     /// for the element at the block's linear index
-    /// (`block_idx_x + grid_dim_x * (block_idx_y + grid_dim_y * block_idx_z)`), and `None`
+    /// (`blockIdx_x + gridDim_x * (blockIdx_y + gridDim_y * blockIdx_z)`), and `None`
     /// in every other thread or when that element is past the end.
     ///
     /// Written as `if let Some(out) = sums.block_result_mut() { *out = .. }`, typically after a

@@ -63,7 +63,7 @@
 //!             *slot = x[i.get()];
 //!         }
 //!         let tile = tile.sync();
-//!         let t = thread::thread_idx_x() as usize;
+//!         let t = thread::threadIdx_x() as usize;
 //!         if let Some(out) = y.get_mut(i) {
 //!             *out = tile[127 - t];
 //!         }

@@ -28,7 +28,7 @@ use std::marker::PhantomData;
 ///     #[launch_contract(domain = 1, block = (128, 1, 1))]
 ///     pub fn reverse_blocks(x: &[u32], mut y: DisjointSlice<u32>) {
 ///         let tile = SharedArray::<u32, 128>::uninit();
-///         let t = thread::thread_idx_x() as usize;
+///         let t = thread::threadIdx_x() as usize;
 ///         let i = thread::index_1d();
 ///         // SAFETY: thread `t` alone writes slot `t` before the barrier.
 ///         unsafe { tile.set(t, x[i.get()]) };

@@ -165,28 +165,27 @@ macro_rules! registers {
     };
 }
 
-// CUDA's spellings (and cuda-oxide's), so that ported code keeps its names: the same registers
-// as the snake-case functions below.
+// The hardware registers under CUDA's names (cuda-oxide's too), one function each.
 registers! {
-    /// `threadIdx.x` (the same register as [`thread_idx_x`]).
+    /// `threadIdx.x`: the thread's index in its block along `x`.
     threadIdx_x,
     /// `threadIdx.y`.
     threadIdx_y,
     /// `threadIdx.z`.
     threadIdx_z,
-    /// `blockIdx.x` (the same register as [`block_idx_x`]).
+    /// `blockIdx.x`: the block's index in the grid along `x`.
     blockIdx_x,
     /// `blockIdx.y`.
     blockIdx_y,
     /// `blockIdx.z`.
     blockIdx_z,
-    /// `blockDim.x` (the same register as [`block_dim_x`]).
+    /// `blockDim.x`: threads per block along `x`.
     blockDim_x,
     /// `blockDim.y`.
     blockDim_y,
     /// `blockDim.z`.
     blockDim_z,
-    /// `gridDim.x` (the same register as [`grid_dim_x`]).
+    /// `gridDim.x`: blocks in the grid along `x`.
     gridDim_x,
     /// `gridDim.y`.
     gridDim_y,
@@ -197,30 +196,6 @@ registers! {
 pub use super::sync_threads;
 
 registers! {
-    /// `threadIdx.x`.
-    thread_idx_x,
-    /// `threadIdx.y`.
-    thread_idx_y,
-    /// `threadIdx.z`.
-    thread_idx_z,
-    /// `blockIdx.x`.
-    block_idx_x,
-    /// `blockIdx.y`.
-    block_idx_y,
-    /// `blockIdx.z`.
-    block_idx_z,
-    /// `blockDim.x`.
-    block_dim_x,
-    /// `blockDim.y`.
-    block_dim_y,
-    /// `blockDim.z`.
-    block_dim_z,
-    /// `gridDim.x`.
-    grid_dim_x,
-    /// `gridDim.y`.
-    grid_dim_y,
-    /// `gridDim.z`.
-    grid_dim_z,
     /// The lane of the calling thread within its warp, `0..32`.
     lane_id,
     /// The warp of the calling thread within its block (its linear thread index / 32).

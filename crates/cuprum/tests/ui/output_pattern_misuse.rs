@@ -119,7 +119,7 @@ mod kernels {
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1))]
     pub fn block_tile_of_a_thread_dependent_width(v: f32, mut y: DisjointSlice<f32>) {
-        let w = thread::thread_idx_x() as usize + 1;
+        let w = thread::threadIdx_x() as usize + 1;
         for (_, _, out) in y.block_tile_mut(1, w, w) {
             *out = v;
         }

@@ -36,7 +36,7 @@ mod kernels {
         for (_, slot) in tile.mine() {
             *slot = x[i.get()];
         }
-        if thread::thread_idx_x() < 32 {
+        if thread::threadIdx_x() < 32 {
             let tile = tile.sync();
             if let Some(out) = y.get_mut(i) {
                 *out = tile[0];
