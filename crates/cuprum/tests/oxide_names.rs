@@ -139,6 +139,18 @@ mod kernels {
         }
     }
 
+    /// `get_unchecked_mut` on a slice of 16-byte elements: element `at`, written by thread 0.
+    #[kernel]
+    pub unsafe fn unchecked_aggregate(mut out: DisjointSlice<[f32; 4]>, at: usize) {
+        if thread::index_1d().get() == 0 {
+            let e = unsafe { out.get_unchecked_mut(at) };
+            e[0] = 1.0;
+            e[1] = 2.0;
+            e[2] = 3.0;
+            e[3] = at as f32;
+        }
+    }
+
     /// A contract that asks for 256 bytes of dynamic shared memory.
     #[kernel]
     #[launch_contract(domain = 1, block = (64, 1, 1), dynamic_shared = 256)]
@@ -634,4 +646,34 @@ fn div_ceil_rounds_up() {
     .unwrap();
     let want: Vec<u32> = x.iter().zip(&y).map(|(a, b)| a.div_ceil(*b) + 4).collect();
     assert_same("div_ceil", &out.to_host_vec(&stream).unwrap(), &want);
+}
+
+#[test]
+fn get_unchecked_mut_still_checks_the_element_count() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let module = kernels::load(ctx).unwrap();
+    let poison = [f32::NAN; 4];
+    let mut out = DeviceBuffer::from_host(&stream, &[poison; 4]).unwrap();
+    let one = LaunchConfig1D::new(1, 32, 0);
+    // SAFETY: only thread 0 writes, one element.
+    unsafe { module.unchecked_aggregate(&stream, one, &mut out, 3) }.unwrap();
+    let got = out.to_host_vec(&stream).unwrap();
+    assert_eq!(got[3], [1.0, 2.0, 3.0, 3.0]);
+    assert!(got[..3].iter().flatten().all(|v| v.is_nan()));
+    // Element 5 is past the 4 elements (though below their 64 bytes): its bounds check stops
+    // it, naming the call. Only on the emulator: a trap on the GPU leaves the CUDA context
+    // unusable for the other tests of this binary.
+    if ctx.backend() != cuprum::BackendKind::Emulator {
+        return;
+    }
+    let mut fresh = DeviceBuffer::from_host(&stream, &[poison; 4]).unwrap();
+    // SAFETY: as above; the index is out of bounds on purpose, and the check stops it.
+    let past = unsafe { module.unchecked_aggregate(&stream, one, &mut fresh, 5) }
+        .and_then(|()| stream.synchronize());
+    let message = format!("{past:?}");
+    assert!(
+        past.is_err() && message.contains("get_unchecked_mut(at)"),
+        "an index past the elements was not stopped by its bounds check: {message}"
+    );
 }

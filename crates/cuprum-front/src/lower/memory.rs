@@ -54,6 +54,22 @@ impl Lowerer<'_> {
         self.def(Op::Binary(op, len, amount), span)
     }
 
+    /// Emits `if !(index < len) { trap }` for element `index` of slice parameter `param`, its
+    /// length in elements (aggregate slices are bytes to the IR), naming `site`: the one
+    /// bounds check of slice elements.
+    pub(super) fn bounds_check(
+        &mut self,
+        param: u32,
+        index: Value,
+        site: String,
+        span: Span,
+    ) -> Result<()> {
+        let len = self.slice_len(param, span)?;
+        let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
+        self.trap_unless(in_bounds, TrapKind::BoundsCheck { index, len, site });
+        Ok(())
+    }
+
     /// A reference to element `index` of slice parameter `param`: an aggregate one
     /// ([`Val::AggRef`], at [`slice_elements_addr`](Self::slice_elements_addr)) or a scalar
     /// one. The one choice `get_mut`/`get` and the output patterns share.
@@ -79,10 +95,8 @@ impl Lowerer<'_> {
         }
         let value = self.expr(index)?;
         let index = self.materialize(value, S::U64, index.span())?;
-        let len = self.def(Op::SliceLen(param), span)?;
-        let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
         let site = format!("{method}({})", source_text(args[0]));
-        self.trap_unless(in_bounds, TrapKind::BoundsCheck { index, len, site });
+        self.bounds_check(param, index, site, span)?;
         self.slice_element_ref(param, index, mutable, span)
     }
 
@@ -233,10 +247,7 @@ impl Lowerer<'_> {
             .map_err(|e| {
                 syn::Error::new(e.span(), format!("{e} (slices are indexed by `usize`)"))
             })?;
-        let len = self.slice_len(param, span)?;
-        let ok = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
-        let site = source_text(i);
-        self.trap_unless(ok, TrapKind::BoundsCheck { index, len, site });
+        self.bounds_check(param, index, source_text(i), span)?;
         let addr = self.slice_elements_addr(param, index, span)?;
         Ok(MemRef {
             space: AddressSpace::Global,

@@ -33,8 +33,8 @@ mod warp_names;
 use std::collections::HashMap;
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, KernelBuilder, Op, ScalarType as S, SliceAccess, Stmt,
-    TrapKind, Value, Var,
+    AddressSpace, BinaryOp, Constant, KernelBuilder, Op, ScalarType as S, SliceAccess, Stmt, Value,
+    Var,
 };
 use syn::spanned::Spanned;
 
@@ -1576,10 +1576,7 @@ impl<'a> Lowerer<'a> {
         elem: S,
         site: String,
     ) -> Result<Value> {
-        let span = proc_macro2::Span::call_site();
-        let len = self.def(Op::SliceLen(param), span)?;
-        let in_bounds = self.def(Op::Compare(CmpOp::Lt, index, len), span)?;
-        self.trap_unless(in_bounds, TrapKind::BoundsCheck { index, len, site });
+        self.bounds_check(param, index, site, proc_macro2::Span::call_site())?;
         self.element_addr(param, index, elem)
     }
 
