@@ -74,6 +74,31 @@ pub struct Case {
     pub options: LowerOptions,
 }
 
+impl Case {
+    /// The case lowered for what a launch knows of its tensors (their
+    /// `cuprum_tile_lower::TensorFacts`, as the tile launch computes them; allocations start
+    /// 16-byte aligned), so that the code without run-time tests is what runs.
+    pub fn with_tensor_facts(mut self) -> Case {
+        let extents = cuprum_tile_lower::access_extents(&self.kernel);
+        self.options.tensor_facts = extents
+            .iter()
+            .zip(&self.args)
+            .map(|(extents, arg)| match arg {
+                ArgData::Tensor(t) => cuprum_tile_lower::TensorFacts::of(
+                    u64::from(t.elem.size_bytes()),
+                    0,
+                    t.offset,
+                    &t.shape,
+                    &t.strides,
+                    extents,
+                ),
+                ArgData::Scalar(_) => cuprum_tile_lower::TensorFacts::default(),
+            })
+            .collect();
+        self
+    }
+}
+
 /// Which trap stopped a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrapClass {

@@ -50,7 +50,10 @@
 //!   with 16-byte vector accesses where the tensor's last stride is 1 and its offset and
 //!   other strides keep runs aligned (checked at run time, once per access), and a
 //!   predicated path for edge tiles: outside elements read the padding value, stores drop
-//!   them. Each element is stored once, by its owner.
+//!   them. Each element is stored once, by its owner. What a launch knows of its tensors
+//!   ([`TensorFacts`], part of the specialization key, as Triton and cuTile specialize on
+//!   contiguity and divisibility) removes the alignment test, and the edge path of accesses
+//!   whose tile extents divide the tensor's sizes.
 //! * **Reductions**: in each thread, then `shfl.xor` across the lanes of the axis, then
 //!   shared memory across warps; every thread of a line gets the same bits (for a reduce
 //!   closure, as long as it is commutative, as the tile IR requires: a rank-0 result that
@@ -80,8 +83,11 @@
 #![warn(missing_docs)]
 
 mod emit;
+mod facts;
 pub mod layout;
 mod plan;
+
+pub use facts::{TensorFacts, access_extents};
 
 use cuprum_tile_ir::{TileKernel, validate_kernel};
 
@@ -169,6 +175,9 @@ pub struct LowerOptions {
     /// Warps per block (a power of two from 1 to 32) instead of the lowering's choice (see
     /// the crate docs).
     pub num_warps: Option<u32>,
+    /// Per parameter, what the launch knows of its tensor (see [`TensorFacts`]); missing
+    /// entries know nothing. The kernel is then only for tensors with these facts.
+    pub tensor_facts: Vec<TensorFacts>,
 }
 
 /// The default number of warps per block aims at this many elements of the largest tile per
@@ -203,7 +212,8 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         }
     };
     let threads = warps * layout::WARP_THREADS;
-    let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan)?.run()?;
+    let (ir, shared_bytes, args) =
+        emit::Emitter::new(kernel, &plan, &options.tensor_facts)?.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
         message: format!("the kernel IR does not validate: {e}"),

@@ -70,6 +70,12 @@ fn lowered_kernels_write_and_assemble() {
     ];
     for k in &kernels {
         write_and_assemble(k, &default);
-        write_and_assemble(k, &LowerOptions { num_warps: Some(2) });
+        write_and_assemble(
+            k,
+            &LowerOptions {
+                num_warps: Some(2),
+                ..LowerOptions::default()
+            },
+        );
     }
 }

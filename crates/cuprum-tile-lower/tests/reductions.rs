@@ -114,7 +114,14 @@ fn integer_reductions_along_each_axis() {
         for kind in Kind::ALL {
             let k = reduce_kernel(kind, axis, tile);
             for warps in [None, Some(1), Some(4)] {
-                let c = compile_with(&dev, &k, &LowerOptions { num_warps: warps });
+                let c = compile_with(
+                    &dev,
+                    &k,
+                    &LowerOptions {
+                        num_warps: warps,
+                        ..LowerOptions::default()
+                    },
+                );
                 let xs = match kind {
                     Kind::Prod => random(&mut rng, rows * cols, -3i32, 4),
                     _ => random(&mut rng, rows * cols, -1_000_000i32, 1_000_000),

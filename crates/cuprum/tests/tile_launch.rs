@@ -27,7 +27,7 @@ use cuprum_tile_ir::{
     BinaryOp as TileBinary, Dim, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TensorDim,
     TensorParam, TileBuilder, TileKernel, TileModule, View, encode_module,
 };
-use cuprum_tile_lower::{ArgSlot, LowerError, Lowered};
+use cuprum_tile_lower::{ArgSlot, LowerError, LowerOptions, Lowered};
 
 /// A fresh context (its own counters) and a stream on it.
 fn fresh() -> (CudaContext, Stream) {
@@ -225,12 +225,12 @@ struct TensorParams {
 /// How many times [`lower_axpy`] ran, per test lowering name.
 static LOWERED: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
-fn lower_axpy_counted(kernel: &TileKernel) -> Result<Lowered, LowerError> {
+fn lower_axpy_counted(kernel: &TileKernel, _: &LowerOptions) -> Result<Lowered, LowerError> {
     LOWERED[1].fetch_add(1, Ordering::SeqCst);
     lower_axpy(kernel)
 }
 
-fn lower_axpy_plain(kernel: &TileKernel) -> Result<Lowered, LowerError> {
+fn lower_axpy_plain(kernel: &TileKernel, _: &LowerOptions) -> Result<Lowered, LowerError> {
     LOWERED[0].fetch_add(1, Ordering::SeqCst);
     lower_axpy(kernel)
 }
@@ -511,8 +511,13 @@ fn each_specialization_is_compiled_once() {
         before + 1,
         "one tile, one compile"
     );
-    run(16, 100);
+    // Sizes the tile divides are one more: their tiles are whole or absent (the launch's
+    // tensor facts are part of the key).
+    run(32, 64);
+    run(32, 96);
     assert_eq!(LOWERED[1].load(Ordering::SeqCst), before + 2);
+    run(16, 100);
+    assert_eq!(LOWERED[1].load(Ordering::SeqCst), before + 3);
     // Another element type is another specialization.
     let (z, ..) = ok(axpy(
         entry,
@@ -528,7 +533,7 @@ fn each_specialization_is_compiled_once() {
         &ok(z.unpartition().to_host_vec().sync_on(&s)),
         &[2.5; 10],
     );
-    assert_eq!(LOWERED[1].load(Ordering::SeqCst), before + 3);
+    assert_eq!(LOWERED[1].load(Ordering::SeqCst), before + 4);
 }
 
 #[test]

@@ -466,8 +466,15 @@ impl Gen<'_> {
     fn finish(mut self) -> Result<Case, InvalidCase> {
         let options = LowerOptions {
             num_warps: warps_option(self.cb.b.kernel(), &mut self.rng),
+            ..LowerOptions::default()
         };
-        self.cb.finish(Tolerance::Exact, options)
+        let with_facts = self.rng.random_bool(0.5);
+        let case = self.cb.finish(Tolerance::Exact, options)?;
+        Ok(if with_facts {
+            case.with_tensor_facts()
+        } else {
+            case
+        })
     }
 }
 

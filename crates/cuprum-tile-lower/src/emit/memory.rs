@@ -14,6 +14,11 @@
 //! * the edge path, for every other tile (edges, and views whose runs are not aligned):
 //!   every element tested, outside ones read as the padding value or dropped.
 //!
+//! Where the launch guarantees it ([`TensorFacts`]): no alignment test for a tensor whose
+//! runs are aligned (and its last stride is the constant 1), and for an access whose tile
+//! extents divide the tensor's sizes, no edge path: its tiles are wholly inside or wholly
+//! outside, so the branch is the fast path or all padding (a load) or nothing (a store).
+//!
 //! Stores write each element once, from its owner (see [`crate::layout`]).
 
 use cuprum_ir::{
@@ -26,8 +31,8 @@ use cuprum_tile_ir::{
 };
 
 use super::{Emitter, Lv, R};
-use crate::ArgSlot;
 use crate::plan::{LayoutId, Repr};
+use crate::{ArgSlot, TensorFacts};
 
 /// What the kernel IR parameters of one tile parameter give.
 pub(super) enum ParamArgs {
@@ -44,6 +49,8 @@ pub(super) struct TensorArgs {
     offset: Value,
     dims: Vec<Value>,
     strides: Vec<Value>,
+    /// What the launch guarantees about it (see [`TensorFacts`]).
+    facts: TensorFacts,
 }
 
 /// Per tile parameter, whether a barrier must follow each access: a partitioned tensor
@@ -96,7 +103,7 @@ struct Placement {
 impl Emitter<'_> {
     /// Declares the kernel IR parameters of every tile parameter, in order (the launch
     /// contract), and reads them.
-    pub(super) fn declare_params(&mut self) -> R<()> {
+    pub(super) fn declare_params(&mut self, facts: &[TensorFacts]) -> R<()> {
         for (index, p) in self.kernel.params.iter().enumerate() {
             let index = index as u32;
             match &p.kind {
@@ -150,11 +157,19 @@ impl Emitter<'_> {
                             axis: axis as u32,
                         });
                     }
+                    let facts = facts.get(index as usize).cloned().unwrap_or_default();
+                    // Runs known aligned: the last stride is the constant 1 everywhere.
+                    if facts.aligned_runs
+                        && let Some(last) = strides.last_mut()
+                    {
+                        *last = self.i64c(1);
+                    }
                     self.params.push(ParamArgs::Tensor(TensorArgs {
                         base,
                         offset,
                         dims,
                         strides,
+                        facts,
                     }));
                 }
             }
@@ -194,6 +209,11 @@ impl Emitter<'_> {
     /// whose sizes and strides are the tensor's in that order.
     fn permuted_tensor(&mut self, tensor: u32, dim_map: &[Axis]) -> R<u32> {
         let t = self.tensor(tensor)?;
+        let axes: Option<Vec<usize>> = dim_map
+            .iter()
+            .map(|a| a.known().map(|a| a as usize))
+            .collect();
+        let facts = axes.map_or_else(TensorFacts::default, |axes| t.facts.permuted(&axes));
         let pick = |a: &Axis| {
             let a = a.known()? as usize;
             Some((*t.dims.get(a)?, *t.strides.get(a)?))
@@ -210,6 +230,7 @@ impl Emitter<'_> {
             offset: t.offset,
             dims,
             strides,
+            facts,
         };
         self.params.push(ParamArgs::Tensor(permuted));
         u32::try_from(self.params.len() - 1).map_err(|_| self.internal("too many tensor slots"))
@@ -346,13 +367,14 @@ impl Emitter<'_> {
         }
     }
 
-    /// Whether runs of `w` elements of the tensor start 16-byte aligned (`None` for `w = 1`):
-    /// its last stride is 1 and its offset and other strides are multiples of `w`.
+    /// Whether runs of `w` elements of the tensor start 16-byte aligned (`None` for `w = 1`
+    /// and where the launch guarantees it): its last stride is 1 and its offset and other
+    /// strides are multiples of `w`.
     fn runs_aligned(&mut self, tensor: u32, w: u32) -> R<Option<Value>> {
-        if w <= 1 {
+        let t = self.tensor(tensor)?;
+        if w <= 1 || t.facts.aligned_runs {
             return Ok(None);
         }
-        let t = self.tensor(tensor)?;
         let (offset, strides) = (t.offset, t.strides.clone());
         let Some((&last, rest)) = strides.split_last() else {
             return Ok(None);
@@ -472,6 +494,7 @@ impl Emitter<'_> {
         let w = self.access_width(layout, &place.shape, ty);
         let inside = self.tile_inside(place, negative_origin)?;
         let aligned = self.runs_aligned(place.tensor, w)?;
+        let whole = self.tensor(place.tensor)?.facts.whole_tiles(&place.shape);
         let vars: Vec<_> = (0..n).map(|_| self.var(ty)).collect();
         let base = self.tensor(place.tensor)?.base;
         let fast_path = |e: &mut Self, w: u32| -> R<()> {
@@ -539,7 +562,17 @@ impl Emitter<'_> {
             }
             Ok(())
         };
-        self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
+        let outside = |e: &mut Self| -> R<()> {
+            for &var in &vars {
+                e.write(var, pad);
+            }
+            Ok(())
+        };
+        if whole && aligned.is_none() {
+            self.inside_or_outside(inside, w, &fast_path, outside)?;
+        } else {
+            self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
+        }
         vars.iter().map(|&v| self.read(v)).collect()
     }
 
@@ -559,6 +592,23 @@ impl Emitter<'_> {
     ) -> R<()> {
         match self.and(inside, aligned)? {
             Some(fast_ok) => self.if_else(fast_ok, |e| fast(e, w), edge),
+            None => fast(self, w),
+        }
+    }
+
+    /// The branches of one access to a tensor whose tiles are wholly inside or wholly outside
+    /// it ([`TensorFacts::whole_tiles`]) and whose runs of `w` need no alignment test:
+    /// `fast` when the tile is inside, else `outside` (padding for a load, nothing for a
+    /// store). No element is tested.
+    fn inside_or_outside(
+        &mut self,
+        inside: Option<Value>,
+        w: u32,
+        fast: &dyn Fn(&mut Self, u32) -> R<()>,
+        outside: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
+        match inside {
+            Some(inside) => self.if_else(inside, |e| fast(e, w), outside),
             None => fast(self, w),
         }
     }
@@ -702,6 +752,7 @@ impl Emitter<'_> {
             None => inside,
         };
         let aligned = self.runs_aligned(tensor, w)?;
+        let whole = sub.is_none() && self.tensor(tensor)?.facts.whole_tiles(&place.shape);
         let base = self.tensor(tensor)?.base;
         let n = regs.len();
         let primary = self.primary(layout);
@@ -753,7 +804,11 @@ impl Emitter<'_> {
             }
             Ok(())
         };
-        self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
+        if whole && aligned.is_none() {
+            self.inside_or_outside(inside, w, &fast_path, |_| Ok(()))?;
+        } else {
+            self.inside_or_edge(inside, aligned, w, &fast_path, edge_path)?;
+        }
         if self.barrier_after.get(tensor as usize) == Some(&true) {
             self.barrier();
         }

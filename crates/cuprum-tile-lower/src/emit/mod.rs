@@ -82,7 +82,11 @@ pub(crate) struct Emitter<'k> {
 
 impl<'k> Emitter<'k> {
     /// Starts the kernel: parameters, thread index, every layout's per-thread coordinates.
-    pub(crate) fn new(kernel: &'k TileKernel, plan: &'k Plan) -> R<Self> {
+    pub(crate) fn new(
+        kernel: &'k TileKernel,
+        plan: &'k Plan,
+        facts: &[crate::TensorFacts],
+    ) -> R<Self> {
         let mut b = KernelBuilder::new(kernel.name.clone());
         b.set_block(Some((plan.threads, 1, 1)));
         b.set_launch_bounds(Some(LaunchBounds {
@@ -113,7 +117,7 @@ impl<'k> Emitter<'k> {
             barrier_after: memory::barrier_after(kernel),
             args: Vec::new(),
         };
-        e.declare_params()?;
+        e.declare_params(facts)?;
         for id in 0..plan.layouts().len() {
             let c = e.thread_coords(id)?;
             e.coords.push(c);
@@ -196,6 +200,11 @@ impl<'k> Emitter<'k> {
 
     pub(crate) fn cast(&mut self, value: Value, to: ScalarType) -> R<Value> {
         let r = self.b.cast(value, to);
+        self.built(r)
+    }
+
+    pub(crate) fn bitcast(&mut self, value: Value, to: ScalarType) -> R<Value> {
+        let r = self.b.bitcast(value, to);
         self.built(r)
     }
 

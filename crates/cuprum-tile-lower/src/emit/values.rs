@@ -52,16 +52,9 @@ impl Emitter<'_> {
                 e.select(v[0], v[1], v[2])
             }),
             TOp::Cast { value: a, .. } => self.elementwise(value, &[*a], |e, x| e.cast(x[0], ty)),
-            TOp::Bitcast { value: a, .. } => self.elementwise(value, &[*a], |e, x| {
-                if e.type_of(x[0]) == ty {
-                    Ok(x[0])
-                } else {
-                    e.def(Op::Bitcast {
-                        value: x[0],
-                        to: ty,
-                    })
-                }
-            }),
+            TOp::Bitcast { value: a, .. } => {
+                self.elementwise(value, &[*a], |e, x| e.bitcast(x[0], ty))
+            }
             TOp::Broadcast { value: a, .. } => {
                 let (from, to) = (self.shape(*a)?, self.shape(value)?);
                 self.reshaped(value, *a, CoordMap::broadcast(&from, &to))

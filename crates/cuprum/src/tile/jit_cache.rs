@@ -27,7 +27,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use cuprum_ir::Module;
 use cuprum_tile_ir::Specialization;
-use cuprum_tile_lower::ArgSlot;
+use cuprum_tile_lower::{ArgSlot, TensorFacts};
 
 /// A place to keep compiled specializations, by key. Keys are 32 lowercase hex digits;
 /// values are opaque bytes. Implementations must never let a reader see part of a value
@@ -263,6 +263,7 @@ pub(crate) fn fetch_or_compile<E>(
     module_bytes: &[u8],
     kernel: usize,
     spec: &Specialization,
+    facts: &[TensorFacts],
     lowering: Option<&str>,
     compile: impl FnOnce() -> Result<Entry, E>,
 ) -> Result<(Entry, Source), E> {
@@ -270,7 +271,7 @@ pub(crate) fn fetch_or_compile<E>(
         COMPILES.fetch_add(1, Ordering::Relaxed);
         return Ok((compile()?, Source::Compiled));
     };
-    let key = key(module_name, module_bytes, kernel, spec, lowering);
+    let key = key(module_name, module_bytes, kernel, spec, facts, lowering);
     match store.get(&key) {
         Ok(Some(bytes)) => {
             if let Some(entry) = decode(&bytes) {
@@ -307,6 +308,7 @@ fn key(
     module_bytes: &[u8],
     kernel: usize,
     spec: &Specialization,
+    facts: &[TensorFacts],
     lowering: &str,
 ) -> String {
     let mut h = blake3::Hasher::new();
@@ -325,6 +327,13 @@ fn key(
     }
     for t in &spec.types {
         field(t.rust_name().as_bytes());
+    }
+    for f in facts {
+        field(&[u8::from(f.aligned_runs)]);
+        field(&(f.size_divisors.len() as u64).to_le_bytes());
+        for d in &f.size_divisors {
+            field(&d.to_le_bytes());
+        }
     }
     field(lowering.as_bytes());
     let hash = h.finalize();
@@ -469,7 +478,7 @@ mod tests {
         let mut compiled = 0;
         for round in 0..3 {
             let (e, source) =
-                fetch_or_compile::<()>("unit", b"module", 3, &spec, Some("test"), || {
+                fetch_or_compile::<()>("unit", b"module", 3, &spec, &[], Some("test"), || {
                     compiled += 1;
                     Ok(make())
                 })
@@ -489,7 +498,7 @@ mod tests {
         for v in store.entries.lock().unwrap().values_mut() {
             v.truncate(10);
         }
-        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, Some("test"), || {
+        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, &[], Some("test"), || {
             compiled += 1;
             Ok(make())
         });
@@ -537,15 +546,26 @@ mod tests {
             consts: vec![c],
             types: vec![cuprum_ir::ScalarType::F32],
         };
-        let base = key("m", b"ir", 0, &spec(128), "lower");
+        let none: &[TensorFacts] = &[];
+        let aligned = [TensorFacts {
+            aligned_runs: true,
+            size_divisors: vec![1],
+        }];
+        let divisible = [TensorFacts {
+            aligned_runs: false,
+            size_divisors: vec![128],
+        }];
+        let base = key("m", b"ir", 0, &spec(128), none, "lower");
         assert_eq!(base.len(), 32);
-        assert_eq!(base, key("m", b"ir", 0, &spec(128), "lower"));
+        assert_eq!(base, key("m", b"ir", 0, &spec(128), none, "lower"));
         for other in [
-            key("n", b"ir", 0, &spec(128), "lower"),
-            key("m", b"iR", 0, &spec(128), "lower"),
-            key("m", b"ir", 1, &spec(128), "lower"),
-            key("m", b"ir", 0, &spec(64), "lower"),
-            key("m", b"ir", 0, &spec(128), "other"),
+            key("n", b"ir", 0, &spec(128), none, "lower"),
+            key("m", b"iR", 0, &spec(128), none, "lower"),
+            key("m", b"ir", 1, &spec(128), none, "lower"),
+            key("m", b"ir", 0, &spec(64), none, "lower"),
+            key("m", b"ir", 0, &spec(128), &aligned, "lower"),
+            key("m", b"ir", 0, &spec(128), &divisible, "lower"),
+            key("m", b"ir", 0, &spec(128), none, "other"),
         ] {
             assert_ne!(base, other);
         }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cuprum_ir::Module;
 use cuprum_runtime::{KernelArg, LoadedModule};
 use cuprum_tile_ir::{Specialization, TileKernel, TileModule, decode_module, specialize};
-use cuprum_tile_lower::{ArgSlot, LowerError, Lowered};
+use cuprum_tile_lower::{ArgSlot, LowerError, LowerOptions, Lowered, TensorFacts};
 
 use crate::CudaContext;
 use crate::tile::error::Error;
@@ -59,15 +59,16 @@ impl EmbeddedModule {
 pub struct Lowering {
     /// Its name, part of the cache key.
     pub name: &'static str,
-    /// The lowering.
-    pub lower: fn(&TileKernel) -> Result<Lowered, LowerError>,
+    /// The lowering, given what the launch knows of its tensors
+    /// ([`LowerOptions::tensor_facts`]).
+    pub lower: fn(&TileKernel, &LowerOptions) -> Result<Lowered, LowerError>,
 }
 
 impl Lowering {
-    /// `cuprum_tile_lower::lower`.
+    /// `cuprum_tile_lower::lower_with`.
     pub const DEFAULT: Lowering = Lowering {
         name: "cuprum-tile-lower",
-        lower: cuprum_tile_lower::lower,
+        lower: cuprum_tile_lower::lower_with,
     };
 }
 
@@ -112,31 +113,130 @@ pub(crate) fn spec_text(kernel: &TileKernel, spec: &Specialization) -> String {
         .join(", ")
 }
 
+/// `, x: 16-byte runs, sizes % [1, 4096]`: the tensor facts of a specialization, by the
+/// kernel's parameter names (empty when nothing is known).
+pub(crate) fn facts_text(kernel: &TileKernel, facts: &[TensorFacts]) -> String {
+    kernel
+        .params
+        .iter()
+        .zip(facts)
+        .filter(|(_, f)| f.aligned_runs || f.size_divisors.iter().any(|&d| d > 1))
+        .map(|(p, f)| {
+            let runs = if f.aligned_runs { " 16-byte runs," } else { "" };
+            format!(", {}:{runs} sizes % {:?}", p.name, f.size_divisors)
+        })
+        .collect()
+}
+
+/// A kernel specialized: its tile IR with every generic parameter known, and the tile
+/// extents its accesses use ([`cuprum_tile_lower::access_extents`]), from which a launch
+/// computes its tensors' facts.
+pub(crate) struct Specialized {
+    /// The specialized tile kernel.
+    pub tile: TileKernel,
+    /// Per parameter and axis, the extents its tiles have.
+    pub extents: Vec<Vec<u64>>,
+}
+
 #[derive(Clone, PartialEq, Eq, Hash)]
-struct CompileKey {
+struct SpecKey {
     /// The embedded module's address: one per `#[cuprum::tile::module]`.
     module: usize,
     kernel: usize,
     spec: Specialization,
+}
+
+/// Kernel `index` of `module` specialized with `spec`, once per process.
+pub(crate) fn specialized(
+    module: &'static EmbeddedModule,
+    index: usize,
+    spec: &Specialization,
+) -> Result<Arc<Specialized>, Error> {
+    type Cache = Mutex<HashMap<SpecKey, Arc<Specialized>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = SpecKey {
+        module: std::ptr::from_ref(module) as usize,
+        kernel: index,
+        spec: spec.clone(),
+    };
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(s) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(s.clone());
+    }
+    let kernel = kernel_of(module, index)?;
+    let tile = specialize(kernel, spec).map_err(|e| Error::Compile {
+        kernel: kernel.name.clone(),
+        specialization: spec_text(kernel, spec),
+        message: e.to_string(),
+    })?;
+    let extents = cuprum_tile_lower::access_extents(&tile);
+    let s = Arc::new(Specialized { tile, extents });
+    Ok(cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_insert(s)
+        .clone())
+}
+
+/// The facts of a launch's tensors (one per parameter; nothing known of scalars) for a
+/// kernel whose accesses have `extents`.
+pub(crate) fn tensor_facts(extents: &[Vec<u64>], args: &[ArgDesc<'_>]) -> Vec<TensorFacts> {
+    extents
+        .iter()
+        .zip(args)
+        .map(|(extents, arg)| match arg {
+            ArgDesc::Tensor { tensor, .. } => {
+                let shape: Vec<u64> = tensor.shape.iter().map(|&n| n as u64).collect();
+                let Ok(strides) = tensor
+                    .strides
+                    .iter()
+                    .map(|&s| i64::try_from(s))
+                    .collect::<Result<Vec<i64>, _>>()
+                else {
+                    return TensorFacts::default();
+                };
+                TensorFacts::of(
+                    u64::from(tensor.elem.size_bytes()),
+                    tensor.address,
+                    tensor.offset as u64,
+                    &shape,
+                    &strides,
+                    extents,
+                )
+            }
+            ArgDesc::Scalar { .. } => TensorFacts::default(),
+        })
+        .collect()
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CompileKey {
+    spec: SpecKey,
+    facts: Vec<TensorFacts>,
     lowering: &'static str,
 }
 
-/// Kernel `index` of `module` specialized with `spec` and lowered by `lowering`, compiled
-/// once per process. With `print_ir`, the first compile prints the specialized tile IR and
-/// the kernel IR on stderr.
+/// Kernel `index` of `module` specialized with `spec` and lowered by `lowering` for tensors
+/// with `facts`, compiled once per process. With `print_ir`, the first compile prints the
+/// specialized tile IR and the kernel IR on stderr.
 pub(crate) fn compiled(
     module: &'static EmbeddedModule,
     index: usize,
     spec: &Specialization,
+    facts: &[TensorFacts],
     lowering: Lowering,
     print_ir: bool,
 ) -> Result<Arc<Compiled>, Error> {
     type Cache = Mutex<HashMap<CompileKey, Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let key = CompileKey {
-        module: std::ptr::from_ref(module) as usize,
-        kernel: index,
-        spec: spec.clone(),
+        spec: SpecKey {
+            module: std::ptr::from_ref(module) as usize,
+            kernel: index,
+            spec: spec.clone(),
+        },
+        facts: facts.to_vec(),
         lowering: lowering.name,
     };
     let cache = CACHE.get_or_init(Cache::default);
@@ -150,7 +250,11 @@ pub(crate) fn compiled(
         message,
     };
     let start = std::time::Instant::now();
-    let tile = specialize(kernel, spec).map_err(|e| fail(e.to_string()))?;
+    let tile = specialized(module, index, spec)?.tile.clone();
+    let options = LowerOptions {
+        tensor_facts: facts.to_vec(),
+        ..LowerOptions::default()
+    };
     // Only the default lowering's entries outlive the process: the key names a lowering,
     // and only the default one's code is covered by the compiler fingerprint in the key.
     let (entry, source) = jit_cache::fetch_or_compile(
@@ -158,9 +262,10 @@ pub(crate) fn compiled(
         module.bytes,
         index,
         spec,
+        facts,
         (lowering.name == Lowering::DEFAULT.name).then_some(lowering.name),
         || {
-            let lowered = (lowering.lower)(&tile).map_err(|e| fail(e.to_string()))?;
+            let lowered = (lowering.lower)(&tile, &options).map_err(|e| fail(e.to_string()))?;
             let mut ir = lowered.kernel;
             cuprum_opt::optimize_kernel(&mut ir);
             let ir = Module { kernels: vec![ir] };
@@ -179,9 +284,10 @@ pub(crate) fn compiled(
     )?;
     if cuprum_runtime::cache::stats_enabled() {
         eprintln!(
-            "cuprum tile: kernel `{}` ({}) {} in {:.3} ms",
+            "cuprum tile: kernel `{}` ({}{}) {} in {:.3} ms",
             kernel.name,
             spec_text(kernel, spec),
+            facts_text(kernel, facts),
             source.describe(),
             start.elapsed().as_secs_f64() * 1e3
         );
@@ -190,18 +296,20 @@ pub(crate) fn compiled(
     // CI assembles every kernel the tests build with ptxas: tile kernels too.
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
         let key = format!(
-            "{}/{}/{}",
+            "{}/{}/{}{}",
             module.name,
             kernel.name,
-            spec_text(kernel, spec)
+            spec_text(kernel, spec),
+            facts_text(kernel, facts)
         );
         crate::__private::dump_ptx(std::path::Path::new(&dir), &key, &ir).map_err(fail)?;
     }
     if print_ir {
         eprintln!(
-            "cuprum: tile kernel `{}` ({}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
+            "cuprum: tile kernel `{}` ({}{}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
             kernel.name,
             spec_text(kernel, spec),
+            facts_text(kernel, facts),
             cuprum_tile_ir::print_kernel(&tile),
             entry.block_threads,
             entry.shared_bytes,

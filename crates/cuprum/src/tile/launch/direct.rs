@@ -164,10 +164,13 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
             problem,
         }
     })?;
+    // Compiled ahead of any tensors, so for tensors of which nothing is known; a launch
+    // whose tensors have facts (`cuprum_tile_lower::TensorFacts`) compiles its own.
     let compiled = compile::compiled(
         entry.module,
         entry.index,
         &spec,
+        &[],
         Lowering::DEFAULT,
         entry.print_ir,
     )?;

@@ -158,10 +158,13 @@ fn launch(
                 problem,
             }
         })?;
+    let specialized = compile::specialized(entry.module, entry.index, &plan.spec)?;
+    let facts = compile::tensor_facts(&specialized.extents, args);
     let compiled = compile::compiled(
         entry.module,
         entry.index,
         &plan.spec,
+        &facts,
         lowering,
         entry.print_ir,
     )?;
