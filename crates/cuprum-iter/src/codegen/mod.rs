@@ -137,8 +137,7 @@ impl Gen {
     }
 
     pub(crate) fn bin(&mut self, op: BinaryOp, a: Value, b: Value) -> R<Value> {
-        let r = self.b.binary(op, a, b);
-        Ok(r?)
+        Ok(self.b.binary(op, a, b)?)
     }
 
     pub(crate) fn add(&mut self, a: Value, b: Value) -> R<Value> {
@@ -150,23 +149,19 @@ impl Gen {
     }
 
     pub(crate) fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> R<Value> {
-        let r = self.b.compare(op, a, b);
-        Ok(r?)
+        Ok(self.b.compare(op, a, b)?)
     }
 
     pub(crate) fn select(&mut self, cond: Value, t: Value, f: Value) -> R<Value> {
-        let r = self.b.select(cond, t, f);
-        Ok(r?)
+        Ok(self.b.select(cond, t, f)?)
     }
 
     pub(crate) fn cast(&mut self, value: Value, to: ScalarType) -> R<Value> {
-        let r = self.b.cast(value, to);
-        Ok(r?)
+        Ok(self.b.cast(value, to)?)
     }
 
     pub(crate) fn bitcast(&mut self, value: Value, to: ScalarType) -> R<Value> {
-        let r = self.b.bitcast(value, to);
-        Ok(r?)
+        Ok(self.b.bitcast(value, to)?)
     }
 
     pub(crate) fn special(&mut self, s: Special) -> R<Value> {
