@@ -260,6 +260,43 @@ mod kernels {
         }
     }
 
+    /// `core::mem::swap` through two `&mut` parameters.
+    pub fn exchange(a: &mut u32, b: &mut u32) {
+        core::mem::swap(a, b);
+    }
+
+    /// `mem::swap` of locals, of local-array elements, of a local and an element, of two
+    /// `let mut` structs, and through a helper's references; in every spelling.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn swaps(x: &[u32], mut out: DisjointSlice<u32>) {
+        use core::mem;
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            let n = x.len();
+            let k = i.get();
+            let (mut a, mut b) = (x[k], x[(k + 1) % n]);
+            if a > b {
+                mem::swap(&mut a, &mut b);
+            }
+            let mut arr = [x[(k + 2) % n], x[(k + 3) % n], x[(k + 4) % n]];
+            let mut c = x[(k + 5) % n];
+            std::mem::swap(&mut arr[k % 3], &mut c);
+            core::mem::swap(&mut a, &mut arr[2]);
+            let mut p = Pair { a: arr[1], b };
+            let mut q = Pair { a: b ^ 0xff, b: a };
+            mem::swap(&mut p, &mut q);
+            exchange(&mut q.a, &mut p.b);
+            *o = a
+                .wrapping_mul(7)
+                .wrapping_add(c)
+                .wrapping_add(arr[0] ^ arr[1].wrapping_mul(5))
+                .wrapping_add(arr[2].wrapping_mul(3))
+                .wrapping_add(p.mix().wrapping_mul(11))
+                .wrapping_add(q.mix());
+        }
+    }
+
     /// Helpers taking `&mut` to locals, to local-array elements, to struct fields, and `&T`.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
@@ -449,5 +486,48 @@ fn helpers_update_locals_elements_and_fields_through_references() -> cuprum::Res
         })
         .collect();
     assert_same("references", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+/// `mem::swap` on the device against the same code on the host.
+#[test]
+fn mem_swap_exchanges_locals_elements_and_structs() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("mem_swap");
+    let n = rng.random_range(200..3000usize);
+    let x = random(&mut rng, n, 0u32, u32::MAX);
+    let dx = DeviceBuffer::from_host(&stream, &x)?;
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n))?;
+    m.swaps(
+        &stream,
+        &m.prepare_swaps(LaunchConfig1D::new(blocks_for(n, 128), 128, 0))?,
+        &dx,
+        &mut out,
+    )?;
+    let want: Vec<u32> = (0..n)
+        .map(|k| {
+            let (mut a, mut b) = (x[k], x[(k + 1) % n]);
+            if a > b {
+                std::mem::swap(&mut a, &mut b);
+            }
+            let mut arr = [x[(k + 2) % n], x[(k + 3) % n], x[(k + 4) % n]];
+            let mut c = x[(k + 5) % n];
+            std::mem::swap(&mut arr[k % 3], &mut c);
+            std::mem::swap(&mut a, &mut arr[2]);
+            let mut p = kernels::Pair { a: arr[1], b };
+            let mut q = kernels::Pair { a: b ^ 0xff, b: a };
+            std::mem::swap(&mut p, &mut q);
+            kernels::exchange(&mut q.a, &mut p.b);
+            a.wrapping_mul(7)
+                .wrapping_add(c)
+                .wrapping_add(arr[0] ^ arr[1].wrapping_mul(5))
+                .wrapping_add(arr[2].wrapping_mul(3))
+                .wrapping_add(p.mix().wrapping_mul(11))
+                .wrapping_add(q.mix())
+        })
+        .collect();
+    assert_same("swaps", &out.to_host_vec(&stream)?, &want);
     Ok(())
 }

@@ -334,6 +334,16 @@ impl Lowerer<'_> {
                 format!("`{path}` allocates on the heap, which device code cannot do"),
             );
         }
+        if is_mem_swap(&p.path) {
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            let [a, b] = args[..] else {
+                return err(
+                    span,
+                    "`mem::swap` takes two arguments: `mem::swap(&mut a, &mut b)`",
+                );
+            };
+            return self.mem_swap(a, b, span);
+        }
         if matches!(first.as_str(), "core" | "std")
             && p.path.segments.iter().any(|s| s.ident == "nvptx")
         {
@@ -881,4 +891,14 @@ fn special_register(name: &str) -> Option<Special> {
         "lane_id" => Special::LaneId,
         _ => return None,
     })
+}
+
+/// `core::mem::swap`, `std::mem::swap`, `mem::swap` or `swap` (imported; a helper of that
+/// name is found before this is asked).
+fn is_mem_swap(path: &syn::Path) -> bool {
+    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    matches!(
+        names.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ["swap"] | ["mem", "swap"] | ["core" | "std", "mem", "swap"]
+    )
 }

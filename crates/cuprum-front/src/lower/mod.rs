@@ -605,11 +605,14 @@ impl<'a> Lowerer<'a> {
                     self.local_fns.push(std::rc::Rc::new(item.clone()));
                     Val::Unit
                 }
+                // Device code names functions by their paths' last segments, as the module's
+                // own `use` items are read: an import in a body needs nothing more.
+                syn::Stmt::Item(syn::Item::Use(_)) => Val::Unit,
                 syn::Stmt::Item(item) => {
                     return err(
                         item.span(),
-                        "items inside kernel bodies are not supported (except `fn` helpers \
-                         and `static mut` shared arrays): move them to the module",
+                        "items inside kernel bodies are not supported (except `fn` helpers, \
+                         `use` and `static mut` shared arrays): move them to the module",
                     );
                 }
                 syn::Stmt::Macro(m) => match self.device_macro(&m.mac)? {

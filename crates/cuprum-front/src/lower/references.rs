@@ -81,6 +81,54 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `mem::swap(a, b)`: the places the two references name exchange their values (both
+    /// read, then both written). rustc checks the host copy, so they are two distinct
+    /// `&mut` places of one type.
+    pub(super) fn mem_swap(&mut self, a: &syn::Expr, b: &syn::Expr, span: Span) -> Result<Val> {
+        let (pa, pb) = (self.place_binding(a)?, self.place_binding(b)?);
+        for (place, e) in [(&pa, a), (&pb, b)] {
+            if matches!(place, Binding::Val(Val::Array(_) | Val::AggRef(_))) {
+                return err(
+                    e.span(),
+                    "`mem::swap` exchanges numbers and `let mut` structs and tuples; swap the \
+                     elements of arrays (or of structs in memory) one by one",
+                );
+            }
+        }
+        let (va, vb) = (
+            self.read_referent(&pa, span)?,
+            self.read_referent(&pb, span)?,
+        );
+        self.write_referent(&pa, vb, a)?;
+        self.write_referent(&pb, va, b)?;
+        Ok(Val::Unit)
+    }
+
+    /// The value at a place a reference names.
+    fn read_referent(&mut self, place: &Binding, span: Span) -> Result<Val> {
+        let v = self.read_binding(place, span)?;
+        self.deref_elem(v, span)
+    }
+
+    /// Writes `value` to the place a reference (`expr`) names.
+    fn write_referent(&mut self, place: &Binding, value: Val, expr: &syn::Expr) -> Result<()> {
+        match place {
+            Binding::Val(v @ (Val::ElemRef { .. } | Val::Ptr { .. })) => {
+                let place = self.deref_place(v.clone(), expr, expr)?;
+                self.write_place(place, value, expr.span())
+            }
+            Binding::Val(other) => err(
+                expr.span(),
+                format!(
+                    "`mem::swap` needs two places (`&mut x`, `&mut a[i]`, a `&mut` parameter), \
+                     not {}",
+                    describe(other)
+                ),
+            ),
+            _ => self.assign_binding(place, value, expr.span()),
+        }
+    }
+
     /// Reads an element reference (auto-deref); other values pass unchanged.
     pub(super) fn deref_elem(&mut self, v: Val, span: Span) -> Result<Val> {
         match v {

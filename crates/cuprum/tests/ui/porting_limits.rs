@@ -1,6 +1,6 @@
 // What ported CUDA code may still write that device code does not support yet, near what it
-// does (const generics, generic numbers, early returns, nested structs): each is refused at
-// `cargo build` with what to write instead.
+// does (const generics, generic numbers, early returns, nested structs, swapping whole
+// arrays): each is refused at `cargo build` with what to write instead.
 use cuprum::cuda_module;
 use cuprum::simt::kernel;
 
@@ -63,6 +63,19 @@ mod signatures {
     #[kernel]
     pub unsafe fn array_field(s: Segment, out: &mut [f32]) {
         out[0] = 1.0;
+    }
+}
+
+#[cuda_module]
+mod swaps {
+    use super::*;
+
+    #[kernel]
+    pub unsafe fn swap_arrays(out: &mut [f32]) {
+        let mut a = [1.0f32; 4];
+        let mut b = [2.0f32; 4];
+        core::mem::swap(&mut a, &mut b);
+        out[0] = a[0] + b[0];
     }
 }
 
