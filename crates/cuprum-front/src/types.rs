@@ -44,6 +44,14 @@ pub enum ParamType {
         /// Which of the three forms it is.
         access: SliceAccess,
     },
+    /// `DisjointSlice<T, Runtime2DIndex>` (cuda-oxide's runtime-width 2-D index space): a
+    /// `Disjoint` IR slice of scalars followed by a `U64` parameter, the row width the host
+    /// bound with `RowWidth::new(&mut buffer, width)`. Thread `(row, col)` reaches element
+    /// `row * width + col` when `col < width`.
+    RowWidthSlice {
+        /// The element type.
+        elem: ScalarType,
+    },
     /// A struct of the module passed by value: one scalar IR parameter per scalar field, in
     /// declaration order, the fields of a nested struct in its place (depth first).
     Struct {
@@ -110,9 +118,23 @@ fn disjoint_elem(seg: &syn::PathSegment) -> Option<&syn::Type> {
         [
             syn::GenericArgument::Type(t),
             syn::GenericArgument::Type(space),
-        ] if last_segment(space).is_some_and(|s| s.ident == "WarpIndex" || s.ident == "Linear") => {
+        ] if last_segment(space).is_some_and(|s| {
+            s.ident == "WarpIndex" || s.ident == "Linear" || s.ident == "Runtime2DIndex"
+        }) =>
+        {
             Some(t)
         }
+        _ => None,
+    }
+}
+
+/// The index space of `DisjointSlice<T, Space>` (its last path segment), if written.
+fn disjoint_space(seg: &syn::PathSegment) -> Option<String> {
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return None;
+    };
+    match a.args.iter().nth(1) {
+        Some(syn::GenericArgument::Type(space)) => last_segment(space).map(|s| s.ident.to_string()),
         _ => None,
     }
 }
@@ -227,6 +249,16 @@ pub fn param_type_in(
         && let Some(t) = disjoint_elem(seg)
     {
         let elem = slice_elem(t, generics, structs)?;
+        if disjoint_space(seg).is_some_and(|s| s == "Runtime2DIndex") {
+            return match elem {
+                ElemType::Scalar(elem) => Ok(ParamType::RowWidthSlice { elem }),
+                _ => Err(syn::Error::new(
+                    t.span(),
+                    "a `DisjointSlice<T, Runtime2DIndex>` holds numbers; for arrays or structs \
+                     use `DisjointSlice<T>` with `thread::index_2d()` and `get_mut_2d(index, width)`",
+                )),
+            };
+        }
         return Ok(slice_param(elem, SliceAccess::Disjoint));
     }
     Err(syn::Error::new(

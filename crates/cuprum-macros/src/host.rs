@@ -342,6 +342,15 @@ fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream
             };
             (param, quote!({ #checks #arg }))
         }
+        cuprum_front::ParamType::RowWidthSlice { .. } => {
+            let elem = element_type(&p.rust_type).ok_or_else(|| {
+                syn::Error::new(p.rust_type.span(), "cannot find the element type")
+            })?;
+            (
+                quote!(#name: ::cuprum::RowWidth<'_, #elem>),
+                quote!(#name.slice_arg(), #name.width_arg()),
+            )
+        }
         cuprum_front::ParamType::Slice { access, .. } => {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")

@@ -48,4 +48,4 @@ pub use launch::{
     LoadedModule,
 };
 pub use limits::DeviceLimits;
-pub use oxide::ModuleFile;
+pub use oxide::{ModuleFile, RowWidth};

@@ -97,3 +97,36 @@ impl AsRef<Stream> for Stream {
         self
     }
 }
+
+/// A buffer bound to the row width of a `DisjointSlice<T, Runtime2DIndex>` kernel parameter
+/// (cuda-oxide's `RowWidth`): thread `(row, col)` of the launch reaches element
+/// `row * width + col` of `buffer` when `col < width` (and the element exists). The launch
+/// passes the buffer and the width; the kernel reads the width as its own.
+pub struct RowWidth<'a, T: DeviceCopy> {
+    buffer: &'a mut DeviceBuffer<T>,
+    width: u32,
+}
+
+impl<'a, T: DeviceCopy> RowWidth<'a, T> {
+    /// `buffer` seen as rows of `width` elements.
+    pub fn new(buffer: &'a mut DeviceBuffer<T>, width: u32) -> Self {
+        Self { buffer, width }
+    }
+
+    /// The row width.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// The launch argument of the buffer (what `#[cuda_module]` launchers pass first).
+    #[doc(hidden)]
+    pub fn slice_arg(&self) -> crate::KernelArg {
+        crate::KernelArg::slice(self.buffer)
+    }
+
+    /// The launch argument of the width (what `#[cuda_module]` launchers pass second).
+    #[doc(hidden)]
+    pub fn width_arg(&self) -> crate::KernelArg {
+        crate::KernelArg::scalar(u64::from(self.width))
+    }
+}

@@ -53,7 +53,7 @@ pub use cuprum_macros::{DeviceCopy, cuda_module};
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
     Error, Event, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, Result,
-    Stream,
+    RowWidth, Stream,
 };
 pub use half;
 

@@ -5,7 +5,8 @@
 //! `thread::sync_threads`, `static mut` shared arrays in kernel bodies,
 //! `DisjointSlice::get_unchecked_mut`, `ThreadIndex1D::in_bounds`, and the warp operations
 //! under their cuda-oxide names (typed and `_sync` shuffles, votes, lane masks, elections,
-//! `redux_sync_*`, typed reductions), with integer bit counts. Every kernel runs against a
+//! `redux_sync_*`, typed reductions), with integer bit counts, and the runtime-width 2-D index
+//! space (`DisjointSlice<T, Runtime2DIndex>`, `RowWidth`). Every kernel runs against a
 //! plain-Rust reference on fresh random inputs, over outputs poisoned first, and every
 //! element is checked.
 
@@ -250,6 +251,50 @@ mod kernels {
                 } else {
                     0
                 };
+        }
+    }
+
+    /// cuda-oxide's naive GEMM, `C = alpha * A * B + beta * C`: one thread per element of C
+    /// in the runtime-width 2-D index space, launched without a contract (so `unsafe`).
+    #[kernel]
+    pub fn sgemm_naive(
+        m: u32,
+        n: u32,
+        k: u32,
+        alpha: f32,
+        a: &[f32],
+        b: &[f32],
+        beta: f32,
+        mut c: DisjointSlice<f32, thread::Runtime2DIndex>,
+    ) {
+        let row = thread::index_2d_row();
+        let col = thread::index_2d_col();
+        if let Some(c_idx) = thread::index_2d_runtime(&c) {
+            if row < m as usize {
+                let (n, k) = (n as usize, k as usize);
+                let mut sum = 0.0f32;
+                let mut i = 0usize;
+                while i < k {
+                    sum += a[row * k + i] * b[i * n + col];
+                    i += 1;
+                }
+                if let Some(e) = c.get_mut(c_idx) {
+                    *e = alpha * sum + beta * *e;
+                }
+            }
+        }
+    }
+
+    /// The index space in a let chain, under a launch contract (a safe launch); the index's
+    /// own `row()` and `col()`.
+    #[kernel]
+    #[launch_contract(domain = 2, block = (16, 8, 1))]
+    pub fn label_cells(x: &[f32], rows: usize, mut c: DisjointSlice<f32, thread::Runtime2DIndex>) {
+        if let Some(i) = thread::index_2d_runtime(&c)
+            && i.row() < rows
+            && let Some(e) = c.get_mut(i)
+        {
+            *e = (i.row() * 1000 + i.col()) as f32 + x[i.col()];
         }
     }
 }
@@ -676,4 +721,90 @@ fn get_unchecked_mut_still_checks_the_element_count() {
         past.is_err() && message.contains("get_unchecked_mut(at)"),
         "an index past the elements was not stopped by its bounds check: {message}"
     );
+}
+
+/// cuda-oxide's `gemm` (row width bound with `RowWidth`) and a let-chain kernel of the same
+/// index space: every element of C against plain Rust, the allocation's tail (past `m * n`)
+/// still poisoned, a grid wider and taller than the matrix.
+#[test]
+fn runtime_width_2d_index_space() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("runtime_width_2d_index_space");
+    let (m, n, k) = (37usize, 45usize, 19usize);
+    let a: Vec<f32> = random(&mut rng, m * k, -1.0, 1.0);
+    let b: Vec<f32> = random(&mut rng, k * n, -1.0, 1.0);
+    let c0: Vec<f32> = random(&mut rng, m * n, -1.0, 1.0);
+    let tail = poisoned::<f32>(11);
+    let mut c_init = c0.clone();
+    c_init.extend_from_slice(&tail);
+    let (da, db) = (
+        DeviceBuffer::from_host(&stream, &a).unwrap(),
+        DeviceBuffer::from_host(&stream, &b).unwrap(),
+    );
+    let mut dc = DeviceBuffer::from_host(&stream, &c_init).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    let (alpha, beta) = (1.5f32, -0.5f32);
+    let cfg = LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(16), (m as u32).div_ceil(16) + 1, 1),
+        block_dim: (16, 16, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: a 2-D launch (one layer along z): each thread writes only its own element.
+    unsafe {
+        module.sgemm_naive(
+            stream.as_ref(),
+            cfg,
+            m as u32,
+            n as u32,
+            k as u32,
+            alpha,
+            &da,
+            &db,
+            beta,
+            cuprum::RowWidth::new(&mut dc, n as u32),
+        )
+    }
+    .unwrap();
+    let got = dc.to_host_vec(&stream).unwrap();
+    for r in 0..m {
+        for col in 0..n {
+            let mut sum = 0.0f32;
+            for i in 0..k {
+                sum += a[r * k + i] * b[i * n + col];
+            }
+            let want = alpha * sum + beta * c0[r * n + col];
+            let g = got[r * n + col];
+            assert!(
+                (g - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "c[{r}][{col}] = {g}, want {want}"
+            );
+        }
+    }
+    assert_same("the tail past m * n", &got[m * n..], &tail);
+
+    let (rows, width) = (21usize, 30usize);
+    let x: Vec<f32> = random(&mut rng, width, 0.0, 1.0);
+    let dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let len = rows * width + 40;
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(len)).unwrap();
+    let prepared = module
+        .prepare_label_cells(LaunchConfig2D::new((3, 4), (16, 8), 0))
+        .unwrap();
+    module
+        .label_cells(
+            &stream,
+            &prepared,
+            &dx,
+            rows,
+            cuprum::RowWidth::new(&mut out, width as u32),
+        )
+        .unwrap();
+    let mut want = poisoned::<f32>(len);
+    for r in 0..rows {
+        for col in 0..width {
+            want[r * width + col] = (r * 1000 + col) as f32 + x[col];
+        }
+    }
+    assert_same("label_cells", &out.to_host_vec(&stream).unwrap(), &want);
 }

@@ -35,10 +35,11 @@ impl Lowerer<'_> {
                 let len = self.materialize(len, S::U64, args[0].span())?;
                 return Ok(Val::Scalar(self.def(Op::Compare(CmpOp::Lt, x, len), span)?));
             }
-            (Val::Index2(x, _) | Val::Index3(x, _, _), "x") if args.is_empty() => {
+            // `col()` and `row()`: a `ThreadIndex<Runtime2DIndex>`'s names for them.
+            (Val::Index2(x, _) | Val::Index3(x, _, _), "x" | "col") if args.is_empty() => {
                 return Ok(Val::Scalar(*x));
             }
-            (Val::Index2(_, y) | Val::Index3(_, y, _), "y") if args.is_empty() => {
+            (Val::Index2(_, y) | Val::Index3(_, y, _), "y" | "row") if args.is_empty() => {
                 return Ok(Val::Scalar(*y));
             }
             (Val::Index3(_, _, z), "z") if args.is_empty() => return Ok(Val::Scalar(*z)),
@@ -413,6 +414,22 @@ impl Lowerer<'_> {
             ("index_2d", 0) => {
                 let v = self.global_index(&[Dim::X, Dim::Y], span)?;
                 return Ok(Val::Index2(v[0], v[1]));
+            }
+            // cuda-oxide's names for the coordinates of `index_2d()`.
+            ("index_2d_row", 0) => {
+                let v = self.global_index(&[Dim::Y], span)?;
+                return Ok(Val::Scalar(v[0]));
+            }
+            ("index_2d_col", 0) => {
+                let v = self.global_index(&[Dim::X], span)?;
+                return Ok(Val::Scalar(v[0]));
+            }
+            ("index_2d_runtime", 1) => {
+                return err(
+                    span,
+                    "`thread::index_2d_runtime(&slice)` is read by `if let Some(index) = \
+                     thread::index_2d_runtime(&slice)` (also in a let chain): bind it there",
+                );
             }
             ("index_3d", 0) => {
                 let v = self.global_index(&[Dim::X, Dim::Y, Dim::Z], span)?;

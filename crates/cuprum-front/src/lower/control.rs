@@ -208,6 +208,25 @@ impl Lowerer<'_> {
                 span,
             );
         }
+        if let syn::Expr::Call(c) = &*l.expr
+            && c.args.len() == 1
+            && matches!(&*c.func, syn::Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "index_2d_runtime"))
+        {
+            let (inside, index) = self.index_2d_runtime(&c.args[0], span)?;
+            return self.branches(
+                inside,
+                |this| {
+                    this.scopes.push(vec![(binding, Binding::Val(index))]);
+                    let r = this.block(&i.then_branch);
+                    this.scopes.pop();
+                    r
+                },
+                i.else_branch.as_ref().map(|(_, e)| &**e),
+                site,
+                span,
+            );
+        }
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return err(
                 l.expr.span(),

@@ -184,6 +184,19 @@ impl Lowerer<'_> {
             (Val::WarpIndex(w), 1) if access == SliceAccess::Disjoint => {
                 return self.warp_result_element(param, w, span);
             }
+            (Val::Index2(x, y), 1) if self.row_widths.contains_key(&param) => {
+                if let Some(element) = self.row_width_element(param, [x, y], span)? {
+                    return Ok(element);
+                }
+                return err(index_expr.span(), "not a runtime-width 2-D slice");
+            }
+            (_, 1) if self.row_widths.contains_key(&param) => {
+                return err(
+                    index_expr.span(),
+                    "a `DisjointSlice<T, Runtime2DIndex>` is indexed by the thread's own index, \
+                     `thread::index_2d_runtime(&slice)`",
+                );
+            }
             (Val::Index1(x), 1) => vec![x],
             (Val::Index2(x, y), 2) => vec![x, y],
             (Val::Index3(x, y, z), 3) => vec![x, y, z],

@@ -244,6 +244,8 @@ struct Lowerer<'a> {
     local_origins: Vec<(proc_macro2::Span, String)>,
     /// The element types of slice parameters of aggregates (IR slices of bytes), by parameter.
     elem_slices: HashMap<u32, crate::layout::ElemType>,
+    /// Per `DisjointSlice<T, Runtime2DIndex>` parameter, its row width (a `U64` parameter).
+    row_widths: HashMap<u32, Value>,
     /// How many `unsafe` blocks enclose the code being lowered.
     unsafe_depth: u32,
     /// Whether the kernel declares a phased shared array (its barriers are then checked).
@@ -293,6 +295,7 @@ impl<'a> Lowerer<'a> {
             disjoint_mappings: HashMap::new(),
             local_origins: Vec::new(),
             elem_slices: HashMap::new(),
+            row_widths: HashMap::new(),
             unsafe_depth: 0,
             uses_phased: false,
             barrier_spans: Vec::new(),
@@ -371,6 +374,18 @@ impl<'a> Lowerer<'a> {
                     };
                     let index = self.b.param(name.clone(), kind);
                     self.elem_slices.insert(index, elem);
+                    Val::Slice(index)
+                }
+                ParamType::RowWidthSlice { elem } => {
+                    let access = SliceAccess::Disjoint;
+                    let kind = cuprum_ir::ParamKind::Slice { elem, access };
+                    let index = self.b.param(name.clone(), kind);
+                    let width = self.b.param(
+                        format!("{name}_row_width"),
+                        cuprum_ir::ParamKind::Scalar(S::U64),
+                    );
+                    let width = self.def(Op::Param(width), p.name.span())?;
+                    self.row_widths.insert(index, width);
                     Val::Slice(index)
                 }
                 ParamType::Atomic { elem } => {

@@ -438,6 +438,51 @@ impl Lowerer<'_> {
         Ok((holds, index))
     }
 
+    /// `thread::index_2d_runtime(&slice)` for a `DisjointSlice<T, Runtime2DIndex>`: whether
+    /// the thread's column is below the slice's row width, and the thread's 2-D index (the
+    /// witness `get_mut` takes; it carries the coordinates, so `get_mut` on another slice of
+    /// the space checks that slice's own width).
+    pub(super) fn index_2d_runtime(
+        &mut self,
+        slice: &syn::Expr,
+        span: proc_macro2::Span,
+    ) -> Result<(Value, Val)> {
+        let target = match slice {
+            syn::Expr::Reference(r) => &*r.expr,
+            other => other,
+        };
+        let width = match self.expr(target)? {
+            Val::Slice(p) => self.row_widths.get(&p).copied(),
+            _ => None,
+        };
+        let Some(width) = width else {
+            return err(
+                slice.span(),
+                "`thread::index_2d_runtime` takes a `DisjointSlice<T, Runtime2DIndex>` parameter",
+            );
+        };
+        let v = self.global_index(&[Dim::X, Dim::Y], span)?;
+        let inside = self.def(Op::Compare(CmpOp::Lt, v[0], width), span)?;
+        Ok((inside, Val::Index2(v[0], v[1])))
+    }
+
+    /// `slice.get_mut(index)` on a `DisjointSlice<T, Runtime2DIndex>` with the thread's 2-D
+    /// index: element `row * width + col` of the slice's own row width, when the column is
+    /// below it and the element below the length (`get_mut_2d` with the bound width).
+    pub(super) fn row_width_element(
+        &mut self,
+        param: u32,
+        coords: [Value; 2],
+        span: proc_macro2::Span,
+    ) -> Result<Option<(Value, Value)>> {
+        let Some(&width) = self.row_widths.get(&param) else {
+            return Ok(None);
+        };
+        self.check_mapping(param, Pattern::Element(2), &[(width, span)], span)?;
+        self.linear_element(param, &coords, &[width], span)
+            .map(Some)
+    }
+
     /// `slice.get_mut(w)` for a warp index `w` (a `DisjointSlice<T, WarpIndex>`): element `w`
     /// when it is below the length.
     pub(super) fn warp_result_element(

@@ -30,7 +30,7 @@
 
 use std::marker::PhantomData;
 
-use super::thread::WarpIndex;
+use super::thread::{Runtime2DIndex, ThreadIndex, WarpIndex};
 use super::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 
 /// An output slice each thread may touch only at its own index.
@@ -103,6 +103,22 @@ impl<T> DisjointSlice<T, WarpIndex> {
     /// The element of the calling warp, or `None` past the end.
     pub fn get_mut(&mut self, warp: WarpIndex) -> Option<&mut T> {
         let _ = warp;
+        None
+    }
+}
+
+/// A `DisjointSlice<T, Runtime2DIndex>` (cuda-oxide's runtime-width 2-D index space) is
+/// rows of a width the host binds with [`RowWidth::new(&mut buffer, width)`](crate::RowWidth):
+/// thread `(row, col)` of the launch (`thread::index_2d_row()`, `thread::index_2d_col()`)
+/// reaches element `row * width + col` when `col < width`, through the index
+/// [`thread::index_2d_runtime`](crate::simt::thread::index_2d_runtime) gives it. Threads with
+/// distinct coordinates reach distinct elements, which is why a launch contract (or, without
+/// one, the `unsafe` launch's caller) must keep the grid and the block to one layer along `z`.
+impl<T> DisjointSlice<T, Runtime2DIndex> {
+    /// The element of the calling thread, or `None` where its column is not below this
+    /// slice's width or the element is past the end.
+    pub fn get_mut(&mut self, index: ThreadIndex<Runtime2DIndex>) -> Option<&mut T> {
+        let _ = index;
         None
     }
 }

@@ -108,6 +108,61 @@ pub fn index_2d() -> ThreadIndex2D {
     ThreadIndex2D { x: 0, y: 0 }
 }
 
+/// cuda-oxide's row of the calling thread in a 2-D launch,
+/// `blockIdx.y * blockDim.y + threadIdx.y` (`index_2d().y()`).
+pub fn index_2d_row() -> usize {
+    0
+}
+
+/// cuda-oxide's column of the calling thread in a 2-D launch,
+/// `blockIdx.x * blockDim.x + threadIdx.x` (`index_2d().x()`).
+pub fn index_2d_col() -> usize {
+    0
+}
+
+/// The index space of a `DisjointSlice<T, Runtime2DIndex>`: rows of a width bound on the
+/// host with [`RowWidth`](crate::RowWidth) (cuda-oxide's runtime-width 2-D space).
+pub enum Runtime2DIndex {}
+
+/// The calling thread's own index in the index space `S`, which only
+/// [`index_2d_runtime`] makes: what `get_mut` of a `DisjointSlice<T, S>` takes.
+#[derive(Debug)]
+pub struct ThreadIndex<S> {
+    row: usize,
+    col: usize,
+    space: std::marker::PhantomData<S>,
+}
+
+impl<S> Clone for ThreadIndex<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for ThreadIndex<S> {}
+
+impl<S> ThreadIndex<S> {
+    /// The thread's row.
+    pub fn row(self) -> usize {
+        self.row
+    }
+
+    /// The thread's column.
+    pub fn col(self) -> usize {
+        self.col
+    }
+}
+
+/// `Some(index)` when the calling thread's column (`index_2d_col()`) is below `slice`'s row
+/// width: the index `slice.get_mut(index)` takes (element `row * width + col`).
+/// Use it as `if let Some(i) = thread::index_2d_runtime(&c) && let Some(x) = c.get_mut(i)`.
+pub fn index_2d_runtime<T>(
+    slice: &super::DisjointSlice<T, Runtime2DIndex>,
+) -> Option<ThreadIndex<Runtime2DIndex>> {
+    let _ = slice;
+    None
+}
+
 /// The global 3-D index of the calling thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadIndex3D {
