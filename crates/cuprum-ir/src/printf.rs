@@ -701,10 +701,92 @@ pub fn rust_conversion(spec: &str, ty: ScalarType) -> Result<String, String> {
     ))
 }
 
+/// The conversion of the subset for a `gpu_printf!` spec (cuda-oxide's, C's inside braces):
+/// `{:[flags][width][.precision][conv]}` with C's flags (`-`, `+`, space, `#`, `0`) and
+/// conversions (`d i u o x X f e E g G`), the length added from `ty` (`ll` for 64-bit
+/// integers). Without a conversion, an integer prints with `d` or `u` and a float with `f`
+/// when a precision is given, else with `g`, as `{}` does ([`rust_conversion`]).
+pub fn c_style_conversion(spec: &str, ty: ScalarType) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("the `gpu_printf!` spec `{{:{spec}}}` {why}"));
+    let flags_end = spec
+        .find(|c: char| !matches!(c, '-' | '+' | ' ' | '#' | '0'))
+        .unwrap_or(spec.len());
+    let (flags, rest) = spec.split_at(flags_end);
+    let conv = rest.chars().last().filter(|c| "diuoxXfeEgG".contains(*c));
+    let body = match conv {
+        Some(_) => &rest[..rest.len() - 1],
+        None => rest,
+    };
+    let (width, precision) = match body.split_once('.') {
+        Some((w, p)) => (w, Some(p)),
+        None => (body, None),
+    };
+    if !width.chars().all(|c| c.is_ascii_digit())
+        || !precision.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
+    {
+        return bad("is not `[flags][width][.precision][conversion]`");
+    }
+    let prec = precision.map(|p| format!(".{p}")).unwrap_or_default();
+    let conv = match conv {
+        Some(c) => c,
+        None if ty.is_float() && precision.is_some() => 'f',
+        None if ty.is_float() => 'g',
+        None if ty.is_signed_int() => 'd',
+        None => 'u',
+    };
+    let float_conv = "feEgG".contains(conv);
+    if float_conv != ty.is_float() {
+        return bad(&format!(
+            "asks for a {} conversion of a `{}`",
+            if float_conv { "float" } else { "integer" },
+            ty.rust_name()
+        ));
+    }
+    if flags.contains('#') && "diu".contains(conv) {
+        return bad("has `#`, which C gives no meaning with `d`, `i` or `u`");
+    }
+    let length = if !float_conv && ty.size_bytes() == 8 {
+        "ll"
+    } else {
+        ""
+    };
+    Ok(format!("%{flags}{width}{prec}{length}{conv}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ScalarType as S;
+
+    #[test]
+    fn gpu_printf_specs_are_c_conversions() {
+        let c = |spec: &str, ty| c_style_conversion(spec, ty);
+        assert_eq!(c("#x", S::U32).as_deref(), Ok("%#x"));
+        assert_eq!(c("#o", S::U32).as_deref(), Ok("%#o"));
+        assert_eq!(c("X", S::U64).as_deref(), Ok("%llX"));
+        assert_eq!(c(".6f", S::F32).as_deref(), Ok("%.6f"));
+        assert_eq!(c("8.2f", S::F64).as_deref(), Ok("%8.2f"));
+        assert_eq!(c("e", S::F32).as_deref(), Ok("%e"));
+        assert_eq!(c("G", S::F32).as_deref(), Ok("%G"));
+        assert_eq!(c("-8", S::I32).as_deref(), Ok("%-8d"));
+        assert_eq!(c(" ", S::I32).as_deref(), Ok("% d"));
+        assert_eq!(c("+", S::I64).as_deref(), Ok("%+lld"));
+        assert_eq!(c("08", S::U32).as_deref(), Ok("%08u"));
+        assert_eq!(c(".3", S::F32).as_deref(), Ok("%.3f"));
+        assert!(c("f", S::U32).is_err());
+        assert!(c("x", S::F32).is_err());
+        assert!(c("#d", S::I32).is_err());
+        assert!(c("8q", S::I32).is_err());
+        for (spec, ty) in [
+            ("#x", S::U32),
+            (".6f", S::F32),
+            ("-8", S::I64),
+            (" ", S::I32),
+        ] {
+            let conv = c(spec, ty).expect("converts");
+            assert!(check_print(&conv, &[ty]).is_ok(), "{conv}");
+        }
+    }
 
     #[test]
     fn rust_format_strings_become_pieces_and_conversions() {

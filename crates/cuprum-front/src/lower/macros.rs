@@ -33,9 +33,16 @@ impl Lowerer<'_> {
         let args: Vec<&syn::Expr> = args.iter().collect();
         match name.as_str() {
             // `gpu_printf!` is cuda-oxide's `print!` (its format string ends with `\n`).
-            "println" | "print" | "eprintln" | "eprint" | "gpu_printf" => {
-                self.print(&args, name.ends_with("ln"), span)?;
+            "println" | "print" | "eprintln" | "eprint" => {
+                self.print(&args, name.ends_with("ln"), false, span)?;
                 Ok(Val::Unit)
+            }
+            // cuda-oxide's `gpu_printf!`: C's specs inside the braces (`{:#x}`, `{:.2f}`),
+            // no newline added, and CUDA `printf`'s value: the number of arguments.
+            "gpu_printf" => {
+                self.print(&args, false, true, span)?;
+                let count = args.len().saturating_sub(1) as i32;
+                Ok(Val::Scalar(self.constant(cuprum_ir::Constant::i32(count))))
             }
             "assert" | "debug_assert" => {
                 let Some((cond, message)) = args.split_first() else {
@@ -118,7 +125,14 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    fn print(&mut self, args: &[&syn::Expr], newline: bool, span: Span) -> Result<()> {
+    /// `println!` and its kin (Rust's format specs), or `gpu_printf!` with `c_specs` (C's).
+    fn print(
+        &mut self,
+        args: &[&syn::Expr],
+        newline: bool,
+        c_specs: bool,
+        span: Span,
+    ) -> Result<()> {
         let Some((fmt, rest)) = args.split_first() else {
             if newline {
                 self.b.push(Stmt::Print {
@@ -178,8 +192,12 @@ impl Lowerer<'_> {
                 );
             };
             let x = self.scalar(value, fmt.span())?;
-            let conv = cuprum_ir::printf::rust_conversion(&spec, self.ty(x))
-                .map_err(|e| syn::Error::new(fmt.span(), e))?;
+            let conv = if c_specs {
+                cuprum_ir::printf::c_style_conversion(&spec, self.ty(x))
+            } else {
+                cuprum_ir::printf::rust_conversion(&spec, self.ty(x))
+            }
+            .map_err(|e| syn::Error::new(fmt.span(), e))?;
             out.push_str(&conv);
             values.push(x);
         }

@@ -110,13 +110,24 @@ impl<K> std::fmt::Debug for Prepared<K> {
     }
 }
 
-/// cuda-oxide's `gpu_printf!`: in device code the same as `print!` (the format string says
-/// where lines end); on the host it prints.
+/// cuda-oxide's `gpu_printf!`: CUDA's `printf` from device code, with C's specs inside the
+/// braces (`{}`, `{:x}`, `{:#o}`, `{:08}`, `{:-8}`, `{:+}`, `{: }`, `{:.2f}`, `{:8.2f}`,
+/// `{:e}`, `{:G}`, ...; the length comes from each argument's type), no newline added, and
+/// the value CUDA's `printf` returns: the number of arguments (an `i32`). On the host (the
+/// copy of the kernel rustc checks) it only evaluates its arguments and gives the same count.
 #[macro_export]
 macro_rules! gpu_printf {
-    ($($args:tt)*) => {
-        ::std::print!($($args)*)
-    };
+    ($fmt:literal $(, $arg:expr)* $(,)?) => {{
+        let _: &str = $fmt;
+        $crate::simt::__gpu_printf_count(&[$({ let _ = &$arg; }),*])
+    }};
+}
+
+/// What `gpu_printf!` gives on the host: its argument count (a call, so that a statement
+/// `gpu_printf!(..);` warns of no unused value).
+#[doc(hidden)]
+pub fn __gpu_printf_count(args: &[()]) -> i32 {
+    i32::try_from(args.len()).unwrap_or(i32::MAX)
 }
 
 pub use crate::gpu_printf;
