@@ -266,7 +266,8 @@ mod kernels {
     }
 
     /// `mem::swap` of locals, of local-array elements, of a local and an element, of two
-    /// `let mut` structs, and through a helper's references; in every spelling.
+    /// `let mut` structs, and through a helper's references, in every spelling; and
+    /// `mem::replace` of a local and of a struct.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn swaps(x: &[u32], mut out: DisjointSlice<u32>) {
@@ -287,7 +288,10 @@ mod kernels {
             let mut q = Pair { a: b ^ 0xff, b: a };
             mem::swap(&mut p, &mut q);
             exchange(&mut q.a, &mut p.b);
+            let old = core::mem::replace(&mut c, b ^ 3);
+            let old_p = mem::replace(&mut p, Pair { a: old, b: c });
             *o = a
+                .wrapping_add(old_p.mix().wrapping_mul(13))
                 .wrapping_mul(7)
                 .wrapping_add(c)
                 .wrapping_add(arr[0] ^ arr[1].wrapping_mul(5))
@@ -489,7 +493,7 @@ fn helpers_update_locals_elements_and_fields_through_references() -> cuprum::Res
     Ok(())
 }
 
-/// `mem::swap` on the device against the same code on the host.
+/// `mem::swap` and `mem::replace` on the device against the same code on the host.
 #[test]
 fn mem_swap_exchanges_locals_elements_and_structs() -> cuprum::Result<()> {
     let ctx = ctx();
@@ -520,7 +524,10 @@ fn mem_swap_exchanges_locals_elements_and_structs() -> cuprum::Result<()> {
             let mut q = kernels::Pair { a: b ^ 0xff, b: a };
             std::mem::swap(&mut p, &mut q);
             kernels::exchange(&mut q.a, &mut p.b);
-            a.wrapping_mul(7)
+            let old = std::mem::replace(&mut c, b ^ 3);
+            let old_p = std::mem::replace(&mut p, kernels::Pair { a: old, b: c });
+            a.wrapping_add(old_p.mix().wrapping_mul(13))
+                .wrapping_mul(7)
                 .wrapping_add(c)
                 .wrapping_add(arr[0] ^ arr[1].wrapping_mul(5))
                 .wrapping_add(arr[2].wrapping_mul(3))

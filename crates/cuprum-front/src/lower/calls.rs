@@ -335,15 +335,18 @@ impl Lowerer<'_> {
                 format!("`{path}` allocates on the heap, which device code cannot do"),
             );
         }
-        if is_mem_swap(&p.path) {
+        if let Some(f) = mem_function(&p.path) {
             let args: Vec<&syn::Expr> = c.args.iter().collect();
             let [a, b] = args[..] else {
                 return err(
                     span,
-                    "`mem::swap` takes two arguments: `mem::swap(&mut a, &mut b)`",
+                    format!("`mem::{f}` takes two arguments: `mem::{f}(&mut a, b)`"),
                 );
             };
-            return self.mem_swap(a, b, span);
+            return match f {
+                "swap" => self.mem_swap(a, b, span),
+                _ => self.mem_replace(a, b, span),
+            };
         }
         if matches!(first.as_str(), "core" | "std")
             && p.path.segments.iter().any(|s| s.ident == "nvptx")
@@ -910,12 +913,14 @@ fn special_register(name: &str) -> Option<Special> {
     })
 }
 
-/// `core::mem::swap`, `std::mem::swap`, `mem::swap` or `swap` (imported; a helper of that
-/// name is found before this is asked).
-fn is_mem_swap(path: &syn::Path) -> bool {
+/// `swap` or `replace` for `core::mem::swap`, `std::mem::swap`, `mem::swap` or `swap`
+/// (imported; a helper of that name is found before this is asked), and the same paths of
+/// `replace` (not a bare `replace`: too common a name).
+fn mem_function(path: &syn::Path) -> Option<&'static str> {
     let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    matches!(
-        names.iter().map(String::as_str).collect::<Vec<_>>()[..],
-        ["swap"] | ["mem", "swap"] | ["core" | "std", "mem", "swap"]
-    )
+    match names.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["swap"] | ["mem", "swap"] | ["core" | "std", "mem", "swap"] => Some("swap"),
+        ["mem", "replace"] | ["core" | "std", "mem", "replace"] => Some("replace"),
+        _ => None,
+    }
 }

@@ -104,6 +104,28 @@ impl Lowerer<'_> {
         Ok(Val::Unit)
     }
 
+    /// `mem::replace(dest, value)`: the place `dest` names gets `value`; the call's value is
+    /// what the place held.
+    pub(super) fn mem_replace(
+        &mut self,
+        dest: &syn::Expr,
+        value: &syn::Expr,
+        span: Span,
+    ) -> Result<Val> {
+        let place = self.place_binding(dest)?;
+        if matches!(place, Binding::Val(Val::Array(_) | Val::AggRef(_))) {
+            return err(
+                dest.span(),
+                "`mem::replace` replaces numbers and `let mut` structs and tuples; replace the \
+                 elements of arrays (or of structs in memory) one by one",
+            );
+        }
+        let old = self.read_referent(&place, span)?;
+        let new = self.expr(value)?;
+        self.write_referent(&place, new, dest)?;
+        Ok(old)
+    }
+
     /// The value at a place a reference names.
     fn read_referent(&mut self, place: &Binding, span: Span) -> Result<Val> {
         let v = self.read_binding(place, span)?;
