@@ -13,7 +13,7 @@ use cuprum_tile_ir::{
     Dim, Elem, Literal, Op, ParamKind, Specialization, TensorAccess, TensorDim, TensorParam,
     TileBuilder, View, specialize,
 };
-use cuprum_tile_lower::{LowerOptions, lower};
+use cuprum_tile_lower::lower;
 
 /// `add<const B: i32>(z: &mut Tensor<f32, {[B]}>, x: &Tensor<f32, {[-1]}>, y: ..)`, built
 /// generic and specialized as a launch would.
@@ -156,14 +156,7 @@ fn ragged_2d_tiles() {
     let mut rng = rng("ragged_2d_tiles");
     let (rows, cols) = (37usize, 50usize);
     for warps in [None, Some(1), Some(4), Some(8)] {
-        let c = compile_with(
-            &dev,
-            &k,
-            &LowerOptions {
-                num_warps: warps,
-                ..LowerOptions::default()
-            },
-        );
+        let c = compile_warps(&dev, &k, warps);
         let xs = random(&mut rng, rows * cols, -100.0f32, 100.0);
         let o = Tensor::new(&dev, &poisoned::<f32>(rows * cols), &[rows, cols]);
         let tx = Tensor::new(&dev, &xs, &[rows, cols]);
@@ -193,14 +186,7 @@ fn tiles_of_any_size() {
         t.store(out, r);
         let k = t.finish();
         for warps in [None, Some(2)] {
-            let c = compile_with(
-                &dev,
-                &k,
-                &LowerOptions {
-                    num_warps: warps,
-                    ..LowerOptions::default()
-                },
-            );
+            let c = compile_warps(&dev, &k, warps);
             let xs = random(&mut rng, rows * cols, -1000i32, 1000);
             let o = Tensor::new(&dev, &vec![i32::MIN; rows * cols], &[rows, cols]);
             let tx = Tensor::new(&dev, &xs, &[rows, cols]);
@@ -454,14 +440,7 @@ fn reshape_and_permute() {
     let mut rng = rng("reshape_and_permute");
     let (rows, cols) = (40usize, 70usize); // x is rows x cols; out is cols x rows
     for warps in [None, Some(1), Some(8)] {
-        let c = compile_with(
-            &dev,
-            &k,
-            &LowerOptions {
-                num_warps: warps,
-                ..LowerOptions::default()
-            },
-        );
+        let c = compile_warps(&dev, &k, warps);
         let xs = random(&mut rng, rows * cols, -100.0f32, 100.0);
         let o = Tensor::new(&dev, &poisoned::<f32>(rows * cols), &[cols, rows]);
         let tx = Tensor::new(&dev, &xs, &[rows, cols]);

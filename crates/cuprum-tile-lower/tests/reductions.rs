@@ -11,7 +11,6 @@ use cuprum_testkit::compare::{assert_bits_eq, assert_same};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::random;
 use cuprum_tile_ir::{Combine, Literal, Op};
-use cuprum_tile_lower::LowerOptions;
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -114,14 +113,7 @@ fn integer_reductions_along_each_axis() {
         for kind in Kind::ALL {
             let k = reduce_kernel(kind, axis, tile);
             for warps in [None, Some(1), Some(4)] {
-                let c = compile_with(
-                    &dev,
-                    &k,
-                    &LowerOptions {
-                        num_warps: warps,
-                        ..LowerOptions::default()
-                    },
-                );
+                let c = compile_warps(&dev, &k, warps);
                 let xs = match kind {
                     Kind::Prod => random(&mut rng, rows * cols, -3i32, 4),
                     _ => random(&mut rng, rows * cols, -1_000_000i32, 1_000_000),

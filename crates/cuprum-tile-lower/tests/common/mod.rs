@@ -274,6 +274,15 @@ pub fn compile_as(
     }
 }
 
+/// Lowers `tile` with `warps` warps per block (`None`: the lowering's choice).
+pub fn compile_warps(dev: &Dev, tile: &TileKernel, warps: Option<u32>) -> Compiled {
+    let options = LowerOptions {
+        num_warps: warps,
+        ..LowerOptions::default()
+    };
+    compile_with(dev, tile, &options)
+}
+
 pub fn compile(dev: &Dev, tile: &TileKernel) -> Compiled {
     compile_with(dev, tile, &LowerOptions::default())
 }
