@@ -286,15 +286,16 @@ mod kernels {
     }
 
     /// The index space in a let chain, under a launch contract (a safe launch); the index's
-    /// own `row()` and `col()`.
+    /// own `row()` and `col()`, and the slice's `row_width()`.
     #[kernel]
     #[launch_contract(domain = 2, block = (16, 8, 1))]
     pub fn label_cells(x: &[f32], rows: usize, mut c: DisjointSlice<f32, thread::Runtime2DIndex>) {
+        let width = c.row_width();
         if let Some(i) = thread::index_2d_runtime(&c)
             && i.row() < rows
             && let Some(e) = c.get_mut(i)
         {
-            *e = (i.row() * 1000 + i.col()) as f32 + x[i.col()];
+            *e = (i.row() * 1000 + i.col()) as f32 + x[i.col()] + width as f32 * 1e6;
         }
     }
 }
@@ -669,8 +670,10 @@ fn div_ceil_rounds_up() {
     let mut rng = rng("div_ceil_rounds_up");
     let n = 600;
     let mut x: Vec<u32> = random(&mut rng, n, 0, 10_000);
-    let y: Vec<u32> = random(&mut rng, n, 1, 50);
+    let mut y: Vec<u32> = random(&mut rng, n, 1, 50);
+    // The largest dividend (a divisor above 1, so that `+ 4` cannot overflow) and zero.
     x[0] = u32::MAX;
+    y[0] = 3;
     x[1] = 0;
     let (dx, dy) = (
         DeviceBuffer::from_host(&stream, &x).unwrap(),
@@ -803,7 +806,7 @@ fn runtime_width_2d_index_space() {
     let mut want = poisoned::<f32>(len);
     for r in 0..rows {
         for col in 0..width {
-            want[r * width + col] = (r * 1000 + col) as f32 + x[col];
+            want[r * width + col] = (r * 1000 + col) as f32 + x[col] + width as f32 * 1e6;
         }
     }
     assert_same("label_cells", &out.to_host_vec(&stream).unwrap(), &want);

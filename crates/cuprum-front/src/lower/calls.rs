@@ -75,6 +75,12 @@ impl Lowerer<'_> {
                 let p = *p;
                 return Ok(Val::Scalar(self.slice_len(p, span)?));
             }
+            // cuda-oxide's `row_width()` of a `DisjointSlice<T, Runtime2DIndex>`: the width
+            // the host bound, as the `u32` it gave.
+            (Val::Slice(p), "row_width") if args.is_empty() && self.row_widths.contains_key(p) => {
+                let width = self.row_widths[p];
+                return Ok(Val::Scalar(self.cast_value(width, S::U32, span)?));
+            }
             (Val::Slice(p), "update") => {
                 let p = *p;
                 return self.disjoint_update(p, m);

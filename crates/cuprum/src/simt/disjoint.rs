@@ -121,6 +121,11 @@ impl<T> DisjointSlice<T, Runtime2DIndex> {
         let _ = index;
         None
     }
+
+    /// The row width the host bound with `RowWidth::new(&mut buffer, width)`.
+    pub fn row_width(&self) -> u32 {
+        0
+    }
 }
 
 impl<T> DisjointSlice<T> {
