@@ -2,7 +2,9 @@
 // lanes taking part (cuprum's warp operations act on the lanes executing together), a
 // `static` in a kernel body that is not a `static mut` shared array, and a `requires`
 // relation that is not arithmetic on the arguments. And a warp index reaches only a slice
-// over the warp index space (rustc's types keep each space to its own index).
+// over the warp index space (rustc's types keep each space to its own index); a
+// runtime-width 2-D slice takes only its own index, in a launch where that index is one
+// thread's.
 use cuprum::cuda_module;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread, warp};
 
@@ -64,6 +66,31 @@ mod warp_index_space {
     pub fn per_thread_into_the_warp_space(mut out: DisjointSlice<f32, thread::WarpIndex>) {
         if let Some(o) = out.get_mut(thread::index_1d()) {
             *o = 1.0;
+        }
+    }
+}
+
+#[cuda_module]
+mod runtime_width {
+    use super::*;
+
+    // Two layers of threads along z share every (row, col): the 2-D index is not one
+    // thread's, so its element is not either.
+    #[kernel]
+    #[launch_contract(domain = 2, block = (16, 16, 2))]
+    pub fn layered(mut c: DisjointSlice<f32, thread::Runtime2DIndex>) {
+        if let Some(i) = thread::index_2d_runtime(&c)
+            && let Some(e) = c.get_mut(i)
+        {
+            *e = 1.0;
+        }
+    }
+
+    // Only `index_2d_runtime` makes the index of this space.
+    #[kernel]
+    pub fn linear_index(mut c: DisjointSlice<f32, thread::Runtime2DIndex>) {
+        if let Some(e) = c.get_mut(thread::index_1d()) {
+            *e = 1.0;
         }
     }
 }
