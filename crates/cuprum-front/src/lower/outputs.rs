@@ -693,28 +693,55 @@ impl Lowerer<'_> {
         self.b.begin_block();
         let (ty, dy, rows_extent) = axis(self, Dim::Y, th)?;
         let (tx, dx, cols_extent) = axis(self, Dim::X, tw)?;
-        self.strided_range(ty, dy, rows_extent, span, &mut |this, r| {
-            let skip = bin(this, BinaryOp::Mul, r, w)?;
-            let row_start = bin(this, BinaryOp::Add, start0, skip)?;
-            this.strided_range(tx, dx, cols_extent, span, &mut |this, c| {
-                let col = bin(this, BinaryOp::Add, col0, c)?;
-                // row * w + col, exact (see above), and inside the slice.
-                let linear = bin(this, BinaryOp::Add, row_start, col)?;
-                let in_tile = cmp(this, CmpOp::Lt, col, col_end)?;
-                let in_len = cmp(this, CmpOp::Lt, linear, len)?;
-                let inside = bin(this, BinaryOp::And, in_tile, in_len)?;
-                this.b.begin_block();
-                let out = this.owned_ref(param, linear, span)?;
-                this.scoped_body(names, vec![Val::Scalar(r), Val::Scalar(c), out], body)?;
-                let then = this.b.end_block();
-                this.b.push(Stmt::If {
-                    cond: inside,
-                    then,
-                    otherwise: Default::default(),
-                });
-                Ok(())
+        // The loops, testing each element against the tile's columns and the slice's length
+        // (`checked`), or not, for a tile whose every element exists.
+        let loops = |this: &mut Self, checked: bool| -> Result<()> {
+            this.strided_range(ty, dy, rows_extent, span, &mut |this, r| {
+                let skip = bin(this, BinaryOp::Mul, r, w)?;
+                let row_start = bin(this, BinaryOp::Add, start0, skip)?;
+                this.strided_range(tx, dx, cols_extent, span, &mut |this, c| {
+                    let col = bin(this, BinaryOp::Add, col0, c)?;
+                    // row * w + col, exact (see above), and inside the slice.
+                    let linear = bin(this, BinaryOp::Add, row_start, col)?;
+                    let element = |this: &mut Self| -> Result<()> {
+                        let out = this.owned_ref(param, linear, span)?;
+                        this.scoped_body(names, vec![Val::Scalar(r), Val::Scalar(c), out], body)
+                            .map(|_| ())
+                    };
+                    if !checked {
+                        return element(this);
+                    }
+                    let in_tile = cmp(this, CmpOp::Lt, col, col_end)?;
+                    let in_len = cmp(this, CmpOp::Lt, linear, len)?;
+                    let inside = bin(this, BinaryOp::And, in_tile, in_len)?;
+                    this.b.begin_block();
+                    element(this)?;
+                    let then = this.b.end_block();
+                    this.b.push(Stmt::If {
+                        cond: inside,
+                        then,
+                        otherwise: Default::default(),
+                    });
+                    Ok(())
+                })
             })
-        })?;
+        };
+        // A tile of whole rows (`tw` columns) that ends inside the slice: every element
+        // exists, so its loops test none (the edge tiles keep the tests).
+        let full_width = cmp(self, CmpOp::Eq, span_cols, tw)?;
+        let ends_inside = cmp(self, CmpOp::Le, tile_end, len)?;
+        let whole = bin(self, BinaryOp::And, full_width, ends_inside)?;
+        self.b.begin_block();
+        loops(self, false)?;
+        let unchecked = self.b.end_block();
+        self.b.begin_block();
+        loops(self, true)?;
+        let checked = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: whole,
+            then: unchecked,
+            otherwise: checked,
+        });
         let then = self.b.end_block();
         self.b.push(Stmt::If {
             cond: go,
