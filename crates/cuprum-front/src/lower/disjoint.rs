@@ -80,6 +80,9 @@ pub(super) enum Pattern {
     BlockTile,
     /// `get_mut(w)` on a `DisjointSlice<T, WarpIndex>`: one element per warp, in its lane 0.
     WarpResult,
+    /// `get_mut(i)` on a `DisjointSlice<T, Runtime2DIndex>` with the index of
+    /// `thread::index_2d_runtime`: one element at the 2-D index, in rows of the bound width.
+    RowWidth2D,
 }
 
 impl Pattern {
@@ -88,7 +91,7 @@ impl Pattern {
         match self {
             Pattern::Element(d) => d,
             Pattern::Chunk(_) | Pattern::GridStride => 1,
-            Pattern::Tile(..) => 2,
+            Pattern::Tile(..) | Pattern::RowWidth2D => 2,
             Pattern::BlockResult | Pattern::BlockTile | Pattern::WarpResult => 0,
         }
     }
@@ -106,6 +109,9 @@ impl Pattern {
             Pattern::BlockResult => format!("{slice}.block_result_mut()"),
             Pattern::BlockTile => format!("{slice}.block_tile_mut(..)"),
             Pattern::WarpResult => format!("{slice}.get_mut(warp) with thread::warp_index()"),
+            Pattern::RowWidth2D => {
+                format!("{slice}.get_mut(index) with thread::index_2d_runtime(&{slice})")
+            }
         }
     }
 }
@@ -349,13 +355,16 @@ impl Lowerer<'_> {
         let (bx, by, bz) = contract.block;
         let call = pattern.call(&self.param_name(param));
         let kernel = &self.kernel.name;
-        let index = match dims {
-            1 => "thread::index_1d()",
-            2 => "thread::index_2d()",
+        let index = match (pattern, dims) {
+            (Pattern::RowWidth2D, _) => "thread::index_2d_runtime(..)",
+            (_, 1) => "thread::index_1d()",
+            (_, 2) => "thread::index_2d()",
             _ => "thread::index_3d()",
         };
-        let suggest = |axes: usize| match axes {
-            2 => "use `thread::index_2d()` with `get_mut_2d(index, width)`",
+        let suggest = |axes: usize| match (pattern, axes) {
+            // A runtime-width slice has rows only: its index has no third axis to add.
+            (Pattern::RowWidth2D, _) => "keep the launch to one layer along z",
+            (_, 2) => "use `thread::index_2d()` with `get_mut_2d(index, width)`",
             _ => "use `thread::index_3d()` with `get_mut_3d(index, width, height)`",
         };
         if domain as usize > dims {

@@ -478,7 +478,7 @@ impl Lowerer<'_> {
         let Some(&width) = self.row_widths.get(&param) else {
             return Ok(None);
         };
-        self.check_mapping(param, Pattern::Element(2), &[(width, span)], span)?;
+        self.check_mapping(param, Pattern::RowWidth2D, &[(width, span)], span)?;
         self.linear_element(param, &coords, &[width], span)
             .map(Some)
     }
