@@ -14,8 +14,8 @@ mod common;
 
 use common::{assert_same, blocks_for, ctx, integrate_bodies_reference};
 use cuprum::simt::{
-    AtomicSlice, DisjointSlice, SharedArray, SharedWrite, SharedWrite2d, SyncPhases, kernel,
-    launch_contract, sync_threads, thread, warp,
+    AtomicSlice, DisjointSlice, SharedArray, SharedRead, SharedWrite, SharedWrite2d, SyncPhases,
+    kernel, launch_contract, sync_threads, thread, warp,
 };
 use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::poisoned;
@@ -333,6 +333,48 @@ mod kernels {
         }
     }
 
+    /// The stencil's load phase in a helper, through `&mut` to the phased array.
+    pub fn load_halo(
+        tile: &mut SharedWrite<f32, { STENCIL_BLOCK + 2 * RADIUS }>,
+        x: &[f32],
+        base: usize,
+    ) {
+        for (j, slot) in tile.mine() {
+            let g = base + j;
+            *slot = if g >= RADIUS && g - RADIUS < x.len() {
+                x[g - RADIUS]
+            } else {
+                0.0
+            };
+        }
+    }
+
+    /// The stencil's read of one output, through `&` to the phased array's read phase.
+    pub fn weighted(
+        tile: &SharedRead<f32, { STENCIL_BLOCK + 2 * RADIUS }>,
+        w: &[f32],
+        t: usize,
+    ) -> f32 {
+        let mut acc = 0.0f32;
+        for k in 0..(2 * RADIUS + 1) {
+            acc += w[k] * tile[t + k];
+        }
+        acc
+    }
+
+    /// `stencil_1d` with both phases in helpers that take the phased array by reference.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn stencil_1d_helpers(x: &[f32], w: &[f32], mut y: DisjointSlice<f32>) {
+        let mut tile = SharedWrite::<f32, { STENCIL_BLOCK + 2 * RADIUS }>::new();
+        load_halo(&mut tile, x, thread::blockIdx_x() as usize * STENCIL_BLOCK);
+        let tile = tile.sync();
+        let i = thread::index_1d();
+        if let Some(out) = y.get_mut(i) {
+            *out = weighted(&tile, w, thread::threadIdx_x() as usize);
+        }
+    }
+
     /// A 12 x 17 tile loaded by an 8 x 4 block (two columns and three rows per thread, some
     /// threads fewer), summed with weights by the block's first thread. The contract fixes
     /// the block, so ownership is unrolled.
@@ -622,6 +664,7 @@ fn a_block_reduction_through_per_warp_partials_needs_no_unsafe() -> cuprum::Resu
 
 #[test]
 fn a_stencil_loads_its_halo_with_two_elements_per_thread() -> cuprum::Result<()> {
+    // Also with both phases in helpers taking the phased array by reference.
     let ctx = ctx();
     let stream = ctx.default_stream();
     let m = kernels::load(ctx)?;
@@ -636,9 +679,13 @@ fn a_stencil_loads_its_halo_with_two_elements_per_thread() -> cuprum::Result<()>
             DeviceBuffer::from_host(&stream, &w)?,
         );
         let mut dy = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
+        let mut dy_helpers = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
         let blocks = blocks_for(n, STENCIL_BLOCK as u32);
-        let p = m.prepare_stencil_1d(LaunchConfig1D::new(blocks, STENCIL_BLOCK as u32, 0))?;
+        let config = LaunchConfig1D::new(blocks, STENCIL_BLOCK as u32, 0);
+        let p = m.prepare_stencil_1d(config)?;
         m.stencil_1d(&stream, &p, &dx, &dw, &mut dy)?;
+        let p = m.prepare_stencil_1d_helpers(config)?;
+        m.stencil_1d_helpers(&stream, &p, &dx, &dw, &mut dy_helpers)?;
         let want: Vec<f32> = (0..n)
             .map(|i| {
                 (0..2 * RADIUS + 1).fold(0.0f32, |acc, k| {
@@ -655,6 +702,11 @@ fn a_stencil_loads_its_halo_with_two_elements_per_thread() -> cuprum::Result<()>
         assert_same(
             &format!("stencil_1d of {n}"),
             &dy.to_host_vec(&stream)?,
+            &want,
+        );
+        assert_same(
+            &format!("stencil_1d_helpers of {n}"),
+            &dy_helpers.to_host_vec(&stream)?,
             &want,
         );
     }
