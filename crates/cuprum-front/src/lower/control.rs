@@ -188,34 +188,30 @@ impl Lowerer<'_> {
             }
         };
         let _ = mutable_binding;
-        if let syn::Expr::Call(c) = &*l.expr
-            && c.args.is_empty()
-            && matches!(&*c.func, syn::Expr::Path(p)
-                if p.path.segments.last().is_some_and(|s| s.ident == "warp_index"))
-        {
-            let (holds, index) = self.warp_index(span)?;
+        // The thread's own index of an index space, where the thread has one:
+        // `thread::warp_index()` and `thread::index_2d_runtime(&slice)`.
+        let own_index = match &*l.expr {
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) => {
+                    let name = p.path.segments.last().map(|s| s.ident.to_string());
+                    match (name.as_deref(), c.args.first()) {
+                        (Some("warp_index"), None) => {
+                            let (holds, index) = self.warp_index(span)?;
+                            Some((holds, Val::WarpIndex(index)))
+                        }
+                        (Some("index_2d_runtime"), Some(slice)) if c.args.len() == 1 => {
+                            Some(self.index_2d_runtime(slice, span)?)
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((holds, index)) = own_index {
             return self.branches(
                 holds,
-                |this| {
-                    this.scopes
-                        .push(vec![(binding, Binding::Val(Val::WarpIndex(index)))]);
-                    let r = this.block(&i.then_branch);
-                    this.scopes.pop();
-                    r
-                },
-                i.else_branch.as_ref().map(|(_, e)| &**e),
-                site,
-                span,
-            );
-        }
-        if let syn::Expr::Call(c) = &*l.expr
-            && c.args.len() == 1
-            && matches!(&*c.func, syn::Expr::Path(p)
-                if p.path.segments.last().is_some_and(|s| s.ident == "index_2d_runtime"))
-        {
-            let (inside, index) = self.index_2d_runtime(&c.args[0], span)?;
-            return self.branches(
-                inside,
                 |this| {
                     this.scopes.push(vec![(binding, Binding::Val(index))]);
                     let r = this.block(&i.then_branch);
