@@ -666,17 +666,11 @@ pub fn rust_conversion(spec: &str, ty: ScalarType) -> Result<String, String> {
     if kind.is_some() {
         rest = &rest[..rest.len() - 1];
     }
-    let (width, precision) = match rest.split_once('.') {
-        Some((w, p)) => (w, Some(p)),
-        None => (rest, None),
-    };
-    if !width.chars().all(|c| c.is_ascii_digit())
-        || !precision.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
-    {
+    let Some((width, precision)) = width_precision(rest) else {
         return Err(format!(
             "unsupported format spec `{{:{spec}}}` in device code"
         ));
-    }
+    };
     let prec = precision.map(|p| format!(".{p}")).unwrap_or_default();
     if ty.is_float() {
         let c = match (kind, precision) {
@@ -701,6 +695,16 @@ pub fn rust_conversion(spec: &str, ty: ScalarType) -> Result<String, String> {
     ))
 }
 
+/// `[width][.precision]` of a spec (both decimal digits, either may be empty), or `None`.
+fn width_precision(s: &str) -> Option<(&str, Option<&str>)> {
+    let (width, precision) = match s.split_once('.') {
+        Some((w, p)) => (w, Some(p)),
+        None => (s, None),
+    };
+    let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+    (digits(width) && precision.is_none_or(digits)).then_some((width, precision))
+}
+
 /// The conversion of the subset for a `gpu_printf!` spec (cuda-oxide's, C's inside braces):
 /// `{:[flags][width][.precision][conv]}` with C's flags (`-`, `+`, space, `#`, `0`) and
 /// conversions (`d i u o x X f e E g G`), the length added from `ty` (`ll` for 64-bit
@@ -717,15 +721,9 @@ pub fn c_style_conversion(spec: &str, ty: ScalarType) -> Result<String, String> 
         Some(_) => &rest[..rest.len() - 1],
         None => rest,
     };
-    let (width, precision) = match body.split_once('.') {
-        Some((w, p)) => (w, Some(p)),
-        None => (body, None),
-    };
-    if !width.chars().all(|c| c.is_ascii_digit())
-        || !precision.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
-    {
+    let Some((width, precision)) = width_precision(body) else {
         return bad("is not `[flags][width][.precision][conversion]`");
-    }
+    };
     let prec = precision.map(|p| format!(".{p}")).unwrap_or_default();
     let conv = match conv {
         Some(c) => c,
