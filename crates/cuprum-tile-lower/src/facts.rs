@@ -96,7 +96,8 @@ impl TensorFacts {
 /// Per parameter of a specialized kernel, per axis of a tensor parameter, the least common
 /// multiple of the tile extents the kernel's whole-tile loads and stores of that tensor use
 /// along that axis (1 where none does, or where it would exceed 2^31; empty for scalars and
-/// generic shapes). Sub-tile stores do not count: they keep their run-time tests.
+/// generic shapes). A sub-tile store counts its sub-tile's extents: where they divide the
+/// own tile's, its sub-tiles are whole or absent too.
 pub fn access_extents(kernel: &TileKernel) -> Vec<Vec<u64>> {
     let mut extents: Vec<Vec<u64>> = kernel
         .params
@@ -121,7 +122,7 @@ pub fn access_extents(kernel: &TileKernel) -> Vec<Vec<u64>> {
         }
     };
     kernel.body.visit(&mut |s| match s {
-        Stmt::Store { tensor, value } => {
+        Stmt::Store { tensor, value } | Stmt::StorePart { tensor, value, .. } => {
             if let Some(shape) = shape_of(*value) {
                 add(*tensor, &mut shape.into_iter().enumerate());
             }

@@ -10,32 +10,7 @@ use common::*;
 use cuprum_ir::ScalarType;
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::random;
-use cuprum_tile_ir::TileKernel;
-use cuprum_tile_lower::{LowerOptions, TensorFacts, access_extents};
-
-/// The facts of `args` for `tile`, as a launch computes them.
-fn facts_of(tile: &TileKernel, args: &[Arg]) -> Vec<TensorFacts> {
-    access_extents(tile)
-        .iter()
-        .zip(args)
-        .map(|(extents, arg)| match arg {
-            Arg::Tensor {
-                slice: cuprum_runtime::KernelArg::Slice { address, .. },
-                offset,
-                shape,
-                strides,
-            } => TensorFacts::of(
-                4,
-                *address,
-                *offset as u64,
-                &shape.iter().map(|&n| n as u64).collect::<Vec<_>>(),
-                strides,
-                extents,
-            ),
-            _ => TensorFacts::default(),
-        })
-        .collect()
-}
+use cuprum_tile_lower::LowerOptions;
 
 /// Statements of the optimized kernel IR, as printed: a measure of its size.
 fn ir_lines(c: &Compiled) -> usize {

@@ -163,6 +163,21 @@ fn sub_tile_stores_land_in_the_own_tile_and_drop_the_rest() {
             out: &[9, 50],
             x: &[5, 30],
         },
+        // Sizes the sub-tiles divide: with the launch's facts, whole sub-tiles or none.
+        Case {
+            own: &[4, 24],
+            sub: &[2, 8],
+            out: &[8, 48],
+            x: &[4, 24],
+        },
+        // Sizes the sub-tiles divide, but not the own tile: a sub-tile may straddle the
+        // own tile's end, so facts must not make it whole.
+        Case {
+            own: &[1, 20],
+            sub: &[1, 8],
+            out: &[2, 40],
+            x: &[1, 20],
+        },
         Case {
             own: &[3, 5],
             sub: &[2, 2],
@@ -186,7 +201,8 @@ fn sub_tile_stores_land_in_the_own_tile_and_drop_the_rest() {
     let dev = dev();
     let mut rng = rng("store_part");
     for case in &cases {
-        let c = compile(&dev, &kernel(case));
+        let tile = kernel(case);
+        let c = compile(&dev, &tile);
         let xn: usize = case.x.iter().product();
         let xs = random(&mut rng, xn, -100.0f32, 100.0);
         let tx = Tensor::new(&dev, &xs, case.x);
@@ -200,31 +216,62 @@ fn sub_tile_stores_land_in_the_own_tile_and_drop_the_rest() {
             let strides = row_major(&pitch);
             let total = offset + pitch.iter().product::<usize>();
             let poison = poisoned::<f32>(total);
-            let o = Tensor::view(&dev, &poison, offset as i64, case.out, &strides);
-            launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
-            let all = o.to_host(&dev);
-            let mut got = Vec::with_capacity(want.len());
-            let mut expect_all = poison.clone();
-            for (flat, w) in want.iter().enumerate() {
-                let g = unflatten(flat, case.out);
-                let at = offset as i64
-                    + g.iter()
-                        .zip(&strides)
-                        .map(|(&c, &s)| c as i64 * s)
-                        .sum::<i64>();
-                got.push(all[at as usize]);
-                expect_all[at as usize] = *w;
+            // The kernel lowered knowing nothing of its tensors, and lowered with the facts
+            // of this launch (as the runtime does).
+            let facts_of_launch = {
+                let o = Tensor::view(&dev, &poison, offset as i64, case.out, &strides);
+                facts_of(&tile, &[o.arg(), tx.arg()])
+            };
+            let with_facts = compile_with(
+                &dev,
+                &tile,
+                &cuprum_tile_lower::LowerOptions {
+                    tensor_facts: facts_of_launch,
+                    ..Default::default()
+                },
+            );
+            if case
+                .out
+                .iter()
+                .zip(case.sub)
+                .all(|(&n, &t)| n % t as usize == 0)
+                && case.own.iter().zip(case.sub).all(|(&o, &t)| o % t == 0)
+            {
+                let lines =
+                    |c: &Compiled| cuprum_ir::print_kernel(&c.lowered.kernel).lines().count();
+                assert!(
+                    lines(&with_facts) < lines(&c),
+                    "{:?}: whole sub-tiles, smaller code",
+                    case.own
+                );
             }
-            let what = format!(
-                "own {:?} sub {:?} out {:?} x {:?} offset {offset} pad {pad}",
-                case.own, case.sub, case.out, case.x
-            );
-            cuprum_testkit::compare::assert_bits_eq(&what, &got, &want);
-            cuprum_testkit::compare::assert_bits_eq(
-                &format!("{what}: the allocation outside the tensor"),
-                &all,
-                &expect_all,
-            );
+            for c in [&c, &with_facts] {
+                let o = Tensor::view(&dev, &poison, offset as i64, case.out, &strides);
+                launch(&dev, c, &[o.arg(), tx.arg()]).expect("launch");
+                let all = o.to_host(&dev);
+                let mut got = Vec::with_capacity(want.len());
+                let mut expect_all = poison.clone();
+                for (flat, w) in want.iter().enumerate() {
+                    let g = unflatten(flat, case.out);
+                    let at = offset as i64
+                        + g.iter()
+                            .zip(&strides)
+                            .map(|(&c, &s)| c as i64 * s)
+                            .sum::<i64>();
+                    got.push(all[at as usize]);
+                    expect_all[at as usize] = *w;
+                }
+                let what = format!(
+                    "own {:?} sub {:?} out {:?} x {:?} offset {offset} pad {pad}",
+                    case.own, case.sub, case.out, case.x
+                );
+                cuprum_testkit::compare::assert_bits_eq(&what, &got, &want);
+                cuprum_testkit::compare::assert_bits_eq(
+                    &format!("{what}: the allocation outside the tensor"),
+                    &all,
+                    &expect_all,
+                );
+            }
         }
     }
 }

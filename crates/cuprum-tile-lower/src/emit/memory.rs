@@ -752,7 +752,15 @@ impl Emitter<'_> {
             None => inside,
         };
         let aligned = self.runs_aligned(tensor, w)?;
-        let whole = sub.is_none() && self.tensor(tensor)?.facts.whole_tiles(&place.shape);
+        // A sub-tile whose shape divides the own tile's lies wholly inside the own tile or
+        // wholly outside it, and its origin is a multiple of its shape.
+        let sub_aligned = sub.as_ref().is_none_or(|sub| {
+            sub.own
+                .iter()
+                .zip(&place.shape)
+                .all(|(&o, &n)| n > 0 && o.is_multiple_of(n))
+        });
+        let whole = sub_aligned && self.tensor(tensor)?.facts.whole_tiles(&place.shape);
         let base = self.tensor(tensor)?.base;
         let n = regs.len();
         let primary = self.primary(layout);

@@ -351,6 +351,30 @@ pub enum Arg {
     Scalar(KernelArg),
 }
 
+/// The facts of `args` for `tile`, as a launch computes them.
+pub fn facts_of(tile: &TileKernel, args: &[Arg]) -> Vec<cuprum_tile_lower::TensorFacts> {
+    cuprum_tile_lower::access_extents(tile)
+        .iter()
+        .zip(args)
+        .map(|(extents, arg)| match arg {
+            Arg::Tensor {
+                slice: cuprum_runtime::KernelArg::Slice { address, .. },
+                offset,
+                shape,
+                strides,
+            } => cuprum_tile_lower::TensorFacts::of(
+                4,
+                *address,
+                *offset as u64,
+                &shape.iter().map(|&n| n as u64).collect::<Vec<_>>(),
+                strides,
+                extents,
+            ),
+            _ => cuprum_tile_lower::TensorFacts::default(),
+        })
+        .collect()
+}
+
 pub fn scalar<T: DeviceScalar>(v: T) -> Arg {
     Arg::Scalar(KernelArg::scalar(v))
 }
