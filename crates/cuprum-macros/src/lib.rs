@@ -22,6 +22,7 @@ mod layout_check;
 mod outer_consts;
 mod requires;
 mod tile;
+mod tile_hints;
 
 /// Compiles every `#[kernel]` in an inline module to device code and generates its host API.
 /// See the `cuprum` crate's documentation for the full shape.
@@ -119,9 +120,11 @@ pub fn tile_module(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[cuprum::tile::entry(..)]` marks a tile kernel inside a `#[cuprum::tile::module]`,
 /// which reads it (options: `print_ir = true` prints the kernel's tile IR and kernel IR when
-/// a specialization is first compiled; cuTile Rust's `unchecked_accesses`,
-/// `deny_in_kernel_checks`, `optimization_hints` and `dump_mlir_dir` are accepted and change
-/// nothing).
+/// a specialization is first compiled; `optimization_hints = (sm_90 = (occupancy = 4,
+/// num_worker_warps_per_cta = 16), default = (..))` are cuTile Rust's tuning hints per target,
+/// checked here and honoured as `cuprum::tile::tile_kernel::CompileOptions` says; cuTile
+/// Rust's `unchecked_accesses`, `deny_in_kernel_checks` and `dump_mlir_dir` are accepted and
+/// change nothing).
 #[proc_macro_attribute]
 pub fn tile_entry(_attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut out: TokenStream = tile::entry_outside_module().into();

@@ -52,9 +52,11 @@ struct Launcher {
 }
 
 /// `#[cuprum::tile::entry(..)]`'s options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct EntryOptions {
     print_ir: bool,
+    /// `optimization_hints`, per target.
+    hints: Vec<crate::tile_hints::TargetHints>,
 }
 
 /// One `#[cuprum::tile::entry]` function of the module.
@@ -197,9 +199,11 @@ fn entry_options(attr: &syn::Attribute) -> syn::Result<EntryOptions> {
             "unchecked_accesses" | "deny_in_kernel_checks" => {
                 flag(&meta)?;
             }
-            // Hints for cuTile's compiler and its MLIR output: cuprum's compiler chooses
-            // for itself and writes no MLIR (`print_ir = true` prints its IR).
-            "optimization_hints" | "dump_mlir_dir" => {
+            "optimization_hints" => {
+                options.hints = crate::tile_hints::parse(&meta.value()?.parse::<syn::Expr>()?)?;
+            }
+            // cuTile's MLIR output: cuprum writes no MLIR (`print_ir = true` prints its IR).
+            "dump_mlir_dir" => {
                 meta.value()?.parse::<syn::Expr>()?;
             }
             "use_debug_mlir" | "preconditions" => {
@@ -527,6 +531,7 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
     let generic_names = &l.generics;
     let index = l.index;
     let print_ir = entry.options.print_ir;
+    let hints = crate::tile_hints::table(&entry.options.hints, &private);
     let unsafety = entry.item.sig.unsafety;
     let doc = format!(
         "Launches tile kernel `{}` (lazily: nothing runs before `.sync_on(&stream)` or `.sync()`).\n\n\
@@ -572,6 +577,7 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
             index: #index,
             generics: &[#(#generic_names),*],
             print_ir: #print_ir,
+            hints: #hints,
         };
 
         #(#user_docs)*
@@ -726,7 +732,10 @@ mod tests {
         };
         assert_eq!(
             entry_options(&attr("#[cuprum::tile::entry(print_ir = true)]")).expect("ok"),
-            EntryOptions { print_ir: true }
+            EntryOptions {
+                print_ir: true,
+                hints: Vec::new()
+            }
         );
         assert_eq!(
             entry_options(&attr("#[cuprum::tile::entry()]")).expect("ok"),

@@ -29,8 +29,8 @@ pub struct EntryAttrs {
 }
 
 /// The entry attribute keys: the ones with a meaning for cuprum, and those of cutile that it
-/// accepts and ignores (`preconditions` and `optimization_hints` tune cutile's checks and
-/// its compiler, which cuprum does not have).
+/// accepts and ignores (`preconditions` tunes cutile's checks, which cuprum does not have).
+/// `optimization_hints` are not the tile IR's: the entry macro reads them for the launch.
 const ENTRY_KEYS: &[&str] = &[
     "print_ir",
     "unchecked_accesses",

@@ -24,8 +24,9 @@
 //!   and rounding modes (`rounding::..`) are ignored; every operation rounds as the kernel IR
 //!   defines it (conversions are Rust's `as`). cutile's ordering, scope, latency and TMA
 //!   arguments are accepted and dropped, as are its compiler hints (`assume_*`, the
-//!   `preconditions` and `optimization_hints` entry options): cuprum's edge tiles pad loads
-//!   and drop stores, so no access needs a check.
+//!   `preconditions` entry option): cuprum's edge tiles pad loads and drop stores, so no
+//!   access needs a check. The `optimization_hints` entry option is not part of the tile
+//!   IR: `#[cuprum::tile::entry]` reads it and the launch hands it to the lowering.
 //! * **Reductions and annotations**: a reduction's result may be annotated with its size-1
 //!   dimensions kept or dropped, as cutile accepts (`let m: Tile<f32, { [1] }> =
 //!   reduce_max(row, 0)` reshapes the rank-0 result); any other disagreement is an error.

@@ -37,7 +37,9 @@
 //!
 //! * **Block size.** One warp per 256 elements of the kernel's largest tile, a power of two
 //!   from 1 to 8 (more, up to 32, only where a tile would not fit in the registers of 8,
-//!   as its layout pads it); [`LowerOptions::num_warps`] overrides it.
+//!   as its layout pads it); [`LowerOptions::num_warps`] overrides it, and
+//!   [`LowerOptions::occupancy`] asks the PTX compiler to fit that many blocks per
+//!   multiprocessor.
 //! * **Layouts** ([`layout`]): Triton's blocked and slice layouts. Loads and stores use the
 //!   coalesced blocked layout of their tile (16 bytes per thread along the last axis);
 //!   element-wise operations keep their operands' layouts, reductions give slice layouts,
@@ -175,6 +177,11 @@ pub struct LowerOptions {
     /// Warps per block (a power of two from 1 to 32) instead of the lowering's choice (see
     /// the crate docs).
     pub num_warps: Option<u32>,
+    /// Blocks that should fit on one multiprocessor at once (1 to
+    /// [`MAX_OCCUPANCY`]; cuTile's `occupancy` hint): the kernel declares it
+    /// (`.minnctapersm`), so that the PTX compiler keeps its registers within what that many
+    /// blocks leave each thread. It changes no result.
+    pub occupancy: Option<u32>,
     /// Per parameter, what the launch knows of its tensor (see [`TensorFacts`]); missing
     /// entries know nothing. The kernel is then only for tensors with these facts.
     pub tensor_facts: Vec<TensorFacts>,
@@ -187,6 +194,9 @@ const ELEMENTS_PER_WARP: u64 = 256;
 const MAX_DEFAULT_WARPS: u32 = 8;
 /// The most warps of a block (1024 threads).
 const MAX_WARPS: u32 = 32;
+/// The most blocks [`LowerOptions::occupancy`] may ask for (Hopper's resident blocks per
+/// multiprocessor).
+pub const MAX_OCCUPANCY: u32 = 32;
 
 /// Lowers a specialized tile kernel with the default options (see the crate docs).
 pub fn lower(kernel: &TileKernel) -> Result<Lowered, LowerError> {
@@ -199,6 +209,16 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         return Err(LowerError::Generic(kernel.name.clone()));
     }
     validate_kernel(kernel)?;
+    if let Some(n) = options.occupancy
+        && !(1..=MAX_OCCUPANCY).contains(&n)
+    {
+        return Err(LowerError::Unsupported {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "an occupancy of {n} blocks per multiprocessor: 1 to {MAX_OCCUPANCY} is required"
+            ),
+        });
+    }
     let mut warps = choose_warps(kernel, options)?;
     // The estimate ignores how layouts pad a tile (a ragged axis rounds up to a power of
     // two): where a tile still needs more registers than a thread may hold, more warps,
@@ -212,8 +232,7 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         }
     };
     let threads = warps * layout::WARP_THREADS;
-    let (ir, shared_bytes, args) =
-        emit::Emitter::new(kernel, &plan, &options.tensor_facts)?.run()?;
+    let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan, options)?.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
         message: format!("the kernel IR does not validate: {e}"),

@@ -79,3 +79,38 @@ fn lowered_kernels_write_and_assemble() {
         );
     }
 }
+
+/// `occupancy` becomes the entry's `.minnctapersm` (beside its `.reqntid`), which ptxas
+/// honours; values outside 1..=32 are refused before anything is emitted.
+#[test]
+fn occupancy_is_declared_to_the_ptx_compiler() {
+    let tile = kernels::softmax([1, 4096]);
+    let options = LowerOptions {
+        num_warps: Some(16),
+        occupancy: Some(4),
+        ..LowerOptions::default()
+    };
+    write_and_assemble(&tile, &options);
+    let mut lowered = lower_with(&tile, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lowered.block_threads, 512);
+    cuprum_opt::optimize_kernel(&mut lowered.kernel);
+    let module = Module {
+        kernels: vec![lowered.kernel],
+    };
+    let ptx = write_module(&module, Target::Sm90).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        ptx.contains(".reqntid 512, 1, 1\n.minnctapersm 4\n"),
+        "{ptx}"
+    );
+    for bad in [0, 33] {
+        let e = lower_with(
+            &tile,
+            &LowerOptions {
+                occupancy: Some(bad),
+                ..LowerOptions::default()
+            },
+        )
+        .expect_err("out of range");
+        assert!(e.to_string().contains("1 to 32 is required"), "{e}");
+    }
+}

@@ -26,6 +26,21 @@ mod kernels {
     }
 }
 
+/// A kernel with tuning hints: 16 warps and 2 blocks per multiprocessor on sm_90 (the
+/// emulator models sm_90), 2 warps elsewhere; the lowering alone would choose 4.
+#[cuprum::tile::module]
+mod hinted {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry(optimization_hints = (
+        sm_90 = (num_worker_warps_per_cta = 16, occupancy = 2, num_cta_in_cga = 1),
+        default = (num_worker_warps_per_cta = 2),
+    ))]
+    fn twice<const B: i32>(out: &mut Tensor<f32, { [B] }>, x: &Tensor<f32, { [-1] }>) {
+        out.store(load_tile_like(x, out) * 2.0f32);
+    }
+}
+
 fn data(n: usize, salt: u32) -> Vec<f32> {
     (0..n as u32)
         .map(|i| ((i.wrapping_mul(2_654_435_761) ^ salt) % 1000) as f32 - 500.0)
@@ -383,5 +398,62 @@ fn the_autotuner_times_each_candidate_and_records_failures() -> Result<(), Error
         .map(|(_, id)| id)
         .unwrap_or_default();
     assert_eq!(best, fastest);
+    Ok(())
+}
+
+/// An entry's `optimization_hints` choose the block for the device's target, a launch's
+/// `.compile_options(..)` override them, and the kernel computes the same either way; a hint
+/// the lowering cannot honour is a typed error before anything runs.
+#[test]
+fn tuning_hints_choose_the_block_and_change_no_result() -> Result<(), Error> {
+    use cuprum::tile::tile_kernel::{CompileOptions, TileKernel, compile_from_context};
+    use cuprum_testkit::random::{random, rng};
+
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let ctx = ExecutionContext::new((*stream).clone());
+    let on_sm90 = device.context().limits().compute_capability == (9, 0);
+    let compile = |options: CompileOptions| {
+        compile_from_context(
+            &ctx,
+            hinted::__module_ast_self,
+            "hinted",
+            "twice",
+            "twice",
+            vec!["1024".to_string()],
+            vec![],
+            vec![],
+            vec![],
+            None,
+            options,
+            hinted::_SOURCE_HASH,
+        )
+    };
+    let (declared, _) = compile(CompileOptions::default())?;
+    assert_eq!(declared.block_dim(), (if on_sm90 { 512 } else { 64 }, 1, 1));
+    let (overridden, _) = compile(CompileOptions::default().num_worker_warps_per_cta(8))?;
+    assert_eq!(overridden.block_dim(), (256, 1, 1));
+
+    let mut rng = rng("tuning_hints");
+    let n = 5000;
+    let hx = random(&mut rng, n, -100.0f32, 100.0);
+    let want: Vec<f32> = hx.iter().map(|v| v * 2.0).collect();
+    let x = api::from_host(&hx, &[n]).sync_on(&stream)?;
+    for options in [
+        CompileOptions::default(),
+        CompileOptions::default().num_worker_warps_per_cta(1),
+        CompileOptions::default().occupancy(8),
+    ] {
+        let (out, _) = hinted::twice(api::full(f32::NAN, &[n]).partition([1024]), &x)
+            .compile_options(options)
+            .sync_on(&stream)?;
+        let got: Vec<f32> = out.unpartition().to_host_vec().sync_on(&stream)?;
+        assert_eq!(got, want, "{options:?}");
+    }
+    let e = hinted::twice(api::full(f32::NAN, &[n]).partition([1024]), &x)
+        .compile_options(CompileOptions::default().num_worker_warps_per_cta(6))
+        .sync_on(&stream)
+        .expect_err("6 warps");
+    assert!(e.to_string().contains("a power of two"), "{e}");
     Ok(())
 }

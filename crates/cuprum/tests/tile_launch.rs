@@ -171,6 +171,7 @@ fn entry(kernel: TileKernel, generics: &[&'static str]) -> &'static Entry {
         index: 0,
         generics,
         print_ir: false,
+        hints: &[],
     }))
 }
 

@@ -6,7 +6,8 @@
 //! What a store keeps is what cuprum compiles per specialization: the tile kernel lowered
 //! to the kernel IR and optimized, with its launch contract (block size, shared memory,
 //! argument slots), under a content-addressed key (a 128-bit BLAKE3 hash of the module's
-//! embedded tile IR, the kernel, the specialization, the lowering and cuprum's version). A
+//! embedded tile IR, the kernel, the specialization, the tensors' facts and tuning hints, the lowering and
+//! cuprum's version). A
 //! hit skips the lowering and the optimizer; the driver's machine code is cached apart, by
 //! cuprum's runtime compile cache (`CUPRUM_CACHE_DIR`). An entry that does not decode, or whose
 //! kernel IR does not validate, is a miss and is compiled and stored again.
@@ -27,7 +28,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use cuprum_ir::Module;
 use cuprum_tile_ir::Specialization;
-use cuprum_tile_lower::{ArgSlot, TensorFacts};
+use cuprum_tile_lower::{ArgSlot, LowerOptions};
 
 /// A place to keep compiled specializations, by key. Keys are 32 lowercase hex digits;
 /// values are opaque bytes. Implementations must never let a reader see part of a value
@@ -263,7 +264,7 @@ pub(crate) fn fetch_or_compile<E>(
     module_bytes: &[u8],
     kernel: usize,
     spec: &Specialization,
-    facts: &[TensorFacts],
+    options: &LowerOptions,
     lowering: Option<&str>,
     compile: impl FnOnce() -> Result<Entry, E>,
 ) -> Result<(Entry, Source), E> {
@@ -271,7 +272,7 @@ pub(crate) fn fetch_or_compile<E>(
         COMPILES.fetch_add(1, Ordering::Relaxed);
         return Ok((compile()?, Source::Compiled));
     };
-    let key = key(module_name, module_bytes, kernel, spec, facts, lowering);
+    let key = key(module_name, module_bytes, kernel, spec, options, lowering);
     match store.get(&key) {
         Ok(Some(bytes)) => {
             if let Some(entry) = decode(&bytes) {
@@ -308,7 +309,7 @@ fn key(
     module_bytes: &[u8],
     kernel: usize,
     spec: &Specialization,
-    facts: &[TensorFacts],
+    options: &LowerOptions,
     lowering: &str,
 ) -> String {
     let mut h = blake3::Hasher::new();
@@ -328,7 +329,10 @@ fn key(
     for t in &spec.types {
         field(t.rust_name().as_bytes());
     }
-    for f in facts {
+    for choice in [options.num_warps, options.occupancy] {
+        field(&choice.map_or(0, |n| u64::from(n) + 1).to_le_bytes());
+    }
+    for f in &options.tensor_facts {
         field(&[u8::from(f.aligned_runs)]);
         field(&(f.size_divisors.len() as u64).to_le_bytes());
         for d in &f.size_divisors {
@@ -407,6 +411,7 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuprum_tile_lower::TensorFacts;
 
     #[test]
     fn entries_round_trip_and_damaged_ones_are_misses() {
@@ -477,12 +482,19 @@ mod tests {
         };
         let mut compiled = 0;
         for round in 0..3 {
-            let (e, source) =
-                fetch_or_compile::<()>("unit", b"module", 3, &spec, &[], Some("test"), || {
+            let (e, source) = fetch_or_compile::<()>(
+                "unit",
+                b"module",
+                3,
+                &spec,
+                &LowerOptions::default(),
+                Some("test"),
+                || {
                     compiled += 1;
                     Ok(make())
-                })
-                .expect("an entry");
+                },
+            )
+            .expect("an entry");
             let want = if round == 0 {
                 Source::Compiled
             } else {
@@ -498,10 +510,18 @@ mod tests {
         for v in store.entries.lock().unwrap().values_mut() {
             v.truncate(10);
         }
-        let _ = fetch_or_compile::<()>("unit", b"module", 3, &spec, &[], Some("test"), || {
-            compiled += 1;
-            Ok(make())
-        });
+        let _ = fetch_or_compile::<()>(
+            "unit",
+            b"module",
+            3,
+            &spec,
+            &LowerOptions::default(),
+            Some("test"),
+            || {
+                compiled += 1;
+                Ok(make())
+            },
+        );
         assert_eq!(compiled, 2);
         assert!(
             store
@@ -546,26 +566,55 @@ mod tests {
             consts: vec![c],
             types: vec![cuprum_ir::ScalarType::F32],
         };
-        let none: &[TensorFacts] = &[];
-        let aligned = [TensorFacts {
-            aligned_runs: true,
-            size_divisors: vec![1],
-        }];
-        let divisible = [TensorFacts {
-            aligned_runs: false,
-            size_divisors: vec![128],
-        }];
-        let base = key("m", b"ir", 0, &spec(128), none, "lower");
+        let with = |facts: Vec<TensorFacts>, num_warps, occupancy| LowerOptions {
+            num_warps,
+            occupancy,
+            tensor_facts: facts,
+        };
+        let none = with(vec![], None, None);
+        let aligned = with(
+            vec![TensorFacts {
+                aligned_runs: true,
+                size_divisors: vec![1],
+            }],
+            None,
+            None,
+        );
+        let divisible = with(
+            vec![TensorFacts {
+                aligned_runs: false,
+                size_divisors: vec![128],
+            }],
+            None,
+            None,
+        );
+        let base = key("m", b"ir", 0, &spec(128), &none, "lower");
         assert_eq!(base.len(), 32);
-        assert_eq!(base, key("m", b"ir", 0, &spec(128), none, "lower"));
+        assert_eq!(base, key("m", b"ir", 0, &spec(128), &none, "lower"));
         for other in [
-            key("n", b"ir", 0, &spec(128), none, "lower"),
-            key("m", b"iR", 0, &spec(128), none, "lower"),
-            key("m", b"ir", 1, &spec(128), none, "lower"),
-            key("m", b"ir", 0, &spec(64), none, "lower"),
+            key("n", b"ir", 0, &spec(128), &none, "lower"),
+            key("m", b"iR", 0, &spec(128), &none, "lower"),
+            key("m", b"ir", 1, &spec(128), &none, "lower"),
+            key("m", b"ir", 0, &spec(64), &none, "lower"),
             key("m", b"ir", 0, &spec(128), &aligned, "lower"),
             key("m", b"ir", 0, &spec(128), &divisible, "lower"),
-            key("m", b"ir", 0, &spec(128), none, "other"),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &with(vec![], Some(4), None),
+                "lower",
+            ),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &with(vec![], None, Some(4)),
+                "lower",
+            ),
+            key("m", b"ir", 0, &spec(128), &none, "other"),
         ] {
             assert_ne!(base, other);
         }

@@ -129,10 +129,10 @@ pub mod cuda_async {
 pub mod tile_kernel {
     pub use crate::tile::cuda_async::device_context::global_policy;
     pub use crate::tile::cuda_async::device_operation::*;
-    pub use crate::tile::launch::TileKernel;
     pub use crate::tile::launch::direct::{
-        CompileOptions, DivHint, Function, SpecializationBits, Validator, compile_from_context,
+        DivHint, Function, SpecializationBits, Validator, compile_from_context,
     };
+    pub use crate::tile::launch::{CompileOptions, TileKernel};
     pub use crate::tile::tensor::{PartitionOp, ToHostVecOp, Unpartition};
 }
 
@@ -157,6 +157,7 @@ pub mod __private {
     pub use crate::tile::cuda_core::DType;
     pub use crate::tile::launch::direct::ModuleAst;
     pub use crate::tile::launch::{
-        EmbeddedModule, Entry, KernelInput, KernelOutput, LaunchArgument, Launcher, Lowering,
+        CompileOptions, EmbeddedModule, Entry, KernelInput, KernelOutput, LaunchArgument, Launcher,
+        Lowering,
     };
 }

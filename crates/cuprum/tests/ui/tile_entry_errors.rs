@@ -11,6 +11,15 @@ mod options {
 
     #[cuprum::tile::entry(print_ir = 1)]
     fn not_a_bool() {}
+
+    #[cuprum::tile::entry(optimization_hints = (sm_90 = (occupancy = 0)))]
+    fn occupancy_out_of_range() {}
+
+    #[cuprum::tile::entry(optimization_hints = (sm_90 = (num_worker_warps_per_cta = 6)))]
+    fn warps_not_a_power_of_two() {}
+
+    #[cuprum::tile::entry(optimization_hints = (default = (latency = 4)))]
+    fn per_op_hint_on_an_entry() {}
 }
 
 #[cuprum::tile::module(core)]

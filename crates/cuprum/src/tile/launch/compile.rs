@@ -13,6 +13,8 @@ use cuprum_runtime::{KernelArg, LoadedModule};
 use cuprum_tile_ir::{Specialization, TileKernel, TileModule, decode_module, specialize};
 use cuprum_tile_lower::{ArgSlot, LowerError, LowerOptions, Lowered, TensorFacts};
 
+use crate::tile::launch::CompileOptions;
+
 use crate::CudaContext;
 use crate::tile::error::Error;
 use crate::tile::jit_cache;
@@ -214,17 +216,19 @@ pub(crate) fn tensor_facts(extents: &[Vec<u64>], args: &[ArgDesc<'_>]) -> Vec<Te
 struct CompileKey {
     spec: SpecKey,
     facts: Vec<TensorFacts>,
+    hints: CompileOptions,
     lowering: &'static str,
 }
 
-/// Kernel `index` of `module` specialized with `spec` and lowered by `lowering` for tensors
-/// with `facts`, compiled once per process. With `print_ir`, the first compile prints the
-/// specialized tile IR and the kernel IR on stderr.
+/// Kernel `index` of `module` specialized with `spec` and lowered by `lowering` with the
+/// tuning `hints` for tensors with `facts`, compiled once per process. With `print_ir`, the
+/// first compile prints the specialized tile IR and the kernel IR on stderr.
 pub(crate) fn compiled(
     module: &'static EmbeddedModule,
     index: usize,
     spec: &Specialization,
     facts: &[TensorFacts],
+    hints: CompileOptions,
     lowering: Lowering,
     print_ir: bool,
 ) -> Result<Arc<Compiled>, Error> {
@@ -237,6 +241,7 @@ pub(crate) fn compiled(
             spec: spec.clone(),
         },
         facts: facts.to_vec(),
+        hints,
         lowering: lowering.name,
     };
     let cache = CACHE.get_or_init(Cache::default);
@@ -253,7 +258,7 @@ pub(crate) fn compiled(
     let tile = specialized(module, index, spec)?.tile.clone();
     let options = LowerOptions {
         tensor_facts: facts.to_vec(),
-        ..LowerOptions::default()
+        ..hints.lower_options()
     };
     // Only the default lowering's entries outlive the process: the key names a lowering,
     // and only the default one's code is covered by the compiler fingerprint in the key.
@@ -262,7 +267,7 @@ pub(crate) fn compiled(
         module.bytes,
         index,
         spec,
-        facts,
+        &options,
         (lowering.name == Lowering::DEFAULT.name).then_some(lowering.name),
         || {
             let lowered = (lowering.lower)(&tile, &options).map_err(|e| fail(e.to_string()))?;
@@ -295,8 +300,13 @@ pub(crate) fn compiled(
     let ir = entry.ir;
     // CI assembles every kernel the tests build with ptxas: tile kernels too.
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+        let hints_text = if hints == CompileOptions::default() {
+            String::new()
+        } else {
+            format!(", {hints:?}")
+        };
         let key = format!(
-            "{}/{}/{}{}",
+            "{}/{}/{}{}{hints_text}",
             module.name,
             kernel.name,
             spec_text(kernel, spec),

@@ -8,7 +8,8 @@
 //! shapes, partitions, grids, aliasing) and runs the same compiled kernel as the module's
 //! launchers. cuTile Rust's specialization hints (strides, divisibility bits, scalar
 //! hints, a constant grid) are accepted and not needed: cuprum reads strides at launch and
-//! its kernels do not depend on the grid.
+//! its kernels do not depend on the grid. Its `CompileOptions` are the launches' tuning
+//! hints ([`CompileOptions`]), over the entry's `optimization_hints`.
 //!
 //! A [`LaunchConfig`] is honoured where a tile kernel lets it be. Its grid is the launch's
 //! (checked against the partitions'). Its block must be cuTile Rust's `(1, 1, 1)` (one
@@ -26,7 +27,7 @@ use crate::tile::cuda_core::{DType, LaunchConfig};
 use crate::tile::error::Error;
 use crate::tile::launch::bind::{self, ArgDesc, BlockRequest, TensorDesc};
 use crate::tile::launch::compile;
-use crate::tile::launch::{Entry, Lowering, launch};
+use crate::tile::launch::{CompileOptions, Entry, Lowering, Request, launch};
 use crate::tile::op::{DeviceOp, ExecutionContext};
 use crate::tile::sealed::Sealed;
 use crate::tile::tensor::{Partition, PartitionTarget, Tensor};
@@ -57,11 +58,6 @@ impl ModuleAst {
     }
 }
 
-/// Options of [`compile_from_context`] (cuTile Rust's `CompileOptions`): cuprum's lowering
-/// chooses everything itself, so there is nothing to set yet.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompileOptions {}
-
 /// A specialization hint on a tensor's divisibility (cuTile Rust's `SpecializationBits`);
 /// accepted and not needed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,6 +71,7 @@ pub struct DivHint {}
 pub struct Function {
     entry: &'static Entry,
     generics: Vec<String>,
+    options: CompileOptions,
     name: String,
     block: (u32, u32, u32),
 }
@@ -131,7 +128,6 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
         spec_args,
         scalar_hints,
         const_grid,
-        compile_options,
         source_hash,
     );
     let ast = kernel_ast();
@@ -171,6 +167,7 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
         entry.index,
         &spec,
         &[],
+        entry.hints(ctx.context(), compile_options),
         Lowering::DEFAULT,
         entry.print_ir,
     )?;
@@ -178,6 +175,7 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
     let function = Function {
         entry,
         generics: function_generics,
+        options: compile_options,
         name: kernel.name.clone(),
         block: (compiled.block_threads, 1, 1),
     };
@@ -356,18 +354,17 @@ impl DeviceOp for AsyncKernelLaunch {
 
     fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
         let descs: Vec<ArgDesc<'_>> = self.args.iter().map(Held::desc).collect();
-        launch(
-            self.function.entry,
-            Some(&self.function.generics),
-            self.config.map(|c| c.grid_dim),
-            self.config.map(|c| BlockRequest {
+        let request = Request {
+            generics: Some(&self.function.generics),
+            grid: self.config.map(|c| c.grid_dim),
+            block: self.config.map(|c| BlockRequest {
                 block: c.block_dim,
                 shared_bytes: c.shared_mem_bytes,
             }),
-            Lowering::DEFAULT,
-            ctx,
-            &descs,
-        )
+            options: self.function.options,
+            lowering: Lowering::DEFAULT,
+        };
+        launch(self.function.entry, request, ctx, &descs)
     }
 }
 crate::tile::op::awaitable!([] AsyncKernelLaunch => ());
