@@ -269,15 +269,16 @@ fn row_softmax() {
 }
 
 /// The row softmax reads each element once and keeps the row in registers: its only
-/// shared memory is the two cross-warp reductions' scratch (one word per warp), and no
-/// layout conversion moves the tile.
+/// shared memory is the two cross-warp reductions' scratch (one word per warp each, side by
+/// side, so that each takes one barrier: the second writes while threads may still read the
+/// first's), and no layout conversion moves the tile.
 #[test]
 fn row_softmax_keeps_rows_in_registers() {
     let dev = dev();
     let c = compile(&dev, &softmax([1, 4096]));
     let l = &c.lowered;
     assert_eq!(l.block_threads, 256);
-    assert_eq!(l.shared_bytes, 8 * 4, "one f32 per warp");
+    assert_eq!(l.shared_bytes, 2 * 8 * 4, "one f32 per warp, per reduction");
     let a = accesses(&l.kernel);
     // 16 elements per thread: four 16-byte loads on the fast path and 16 predicated ones on
     // the edge path (which also takes unaligned views); likewise for the store.
@@ -287,6 +288,7 @@ fn row_softmax_keeps_rows_in_registers() {
     assert_eq!(a.stores, 16, "{a:?}");
     // Per reduction: one shared store of the warp's partial, eight loads to combine them.
     assert_eq!(a.shared, 2 * (1 + 8), "{a:?}");
+    assert_eq!(a.barriers, 2, "{a:?}");
 }
 
 /// Tiles whose layouts pad them past the registers of 8 warps get more warps: `[100, 300]`
@@ -344,4 +346,69 @@ fn ragged_tiles_padded_past_eight_warps_get_more_warps() {
             assert_bits_eq("f64", &o.to_host(&dev), &want);
         }
     }
+}
+
+/// In order: each barrier (`true`) and each shared-memory store (`false`) of `block`, into
+/// branches and loops.
+fn barriers_and_shared_stores(block: &cuprum_ir::Block, out: &mut Vec<bool>) {
+    use cuprum_ir::{AddressSpace, Stmt as IStmt};
+    for s in &block.stmts {
+        match s {
+            IStmt::Barrier => out.push(true),
+            IStmt::Store {
+                space: AddressSpace::Shared,
+                ..
+            } => out.push(false),
+            IStmt::If {
+                then, otherwise, ..
+            } => {
+                barriers_and_shared_stores(then, out);
+                barriers_and_shared_stores(otherwise, out);
+            }
+            IStmt::Loop { body } => barriers_and_shared_stores(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// A reduction across warps inside a loop writes the scratch that the previous iteration's
+/// reads may still be reading, so the loop body meets a barrier before its first shared
+/// store; the reduction after the loop then needs one too (the loop left the scratch in
+/// use). A kernel's first reduction needs none before its writes.
+#[test]
+fn scratch_reused_across_loop_iterations_is_behind_a_barrier() {
+    let lowered = cuprum_tile_lower::lower(&kernels::control()).unwrap_or_else(|e| panic!("{e}"));
+    let body = &lowered.kernel.body;
+    let mut loop_events = Vec::new();
+    for s in &body.stmts {
+        if let cuprum_ir::Stmt::Loop { body } = s {
+            barriers_and_shared_stores(body, &mut loop_events);
+        }
+    }
+    assert!(
+        loop_events.contains(&false),
+        "the loop's reduction crosses warps: {loop_events:?}"
+    );
+    assert_eq!(
+        loop_events.first(),
+        Some(&true),
+        "a barrier before the loop body's first shared store: {loop_events:?}"
+    );
+    let mut after = Vec::new();
+    let loop_at = body
+        .stmts
+        .iter()
+        .position(|s| matches!(s, cuprum_ir::Stmt::Loop { .. }))
+        .expect("a loop");
+    barriers_and_shared_stores(
+        &cuprum_ir::Block {
+            stmts: body.stmts[loop_at + 1..].to_vec(),
+        },
+        &mut after,
+    );
+    assert_eq!(after.first(), Some(&true), "{after:?}");
+    let softmax = cuprum_tile_lower::lower(&softmax([1, 4096])).unwrap_or_else(|e| panic!("{e}"));
+    let mut events = Vec::new();
+    barriers_and_shared_stores(&softmax.kernel.body, &mut events);
+    assert_eq!(events.first(), Some(&false), "{events:?}");
 }

@@ -10,7 +10,9 @@
 //!   tensor, with 16-byte vector accesses where strides allow, and a predicated path for edge
 //!   tiles);
 //! * `reduce`: reductions (in each thread, then shuffles across lanes, then shared memory
-//!   across warps).
+//!   across warps);
+//! * `scratch`: the shared memory those exchanges go through, placed so that most need no
+//!   barrier before their writes.
 //!
 //! Every value a tile operation needs per register is a per-thread base (from the prologue)
 //! plus a constant, recomputed where it is used; the optimizer's CSE merges the copies. No
@@ -18,6 +20,7 @@
 
 mod memory;
 mod reduce;
+mod scratch;
 mod values;
 
 use cuprum_ir::{
@@ -72,6 +75,11 @@ pub(crate) struct Emitter<'k> {
     shared_base: Value,
     /// Bytes of dynamic shared memory the kernel uses.
     pub(crate) shared_bytes: u32,
+    /// What of the shared scratch threads may still be reading (see `scratch`).
+    scratch_in_use: scratch::InUse,
+    /// Barriers and scratch claims so far: a loop body that adds none leaves the scratch as
+    /// it found it.
+    scratch_events: u64,
     loops: Vec<LoopVars>,
     /// Per tile parameter: whether a barrier follows each of its accesses (a partitioned
     /// tensor accessed at more than one place, so that different threads may touch one
@@ -114,6 +122,8 @@ impl<'k> Emitter<'k> {
             tid,
             shared_base,
             shared_bytes: 0,
+            scratch_in_use: scratch::InUse::Nothing,
+            scratch_events: 0,
             loops: Vec::new(),
             barrier_after: memory::barrier_after(kernel),
             args: Vec::new(),
@@ -236,10 +246,6 @@ impl<'k> Emitter<'k> {
 
     pub(crate) fn push(&mut self, stmt: Stmt) {
         self.b.push(stmt);
-    }
-
-    pub(crate) fn barrier(&mut self) {
-        self.b.push(Stmt::Barrier);
     }
 
     pub(crate) fn var(&mut self, ty: ScalarType) -> Var {
@@ -630,15 +636,25 @@ impl<'k> Emitter<'k> {
             .iter()
             .map(|&r| self.make_vars(r))
             .collect::<R<Vec<_>>>()?;
-        let arm = |e: &mut Self, block: &cuprum_tile_ir::Block| -> R<()> {
+        // Each branch starts with what was in use before; after, what either left.
+        let before = self.scratch_in_use;
+        let ends = [std::cell::Cell::new(before), std::cell::Cell::new(before)];
+        let arm = |e: &mut Self, block: &cuprum_tile_ir::Block, end: &std::cell::Cell<_>| {
+            e.scratch_in_use = before;
             if !e.stmts(block)? {
                 for ((vs, &y), &r) in vars.iter().zip(&block.yields).zip(results) {
                     e.write_vars(vs, y, r)?;
                 }
             }
+            end.set(e.scratch_in_use);
             Ok(())
         };
-        self.if_else(c, |e| arm(e, then), |e| arm(e, otherwise))?;
+        self.if_else(
+            c,
+            |e| arm(e, then, &ends[0]),
+            |e| arm(e, otherwise, &ends[1]),
+        )?;
+        self.scratch_in_use = ends[0].get().either(ends[1].get());
         for (vs, &r) in vars.iter().zip(results) {
             self.read_vars(vs, r)?;
         }
@@ -679,16 +695,18 @@ impl<'k> Emitter<'k> {
             args: args.to_vec(),
             counter: Some((counter_var, step)),
         };
-        let body = self.block(|e| {
-            let c = e.read(counter_var)?;
-            let more = e.cmp(CmpOp::Lt, c, end)?;
-            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
-            e.if_(done, |e| {
-                e.push(Stmt::Break);
-                Ok(())
-            })?;
-            e.set(counter, Lv::Uniform(c))?;
-            e.loop_body(frame, body)
+        let body = self.scratch_loop(|e| {
+            e.block(|e| {
+                let c = e.read(counter_var)?;
+                let more = e.cmp(CmpOp::Lt, c, end)?;
+                let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+                e.if_(done, |e| {
+                    e.push(Stmt::Break);
+                    Ok(())
+                })?;
+                e.set(counter, Lv::Uniform(c))?;
+                e.loop_body(frame, body)
+            })
         })?;
         self.push(Stmt::Loop { body });
         self.finish_carried(results)
@@ -707,7 +725,7 @@ impl<'k> Emitter<'k> {
             args: args.to_vec(),
             counter: None,
         };
-        let body = self.block(|e| e.loop_body(frame, body))?;
+        let body = self.scratch_loop(|e| e.block(|e| e.loop_body(frame, body)))?;
         self.push(Stmt::Loop { body });
         self.finish_carried(results)
     }

@@ -138,7 +138,7 @@ impl Emitter<'_> {
         };
         let out_elems: u32 = slice.shape().iter().product();
         let groups = 1u32 << warp_bits.len();
-        self.reserve_shared(u64::from(groups) * u64::from(out_elems), ty)?;
+        let claim = self.claim_scratch(u64::from(groups) * u64::from(out_elems), ty)?;
         let strides = row_major_strides(slice.shape());
         // Which group this thread's warp is: its warp bits along the axis, packed.
         let mut group: Option<Value> = None;
@@ -169,7 +169,6 @@ impl Emitter<'_> {
                 None => Ok(self.u32c(0)),
             })
             .collect::<R<Vec<_>>>()?;
-        self.barrier();
         let writer = self.thread_bits_zero(writer_mask)?;
         let mine = slot_base(self, group)?;
         self.if_(writer, |e| {
@@ -179,18 +178,18 @@ impl Emitter<'_> {
                     None => None,
                 };
                 let at = e.add(mine, indices[r])?;
-                e.if_some(valid, |e| e.shared_store(at, p))?;
+                e.if_some(valid, |e| e.shared_store(claim, at, p))?;
             }
             Ok(())
         })?;
-        self.barrier();
+        self.scratch_written(claim);
         let mut out = Vec::with_capacity(partial.len());
         for &index in &indices {
             let mut acc: Option<Value> = None;
             for g in 0..groups {
                 let start = self.u32c(g * out_elems);
                 let at = self.add(start, index)?;
-                let v = self.shared_load(at, ty)?;
+                let v = self.shared_load(claim, at, ty)?;
                 acc = Some(match acc {
                     Some(a) => self.combine(combine, ty, a, v)?,
                     None => v,

@@ -6,9 +6,7 @@
 //! trip through shared memory: each element's owner writes it at its row-major position,
 //! and every register reads the position its coordinates give.
 
-use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType, Special, Stmt, TrapKind, Value,
-};
+use cuprum_ir::{BinaryOp, CmpOp, Constant, Dim, Op, ScalarType, Special, TrapKind, Value};
 use cuprum_tile_ir::{Op as TOp, TileValue};
 
 use super::{Emitter, Lv, R};
@@ -289,77 +287,26 @@ impl Emitter<'_> {
         map: &CoordMap,
     ) -> R<Vec<Value>> {
         let count: u64 = from.iter().map(|&n| u64::from(n)).product();
-        self.reserve_shared(count, ty)?;
+        let claim = self.claim_scratch(count, ty)?;
         let strides = row_major_strides(from);
-        self.barrier();
         let primary = self.primary(from_layout);
         self.if_some(primary, |e| {
             for (r, &v) in regs.iter().enumerate() {
                 let index = e.linear_index(from_layout, r, &strides)?;
                 let valid = e.valid(from_layout, r)?;
-                e.if_some(valid, |e| e.shared_store(index, v))?;
+                e.if_some(valid, |e| e.shared_store(claim, index, v))?;
             }
             Ok(())
         })?;
-        self.barrier();
+        self.scratch_written(claim);
         let dst_shape = self.plan.layout(to).shape().to_vec();
         let weights = map.weights(from, &dst_shape);
         (0..self.plan.layout(to).registers())
             .map(|r| {
                 let index = self.linear_index(to, r, &weights)?;
-                self.shared_load(index, ty)
+                self.shared_load(claim, index, ty)
             })
             .collect()
-    }
-
-    /// Makes room for `count` elements of `ty` in the kernel's shared-memory scratch.
-    pub(crate) fn reserve_shared(&mut self, count: u64, ty: ScalarType) -> R<()> {
-        let bytes = count * u64::from(shared_type(ty).size_bytes());
-        if bytes > u64::from(cuprum_ir::MAX_SHARED_BYTES) {
-            return Err(self.unsupported(format!(
-                "moving a tile of {count} {ty} elements between layouts needs {bytes} bytes of \
-                 shared memory, more than a block has ({} bytes): use smaller tiles",
-                cuprum_ir::MAX_SHARED_BYTES
-            )));
-        }
-        self.shared_bytes = self.shared_bytes.max(bytes as u32);
-        Ok(())
-    }
-
-    /// Stores `v` as element `index` (`U32`) of the shared scratch.
-    pub(crate) fn shared_store(&mut self, index: Value, v: Value) -> R<()> {
-        let ty = self.type_of(v);
-        let st = shared_type(ty);
-        let addr = self.shared_addr(index, st)?;
-        let v = self.cast(v, st)?;
-        self.push(Stmt::Store {
-            space: AddressSpace::Shared,
-            addr,
-            value: v,
-        });
-        Ok(())
-    }
-
-    /// Loads element `index` (`U32`) of the shared scratch as a `ty`.
-    pub(crate) fn shared_load(&mut self, index: Value, ty: ScalarType) -> R<Value> {
-        let st = shared_type(ty);
-        let addr = self.shared_addr(index, st)?;
-        let v = self.def(Op::Load {
-            space: AddressSpace::Shared,
-            ty: st,
-            addr,
-        })?;
-        if ty == ScalarType::Bool {
-            let zero = self.konst(Constant::new(st, 0));
-            return self.cmp(CmpOp::Ne, v, zero);
-        }
-        Ok(v)
-    }
-
-    fn shared_addr(&mut self, index: Value, st: ScalarType) -> R<Value> {
-        let size = self.u32c(st.size_bytes());
-        let off = self.mul(index, size)?;
-        self.add(self.shared_base, off)
     }
 }
 

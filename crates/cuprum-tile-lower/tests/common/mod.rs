@@ -498,6 +498,8 @@ pub struct Accesses {
     pub vector_stores: Vec<usize>,
     /// Shared-memory loads and stores.
     pub shared: usize,
+    /// Barriers.
+    pub barriers: usize,
 }
 
 pub fn accesses(kernel: &cuprum_ir::Kernel) -> Accesses {
@@ -527,6 +529,7 @@ pub fn accesses(kernel: &cuprum_ir::Kernel) -> Accesses {
             values,
             ..
         } => a.vector_stores.push(values.len()),
+        IStmt::Barrier => a.barriers += 1,
         _ => {}
     });
     a
