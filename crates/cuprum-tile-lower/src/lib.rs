@@ -180,7 +180,8 @@ pub struct LowerOptions {
     /// Blocks that should fit on one multiprocessor at once (1 to
     /// [`MAX_OCCUPANCY`]; cuTile's `occupancy` hint): the kernel declares it
     /// (`.minnctapersm`), so that the PTX compiler keeps its registers within what that many
-    /// blocks leave each thread. It changes no result.
+    /// blocks leave each thread; more blocks than 2048 threads allow count as that many. It
+    /// changes no result.
     pub occupancy: Option<u32>,
     /// Per parameter, what the launch knows of its tensor (see [`TensorFacts`]); missing
     /// entries know nothing. The kernel is then only for tensors with these facts.
@@ -197,6 +198,9 @@ const MAX_WARPS: u32 = 32;
 /// The most blocks [`LowerOptions::occupancy`] may ask for (Hopper's resident blocks per
 /// multiprocessor).
 pub const MAX_OCCUPANCY: u32 = 32;
+/// The most threads resident on one multiprocessor (sm_80 and sm_90): an occupancy whose
+/// blocks would need more is lowered to what fits.
+const MAX_THREADS_PER_SM: u32 = 2048;
 
 /// Lowers a specialized tile kernel with the default options (see the crate docs).
 pub fn lower(kernel: &TileKernel) -> Result<Lowered, LowerError> {
@@ -232,6 +236,13 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         }
     };
     let threads = warps * layout::WARP_THREADS;
+    // A hint, as in cuTile: no more blocks than a multiprocessor holds threads for.
+    let options = &LowerOptions {
+        occupancy: options
+            .occupancy
+            .map(|n| n.min(MAX_THREADS_PER_SM / threads).max(1)),
+        ..options.clone()
+    };
     let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan, options)?.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),

@@ -114,3 +114,31 @@ fn occupancy_is_declared_to_the_ptx_compiler() {
         assert!(e.to_string().contains("1 to 32 is required"), "{e}");
     }
 }
+
+/// An occupancy that 2048 threads per multiprocessor cannot hold is lowered to what fits
+/// (a hint, as cuTile's), so ptxas does not ignore it.
+#[test]
+fn occupancy_beyond_the_multiprocessor_is_what_fits() {
+    let tile = kernels::softmax([1, 4096]);
+    let mut lowered = lower_with(
+        &tile,
+        &LowerOptions {
+            num_warps: Some(16),
+            occupancy: Some(8),
+            ..LowerOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    cuprum_opt::optimize_kernel(&mut lowered.kernel);
+    let ptx = write_module(
+        &Module {
+            kernels: vec![lowered.kernel],
+        },
+        Target::Sm90,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        ptx.contains(".reqntid 512, 1, 1\n.minnctapersm 4\n"),
+        "{ptx}"
+    );
+}
