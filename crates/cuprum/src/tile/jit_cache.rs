@@ -481,8 +481,8 @@ mod tests {
             args: vec![ArgSlot::Scalar { param: 0 }],
         };
         let mut compiled = 0;
-        for round in 0..3 {
-            let (e, source) = fetch_or_compile::<()>(
+        let fetch = |compiled: &mut i32| {
+            fetch_or_compile::<()>(
                 "unit",
                 b"module",
                 3,
@@ -490,11 +490,13 @@ mod tests {
                 &LowerOptions::default(),
                 Some("test"),
                 || {
-                    compiled += 1;
+                    *compiled += 1;
                     Ok(make())
                 },
             )
-            .expect("an entry");
+        };
+        for round in 0..3 {
+            let (e, source) = fetch(&mut compiled).expect("an entry");
             let want = if round == 0 {
                 Source::Compiled
             } else {
@@ -510,18 +512,7 @@ mod tests {
         for v in store.entries.lock().unwrap().values_mut() {
             v.truncate(10);
         }
-        let _ = fetch_or_compile::<()>(
-            "unit",
-            b"module",
-            3,
-            &spec,
-            &LowerOptions::default(),
-            Some("test"),
-            || {
-                compiled += 1;
-                Ok(make())
-            },
-        );
+        let _ = fetch(&mut compiled);
         assert_eq!(compiled, 2);
         assert!(
             store
