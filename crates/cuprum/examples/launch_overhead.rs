@@ -2,7 +2,10 @@
 //! the stream ordering of buffers cost on the host. Cases: all launches on the default stream;
 //! all on one new stream (each launch records one mark for its buffers); alternating between
 //! two new streams that share the buffers (each launch also waits for the other stream's
-//! marks). Prints a table of medians (µs per launch, over rounds of `--launches` launches)
+//! marks); and a tile kernel (`z = x + y` on one 1024-element tile) launched with
+//! `.execute(..)` on one stream, which also looks up its specialization, its tensors' facts
+//! and its tuning hints each time. Prints a table of medians (µs per launch, over rounds of
+//! `--launches` launches)
 //! and a JSON record `{"record":"launch_overhead","case":..,"us":..}` per case;
 //! run on a GPU machine (on the emulator the kernel itself dominates).
 //!
@@ -31,6 +34,20 @@ mod kernels {
         if let Some(o) = out.get_mut(i) {
             *o = a * x[i.get()] + y[i.get()];
         }
+    }
+}
+
+#[cuprum::tile::module]
+mod tile_kernels {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn add<const B: i32>(
+        z: &mut Tensor<f32, { [B] }>,
+        x: &Tensor<f32, { [-1] }>,
+        y: &Tensor<f32, { [-1] }>,
+    ) {
+        z.store(load_tile_like(x, z) + load_tile_like(y, z));
     }
 }
 
@@ -82,11 +99,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         .print();
     }
+    let tile_ok = tile_case(n, launches, rounds)?;
     let got = out.to_host_vec(&stream)?;
-    if got.iter().all(|&v| v == 5.0) {
+    if tile_ok && got.iter().all(|&v| v == 5.0) {
         println!("PASSED: all {n} elements correct");
         Ok(())
     } else {
         Err("wrong results".into())
     }
+}
+
+/// The tile case: host time per `.execute(..)` of a tile launch on one stream; whether its
+/// result is right.
+fn tile_case(n: usize, launches: usize, rounds: usize) -> Result<bool, Box<dyn std::error::Error>> {
+    use cuprum::tile::cuda_async::device_operation::ExecutionContext;
+    use cuprum::tile::prelude::*;
+
+    let stream = Device::new(0)?.new_stream()?;
+    let x = api::from_host(&vec![1.0f32; n], &[n]).sync_on(&stream)?;
+    let y = api::from_host(&vec![2.0f32; n], &[n]).sync_on(&stream)?;
+    let mut z = api::full(f32::NAN, &[n]).sync_on(&stream)?;
+    let ectx = ExecutionContext::new((*stream).clone());
+    let mut per_launch = Vec::new();
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..launches {
+            tile_kernels::add((&mut z).partition([1024]), &x, &y).execute(&ectx)?;
+        }
+        per_launch.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
+        stream.synchronize()?;
+    }
+    let median = median(per_launch).expect("rounds");
+    let name = "tile kernel, one stream";
+    println!("| {name} | {median:.2} |");
+    record::Record::LaunchOverhead {
+        case: name,
+        us: median,
+    }
+    .print();
+    let got: Vec<f32> = z.to_host_vec().sync_on(&stream)?;
+    Ok(got.iter().all(|&v| v == 3.0))
 }
