@@ -35,7 +35,7 @@ use super::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 
 /// An output slice each thread may touch only at its own index.
 ///
-/// [`get_mut`](Self::get_mut) takes only a [`ThreadIndex1D`] (from [`thread::index_1d`]), which
+/// [`get_mut`](Self::get_mut) takes only a [`ThreadIndex1D`] (from [`thread::index_1d`](crate::simt::thread::index_1d)), which
 /// no code can make up, so two threads can never write the same element; the out-of-bounds
 /// case is a `None`, not a memory error. On the host, a kernel takes it as
 /// `&mut DeviceBuffer<T>`.

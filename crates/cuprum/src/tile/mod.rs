@@ -39,6 +39,10 @@
 //! * Host: [`Tensor`](tensor::Tensor)s and their [`Partition`](tensor::Partition)s
 //!   ([`tensor`]), made by [`api`]; lazy operations and their combinators
 //!   ([`cuda_async::device_operation`]); launches ([`tile_kernel`]); [`error::Error`].
+//! * Tuning: cuprum's lowering chooses the threads and layouts; an entry's
+//!   `optimization_hints = (sm_90 = (num_worker_warps_per_cta = 16, occupancy = 4))` or a
+//!   launch's `.compile_options(..)` ask for warps per block and blocks per multiprocessor
+//!   ([`tile_kernel::CompileOptions`]), as in cuTile Rust.
 //!
 //! Nothing runs before `.sync_on(&stream)`, `.sync()` or `.await` (which submits the
 //! operation when first polled and is ready when the device has finished it, without blocking
