@@ -13,11 +13,10 @@ use cuprum_runtime::{KernelArg, LoadedModule};
 use cuprum_tile_ir::{Specialization, TileKernel, TileModule, decode_module, specialize};
 use cuprum_tile_lower::{ArgSlot, LowerError, LowerOptions, Lowered, TensorFacts};
 
-use crate::tile::launch::CompileOptions;
-
 use crate::CudaContext;
 use crate::tile::error::Error;
 use crate::tile::jit_cache;
+use crate::tile::launch::CompileOptions;
 use crate::tile::launch::bind::ArgDesc;
 
 /// A `#[cuprum::tile::module]`'s tile IR, as the macro embedded it at `cargo build`; decoded
@@ -215,8 +214,8 @@ pub(crate) fn tensor_facts(extents: &[Vec<u64>], args: &[ArgDesc<'_>]) -> Vec<Te
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct CompileKey {
     spec: SpecKey,
-    facts: Vec<TensorFacts>,
-    hints: CompileOptions,
+    /// What the lowering is given: the tensors' facts and the hints it honours.
+    options: LowerOptions,
     lowering: &'static str,
 }
 
@@ -234,14 +233,17 @@ pub(crate) fn compiled(
 ) -> Result<Arc<Compiled>, Error> {
     type Cache = Mutex<HashMap<CompileKey, Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
+    let options = LowerOptions {
+        tensor_facts: facts.to_vec(),
+        ..hints.lower_options()
+    };
     let key = CompileKey {
         spec: SpecKey {
             module: std::ptr::from_ref(module) as usize,
             kernel: index,
             spec: spec.clone(),
         },
-        facts: facts.to_vec(),
-        hints,
+        options: options.clone(),
         lowering: lowering.name,
     };
     let cache = CACHE.get_or_init(Cache::default);
@@ -256,10 +258,6 @@ pub(crate) fn compiled(
     };
     let start = std::time::Instant::now();
     let tile = specialized(module, index, spec)?.tile.clone();
-    let options = LowerOptions {
-        tensor_facts: facts.to_vec(),
-        ..hints.lower_options()
-    };
     // Only the default lowering's entries outlive the process: the key names a lowering,
     // and only the default one's code is covered by the compiler fingerprint in the key.
     let (entry, source) = jit_cache::fetch_or_compile(
@@ -300,10 +298,9 @@ pub(crate) fn compiled(
     let ir = entry.ir;
     // CI assembles every kernel the tests build with ptxas: tile kernels too.
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
-        let hints_text = if hints == CompileOptions::default() {
-            String::new()
-        } else {
-            format!(", {hints:?}")
+        let hints_text = match (options.num_warps, options.occupancy) {
+            (None, None) => String::new(),
+            (warps, occupancy) => format!(", warps {warps:?}, occupancy {occupancy:?}"),
         };
         let key = format!(
             "{}/{}/{}{}{hints_text}",
