@@ -237,13 +237,11 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
     };
     let threads = warps * layout::WARP_THREADS;
     // A hint, as in cuTile: no more blocks than a multiprocessor holds threads for.
-    let options = &LowerOptions {
-        occupancy: options
-            .occupancy
-            .map(|n| n.min(MAX_THREADS_PER_SM / threads).max(1)),
-        ..options.clone()
-    };
-    let (ir, shared_bytes, args) = emit::Emitter::new(kernel, &plan, options)?.run()?;
+    let min_blocks_per_sm = options
+        .occupancy
+        .map(|n| n.min(MAX_THREADS_PER_SM / threads).max(1));
+    let (ir, shared_bytes, args) =
+        emit::Emitter::new(kernel, &plan, &options.tensor_facts, min_blocks_per_sm)?.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
         message: format!("the kernel IR does not validate: {e}"),

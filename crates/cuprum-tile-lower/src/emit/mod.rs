@@ -93,14 +93,14 @@ impl<'k> Emitter<'k> {
     pub(crate) fn new(
         kernel: &'k TileKernel,
         plan: &'k Plan,
-        options: &crate::LowerOptions,
+        facts: &[crate::TensorFacts],
+        min_blocks_per_sm: Option<u32>,
     ) -> R<Self> {
-        let facts = &options.tensor_facts;
         let mut b = KernelBuilder::new(kernel.name.clone());
         b.set_block(Some((plan.threads, 1, 1)));
         b.set_launch_bounds(Some(LaunchBounds {
             max_threads: plan.threads,
-            min_blocks_per_sm: options.occupancy,
+            min_blocks_per_sm,
         }));
         let indices = (
             b.def(Op::Special(Special::ThreadIdx(Dim::X))),
