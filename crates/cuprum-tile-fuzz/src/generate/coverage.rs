@@ -94,6 +94,7 @@ pub const COVERED: &[&str] = &[
     "tensor with no element",
     "output view not contiguous",
     "warps chosen",
+    "occupancy chosen",
 ];
 
 fn op_name(op: &Op) -> String {
@@ -214,6 +215,9 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
     }
     if case.options.num_warps.is_some() {
         names.insert("warps chosen".into());
+    }
+    if case.options.occupancy.is_some() {
+        names.insert("occupancy chosen".into());
     }
     COVERED
         .iter()

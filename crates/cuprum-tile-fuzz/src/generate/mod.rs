@@ -466,6 +466,12 @@ impl Gen<'_> {
     fn finish(mut self) -> Result<Case, InvalidCase> {
         let options = LowerOptions {
             num_warps: warps_option(self.cb.b.kernel(), &mut self.rng),
+            // The occupancy hint only bounds registers (ptxas may spill): results must not
+            // change.
+            occupancy: self
+                .rng
+                .random_bool(0.2)
+                .then(|| 1 << self.rng.random_range(0..4u32)),
             ..LowerOptions::default()
         };
         let with_facts = self.rng.random_bool(0.5);
