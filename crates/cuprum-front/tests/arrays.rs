@@ -120,7 +120,15 @@ fn nested_forms_left_out_say_what_is_supported() {
     let cases = [
         (
             "let a = [(1, 2); 4];",
-            "arrays of tuples or structs are not supported in device code yet",
+            "the numbers of a tuple in an array need their types here",
+        ),
+        (
+            "let a = [[(1u32, 2u32); 2]; 4];",
+            "arrays of arrays of tuples or structs are not supported in device code yet",
+        ),
+        (
+            "let a = [(1u32, 2u32), 3u32];",
+            "the elements of an array must all have one type",
         ),
         (
             "let a = [[1, 2], [3]];",

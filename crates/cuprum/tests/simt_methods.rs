@@ -225,6 +225,42 @@ mod kernels {
         }
     }
 
+    /// Four particles per thread in a local array of structs: each advances through its
+    /// `&mut self` method on `ps[k]`; a copy of the array is changed at a run-time index
+    /// without changing the original; a local array of tuples is read at that index.
+    #[kernel]
+    pub unsafe fn particle_groups(pos: &[f32], pick: &[u32], steps: u32, dt: f32, out: &mut [f32]) {
+        let i = thread::index_1d().get();
+        if i < pick.len() {
+            let mut ps = [Particle::new(V3::zero(), V3::zero()); 4];
+            for k in 0..4 {
+                let at = 12 * i + 3 * k;
+                ps[k].pos = V3::new(pos[at], pos[at + 1], pos[at + 2]);
+                ps[k].vel.x = pos[at + 2] - pos[at];
+            }
+            for _ in 0..steps {
+                for k in 0..ps.len() {
+                    ps[k].advance(dt);
+                }
+            }
+            let mut copy = ps;
+            let j = (pick[i] % 4) as usize;
+            copy[j].pos.x = -1000.0;
+            copy[j].bounces += 7;
+            let weights = [(1u32, 0.5f32), (2, 0.25), (3, 0.125), (4, 0.0625)];
+            let (wk, wf) = weights[j];
+            let chosen = ps[j];
+            out[8 * i] = ps[0].pos.x + ps[1].pos.y + ps[2].pos.z + ps[3].vel.y;
+            out[8 * i + 1] = chosen.energy();
+            out[8 * i + 2] = copy[j].pos.x;
+            out[8 * i + 3] = ps[j].pos.x;
+            out[8 * i + 4] = (copy[j].bounces + wk) as f32;
+            out[8 * i + 5] = wf * chosen.vel.x;
+            out[8 * i + 6] = ps.len() as f32;
+            out[8 * i + 7] = ps[j].bounces as f32;
+        }
+    }
+
     /// Orders two values in place.
     pub fn order(a: &mut u32, b: &mut u32) {
         if *a > *b {
@@ -441,6 +477,64 @@ fn particles_advance_through_mut_self_methods() -> cuprum::Result<()> {
         ]);
     }
     assert_same("particles", &out.to_host_vec(&stream)?, &want);
+    Ok(())
+}
+
+/// A local array of structs and one of tuples (`particle_groups`) against the same code on
+/// the host: methods on elements, fields written at a run-time index, a copied array.
+#[test]
+fn local_arrays_of_structs_and_tuples() -> cuprum::Result<()> {
+    use kernels::{Particle, V3};
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("particle_groups");
+    let n = 500;
+    let pos = random(&mut rng, 12 * n, 0.0f32, 10.0);
+    let pick: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+    let (steps, dt) = (30u32, 0.01f32);
+    let dp = DeviceBuffer::from_host(&stream, &pos)?;
+    let dpick = DeviceBuffer::from_host(&stream, &pick)?;
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(8 * n))?;
+    let config = LaunchConfig {
+        grid_dim: (blocks_for(n, 128), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: thread `i` alone writes `out[8 i..8 i + 8]`.
+    unsafe { m.particle_groups(&stream, config, &dp, &dpick, steps, dt, &mut out)? };
+    let mut want = Vec::with_capacity(8 * n);
+    for (i, &pick) in pick.iter().enumerate() {
+        let mut ps = [Particle::new(V3::zero(), V3::zero()); 4];
+        for (k, p) in ps.iter_mut().enumerate() {
+            let at = 12 * i + 3 * k;
+            p.pos = V3::new(pos[at], pos[at + 1], pos[at + 2]);
+            p.vel.x = pos[at + 2] - pos[at];
+        }
+        for _ in 0..steps {
+            for p in &mut ps {
+                p.advance(dt);
+            }
+        }
+        let mut copy = ps;
+        let j = (pick % 4) as usize;
+        copy[j].pos.x = -1000.0;
+        copy[j].bounces += 7;
+        let weights = [(1u32, 0.5f32), (2, 0.25), (3, 0.125), (4, 0.0625)];
+        let (wk, wf) = weights[j];
+        let chosen = ps[j];
+        want.extend([
+            ps[0].pos.x + ps[1].pos.y + ps[2].pos.z + ps[3].vel.y,
+            chosen.energy(),
+            copy[j].pos.x,
+            ps[j].pos.x,
+            (copy[j].bounces + wk) as f32,
+            wf * chosen.vel.x,
+            4.0,
+            ps[j].bounces as f32,
+        ]);
+    }
+    assert_same("particle_groups", &out.to_host_vec(&stream)?, &want);
     Ok(())
 }
 

@@ -10,8 +10,8 @@
 //! Rust arrays are values, so binding one to a new name copies it (a row view too); array
 //! expressions are built in place. The element type comes from the elements, the `let`
 //! annotation, or later uses (`let mut acc = [0.0; 4]; acc[k] += x[k];` makes `acc` an
-//! `[f32; 4]`). Arrays of tuples or structs are not supported: local arrays hold numbers and
-//! `bool`s.
+//! `[f32; 4]`). Flat arrays of tuples or structs are `local_aggregates`' (`array_expr` hands
+//! them over); arrays of arrays of them are refused.
 
 use cuprum_ir::{
     AddressSpace, ArrayDecl, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, Value,
@@ -81,13 +81,15 @@ enum Init {
     List(Vec<Init>),
     /// `[x; n]`: `x` evaluated once, stored `n` times.
     Repeat(Box<Init>, u32),
+    /// A tuple or struct: the array is one of aggregates (`local_aggregates`).
+    Agg(Val),
 }
 
 impl Init {
     /// The lengths of the array this builds, outermost first (empty for a scalar).
     fn dims(&self, span: Span) -> Result<Vec<u32>> {
         Ok(match self {
-            Init::Scalar(_) => Vec::new(),
+            Init::Scalar(_) | Init::Agg(_) => Vec::new(),
             Init::Copy(a) => a.dims.clone(),
             Init::Repeat(x, n) => std::iter::once(*n).chain(x.dims(span)?).collect(),
             Init::List(items) => {
@@ -114,7 +116,7 @@ impl Init {
     /// Visits every scalar and copied array.
     fn each(&self, f: &mut impl FnMut(&Init)) {
         match self {
-            Init::Scalar(_) | Init::Copy(_) => f(self),
+            Init::Scalar(_) | Init::Copy(_) | Init::Agg(_) => f(self),
             Init::List(items) => items.iter().for_each(|i| i.each(f)),
             Init::Repeat(x, _) => x.each(f),
         }
@@ -225,6 +227,11 @@ impl Lowerer<'_> {
         let site = Some(site.unwrap_or_else(|| self.site()));
         let init = self.array_init(e)?;
         let dims = init.dims(span)?;
+        let mut aggregates = false;
+        init.each(&mut |i| aggregates |= matches!(i, Init::Agg(_)));
+        if aggregates {
+            return self.aggregate_init(init, dims.len(), span);
+        }
         // The element type: the hint, a typed element, the site's solution, or a default.
         let mut typed = None;
         let mut kind = LitKind::Int;
@@ -298,6 +305,29 @@ impl Lowerer<'_> {
         Ok(Val::Array(target))
     }
 
+    /// An array expression whose elements are tuples or structs: a flat one becomes a
+    /// local array of aggregates.
+    fn aggregate_init(&mut self, init: Init, rank: usize, span: Span) -> Result<Val> {
+        if rank != 1 {
+            return err(span, NESTED_AGGREGATES);
+        }
+        let items = match init {
+            Init::Repeat(x, n) => match *x {
+                Init::Agg(v) => vec![v; n as usize],
+                _ => return err(span, MIXED_ELEMENTS),
+            },
+            Init::List(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    Init::Agg(v) => Ok(v),
+                    _ => err(span, MIXED_ELEMENTS),
+                })
+                .collect::<Result<Vec<_>>>()?,
+            _ => return err(span, MIXED_ELEMENTS),
+        };
+        self.aggregate_array(items, span)
+    }
+
     /// Evaluates the elements of an array expression, outermost first, in Rust's order.
     fn array_init(&mut self, e: &syn::Expr) -> Result<Init> {
         match e {
@@ -323,7 +353,7 @@ impl Lowerer<'_> {
             }
             other => match self.expr(other)? {
                 Val::Array(a) => Ok(Init::Copy(a)),
-                Val::Tuple(_) | Val::Struct(..) => err(other.span(), UNSUPPORTED_ELEMENTS),
+                v @ (Val::Tuple(_) | Val::Struct(..)) => Ok(Init::Agg(v)),
                 v => Ok(Init::Scalar(v)),
             },
         }
@@ -342,6 +372,8 @@ impl Lowerer<'_> {
     ) -> Result<()> {
         let elem = target.elem;
         match init {
+            // `array_expr` builds arrays of aggregates apart.
+            Init::Agg(_) => return err(span, MIXED_ELEMENTS),
             Init::Scalar(v) => {
                 let x = self.materialize(v, elem, span)?;
                 let addr = self.local_addr_at(base, elem, at, span)?;
@@ -743,5 +775,13 @@ fn bytes_text(n: u64) -> String {
 
 /// What local arrays can hold, for the error on anything else.
 pub(super) const UNSUPPORTED_ELEMENTS: &str = "local arrays hold numbers and `bool`s, also \
-     nested (`[[f32; 4]; 8]`, `[[0; 4]; 8]`, `[[1, 2], [3, 4]]`); arrays of tuples or structs are \
-     not supported in device code yet: use one array per field";
+     nested (`[[f32; 4]; 8]`, `[[0; 4]; 8]`, `[[1, 2], [3, 4]]`), and tuples or structs of the \
+     module in a flat array built in place (`let mut ps = [Particle::new(); 4];`); other \
+     element types are not supported in device code";
+
+/// The error on an array of arrays of aggregates.
+const NESTED_AGGREGATES: &str = "arrays of arrays of tuples or structs are not supported in \
+     device code yet: use a flat array and index it with `i * columns + j`";
+
+/// The error on an array mixing aggregates with numbers or arrays.
+const MIXED_ELEMENTS: &str = "the elements of an array must all have one type";

@@ -67,6 +67,10 @@ impl Lowerer<'_> {
                 let v = receiver.clone();
                 return self.pointer_method(m, v);
             }
+            (Val::LocalElems { len, .. }, "len") if args.is_empty() => {
+                let len = u64::from(*len);
+                return Ok(Val::Scalar(self.constant(Constant::u64(len))));
+            }
             (Val::Array(a), "len") if args.is_empty() => {
                 let len = u64::from(a.len());
                 return Ok(Val::Scalar(self.constant(Constant::u64(len))));

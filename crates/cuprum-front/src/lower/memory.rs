@@ -128,7 +128,7 @@ impl Lowerer<'_> {
 
     /// The address `size * index` bytes past `base`, in `space`'s address type; `index` is a
     /// `U64`.
-    fn scaled_addr(
+    pub(super) fn scaled_addr(
         &mut self,
         space: AddressSpace,
         base: Value,
@@ -150,7 +150,7 @@ impl Lowerer<'_> {
     }
 
     /// The address `bytes` past `base`.
-    fn offset_addr(
+    pub(super) fn offset_addr(
         &mut self,
         space: AddressSpace,
         base: Value,
@@ -203,6 +203,9 @@ impl Lowerer<'_> {
                     Some(Val::SharedElems { array, elem, len }) => {
                         self.shared_elements_index(array, elem, len, i).map(Some)
                     }
+                    Some(Val::LocalElems { array, elem, len }) => {
+                        self.local_elements_index(array, elem, len, i).map(Some)
+                    }
                     Some(Val::Phased(p)) => match self.phased_aggregates.get(&p.array).cloned() {
                         Some(ty) => self.phased_elements_index(p, ty, i).map(Some),
                         None => Ok(None),
@@ -222,7 +225,11 @@ impl Lowerer<'_> {
         let name = p.path.get_ident()?.to_string();
         match self.lookup(&name)? {
             Binding::Val(
-                v @ (Val::AggRef(_) | Val::Slice(_) | Val::SharedElems { .. } | Val::Phased(_)),
+                v @ (Val::AggRef(_)
+                | Val::Slice(_)
+                | Val::SharedElems { .. }
+                | Val::LocalElems { .. }
+                | Val::Phased(_)),
             ) => Some(v.clone()),
             _ => None,
         }

@@ -18,6 +18,7 @@ mod disjoint;
 mod helpers;
 mod infer;
 mod intrinsics;
+mod local_aggregates;
 mod macros;
 mod matrix;
 mod memory;
@@ -158,6 +159,13 @@ enum Val {
     /// A static shared array of aggregates (`SharedArray<[f32; 17], 16>`): an IR shared array
     /// of bytes, `len` elements of `elem`.
     SharedElems {
+        array: u32,
+        elem: crate::layout::ElemType,
+        len: u32,
+    },
+    /// A per-thread array of aggregates (`[Body::new(); 4]`): an IR local array of bytes,
+    /// `len` elements of `elem` (see `local_aggregates`).
+    LocalElems {
         array: u32,
         elem: crate::layout::ElemType,
         len: u32,
@@ -706,6 +714,8 @@ impl<'a> Lowerer<'a> {
         let (value, fresh) = match init {
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => {
                 let hint = match annotation {
+                    // `[Particle; 4]`: an array of aggregates, typed by its elements.
+                    Some(t) if self.aggregate_array_type(t) => None,
                     Some(t) => self.array_type(t)?.map(|(elem, _)| elem),
                     None => None,
                 };
@@ -785,6 +795,9 @@ impl<'a> Lowerer<'a> {
         }
         let value = match value {
             Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            Val::LocalElems { array, elem, len } if !fresh => {
+                self.copy_aggregate_array(array, &elem, len, span)?
+            }
             other => other,
         };
         if let Val::Array(a) = &value
@@ -808,6 +821,7 @@ impl<'a> Lowerer<'a> {
         if matches!(
             value,
             Val::Array(_)
+                | Val::LocalElems { .. }
                 | Val::Tuple(_)
                 | Val::Struct(..)
                 | Val::AggRef(_)
@@ -1413,6 +1427,7 @@ impl<'a> Lowerer<'a> {
                         | Val::Atomic(_)
                         | Val::Shared { .. }
                         | Val::SharedElems { .. }
+                        | Val::LocalElems { .. }
                         | Val::Index1(_)
                         | Val::Index2(..)
                         | Val::Index3(..)),
@@ -1665,6 +1680,7 @@ fn describe(v: &Val) -> String {
         Val::SharedElems { elem, len, .. } => {
             format!("a shared array of `{}` ({len} elements)", elem.rust_name())
         }
+        Val::LocalElems { elem, len, .. } => format!("an array `[{}; {len}]`", elem.rust_name()),
     }
 }
 

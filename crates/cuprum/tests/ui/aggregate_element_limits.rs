@@ -1,6 +1,7 @@
-// Near the supported aggregate elements (slices and shared arrays of arrays and structs):
-// tuples in slices, dynamic shared memory of structs and shared indexing outside `unsafe`
-// are refused at `cargo build`, saying what to write instead.
+// Near the supported aggregate elements (slices and shared arrays of arrays and structs,
+// flat local arrays of structs): tuples in slices, dynamic shared memory of structs, shared
+// indexing outside `unsafe` and local arrays of arrays of structs are refused at
+// `cargo build`, saying what to write instead.
 use cuprum::cuda_module;
 use cuprum::simt::{DisjointSlice, SharedArray, dynamic_shared, kernel, thread};
 
@@ -51,6 +52,24 @@ mod indexing {
         if let Some(o) = y.get_mut(thread::index_1d()) {
             *o = 0.0;
         }
+    }
+}
+
+#[cuda_module]
+mod nested_locals {
+    use super::*;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, cuprum::DeviceCopy)]
+    pub struct V2 {
+        pub x: f32,
+        pub y: f32,
+    }
+
+    #[kernel]
+    pub unsafe fn grid_of_structs(y: &mut [f32]) {
+        let g = [[V2 { x: 1.0, y: 2.0 }; 2]; 3];
+        y[0] = g[1][0].x;
     }
 }
 
