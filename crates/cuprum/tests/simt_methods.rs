@@ -247,18 +247,45 @@ mod kernels {
             let j = (pick[i] % 4) as usize;
             copy[j].pos.x = -1000.0;
             copy[j].bounces += 7;
+            kick(&mut copy, (j + 1) % 4);
             let weights = [(1u32, 0.5f32), (2, 0.25), (3, 0.125), (4, 0.0625)];
             let (wk, wf) = weights[j];
             let chosen = ps[j];
-            out[8 * i] = ps[0].pos.x + ps[1].pos.y + ps[2].pos.z + ps[3].vel.y;
+            out[8 * i] = ps[0].pos.x
+                + ps[1].pos.y
+                + ps[2].pos.z
+                + ps[3].vel.y
+                + lowest(&copy)
+                + lowest_of_copy(copy);
             out[8 * i + 1] = chosen.energy();
             out[8 * i + 2] = copy[j].pos.x;
-            out[8 * i + 3] = ps[j].pos.x;
+            out[8 * i + 3] = ps[j].pos.x + copy[0].pos.y;
             out[8 * i + 4] = (copy[j].bounces + wk) as f32;
             out[8 * i + 5] = wf * chosen.vel.x;
             out[8 * i + 6] = ps.len() as f32;
             out[8 * i + 7] = ps[j].bounces as f32;
         }
+    }
+
+    /// Sends particle `k` up (a helper given the array by `&mut`).
+    pub fn kick(ps: &mut [Particle; 4], k: usize) {
+        ps[k].vel.y += 3.0;
+        ps[k].advance(0.5);
+    }
+
+    /// The lowest height (a helper given the array by `&`).
+    pub fn lowest(ps: &[Particle; 4]) -> f32 {
+        let mut low = ps[0].pos.y;
+        for k in 1..4 {
+            low = low.min(ps[k].pos.y);
+        }
+        low
+    }
+
+    /// The same, from an array taken by value and changed there (the caller's stays).
+    pub fn lowest_of_copy(mut ps: [Particle; 4]) -> f32 {
+        ps[0].pos.y = 1.0e9;
+        lowest(&ps)
     }
 
     /// Orders two values in place.
@@ -520,14 +547,20 @@ fn local_arrays_of_structs_and_tuples() -> cuprum::Result<()> {
         let j = (pick % 4) as usize;
         copy[j].pos.x = -1000.0;
         copy[j].bounces += 7;
+        kernels::kick(&mut copy, (j + 1) % 4);
         let weights = [(1u32, 0.5f32), (2, 0.25), (3, 0.125), (4, 0.0625)];
         let (wk, wf) = weights[j];
         let chosen = ps[j];
         want.extend([
-            ps[0].pos.x + ps[1].pos.y + ps[2].pos.z + ps[3].vel.y,
+            ps[0].pos.x
+                + ps[1].pos.y
+                + ps[2].pos.z
+                + ps[3].vel.y
+                + kernels::lowest(&copy)
+                + kernels::lowest_of_copy(copy),
             chosen.energy(),
             copy[j].pos.x,
-            ps[j].pos.x,
+            ps[j].pos.x + copy[0].pos.y,
             (copy[j].bounces + wk) as f32,
             wf * chosen.vel.x,
             4.0,
