@@ -153,17 +153,7 @@ impl Lowerer<'_> {
         len: u32,
         i: &syn::ExprIndex,
     ) -> Result<MemRef> {
-        let span = i.span();
-        let index = self.expr(&i.index)?;
-        let index = self.checked_array_index(index, len, source_text(i), i.index.span(), span)?;
-        let base = self.def(Op::LocalAddr(array), span)?;
-        let size = elem.layout().size;
-        let addr = self.scaled_addr(AddressSpace::Local, base, index, size, span)?;
-        Ok(MemRef {
-            space: AddressSpace::Local,
-            addr,
-            ty: elem,
-            mutable: true,
-        })
+        let base = self.def(Op::LocalAddr(array), i.span())?;
+        self.array_elements_index(AddressSpace::Local, base, elem, len, i)
     }
 }

@@ -284,15 +284,28 @@ impl Lowerer<'_> {
         len: u32,
         i: &syn::ExprIndex,
     ) -> Result<MemRef> {
-        let span = i.span();
         self.require_unsafe_shared(i)?;
+        let base = self.def(Op::SharedAddr(array), i.span())?;
+        self.array_elements_index(AddressSpace::Shared, base, ty, len, i)
+    }
+
+    /// `a[i]` of an array of `len` aggregates of `ty` at `base` in `space` (shared or local),
+    /// checked against `len`.
+    pub(super) fn array_elements_index(
+        &mut self,
+        space: AddressSpace,
+        base: Value,
+        ty: ElemType,
+        len: u32,
+        i: &syn::ExprIndex,
+    ) -> Result<MemRef> {
+        let span = i.span();
         let index = self.expr(&i.index)?;
         let index = self.checked_array_index(index, len, source_text(i), i.index.span(), span)?;
-        let base = self.def(Op::SharedAddr(array), span)?;
         let size = ty.layout().size;
-        let addr = self.scaled_addr(AddressSpace::Shared, base, index, size, span)?;
+        let addr = self.scaled_addr(space, base, index, size, span)?;
         Ok(MemRef {
-            space: AddressSpace::Shared,
+            space,
             addr,
             ty,
             mutable: true,
