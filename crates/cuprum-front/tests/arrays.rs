@@ -89,6 +89,40 @@ fn each_index_of_a_nested_array_is_checked_against_its_own_dimension() {
     );
 }
 
+/// A local array of structs is one byte array, 16 bytes per `V2 { f32, f32, u64 }`, and a
+/// run-time index into it is checked against its length (a failed check traps the launch
+/// with a typed error, as every local array's does), reads and writes alike.
+#[test]
+fn an_array_of_structs_is_bytes_checked_against_its_length() {
+    let ir = compile_ok(
+        r#"#[derive(Clone, Copy)]
+        pub struct V2 { pub x: f32, pub y: f32, pub n: u64 }
+        #[kernel] pub fn k(ix: &[usize], mut o: DisjointSlice<f32>) {
+            let mut ps = [V2 { x: 1.0, y: 2.0, n: 3 }; 5];
+            ps[ix[0]].y = 4.0;
+            if let Some(o) = o.get_mut(thread::index_1d()) { *o = ps[ix[1]].y; }
+        }"#,
+    );
+    let k = &ir.kernels[0];
+    assert_eq!(k.locals.len(), 1);
+    assert_eq!(
+        (k.locals[0].elem, k.locals[0].len),
+        (ScalarType::U8, 5 * 16)
+    );
+    let mut checks = Vec::new();
+    bounds_checks(k, &k.body, &mut checks);
+    let local: Vec<(String, u64)> = checks
+        .into_iter()
+        .filter(|(site, _)| site.starts_with("ps["))
+        .collect();
+    assert_eq!(
+        local,
+        [("ps[ix[0]]".to_string(), 5), ("ps[ix[1]]".to_string(), 5)],
+        "{}",
+        print_kernel(k)
+    );
+}
+
 #[test]
 fn a_nested_array_takes_its_element_type_from_a_later_use() {
     let ir = compile_ok(
