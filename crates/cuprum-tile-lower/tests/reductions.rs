@@ -412,3 +412,90 @@ fn scratch_reused_across_loop_iterations_is_behind_a_barrier() {
     barriers_and_shared_stores(&softmax.kernel.body, &mut events);
     assert_eq!(events.first(), Some(&false), "{events:?}");
 }
+
+/// The kernel's shared-memory events in program order: `S` a store, `L` a load, `B` a
+/// barrier.
+fn shared_events(kernel: &cuprum_ir::Kernel) -> String {
+    use cuprum_ir::{AddressSpace as S, Op as IOp, Stmt as IStmt};
+    let mut out = String::new();
+    kernel.body.visit(&mut |s| match s {
+        IStmt::Def {
+            op: IOp::Load {
+                space: S::Shared, ..
+            },
+            ..
+        } => out.push('L'),
+        IStmt::Store {
+            space: S::Shared, ..
+        } => out.push('S'),
+        IStmt::Barrier => out.push('B'),
+        _ => {}
+    });
+    out
+}
+
+/// `out[i] = sum(x[i, ..]) + max(x[i, ..]) * min(x[i, ..])`: three reductions of one tile
+/// that do not depend on each other.
+fn independent_reductions(tile: [u32; 2]) -> cuprum_tile_ir::TileKernel {
+    let mut t = Tk::new("independent");
+    let out = t.output("out", ScalarType::I32, &[tile[0]]);
+    let x = t.input("x", ScalarType::I32, 2);
+    let pid = t.block_id(0);
+    let zero = t.int(0);
+    let tx = t.load(x, &tile, vec![pid, zero], Literal::Int(0));
+    let sum = t.reduce(tx, 1, Combine::Sum);
+    let max = t.reduce(tx, 1, Combine::Max);
+    let min = t.reduce(tx, 1, Combine::Min);
+    let spread = t.bin(BinaryOp::Mul, max, min);
+    let r = t.bin(BinaryOp::Add, sum, spread);
+    t.store(out, r);
+    t.finish()
+}
+
+/// Independent reductions across warps write their partial results side by side and meet
+/// the block at one barrier (their reads wait for the first use), as a Welford reduction's
+/// one exchange does; the results are the same as plain Rust's.
+#[test]
+fn independent_reductions_share_one_barrier() {
+    let dev = dev();
+    let mut rng = rng("independent_reductions");
+    for (tile, rows, cols) in [
+        ([1u32, 2048u32], 3usize, 2048usize),
+        ([4, 512], 9, 300),
+        ([2, 1000], 5, 1000),
+    ] {
+        let k = independent_reductions(tile);
+        for warps in [None, Some(4)] {
+            let c = compile_warps(&dev, &k, warps);
+            let events = shared_events(&c.lowered.kernel);
+            let before_reads = &events[..events.find('L').unwrap_or(events.len())];
+            assert!(
+                before_reads.len() >= 4
+                    && before_reads.ends_with("SB")
+                    && before_reads.matches('B').count() == 1,
+                "{tile:?}, {warps:?} warps: the three reductions' writes, then one barrier, \
+                 then their reads: {events}"
+            );
+            // A tile padded with zeros: the padding must not reach max or min, so the
+            // values of each row straddle zero.
+            let xs = random(&mut rng, rows * cols, -1_000_000i32, 1_000_000);
+            let o = Tensor::new(&dev, &poisoned::<i32>(rows), &[rows]);
+            let tx = Tensor::new(&dev, &xs, &[rows, cols]);
+            launch(&dev, &c, &[o.arg(), tx.arg()]).expect("launch");
+            let want: Vec<i32> = xs
+                .chunks(cols)
+                .map(|row| {
+                    let sum = row.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+                    let max = row.iter().copied().max().unwrap_or(0).max(0);
+                    let min = row.iter().copied().min().unwrap_or(0).min(0);
+                    sum.wrapping_add(max.wrapping_mul(min))
+                })
+                .collect();
+            assert_same(
+                &format!("independent reductions of {tile:?}, {warps:?} warps"),
+                &o.to_host(&dev),
+                &want,
+            );
+        }
+    }
+}

@@ -80,6 +80,8 @@ pub(crate) struct Emitter<'k> {
     /// Barriers and scratch claims so far: a loop body that adds none leaves the scratch as
     /// it found it.
     scratch_events: u64,
+    /// Reductions whose reads wait for their first use (see `scratch`).
+    pending_reads: Vec<scratch::PendingRead>,
     loops: Vec<LoopVars>,
     /// Per tile parameter: whether a barrier follows each of its accesses (a partitioned
     /// tensor accessed at more than one place, so that different threads may touch one
@@ -124,6 +126,7 @@ impl<'k> Emitter<'k> {
             shared_bytes: 0,
             scratch_in_use: scratch::InUse::Nothing,
             scratch_events: 0,
+            pending_reads: Vec::new(),
             loops: Vec::new(),
             barrier_after: memory::barrier_after(kernel),
             args: Vec::new(),
@@ -139,9 +142,7 @@ impl<'k> Emitter<'k> {
     /// Lowers the kernel's body and returns the kernel IR.
     pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
         let body = &self.kernel.body;
-        for s in &body.stmts {
-            self.stmt(s)?;
-        }
+        self.stmts(body)?;
         Ok((self.b.finish(), self.shared_bytes, self.args))
     }
 
@@ -502,15 +503,33 @@ impl<'k> Emitter<'k> {
 
     // ----- statements -----
 
+    /// Lowers a block's statements; no read is pending after it (see `scratch`).
     fn stmts(&mut self, block: &cuprum_tile_ir::Block) -> R<bool> {
         for s in &block.stmts {
+            if s.is_terminator() || !s.nested().is_empty() {
+                self.make_pending_reads()?;
+            } else {
+                for v in s.operands() {
+                    self.make_pending_read(v)?;
+                }
+            }
             self.stmt(s)?;
         }
+        self.make_pending_reads()?;
         Ok(block.stmts.last().is_some_and(TStmt::is_terminator))
     }
 
     fn stmt(&mut self, s: &TStmt) -> R<()> {
         match s {
+            TStmt::Def {
+                value,
+                op:
+                    cuprum_tile_ir::Op::Reduce {
+                        value: input,
+                        axis,
+                        combine,
+                    },
+            } => self.reduce(*value, *input, *axis as usize, combine),
             TStmt::Def { value, op } => {
                 let lv = self.op(*value, op)?;
                 self.set(*value, lv)

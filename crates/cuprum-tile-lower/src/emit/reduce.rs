@@ -5,6 +5,8 @@
 //! thread combines all warps' results in one fixed order. The result is in the slice layout
 //! (`Layout::slice`): every thread that held part of a line now holds the line's result, the
 //! same bits in each (the butterfly combines commutatively, the last step in one order).
+//! The last step's reads wait for the result's first use (`scratch::PendingRead`), so that
+//! independent reductions share one barrier.
 //!
 //! Registers clamped past the tile's end along the axis hold copies of a real element: for
 //! `min` and `max` a copy changes nothing, every other combination replaces them with its
@@ -13,19 +15,21 @@
 use cuprum_ir::{BinaryOp, Constant, Op, ScalarType, ShuffleMode, Value};
 use cuprum_tile_ir::{Combine, TileValue};
 
+use super::scratch::PendingRead;
 use super::{Emitter, Lv, R};
 use crate::layout::{LANE_BITS, row_major_strides};
 use crate::plan::Repr;
 
 impl Emitter<'_> {
-    /// Lowers `value = reduce(input, axis, combine)`.
+    /// Lowers `value = reduce(input, axis, combine)` and defines `value` (or leaves it to
+    /// the first use, when warps exchange partial results: see `scratch`).
     pub(super) fn reduce(
         &mut self,
         value: TileValue,
         input: TileValue,
         axis: usize,
         combine: &Combine,
-    ) -> R<Lv> {
+    ) -> R<()> {
         let ty = self.elem(input)?;
         let from = self
             .plan
@@ -89,40 +93,50 @@ impl Emitter<'_> {
             }
         }
 
-        // 3. Across the warps along the axis.
+        // 3. Across the warps along the axis: written now, read where first used.
         let warp_bits: Vec<u32> = (LANE_BITS as u32..layout.thread_bit_count() as u32)
             .filter(|b| axis_bits >> b & 1 == 1)
             .collect();
-        if !warp_bits.is_empty() {
-            partial = self.across_warps(
-                value,
-                &slice,
-                partial,
-                &warp_bits,
-                layout.replication_mask() | lane_bits,
-                combine,
-                ty,
-            )?;
+        if warp_bits.is_empty() {
+            let lv = self.reduced(value, partial)?;
+            return self.set(value, lv);
         }
+        let read = self.write_exchange(
+            value,
+            &slice,
+            partial,
+            &warp_bits,
+            layout.replication_mask() | lane_bits,
+            combine,
+            ty,
+        )?;
+        if matches!(combine, Combine::Closure { .. }) {
+            // A closure's body is lowered where it is combined: read now, where the
+            // statement is.
+            self.read_exchange(read)
+        } else {
+            self.defer_read(read);
+            Ok(())
+        }
+    }
 
+    /// A reduction's result from its registers, as planned.
+    pub(super) fn reduced(&self, value: TileValue, regs: Vec<Value>) -> R<Lv> {
         match self.repr(value)? {
             Repr::Uniform => {
-                Ok(Lv::Uniform(partial.first().copied().ok_or_else(|| {
+                Ok(Lv::Uniform(regs.first().copied().ok_or_else(|| {
                     self.internal("a reduction without a result")
                 })?))
             }
-            Repr::Dist(layout) => Ok(Lv::Dist {
-                layout,
-                regs: partial,
-            }),
+            Repr::Dist(layout) => Ok(Lv::Dist { layout, regs }),
             Repr::Iota { .. } => Err(self.internal("a reduction planned as an iota")),
         }
     }
 
-    /// Step 3: each warp group's partial results through shared memory; every thread then
-    /// combines the groups' results for its registers in group order.
+    /// Step 3's writes: each warp group's partial results into the scratch, at the
+    /// group's slots (see `scratch::read_exchange` for the reads).
     #[allow(clippy::too_many_arguments)]
-    fn across_warps(
+    fn write_exchange(
         &mut self,
         value: TileValue,
         slice: &crate::layout::Layout,
@@ -131,7 +145,7 @@ impl Emitter<'_> {
         writer_mask: u32,
         combine: &Combine,
         ty: ScalarType,
-    ) -> R<Vec<Value>> {
+    ) -> R<PendingRead> {
         let out_id = match self.repr(value)? {
             Repr::Dist(id) => Some(id),
             _ => None,
@@ -159,10 +173,6 @@ impl Emitter<'_> {
             });
         }
         let group = group.ok_or_else(|| self.internal("no warp bits"))?;
-        let slot_base = |e: &mut Self, g: Value| -> R<Value> {
-            let k = e.u32c(out_elems);
-            e.mul(g, k)
-        };
         let indices = (0..partial.len())
             .map(|r| match out_id {
                 Some(id) => self.linear_index(id, r, &strides),
@@ -170,7 +180,8 @@ impl Emitter<'_> {
             })
             .collect::<R<Vec<_>>>()?;
         let writer = self.thread_bits_zero(writer_mask)?;
-        let mine = slot_base(self, group)?;
+        let per_group = self.u32c(out_elems);
+        let mine = self.mul(group, per_group)?;
         self.if_(writer, |e| {
             for (r, &p) in partial.iter().enumerate() {
                 let valid = match out_id {
@@ -182,22 +193,16 @@ impl Emitter<'_> {
             }
             Ok(())
         })?;
-        self.scratch_written(claim);
-        let mut out = Vec::with_capacity(partial.len());
-        for &index in &indices {
-            let mut acc: Option<Value> = None;
-            for g in 0..groups {
-                let start = self.u32c(g * out_elems);
-                let at = self.add(start, index)?;
-                let v = self.shared_load(claim, at, ty)?;
-                acc = Some(match acc {
-                    Some(a) => self.combine(combine, ty, a, v)?,
-                    None => v,
-                });
-            }
-            out.push(acc.ok_or_else(|| self.internal("no warp groups"))?);
-        }
-        Ok(out)
+        Ok(PendingRead {
+            value,
+            claim,
+            indices,
+            groups,
+            out_elems,
+            combine: combine.clone(),
+            ty,
+            published: false,
+        })
     }
 
     /// `value` from the lane `lane` (`U32`) bits away (`bool` travels as a `u32`).

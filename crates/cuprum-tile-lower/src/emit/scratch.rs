@@ -11,8 +11,16 @@
 //! the beginning behind a barrier. So RMS norm's one reduction takes one barrier instead of
 //! two, and layer norm's and softmax's two take two instead of four (as Triton's allocation
 //! of its shared memory also saves them).
+//!
+//! A reduction's reads wait until its result is first used ([`PendingRead`]): the statements
+//! before that use run first, so independent reductions (a sum and a sum of squares of one
+//! tile) write their partial results side by side and all meet the block at one barrier, as
+//! a Welford reduction's one exchange does. Pending reads are made before any statement
+//! with nested blocks or that leaves its block, and at the end of every block, so that
+//! control flow never sees one (and a barrier is never inside a branch of its own).
 
 use cuprum_ir::{AddressSpace, CmpOp, Constant, Op, ScalarType, Stmt, Value};
+use cuprum_tile_ir::{Combine, TileValue};
 
 use super::{Emitter, R};
 use crate::emit::values::shared_type;
@@ -29,6 +37,14 @@ pub(crate) enum InUse {
 }
 
 impl InUse {
+    /// `self` and also the bytes of `claim`.
+    fn and_claim(self, claim: Claim) -> InUse {
+        self.either(InUse::Bytes {
+            start: claim.start,
+            end: claim.start + claim.bytes,
+        })
+    }
+
     /// What may be in use after one of two branches ran, one ending with `self`, the other
     /// with `other`.
     pub(crate) fn either(self, other: InUse) -> InUse {
@@ -53,6 +69,24 @@ pub(crate) struct Claim {
     bytes: u32,
 }
 
+/// A reduction across warps whose partial results are in the scratch and whose reads wait
+/// until its value is first used.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingRead {
+    /// The reduction's result.
+    pub(crate) value: TileValue,
+    pub(crate) claim: Claim,
+    /// Per register of the result, its element's index within one warp group's results.
+    pub(crate) indices: Vec<Value>,
+    /// How many warp groups wrote results (`out_elems` elements each).
+    pub(crate) groups: u32,
+    pub(crate) out_elems: u32,
+    pub(crate) combine: Combine,
+    pub(crate) ty: ScalarType,
+    /// Whether a barrier has passed since the writes.
+    pub(crate) published: bool,
+}
+
 /// Exchanges start at multiples of this many bytes (the widest element and vector access).
 const ALIGN: u32 = 16;
 
@@ -70,38 +104,109 @@ impl Emitter<'_> {
         }
         let bytes = bytes as u32;
         self.scratch_events += 1;
-        let start = match self.scratch_in_use {
-            InUse::Nothing => 0,
-            InUse::Bytes { end, .. }
-                if u64::from(end.next_multiple_of(ALIGN)) + u64::from(bytes) <= limit =>
-            {
-                end.next_multiple_of(ALIGN)
-            }
-            InUse::Bytes { .. } | InUse::Unknown => {
+        let start = match self.free_from(bytes) {
+            Some(start) => start,
+            None => {
+                // A barrier ends the reads from before; what pending reductions left stays.
                 self.barrier();
-                0
+                match self.free_from(bytes) {
+                    Some(start) => start,
+                    None => {
+                        self.make_pending_reads()?;
+                        self.barrier();
+                        0
+                    }
+                }
             }
         };
         self.shared_bytes = self.shared_bytes.max(start + bytes);
         Ok(Claim { start, bytes })
     }
 
+    /// Where `bytes` fit after everything in use, if they do.
+    fn free_from(&self, bytes: u32) -> Option<u32> {
+        let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        match self.scratch_in_use {
+            InUse::Nothing => Some(0),
+            InUse::Bytes { end, .. }
+                if u64::from(end.next_multiple_of(ALIGN)) + u64::from(bytes) <= limit =>
+            {
+                Some(end.next_multiple_of(ALIGN))
+            }
+            InUse::Bytes { .. } | InUse::Unknown => None,
+        }
+    }
+
     /// Marks the exchange's writes done: the barrier that lets its readers read, after
     /// which threads may be reading its bytes until the next barrier.
     pub(crate) fn scratch_written(&mut self, claim: Claim) {
         self.barrier();
-        self.scratch_in_use = InUse::Bytes {
-            start: claim.start,
-            end: claim.start + claim.bytes,
-        };
+        self.scratch_in_use = self.scratch_in_use.and_claim(claim);
+    }
+
+    /// Records a reduction whose writes are done and whose reads wait for its first use;
+    /// its bytes stay in use until then.
+    pub(crate) fn defer_read(&mut self, read: PendingRead) {
+        self.scratch_in_use = self.scratch_in_use.and_claim(read.claim);
+        self.pending_reads.push(read);
     }
 
     /// Every thread of the block waits for all others; after it no thread reads the
-    /// scratch from before.
+    /// scratch from before, and the pending reductions' results may be read.
     pub(crate) fn barrier(&mut self) {
         self.scratch_events += 1;
         self.scratch_in_use = InUse::Nothing;
+        for read in &mut self.pending_reads {
+            read.published = true;
+            self.scratch_in_use = self.scratch_in_use.and_claim(read.claim);
+        }
         self.push(Stmt::Barrier);
+    }
+
+    /// Makes the pending read of `value`, if there is one.
+    pub(crate) fn make_pending_read(&mut self, value: TileValue) -> R<()> {
+        match self.pending_reads.iter().position(|p| p.value == value) {
+            Some(i) => {
+                let read = self.pending_reads.remove(i);
+                self.read_exchange(read)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Makes every pending read, in the order of the reductions.
+    pub(crate) fn make_pending_reads(&mut self) -> R<()> {
+        while !self.pending_reads.is_empty() {
+            let read = self.pending_reads.remove(0);
+            self.read_exchange(read)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a reduction's partial results (behind a barrier if none has passed since they
+    /// were written) and combines them in group order, defining its value.
+    pub(crate) fn read_exchange(&mut self, read: PendingRead) -> R<()> {
+        if !read.published {
+            self.barrier();
+        }
+        // Threads read these bytes until the next barrier.
+        self.scratch_in_use = self.scratch_in_use.and_claim(read.claim);
+        let mut out = Vec::with_capacity(read.indices.len());
+        for &index in &read.indices {
+            let mut acc: Option<Value> = None;
+            for g in 0..read.groups {
+                let start = self.u32c(g * read.out_elems);
+                let at = self.add(start, index)?;
+                let v = self.shared_load(read.claim, at, read.ty)?;
+                acc = Some(match acc {
+                    Some(a) => self.combine(&read.combine, read.ty, a, v)?,
+                    None => v,
+                });
+            }
+            out.push(acc.ok_or_else(|| self.internal("no warp groups"))?);
+        }
+        let lv = self.reduced(read.value, out)?;
+        self.set(read.value, lv)
     }
 
     /// Runs `body` (a loop's body, emitted once, run any number of times): it starts not

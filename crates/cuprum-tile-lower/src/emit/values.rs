@@ -62,11 +62,9 @@ impl Emitter<'_> {
                 self.reshaped(value, *a, CoordMap::reshape(&from, &to))
             }
             TOp::Permute { value: a, perm } => self.reshaped(value, *a, CoordMap::permute(perm)),
-            TOp::Reduce {
-                value: a,
-                axis,
-                combine,
-            } => self.reduce(value, *a, *axis as usize, combine),
+            TOp::Reduce { .. } => {
+                Err(self.internal("a reduction is lowered as a statement (`Emitter::reduce`)"))
+            }
             TOp::Load { view, padding } => self.load(value, view, *padding),
         }
     }
