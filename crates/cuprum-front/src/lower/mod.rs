@@ -678,6 +678,10 @@ impl<'a> Lowerer<'a> {
             }
             return Ok(());
         }
+        // `let [a, b, ..] = array;`: each name takes its element (see `let_array_pattern`).
+        if let syn::Pat::Slice(ps) = strip_type(pat) {
+            return self.let_array_pattern(ps, init);
+        }
         // `let r = &mut place;`: `r` names the place (see `references`).
         if let (syn::Pat::Ident(id), syn::Expr::Reference(r)) = (strip_type(pat), init)
             && id.mutability.is_none()
@@ -724,6 +728,41 @@ impl<'a> Lowerer<'a> {
             _ => (self.expr(init)?, false),
         };
         self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)
+    }
+
+    /// `let [a, b, c] = init;`: `a = init[0]`, `b = init[1]`, ... An `init` that names a place
+    /// (a variable, an element, a field) is indexed where it is, reading each element once;
+    /// any other is evaluated once into a hidden binding first. Sub-patterns are those `let`
+    /// takes; `..` is refused, as the array's length is then not checked here.
+    fn let_array_pattern(&mut self, ps: &syn::PatSlice, init: &syn::Expr) -> Result<()> {
+        if let Some(rest) = ps.elems.iter().find(|p| matches!(p, syn::Pat::Rest(_))) {
+            return err(
+                rest.span(),
+                "`..` in an array pattern is not supported in device code: name every element \
+                 (`_` for those not needed), or index the array",
+            );
+        }
+        fn is_place(e: &syn::Expr) -> bool {
+            match e {
+                syn::Expr::Path(_) => true,
+                syn::Expr::Index(i) => is_place(&i.expr),
+                syn::Expr::Field(f) => is_place(&f.base),
+                syn::Expr::Paren(p) => is_place(&p.expr),
+                _ => false,
+            }
+        }
+        let source: syn::Expr = if is_place(init) {
+            init.clone()
+        } else {
+            let hidden = quote::format_ident!("__cuprum_array_pattern_{}", self.site());
+            self.let_binding(&syn::parse_quote!(#hidden), init)?;
+            syn::parse_quote!(#hidden)
+        };
+        for (i, p) in ps.elems.iter().enumerate() {
+            let element: syn::Expr = syn::parse_quote_spanned!(p.span()=> (#source)[#i]);
+            self.let_binding(p, &element)?;
+        }
+        Ok(())
     }
 
     /// Binds `value` to `pat` (a name, `_`, or a tuple of those). Arrays are copied unless
