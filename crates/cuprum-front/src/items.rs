@@ -18,6 +18,8 @@ pub struct ModuleInfo {
     pub structs: Vec<syn::ItemStruct>,
     /// The functions of `impl` blocks of those structs (inherent ones, and operator traits).
     pub methods: Vec<crate::impls::DeviceMethod>,
+    /// `#[constant]` statics (cuda-oxide's constant memory), in source order.
+    pub constants: Vec<crate::constants::ConstantInfo>,
 }
 
 /// One `#[kernel]` function.
@@ -64,6 +66,9 @@ pub struct HostParam {
     pub rust_type: syn::Type,
     /// What the front end made of `rust_type`.
     pub ty: ParamType,
+    /// For the hidden parameter that carries a `#[constant]`'s buffer (after the kernel's own
+    /// parameters): that constant. The host passes the module's buffer, not an argument.
+    pub constant: Option<crate::constants::ConstantInfo>,
 }
 
 /// `#[launch_contract(domain = N, block = (x, y, z))]` on a safe kernel, or
@@ -101,6 +106,7 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         consts: Vec::new(),
         structs: Vec::new(),
         methods: Vec::new(),
+        constants: Vec::new(),
     };
     // Structs first: kernel signatures may name them.
     for item in items {
@@ -146,6 +152,17 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         }
     }
     let mut errors = Errors::default();
+    // Constants too: kernels before them in the source may read them.
+    for item in items {
+        if let syn::Item::Static(st) = item
+            && st.attrs.iter().any(|a| attr_is(a, "constant"))
+        {
+            match crate::constants::scan_constant(st) {
+                Ok(c) => info.constants.push(c),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
     for item in items {
         if let syn::Item::Fn(f) = item
             && let Err(e) = crate::types::refuse_trait_objects(f)
@@ -155,7 +172,11 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         }
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| attr_is(a, "kernel")) => {
-                match scan_kernel(f, &info.structs) {
+                let bound = scan_kernel(f, &info.structs).and_then(|mut k| {
+                    crate::constants::bind_constants(&mut k, &info.constants, &info.structs)?;
+                    Ok(k)
+                });
+                match bound {
                     Ok(k) => info.kernels.push(k),
                     Err(e) => errors.push(e),
                 }
@@ -171,11 +192,26 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                         "this attribute belongs on a `#[kernel]` function",
                     ));
                 }
+                for c in &info.constants {
+                    if let Some(span) = crate::constants::mentions(&f.block, &c.name) {
+                        errors.push(crate::constants::misuse(c, span));
+                    }
+                }
                 info.helpers.push(f.clone());
             }
             syn::Item::Const(c) => info.consts.push(c.clone()),
+            syn::Item::Static(st) if st.attrs.iter().any(|a| attr_is(a, "constant")) => {}
             syn::Item::Impl(i) => match crate::impls::scan_impl(i, &info.structs) {
-                Ok(methods) => info.methods.extend(methods),
+                Ok(methods) => {
+                    for m in &methods {
+                        for c in &info.constants {
+                            if let Some(span) = crate::constants::mentions(&m.item.block, &c.name) {
+                                errors.push(crate::constants::misuse(c, span));
+                            }
+                        }
+                    }
+                    info.methods.extend(methods)
+                }
                 Err(e) => errors.push(e),
             },
             syn::Item::Struct(_) => {}
@@ -206,8 +242,9 @@ fn unsupported_item(item: &syn::Item) -> syn::Error {
         ),
         syn::Item::Static(s) => (
             s.static_token.span,
-            "statics are not supported in device code: use a `const`, or pass the value as a \
-             kernel parameter"
+            "statics are not supported in device code: use a `const`, pass the value as a \
+             kernel parameter, or declare constant memory the host sets: `#[constant] static \
+             NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`"
                 .into(),
         ),
         other => (
@@ -283,6 +320,7 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
                         name,
                         rust_type: (*pt.ty).clone(),
                         ty,
+                        constant: None,
                     }),
                     Err(e) => errors.push(e),
                 }

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod constants;
 mod impls;
 mod items;
 pub mod layout;

@@ -103,6 +103,12 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 i.attrs.push(syn::parse_quote!(#[allow(dead_code, clippy::needless_range_loop, clippy::manual_memcpy, clippy::manual_swap)]));
                 kept.push(syn::Item::Impl(i));
             }
+            syn::Item::Static(st) if st.attrs.iter().any(|a| cuprum_front_attr(a, "constant")) => {
+                // Read only by the kernels' host copies (or by none, until used).
+                let mut st = st.clone();
+                st.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                kept.push(syn::Item::Static(st));
+            }
             other => kept.push(other.clone()),
         }
     }
@@ -121,6 +127,30 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
         let (method, marker) = launch_method(k, &field)?;
         methods.push(method);
         markers.extend(marker);
+    }
+    for c in &compiled.info.constants {
+        let (field, elem) = (c.param_name(), &c.elem);
+        fields.push(quote!(#field: ::cuprum::__private::ConstantCell<#elem>));
+        field_inits.push(quote!(#field: ::cuprum::__private::ConstantCell::new(ctx)?));
+        let (set, name) = (c.setter(), c.name.to_string());
+        let set_blocking = format_ident!("{}_blocking", set);
+        let set_doc = format!(
+            "Sets the `#[constant]` `{name}`: launches queued after this on `stream` read \
+             `value`; those queued before it, on any stream, read the value before."
+        );
+        let blocking_doc =
+            format!("Sets the `#[constant]` `{name}` and waits until the value is written.");
+        methods.push(quote! {
+            #[doc = #set_doc]
+            pub fn #set(&self, stream: &::cuprum::Stream, value: &#elem) -> ::cuprum::Result<()> {
+                self.#field.set(stream, value)
+            }
+
+            #[doc = #blocking_doc]
+            pub fn #set_blocking(&self, value: &#elem) -> ::cuprum::Result<()> {
+                self.#field.set_blocking(value)
+            }
+        });
     }
 
     Ok(quote! {
@@ -416,9 +446,19 @@ fn launch_method(
     let method = format_ident!("{}", name, span = k.item.sig.ident.span());
     let mut params = Vec::new();
     let mut args = Vec::new();
+    // The module's buffers of the constants the kernel reads, held through the launch.
+    let mut constants = Vec::new();
     for p in &k.params {
         let (param, arg) = host_param(p, &k.type_params)?;
-        params.push(param);
+        if p.constant.is_some() {
+            let (name, guard) = (&p.name, format_ident!("{}_guard", p.name));
+            constants.push(quote! {
+                let #guard = self.#name.buffer();
+                let #name = &*#guard;
+            });
+        } else {
+            params.push(param);
+        }
         args.push(arg);
     }
     let (generics, target) = kernel_target(k, field);
@@ -486,6 +526,7 @@ fn launch_method(
                 ) -> ::cuprum::Result<()> #where_clause {
                     let config: ::cuprum::LaunchConfig = config.into();
                     #requires
+                    #(#constants)*
                     let args = [#(#args),*];
                     #target
                     // SAFETY: the caller upholds the contract stated above; the argument list
@@ -548,6 +589,7 @@ fn launch_method(
                 #(#params),*
             ) -> ::cuprum::Result<()> #where_clause {
                 #requires
+                #(#constants)*
                 let args = [#(#args),*];
                 #target
                 // SAFETY: the argument list mirrors the kernel's parameters (the macro made

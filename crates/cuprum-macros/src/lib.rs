@@ -92,6 +92,22 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     item
 }
 
+/// `#[constant]` on a `static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;` inside a
+/// `#[cuda_module]`: constant memory that kernels read with `NAME.get()` or `NAME.get_ref()`
+/// and the host sets with the loaded module's `set_name` (see `cuprum::simt::constant`).
+#[proc_macro_attribute]
+pub fn constant(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`#[constant]` takes no arguments",
+        )
+        .to_compile_error()
+        .into();
+    }
+    item
+}
+
 /// `#[launch_bounds(max_threads[, min_blocks_per_sm])]` on a kernel inside a `#[cuda_module]`.
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {

@@ -70,6 +70,7 @@ pub mod prelude {
 /// Used by the code `#[cuda_module]` generates; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::simt::constant::ConstantCell;
     pub use cuprum_front::Specialization;
     pub use cuprum_runtime::{KernelArg, LaunchContract, LoadedModule};
     use std::collections::HashMap;

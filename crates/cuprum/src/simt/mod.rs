@@ -19,9 +19,10 @@ use std::marker::PhantomData;
 /// The same macro as [`cuprum::cuda_module`](crate::cuda_module), where cuda-oxide's device
 /// crate has it.
 pub use cuprum_macros::cuda_module;
-pub use cuprum_macros::{device, kernel, launch_bounds, launch_contract};
+pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract};
 
 pub mod atomic;
+pub mod constant;
 pub mod disjoint;
 pub mod mma;
 pub mod num;
@@ -33,6 +34,7 @@ pub mod thread;
 pub mod warp;
 
 pub use atomic::AtomicSlice;
+pub use constant::ConstantMemory;
 pub use disjoint::DisjointSlice;
 pub use num::Num;
 pub use phased::{SharedAtomic, SharedRead, SharedRead2d, SharedWrite, SharedWrite2d, SyncPhases};
