@@ -550,7 +550,9 @@ pub fn launch_with(
     let (threads, warps) = check_dims(kernel, &dims)?;
     let (shared_offsets, static_shared) =
         layout(kernel, &kernel.shared, "shared", MAX_SHARED_BYTES)?;
-    let shared_size = u64::from(static_shared) + u64::from(dims.dynamic_shared_bytes);
+    // Dynamic shared memory starts after the static arrays, at the kernel's alignment.
+    let dyn_shared_offset = static_shared.next_multiple_of(kernel.dyn_shared_alignment());
+    let shared_size = u64::from(dyn_shared_offset) + u64::from(dims.dynamic_shared_bytes);
     if shared_size > u64::from(MAX_SHARED_BYTES) {
         return Err(invalid_launch(
             kernel,
@@ -572,7 +574,7 @@ pub fn launch_with(
         types: kernel.values.iter().map(|(_, d)| d.ty).collect(),
         params,
         shared_offsets,
-        dyn_shared_offset: static_shared,
+        dyn_shared_offset,
         shared_size: shared_size as u32,
         local_offsets,
         local_size,

@@ -74,6 +74,12 @@ impl KernelBuilder {
         self.kernel.block = block;
     }
 
+    /// Asks that dynamic shared memory start at a multiple of `align` bytes (a power of two);
+    /// the kernel keeps the largest alignment asked ([`Kernel::dyn_shared_alignment`]).
+    pub fn align_dyn_shared(&mut self, align: u32) {
+        self.kernel.dyn_shared_align = self.kernel.dyn_shared_align.max(align);
+    }
+
     /// Declares a static shared array and returns its index.
     pub fn shared_array(&mut self, decl: ArrayDecl) -> u32 {
         self.kernel.shared.push(decl);

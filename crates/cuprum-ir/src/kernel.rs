@@ -147,6 +147,25 @@ pub struct Kernel {
     /// `.reqntid`. Each dimension is at least 1 and within the hardware limits, and the
     /// product is at most 1024 and at most the launch bounds.
     pub block: Option<(u32, u32, u32)>,
+    /// The alignment in bytes that [`Op::DynSharedAddr`] has, when the kernel asks for more
+    /// than the default ([`DYN_SHARED_MIN_ALIGN`]); 0 asks for the default. A power of two
+    /// up to [`DYN_SHARED_MAX_ALIGN`]. Read it through [`Kernel::dyn_shared_alignment`].
+    pub dyn_shared_align: u32,
+}
+
+/// The alignment dynamic shared memory always has (the widest vector access).
+pub const DYN_SHARED_MIN_ALIGN: u32 = 16;
+
+/// The largest alignment a kernel may ask of dynamic shared memory (what TMA's 128-byte
+/// swizzle needs).
+pub const DYN_SHARED_MAX_ALIGN: u32 = 1024;
+
+impl Kernel {
+    /// The alignment in bytes of the start of dynamic shared memory ([`Op::DynSharedAddr`]):
+    /// a power of two, at least [`DYN_SHARED_MIN_ALIGN`]. Both backends place it so.
+    pub fn dyn_shared_alignment(&self) -> u32 {
+        self.dyn_shared_align.max(DYN_SHARED_MIN_ALIGN)
+    }
 }
 
 /// `.maxntid` / `.minnctapersm` for the PTX entry.

@@ -349,6 +349,13 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
             )));
         }
     }
+    let align = kernel.dyn_shared_align;
+    if align != 0 && (!align.is_power_of_two() || align > crate::kernel::DYN_SHARED_MAX_ALIGN) {
+        return Err(err(format!(
+            "dynamic shared memory alignment {align} is not a power of two up to {}",
+            crate::kernel::DYN_SHARED_MAX_ALIGN
+        )));
+    }
     let mut state = Walk {
         kernel,
         defined: vec![false; kernel.values.len()],

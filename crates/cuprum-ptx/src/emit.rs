@@ -34,7 +34,17 @@ pub(crate) use ins;
 
 /// The module-scope symbol of dynamic shared memory (one for the whole module; the hardware
 /// places it after the static shared memory of whichever kernel runs).
-pub(crate) const DYN_SHARED_SYMBOL: &str = "$cuprum_dsmem";
+const DYN_SHARED_SYMBOL: &str = "$cuprum_dsmem";
+
+/// The module-scope symbol of dynamic shared memory aligned to `align` bytes: one per
+/// alignment, so each kernel's starts where it asked (the default keeps the plain name).
+pub(crate) fn dyn_shared_symbol(align: u32) -> String {
+    if align <= cuprum_ir::DYN_SHARED_MIN_ALIGN {
+        DYN_SHARED_SYMBOL.to_string()
+    } else {
+        format!("{DYN_SHARED_SYMBOL}_align{align}")
+    }
+}
 /// The function-scope symbol of the static shared arrays of a kernel.
 const SHARED_SYMBOL: &str = "$smem";
 /// The function-scope symbol of the local arrays of a kernel.
@@ -431,7 +441,10 @@ impl<'k> KernelWriter<'k> {
                 let off = self.local_offsets.get(*i as usize).copied().unwrap_or(0);
                 self.symbol_address(d, LOCAL_SYMBOL, off);
             }
-            Op::DynSharedAddr => self.symbol_address(d, DYN_SHARED_SYMBOL, 0),
+            Op::DynSharedAddr => {
+                let symbol = dyn_shared_symbol(self.kernel.dyn_shared_alignment());
+                self.symbol_address(d, &symbol, 0)
+            }
             Op::Special(s) => {
                 let dim = |d: &Dim| match d {
                     Dim::X => "x",

@@ -142,11 +142,20 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
     );
     let uses =
         |pred: &dyn Fn(&Op) -> bool| module.kernels.iter().any(|k| emit::uses_op(&k.body, &pred));
-    if uses(&|op| matches!(op, Op::DynSharedAddr)) {
+    // One dynamic shared symbol per alignment the module's kernels ask for.
+    let mut dyn_aligns: Vec<u32> = module
+        .kernels
+        .iter()
+        .filter(|k| emit::uses_op(&k.body, &|op| matches!(op, Op::DynSharedAddr)))
+        .map(|k| k.dyn_shared_alignment())
+        .collect();
+    dyn_aligns.sort_unstable();
+    dyn_aligns.dedup();
+    for align in dyn_aligns {
         let _ = writeln!(
             out,
-            "\n.extern .shared .align 16 .b8 {}[];",
-            emit::DYN_SHARED_SYMBOL
+            "\n.extern .shared .align {align} .b8 {}[];",
+            emit::dyn_shared_symbol(align)
         );
     }
     if module
