@@ -396,6 +396,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.nvptx_call(&last, &path, &args, span)? {
             return Ok(v);
         }
+        if let Some(v) = self.dynamic_shared_array_call(&p.path, &args, span)? {
+            return Ok(v);
+        }
         if p.path.segments.iter().any(|s| s.ident == "nvptx") {
             return err(
                 span,
@@ -579,12 +582,107 @@ impl Lowerer<'_> {
         Ok(Some(Val::Scalar(self.cast_value(x, S::I32, span)?)))
     }
 
+    /// cuda-oxide's `DynamicSharedArray::<T, ALIGN>::get()` (a `*mut T` to the start of
+    /// dynamic shared memory), `::offset(bytes)` (`bytes` past it) and `::get_raw()` (a
+    /// `*mut u8`). `ALIGN` (16 unless given, a power of two) becomes the kernel's alignment of
+    /// dynamic shared memory, the largest that any call asks. The pointer is dereferenced
+    /// inside `unsafe`, which rustc requires: the launch's `shared_mem_bytes` must cover what
+    /// the kernel touches, and threads must meet at barriers between writes and reads.
+    fn dynamic_shared_array_call(
+        &mut self,
+        path: &syn::Path,
+        args: &[&syn::Expr],
+        span: proc_macro2::Span,
+    ) -> Result<Option<Val>> {
+        let segs: Vec<&syn::PathSegment> = path.segments.iter().collect();
+        let [.., array, f] = segs[..] else {
+            return Ok(None);
+        };
+        if array.ident != "DynamicSharedArray" {
+            return Ok(None);
+        }
+        let generics: Vec<&syn::GenericArgument> = match &array.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().collect(),
+            _ => Vec::new(),
+        };
+        let elem = match generics.first() {
+            Some(syn::GenericArgument::Type(t)) => self.resolve_scalar(t)?,
+            _ => {
+                return err(
+                    array.span(),
+                    "name the element type: `DynamicSharedArray::<f32>::get()`",
+                );
+            }
+        };
+        let align = match generics.get(1) {
+            None => cuprum_ir::DYN_SHARED_MIN_ALIGN,
+            Some(syn::GenericArgument::Const(e)) => self.alignment_const(e)?,
+            Some(syn::GenericArgument::Type(syn::Type::Path(tp))) => {
+                let e: syn::Expr = syn::Expr::Path(syn::ExprPath {
+                    attrs: Vec::new(),
+                    qself: None,
+                    path: tp.path.clone(),
+                });
+                self.alignment_const(&e)?
+            }
+            Some(other) => return err(other.span(), "expected the alignment in bytes"),
+        };
+        if !align.is_power_of_two() || align > cuprum_ir::DYN_SHARED_MAX_ALIGN {
+            return err(
+                array.span(),
+                format!(
+                    "the alignment of dynamic shared memory is a power of two up to {}",
+                    cuprum_ir::DYN_SHARED_MAX_ALIGN
+                ),
+            );
+        }
+        self.b.align_dyn_shared(align);
+        let base = self.def(Op::DynSharedAddr, span)?;
+        let (addr, elem) = match (f.ident.to_string().as_str(), args) {
+            ("get", []) => (base, elem),
+            ("get_raw", []) => (base, S::U8),
+            ("offset", [bytes]) => {
+                let n = self.expr(bytes)?;
+                let n = self.materialize(n, S::U64, span)?;
+                let n = self.cast_value(n, S::U32, span)?;
+                (self.def(Op::Binary(BinaryOp::Add, base, n), span)?, elem)
+            }
+            (other, _) => {
+                return err(
+                    f.span(),
+                    format!(
+                        "`DynamicSharedArray::{other}` is not supported: `get()`, \
+                         `offset(bytes)` and `get_raw()` are"
+                    ),
+                );
+            }
+        };
+        Ok(Some(Val::Ptr {
+            addr,
+            elem,
+            mutable: true,
+            space: cuprum_ir::AddressSpace::Shared,
+        }))
+    }
+
+    /// An alignment given as a constant expression.
+    fn alignment_const(&self, e: &syn::Expr) -> Result<u32> {
+        match self.eval_const(e, 0)? {
+            super::ConstVal::Int(n) if (1..=i128::from(u32::MAX)).contains(&n) => Ok(n as u32),
+            _ => err(
+                e.span(),
+                "expected the alignment in bytes, a positive constant",
+            ),
+        }
+    }
+
     /// `p.add(i)`, `p.offset(i)`, `p.sub(i)`, `p.read()`, `p.write(v)` on raw device pointers.
     fn pointer_method(&mut self, m: &syn::ExprMethodCall, p: Val) -> Result<Val> {
         let Val::Ptr {
             addr,
             elem,
             mutable,
+            space,
         } = p
         else {
             return err(m.span(), "expected a pointer");
@@ -600,8 +698,10 @@ impl Lowerer<'_> {
                 let signed = method.contains("offset");
                 let n = self.expr(n)?;
                 let n = self.materialize(n, if signed { S::I64 } else { S::U64 }, span)?;
-                let n = self.cast_value(n, S::U64, span)?;
-                let size = self.constant(Constant::u64(u64::from(elem.size_bytes())));
+                // Addresses wrap in their own width (shared ones are 32 bits).
+                let width = self.ty(addr);
+                let n = self.cast_value(n, width, span)?;
+                let size = self.constant(Constant::new(width, u64::from(elem.size_bytes())));
                 let bytes = self.def(Op::Binary(BinaryOp::Mul, n, size), span)?;
                 let op = if method.ends_with("sub") {
                     BinaryOp::Sub
@@ -613,11 +713,12 @@ impl Lowerer<'_> {
                     addr,
                     elem,
                     mutable,
+                    space,
                 })
             }
             ("read", []) => Ok(Val::Scalar(self.def(
                 Op::Load {
-                    space: cuprum_ir::AddressSpace::Global,
+                    space,
                     ty: elem,
                     addr,
                 },
@@ -627,7 +728,7 @@ impl Lowerer<'_> {
                 let v = self.expr(v)?;
                 let v = self.materialize(v, elem, span)?;
                 self.b.push(Stmt::Store {
-                    space: cuprum_ir::AddressSpace::Global,
+                    space,
                     addr,
                     value: v,
                 });

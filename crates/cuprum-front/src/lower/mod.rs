@@ -147,11 +147,14 @@ enum Val {
     Tuple(Vec<Val>),
     /// A struct of the module, taken apart: its fields in declaration order.
     Struct(String, Vec<Val>),
-    /// A raw device pointer (`*const T` / `*mut T` in an `unsafe` kernel): a `U64` address.
+    /// A raw device pointer: a `*const T` / `*mut T` parameter of an `unsafe` kernel (a `U64`
+    /// global address), or cuda-oxide's `DynamicSharedArray::<T>::get()` (a `U32` address in
+    /// dynamic shared memory). Dereferencing it is `unsafe` in Rust.
     Ptr {
         addr: Value,
         elem: S,
         mutable: bool,
+        space: AddressSpace,
     },
     /// A reference to an aggregate element of global memory (`get_mut` of a
     /// `DisjointSlice<[f32; 4]>`).
@@ -363,6 +366,7 @@ impl<'a> Lowerer<'a> {
                         addr,
                         elem,
                         mutable,
+                        space: AddressSpace::Global,
                     }
                 }
                 ParamType::Scalar(ty) => {

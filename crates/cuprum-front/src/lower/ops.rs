@@ -1,9 +1,7 @@
 //! Operators: arithmetic with literal typing, comparisons, short-circuit logic, casts,
 //! and the checks Rust makes on integer division.
 
-use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, TrapKind, UnaryOp, Value,
-};
+use cuprum_ir::{BinaryOp, CmpOp, Constant, Op, ScalarType as S, Stmt, TrapKind, UnaryOp, Value};
 use syn::spanned::Spanned;
 
 use super::*;
@@ -286,9 +284,11 @@ impl Lowerer<'_> {
         match u.op {
             syn::UnOp::Deref(_) => match self.expr(&u.expr)? {
                 v @ Val::ElemRef { .. } => self.deref_elem(v, span),
-                Val::Ptr { addr, elem, .. } => Ok(Val::Scalar(self.def(
+                Val::Ptr {
+                    addr, elem, space, ..
+                } => Ok(Val::Scalar(self.def(
                     Op::Load {
-                        space: AddressSpace::Global,
+                        space,
                         ty: elem,
                         addr,
                     },
@@ -337,6 +337,10 @@ impl Lowerer<'_> {
         let to = self.resolve_scalar(&c.ty)?;
         let span = c.span();
         match self.expr(&c.expr)? {
+            // `ptr as u64`: the address (a shared one is its offset in the block's window).
+            Val::Ptr { addr, .. } if to.is_int() && to.bits() >= 32 => {
+                Ok(Val::Scalar(self.cast_value(addr, to, span)?))
+            }
             Val::Int(i) => {
                 if to.is_float() {
                     return Ok(Val::Scalar(self.constant(int_as_float(to, i))));

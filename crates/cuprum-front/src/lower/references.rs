@@ -12,7 +12,7 @@
 //! What cannot be a place is refused: a reference returned from a helper, kept in a struct,
 //! or re-pointed (`let mut r = &mut x`).
 
-use cuprum_ir::{AddressSpace, Op};
+use cuprum_ir::Op;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
@@ -188,11 +188,8 @@ impl Lowerer<'_> {
                 addr,
                 elem,
                 mutable: true,
-            } => Ok(Place::Mem {
-                space: AddressSpace::Global,
-                addr,
-                elem,
-            }),
+                space,
+            } => Ok(Place::Mem { space, addr, elem }),
             Val::Ptr { .. } => err(whole.span(), "cannot write through a `*const` pointer"),
             other => err(
                 expr.span(),

@@ -39,7 +39,7 @@ pub use disjoint::DisjointSlice;
 pub use num::Num;
 pub use phased::{SharedAtomic, SharedRead, SharedRead2d, SharedWrite, SharedWrite2d, SyncPhases};
 pub use pointer::DevicePtr;
-pub use shared::{DynamicShared, SharedArray, dynamic_shared};
+pub use shared::{DynamicShared, DynamicSharedArray, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
 
 /// Waits until every thread of the block has arrived (`__syncthreads`); shared and global

@@ -185,6 +185,41 @@ impl<T: Copy> DynamicShared<T> {
     shared_access!();
 }
 
+/// cuda-oxide's raw view of dynamic shared memory: `DynamicSharedArray::<f32>::get()` is a
+/// `*mut f32` to its start, `::offset(bytes)` one `bytes` past it, `::get_raw()` a `*mut u8`.
+/// Every call in a kernel names the same memory (partition it by byte offsets), whose size is
+/// the launch's `shared_mem_bytes`; `ALIGN` (a power of two, 16 by default) is the alignment
+/// the start has, the largest any call in the kernel asks. Dereferencing the pointers is
+/// `unsafe`: the launch must give enough bytes, and threads must meet at
+/// `thread::sync_threads()` between one's write and another's read. For safe shared memory,
+/// see `SharedWrite`/`SharedRead` ([`crate::simt::phased`]).
+pub struct DynamicSharedArray<T, const ALIGN: usize = 16> {
+    _elements: PhantomData<*mut T>,
+}
+
+impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
+    /// The alignment in bytes the start has.
+    pub const fn alignment() -> usize {
+        ALIGN
+    }
+
+    /// The start of dynamic shared memory, as `T`s. In device code only.
+    pub fn get() -> *mut T {
+        unreachable_on_host()
+    }
+
+    /// `bytes` past the start, as `T`s. In device code only.
+    pub fn offset(bytes: usize) -> *mut T {
+        let _ = bytes;
+        unreachable_on_host()
+    }
+
+    /// The start as bytes. In device code only.
+    pub fn get_raw() -> *mut u8 {
+        unreachable_on_host()
+    }
+}
+
 /// What device-only operations return when host code calls them: they are never meant to run
 /// there, and a kernel's host copy is never called.
 pub(crate) fn unreachable_on_host<T>() -> T {
