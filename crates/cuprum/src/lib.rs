@@ -44,6 +44,29 @@
 extern crate self as cuprum;
 
 pub mod simt;
+
+/// cuda-oxide's `ltoir::load_kernel_module(&ctx, "name")`, with which its programs whose
+/// kernels call libdevice math load the module (cuda-oxide builds those through NVVM and
+/// links them at run time). cuprum compiles its own math and every `#[cuda_module]` into the
+/// program, so, like [`CudaContext::load_module_from_file`], this only names the module for
+/// `kernels::from_module(..)`, which loads cuprum's build for the context. Nothing is read and
+/// no LTO-IR is linked.
+pub mod ltoir {
+    use crate::{CudaContext, ModuleFile, Result};
+
+    /// Names the module `name` (cuda-oxide's crate name) on `ctx`, for
+    /// `kernels::from_module(..)`.
+    ///
+    /// ```
+    /// let ctx = cuprum::CudaContext::emulator();
+    /// let file = cuprum::ltoir::load_kernel_module(&ctx, "math_tan")?;
+    /// assert!(file.context().same_context(&ctx));
+    /// # Ok::<(), cuprum::Error>(())
+    /// ```
+    pub fn load_kernel_module(ctx: &CudaContext, name: &str) -> Result<ModuleFile> {
+        ctx.load_module_from_file(format!("{name}.ltoir"))
+    }
+}
 pub mod tile;
 
 pub use cuprum_ir as ir;
