@@ -94,6 +94,7 @@ pub fn bind_constants(
     kernel: &mut KernelInfo,
     constants: &[ConstantInfo],
     structs: &[syn::ItemStruct],
+    consts: &[syn::ItemConst],
 ) -> syn::Result<()> {
     for c in constants {
         let mut reads = ReadRewriter {
@@ -115,8 +116,8 @@ pub fn bind_constants(
             .iter()
             .map(|t| (t.clone(), cuprum_ir::ScalarType::F32))
             .collect();
-        let ty =
-            crate::types::param_type_in(&rust_type, false, &placeholder, structs).map_err(|e| {
+        let ty = crate::types::param_type_in(&rust_type, false, &placeholder, structs, consts)
+            .map_err(|e| {
                 syn::Error::new(
                     c.elem.span(),
                     format!("this type cannot be a constant's value: {e}"),

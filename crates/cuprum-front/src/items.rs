@@ -152,7 +152,15 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         }
     }
     let mut errors = Errors::default();
-    // Constants too: kernels before them in the source may read them.
+    // `const` items (array lengths in signatures may name them) and constants too: kernels
+    // before them in the source may use them.
+    let consts: Vec<syn::ItemConst> = items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Const(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect();
     for item in items {
         if let syn::Item::Static(st) = item
             && st.attrs.iter().any(|a| attr_is(a, "constant"))
@@ -172,8 +180,13 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         }
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| attr_is(a, "kernel")) => {
-                let bound = scan_kernel(f, &info.structs).and_then(|mut k| {
-                    crate::constants::bind_constants(&mut k, &info.constants, &info.structs)?;
+                let bound = scan_kernel(f, &info.structs, &consts).and_then(|mut k| {
+                    crate::constants::bind_constants(
+                        &mut k,
+                        &info.constants,
+                        &info.structs,
+                        &consts,
+                    )?;
                     Ok(k)
                 });
                 match bound {
@@ -257,7 +270,11 @@ fn unsupported_item(item: &syn::Item) -> syn::Error {
     syn::Error::new(span, message)
 }
 
-fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<KernelInfo> {
+fn scan_kernel(
+    f: &syn::ItemFn,
+    structs: &[syn::ItemStruct],
+    consts: &[syn::ItemConst],
+) -> syn::Result<KernelInfo> {
     let sig = &f.sig;
     let mut errors = Errors::default();
     let is_unsafe = sig.unsafety.is_some();
@@ -315,7 +332,8 @@ fn scan_kernel(f: &syn::ItemFn, structs: &[syn::ItemStruct]) -> syn::Result<Kern
                         continue;
                     }
                 };
-                match crate::types::param_type_in(&pt.ty, is_unsafe, &placeholder, structs) {
+                match crate::types::param_type_in(&pt.ty, is_unsafe, &placeholder, structs, consts)
+                {
                     Ok(ty) => params.push(HostParam {
                         name,
                         rust_type: (*pt.ty).clone(),

@@ -235,15 +235,52 @@ fn elem_type_at(
 /// An array length written as an integer literal (what a signature can say without the
 /// module's constants).
 pub fn literal_length(e: &syn::Expr) -> Option<u64> {
-    match e {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.base10_parse().ok(),
-        syn::Expr::Group(g) => literal_length(&g.expr),
-        syn::Expr::Paren(p) => literal_length(&p.expr),
-        _ => None,
+    const_length(e, &[])
+}
+
+/// An array length in a signature: an integer literal, a `const` of the module (or of its
+/// parent, which the module's compiled copy includes; `super::N` names it too), or
+/// arithmetic (`+ - * / %`, `<<`, parentheses, `as` casts) on those. `None` when it is
+/// none of these (a const parameter, a call), or does not fit.
+pub fn const_length(e: &syn::Expr, consts: &[syn::ItemConst]) -> Option<u64> {
+    fn eval(e: &syn::Expr, consts: &[syn::ItemConst], depth: u32) -> Option<u64> {
+        if depth > 32 {
+            return None;
+        }
+        let go = |e: &syn::Expr| eval(e, consts, depth + 1);
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse().ok(),
+            syn::Expr::Group(g) => go(&g.expr),
+            syn::Expr::Paren(p) => go(&p.expr),
+            syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                syn::Stmt::Expr(e, None) => go(e),
+                _ => None,
+            },
+            syn::Expr::Cast(c) => go(&c.expr),
+            syn::Expr::Path(p) => {
+                let name = &p.path.segments.last()?.ident;
+                let c = consts.iter().find(|c| &c.ident == name)?;
+                go(&c.expr)
+            }
+            syn::Expr::Binary(b) => {
+                let (l, r) = (go(&b.left)?, go(&b.right)?);
+                match b.op {
+                    syn::BinOp::Add(_) => l.checked_add(r),
+                    syn::BinOp::Sub(_) => l.checked_sub(r),
+                    syn::BinOp::Mul(_) => l.checked_mul(r),
+                    syn::BinOp::Div(_) => l.checked_div(r),
+                    syn::BinOp::Rem(_) => l.checked_rem(r),
+                    syn::BinOp::Shl(_) => u32::try_from(r).ok().and_then(|r| l.checked_shl(r)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
+    eval(e, consts, 0)
 }
 
 #[cfg(test)]

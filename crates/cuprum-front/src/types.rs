@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use cuprum_ir::{ScalarType, SliceAccess};
 
-use crate::layout::{ElemType, elem_type, literal_length};
+use crate::layout::{ElemType, elem_type};
 use syn::spanned::Spanned;
 
 /// A kernel parameter's type as the user wrote it.
@@ -179,6 +179,7 @@ pub fn param_type_in(
     unsafe_kernel: bool,
     generics: &HashMap<String, ScalarType>,
     structs: &[syn::ItemStruct],
+    consts: &[syn::ItemConst],
 ) -> syn::Result<ParamType> {
     if let Some(st) = struct_named(ty, structs) {
         let mut fields = Vec::new();
@@ -217,7 +218,7 @@ pub fn param_type_in(
     if let syn::Type::Reference(r) = ty
         && let syn::Type::Slice(s) = &*r.elem
     {
-        let elem = slice_elem(&s.elem, generics, structs)?;
+        let elem = slice_elem(&s.elem, generics, structs, consts)?;
         if r.mutability.is_some() {
             if !unsafe_kernel {
                 return Err(syn::Error::new(
@@ -248,7 +249,7 @@ pub fn param_type_in(
         && seg.ident == "DisjointSlice"
         && let Some(t) = disjoint_elem(seg)
     {
-        let elem = slice_elem(t, generics, structs)?;
+        let elem = slice_elem(t, generics, structs, consts)?;
         if disjoint_space(seg).is_some_and(|s| s == "Runtime2DIndex") {
             return match elem {
                 ElemType::Scalar(elem) => Ok(ParamType::RowWidthSlice { elem }),
@@ -269,13 +270,16 @@ pub fn param_type_in(
 }
 
 /// The element type of a slice parameter: a scalar, or an array or struct of the module laid
-/// out as `#[repr(C)]` (array lengths written as literals).
+/// out as `#[repr(C)]` (array lengths constants of the module: see
+/// [`const_length`](crate::layout::const_length)).
 fn slice_elem(
     ty: &syn::Type,
     generics: &HashMap<String, ScalarType>,
     structs: &[syn::ItemStruct],
+    consts: &[syn::ItemConst],
 ) -> syn::Result<ElemType> {
-    let elem = elem_type(ty, generics, structs, &literal_length)?;
+    let length = |e: &syn::Expr| crate::layout::const_length(e, consts);
+    let elem = elem_type(ty, generics, structs, &length)?;
     if contains_tuple(&elem) {
         return Err(syn::Error::new(
             ty.span(),

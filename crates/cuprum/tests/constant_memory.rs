@@ -13,8 +13,7 @@ use cuprum::{DeviceBuffer, DeviceCopy, LaunchConfig};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::{random, rng};
 
-/// The table's length (a literal in the constant's type: array lengths of element types
-/// in kernel parameters are literals).
+/// The table's length, a constant of the parent module.
 const TABLE_LEN: usize = 64;
 
 #[cuda_module]
@@ -36,7 +35,7 @@ mod kernels {
     static COEFFS: ConstantMemory<[f32; 4]> = ConstantMemory::UNINIT;
 
     #[constant]
-    static TABLE: ConstantMemory<[f32; 64]> = ConstantMemory::UNINIT;
+    static TABLE: ConstantMemory<[f32; TABLE_LEN]> = ConstantMemory::UNINIT;
 
     #[constant]
     static AFFINE: ConstantMemory<Affine> = ConstantMemory::UNINIT;
@@ -67,14 +66,15 @@ mod kernels {
         }
     }
 
-    /// A table indexed at run time, in place and through a copy.
+    /// A table indexed at run time, in place and through a copy (its length named as the
+    /// parent's constant both ways).
     #[kernel]
     pub fn lookup(keys: &[u32], mut out: DisjointSlice<f32>) {
         let idx = thread::index_1d();
         let i = idx.get();
         if let Some(e) = out.get_mut(idx) {
             let k = keys[i] as usize;
-            *e = TABLE.get_ref()[k % TABLE_LEN] - TABLE.get()[(k / 7) % TABLE_LEN];
+            *e = TABLE.get_ref()[k % TABLE_LEN] - TABLE.get()[(k / 7) % super::TABLE_LEN];
         }
     }
 

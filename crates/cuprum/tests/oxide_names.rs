@@ -21,6 +21,10 @@ use cuprum::{DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, LaunchConfig2D};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::{random, rng};
 
+/// Results per thread of `warp_match`: an element type's array length may name a constant
+/// of the parent module, as cuda-oxide's `f16x2_arith` writes `DisjointSlice<[u32; NUM_OPS]>`.
+const MATCH_RESULTS: usize = 4;
+
 /// A helper beside the module, marked `#[device]` as cuda-oxide's `helper_fn` example does:
 /// the module's kernels call it.
 #[device]
@@ -197,7 +201,7 @@ mod kernels {
 
     /// `match_any_sync` / `match_all_sync` (32- and 64-bit): which lanes share a value.
     #[kernel]
-    pub fn warp_match(x: &[u32], mut out: DisjointSlice<[u32; 4]>) {
+    pub fn warp_match(x: &[u32], mut out: DisjointSlice<[u32; MATCH_RESULTS]>) {
         let i = thread::index_1d();
         let v = x[i.get()];
         let wide = (v as u64) << 40 | 7;

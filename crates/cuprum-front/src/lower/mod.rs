@@ -341,6 +341,7 @@ impl<'a> Lowerer<'a> {
                 k.is_unsafe,
                 &self.kernel_types,
                 &self.info.structs,
+                &self.info.consts,
             )?;
             let binding = match ty {
                 ParamType::Struct {
@@ -1211,6 +1212,11 @@ impl<'a> Lowerer<'a> {
             };
             return Ok(Val::Scalar(self.constant(c)));
         }
+        if let Some(name) = parent_const_name(&p.path)
+            && let Some(c) = self.info.consts.iter().find(|c| c.ident == name)
+        {
+            return self.module_const(c);
+        }
         let Some(ident) = p.path.get_ident() else {
             return err(
                 p.span(),
@@ -1364,6 +1370,15 @@ impl<'a> Lowerer<'a> {
                 }
             }
             syn::Expr::Path(p) => {
+                if let Some(name) = parent_const_name(&p.path) {
+                    return match self.info.consts.iter().find(|c| c.ident == name) {
+                        Some(c) => self.eval_const(&c.expr, depth + 1),
+                        None => err(
+                            p.span(),
+                            format!("`{name}` is not a constant of the parent module in this file"),
+                        ),
+                    };
+                }
                 let name = p
                     .path
                     .get_ident()
@@ -1696,6 +1711,17 @@ pub(super) fn int_as_float(ty: S, value: i128) -> Constant {
         return float_constant(ty, value as f64);
     };
     cuprum_ir::scalar::cast_constant(integer, ty)
+}
+
+/// `NAME` of `super::NAME` or `self::NAME`: a `const` of the parent module or of this one,
+/// which the module's compiled copy includes (see the macro's `outer_consts`).
+fn parent_const_name(path: &syn::Path) -> Option<String> {
+    match Vec::from_iter(&path.segments)[..] {
+        [first, name] if first.ident == "super" || first.ident == "self" => {
+            Some(name.ident.to_string())
+        }
+        _ => None,
+    }
 }
 
 fn describe(v: &Val) -> String {
