@@ -399,6 +399,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.dynamic_shared_array_call(&p.path, &args, span)? {
             return Ok(v);
         }
+        if let Some(v) = self.packed_half_call(&last, &args, span)? {
+            return Ok(v);
+        }
         if p.path.segments.iter().any(|s| s.ident == "nvptx") {
             return err(
                 span,

@@ -25,6 +25,7 @@ mod memory;
 mod methods;
 mod ops;
 mod outputs;
+mod packed_halves;
 mod phased;
 mod ranges;
 mod references;
