@@ -116,6 +116,24 @@ pub(crate) struct KernelWriter<'k> {
     pub(crate) format_strings: Vec<String>,
     /// Bytes of the `vprintf` argument buffer (the most any print of the kernel needs).
     pub(crate) printf_args_size: u32,
+    /// The `F32`/`F64` values defined as the constant `1.0`: `1.0 / x` is `rcp.rn`.
+    pub(crate) float_ones: std::collections::HashSet<Value>,
+}
+
+/// The values `kernel` defines as the float constant `1.0`.
+fn float_ones(kernel: &Kernel) -> std::collections::HashSet<Value> {
+    let mut ones = std::collections::HashSet::new();
+    kernel.body.visit(&mut |s| {
+        if let cuprum_ir::Stmt::Def {
+            value,
+            op: cuprum_ir::Op::Const(c),
+        } = s
+            && (*c == cuprum_ir::Constant::f32(1.0) || *c == cuprum_ir::Constant::f64(1.0))
+        {
+            ones.insert(*value);
+        }
+    });
+    ones
 }
 
 /// Appends the `.entry` of `kernel` to `out`.
@@ -163,6 +181,7 @@ pub(crate) fn write_kernel(
         mask: WarpMask::Full,
         format_strings: Vec::new(),
         printf_args_size: 0,
+        float_ones: float_ones(kernel),
     };
     // Variables hold zero until first written (the IR's rule); ptxas drops the moves a
     // write always overrides.

@@ -1,5 +1,6 @@
 //! vecadd and saxpy, the SPEC's first kernels, against plain-Rust references on random data at
-//! every size in `common::SIZES`, on whichever backend `CUPRUM_DEVICE` selects.
+//! every size in `common::SIZES`, on whichever backend `CUPRUM_DEVICE` selects; and `1.0 / x`,
+//! which the PTX writer emits as the correctly rounded reciprocal, bit for bit Rust's.
 
 mod common;
 
@@ -10,6 +11,22 @@ use cuprum::{DeviceBuffer, LaunchConfig1D, cuda_module};
 #[cuda_module]
 mod kernels {
     use super::*;
+
+    #[kernel]
+    pub fn reciprocals(
+        x: &[f32],
+        y: &[f64],
+        mut rx: DisjointSlice<f32>,
+        mut ry: DisjointSlice<f64>,
+    ) {
+        let i = thread::index_1d();
+        if let Some(o) = rx.get_mut(i) {
+            *o = 1.0 / x[i.get()];
+        }
+        if let Some(o) = ry.get_mut(i) {
+            *o = 1.0 / y[i.get()];
+        }
+    }
 
     #[kernel]
     #[launch_bounds(256)]
@@ -97,6 +114,91 @@ fn the_module_compiles_to_valid_ir() -> cuprum::Result<()> {
         message: e.to_string(),
     })?;
     let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(names, ["vecadd", "saxpy"]);
+    assert_eq!(names, ["reciprocals", "vecadd", "saxpy"]);
+    Ok(())
+}
+
+/// `1.0 / x` (an `rcp.rn` on the GPU) is Rust's `1.0 / x` bit for bit: random magnitudes over
+/// every binade, subnormals, zeros, infinities and NaNs.
+#[test]
+fn reciprocals_are_correctly_rounded() -> cuprum::Result<()> {
+    use cuprum_testkit::poison::poisoned;
+    use cuprum_testkit::random::{random, rng};
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("reciprocals");
+    let n = 4096;
+    let mut x: Vec<f32> = random::<u32>(&mut rng, n, 0, u32::MAX)
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    let mut y: Vec<f64> = random::<u64>(&mut rng, n, 0, u64::MAX)
+        .into_iter()
+        .map(f64::from_bits)
+        .collect();
+    let f32_specials = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-45,
+        -3e-39,
+        f32::MAX,
+    ];
+    let f64_specials = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        5e-324,
+        -2e-308,
+        f64::MAX,
+    ];
+    x[..f32_specials.len()].copy_from_slice(&f32_specials);
+    y[..f64_specials.len()].copy_from_slice(&f64_specials);
+    let (dx, dy) = (
+        DeviceBuffer::from_host(&stream, &x)?,
+        DeviceBuffer::from_host(&stream, &y)?,
+    );
+    let mut rx = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
+    let mut ry = DeviceBuffer::from_host(&stream, &poisoned::<f64>(n))?;
+    let module = kernels::load(ctx)?;
+    unsafe {
+        module.reciprocals(
+            &stream,
+            LaunchConfig1D::new(blocks_for(n, 128), 128, 0),
+            &dx,
+            &dy,
+            &mut rx,
+            &mut ry,
+        )
+    }?;
+    let (gx, gy) = (rx.to_host_vec(&stream)?, ry.to_host_vec(&stream)?);
+    for i in 0..n {
+        let (wx, wy) = (1.0 / x[i], 1.0 / y[i]);
+        assert!(
+            gx[i].to_bits() == wx.to_bits() || (wx.is_nan() && gx[i].is_nan()),
+            "1 / {:e} ({:#010x}): got {:e}, want {:e}",
+            x[i],
+            x[i].to_bits(),
+            gx[i],
+            wx
+        );
+        assert!(
+            gy[i].to_bits() == wy.to_bits() || (wy.is_nan() && gy[i].is_nan()),
+            "1 / {:e}: got {:e}, want {:e}",
+            y[i],
+            gy[i],
+            wy
+        );
+    }
+    if let Some(ptx) = module.ptx() {
+        assert!(
+            ptx.contains("rcp.rn.f32") && ptx.contains("rcp.rn.f64"),
+            "{ptx}"
+        );
+    }
     Ok(())
 }
