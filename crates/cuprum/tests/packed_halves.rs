@@ -204,6 +204,10 @@ fn model(h: Half, name: &str, a: u16, b: u16, c: u16) -> (u16, Leeway) {
             if fx == 0.0 && fy == 0.0 && x != y {
                 leeway = Leeway::AnyZero;
             }
+            // Two NaNs give a NaN whose payload the IR leaves open (the GPU's is canonical).
+            if fx.is_nan() && fy.is_nan() {
+                leeway = Leeway::AnyNan;
+            }
             let mut bits = (h.from_f32)(m);
             if xorsign {
                 bits = (bits & 0x7FFF) | ((a ^ b) & 0x8000);
