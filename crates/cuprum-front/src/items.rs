@@ -83,6 +83,54 @@ pub struct ContractInfo {
     /// `dynamic_shared = N`: the bytes of dynamic shared memory every launch must give at
     /// least.
     pub dynamic_shared: Option<u32>,
+    /// Per block dimension named by a const parameter of a generic kernel
+    /// (`block = (BLOCK_SIZE, BLOCK_SIZE, 1)`): that parameter's index in
+    /// [`KernelInfo::const_params`]. `block` holds 1 there until [`ContractInfo::resolved`]
+    /// gives a specialization's value.
+    pub block_params: [Option<u8>; 3],
+}
+
+impl ContractInfo {
+    /// The contract of one specialization: block dimensions named by const parameters take
+    /// `value(name)`, and the block is checked against the hardware's limits.
+    pub fn resolved(
+        self,
+        const_params: &[(String, cuprum_ir::ScalarType)],
+        value: impl Fn(&str) -> Option<i128>,
+    ) -> Result<ContractInfo, String> {
+        let mut block = [self.block.0, self.block.1, self.block.2];
+        for (d, param) in self.block_params.iter().enumerate() {
+            let Some(i) = param else { continue };
+            let name = const_params
+                .get(usize::from(*i))
+                .map(|(n, _)| n.as_str())
+                .unwrap_or_default();
+            let v = value(name).ok_or_else(|| format!("no value for `{name}`"))?;
+            block[d] = u32::try_from(v).map_err(|_| {
+                format!("the contract's block dimension `{name}` = {v} is not a block size")
+            })?;
+        }
+        check_block(block[0], block[1], block[2])?;
+        Ok(ContractInfo {
+            block: (block[0], block[1], block[2]),
+            block_params: [None; 3],
+            ..self
+        })
+    }
+}
+
+/// Whether a block shape is one the hardware can launch.
+fn check_block(x: u32, y: u32, z: u32) -> Result<(), String> {
+    if x == 0 || y == 0 || z == 0 {
+        return Err("block dimensions must be at least 1".into());
+    }
+    if x > 1024 || y > 1024 || z > 64 || u64::from(x) * u64::from(y) * u64::from(z) > 1024 {
+        return Err(format!(
+            "a block has at most (1024, 1024, 64) threads per dimension and 1024 in all, not \
+             ({x}, {y}, {z})"
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `attr`'s path ends in `name` (`kernel`, `cuprum::simt::kernel`).
@@ -355,7 +403,7 @@ fn scan_kernel(
                 Err(e) => errors.push(e),
             }
         } else if attr_is(attr, "launch_contract") {
-            match parse_contract(attr) {
+            match parse_contract(attr, &const_params, consts) {
                 Ok((c, r)) => {
                     contract = Some(c);
                     requires = r;
@@ -448,12 +496,17 @@ fn parse_launch_bounds(attr: &syn::Attribute) -> syn::Result<cuprum_ir::LaunchBo
     })
 }
 
-fn parse_contract(attr: &syn::Attribute) -> syn::Result<(ContractInfo, Vec<syn::Expr>)> {
+fn parse_contract(
+    attr: &syn::Attribute,
+    const_params: &[(String, cuprum_ir::ScalarType)],
+    consts: &[syn::ItemConst],
+) -> syn::Result<(ContractInfo, Vec<syn::Expr>)> {
     let args = attr.parse_args_with(
         syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
     )?;
     let mut domain = None;
     let mut block = None;
+    let mut block_params = [None; 3];
     let mut dynamic_shared = None;
     let mut requires = Vec::new();
     for nv in &args {
@@ -477,31 +530,39 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<(ContractInfo, Vec<syn::
                         "expected block = (x, y, z)",
                     ));
                 };
-                let dims = t
-                    .elems
-                    .iter()
-                    .map(lit_u32)
-                    .collect::<syn::Result<Vec<_>>>()?;
+                // A literal, or a const parameter of the kernel (1 until specialized).
+                let mut dims = Vec::with_capacity(3);
+                for (d, e) in t.elems.iter().enumerate() {
+                    let param = match e {
+                        syn::Expr::Path(p) => p
+                            .path
+                            .get_ident()
+                            .and_then(|id| const_params.iter().position(|(n, _)| id == n.as_str())),
+                        _ => None,
+                    };
+                    match param {
+                        Some(i) if d < 3 => {
+                            block_params[d] = u8::try_from(i).ok();
+                            dims.push(1);
+                        }
+                        _ => dims.push(
+                            crate::layout::const_length(e, consts)
+                                .and_then(|v| u32::try_from(v).ok())
+                                .ok_or_else(|| {
+                                    syn::Error::new(
+                                        e.span(),
+                                        "a block dimension is an integer literal, a `const` \
+                                         of the module (or arithmetic on them), or a const \
+                                         parameter of the kernel",
+                                    )
+                                })?,
+                        ),
+                    }
+                }
                 let [x, y, z] = dims[..] else {
                     return Err(syn::Error::new(t.span(), "expected three block dimensions"));
                 };
-                if x == 0 || y == 0 || z == 0 {
-                    return Err(syn::Error::new(
-                        t.span(),
-                        "block dimensions must be at least 1",
-                    ));
-                }
-                if x > 1024
-                    || y > 1024
-                    || z > 64
-                    || u64::from(x) * u64::from(y) * u64::from(z) > 1024
-                {
-                    return Err(syn::Error::new(
-                        t.span(),
-                        "a block has at most (1024, 1024, 64) threads per dimension and 1024 \
-                         in all",
-                    ));
-                }
+                check_block(x, y, z).map_err(|e| syn::Error::new(t.span(), e))?;
                 block = Some((x, y, z));
             }
             "dynamic_shared" => dynamic_shared = Some(lit_u32(&nv.value)?),
@@ -541,6 +602,7 @@ fn parse_contract(attr: &syn::Attribute) -> syn::Result<(ContractInfo, Vec<syn::
                 domain,
                 block,
                 dynamic_shared,
+                block_params,
             },
             requires,
         )),

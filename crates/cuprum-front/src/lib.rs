@@ -70,14 +70,39 @@ pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Erro
 fn check_generic(info: &ModuleInfo, k: &KernelInfo) -> Result<(), syn::Error> {
     use cuprum_ir::ScalarType as S;
     let mut first_error = None;
+    // Const parameters stand for 32, except that those naming the launch contract's block
+    // take the largest power of two up to 32 that keeps the block launchable.
+    let named_in_block = |name: &str| {
+        k.contract.is_some_and(|c| {
+            c.block_params.iter().flatten().any(|&i| {
+                k.const_params
+                    .get(usize::from(i))
+                    .is_some_and(|(n, _)| n == name)
+            })
+        })
+    };
+    let consts_with = |p: i128| -> Vec<(String, i128)> {
+        k.const_params
+            .iter()
+            .map(|(c, _)| (c.clone(), if named_in_block(c) { p } else { 32 }))
+            .collect()
+    };
+    let block_value = [32, 16, 8, 4, 2, 1]
+        .into_iter()
+        .find(|&p| {
+            let consts = consts_with(p);
+            k.contract.is_none_or(|c| {
+                c.resolved(&k.const_params, |n| {
+                    consts.iter().find(|(c, _)| c == n).map(|&(_, v)| v)
+                })
+                .is_ok()
+            })
+        })
+        .unwrap_or(1);
     for ty in [S::F32, S::I32, S::U32, S::F64, S::U64, S::I64] {
         let spec = Specialization {
             types: k.type_params.iter().map(|t| (t.clone(), ty)).collect(),
-            consts: k
-                .const_params
-                .iter()
-                .map(|(c, _)| (c.clone(), 32))
-                .collect(),
+            consts: consts_with(block_value),
         };
         match lower::lower_kernel(info, k, &spec) {
             Ok(_) => return Ok(()),

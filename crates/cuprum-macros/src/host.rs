@@ -472,7 +472,20 @@ fn launch_method(
         None => quote!(::std::option::Option::None),
     };
     let contract_value = |contract: &ContractInfo, domain: u32| {
-        let (bx, by, bz) = contract.block;
+        // A dimension named by a const parameter is that parameter's value at the call.
+        let dims = [contract.block.0, contract.block.1, contract.block.2];
+        let [bx, by, bz] = std::array::from_fn::<TokenStream, 3, _>(|d| {
+            match contract.block_params[d].and_then(|i| k.const_params.get(usize::from(i))) {
+                Some((name, _)) => {
+                    let ident = format_ident!("{}", name);
+                    quote!((#ident as u32))
+                }
+                None => {
+                    let v = dims[d];
+                    quote!(#v)
+                }
+            }
+        });
         let dynamic_shared = match contract.dynamic_shared {
             Some(n) => quote!(::std::option::Option::Some(#n)),
             None => quote!(::std::option::Option::None),
@@ -537,9 +550,51 @@ fn launch_method(
             None,
         ));
     };
-    let marker = format_ident!("{}Kernel", camel(name));
+    let marker_name = format_ident!("{}Kernel", camel(name));
     let prepare = format_ident!("prepare_{}", name);
-    let (bx, by, bz) = contract.block;
+    // When the contract's block names const parameters, a configuration is prepared per
+    // value of them: the marker carries them, so one prepared for a block size cannot launch
+    // another. (Otherwise every specialization has the one block, and one preparation.)
+    let names_consts = contract.block_params.iter().any(Option::is_some);
+    let const_decls: Vec<TokenStream> = k
+        .item
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Const(c) => {
+                let (ident, ty) = (&c.ident, &c.ty);
+                Some(quote!(const #ident: #ty))
+            }
+            _ => None,
+        })
+        .collect();
+    let const_names: Vec<syn::Ident> = k
+        .const_params
+        .iter()
+        .map(|(n, _)| format_ident!("{}", n))
+        .collect();
+    let (marker, marker_decl, prepare_generics) = if !names_consts || const_decls.is_empty() {
+        (quote!(#marker_name), quote!(#marker_name), quote!())
+    } else {
+        (
+            quote!(#marker_name<#(#const_names),*>),
+            quote!(#marker_name<#(#const_decls),*>),
+            quote!(<#(#const_decls),*>),
+        )
+    };
+    let block_text: Vec<String> = [contract.block.0, contract.block.1, contract.block.2]
+        .iter()
+        .enumerate()
+        .map(|(d, v)| {
+            match contract.block_params[d].and_then(|i| k.const_params.get(usize::from(i))) {
+                Some((n, _)) => n.clone(),
+                None => v.to_string(),
+            }
+        })
+        .collect();
+    let (bx, by, bz) = (&block_text[0], &block_text[1], &block_text[2]);
     let contract_check = contract_value(&contract, domain);
     let marker_doc =
         format!("Marks a [`Prepared`](::cuprum::simt::Prepared) configuration of kernel `{name}`.");
@@ -568,7 +623,7 @@ fn launch_method(
     Ok((
         quote! {
             #[doc = #prepare_doc]
-            pub fn #prepare(
+            pub fn #prepare #prepare_generics(
                 &self,
                 config: impl ::std::convert::Into<::cuprum::LaunchConfig>,
             ) -> ::cuprum::Result<::cuprum::simt::Prepared<#marker>> {
@@ -601,7 +656,7 @@ fn launch_method(
         },
         Some(quote! {
             #[doc = #marker_doc]
-            pub enum #marker {}
+            pub enum #marker_decl {}
         }),
     ))
 }

@@ -11,8 +11,8 @@ mod common;
 
 use common::{assert_same, blocks_for, ctx};
 use cuprum::simt::{
-    DevicePtr, DisjointSlice, Num, SharedArray, kernel, launch_contract, nvptx, sync_threads,
-    thread, warp,
+    DevicePtr, DisjointSlice, Num, SharedArray, SharedWrite2d, SyncPhases, kernel, launch_contract,
+    nvptx, sync_threads, thread, warp,
 };
 use cuprum::{DeviceBuffer, DeviceScalar, LaunchConfig, LaunchConfig1D, Stream, cuda_module};
 use cuprum_testkit::poison::{Poison, poisoned};
@@ -128,6 +128,68 @@ mod kernels {
         }
         let c0 = wb * BLOCK_SIZE * by + BLOCK_SIZE * bx;
         c[c0 + wb * ty + tx] = csub;
+    }
+
+    /// `MatrixMulCUDA<BLOCK_SIZE>` without `unsafe`: a launch contract whose block names the
+    /// const parameter, phased shared tiles of `BLOCK_SIZE` x `BLOCK_SIZE`, and each thread's
+    /// element of `C` through its 2-D index (any sizes; tiles past the edges read zeros).
+    #[kernel]
+    #[launch_contract(domain = 2, block = (BLOCK_SIZE, BLOCK_SIZE, 1))]
+    pub fn matrix_mul_safe<const BLOCK_SIZE: usize>(
+        a: &[f32],
+        b: &[f32],
+        ha: usize,
+        wa: usize,
+        wb: usize,
+        mut c: DisjointSlice<f32>,
+    ) {
+        let idx = thread::index_2d();
+        let row0 = thread::blockIdx_y() as usize * BLOCK_SIZE;
+        let col0 = thread::blockIdx_x() as usize * BLOCK_SIZE;
+        let tx = thread::threadIdx_x() as usize;
+        let ty = thread::threadIdx_y() as usize;
+        let mut a_tile = SharedWrite2d::<f32, BLOCK_SIZE, BLOCK_SIZE>::new();
+        let mut b_tile = SharedWrite2d::<f32, BLOCK_SIZE, BLOCK_SIZE>::new();
+        let mut acc = 0.0f32;
+        for k0 in (0..wa).step_by(BLOCK_SIZE) {
+            for (r, k, slot) in a_tile.mine() {
+                let (gr, gk) = (row0 + r, k0 + k);
+                *slot = if gr < ha && gk < wa {
+                    a[gr * wa + gk]
+                } else {
+                    0.0
+                };
+            }
+            for (k, col, slot) in b_tile.mine() {
+                let (gk, gc) = (k0 + k, col0 + col);
+                *slot = if gk < wa && gc < wb {
+                    b[gk * wb + gc]
+                } else {
+                    0.0
+                };
+            }
+            let (a_read, b_read) = (a_tile, b_tile).sync();
+            for k in 0..BLOCK_SIZE {
+                acc += a_read[ty][k] * b_read[k][tx];
+            }
+            (a_tile, b_tile) = (a_read, b_read).sync();
+        }
+        if let Some(out) = c.get_mut_2d(idx, wb) {
+            *out = acc;
+        }
+    }
+
+    /// A cube of `B`^3 threads per block, one block: each writes its linear thread index at
+    /// its 3-D index. The build-time check of a generic kernel stands `B` for a size whose
+    /// block is launchable.
+    #[kernel]
+    #[launch_contract(domain = 3, block = (B, B, B))]
+    pub fn cube_ids<const B: u32>(mut out: DisjointSlice<u32>) {
+        let tid = thread::threadIdx_x() + B * (thread::threadIdx_y() + B * thread::threadIdx_z());
+        let side = B as usize;
+        if let Some(o) = out.get_mut_3d(thread::index_3d(), side, side) {
+            *o = tid;
+        }
     }
 
     /// Shared-memory tiles one column wider than they are tall, so a column's elements fall
@@ -508,6 +570,94 @@ fn check_matrix_mul<const BLOCK_SIZE: usize>(
         &matmul_reference(&a, &b, ha, wa, wb),
     );
     Ok(())
+}
+
+/// The safe `matrix_mul_safe::<BLOCK_SIZE>` at ragged sizes: `prepare_matrix_mul_safe` checks
+/// the configuration against the block its const parameter names, and a configuration
+/// prepared for one block size is refused at compile time for another (`Prepared` carries it).
+fn check_matrix_mul_safe<const BLOCK_SIZE: usize>(
+    m: &kernels::Module,
+    stream: &Stream,
+    rng: &mut rand::rngs::StdRng,
+) -> cuprum::Result<()> {
+    let (ha, wa, wb) = (
+        rng.random_range(1..80usize),
+        rng.random_range(1..80usize),
+        rng.random_range(1..80usize),
+    );
+    let a = random(rng, ha * wa, -1.0f32, 1.0);
+    let b = random(rng, wa * wb, -1.0f32, 1.0);
+    let (da, db) = (
+        DeviceBuffer::from_host(stream, &a)?,
+        DeviceBuffer::from_host(stream, &b)?,
+    );
+    let mut dc = DeviceBuffer::from_host(stream, &poisoned::<f32>(ha * wb))?;
+    let config = LaunchConfig {
+        grid_dim: (
+            wb.div_ceil(BLOCK_SIZE) as u32,
+            ha.div_ceil(BLOCK_SIZE) as u32,
+            1,
+        ),
+        block_dim: (BLOCK_SIZE as u32, BLOCK_SIZE as u32, 1),
+        shared_mem_bytes: 0,
+    };
+    let prepared = m.prepare_matrix_mul_safe::<BLOCK_SIZE>(config)?;
+    m.matrix_mul_safe::<BLOCK_SIZE>(stream, &prepared, &da, &db, ha, wa, wb, &mut dc)?;
+    assert_same(
+        &format!("matrix_mul_safe::<{BLOCK_SIZE}> of {ha}x{wa} by {wa}x{wb}"),
+        &dc.to_host_vec(stream)?,
+        &matmul_reference(&a, &b, ha, wa, wb),
+    );
+    Ok(())
+}
+
+#[test]
+fn matrix_mul_safe_takes_its_block_from_the_const_parameter() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("matrix_mul_safe");
+    check_matrix_mul_safe::<16>(&m, &stream, &mut rng)?;
+    check_matrix_mul_safe::<8>(&m, &stream, &mut rng)?;
+    // A block other than the one the const parameter names is refused before anything runs.
+    let wrong = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (16, 16, 1),
+        shared_mem_bytes: 0,
+    };
+    let e = m
+        .prepare_matrix_mul_safe::<8>(wrong)
+        .expect_err("a 16x16 block for an 8x8 contract");
+    assert!(e.to_string().contains("(8, 8, 1)"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn a_contract_block_of_three_const_dimensions() -> cuprum::Result<()> {
+    fn check<const B: u32>(m: &kernels::Module, stream: &Stream) -> cuprum::Result<()> {
+        let threads = (B * B * B) as usize;
+        let n = threads;
+        let mut out = DeviceBuffer::from_host(stream, &poisoned::<u32>(n))?;
+        let config = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (B, B, B),
+            shared_mem_bytes: 0,
+        };
+        let prepared = m.prepare_cube_ids::<B>(config)?;
+        m.cube_ids::<B>(stream, &prepared, &mut out)?;
+        let want: Vec<u32> = (0..n).map(|i| (i % threads) as u32).collect();
+        assert_same(
+            &format!("cube_ids::<{B}>"),
+            &out.to_host_vec(stream)?,
+            &want,
+        );
+        Ok(())
+    }
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    check::<4>(&m, &stream)?;
+    check::<8>(&m, &stream)
 }
 
 #[test]

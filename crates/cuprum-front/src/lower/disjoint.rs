@@ -346,7 +346,7 @@ impl Lowerer<'_> {
         if dims == 0 {
             return Ok(());
         }
-        let Some(contract) = self.kernel.contract else {
+        let Some(contract) = self.contract else {
             return Ok(());
         };
         let Some(domain) = contract.domain else {

@@ -64,7 +64,7 @@ impl Lowerer<'_> {
 
     /// The block's size along `d` when the launch contract fixes it.
     pub(super) fn contract_block_dim(&self, d: Dim) -> Option<u32> {
-        self.kernel.contract.map(|c| match d {
+        self.contract.map(|c| match d {
             Dim::X => c.block.0,
             Dim::Y => c.block.1,
             Dim::Z => c.block.2,

@@ -266,6 +266,9 @@ struct Lowerer<'a> {
     barrier_spans: Vec<proc_macro2::Span>,
     /// The element types of phased shared arrays of aggregates, by IR shared array.
     phased_aggregates: HashMap<u32, crate::layout::ElemType>,
+    /// The kernel's launch contract in this specialization (block dimensions named by const
+    /// parameters resolved): what every rule that relies on the contract reads.
+    contract: Option<crate::items::ContractInfo>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -312,13 +315,25 @@ impl<'a> Lowerer<'a> {
             uses_phased: false,
             barrier_spans: Vec::new(),
             phased_aggregates: HashMap::new(),
+            contract: None,
         }
     }
 
     fn run(mut self) -> Result<cuprum_ir::Kernel> {
         let k = self.kernel;
         self.b.set_launch_bounds(k.launch_bounds);
-        self.b.set_block(k.contract.map(|c| c.block));
+        self.contract = match k.contract {
+            Some(c) => Some(
+                c.resolved(&k.const_params, |name| {
+                    self.const_params.get(name).map(|&(_, v)| v)
+                })
+                .map_err(|m| {
+                    syn::Error::new(k.item.sig.ident.span(), format!("launch contract: {m}"))
+                })?,
+            ),
+            None => None,
+        };
+        self.b.set_block(self.contract.map(|c| c.block));
         for (name, _) in &k.const_params {
             if !self.const_params.contains_key(name) {
                 return err(

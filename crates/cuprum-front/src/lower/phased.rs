@@ -580,7 +580,7 @@ impl Lowerer<'_> {
             PhasedShape::Rows(..) => 3,
         };
         let names = super::outputs::loop_names(&f.pat, arity, "mine()")?;
-        let block = self.kernel.contract.map(|c| c.block);
+        let block = self.contract.map(|c| c.block);
         match p.shape {
             PhasedShape::Linear(n) => {
                 let (t, threads) = self.linear_thread(block, span)?;
@@ -677,7 +677,7 @@ impl Lowerer<'_> {
         if p.phase != Phase::Write {
             return err(span, "`warp_slot()` is for the write phase");
         }
-        let block = self.kernel.contract.map(|c| c.block);
+        let block = self.contract.map(|c| c.block);
         let (t, _) = self.linear_thread(block, span)?;
         let five = self.constant(Constant::u32(5));
         let warp = self.def(Op::Binary(BinaryOp::Shr, t, five), span)?;

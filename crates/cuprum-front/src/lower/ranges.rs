@@ -36,7 +36,7 @@ impl Lowerer<'_> {
     /// The bound the result of `op` (of type `ty`) has, from its operands' bounds.
     fn bound_of(&self, ty: S, op: &Op) -> Option<u128> {
         let bound = |x: &Value| self.upper_bound(*x);
-        let block = self.kernel.contract.map(|c| c.block);
+        let block = self.contract.map(|c| c.block);
         let dim = |d: Dim, limits: (u128, u128, u128)| -> u128 {
             match d {
                 Dim::X => limits.0,
