@@ -353,12 +353,16 @@ impl Ports<'_> {
     /// `cp.async` of `size` bytes from global `src[l]` to shared `dst[l]` for the lanes in
     /// `mask`, performed at once (which is one of the behaviours the asynchronous copy
     /// allows): the shared bytes count as written by the issuing thread now.
+    /// `cp.async` for the lanes in `mask`: `size` bytes to shared `dst` from global `src`,
+    /// of which only the lane's `src_size` (when given) are read and the rest are zeros.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn cp_async(
         &mut self,
         ctx: Ctx,
         size: u32,
         dst: &Lanes,
         src: &Lanes,
+        src_size: Option<&Lanes>,
         mask: u32,
     ) -> Result<(), EmuError> {
         let size64 = u64::from(size);
@@ -366,21 +370,44 @@ impl Ports<'_> {
         for l in lanes_of(mask) {
             let (d, s) = (dst[l as usize], src[l as usize]);
             let global = AddressSpace::Global;
-            let Some((alloc, off)) = ctx.launch.global.locate(s, size64, self.hint) else {
-                return Err(ctx.oob(l, s, size, global, AccessKind::Load));
+            let read = match src_size {
+                Some(n) => n[l as usize],
+                None => size64,
             };
+            if read > size64 {
+                return Err(EmuError::CpAsyncSourceSize {
+                    kernel: ctx.kernel_name(),
+                    block: ctx.block_idx,
+                    thread: ctx.thread(l),
+                    read,
+                    size,
+                });
+            }
             if !s.is_multiple_of(size64) {
                 return Err(ctx.misaligned(l, s, size, global));
             }
             if !d.is_multiple_of(size64) {
                 return Err(ctx.misaligned(l, d, size, AddressSpace::Shared));
             }
-            if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
-                t.access(ctx.tid(l), *self.hint, alloc, off, size, READ)
-                    .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Load))?;
+            // The bytes to write: `read` from global memory, then zeros.
+            let mut bytes = [0u8; 16];
+            if read > 0 {
+                let Some((alloc, off)) = ctx.launch.global.locate(s, read, self.hint) else {
+                    return Err(ctx.oob(l, s, read as u32, global, AccessKind::Load));
+                };
+                if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
+                    t.access(ctx.tid(l), *self.hint, alloc, off, read as u32, READ)
+                        .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Load))?;
+                }
+                for (i, b) in bytes.iter_mut().take(read as usize).enumerate() {
+                    *b = alloc.load(off + i as u64, 1) as u8;
+                }
             }
             for i in 0..size / chunk {
-                let v = alloc.load(off + u64::from(i * chunk), chunk);
+                let start = (i * chunk) as usize;
+                let mut word = [0u8; 8];
+                word[..chunk as usize].copy_from_slice(&bytes[start..start + chunk as usize]);
+                let v = u64::from_le_bytes(word);
                 let at = (d as u32).checked_add(i * chunk);
                 let fault = |f| ctx.shared_fault(f, l, d, size, AccessKind::Store);
                 let at = at.ok_or_else(|| fault(SharedFault::OutOfBounds))?;

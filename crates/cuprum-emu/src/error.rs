@@ -290,6 +290,25 @@ pub enum EmuError {
         site: String,
     },
 
+    /// A zero-filling `cp.async` told to read more source bytes than it copies (the GPU's
+    /// behaviour is undefined).
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: cp.async asked to read \
+         {read} source bytes of a {size}-byte copy (at most {size})"
+    )]
+    CpAsyncSourceSize {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
+        block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
+        thread: Dim3,
+        /// The source size asked for.
+        read: u64,
+        /// The copy's size.
+        size: u32,
+    },
+
     /// A signed `MIN / -1` or `MIN % -1`, which overflows (a front-end check, or the IR
     /// operation itself).
     #[error(

@@ -309,9 +309,16 @@ impl<'k> Exec<'_, 'k> {
                         self.regs[v.index()] = lanes;
                     }
                 }
-                Stmt::CpAsync { size, dst, src, .. } => {
+                Stmt::CpAsync {
+                    size,
+                    dst,
+                    src,
+                    src_size,
+                    ..
+                } => {
                     let (d, s) = (&self.regs[dst.index()], &self.regs[src.index()]);
-                    self.mem.cp_async(ctx, *size, d, s, mask)?;
+                    let n = src_size.map(|n| &self.regs[n.index()]);
+                    self.mem.cp_async(ctx, *size, d, s, n, mask)?;
                 }
                 // Copies complete when they are issued, so there is nothing to wait for.
                 Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}

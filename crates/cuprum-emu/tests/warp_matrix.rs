@@ -531,7 +531,7 @@ fn cp_async_kernel(
     let slot = k.bin(BinaryOp::Rem, slot, n);
     let soff = k.mul(slot, size32);
     let saddr = k.shared_addr(smem, soff);
-    k.b.cp_async(cache, size, saddr, gaddr).unwrap();
+    k.b.cp_async(cache, size, saddr, gaddr, None).unwrap();
     k.push(Stmt::CpAsyncCommit);
     k.push(if wait_all {
         Stmt::CpAsyncWaitAll

@@ -280,19 +280,22 @@ impl KernelBuilder {
         })
     }
 
-    /// Appends a [`Stmt::CpAsync`] of `size` bytes from global `src` to shared `dst`.
+    /// Appends a [`Stmt::CpAsync`] of `size` bytes from global `src` to shared `dst`; with
+    /// `src_size`, only that many are read and the rest zero-filled.
     pub fn cp_async(
         &mut self,
         cache: CpAsyncCache,
         size: u32,
         dst: Value,
         src: Value,
+        src_size: Option<Value>,
     ) -> Result<(), BuildError> {
         self.push_checked(Stmt::CpAsync {
             cache,
             size,
             dst,
             src,
+            src_size,
         })
     }
 

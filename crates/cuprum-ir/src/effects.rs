@@ -308,9 +308,14 @@ impl Stmt {
                 f(*addr);
                 values.iter().for_each(|&v| f(v));
             }
-            Stmt::CpAsync { dst, src, .. } => {
+            Stmt::CpAsync {
+                dst, src, src_size, ..
+            } => {
                 f(*dst);
                 f(*src);
+                if let Some(n) = src_size {
+                    f(*n);
+                }
             }
             Stmt::Print { args, .. } => args.iter().for_each(|&v| f(v)),
             Stmt::Loop { .. }
@@ -347,9 +352,14 @@ impl Stmt {
                 f(addr);
                 values.iter_mut().for_each(f);
             }
-            Stmt::CpAsync { dst, src, .. } => {
+            Stmt::CpAsync {
+                dst, src, src_size, ..
+            } => {
                 f(dst);
                 f(src);
+                if let Some(n) = src_size {
+                    f(n);
+                }
             }
             Stmt::Print { args, .. } => args.iter_mut().for_each(f),
             Stmt::Loop { .. }

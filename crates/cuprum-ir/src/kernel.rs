@@ -434,6 +434,10 @@ pub enum Stmt {
         dst: Value,
         /// The `U64` global-memory source address.
         src: Value,
+        /// `cp.async`'s `src-size` (a `U32` at most `size`): only that many bytes are read
+        /// from `src`, and the rest of the `size` bytes at `dst` become zeros. `None` copies
+        /// all `size` bytes.
+        src_size: Option<Value>,
     },
     /// `cp.async.commit_group`: closes the thread's current group of [`Stmt::CpAsync`] copies
     /// (an empty group if there were none).

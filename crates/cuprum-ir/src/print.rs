@@ -197,12 +197,14 @@ impl Printer<'_> {
                 size,
                 dst,
                 src,
+                src_size,
             } => writeln!(
                 self.out,
-                "{pad}cp.async.{}.{size} shared[%{}] <- global[%{}]",
+                "{pad}cp.async.{}.{size} shared[%{}] <- global[%{}]{}",
                 cache.ptx_name(),
                 dst.index(),
-                src.index()
+                src.index(),
+                src_size.map_or(String::new(), |n| format!(", src_size %{}", n.index()))
             ),
             Stmt::CpAsyncCommit => writeln!(self.out, "{pad}cp.async.commit_group"),
             Stmt::CpAsyncWaitGroup { pending } => {

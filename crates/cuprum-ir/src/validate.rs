@@ -254,6 +254,7 @@ pub fn check_stmt_operands(
             size,
             dst,
             src,
+            src_size,
         } => {
             if !cache.allows_size(*size) {
                 return Err(format!(
@@ -263,6 +264,11 @@ pub fn check_stmt_operands(
             }
             check_address(AddressSpace::Shared, value_ty(*dst)?)?;
             check_address(AddressSpace::Global, value_ty(*src)?)?;
+            if let Some(n) = src_size
+                && value_ty(*n)? != S::U32
+            {
+                return Err("cp.async's source size must be u32".into());
+            }
         }
         Stmt::VectorLoad { space, ty, addr, d } => {
             check_address(*space, value_ty(*addr)?)?;

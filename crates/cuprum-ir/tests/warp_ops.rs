@@ -30,7 +30,7 @@ fn all_ops() -> Kernel {
     });
     let src = b.def(Op::SliceBase(g)).unwrap();
     let dst = b.def(Op::SharedAddr(0)).unwrap();
-    b.cp_async(CpAsyncCache::Cg, 16, dst, src).unwrap();
+    b.cp_async(CpAsyncCache::Cg, 16, dst, src, None).unwrap();
     b.push(Stmt::CpAsyncCommit);
     b.push(Stmt::CpAsyncWaitGroup { pending: 0 });
     b.push(Stmt::CpAsyncWaitAll);
@@ -172,6 +172,7 @@ fn operand_rules() {
                 size: 8,
                 dst: *dst,
                 src: *src,
+                src_size: None,
             }),
             _ => None,
         }),
@@ -184,6 +185,7 @@ fn operand_rules() {
                 size: 4,
                 dst: *src,
                 src: *dst,
+                src_size: None,
             }),
             _ => None,
         }),

@@ -53,11 +53,22 @@ impl KernelWriter<'_> {
         );
     }
 
-    pub(crate) fn cp_async(&mut self, cache: CpAsyncCache, size: u32, dst: Value, src: Value) {
+    pub(crate) fn cp_async(
+        &mut self,
+        cache: CpAsyncCache,
+        size: u32,
+        dst: Value,
+        src: Value,
+        src_size: Option<Value>,
+    ) {
         let (d, s) = (self.reg(dst), self.reg(src));
+        let tail = match src_size {
+            Some(n) => format!(", {}", self.reg(n)),
+            None => String::new(),
+        };
         ins!(
             self,
-            "cp.async.{}.shared.global [{d}], [{s}], {size}",
+            "cp.async.{}.shared.global [{d}], [{s}], {size}{tail}",
             cache.ptx_name()
         );
     }

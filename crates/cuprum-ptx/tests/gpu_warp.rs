@@ -402,7 +402,7 @@ fn cp_async_case(cache: CpAsyncCache, size: u32, wait_all: bool, rng: &mut Rng) 
     let slot = k.bin(BinaryOp::Rem, slot, n);
     let soff = k.bin(BinaryOp::Mul, slot, s32);
     let dst = k.bin(BinaryOp::Add, base, soff);
-    k.b.cp_async(cache, size, dst, src).unwrap();
+    k.b.cp_async(cache, size, dst, src, None).unwrap();
     k.b.push(Stmt::CpAsyncCommit);
     k.b.push(if wait_all {
         Stmt::CpAsyncWaitAll

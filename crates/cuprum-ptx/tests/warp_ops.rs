@@ -86,7 +86,7 @@ fn ldmatrix_every_count_and_cp_async() {
         (CpAsyncCache::Ca, 16),
         (CpAsyncCache::Cg, 16),
     ] {
-        k.b.cp_async(cache, size, row, gsrc).unwrap();
+        k.b.cp_async(cache, size, row, gsrc, None).unwrap();
         k.b.push(Stmt::CpAsyncCommit);
     }
     k.b.push(Stmt::CpAsyncWaitGroup { pending: 2 });

@@ -75,6 +75,26 @@ impl Lowerer<'_> {
                 let len = u64::from(a.len());
                 return Ok(Val::Scalar(self.constant(Constant::u64(len))));
             }
+            // `x.as_ptr()`: a raw pointer to a slice's first element (dereferenced, or passed
+            // to `cp.async`, inside `unsafe`, as Rust requires).
+            (Val::Slice(p), "as_ptr" | "as_mut_ptr") if args.is_empty() => {
+                let p = *p;
+                let (elem, access) = self.slice_param(p);
+                let mutable = m.method == "as_mut_ptr";
+                if mutable && access != SliceAccess::ReadWrite {
+                    return err(
+                        m.method.span(),
+                        "`as_mut_ptr` needs a `&mut [T]` parameter of an `unsafe` kernel",
+                    );
+                }
+                let addr = self.def(Op::SliceBase(p), span)?;
+                return Ok(Val::Ptr {
+                    addr,
+                    elem,
+                    mutable,
+                    space: cuprum_ir::AddressSpace::Global,
+                });
+            }
             (Val::Slice(p), "len") if args.is_empty() => {
                 let p = *p;
                 return Ok(Val::Scalar(self.slice_len(p, span)?));

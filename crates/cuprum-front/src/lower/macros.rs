@@ -32,6 +32,36 @@ impl Lowerer<'_> {
         };
         let args: Vec<&syn::Expr> = args.iter().collect();
         match name.as_str() {
+            // `core::ptr::addr_of_mut!(TILE)`: a raw pointer to the first element of a shared
+            // array (a `static mut` one, or dynamic shared memory), as cuda-oxide takes
+            // `cp.async` destinations.
+            "addr_of_mut" | "addr_of" => {
+                let [place] = args[..] else {
+                    return err(span, format!("`{name}!` takes one place"));
+                };
+                match self.expr(place)? {
+                    Val::Shared { array, elem, .. } => {
+                        let addr = match array {
+                            Some(a) => self.def(cuprum_ir::Op::SharedAddr(a), span)?,
+                            None => self.def(cuprum_ir::Op::DynSharedAddr, span)?,
+                        };
+                        Ok(Val::Ptr {
+                            addr,
+                            elem,
+                            mutable: name == "addr_of_mut",
+                            space: cuprum_ir::AddressSpace::Shared,
+                        })
+                    }
+                    other => err(
+                        place.span(),
+                        format!(
+                            "`{name}!` of {} is not supported in device code: take it of a \
+                             shared array of scalars",
+                            describe(&other)
+                        ),
+                    ),
+                }
+            }
             // `gpu_printf!` is cuda-oxide's `print!` (its format string ends with `\n`).
             "println" | "print" | "eprintln" | "eprint" => {
                 self.print(&args, name.ends_with("ln"), false, span)?;

@@ -110,11 +110,79 @@ impl Lowerer<'_> {
                     CpAsyncCache::Ca
                 };
                 self.b
-                    .cp_async(cache, size, dst_addr, src_addr)
+                    .cp_async(cache, size, dst_addr, src_addr, None)
                     .or_else(|m| err(span, format!("internal compiler error: {m}")))?;
                 Ok(Some(Val::Unit))
             }
-            "cp_async_commit" if args.is_empty() => {
+            // cuda-oxide's pointer forms: `cp_async_ca_16(dst, src)` from a global `*const` to
+            // a shared `*mut`, and `cp_async_ca_zfill_16(dst, src, src_size)`, which reads
+            // `src_size` bytes and zero-fills the rest (inside `unsafe`: the pointers must be
+            // aligned to the size and in bounds).
+            pointer_copy if pointer_cp_async(pointer_copy).is_some() => {
+                let Some((cache, size, zfill)) = pointer_cp_async(pointer_copy) else {
+                    return Ok(None);
+                };
+                let (dst, src, src_size) = match (zfill, args) {
+                    (false, [dst, src]) => (dst, src, None),
+                    (true, [dst, src, n]) => (dst, src, Some(n)),
+                    _ => {
+                        return err(
+                            span,
+                            format!(
+                                "`{name}` takes (shared destination, global source{})",
+                                if zfill { ", source bytes" } else { "" }
+                            ),
+                        );
+                    }
+                };
+                let dst_addr = match self.expr(dst)? {
+                    Val::Ptr {
+                        addr,
+                        space: cuprum_ir::AddressSpace::Shared,
+                        mutable: true,
+                        ..
+                    } => addr,
+                    other => {
+                        return err(
+                            dst.span(),
+                            format!(
+                                "`{name}` copies into shared memory through a `*mut` pointer \
+                                 (`addr_of_mut!(TILE) as *mut u32`), not {}",
+                                describe(&other)
+                            ),
+                        );
+                    }
+                };
+                let src_addr = match self.expr(src)? {
+                    Val::Ptr {
+                        addr,
+                        space: cuprum_ir::AddressSpace::Global,
+                        ..
+                    } => addr,
+                    other => {
+                        return err(
+                            src.span(),
+                            format!(
+                                "`{name}` copies from global memory through a pointer \
+                                 (`input.as_ptr()`), not {}",
+                                describe(&other)
+                            ),
+                        );
+                    }
+                };
+                let src_size = match src_size {
+                    Some(n) => {
+                        let v = self.expr(n)?;
+                        Some(self.materialize(v, S::U32, n.span())?)
+                    }
+                    None => None,
+                };
+                self.b
+                    .cp_async(cache, size, dst_addr, src_addr, src_size)
+                    .or_else(|m| err(span, format!("internal compiler error: {m}")))?;
+                Ok(Some(Val::Unit))
+            }
+            "cp_async_commit" | "cp_async_commit_group" if args.is_empty() => {
                 self.b.push(Stmt::CpAsyncCommit);
                 Ok(Some(Val::Unit))
             }
@@ -122,7 +190,7 @@ impl Lowerer<'_> {
                 self.b.push(Stmt::CpAsyncWaitAll);
                 Ok(Some(Val::Unit))
             }
-            "cp_async_wait" => {
+            "cp_async_wait" | "cp_async_wait_group" => {
                 let [pending] = args else {
                     return err(
                         span,
@@ -259,4 +327,21 @@ impl Lowerer<'_> {
         let off = self.def(Op::Binary(BinaryOp::Mul, i32v, size), span)?;
         self.def(Op::Binary(BinaryOp::Add, base, off), span)
     }
+}
+
+/// The cache policy, size and zero fill of cuda-oxide's pointer `cp.async` functions
+/// (`cp_async_ca_4`, `cp_async_cg_zfill_16`, ...), if `name` is one.
+fn pointer_cp_async(name: &str) -> Option<(CpAsyncCache, u32, bool)> {
+    let rest = name.strip_prefix("cp_async_")?;
+    let (cache, rest) = if let Some(r) = rest.strip_prefix("ca_") {
+        (CpAsyncCache::Ca, r)
+    } else {
+        (CpAsyncCache::Cg, rest.strip_prefix("cg_")?)
+    };
+    let (zfill, size) = match rest.strip_prefix("zfill_") {
+        Some(size) => (true, size),
+        None => (false, rest),
+    };
+    let size: u32 = size.parse().ok()?;
+    cache.allows_size(size).then_some((cache, size, zfill))
 }

@@ -334,6 +334,24 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn cast(&mut self, c: &syn::ExprCast) -> Result<Val> {
+        // `p as *mut u32`: the same address, another element type.
+        if let syn::Type::Ptr(target) = &*c.ty {
+            return match self.expr(&c.expr)? {
+                Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
+                    addr,
+                    elem: self.resolve_scalar(&target.elem)?,
+                    mutable: target.mutability.is_some(),
+                    space,
+                }),
+                other => err(
+                    c.span(),
+                    format!(
+                        "only raw pointers convert to raw pointers in device code, not {}",
+                        describe(&other)
+                    ),
+                ),
+            };
+        }
         let to = self.resolve_scalar(&c.ty)?;
         let span = c.span();
         match self.expr(&c.expr)? {

@@ -21,6 +21,7 @@ use std::marker::PhantomData;
 pub use cuprum_macros::cuda_module;
 pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract};
 
+pub mod async_copy;
 pub mod atomic;
 pub mod constant;
 pub mod disjoint;
