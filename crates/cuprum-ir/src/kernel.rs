@@ -692,6 +692,20 @@ pub enum UnaryOp {
     Cos,
     /// Hyperbolic tangent (approximate, see `Exp`).
     Tanh,
+    /// Tangent of an angle in radians (approximate, see `Exp`).
+    Tan,
+    /// Arctangent, in radians in [-pi/2, pi/2] (approximate, see `Exp`).
+    Atan,
+    /// Hyperbolic sine (approximate, see `Exp`).
+    Sinh,
+    /// Hyperbolic cosine (approximate, see `Exp`).
+    Cosh,
+    /// Inverse hyperbolic sine (approximate, see `Exp`).
+    Asinh,
+    /// Inverse hyperbolic cosine (approximate, see `Exp`); NaN below 1.
+    Acosh,
+    /// Inverse hyperbolic tangent (approximate, see `Exp`); `±inf` at `±1`, NaN beyond.
+    Atanh,
 }
 
 impl UnaryOp {
@@ -710,11 +724,25 @@ impl UnaryOp {
     }
 
     /// Whether the operation is a transcendental function: the GPU computes it with an
-    /// approximation (defined for `F32`), so its bits differ from the host's.
+    /// approximation (within a few ulp, see `cuprum-ptx`'s `math`), so its bits may differ
+    /// from the host's.
     pub const fn is_transcendental(self) -> bool {
         matches!(
             self,
-            Self::Exp | Self::Exp2 | Self::Ln | Self::Log2 | Self::Sin | Self::Cos | Self::Tanh
+            Self::Exp
+                | Self::Exp2
+                | Self::Ln
+                | Self::Log2
+                | Self::Sin
+                | Self::Cos
+                | Self::Tanh
+                | Self::Tan
+                | Self::Atan
+                | Self::Sinh
+                | Self::Cosh
+                | Self::Asinh
+                | Self::Acosh
+                | Self::Atanh
         )
     }
 }
@@ -754,6 +782,23 @@ pub enum BinaryOp {
     Min,
     /// The larger operand (NaN handling as `Min`).
     Max,
+    /// `atan2(l, r)`: the angle of the point `(r, l)` (so `y.atan2(x)` is `Atan2(y, x)`), in
+    /// radians in [-pi, pi], with C's special values (signed zeros pick the quadrant).
+    /// Floats only; approximate like the transcendental [`UnaryOp`]s.
+    Atan2,
+}
+
+impl BinaryOp {
+    /// Whether the operation is defined on floats only.
+    pub const fn is_float_only(self) -> bool {
+        matches!(self, Self::Atan2)
+    }
+
+    /// Whether the operation is a transcendental function (see
+    /// [`UnaryOp::is_transcendental`]).
+    pub const fn is_transcendental(self) -> bool {
+        matches!(self, Self::Atan2)
+    }
 }
 
 /// The three-operand operations of [`Op::Ternary`].

@@ -402,6 +402,7 @@ pub(super) fn fold_int(op: BinaryOp, a: i128, b: i128, span: proc_macro2::Span) 
         BinaryOp::Max => a.max(b),
         BinaryOp::Shl | BinaryOp::Shr => return err(span, "unsupported constant shift"),
         BinaryOp::MulHigh => return err(span, "unsupported constant high product"),
+        BinaryOp::Atan2 => return err(span, "`atan2` of integers"),
     })
 }
 
