@@ -158,6 +158,12 @@ impl Lowerer<'_> {
         if ty == S::Bool && !matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
             return err(span, "arithmetic on `bool` is not allowed");
         }
+        if op.is_float_only() && !ty.is_float() {
+            return err(
+                span,
+                format!("`{op:?}` needs floats, found `{ty}`").to_lowercase(),
+            );
+        }
         let lv = self.materialize(l, ty, span)?;
         let divisor_const = matches!(r, Val::Int(x) if x != 0 && x != -1);
         let rv = self.materialize(r, ty, span)?;
@@ -415,6 +421,8 @@ pub(super) fn fold_float(op: BinaryOp, a: f64, b: f64, span: proc_macro2::Span) 
         BinaryOp::Rem => a % b,
         BinaryOp::Min => a.min(b),
         BinaryOp::Max => a.max(b),
+        // Untyped literals fold in f64, as the other arithmetic between them does.
+        BinaryOp::Atan2 => a.atan2(b),
         _ => return err(span, "this operator does not apply to floats"),
     })
 }
