@@ -349,7 +349,7 @@ macro_rules! int_reference {
             BinaryOp::Shr => x.wrapping_shr(s),
             BinaryOp::Min => x.min(y),
             BinaryOp::Max => x.max(y),
-            BinaryOp::Atan2 => unreachable!("floats only"),
+            BinaryOp::Atan2 | BinaryOp::Hypot => unreachable!("floats only"),
         };
         r.to_bits()
     }};
@@ -532,7 +532,7 @@ fn bool_ops_select_and_bitcast() {
 // ---------------------------------------------------------------------------------------------
 // Floats
 
-const FLOAT_BINOPS: [BinaryOp; 8] = [
+const FLOAT_BINOPS: [BinaryOp; 9] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -541,8 +541,9 @@ const FLOAT_BINOPS: [BinaryOp; 8] = [
     BinaryOp::Min,
     BinaryOp::Max,
     BinaryOp::Atan2,
+    BinaryOp::Hypot,
 ];
-const FLOAT_UNOPS: [UnaryOp; 21] = [
+const FLOAT_UNOPS: [UnaryOp; 23] = [
     UnaryOp::Neg,
     UnaryOp::Abs,
     UnaryOp::Sqrt,
@@ -564,6 +565,8 @@ const FLOAT_UNOPS: [UnaryOp; 21] = [
     UnaryOp::Asinh,
     UnaryOp::Acosh,
     UnaryOp::Atanh,
+    UnaryOp::ExpM1,
+    UnaryOp::Ln1p,
 ];
 
 macro_rules! float_bin {
@@ -578,6 +581,7 @@ macro_rules! float_bin {
             BinaryOp::Max => $x.max($y),
             // Computed in f64 (Rust's std) and rounded once, as the IR defines it.
             BinaryOp::Atan2 => $x.via2($y, f64::atan2),
+            BinaryOp::Hypot => $x.via2($y, f64::hypot),
             _ => unreachable!(),
         }
     };
@@ -608,6 +612,8 @@ macro_rules! float_un {
             UnaryOp::Asinh => $x.via(math::asinh),
             UnaryOp::Acosh => $x.via(math::acosh),
             UnaryOp::Atanh => $x.via(math::atanh),
+            UnaryOp::ExpM1 => $x.via(f64::exp_m1),
+            UnaryOp::Ln1p => $x.via(f64::ln_1p),
             UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
                 unreachable!()
             }

@@ -706,6 +706,10 @@ pub enum UnaryOp {
     Acosh,
     /// Inverse hyperbolic tangent (approximate, see `Exp`); `±inf` at `±1`, NaN beyond.
     Atanh,
+    /// `e^x - 1`, accurate near 0 (approximate, see `Exp`).
+    ExpM1,
+    /// `ln(1 + x)`, accurate near 0 (approximate, see `Exp`); NaN below -1.
+    Ln1p,
 }
 
 impl UnaryOp {
@@ -743,6 +747,8 @@ impl UnaryOp {
                 | Self::Asinh
                 | Self::Acosh
                 | Self::Atanh
+                | Self::ExpM1
+                | Self::Ln1p
         )
     }
 }
@@ -786,18 +792,21 @@ pub enum BinaryOp {
     /// radians in [-pi, pi], with C's special values (signed zeros pick the quadrant).
     /// Floats only; approximate like the transcendental [`UnaryOp`]s.
     Atan2,
+    /// `sqrt(l^2 + r^2)` without overflow or underflow on the way; infinite when an operand
+    /// is (even if the other is NaN), as C's `hypot`. Floats only; approximate like `Atan2`.
+    Hypot,
 }
 
 impl BinaryOp {
     /// Whether the operation is defined on floats only.
     pub const fn is_float_only(self) -> bool {
-        matches!(self, Self::Atan2)
+        matches!(self, Self::Atan2 | Self::Hypot)
     }
 
     /// Whether the operation is a transcendental function (see
     /// [`UnaryOp::is_transcendental`]).
     pub const fn is_transcendental(self) -> bool {
-        matches!(self, Self::Atan2)
+        matches!(self, Self::Atan2 | Self::Hypot)
     }
 }
 

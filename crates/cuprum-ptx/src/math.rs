@@ -30,7 +30,7 @@
 //! result on every input tried.
 //!
 //! The other `f32` functions (`Tan`, `Atan`, `Atan2`, `Sinh`, `Cosh`, `Asinh`, `Acosh`,
-//! `Atanh`) widen to `f64`, run the `f64` sequence below and round once (`cvt.rn.f32.f64`):
+//! `Atanh`, `ExpM1`, `Ln1p`, `Hypot`) widen to `f64`, run the `f64` sequence below and round once (`cvt.rn.f32.f64`):
 //! within 0.5 ulp of the `f64` reference rounded once on every input the model tests tried,
 //! so essentially correctly rounded (`f16`/`bf16` go through `f32` as above). They cost the
 //! `f64` sequence: cheap on an H100/H200, slow on GPUs with few `f64` units.
@@ -47,6 +47,9 @@
 //! | op | sequence | max error vs reference |
 //! |---|---|---|
 //! | `Exp`, `Exp2` | `x = k ln 2 + r` (Cody–Waite, `r` double-double), Taylor to `r^14`, `2^k` in two exact steps | 1 ulp |
+//! | `ExpM1` | as `Exp`, then `2^k (eh + el) - 1` as an exact two-sum | 1 ulp |
+//! | `Ln1p` | `Ln` of `1 + x` as an exact double-double | 1 ulp |
+//! | `Hypot` | both scaled by the larger's power of two, exact sum of squares, corrected square root | 1 ulp |
 //! | `Ln`, `Log2` | `x = 2^e m`, `m` in [0.71, 1.41), `ln(1+f)` by the `2 atanh` series, double-double sum | 1 ulp |
 //! | `Sin`, `Cos`, `Tan` | Cody–Waite (three-part pi/2) below 2^28, exact Payne–Hanek (1216 bits of 2/pi) above; Taylor for `sin`/`cos` of the double-double `r`; `tan` a corrected quotient | 1 ulp, whole range (and correctly rounded on the hardest reduction cases) |
 //! | `Atan`, `Atan2` | reciprocal or ratio as a double-double in [0, 1], table of `atan(j/16)`, six-term odd series, quadrant sum with pi/2 or pi; C's special values | 1 ulp |
@@ -176,8 +179,10 @@ impl KernelWriter<'_> {
             BinaryOp::Min => ins!(self, "min.{f} {d}, {l}, {r}"),
             BinaryOp::Max => ins!(self, "max.{f} {d}, {l}, {r}"),
             BinaryOp::Rem => self.fmod(ty, d, l, r),
-            BinaryOp::Atan2 if ty == S::F64 => self.f64_atan2(d, l, r),
-            BinaryOp::Atan2 => self.through_f64(d, &[l, r], |w, o, x| w.f64_atan2(o, x[0], x[1])),
+            BinaryOp::Atan2 | BinaryOp::Hypot if ty == S::F64 => self.f64_binary(b, d, l, r),
+            BinaryOp::Atan2 | BinaryOp::Hypot => {
+                self.through_f64(d, &[l, r], |w, o, x| w.f64_binary(b, o, x[0], x[1]))
+            }
             _ => return Err(self.unsupported(format!("{b:?} on {ty}"))),
         }
         Ok(())
@@ -253,7 +258,9 @@ impl KernelWriter<'_> {
             | UnaryOp::Cosh
             | UnaryOp::Asinh
             | UnaryOp::Acosh
-            | UnaryOp::Atanh => self.through_f64(d, &[a], |w, r, x| {
+            | UnaryOp::Atanh
+            | UnaryOp::ExpM1
+            | UnaryOp::Ln1p => self.through_f64(d, &[a], |w, r, x| {
                 w.f64_function(u, r, x[0]);
             }),
             UnaryOp::Neg

@@ -39,7 +39,7 @@ impl Bytes {
     }
 }
 
-const UNARY: [UnaryOp; 25] = [
+const UNARY: [UnaryOp; 27] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::CountOnes,
@@ -65,9 +65,11 @@ const UNARY: [UnaryOp; 25] = [
     UnaryOp::Asinh,
     UnaryOp::Acosh,
     UnaryOp::Atanh,
+    UnaryOp::ExpM1,
+    UnaryOp::Ln1p,
 ];
 
-const BINARY: [BinaryOp; 14] = [
+const BINARY: [BinaryOp; 15] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -82,6 +84,7 @@ const BINARY: [BinaryOp; 14] = [
     BinaryOp::Min,
     BinaryOp::Max,
     BinaryOp::Atan2,
+    BinaryOp::Hypot,
 ];
 
 const CMP: [CmpOp; 6] = [
@@ -109,7 +112,7 @@ fn binary_applies(b: BinaryOp, ty: ScalarType) -> bool {
         t if t.is_float() => {
             !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::MulHigh)
         }
-        t => b != BinaryOp::Atan2 && (b != BinaryOp::MulHigh || t.bits() >= 32),
+        t => !b.is_float_only() && (b != BinaryOp::MulHigh || t.bits() >= 32),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The transcendental float methods in kernels, for `f32` and `f64` (cuda-oxide's
-//! `math_atan`, `math_hyperbolic` and `math_tan` use them): one kernel per function and
+//! `math_atan`, `math_hyperbolic` and `math_tan` use them; `exp_m1`, `ln_1p` and `hypot`
+//! too): one kernel per function and
 //! width, run on random inputs over each function's whole domain (every binade, both signs)
 //! and the special values, every element checked against a plain-Rust reference computed in
 //! `f64`: within 2 ulp (the GPU's sequences are approximations of about 1 ulp; the emulator
@@ -287,6 +288,60 @@ mod kernels {
         let i = thread::index_1d();
         if let Some(o) = out.get_mut(i) {
             *o = y[i.get()].atan2(x[i.get()]);
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn exp_m1_f32(x: &[f32], mut out: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].exp_m1();
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn exp_m1_f64(x: &[f64], mut out: DisjointSlice<f64>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].exp_m1();
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn ln_1p_f32(x: &[f32], mut out: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].ln_1p();
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn ln_1p_f64(x: &[f64], mut out: DisjointSlice<f64>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].ln_1p();
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn hypot_f32(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].hypot(y[i.get()]);
+        }
+    }
+
+    #[kernel]
+    #[launch_contract(domain = 1, block = (256, 1, 1))]
+    pub fn hypot_f64(x: &[f64], y: &[f64], mut out: DisjointSlice<f64>) {
+        let i = thread::index_1d();
+        if let Some(o) = out.get_mut(i) {
+            *o = x[i.get()].hypot(y[i.get()]);
         }
     }
 }
@@ -695,57 +750,120 @@ unary_test!(
     Dom::UnitInterval
 );
 
-#[test]
-fn atan2() -> cuprum::Result<()> {
-    let ctx = ctx();
-    let stream = ctx.default_stream();
-    let module = kernels::load(ctx)?;
-    let mut rng = rng("atan2");
-    // Random pairs over every binade, then every pair of special values (the quadrants,
-    // signed zeros and infinities).
-    for w in [F32, F64] {
-        let mut ys = inputs(&mut rng, Dom::All, w, N);
-        let mut xs = inputs(&mut rng, Dom::All, w, N);
-        // Also magnitudes close to each other, where the ratio is near 1.
-        for i in 0..N / 4 {
-            xs[i] = ys[i] * rng.random_range(0.5..2.0);
-        }
-        let s = specials(w);
-        for &y in &s {
-            for &x in &s {
-                ys.push(y);
-                xs.push(x);
+unary_test!(
+    exp_m1,
+    exp_m1_f32,
+    prepare_exp_m1_f32,
+    exp_m1_f64,
+    prepare_exp_m1_f64,
+    f64::exp_m1,
+    Dom::Range(-104.0, 89.0),
+    Dom::Range(-750.0, 710.0)
+);
+unary_test!(
+    ln_1p,
+    ln_1p_f32,
+    prepare_ln_1p_f32,
+    ln_1p_f64,
+    prepare_ln_1p_f64,
+    f64::ln_1p,
+    Dom::All,
+    Dom::All
+);
+
+/// One test per two-operand function: its `f32` and its `f64` kernel, on random pairs over
+/// every binade (and pairs of close magnitudes), then every pair of special values.
+macro_rules! binary_test {
+    ($name:ident, $k32:ident, $p32:ident, $k64:ident, $p64:ident, $reference:expr) => {
+        #[test]
+        fn $name() -> cuprum::Result<()> {
+            let reference: fn(f64, f64) -> f64 = $reference;
+            let ctx = ctx();
+            let stream = ctx.default_stream();
+            let module = kernels::load(ctx)?;
+            let mut rng = rng(stringify!($name));
+            // Random pairs over every binade, then every pair of special values (the quadrants,
+            // signed zeros and infinities).
+            for w in [F32, F64] {
+                let mut ys = inputs(&mut rng, Dom::All, w, N);
+                let mut xs = inputs(&mut rng, Dom::All, w, N);
+                // Also magnitudes close to each other, where the ratio is near 1.
+                for i in 0..N / 4 {
+                    xs[i] = ys[i] * rng.random_range(0.5..2.0);
+                }
+                let s = specials(w);
+                for &y in &s {
+                    for &x in &s {
+                        ys.push(y);
+                        xs.push(x);
+                    }
+                }
+                let n = xs.len();
+                let config = LaunchConfig1D::new(blocks_for(n, 256), 256, 0);
+                if w.digits == 24 {
+                    let ys: Vec<f32> = ys.iter().map(|&y| y as f32).collect();
+                    let xs: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+                    let (dy, dx) = (
+                        DeviceBuffer::from_host(&stream, &ys)?,
+                        DeviceBuffer::from_host(&stream, &xs)?,
+                    );
+                    let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
+                    let prepared = module.$p32(config)?;
+                    module.$k32(&stream, &prepared, &dy, &dx, &mut dout)?;
+                    let got = dout.to_host_vec(&stream)?;
+                    let pairs: Vec<(f32, f32)> =
+                        ys.iter().copied().zip(xs.iter().copied()).collect();
+                    let want = |i: usize| reference(f64::from(ys[i]), f64::from(xs[i])) as f32;
+                    check(
+                        concat!(stringify!($name), " f32"),
+                        &pairs,
+                        &got,
+                        want,
+                        bits32,
+                        BITS32,
+                        N,
+                    );
+                } else {
+                    let (dy, dx) = (
+                        DeviceBuffer::from_host(&stream, &ys)?,
+                        DeviceBuffer::from_host(&stream, &xs)?,
+                    );
+                    let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f64>(n))?;
+                    let prepared = module.$p64(config)?;
+                    module.$k64(&stream, &prepared, &dy, &dx, &mut dout)?;
+                    let got = dout.to_host_vec(&stream)?;
+                    let pairs: Vec<(f64, f64)> =
+                        ys.iter().copied().zip(xs.iter().copied()).collect();
+                    let want = |i: usize| reference(ys[i], xs[i]);
+                    check(
+                        concat!(stringify!($name), " f64"),
+                        &pairs,
+                        &got,
+                        want,
+                        bits64,
+                        BITS64,
+                        N,
+                    );
+                }
             }
+            Ok(())
         }
-        let n = xs.len();
-        let config = LaunchConfig1D::new(blocks_for(n, 256), 256, 0);
-        if w.digits == 24 {
-            let ys: Vec<f32> = ys.iter().map(|&y| y as f32).collect();
-            let xs: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
-            let (dy, dx) = (
-                DeviceBuffer::from_host(&stream, &ys)?,
-                DeviceBuffer::from_host(&stream, &xs)?,
-            );
-            let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f32>(n))?;
-            let prepared = module.prepare_atan2_f32(config)?;
-            module.atan2_f32(&stream, &prepared, &dy, &dx, &mut dout)?;
-            let got = dout.to_host_vec(&stream)?;
-            let pairs: Vec<(f32, f32)> = ys.iter().copied().zip(xs.iter().copied()).collect();
-            let want = |i: usize| f64::from(ys[i]).atan2(f64::from(xs[i])) as f32;
-            check("atan2 f32", &pairs, &got, want, bits32, BITS32, N);
-        } else {
-            let (dy, dx) = (
-                DeviceBuffer::from_host(&stream, &ys)?,
-                DeviceBuffer::from_host(&stream, &xs)?,
-            );
-            let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f64>(n))?;
-            let prepared = module.prepare_atan2_f64(config)?;
-            module.atan2_f64(&stream, &prepared, &dy, &dx, &mut dout)?;
-            let got = dout.to_host_vec(&stream)?;
-            let pairs: Vec<(f64, f64)> = ys.iter().copied().zip(xs.iter().copied()).collect();
-            let want = |i: usize| ys[i].atan2(xs[i]);
-            check("atan2 f64", &pairs, &got, want, bits64, BITS64, N);
-        }
-    }
-    Ok(())
+    };
 }
+
+binary_test!(
+    atan2,
+    atan2_f32,
+    prepare_atan2_f32,
+    atan2_f64,
+    prepare_atan2_f64,
+    f64::atan2
+);
+binary_test!(
+    hypot,
+    hypot_f32,
+    prepare_hypot_f32,
+    hypot_f64,
+    prepare_hypot_f64,
+    f64::hypot
+);

@@ -171,6 +171,8 @@ impl Lowerer<'_> {
             "asinh" => Some(UnaryOp::Asinh),
             "acosh" => Some(UnaryOp::Acosh),
             "atanh" => Some(UnaryOp::Atanh),
+            "exp_m1" => Some(UnaryOp::ExpM1),
+            "ln_1p" => Some(UnaryOp::Ln1p),
             _ => None,
         };
         if let Some(op) = unary {
@@ -209,6 +211,7 @@ impl Lowerer<'_> {
             "wrapping_mul" => Some(BinaryOp::Mul),
             // `y.atan2(x)`: floats only (`arith` refuses integers).
             "atan2" => Some(BinaryOp::Atan2),
+            "hypot" => Some(BinaryOp::Hypot),
             _ => None,
         };
         if let Some(op) = binary {

@@ -408,7 +408,7 @@ pub(super) fn fold_int(op: BinaryOp, a: i128, b: i128, span: proc_macro2::Span) 
         BinaryOp::Max => a.max(b),
         BinaryOp::Shl | BinaryOp::Shr => return err(span, "unsupported constant shift"),
         BinaryOp::MulHigh => return err(span, "unsupported constant high product"),
-        BinaryOp::Atan2 => return err(span, "`atan2` of integers"),
+        BinaryOp::Atan2 | BinaryOp::Hypot => return err(span, "float-only operation on integers"),
     })
 }
 
@@ -423,6 +423,7 @@ pub(super) fn fold_float(op: BinaryOp, a: f64, b: f64, span: proc_macro2::Span) 
         BinaryOp::Max => a.max(b),
         // Untyped literals fold in f64, as the other arithmetic between them does.
         BinaryOp::Atan2 => a.atan2(b),
+        BinaryOp::Hypot => a.hypot(b),
         _ => return err(span, "this operator does not apply to floats"),
     })
 }

@@ -182,6 +182,8 @@ macro_rules! float_unary {
             UnaryOp::Asinh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::asinh))),
             UnaryOp::Acosh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::acosh))),
             UnaryOp::Atanh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::atanh))),
+            UnaryOp::ExpM1 => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::exp_m1))),
+            UnaryOp::Ln1p => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::ln_1p))),
             UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
                 return Err(OpFault::Unsupported);
             }
@@ -279,7 +281,7 @@ macro_rules! int_binary {
             BinaryOp::Shr => map2::<N, $t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shr(s)),
             BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.min(y)),
             BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.max(y)),
-            BinaryOp::Atan2 => return Err(OpFault::Unsupported),
+            BinaryOp::Atan2 | BinaryOp::Hypot => return Err(OpFault::Unsupported),
         }
     }};
 }
@@ -297,6 +299,9 @@ macro_rules! float_binary {
             BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).max(to(y)))),
             BinaryOp::Atan2 => {
                 map2::<N, $t, $t, $t>($a, $b, $out, |y, x| from(to(y).via2(to(x), math::atan2)))
+            }
+            BinaryOp::Hypot => {
+                map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).via2(to(y), math::hypot)))
             }
             BinaryOp::And
             | BinaryOp::Or

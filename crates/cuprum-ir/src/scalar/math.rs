@@ -1,6 +1,6 @@
 //! The values of the transcendental functions the IR has beyond the oldest few (`Tan`,
-//! `Atan`, `Atan2`, `Sinh`, `Cosh`, `Asinh`, `Acosh`, `Atanh`): what the emulator computes and
-//! what the GPU's sequences are measured against.
+//! `Atan`, `Atan2`, `Sinh`, `Cosh`, `Asinh`, `Acosh`, `Atanh`, `ExpM1`, `Ln1p`, `Hypot`): what
+//! the emulator computes and what the GPU's sequences are measured against.
 //!
 //! Each is defined on `f64` by Rust's `std` (the platform's libm, within about an ulp), except
 //! the inverse hyperbolic functions, whose `std` versions lose accuracy (`acosh` near 1 and
@@ -70,6 +70,21 @@ pub fn cosh(x: f64) -> f64 {
 pub fn atanh(x: f64) -> f64 {
     let a = x.abs();
     (0.5 * (2.0 * a / (1.0 - a)).ln_1p()).copysign(x)
+}
+
+/// `e^x - 1`.
+pub fn exp_m1(x: f64) -> f64 {
+    x.exp_m1()
+}
+
+/// `ln(1 + x)`.
+pub fn ln_1p(x: f64) -> f64 {
+    x.ln_1p()
+}
+
+/// `sqrt(x^2 + y^2)` without overflow on the way, C's special values.
+pub fn hypot(x: f64, y: f64) -> f64 {
+    x.hypot(y)
 }
 
 /// Inverse hyperbolic sine, accurate over the whole range.

@@ -135,6 +135,28 @@ pub(super) fn sinh_cosh<A: Arith>(m: &mut A, x: A::F, cosh: bool) -> A::F {
     keep_nan(m, x, r)
 }
 
+/// `e^x - 1 = 2^k (eh + el) - 1`, the subtraction exact as a two-sum (so small `x` keeps
+/// its bits); -1 below -40, the sign of a zero kept.
+pub(super) fn exp_m1<A: Arith>(m: &mut A, x: A::F) -> A::F {
+    let xc = clamp(m, x, -40.0, 710.0);
+    let (k, rh, rl) = reduce(m, xc);
+    let (eh, el) = exp_poly(m, rh, rl);
+    let sh = scale(m, eh, k);
+    let sl = scale(m, el, k);
+    let minus_one = m.f(-1.0);
+    let (t, te) = m.two_sum(sh, minus_one);
+    let lo = m.add(te, sl);
+    let r = m.add(t, lo);
+    // Overflow: the two-sum of an infinity is NaN.
+    let inf = m.f(f64::INFINITY);
+    let over = m.eq(sh, inf);
+    let r = m.fsel(over, inf, r);
+    let zero = m.f(0.0);
+    let is_zero = m.eq(x, zero);
+    let r = m.fsel(is_zero, x, r);
+    keep_nan(m, x, r)
+}
+
 /// `tanh x = em / (em + 2)` with `em = e^(2|x|) - 1` a double-double (exact subtraction of 1
 /// from `E >= 1`), the division corrected by its residual; 1 from `|x| >= 22` on.
 pub(super) fn tanh<A: Arith>(m: &mut A, x: A::F) -> A::F {
@@ -240,6 +262,23 @@ mod tests {
                 (f64::INFINITY, f64::INFINITY),
                 (f64::NEG_INFINITY, f64::INFINITY),
                 (-711.0, f64::INFINITY),
+            ],
+        );
+    }
+
+    #[test]
+    fn exp_m1_model_is_accurate() {
+        check("exp_m1", exp_m1, f64::exp_m1, -750.0, 710.0, 1.0);
+        check("exp_m1 near 0", exp_m1, f64::exp_m1, -1.0, 1.0, 1.0);
+        check_specials(
+            exp_m1,
+            &[
+                (0.0, 0.0),
+                (-0.0, -0.0),
+                (f64::INFINITY, f64::INFINITY),
+                (f64::NEG_INFINITY, -1.0),
+                (710.0, f64::INFINITY),
+                (-100.0, -1.0),
             ],
         );
     }

@@ -92,9 +92,29 @@ pub(super) fn ln<A: Arith>(m: &mut A, x: A::F, base2: bool) -> A::F {
     keep_nan(m, x, r)
 }
 
+/// `ln(1 + x)`: the logarithm of `1 + x` as an exact double-double; NaN below -1, `-inf`
+/// at -1, the sign of a zero kept.
+pub(super) fn ln_1p<A: Arith>(m: &mut A, x: A::F) -> A::F {
+    let one = m.f(1.0);
+    let (uh, ul) = m.two_sum(one, x);
+    let zero = m.f(0.0);
+    let r = ln_dd(m, uh, ul, zero);
+    let inf = m.f(f64::INFINITY);
+    let is_inf = m.eq(x, inf);
+    let r = m.fsel(is_inf, inf, r);
+    let minus_one = m.f(-1.0);
+    let below = m.lt(x, minus_one);
+    let r = m.fsel_k(below, f64::NAN, r);
+    let at = m.eq(x, minus_one);
+    let r = m.fsel_k(at, f64::NEG_INFINITY, r);
+    let is_zero = m.eq(x, zero);
+    let r = m.fsel(is_zero, x, r);
+    keep_nan(m, x, r)
+}
+
 /// `sqrt(q + ql)` as a double-double `(s, sl)`, for `q >= 0` and `|ql|` below an ulp of `q`
 /// (zero gives `(0, 0)`).
-fn sqrt_dd<A: Arith>(m: &mut A, q: A::F, ql: A::F) -> (A::F, A::F) {
+pub(super) fn sqrt_dd<A: Arith>(m: &mut A, q: A::F, ql: A::F) -> (A::F, A::F) {
     let s = m.fun(FUn::Sqrt, q);
     let ns = m.neg(s);
     let r = m.fma(ns, s, q);
@@ -211,6 +231,23 @@ mod tests {
             );
         }
         check_specials(|m, x| ln(m, x, true), &[(1024.0, 10.0), (0.125, -3.0)]);
+    }
+
+    #[test]
+    fn ln_1p_model_is_accurate() {
+        check("ln_1p", ln_1p, f64::ln_1p, -1.0, MAX, 1.0);
+        check("ln_1p near 0", ln_1p, f64::ln_1p, -0.5, 0.5, 1.0);
+        check_specials(
+            ln_1p,
+            &[
+                (0.0, 0.0),
+                (-0.0, -0.0),
+                (-1.0, f64::NEG_INFINITY),
+                (-2.0, f64::NAN),
+                (f64::INFINITY, f64::INFINITY),
+                (f64::NEG_INFINITY, f64::NAN),
+            ],
+        );
     }
 
     #[test]

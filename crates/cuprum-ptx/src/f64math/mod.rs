@@ -14,22 +14,25 @@
 //! than half an ulp, so every function ends in one final rounding plus a small error: within
 //! about 1 ulp of the exact result (the bounds per function are in the `math` module docs).
 //!
-//! * `exp`: `exp`, `exp2`, `sinh`, `cosh`, `tanh` (Cody–Waite reduction by ln 2, Taylor
-//!   polynomial for `e^r`, scaling in two steps so subnormal and overflowing results round
-//!   once);
-//! * `log`: `ln`, `log2`, `asinh`, `acosh`, `atanh` (one logarithm of a double-double input,
-//!   so `log1p`-like arguments keep their low bits);
+//! * `exp`: `exp`, `exp2`, `exp_m1`, `sinh`, `cosh`, `tanh` (Cody–Waite reduction by ln 2,
+//!   Taylor polynomial for `e^r`, scaling in two steps so subnormal and overflowing results
+//!   round once);
+//! * `log`: `ln`, `log2`, `ln_1p`, `asinh`, `acosh`, `atanh` (one logarithm of a
+//!   double-double input, so `log1p`-like arguments keep their low bits);
 //! * `trig`: `sin`, `cos`, `tan` (Cody–Waite reduction by pi/2 below 2^28, exact Payne–Hanek
 //!   reduction in 64-bit integer arithmetic above);
-//! * `atan`: `atan`, `atan2` (a table of `atan(j/16)` and a short odd series).
+//! * `atan`: `atan`, `atan2` (a table of `atan(j/16)` and a short odd series);
+//! * `hypot`: `hypot` (scaled, the sum of squares exact).
 //!
 //! `f32` functions that have no `f32` sequence of their own (`tan`, `atan`, `atan2`, the
-//! hyperbolic functions but `tanh`, and their inverses) widen exactly to `f64`, run these
-//! and round once: the result is within an ulp of `f32` and almost always correctly rounded.
+//! hyperbolic functions but `tanh`, their inverses, `exp_m1`, `ln_1p`, `hypot`) widen exactly
+//! to `f64`, run these and round once: the result is within an ulp of `f32` and almost always
+//! correctly rounded.
 
 mod atan;
 mod consts;
 mod exp;
+mod hypot;
 mod log;
 #[cfg(test)]
 mod model;
@@ -513,6 +516,8 @@ pub(crate) fn unary<A: Arith>(m: &mut A, op: UnaryOp, x: A::F) -> Option<A::F> {
         UnaryOp::Asinh => log::asinh(m, x),
         UnaryOp::Acosh => log::acosh(m, x),
         UnaryOp::Atanh => log::atanh(m, x),
+        UnaryOp::ExpM1 => exp::exp_m1(m, x),
+        UnaryOp::Ln1p => log::ln_1p(m, x),
         UnaryOp::Sin => trig::sin_cos_tan(m, x, trig::Which::Sin),
         UnaryOp::Cos => trig::sin_cos_tan(m, x, trig::Which::Cos),
         UnaryOp::Tan => trig::sin_cos_tan(m, x, trig::Which::Tan),
@@ -532,11 +537,15 @@ impl KernelWriter<'_> {
         true
     }
 
-    /// `atan2(y, x)` of two `f64`s into `d`.
-    pub(crate) fn f64_atan2(&mut self, d: Reg, y: Reg, x: Reg) {
+    /// `atan2(l, r)` or `hypot(l, r)` of two `f64`s into `d`.
+    pub(crate) fn f64_binary(&mut self, op: BinaryOp, d: Reg, l: Reg, r: Reg) {
         let mut m = Ptx { w: self };
-        let r = atan::atan2(&mut m, y, x);
-        self.mov(d, r);
+        let v = if op == BinaryOp::Hypot {
+            hypot::hypot(&mut m, l, r)
+        } else {
+            atan::atan2(&mut m, l, r)
+        };
+        self.mov(d, v);
     }
 
     /// An `f32` function computed in `f64` and rounded once: `f` gets the widened operands.

@@ -127,7 +127,7 @@ pub(crate) fn int_binary(op: BinaryOp, ty: ScalarType, a: u64, b: u64) -> u64 {
         BinaryOp::Min => x.min(y),
         BinaryOp::Max => x.max(y),
         // Floats only: no integer case asks for it.
-        BinaryOp::Atan2 => 0,
+        BinaryOp::Atan2 | BinaryOp::Hypot => 0,
     };
     mask(ty, r as u64)
 }
