@@ -36,6 +36,8 @@ mod hypot;
 mod log;
 #[cfg(test)]
 mod model;
+#[cfg(test)]
+mod ptx_check;
 mod trig;
 
 use cuprum_ir::{BinaryOp, UnaryOp};
