@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use cuprum_emu::{Memory, launch};
+use cuprum_ir::scalar::math::{self, Real};
 use cuprum_ir::*;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -348,6 +349,7 @@ macro_rules! int_reference {
             BinaryOp::Shr => x.wrapping_shr(s),
             BinaryOp::Min => x.min(y),
             BinaryOp::Max => x.max(y),
+            BinaryOp::Atan2 | BinaryOp::Hypot => unreachable!("floats only"),
         };
         r.to_bits()
     }};
@@ -530,7 +532,7 @@ fn bool_ops_select_and_bitcast() {
 // ---------------------------------------------------------------------------------------------
 // Floats
 
-const FLOAT_BINOPS: [BinaryOp; 7] = [
+const FLOAT_BINOPS: [BinaryOp; 9] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -538,8 +540,10 @@ const FLOAT_BINOPS: [BinaryOp; 7] = [
     BinaryOp::Rem,
     BinaryOp::Min,
     BinaryOp::Max,
+    BinaryOp::Atan2,
+    BinaryOp::Hypot,
 ];
-const FLOAT_UNOPS: [UnaryOp; 14] = [
+const FLOAT_UNOPS: [UnaryOp; 23] = [
     UnaryOp::Neg,
     UnaryOp::Abs,
     UnaryOp::Sqrt,
@@ -554,6 +558,15 @@ const FLOAT_UNOPS: [UnaryOp; 14] = [
     UnaryOp::Sin,
     UnaryOp::Cos,
     UnaryOp::Tanh,
+    UnaryOp::Tan,
+    UnaryOp::Atan,
+    UnaryOp::Sinh,
+    UnaryOp::Cosh,
+    UnaryOp::Asinh,
+    UnaryOp::Acosh,
+    UnaryOp::Atanh,
+    UnaryOp::ExpM1,
+    UnaryOp::Ln1p,
 ];
 
 macro_rules! float_bin {
@@ -566,6 +579,9 @@ macro_rules! float_bin {
             BinaryOp::Rem => $x % $y,
             BinaryOp::Min => $x.min($y),
             BinaryOp::Max => $x.max($y),
+            // Computed in f64 (Rust's std) and rounded once, as the IR defines it.
+            BinaryOp::Atan2 => $x.via2($y, f64::atan2),
+            BinaryOp::Hypot => $x.via2($y, f64::hypot),
             _ => unreachable!(),
         }
     };
@@ -587,6 +603,17 @@ macro_rules! float_un {
             UnaryOp::Sin => $x.sin(),
             UnaryOp::Cos => $x.cos(),
             UnaryOp::Tanh => $x.tanh(),
+            // Computed in f64 and rounded once, as the IR defines them; the inverse hyperbolic
+            // functions by the IR's accurate forms (std's lose accuracy near their poles).
+            UnaryOp::Tan => $x.via(f64::tan),
+            UnaryOp::Atan => $x.via(f64::atan),
+            UnaryOp::Sinh => $x.via(f64::sinh),
+            UnaryOp::Cosh => $x.via(f64::cosh),
+            UnaryOp::Asinh => $x.via(math::asinh),
+            UnaryOp::Acosh => $x.via(math::acosh),
+            UnaryOp::Atanh => $x.via(math::atanh),
+            UnaryOp::ExpM1 => $x.via(f64::exp_m1),
+            UnaryOp::Ln1p => $x.via(f64::ln_1p),
             UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
                 unreachable!()
             }

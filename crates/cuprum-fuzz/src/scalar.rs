@@ -298,6 +298,7 @@ pub fn binary(op: BinaryOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, OpErr
             B::Shr => x >> (b as u32 % width),
             B::Min => x.min(y),
             B::Max => x.max(y),
+            B::Atan2 | B::Hypot => return Err(OpError::Undefined),
         };
         return Ok(from_int(ty, r));
     }

@@ -696,6 +696,24 @@ pub enum UnaryOp {
     Cos,
     /// Hyperbolic tangent (approximate, see `Exp`).
     Tanh,
+    /// Tangent of an angle in radians (approximate, see `Exp`).
+    Tan,
+    /// Arctangent, in radians in [-pi/2, pi/2] (approximate, see `Exp`).
+    Atan,
+    /// Hyperbolic sine (approximate, see `Exp`).
+    Sinh,
+    /// Hyperbolic cosine (approximate, see `Exp`).
+    Cosh,
+    /// Inverse hyperbolic sine (approximate, see `Exp`).
+    Asinh,
+    /// Inverse hyperbolic cosine (approximate, see `Exp`); NaN below 1.
+    Acosh,
+    /// Inverse hyperbolic tangent (approximate, see `Exp`); `±inf` at `±1`, NaN beyond.
+    Atanh,
+    /// `e^x - 1`, accurate near 0 (approximate, see `Exp`).
+    ExpM1,
+    /// `ln(1 + x)`, accurate near 0 (approximate, see `Exp`); NaN below -1.
+    Ln1p,
 }
 
 impl UnaryOp {
@@ -714,11 +732,27 @@ impl UnaryOp {
     }
 
     /// Whether the operation is a transcendental function: the GPU computes it with an
-    /// approximation (defined for `F32`), so its bits differ from the host's.
+    /// approximation (within a few ulp, see `cuprum-ptx`'s `math`), so its bits may differ
+    /// from the host's.
     pub const fn is_transcendental(self) -> bool {
         matches!(
             self,
-            Self::Exp | Self::Exp2 | Self::Ln | Self::Log2 | Self::Sin | Self::Cos | Self::Tanh
+            Self::Exp
+                | Self::Exp2
+                | Self::Ln
+                | Self::Log2
+                | Self::Sin
+                | Self::Cos
+                | Self::Tanh
+                | Self::Tan
+                | Self::Atan
+                | Self::Sinh
+                | Self::Cosh
+                | Self::Asinh
+                | Self::Acosh
+                | Self::Atanh
+                | Self::ExpM1
+                | Self::Ln1p
         )
     }
 }
@@ -758,6 +792,26 @@ pub enum BinaryOp {
     Min,
     /// The larger operand (NaN handling as `Min`).
     Max,
+    /// `atan2(l, r)`: the angle of the point `(r, l)` (so `y.atan2(x)` is `Atan2(y, x)`), in
+    /// radians in [-pi, pi], with C's special values (signed zeros pick the quadrant).
+    /// Floats only; approximate like the transcendental [`UnaryOp`]s.
+    Atan2,
+    /// `sqrt(l^2 + r^2)` without overflow or underflow on the way; infinite when an operand
+    /// is (even if the other is NaN), as C's `hypot`. Floats only; approximate like `Atan2`.
+    Hypot,
+}
+
+impl BinaryOp {
+    /// Whether the operation is defined on floats only.
+    pub const fn is_float_only(self) -> bool {
+        matches!(self, Self::Atan2 | Self::Hypot)
+    }
+
+    /// Whether the operation is a transcendental function (see
+    /// [`UnaryOp::is_transcendental`]).
+    pub const fn is_transcendental(self) -> bool {
+        matches!(self, Self::Atan2 | Self::Hypot)
+    }
 }
 
 /// The three-operand operations of [`Op::Ternary`].

@@ -94,6 +94,9 @@ pub fn result_type(
                     if lt.is_float() && logical {
                         return Err(format!("{b:?} on float"));
                     }
+                    if b.is_float_only() && !lt.is_float() {
+                        return Err(format!("{b:?} needs float operands, got {lt}"));
+                    }
                     if *b == BinaryOp::MulHigh && !(lt.is_int() && lt.bits() >= 32) {
                         return Err(format!("MulHigh needs 32- or 64-bit integers, got {lt}"));
                     }

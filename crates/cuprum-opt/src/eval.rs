@@ -70,7 +70,7 @@ pub(crate) fn unary(op: UnaryOp, a: Constant) -> Option<Constant> {
 
 /// `a op b` (for shifts `b` is the `U32` amount).
 pub(crate) fn binary(op: BinaryOp, a: Constant, b: Constant) -> Option<Constant> {
-    if !foldable(a) || !foldable(b) {
+    if !foldable(a) || !foldable(b) || op.is_transcendental() {
         return None;
     }
     if a.ty.is_float() {
@@ -237,6 +237,8 @@ mod tests {
         assert_eq!(binary(BinaryOp::Min, f(0.0), f(-0.0)), None);
         assert_eq!(unary(UnaryOp::Sqrt, f(-1.0)), None);
         assert_eq!(unary(UnaryOp::Sin, f(1.0)), None);
+        assert_eq!(unary(UnaryOp::Atanh, f(0.5)), None);
+        assert_eq!(binary(BinaryOp::Atan2, f(1.0), f(2.0)), None);
         assert_eq!(unary(UnaryOp::Round, f(-2.5)), Some(f(-3.0)));
         assert_eq!(
             mul_add(f(0.1), f(10.0), f(-1.0)),

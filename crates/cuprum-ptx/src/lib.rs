@@ -43,6 +43,7 @@
 
 mod control;
 mod emit;
+mod f64math;
 mod math;
 mod ops;
 mod printf;
@@ -177,6 +178,11 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
             let _ = write!(out, "{sep}0x{w:08X}");
         }
         out.push_str("};\n");
+    }
+    for table in f64math::Table::ALL {
+        if uses(&|op| table.used_by(op)) {
+            out.push_str(&table.declaration());
+        }
     }
     for kernel in &module.kernels {
         emit::write_kernel(kernel, target, &mut out)?;

@@ -225,6 +225,9 @@ impl KernelWriter<'_> {
             BinaryOp::Xor => ins!(self, "xor.{bits} {d}, {l}, {r}"),
             BinaryOp::Min => ins!(self, "min.{t} {d}, {l}, {r}"),
             BinaryOp::Max => ins!(self, "max.{t} {d}, {l}, {r}"),
+            BinaryOp::Atan2 | BinaryOp::Hypot => {
+                return Err(self.unsupported(format!("{b:?} on {ty}")));
+            }
             BinaryOp::Shl | BinaryOp::Shr => {
                 // The amount is taken modulo the width (Rust's `wrapping_shl`/`wrapping_shr`).
                 let m = self.tmp(Class::B32);

@@ -39,7 +39,7 @@ impl Bytes {
     }
 }
 
-const UNARY: [UnaryOp; 18] = [
+const UNARY: [UnaryOp; 27] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::CountOnes,
@@ -58,9 +58,18 @@ const UNARY: [UnaryOp; 18] = [
     UnaryOp::Sin,
     UnaryOp::Cos,
     UnaryOp::Tanh,
+    UnaryOp::Tan,
+    UnaryOp::Atan,
+    UnaryOp::Sinh,
+    UnaryOp::Cosh,
+    UnaryOp::Asinh,
+    UnaryOp::Acosh,
+    UnaryOp::Atanh,
+    UnaryOp::ExpM1,
+    UnaryOp::Ln1p,
 ];
 
-const BINARY: [BinaryOp; 13] = [
+const BINARY: [BinaryOp; 15] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -74,6 +83,8 @@ const BINARY: [BinaryOp; 13] = [
     BinaryOp::Shr,
     BinaryOp::Min,
     BinaryOp::Max,
+    BinaryOp::Atan2,
+    BinaryOp::Hypot,
 ];
 
 const CMP: [CmpOp; 6] = [
@@ -90,13 +101,6 @@ fn unary_applies(u: UnaryOp, ty: ScalarType) -> bool {
         UnaryOp::Not => !ty.is_float(),
         UnaryOp::Neg => ty != S::Bool,
         UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => ty.is_int(),
-        UnaryOp::Exp
-        | UnaryOp::Exp2
-        | UnaryOp::Ln
-        | UnaryOp::Log2
-        | UnaryOp::Sin
-        | UnaryOp::Cos
-        | UnaryOp::Tanh => ty.is_float() && ty != S::F64,
         _ => ty.is_float(),
     }
 }
@@ -108,7 +112,7 @@ fn binary_applies(b: BinaryOp, ty: ScalarType) -> bool {
         t if t.is_float() => {
             !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::MulHigh)
         }
-        t => b != BinaryOp::MulHigh || t.bits() >= 32,
+        t => !b.is_float_only() && (b != BinaryOp::MulHigh || t.bits() >= 32),
     }
 }
 

@@ -184,6 +184,15 @@ impl Lowerer<'_> {
             "sin" => Some(UnaryOp::Sin),
             "cos" => Some(UnaryOp::Cos),
             "tanh" => Some(UnaryOp::Tanh),
+            "tan" => Some(UnaryOp::Tan),
+            "atan" => Some(UnaryOp::Atan),
+            "sinh" => Some(UnaryOp::Sinh),
+            "cosh" => Some(UnaryOp::Cosh),
+            "asinh" => Some(UnaryOp::Asinh),
+            "acosh" => Some(UnaryOp::Acosh),
+            "atanh" => Some(UnaryOp::Atanh),
+            "exp_m1" => Some(UnaryOp::ExpM1),
+            "ln_1p" => Some(UnaryOp::Ln1p),
             _ => None,
         };
         if let Some(op) = unary {
@@ -212,9 +221,6 @@ impl Lowerer<'_> {
             if !ty.is_float() {
                 return err(span, format!("`{method}` needs a float, found `{ty}`"));
             }
-            if ty == S::F64 && op.is_transcendental() {
-                return err(span, f64_transcendental(&method));
-            }
             return Ok(Val::Scalar(self.def(Op::Unary(op, x), span)?));
         }
         let binary = match method.as_str() {
@@ -223,6 +229,9 @@ impl Lowerer<'_> {
             "wrapping_add" => Some(BinaryOp::Add),
             "wrapping_sub" => Some(BinaryOp::Sub),
             "wrapping_mul" => Some(BinaryOp::Mul),
+            // `y.atan2(x)`: floats only (`arith` refuses integers).
+            "atan2" => Some(BinaryOp::Atan2),
+            "hypot" => Some(BinaryOp::Hypot),
             _ => None,
         };
         if let Some(op) = binary {
@@ -767,7 +776,7 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Float methods built from others: `is_nan`, `is_infinite`, `is_finite`, `signum`, `tan`,
+    /// Float methods built from others: `is_nan`, `is_infinite`, `is_finite`, `signum`,
     /// `powi` (repeated multiplication, as LLVM expands it for constant exponents; a loop of
     /// squarings otherwise) and `powf` (as `exp2(y * log2(x))`, with Rust's special cases for
     /// `y == 0` and `x == 1`).
@@ -780,7 +789,7 @@ impl Lowerer<'_> {
     ) -> Result<Option<Val>> {
         if !matches!(
             method,
-            "is_nan" | "is_infinite" | "is_finite" | "signum" | "tan" | "powi" | "powf"
+            "is_nan" | "is_infinite" | "is_finite" | "signum" | "powi" | "powf"
         ) {
             return Ok(None);
         }
@@ -789,7 +798,7 @@ impl Lowerer<'_> {
         if !ty.is_float() {
             return err(span, format!("`{method}` needs a float, found `{ty}`"));
         }
-        if ty == S::F64 && matches!(method, "tan" | "powf")
+        if ty == S::F64 && method == "powf"
             || (ty == S::F64
                 && method == "powi"
                 && !matches!(
@@ -855,11 +864,6 @@ impl Lowerer<'_> {
                     },
                     span,
                 )?
-            }
-            ("tan", []) => {
-                let s = self.def(Op::Unary(UnaryOp::Sin, x), span)?;
-                let co = self.def(Op::Unary(UnaryOp::Cos, x), span)?;
-                self.def(Op::Binary(BinaryOp::Div, s, co), span)?
             }
             ("powi", [n]) => {
                 let n_val = self.expr(n)?;
@@ -1018,10 +1022,13 @@ impl Lowerer<'_> {
     }
 }
 
+/// Why `powf` (and `powi` with a run-time exponent) is refused on `f64`: the `exp2(y log2 x)`
+/// composition the `f32` versions use loses up to a thousand ulp in `f64`.
 fn f64_transcendental(method: &str) -> String {
     format!(
-        "`{method}` on `f64` is not supported in device code yet (the GPU code for it exists for \
-         `f32` only): compute in `f32`, or write the series you need"
+        "`{method}` on `f64` is not supported in device code yet (an accurate `f64` power needs \
+         a double-length `log2`, which cuprum does not have): compute in `f32`, use `exp`/`ln` \
+         where their error is fine, or a constant integer exponent with `powi`"
     )
 }
 

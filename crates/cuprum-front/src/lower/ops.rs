@@ -158,6 +158,12 @@ impl Lowerer<'_> {
         if ty == S::Bool && !matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
             return err(span, "arithmetic on `bool` is not allowed");
         }
+        if op.is_float_only() && !ty.is_float() {
+            return err(
+                span,
+                format!("`{op:?}` needs floats, found `{ty}`").to_lowercase(),
+            );
+        }
         let lv = self.materialize(l, ty, span)?;
         let divisor_const = matches!(r, Val::Int(x) if x != 0 && x != -1);
         let rv = self.materialize(r, ty, span)?;
@@ -420,6 +426,7 @@ pub(super) fn fold_int(op: BinaryOp, a: i128, b: i128, span: proc_macro2::Span) 
         BinaryOp::Max => a.max(b),
         BinaryOp::Shl | BinaryOp::Shr => return err(span, "unsupported constant shift"),
         BinaryOp::MulHigh => return err(span, "unsupported constant high product"),
+        BinaryOp::Atan2 | BinaryOp::Hypot => return err(span, "float-only operation on integers"),
     })
 }
 
@@ -432,6 +439,9 @@ pub(super) fn fold_float(op: BinaryOp, a: f64, b: f64, span: proc_macro2::Span) 
         BinaryOp::Rem => a % b,
         BinaryOp::Min => a.min(b),
         BinaryOp::Max => a.max(b),
+        // Untyped literals fold in f64, as the other arithmetic between them does.
+        BinaryOp::Atan2 => a.atan2(b),
+        BinaryOp::Hypot => a.hypot(b),
         _ => return err(span, "this operator does not apply to floats"),
     })
 }

@@ -12,6 +12,7 @@
 //! harmless, and the branch-free loop is faster); only integer division looks at the active
 //! mask, because a zero divisor in an active lane is an error.
 
+use super::math::{self, Real};
 use crate::kernel::{BinaryOp, CmpOp, UnaryOp};
 use crate::types::ScalarType;
 use half::{bf16, f16};
@@ -174,6 +175,15 @@ macro_rules! float_unary {
             UnaryOp::Sin => map1::<N, $t, $t>($a, $out, |x| from(to(x).sin())),
             UnaryOp::Cos => map1::<N, $t, $t>($a, $out, |x| from(to(x).cos())),
             UnaryOp::Tanh => map1::<N, $t, $t>($a, $out, |x| from(to(x).tanh())),
+            UnaryOp::Tan => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::tan))),
+            UnaryOp::Atan => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::atan))),
+            UnaryOp::Sinh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::sinh))),
+            UnaryOp::Cosh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::cosh))),
+            UnaryOp::Asinh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::asinh))),
+            UnaryOp::Acosh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::acosh))),
+            UnaryOp::Atanh => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::atanh))),
+            UnaryOp::ExpM1 => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::exp_m1))),
+            UnaryOp::Ln1p => map1::<N, $t, $t>($a, $out, |x| from(to(x).via(math::ln_1p))),
             UnaryOp::Not | UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => {
                 return Err(OpFault::Unsupported);
             }
@@ -271,6 +281,7 @@ macro_rules! int_binary {
             BinaryOp::Shr => map2::<N, $t, u32, $t>($a, $b, $out, |x, s| x.wrapping_shr(s)),
             BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.min(y)),
             BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| x.max(y)),
+            BinaryOp::Atan2 | BinaryOp::Hypot => return Err(OpFault::Unsupported),
         }
     }};
 }
@@ -286,6 +297,12 @@ macro_rules! float_binary {
             BinaryOp::Rem => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x) % to(y))),
             BinaryOp::Min => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).min(to(y)))),
             BinaryOp::Max => map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).max(to(y)))),
+            BinaryOp::Atan2 => {
+                map2::<N, $t, $t, $t>($a, $b, $out, |y, x| from(to(y).via2(to(x), math::atan2)))
+            }
+            BinaryOp::Hypot => {
+                map2::<N, $t, $t, $t>($a, $b, $out, |x, y| from(to(x).via2(to(y), math::hypot)))
+            }
             BinaryOp::And
             | BinaryOp::Or
             | BinaryOp::Xor

@@ -13,6 +13,7 @@
 
 mod cast;
 mod lanes;
+pub mod math;
 
 pub use cast::{cast, f64_to_f32_odd};
 pub use lanes::{Num, OpFault, binary, compare, mul_add, select, unary};

@@ -126,6 +126,8 @@ pub(crate) fn int_binary(op: BinaryOp, ty: ScalarType, a: u64, b: u64) -> u64 {
         BinaryOp::Shr => x >> amount,
         BinaryOp::Min => x.min(y),
         BinaryOp::Max => x.max(y),
+        // Floats only: no integer case asks for it.
+        BinaryOp::Atan2 | BinaryOp::Hypot => 0,
     };
     mask(ty, r as u64)
 }

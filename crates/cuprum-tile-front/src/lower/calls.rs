@@ -215,9 +215,19 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
     ),
     ("sin", B::Math(MathFn::Unary(UnaryOp::Sin)), "sin(x)", Both),
     ("cos", B::Math(MathFn::Unary(UnaryOp::Cos)), "cos(x)", Both),
-    ("tan", B::Math(MathFn::Tan), "tan(x)", Both),
-    ("sinh", B::Math(MathFn::Sinh), "sinh(x)", Both),
-    ("cosh", B::Math(MathFn::Cosh), "cosh(x)", Both),
+    ("tan", B::Math(MathFn::Unary(UnaryOp::Tan)), "tan(x)", Both),
+    (
+        "sinh",
+        B::Math(MathFn::Unary(UnaryOp::Sinh)),
+        "sinh(x)",
+        Both,
+    ),
+    (
+        "cosh",
+        B::Math(MathFn::Unary(UnaryOp::Cosh)),
+        "cosh(x)",
+        Both,
+    ),
     (
         "tanh",
         B::Math(MathFn::Unary(UnaryOp::Tanh)),

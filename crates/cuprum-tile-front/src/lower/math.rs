@@ -3,13 +3,11 @@
 //!
 //! | function | computed as |
 //! |---|---|
-//! | `exp exp2 log log2 sqrt sin cos tanh ceil floor round trunc` | the IR's operation |
+//! | `exp exp2 log log2 sqrt sin cos tan sinh cosh tanh ceil floor round trunc` | the IR's operation |
 //! | `absf`, `abs` of a float | `Abs` |
 //! | `absi`, `abs` of an integer | `max(x, -x)` (wrapping: `absi(MIN) = MIN`, as Rust's `wrapping_abs`) |
 //! | `negf negi` | `Neg` |
 //! | `rsqrt` | `1 / sqrt(x)` |
-//! | `tan` | `sin(x) / cos(x)` |
-//! | `sinh`, `cosh` | `(exp(x) ∓ exp(-x)) / 2` |
 //! | `pow(a, b)` | `exp2(b * log2(abs(a)))`, negated for a negative `a` and an odd integer `b`, NaN for a negative `a` and a non-integer `b`, and 1 when `b == 0` |
 //!
 //! The `_ftz` variants (`exp2_ftz`, `sqrt_ftz`, `maxf_ftz`, `fma_ftz`, ...) are the plain
@@ -34,9 +32,6 @@ pub(crate) enum MathFn {
     /// `absi`: integers only.
     AbsInt,
     Rsqrt,
-    Tan,
-    Sinh,
-    Cosh,
     Pow,
 }
 
@@ -100,26 +95,6 @@ impl Lowerer<'_> {
                 let root = self.def(Op::Unary(UnaryOp::Sqrt, x), span)?;
                 let one = self.constant(&Lit::int(1), ty.elem, ty.shape.clone(), span)?;
                 self.def(Op::Binary(BinaryOp::Div, one, root), span)
-            }
-            MathFn::Tan => {
-                float_only(self, "tan")?;
-                let s = self.def(Op::Unary(UnaryOp::Sin, x), span)?;
-                let c = self.def(Op::Unary(UnaryOp::Cos, x), span)?;
-                self.def(Op::Binary(BinaryOp::Div, s, c), span)
-            }
-            MathFn::Sinh | MathFn::Cosh => {
-                float_only(self, if f == MathFn::Sinh { "sinh" } else { "cosh" })?;
-                let e = self.def(Op::Unary(UnaryOp::Exp, x), span)?;
-                let neg = self.def(Op::Unary(UnaryOp::Neg, x), span)?;
-                let en = self.def(Op::Unary(UnaryOp::Exp, neg), span)?;
-                let op = if f == MathFn::Sinh {
-                    BinaryOp::Sub
-                } else {
-                    BinaryOp::Add
-                };
-                let sum = self.def(Op::Binary(op, e, en), span)?;
-                let two = self.constant(&Lit::int(2), ty.elem, ty.shape.clone(), span)?;
-                self.def(Op::Binary(BinaryOp::Div, sum, two), span)
             }
             MathFn::Pow => {
                 float_only(self, "pow")?;
