@@ -42,7 +42,9 @@
 //! the model tests (the generic code that writes the PTX, run on the host: 60 000 inputs over
 //! every binade of each range plus uniform ones, both signs, and the special values), against
 //! Rust's `std` or, for the inverse hyperbolic functions, `cuprum_ir::scalar::math`'s accurate
-//! forms; they are not yet measured on an H200.
+//! forms. On an H200 (2026-12-03), `cuprum/tests/device_math.rs` checks every one of them,
+//! `f32` and `f64`, on 4096 random inputs over the whole domain plus the special values:
+//! all within its 2-ulp bound of Rust's `f64` result, special values exact.
 //!
 //! | op | sequence | max error vs reference |
 //! |---|---|---|
