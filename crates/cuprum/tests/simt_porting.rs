@@ -1,5 +1,6 @@
 //! CUDA kernels people port, in the form they come in: cuda-samples' `reduce4<T, blockSize>`
-//! generic over its element type and a `const` block size that sizes shared memory,
+//! generic over its element type and a `const` block size that sizes shared memory (and a
+//! safe port of it: phased shared memory, the block a contract names by the const),
 //! `MatrixMulCUDA<BLOCK_SIZE>` with `SharedArray<f32, { BLOCK_SIZE * BLOCK_SIZE }>` tiles and
 //! const-generic helpers, a transpose whose tile is padded by a module constant, a
 //! Mandelbrot escape test that `return`s from inside its loop, an n-body step over nested
@@ -11,8 +12,8 @@ mod common;
 
 use common::{assert_same, blocks_for, ctx};
 use cuprum::simt::{
-    DevicePtr, DisjointSlice, Num, SharedArray, SharedWrite2d, SyncPhases, kernel, launch_contract,
-    nvptx, sync_threads, thread, warp,
+    DevicePtr, DisjointSlice, Num, SharedArray, SharedWrite, SharedWrite2d, SyncPhases, kernel,
+    launch_contract, nvptx, sync_threads, thread, warp,
 };
 use cuprum::{DeviceBuffer, DeviceScalar, LaunchConfig, LaunchConfig1D, Stream, cuda_module};
 use cuprum_testkit::poison::{Poison, poisoned};
@@ -67,6 +68,55 @@ mod kernels {
         }
         if tid == 0 {
             g_odata[thread::blockIdx_x() as usize] = my_sum;
+        }
+    }
+
+    /// `reduce4` without `unsafe`: the same sums in the same order, through a phased shared
+    /// array (each thread writes only its own slot, reads follow a barrier: one more barrier
+    /// per halving than CUDA's), the block under a contract named by `BLOCK_SIZE`, and each
+    /// block's sum written by its first thread (`block_result_mut`).
+    #[kernel]
+    #[launch_contract(domain = 1, block = (BLOCK_SIZE, 1, 1))]
+    pub fn reduce4_safe<T: Num, const BLOCK_SIZE: u32>(
+        g_idata: &[T],
+        n: u32,
+        mut g_odata: DisjointSlice<T>,
+    ) {
+        let tid = thread::threadIdx_x();
+        let i = thread::blockIdx_x() * (BLOCK_SIZE * 2) + tid;
+        let mut my_sum = if i < n {
+            g_idata[i as usize]
+        } else {
+            T::default()
+        };
+        if i + BLOCK_SIZE < n {
+            my_sum += g_idata[(i + BLOCK_SIZE) as usize];
+        }
+        let mut sdata = SharedWrite::<T, { BLOCK_SIZE as usize }>::new();
+        for (_, slot) in sdata.mine() {
+            *slot = my_sum;
+        }
+        let mut read = sdata.sync();
+        let mut s = BLOCK_SIZE / 2;
+        while s > 32 {
+            if tid < s {
+                my_sum += read[(tid + s) as usize];
+            }
+            let mut write = read.sync();
+            for (_, slot) in write.mine() {
+                *slot = my_sum;
+            }
+            read = write.sync();
+            s >>= 1;
+        }
+        if tid < 32 {
+            if BLOCK_SIZE >= 64 {
+                my_sum += read[(tid + 32) as usize];
+            }
+            my_sum = warp_sum(my_sum);
+        }
+        if let Some(o) = g_odata.block_result_mut() {
+            *o = my_sum;
         }
     }
 
@@ -499,10 +549,16 @@ where
         std::any::type_name::<T>(),
         x.len()
     );
+    let want = reduce4_reference(x, block);
+    assert_same(&what, &sums.to_host_vec(stream)?, &want);
+    // The safe port: the same sums, bit for bit.
+    let mut safe_sums = DeviceBuffer::from_host(stream, &poisoned::<T>(blocks))?;
+    let prepared = m.prepare_reduce4_safe::<BLOCK_SIZE>(config)?;
+    m.reduce4_safe::<T, BLOCK_SIZE>(stream, &prepared, &input, x.len() as u32, &mut safe_sums)?;
     assert_same(
-        &what,
-        &sums.to_host_vec(stream)?,
-        &reduce4_reference(x, block),
+        &format!("safe {what}"),
+        &safe_sums.to_host_vec(stream)?,
+        &want,
     );
     Ok(())
 }

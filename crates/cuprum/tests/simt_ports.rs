@@ -8,9 +8,9 @@
 //! The other ports of issue 13's twelve live beside the features they exercise:
 //! `simt_phased.rs` (transposeNoBankConflicts, MatrixMulCUDA's tiling, histogram256,
 //! nbody's integrateBodies with shared tiles), `simt_porting.rs` (the numba mandelbrot,
-//! `reduce4<T, blockSize>`, which stays `unsafe`: its tree writes a slot while others read
-//! the upper half), `simt_methods.rs` (bitonicSortShared with its by-reference comparator,
-//! `unsafe`: its pairs change owners every step). GPU Gems 3's work-efficient (Blelloch)
+//! `reduce4<T, blockSize>` as CUDA writes it and, without `unsafe`, through a phased shared
+//! array with one more barrier per halving), `simt_methods.rs` (bitonicSortShared with its
+//! by-reference comparator, `unsafe`: its pairs change owners every step). GPU Gems 3's work-efficient (Blelloch)
 //! prescan is here, and `unsafe` for the same reason.
 
 mod common;
