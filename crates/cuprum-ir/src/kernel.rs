@@ -652,6 +652,24 @@ pub enum Op {
     },
 }
 
+/// Declares an enum of operations together with `ALL`, every variant in declaration order:
+/// the one list that tests and tools covering every operation iterate (filtered by the
+/// operation's predicates), so a new operation is covered where it is added.
+macro_rules! operations {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident,)* }) => {
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
+
+        impl $name {
+            /// Every operation, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+        }
+    };
+}
+
+operations! {
 /// The one-operand operations of [`Op::Unary`].
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -715,6 +733,7 @@ pub enum UnaryOp {
     /// `ln(1 + x)`, accurate near 0 (approximate, see `Exp`); NaN below -1.
     Ln1p,
 }
+}
 
 impl UnaryOp {
     /// Whether the operation is defined on floats only.
@@ -757,6 +776,7 @@ impl UnaryOp {
     }
 }
 
+operations! {
 /// The two-operand operations of [`Op::Binary`]; their integer and float semantics are in
 /// the module docs.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -800,8 +820,18 @@ pub enum BinaryOp {
     /// is (even if the other is NaN), as C's `hypot`. Floats only; approximate like `Atan2`.
     Hypot,
 }
+}
 
 impl BinaryOp {
+    /// Whether the operation is defined on integers (and `Bool`, for the bitwise ones) only:
+    /// the bitwise operations, shifts and `MulHigh`.
+    pub const fn is_integer_only(self) -> bool {
+        matches!(
+            self,
+            Self::And | Self::Or | Self::Xor | Self::Shl | Self::Shr | Self::MulHigh
+        )
+    }
+
     /// Whether the operation is defined on floats only.
     pub const fn is_float_only(self) -> bool {
         matches!(self, Self::Atan2 | Self::Hypot)

@@ -91,7 +91,7 @@ pub fn result_type(
                     if lt == S::Bool && !logical {
                         return Err(format!("{b:?} on bool"));
                     }
-                    if lt.is_float() && logical {
+                    if lt.is_float() && b.is_integer_only() {
                         return Err(format!("{b:?} on float"));
                     }
                     if b.is_float_only() && !lt.is_float() {

@@ -39,54 +39,6 @@ impl Bytes {
     }
 }
 
-const UNARY: [UnaryOp; 27] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::CountOnes,
-    UnaryOp::LeadingZeros,
-    UnaryOp::TrailingZeros,
-    UnaryOp::Abs,
-    UnaryOp::Sqrt,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-    UnaryOp::Round,
-    UnaryOp::Trunc,
-    UnaryOp::Exp,
-    UnaryOp::Exp2,
-    UnaryOp::Ln,
-    UnaryOp::Log2,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Tanh,
-    UnaryOp::Tan,
-    UnaryOp::Atan,
-    UnaryOp::Sinh,
-    UnaryOp::Cosh,
-    UnaryOp::Asinh,
-    UnaryOp::Acosh,
-    UnaryOp::Atanh,
-    UnaryOp::ExpM1,
-    UnaryOp::Ln1p,
-];
-
-const BINARY: [BinaryOp; 15] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::MulHigh,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-    BinaryOp::Atan2,
-    BinaryOp::Hypot,
-];
-
 const CMP: [CmpOp; 6] = [
     CmpOp::Eq,
     CmpOp::Ne,
@@ -121,11 +73,19 @@ fn ops_on(ty: ScalarType) -> Kernel {
     let (a, b, c) = (k.input(ty), k.input(ty), k.input(ty));
     let amount = k.input(S::U32);
     let cond = k.input(S::Bool);
-    for u in UNARY.into_iter().filter(|u| unary_applies(*u, ty)) {
+    for u in UnaryOp::ALL
+        .iter()
+        .copied()
+        .filter(|u| unary_applies(*u, ty))
+    {
         let r = k.k.op(Op::Unary(u, a));
         k.output(r);
     }
-    for op in BINARY.into_iter().filter(|op| binary_applies(*op, ty)) {
+    for op in BinaryOp::ALL
+        .iter()
+        .copied()
+        .filter(|op| binary_applies(*op, ty))
+    {
         let rhs = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
             amount
         } else {
