@@ -48,17 +48,23 @@ const PIO2_2M64: &str = "0d3BF921FB54442D18";
 /// The module-scope table of the bits of 2/pi, after one word of zeros (see
 /// [`TWO_OVER_PI_WORDS`]); declared by the module writer when a kernel uses `Sin` or `Cos`.
 pub(crate) const TWO_OVER_PI_TABLE: &str = "$cuprum_two_over_pi";
-/// 0, then the first 224 bits of the binary expansion of 2/pi.
-pub(crate) const TWO_OVER_PI_WORDS: [u32; 8] = [
-    0,
-    0xA2F9_836E,
-    0x4E44_1529,
-    0xFC27_57D1,
-    0xF534_DDC0,
-    0xDB62_9599,
-    0x3C43_9041,
-    0xFE51_63AB,
-];
+/// 0, then the first 224 bits of the binary expansion of 2/pi, in 32-bit words: the start
+/// of the one table of those bits, [`crate::f64math::TWO_OVER_PI_BITS`].
+pub(crate) const TWO_OVER_PI_WORDS: [u32; 8] = {
+    let bits = &crate::f64math::TWO_OVER_PI_BITS;
+    let mut words = [0u32; 8];
+    let mut i = 1;
+    while i < 8 {
+        let pair = bits[1 + (i - 1) / 2];
+        words[i] = if (i - 1) % 2 == 0 {
+            (pair >> 32) as u32
+        } else {
+            pair as u32
+        };
+        i += 1;
+    }
+    words
+};
 /// -1/3!, 1/5!, -1/7!, 1/9!.
 const SIN: [&str; 4] = ["0fBE2AAAAB", "0f3C088889", "0fB9500D01", "0f3638EF1D"];
 /// -1/2!, 1/4!, -1/6!, 1/8!, -1/10!.

@@ -40,6 +40,7 @@ mod model;
 mod ptx_check;
 mod trig;
 
+pub(crate) use consts::TWO_OVER_PI_BITS;
 use cuprum_ir::{BinaryOp, UnaryOp};
 
 use crate::emit::{KernelWriter, Label, ins};
