@@ -21,7 +21,10 @@
 //!   offset from it ([`Addresses::root_offset`]);
 //! * its **alignment** ([`Addresses::align_bits`]): trailing zero bits it provably has. A slice's
 //!   base address is 16-byte aligned by IR rule ([`crate::ParamKind::Slice`]: a slice starts
-//!   where a device allocation starts, and both backends refuse a launch where it does not);
+//!   where a device allocation starts, and both backends refuse a launch where it does not); a
+//!   shared or local array's address has the alignment of its offset in the layout, up to
+//!   [`crate::ARRAY_ALIGN`] (the windows' alignment), and dynamic shared memory the kernel's
+//!   [`crate::Kernel::dyn_shared_alignment`];
 //! * whether it is an address **inside a read-only slice** ([`Addresses::is_read_only`]): a
 //!   provenance question, answered with a fixpoint that follows values through variables (a
 //!   pointer kept in a loop variable stays rooted).
@@ -220,6 +223,10 @@ pub struct Addresses {
     roots: HashMap<Value, Root>,
     /// The byte offset of each local array ([`crate::array_layout`]).
     local_offsets: Vec<u32>,
+    /// Each static shared array's offset in the shared window ([`crate::array_layout`]).
+    shared_offsets: Vec<u32>,
+    /// The alignment of dynamic shared memory, in trailing zero bits.
+    dyn_shared_align_bits: u32,
     /// Whether each value is an address inside a read-only slice.
     read_only: Vec<bool>,
 }
@@ -267,6 +274,8 @@ impl Addresses {
             canonical,
             roots,
             local_offsets: crate::array_layout(&kernel.locals).0,
+            shared_offsets: crate::array_layout(&kernel.shared).0,
+            dyn_shared_align_bits: kernel.dyn_shared_alignment().trailing_zeros(),
             read_only: read_only_addresses(kernel),
         };
         for &(v, op) in &defs {
@@ -414,8 +423,18 @@ impl Addresses {
             return c.trailing_zeros().min(bits) as u8;
         }
         let a = |x: Value| self.align_bits(x);
+        // An array's address: its window starts `ARRAY_ALIGN`-aligned, and its offset in
+        // the window has the trailing zeros it has.
+        let array = |offsets: &[u32], i: u32| {
+            offsets.get(i as usize).map_or(0, |&o| {
+                o.trailing_zeros().min(crate::ARRAY_ALIGN.trailing_zeros())
+            })
+        };
         let r = match *op {
             Op::SliceBase(_) => SLICE_BASE_ALIGN_BITS,
+            Op::SharedAddr(i) => array(&self.shared_offsets, i),
+            Op::LocalAddr(i) => array(&self.local_offsets, i),
+            Op::DynSharedAddr => self.dyn_shared_align_bits,
             Op::Binary(BinaryOp::Mul, x, y) => a(x) + a(y),
             Op::Binary(BinaryOp::Shl, x, s) => match self.constant(s) {
                 Some(s) => a(x) + (s % u64::from(bits)) as u32,

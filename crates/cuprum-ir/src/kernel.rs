@@ -207,6 +207,12 @@ pub const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 /// emulator a launch that asks for more.
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
+/// The alignment, in bytes, of every array of a shared or local layout ([`array_layout`]) and
+/// of the start of the static shared and local windows on both backends: the PTX writer
+/// declares the windows `.align` this, and the emulator starts them at address 0. So the
+/// address of array `i` is a multiple of this and of its offset's largest power of two.
+pub const ARRAY_ALIGN: u32 = 16;
+
 /// The size in bytes of the layout [`array_layout`] gives `arrays`, computed so that it cannot
 /// overflow (for checking against [`MAX_LOCAL_BYTES`] or [`MAX_SHARED_BYTES`] before laying
 /// anything out).
@@ -214,22 +220,23 @@ pub fn array_layout_size(arrays: &[ArrayDecl]) -> u64 {
     arrays
         .iter()
         .fold(0u64, |end, a| {
-            end.next_multiple_of(16) + u64::from(a.len) * u64::from(a.elem.size_bytes())
+            end.next_multiple_of(u64::from(ARRAY_ALIGN))
+                + u64::from(a.len) * u64::from(a.elem.size_bytes())
         })
-        .next_multiple_of(16)
+        .next_multiple_of(u64::from(ARRAY_ALIGN))
 }
 
 /// Byte offsets of each array in a shared or local layout, and the total size, following the
-/// rule in the module docs (each array aligned to 16 bytes, in order).
+/// rule in the module docs (each array aligned to [`ARRAY_ALIGN`] bytes, in order).
 pub fn array_layout(arrays: &[ArrayDecl]) -> (Vec<u32>, u32) {
     let mut offsets = Vec::with_capacity(arrays.len());
     let mut end = 0u32;
     for a in arrays {
-        let start = end.next_multiple_of(16);
+        let start = end.next_multiple_of(ARRAY_ALIGN);
         offsets.push(start);
         end = start + a.size_bytes();
     }
-    (offsets, end.next_multiple_of(16))
+    (offsets, end.next_multiple_of(ARRAY_ALIGN))
 }
 
 /// A kernel parameter as the user declared it.
@@ -496,7 +503,9 @@ pub enum TrapKind {
 }
 
 /// A memory space.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(
+    serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
 pub enum AddressSpace {
     /// Device memory, visible to every thread of every launch; addresses are `U64`.
     Global,

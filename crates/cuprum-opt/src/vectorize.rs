@@ -30,17 +30,23 @@
 //!   that moves down to `P` must have no use before `P`; a load that moves up to `P` must not
 //!   pass a bounds check or anything else that may stop the thread (it would read before the
 //!   check that guards it). Between the first and the last load there is no store that may
-//!   write the loaded memory (none matters for a read-only slice, which the kernel never
-//!   writes), and nothing that orders memory: atomics, barriers, fences, async copies,
+//!   write the loaded memory (a store to the same space; none matters for a read-only slice,
+//!   which the kernel never writes), and nothing that orders memory: atomics, barriers, fences, async copies,
 //!   branches, loops, prints. A load has no effect, so doing it later or earlier, with these
 //!   rules, reads the same bits.
 //! * Stores: the vector store goes at the last store's position, so every value and the
 //!   address are available there. Between the first and the last store there is only
-//!   arithmetic that cannot fault, variable reads and writes, shared or local memory, and
-//!   loads of read-only slices (which no store can alias): nothing can read the stored
+//!   arithmetic that cannot fault, variable reads and writes, accesses to other spaces, and
+//!   (for global stores) loads of read-only slices (which no store can alias): nothing can read the stored
 //!   elements early, and nothing can stop the thread between the stores (a trap there would
 //!   have seen the earlier stores done: memory after a failed launch is observable on the
 //!   emulator). So no bounds check may lie between the stores.
+//! * Shared memory is the block's and dies with the launch, so a bounds check may lie between
+//!   shared stores (a thread that traps there ends the launch; nothing can read what it
+//!   stored). Other threads' accesses to it are ordered only by
+//!   barriers (and atomics, fences), none of which lies within a group: a thread that could
+//!   tell where between them its loads or stores happened would be racing, which the IR
+//!   leaves undefined (and the emulator reports).
 //!
 //! The checks that would sit between the stores of `c[j] = ..; c[j + 1] = ..` are often
 //! provably unnecessary: this pass first drops a bounds check `m * i + k < len` (with
@@ -64,6 +70,11 @@ use crate::ir::{always_exits, check_cond, compact};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
+
+/// The spaces whose accesses are merged: global memory, and the block's shared memory (a
+/// `float4` element staged in a shared tile, read back by every thread, as CUDA's
+/// `ld.shared.v4`). Local arrays mostly become registers (`promote`) and stay scalar.
+const VECTOR_SPACES: [AddressSpace; 2] = [AddressSpace::Global, AddressSpace::Shared];
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -267,33 +278,26 @@ impl Walker {
 
     /// Finds one group of the block to merge and merges it; false when there is none.
     fn merge_once(&self, block: &mut Block) -> bool {
-        // Candidates: (is_store, type, terms) -> accesses.
-        type Key = (bool, ScalarType, Vec<(Value, u64)>);
+        // Candidates: (is_store, space, type, terms) -> accesses.
+        type Key = (bool, AddressSpace, ScalarType, Vec<(Value, u64)>);
         let mut groups: BTreeMap<Key, Vec<Access>> = BTreeMap::new();
         let mut slices: HashMap<Key, Option<u32>> = HashMap::new();
         for (pos, s) in block.stmts.iter().enumerate() {
-            let (store, ty, addr, value) = match s {
+            let (store, space, ty, addr, value) = match s {
                 Stmt::Def {
                     value,
-                    op:
-                        Op::Load {
-                            space: AddressSpace::Global,
-                            ty,
-                            addr,
-                        },
-                } => (false, *ty, *addr, *value),
-                Stmt::Store {
-                    space: AddressSpace::Global,
-                    addr,
-                    value,
-                } => (true, self.defs.ty(*value), *addr, *value),
+                    op: Op::Load { space, ty, addr },
+                } => (false, *space, *ty, *addr, *value),
+                Stmt::Store { space, addr, value } => {
+                    (true, *space, self.defs.ty(*value), *addr, *value)
+                }
                 _ => continue,
             };
-            if ty == ScalarType::Bool {
+            if ty == ScalarType::Bool || !VECTOR_SPACES.contains(&space) {
                 continue;
             }
             let a = self.address(addr);
-            let key = (store, ty, a.terms);
+            let key = (store, space, ty, a.terms);
             slices.insert(key.clone(), a.slice);
             groups.entry(key).or_default().push(Access {
                 pos,
@@ -303,7 +307,7 @@ impl Walker {
             });
         }
         for (key, accesses) in &groups {
-            let (store, ty, terms) = key;
+            let (store, space, ty, terms) = key;
             let size = u64::from(ty.size_bytes());
             let slice = slices.get(key).copied().flatten();
             for lanes in [4u64, 2] {
@@ -329,10 +333,11 @@ impl Walker {
                         continue;
                     }
                     let done = if *store {
-                        self.merge_stores(block, &members)
+                        self.merge_stores(block, *space, &members)
                     } else {
-                        let ro = slice.is_some_and(|p| self.is_read_only(p));
-                        self.merge_loads(block, *ty, &members, ro)
+                        let ro = *space == AddressSpace::Global
+                            && slice.is_some_and(|p| self.is_read_only(p));
+                        self.merge_loads(block, *space, *ty, &members, ro)
                     };
                     if done {
                         return true;
@@ -351,6 +356,7 @@ impl Walker {
     fn merge_loads(
         &self,
         block: &mut Block,
+        space: AddressSpace,
         ty: ScalarType,
         members: &[Access],
         read_only: bool,
@@ -364,7 +370,7 @@ impl Walker {
             if is_member(p) {
                 continue;
             }
-            match self.between_loads(&block.stmts[p], read_only) {
+            match self.between_loads(&block.stmts[p], space, read_only) {
                 Between::Fine | Between::Check => {}
                 Between::Blocks => return false,
             }
@@ -385,7 +391,8 @@ impl Walker {
                     // Moves up: no check (or anything else that stops the thread) passed.
                     for p in at + 1..a.pos {
                         if !is_member(p)
-                            && self.between_loads(&block.stmts[p], read_only) != Between::Fine
+                            && self.between_loads(&block.stmts[p], space, read_only)
+                                != Between::Fine
                         {
                             continue 'placement;
                         }
@@ -393,7 +400,7 @@ impl Walker {
                 }
             }
             let vector = Stmt::VectorLoad {
-                space: AddressSpace::Global,
+                space,
                 ty,
                 addr: addr0,
                 d: members.iter().map(|a| a.value).collect(),
@@ -406,7 +413,7 @@ impl Walker {
 
     /// Merges the stores `members` (in address order) at the last one's position if the
     /// rules allow it.
-    fn merge_stores(&self, block: &mut Block, members: &[Access]) -> bool {
+    fn merge_stores(&self, block: &mut Block, space: AddressSpace, members: &[Access]) -> bool {
         let mut by_pos: Vec<Access> = members.to_vec();
         by_pos.sort_by_key(|a| a.pos);
         let (lo, hi) = (by_pos[0].pos, by_pos[by_pos.len() - 1].pos);
@@ -414,12 +421,12 @@ impl Walker {
             if by_pos.iter().any(|a| a.pos == p) {
                 continue;
             }
-            if !self.between_stores(&block.stmts[p]) {
+            if !self.between_stores(&block.stmts[p], space) {
                 return false;
             }
         }
         let vector = Stmt::VectorStore {
-            space: AddressSpace::Global,
+            space,
             addr: members[0].addr,
             values: members.iter().map(|a| a.value).collect(),
         };
@@ -432,8 +439,8 @@ impl Walker {
         self.defs.is_removable(op) || matches!(op, Op::Shuffle { .. } | Op::Vote { .. })
     }
 
-    /// What `s`, between two loads of a group, means for moving them.
-    fn between_loads(&self, s: &Stmt, read_only: bool) -> Between {
+    /// What `s`, between two loads of a group from `space`, means for moving them.
+    fn between_loads(&self, s: &Stmt, space: AddressSpace, read_only: bool) -> Between {
         if let Stmt::Def { op, .. } = s
             && self.harmless(op)
         {
@@ -442,7 +449,7 @@ impl Walker {
         match s.access() {
             // Other loads; stores the loads cannot see (read-only data, another space).
             Some(a) if !a.atomic => {
-                if a.reads || read_only || a.space != AddressSpace::Global {
+                if a.reads || read_only || a.space != space {
                     Between::Fine
                 } else {
                     Between::Blocks
@@ -454,13 +461,14 @@ impl Walker {
         }
     }
 
-    /// Whether `s` may lie between two stores of a group.
-    fn between_stores(&self, s: &Stmt) -> bool {
+    /// Whether `s` may lie between two stores of a group to `space`.
+    fn between_stores(&self, s: &Stmt, space: AddressSpace) -> bool {
         match s.access() {
             // Loads the stores cannot change, and stores to another space.
             Some(a) if !a.atomic => {
-                a.space != AddressSpace::Global
-                    || (a.reads
+                a.space != space
+                    || (space == AddressSpace::Global
+                        && a.reads
                         && self
                             .address(a.addr)
                             .slice
@@ -470,6 +478,9 @@ impl Walker {
             None => match s {
                 Stmt::Def { op, .. } => self.harmless(op),
                 Stmt::WriteVar { .. } => true,
+                // A trap ends the launch, and shared memory with it: no one can see which of
+                // a thread's shared stores were done.
+                _ if space == AddressSpace::Shared => check_cond(s).is_some(),
                 _ => false,
             },
         }

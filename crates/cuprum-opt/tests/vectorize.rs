@@ -1,4 +1,4 @@
-//! Consecutive global loads and stores merged into vector accesses: what merges (4-wide,
+//! Consecutive global and shared loads and stores merged into vector accesses: what merges (4-wide,
 //! 2-wide, f64 pairs), what must not (unaligned index, an aliasing store, a barrier, `bool`,
 //! control flow in between, a check between stores), and that the emulator sees exactly the
 //! same behaviour before and after on random data.
@@ -334,4 +334,150 @@ fn a_check_between_stores_keeps_them_scalar() {
         let opt = same_outcome(&kernel, &vec_passes(), T, 32, len);
         assert!(!has(&opt, "store.Global.v"), "{}", print_kernel(&opt));
     }
+}
+
+/// A block stages 4 `u32`s per thread in a shared array (shared index `4 t + k + shift`,
+/// shared array number `array` of two, so that its offset in the layout is not zero),
+/// meets at a barrier, and each thread reads the 4 its neighbour `t + 1` (mod the block)
+/// wrote, storing them to `out[4 i + k]`. `between` runs between the second and the third
+/// shared load.
+fn shared_exchange(
+    shift: u32,
+    array: u32,
+    between: impl FnOnce(&mut K, u32, Value, u32, Value),
+) -> Kernel {
+    const BLOCK: u32 = 32;
+    let mut k = K::new("k");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let out = k.slice("out", S::U32, SliceAccess::Disjoint);
+    let decl = ArrayDecl {
+        name: "tile".into(),
+        elem: S::U32,
+        len: 4 * BLOCK + 4,
+    };
+    let arrays = [k.b.shared_array(decl.clone()), k.b.shared_array(decl)];
+    let tile = arrays[array as usize];
+    let t = k.tid();
+    let shared_addr = |k: &mut K, index: Value| {
+        let base = k.op(Op::SharedAddr(tile));
+        let four = k.u32(4);
+        let off = k.mul(index, four);
+        k.add(base, off)
+    };
+    let i = k.global_id();
+    let four64 = k.u64(4);
+    let j = k.mul(four64, i);
+    let four = k.u32(4);
+    let sh = k.u32(shift);
+    let mine = k.mul(four, t);
+    let mine = k.add(mine, sh);
+    for d in 0..4 {
+        let d64 = k.u64(d);
+        let ix = k.add(j, d64);
+        k.bounds_check(x, ix);
+        let v = k.load(x, S::U32, ix);
+        let d32 = k.u32(d as u32);
+        let si = k.add(mine, d32);
+        let addr = shared_addr(&mut k, si);
+        k.b.push(Stmt::Store {
+            space: AddressSpace::Shared,
+            addr,
+            value: v,
+        });
+    }
+    k.b.push(Stmt::Barrier);
+    let one = k.u32(1);
+    let next = k.add(t, one);
+    let block = k.u32(BLOCK);
+    let next = k.bin(BinaryOp::Rem, next, block);
+    let theirs = k.mul(four, next);
+    let theirs = k.add(theirs, sh);
+    let mut between = Some(between);
+    let mut vals = Vec::new();
+    for d in 0..4u32 {
+        if d == 2
+            && let Some(f) = between.take()
+        {
+            f(&mut k, tile, theirs, out, j);
+        }
+        let d32 = k.u32(d);
+        let si = k.add(theirs, d32);
+        let addr = shared_addr(&mut k, si);
+        vals.push(k.op(Op::Load {
+            space: AddressSpace::Shared,
+            ty: S::U32,
+            addr,
+        }));
+    }
+    for (d, v) in vals.into_iter().enumerate() {
+        let d64 = k.u64(d as u64);
+        let ix = k.add(j, d64);
+        k.bounds_check(out, ix);
+        k.store(out, ix, v);
+    }
+    k.finish()
+}
+
+#[test]
+fn shared_loads_and_stores_of_aligned_quads_become_v4() {
+    // In either shared array: both start at a 16-byte multiple of the layout.
+    for array in [0, 1] {
+        let kernel = shared_exchange(0, array, |_, _, _, _, _| {});
+        // Whole blocks (a barrier in every thread), and the checks of `x` and `out` met.
+        let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
+        let text = print_kernel(&opt);
+        assert!(has(&opt, "load.Shared.v4.u32"), "{text}");
+        assert!(has(&opt, "store.Shared.v4"), "{text}");
+        assert!(!has(&opt, "load.Shared.u32"), "{text}");
+    }
+}
+
+#[test]
+fn shared_quads_off_a_16_byte_boundary_become_pairs_where_aligned() {
+    // Index 4 t + 2: byte offset 16 t + 8 is 8-byte aligned, so pairs at most.
+    let kernel = shared_exchange(2, 1, |_, _, _, _, _| {});
+    let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
+    let text = print_kernel(&opt);
+    assert!(!has(&opt, "Shared.v4"), "{text}");
+    assert!(has(&opt, "load.Shared.v2.u32"), "{text}");
+    assert_eq!(text.matches("load.Shared.v2.u32").count(), 2, "{text}");
+    // Index 4 t + 1: byte offsets 16 t + 4 .. 16 t + 16: only the middle pair is 8-byte
+    // aligned.
+    let kernel = shared_exchange(1, 0, |_, _, _, _, _| {});
+    let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
+    let text = print_kernel(&opt);
+    assert!(!has(&opt, "Shared.v4"), "{text}");
+    assert_eq!(text.matches("load.Shared.v2.u32").count(), 1, "{text}");
+    assert_eq!(text.matches("load.Shared.u32").count(), 2, "{text}");
+}
+
+#[test]
+fn a_shared_store_between_shared_loads_keeps_them_apart() {
+    // tile[theirs + 2] = 7 between the loads: the third load must see it (and it is the
+    // thread's neighbour's slot, read only by this thread after the barrier: no race).
+    let kernel = shared_exchange(0, 0, |k, tile, theirs, _, _| {
+        let two = k.u32(2);
+        let si = k.add(theirs, two);
+        let base = k.op(Op::SharedAddr(tile));
+        let four = k.u32(4);
+        let off = k.mul(si, four);
+        let addr = k.add(base, off);
+        let seven = k.c(Constant::u32(7));
+        k.b.push(Stmt::Store {
+            space: AddressSpace::Shared,
+            addr,
+            value: seven,
+        });
+    });
+    let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
+    let text = print_kernel(&opt);
+    assert!(!has(&opt, "load.Shared.v4"), "{text}");
+    // A global store in between is another space: the shared loads still merge.
+    let kernel = shared_exchange(0, 0, |k, _, _, out, j| {
+        let seven = k.c(Constant::u32(7));
+        k.bounds_check(out, j);
+        k.store(out, j, seven);
+    });
+    let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
+    assert!(has(&opt, "load.Shared.v4.u32"), "{}", print_kernel(&opt));
 }

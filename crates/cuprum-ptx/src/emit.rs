@@ -247,11 +247,16 @@ pub(crate) fn write_kernel(
     if shared_size > 0 {
         let _ = writeln!(
             out,
-            "\t.shared .align 16 .b8 {SHARED_SYMBOL}[{shared_size}];"
+            "\t.shared .align {} .b8 {SHARED_SYMBOL}[{shared_size}];",
+            cuprum_ir::ARRAY_ALIGN
         );
     }
     if local_size > 0 {
-        let _ = writeln!(out, "\t.local .align 16 .b8 {LOCAL_SYMBOL}[{local_size}];");
+        let _ = writeln!(
+            out,
+            "\t.local .align {} .b8 {LOCAL_SYMBOL}[{local_size}];",
+            cuprum_ir::ARRAY_ALIGN
+        );
     }
     if w.printf_args_size > 0 {
         let _ = writeln!(

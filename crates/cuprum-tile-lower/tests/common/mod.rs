@@ -496,8 +496,10 @@ pub struct Accesses {
     pub stores: usize,
     /// Vector global stores, by width.
     pub vector_stores: Vec<usize>,
-    /// Shared-memory loads and stores.
+    /// Scalar shared-memory loads and stores.
     pub shared: usize,
+    /// Vector shared-memory loads and stores, by width.
+    pub vector_shared: Vec<usize>,
     /// Barriers.
     pub barriers: usize,
 }
@@ -529,6 +531,16 @@ pub fn accesses(kernel: &cuprum_ir::Kernel) -> Accesses {
             values,
             ..
         } => a.vector_stores.push(values.len()),
+        IStmt::VectorLoad {
+            space: S::Shared,
+            d,
+            ..
+        } => a.vector_shared.push(d.len()),
+        IStmt::VectorStore {
+            space: S::Shared,
+            values,
+            ..
+        } => a.vector_shared.push(values.len()),
         IStmt::Barrier => a.barriers += 1,
         _ => {}
     });
