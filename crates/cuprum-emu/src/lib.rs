@@ -135,6 +135,7 @@ mod error;
 mod exec;
 mod global;
 mod lanes;
+mod mbarrier;
 mod memory;
 mod options;
 mod printf;
