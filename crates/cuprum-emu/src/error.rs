@@ -401,6 +401,42 @@ pub enum EmuError {
         message: String,
     },
 
+    /// An mbarrier used wrongly: one no `init` set up (or invalidated since), initialised
+    /// while live, with a count out of range, a token of another barrier, an address outside
+    /// shared memory or not 8-byte aligned, or used by a thread that nothing orders after the
+    /// initialisation (a barrier or a completed phase between them). Undefined behaviour on
+    /// the GPU.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: mbarrier at shared offset          {address}: {message}"
+    )]
+    MbarrierMisuse {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
+        block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
+        thread: Dim3,
+        /// The barrier object's byte offset in the block's shared memory.
+        address: u64,
+        /// What was wrong.
+        message: String,
+    },
+
+    /// Threads wait on an mbarrier phase that can never complete: every other thread of the
+    /// block has finished, waits at a `bar.sync`, or waits on an mbarrier too. On the GPU the
+    /// block hangs.
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: mbarrier deadlock: {message}")]
+    MbarrierDeadlock {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the waiting thread (`blockIdx`).
+        block: Dim3,
+        /// A waiting thread, within its block (`threadIdx`).
+        thread: Dim3,
+        /// What it waits for and where the others are.
+        message: String,
+    },
+
     /// A shuffle read the value of a lane that was not executing it (diverged or exited).
     #[error(
         "kernel `{kernel}`, block {block:?}, thread {thread:?}: shuffle reads lane \

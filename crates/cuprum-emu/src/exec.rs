@@ -6,7 +6,11 @@
 //! Inside a block, warps run one after another on one CPU thread: each runs until it finishes
 //! or stops at a barrier; when all have stopped, the scheduler checks that every warp still
 //! running waits at the same barrier statement, starts a new race-tracking epoch and resumes
-//! them. Blocks share nothing but global memory, so they run in parallel.
+//! them. A warp that waits on an mbarrier phase (or polls one that is incomplete) stops too,
+//! and runs again in the next round while the warps at a barrier stay there; a round in which
+//! no warp moves on while some wait on mbarriers is a deadlock, reported as
+//! [`EmuError::MbarrierDeadlock`]. Blocks share nothing but global memory, so they run in
+//! parallel.
 //!
 //! The first failure stops the launch: blocks after the failing one stop at their next loop
 //! back edge or never start, blocks before it run to the end, and the error of the lowest
@@ -257,14 +261,18 @@ fn run_block<'k>(
         warp.reset(&launch.kernel.body.stmts, valid);
     }
     st.done.fill(false);
+    st.at_barrier.fill(None);
     st.vars.fill([0; 32]);
     st.local.fill(crate::memory::POISON);
-    st.shared.begin_block(launch.shared_size);
+    st.shared.begin_block(launch.shared_size, launch.threads);
     st.races
         .begin_block(launch.races.as_ref(), block_linear, launch.threads);
     loop {
+        // Whether any warp moved on in this round, and the first that waits on an mbarrier.
+        let mut progress = false;
+        let mut blocked = None;
         for w in 0..nwarps {
-            if st.done[w] {
+            if st.done[w] || st.at_barrier[w].is_some() {
                 continue;
             }
             let mut exec = Exec {
@@ -289,17 +297,37 @@ fn run_block<'k>(
             match stop? {
                 Stop::Done => {
                     st.done[w] = true;
-                    st.at_barrier[w] = None;
+                    progress = true;
                 }
-                Stop::Barrier(id) => st.at_barrier[w] = Some(id),
+                Stop::Barrier(id) => {
+                    st.at_barrier[w] = Some(id);
+                    progress = true;
+                }
+                Stop::Yield => progress = true,
+                Stop::Blocked { off, lane, first } => {
+                    progress |= !first;
+                    blocked = blocked.or(Some((w, off, lane)));
+                }
                 Stop::Aborted => return Ok(()),
             }
         }
-        // Every warp not done now waits at a barrier: they must all wait at the same one.
         let mut waiting = (0..nwarps).filter(|&w| !st.done[w]);
         let Some(first) = waiting.next() else {
             return Ok(());
         };
+        if !waiting
+            .clone()
+            .chain([first])
+            .all(|w| st.at_barrier[w].is_some())
+        {
+            // Some warps wait on mbarriers (or let others run): another round, unless
+            // nothing moved in this one, when nothing ever will.
+            if progress {
+                continue;
+            }
+            return Err(mbarrier_deadlock(launch, st, block_idx, blocked));
+        }
+        // Every warp not done now waits at a barrier: they must all wait at the same one.
         if let Some(other) = waiting.find(|&w| st.at_barrier[w] != st.at_barrier[first]) {
             let lane = st.warps[other].live().trailing_zeros();
             return Err(EmuError::BarrierDivergence {
@@ -315,8 +343,43 @@ fn run_block<'k>(
                 ),
             });
         }
+        st.at_barrier.fill(None);
         st.shared.next_epoch();
         st.races.barrier(launch.races.as_ref());
+    }
+}
+
+/// The error of a block in which no warp can move on: some wait on mbarrier phases that no
+/// thread left can complete (`blocked`: the first such warp, the barrier and the lane).
+#[cold]
+fn mbarrier_deadlock(
+    launch: &Launch,
+    st: &BlockState,
+    block: crate::error::Dim3,
+    blocked: Option<(usize, u32, u32)>,
+) -> EmuError {
+    let kernel = launch.kernel.name.clone();
+    let Some((w, off, lane)) = blocked else {
+        return EmuError::Internal {
+            kernel,
+            message: "no warp of a block moved on, yet none waits".into(),
+        };
+    };
+    let count = |f: &dyn Fn(usize) -> bool| (0..st.done.len()).filter(|&v| f(v)).count();
+    let done = count(&|v| st.done[v]);
+    let at_barrier = count(&|v| !st.done[v] && st.at_barrier[v].is_some());
+    let waiting = st.done.len() - done - at_barrier;
+    EmuError::MbarrierDeadlock {
+        kernel,
+        block,
+        thread: launch.thread_coords(w as u32 * 32 + lane),
+        message: format!(
+            "warp {w} (this thread) waits for a phase to complete, but {}; of the block's {} \
+             warps, {done} have finished, {at_barrier} wait at a `sync_threads()` barrier and \
+             {waiting} wait on mbarriers, so no thread is left to arrive",
+            st.shared.mbar.describe(off),
+            st.done.len()
+        ),
     }
 }
 

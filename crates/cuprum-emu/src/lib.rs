@@ -7,8 +7,10 @@
 //! * [`launch`] runs a kernel over a grid: blocks spread over the CPU cores (rayon), warps of 32
 //!   lanes in lockstep with divergence masks, barriers, shared and local memory, atomics,
 //!   shuffles and votes. [`launch_with`] takes [`LaunchOptions`] (step budget, race checks).
-//! * Tensor-core `mma.sync`, `ldmatrix`, `cp.async` and device `printf` (whose text goes to
-//!   stdout, or to [`capture_prints`]) run as `cuprum_ir::kernel` defines them.
+//! * Tensor-core `mma.sync`, `ldmatrix`, `cp.async`, mbarriers and device `printf` (whose
+//!   text goes to stdout, or to [`capture_prints`]) run as `cuprum_ir::kernel` defines them;
+//!   a warp waiting on an mbarrier phase lets the others run, and a wait no thread can end
+//!   is [`EmuError::MbarrierDeadlock`], not a hang.
 //! * Every problem is an [`EmuError`] naming the kernel, block, thread and address:
 //!   out-of-bounds and misaligned accesses, failed bounds checks and assertions, division by
 //!   zero, shared-memory races between barriers, reads of uninitialized shared memory, barriers
@@ -135,6 +137,7 @@ mod error;
 mod exec;
 mod global;
 mod lanes;
+mod mbarrier;
 mod memory;
 mod options;
 mod printf;

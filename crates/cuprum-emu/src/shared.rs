@@ -15,12 +15,42 @@
 //! does lane A reading a byte that lane B of the same warp writes before the next barrier (the
 //! IR has no warp-synchronous memory model).
 //!
+//! An mbarrier phase orders less than a barrier: only the arriving threads' accesses before
+//! their arrivals before the observing threads' accesses after they saw the phase complete.
+//! So each record also keeps the accessing thread's *stamp* ([`crate::mbarrier`]'s vector
+//! clocks): an earlier access of this epoch by another thread is no conflict when the clocks
+//! say it happens before the new one. A thread's records are updated to its newest stamp, and
+//! a reader or atomic record of a third thread replaces one that happens before it (a later
+//! access that conflicts with the replaced one conflicts with the new one too).
+//!
 //! Epoch and block counters only grow, so nothing is cleared between blocks or barriers; the
-//! tracker is sized once per worker and reused.
+//! tracker is sized once per worker and reused. The block's mbarrier objects live here too
+//! (their bytes are shared memory; their state is [`Mbarriers`]).
 
 use crate::error::RaceKind;
+use crate::mbarrier::{Clocks, Mbarriers};
 
 const NONE: u32 = u32::MAX;
+
+/// Up to two distinct threads that made one kind of access to a byte in `epoch`, with the
+/// stamp of each one's newest such access.
+#[derive(Clone, Copy)]
+struct Pair {
+    epoch: u32,
+    first: u32,
+    first_stamp: u32,
+    /// A second thread distinct from `first`, or `NONE`.
+    second: u32,
+    second_stamp: u32,
+}
+
+const EMPTY: Pair = Pair {
+    epoch: 0,
+    first: NONE,
+    first_stamp: 0,
+    second: NONE,
+    second_stamp: 0,
+};
 
 #[derive(Clone, Copy)]
 struct Track {
@@ -28,39 +58,20 @@ struct Track {
     init: u32,
     write_epoch: u32,
     writer: u32,
-    read_epoch: u32,
-    reader: u32,
-    /// A second reader distinct from `reader`, or `NONE`.
-    reader2: u32,
-    atomic_epoch: u32,
-    /// Up to two distinct threads that accessed the byte atomically in `atomic_epoch`.
-    atomic: u32,
-    atomic2: u32,
+    write_stamp: u32,
+    readers: Pair,
+    /// Threads that accessed the byte atomically.
+    atomics: Pair,
 }
 
 const CLEAN: Track = Track {
     init: 0,
     write_epoch: 0,
     writer: NONE,
-    read_epoch: 0,
-    reader: NONE,
-    reader2: NONE,
-    atomic_epoch: 0,
-    atomic: NONE,
-    atomic2: NONE,
+    write_stamp: 0,
+    readers: EMPTY,
+    atomics: EMPTY,
 };
-
-/// A thread of `(a, b)` other than `thread`, or `NONE`.
-#[inline(always)]
-fn other_than(a: u32, b: u32, thread: u32) -> u32 {
-    if a != thread {
-        a
-    } else if b != thread {
-        b
-    } else {
-        NONE
-    }
-}
 
 /// Why a shared access failed; the warp adds kernel, block and thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +96,8 @@ pub(crate) struct SharedMem {
     size: u32,
     epoch: u32,
     block_gen: u32,
+    /// The block's mbarrier objects and the clocks of their ordering.
+    pub(crate) mbar: Mbarriers,
 }
 
 impl SharedMem {
@@ -95,11 +108,13 @@ impl SharedMem {
             size: 0,
             epoch: 0,
             block_gen: 0,
+            mbar: Mbarriers::new(),
         }
     }
 
-    /// Starts a block with `size` bytes of shared memory, all uninitialized.
-    pub(crate) fn begin_block(&mut self, size: u32) {
+    /// Starts a block of `threads` threads with `size` bytes of shared memory, all
+    /// uninitialized, and no live mbarrier.
+    pub(crate) fn begin_block(&mut self, size: u32, threads: u32) {
         let n = size as usize;
         if self.bytes.len() < n {
             self.bytes.resize(n, crate::memory::POISON);
@@ -111,6 +126,33 @@ impl SharedMem {
         if self.block_gen == 0 {
             self.reset();
         }
+        self.mbar.begin_block(threads);
+    }
+
+    /// The current epoch (barrier interval).
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The offset of an 8-byte mbarrier object at `off` after the bounds and alignment
+    /// checks, or the fault.
+    pub(crate) fn mbarrier_at(&self, off: u64) -> Result<u32, crate::mbarrier::MbarFault> {
+        if off
+            .checked_add(8)
+            .is_none_or(|end| end > u64::from(self.size))
+        {
+            return Err(crate::mbarrier::MbarFault::OutOfBounds);
+        }
+        if !off.is_multiple_of(8) {
+            return Err(crate::mbarrier::MbarFault::Misaligned);
+        }
+        Ok(off as u32)
+    }
+
+    /// The clocks started over ([`Mbarriers::begin_block`]): every recorded stamp is
+    /// meaningless now, so start a new epoch, in which no earlier access conflicts.
+    pub(crate) fn clocks_restarted(&mut self) {
+        self.next_epoch();
     }
 
     /// A barrier: accesses before it no longer conflict with accesses after it.
@@ -164,15 +206,7 @@ impl SharedMem {
                 (Writer, RaceKind::ReadWrite),
                 (Atomics, RaceKind::ReadWrite),
             ],
-            |t, epoch| {
-                note(
-                    &mut t.read_epoch,
-                    &mut t.reader,
-                    &mut t.reader2,
-                    epoch,
-                    thread,
-                )
-            },
+            |t, epoch, stamp, clocks| t.readers.note(epoch, thread, stamp, clocks),
         )?;
         Ok(self.value(at, size))
     }
@@ -192,9 +226,10 @@ impl SharedMem {
             (Readers, RaceKind::ReadWrite),
             (Atomics, RaceKind::WriteWrite),
         ];
-        let at = self.track_access(off, size, thread, false, &checks, |t, epoch| {
+        let at = self.track_access(off, size, thread, false, &checks, |t, epoch, stamp, _| {
             t.write_epoch = epoch;
             t.writer = thread;
+            t.write_stamp = stamp;
             t.init = gen_;
         })?;
         self.bytes[at..at + size as usize].copy_from_slice(&value.to_le_bytes()[..size as usize]);
@@ -214,15 +249,14 @@ impl SharedMem {
             (Writer, RaceKind::WriteWrite),
             (Readers, RaceKind::ReadWrite),
         ];
-        let at = self.track_access(off, size, thread, true, &checks, |t, epoch| {
-            note(
-                &mut t.atomic_epoch,
-                &mut t.atomic,
-                &mut t.atomic2,
-                epoch,
-                thread,
-            )
-        })?;
+        let at = self.track_access(
+            off,
+            size,
+            thread,
+            true,
+            &checks,
+            |t, epoch, stamp, clocks| t.atomics.note(epoch, thread, stamp, clocks),
+        )?;
         let old = self.value(at, size);
         let new = f(old);
         self.bytes[at..at + size as usize].copy_from_slice(&new.to_le_bytes()[..size as usize]);
@@ -239,17 +273,19 @@ impl SharedMem {
         thread: u32,
         reads: bool,
         checks: &[(Earlier, RaceKind)],
-        mut record: impl FnMut(&mut Track, u32),
+        mut record: impl FnMut(&mut Track, u32, u32, &Clocks),
     ) -> Result<usize, SharedFault> {
         let at = self.check(off, size)?;
         let (epoch, gen_) = (self.epoch, self.block_gen);
+        let clocks = &self.mbar.clocks;
+        let stamp = clocks.stamp(thread);
         for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
             let offset = off + i as u32;
             if reads && t.init != gen_ {
                 return Err(SharedFault::Uninitialized { offset });
             }
             for &(earlier, kind) in checks {
-                let first = t.other(earlier, epoch, thread);
+                let first = t.other(earlier, epoch, thread, clocks);
                 if first != NONE {
                     return Err(SharedFault::Race {
                         first,
@@ -259,7 +295,7 @@ impl SharedMem {
                     });
                 }
             }
-            record(t, epoch);
+            record(t, epoch, stamp, clocks);
         }
         Ok(at)
     }
@@ -274,40 +310,79 @@ enum Earlier {
 }
 
 impl Track {
-    /// A thread other than `thread` that made an `earlier` access in `epoch`, or `NONE`.
-    fn other(&self, earlier: Earlier, epoch: u32, thread: u32) -> u32 {
+    /// A thread other than `thread` that made an `earlier` access in `epoch` that nothing
+    /// orders before `thread`'s accesses now, or `NONE`.
+    #[inline]
+    fn other(&self, earlier: Earlier, epoch: u32, thread: u32, clocks: &Clocks) -> u32 {
         match earlier {
-            Earlier::Writer if self.write_epoch == epoch && self.writer != thread => self.writer,
-            Earlier::Readers if self.read_epoch == epoch => {
-                other_than(self.reader, self.reader2, thread)
+            Earlier::Writer
+                if self.write_epoch == epoch
+                    && self.writer != thread
+                    && !clocks.ordered(self.writer, self.write_stamp, thread) =>
+            {
+                self.writer
             }
-            Earlier::Atomics if self.atomic_epoch == epoch => {
-                other_than(self.atomic, self.atomic2, thread)
-            }
+            Earlier::Readers => self.readers.unordered(epoch, thread, clocks),
+            Earlier::Atomics => self.atomics.unordered(epoch, thread, clocks),
             _ => NONE,
         }
     }
 }
 
-/// Records `thread` among up to two distinct threads that accessed a byte in `epoch`.
-fn note(slot_epoch: &mut u32, first: &mut u32, second: &mut u32, epoch: u32, thread: u32) {
-    if *slot_epoch != epoch {
-        *slot_epoch = epoch;
-        *first = thread;
-        *second = NONE;
-    } else if *first != thread && *second == NONE {
-        *second = thread;
+impl Pair {
+    /// A thread of the pair other than `thread` whose access in `epoch` is not ordered
+    /// before `thread`'s accesses now, or `NONE`.
+    #[inline]
+    fn unordered(&self, epoch: u32, thread: u32, clocks: &Clocks) -> u32 {
+        if self.epoch != epoch {
+            return NONE;
+        }
+        let conflicts = |t: u32, stamp: u32| t != thread && !clocks.ordered(t, stamp, thread);
+        if self.first != NONE && conflicts(self.first, self.first_stamp) {
+            self.first
+        } else if self.second != NONE && conflicts(self.second, self.second_stamp) {
+            self.second
+        } else {
+            NONE
+        }
+    }
+
+    /// Records an access by `thread` with `stamp` in `epoch` (see the module docs for which
+    /// records it updates or replaces).
+    fn note(&mut self, epoch: u32, thread: u32, stamp: u32, clocks: &Clocks) {
+        if self.epoch != epoch {
+            *self = Pair {
+                epoch,
+                first: thread,
+                first_stamp: stamp,
+                ..EMPTY
+            };
+        } else if self.first == thread {
+            self.first_stamp = stamp;
+        } else if self.second == thread {
+            self.second_stamp = stamp;
+        } else if self.second == NONE {
+            self.second = thread;
+            self.second_stamp = stamp;
+        } else if clocks.ordered(self.first, self.first_stamp, thread) {
+            self.first = thread;
+            self.first_stamp = stamp;
+        } else if clocks.ordered(self.second, self.second_stamp, thread) {
+            self.second = thread;
+            self.second_stamp = stamp;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mbarrier::Probe;
 
     #[test]
     fn races_and_epochs() {
         let mut s = SharedMem::new();
-        s.begin_block(64);
+        s.begin_block(64, 32);
         assert_eq!(
             s.load(0, 4, 0),
             Err(SharedFault::Uninitialized { offset: 0 })
@@ -383,8 +458,28 @@ mod tests {
                 ..
             })
         ));
+        // An mbarrier phase orders its arrivals' accesses before its observers' only.
+        s.next_epoch();
+        let e = s.epoch();
+        s.mbar.init(56, 1, 0, e).unwrap();
+        s.store(0, 4, 11, 0).unwrap();
+        let (token, _) = s.mbar.arrive(56, 0, e, true).unwrap();
+        assert!(s.mbar.test(56, Probe::Token(token), 0, e).unwrap());
+        s.mbar.acquire(56, Probe::Token(token), 1);
+        assert_eq!(s.load(0, 4, 1), Ok(11), "thread 1 observed the phase");
+        assert!(matches!(
+            s.load(0, 4, 2),
+            Err(SharedFault::Race {
+                first: 0,
+                second: 2,
+                ..
+            })
+        ));
+        // Thread 0's store after its arrival is not covered.
+        s.store(4, 4, 12, 0).unwrap();
+        assert!(matches!(s.load(4, 4, 1), Err(SharedFault::Race { .. })));
         // A new block forgets initialization.
-        s.begin_block(64);
+        s.begin_block(64, 32);
         assert_eq!(
             s.load(0, 4, 0),
             Err(SharedFault::Uninitialized { offset: 0 })

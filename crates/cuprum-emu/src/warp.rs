@@ -12,6 +12,9 @@
 //!   up to the end of this iteration; `Return` removes them everywhere and marks them exited.
 //! * `Barrier` requires every live lane of the warp to be active; the block scheduler
 //!   (`exec`) then checks that every warp stopped at the same barrier statement.
+//! * A blocking mbarrier wait whose phase is incomplete stops the warp there ([`Stop::Blocked`],
+//!   resumed at the wait); a test that finds its phase incomplete lets the other warps run
+//!   ([`Stop::Yield`]); the rest is `mbarrier`'s.
 //! * `Mma` and `LdMatrix` require all 32 lanes to be active (arithmetic in `tensor`);
 //!   `CpAsync` copies at once, so its commit and wait statements have nothing to do; `Print`
 //!   formats one text per active lane, in lane order (`printf`).
@@ -30,6 +33,7 @@ use cuprum_ir::{
 use crate::access::{Ctx, Ports, lanes_of};
 use crate::error::EmuError;
 use crate::lanes::{Lanes, true_mask};
+use crate::mbarrier::Flow;
 use crate::tensor;
 use cuprum_ir::printf::{self, Arg, parse_format};
 use cuprum_ir::scalar::{self as ops, OpFault};
@@ -66,6 +70,13 @@ pub(crate) enum Stop {
     Barrier(usize),
     /// Another block failed first; this block's result no longer matters.
     Aborted,
+    /// A blocking mbarrier wait whose phase has not completed: lane `lane` waits on the
+    /// barrier at shared offset `off`. The warp resumes at the wait. `first` says the wait
+    /// was the first statement of this run (the warp made no progress since it last stopped).
+    Blocked { off: u32, lane: u32, first: bool },
+    /// An mbarrier test that found its phase incomplete: the warp lets the others run (a
+    /// polling loop would otherwise never see them arrive) and resumes after the test.
+    Yield,
 }
 
 /// One warp's control state. Its registers live in the block state.
@@ -143,12 +154,14 @@ impl<'k> Exec<'_, 'k> {
     /// Runs `warp` until it finishes or reaches a barrier.
     pub(crate) fn run(&mut self, warp: &mut Warp<'k>) -> Result<Stop, EmuError> {
         let ctx = self.ctx;
+        let mut first = true;
         loop {
             // Every turn of this loop is one step of the launch's budget.
             if self.steps_left == 0 {
                 self.take_steps(warp)?;
             }
             self.steps_left -= 1;
+            let was_first = std::mem::replace(&mut first, false);
             let Some(top) = warp.frames.last_mut() else {
                 return Ok(Stop::Done);
             };
@@ -326,6 +339,26 @@ impl<'k> Exec<'_, 'k> {
                 // the fence orders nothing between threads.
                 Stmt::FenceProxyAsync => {}
                 Stmt::Print { format, args } => self.print(format, args, mask)?,
+                Stmt::Mbarrier {
+                    op,
+                    addr,
+                    arg,
+                    result,
+                } => match self.mbarrier(*op, *addr, *arg, *result, mask)? {
+                    Flow::Next => {}
+                    Flow::Yield => return Ok(Stop::Yield),
+                    Flow::Block { off, lane } => {
+                        // Resume at the wait itself.
+                        if let Some(top) = warp.frames.last_mut() {
+                            top.pc -= 1;
+                        }
+                        return Ok(Stop::Blocked {
+                            off,
+                            lane,
+                            first: was_first,
+                        });
+                    }
+                },
             }
         }
     }

@@ -299,6 +299,34 @@ impl KernelBuilder {
         })
     }
 
+    /// Appends a [`Stmt::Mbarrier`] doing `op` to the barrier at shared address `addr`, with
+    /// the operand `arg` the operation takes, and returns its result (a token or a completion
+    /// flag) when it has one.
+    pub fn mbarrier(
+        &mut self,
+        op: MbarrierOp,
+        addr: Value,
+        arg: Option<Value>,
+    ) -> Result<Option<Value>, BuildError> {
+        // The result is allocated only once the operands type (see `mma`).
+        self.check(&Stmt::Mbarrier {
+            op,
+            addr,
+            arg,
+            result: None,
+        })?;
+        let result = op
+            .result()
+            .map(|ty| self.kernel.values.append(ValueDef { ty }));
+        self.push(Stmt::Mbarrier {
+            op,
+            addr,
+            arg,
+            result,
+        });
+        Ok(result)
+    }
+
     /// Appends a [`Stmt::Print`] after checking the format and the argument types.
     pub fn print(&mut self, format: impl Into<String>, args: Vec<Value>) -> Result<(), BuildError> {
         self.push_checked(Stmt::Print {

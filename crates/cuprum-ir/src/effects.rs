@@ -8,7 +8,7 @@
 //! matches here are exhaustive, so a new statement does not compile until it has said what it
 //! reads, defines and does; "How to add a statement" in `ARCHITECTURE.md` lists the rest.
 
-use crate::kernel::{AddressSpace, BinaryOp, Block, Op, Stmt, TrapKind, Value};
+use crate::kernel::{AddressSpace, BinaryOp, Block, MbarrierOp, Op, Stmt, TrapKind, Value};
 use crate::types::ScalarType;
 
 /// A set of memory spaces.
@@ -318,6 +318,12 @@ impl Stmt {
                 }
             }
             Stmt::Print { args, .. } => args.iter().for_each(|&v| f(v)),
+            Stmt::Mbarrier { addr, arg, .. } => {
+                f(*addr);
+                if let Some(a) = arg {
+                    f(*a);
+                }
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -362,6 +368,12 @@ impl Stmt {
                 }
             }
             Stmt::Print { args, .. } => args.iter_mut().for_each(f),
+            Stmt::Mbarrier { addr, arg, .. } => {
+                f(addr);
+                if let Some(a) = arg {
+                    f(a);
+                }
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -377,12 +389,13 @@ impl Stmt {
     }
 
     /// The values the statement defines: a `Def`'s value, the results of `Mma`, `LdMatrix`
-    /// and `VectorLoad`.
+    /// and `VectorLoad`, and an `Mbarrier`'s result (a token or a completion flag).
     pub fn results(&self) -> &[Value] {
         match self {
             Stmt::Def { value, .. } => std::slice::from_ref(value),
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
+            Stmt::Mbarrier { result, .. } => result.as_slice(),
             _ => &[],
         }
     }
@@ -393,6 +406,7 @@ impl Stmt {
             Stmt::Def { value, .. } => std::slice::from_mut(value),
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
+            Stmt::Mbarrier { result, .. } => result.as_mut_slice(),
             _ => &mut [],
         }
     }
@@ -404,6 +418,7 @@ impl Stmt {
             Stmt::Mma { .. } => Some(ScalarType::F32),
             Stmt::LdMatrix { .. } => Some(ScalarType::U32),
             Stmt::VectorLoad { ty, .. } => Some(*ty),
+            Stmt::Mbarrier { op, .. } => op.result(),
             _ => None,
         }
     }
@@ -558,6 +573,16 @@ impl Stmt {
                 prints: true,
                 ..none
             },
+            // The barrier object is shared memory that the operation reads and updates; its
+            // arrivals release and its observed completions acquire (a fence each way).
+            Stmt::Mbarrier { op, .. } => Effects {
+                reads: Spaces::of(AddressSpace::Shared),
+                writes: Spaces::of(AddressSpace::Shared),
+                fence: true,
+                may_fault: true,
+                asynchronous: matches!(op, MbarrierOp::CpAsyncArrive { .. }),
+                ..none
+            },
         }
     }
 
@@ -565,6 +590,58 @@ impl Stmt {
     /// `Trap`.
     pub fn is_terminator(&self) -> bool {
         self.effects(|| false).terminator
+    }
+}
+
+impl MbarrierOp {
+    /// The type of the operand `arg` of a [`Stmt::Mbarrier`] with this operation, or `None`
+    /// when it takes none: the expected count of `Init` and the bytes of `ArriveExpectTx`
+    /// and `ExpectTx` (`U32`), the token of the token waits (`U64`), the parity of the parity
+    /// waits (`U32`).
+    pub const fn operand(self) -> Option<ScalarType> {
+        match self {
+            Self::Init
+            | Self::ArriveExpectTx
+            | Self::ExpectTx
+            | Self::TryWaitParity
+            | Self::WaitParity => Some(ScalarType::U32),
+            Self::TestWait | Self::TryWait | Self::Wait => Some(ScalarType::U64),
+            Self::Arrive | Self::Inval | Self::CpAsyncArrive { .. } => None,
+        }
+    }
+
+    /// The type of the `result` of a [`Stmt::Mbarrier`] with this operation, or `None` when
+    /// it defines none: the token of the arrivals that return one (`U64`), whether the phase
+    /// completed for the tests (`Bool`).
+    pub const fn result(self) -> Option<ScalarType> {
+        match self {
+            Self::Arrive | Self::ArriveExpectTx => Some(ScalarType::U64),
+            Self::TestWait | Self::TryWait | Self::TryWaitParity => Some(ScalarType::Bool),
+            Self::Init
+            | Self::ExpectTx
+            | Self::Wait
+            | Self::WaitParity
+            | Self::Inval
+            | Self::CpAsyncArrive { .. } => None,
+        }
+    }
+
+    /// Whether it arrives on the barrier (releasing the thread's earlier accesses).
+    pub const fn arrives(self) -> bool {
+        matches!(
+            self,
+            Self::Arrive | Self::ArriveExpectTx | Self::CpAsyncArrive { .. }
+        )
+    }
+
+    /// Whether it blocks the thread until a phase completes (`Wait`, `WaitParity`).
+    pub const fn blocks(self) -> bool {
+        matches!(self, Self::Wait | Self::WaitParity)
+    }
+
+    /// Whether it needs compute capability 9.0 (the transaction count).
+    pub const fn needs_sm90(self) -> bool {
+        matches!(self, Self::ArriveExpectTx | Self::ExpectTx)
     }
 }
 

@@ -58,6 +58,10 @@
 //!   only after that wait *and* a `Barrier`. Reading or writing the destination before the
 //!   wait, or reading the source's changes made after the copy was issued, is a data race.
 //!   For race tracking the destination is written by the issuing thread.
+//! * [`Stmt::Mbarrier`] operates on an mbarrier object in shared memory: arrivals count
+//!   toward the current phase, waits block the waiting thread (not the block) until a phase
+//!   completes, and a completed phase orders the arrivers' earlier accesses before the
+//!   waiters' later ones (see the statement's docs).
 //! * [`Stmt::Print`] formats C-`printf`-style text ([`crate::printf`]) for every lane that
 //!   executes it; each print is one piece of text, never interleaved with another. The order
 //!   of prints from different threads is unspecified. On the GPU, output goes to a buffer of
@@ -459,6 +463,38 @@ pub enum Stmt {
     /// `cp.async.wait_all`: waits for every copy of the thread, committed or not (as
     /// `CpAsyncCommit` followed by `CpAsyncWaitGroup { pending: 0 }`).
     CpAsyncWaitAll,
+    /// An operation on an *mbarrier*, an asynchronous transaction barrier of the block: an
+    /// 8-byte object in shared memory at `addr` (a `U32` shared address, 8-byte aligned),
+    /// which counts arrivals (and, on sm_90, transaction bytes) in *phases*. `arg` and
+    /// `result` are present exactly as [`MbarrierOp`]'s variant says, with the types it gives.
+    ///
+    /// State, as PTX defines it: the current phase (its parity is its low bit), the expected
+    /// arrival count `init` set, the pending arrival count of the current phase, and the
+    /// pending transaction count (tx-count). The current phase completes when its pending
+    /// arrival count reaches zero *and* its tx-count is zero; then the next phase begins
+    /// with the expected count pending and no transactions. Arrivals beyond the expected
+    /// count in one phase count toward the next.
+    ///
+    /// Memory ordering: an arrival releases the arriving thread's earlier memory accesses
+    /// (block scope), and a wait or test that observes a phase's completion acquires them for
+    /// the observing thread: the arrivers' accesses before their arrivals in that phase
+    /// happen before the observer's accesses after the observation. Nothing else is ordered
+    /// (threads that did not arrive, accesses after an arrival).
+    ///
+    /// Using a barrier that no `Init` set up, or one invalidated since, using a token of
+    /// another barrier, initialising a live barrier, a count out of `1..=2^20 - 1`, or a
+    /// blocking wait that can never complete are errors the emulator reports; on the GPU
+    /// they are undefined behaviour (a wait that never completes hangs).
+    Mbarrier {
+        /// What the statement does.
+        op: MbarrierOp,
+        /// The `U32` shared address of the barrier object, 8-byte aligned.
+        addr: Value,
+        /// The operand [`MbarrierOp::operand`] asks for (a count, a token or a parity).
+        arg: Option<Value>,
+        /// The value [`MbarrierOp::result`] gives (a token, or whether a phase completed).
+        result: Option<Value>,
+    },
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).
@@ -467,6 +503,56 @@ pub enum Stmt {
         format: String,
         /// One value per conversion of `format`, in order.
         args: Vec<Value>,
+    },
+}
+
+/// What a [`Stmt::Mbarrier`] does. Tokens are `U64`s returned by the arrivals: opaque
+/// values that name the barrier and the phase the arrival counted toward (PTX's `state`);
+/// their bits differ between the GPU and the emulator. Each variant's operand and result
+/// types are in [`MbarrierOp::operand`] and [`MbarrierOp::result`]
+/// (`cuprum_ir::effects`).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MbarrierOp {
+    /// `mbarrier.init`: sets the barrier up with `arg` (`U32`, in `1..=2^20 - 1`) expected
+    /// arrivals per phase, in phase 0 with no transactions. The barrier must not be live.
+    Init,
+    /// `mbarrier.arrive`: one arrival on the current phase (a release); the result is the
+    /// `U64` token of that phase.
+    Arrive,
+    /// `mbarrier.arrive.expect_tx`: adds `arg` (`U32`) bytes to the current phase's
+    /// tx-count, then arrives as `Arrive` does (result: the token). sm_90 only.
+    ArriveExpectTx,
+    /// `mbarrier.expect_tx`: adds `arg` (`U32`) bytes to the current phase's tx-count,
+    /// without arriving. sm_90 only.
+    ExpectTx,
+    /// `mbarrier.test_wait`: whether the phase of token `arg` (`U64`) has completed (a
+    /// `Bool`), without waiting; `true` acquires that phase's arrivals.
+    TestWait,
+    /// `mbarrier.try_wait`: as `TestWait`, but may first wait a while (a time the hardware
+    /// chooses) for the phase to complete. On sm_80 it is `test_wait`.
+    TryWait,
+    /// `mbarrier.try_wait.parity`: whether the phase of parity `arg` (`U32`, 0 or 1; only its
+    /// low bit counts) has completed, i.e. whether the current phase's parity differs; `arg`
+    /// must name the current or the immediately preceding phase. On sm_80 it is
+    /// `test_wait.parity`.
+    TryWaitParity,
+    /// Waits until the phase of token `arg` (`U64`) has completed, then acquires its
+    /// arrivals (a `try_wait` loop on the GPU).
+    Wait,
+    /// Waits until the phase of parity `arg` (`U32`) has completed (a `try_wait.parity`
+    /// loop on the GPU).
+    WaitParity,
+    /// `mbarrier.inval`: the barrier is no longer live; its memory may be reused (or the
+    /// barrier initialised again). No thread may be using it.
+    Inval,
+    /// `cp.async.mbarrier.arrive{.noinc}.shared::cta.b64`: an arrival on the current phase
+    /// that happens once every [`Stmt::CpAsync`] this thread issued before it has completed
+    /// (and releases their writes). Without `noinc` the pending count is first raised by
+    /// one, so the statement changes no count and only holds the phase open until the
+    /// copies land; with `noinc` it is one of the phase's expected arrivals.
+    CpAsyncArrive {
+        /// Whether the arrival counts toward the expected count (`.noinc`).
+        noinc: bool,
     },
 }
 

@@ -211,6 +211,34 @@ impl Printer<'_> {
                 writeln!(self.out, "{pad}cp.async.wait_group {pending}")
             }
             Stmt::CpAsyncWaitAll => writeln!(self.out, "{pad}cp.async.wait_all"),
+            Stmt::Mbarrier {
+                op,
+                addr,
+                arg,
+                result,
+            } => {
+                let name = match op {
+                    MbarrierOp::Init => "init",
+                    MbarrierOp::Arrive => "arrive",
+                    MbarrierOp::ArriveExpectTx => "arrive.expect_tx",
+                    MbarrierOp::ExpectTx => "expect_tx",
+                    MbarrierOp::TestWait => "test_wait",
+                    MbarrierOp::TryWait => "try_wait",
+                    MbarrierOp::TryWaitParity => "try_wait.parity",
+                    MbarrierOp::Wait => "wait",
+                    MbarrierOp::WaitParity => "wait.parity",
+                    MbarrierOp::Inval => "inval",
+                    MbarrierOp::CpAsyncArrive { noinc: false } => "cp_async_arrive",
+                    MbarrierOp::CpAsyncArrive { noinc: true } => "cp_async_arrive.noinc",
+                };
+                let lhs = result.map_or(String::new(), |r| format!("%{} = ", r.index()));
+                let operand = arg.map_or(String::new(), |a| format!(", %{}", a.index()));
+                writeln!(
+                    self.out,
+                    "{pad}{lhs}mbarrier.{name} shared[%{}]{operand}",
+                    addr.index()
+                )
+            }
             Stmt::Print { format, args } => {
                 write!(self.out, "{pad}print {format:?}")?;
                 for a in args {

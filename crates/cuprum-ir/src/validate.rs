@@ -290,6 +290,22 @@ pub fn check_stmt_operands(
             expect("vector store value", values, ty)?;
             check_vector(ty, values.len())?;
         }
+        Stmt::Mbarrier { op, addr, arg, .. } => {
+            check_address(AddressSpace::Shared, value_ty(*addr)?)?;
+            match (op.operand(), arg) {
+                (None, None) => {}
+                (Some(want), Some(a)) => {
+                    let t = value_ty(*a)?;
+                    if t != want {
+                        return Err(format!("mbarrier {op:?}'s operand must be {want}, got {t}"));
+                    }
+                }
+                (Some(want), None) => {
+                    return Err(format!("mbarrier {op:?} needs its {want} operand"));
+                }
+                (None, Some(_)) => return Err(format!("mbarrier {op:?} takes no operand")),
+            }
+        }
         Stmt::Print { format, args } => {
             let types = args
                 .iter()
@@ -499,11 +515,25 @@ impl Walk<'_> {
             | Stmt::VectorLoad { .. }
             | Stmt::VectorStore { .. }
             | Stmt::CpAsync { .. }
-            | Stmt::Print { .. } => {
+            | Stmt::Print { .. }
+            | Stmt::Mbarrier { .. } => {
                 check_stmt_operands(stmt, |v| self.visible(v))?;
+                if let Stmt::Mbarrier { op, result, .. } = stmt
+                    && result.is_some() != op.result().is_some()
+                {
+                    return Err(format!(
+                        "mbarrier {op:?} {} a result",
+                        if result.is_some() {
+                            "defines no"
+                        } else {
+                            "needs"
+                        }
+                    ));
+                }
                 let name = match stmt {
                     Stmt::Mma { .. } => "the mma",
                     Stmt::VectorLoad { .. } => "the vector load",
+                    Stmt::Mbarrier { .. } => "the mbarrier operation",
                     _ => "the ldmatrix",
                 };
                 for (value, ty) in stmt_results(stmt) {

@@ -90,7 +90,7 @@ impl fmt::Display for WarpMask {
 /// Writes one kernel. Created per kernel by [`write_kernel`].
 pub(crate) struct KernelWriter<'k> {
     /// The architecture written for.
-    target: crate::Target,
+    pub(crate) target: crate::Target,
     pub(crate) kernel: &'k Kernel,
     /// The body text; the entry header and declarations are written around it at the end.
     pub(crate) out: String,
@@ -427,6 +427,12 @@ impl<'k> KernelWriter<'k> {
             Stmt::CpAsyncWaitGroup { pending } => ins!(self, "cp.async.wait_group {pending}"),
             Stmt::CpAsyncWaitAll => ins!(self, "cp.async.wait_all"),
             Stmt::Print { format, args } => self.print(format, args),
+            Stmt::Mbarrier {
+                op,
+                addr,
+                arg,
+                result,
+            } => self.mbarrier(*op, *addr, *arg, *result)?,
         }
         Ok(())
     }

@@ -45,6 +45,7 @@ mod control;
 mod emit;
 mod f64math;
 mod math;
+mod mbarrier;
 mod ops;
 mod printf;
 mod regs;

@@ -444,6 +444,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.warp_call(&last, &args, span)? {
             return Ok(v);
         }
+        if let Some(v) = self.mbarrier_call(&last, &args, span)? {
+            return Ok(v);
+        }
         if let Some(v) = self.matrix_call(&last, &args, span)? {
             return Ok(v);
         }

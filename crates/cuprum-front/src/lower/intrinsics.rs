@@ -194,6 +194,37 @@ impl Lowerer<'_> {
             "expected the array length second: `SharedArray<f32, 256>`",
             a.span(),
         )?;
+        // cuda-oxide's alignment (`SharedArray<u32, 64, 8>`): static shared arrays start at
+        // multiples of 16 bytes (`cuprum_ir::array_layout`), which any `ALIGN` up to 16 is.
+        if let Some(align) = it.next() {
+            let n = match align {
+                syn::GenericArgument::Const(e) => match self.eval_const(e, 0)? {
+                    ConstVal::Int(n) => Some(n),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match n {
+                Some(0 | 1 | 2 | 4 | 8 | 16) => {}
+                Some(n) if n > 16 && n.count_ones() == 1 => {
+                    return err(
+                        align.span(),
+                        format!(
+                            "a static shared array aligned to {n} bytes is not supported yet \
+                             (static shared arrays are 16-byte aligned): use dynamic shared \
+                             memory, `DynamicSharedArray::<T, {n}>`"
+                        ),
+                    );
+                }
+                _ => {
+                    return err(
+                        align.span(),
+                        "the alignment (third argument) must be 0 or a power of two: \
+                         `SharedArray<u32, 64, 8>`",
+                    );
+                }
+            }
+        }
         Ok(SharedShape {
             elem,
             len: Some(len),

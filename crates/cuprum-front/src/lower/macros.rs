@@ -17,6 +17,38 @@ use super::*;
 
 impl Lowerer<'_> {
     /// A macro invocation in device code.
+    /// `addr_of_mut!(TILE)`, `&raw const BAR`: a raw pointer to the first element of a
+    /// shared array (a `static mut` one, an mbarrier, or dynamic shared memory).
+    pub(super) fn raw_address(
+        &mut self,
+        place: &syn::Expr,
+        mutable: bool,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        match self.expr(place)? {
+            Val::Shared { array, elem, .. } => {
+                let addr = match array {
+                    Some(a) => self.def(cuprum_ir::Op::SharedAddr(a), span)?,
+                    None => self.def(cuprum_ir::Op::DynSharedAddr, span)?,
+                };
+                Ok(Val::Ptr {
+                    addr,
+                    elem,
+                    mutable,
+                    space: cuprum_ir::AddressSpace::Shared,
+                })
+            }
+            other => err(
+                place.span(),
+                format!(
+                    "a raw pointer to {} is not supported in device code: take it of a \
+                     shared array of scalars or an mbarrier",
+                    describe(&other)
+                ),
+            ),
+        }
+    }
+
     pub(super) fn device_macro(&mut self, mac: &syn::Macro) -> Result<Val> {
         let name = mac
             .path
@@ -39,28 +71,7 @@ impl Lowerer<'_> {
                 let [place] = args[..] else {
                     return err(span, format!("`{name}!` takes one place"));
                 };
-                match self.expr(place)? {
-                    Val::Shared { array, elem, .. } => {
-                        let addr = match array {
-                            Some(a) => self.def(cuprum_ir::Op::SharedAddr(a), span)?,
-                            None => self.def(cuprum_ir::Op::DynSharedAddr, span)?,
-                        };
-                        Ok(Val::Ptr {
-                            addr,
-                            elem,
-                            mutable: name == "addr_of_mut",
-                            space: cuprum_ir::AddressSpace::Shared,
-                        })
-                    }
-                    other => err(
-                        place.span(),
-                        format!(
-                            "`{name}!` of {} is not supported in device code: take it of a \
-                             shared array of scalars",
-                            describe(&other)
-                        ),
-                    ),
-                }
+                self.raw_address(place, name == "addr_of_mut", span)
             }
             // `gpu_printf!` is cuda-oxide's `print!` (its format string ends with `\n`).
             "println" | "print" | "eprintln" | "eprint" => {

@@ -135,6 +135,7 @@ impl Lowerer<'_> {
                         );
                     }
                 };
+                let (dst, src) = (without_cast(dst), without_cast(src));
                 let dst_addr = match self.expr(dst)? {
                     Val::Ptr {
                         addr,
@@ -326,6 +327,19 @@ impl Lowerer<'_> {
         let size = self.constant(Constant::u32(elem.size_bytes()));
         let off = self.def(Op::Binary(BinaryOp::Mul, i32v, size), span)?;
         self.def(Op::Binary(BinaryOp::Add, base, off), span)
+    }
+}
+
+/// `p.cast()` / `p.cast::<T>()` as `p`: a copy's ends are byte addresses, so the element
+/// type the cast gives (`src.add(8).cast()` for the `*const u8` of the zero-filling forms)
+/// changes nothing there.
+fn without_cast(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::MethodCall(m) if m.method == "cast" && m.args.is_empty() => {
+            without_cast(&m.receiver)
+        }
+        syn::Expr::Paren(p) => without_cast(&p.expr),
+        _ => e,
     }
 }
 

@@ -21,6 +21,7 @@ mod intrinsics;
 mod local_aggregates;
 mod macros;
 mod matrix;
+mod mbarrier;
 mod memory;
 mod methods;
 mod ops;
@@ -1061,6 +1062,12 @@ impl<'a> Lowerer<'a> {
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
             syn::Expr::Macro(m) => self.device_macro(&m.mac),
+            // `&raw mut TILE` / `&raw const BAR`: as `addr_of_mut!` / `addr_of!`.
+            syn::Expr::RawAddr(r) => self.raw_address(
+                &r.expr,
+                matches!(r.mutability, syn::PointerMutability::Mut(_)),
+                r.span(),
+            ),
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
                 v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
@@ -1271,13 +1278,22 @@ impl<'a> Lowerer<'a> {
     /// `static mut TILE: SharedArray<T, N> = SharedArray::UNINIT;` in a kernel body: CUDA's
     /// `__shared__` array as cuda-oxide spells it, one per block, the same as
     /// `let tile = SharedArray::<T, N>::uninit();` (Rust makes every access `unsafe`).
+    ///
+    /// `static mut BAR: Barrier = Barrier::UNINIT;` declares an mbarrier (`mbarrier`): one
+    /// shared `u64`, 8-byte aligned, that the barrier functions take through `&raw mut BAR`.
     fn static_shared(&mut self, item: &syn::ItemStatic) -> Result<()> {
-        let usage = "a `static` in a kernel body must be a shared array: \
-                     `static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`";
+        let usage = "a `static` in a kernel body must be a shared array or an mbarrier: \
+                     `static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`, \
+                     `static mut BAR: Barrier = Barrier::UNINIT;`";
         let syn::Type::Path(tp) = &*item.ty else {
             return err(item.ty.span(), usage);
         };
-        let Some(array) = tp.path.segments.last().filter(|s| s.ident == "SharedArray") else {
+        let Some(array) = tp
+            .path
+            .segments
+            .last()
+            .filter(|s| s.ident == "SharedArray" || s.ident == "Barrier")
+        else {
             return err(item.ty.span(), usage);
         };
         let uninit = matches!(&*item.expr, syn::Expr::Path(p)
@@ -1285,7 +1301,15 @@ impl<'a> Lowerer<'a> {
         if !uninit || matches!(item.mutability, syn::StaticMutability::None) {
             return err(item.span(), usage);
         }
-        let shape = self.shared_shape(&array.arguments, false, item.ty.span())?;
+        let shape = if array.ident == "Barrier" {
+            intrinsics::SharedShape {
+                elem: S::U64,
+                len: Some(1),
+                agg: None,
+            }
+        } else {
+            self.shared_shape(&array.arguments, false, item.ty.span())?
+        };
         let name = item.ident.to_string();
         let v = self.declare_shared(&name, shape, item.span())?;
         self.bind(name, Binding::Val(v));

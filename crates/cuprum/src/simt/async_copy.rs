@@ -7,8 +7,11 @@
 //! needs. The destination may be read after a wait that covers the copy and, by other
 //! threads, after a barrier too (the IR's `CpAsync` says so exactly). These are `unsafe`: the
 //! compiler checks neither the pointers' bounds nor that nobody reads the bytes early. For
-//! checked copies into shared arrays, see [`crate::simt::mma::cp_async`].
+//! checked copies into shared arrays, see [`crate::simt::mma::cp_async`]. The
+//! `cp_async_mbarrier_arrive` forms signal an mbarrier ([`crate::simt::barrier`]) when the
+//! thread's copies have landed, instead of a wait.
 
+use super::barrier::Barrier;
 use super::shared::unreachable_on_host;
 
 macro_rules! copies {
@@ -87,3 +90,34 @@ pub unsafe fn cp_async_wait_group(max_pending: u32) {
 ///
 /// None beyond the copies' own; `unsafe` as cuda-oxide declares it.
 pub unsafe fn cp_async_wait_all() {}
+
+macro_rules! mbarrier_arrivals {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// `barrier` points to a live [`Barrier`] in shared memory that stays live until the
+        /// copies complete; this thread issued the copies it covers.
+        pub unsafe fn $name(barrier: *mut Barrier) {
+            let _ = barrier;
+            unreachable_on_host()
+        }
+    )*};
+}
+
+mbarrier_arrivals! {
+    /// An arrival on the barrier's current phase once every copy this thread issued before
+    /// it has landed (`cp.async.mbarrier.arrive`): a waiter on the phase then sees the
+    /// copied bytes. The pending count is raised by one first, so this arrival is not one of
+    /// the phase's expected count: it only holds the phase open until the copies land.
+    cp_async_mbarrier_arrive;
+    /// [`cp_async_mbarrier_arrive`] through a shared-memory address (the same instruction
+    /// here: barriers are always in shared memory).
+    cp_async_mbarrier_arrive_shared;
+    /// As [`cp_async_mbarrier_arrive`], but the arrival counts toward the phase's expected
+    /// count (`.noinc`): `mbarrier_init`'s count must include it.
+    cp_async_mbarrier_arrive_noinc;
+    /// [`cp_async_mbarrier_arrive_noinc`] through a shared-memory address.
+    cp_async_mbarrier_arrive_noinc_shared;
+}

@@ -40,7 +40,10 @@ macro_rules! ldmatrix {
             /// # Safety
             /// Every lane of the warp must call it together, each with the element where its row
             /// starts (16 bytes, 16-byte aligned); no thread may write those rows concurrently.
-            pub unsafe fn $name<T: Copy, const N: usize>(tile: &SharedArray<T, N>, row_start: usize) -> $out {
+            pub unsafe fn $name<T: Copy, const N: usize, const A: usize>(
+                tile: &SharedArray<T, N, A>,
+                row_start: usize,
+            ) -> $out {
                 let _ = (tile, row_start);
                 unreachable_on_host()
             }
@@ -69,8 +72,8 @@ ldmatrix! {
 /// # Safety
 /// Nothing may read the destination before a [`cp_async_wait`] (or [`cp_async_wait_all`])
 /// covering this copy, followed by a barrier if other threads read it.
-pub unsafe fn cp_async<T: Copy, const N: usize>(
-    dst: &SharedArray<T, N>,
+pub unsafe fn cp_async<T: Copy, const N: usize, const A: usize>(
+    dst: &SharedArray<T, N, A>,
     dst_index: usize,
     src: &[T],
     src_index: usize,

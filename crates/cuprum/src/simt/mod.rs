@@ -23,6 +23,7 @@ pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract
 
 pub mod async_copy;
 pub mod atomic;
+pub mod barrier;
 pub mod constant;
 pub mod disjoint;
 pub mod mma;

@@ -56,7 +56,12 @@ use std::marker::PhantomData;
 /// # Ok(())
 /// # }
 /// ```
-pub struct SharedArray<T, const N: usize> {
+///
+/// `ALIGN` is the alignment of the array's start in bytes, as cuda-oxide's third parameter
+/// (`SharedArray<u32, 64, 8>`): 0 (the default) or a power of two. cuprum places every static
+/// shared array at a multiple of 16 bytes, so any `ALIGN` up to 16 holds; larger ones are a
+/// compile error for now.
+pub struct SharedArray<T, const N: usize, const ALIGN: usize = 0> {
     _elements: PhantomData<*mut [T; N]>,
 }
 
@@ -131,7 +136,7 @@ macro_rules! shared_access {
     };
 }
 
-impl<T: Copy, const N: usize> SharedArray<T, N> {
+impl<T: Copy, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
     /// The initializer of a shared array declared as a `static mut` in a kernel body, as
     /// cuda-oxide writes CUDA's `__shared__`:
     /// `static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;` (one array per block,
@@ -166,7 +171,9 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
 /// array only inside `unsafe` (the compiler refuses it elsewhere), under the same rule as
 /// [`SharedArray::get`] and [`SharedArray::set`]: no other thread writes an element between
 /// two barriers while this one reads or writes it. Writing needs `let mut tile`.
-impl<T: Copy, const N: usize> std::ops::Index<usize> for SharedArray<T, N> {
+impl<T: Copy, const N: usize, const ALIGN: usize> std::ops::Index<usize>
+    for SharedArray<T, N, ALIGN>
+{
     type Output = T;
     fn index(&self, i: usize) -> &T {
         let _ = i;
@@ -174,7 +181,9 @@ impl<T: Copy, const N: usize> std::ops::Index<usize> for SharedArray<T, N> {
     }
 }
 
-impl<T: Copy, const N: usize> std::ops::IndexMut<usize> for SharedArray<T, N> {
+impl<T: Copy, const N: usize, const ALIGN: usize> std::ops::IndexMut<usize>
+    for SharedArray<T, N, ALIGN>
+{
     fn index_mut(&mut self, i: usize) -> &mut T {
         let _ = i;
         unreachable_on_host()
