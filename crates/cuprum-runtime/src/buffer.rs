@@ -4,7 +4,7 @@
 //! Buffers move bytes only; what the bytes mean to a kernel is the launch's business
 //! (`launch.rs`). Zero-length buffers allocate nothing (address 0). Host data is always
 //! copied before a call returns (the stream is synchronized), so no host slice has to outlive
-//! a call.
+//! a call; a read that returns first owns its host memory (`staged`).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -208,11 +208,11 @@ fn as_bytes_mut<T: DeviceCopy>(data: &mut [T]) -> &mut [u8] {
 pub struct DeviceBuffer<T: DeviceCopy> {
     ctx: CudaContext,
     /// Device address; 0 for a zero-length buffer (nothing allocated).
-    addr: u64,
+    pub(crate) addr: u64,
     len: usize,
     /// This buffer's unfinished uses on streams (see `ordering`); also in the registry of live
     /// buffers under `addr`, which launches consult.
-    uses: std::sync::Arc<BufferUses>,
+    pub(crate) uses: std::sync::Arc<BufferUses>,
     _elem: PhantomData<T>,
 }
 

@@ -36,6 +36,7 @@ pub mod launch;
 pub mod limits;
 mod ordering;
 pub mod oxide;
+pub mod staged;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use completion::Completion;
@@ -49,3 +50,4 @@ pub use launch::{
 };
 pub use limits::DeviceLimits;
 pub use oxide::{ModuleFile, RowWidth};
+pub use staged::PendingRead;

@@ -315,3 +315,55 @@ fn awaited_values_need_no_device_work() -> Result<(), Error> {
     assert_eq!((host, n), (vec![1, 2], 3));
     Ok(())
 }
+
+/// A copy to the host at the end of an awaited chain does not block the first poll: on a GPU
+/// the poll returns while the launches before the copy still run, and the elements come once
+/// the copy has ended; a future dropped while its copy runs waits for it, and the stream goes
+/// on. (On the emulator the work is done at the first poll.)
+#[test]
+fn a_copy_to_the_host_at_the_end_does_not_block_the_first_poll() -> Result<(), Error> {
+    let gpu = on_gpu()?;
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let n = len(gpu);
+    let rounds = if gpu { 30 } else { 3 };
+    let mut r = rng("a_copy_to_the_host_at_the_end_does_not_block_the_first_poll");
+    let hx: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let x = api::from_host(&hx, &[n]).sync_on(&stream)?;
+    // Compile the kernel first, so that the first poll below only submits work.
+    let _ = chain(x.dup().sync_on(&stream)?, poisoned(n, &stream)?, 1).sync_on(&stream)?;
+    let want = chain_reference(&hx, rounds);
+    let read = |x: Tensor<f32>| -> Result<_, Error> {
+        Ok(chain(x, poisoned(n, &stream)?, rounds).then(|(result, _spare)| result.to_host_vec()))
+    };
+
+    let mut future = DeviceFuture::on(read(x.dup().sync_on(&stream)?)?, (*stream).clone());
+    let (_, waker) = counting();
+    let got = match poll_once(&mut future, &waker) {
+        Poll::Ready(result) => {
+            assert!(
+                !gpu,
+                "on a GPU the first poll returned the elements: it waited for {rounds} launches \
+                 over {n} elements and the copy"
+            );
+            result?
+        }
+        Poll::Pending => futures_block_on(future)?,
+    };
+    assert_same("the awaited copy", &got, &want);
+
+    // Dropped while the launches and the copy run: it waits for the copy; the stream is fine.
+    let mut dropped = DeviceFuture::on(read(x.dup().sync_on(&stream)?)?, (*stream).clone());
+    let polled = poll_once(&mut dropped, &waker);
+    if gpu {
+        assert!(polled.is_pending(), "the work was done at the first poll");
+    }
+    drop(dropped);
+    let again = DeviceFuture::on(read(x)?, (*stream).clone());
+    assert_same(
+        "a copy after a dropped one",
+        &futures_block_on(again)?,
+        &want,
+    );
+    Ok(())
+}

@@ -148,6 +148,27 @@ impl Device for EmuDevice {
             .map_err(memory_error("host-to-device copy", data.len()))?)
     }
 
+    /// The emulator's copies are done when submitted: a read needs no pinned memory.
+    fn alloc_pinned(&self, _bytes: usize) -> Outcome<Option<u64>> {
+        Ok(None)
+    }
+
+    fn free_pinned(&self, _ptr: u64) {}
+
+    unsafe fn read_async(
+        &self,
+        stream: &EmuStream,
+        addr: u64,
+        dst: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract (`dst..dst+bytes` is writable host memory).
+        unsafe {
+            let out = std::slice::from_raw_parts_mut(dst as *mut u8, bytes);
+            self.read(stream, addr, out)
+        }
+    }
+
     unsafe fn read(&self, _: &EmuStream, addr: u64, out: &mut [u8]) -> Outcome<()> {
         let len = out.len();
         if len == 0 {

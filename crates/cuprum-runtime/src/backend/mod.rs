@@ -161,6 +161,28 @@ pub(crate) trait Device: Send + Sync {
     /// # Safety
     /// Both ranges are inside live allocations of this device.
     unsafe fn copy(&self, stream: &Self::Stream, dst: u64, src: u64, bytes: usize) -> Outcome<()>;
+    /// Page-locked host memory of `bytes` (> 0) bytes, which copies fill while the host goes
+    /// on; `None` where copies are done when they are submitted (the emulator), so that a
+    /// read needs none.
+    fn alloc_pinned(&self, bytes: usize) -> Outcome<Option<u64>>;
+    /// Frees what [`alloc_pinned`](Self::alloc_pinned) gave (errors are ignored: it runs in
+    /// `Drop`).
+    fn free_pinned(&self, ptr: u64);
+    /// Enqueues a copy of `bytes` bytes from `addr` into the host memory at `dst`, after the
+    /// work on `stream`, and returns without waiting for it (the emulator copies at once).
+    ///
+    /// # Safety
+    /// `addr..addr + bytes` is inside a live allocation of this device; `dst..dst + bytes` is
+    /// host memory from [`alloc_pinned`](Self::alloc_pinned) (any writable host memory on the
+    /// emulator) that nothing reads, writes or frees until the stream's work up to this copy
+    /// has completed.
+    unsafe fn read_async(
+        &self,
+        stream: &Self::Stream,
+        addr: u64,
+        dst: u64,
+        bytes: usize,
+    ) -> Outcome<()>;
 
     /// Makes a module of `ir` ready to launch; also returns the cubin when the request's route
     /// made one.
@@ -360,6 +382,33 @@ impl Backend {
     ) -> Outcome<()> {
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.copy(s, dst, src, bytes) })
+    }
+
+    pub(crate) fn alloc_pinned(&self, bytes: usize) -> Outcome<Option<u64>> {
+        match self {
+            Self::Cuda(d) => d.alloc_pinned(bytes),
+            Self::Emu(d) => d.alloc_pinned(bytes),
+        }
+    }
+
+    pub(crate) fn free_pinned(&self, ptr: u64) {
+        match self {
+            Self::Cuda(d) => d.free_pinned(ptr),
+            Self::Emu(d) => d.free_pinned(ptr),
+        }
+    }
+
+    /// # Safety
+    /// As [`Device::read_async`].
+    pub(crate) unsafe fn read_async(
+        &self,
+        stream: &StreamHandle,
+        addr: u64,
+        dst: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.read_async(s, addr, dst, bytes) })
     }
 
     pub(crate) fn load(

@@ -30,12 +30,18 @@
 //! anything ran. Why a waiter thread and not a host function on the stream
 //! (`cuLaunchHostFunc`): the runtime's `completion` module says.
 //!
-//! What the first poll still waits for: copies between the host and the device (`from_host`,
-//! `to_host_vec`, `copy_host_vec_to_device`) finish before the runtime returns from them, so
-//! that host memory never has to outlive a call; an operation that contains one waits for it,
-//! and so for the stream's earlier work, within that poll. Kernel launches, device-side
-//! copies and allocations do not wait. On the emulator every operation runs to completion
-//! when it is submitted, so the first poll is ready.
+//! A copy to the host at the end of the operation (`to_host_vec`, also as the last step of a
+//! [`then`](DeviceOp::then) chain: `kernel(..).first().unpartition().to_host_vec().await`)
+//! does not block the first poll either: it goes into page-locked host memory that the future
+//! owns (`cuprum_runtime::staged`), and the elements are taken from it when the completion
+//! says the copy has ended. What the first poll still waits for: copies from the host
+//! (`from_host`, `copy_host_vec_to_device`), which finish before the runtime returns from them
+//! so that host memory never has to outlive a call, and so wait for the stream's earlier
+//! work; a copy to the host that a [`map`](DeviceOp::map), [`zip!`] or `shared` takes
+//! further (these give their output within the poll); and a copy to the host in the middle of
+//! a chain, whose output the next step needs. Kernel launches, device-side copies and
+//! allocations do not wait. On the emulator every operation runs to completion when it is
+//! submitted, so the first poll is ready.
 //!
 //! A future dropped while its work is running keeps its output (the tensors the work writes)
 //! and waits for the work to end before dropping it, blocking the dropping thread: the output
@@ -96,6 +102,27 @@ impl ExecutionContext {
     }
 }
 
+/// An operation's output, or what gives it once the stream's work up to the operation has
+/// completed: a copy to the host that the device may still be making
+/// ([`DeviceOp::execute_deferred`]).
+#[doc(hidden)]
+pub enum Deferred<O> {
+    /// The output.
+    Ready(O),
+    /// Gives the output; to be called once the work has completed (it waits otherwise).
+    After(Box<dyn FnOnce() -> Result<O, Error> + Send>),
+}
+
+impl<O> Deferred<O> {
+    /// The output (waiting for a copy that has not ended).
+    pub fn finish(self) -> Result<O, Error> {
+        match self {
+            Deferred::Ready(out) => Ok(out),
+            Deferred::After(finish) => finish(),
+        }
+    }
+}
+
 /// A lazy description of device work with an output. See the module docs.
 ///
 /// Every operation can also be awaited (`op.await`, through [`DeviceFuture`]): the first
@@ -112,6 +139,18 @@ pub trait DeviceOp:
     /// still be running on the device when this returns; the runtime orders every later use
     /// of its buffers after it. Programs call [`sync_on`](Self::sync_on) instead.
     fn execute(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error>;
+
+    /// As [`execute`](Self::execute), except that an output a copy to the host is still
+    /// filling may come back as [`Deferred::After`], to be finished once the stream's work up
+    /// to here has completed: what an awaited operation's first poll calls, so that it does
+    /// not block (see the module docs). Operations without such a copy keep this default.
+    #[doc(hidden)]
+    fn execute_deferred(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<<Self as DeviceOp>::Output>, Error> {
+        self.execute(ctx).map(Deferred::Ready)
+    }
 
     /// Runs on `stream` and waits until the stream's work has finished.
     fn sync_on(self, stream: &Stream) -> Result<<Self as DeviceOp>::Output, Error> {
@@ -182,7 +221,7 @@ pub trait DeviceOp:
         Self: 'static,
     {
         BoxedDeviceOp {
-            run: Box::new(move |ctx| self.execute(ctx)),
+            run: Box::new(move |ctx| self.execute_deferred(ctx)),
         }
     }
 
@@ -210,8 +249,9 @@ pub trait DeviceOp:
 /// Later polls submit nothing again. A failure (a refused launch, a kernel that faulted) is
 /// the future's `Err`.
 ///
-/// Copies between the host and the device inside the operation finish within the first poll
-/// (the runtime's host copies are synchronous); kernels and device-side work do not block it.
+/// Kernels, device-side work and a copy to the host at the end of the operation do not block
+/// the first poll; copies from the host (and a copy to the host whose output the operation
+/// takes further) finish within it (see the module docs).
 /// On the emulator, work is done when submitted, so the first poll is ready. Dropping the
 /// future while its work runs blocks until the work has ended, so that nothing the work uses
 /// is dropped before it.
@@ -222,10 +262,10 @@ pub struct DeviceFuture<D: DeviceOp> {
 enum FutureState<D: DeviceOp> {
     /// Not polled yet: nothing has run.
     Unstarted { op: D, stream: Option<Stream> },
-    /// Submitted; `output` is given out when `completion` is.
+    /// Submitted; `output` is given out (finished) when `completion` is.
     Running {
         completion: Completion,
-        output: <D as DeviceOp>::Output,
+        output: Deferred<<D as DeviceOp>::Output>,
     },
     /// Its result was given out (or it failed to start).
     Finished,
@@ -254,19 +294,23 @@ impl<D: DeviceOp> DeviceFuture<D> {
     #[cfg(test)]
     fn running(completion: Completion, output: <D as DeviceOp>::Output) -> Self {
         Self {
-            state: FutureState::Running { completion, output },
+            state: FutureState::Running {
+                completion,
+                output: Deferred::Ready(output),
+            },
         }
     }
 
-    /// Gives `output` out once `completion` is complete; keeps both until then.
+    /// Gives `output` out, finished, once `completion` is complete; keeps both until then.
     fn poll_running(
         &mut self,
         completion: Completion,
-        output: <D as DeviceOp>::Output,
+        output: Deferred<<D as DeviceOp>::Output>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
         match completion.poll_complete(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(output)),
+            // The work before `completion` has ended, so finishing does not wait.
+            Poll::Ready(Ok(())) => Poll::Ready(output.finish()),
             // The work has ended (it failed): its buffers may go.
             Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
             Poll::Pending => {
@@ -294,7 +338,7 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
                         Err(e) => return Poll::Ready(Err(e)),
                     },
                 };
-                let output = match op.execute(&ExecutionContext::new(stream.clone())) {
+                let output = match op.execute_deferred(&ExecutionContext::new(stream.clone())) {
                     Ok(output) => output,
                     Err(e) => return Poll::Ready(Err(e)),
                 };
@@ -302,9 +346,10 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
                     Ok(completion) => this.poll_running(completion, output, cx),
                     // The work cannot be watched (no waiter thread, no event): wait for it
                     // here, so that its output is never given out or dropped early.
-                    Err(_) => {
-                        Poll::Ready(stream.synchronize().map(|()| output).map_err(Into::into))
-                    }
+                    Err(_) => Poll::Ready(match stream.synchronize() {
+                        Ok(()) => output.finish(),
+                        Err(e) => Err(e.into()),
+                    }),
                 }
             }
             FutureState::Running { completion, output } => {
@@ -462,6 +507,12 @@ where
     fn execute(self, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
         (self.0)(ctx).execute(ctx)
     }
+    fn execute_deferred(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<<D as DeviceOp>::Output>, Error> {
+        (self.0)(ctx).execute_deferred(ctx)
+    }
 }
 awaitable!([D, F] WithContext<F> => <D as DeviceOp>::Output, where D: DeviceOp, F: FnOnce(&ExecutionContext) -> D + Send);
 
@@ -494,6 +545,13 @@ where
         let out = self.op.execute(ctx)?;
         (self.f)(out).execute(ctx)
     }
+    fn execute_deferred(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
+        let out = self.op.execute(ctx)?;
+        (self.f)(out).execute_deferred(ctx)
+    }
 }
 awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
 
@@ -513,6 +571,13 @@ where
     fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(ctx, out).execute(ctx)
+    }
+    fn execute_deferred(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
+        let out = self.op.execute(ctx)?;
+        (self.f)(ctx, out).execute_deferred(ctx)
     }
 }
 awaitable!([A, B, F] AndThenWithContext<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
@@ -571,12 +636,18 @@ awaitable!([A: DeviceOp<Output: Sync>] ArcOp<A> => Arc<<A as DeviceOp>::Output>)
 
 /// A type-erased operation (see [`DeviceOp::boxed`]).
 pub struct BoxedDeviceOp<T: Send> {
-    run: Run<T>,
+    run: RunDeferred<T>,
 }
+
+/// An operation's work, type-erased, its output possibly deferred.
+type RunDeferred<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<Deferred<T>, Error> + Send>;
 
 impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
     type Output = T;
     fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
+        (self.run)(ctx)?.finish()
+    }
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<T>, Error> {
         (self.run)(ctx)
     }
 }

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use crate::tile::cuda_core::{DType, DTypeId, Stream};
 use crate::tile::error::{Error, TensorError};
-use crate::tile::op::{DeviceOp, IntoDeviceOp, Value, from_context, value};
+use crate::tile::op::{
+    Deferred, DeviceOp, ExecutionContext, IntoDeviceOp, Value, awaitable, from_context, value,
+};
 use crate::{CudaContext, DeviceBuffer};
 
 pub use crate::tile::launch::{KernelInput, KernelOutput};
@@ -218,36 +220,28 @@ impl<T: DType> Tensor<T> {
     /// The elements in row-major order, read through `stream` (waits for earlier work).
     pub(crate) fn read_on(&self, stream: &Stream) -> Result<Vec<T>, Error> {
         let all = self.storage.to_host_vec(stream)?;
-        if self.is_whole_allocation() {
-            return Ok(all);
+        Ok(self.geometry().gather(all))
+    }
+
+    /// [`read_on`](Self::read_on) that returns before the copy has ended, where the backend
+    /// can (see `cuprum_runtime::staged`): the elements come from the `Deferred` once the
+    /// stream's work up to the copy has completed.
+    pub(crate) fn read_deferred_on(&self, stream: &Stream) -> Result<Deferred<Vec<T>>, Error> {
+        let pending = self.storage.read_pending(stream)?;
+        let view = self.geometry();
+        Ok(Deferred::After(Box::new(move || {
+            Ok(view.gather(pending.finish()?))
+        })))
+    }
+
+    /// Where the view's elements lie in its allocation.
+    fn geometry(&self) -> ViewGeometry {
+        ViewGeometry {
+            whole: self.is_whole_allocation(),
+            offset: self.offset,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
         }
-        let mut out = Vec::with_capacity(self.size());
-        if self.size() > 0 {
-            let mut index = vec![0usize; self.rank()];
-            loop {
-                let at = self.offset
-                    + index
-                        .iter()
-                        .zip(&self.strides)
-                        .map(|(i, s)| i * s)
-                        .sum::<usize>();
-                out.push(all[at]);
-                // The next row-major index; done when every axis wrapped.
-                let mut axis = self.rank();
-                loop {
-                    if axis == 0 {
-                        return Ok(out);
-                    }
-                    axis -= 1;
-                    index[axis] += 1;
-                    if index[axis] < self.shape[axis] {
-                        break;
-                    }
-                    index[axis] = 0;
-                }
-            }
-        }
-        Ok(out)
     }
 
     /// The same elements in `shape`, which must have the same element count; the tensor
@@ -405,13 +399,13 @@ pub trait ToHostVec<T: DType> {
 
 impl<T: DType> ToHostVec<T> for Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        from_context(move |ctx| self.read_on(ctx.stream()))
+        ReadToHost { source: self }
     }
 }
 
 impl<T: DType> ToHostVec<T> for Arc<Tensor<T>> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        from_context(move |ctx| self.read_on(ctx.stream()))
+        ReadToHost { source: self }
     }
 }
 
@@ -423,9 +417,58 @@ impl<T: DType> ToHostVec<T> for &Arc<Tensor<T>> {
 
 impl<T: DType> ToHostVec<T> for &Tensor<T> {
     fn to_host_vec(self) -> impl DeviceOp<Output = Vec<T>> {
-        from_context(move |ctx| self.read_on(ctx.stream()))
+        ReadToHost { source: self }
     }
 }
+
+/// What [`ReadToHost`] reads: a tensor, owned, shared or borrowed.
+#[doc(hidden)]
+pub trait TensorSource: Send {
+    /// The element type.
+    type Elem: DType;
+    /// The tensor.
+    fn tensor(&self) -> &Tensor<Self::Elem>;
+}
+
+impl<T: DType> TensorSource for Tensor<T> {
+    type Elem = T;
+    fn tensor(&self) -> &Tensor<T> {
+        self
+    }
+}
+
+impl<T: DType> TensorSource for Arc<Tensor<T>> {
+    type Elem = T;
+    fn tensor(&self) -> &Tensor<T> {
+        self
+    }
+}
+
+impl<T: DType> TensorSource for &Tensor<T> {
+    type Elem = T;
+    fn tensor(&self) -> &Tensor<T> {
+        self
+    }
+}
+
+/// The operation `to_host_vec` makes: the tensor's elements in row-major order. Executed, it
+/// returns once they are on the host; awaited, its future's first poll only starts the copy
+/// (see [`op`](crate::tile::op)'s docs on `.await`).
+#[doc(hidden)]
+pub struct ReadToHost<S> {
+    source: S,
+}
+
+impl<S: TensorSource> DeviceOp for ReadToHost<S> {
+    type Output = Vec<S::Elem>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Vec<S::Elem>, Error> {
+        self.source.tensor().read_on(ctx.stream())
+    }
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<Vec<S::Elem>>, Error> {
+        self.source.tensor().read_deferred_on(ctx.stream())
+    }
+}
+awaitable!([S: TensorSource] ReadToHost<S> => Vec<<S as TensorSource>::Elem>);
 
 /// `to_host_vec` on operations that produce a tensor.
 pub trait ToHostVecOp<T: DType>: DeviceOp<Output = Tensor<T>> {
@@ -593,5 +636,53 @@ impl<T: PartitionTarget> IntoDeviceOp<Partition<T>> for Partition<T> {
     type Op = Value<Partition<T>>;
     fn into_op(self) -> Value<Partition<T>> {
         value(self)
+    }
+}
+
+/// Where a tensor view's elements lie in its allocation: what a read needs to pick them out
+/// of a copy of the whole allocation, after the tensor itself may be gone.
+struct ViewGeometry {
+    /// Whether the view is the whole allocation in row-major order.
+    whole: bool,
+    offset: usize,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+impl ViewGeometry {
+    /// The view's elements in row-major order, from `all`, the whole allocation.
+    fn gather<T: Copy>(&self, all: Vec<T>) -> Vec<T> {
+        if self.whole {
+            return all;
+        }
+        let size: usize = self.shape.iter().product();
+        let mut out = Vec::with_capacity(size);
+        if size == 0 {
+            return out;
+        }
+        let rank = self.shape.len();
+        let mut index = vec![0usize; rank];
+        loop {
+            let at = self.offset
+                + index
+                    .iter()
+                    .zip(&self.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>();
+            out.push(all[at]);
+            // The next row-major index; done when every axis wrapped.
+            let mut axis = rank;
+            loop {
+                if axis == 0 {
+                    return out;
+                }
+                axis -= 1;
+                index[axis] += 1;
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
     }
 }

@@ -43,6 +43,8 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamWaitEvent",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",
     "cuMemcpyDtoDAsync_v2",

@@ -1,6 +1,8 @@
 //! Device memory of the CUDA backend: allocation, freeing and zero-filling on the legacy
-//! default stream (ordered with every stream), and copies on a stream; copies with the host
-//! wait for their stream, so host slices never outlive the call.
+//! default stream (ordered with every stream), and copies on a stream; copies with ordinary
+//! host memory wait for their stream, so host slices never outlive the call. Page-locked
+//! (pinned) host memory, and reads into it that return at once, are what a read awaited
+//! without blocking uses (`crate::staged`).
 
 use cudarc::driver::result;
 
@@ -81,6 +83,51 @@ impl CudaDevice {
         unsafe {
             result::memcpy_dtoh_async(dst, src, stream.raw).map_err(fail("cuMemcpyDtoHAsync"))?;
             result::stream::synchronize(stream.raw).map_err(fail("cuStreamSynchronize"))
+        }
+    }
+
+    /// Allocates `bytes` (> 0) of page-locked host memory, which the device can copy into
+    /// while the host goes on.
+    pub(crate) fn allocate_pinned(&self, bytes: usize) -> Result<u64, CuFail> {
+        self.bind()?;
+        // SAFETY: a plain allocation call; flags 0 is page-locked memory of this context.
+        unsafe { result::malloc_host(bytes, 0) }
+            .map(|ptr| ptr as u64)
+            .map_err(fail("cuMemHostAlloc"))
+    }
+
+    /// Frees what [`allocate_pinned`](Self::allocate_pinned) gave. Errors are ignored (this
+    /// runs in `Drop`).
+    pub(crate) fn release_pinned(&self, ptr: u64) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `allocate_pinned` and is freed once, with no copy into it
+        // running (the caller's contract).
+        unsafe {
+            let _ = result::free_host(ptr as *mut std::ffi::c_void);
+        }
+    }
+
+    /// Enqueues a copy of `bytes` device bytes at `src` into the pinned host memory at `dst`
+    /// on `stream`, and returns without waiting for it.
+    ///
+    /// # Safety
+    /// `src..src+bytes` must be a live device allocation of this context, and `dst..dst+bytes`
+    /// pinned memory from [`allocate_pinned`](Self::allocate_pinned) that nothing reads,
+    /// writes or frees until the stream's work up to this copy has completed.
+    pub(crate) unsafe fn copy_dtoh_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &CudaStream,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: the caller's contract; the slice lives as long as the pinned allocation.
+        unsafe {
+            let out = std::slice::from_raw_parts_mut(dst as *mut u8, bytes);
+            result::memcpy_dtoh_async(out, src, stream.raw).map_err(fail("cuMemcpyDtoHAsync"))
         }
     }
 

@@ -250,6 +250,25 @@ impl Device for CudaDevice {
         Ok(unsafe { self.copy_dtoh(out, addr, stream) }?)
     }
 
+    fn alloc_pinned(&self, bytes: usize) -> Outcome<Option<u64>> {
+        Ok(Some(self.allocate_pinned(bytes)?))
+    }
+
+    fn free_pinned(&self, ptr: u64) {
+        self.release_pinned(ptr);
+    }
+
+    unsafe fn read_async(
+        &self,
+        stream: &CudaStream,
+        addr: u64,
+        dst: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        Ok(unsafe { self.copy_dtoh_async(dst, addr, bytes, stream) }?)
+    }
+
     unsafe fn copy(&self, stream: &CudaStream, dst: u64, src: u64, bytes: usize) -> Outcome<()> {
         // SAFETY: the caller's contract.
         Ok(unsafe { self.copy_dtod(dst, src, bytes, stream) }?)
