@@ -306,6 +306,8 @@ struct Lowerer<'a> {
     row_widths: HashMap<u32, Value>,
     /// Per tiled `DisjointSlice` parameter, its tile shape (see `tiles.rs`).
     tile_spaces: HashMap<u32, tiles::TileSpace>,
+    /// While a handle method of `tiles.rs` is checked: how it is written, for messages.
+    spelling: Option<disjoint::Spelling>,
     /// How many `unsafe` blocks enclose the code being lowered.
     unsafe_depth: u32,
     /// Whether the kernel declares a phased shared array (its barriers are then checked).
@@ -360,6 +362,7 @@ impl<'a> Lowerer<'a> {
             elem_slices: HashMap::new(),
             row_widths: HashMap::new(),
             tile_spaces: HashMap::new(),
+            spelling: None,
             unsafe_depth: 0,
             uses_phased: false,
             barrier_spans: Vec::new(),

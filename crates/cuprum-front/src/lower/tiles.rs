@@ -144,7 +144,29 @@ impl Lowerer<'_> {
         };
         let space = self.tile_spaces.get(&param).copied();
         let index_val = self.expr(index)?;
-        match (method.as_str(), index_val, space) {
+        self.spelling = Some(super::disjoint::Spelling {
+            call: format!("{}.{method}(..)", super::source_text(&m.receiver)),
+            index: if method.starts_with("tile_2d32") {
+                "thread::coord_2d_u32(..)"
+            } else {
+                "thread::index_1d_u32(..)"
+            },
+        });
+        let r = self.tile_method_checked(param, &method, index, index_val, space, span);
+        self.spelling = None;
+        r
+    }
+
+    fn tile_method_checked(
+        &mut self,
+        param: u32,
+        method: &str,
+        index: &syn::Expr,
+        index_val: Val,
+        space: Option<TileSpace>,
+        span: proc_macro2::Span,
+    ) -> Result<Val> {
+        match (method, index_val, space) {
             ("element_thread32", Val::Index32(i), None) => {
                 self.check_mapping(param, Pattern::Element(1), &[], span)?;
                 let (linear, some) = self.linear_element(param, &[i], &[], span)?;
