@@ -465,10 +465,12 @@ impl Lowerer<'_> {
             );
         }
         let args: Vec<&syn::Expr> = c.args.iter().collect();
-        // `u64::from(x)`: a conversion rustc accepted as lossless, so a cast.
+        // `u64::from(x)` on a concrete scalar type: a conversion rustc accepted, so a
+        // lossless one, a cast. (`T::from` of a type parameter stays refused: its
+        // specializations could make it lossy.)
         if let [.., ty, f] = Vec::from_iter(&p.path.segments)[..]
             && f.ident == "from"
-            && let Some(to) = self.scalar_named(&ty.ident.to_string())
+            && let Some(to) = S::from_rust_name(&ty.ident.to_string())
             && let [arg] = args[..]
         {
             let v = self.expr(arg)?;
