@@ -48,6 +48,9 @@ pub struct KernelInfo {
     /// arguments that every launch checks on the host before it runs (see the macro's
     /// `requires`).
     pub requires: Vec<syn::Expr>,
+    /// `#[kernel(launch_context = name)]`: the name the body reads cuda-oxide's launch
+    /// context by (what `thread::index_1d_u32(name)` and `thread::coord_2d_u32(name)` take).
+    pub launch_context: Option<String>,
 }
 
 impl KernelInfo {
@@ -396,8 +399,14 @@ fn scan_kernel(
     let mut launch_bounds = None;
     let mut contract = None;
     let mut requires = Vec::new();
+    let mut launch_context = None;
     for attr in &f.attrs {
-        if attr_is(attr, "launch_bounds") {
+        if attr_is(attr, "kernel") {
+            match parse_kernel_attr(attr) {
+                Ok(name) => launch_context = name,
+                Err(e) => errors.push(e),
+            }
+        } else if attr_is(attr, "launch_bounds") {
             match parse_launch_bounds(attr) {
                 Ok(b) => launch_bounds = Some(b),
                 Err(e) => errors.push(e),
@@ -443,7 +452,42 @@ fn scan_kernel(
         type_params,
         const_params,
         requires,
+        launch_context,
     })
+}
+
+/// `#[kernel]` or `#[kernel(launch_context = name)]`: the name the launch context is bound
+/// to, if any.
+pub fn parse_kernel_attr(attr: &syn::Attribute) -> syn::Result<Option<String>> {
+    if matches!(attr.meta, syn::Meta::Path(_)) {
+        return Ok(None);
+    }
+    let args = attr.parse_args_with(
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
+    )?;
+    let mut name = None;
+    for nv in &args {
+        match (nv.path.get_ident(), &nv.value) {
+            (Some(key), syn::Expr::Path(p)) if key == "launch_context" => {
+                match p.path.get_ident() {
+                    Some(id) => name = Some(id.to_string()),
+                    None => {
+                        return Err(syn::Error::new(
+                            p.span(),
+                            "expected a plain name: `#[kernel(launch_context = lc)]`",
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    nv.span(),
+                    "unknown `#[kernel]` argument: expected `launch_context = name`",
+                ));
+            }
+        }
+    }
+    Ok(name)
 }
 
 fn lit_u32(e: &syn::Expr) -> syn::Result<u32> {

@@ -16,9 +16,9 @@ mod lower;
 mod types;
 
 pub use cuprum_ir::SliceAccess;
-pub use items::{ContractInfo, HostParam, KernelInfo, ModuleInfo};
+pub use items::{ContractInfo, HostParam, KernelInfo, ModuleInfo, parse_kernel_attr};
 pub use lower::Specialization;
-pub use types::ParamType;
+pub use types::{ParamType, uniform_arg};
 
 /// The IR of a module together with what the host-side code generator needs to know.
 #[derive(Clone, Debug)]

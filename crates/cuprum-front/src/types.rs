@@ -119,11 +119,45 @@ fn disjoint_elem(seg: &syn::PathSegment) -> Option<&syn::Type> {
             syn::GenericArgument::Type(t),
             syn::GenericArgument::Type(space),
         ] if last_segment(space).is_some_and(|s| {
-            s.ident == "WarpIndex" || s.ident == "Linear" || s.ident == "Runtime2DIndex"
+            [
+                "WarpIndex",
+                "Linear",
+                "Runtime2DIndex",
+                "LinearTiles",
+                "RowMajorTiles",
+                "RuntimeRowMajorTiles",
+            ]
+            .iter()
+            .any(|name| s.ident == name)
         }) =>
         {
             Some(t)
         }
+        _ => None,
+    }
+}
+
+/// `T` of `Uniform<T>`.
+pub fn uniform_arg(ty: &syn::Type) -> Option<&syn::Type> {
+    let seg = last_segment(ty)?;
+    if seg.ident != "Uniform" {
+        return None;
+    }
+    single_type_arg(seg)
+}
+
+/// The index space's path segment of a `DisjointSlice<T, Space>` parameter type, if written
+/// (`RowMajorTiles<1, 2, 64>`): what the lowering reads tile shapes from.
+pub(crate) fn disjoint_space_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    let seg = last_segment(ty)?;
+    if seg.ident != "DisjointSlice" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return None;
+    };
+    match a.args.iter().nth(1) {
+        Some(syn::GenericArgument::Type(space)) => last_segment(space),
         _ => None,
     }
 }
@@ -192,6 +226,11 @@ pub fn param_type_in(
     if let Ok(s) = scalar_in(ty, generics) {
         return Ok(ParamType::Scalar(s));
     }
+    // cuda-oxide's `Uniform<T>`: a scalar the same in every thread, which every scalar
+    // parameter is; the host passes the plain value.
+    if let Some(t) = uniform_arg(ty) {
+        return Ok(ParamType::Scalar(scalar_in(t, generics)?));
+    }
     if let syn::Type::Ptr(p) = ty {
         if !unsafe_kernel {
             return Err(syn::Error::new(
@@ -250,6 +289,23 @@ pub fn param_type_in(
         && let Some(t) = disjoint_elem(seg)
     {
         let elem = slice_elem(t, generics, structs, consts)?;
+        let space = disjoint_space(seg);
+        if space
+            .as_deref()
+            .is_some_and(|s| s.ends_with("Tiles") && !matches!(elem, ElemType::Scalar(_)))
+        {
+            return Err(syn::Error::new(
+                t.span(),
+                "a tiled `DisjointSlice` (`LinearTiles`, `RowMajorTiles`, \
+                 `RuntimeRowMajorTiles`) holds numbers; for arrays or structs use \
+                 `DisjointSlice<T>` with `chunk_mut` or `tile_mut`",
+            ));
+        }
+        if space.as_deref() == Some("RuntimeRowMajorTiles")
+            && let ElemType::Scalar(elem) = elem
+        {
+            return Ok(ParamType::RowWidthSlice { elem });
+        }
         if disjoint_space(seg).is_some_and(|s| s == "Runtime2DIndex") {
             return match elem {
                 ElemType::Scalar(elem) => Ok(ParamType::RowWidthSlice { elem }),

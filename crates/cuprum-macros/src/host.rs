@@ -16,6 +16,8 @@ pub fn host_copy_only(module: &syn::ItemMod) -> TokenStream {
     if let Some((_, items)) = &mut module.content {
         for item in items.iter_mut() {
             if let syn::Item::Fn(f) = item {
+                let context = launch_context_name(f).ok().flatten();
+                bind_launch_context(f, context);
                 mark_host_copy(&mut f.attrs);
                 crate::host_consts::rewrite(f);
                 f.attrs.push(syn::parse_quote!(
@@ -25,6 +27,31 @@ pub fn host_copy_only(module: &syn::ItemMod) -> TokenStream {
         }
     }
     quote!(#module)
+}
+
+/// The name `#[kernel(launch_context = name)]` gives the launch context, if any.
+fn launch_context_name(f: &syn::ItemFn) -> syn::Result<Option<String>> {
+    for a in &f.attrs {
+        if cuprum_front_attr(a, "kernel") {
+            return cuprum_front::parse_kernel_attr(a);
+        }
+    }
+    Ok(None)
+}
+
+/// In a kernel's host copy, the launch context's name bound to a `LaunchContext`, so that
+/// rustc type-checks the body's uses of it.
+fn bind_launch_context(f: &mut syn::ItemFn, name: Option<String>) {
+    if let Some(name) = name {
+        let name = format_ident!("{}", name);
+        f.block.stmts.insert(
+            0,
+            syn::parse_quote!(
+                #[allow(unused_variables)]
+                let #name = ::cuprum::simt::thread::LaunchContext::__host_copy();
+            ),
+        );
+    }
 }
 
 /// Gives cuprum's marker attributes the argument that makes them pass the item through.
@@ -71,6 +98,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
     for item in items {
         match item {
             syn::Item::Fn(f) if f.attrs.iter().any(|a| cuprum_front_attr(a, "kernel")) => {
+                let context = launch_context_name(f)?;
                 let mut f = f.clone();
                 for a in &mut f.attrs {
                     if ["kernel", "launch_bounds", "launch_contract"]
@@ -83,6 +111,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 }
                 f.vis = syn::Visibility::Inherited;
                 crate::host_consts::rewrite(&mut f);
+                bind_launch_context(&mut f, context);
                 host_kernels.push(f);
             }
             syn::Item::Fn(f) => {
@@ -307,7 +336,8 @@ fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream
     let name = &p.name;
     Ok(match &p.ty {
         cuprum_front::ParamType::Scalar(_) => {
-            let ty = &p.rust_type;
+            // cuda-oxide's `Uniform<T>` takes the plain value on the host.
+            let ty = cuprum_front::uniform_arg(&p.rust_type).unwrap_or(&p.rust_type);
             (
                 quote!(#name: #ty),
                 quote!(::cuprum::__private::KernelArg::scalar(#name)),

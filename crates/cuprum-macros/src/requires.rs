@@ -50,7 +50,7 @@ pub fn checks(kernel: &str, relations: &[syn::Expr]) -> syn::Result<TokenStream>
                     return ::std::result::Result::Err(::cuprum::Error::InvalidLaunch {
                         kernel: #kernel.to_string(),
                         reason: ::std::format!(
-                            "the launch contract requires `{}`, but {} = {} and {} = {}",
+                            "the launch contract's size requirement `{}` fails: {} = {} and {} = {}",
                             #text, #left_text, side(left), #right_text, side(right)
                         ),
                     });

@@ -98,8 +98,8 @@ impl AsRef<Stream> for Stream {
     }
 }
 
-/// A buffer bound to the row width of a `DisjointSlice<T, Runtime2DIndex>` kernel parameter
-/// (cuda-oxide's `RowWidth`): thread `(row, col)` of the launch reaches element
+/// A buffer bound to the row width of a `DisjointSlice<T, Runtime2DIndex>` (or
+/// `DisjointSlice<T, RuntimeRowMajorTiles<R, C>>`) kernel parameter (cuda-oxide's `RowWidth`): thread `(row, col)` of the launch reaches element
 /// `row * width + col` of `buffer` when `col < width` (and the element exists). The launch
 /// passes the buffer and the width; the kernel reads the width as its own.
 pub struct RowWidth<'a, T: DeviceCopy> {
@@ -116,6 +116,17 @@ impl<'a, T: DeviceCopy> RowWidth<'a, T> {
     /// The row width.
     pub fn width(&self) -> u32 {
         self.width
+    }
+
+    /// The buffer's length in elements (what a launch contract's `requires = (c.len() >=
+    /// ..)` reads of this parameter).
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.len() == 0
     }
 
     /// The launch argument of the buffer (what `#[cuda_module]` launchers pass first).

@@ -80,6 +80,9 @@ pub use cuprum_runtime::{
 };
 pub use half;
 
+/// cuda-oxide's (and cudarc's) name for a [`Stream`].
+pub type CudaStream = Stream;
+
 /// What most programs need: `use cuprum::prelude::*;`.
 pub mod prelude {
     pub use crate::simt::{

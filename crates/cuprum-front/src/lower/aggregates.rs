@@ -89,6 +89,17 @@ impl Lowerer<'_> {
                 }
                 Val::Struct(name.clone(), out)
             }
+            &Binding::Ptr {
+                var,
+                elem,
+                mutable,
+                space,
+            } => Val::Ptr {
+                addr: self.def(Op::ReadVar(var), span)?,
+                elem,
+                mutable,
+                space,
+            },
         })
     }
 
@@ -275,6 +286,20 @@ impl Lowerer<'_> {
                 for (t, v) in items.iter().zip(values) {
                     self.assign_binding(t, v, span)?;
                 }
+                Ok(())
+            }
+            (Binding::Ptr { var, .. }, Val::Scalar(addr)) if self.ty(addr) == S::U64 => {
+                self.b.push(Stmt::WriteVar {
+                    var: *var,
+                    value: addr,
+                });
+                Ok(())
+            }
+            (Binding::Ptr { var, .. }, Val::Ptr { addr, .. }) => {
+                self.b.push(Stmt::WriteVar {
+                    var: *var,
+                    value: addr,
+                });
                 Ok(())
             }
             (Binding::Var { var, ty, .. }, v) => {

@@ -13,14 +13,26 @@ impl Lowerer<'_> {
     // ----- calls --------------------------------------------------------------------------
 
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
-        let span = m.span();
-        let method = m.method.to_string();
         // Methods of the module's structs take their receiver as a place.
         let receiver = match self.struct_method_call(m)? {
             methods::MethodCall::Done(v) => return Ok(v),
             methods::MethodCall::NotOurs(Some(v)) => v,
             methods::MethodCall::NotOurs(None) => self.expr(&m.receiver)?,
         };
+        self.value_method_call(m, receiver)
+    }
+
+    /// `m` on the receiver's value, already evaluated.
+    pub(super) fn value_method_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        receiver: Val,
+    ) -> Result<Val> {
+        let span = m.span();
+        let method = m.method.to_string();
+        if let Some(v) = self.view_method(m, &receiver)? {
+            return Ok(v);
+        }
         // Auto-deref, as Rust does for `out.wrapping_add(1)` on an `&mut u32`.
         let receiver = self.deref_elem(receiver, m.receiver.span())?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
@@ -241,6 +253,45 @@ impl Lowerer<'_> {
             let r = self.expr(arg)?;
             return self.arith(op, receiver, r, span, m);
         }
+        // Unsigned `a.is_multiple_of(b)`: `a % b == 0`, and for `b == 0` whether `a == 0`
+        // (no division by zero: the divisor is 1 there).
+        if method == "is_multiple_of" {
+            let [arg] = args[..] else {
+                return err(span, "`is_multiple_of` takes one argument");
+            };
+            let r = self.expr(arg)?;
+            let ty = self.unify(&receiver, &r, span)?.unwrap_or(S::U32);
+            if !ty.is_int() || ty.is_signed_int() {
+                return err(
+                    span,
+                    format!("`is_multiple_of` needs an unsigned integer, found `{ty}`"),
+                );
+            }
+            let a = self.materialize(receiver, ty, span)?;
+            let b = self.materialize(r, ty, span)?;
+            let zero = self.constant(Constant::new(ty, 0));
+            let one = self.constant(Constant::new(ty, 1));
+            let b_zero = self.def(Op::Compare(CmpOp::Eq, b, zero), span)?;
+            let divisor = self.def(
+                Op::Select {
+                    cond: b_zero,
+                    if_true: one,
+                    if_false: b,
+                },
+                span,
+            )?;
+            let rem = self.def(Op::Binary(BinaryOp::Rem, a, divisor), span)?;
+            let rem_zero = self.def(Op::Compare(CmpOp::Eq, rem, zero), span)?;
+            let a_zero = self.def(Op::Compare(CmpOp::Eq, a, zero), span)?;
+            return Ok(Val::Scalar(self.def(
+                Op::Select {
+                    cond: b_zero,
+                    if_true: a_zero,
+                    if_false: rem_zero,
+                },
+                span,
+            )?));
+        }
         if method == "div_ceil" {
             let [arg] = args[..] else {
                 return err(span, "`div_ceil` takes one argument");
@@ -399,6 +450,14 @@ impl Lowerer<'_> {
                 ),
             );
         }
+        // `core::ptr::null()` / `null_mut()`: address 0, which a branch choosing between it
+        // and a pointer stores as the pointer's address.
+        if matches!(last.as_str(), "null" | "null_mut")
+            && c.args.is_empty()
+            && p.path.segments.iter().any(|s| s.ident == "ptr")
+        {
+            return Ok(Val::Scalar(self.constant(Constant::u64(0))));
+        }
         if first == "std" || first == "core" || first == "alloc" {
             return err(
                 span,
@@ -406,6 +465,20 @@ impl Lowerer<'_> {
             );
         }
         let args: Vec<&syn::Expr> = c.args.iter().collect();
+        // `u64::from(x)` on a concrete scalar type: a conversion rustc accepted, so a
+        // lossless one, a cast. (`T::from` of a type parameter stays refused: its
+        // specializations could make it lossy.)
+        if let [.., ty, f] = Vec::from_iter(&p.path.segments)[..]
+            && f.ident == "from"
+            && let Some(to) = S::from_rust_name(&ty.ident.to_string())
+            && let [arg] = args[..]
+        {
+            let v = self.expr(arg)?;
+            return Ok(Val::Scalar(match v {
+                Val::Scalar(x) => self.cast_value(x, to, span)?,
+                other => self.materialize(other, to, span)?,
+            }));
+        }
         if let Some(v) = self.float_conversion(&p.path, &args, span)? {
             return Ok(v);
         }
@@ -441,6 +514,9 @@ impl Lowerer<'_> {
                 ),
             );
         }
+        if let Some(v) = self.view_call(&p.path, &last, &args, span)? {
+            return Ok(v);
+        }
         if let Some(v) = self.warp_call(&last, &args, span)? {
             return Ok(v);
         }
@@ -475,12 +551,14 @@ impl Lowerer<'_> {
                 let v = self.global_index(&[Dim::X], span)?;
                 return Ok(Val::Scalar(v[0]));
             }
+            // `Some` where the thread's column is below the slice's row width: an `Option`
+            // made in every thread, which may be bound, put in tuples and chosen between.
             ("index_2d_runtime", 1) => {
-                return err(
-                    span,
-                    "`thread::index_2d_runtime(&slice)` is read by `if let Some(index) = \
-                     thread::index_2d_runtime(&slice)` (also in a let chain): bind it there",
-                );
+                let (some, index) = self.index_2d_runtime(args[0], span)?;
+                return Ok(Val::Opt {
+                    some,
+                    inner: Box::new(index),
+                });
             }
             ("index_3d", 0) => {
                 let v = self.global_index(&[Dim::X, Dim::Y, Dim::Z], span)?;

@@ -47,8 +47,11 @@ impl Lowerer<'_> {
         let then_done = self.b.block_terminated() || matches!(then_val, Val::Never);
         // Where the value goes: made now, so the then-arm can write it before its block closes.
         let needs_value = else_arm.is_some() && !matches!(then_val, Val::Unit);
+        // A thread's own index from either arm is the same index (see `own_index_kind`): it
+        // is read again after the `if`, and no slot carries it.
+        let mut own = super::views::own_index_kind(&then_val);
         let mut slot: Option<Binding> = None;
-        if needs_value && !then_done {
+        if needs_value && !then_done && own.is_none() {
             slot = self.value_slot(&then_val, site, span)?;
             if let Some(s) = &slot {
                 self.assign_binding(s, then_val.clone(), span)?;
@@ -60,7 +63,8 @@ impl Lowerer<'_> {
         if let Some(e) = else_arm {
             else_val = self.expr(e)?;
             let else_done = self.b.block_terminated() || matches!(else_val, Val::Never);
-            if !else_done && needs_value {
+            own = own.or(super::views::own_index_kind(&else_val));
+            if !else_done && needs_value && own.is_none() {
                 if slot.is_none() {
                     slot = self.value_slot(&else_val, site, span)?;
                 }
@@ -86,6 +90,9 @@ impl Lowerer<'_> {
         }
         if !needs_value {
             return Ok(Val::Unit);
+        }
+        if let Some(kind) = own {
+            return self.own_index(kind, span);
         }
         match slot {
             Some(s) => self.read_binding(&s, span),
@@ -143,6 +150,20 @@ impl Lowerer<'_> {
             }
             Val::Tuple(items) => return Ok(self.element_slots(items, span)?.map(Binding::Tuple)),
             a @ Val::Array(_) => return Ok(Some(Binding::Val(self.copy_array(a, span)?))),
+            &Val::Ptr {
+                addr,
+                elem,
+                mutable,
+                space,
+            } => {
+                let ty = self.ty(addr);
+                return Ok(Some(Binding::Ptr {
+                    var: self.b.var("if_pointer", ty),
+                    elem,
+                    mutable,
+                    space,
+                }));
+            }
             Val::Struct(name, items) => {
                 let slots = self.element_slots(items, span)?;
                 return Ok(slots.map(|fields| Binding::Struct(name.clone(), fields)));
@@ -171,58 +192,56 @@ impl Lowerer<'_> {
     /// `block_result_mut()` on a `DisjointSlice`).
     pub(super) fn if_let(&mut self, l: &syn::ExprLet, i: &syn::ExprIf, site: u32) -> Result<Val> {
         let span = l.span();
-        let (binding, mutable_binding) = match &*l.pat {
-            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
-                match ts.elems.first() {
-                    Some(syn::Pat::Ident(id)) if id.by_ref.is_none() && id.subpat.is_none() => {
-                        (id.ident.to_string(), id.mutability.is_some())
-                    }
-                    _ => return err(ts.span(), "expected `Some(name)`"),
-                }
-            }
-            other => {
-                return err(
-                    other.span(),
-                    "only `if let Some(x) = slice.get_mut(i)` / `.get(i)` is supported in device code",
-                );
-            }
-        };
-        let _ = mutable_binding;
-        // The thread's own index of an index space, where the thread has one:
-        // `thread::warp_index()` and `thread::index_2d_runtime(&slice)`.
-        let own_index = match &*l.expr {
-            syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) => {
-                    let name = p.path.segments.last().map(|s| s.ident.to_string());
-                    match (name.as_deref(), c.args.first()) {
-                        (Some("warp_index"), None) => {
-                            let (holds, index) = self.warp_index(span)?;
-                            Some((holds, Val::WarpIndex(index)))
-                        }
-                        (Some("index_2d_runtime"), Some(slice)) if c.args.len() == 1 => {
-                            Some(self.index_2d_runtime(slice, span)?)
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        if let Some((holds, index)) = own_index {
+        let else_arm = i.else_branch.as_ref().map(|(_, e)| &**e);
+        // `if let Some(w) = thread::warp_index()`: lane 0's own index.
+        if let syn::Expr::Call(c) = &*l.expr
+            && let syn::Expr::Path(p) = &*c.func
+            && p.path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "warp_index")
+            && c.args.is_empty()
+        {
+            let binding = some_binding(&l.pat)?;
+            let (holds, index) = self.warp_index(span)?;
             return self.branches(
                 holds,
                 |this| {
-                    this.scopes.push(vec![(binding, Binding::Val(index))]);
+                    this.scopes
+                        .push(vec![(binding, Binding::Val(Val::WarpIndex(index)))]);
                     let r = this.block(&i.then_branch);
                     this.scopes.pop();
                     r
                 },
-                i.else_branch.as_ref().map(|(_, e)| &**e),
+                else_arm,
                 site,
                 span,
             );
         }
+        // Anything but a method call on a slice (`slice.get_mut(i)`, whose element is reached
+        // only inside the `if let`) is a value: an `Option` made in every thread (a witness
+        // bound earlier, a tuple of them, `matrix.row(r, n)`, `out.tile_thread32(i)`),
+        // matched against the pattern (see `views.rs`).
+        let receiver = match &*l.expr {
+            syn::Expr::MethodCall(m) if self.warp_slot_call(m) => None,
+            syn::Expr::MethodCall(m) => Some((m, self.expr(&m.receiver)?)),
+            _ => None,
+        };
+        let value = match (&*l.expr, receiver) {
+            (syn::Expr::MethodCall(m), Some((_, Val::Slice(p))))
+                if !super::tiles::OPTION_METHODS.contains(&m.method.to_string().as_str()) =>
+            {
+                Err(p)
+            }
+            (syn::Expr::MethodCall(m), Some((_, recv))) => Ok(self.value_method_call(m, recv)?),
+            (syn::Expr::MethodCall(_), None) => Err(u32::MAX),
+            (e, _) => Ok(self.expr(e)?),
+        };
+        let param = match value {
+            Ok(v) => return self.if_let_value(&l.pat, v, i, site, span),
+            Err(p) => p,
+        };
+        let binding = some_binding(&l.pat)?;
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return err(
                 l.expr.span(),
@@ -230,7 +249,9 @@ impl Lowerer<'_> {
             );
         };
         let then_block = &i.then_branch;
-        if let Some((cond, slot)) = self.warp_slot(m)? {
+        if param == u32::MAX
+            && let Some((cond, slot)) = self.warp_slot(m)?
+        {
             return self.branches(
                 cond,
                 |this| {
@@ -239,21 +260,12 @@ impl Lowerer<'_> {
                     this.scopes.pop();
                     r
                 },
-                i.else_branch.as_ref().map(|(_, e)| &**e),
+                else_arm,
                 site,
                 span,
             );
         }
         let method = m.method.to_string();
-        let param = match self.expr(&m.receiver)? {
-            Val::Slice(p) => p,
-            other => {
-                return err(
-                    m.receiver.span(),
-                    format!("`{method}` on {} is not supported", describe(&other)),
-                );
-            }
-        };
         let access = self.slice_param(param).1;
         let mutable = match method.as_str() {
             "get_mut" | "get_mut_2d" | "get_mut_3d" | "block_result_mut"
@@ -370,6 +382,9 @@ impl Lowerer<'_> {
             return Ok(v);
         }
         if let Some(v) = self.output_loop(f)? {
+            return Ok(v);
+        }
+        if let Some(v) = self.view_loop(f)? {
             return Ok(v);
         }
         let site = self.site();
@@ -521,6 +536,25 @@ impl Lowerer<'_> {
             r.map(|_| ())
         })?;
         Ok(Val::Unit)
+    }
+}
+
+/// The name `if let Some(name) = ..` binds (`Some(mut name)` too).
+fn some_binding(pat: &syn::Pat) -> Result<String> {
+    match pat {
+        syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+            match ts.elems.first() {
+                Some(syn::Pat::Ident(id)) if id.by_ref.is_none() && id.subpat.is_none() => {
+                    Ok(id.ident.to_string())
+                }
+                _ => err(ts.span(), "expected `Some(name)`"),
+            }
+        }
+        other => err(
+            other.span(),
+            "only `if let Some(x) = ..` (and tuples of such patterns on `Option` values) is \
+             supported in device code",
+        ),
     }
 }
 

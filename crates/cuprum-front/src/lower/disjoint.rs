@@ -123,6 +123,16 @@ pub(super) struct DisjointMapping {
     pattern: Pattern,
     extents: Vec<u32>,
     span: proc_macro2::Span,
+    /// The call as written, for messages.
+    call: String,
+}
+
+/// How a handle method of `tiles.rs` is written, for messages about the pattern it shares:
+/// the call (`out.tile_thread32(index)`) and the index (`thread::index_1d_u32(lc)`).
+#[derive(Clone, Debug)]
+pub(super) struct Spelling {
+    pub(super) call: String,
+    pub(super) index: &'static str,
 }
 
 impl Lowerer<'_> {
@@ -353,15 +363,22 @@ impl Lowerer<'_> {
             return Ok(());
         };
         let (bx, by, bz) = contract.block;
-        let call = pattern.call(&self.param_name(param));
+        let call = match &self.spelling {
+            Some(s) => s.call.clone(),
+            None => pattern.call(&self.param_name(param)),
+        };
         let kernel = &self.kernel.name;
-        let index = match (pattern, dims) {
-            (Pattern::RowWidth2D, _) => "thread::index_2d_runtime(..)",
-            (_, 1) => "thread::index_1d()",
-            (_, 2) => "thread::index_2d()",
+        let index = match (pattern, dims, &self.spelling) {
+            (_, _, Some(s)) => s.index,
+            (Pattern::RowWidth2D, _, _) => "thread::index_2d_runtime(..)",
+            (_, 1, _) => "thread::index_1d()",
+            (_, 2, _) => "thread::index_2d()",
             _ => "thread::index_3d()",
         };
+        let handle = self.spelling.is_some();
         let suggest = |axes: usize| match (pattern, axes) {
+            // A handle's index space has no more axes to add.
+            _ if handle => "keep one thread per index",
             // A runtime-width slice has rows only: its index has no third axis to add.
             (Pattern::RowWidth2D, _) => "keep the launch to one layer along z",
             (_, 2) => "use `thread::index_2d()` with `get_mut_2d(index, width)`",
@@ -413,6 +430,10 @@ impl Lowerer<'_> {
         span: proc_macro2::Span,
     ) -> Result<()> {
         let name = self.param_name(param);
+        let call = match &self.spelling {
+            Some(s) => s.call.clone(),
+            None => pattern.call(&name),
+        };
         let mut keys = Vec::with_capacity(extents.len());
         for &(v, at) in extents {
             let Some(&key) = self.uniform.get(&v) else {
@@ -424,7 +445,7 @@ impl Lowerer<'_> {
                          them from the kernel's scalar parameters, constants, slice lengths \
                          and `block_dim_*`/`grid_dim_*` (not from thread indices, memory or \
                          `let mut` variables)",
-                        pattern.call(&name)
+                        call
                     ),
                 );
             };
@@ -434,6 +455,7 @@ impl Lowerer<'_> {
             pattern,
             extents: keys,
             span,
+            call,
         };
         match self.disjoint_mappings.get(&param) {
             None => {
@@ -450,7 +472,7 @@ impl Lowerer<'_> {
                         "`{name}` is reached through `{}` elsewhere in this kernel: every access \
                          of one `DisjointSlice` must use the same pattern with the same shape \
                          and extents, or two threads could reach one element",
-                        first.pattern.call(&name)
+                        first.call
                     ),
                 );
                 e.combine(syn::Error::new(

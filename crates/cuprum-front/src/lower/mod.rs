@@ -31,6 +31,8 @@ mod phased;
 mod ranges;
 mod references;
 mod strided;
+mod tiles;
+mod views;
 mod warp_names;
 
 use std::collections::HashMap;
@@ -183,6 +185,41 @@ enum Val {
         elem: S,
         mutable: bool,
     },
+    /// An `Option` computed in every thread: `some` (a `Bool`) says whether it holds
+    /// `inner`, which is read only where `some` is known to hold (`if let`, `unwrap_or`; see
+    /// `views.rs`).
+    Opt {
+        some: Value,
+        inner: Box<Val>,
+    },
+    /// The launch context `#[kernel(launch_context = name)]` binds: what
+    /// `thread::index_1d_u32` and `thread::coord_2d_u32` take.
+    LaunchContext,
+    /// `thread::index_1d_u32(lc)`: the global x index, exact (a `U64`); `.get()` gives its
+    /// `u32`.
+    Index32(Value),
+    /// `thread::coord_2d_u32(lc)`: the global (column, row), exact (`U64`s); `.col()` and
+    /// `.row()` give their `u32`s.
+    Coord32(Value, Value),
+    /// `MatrixView32::new(slice, stride)`: a read-only slice parameter seen as rows of
+    /// `stride` (a `U32`) elements.
+    Matrix {
+        param: u32,
+        stride: Value,
+    },
+    /// A read view checked once where it was made (`views.rs`).
+    View(views::View),
+    /// `row.zip_exact(col)`: two views of one length, read in step.
+    Zip(views::View, views::View),
+    /// `view.get(i)`'s element: an address proven inside its slice where the enclosing
+    /// `Opt` holds, loaded only there (`elem` is `None` for an empty view, which never
+    /// holds one).
+    ViewLoad {
+        addr: Value,
+        elem: Option<S>,
+    },
+    /// A thread's own output tile of a tiled `DisjointSlice` (`tiles.rs`).
+    OutTile(tiles::OutTile),
 }
 
 #[derive(Clone, Debug)]
@@ -202,6 +239,14 @@ enum Binding {
     Tuple(Vec<Binding>),
     /// A `let mut` struct: one binding per field, in declaration order.
     Struct(String, Vec<Binding>),
+    /// A raw pointer chosen by a branch: its address in `var`, the rest as the branches
+    /// gave it.
+    Ptr {
+        var: Var,
+        elem: S,
+        mutable: bool,
+        space: AddressSpace,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -257,8 +302,13 @@ struct Lowerer<'a> {
     local_origins: Vec<(proc_macro2::Span, String)>,
     /// The element types of slice parameters of aggregates (IR slices of bytes), by parameter.
     elem_slices: HashMap<u32, crate::layout::ElemType>,
-    /// Per `DisjointSlice<T, Runtime2DIndex>` parameter, its row width (a `U64` parameter).
+    /// Per `DisjointSlice<T, Runtime2DIndex>` (and `RuntimeRowMajorTiles`) parameter, its
+    /// row width (a `U64` parameter).
     row_widths: HashMap<u32, Value>,
+    /// Per tiled `DisjointSlice` parameter, its tile shape (see `tiles.rs`).
+    tile_spaces: HashMap<u32, tiles::TileSpace>,
+    /// While a handle method of `tiles.rs` is checked: how it is written, for messages.
+    spelling: Option<disjoint::Spelling>,
     /// How many `unsafe` blocks enclose the code being lowered.
     unsafe_depth: u32,
     /// Whether the kernel declares a phased shared array (its barriers are then checked).
@@ -312,6 +362,8 @@ impl<'a> Lowerer<'a> {
             local_origins: Vec::new(),
             elem_slices: HashMap::new(),
             row_widths: HashMap::new(),
+            tile_spaces: HashMap::new(),
+            spelling: None,
             unsafe_depth: 0,
             uses_phased: false,
             barrier_spans: Vec::new(),
@@ -424,6 +476,11 @@ impl<'a> Lowerer<'a> {
                     Val::Atomic(self.b.param(name.clone(), kind))
                 }
             };
+            if let Val::Slice(index) = binding
+                && let Some(space) = self.tile_space(&p.rust_type)?
+            {
+                self.tile_spaces.insert(index, space);
+            }
             // `mut x: u32` (and a `mut` struct) may be reassigned in the body, as a `let mut`.
             let binding = match binding {
                 Val::Scalar(x) if param_is_mut(&k.item.sig, &p.name) => {
@@ -442,6 +499,9 @@ impl<'a> Lowerer<'a> {
                 other => Binding::Val(other),
             };
             self.bind(name, binding);
+        }
+        if let Some(name) = &k.launch_context {
+            self.bind(name.clone(), Binding::Val(Val::LaunchContext));
         }
         let body = &k.item.block;
         let v = self.block_stmts(&body.stmts)?;
@@ -653,11 +713,21 @@ impl<'a> Lowerer<'a> {
                 // Device code names functions by their paths' last segments, as the module's
                 // own `use` items are read: an import in a body needs nothing more.
                 syn::Stmt::Item(syn::Item::Use(_)) => Val::Unit,
+                // A scalar `const` in a body: its value, named from here on (the body's
+                // earlier statements cannot use it; write it first).
+                syn::Stmt::Item(syn::Item::Const(c)) => {
+                    let ty = self.resolve_scalar(&c.ty)?;
+                    let v = self.expr(&c.expr)?;
+                    let x = self.materialize(v, ty, c.expr.span())?;
+                    self.bind(c.ident.to_string(), Binding::Val(Val::Scalar(x)));
+                    Val::Unit
+                }
                 syn::Stmt::Item(item) => {
                     return err(
                         item.span(),
                         "items inside kernel bodies are not supported (except `fn` helpers, \
-                         `use` and `static mut` shared arrays): move them to the module",
+                         scalar `const`s, `use` and `static mut` shared arrays): move them to \
+                         the module",
                     );
                 }
                 syn::Stmt::Macro(m) => match self.device_macro(&m.mac)? {
@@ -1790,6 +1860,14 @@ fn describe(v: &Val) -> String {
             format!("a shared array of `{}` ({len} elements)", elem.rust_name())
         }
         Val::LocalElems { elem, len, .. } => format!("an array `[{}; {len}]`", elem.rust_name()),
+        Val::Opt { .. } => "an `Option`".into(),
+        Val::LaunchContext => "the launch context".into(),
+        Val::Index32(_) | Val::Coord32(..) => "a thread index".into(),
+        Val::Matrix { .. } => "a `MatrixView32`".into(),
+        Val::View(_) => "a read view".into(),
+        Val::Zip(..) => "a zipped pair of views".into(),
+        Val::ViewLoad { .. } => "a view's element".into(),
+        Val::OutTile(_) => "an output tile".into(),
     }
 }
 

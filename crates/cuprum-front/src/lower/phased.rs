@@ -660,6 +660,11 @@ impl Lowerer<'_> {
 
     /// `if let Some(slot) = tile.warp_slot()`: whether this thread is lane 0 of a warp `w`
     /// below `N`, and element `w`'s reference. `None` when the expression is not one.
+    /// Whether `m` is `warp_slot()` on a phased array (what [`Self::warp_slot`] lowers).
+    pub(super) fn warp_slot_call(&self, m: &syn::ExprMethodCall) -> bool {
+        m.method == "warp_slot" && self.phased_binding(&m.receiver).is_some()
+    }
+
     pub(super) fn warp_slot(&mut self, m: &syn::ExprMethodCall) -> Result<Option<(Value, Val)>> {
         if m.method != "warp_slot" {
             return Ok(None);

@@ -27,6 +27,12 @@
 //!
 //! Chunks and tiles are unrolled; where the whole chunk or tile is in bounds, its elements are
 //! stored without per-element checks, so consecutive aligned stores become vector stores.
+//!
+//! cuda-oxide's proof-carrying handles (`element_thread32`, `tile_thread32`, `tile_2d32`,
+//! `tile_2d32_rt`: [`tiles`](super::tiles)) are these patterns again (`get_mut`, `chunk_mut`,
+//! `tile_mut` with a constant or host-bound width), handed out only whole, under the same
+//! rules; the runtime-width witnesses of [`thread::index_2d_runtime`](super::thread::index_2d_runtime)
+//! are explained on `DisjointSlice<T, Runtime2DIndex>` below.
 
 use std::marker::PhantomData;
 
@@ -114,6 +120,21 @@ impl<T> DisjointSlice<T, WarpIndex> {
 /// [`thread::index_2d_runtime`](crate::simt::thread::index_2d_runtime) gives it. Threads with
 /// distinct coordinates reach distinct elements, which is why a launch contract (or, without
 /// one, the `unsafe` launch's caller) must keep the grid and the block to one layer along `z`.
+///
+/// Why any witness may address any slice of the space, however it was obtained: a
+/// `ThreadIndex<Runtime2DIndex>` stands for the calling thread's own global `(row, col)`,
+/// read from the hardware, and nothing else (only `index_2d_runtime` makes one; the slice it
+/// was made from decides only whether it exists, `col` below *that* slice's width). So the
+/// witness may be bound to a variable, put in a tuple, matched by
+/// `if let (Some(wa), Some(wb)) = (wa, wb)`, chosen at run time (`if c { wa } else { wb }`:
+/// both are the same coordinates, and the compiler reads them again after the choice) and
+/// passed by value with the slice to a helper. `get_mut` resolves the coordinates against the
+/// width of the slice it is **called on**, checking `col < width` and the length there: with
+/// that one width fixed for the launch, `(row, col) -> row * width + col` is injective on
+/// `col < width`, so distinct threads (distinct coordinates, one layer along `z`) get
+/// distinct elements of that slice, whichever slice made the witness. Flat indices made from
+/// the minting slices' widths would not be: thread (1, 0) flattened by a width of 5 and
+/// thread (0, 5) flattened by a width of 100 both give element 5.
 impl<T> DisjointSlice<T, Runtime2DIndex> {
     /// The element of the calling thread, or `None` where its column is not below this
     /// slice's width or the element is past the end.

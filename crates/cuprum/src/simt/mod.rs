@@ -34,6 +34,8 @@ pub mod phased;
 pub mod pointer;
 pub mod shared;
 pub mod thread;
+pub mod tiles;
+pub mod views;
 pub mod warp;
 
 pub use atomic::AtomicSlice;
@@ -45,6 +47,10 @@ pub use phased::{SharedAtomic, SharedRead, SharedRead2d, SharedWrite, SharedWrit
 pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, DynamicSharedArray, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};
+pub use tiles::{
+    ElementMut32, LinearTiles, RowMajorTiles, RuntimeRowMajorTiles, Tile2DMut32, TileMut32,
+};
+pub use views::{ColView32, MatrixView32, RowView32, Uniform, ZipView32};
 
 /// Waits until every thread of the block has arrived (`__syncthreads`); shared and global
 /// memory writes before it are visible to the block after it. Every (non-exited) thread of the

@@ -154,13 +154,80 @@ impl<S> ThreadIndex<S> {
 }
 
 /// `Some(index)` when the calling thread's column (`index_2d_col()`) is below `slice`'s row
-/// width: the index `slice.get_mut(index)` takes (element `row * width + col`).
-/// Use it as `if let Some(i) = thread::index_2d_runtime(&c) && let Some(x) = c.get_mut(i)`.
+/// width: the index `slice.get_mut(index)` takes (element `row * width + col` of the width of
+/// the slice it is used on). The index stands for the thread's own coordinates, whichever
+/// slice made it, so it may be bound, put in tuples, chosen between and passed to helpers:
+/// `if let Some(i) = thread::index_2d_runtime(&c) && let Some(x) = c.get_mut(i)`.
 pub fn index_2d_runtime<T>(
     slice: &super::DisjointSlice<T, Runtime2DIndex>,
 ) -> Option<ThreadIndex<Runtime2DIndex>> {
     let _ = slice;
     None
+}
+
+/// cuda-oxide's launch context: what `#[kernel(launch_context = lc)]` binds in the kernel's
+/// body under the name `lc`, and what [`index_1d_u32`] and [`coord_2d_u32`] take. Only the
+/// kernel macro makes one.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchContext {
+    _private: (),
+}
+
+impl LaunchContext {
+    /// The context of the host copy of a kernel, which rustc type-checks and nothing runs.
+    #[doc(hidden)]
+    pub fn __host_copy() -> Self {
+        Self { _private: () }
+    }
+}
+
+/// The calling thread's global 1-D index as a `u32` (cuda-oxide's `ThreadIndex32`), from
+/// [`index_1d_u32`]: what `DisjointSlice::element_thread32` and `tile_thread32` take.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadIndex32 {
+    raw: u32,
+}
+
+impl ThreadIndex32 {
+    /// The index, `blockIdx.x * blockDim.x + threadIdx.x` (its low 32 bits, should a launch
+    /// have more threads: the elements a thread gets are computed from the exact index).
+    pub fn get(self) -> u32 {
+        self.raw
+    }
+}
+
+/// The calling thread's global 2-D coordinates as `u32`s (cuda-oxide's `ThreadCoord2D32`),
+/// from [`coord_2d_u32`]: what `tile_2d32` and `tile_2d32_rt` take.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadCoord2D32 {
+    row: u32,
+    col: u32,
+}
+
+impl ThreadCoord2D32 {
+    /// The row, `blockIdx.y * blockDim.y + threadIdx.y`.
+    pub fn row(self) -> u32 {
+        self.row
+    }
+
+    /// The column, `blockIdx.x * blockDim.x + threadIdx.x`.
+    pub fn col(self) -> u32 {
+        self.col
+    }
+}
+
+/// The calling thread's global 1-D index. The kernel needs a launch contract with
+/// `domain = 1` (and `coordinates = u32`), which makes the index unique.
+pub fn index_1d_u32(context: LaunchContext) -> ThreadIndex32 {
+    let _ = context;
+    ThreadIndex32 { raw: 0 }
+}
+
+/// The calling thread's global 2-D coordinates. The kernel needs a launch contract with
+/// `domain = 2` (and `coordinates = u32`) and a block of 1 along `z`, which make them unique.
+pub fn coord_2d_u32(context: LaunchContext) -> ThreadCoord2D32 {
+    let _ = context;
+    ThreadCoord2D32 { row: 0, col: 0 }
 }
 
 /// The global 3-D index of the calling thread.

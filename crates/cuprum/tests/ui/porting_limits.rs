@@ -26,11 +26,6 @@ mod kernels {
     }
 
     #[kernel]
-    pub unsafe fn conversion(x: &[u16], out: &mut [f32]) {
-        out[0] = f32::from(x[0]);
-    }
-
-    #[kernel]
     pub unsafe fn labelled(out: &mut [u32]) {
         'rows: for i in 0..4u32 {
             for j in 0..4u32 {
