@@ -6,7 +6,7 @@
 //! Kept apart from the interpreter so that the interpreter can lend these functions the
 //! memory (`Ports`) mutably while its registers stay borrowed as operands, with no copies.
 
-use cuprum_ir::{AddressSpace, AtomicOp, ScalarType};
+use cuprum_ir::{AddressSpace, AtomicOp, MemOrder, ScalarType, Scope};
 
 use crate::atomic;
 use crate::error::{AccessKind, Dim3, EmuError};
@@ -417,14 +417,20 @@ impl Ports<'_> {
         Ok(())
     }
 
-    /// Atomic `op` for the lanes in `mask`, one lane after another in lane order; `out[l]` is
-    /// the value lane `l` found in memory.
+    /// An atomic for the lanes in `mask`, one lane after another in lane order; `out[l]` is
+    /// the value lane `l` found in memory. `what` is the read-modify-write, an atomic load
+    /// (memory left as it is) or an atomic store (an exchange whose result nobody reads).
+    /// `order` and `scope` decide what it orders for the race tracker: a `SeqCst` one begins
+    /// with a fence of the lanes; a releasing one publishes each lane's earlier accesses on
+    /// the location; an acquiring one makes the location's earlier releases known to the
+    /// lane at once.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn atomic(
         &mut self,
         ctx: Ctx,
-        op: AtomicOp,
+        what: AtomicKind,
         space: AddressSpace,
+        (scope, order): (Scope, MemOrder),
         ty: ScalarType,
         addr: &Lanes,
         val: &Lanes,
@@ -434,10 +440,38 @@ impl Ports<'_> {
     ) -> Result<(), EmuError> {
         let size = ty.size_bytes();
         let size64 = u64::from(size);
+        let device = scope != Scope::Block;
+        let races = ctx.launch.races.as_ref();
+        let mut order = order;
+        if order == MemOrder::SeqCst {
+            self.races
+                .fence(races, lanes_of(mask).map(|l| ctx.tid(l)), device);
+            order = match what {
+                AtomicKind::Store => MemOrder::Relaxed,
+                _ => MemOrder::Acquire,
+            };
+        }
+        let release = if order.releases() && space == AddressSpace::Global {
+            self.races.release_point(races).map(|(c, b)| (c, b, device))
+        } else {
+            None
+        };
+        let acquire = order.acquires().then_some(device);
+        let op = match what {
+            AtomicKind::Rmw(op) => op,
+            AtomicKind::Load | AtomicKind::Store => AtomicOp::Exchange,
+        };
+        let load = matches!(what, AtomicKind::Load);
         for l in lanes_of(mask) {
             let (a, x) = (addr[l as usize], val[l as usize]);
             let c = cmp.map_or(0, |c| c[l as usize]);
-            let f = |old: u64| atomic::apply(op, ty, old, x, c);
+            let f = |old: u64| {
+                if load {
+                    old
+                } else {
+                    atomic::apply(op, ty, old, x, c)
+                }
+            };
             out[l as usize] = match space {
                 AddressSpace::Global => {
                     let Some((alloc, off)) = ctx.launch.global.locate(a, size64, self.hint) else {
@@ -453,11 +487,14 @@ impl Ports<'_> {
                     let races = ctx.launch.races.as_ref();
                     let sync = races.and_then(|r| Some((r.sync.as_ref()?, r.layout)));
                     match sync.and_then(|(s, layout)| Some((s, self.races.number(layout)?))) {
-                        Some((sync, block)) => {
-                            sync.atomic(&mut self.races.sync, block, ctx.tid(l), a, || {
-                                alloc.rmw(off, size, f)
-                            })
-                        }
+                        Some((sync, block)) => sync.atomic(
+                            &mut self.races.sync,
+                            block,
+                            ctx.tid(l),
+                            a,
+                            (release, acquire),
+                            || alloc.rmw(off, size, f),
+                        ),
                         _ => alloc.rmw(off, size, f),
                     }
                 }
@@ -470,4 +507,15 @@ impl Ports<'_> {
         }
         Ok(())
     }
+}
+
+/// What an atomic statement does to memory ([`Ports::atomic`]).
+#[derive(Clone, Copy)]
+pub(crate) enum AtomicKind {
+    /// A read-modify-write.
+    Rmw(AtomicOp),
+    /// An atomic load: memory unchanged.
+    Load,
+    /// An atomic store: the operand replaces memory.
+    Store,
 }

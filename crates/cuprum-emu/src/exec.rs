@@ -27,8 +27,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use cuprum_ir::{
-    ArrayDecl, Kernel, ParamKind, ScalarType, SliceAccess, Stmt, array_layout, array_layout_size,
-    validate_kernel,
+    ArrayDecl, Kernel, MemOrder, Op, ParamKind, ScalarType, SliceAccess, Stmt, array_layout,
+    array_layout_size, validate_kernel,
 };
 use rayon::prelude::*;
 
@@ -383,10 +383,15 @@ fn mbarrier_deadlock(
     }
 }
 
-/// Whether `stmts` hold a fence, at any depth.
+/// Whether `stmts` hold a fence or an ordered atomic, at any depth.
 fn has_fence(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match s {
         Stmt::Fence { .. } => true,
+        Stmt::AtomicStore { order, .. }
+        | Stmt::Def {
+            op: Op::Atomic { order, .. } | Op::AtomicLoad { order, .. },
+            ..
+        } => *order != MemOrder::Relaxed,
         Stmt::If {
             then, otherwise, ..
         } => has_fence(&then.stmts) || has_fence(&otherwise.stmts),

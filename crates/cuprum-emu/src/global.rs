@@ -240,6 +240,15 @@ impl BlockRaces {
         }
     }
 
+    /// A release by an atomic of the block's threads (one warp instruction): advances the
+    /// clock, so that the releasing threads' accesses so far are before it; returns the new
+    /// clock and the block's last barrier, or `None` where nothing is tracked.
+    pub(crate) fn release_point(&mut self, races: Option<&GlobalRaces>) -> Option<(u64, u64)> {
+        let races = races.filter(|r| self.on && r.sync.is_some())?;
+        let clock = self.tick(races);
+        Some((clock, self.barrier_clock))
+    }
+
     /// The block's number in records, while its accesses are checked.
     pub(crate) fn number(&self, layout: Layout) -> Option<u64> {
         self.on

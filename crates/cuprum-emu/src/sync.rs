@@ -16,6 +16,14 @@
 //!   known to the thread (at a barrier, to its whole block).
 //! * An access is ordered after an earlier one of another thread when a release known to the
 //!   accessing thread covers the earlier access. Block-scope fences order only within a block.
+//! * Ordered atomics (`MemOrder`) are the same pattern in one instruction: a releasing atomic
+//!   (`Release`, `AcqRel`; a store-release too) publishes a release of its own, covering the
+//!   thread's accesses before it (and its block's before its last barrier), without a fence;
+//!   an acquiring one (`Acquire`, `AcqRel`; a load-acquire too) makes the location's earlier
+//!   releases known to its thread at once. `SeqCst` is a fence, then an acquire (a store: a
+//!   fence, then a relaxed store), as PTX maps it. Atomic loads and stores count as atomics
+//!   on their location, so a flag handed over by `store(Release)` and `load(Acquire)` orders
+//!   the data around it, and a relaxed pair orders nothing.
 //!
 //! Simplifications: releases are followed one hop (data a block got from a third block through
 //! a release is not passed on by its own releases); every atomic on a location acquires all
@@ -163,13 +171,18 @@ impl SyncTable {
 
     /// An atomic by thread `tid` of block `block` (its number in the record layout) on `loc`:
     /// runs `rmw` (the memory update) under the table's lock, so that the release it
-    /// publishes and the releases it acquires follow the location's order.
+    /// publishes and the releases it acquires follow the location's order. `release` is the
+    /// atomic's own release, `(clock, barrier_clock, device)`, where it is a releasing one
+    /// (else the thread's last fence, if any, is published); `acquire` (its scope: device or
+    /// wider) makes the location's releases so far known to the thread at once, where it is
+    /// an acquiring one (else only its next fence or barrier does).
     pub(crate) fn atomic<R>(
         &self,
         block_sync: &mut BlockSync,
         block: u64,
         tid: u32,
         loc: u64,
+        (release, acquire): (Option<(u64, u64, bool)>, Option<bool>),
         rmw: impl FnOnce() -> R,
     ) -> R {
         let mut locations = self.lock();
@@ -178,7 +191,15 @@ impl SyncTable {
             return result;
         };
         let location = locations.entry(loc).or_default();
-        if let Some((clock, barrier_clock, device)) = t.fence {
+        let fence = t.fence.map(|(clock, barrier_clock, device)| {
+            // The atomic's own release is newer than the fence, and as wide at least where
+            // the fence was narrower.
+            match release {
+                Some((c, b, d)) => (c, b, d || device),
+                None => (clock, barrier_clock, device),
+            }
+        });
+        if let Some((clock, barrier_clock, device)) = fence.or(release) {
             let release = Release {
                 tid,
                 clock,
@@ -198,6 +219,9 @@ impl SyncTable {
         match t.pending.iter_mut().find(|p| p.0 == loc) {
             Some(p) => p.1 = p.1.max(upto),
             None => t.pending.push((loc, upto)),
+        }
+        if let Some(device) = acquire {
+            merge(&mut t.known, Known { loc, upto, device });
         }
         result
     }

@@ -30,7 +30,7 @@ use cuprum_ir::{
     Dim, Op, ScalarType, Scope, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
 };
 
-use crate::access::{Ctx, Ports, lanes_of};
+use crate::access::{AtomicKind, Ctx, Ports, lanes_of};
 use crate::error::EmuError;
 use crate::lanes::{Lanes, true_mask};
 use crate::mbarrier::Flow;
@@ -190,6 +190,29 @@ impl<'k> Exec<'_, 'k> {
                     let size = ctx.launch.types[value.index()].size_bytes();
                     let (a, v) = (&self.regs[addr.index()], &self.regs[value.index()]);
                     self.mem.store(ctx, *space, size, a, v, mask)?;
+                }
+                Stmt::AtomicStore {
+                    space,
+                    scope,
+                    order,
+                    addr,
+                    value,
+                } => {
+                    let ty = ctx.launch.types[value.index()];
+                    let (a, v) = (&self.regs[addr.index()], &self.regs[value.index()]);
+                    let mut old = [0u64; 32];
+                    self.mem.atomic(
+                        ctx,
+                        AtomicKind::Store,
+                        *space,
+                        (*scope, *order),
+                        ty,
+                        a,
+                        v,
+                        None,
+                        mask,
+                        &mut old,
+                    )?;
                 }
                 Stmt::VectorLoad { space, ty, addr, d } => {
                     let base = &self.regs[addr.index()];
@@ -554,20 +577,43 @@ impl<'k> Exec<'_, 'k> {
             Op::Atomic {
                 op: aop,
                 space,
+                scope,
+                order,
                 addr,
                 value: v,
                 compare,
-                ..
             } => {
                 let c = compare.map(|c| r.get(c));
                 self.mem.atomic(
                     ctx,
-                    *aop,
+                    AtomicKind::Rmw(*aop),
                     *space,
+                    (*scope, *order),
                     ty(v),
                     r.get(*addr),
                     r.get(*v),
                     c,
+                    mask,
+                    out,
+                )?;
+            }
+            Op::AtomicLoad {
+                space,
+                scope,
+                order,
+                ty: t,
+                addr,
+            } => {
+                let a = r.get(*addr);
+                self.mem.atomic(
+                    ctx,
+                    AtomicKind::Load,
+                    *space,
+                    (*scope, *order),
+                    *t,
+                    a,
+                    a,
+                    None,
                     mask,
                     out,
                 )?;

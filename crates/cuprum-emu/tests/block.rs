@@ -179,6 +179,7 @@ fn atomic(
         op,
         space,
         scope: Scope::Device,
+        order: cuprum_ir::MemOrder::Relaxed,
         addr,
         value,
         compare,

@@ -39,6 +39,7 @@ fn atomic_add(k: &mut K, param: u32, idx: Value, value: Value) -> Value {
         op: AtomicOp::Add,
         space: AddressSpace::Global,
         scope: Scope::Device,
+        order: cuprum_ir::MemOrder::Relaxed,
         addr,
         value,
         compare: None,

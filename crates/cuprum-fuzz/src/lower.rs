@@ -148,6 +148,7 @@ impl Lowering<'_> {
                     op,
                     space,
                     scope,
+                    order: cuprum_ir::MemOrder::Relaxed,
                     addr,
                     value: self.v(value)?,
                     compare: compare.map(|c| self.v(c)).transpose()?,

@@ -616,7 +616,9 @@ impl Tracer {
             Op::Compare(..) | Op::Vote { .. } => Int,
             Op::SharedAddr(_) | Op::DynSharedAddr | Op::LocalAddr(_) => Int,
             Op::Ternary(_, a, b, c) => int_only(&[self.get(*a), self.get(*b), self.get(*c)]),
-            Op::Load { .. } | Op::Atomic { .. } | Op::Shuffle { .. } => Unknown,
+            Op::Load { .. } | Op::Atomic { .. } | Op::AtomicLoad { .. } | Op::Shuffle { .. } => {
+                Unknown
+            }
         }
     }
 }

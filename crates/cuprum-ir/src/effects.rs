@@ -8,7 +8,9 @@
 //! matches here are exhaustive, so a new statement does not compile until it has said what it
 //! reads, defines and does; "How to add a statement" in `ARCHITECTURE.md` lists the rest.
 
-use crate::kernel::{AddressSpace, BinaryOp, Block, MbarrierOp, Op, Stmt, TrapKind, Value};
+use crate::kernel::{
+    AddressSpace, BinaryOp, Block, MbarrierOp, MemOrder, Op, Stmt, TrapKind, Value,
+};
 use crate::types::ScalarType;
 
 /// A set of memory spaces.
@@ -134,7 +136,7 @@ impl Op {
             | Op::Special(_)
             | Op::ReadVar(_) => {}
             Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(*a),
-            Op::Load { addr, .. } => f(*addr),
+            Op::Load { addr, .. } | Op::AtomicLoad { addr, .. } => f(*addr),
             Op::Vote { pred, .. } => f(*pred),
             Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
                 f(*a);
@@ -186,7 +188,7 @@ impl Op {
             | Op::Special(_)
             | Op::ReadVar(_) => {}
             Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => f(a),
-            Op::Load { addr, .. } => f(addr),
+            Op::Load { addr, .. } | Op::AtomicLoad { addr, .. } => f(addr),
             Op::Vote { pred, .. } => f(pred),
             Op::Binary(_, a, b) | Op::Compare(_, a, b) => {
                 f(a);
@@ -259,10 +261,14 @@ impl Op {
                 may_fault: true,
                 ..none
             },
-            Op::Atomic { space, .. } => Effects {
+            // An atomic load counts as a read-modify-write, so that no pass merges it with
+            // another or hoists it out of a (spin) loop; an ordered atomic is also a fence, so
+            // that no access moves across it.
+            Op::Atomic { space, order, .. } | Op::AtomicLoad { space, order, .. } => Effects {
                 reads: Spaces::of(*space),
                 writes: Spaces::of(*space),
                 may_fault: true,
+                fence: *order != MemOrder::Relaxed,
                 ..none
             },
             Op::Shuffle { .. } | Op::Vote { .. } => Effects {
@@ -293,7 +299,7 @@ impl Stmt {
         match self {
             Stmt::Def { op, .. } => op.for_each_operand(f),
             Stmt::WriteVar { value, .. } => f(*value),
-            Stmt::Store { addr, value, .. } => {
+            Stmt::Store { addr, value, .. } | Stmt::AtomicStore { addr, value, .. } => {
                 f(*addr);
                 f(*value);
             }
@@ -343,7 +349,7 @@ impl Stmt {
         match self {
             Stmt::Def { op, .. } => op.for_each_operand_mut(f),
             Stmt::WriteVar { value, .. } => f(value),
-            Stmt::Store { addr, value, .. } => {
+            Stmt::Store { addr, value, .. } | Stmt::AtomicStore { addr, value, .. } => {
                 f(addr);
                 f(value);
             }
@@ -450,9 +456,10 @@ impl Stmt {
                 ..
             } => Some(plain(*space, *addr, 1, Some(*ty), &[], false)),
             Stmt::Def {
-                op: Op::Atomic { space, addr, .. },
+                op: Op::Atomic { space, addr, .. } | Op::AtomicLoad { space, addr, .. },
                 ..
-            } => Some(Access {
+            }
+            | Stmt::AtomicStore { space, addr, .. } => Some(Access {
                 space: *space,
                 addr: *addr,
                 count: 1,
@@ -519,6 +526,14 @@ impl Stmt {
             Stmt::Store { space, .. } | Stmt::VectorStore { space, .. } => Effects {
                 writes: Spaces::of(*space),
                 may_fault: true,
+                ..none
+            },
+            // As an atomic read-modify-write whose result is unused (see `Op::AtomicLoad`).
+            Stmt::AtomicStore { space, order, .. } => Effects {
+                reads: Spaces::of(*space),
+                writes: Spaces::of(*space),
+                may_fault: true,
+                fence: *order != MemOrder::Relaxed,
                 ..none
             },
             Stmt::VectorLoad { space, .. } => Effects {

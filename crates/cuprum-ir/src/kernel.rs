@@ -62,6 +62,15 @@
 //!   toward the current phase, waits block the waiting thread (not the block) until a phase
 //!   completes, and a completed phase orders the arrivers' earlier accesses before the
 //!   waiters' later ones (see the statement's docs).
+//! * Atomics ([`Op::Atomic`], [`Op::AtomicLoad`], [`Stmt::AtomicStore`]) are indivisible at
+//!   their [`Scope`]; the lanes of a warp apply them in lane order. Two accesses of one
+//!   location by different threads race unless both are atomic, both read, or something
+//!   orders them: a `Barrier` (one block), an mbarrier phase, or a release/acquire pair at a
+//!   scope that holds both threads: a release (a `Release`/`AcqRel`/`SeqCst` atomic, or a
+//!   `Fence` followed by an atomic) whose write an acquire (an `Acquire`/`AcqRel`/`SeqCst`
+//!   atomic, or an atomic followed by a `Fence` or a `Barrier`) reads, directly or through
+//!   later read-modify-writes of the location ([`MemOrder`]). The emulator's race tracker
+//!   checks this; PTX's memory model is the definition.
 //! * [`Stmt::Print`] formats C-`printf`-style text ([`crate::printf`]) for every lane that
 //!   executes it; each print is one piece of text, never interleaved with another. The order
 //!   of prints from different threads is unspecified. On the GPU, output goes to a buffer of
@@ -373,6 +382,22 @@ pub enum Stmt {
         /// The threads that must observe this thread's accesses in order.
         scope: Scope,
     },
+    /// Atomically stores `value` (a 32- or 64-bit type) at `addr` in `space` (`Global` or
+    /// `Shared`). `order` is `Relaxed`, `Release` or `SeqCst` (PTX `st.relaxed`/`st.release`
+    /// at `scope`; `SeqCst` is a `fence.sc`, then a relaxed store). The lanes of a warp store
+    /// in lane order (the last active lane's value stays).
+    AtomicStore {
+        /// `Global` or `Shared`.
+        space: AddressSpace,
+        /// The threads the store is atomic with respect to.
+        scope: Scope,
+        /// `Relaxed`, `Release` or `SeqCst`.
+        order: MemOrder,
+        /// The address, aligned to the size of the value's type.
+        addr: Value,
+        /// The value stored.
+        value: Value,
+    },
     /// `fence.proxy.async`: orders this thread's memory accesses through the generic proxy
     /// (ordinary loads and stores) against its accesses through the async proxy (the
     /// Hopper bulk copies and tensor-core operand reads), both ways: a shared-memory write
@@ -623,6 +648,59 @@ pub enum Scope {
     System,
 }
 
+/// The memory ordering of an atomic ([`Op::Atomic`], [`Op::AtomicLoad`],
+/// [`Stmt::AtomicStore`]), as in C++ and Rust, among the threads of the atomic's [`Scope`].
+///
+/// * `Relaxed`: atomic, but orders nothing else.
+/// * `Release` (stores and read-modify-writes): this thread's memory accesses before it
+///   happen before the accesses after an `Acquire` (or stronger) atomic of another thread
+///   that reads the value it wrote, or a later value of the location written by a
+///   read-modify-write.
+/// * `Acquire` (loads and read-modify-writes): the other half of that pair.
+/// * `AcqRel` (read-modify-writes only): both.
+/// * `SeqCst`: a sequentially consistent fence at the scope before the access (PTX
+///   `fence.sc`), then the access as `Acquire` (loads, read-modify-writes) or `Relaxed`
+///   (stores): the mapping PTX's memory model gives for C++'s `seq_cst`.
+///
+/// The validator refuses `Release` and `AcqRel` on loads, `Acquire` and `AcqRel` on stores,
+/// as Rust panics on them.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemOrder {
+    /// No ordering beyond atomicity.
+    Relaxed,
+    /// Later accesses happen after the release this read.
+    Acquire,
+    /// Earlier accesses happen before an acquire that reads this write.
+    Release,
+    /// `Acquire` and `Release`.
+    AcqRel,
+    /// A `fence.sc` at the scope, then `Acquire` (a store: `Relaxed`).
+    SeqCst,
+}
+
+impl MemOrder {
+    /// Every ordering, for tests that cover them all.
+    pub const ALL: [MemOrder; 5] = [
+        Self::Relaxed,
+        Self::Acquire,
+        Self::Release,
+        Self::AcqRel,
+        Self::SeqCst,
+    ];
+
+    /// Whether the access publishes this thread's earlier accesses (`Release`, `AcqRel`;
+    /// `SeqCst` through its fence).
+    pub const fn releases(self) -> bool {
+        matches!(self, Self::Release | Self::AcqRel | Self::SeqCst)
+    }
+
+    /// Whether the access makes other threads' released accesses visible to this thread's
+    /// later ones (`Acquire`, `AcqRel`, `SeqCst`).
+    pub const fn acquires(self) -> bool {
+        matches!(self, Self::Acquire | Self::AcqRel | Self::SeqCst)
+    }
+}
+
 /// Hardware index registers. All are `U32`.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Special {
@@ -711,7 +789,9 @@ pub enum Op {
         addr: Value,
     },
     /// Atomically applies `op` at `addr` and returns the old value. `value` has the memory
-    /// type; `compare` is present exactly for `AtomicOp::CompareExchange`.
+    /// type; `compare` is present exactly for `AtomicOp::CompareExchange`. The lanes of a
+    /// warp that run it together apply it one after another in lane order (so each sees
+    /// the lanes before it); `order` says what else it orders ([`MemOrder`]).
     Atomic {
         /// The read-modify-write operation.
         op: AtomicOp,
@@ -719,12 +799,32 @@ pub enum Op {
         space: AddressSpace,
         /// The threads the operation is atomic with respect to.
         scope: Scope,
+        /// What the operation orders besides itself.
+        order: MemOrder,
         /// The address, of the space's address type, aligned to the memory type's size.
         addr: Value,
         /// The operand, a 32- or 64-bit type, which is also the memory and result type.
         value: Value,
         /// For `CompareExchange`, the value expected in memory; `None` for every other op.
         compare: Option<Value>,
+    },
+    /// Atomically loads a `ty` (a 32- or 64-bit type) from `addr` in `space` (`Global` or
+    /// `Shared`): the value some atomic or store of the location left there, never a torn
+    /// one. `order` is `Relaxed`, `Acquire` or `SeqCst` (PTX `ld.relaxed`/`ld.acquire` at
+    /// `scope`; `SeqCst` after a `fence.sc`). It is never merged with another load, nor
+    /// moved out of a loop (a spin loop must see other threads' stores): its effects are
+    /// those of a read-modify-write.
+    AtomicLoad {
+        /// `Global` or `Shared`.
+        space: AddressSpace,
+        /// The threads the load is atomic with respect to.
+        scope: Scope,
+        /// `Relaxed`, `Acquire` or `SeqCst`.
+        order: MemOrder,
+        /// The type loaded, which is also the result type.
+        ty: ScalarType,
+        /// The address, aligned to the size of `ty`.
+        addr: Value,
     },
     /// Reads `value` from another lane of the warp (`shfl.sync`). `lane` is `U32`: the source
     /// lane for `Idx`, the distance for `Up`/`Down`, the xor mask for `Xor`; only its low five

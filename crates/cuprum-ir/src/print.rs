@@ -108,6 +108,18 @@ impl Printer<'_> {
                 let var = self.var(*var);
                 writeln!(self.out, "{pad}{var} = %{}", value.index())
             }
+            Stmt::AtomicStore {
+                space,
+                scope,
+                order,
+                addr,
+                value,
+            } => writeln!(
+                self.out,
+                "{pad}atomic.store.{order:?}.{space:?}.{scope:?} [%{}] = %{}",
+                addr.index(),
+                value.index()
+            ),
             Stmt::Store { space, addr, value } => {
                 writeln!(
                     self.out,
@@ -295,6 +307,7 @@ impl Printer<'_> {
                 op,
                 space,
                 scope,
+                order,
                 addr,
                 value,
                 compare,
@@ -303,12 +316,26 @@ impl Printer<'_> {
                     .as_ref()
                     .map(|c| format!(", cmp {}", v(c)))
                     .unwrap_or_default();
+                let order = match order {
+                    MemOrder::Relaxed => String::new(),
+                    o => format!(".{o:?}"),
+                };
                 format!(
-                    "atomic.{op:?}.{space:?}.{scope:?} [{}], {}{cmp}",
+                    "atomic.{op:?}{order}.{space:?}.{scope:?} [{}], {}{cmp}",
                     v(addr),
                     v(value)
                 )
             }
+            Op::AtomicLoad {
+                space,
+                scope,
+                order,
+                ty,
+                addr,
+            } => format!(
+                "atomic.load.{order:?}.{space:?}.{scope:?}.{ty} [{}]",
+                v(addr)
+            ),
             Op::Shuffle { mode, value, lane } => format!("shfl.{mode:?} {}, {}", v(value), v(lane)),
             Op::Vote { mode, pred } => format!("vote.{mode:?} {}", v(pred)),
         }

@@ -192,6 +192,20 @@ pub fn result_type(
             }
             t
         }
+        Op::AtomicLoad {
+            space,
+            order,
+            ty,
+            addr,
+            ..
+        } => {
+            check_address(*space, value_ty(*addr)?)?;
+            check_atomic_access(*space, *ty)?;
+            if matches!(order, MemOrder::Release | MemOrder::AcqRel) {
+                return Err(format!("an atomic load cannot be {order:?}"));
+            }
+            *ty
+        }
         Op::Shuffle { value, lane, .. } => {
             let t = value_ty(*value)?;
             if value_ty(*lane)? != S::U32 {
@@ -483,6 +497,19 @@ impl Walk<'_> {
                 check_address(*space, self.visible(*addr)?)?;
                 self.visible(*value)?;
             }
+            Stmt::AtomicStore {
+                space,
+                order,
+                addr,
+                value,
+                ..
+            } => {
+                check_address(*space, self.visible(*addr)?)?;
+                check_atomic_access(*space, self.visible(*value)?)?;
+                if matches!(order, MemOrder::Acquire | MemOrder::AcqRel) {
+                    return Err(format!("an atomic store cannot be {order:?}"));
+                }
+            }
             Stmt::If {
                 cond,
                 then,
@@ -622,4 +649,15 @@ mod tests {
         validate_kernel(&k).unwrap();
         assert!(start.elapsed().as_secs_f64() < 2.0, "{:?}", start.elapsed());
     }
+}
+
+/// Atomic loads and stores: global or shared memory, 32- and 64-bit types.
+fn check_atomic_access(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
+    if space == AddressSpace::Local {
+        return Err("atomics on local memory".into());
+    }
+    if !matches!(ty.size_bytes(), 4 | 8) || ty == ScalarType::Bool {
+        return Err(format!("atomic on {ty}: only 32- and 64-bit types"));
+    }
+    Ok(())
 }

@@ -126,6 +126,7 @@ impl Cse {
             Op::ReadVar(_)
             | Op::Load { .. }
             | Op::Atomic { .. }
+            | Op::AtomicLoad { .. }
             | Op::Shuffle { .. }
             | Op::Vote { .. } => return None,
         })

@@ -106,6 +106,7 @@ fn a_check_does_not_pass_an_atomic() {
         op: AtomicOp::Add,
         space: AddressSpace::Global,
         scope: Scope::Device,
+        order: cuprum_ir::MemOrder::Relaxed,
         addr,
         value: one,
         compare: None,

@@ -14,8 +14,8 @@
 use std::fmt::{self, Write as _};
 
 use cuprum_ir::{
-    AddressSpace, Addresses, AtomicOp, Block, Kernel, Op, ParamKind, Scope, ShuffleMode, Special,
-    Stmt, Value, Var, VoteMode, array_layout,
+    AddressSpace, Addresses, AtomicOp, Block, Kernel, MemOrder, Op, ParamKind, Scope, ShuffleMode,
+    Special, Stmt, Value, Var, VoteMode, array_layout,
 };
 use cuprum_ir::{Dim, ScalarType};
 
@@ -388,6 +388,13 @@ impl<'k> KernelWriter<'k> {
                 ins!(self, "mov.{} {d}, {s}", d.class.ptx_type());
             }
             Stmt::Store { space, addr, value } => self.store(*space, *addr, *value),
+            Stmt::AtomicStore {
+                space,
+                scope,
+                order,
+                addr,
+                value,
+            } => self.atomic_store(*space, *scope, *order, *addr, *value)?,
             Stmt::VectorLoad { space, ty, addr, d } => self.vector_load(*space, *ty, *addr, d),
             Stmt::VectorStore {
                 space,
@@ -564,6 +571,61 @@ impl<'k> KernelWriter<'k> {
         }
     }
 
+    /// The `.sem` qualifier of an atomic of `order` at `scope`, after the `fence.sc` that a
+    /// `SeqCst` one begins with (PTX's mapping of C++'s `seq_cst`: a `fence.sc`, then an
+    /// acquire load or read-modify-write, or a relaxed store).
+    fn atomic_sem(&mut self, order: MemOrder, scope: Scope, store: bool) -> &'static str {
+        match order {
+            MemOrder::Relaxed => "relaxed",
+            MemOrder::Acquire => "acquire",
+            MemOrder::Release => "release",
+            MemOrder::AcqRel => "acq_rel",
+            MemOrder::SeqCst => {
+                ins!(self, "fence.sc.{}", scope_name(scope));
+                if store { "relaxed" } else { "acquire" }
+            }
+        }
+    }
+
+    /// `ld.{sem}.{scope}`: an atomic load (never `.nc`).
+    pub(crate) fn atomic_load(
+        &mut self,
+        d: Reg,
+        space: AddressSpace,
+        scope: Scope,
+        order: MemOrder,
+        ty: ScalarType,
+        addr: Value,
+    ) -> Result<(), PtxError> {
+        if space == AddressSpace::Local {
+            return Err(self.unsupported("atomics on local memory"));
+        }
+        let a = self.reg(addr);
+        let sem = self.atomic_sem(order, scope, false);
+        let (sc, sp) = (scope_name(scope), space_name(space));
+        ins!(self, "ld.{sem}.{sc}.{sp}.{} {d}, [{a}]", mem_type(ty));
+        Ok(())
+    }
+
+    /// `st.{sem}.{scope}`: an atomic store.
+    pub(crate) fn atomic_store(
+        &mut self,
+        space: AddressSpace,
+        scope: Scope,
+        order: MemOrder,
+        addr: Value,
+        value: Value,
+    ) -> Result<(), PtxError> {
+        if space == AddressSpace::Local {
+            return Err(self.unsupported("atomics on local memory"));
+        }
+        let (a, v, ty) = (self.reg(addr), self.reg(value), self.ty(value));
+        let sem = self.atomic_sem(order, scope, true);
+        let (sc, sp) = (scope_name(scope), space_name(space));
+        ins!(self, "st.{sem}.{sc}.{sp}.{} [{a}], {v}", store_type(ty));
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn atomic(
         &mut self,
@@ -571,6 +633,7 @@ impl<'k> KernelWriter<'k> {
         op: AtomicOp,
         space: AddressSpace,
         scope: Scope,
+        order: MemOrder,
         addr: Value,
         value: Value,
         compare: Option<Value>,
@@ -609,16 +672,14 @@ impl<'k> KernelWriter<'k> {
             AtomicOp::Or => ("or", bits),
             AtomicOp::Xor => ("xor", bits),
         };
+        let sem = self.atomic_sem(order, scope, false);
         let (sc, sp) = (scope_name(scope), space_name(space));
         match compare {
             Some(c) if op == AtomicOp::CompareExchange => {
                 let c = self.reg(c);
-                ins!(
-                    self,
-                    "atom.relaxed.{sc}.{sp}.{name}.{t} {d}, [{a}], {c}, {v}"
-                );
+                ins!(self, "atom.{sem}.{sc}.{sp}.{name}.{t} {d}, [{a}], {c}, {v}");
             }
-            _ => ins!(self, "atom.relaxed.{sc}.{sp}.{name}.{t} {d}, [{a}], {v}"),
+            _ => ins!(self, "atom.{sem}.{sc}.{sp}.{name}.{t} {d}, [{a}], {v}"),
         }
         Ok(())
     }

@@ -214,6 +214,7 @@ fn every_atomic() {
                     op,
                     space,
                     scope: scopes[n % 3],
+                    order: cuprum_ir::MemOrder::Relaxed,
                     addr,
                     value,
                     compare: (op == AtomicOp::CompareExchange).then_some(compare),

@@ -6,8 +6,8 @@
 //! recognised the intrinsic's name.
 
 use cuprum_ir::{
-    AddressSpace, ArrayDecl, AtomicOp, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Scope,
-    ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
+    AddressSpace, ArrayDecl, AtomicOp, BinaryOp, CmpOp, Constant, Dim, MemOrder, Op,
+    ScalarType as S, Scope, ShuffleMode, Special, Stmt, TrapKind, Value, VoteMode,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -396,7 +396,7 @@ impl Lowerer<'_> {
                 self.atomic(
                     op,
                     AddressSpace::Shared,
-                    Scope::Block,
+                    (Scope::Block, MemOrder::Relaxed),
                     addr,
                     v,
                     None,
@@ -455,7 +455,7 @@ impl Lowerer<'_> {
         self.atomic(
             op,
             AddressSpace::Global,
-            scope,
+            (scope, MemOrder::Relaxed),
             addr,
             value,
             compare,
@@ -465,11 +465,11 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn atomic(
+    pub(super) fn atomic(
         &mut self,
         op: AtomicOp,
         space: AddressSpace,
-        scope: Scope,
+        (scope, order): (Scope, MemOrder),
         addr: Value,
         value: Value,
         compare: Option<Value>,
@@ -500,6 +500,7 @@ impl Lowerer<'_> {
                 op,
                 space,
                 scope,
+                order,
                 addr,
                 value,
                 compare,
