@@ -79,6 +79,13 @@ impl Lowerer<'_> {
                 let v = receiver.clone();
                 return self.pointer_method(m, v);
             }
+            (Val::AtomicCell { .. }, _) => {
+                let v = receiver.clone();
+                return self.atomic_cell_method(m, v);
+            }
+            (&Val::CasResult { ok, value }, _) => {
+                return self.cas_result_method(m, ok, value);
+            }
             (Val::LocalElems { len, .. }, "len") if args.is_empty() => {
                 let len = u64::from(*len);
                 return Ok(Val::Scalar(self.constant(Constant::u64(len))));
@@ -790,7 +797,7 @@ impl Lowerer<'_> {
     }
 
     /// `p.add(i)`, `p.offset(i)`, `p.sub(i)`, `p.read()`, `p.write(v)` on raw device pointers.
-    fn pointer_method(&mut self, m: &syn::ExprMethodCall, p: Val) -> Result<Val> {
+    pub(super) fn pointer_method(&mut self, m: &syn::ExprMethodCall, p: Val) -> Result<Val> {
         let Val::Ptr {
             addr,
             elem,

@@ -11,6 +11,7 @@
 
 mod aggregates;
 mod arrays;
+mod atomic_cells;
 mod calls;
 mod closures;
 mod control;
@@ -99,7 +100,9 @@ pub fn lower_kernel(
     // The first run only collects typing facts; its errors reappear in the second run.
     let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
     let solved = inference.solve();
-    Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()
+    let mut lowered = Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()?;
+    atomic_cells::mark_atomic_writes(&mut lowered);
+    Ok(lowered)
 }
 
 /// The value of a constant expression.
@@ -220,6 +223,21 @@ enum Val {
     },
     /// A thread's own output tile of a tiled `DisjointSlice` (`tiles.rs`).
     OutTile(tiles::OutTile),
+    /// cuda-oxide's typed atomic cell at `addr` (`&DeviceAtomicU32`, ..; see
+    /// `atomic_cells`), or a raw pointer to one (`ptr`).
+    AtomicCell {
+        addr: Value,
+        elem: S,
+        scope: cuprum_ir::Scope,
+        space: AddressSpace,
+        ptr: bool,
+    },
+    /// A compare-exchange's `Result`: `ok` (a `Bool`) says which; either way `value` is what
+    /// memory held.
+    CasResult {
+        ok: Value,
+        value: Value,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -1141,6 +1159,7 @@ impl<'a> Lowerer<'a> {
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
                 v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
+                v @ Val::AtomicCell { ptr: false, .. } => Ok(v),
                 _ => err(r.span(), references::WHERE_REFERENCES),
             },
             syn::Expr::Closure(c) => self.closure(c),
@@ -1861,6 +1880,9 @@ fn describe(v: &Val) -> String {
         }
         Val::LocalElems { elem, len, .. } => format!("an array `[{}; {len}]`", elem.rust_name()),
         Val::Opt { .. } => "an `Option`".into(),
+        Val::AtomicCell { ptr: true, .. } => "a raw pointer to an atomic cell".into(),
+        Val::AtomicCell { .. } => "an atomic cell".into(),
+        Val::CasResult { .. } => "a compare-exchange's `Result`".into(),
         Val::LaunchContext => "the launch context".into(),
         Val::Index32(_) | Val::Coord32(..) => "a thread index".into(),
         Val::Matrix { .. } => "a `MatrixView32`".into(),

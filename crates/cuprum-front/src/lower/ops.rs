@@ -290,6 +290,7 @@ impl Lowerer<'_> {
         match u.op {
             syn::UnOp::Deref(_) => match self.expr(&u.expr)? {
                 v @ Val::ElemRef { .. } => self.deref_elem(v, span),
+                v @ Val::AtomicCell { ptr: true, .. } => self.deref_cell_pointer(v, span),
                 Val::Ptr {
                     addr, elem, space, ..
                 } => Ok(Val::Scalar(self.def(
@@ -342,6 +343,9 @@ impl Lowerer<'_> {
     pub(super) fn cast(&mut self, c: &syn::ExprCast) -> Result<Val> {
         // `p as *mut u32`: the same address, another element type.
         if let syn::Type::Ptr(target) = &*c.ty {
+            if let Some(cell) = self.cell_pointer(c, target)? {
+                return Ok(cell);
+            }
             return match self.expr(&c.expr)? {
                 Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
                     addr,

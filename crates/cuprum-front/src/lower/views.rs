@@ -513,6 +513,9 @@ impl Lowerer<'_> {
                     None => some,
                 }))
             }
+            (syn::Pat::TupleStruct(ts), Val::CasResult { ok, value }) => {
+                self.match_cas_result(ts, ok, value, binds)
+            }
             (syn::Pat::Tuple(pt), Val::Tuple(items)) if pt.elems.len() == items.len() => {
                 let mut all: Option<Value> = None;
                 for (p, v) in pt.elems.iter().zip(items) {

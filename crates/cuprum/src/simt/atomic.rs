@@ -3,8 +3,13 @@
 //! The host passes an `&mut DeviceBuffer<T>` for an `AtomicSlice<T>`: the launch has the buffer
 //! to itself, so no plain access of another parameter can race with the atomics. Methods
 //! without a suffix work at device scope; `_block` and `_system` variants choose the scope.
+//!
+//! cuda-oxide's typed cells with orderings (`DeviceAtomicU32`, `AtomicOrdering`, ..) are here
+//! too, for kernels that make them from raw pointers in `unsafe` code.
 
 use std::marker::PhantomData;
+
+pub use super::atomic_cells::*;
 
 use super::shared::unreachable_on_host;
 

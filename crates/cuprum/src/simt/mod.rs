@@ -23,6 +23,7 @@ pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract
 
 pub mod async_copy;
 pub mod atomic;
+mod atomic_cells;
 pub mod barrier;
 pub mod constant;
 pub mod disjoint;
