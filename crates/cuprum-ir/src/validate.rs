@@ -601,6 +601,17 @@ impl Walk<'_> {
     }
 }
 
+/// Atomic loads and stores: global or shared memory, 32- and 64-bit types.
+fn check_atomic_access(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
+    if space == AddressSpace::Local {
+        return Err("atomics on local memory".into());
+    }
+    if !matches!(ty.size_bytes(), 4 | 8) || ty == ScalarType::Bool {
+        return Err(format!("atomic on {ty}: only 32- and 64-bit types"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,15 +660,4 @@ mod tests {
         validate_kernel(&k).unwrap();
         assert!(start.elapsed().as_secs_f64() < 2.0, "{:?}", start.elapsed());
     }
-}
-
-/// Atomic loads and stores: global or shared memory, 32- and 64-bit types.
-fn check_atomic_access(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
-    if space == AddressSpace::Local {
-        return Err("atomics on local memory".into());
-    }
-    if !matches!(ty.size_bytes(), 4 | 8) || ty == ScalarType::Bool {
-        return Err(format!("atomic on {ty}: only 32- and 64-bit types"));
-    }
-    Ok(())
 }
