@@ -120,17 +120,7 @@ impl Lowerer<'_> {
         }
         let mut shape = Vec::with_capacity(dims);
         for arg in &tf.args {
-            let expr = match arg {
-                syn::GenericArgument::Const(e) => e.clone(),
-                syn::GenericArgument::Type(syn::Type::Path(tp)) if tp.qself.is_none() => {
-                    syn::Expr::Path(syn::ExprPath {
-                        attrs: Vec::new(),
-                        qself: None,
-                        path: tp.path.clone(),
-                    })
-                }
-                other => return err(other.span(), "expected a constant"),
-            };
+            let expr = generic_const_expr(arg)?;
             match self.eval_const(&expr, 0)? {
                 ConstVal::Int(v) if v >= 1 && v <= i128::from(MAX_PIECE) => shape.push(v as u64),
                 _ => {
@@ -852,4 +842,20 @@ pub(super) fn loop_names(
             other => err(other.span(), "expected a name or `_`"),
         })
         .collect()
+}
+
+/// A const generic argument as an expression: `::<4>`, `::<{ N + 1 }>`, or `::<N>` (which
+/// syn reads as a type path).
+pub(super) fn generic_const_expr(arg: &syn::GenericArgument) -> Result<syn::Expr> {
+    match arg {
+        syn::GenericArgument::Const(e) => Ok(e.clone()),
+        syn::GenericArgument::Type(syn::Type::Path(tp)) if tp.qself.is_none() => {
+            Ok(syn::Expr::Path(syn::ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: tp.path.clone(),
+            }))
+        }
+        other => err(other.span(), "expected a constant"),
+    }
 }

@@ -114,17 +114,7 @@ impl Lowerer<'_> {
 
     /// A constant generic argument of at least `min`.
     fn const_arg(&self, arg: &syn::GenericArgument, min: u64) -> Result<u64> {
-        let expr = match arg {
-            syn::GenericArgument::Const(e) => e.clone(),
-            syn::GenericArgument::Type(syn::Type::Path(tp)) if tp.qself.is_none() => {
-                syn::Expr::Path(syn::ExprPath {
-                    attrs: Vec::new(),
-                    qself: None,
-                    path: tp.path.clone(),
-                })
-            }
-            other => return err(other.span(), "expected a constant"),
-        };
+        let expr = super::outputs::generic_const_expr(arg)?;
         match self.eval_const(&expr, 0)? {
             ConstVal::Int(v) if v >= i128::from(min) && v <= i128::from(u32::MAX) => Ok(v as u64),
             _ => err(
