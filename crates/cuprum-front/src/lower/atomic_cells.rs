@@ -261,15 +261,8 @@ impl Lowerer<'_> {
                 Ok(Val::CasResult { ok, value: old })
             }
             (name, [v, o]) => {
-                let op = match name {
-                    "fetch_add" => AtomicOp::Add,
-                    "fetch_sub" => AtomicOp::Sub,
-                    "fetch_min" => AtomicOp::Min,
-                    "fetch_max" => AtomicOp::Max,
-                    "fetch_and" => AtomicOp::And,
-                    "fetch_or" => AtomicOp::Or,
-                    "fetch_xor" => AtomicOp::Xor,
-                    "swap" => AtomicOp::Exchange,
+                let op = match super::intrinsics::rust_atomic_op(name) {
+                    Some(op) if op != AtomicOp::CompareExchange => op,
                     _ => return err(span, unknown(name)),
                 };
                 let order = ordering(o)?;

@@ -644,17 +644,9 @@ fn atomic_method(name: &str, span: Span) -> Result<(AtomicOp, Scope)> {
             None => (name, Scope::Device),
         },
     };
-    let op = match base {
-        "fetch_add" => AtomicOp::Add,
-        "fetch_sub" => AtomicOp::Sub,
-        "fetch_min" => AtomicOp::Min,
-        "fetch_max" => AtomicOp::Max,
-        "fetch_and" => AtomicOp::And,
-        "fetch_or" => AtomicOp::Or,
-        "fetch_xor" => AtomicOp::Xor,
-        "swap" => AtomicOp::Exchange,
-        "compare_exchange" => AtomicOp::CompareExchange,
-        _ => {
+    let op = match rust_atomic_op(base) {
+        Some(op) => op,
+        None => {
             return err(
                 span,
                 format!(
@@ -664,4 +656,22 @@ fn atomic_method(name: &str, span: Span) -> Result<(AtomicOp, Scope)> {
         }
     };
     Ok((op, scope))
+}
+
+/// The atomic operation a Rust atomic method names (`fetch_add`, ..., `swap`,
+/// `compare_exchange`), as on `std::sync::atomic` types: the one table of these names, for
+/// `AtomicSlice` and the typed atomic cells alike.
+pub(super) fn rust_atomic_op(name: &str) -> Option<AtomicOp> {
+    Some(match name {
+        "fetch_add" => AtomicOp::Add,
+        "fetch_sub" => AtomicOp::Sub,
+        "fetch_min" => AtomicOp::Min,
+        "fetch_max" => AtomicOp::Max,
+        "fetch_and" => AtomicOp::And,
+        "fetch_or" => AtomicOp::Or,
+        "fetch_xor" => AtomicOp::Xor,
+        "swap" => AtomicOp::Exchange,
+        "compare_exchange" => AtomicOp::CompareExchange,
+        _ => return None,
+    })
 }
