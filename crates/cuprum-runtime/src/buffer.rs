@@ -157,7 +157,7 @@ impl DeviceScalar for half::bf16 {
     }
 }
 
-fn as_bytes<T: DeviceCopy>(data: &[T]) -> &[u8] {
+pub(crate) fn as_bytes<T: DeviceCopy>(data: &[T]) -> &[u8] {
     // SAFETY: `DeviceCopy` types have no uninitialized bytes; the length is the slice's size.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
 }
@@ -239,7 +239,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 
     /// Allocates without initializing.
-    fn alloc(stream: &Stream, len: usize) -> Result<Self> {
+    pub(crate) fn alloc(stream: &Stream, len: usize) -> Result<Self> {
         let ctx = stream.context().clone();
         let bytes = Self::byte_len(len)?;
         let addr = if bytes == 0 {

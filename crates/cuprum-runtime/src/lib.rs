@@ -50,4 +50,4 @@ pub use launch::{
 };
 pub use limits::DeviceLimits;
 pub use oxide::{ModuleFile, RowWidth};
-pub use staged::PendingRead;
+pub use staged::{PendingRead, PendingWrite};

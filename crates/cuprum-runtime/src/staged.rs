@@ -11,9 +11,15 @@
 //! back, so the device never writes into freed memory. The buffer's own ordering marks
 //! (`ordering`) order later writes of the buffer after the copy, as for any other read.
 //!
+//! The other way, [`DeviceBuffer::from_host_pending`] copies host data into pinned memory
+//! (on the host, at once), enqueues the copy to the device from there, and gives the buffer
+//! with a [`PendingWrite`] that owns the pinned memory: the buffer may be used on the stream
+//! at once (the stream orders the work after the copy), and the `PendingWrite` keeps the
+//! memory until the copy has ended, waiting for it if dropped before.
+//!
 //! On the emulator a copy is done when it is submitted: a pending read there is finished
-//! when made. A read of an empty buffer waits for the stream, as [`DeviceBuffer::to_host_vec`]
-//! does.
+//! when made, and a pending write has nothing to keep. A read of an empty buffer waits for
+//! the stream, as [`DeviceBuffer::to_host_vec`] does.
 
 use std::fmt;
 
@@ -114,7 +120,122 @@ impl<T: DeviceCopy> fmt::Debug for PendingRead<T> {
     }
 }
 
+/// Pinned host memory a copy to the device reads, kept until the copy has ended (see the
+/// module docs): dropping it waits for the copy first.
+pub struct PendingWrite {
+    copying: Option<(Pinned, Completion)>,
+}
+
+impl PendingWrite {
+    /// Whether the copy has ended.
+    pub fn is_complete(&self) -> bool {
+        self.copying
+            .as_ref()
+            .is_none_or(|(_, completion)| completion.is_complete())
+    }
+
+    /// Waits for the copy, then gives the memory back; a fault of the work the copy waited
+    /// for is its error.
+    pub fn wait(mut self) -> Result<()> {
+        match self.copying.take() {
+            Some((pinned, completion)) => {
+                let done = completion.wait();
+                drop(pinned);
+                done
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Dropped while the copy runs, it waits for the copy before its memory goes back.
+impl Drop for PendingWrite {
+    fn drop(&mut self) {
+        if let Some((_, completion)) = &self.copying {
+            // The outcome has nowhere to go; a fault is sticky and the next use reports it.
+            let _ = completion.wait();
+        }
+    }
+}
+
+impl fmt::Debug for PendingWrite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingWrite")
+            .field("complete", &self.is_complete())
+            .finish()
+    }
+}
+
 impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// A new buffer holding `data`, whose copy to the device is enqueued on `stream` and may
+    /// still run when this returns: the buffer can be used on `stream` at once, and the
+    /// [`PendingWrite`] keeps the host side of the copy until it has ended. See
+    /// [`crate::staged`].
+    ///
+    /// ```
+    /// use cuprum_runtime::{CudaContext, DeviceBuffer};
+    ///
+    /// # fn main() -> cuprum_runtime::Result<()> {
+    /// let ctx = CudaContext::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let (buffer, copying) = DeviceBuffer::from_host_pending(&stream, &[1u32, 2, 3])?;
+    /// // `data` may change now; the device still gets what it was.
+    /// assert_eq!(buffer.to_host_vec(&stream)?, [1, 2, 3]);
+    /// copying.wait()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_host_pending(stream: &Stream, data: &[T]) -> Result<(Self, PendingWrite)> {
+        let nothing = PendingWrite { copying: None };
+        let mut buffer = Self::alloc(stream, data.len())?;
+        let bytes = buffer.size_bytes();
+        if bytes == 0 {
+            return Ok((buffer, nothing));
+        }
+        let ctx = stream.context();
+        let backend = &ctx.inner.backend;
+        let ptr = match backend.alloc_pinned(bytes) {
+            Ok(Some(ptr)) => ptr,
+            // The emulator: the copy is done when submitted.
+            Ok(None) => {
+                buffer.copy_from_host(stream, data)?;
+                return Ok((buffer, nothing));
+            }
+            Err(f) => return Err(ctx.fail(f, Some(stream))),
+        };
+        let pinned = Pinned {
+            ctx: ctx.clone(),
+            ptr,
+        };
+        // SAFETY: `pinned` is `bytes` bytes of host memory only this function reaches yet.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                crate::buffer::as_bytes(data).as_ptr(),
+                ptr as *mut u8,
+                bytes,
+            );
+        }
+        buffer.uses.order_before(stream, Access::Write)?;
+        // SAFETY: `addr..addr+bytes` is the new buffer's allocation; `pinned` holds the data
+        // and is kept until the copy has ended (below, and in `PendingWrite`).
+        unsafe { backend.write_async(stream.handle(), buffer.addr, ptr, bytes) }
+            .map_err(|f| ctx.fail(f, Some(stream)))?;
+        let ended = |e| {
+            // The copy may be running: it must end before `pinned` is freed.
+            let _ = stream.synchronize();
+            e
+        };
+        let mark = ordering::mark_after(stream).map_err(ended)?;
+        buffer.uses.note(stream, Access::Write, mark.as_ref());
+        let completion = stream.completion().map_err(ended)?;
+        Ok((
+            buffer,
+            PendingWrite {
+                copying: Some((pinned, completion)),
+            },
+        ))
+    }
+
     /// Starts copying the buffer to the host after the work on `stream`, and returns without
     /// waiting for it; [`PendingRead::finish`] gives the elements. See [`crate::staged`].
     ///

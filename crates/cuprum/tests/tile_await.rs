@@ -367,3 +367,60 @@ fn a_copy_to_the_host_at_the_end_does_not_block_the_first_poll() -> Result<(), E
     );
     Ok(())
 }
+
+/// A copy to the device through page-locked memory returns before it has run: queued behind
+/// 30 launches on a GPU, `from_host_pending` gives its buffer while the copy has not ended;
+/// the buffer still holds the data the stream saw. And an awaited chain with a copy to the
+/// device in the middle (`then`, `map`) and one to the host at the end gives the same elements
+/// as plain Rust, on every backend.
+#[test]
+fn copies_to_the_device_under_await_return_before_they_run() -> Result<(), Error> {
+    let gpu = on_gpu()?;
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let n = len(gpu);
+    let rounds = if gpu { 30 } else { 3 };
+    let mut r = rng("copies_to_the_device_under_await_return_before_they_run");
+    let hx: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let hy: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let x = api::from_host(&hx, &[n]).sync_on(&stream)?;
+    let _ = chain(x.dup().sync_on(&stream)?, poisoned(n, &stream)?, 1).sync_on(&stream)?;
+
+    // Queued behind the launches, the copy has not run when `from_host_pending` returns.
+    let ctx = ExecutionContext::new((*stream).clone());
+    let (busy, _spare) =
+        chain(x.dup().sync_on(&stream)?, poisoned(n, &stream)?, rounds).execute(&ctx)?;
+    let (buffer, copying) = cuprum::DeviceBuffer::from_host_pending(&stream, &hy)?;
+    if gpu {
+        assert!(
+            !copying.is_complete(),
+            "the copy to the device had ended when it returned: it waited for {rounds} launches"
+        );
+    }
+    assert_same("the pending copy", &buffer.to_host_vec(&stream)?, &hy);
+    copying.wait()?;
+    assert_same(
+        "the launches before it",
+        &busy.to_host_vec().sync_on(&stream)?,
+        &chain_reference(&hx, rounds),
+    );
+
+    // x * 2 ... (the chain), then + y copied in the middle, then read back.
+    let hy2 = hy.clone();
+    let op = chain(x, poisoned(n, &stream)?, rounds)
+        .then(move |(result, _spare)| api::from_host(&hy2, &[n]).map(move |y| (result, y)))
+        .then(move |(result, y)| {
+            kernels::add(api::full(f32::NAN, &[n]).partition([128]), result, y)
+                .first()
+                .unpartition()
+                .to_host_vec()
+        });
+    let got = futures_block_on(DeviceFuture::on(op, (*stream).clone()))?;
+    let want: Vec<f32> = chain_reference(&hx, rounds)
+        .iter()
+        .zip(&hy)
+        .map(|(a, b)| a + b)
+        .collect();
+    assert_same("the awaited chain", &got, &want);
+    Ok(())
+}

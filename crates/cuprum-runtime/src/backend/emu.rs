@@ -169,6 +169,20 @@ impl Device for EmuDevice {
         }
     }
 
+    unsafe fn write_async(
+        &self,
+        stream: &EmuStream,
+        addr: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract (`src..src+bytes` is readable host memory).
+        unsafe {
+            let data = std::slice::from_raw_parts(src as *const u8, bytes);
+            self.write(stream, addr, data)
+        }
+    }
+
     unsafe fn read(&self, _: &EmuStream, addr: u64, out: &mut [u8]) -> Outcome<()> {
         let len = out.len();
         if len == 0 {

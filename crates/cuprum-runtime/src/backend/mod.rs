@@ -183,6 +183,21 @@ pub(crate) trait Device: Send + Sync {
         dst: u64,
         bytes: usize,
     ) -> Outcome<()>;
+    /// Enqueues a copy of `bytes` bytes from the host memory at `src` to `addr`, after the
+    /// work on `stream`, and returns without waiting for it (the emulator copies at once).
+    ///
+    /// # Safety
+    /// `addr..addr + bytes` is inside a live allocation of this device; `src..src + bytes` is
+    /// host memory from [`alloc_pinned`](Self::alloc_pinned) (any readable host memory on the
+    /// emulator) that nothing writes or frees until the stream's work up to this copy has
+    /// completed.
+    unsafe fn write_async(
+        &self,
+        stream: &Self::Stream,
+        addr: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Outcome<()>;
 
     /// Makes a module of `ir` ready to launch; also returns the cubin when the request's route
     /// made one.
@@ -409,6 +424,19 @@ impl Backend {
     ) -> Outcome<()> {
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.read_async(s, addr, dst, bytes) })
+    }
+
+    /// # Safety
+    /// As [`Device::write_async`].
+    pub(crate) unsafe fn write_async(
+        &self,
+        stream: &StreamHandle,
+        addr: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.write_async(s, addr, src, bytes) })
     }
 
     pub(crate) fn load(

@@ -18,7 +18,7 @@ use cuprum_ir::{Constant, scalar::cast_constant};
 
 use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
-use crate::tile::op::{DeviceOp, ExecutionContext, from_context};
+use crate::tile::op::{Deferred, DeviceOp, ExecutionContext, awaitable, from_context};
 use crate::tile::tensor::{Reshape, Tensor, ToHostVec};
 
 pub use crate::tile::random::{RandNormal, RandUniform};
@@ -107,18 +107,40 @@ pub fn from_host<T: DType>(
     data: &[T],
     shape: &[usize],
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
-    let data = data.to_vec();
-    let shape = shape.to_vec();
-    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, shape))
+    FromHost {
+        data: Arc::new(data.to_vec()),
+        shape: shape.to_vec(),
+    }
 }
 
 /// The rank-1 tensor holding `data`.
 pub fn copy_host_vec_to_device<T: DType>(
     data: &Arc<Vec<T>>,
 ) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
-    let data = data.clone();
-    from_context(move |ctx| Tensor::from_slice(ctx.stream(), &data, vec![data.len()]))
+    FromHost {
+        data: data.clone(),
+        shape: vec![data.len()],
+    }
 }
+
+/// The operation of [`from_host`] and [`copy_host_vec_to_device`]: executed, it returns once
+/// the copy has ended; awaited, its first poll only starts the copy, from page-locked memory
+/// the future keeps until then (see [`op`](crate::tile::op)'s docs on `.await`).
+struct FromHost<T> {
+    data: Arc<Vec<T>>,
+    shape: Vec<usize>,
+}
+
+impl<T: DType> DeviceOp for FromHost<T> {
+    type Output = Tensor<T>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
+        Tensor::from_slice(ctx.stream(), &self.data, self.shape)
+    }
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<Tensor<T>>, Error> {
+        Tensor::from_slice_deferred(ctx.stream(), &self.data, self.shape)
+    }
+}
+awaitable!([T: DType] FromHost<T> => Tensor<T>);
 
 /// A tensor of `shape` with samples uniform in `[0, 1)`, generated on the device from
 /// `seed` (the same seed gives the same tensor; `None` takes a fresh seed each call).

@@ -30,17 +30,18 @@
 //! anything ran. Why a waiter thread and not a host function on the stream
 //! (`cuLaunchHostFunc`): the runtime's `completion` module says.
 //!
-//! A copy to the host at the end of the operation (`to_host_vec`, also as the last step of a
-//! [`then`](DeviceOp::then) chain: `kernel(..).first().unpartition().to_host_vec().await`)
-//! does not block the first poll either: it goes into page-locked host memory that the future
-//! owns (`cuprum_runtime::staged`), and the elements are taken from it when the completion
-//! says the copy has ended. What the first poll still waits for: copies from the host
-//! (`from_host`, `copy_host_vec_to_device`), which finish before the runtime returns from them
-//! so that host memory never has to outlive a call, and so wait for the stream's earlier
-//! work; a copy to the host that a [`map`](DeviceOp::map), [`zip!`] or `shared` takes
-//! further (these give their output within the poll); and a copy to the host in the middle of
-//! a chain, whose output the next step needs. Kernel launches, device-side copies and
-//! allocations do not wait. On the emulator every operation runs to completion when it is
+//! Copies between the host and the device do not block the first poll either (through
+//! [`then`](DeviceOp::then), [`and_then_with_context`](DeviceOp::and_then_with_context),
+//! [`map`](DeviceOp::map), `with_context` and `boxed`): they go through page-locked host
+//! memory that the future owns (`cuprum_runtime::staged`). A copy to the device
+//! (`from_host`, `copy_host_vec_to_device`) gives its tensor at once, for the next steps on
+//! the stream, and the future keeps the copy's host memory until its completion; a copy to the
+//! host at the end (`kernel(..).first().unpartition().to_host_vec().await`) gives its elements
+//! when the completion says the copy has ended. What the first poll still waits for: a copy
+//! to the host in the middle of a chain (the next step needs its elements), and copies inside
+//! [`zip!`] or `shared`, which run as [`execute`](DeviceOp::execute) does (each copy finished
+//! before the call returns, so that host memory never outlives it). Kernel launches,
+//! device-side copies and allocations do not wait. On the emulator every operation runs to completion when it is
 //! submitted, so the first poll is ready.
 //!
 //! A future dropped while its work is running keeps its output (the tensors the work writes)
@@ -109,8 +110,15 @@ impl ExecutionContext {
 pub enum Deferred<O> {
     /// The output.
     Ready(O),
-    /// Gives the output; to be called once the work has completed (it waits otherwise).
-    After(Box<dyn FnOnce() -> Result<O, Error> + Send>),
+    /// The output, usable on the stream now, and what must live until the stream's work has
+    /// completed (the host memory a copy to the device reads; dropping it waits for the copy).
+    Kept(O, Box<dyn Send>),
+    /// Gives the output; to be called once the work has completed (it waits otherwise). The
+    /// list is what must live until then too.
+    After(
+        Box<dyn FnOnce() -> Result<O, Error> + Send>,
+        Vec<Box<dyn Send>>,
+    ),
 }
 
 impl<O> Deferred<O> {
@@ -118,7 +126,40 @@ impl<O> Deferred<O> {
     pub fn finish(self) -> Result<O, Error> {
         match self {
             Deferred::Ready(out) => Ok(out),
-            Deferred::After(finish) => finish(),
+            Deferred::Kept(out, keep) => {
+                drop(keep);
+                Ok(out)
+            }
+            Deferred::After(finish, keep) => {
+                let out = finish();
+                drop(keep);
+                out
+            }
+        }
+    }
+
+    /// The output now, with what must live until the work has completed (`None`: nothing);
+    /// an output still on its way is finished first (it waits).
+    fn now(self) -> Result<(O, Option<Box<dyn Send>>), Error> {
+        match self {
+            Deferred::Ready(out) => Ok((out, None)),
+            Deferred::Kept(out, keep) => Ok((out, Some(keep))),
+            after @ Deferred::After(..) => Ok((after.finish()?, None)),
+        }
+    }
+
+    /// This output, also keeping `keep` (if any) until the work has completed.
+    fn keeping(self, keep: Option<Box<dyn Send>>) -> Deferred<O> {
+        let Some(keep) = keep else {
+            return self;
+        };
+        match self {
+            Deferred::Ready(out) => Deferred::Kept(out, keep),
+            Deferred::Kept(out, mine) => Deferred::Kept(out, Box::new((mine, keep))),
+            Deferred::After(finish, mut kept) => {
+                kept.push(keep);
+                Deferred::After(finish, kept)
+            }
         }
     }
 }
@@ -249,9 +290,9 @@ pub trait DeviceOp:
 /// Later polls submit nothing again. A failure (a refused launch, a kernel that faulted) is
 /// the future's `Err`.
 ///
-/// Kernels, device-side work and a copy to the host at the end of the operation do not block
-/// the first poll; copies from the host (and a copy to the host whose output the operation
-/// takes further) finish within it (see the module docs).
+/// Kernels, device-side work and copies between the host and the device do not block the
+/// first poll, except a copy to the host whose elements a later step needs (see the module
+/// docs).
 /// On the emulator, work is done when submitted, so the first poll is ready. Dropping the
 /// future while its work runs blocks until the work has ended, so that nothing the work uses
 /// is dropped before it.
@@ -549,8 +590,8 @@ where
         self,
         ctx: &ExecutionContext,
     ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
-        let out = self.op.execute(ctx)?;
-        (self.f)(out).execute_deferred(ctx)
+        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
+        Ok((self.f)(out).execute_deferred(ctx)?.keeping(keep))
     }
 }
 awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
@@ -576,8 +617,8 @@ where
         self,
         ctx: &ExecutionContext,
     ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
-        let out = self.op.execute(ctx)?;
-        (self.f)(ctx, out).execute_deferred(ctx)
+        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
+        Ok((self.f)(ctx, out).execute_deferred(ctx)?.keeping(keep))
     }
 }
 awaitable!([A, B, F] AndThenWithContext<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
@@ -597,6 +638,10 @@ where
     type Output = O;
     fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
         Ok((self.f)(self.op.execute(ctx)?))
+    }
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<O>, Error> {
+        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
+        Ok(Deferred::Ready((self.f)(out)).keeping(keep))
     }
 }
 awaitable!([A, O, F] Map<A, F> => O, where A: DeviceOp, O: Send, F: FnOnce(<A as DeviceOp>::Output) -> O + Send);

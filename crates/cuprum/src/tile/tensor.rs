@@ -123,6 +123,28 @@ impl<T: DType> Tensor<T> {
         Self::from_buffer(DeviceBuffer::from_host(stream, data)?, shape)
     }
 
+    /// [`from_slice`](Self::from_slice) whose copy may still run when it returns (see
+    /// `cuprum_runtime::staged`): the tensor can be used on `stream` at once, and the
+    /// `Deferred` keeps the copy's host memory until the stream's work has completed.
+    pub(crate) fn from_slice_deferred(
+        stream: &Stream,
+        data: &[T],
+        shape: Vec<usize>,
+    ) -> Result<Deferred<Self>, Error> {
+        if element_count(&shape) != Some(data.len()) {
+            return Err(TensorError::HostLength {
+                len: data.len(),
+                shape,
+            }
+            .into());
+        }
+        let (buffer, copying) = DeviceBuffer::from_host_pending(stream, data)?;
+        Ok(Deferred::Kept(
+            Self::from_buffer(buffer, shape)?,
+            Box::new(copying),
+        ))
+    }
+
     /// The size along each axis.
     pub fn shape(&self) -> &[usize] {
         &self.shape
@@ -229,9 +251,10 @@ impl<T: DType> Tensor<T> {
     pub(crate) fn read_deferred_on(&self, stream: &Stream) -> Result<Deferred<Vec<T>>, Error> {
         let pending = self.storage.read_pending(stream)?;
         let view = self.geometry();
-        Ok(Deferred::After(Box::new(move || {
-            Ok(view.gather(pending.finish()?))
-        })))
+        Ok(Deferred::After(
+            Box::new(move || Ok(view.gather(pending.finish()?))),
+            Vec::new(),
+        ))
     }
 
     /// Where the view's elements lie in its allocation.

@@ -131,6 +131,28 @@ impl CudaDevice {
         }
     }
 
+    /// Enqueues a copy of `bytes` bytes from the pinned host memory at `src` to device `dst`
+    /// on `stream`, and returns without waiting for it.
+    ///
+    /// # Safety
+    /// `dst..dst+bytes` must be a live device allocation of this context, and `src..src+bytes`
+    /// pinned memory from [`allocate_pinned`](Self::allocate_pinned) that nothing writes or
+    /// frees until the stream's work up to this copy has completed.
+    pub(crate) unsafe fn copy_htod_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &CudaStream,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: the caller's contract; the slice lives as long as the pinned allocation.
+        unsafe {
+            let data = std::slice::from_raw_parts(src as *const u8, bytes);
+            result::memcpy_htod_async(dst, data, stream.raw).map_err(fail("cuMemcpyHtoDAsync"))
+        }
+    }
+
     /// Copies device bytes to device bytes, ordered on `stream` (asynchronous).
     ///
     /// # Safety

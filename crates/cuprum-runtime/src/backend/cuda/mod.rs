@@ -269,6 +269,17 @@ impl Device for CudaDevice {
         Ok(unsafe { self.copy_dtoh_async(dst, addr, bytes, stream) }?)
     }
 
+    unsafe fn write_async(
+        &self,
+        stream: &CudaStream,
+        addr: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
+        // SAFETY: the caller's contract.
+        Ok(unsafe { self.copy_htod_async(addr, src, bytes, stream) }?)
+    }
+
     unsafe fn copy(&self, stream: &CudaStream, dst: u64, src: u64, bytes: usize) -> Outcome<()> {
         // SAFETY: the caller's contract.
         Ok(unsafe { self.copy_dtod(dst, src, bytes, stream) }?)
