@@ -27,7 +27,7 @@ use crate::buffer::{DeviceBuffer, DeviceCopy};
 use crate::completion::Completion;
 use crate::context::{CudaContext, Stream};
 use crate::error::Result;
-use crate::ordering::{self, Access};
+use crate::ordering::{self, Access, BufferUses};
 
 /// A copy of a buffer to the host that may still be running. See the module docs.
 pub struct PendingRead<T: DeviceCopy> {
@@ -220,14 +220,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // and is kept until the copy has ended (below, and in `PendingWrite`).
         unsafe { backend.write_async(stream.handle(), buffer.addr, ptr, bytes) }
             .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let ended = |e| {
-            // The copy may be running: it must end before `pinned` is freed.
-            let _ = stream.synchronize();
-            e
-        };
-        let mark = ordering::mark_after(stream).map_err(ended)?;
-        buffer.uses.note(stream, Access::Write, mark.as_ref());
-        let completion = stream.completion().map_err(ended)?;
+        let completion = copy_enqueued(&buffer.uses, stream, Access::Write)?;
         Ok((
             buffer,
             PendingWrite {
@@ -283,14 +276,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // in `PendingRead`'s `finish` and `Drop`).
         unsafe { backend.read_async(stream.handle(), self.addr, ptr, bytes) }
             .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let ended = |e| {
-            // The copy may be running: it must end before `pinned` is freed.
-            let _ = stream.synchronize();
-            e
-        };
-        let mark = ordering::mark_after(stream).map_err(ended)?;
-        self.uses.note(stream, Access::Read, mark.as_ref());
-        let completion = stream.completion().map_err(ended)?;
+        let completion = copy_enqueued(&self.uses, stream, Access::Read)?;
         Ok(PendingRead {
             state: State::Copying {
                 pinned,
@@ -299,4 +285,18 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             },
         })
     }
+}
+
+/// After a copy through pinned memory has been enqueued on `stream`: notes the buffer's use
+/// (`access`) for the runtime's ordering and gives the completion the pinned memory must be
+/// kept until. On failure it waits for the stream first, since the copy may be running and
+/// the caller then frees the memory.
+fn copy_enqueued(uses: &BufferUses, stream: &Stream, access: Access) -> Result<Completion> {
+    let ended = |e| {
+        let _ = stream.synchronize();
+        e
+    };
+    let mark = ordering::mark_after(stream).map_err(ended)?;
+    uses.note(stream, access, mark.as_ref());
+    stream.completion().map_err(ended)
 }
