@@ -261,9 +261,7 @@ pub trait DeviceOp:
     where
         Self: 'static,
     {
-        BoxedDeviceOp {
-            run: Box::new(move |ctx| self.execute_deferred(ctx)),
-        }
+        BoxedDeviceOp { op: Box::new(self) }
     }
 
     /// A clonable operation that runs this one at most once: the first clone executed runs
@@ -681,19 +679,35 @@ awaitable!([A: DeviceOp<Output: Sync>] ArcOp<A> => Arc<<A as DeviceOp>::Output>)
 
 /// A type-erased operation (see [`DeviceOp::boxed`]).
 pub struct BoxedDeviceOp<T: Send> {
-    run: RunDeferred<T>,
+    op: Box<dyn ErasedOp<T>>,
 }
 
-/// An operation's work, type-erased, its output possibly deferred.
-type RunDeferred<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<Deferred<T>, Error> + Send>;
+/// An operation behind a box, run either way ([`DeviceOp::execute`] or
+/// [`DeviceOp::execute_deferred`]), so that boxing changes neither.
+trait ErasedOp<T>: Send {
+    fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<T, Error>;
+    fn run_deferred(self: Box<Self>, ctx: &ExecutionContext) -> Result<Deferred<T>, Error>;
+}
+
+impl<D: DeviceOp> ErasedOp<<D as DeviceOp>::Output> for D {
+    fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
+        (*self).execute(ctx)
+    }
+    fn run_deferred(
+        self: Box<Self>,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<<D as DeviceOp>::Output>, Error> {
+        (*self).execute_deferred(ctx)
+    }
+}
 
 impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
     type Output = T;
     fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
-        (self.run)(ctx)?.finish()
+        self.op.run(ctx)
     }
     fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<T>, Error> {
-        (self.run)(ctx)
+        self.op.run_deferred(ctx)
     }
 }
 awaitable!([T: Send] BoxedDeviceOp<T> => T);
