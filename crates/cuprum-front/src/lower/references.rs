@@ -44,7 +44,13 @@ impl Lowerer<'_> {
                 op: syn::UnOp::Deref(_),
                 expr,
                 ..
-            }) => self.place_binding(expr),
+            }) => match self.place_binding(expr)? {
+                // `&*cell_ptr`: the atomic cell, in `unsafe` code only.
+                Binding::Val(v @ Val::AtomicCell { ptr: true, .. }) => {
+                    Ok(Binding::Val(self.deref_cell_pointer(v, e.span())?))
+                }
+                place => Ok(place),
+            },
             syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p
                     .path
