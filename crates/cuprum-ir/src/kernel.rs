@@ -1090,6 +1090,32 @@ pub enum AtomicOp {
     Xor,
 }
 
+impl AtomicOp {
+    /// Every operation, for the tests that cover them all.
+    pub const ALL: [AtomicOp; 9] = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::Exchange,
+        AtomicOp::CompareExchange,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+    ];
+
+    /// Whether the operation exists on elements of type `ty`: every one on integers, only
+    /// `Add`, `Exchange` and `CompareExchange` on floats (the one statement of that rule, which
+    /// the validator, the front end and the tests ask).
+    pub fn applies_to(self, ty: ScalarType) -> bool {
+        !ty.is_float()
+            || matches!(
+                self,
+                AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
+            )
+    }
+}
+
 /// How [`Op::Shuffle`] chooses the lane to read from.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShuffleMode {

@@ -182,12 +182,7 @@ pub fn result_type(
                 None if !is_cas => {}
                 _ => return Err("compare operand present exactly for CompareExchange".into()),
             }
-            if t.is_float()
-                && !matches!(
-                    op,
-                    AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
-                )
-            {
+            if !op.applies_to(t) {
                 return Err(format!("atomic {op:?} on float"));
             }
             t

@@ -27,25 +27,14 @@ fn kernel(ty: S) -> cuprum_ir::Module {
         ty,
         if ty.is_float() { 0 } else { 1 },
     ));
-    let ops: &[AtomicOp] = if ty.is_float() {
-        &[AtomicOp::Add, AtomicOp::Exchange, AtomicOp::CompareExchange]
-    } else {
-        &[
-            AtomicOp::Add,
-            AtomicOp::Sub,
-            AtomicOp::Min,
-            AtomicOp::Max,
-            AtomicOp::Exchange,
-            AtomicOp::CompareExchange,
-            AtomicOp::And,
-            AtomicOp::Or,
-            AtomicOp::Xor,
-        ]
-    };
+    let ops: Vec<AtomicOp> = AtomicOp::ALL
+        .into_iter()
+        .filter(|op| op.applies_to(ty))
+        .collect();
     for (space, addr) in [(AddressSpace::Global, g), (AddressSpace::Shared, s)] {
         for scope in SCOPES {
             for order in MemOrder::ALL {
-                for &op in ops {
+                for &op in &ops {
                     let compare = (op == AtomicOp::CompareExchange).then_some(one);
                     k.op(Op::Atomic {
                         op,

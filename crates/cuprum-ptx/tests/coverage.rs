@@ -177,17 +177,7 @@ fn every_atomic() {
         len: 4,
     });
     let shared = k.k.op(Op::SharedAddr(sh));
-    let ops = [
-        AtomicOp::Add,
-        AtomicOp::Sub,
-        AtomicOp::Min,
-        AtomicOp::Max,
-        AtomicOp::Exchange,
-        AtomicOp::CompareExchange,
-        AtomicOp::And,
-        AtomicOp::Or,
-        AtomicOp::Xor,
-    ];
+    let ops = AtomicOp::ALL;
     let scopes = [Scope::Block, Scope::Device, Scope::System];
     for (n, ty) in [S::I32, S::U32, S::I64, S::U64, S::F32, S::F64]
         .into_iter()
@@ -196,12 +186,7 @@ fn every_atomic() {
         let value = k.input(ty);
         let compare = k.input(ty);
         for op in ops {
-            if ty.is_float()
-                && !matches!(
-                    op,
-                    AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
-                )
-            {
+            if !op.applies_to(ty) {
                 continue;
             }
             for space in [AddressSpace::Global, AddressSpace::Shared] {

@@ -476,12 +476,7 @@ impl Lowerer<'_> {
         elem: S,
         span: Span,
     ) -> Result<Val> {
-        if elem.is_float()
-            && !matches!(
-                op,
-                AtomicOp::Add | AtomicOp::Exchange | AtomicOp::CompareExchange
-            )
-        {
+        if !op.applies_to(elem) {
             return err(
                 span,
                 format!(
