@@ -9,7 +9,7 @@
 //! reads, defines and does; "How to add a statement" in `ARCHITECTURE.md` lists the rest.
 
 use crate::kernel::{
-    AddressSpace, BinaryOp, Block, MbarrierOp, MemOrder, Op, Stmt, TrapKind, Value,
+    AddressSpace, BinaryOp, Block, Kernel, MbarrierOp, MemOrder, Module, Op, Stmt, TrapKind, Value,
 };
 use crate::types::ScalarType;
 
@@ -79,6 +79,10 @@ pub struct Effects {
     pub prints: bool,
     /// It carries nested blocks ([`Stmt::nested`]).
     pub control: bool,
+    /// It exists only on the architecture-specific target of its GPU generation (`sm_90a`:
+    /// `wgmma`, `setmaxnreg`), which runs on that one compute capability and no later one.
+    /// A module with such a statement is written for that target ([`Module::needs_arch_specific`]).
+    pub arch_specific: bool,
 }
 
 impl Effects {
@@ -687,5 +691,28 @@ impl Block {
     /// at its top level).
     pub fn always_exits(&self) -> bool {
         self.stmts.iter().any(Stmt::is_terminator)
+    }
+}
+
+impl Kernel {
+    /// Whether some statement of the kernel exists only on an architecture-specific target
+    /// ([`Effects::arch_specific`]).
+    pub fn needs_arch_specific(&self) -> bool {
+        fn in_block(block: &Block) -> bool {
+            block
+                .stmts
+                .iter()
+                .any(|s| s.effects(|| false).arch_specific || s.nested().any(in_block))
+        }
+        in_block(&self.body)
+    }
+}
+
+impl Module {
+    /// Whether some kernel of the module needs an architecture-specific target
+    /// ([`Kernel::needs_arch_specific`]), so the whole module must be written for it
+    /// (`sm_90a`).
+    pub fn needs_arch_specific(&self) -> bool {
+        self.kernels.iter().any(Kernel::needs_arch_specific)
     }
 }

@@ -61,8 +61,13 @@ use cuprum_ir::{Kernel, Module, Op, ParamKind, Stmt, UnaryOp, ValidationError, v
 pub enum Target {
     /// Ampere (A100 and later): `sm_80`.
     Sm80,
-    /// Hopper (H100, H200): `sm_90`.
+    /// Hopper (H100, H200): `sm_90`, which later GPUs also run (the driver JITs it).
     Sm90,
+    /// Hopper's architecture-specific target `sm_90a`: `sm_90` plus the instructions that
+    /// exist on compute capability 9.0 only (`wgmma`, `setmaxnreg`). Code for it runs on 9.0
+    /// and on no other GPU, so it is chosen only for modules that need it
+    /// ([`Target::for_module`]).
+    Sm90a,
 }
 
 impl Target {
@@ -71,11 +76,17 @@ impl Target {
         match self {
             Target::Sm80 => "sm_80",
             Target::Sm90 => "sm_90",
+            Target::Sm90a => "sm_90a",
         }
     }
 
-    /// The best target for a device of compute capability `major.minor`: `Sm90` from 9.0,
-    /// `Sm80` from 8.0, `None` below (those GPUs are not supported).
+    /// Whether the target has the architecture-specific instructions of its generation.
+    pub fn is_arch_specific(self) -> bool {
+        self == Target::Sm90a
+    }
+
+    /// The best portable target for a device of compute capability `major.minor`: `Sm90`
+    /// from 9.0, `Sm80` from 8.0, `None` below (those GPUs are not supported).
     pub fn from_compute_capability(major: u32, minor: u32) -> Option<Target> {
         match (major, minor) {
             (m, _) if m >= 9 => Some(Target::Sm90),
@@ -83,6 +94,53 @@ impl Target {
             _ => None,
         }
     }
+
+    /// The target to write `module` for on a device of compute capability `major.minor`:
+    /// the portable one ([`Target::from_compute_capability`]) unless the module uses an
+    /// architecture-specific statement ([`Module::needs_arch_specific`]), which only
+    /// compute capability 9.0 runs, as `sm_90a`.
+    pub fn for_module(module: &Module, major: u32, minor: u32) -> Result<Target, TargetError> {
+        let portable =
+            Target::from_compute_capability(major, minor).ok_or(TargetError::TooOld {
+                compute_capability: (major, minor),
+            })?;
+        if !module.needs_arch_specific() {
+            return Ok(portable);
+        }
+        if (major, minor) == (9, 0) {
+            Ok(Target::Sm90a)
+        } else {
+            Err(TargetError::NeedsSm90a {
+                compute_capability: (major, minor),
+            })
+        }
+    }
+}
+
+/// Why no target can run a module on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// The device predates `sm_80`.
+    #[error(
+        "compute capability {}.{} is older than 8.0 (sm_80, Ampere), the oldest cuprum writes code for",
+        compute_capability.0, compute_capability.1
+    )]
+    TooOld {
+        /// The device's compute capability.
+        compute_capability: (u32, u32),
+    },
+    /// The module uses Hopper's architecture-specific instructions (`wgmma`, `setmaxnreg`),
+    /// which exist on compute capability 9.0 only.
+    #[error(
+        "the module uses Hopper-only instructions (wgmma or setmaxnreg: target sm_90a), which \
+         run on compute capability 9.0 only, not on {}.{}; write the kernel without them for \
+         this GPU, or run it on an H100/H200 or the emulator",
+        compute_capability.0, compute_capability.1
+    )]
+    NeedsSm90a {
+        /// The device's compute capability.
+        compute_capability: (u32, u32),
+    },
 }
 
 /// Why a module could not be written as PTX.
@@ -135,6 +193,17 @@ pub fn machine_params(kernel: &Kernel) -> Vec<MachineParam> {
 /// Writes `module` as one PTX module for `target`, after validating it.
 pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError> {
     validate_module(module)?;
+    if !target.is_arch_specific()
+        && let Some(kernel) = module.kernels.iter().find(|k| k.needs_arch_specific())
+    {
+        return Err(PtxError::Unsupported {
+            kernel: kernel.name.clone(),
+            what: format!(
+                "an sm_90a-only instruction (wgmma, setmaxnreg) on target {}",
+                target.name()
+            ),
+        });
+    }
     let mut out = String::with_capacity(4096);
     let _ = write!(
         out,

@@ -26,24 +26,24 @@ pub(crate) struct CudaProgram {
     pub(crate) machine_sizes: Vec<Vec<u32>>,
 }
 
-/// The PTX target for a device, or why the device cannot run cuprum's code.
-fn target_for(limits: &DeviceLimits) -> Result<cuprum_ptx::Target> {
+/// The PTX target for `module` on a device, or why the device cannot run it: the portable
+/// target of its generation, or `sm_90a` for a module with Hopper-only instructions.
+fn target_for(limits: &DeviceLimits, module: &cuprum_ir::Module) -> Result<cuprum_ptx::Target> {
     let (major, minor) = limits.compute_capability;
-    if let Some(target) = cuprum_ptx::Target::from_compute_capability(major, minor) {
-        return Ok(target);
-    }
-    // PTX is forward compatible: newer architectures JIT the newest target we write.
-    match major {
-        8 => Ok(cuprum_ptx::Target::Sm80),
-        m if m >= 9 => Ok(cuprum_ptx::Target::Sm90),
-        _ => Err(Error::UnsupportedDevice {
+    cuprum_ptx::Target::for_module(module, major, minor).map_err(|e| match e {
+        cuprum_ptx::TargetError::TooOld { .. } => Error::UnsupportedDevice {
             device: limits.name.clone(),
             compute_capability: (major, minor),
             reason: "cuprum needs compute capability 8.0 (sm_80, Ampere) or newer; run on a \
                      newer GPU, or set CUPRUM_DEVICE=emu to use the CPU emulator"
                 .to_owned(),
-        }),
-    }
+        },
+        cuprum_ptx::TargetError::NeedsSm90a { .. } => Error::UnsupportedDevice {
+            device: limits.name.clone(),
+            compute_capability: (major, minor),
+            reason: e.to_string(),
+        },
+    })
 }
 
 /// The number of PTX parameters an IR kernel's parameters expand to.
@@ -87,7 +87,7 @@ impl CudaDevice {
         ir: &Arc<cuprum_ir::Module>,
         request: LoadRequest<'_>,
     ) -> Result<(CudaProgram, Option<Vec<u8>>)> {
-        let target = target_for(request.limits)?;
+        let target = target_for(request.limits, ir)?;
         let from_ir = request.ptx_override.is_none();
         let ptx = match request.ptx_override {
             Some(ptx) => ptx,
