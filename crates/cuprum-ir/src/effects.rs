@@ -493,6 +493,22 @@ impl Stmt {
         }
     }
 
+    /// The address operand of the statement's plain memory access ([`Stmt::access`]), to
+    /// rewrite: the same statements, so the two cannot disagree.
+    pub fn access_addr_mut(&mut self) -> Option<&mut Value> {
+        match self {
+            Stmt::Def {
+                op: Op::Load { addr, .. } | Op::Atomic { addr, .. } | Op::AtomicLoad { addr, .. },
+                ..
+            }
+            | Stmt::AtomicStore { addr, .. }
+            | Stmt::Store { addr, .. }
+            | Stmt::VectorLoad { addr, .. }
+            | Stmt::VectorStore { addr, .. } => Some(addr),
+            _ => None,
+        }
+    }
+
     /// The blocks nested in the statement, in program order.
     pub fn nested(&self) -> impl Iterator<Item = &Block> {
         let (a, b) = match self {

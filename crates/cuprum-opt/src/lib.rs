@@ -27,6 +27,7 @@
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | once more, on what promotion exposed |
 //! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
 //! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
+//! | [`strength`] | addresses computed from a loop's counter become pointers advanced with it |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
@@ -61,6 +62,7 @@ pub mod hoist;
 mod ir;
 pub mod narrow;
 pub mod promote;
+pub mod strength;
 pub mod trace;
 pub mod unroll;
 pub mod unroll_dynamic;
@@ -108,6 +110,7 @@ pub const PASSES: &[Pass] = &[
     pass("cse", |k, _| cse::run(k)),
     pass("checks", checks::run_with),
     pass("vectorize", vectorize::run_with),
+    pass("strength", strength::run_with),
     pass("dce", |k, _| dce::run(k)),
 ];
 

@@ -118,6 +118,49 @@ pub(crate) struct KernelWriter<'k> {
     pub(crate) printf_args_size: u32,
     /// The `F32`/`F64` values defined as the constant `1.0`: `1.0 / x` is `rcp.rn`.
     pub(crate) float_ones: std::collections::HashSet<Value>,
+    /// Addresses defined as another value plus a small constant, written `[base+offset]`.
+    offset_addresses: std::collections::HashMap<Value, (Value, i64)>,
+}
+
+/// The most an address operand's constant offset may be (either sign): PTX takes any 32-bit
+/// offset, and ptxas folds those of this size into the instruction.
+const MAX_ADDRESS_OFFSET: i64 = 1 << 23;
+
+/// The integer values `kernel` defines as another value plus a small constant (`Add` of a
+/// `U32` or `U64` with a constant operand), as `(base, offset)`: a load or store at such an
+/// address is written `[base+offset]`, which is the same address in the type's wrapping
+/// arithmetic, and ptxas then keeps one register for many accesses at offsets from it.
+fn offset_addresses(kernel: &Kernel) -> std::collections::HashMap<Value, (Value, i64)> {
+    let mut consts = std::collections::HashMap::new();
+    let mut out = std::collections::HashMap::new();
+    kernel.body.visit(&mut |s| {
+        let cuprum_ir::Stmt::Def { value, op } = s else {
+            return;
+        };
+        match op {
+            cuprum_ir::Op::Const(c) => {
+                let signed = match c.ty {
+                    ScalarType::U32 => Some(i64::from(c.bits as u32 as i32)),
+                    ScalarType::U64 => Some(c.bits as i64),
+                    _ => None,
+                };
+                if let Some(k) =
+                    signed.filter(|k| k.unsigned_abs() < MAX_ADDRESS_OFFSET.unsigned_abs())
+                {
+                    consts.insert(*value, k);
+                }
+            }
+            cuprum_ir::Op::Binary(cuprum_ir::BinaryOp::Add, a, b) => {
+                if let Some(&k) = consts.get(b) {
+                    out.insert(*value, (*a, k));
+                } else if let Some(&k) = consts.get(a) {
+                    out.insert(*value, (*b, k));
+                }
+            }
+            _ => {}
+        }
+    });
+    out
 }
 
 /// The values `kernel` defines as the float constant `1.0`.
@@ -178,6 +221,7 @@ pub(crate) fn write_kernel(
         next_label: 0,
         loops: Vec::new(),
         exact_masks: crate::control::needs_exact_masks(&kernel.body),
+        offset_addresses: offset_addresses(kernel),
         mask: WarpMask::Full,
         format_strings: Vec::new(),
         printf_args_size: 0,
@@ -510,9 +554,19 @@ impl<'k> KernelWriter<'k> {
         }
     }
 
+    /// The address operand of a load or store at `addr`, without its brackets: `%r` or
+    /// `%r+16` ([`offset_addresses`]).
+    fn address_operand(&self, addr: Value) -> String {
+        match self.offset_addresses.get(&addr) {
+            Some(&(base, offset)) if offset != 0 => format!("{}+{offset}", self.reg(base)),
+            Some(&(base, _)) => self.reg(base).to_string(),
+            None => self.reg(addr).to_string(),
+        }
+    }
+
     pub(crate) fn load(&mut self, d: Reg, space: AddressSpace, ty: ScalarType, addr: Value) {
         let (a, sp, nc) = (
-            self.reg(addr),
+            self.address_operand(addr),
             space_name(space),
             self.non_coherent(space, addr),
         );
@@ -542,7 +596,7 @@ impl<'k> KernelWriter<'k> {
 
     fn vector_load(&mut self, space: AddressSpace, ty: ScalarType, addr: Value, d: &[Value]) {
         let (a, sp, nc) = (
-            self.reg(addr),
+            self.address_operand(addr),
             space_name(space),
             self.non_coherent(space, addr),
         );
@@ -554,13 +608,17 @@ impl<'k> KernelWriter<'k> {
         let Some(&first) = values.first() else {
             return;
         };
-        let (a, sp, ty) = (self.reg(addr), space_name(space), self.ty(first));
+        let (a, sp, ty) = (
+            self.address_operand(addr),
+            space_name(space),
+            self.ty(first),
+        );
         let (n, list) = (values.len(), self.vector_operand(values));
         ins!(self, "st.{sp}.v{n}.{} [{a}], {list}", store_type(ty));
     }
 
     fn store(&mut self, space: AddressSpace, addr: Value, value: Value) {
-        let (a, v, ty) = (self.reg(addr), self.reg(value), self.ty(value));
+        let (a, v, ty) = (self.address_operand(addr), self.reg(value), self.ty(value));
         let sp = space_name(space);
         if ty == ScalarType::Bool {
             let t = self.tmp(Class::B32);
