@@ -253,6 +253,12 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                     self.inner.ptx()
                 }
 
+                /// ptxas's warnings and notes from compiling this module in this process
+                /// (empty when it came from the compile cache, and on the emulator).
+                pub fn jit_log(&self) -> &str {
+                    self.inner.jit_log()
+                }
+
                 /// The context the module is loaded on.
                 pub fn context(&self) -> &::cuprum::CudaContext {
                     self.inner.context()

@@ -259,6 +259,23 @@ impl LoadedModule {
         self.backend.ptx()
     }
 
+    /// What the driver's JIT (ptxas) wrote when it compiled this module in this process:
+    /// its warnings and notes, empty when the module came from the compile cache as a cubin
+    /// (load it with `ModuleRoute::Jit` to see them) and on the emulator.
+    pub fn jit_log(&self) -> &str {
+        self.backend.compile_log()
+    }
+
+    /// ptxas's performance warnings in [`jit_log`](Self::jit_log): the lines naming a
+    /// warning code (`C7510`: `wgmma` serialized; `C7508`: `setmaxnreg` ignored; ...). A
+    /// Hopper kernel's test asserts this is empty.
+    pub fn jit_warnings(&self) -> Vec<&str> {
+        self.jit_log()
+            .lines()
+            .filter(|line| line.contains("warning") || line.contains("(C7"))
+            .collect()
+    }
+
     /// The IR this module was loaded from.
     pub fn ir(&self) -> &Arc<cuprum_ir::Module> {
         &self.ir

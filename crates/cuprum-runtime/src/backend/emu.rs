@@ -217,6 +217,10 @@ impl Device for EmuDevice {
         None
     }
 
+    fn compile_log(_: &EmuModule) -> &str {
+        ""
+    }
+
     /// Runs the kernel to completion; its failures are [`Failure::Ran`].
     unsafe fn launch(
         &self,

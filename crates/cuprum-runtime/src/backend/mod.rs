@@ -211,6 +211,9 @@ pub(crate) trait Device: Send + Sync {
     fn resources(&self, module: &Self::Module, index: usize) -> Option<KernelUse>;
     /// The PTX text the module was loaded from, where there is one.
     fn ptx(module: &Self::Module) -> Option<&str>;
+    /// What the device's compiler wrote about the module when this process compiled it
+    /// (warnings and notes; empty when it loaded without compiling or there is none).
+    fn compile_log(module: &Self::Module) -> &str;
     /// Launches a kernel whose arguments and configuration have been checked.
     ///
     /// # Safety
@@ -486,6 +489,14 @@ impl ModuleHandle {
         match self {
             Self::Cuda(m) => <cuda::CudaDevice as Device>::ptx(m),
             Self::Emu(m) => <emu::EmuDevice as Device>::ptx(m),
+        }
+    }
+
+    /// What the device's compiler wrote about the module ([`Device::compile_log`]).
+    pub(crate) fn compile_log(&self) -> &str {
+        match self {
+            Self::Cuda(m) => <cuda::CudaDevice as Device>::compile_log(m),
+            Self::Emu(m) => <emu::EmuDevice as Device>::compile_log(m),
         }
     }
 }

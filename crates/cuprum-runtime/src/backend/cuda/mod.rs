@@ -301,6 +301,10 @@ impl Device for CudaDevice {
         Some(&module.ptx)
     }
 
+    fn compile_log(module: &CudaProgram) -> &str {
+        &module.module.jit_log
+    }
+
     unsafe fn launch(
         &self,
         module: &CudaProgram,

@@ -45,13 +45,18 @@ impl CudaDevice {
     unsafe fn load_image(&self, image: *const c_void, names: &[&str]) -> Result<CudaModule, Error> {
         self.bind().map_err(|f| f.into_error(None))?;
         let mut error_log = vec![0u8; LOG_SIZE];
+        let mut info_log = vec![0u8; LOG_SIZE];
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
         ];
         // The driver reads option values by value; sizes travel in the pointer itself.
-        let mut values: [*mut c_void; 2] = [
+        let mut values: [*mut c_void; 4] = [
             error_log.as_mut_ptr().cast::<c_void>(),
+            LOG_SIZE as *mut c_void,
+            info_log.as_mut_ptr().cast::<c_void>(),
             LOG_SIZE as *mut c_void,
         ];
         let mut module: sys::CUmodule = std::ptr::null_mut();
@@ -80,10 +85,18 @@ impl CudaDevice {
                 log: log_text(&error_log),
             });
         }
+        // ptxas's warnings go to the error log even when the load succeeds; its notes to the
+        // info log. Both are kept, warnings first.
+        let jit_log = [log_text(&error_log), log_text(&info_log)]
+            .into_iter()
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
         let mut cuda_module = CudaModule {
             raw: module,
             ctx: self.ctx,
             functions: Vec::with_capacity(names.len()),
+            jit_log,
         };
         for name in names {
             let cname = CString::new(*name).map_err(|_| Error::KernelNotFound {
@@ -338,6 +351,9 @@ pub(crate) struct CudaModule {
     raw: sys::CUmodule,
     ctx: sys::CUcontext,
     pub(crate) functions: Vec<CudaFunction>,
+    /// What the driver's JIT wrote about this module when it compiled it (ptxas's warnings
+    /// and notes); empty for a cubin, which loads without compiling.
+    pub(crate) jit_log: String,
 }
 
 // SAFETY: module and function handles may be used from any thread.
