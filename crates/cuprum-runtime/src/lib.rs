@@ -37,6 +37,7 @@ pub mod limits;
 mod ordering;
 pub mod oxide;
 pub mod staged;
+pub mod sys;
 pub mod tensor_map;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
