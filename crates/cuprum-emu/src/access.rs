@@ -128,8 +128,72 @@ impl Ctx<'_, '_> {
                 address: u64::from(offset),
                 kind,
             },
+            SharedFault::Pending { offset, pending } => {
+                let issuer = self.launch.thread_coords(pending.issuer);
+                let message = if pending.load {
+                    format!(
+                        "this thread touches the destination of a TMA load thread {issuer:?} \
+                         issued, before observing the completion of the mbarrier phase its \
+                         bytes complete on (wait on that barrier's phase first, with the right \
+                         parity)"
+                    )
+                } else {
+                    format!(
+                        "this thread writes the source of a TMA store thread {issuer:?} issued \
+                         before a `cp_async_bulk_wait_group_read` covering the store"
+                    )
+                };
+                EmuError::AsyncProxyRace {
+                    kernel,
+                    block,
+                    thread: self.thread(lane),
+                    address: u64::from(offset),
+                    message,
+                }
+            }
+            SharedFault::Agent {
+                offset,
+                thread,
+                agent_first,
+            } => EmuError::AsyncProxyRace {
+                kernel,
+                block,
+                thread: self.launch.thread_coords(thread),
+                address: u64::from(offset),
+                message: if agent_first {
+                    "a TMA load wrote these bytes, and nothing orders this thread's access \
+                     after them (observe the load's mbarrier phase, or synchronise with a \
+                     thread that did)"
+                        .into()
+                } else {
+                    "a TMA copy wrote or read these bytes, which this thread accessed with \
+                     nothing ordering its access before the copy was issued (an mbarrier phase \
+                     or a barrier between them)"
+                        .into()
+                },
+            },
+            SharedFault::NoProxyFence { offset, writer } => EmuError::MissingProxyFence {
+                kernel,
+                block,
+                thread: self.thread(lane),
+                writer: self.launch.thread_coords(writer),
+                address: u64::from(offset),
+            },
         }
     }
+}
+
+/// The error of `lane`'s shared access fault `f` (see `Ctx::shared_fault`).
+#[cold]
+pub(crate) fn shared_error(
+    ctx: Ctx,
+    f: SharedFault,
+    lane: u32,
+    addr: u64,
+    size: u32,
+    access: AccessKind,
+) -> EmuError {
+    ctx.shared_fault(f, lane, addr, size, access)
 }
 
 /// The memory one warp may touch besides global memory: the block's shared memory, this

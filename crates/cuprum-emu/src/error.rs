@@ -422,6 +422,67 @@ pub enum EmuError {
         message: String,
     },
 
+    /// The tensor memory accelerator and a thread's ordinary accesses of shared memory
+    /// conflict: a thread touched the destination of a TMA load before observing the
+    /// mbarrier phase its bytes complete on, wrote the source of a TMA store before a
+    /// `cp.async.bulk.wait_group.read` covering the store, touched bytes the TMA wrote with
+    /// nothing ordering its access after theirs, or a TMA load overwrote bytes a thread
+    /// accessed with nothing ordering that access before the load's issue. On the GPU the
+    /// thread sees old or half-written data.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: shared-memory race with the \
+         tensor memory accelerator at offset {address:#x}: {message}"
+    )]
+    AsyncProxyRace {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread (`blockIdx`).
+        block: Dim3,
+        /// The thread whose access conflicts (`threadIdx`).
+        thread: Dim3,
+        /// The byte offset into the block's shared memory.
+        address: u64,
+        /// Which copy, and what orders the access correctly.
+        message: String,
+    },
+
+    /// A TMA store read shared memory that a thread wrote through the generic proxy
+    /// (ordinary stores) with no `fence.proxy.async` after the write, by the writer or by
+    /// the issuing thread: on the GPU the TMA may read stale bytes.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: TMA store reads shared offset \
+         {address:#x}, which thread {writer:?} wrote with no `fence.proxy.async` since (call \
+         `fence_proxy_async()` after writing the tile and before the barrier that precedes \
+         the store)"
+    )]
+    MissingProxyFence {
+        /// The kernel's name.
+        kernel: String,
+        /// The block (`blockIdx`).
+        block: Dim3,
+        /// The thread that issued the store (`threadIdx`).
+        thread: Dim3,
+        /// The thread that wrote the byte (`threadIdx`).
+        writer: Dim3,
+        /// The byte offset into the block's shared memory.
+        address: u64,
+    },
+
+    /// A bulk copy or tensor map used wrongly: a map that is not one, a copy whose
+    /// coordinates do not fit its map, a misaligned shared address, a box outside shared
+    /// memory, a complete-tx on a barrier that is not live. Undefined behaviour on the GPU.
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: bulk copy: {message}")]
+    TmaMisuse {
+        /// The kernel's name.
+        kernel: String,
+        /// The block (`blockIdx`).
+        block: Dim3,
+        /// The thread that issued the copy (`threadIdx`).
+        thread: Dim3,
+        /// What was wrong.
+        message: String,
+    },
+
     /// Threads wait on an mbarrier phase that can never complete: every other thread of the
     /// block has finished, waits at a `bar.sync`, or waits on an mbarrier too. On the GPU the
     /// block hangs.

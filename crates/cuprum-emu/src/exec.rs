@@ -62,6 +62,9 @@ pub enum ArgValue {
         /// The number of elements (not bytes).
         len: u64,
     },
+    /// A tensor map: the 128 bytes [`cuprum_ir::TensorMapDesc::encode_emulated`] makes of
+    /// its description.
+    TensorMap([u64; 16]),
 }
 
 /// Grid and block shape of a launch.
@@ -84,8 +87,11 @@ pub(crate) struct Launch<'k> {
     pub(crate) kernel: &'k Kernel,
     /// Type of every value, by value index.
     pub(crate) types: Vec<ScalarType>,
-    /// Per parameter: `[bits, 0]` for a scalar, `[base, len]` for a slice.
+    /// Per parameter: `[bits, 0]` for a scalar, `[base, len]` for a slice, `[0, 0]` for a
+    /// tensor map.
     pub(crate) params: Vec<[u64; 2]>,
+    /// Per parameter: the description of a tensor map.
+    pub(crate) tensor_maps: Vec<Option<cuprum_ir::TensorMapDesc>>,
     pub(crate) shared_offsets: Vec<u32>,
     pub(crate) dyn_shared_offset: u32,
     pub(crate) shared_size: u32,
@@ -169,7 +175,7 @@ impl Launch<'_> {
             .map(|(i, index)| {
                 let p = &self.kernel.params[i];
                 let elem = match p.kind {
-                    ParamKind::Slice { elem, .. } => elem,
+                    ParamKind::Slice { elem, .. } | ParamKind::TensorMap { elem, .. } => elem,
                     ParamKind::Scalar(t) => t,
                 };
                 format!("element {index} of parameter `{}` ({elem})", p.name)
@@ -313,6 +319,13 @@ fn run_block<'k>(
         }
         let mut waiting = (0..nwarps).filter(|&w| !st.done[w]);
         let Some(first) = waiting.next() else {
+            let ctx = Ctx {
+                launch,
+                block_idx,
+                block_linear,
+                warp_index: 0,
+            };
+            crate::tma::finish_block(ctx, &mut st.shared);
             return Ok(());
         };
         if !waiting
@@ -518,11 +531,13 @@ fn layout(
     Ok(array_layout(arrays))
 }
 
+type CheckedArgs = (Vec<[u64; 2]>, Vec<Option<cuprum_ir::TensorMapDesc>>);
+
 fn check_args(
     kernel: &Kernel,
     args: &[ArgValue],
     global: &GlobalView,
-) -> Result<Vec<[u64; 2]>, EmuError> {
+) -> Result<CheckedArgs, EmuError> {
     if args.len() != kernel.params.len() {
         return Err(EmuError::ArgumentCount {
             kernel: kernel.name.clone(),
@@ -531,6 +546,7 @@ fn check_args(
         });
     }
     let mut out = Vec::with_capacity(args.len());
+    let mut maps = vec![None; args.len()];
     for (index, (p, a)) in kernel.params.iter().zip(args).enumerate() {
         let err = |message: String| EmuError::ArgumentMismatch {
             kernel: kernel.name.clone(),
@@ -571,19 +587,31 @@ fn check_args(
                 }
                 out.push([base, len]);
             }
-            (ParamKind::Scalar(ty), ArgValue::Slice { .. }) => {
-                return Err(err(format!(
-                    "the parameter is a {ty} scalar but a slice was passed"
-                )));
+            (kind @ ParamKind::TensorMap { .. }, ArgValue::TensorMap(words)) => {
+                maps[index] = Some(crate::tma::check_arg(kind, &words, global).map_err(err)?);
+                out.push([0, 0]);
             }
-            (ParamKind::Slice { elem, .. }, ArgValue::Scalar(_)) => {
+            (kind, other) => {
+                let what = |k: ParamKind| match k {
+                    ParamKind::Scalar(ty) => format!("a {ty} scalar"),
+                    ParamKind::Slice { elem, .. } => format!("a slice of {elem}"),
+                    ParamKind::TensorMap { elem, rank } => {
+                        format!("a {rank}-d tensor map of {elem}")
+                    }
+                };
+                let given = match other {
+                    ArgValue::Scalar(_) => "a scalar",
+                    ArgValue::Slice { .. } => "a slice",
+                    ArgValue::TensorMap(_) => "a tensor map",
+                };
                 return Err(err(format!(
-                    "the parameter is a slice of {elem} but a scalar was passed"
+                    "the parameter is {} but {given} was passed",
+                    what(kind)
                 )));
             }
         }
     }
-    Ok(out)
+    Ok((out, maps))
 }
 
 /// Runs `kernel` on the emulator over the grid `dims` with `args`, one per parameter, with
@@ -616,8 +644,17 @@ pub fn launch_with(
         message: e.message,
     })?;
     let (threads, warps) = check_dims(kernel, &dims)?;
-    let (shared_offsets, static_shared) =
-        layout(kernel, &kernel.shared, "shared", MAX_SHARED_BYTES)?;
+    let static_size = kernel.shared_layout_size();
+    if static_size > u64::from(MAX_SHARED_BYTES) {
+        return Err(invalid_launch(
+            kernel,
+            format!(
+                "its static shared arrays need {static_size} bytes; at most {MAX_SHARED_BYTES} \
+                 are available"
+            ),
+        ));
+    }
+    let (shared_offsets, static_shared) = kernel.shared_layout();
     // Dynamic shared memory starts after the static arrays, at the kernel's alignment.
     let dyn_shared_offset = static_shared.next_multiple_of(kernel.dyn_shared_alignment());
     let shared_size = u64::from(dyn_shared_offset) + u64::from(dims.dynamic_shared_bytes);
@@ -633,7 +670,7 @@ pub fn launch_with(
     }
     let (local_offsets, local_size) = layout(kernel, &kernel.locals, "local", MAX_LOCAL_BYTES)?;
     let global = memory.snapshot();
-    let params = check_args(kernel, args, &global)?;
+    let (params, tensor_maps) = check_args(kernel, args, &global)?;
     let step_limit = options.step_limit.unwrap_or(u64::MAX);
     let nblocks: u64 = dims.grid.iter().map(|&d| u64::from(d)).product();
     let races = race_tracker(kernel, options, nblocks, &global, &params);
@@ -641,6 +678,7 @@ pub fn launch_with(
         kernel,
         types: kernel.values.iter().map(|(_, d)| d.ty).collect(),
         params,
+        tensor_maps,
         shared_offsets,
         dyn_shared_offset,
         shared_size: shared_size as u32,

@@ -145,6 +145,7 @@ mod shadow;
 mod shared;
 mod sync;
 mod tensor;
+mod tma;
 mod warp;
 
 pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};

@@ -124,7 +124,7 @@ impl Clocks {
     /// Thread `t` releases its accesses so far into `into` (a phase's collection): `into`
     /// joins what `t` knows and `t`'s stamp, and `t` moves on to a fresh stamp. Returns false
     /// when the counter started over (see [`Clocks::begin_block`]).
-    fn release(&mut self, t: u32, into: &mut Vec<u32>) -> bool {
+    pub(crate) fn release(&mut self, t: u32, into: &mut Vec<u32>) -> bool {
         self.ensure_known();
         let n = self.threads;
         let t = t as usize;
@@ -146,7 +146,7 @@ impl Clocks {
     }
 
     /// Thread `t` acquires a phase's collection `from`.
-    fn acquire(&mut self, t: u32, from: &[u32]) {
+    pub(crate) fn acquire(&mut self, t: u32, from: &[u32]) {
         if from.is_empty() {
             return;
         }
@@ -165,7 +165,9 @@ struct Object {
     live: bool,
     expected: u32,
     pending: u32,
-    tx: u32,
+    /// The tx-count: bytes expected less bytes completed (negative while copies complete
+    /// before their `expect_tx`, as PTX allows).
+    tx: i64,
     phase: u32,
     /// The initialising thread, its stamp and the shared-memory epoch then: a use by another
     /// thread must be ordered after the initialisation.
@@ -193,8 +195,8 @@ pub(crate) enum MbarFault {
     AlreadyLive,
     /// An expected count outside `1..=MAX_COUNT`.
     Count(u64),
-    /// The tx-count would leave `0..=MAX_COUNT`.
-    TxCount(u64),
+    /// The tx-count would leave `-MAX_COUNT..=MAX_COUNT`.
+    TxCount(i64),
     /// A token that another barrier (or no arrival) made.
     ForeignToken(u64),
     /// A use by a thread that nothing orders after the initialisation by `init_thread`.
@@ -291,12 +293,36 @@ impl Mbarriers {
         epoch: u32,
     ) -> Result<(), MbarFault> {
         let o = self.live(off, thread, epoch)?;
-        let tx = u64::from(o.tx) + bytes;
-        if tx > u64::from(MAX_COUNT) {
+        let tx = o.tx + i64::try_from(bytes).unwrap_or(i64::MAX / 2);
+        if tx > i64::from(MAX_COUNT) {
             return Err(MbarFault::TxCount(tx));
         }
-        o.tx = tx as u32;
+        o.tx = tx;
         Ok(())
+    }
+
+    /// A complete-tx of `bytes` by the tensor memory accelerator (thread `agent`): the
+    /// current phase's tx-count drops by that much and the agent releases its writes into
+    /// the phase, which completes when nothing is pending. False beside it when the clocks
+    /// started over.
+    pub(crate) fn complete_tx(
+        &mut self,
+        off: u32,
+        bytes: u64,
+        agent: u32,
+        epoch: u32,
+    ) -> Result<bool, MbarFault> {
+        self.live(off, agent, epoch)?;
+        let Self { objects, clocks } = self;
+        let o = objects.get_mut(&off).ok_or(MbarFault::Uninitialized)?;
+        let tx = o.tx - i64::try_from(bytes).unwrap_or(i64::MAX / 2);
+        if tx < -i64::from(MAX_COUNT) {
+            return Err(MbarFault::TxCount(tx));
+        }
+        let ok = clocks.release(agent, &mut o.arrived);
+        o.tx = tx;
+        complete_if_done(o);
+        Ok(ok)
     }
 
     /// An arrival by `thread` (`counted`: it counts toward the phase; a `cp.async` arrival
@@ -316,19 +342,7 @@ impl Mbarriers {
         let token = token(off, o.phase);
         if counted {
             o.pending = o.pending.saturating_sub(1);
-            if o.pending == 0 && o.tx == 0 {
-                o.phase = o.phase.wrapping_add(1);
-                o.pending = o.expected;
-                let n = o.arrived.len();
-                if o.all.len() != n {
-                    o.all = vec![0; n];
-                }
-                for (a, &x) in o.all.iter_mut().zip(&o.arrived) {
-                    *a = (*a).max(x);
-                }
-                std::mem::swap(&mut o.last, &mut o.arrived);
-                o.arrived.fill(0);
-            }
+            complete_if_done(o);
         }
         Ok((token, ok))
     }
@@ -382,6 +396,23 @@ impl Mbarriers {
     }
 }
 
+/// Completes the current phase of `o` when no arrival and no transaction byte is pending.
+fn complete_if_done(o: &mut Object) {
+    if o.pending == 0 && o.tx == 0 {
+        o.phase = o.phase.wrapping_add(1);
+        o.pending = o.expected;
+        let n = o.arrived.len();
+        if o.all.len() != n {
+            o.all = vec![0; n];
+        }
+        for (a, &x) in o.all.iter_mut().zip(&o.arrived) {
+            *a = (*a).max(x);
+        }
+        std::mem::swap(&mut o.last, &mut o.arrived);
+        o.arrived.fill(0);
+    }
+}
+
 /// What the warp does after an mbarrier statement.
 pub(crate) enum Flow {
     /// Goes on with the next statement.
@@ -406,6 +437,35 @@ impl Exec<'_, '_> {
         let ctx = self.ctx;
         let addrs = self.regs[addr.index()];
         let args = arg.map_or([0; 32], |a| self.regs[a.index()]);
+        let tests = matches!(
+            op,
+            MbarrierOp::Wait
+                | MbarrierOp::WaitParity
+                | MbarrierOp::TestWait
+                | MbarrierOp::TryWait
+                | MbarrierOp::TryWaitParity
+        );
+        if tests && !self.mem.shared.tma.loads.is_empty() {
+            // The latest legal point for the TMA's bytes to land: a test of their barrier
+            // that would otherwise find the phase incomplete.
+            for l in lanes_of(mask) {
+                let a = addrs[l as usize];
+                let epoch = self.mem.shared.epoch();
+                let Ok(off) = self.mem.shared.mbarrier_at(a) else {
+                    continue;
+                };
+                let probe = match op {
+                    MbarrierOp::WaitParity | MbarrierOp::TryWaitParity => {
+                        Probe::Parity(args[l as usize])
+                    }
+                    _ => Probe::Token(args[l as usize]),
+                };
+                let done = self.mem.shared.mbar.test(off, probe, ctx.tid(l), epoch);
+                if done == Ok(false) {
+                    self.land_loads(off)?;
+                }
+            }
+        }
         let shared = &mut *self.mem.shared;
         let epoch = shared.epoch();
         let probe = |l: u32| match op {
@@ -498,7 +558,10 @@ fn misuse(ctx: Ctx, lane: u32, addr: u64, f: &MbarFault) -> EmuError {
             .to_string(),
         MbarFault::Count(c) => format!("expected count {c} is outside 1..={MAX_COUNT}"),
         MbarFault::TxCount(c) => {
-            format!("the transaction count would reach {c}, beyond {MAX_COUNT}")
+            format!(
+                "the transaction count would reach {c}, beyond ±{MAX_COUNT} (more bytes \
+                 completed than expected, or expected than can arrive)"
+            )
         }
         MbarFault::ForeignToken(t) => {
             format!("token {t:#x} did not come from an arrival on this barrier")

@@ -62,6 +62,8 @@ struct Track {
     readers: Pair,
     /// Threads that accessed the byte atomically.
     atomics: Pair,
+    /// The block's proxy-fence tick when the byte was last written ([`SharedMem::proxy_fence`]).
+    write_tick: u32,
 }
 
 const CLEAN: Track = Track {
@@ -71,7 +73,23 @@ const CLEAN: Track = Track {
     write_stamp: 0,
     readers: EMPTY,
     atomics: EMPTY,
+    write_tick: 0,
 };
+
+/// Shared bytes the tensor memory accelerator owns for now: the destination of a load that
+/// has not landed, or the source of a store that no `wait_group.read` has covered yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending {
+    /// The first byte.
+    pub(crate) start: u32,
+    /// One past the last byte.
+    pub(crate) end: u32,
+    /// A load's destination (no thread may touch it) rather than a store's source (no
+    /// thread may write it).
+    pub(crate) load: bool,
+    /// The issuing thread.
+    pub(crate) issuer: u32,
+}
 
 /// Why a shared access failed; the warp adds kernel, block and thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +105,23 @@ pub(crate) enum SharedFault {
         offset: u32,
         kind: RaceKind,
     },
+    /// An access of bytes the TMA owns ([`Pending`]).
+    Pending {
+        offset: u32,
+        pending: Pending,
+    },
+    /// A race between a thread and the TMA agent's access (`agent_first`: the TMA's came
+    /// first).
+    Agent {
+        offset: u32,
+        thread: u32,
+        agent_first: bool,
+    },
+    /// A TMA store's read of a byte `writer` wrote with no proxy fence since.
+    NoProxyFence {
+        offset: u32,
+        writer: u32,
+    },
 }
 
 /// One block's shared memory and its race tracker.
@@ -98,6 +133,17 @@ pub(crate) struct SharedMem {
     block_gen: u32,
     /// The block's mbarrier objects and the clocks of their ordering.
     pub(crate) mbar: Mbarriers,
+    /// The thread id of the block's tensor memory accelerator (one past its last thread),
+    /// which its accesses are recorded with.
+    pub(crate) agent: u32,
+    /// Bytes the TMA owns for now.
+    pub(crate) pending: Vec<Pending>,
+    /// Counts the block's `fence.proxy.async`s.
+    tick: u32,
+    /// Per thread: the tick its last `fence.proxy.async` left (0: none).
+    fenced: Vec<u32>,
+    /// The block's bulk copies in flight ([`crate::tma`]).
+    pub(crate) tma: crate::tma::BulkState,
 }
 
 impl SharedMem {
@@ -109,6 +155,11 @@ impl SharedMem {
             epoch: 0,
             block_gen: 0,
             mbar: Mbarriers::new(),
+            agent: 0,
+            pending: Vec::new(),
+            tick: 0,
+            fenced: Vec::new(),
+            tma: crate::tma::BulkState::default(),
         }
     }
 
@@ -126,7 +177,63 @@ impl SharedMem {
         if self.block_gen == 0 {
             self.reset();
         }
-        self.mbar.begin_block(threads);
+        // One more thread than the block has: the tensor memory accelerator.
+        if !self.mbar.begin_block(threads + 1) {
+            self.next_epoch();
+        }
+        self.agent = threads;
+        self.pending.clear();
+        self.tick = 0;
+        self.fenced.clear();
+        self.fenced.resize(threads as usize + 1, 0);
+        self.tma.clear();
+    }
+
+    /// `fence.proxy.async` by `thread`: its generic writes so far may be read by the TMA.
+    pub(crate) fn proxy_fence(&mut self, thread: u32) {
+        self.tick = self.tick.wrapping_add(1).max(1);
+        if let Some(f) = self.fenced.get_mut(thread as usize) {
+            *f = self.tick;
+        }
+    }
+
+    /// The TMA reads `size` bytes at `off` for a store `issuer` issued: checked as a load by
+    /// the agent, and every byte a thread wrote must have been fenced for the async proxy
+    /// since (by its writer, or by the issuer).
+    pub(crate) fn agent_load(
+        &mut self,
+        off: u32,
+        size: u32,
+        issuer: u32,
+    ) -> Result<u64, SharedFault> {
+        let at = self.check(off, size)?;
+        for (i, t) in self.track[at..at + size as usize].iter().enumerate() {
+            let w = t.writer;
+            if t.init == self.block_gen && w != NONE && w != self.agent {
+                let fenced = |x: u32| {
+                    self.fenced
+                        .get(x as usize)
+                        .is_some_and(|&f| f > t.write_tick)
+                };
+                if !fenced(w) && !fenced(issuer) {
+                    return Err(SharedFault::NoProxyFence {
+                        offset: off + i as u32,
+                        writer: w,
+                    });
+                }
+            }
+        }
+        self.load(off, size, self.agent)
+    }
+
+    /// The TMA writes the low `size` bytes of `value` at `off` (a load landing).
+    pub(crate) fn agent_store(
+        &mut self,
+        off: u32,
+        size: u32,
+        value: u64,
+    ) -> Result<(), SharedFault> {
+        self.store(off, size, value, self.agent)
     }
 
     /// The current epoch (barrier interval).
@@ -226,11 +333,13 @@ impl SharedMem {
             (Readers, RaceKind::ReadWrite),
             (Atomics, RaceKind::WriteWrite),
         ];
+        let tick = self.tick;
         let at = self.track_access(off, size, thread, false, &checks, |t, epoch, stamp, _| {
             t.write_epoch = epoch;
             t.writer = thread;
             t.write_stamp = stamp;
             t.init = gen_;
+            t.write_tick = tick;
         })?;
         self.bytes[at..at + size as usize].copy_from_slice(&value.to_le_bytes()[..size as usize]);
         Ok(())
@@ -276,6 +385,21 @@ impl SharedMem {
         mut record: impl FnMut(&mut Track, u32, u32, &Clocks),
     ) -> Result<usize, SharedFault> {
         let at = self.check(off, size)?;
+        if thread != self.agent {
+            let writes = checks.iter().any(|(e, _)| matches!(e, Earlier::Readers));
+            let end = off + size;
+            if let Some(p) = self
+                .pending
+                .iter()
+                .find(|p| p.start < end && off < p.end && (p.load || writes))
+            {
+                return Err(SharedFault::Pending {
+                    offset: off.max(p.start),
+                    pending: *p,
+                });
+            }
+        }
+        let agent = self.agent;
         let (epoch, gen_) = (self.epoch, self.block_gen);
         let clocks = &self.mbar.clocks;
         let stamp = clocks.stamp(thread);
@@ -286,6 +410,13 @@ impl SharedMem {
             }
             for &(earlier, kind) in checks {
                 let first = t.other(earlier, epoch, thread, clocks);
+                if first != NONE && (first == agent || thread == agent) {
+                    return Err(SharedFault::Agent {
+                        offset,
+                        thread: if first == agent { thread } else { first },
+                        agent_first: first == agent,
+                    });
+                }
                 if first != NONE {
                     return Err(SharedFault::Race {
                         first,

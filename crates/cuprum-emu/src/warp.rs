@@ -358,9 +358,14 @@ impl<'k> Exec<'_, 'k> {
                 }
                 // Copies complete when they are issued, so there is nothing to wait for.
                 Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}
-                // One proxy: program order already orders a thread's accesses (IR docs), and
-                // the fence orders nothing between threads.
-                Stmt::FenceProxyAsync => {}
+                // The fence lets the TMA read the thread's earlier generic writes
+                // (`crate::tma`); it orders nothing between threads.
+                Stmt::FenceProxyAsync => {
+                    for l in crate::access::lanes_of(mask) {
+                        self.mem.shared.proxy_fence(ctx.tid(l));
+                    }
+                }
+                Stmt::Tma(op) => self.tma(op, mask)?,
                 Stmt::Print { format, args } => self.print(format, args, mask)?,
                 Stmt::Mbarrier {
                     op,

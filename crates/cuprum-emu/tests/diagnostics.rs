@@ -15,7 +15,7 @@ use cuprum_ir::*;
 fn slice_base(a: ArgValue) -> u64 {
     match a {
         ArgValue::Slice { base, .. } => base,
-        ArgValue::Scalar(_) => panic!("not a slice"),
+        ArgValue::Scalar(_) | ArgValue::TensorMap(_) => panic!("not a slice"),
     }
 }
 

@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 fn base_of(a: ArgValue) -> u64 {
     match a {
         ArgValue::Slice { base, .. } => base,
-        ArgValue::Scalar(_) => panic!("not a slice"),
+        ArgValue::Scalar(_) | ArgValue::TensorMap(_) => panic!("not a slice"),
     }
 }
 

@@ -52,6 +52,19 @@ pub enum ParamType {
         /// The element type.
         elem: ScalarType,
     },
+    /// `TensorMap<T, RANK>` (`cuprum::simt::tma`): a tensor map passed by value (an IR
+    /// [`ParamKind::TensorMap`](cuprum_ir::ParamKind::TensorMap)); the host passes a checked
+    /// `&cuprum::TensorMap<T, RANK>`.
+    TensorMap {
+        /// The tensor's element type.
+        elem: ScalarType,
+        /// Its number of dimensions, 1 to 5.
+        rank: u8,
+    },
+    /// `*const TmaDescriptor` (cuda-oxide's form): the `U64` global address of a tensor map
+    /// the host copied into device memory. Allowed in safe kernels, as cuda-oxide's are, but
+    /// such a kernel's launch methods are `unsafe`: nothing checks what the pointer points to.
+    TensorMapPtr,
     /// A struct of the module passed by value: one scalar IR parameter per scalar field, in
     /// declaration order, the fields of a nested struct in its place (depth first).
     Struct {
@@ -231,6 +244,9 @@ pub fn param_type_in(
     if let Some(t) = uniform_arg(ty) {
         return Ok(ParamType::Scalar(scalar_in(t, generics)?));
     }
+    if let Some(t) = tensor_map_type(ty, generics, consts)? {
+        return Ok(t);
+    }
     if let syn::Type::Ptr(p) = ty {
         if !unsafe_kernel {
             return Err(syn::Error::new(
@@ -323,6 +339,71 @@ pub fn param_type_in(
         "unsupported kernel parameter type: expected a scalar (f32, u32, ...), `&[T]`, \
          `DisjointSlice<T>`, `AtomicSlice<T>`, or `&mut [T]` in an `unsafe` kernel",
     ))
+}
+
+/// `TensorMap<T, RANK>` or `*const TmaDescriptor`, if `ty` is one of them.
+fn tensor_map_type(
+    ty: &syn::Type,
+    generics: &HashMap<String, ScalarType>,
+    consts: &[syn::ItemConst],
+) -> syn::Result<Option<ParamType>> {
+    if let syn::Type::Ptr(p) = ty
+        && last_segment(&p.elem).is_some_and(|s| s.ident == "TmaDescriptor")
+    {
+        if p.mutability.is_some() {
+            return Err(syn::Error::new(
+                ty.span(),
+                "a tensor map is read only: take it as `*const TmaDescriptor`",
+            ));
+        }
+        return Ok(Some(ParamType::TensorMapPtr));
+    }
+    let Some(seg) = last_segment(ty).filter(|s| s.ident == "TensorMap") else {
+        return Ok(None);
+    };
+    let usage = || {
+        syn::Error::new(
+            ty.span(),
+            format!(
+                "a tensor-map parameter is `TensorMap<T, RANK>`: a scalar element type and 1 to \
+                 {} dimensions",
+                cuprum_ir::tma::MAX_RANK
+            ),
+        )
+    };
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return Err(usage());
+    };
+    let args: Vec<&syn::GenericArgument> = a.args.iter().collect();
+    let [syn::GenericArgument::Type(t), rank] = args[..] else {
+        return Err(usage());
+    };
+    let elem = scalar_in(t, generics)?;
+    let rank = match rank {
+        syn::GenericArgument::Const(e) => crate::layout::const_length(e, consts),
+        syn::GenericArgument::Type(syn::Type::Path(p)) => {
+            let e = syn::Expr::Path(syn::ExprPath {
+                attrs: vec![],
+                qself: None,
+                path: p.path.clone(),
+            });
+            crate::layout::const_length(&e, consts)
+        }
+        _ => None,
+    };
+    let rank = rank
+        .filter(|r| (1..=cuprum_ir::tma::MAX_RANK as u64).contains(r))
+        .ok_or_else(usage)?;
+    if cuprum_ir::tma::tensor_map_data_type(elem).is_none() {
+        return Err(syn::Error::new(
+            t.span(),
+            format!("{}", cuprum_ir::TensorMapProblem::Element(elem)),
+        ));
+    }
+    Ok(Some(ParamType::TensorMap {
+        elem,
+        rank: rank as u8,
+    }))
 }
 
 /// The element type of a slice parameter: a scalar, or an array or struct of the module laid

@@ -23,7 +23,8 @@
 //!   base address is 16-byte aligned by IR rule ([`crate::ParamKind::Slice`]: a slice starts
 //!   where a device allocation starts, and both backends refuse a launch where it does not); a
 //!   shared or local array's address has the alignment of its offset in the layout, up to
-//!   [`crate::ARRAY_ALIGN`] (the windows' alignment), and dynamic shared memory the kernel's
+//!   [`crate::ARRAY_ALIGN`] (the local window's alignment; the shared window's is
+//!   [`crate::Kernel::shared_window_align`]), and dynamic shared memory the kernel's
 //!   [`crate::Kernel::dyn_shared_alignment`];
 //! * whether it is an address **inside a read-only slice** ([`Addresses::is_read_only`]): a
 //!   provenance question, answered with a fixpoint that follows values through variables (a
@@ -227,6 +228,9 @@ pub struct Addresses {
     shared_offsets: Vec<u32>,
     /// The alignment of dynamic shared memory, in trailing zero bits.
     dyn_shared_align_bits: u32,
+    /// The alignment of the static shared window ([`crate::Kernel::shared_window_align`]),
+    /// in trailing zero bits.
+    shared_window_bits: u32,
     /// Whether each value is an address inside a read-only slice.
     read_only: Vec<bool>,
 }
@@ -274,8 +278,9 @@ impl Addresses {
             canonical,
             roots,
             local_offsets: crate::array_layout(&kernel.locals).0,
-            shared_offsets: crate::array_layout(&kernel.shared).0,
+            shared_offsets: kernel.shared_layout().0,
             dyn_shared_align_bits: kernel.dyn_shared_alignment().trailing_zeros(),
+            shared_window_bits: kernel.shared_window_align().trailing_zeros(),
             read_only: read_only_addresses(kernel),
         };
         for &(v, op) in &defs {
@@ -425,15 +430,15 @@ impl Addresses {
         let a = |x: Value| self.align_bits(x);
         // An array's address: its window starts `ARRAY_ALIGN`-aligned, and its offset in
         // the window has the trailing zeros it has.
-        let array = |offsets: &[u32], i: u32| {
-            offsets.get(i as usize).map_or(0, |&o| {
-                o.trailing_zeros().min(crate::ARRAY_ALIGN.trailing_zeros())
-            })
+        let array = |offsets: &[u32], i: u32, window: u32| {
+            offsets
+                .get(i as usize)
+                .map_or(0, |&o| o.trailing_zeros().min(window))
         };
         let r = match *op {
             Op::SliceBase(_) => SLICE_BASE_ALIGN_BITS,
-            Op::SharedAddr(i) => array(&self.shared_offsets, i),
-            Op::LocalAddr(i) => array(&self.local_offsets, i),
+            Op::SharedAddr(i) => array(&self.shared_offsets, i, self.shared_window_bits),
+            Op::LocalAddr(i) => array(&self.local_offsets, i, crate::ARRAY_ALIGN.trailing_zeros()),
             Op::DynSharedAddr => self.dyn_shared_align_bits,
             Op::Binary(BinaryOp::Mul, x, y) => a(x) + a(y),
             Op::Binary(BinaryOp::Shl, x, s) => match self.constant(s) {

@@ -86,6 +86,22 @@ impl KernelBuilder {
         (self.kernel.shared.len() - 1) as u32
     }
 
+    /// Declares a static shared array whose start is a multiple of `align` bytes (a power of
+    /// two up to [`crate::MAX_ARRAY_ALIGN`]; 16 or less is the default) and returns its index.
+    pub fn shared_array_aligned(&mut self, decl: ArrayDecl, align: u32) -> u32 {
+        let i = self.shared_array(decl);
+        if align > crate::ARRAY_ALIGN {
+            self.kernel.shared_align.resize(i as usize + 1, 0);
+            self.kernel.shared_align[i as usize] = align;
+        }
+        i
+    }
+
+    /// Appends a [`Stmt::Tma`] after checking its operands.
+    pub fn tma(&mut self, op: crate::tma::TmaOp) -> Result<(), BuildError> {
+        self.push_checked(Stmt::Tma(op))
+    }
+
     /// Declares a per-thread array and returns its index.
     pub fn local_array(&mut self, decl: ArrayDecl) -> u32 {
         self.kernel.locals.push(decl);

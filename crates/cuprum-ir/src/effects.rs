@@ -11,6 +11,7 @@
 use crate::kernel::{
     AddressSpace, BinaryOp, Block, Kernel, MbarrierOp, MemOrder, Module, Op, Stmt, TrapKind, Value,
 };
+use crate::tma::{TensorMapRef, TmaOp};
 use crate::types::ScalarType;
 
 /// A set of memory spaces.
@@ -334,6 +335,7 @@ impl Stmt {
                     f(*a);
                 }
             }
+            Stmt::Tma(op) => op.operands().into_iter().for_each(|v| f(*v)),
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -384,6 +386,7 @@ impl Stmt {
                     f(a);
                 }
             }
+            Stmt::Tma(op) => op.operands_mut().into_iter().for_each(f),
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -618,6 +621,7 @@ impl Stmt {
                 asynchronous: matches!(op, MbarrierOp::CpAsyncArrive { .. }),
                 ..none
             },
+            Stmt::Tma(op) => op.effects(),
         }
     }
 
@@ -625,6 +629,144 @@ impl Stmt {
     /// `Trap`.
     pub fn is_terminator(&self) -> bool {
         self.effects(|| false).terminator
+    }
+}
+
+impl TmaOp {
+    /// Its operands, in a fixed order: the global tensor-map address (when the map is not a
+    /// parameter), the coordinates, then the shared addresses, source and byte count.
+    pub fn operands(&self) -> Vec<&Value> {
+        let mut out = Vec::new();
+        match self {
+            TmaOp::LoadTile {
+                map,
+                coords,
+                dst,
+                mbar,
+            } => {
+                if let TensorMapRef::Global(m) = map {
+                    out.push(m);
+                }
+                out.extend(coords);
+                out.push(dst);
+                out.push(mbar);
+            }
+            TmaOp::StoreTile { map, coords, src } => {
+                if let TensorMapRef::Global(m) = map {
+                    out.push(m);
+                }
+                out.extend(coords);
+                out.push(src);
+            }
+            TmaOp::LoadBulk {
+                dst,
+                src,
+                bytes,
+                mbar,
+            } => out.extend([dst, src, bytes, mbar]),
+            TmaOp::Commit | TmaOp::WaitGroup { .. } => {}
+        }
+        out
+    }
+
+    /// Its operands, as [`TmaOp::operands`], to rewrite.
+    pub fn operands_mut(&mut self) -> Vec<&mut Value> {
+        let mut out = Vec::new();
+        match self {
+            TmaOp::LoadTile {
+                map,
+                coords,
+                dst,
+                mbar,
+            } => {
+                if let TensorMapRef::Global(m) = map {
+                    out.push(m);
+                }
+                out.extend(coords.iter_mut());
+                out.push(dst);
+                out.push(mbar);
+            }
+            TmaOp::StoreTile { map, coords, src } => {
+                if let TensorMapRef::Global(m) = map {
+                    out.push(m);
+                }
+                out.extend(coords.iter_mut());
+                out.push(src);
+            }
+            TmaOp::LoadBulk {
+                dst,
+                src,
+                bytes,
+                mbar,
+            } => out.extend([dst, src, bytes, mbar]),
+            TmaOp::Commit | TmaOp::WaitGroup { .. } => {}
+        }
+        out
+    }
+
+    /// The type each of [`TmaOp::operands`] must have, in the same order.
+    pub fn operand_types(&self) -> Vec<ScalarType> {
+        let map = |m: &TensorMapRef| match m {
+            TensorMapRef::Global(_) => Some(ScalarType::U64),
+            TensorMapRef::Param(_) => None,
+        };
+        let mut out = Vec::new();
+        match self {
+            TmaOp::LoadTile { map: m, coords, .. } => {
+                out.extend(map(m));
+                out.extend(coords.iter().map(|_| ScalarType::I32));
+                out.extend([ScalarType::U32, ScalarType::U32]);
+            }
+            TmaOp::StoreTile { map: m, coords, .. } => {
+                out.extend(map(m));
+                out.extend(coords.iter().map(|_| ScalarType::I32));
+                out.push(ScalarType::U32);
+            }
+            TmaOp::LoadBulk { .. } => out.extend([
+                ScalarType::U32,
+                ScalarType::U64,
+                ScalarType::U32,
+                ScalarType::U32,
+            ]),
+            TmaOp::Commit | TmaOp::WaitGroup { .. } => {}
+        }
+        out
+    }
+
+    /// What it does: loads read global and write shared memory (and update the mbarrier in
+    /// shared memory), stores read shared and write global memory, all asynchronously; a
+    /// wait orders the completed copies' memory for the thread (a fence).
+    pub fn effects(&self) -> Effects {
+        let none = Effects::default();
+        let shared = Spaces::of(AddressSpace::Shared);
+        let global = Spaces::of(AddressSpace::Global);
+        match self {
+            TmaOp::LoadTile { .. } | TmaOp::LoadBulk { .. } => Effects {
+                reads: global.union(shared),
+                writes: shared,
+                may_fault: true,
+                asynchronous: true,
+                ..none
+            },
+            TmaOp::StoreTile { .. } => Effects {
+                reads: shared,
+                writes: global,
+                may_fault: true,
+                asynchronous: true,
+                ..none
+            },
+            TmaOp::Commit => Effects {
+                asynchronous: true,
+                ..none
+            },
+            TmaOp::WaitGroup { .. } => Effects {
+                reads: global.union(shared),
+                writes: global,
+                fence: true,
+                asynchronous: true,
+                ..none
+            },
+        }
     }
 }
 

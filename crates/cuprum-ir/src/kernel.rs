@@ -32,7 +32,8 @@
 //!   `Compare` with zero).
 //! * Addresses: `Global` addresses are `U64` byte addresses of device memory; `Shared` addresses
 //!   are `U32` byte offsets into the block's shared memory (static arrays first, in declaration
-//!   order, each aligned to 16 bytes, then the dynamic region, aligned to 16); `Local` addresses
+//!   order, each aligned to 16 bytes or to the larger alignment [`Kernel::shared_align`] gives
+//!   it, then the dynamic region, aligned to 16 or [`Kernel::dyn_shared_align`]); `Local` addresses
 //!   are `U32` byte offsets into the thread's own local arrays, laid out the same way. A load or
 //!   store must be aligned to the size of its type.
 //! * A slice parameter is passed as two machine parameters, a `U64` base address and a `U64`
@@ -62,6 +63,8 @@
 //!   toward the current phase, waits block the waiting thread (not the block) until a phase
 //!   completes, and a completed phase orders the arrivers' earlier accesses before the
 //!   waiters' later ones (see the statement's docs).
+//! * [`Stmt::Tma`] starts a bulk copy by the tensor memory accelerator, an asynchronous
+//!   agent of its own ([`crate::tma::TmaOp`] says when its bytes land and what orders them).
 //! * Atomics ([`Op::Atomic`], [`Op::AtomicLoad`], [`Stmt::AtomicStore`]) are indivisible at
 //!   their [`Scope`]; the lanes of a warp apply them in lane order. Two accesses of one
 //!   location by different threads race unless both are atomic, both read, or something
@@ -79,6 +82,7 @@
 
 use crate::arena::{Arena, Handle};
 use crate::matrix::{CpAsyncCache, MmaShape};
+use crate::tma::TmaOp;
 use crate::types::{Constant, ScalarType};
 
 /// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`],
@@ -164,6 +168,11 @@ pub struct Kernel {
     /// than the default ([`DYN_SHARED_MIN_ALIGN`]); 0 asks for the default. A power of two
     /// up to [`DYN_SHARED_MAX_ALIGN`]. Read it through [`Kernel::dyn_shared_alignment`].
     pub dyn_shared_align: u32,
+    /// Alignments in bytes of the static shared arrays that need more than [`ARRAY_ALIGN`]
+    /// (TMA boxes: 128, swizzled ones up to 1024): entry `i` is array `i`'s, a power of two
+    /// up to [`MAX_ARRAY_ALIGN`]; 0, or no entry, is the default [`ARRAY_ALIGN`]. Read it
+    /// through [`Kernel::shared_layout`] and [`Kernel::shared_window_align`].
+    pub shared_align: Vec<u32>,
 }
 
 /// The alignment dynamic shared memory always has (the widest vector access).
@@ -179,7 +188,54 @@ impl Kernel {
     pub fn dyn_shared_alignment(&self) -> u32 {
         self.dyn_shared_align.max(DYN_SHARED_MIN_ALIGN)
     }
+
+    /// The alignment in bytes of static shared array `i` (at least [`ARRAY_ALIGN`]).
+    pub fn shared_alignment(&self, i: usize) -> u32 {
+        self.shared_align
+            .get(i)
+            .copied()
+            .unwrap_or(0)
+            .max(ARRAY_ALIGN)
+    }
+
+    /// The alignment both backends give the start of the static shared window: the largest
+    /// of its arrays' alignments (at least [`ARRAY_ALIGN`]).
+    pub fn shared_window_align(&self) -> u32 {
+        (0..self.shared.len())
+            .map(|i| self.shared_alignment(i))
+            .max()
+            .unwrap_or(ARRAY_ALIGN)
+    }
+
+    /// Byte offsets of the static shared arrays and the window's size: [`array_layout`]
+    /// with each array at its [`Kernel::shared_alignment`].
+    pub fn shared_layout(&self) -> (Vec<u32>, u32) {
+        let mut offsets = Vec::with_capacity(self.shared.len());
+        let mut end = 0u32;
+        for (i, a) in self.shared.iter().enumerate() {
+            let start = end.next_multiple_of(self.shared_alignment(i));
+            offsets.push(start);
+            end = start.saturating_add(a.size_bytes());
+        }
+        (offsets, end.next_multiple_of(ARRAY_ALIGN))
+    }
+
+    /// The size in bytes of [`Kernel::shared_layout`], computed so that it cannot overflow.
+    pub fn shared_layout_size(&self) -> u64 {
+        self.shared
+            .iter()
+            .enumerate()
+            .fold(0u64, |end, (i, a)| {
+                end.next_multiple_of(u64::from(self.shared_alignment(i)))
+                    + u64::from(a.len) * u64::from(a.elem.size_bytes())
+            })
+            .next_multiple_of(u64::from(ARRAY_ALIGN))
+    }
 }
+
+/// The largest alignment a static shared array may ask ([`Kernel::shared_align`]): what a
+/// 128-byte-swizzled TMA box needs.
+pub const MAX_ARRAY_ALIGN: u32 = 1024;
 
 /// `.maxntid` / `.minnctapersm` for the PTX entry.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +331,17 @@ pub enum ParamKind {
         elem: ScalarType,
         /// What the kernel may do with the elements.
         access: SliceAccess,
+    },
+    /// A tiled tensor map (`const __grid_constant__ CUtensorMap` in CUDA): 128 opaque bytes
+    /// passed by value, `.param .align 64 .b8 name[128]` in PTX, that only
+    /// [`crate::tma::TensorMapRef::Param`] reads (its address is the param's own). The host
+    /// encodes it for a tensor of `elem` with `rank` dimensions
+    /// ([`crate::tma::TensorMapDesc`]); the emulator receives the description itself.
+    TensorMap {
+        /// The element type of the tensor.
+        elem: ScalarType,
+        /// The number of dimensions, 1 to [`crate::tma::MAX_RANK`].
+        rank: u8,
     },
 }
 
@@ -520,6 +587,9 @@ pub enum Stmt {
         /// The value [`MbarrierOp::result`] gives (a token, or whether a phase completed).
         result: Option<Value>,
     },
+    /// A bulk copy by the tensor memory accelerator, or a commit or wait of bulk groups: what
+    /// [`TmaOp`] says. Needs compute capability 9.0 (a PTX writer error on sm_80).
+    Tma(TmaOp),
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).

@@ -53,6 +53,9 @@ impl Printer<'_> {
                     };
                     write!(self.out, "{}: {a}[{elem}]", p.name)?
                 }
+                ParamKind::TensorMap { elem, rank } => {
+                    write!(self.out, "{}: tensormap<{elem}, {rank}>", p.name)?
+                }
             }
         }
         self.out.push(')');
@@ -66,8 +69,14 @@ impl Printer<'_> {
             write!(self.out, " block({x}, {y}, {z})")?;
         }
         self.out.push_str(" {\n");
-        for a in &k.shared {
-            writeln!(self.out, "  shared {}: [{}; {}]", a.name, a.elem, a.len)?;
+        for (i, a) in k.shared.iter().enumerate() {
+            write!(self.out, "  shared {}: [{}; {}]", a.name, a.elem, a.len)?;
+            match k.shared_align.get(i) {
+                Some(&align) if align > crate::kernel::ARRAY_ALIGN => {
+                    writeln!(self.out, " align({align})")?
+                }
+                _ => self.out.push('\n'),
+            }
         }
         for a in &k.locals {
             writeln!(self.out, "  local {}: [{}; {}]", a.name, a.elem, a.len)?;
@@ -250,6 +259,65 @@ impl Printer<'_> {
                     "{pad}{lhs}mbarrier.{name} shared[%{}]{operand}",
                     addr.index()
                 )
+            }
+            Stmt::Tma(op) => {
+                let map = |m: &crate::tma::TensorMapRef| match m {
+                    crate::tma::TensorMapRef::Param(i) => format!("param{i}"),
+                    crate::tma::TensorMapRef::Global(v) => format!("global[%{}]", v.index()),
+                };
+                let list = |vs: &[Value]| {
+                    vs.iter()
+                        .map(|v| format!("%{}", v.index()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                match op {
+                    crate::tma::TmaOp::LoadTile {
+                        map: m,
+                        coords,
+                        dst,
+                        mbar,
+                    } => writeln!(
+                        self.out,
+                        "{pad}tma.load.{}d shared[%{}], {}, {{{}}}, mbar shared[%{}]",
+                        coords.len(),
+                        dst.index(),
+                        map(m),
+                        list(coords),
+                        mbar.index()
+                    ),
+                    crate::tma::TmaOp::StoreTile {
+                        map: m,
+                        coords,
+                        src,
+                    } => writeln!(
+                        self.out,
+                        "{pad}tma.store.{}d {}, {{{}}}, shared[%{}]",
+                        coords.len(),
+                        map(m),
+                        list(coords),
+                        src.index()
+                    ),
+                    crate::tma::TmaOp::LoadBulk {
+                        dst,
+                        src,
+                        bytes,
+                        mbar,
+                    } => writeln!(
+                        self.out,
+                        "{pad}bulk.load shared[%{}], global[%{}], %{} bytes, mbar shared[%{}]",
+                        dst.index(),
+                        src.index(),
+                        bytes.index(),
+                        mbar.index()
+                    ),
+                    crate::tma::TmaOp::Commit => writeln!(self.out, "{pad}bulk.commit_group"),
+                    crate::tma::TmaOp::WaitGroup { pending, read } => writeln!(
+                        self.out,
+                        "{pad}bulk.wait_group{} {pending}",
+                        if *read { ".read" } else { "" }
+                    ),
+                }
             }
             Stmt::Print { format, args } => {
                 write!(self.out, "{pad}print {format:?}")?;

@@ -43,10 +43,15 @@ pub fn result_type(
         Op::Param(i) => match param(*i)? {
             ParamKind::Scalar(ty) => ty,
             ParamKind::Slice { .. } => return Err(format!("Param({i}) names a slice parameter")),
+            ParamKind::TensorMap { .. } => {
+                return Err(format!("Param({i}) names a tensor-map parameter"));
+            }
         },
         Op::SliceBase(i) | Op::SliceLen(i) => match param(*i)? {
             ParamKind::Slice { .. } => S::U64,
-            ParamKind::Scalar(_) => return Err(format!("slice op on scalar parameter {i}")),
+            ParamKind::Scalar(_) | ParamKind::TensorMap { .. } => {
+                return Err(format!("slice op on non-slice parameter {i}"));
+            }
         },
         Op::SharedAddr(i) => {
             if *i as usize >= kernel.shared.len() {
@@ -315,6 +320,23 @@ pub fn check_stmt_operands(
                 (None, Some(_)) => return Err(format!("mbarrier {op:?} takes no operand")),
             }
         }
+        Stmt::Tma(op) => {
+            let rank = op.rank();
+            if op.map().is_some() && !(1..=crate::tma::MAX_RANK).contains(&rank) {
+                return Err(format!("a tensor copy has 1 to 5 coordinates, not {rank}"));
+            }
+            for (i, (v, want)) in op
+                .operands()
+                .into_iter()
+                .zip(op.operand_types())
+                .enumerate()
+            {
+                let t = value_ty(*v)?;
+                if t != want {
+                    return Err(format!("tma {op:?} operand {i} must be {want}, got {t}"));
+                }
+            }
+        }
         Stmt::Print { format, args } => {
             let types = args
                 .iter()
@@ -389,6 +411,29 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
             "dynamic shared memory alignment {align} is not a power of two up to {}",
             crate::kernel::DYN_SHARED_MAX_ALIGN
         )));
+    }
+    for (i, &a) in kernel.shared_align.iter().enumerate() {
+        if i >= kernel.shared.len()
+            || (a != 0 && (!a.is_power_of_two() || a > crate::kernel::MAX_ARRAY_ALIGN))
+        {
+            return Err(err(format!(
+                "shared array alignment {a} (entry {i}) is not a power of two up to {} of a \
+                 declared array",
+                crate::kernel::MAX_ARRAY_ALIGN
+            )));
+        }
+    }
+    for p in &kernel.params {
+        if let ParamKind::TensorMap { elem, rank } = p.kind
+            && (!(1..=crate::tma::MAX_RANK).contains(&usize::from(rank))
+                || crate::tma::tensor_map_data_type(elem).is_none())
+        {
+            return Err(err(format!(
+                "tensor-map parameter `{}` of {rank} dimensions of {elem}: a tensor map has \
+                 1 to 5 dimensions of a non-bool type",
+                p.name
+            )));
+        }
     }
     let mut state = Walk {
         kernel,
@@ -538,8 +583,24 @@ impl Walk<'_> {
             | Stmt::VectorStore { .. }
             | Stmt::CpAsync { .. }
             | Stmt::Print { .. }
-            | Stmt::Mbarrier { .. } => {
+            | Stmt::Mbarrier { .. }
+            | Stmt::Tma(_) => {
                 check_stmt_operands(stmt, |v| self.visible(v))?;
+                if let Stmt::Tma(op) = stmt
+                    && let Some(crate::tma::TensorMapRef::Param(i)) = op.map()
+                {
+                    match self.kernel.params.get(i as usize).map(|p| p.kind) {
+                        Some(ParamKind::TensorMap { rank, .. })
+                            if usize::from(rank) == op.rank() => {}
+                        Some(ParamKind::TensorMap { rank, .. }) => {
+                            return Err(format!(
+                                "a {}-d tensor copy through the {rank}-d tensor map {i}",
+                                op.rank()
+                            ));
+                        }
+                        _ => return Err(format!("parameter {i} is not a tensor map")),
+                    }
+                }
                 if let Stmt::Mbarrier { op, result, .. } = stmt
                     && result.is_some() != op.result().is_some()
                 {

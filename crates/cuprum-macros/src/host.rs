@@ -229,6 +229,10 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 #(#fields,)*
             }
 
+            /// cuda-oxide's name for [`Module`].
+            #[allow(dead_code)]
+            pub type LoadedModule = Module;
+
             /// Compiles (once per process) and loads this module's kernels on `ctx`.
             pub fn load(ctx: &::cuprum::CudaContext) -> ::cuprum::Result<Module> {
                 let inner = ::cuprum::__private::LoadedModule::load(ctx, ir()?)?;
@@ -376,6 +380,21 @@ fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream
                 )),
             )
         }
+        cuprum_front::ParamType::TensorMap { rank, .. } => {
+            let elem = element_type(&p.rust_type).ok_or_else(|| {
+                syn::Error::new(p.rust_type.span(), "cannot find the element type")
+            })?;
+            let rank = usize::from(*rank);
+            (
+                quote!(#name: &::cuprum::TensorMap<'_, #elem, #rank>),
+                quote!(#name.arg()),
+            )
+        }
+        // cuda-oxide's map in device memory: its address (the launch is `unsafe`).
+        cuprum_front::ParamType::TensorMapPtr => (
+            quote!(#name: *const ::cuprum::simt::tma::TmaDescriptor),
+            quote!(::cuprum::__private::KernelArg::scalar(#name as u64)),
+        ),
         cuprum_front::ParamType::Atomic { .. } => {
             let elem = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")
@@ -638,13 +657,24 @@ fn launch_method(
         "Checks `config` against `{name}`'s launch contract (domain {domain}, block ({bx}, {by}, {bz})) \
          and the device's limits."
     );
-    let (unsafety, launch_doc) = if k.is_unsafe {
+    // A `*const TmaDescriptor` parameter is an address nothing checks (see `simt::tma`).
+    let raw_map = k
+        .params
+        .iter()
+        .any(|p| p.ty == cuprum_front::ParamType::TensorMapPtr);
+    let (unsafety, launch_doc) = if k.is_unsafe || raw_map {
         (
             quote!(unsafe),
             format!(
                 "Launches `{name}` on `stream` with a configuration checked by \
-                 [`Module::{prepare}`].\n\n# Safety\n\nIt is an `unsafe` kernel: the caller \
-                 must make sure every thread's accesses stay in bounds and do not race."
+                 [`Module::{prepare}`].\n\n# Safety\n\n{}: the caller \
+                 must make sure every thread's accesses stay in bounds and do not race.",
+                if k.is_unsafe {
+                    "It is an `unsafe` kernel"
+                } else {
+                    "It takes a `*const TmaDescriptor`, which must point to a valid tensor map \
+                     in device memory over a live buffer"
+                }
             ),
         )
     } else {

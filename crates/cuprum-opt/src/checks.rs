@@ -70,7 +70,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
         .enumerate()
         .filter_map(|(i, p)| match p.kind {
             ParamKind::Slice { elem, .. } => Some((i as u32, elem.size_bytes())),
-            ParamKind::Scalar(_) => None,
+            ParamKind::Scalar(_) | ParamKind::TensorMap { .. } => None,
         })
         .collect();
     let mut bounds: HashMap<(u32, Linear), Vec<Value>> = HashMap::new();

@@ -201,11 +201,11 @@ pub(crate) fn write_kernel(
     for p in &kernel.params {
         param_slots.push(slot);
         slot += match p.kind {
-            ParamKind::Scalar(_) => 1,
+            ParamKind::Scalar(_) | ParamKind::TensorMap { .. } => 1,
             ParamKind::Slice { .. } => 2,
         };
     }
-    let (shared_offsets, shared_size) = array_layout(&kernel.shared);
+    let (shared_offsets, shared_size) = kernel.shared_layout();
     let (local_offsets, local_size) = array_layout(&kernel.locals);
     let mut w = KernelWriter {
         kernel,
@@ -258,10 +258,19 @@ pub(crate) fn write_kernel(
         let types: &[&str] = match p.kind {
             ParamKind::Scalar(ty) => &[mem_type(ty)],
             ParamKind::Slice { .. } => &["u64", "u64"],
+            ParamKind::TensorMap { .. } => &[crate::tma::TENSOR_MAP_PARAM],
         };
         for t in types {
             let sep = if n == 0 { "" } else { "," };
-            let _ = write!(out, "{sep}\n\t.param .{t} {}", ParamName(name, n));
+            let name = ParamName(name, n);
+            match *t {
+                crate::tma::TENSOR_MAP_PARAM => {
+                    let _ = write!(out, "{sep}\n\t.param .align 64 .b8 {name}[128]");
+                }
+                t => {
+                    let _ = write!(out, "{sep}\n\t.param .{t} {name}");
+                }
+            }
             n += 1;
         }
     }
@@ -292,7 +301,7 @@ pub(crate) fn write_kernel(
         let _ = writeln!(
             out,
             "\t.shared .align {} .b8 {SHARED_SYMBOL}[{shared_size}];",
-            cuprum_ir::ARRAY_ALIGN
+            kernel.shared_window_align()
         );
     }
     if local_size > 0 {
@@ -484,6 +493,7 @@ impl<'k> KernelWriter<'k> {
                 arg,
                 result,
             } => self.mbarrier(*op, *addr, *arg, *result)?,
+            Stmt::Tma(op) => self.tma(op)?,
         }
         Ok(())
     }

@@ -49,6 +49,7 @@ mod mbarrier;
 mod ops;
 mod printf;
 mod regs;
+mod tma;
 mod transcendental;
 mod warp_matrix;
 
@@ -181,6 +182,7 @@ pub fn machine_params(kernel: &Kernel) -> Vec<MachineParam> {
     for p in &kernel.params {
         match p.kind {
             ParamKind::Scalar(ty) => push(ty.size_bytes()),
+            ParamKind::TensorMap { .. } => push(cuprum_ir::tma::TENSOR_MAP_BYTES as u32),
             ParamKind::Slice { .. } => {
                 push(8);
                 push(8);

@@ -180,4 +180,15 @@ pub enum KernelArg {
         /// The number of elements (not bytes).
         len: u64,
     },
+    /// A tensor map (`cuprum_ir::ParamKind::TensorMap`): the 128 bytes of the backend's
+    /// encoding (the driver's, or the emulator's description), and the device bytes it
+    /// reads and writes, for ordering the launch after other streams' work on them.
+    TensorMap {
+        /// The encoded map.
+        map: [u64; 16],
+        /// The tensor's first byte.
+        address: u64,
+        /// Bytes from `address` to the end of the tensor.
+        bytes: u64,
+    },
 }

@@ -164,6 +164,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// A tensor map (`TensorMap`, or cuda-oxide's `cuTensorMapEncodeTiled`) describes a
+    /// tensor the tensor memory accelerator cannot read: checked before anything is encoded.
+    #[error("invalid tensor map: {problem}")]
+    TensorMap {
+        /// Which requirement the description breaks, with the numbers.
+        problem: cuprum_ir::TensorMapProblem,
+    },
+
     /// Device memory is exhausted, or the requested size cannot be represented.
     #[error("out of device memory: could not allocate {bytes} bytes ({detail})")]
     OutOfMemory {

@@ -232,7 +232,7 @@ impl LoadedModule {
                 name: Arc::from(k.name.as_str()),
                 facts: KernelFacts {
                     max_threads: k.launch_bounds.map(|b| b.max_threads),
-                    static_shared_bytes: cuprum_ir::array_layout(&k.shared).1,
+                    static_shared_bytes: k.shared_layout().1,
                     block: k.block,
                 },
             })
@@ -371,16 +371,21 @@ impl LoadedModule {
         let mut ranges = Vec::new();
         let mut accesses = Vec::new();
         for (param, arg) in ir.params.iter().zip(args) {
-            let (ParamKind::Slice { elem, access }, KernelArg::Slice { address, len }) =
-                (param.kind, *arg)
-            else {
-                continue;
-            };
-            if address == 0 && len == 0 {
-                continue;
+            match (param.kind, *arg) {
+                (ParamKind::Slice { elem, access }, KernelArg::Slice { address, len }) => {
+                    if address == 0 && len == 0 {
+                        continue;
+                    }
+                    ranges.push((address, len.saturating_mul(u64::from(elem.size_bytes()))));
+                    accesses.push(Access::of(access));
+                }
+                // A tensor map's copies may store into its tensor.
+                (ParamKind::TensorMap { .. }, KernelArg::TensorMap { address, bytes, .. }) => {
+                    ranges.push((address, bytes));
+                    accesses.push(Access::Write);
+                }
+                _ => {}
             }
-            ranges.push((address, len.saturating_mul(u64::from(elem.size_bytes()))));
-            accesses.push(Access::of(access));
         }
         let mut buffers = Vec::with_capacity(ranges.len());
         for (owner, access) in ordering::owners(&self.ctx, &ranges)
@@ -493,6 +498,14 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
                     ));
                 }
             }
+            (ParamKind::TensorMap { .. }, KernelArg::TensorMap { .. }) => {}
+            (kind, KernelArg::TensorMap { .. }) => {
+                return mismatch(format!(
+                    "argument {index} (`{}`) must be {}, got a tensor map",
+                    param.name,
+                    describe_kind(kind)
+                ));
+            }
             (kind, KernelArg::Scalar { ty, .. }) => {
                 return mismatch(format!(
                     "argument {index} (`{}`) must be {}, got a `{ty}` scalar",
@@ -522,6 +535,9 @@ fn describe_kind(kind: ParamKind) -> String {
                 cuprum_ir::SliceAccess::ReadWrite => "&mut [{}]",
             };
             format!("a slice `{}`", how.replace("{}", elem.rust_name()))
+        }
+        ParamKind::TensorMap { elem, rank } => {
+            format!("a tensor map `TensorMap<{}, {rank}>`", elem.rust_name())
         }
     }
 }

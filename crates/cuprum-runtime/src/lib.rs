@@ -37,6 +37,8 @@ pub mod limits;
 mod ordering;
 pub mod oxide;
 pub mod staged;
+pub mod sys;
+pub mod tensor_map;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use completion::Completion;
@@ -51,3 +53,4 @@ pub use launch::{
 pub use limits::DeviceLimits;
 pub use oxide::{ModuleFile, RowWidth};
 pub use staged::{PendingRead, PendingWrite};
+pub use tensor_map::TensorMap;

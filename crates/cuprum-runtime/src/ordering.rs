@@ -179,6 +179,14 @@ pub(crate) fn unregister(address: u64) {
     live().remove(&address);
 }
 
+/// How many bytes of its live buffer lie from `address` to the buffer's end, if `address` is
+/// inside a live buffer (of any context).
+pub(crate) fn bytes_from(address: u64) -> Option<u64> {
+    let live = live();
+    let (_, buffer) = live.range(..=address).next_back()?;
+    (address < buffer.end).then(|| buffer.end - address)
+}
+
 /// What the registry knows of `[address, address + bytes)`.
 pub(crate) enum Owner {
     /// Inside a live buffer of this context.

@@ -73,10 +73,12 @@ pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
 pub use cuprum_iter as iter;
 pub use cuprum_macros::{DeviceCopy, cuda_module};
+/// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
+pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
     Error, Event, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, Result,
-    RowWidth, Stream,
+    RowWidth, Stream, TensorMap,
 };
 pub use half;
 

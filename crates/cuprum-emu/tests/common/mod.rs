@@ -123,6 +123,7 @@ impl K {
         match self.b.kernel().params[param as usize].kind {
             ParamKind::Slice { elem, .. } => elem,
             ParamKind::Scalar(t) => panic!("parameter {param} is a {t} scalar"),
+            ParamKind::TensorMap { .. } => panic!("parameter {param} is a tensor map"),
         }
     }
 

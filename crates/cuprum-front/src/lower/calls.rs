@@ -37,6 +37,8 @@ impl Lowerer<'_> {
         let receiver = self.deref_elem(receiver, m.receiver.span())?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         match (&receiver, method.as_str()) {
+            // `map.as_ptr()` of a `TensorMap<T, RANK>` parameter: the map (`tma`).
+            (Val::TensorMap(_), "as_ptr") if args.is_empty() => return Ok(receiver),
             (Val::Index1(x) | Val::WarpIndex(x), "get") if args.is_empty() => {
                 return Ok(Val::Scalar(*x));
             }
@@ -531,6 +533,9 @@ impl Lowerer<'_> {
             return Ok(v);
         }
         if let Some(v) = self.matrix_call(&last, &args, span)? {
+            return Ok(v);
+        }
+        if let Some(v) = self.tma_call(&last, &args, span)? {
             return Ok(v);
         }
         match (last.as_str(), args.len()) {

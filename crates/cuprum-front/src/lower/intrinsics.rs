@@ -21,6 +21,9 @@ pub(super) struct SharedShape {
     pub len: Option<u32>,
     /// The element type of an array of aggregates (`elem` is then `U8`; see `memory`).
     pub agg: Option<crate::layout::ElemType>,
+    /// The alignment of the array's start in bytes when it asks for more than the default
+    /// 16 (`SharedArray<T, N, 128>` for TMA boxes, 1024 for swizzled ones); 0 otherwise.
+    pub align: u32,
 }
 
 impl Lowerer<'_> {
@@ -109,22 +112,28 @@ impl Lowerer<'_> {
             );
         }
         if let Some(ty) = shape.agg {
-            let array = self.b.shared_array(ArrayDecl {
-                name: name.to_string(),
-                elem: S::U8,
-                len: bytes as u32,
-            });
+            let array = self.b.shared_array_aligned(
+                ArrayDecl {
+                    name: name.to_string(),
+                    elem: S::U8,
+                    len: bytes as u32,
+                },
+                shape.align,
+            );
             return Ok(Val::SharedElems {
                 array,
                 elem: ty,
                 len,
             });
         }
-        let array = self.b.shared_array(ArrayDecl {
-            name: name.to_string(),
-            elem: shape.elem,
-            len,
-        });
+        let array = self.b.shared_array_aligned(
+            ArrayDecl {
+                name: name.to_string(),
+                elem: shape.elem,
+                len,
+            },
+            shape.align,
+        );
         Ok(Val::Shared {
             array: Some(array),
             elem: shape.elem,
@@ -187,6 +196,7 @@ impl Lowerer<'_> {
                 elem,
                 len: None,
                 agg,
+                align: 0,
             });
         }
         let len = self.length_argument(
@@ -195,24 +205,38 @@ impl Lowerer<'_> {
             a.span(),
         )?;
         // cuda-oxide's alignment (`SharedArray<u32, 64, 8>`): static shared arrays start at
-        // multiples of 16 bytes (`cuprum_ir::array_layout`), which any `ALIGN` up to 16 is.
+        // multiples of 16 bytes (`cuprum_ir::array_layout`), which any `ALIGN` up to 16 is;
+        // larger powers of two up to `MAX_ARRAY_ALIGN` (TMA boxes) are asked of the IR.
+        let mut align_bytes = 0;
         if let Some(align) = it.next() {
             let n = match align {
                 syn::GenericArgument::Const(e) => match self.eval_const(e, 0)? {
                     ConstVal::Int(n) => Some(n),
                     _ => None,
                 },
+                syn::GenericArgument::Type(syn::Type::Path(p)) => {
+                    let e = syn::Expr::Path(syn::ExprPath {
+                        attrs: vec![],
+                        qself: None,
+                        path: p.path.clone(),
+                    });
+                    match self.eval_const(&e, 0)? {
+                        ConstVal::Int(n) => Some(n),
+                        _ => None,
+                    }
+                }
                 _ => None,
             };
+            let max = i128::from(cuprum_ir::MAX_ARRAY_ALIGN);
             match n {
                 Some(0 | 1 | 2 | 4 | 8 | 16) => {}
-                Some(n) if n > 16 && n.count_ones() == 1 => {
+                Some(n) if n > 16 && n <= max && n.count_ones() == 1 => align_bytes = n as u32,
+                Some(n) if n > max && n.count_ones() == 1 => {
                     return err(
                         align.span(),
                         format!(
-                            "a static shared array aligned to {n} bytes is not supported yet \
-                             (static shared arrays are 16-byte aligned): use dynamic shared \
-                             memory, `DynamicSharedArray::<T, {n}>`"
+                            "a static shared array may be aligned to at most {max} bytes (what \
+                             a 128-byte-swizzled TMA box needs), not {n}"
                         ),
                     );
                 }
@@ -229,6 +253,7 @@ impl Lowerer<'_> {
             elem,
             len: Some(len),
             agg,
+            align: align_bytes,
         })
     }
 

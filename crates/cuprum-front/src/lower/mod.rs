@@ -33,6 +33,7 @@ mod ranges;
 mod references;
 mod strided;
 mod tiles;
+mod tma;
 mod views;
 mod warp_names;
 
@@ -232,6 +233,9 @@ enum Val {
         space: AddressSpace,
         ptr: bool,
     },
+    /// A tensor map (`tma`): a `TensorMap<T, RANK>` parameter, its `as_ptr()`, or a
+    /// `*const TmaDescriptor` parameter (a map in global memory).
+    TensorMap(cuprum_ir::TensorMapRef),
     /// A compare-exchange's `Result`: `ok` (a `Bool`) says which; either way `value` is what
     /// memory held.
     CasResult {
@@ -460,6 +464,19 @@ impl<'a> Lowerer<'a> {
                 ParamType::Scalar(ty) => {
                     let index = self.b.param(name.clone(), cuprum_ir::ParamKind::Scalar(ty));
                     Val::Scalar(self.def(Op::Param(index), p.name.span())?)
+                }
+                ParamType::TensorMap { elem, rank } => {
+                    let kind = cuprum_ir::ParamKind::TensorMap { elem, rank };
+                    Val::TensorMap(cuprum_ir::TensorMapRef::Param(
+                        self.b.param(name.clone(), kind),
+                    ))
+                }
+                ParamType::TensorMapPtr => {
+                    let index = self
+                        .b
+                        .param(name.clone(), cuprum_ir::ParamKind::Scalar(S::U64));
+                    let addr = self.def(Op::Param(index), p.name.span())?;
+                    Val::TensorMap(cuprum_ir::TensorMapRef::Global(addr))
                 }
                 ParamType::Slice { elem, access } => {
                     let index = self
@@ -1158,7 +1175,11 @@ impl<'a> Lowerer<'a> {
             ),
             syn::Expr::Reference(r) => match self.expr(&r.expr)? {
                 // References to device data pass through; they are addresses already.
-                v @ (Val::Shared { .. } | Val::Slice(_) | Val::Atomic(_) | Val::Array(_)) => Ok(v),
+                v @ (Val::Shared { .. }
+                | Val::Slice(_)
+                | Val::Atomic(_)
+                | Val::Array(_)
+                | Val::TensorMap(_)) => Ok(v),
                 v @ Val::AtomicCell { ptr: false, .. } => Ok(v),
                 _ => err(r.span(), references::WHERE_REFERENCES),
             },
@@ -1395,6 +1416,7 @@ impl<'a> Lowerer<'a> {
                 elem: S::U64,
                 len: Some(1),
                 agg: None,
+                align: 0,
             }
         } else {
             self.shared_shape(&array.arguments, false, item.ty.span())?
@@ -1883,6 +1905,7 @@ fn describe(v: &Val) -> String {
         Val::AtomicCell { ptr: true, .. } => "a raw pointer to an atomic cell".into(),
         Val::AtomicCell { .. } => "an atomic cell".into(),
         Val::CasResult { .. } => "a compare-exchange's `Result`".into(),
+        Val::TensorMap(_) => "a tensor map".into(),
         Val::LaunchContext => "the launch context".into(),
         Val::Index32(_) | Val::Coord32(..) => "a thread index".into(),
         Val::Matrix { .. } => "a `MatrixView32`".into(),

@@ -347,6 +347,8 @@ impl Lowerer<'_> {
                 return Ok(cell);
             }
             return match self.expr(&c.expr)? {
+                // `map.as_ptr() as *const TmaDescriptor`: still the map.
+                v @ Val::TensorMap(_) if super::tma::is_tma_descriptor(&target.elem) => Ok(v),
                 Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
                     addr,
                     elem: self.resolve_scalar(&target.elem)?,

@@ -223,6 +223,7 @@ impl Lowerer<'_> {
             elem,
             len: Some(len),
             agg: None,
+            align: 0,
         };
         Ok((shared, PhasedShape::Rows(rows, cols)))
     }

@@ -235,6 +235,7 @@ impl Device for EmuDevice {
             .map(|a| match *a {
                 KernelArg::Scalar { bits, .. } => ArgValue::Scalar(bits),
                 KernelArg::Slice { address, len } => ArgValue::Slice { base: address, len },
+                KernelArg::TensorMap { map, .. } => ArgValue::TensorMap(map),
             })
             .collect();
         let dims = LaunchDims {

@@ -210,3 +210,13 @@ pub unsafe fn mbarrier_inval(bar: *mut Barrier) {
     let _ = bar;
     unreachable_on_host()
 }
+
+/// cuda-oxide's name for [`fence_proxy_async`](super::fence_proxy_async) as its TMA programs
+/// use it after `mbarrier_init` (`fence.proxy.async.shared::cta`; cuprum emits the fence for
+/// every state space, which includes it).
+///
+/// # Safety
+///
+/// None beyond the fence's own (it is `unsafe` in cuda-oxide, so its programs call it in
+/// `unsafe` blocks).
+pub unsafe fn fence_proxy_async_shared_cta() {}

@@ -36,6 +36,7 @@ pub mod pointer;
 pub mod shared;
 pub mod thread;
 pub mod tiles;
+pub mod tma;
 pub mod views;
 pub mod warp;
 

@@ -52,7 +52,7 @@ fn expected_machine_params(kernel: &Kernel) -> usize {
         .params
         .iter()
         .map(|p| match p.kind {
-            ParamKind::Scalar(_) => 1,
+            ParamKind::Scalar(_) | ParamKind::TensorMap { .. } => 1,
             ParamKind::Slice { .. } => 2,
         })
         .sum()
@@ -64,7 +64,7 @@ fn machine_sizes(kernel: &Kernel) -> Result<Vec<u32>> {
     if params.len() != expected_machine_params(kernel)
         || params
             .iter()
-            .any(|p| !matches!(p.size_bytes, 1 | 2 | 4 | 8))
+            .any(|p| !matches!(p.size_bytes, 1 | 2 | 4 | 8 | 128))
     {
         return Err(Error::Compile {
             kernel: kernel.name.clone(),
@@ -177,31 +177,45 @@ impl CudaDevice {
     }
 }
 
-/// One 8-byte slot per PTX parameter, the value in its first `size` bytes (native order, as
-/// the driver reads it).
-pub(super) fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<u64> {
-    let mut words = Vec::with_capacity(sizes.len());
+/// The storage of one PTX parameter: its value in its first `size` bytes (native order, as
+/// the driver reads it); 128 bytes, 64-byte aligned, so that a tensor map fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub(super) struct ParamSlot(pub(super) [u64; 16]);
+
+/// One slot per PTX parameter (see [`ParamSlot`]).
+pub(super) fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<ParamSlot> {
+    let mut words: Vec<ParamSlot> = Vec::with_capacity(sizes.len());
+    let word = |w: u64| {
+        let mut slot = [0u64; 16];
+        slot[0] = w;
+        ParamSlot(slot)
+    };
     for arg in args {
         match *arg {
-            KernelArg::Scalar { bits, .. } => words.push(bits),
+            KernelArg::Scalar { bits, .. } => words.push(word(bits)),
             KernelArg::Slice { address, len } => {
-                words.push(address);
-                words.push(len);
+                words.push(word(address));
+                words.push(word(len));
             }
+            KernelArg::TensorMap { map, .. } => words.push(ParamSlot(map)),
         }
     }
     words
         .iter()
         .zip(sizes)
-        .map(|(&bits, &size)| {
-            let mut slot = [0u8; 8];
+        .map(|(slot, &size)| {
+            let bits = slot.0[0];
+            let mut first = [0u8; 8];
             match size {
-                1 => slot[..1].copy_from_slice(&(bits as u8).to_ne_bytes()),
-                2 => slot[..2].copy_from_slice(&(bits as u16).to_ne_bytes()),
-                4 => slot[..4].copy_from_slice(&(bits as u32).to_ne_bytes()),
-                _ => slot.copy_from_slice(&bits.to_ne_bytes()),
+                1 => first[..1].copy_from_slice(&(bits as u8).to_ne_bytes()),
+                2 => first[..2].copy_from_slice(&(bits as u16).to_ne_bytes()),
+                4 => first[..4].copy_from_slice(&(bits as u32).to_ne_bytes()),
+                _ => return *slot,
             }
-            u64::from_ne_bytes(slot)
+            let mut out = *slot;
+            out.0[0] = u64::from_ne_bytes(first);
+            out
         })
         .collect()
 }
@@ -224,6 +238,7 @@ mod tests {
         ];
         let words = pack_params(&[1, 2, 8, 8, 4, 8], &args);
         assert_eq!(words.len(), 6);
+        let words: Vec<u64> = words.iter().map(|s| s.0[0]).collect();
         let bytes = |w: u64| w.to_ne_bytes();
         assert_eq!(bytes(words[0])[0], 1);
         assert_eq!(

@@ -83,6 +83,8 @@ pub(super) struct Probe {
     pub(super) facts: DriverFacts,
     pub(super) stream_ordered_alloc: bool,
     pub(super) event_timing: bool,
+    /// `cuTensorMapEncodeTiled` (CUDA 12.0 drivers and later).
+    pub(super) tensor_maps: bool,
 }
 
 fn probe_library() -> Result<Probe, String> {
@@ -133,6 +135,7 @@ fn probe_library() -> Result<Probe, String> {
     Ok(Probe {
         stream_ordered_alloc: has("cuMemAllocAsync") && has("cuMemFreeAsync"),
         event_timing: has("cuEventElapsedTime"),
+        tensor_maps: has("cuTensorMapEncodeTiled"),
         facts,
         _library: library,
     })

@@ -80,6 +80,7 @@ impl CudaDevice {
     /// of device `ordinal`; returns the device and its limits.
     pub(crate) fn open(ordinal: usize) -> Result<(Self, DeviceLimits), Error> {
         let probe = driver::probe()?;
+        crate::tensor_map::note_cuda();
         if let Err(err) = result::init() {
             let fail = CuFail {
                 call: "cuInit",
@@ -323,7 +324,7 @@ impl Device for CudaDevice {
         let mut storage = compile::pack_params(sizes, args);
         let mut pointers: Vec<*mut c_void> = storage
             .iter_mut()
-            .map(|slot| (slot as *mut u64).cast::<c_void>())
+            .map(|slot| (slot as *mut compile::ParamSlot).cast::<c_void>())
             .collect();
         let needs_opt_in = u64::from(config.shared_mem_bytes)
             + u64::from(kernel.static_shared_bytes)
@@ -360,4 +361,76 @@ impl Device for CudaDevice {
             }
         })
     }
+}
+
+/// Has the driver encode the (checked) tiled tensor map `desc` (`cuTensorMapEncodeTiled`).
+pub(crate) fn encode_tensor_map(desc: &cuprum_ir::TensorMapDesc) -> Result<[u64; 16], Error> {
+    use sys::{
+        CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let probe = driver::probe()?;
+    if !probe.tensor_maps {
+        return Err(Error::Unsupported {
+            what: format!(
+                "tensor maps: {} lacks cuTensorMapEncodeTiled (a CUDA 12 driver is needed)",
+                probe.facts.library
+            ),
+        });
+    }
+    let code = cuprum_ir::tma::tensor_map_data_type(desc.elem).ok_or(Error::TensorMap {
+        problem: cuprum_ir::TensorMapProblem::Element(desc.elem),
+    })?;
+    let data_type = match code {
+        0 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        1 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        2 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        3 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        4 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+        5 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT64,
+        6 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        7 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        8 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        _ => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let swizzle = match desc.swizzle {
+        cuprum_ir::Swizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        cuprum_ir::Swizzle::B32 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        cuprum_ir::Swizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        cuprum_ir::Swizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let fill = match desc.oob_fill {
+        cuprum_ir::OobFill::Zero => CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        cuprum_ir::OobFill::Nan => {
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+        }
+    };
+    let rank = desc.rank;
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    // SAFETY: the arrays hold `rank` entries (strides `rank - 1`), as the call reads; `map`
+    // is 128 writable bytes; the driver only encodes (the address is not dereferenced).
+    let status = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            data_type,
+            rank as u32,
+            desc.address as *mut c_void,
+            desc.dims.as_ptr(),
+            desc.strides.as_ptr(),
+            desc.box_dims.as_ptr(),
+            desc.element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            fill,
+        )
+    };
+    if status != sys::CUresult::CUDA_SUCCESS {
+        return Err(driver_error("cuTensorMapEncodeTiled")(
+            cudarc::driver::result::DriverError(status),
+        ));
+    }
+    // SAFETY: the driver wrote the map (and it was zeroed before).
+    let map = unsafe { map.assume_init() };
+    Ok(map.opaque)
 }

@@ -1,0 +1,309 @@
+//! The tensor memory accelerator on the emulator, built with the IR builder: tile loads land
+//! in the swizzled layout with zero fill at the edges and complete their bytes on an
+//! mbarrier; tile stores clip at the edges; and the planted bugs (reading the destination
+//! before the wait, a store without `fence.proxy.async`, rewriting a store's source before
+//! `wait_group.read`, more bytes expected than arrive) are reported with their errors.
+
+mod common;
+
+use common::*;
+use cuprum_emu::{ArgValue, EmuError, LaunchDims, Memory, launch};
+use cuprum_ir::*;
+
+const W: u64 = 45;
+const H: u64 = 13;
+const BOX_W: u32 = 32;
+const BOX_H: u32 = 8;
+
+/// The widest box of f32 a swizzle's rows hold (32 unswizzled).
+fn box_w(swizzle: Swizzle) -> u32 {
+    swizzle.span_bytes().map_or(BOX_W, |s| s / 4)
+}
+
+fn dims() -> LaunchDims {
+    LaunchDims {
+        grid: [1, 1, 1],
+        block: [128, 1, 1],
+        dynamic_shared_bytes: 0,
+    }
+}
+
+/// The map of a `W x H` f32 tensor (rows padded to 48 elements) in boxes of 32 x 8.
+fn map(mem: &Memory, swizzle: Swizzle) -> (ArgValue, TensorMapDesc, Vec<f32>) {
+    let data: Vec<f32> = (0..48 * H).map(|i| i as f32 * 0.5 + 1.0).collect();
+    let arg = upload(mem, &data);
+    let ArgValue::Slice { base, .. } = arg else {
+        panic!("a slice");
+    };
+    let mut d = TensorMapDesc::new(ScalarType::F32, 2, base);
+    d.dims[..2].copy_from_slice(&[W, H]);
+    d.strides[0] = 48 * 4;
+    d.box_dims[..2].copy_from_slice(&[box_w(swizzle), BOX_H]);
+    d.swizzle = swizzle;
+    d.check(None).unwrap();
+    (ArgValue::TensorMap(d.encode_emulated()), d, data)
+}
+
+/// Thread 0 loads the box at `(x, y)` (unless `skip_wait`, every thread waits for it), then
+/// each thread copies words of the tile's raw shared bytes to `out`.
+fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle) -> Kernel {
+    let bw = box_w(swizzle);
+    let mut k = K::new("tma_load");
+    let map = k.b.param(
+        "map",
+        ParamKind::TensorMap {
+            elem: ScalarType::F32,
+            rank: 2,
+        },
+    );
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let tile = k.b.shared_array_aligned(
+        ArrayDecl {
+            name: "tile".into(),
+            elem: ScalarType::U32,
+            len: BOX_W * BOX_H,
+        },
+        1024,
+    );
+    let bar = k.b.shared_array(ArrayDecl {
+        name: "bar".into(),
+        elem: ScalarType::U64,
+        len: 1,
+    });
+    let tid = k.tid();
+    let zero = k.u32(0);
+    let is0 = k.cmp(CmpOp::Eq, tid, zero);
+    let mbar = k.op(Op::SharedAddr(bar));
+    let dst = k.op(Op::SharedAddr(tile));
+    k.if_(is0, |k| {
+        let one = k.u32(1);
+        k.b.mbarrier(MbarrierOp::Init, mbar, Some(one)).unwrap();
+    });
+    k.barrier();
+    k.if_(is0, |k| {
+        let bytes = k.u32(bw * BOX_H * 4 + extra_tx);
+        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
+            .unwrap();
+        let cx = k.i32(x);
+        let cy = k.i32(y);
+        k.b.tma(TmaOp::LoadTile {
+            map: TensorMapRef::Param(map),
+            coords: vec![cx, cy],
+            dst,
+            mbar,
+        })
+        .unwrap();
+    });
+    if !skip_wait {
+        k.b.mbarrier(MbarrierOp::WaitParity, mbar, Some(zero))
+            .unwrap();
+    }
+    // The box's words, up to two per thread.
+    for half in 0..2u32 {
+        let off = k.u32(half * 128);
+        let i = k.add(tid, off);
+        let n = k.u32(bw * BOX_H);
+        let inside = k.cmp(CmpOp::Lt, i, n);
+        k.if_(inside, |k| {
+            let v = k.load_shared(tile, i);
+            let i64_ = k.cast(i, ScalarType::U64);
+            k.store(out, i64_, v);
+        });
+    }
+    k.finish()
+}
+
+/// The raw shared words the box at `(x, y)` leaves under `swizzle`.
+fn model(data: &[f32], x: i64, y: i64, swizzle: Swizzle) -> Vec<u32> {
+    let bw = box_w(swizzle);
+    let mut bytes = vec![0u8; (bw * BOX_H * 4) as usize];
+    for r in 0..i64::from(BOX_H) {
+        for c in 0..i64::from(bw) {
+            let (gx, gy) = (x + c, y + r);
+            let v = if (0..W as i64).contains(&gx) && (0..H as i64).contains(&gy) {
+                data[(gy * 48 + gx) as usize]
+            } else {
+                0.0
+            };
+            let dense = ((r * i64::from(bw) + c) * 4) as u32;
+            let at = swizzle.apply(dense) as usize;
+            bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn tile_loads_land_swizzled_with_zeros_outside() {
+    for swizzle in Swizzle::ALL {
+        for (x, y) in [(0, 0), (16, 8), (-5, -3), (40, 12)] {
+            let mem = Memory::new();
+            let (arg, _, data) = map(&mem, swizzle);
+            let n = (box_w(swizzle) * BOX_H) as usize;
+            let out = upload(&mem, &vec![0xDEAD_BEEFu32; n]);
+            launch(
+                &mem,
+                &load_kernel(x, y, false, 0, swizzle),
+                dims(),
+                &[arg, out],
+            )
+            .unwrap_or_else(|e| panic!("{swizzle:?} ({x}, {y}): {e}"));
+            let got: Vec<u32> = download(&mem, out);
+            let want = model(&data, i64::from(x), i64::from(y), swizzle);
+            assert_eq!(got, want, "{swizzle:?} at ({x}, {y})");
+        }
+    }
+}
+
+#[test]
+fn reading_the_destination_before_the_wait_is_a_race() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::None);
+    let out = upload(&mem, &vec![0u32; 256]);
+    match launch(
+        &mem,
+        &load_kernel(0, 0, true, 0, Swizzle::None),
+        dims(),
+        &[arg, out],
+    ) {
+        Err(e @ EmuError::AsyncProxyRace { .. }) => {
+            assert!(e.to_string().contains("mbarrier phase"), "{e}")
+        }
+        other => panic!("no race reported: {other:?}"),
+    }
+}
+
+#[test]
+fn expecting_more_bytes_than_arrive_deadlocks() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::B64);
+    let out = upload(&mem, &vec![0u32; 256]);
+    match launch(
+        &mem,
+        &load_kernel(0, 0, false, 16, Swizzle::B64),
+        dims(),
+        &[arg, out],
+    ) {
+        Err(e @ EmuError::MbarrierDeadlock { .. }) => {
+            assert!(e.to_string().contains("16 transaction bytes"), "{e}")
+        }
+        other => panic!("no deadlock reported: {other:?}"),
+    }
+}
+
+/// Every thread writes its slots of a tile (fencing the async proxy unless `fence` is
+/// false), then thread 0 stores the box at `(x, y)`, commits, and (unless `rewrite`) waits
+/// for the reads before writing the tile again.
+fn store_kernel(x: i32, y: i32, fence: bool, rewrite: bool) -> Kernel {
+    let mut k = K::new("tma_store");
+    let map = k.b.param(
+        "map",
+        ParamKind::TensorMap {
+            elem: ScalarType::F32,
+            rank: 2,
+        },
+    );
+    let tile = k.b.shared_array_aligned(
+        ArrayDecl {
+            name: "tile".into(),
+            elem: ScalarType::F32,
+            len: BOX_W * BOX_H,
+        },
+        128,
+    );
+    let tid = k.tid();
+    for half in 0..2u32 {
+        let off = k.u32(half * 128);
+        let i = k.add(tid, off);
+        let f = k.cast(i, ScalarType::F32);
+        let neg = k.f32(-7.0);
+        let v = k.add(f, neg);
+        k.store_shared(tile, i, v);
+    }
+    if fence {
+        k.push(Stmt::FenceProxyAsync);
+    }
+    k.barrier();
+    let zero = k.u32(0);
+    let is0 = k.cmp(CmpOp::Eq, tid, zero);
+    let src = k.op(Op::SharedAddr(tile));
+    k.if_(is0, |k| {
+        let cx = k.i32(x);
+        let cy = k.i32(y);
+        k.b.tma(TmaOp::StoreTile {
+            map: TensorMapRef::Param(map),
+            coords: vec![cx, cy],
+            src,
+        })
+        .unwrap();
+        k.b.tma(TmaOp::Commit).unwrap();
+        if !rewrite {
+            k.b.tma(TmaOp::WaitGroup {
+                pending: 0,
+                read: true,
+            })
+            .unwrap();
+        }
+        let z = k.u32(0);
+        let v = k.f32(0.0);
+        k.store_shared(tile, z, v);
+        k.b.tma(TmaOp::WaitGroup {
+            pending: 0,
+            read: false,
+        })
+        .unwrap();
+    });
+    k.finish()
+}
+
+#[test]
+fn tile_stores_clip_at_the_edges() {
+    for (x, y) in [(0, 0), (16, 8), (-8, -2)] {
+        let mem = Memory::new();
+        let (arg, desc, data) = map(&mem, Swizzle::None);
+        let tensor = ArgValue::Slice {
+            base: desc.address,
+            len: data.len() as u64,
+        };
+        launch(&mem, &store_kernel(x, y, true, false), dims(), &[arg])
+            .unwrap_or_else(|e| panic!("({x}, {y}): {e}"));
+        let got: Vec<f32> = download(&mem, tensor);
+        let mut want = data.clone();
+        for r in 0..i64::from(BOX_H) {
+            for c in 0..i64::from(BOX_W) {
+                let (gx, gy) = (i64::from(x) + c, i64::from(y) + r);
+                if (0..W as i64).contains(&gx) && (0..H as i64).contains(&gy) {
+                    want[(gy * 48 + gx) as usize] = (r * i64::from(BOX_W) + c) as f32 - 7.0;
+                }
+            }
+        }
+        assert_eq!(got, want, "store at ({x}, {y})");
+    }
+}
+
+#[test]
+fn a_store_without_a_proxy_fence_is_reported() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::None);
+    match launch(&mem, &store_kernel(0, 0, false, false), dims(), &[arg]) {
+        Err(e @ EmuError::MissingProxyFence { .. }) => {
+            assert!(e.to_string().contains("fence_proxy_async"), "{e}")
+        }
+        other => panic!("no missing fence reported: {other:?}"),
+    }
+}
+
+#[test]
+fn rewriting_a_store_source_before_the_read_wait_is_a_race() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::None);
+    match launch(&mem, &store_kernel(0, 0, true, true), dims(), &[arg]) {
+        Err(e @ EmuError::AsyncProxyRace { .. }) => {
+            assert!(e.to_string().contains("wait_group_read"), "{e}")
+        }
+        other => panic!("no race reported: {other:?}"),
+    }
+}
