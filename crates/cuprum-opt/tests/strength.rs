@@ -44,18 +44,26 @@ fn loop_body(text: &str) -> String {
         .join("\n")
 }
 
-/// Each thread stores `x[gid]` in a shared tile of `n` words, then sums
-/// `tile[(j * stride + k) % n]`-like reads: for `j` from `start` while `j < end` by `step`,
-/// the four words at `4 j + k` (k = 0..4); the sum goes to `y[gid]`.
-fn shared_tile(start: u32, end: u32, step: u32, with_continue: bool) -> Kernel {
-    let n = 256u32;
-    let mut k = K::new("tile");
+/// A kernel in the making in which each thread has stored `x[gid]` in a shared tile of `len`
+/// words (`tile[tid] = x[gid]`, then a barrier) and set `acc` to zero.
+struct Tile {
+    k: K,
+    y: u32,
+    gid: Value,
+    base: Value,
+    acc: Var,
+    four: Value,
+    zero: Value,
+}
+
+fn tile_kernel(name: &str, len: u32) -> Tile {
+    let mut k = K::new(name);
     let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
     let y = k.slice("y", S::U32, SliceAccess::Disjoint);
     let tile = k.b.shared_array(ArrayDecl {
         name: "tile".into(),
         elem: S::U32,
-        len: n,
+        len,
     });
     let gid = k.global_id();
     let tid = k.tid();
@@ -77,6 +85,31 @@ fn shared_tile(start: u32, end: u32, step: u32, with_continue: bool) -> Kernel {
         var: acc,
         value: zero,
     });
+    Tile {
+        k,
+        y,
+        gid,
+        base,
+        acc,
+        four,
+        zero,
+    }
+}
+
+/// Each thread stores `x[gid]` in a shared tile of `n` words, then sums
+/// `tile[(j * stride + k) % n]`-like reads: for `j` from `start` while `j < end` by `step`,
+/// the four words at `4 j + k` (k = 0..4); the sum goes to `y[gid]`.
+fn shared_tile(start: u32, end: u32, step: u32, with_continue: bool) -> Kernel {
+    let n = 256u32;
+    let Tile {
+        mut k,
+        y,
+        gid,
+        base,
+        acc,
+        four,
+        zero,
+    } = tile_kernel("tile", n);
     let j = k.b.var("j", S::U32);
     let s = k.u32(start);
     k.b.push(Stmt::WriteVar { var: j, value: s });
@@ -129,34 +162,14 @@ fn shared_tile(start: u32, end: u32, step: u32, with_continue: bool) -> Kernel {
 /// linear in `i` and the pass applies.
 fn linear_tile(end: u32, with_continue: bool) -> Kernel {
     let n = 256u32;
-    let mut k = K::new("linear");
-    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
-    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
-    let tile = k.b.shared_array(ArrayDecl {
-        name: "tile".into(),
-        elem: S::U32,
-        len: n,
-    });
-    let gid = k.global_id();
-    let tid = k.tid();
-    k.bounds_check(x, gid);
-    let v = k.load(x, S::U32, gid);
-    let base = k.op(Op::SharedAddr(tile));
-    let four = k.u32(4);
-    let mine = k.mul(tid, four);
-    let at = k.add(base, mine);
-    k.b.push(Stmt::Store {
-        space: AddressSpace::Shared,
-        addr: at,
-        value: v,
-    });
-    k.b.push(Stmt::Barrier);
-    let acc = k.b.var("acc", S::U32);
-    let zero = k.u32(0);
-    k.b.push(Stmt::WriteVar {
-        var: acc,
-        value: zero,
-    });
+    let Tile {
+        mut k,
+        y,
+        gid,
+        base,
+        acc,
+        ..
+    } = tile_kernel("linear", n);
     k.counted_loop(0, end, 1, |k, i| {
         if with_continue {
             let three = k.u32(3);
@@ -302,34 +315,14 @@ fn wrapping_counters_and_failing_checks_behave_the_same() {
 fn an_inner_loop_starts_its_pointer_again_on_each_outer_iteration() {
     // for r in 0..3 { for c in 0..16 { acc = mix(acc, tile[r * 16 + c]) } }, the inner
     // address linear in c with the term r * 64 defined in the outer body.
-    let mut k = K::new("nested");
-    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
-    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
-    let tile = k.b.shared_array(ArrayDecl {
-        name: "tile".into(),
-        elem: S::U32,
-        len: 64,
-    });
-    let gid = k.global_id();
-    let tid = k.tid();
-    k.bounds_check(x, gid);
-    let v = k.load(x, S::U32, gid);
-    let base = k.op(Op::SharedAddr(tile));
-    let four = k.u32(4);
-    let mine = k.mul(tid, four);
-    let at = k.add(base, mine);
-    k.b.push(Stmt::Store {
-        space: AddressSpace::Shared,
-        addr: at,
-        value: v,
-    });
-    k.b.push(Stmt::Barrier);
-    let acc = k.b.var("acc", S::U32);
-    let zero = k.u32(0);
-    k.b.push(Stmt::WriteVar {
-        var: acc,
-        value: zero,
-    });
+    let Tile {
+        mut k,
+        y,
+        gid,
+        base,
+        acc,
+        ..
+    } = tile_kernel("nested", 64);
     k.counted_loop(0, 3, 1, |k, r| {
         let sixty_four = k.u32(64);
         let row = k.mul(r, sixty_four);
