@@ -10,6 +10,7 @@
 
 use crate::kernel::{
     AddressSpace, BinaryOp, Block, Kernel, MbarrierOp, MemOrder, Module, Op, Stmt, TrapKind, Value,
+    Var,
 };
 use crate::types::ScalarType;
 
@@ -334,6 +335,11 @@ impl Stmt {
                     f(*a);
                 }
             }
+            Stmt::WgmmaMma(m) => m.for_each_operand(f),
+            Stmt::StMatrix { addr, values, .. } => {
+                f(*addr);
+                values.iter().for_each(|&v| f(v));
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -344,7 +350,12 @@ impl Stmt {
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
-            | Stmt::CpAsyncWaitAll => {}
+            | Stmt::CpAsyncWaitAll
+            | Stmt::WgmmaFence
+            | Stmt::WgmmaCommit
+            | Stmt::WgmmaWait { .. }
+            | Stmt::SetMaxNreg { .. }
+            | Stmt::NamedBarrier { .. } => {}
         }
     }
 
@@ -384,6 +395,11 @@ impl Stmt {
                     f(a);
                 }
             }
+            Stmt::WgmmaMma(m) => m.for_each_operand_mut(f),
+            Stmt::StMatrix { addr, values, .. } => {
+                f(addr);
+                values.iter_mut().for_each(f);
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -394,7 +410,12 @@ impl Stmt {
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
-            | Stmt::CpAsyncWaitAll => {}
+            | Stmt::CpAsyncWaitAll
+            | Stmt::WgmmaFence
+            | Stmt::WgmmaCommit
+            | Stmt::WgmmaWait { .. }
+            | Stmt::SetMaxNreg { .. }
+            | Stmt::NamedBarrier { .. } => {}
         }
     }
 
@@ -417,6 +438,25 @@ impl Stmt {
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
             Stmt::Mbarrier { result, .. } => result.as_mut_slice(),
+            _ => &mut [],
+        }
+    }
+
+    /// The variables the statement reads and writes in place, besides `ReadVar` and
+    /// `WriteVar`: the accumulators of a [`Stmt::WgmmaMma`]. Passes that follow variables
+    /// treat them as read and written by the statement (their values are unknown after it).
+    pub fn vars_in_place(&self) -> &[Var] {
+        match self {
+            Stmt::WgmmaMma(m) => &m.acc,
+            _ => &[],
+        }
+    }
+
+    /// The variables the statement reads and writes in place ([`Stmt::vars_in_place`]), which
+    /// the caller may rewrite (renumber).
+    pub fn vars_in_place_mut(&mut self) -> &mut [Var] {
+        match self {
+            Stmt::WgmmaMma(m) => &mut m.acc,
             _ => &mut [],
         }
     }
@@ -590,6 +630,55 @@ impl Stmt {
             },
             Stmt::Print { .. } => Effects {
                 prints: true,
+                ..none
+            },
+            Stmt::WgmmaFence => Effects {
+                fence: true,
+                warp_collective: true,
+                arch_specific: true,
+                ..none
+            },
+            // The operation reads its shared operands and its accumulator variables, and
+            // writes those variables, later (by the covering wait): both it and the waits are
+            // kept in place and in order by every pass (variables, fence, asynchronous).
+            Stmt::WgmmaMma(_) => Effects {
+                reads: Spaces::of(AddressSpace::Shared),
+                uses_vars: true,
+                warp_collective: true,
+                may_fault: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::WgmmaCommit => Effects {
+                warp_collective: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::WgmmaWait { .. } => Effects {
+                uses_vars: true,
+                fence: true,
+                warp_collective: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::SetMaxNreg { .. } => Effects {
+                warp_collective: true,
+                arch_specific: true,
+                ..none
+            },
+            // Orders the participants' memory (a fence each way) and waits for other warps.
+            Stmt::NamedBarrier { .. } => Effects {
+                fence: true,
+                warp_collective: true,
+                ..none
+            },
+            Stmt::StMatrix { .. } => Effects {
+                writes: Spaces::of(AddressSpace::Shared),
+                warp_collective: true,
+                may_fault: true,
                 ..none
             },
             // The barrier object is shared memory that the operation reads and updates; its

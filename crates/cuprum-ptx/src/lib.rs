@@ -51,6 +51,7 @@ mod printf;
 mod regs;
 mod transcendental;
 mod warp_matrix;
+mod wgmma;
 
 use std::fmt::Write as _;
 
