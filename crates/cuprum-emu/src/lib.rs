@@ -146,6 +146,7 @@ mod shared;
 mod sync;
 mod tensor;
 mod warp;
+mod wgmma;
 
 pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
 pub use exec::{

@@ -124,7 +124,7 @@ impl Clocks {
     /// Thread `t` releases its accesses so far into `into` (a phase's collection): `into`
     /// joins what `t` knows and `t`'s stamp, and `t` moves on to a fresh stamp. Returns false
     /// when the counter started over (see [`Clocks::begin_block`]).
-    fn release(&mut self, t: u32, into: &mut Vec<u32>) -> bool {
+    pub(crate) fn release(&mut self, t: u32, into: &mut Vec<u32>) -> bool {
         self.ensure_known();
         let n = self.threads;
         let t = t as usize;
@@ -146,7 +146,7 @@ impl Clocks {
     }
 
     /// Thread `t` acquires a phase's collection `from`.
-    fn acquire(&mut self, t: u32, from: &[u32]) {
+    pub(crate) fn acquire(&mut self, t: u32, from: &[u32]) {
         if from.is_empty() {
             return;
         }

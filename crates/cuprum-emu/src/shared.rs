@@ -98,6 +98,8 @@ pub(crate) struct SharedMem {
     block_gen: u32,
     /// The block's mbarrier objects and the clocks of their ordering.
     pub(crate) mbar: Mbarriers,
+    /// The block's named barriers (`bar.sync id, n`), ordered through `mbar`'s clocks.
+    pub(crate) named: crate::wgmma::NamedBarriers,
 }
 
 impl SharedMem {
@@ -109,6 +111,7 @@ impl SharedMem {
             epoch: 0,
             block_gen: 0,
             mbar: Mbarriers::new(),
+            named: crate::wgmma::NamedBarriers::new(),
         }
     }
 
@@ -127,6 +130,7 @@ impl SharedMem {
             self.reset();
         }
         self.mbar.begin_block(threads);
+        self.named.begin_block();
     }
 
     /// The current epoch (barrier interval).
@@ -192,6 +196,16 @@ impl SharedMem {
         let mut b = [0u8; 8];
         b[..size as usize].copy_from_slice(&self.bytes[at..at + size as usize]);
         u64::from_le_bytes(b)
+    }
+
+    /// The `size` bytes at `off` as they are, without race tracking (0 outside the block's
+    /// memory): what a wgmma snapshots of its operands when it is issued.
+    pub(crate) fn peek(&self, off: u32, size: u32) -> u64 {
+        let at = off as usize;
+        if at + size as usize > self.size as usize {
+            return 0;
+        }
+        self.value(at, size)
     }
 
     /// A plain load of `size` bytes at `off` by block thread `thread`.
