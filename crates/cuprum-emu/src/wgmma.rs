@@ -293,7 +293,11 @@ impl<'k> Exec<'_, 'k> {
                  `wgmma_fence()`",
             ));
         }
-        if let Some(v) = m.acc.iter().find(|v| self.wg.dirty.get(v.index()) == Some(&true)) {
+        if let Some(v) = m
+            .acc
+            .iter()
+            .find(|v| self.wg.dirty.get(v.index()) == Some(&true))
+        {
             return Err(self.wgmma_error(
                 0,
                 format!(
@@ -376,12 +380,10 @@ impl<'k> Exec<'_, 'k> {
         let mma_shape = s.ty.mma_shape();
         let (addrs, bytes) = operand_addresses(p, w);
         let reader = ctx.tid(0);
-        let mut values = Vec::with_capacity(addrs.len());
+        // The bytes first, so that an overwrite is reported as such rather than as the race
+        // with the overwriting thread that it also is; then the reads, race-tracked.
         for (i, &a) in addrs.iter().enumerate() {
-            let v = self.mem.shared.load(a, bytes, reader).map_err(|f| {
-                ctx.shared_fault(f, 0, u64::from(a), bytes, AccessKind::Load)
-            })?;
-            if p.snapshot.get(i) != Some(&v) {
+            if p.snapshot.get(i) != Some(&self.mem.shared.peek(a, bytes)) {
                 let which = if p.a_desc.is_some() && i < 16 * k {
                     "A"
                 } else {
@@ -396,6 +398,14 @@ impl<'k> Exec<'_, 'k> {
                     ),
                 ));
             }
+        }
+        let mut values = Vec::with_capacity(addrs.len());
+        for &a in &addrs {
+            let v = self
+                .mem
+                .shared
+                .load(a, bytes, reader)
+                .map_err(|f| ctx.shared_fault(f, 0, u64::from(a), bytes, AccessKind::Load))?;
             values.push(v);
         }
         let negate = |x: Num, neg: bool| match (x, neg) {
@@ -408,9 +418,10 @@ impl<'k> Exec<'_, 'k> {
             m: 0,
             e: 0,
         };
-        // This warp's 16 rows of A, and B (k x n).
+        // This warp's 16 rows of A.
         let mut am = vec![[zero; 16]; 16];
-        let mut bm = vec![[zero; 256]; k];
+        // B by column: `bm[col][kk]`.
+        let mut bm = vec![[zero; 16]; n];
         let mut next = values.iter();
         if p.a_desc.is_some() {
             for row in am.iter_mut() {
@@ -424,18 +435,17 @@ impl<'k> Exec<'_, 'k> {
             for lane in 0..32u32 {
                 for (reg, r) in p.a_regs.iter().enumerate() {
                     for half in 0..halves {
-                        let (row, col) =
-                            a_register_position(s.ty, 32 * w + lane, reg as u32, half);
+                        let (row, col) = a_register_position(s.ty, 32 * w + lane, reg as u32, half);
                         let x = element(mma_shape, r[lane as usize], half as usize);
                         am[(row - 16 * w) as usize][col as usize] = negate(x, p.m.negate_a);
                     }
                 }
             }
         }
-        for col in 0..n {
-            for kk in 0..k {
+        for column in bm.iter_mut() {
+            for e in column.iter_mut().take(k) {
                 let bits = next.next().copied().unwrap_or(0);
-                bm[kk][col] = negate(element(mma_shape, bits, 0), p.m.negate_b);
+                *e = negate(element(mma_shape, bits, 0), p.m.negate_b);
             }
         }
         for (i, var) in p.m.acc.iter().enumerate() {
@@ -448,7 +458,7 @@ impl<'k> Exec<'_, 'k> {
                 } else {
                     zero
                 };
-                let terms = (0..k).map(|kk| (am[r][kk], bm[kk][c]));
+                let terms = (0..k).map(|kk| (am[r][kk], bm[c][kk]));
                 out[lane as usize] = u64::from(dot(acc, terms));
             }
             self.vars[var.index()] = out;
@@ -460,7 +470,6 @@ impl<'k> Exec<'_, 'k> {
     pub(crate) fn wgmma_var_access(&self, var: Var, write: bool) -> Result<(), EmuError> {
         check_var_access(self.ctx, self.wg, var, write)
     }
-
 
     /// Notes a `WriteVar` of an accumulator variable, for the missing-fence check.
     pub(crate) fn wgmma_note_write(&mut self, var: Var) {

@@ -132,7 +132,8 @@ impl State {
                 // per-thread ones.
                 self.varying.extend(other.results().iter().copied());
                 // Variables written in place (wgmma accumulators) hold per-thread values.
-                self.varying_vars.extend(other.vars_in_place().iter().copied());
+                self.varying_vars
+                    .extend(other.vars_in_place().iter().copied());
             }
         }
     }

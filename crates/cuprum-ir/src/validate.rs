@@ -343,7 +343,9 @@ pub fn check_stmt_operands(
             }
         }
         Stmt::WgmmaWait { pending } if *pending > 7 => {
-            return Err(format!("wgmma.wait_group waits for 0..=7 groups, not {pending}"));
+            return Err(format!(
+                "wgmma.wait_group waits for 0..=7 groups, not {pending}"
+            ));
         }
         Stmt::Print { format, args } => {
             let types = args

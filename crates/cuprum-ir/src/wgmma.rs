@@ -266,7 +266,9 @@ impl WgmmaMma {
         for (i, &v) in self.acc.iter().enumerate() {
             let t = var_ty(v)?;
             if t != ScalarType::F32 {
-                return Err(format!("wgmma accumulator {i} must be an f32 variable, not {t}"));
+                return Err(format!(
+                    "wgmma accumulator {i} must be an f32 variable, not {t}"
+                ));
             }
             if self.acc[..i].contains(&v) {
                 return Err(format!("wgmma accumulator variable {v:?} appears twice"));

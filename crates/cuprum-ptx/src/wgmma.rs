@@ -13,8 +13,8 @@
 use cuprum_ir::{ScaleD, Value, WgmmaA, WgmmaMma};
 
 use crate::emit::{KernelWriter, ins};
-use crate::{PtxError, Target};
 use crate::regs::Class;
+use crate::{PtxError, Target};
 
 impl KernelWriter<'_> {
     fn arch_specific(&self, what: &str) -> Result<(), PtxError> {

@@ -75,7 +75,10 @@ fn kernel(name: &str, f: Form) -> cuprum_ir::Module {
         .collect();
     let zero = k.c(cuprum_ir::Constant::f32(0.0));
     for &v in &acc {
-        k.b.push(Stmt::WriteVar { var: v, value: zero });
+        k.b.push(Stmt::WriteVar {
+            var: v,
+            value: zero,
+        });
     }
     let a_desc = desc_of(&mut k, 0);
     let b_desc = desc_of(&mut k, 8192);
@@ -252,7 +255,11 @@ fn each_wgmma_form_is_written_and_assembles_for_sm_90a() {
 /// hand with the registers renamed through `mov`s around the `wgmma` of this loop).
 #[test]
 fn an_accumulating_k_loop_is_not_serialized() {
-    for (ty, n) in [(WgmmaType::Bf16, 128), (WgmmaType::F16, 256), (WgmmaType::Tf32, 64)] {
+    for (ty, n) in [
+        (WgmmaType::Bf16, 128),
+        (WgmmaType::F16, 256),
+        (WgmmaType::Tf32, 64),
+    ] {
         let module = kernel(
             "k_loop",
             Form {
@@ -305,7 +312,10 @@ fn setmaxnreg_under_a_register_cap_is_not_ignored() {
     let (ptx, messages) = sm90a(&module);
     assert!(ptx.contains(".maxnreg 168\n"), "{ptx}");
     assert!(ptx.contains("setmaxnreg.dec.sync.aligned.u32 40;"), "{ptx}");
-    assert!(ptx.contains("setmaxnreg.inc.sync.aligned.u32 232;"), "{ptx}");
+    assert!(
+        ptx.contains("setmaxnreg.inc.sync.aligned.u32 232;"),
+        "{ptx}"
+    );
     if let Some(m) = messages {
         assert!(
             !m.contains("C7508"),
