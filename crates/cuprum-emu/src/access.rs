@@ -94,7 +94,7 @@ impl Ctx<'_, '_> {
     }
 
     #[cold]
-    fn shared_fault(
+    pub(crate) fn shared_fault(
         &self,
         f: SharedFault,
         lane: u32,

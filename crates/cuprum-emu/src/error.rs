@@ -498,6 +498,38 @@ pub enum EmuError {
         message: String,
     },
 
+    /// Threads wait at a named barrier (`bar.sync id, n`) that can never complete: the
+    /// threads that could still arrive have finished or wait elsewhere. On the GPU the block
+    /// hangs.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: named barrier deadlock: {message}"
+    )]
+    NamedBarrierDeadlock {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the waiting thread (`blockIdx`).
+        block: Dim3,
+        /// A waiting thread, within its block (`threadIdx`).
+        thread: Dim3,
+        /// What it waits for and where the others are.
+        message: String,
+    },
+
+    /// A misuse of Hopper's warpgroup statements (`wgmma`, `setmaxnreg`) that the GPU
+    /// leaves undefined: an early accumulator access, an overwritten operand, a missing
+    /// `wgmma.fence`, a statement not executed by the whole warpgroup together.
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: wgmma misuse: {message}")]
+    WgmmaMisuse {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
+        block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
+        thread: Dim3,
+        /// What was wrong.
+        message: String,
+    },
+
     /// A shuffle read the value of a lane that was not executing it (diverged or exited).
     #[error(
         "kernel `{kernel}`, block {block:?}, thread {thread:?}: shuffle reads lane \

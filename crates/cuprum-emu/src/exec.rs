@@ -108,6 +108,8 @@ pub(crate) struct Launch<'k> {
     pub(crate) prints: Sink,
     /// The global-memory race tracker (`None` when switched off).
     pub(crate) races: Option<GlobalRaces>,
+    /// Which variables are wgmma accumulators (empty when the kernel has no wgmma).
+    pub(crate) wgmma_vars: Vec<bool>,
     /// Steps taken from the budget so far, by all workers, in chunks of `step_chunk`.
     steps_taken: AtomicU64,
     /// The step budget (`u64::MAX`: none) and how many steps a worker takes at a time.
@@ -230,6 +232,8 @@ struct BlockState<'k> {
     /// Steps left in the chunk this worker took from the budget.
     steps_left: u64,
     races: BlockRaces,
+    /// Each warp's wgmma and named-barrier state.
+    wg: Vec<crate::wgmma::WarpState<'k>>,
 }
 
 impl<'k> BlockState<'k> {
@@ -246,6 +250,7 @@ impl<'k> BlockState<'k> {
             hint: 0,
             steps_left: 0,
             races: BlockRaces::new(),
+            wg: (0..w).map(|_| crate::wgmma::WarpState::default()).collect(),
         }
     }
 }
@@ -268,6 +273,7 @@ fn run_block<'k>(
     }
     st.done.fill(false);
     st.at_barrier.fill(None);
+    st.wg.iter_mut().for_each(crate::wgmma::WarpState::reset);
     st.vars.fill([0; 32]);
     st.local.fill(crate::memory::POISON);
     st.shared.begin_block(launch.shared_size, launch.threads);
@@ -297,6 +303,7 @@ fn run_block<'k>(
                     races: &mut st.races,
                 },
                 steps_left: st.steps_left,
+                wg: &mut st.wg[w],
             };
             let stop = exec.run(&mut st.warps[w]);
             st.steps_left = exec.steps_left;
@@ -326,7 +333,7 @@ fn run_block<'k>(
                 warp_index: 0,
             };
             crate::tma::finish_block(ctx, &mut st.shared);
-            return Ok(());
+            return crate::wgmma::check_warpgroups(launch, block_idx, &st.wg);
         };
         if !waiting
             .clone()
@@ -382,6 +389,20 @@ fn mbarrier_deadlock(
     let done = count(&|v| st.done[v]);
     let at_barrier = count(&|v| !st.done[v] && st.at_barrier[v].is_some());
     let waiting = st.done.len() - done - at_barrier;
+    if let Some(id) = off.checked_sub(crate::wgmma::NAMED_BLOCKED_BASE) {
+        return EmuError::NamedBarrierDeadlock {
+            kernel,
+            block,
+            thread: launch.thread_coords(w as u32 * 32 + lane),
+            message: format!(
+                "warp {w} (this thread) waits at `bar.sync`, but {}; of the block's {} warps, \
+                 {done} have finished, {at_barrier} wait at a `sync_threads()` barrier and \
+                 {waiting} wait on named barriers or mbarriers, so no thread is left to arrive",
+                st.shared.named.describe(id),
+                st.done.len()
+            ),
+        };
+    }
     EmuError::MbarrierDeadlock {
         kernel,
         block,
@@ -692,6 +713,7 @@ pub fn launch_with(
         global,
         prints: Sink::current(),
         races,
+        wgmma_vars: crate::wgmma::accumulator_vars(kernel),
         steps_taken: AtomicU64::new(0),
         step_limit,
         step_chunk: (step_limit / 64).clamp(1, STEP_CHUNK),

@@ -147,6 +147,7 @@ mod sync;
 mod tensor;
 mod tma;
 mod warp;
+mod wgmma;
 
 pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
 pub use exec::{

@@ -144,6 +144,8 @@ pub(crate) struct SharedMem {
     fenced: Vec<u32>,
     /// The block's bulk copies in flight ([`crate::tma`]).
     pub(crate) tma: crate::tma::BulkState,
+    /// The block's named barriers (`bar.sync id, n`), ordered through `mbar`'s clocks.
+    pub(crate) named: crate::wgmma::NamedBarriers,
 }
 
 impl SharedMem {
@@ -160,6 +162,7 @@ impl SharedMem {
             tick: 0,
             fenced: Vec::new(),
             tma: crate::tma::BulkState::default(),
+            named: crate::wgmma::NamedBarriers::new(),
         }
     }
 
@@ -187,6 +190,7 @@ impl SharedMem {
         self.fenced.clear();
         self.fenced.resize(threads as usize + 1, 0);
         self.tma.clear();
+        self.named.begin_block();
     }
 
     /// `fence.proxy.async` by `thread`: its generic writes so far may be read by the TMA.
@@ -299,6 +303,16 @@ impl SharedMem {
         let mut b = [0u8; 8];
         b[..size as usize].copy_from_slice(&self.bytes[at..at + size as usize]);
         u64::from_le_bytes(b)
+    }
+
+    /// The `size` bytes at `off` as they are, without race tracking (0 outside the block's
+    /// memory): what a wgmma snapshots of its operands when it is issued.
+    pub(crate) fn peek(&self, off: u32, size: u32) -> u64 {
+        let at = off as usize;
+        if at + size as usize > self.size as usize {
+            return 0;
+        }
+        self.value(at, size)
     }
 
     /// A plain load of `size` bytes at `off` by block thread `thread`.

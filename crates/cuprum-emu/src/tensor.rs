@@ -24,7 +24,7 @@ const ALIGN_BITS: i32 = 25;
 
 /// A float operand taken apart: `(-1)^neg * m * 2^e` exactly, or a special value.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Num {
+pub(crate) enum Num {
     Finite { neg: bool, m: u64, e: i32 },
     Inf { neg: bool },
     NaN,
@@ -32,7 +32,7 @@ enum Num {
 
 impl Num {
     /// Decodes an IEEE value with `mbits` stored mantissa bits, `ebits` exponent bits.
-    fn decode(bits: u64, mbits: u32, ebits: u32) -> Num {
+    pub(crate) fn decode(bits: u64, mbits: u32, ebits: u32) -> Num {
         let neg = bits >> (mbits + ebits) & 1 != 0;
         let bias = (1i32 << (ebits - 1)) - 1;
         let field = (bits >> mbits) as i32 & ((1 << ebits) - 1);
@@ -60,7 +60,7 @@ impl Num {
 
 /// An A or B element of `shape`: half `half` of a fragment register.
 #[inline]
-fn element(shape: MmaShape, bits: u64, half: usize) -> Num {
+pub(crate) fn element(shape: MmaShape, bits: u64, half: usize) -> Num {
     let h = bits >> (16 * half) & 0xFFFF;
     match shape {
         MmaShape::M16n8k16F16 => Num::decode(h, 10, 5),
@@ -93,7 +93,7 @@ fn round_toward_zero(neg: bool, m: u64, e: i32) -> f32 {
 }
 
 /// One element of D: `c + sum(a[k] * b[k])` as the tensor cores add (see `Stmt::Mma`).
-fn dot(c: Num, terms: impl Iterator<Item = (Num, Num)>) -> u32 {
+pub(crate) fn dot(c: Num, terms: impl Iterator<Item = (Num, Num)>) -> u32 {
     // Every addend as (neg, m, e, alignment exponent), plus the specials seen.
     let mut addends: [(bool, u64, i32, i32); 17] = [(false, 0, 0, 0); 17];
     let mut n = 0;

@@ -148,6 +148,8 @@ pub(crate) struct Exec<'a, 'k> {
     pub(crate) mem: Ports<'a>,
     /// Steps left in this worker's chunk of the launch's budget (see `Launch::take_steps`).
     pub(crate) steps_left: u64,
+    /// This warp's wgmma and named-barrier state (`crate::wgmma`).
+    pub(crate) wg: &'a mut crate::wgmma::WarpState<'k>,
 }
 
 impl<'k> Exec<'_, 'k> {
@@ -178,6 +180,12 @@ impl<'k> Exec<'_, 'k> {
             match stmt {
                 Stmt::Def { value, op } => self.def(*value, op, mask)?,
                 Stmt::WriteVar { var, value } => {
+                    if !ctx.launch.wgmma_vars.is_empty() {
+                        self.wgmma_var_access(*var, true)?;
+                        if ctx.launch.wgmma_vars.get(var.index()) == Some(&true) {
+                            self.wgmma_note_write(*var);
+                        }
+                    }
                     let v = &self.regs[value.index()];
                     let dst = &mut self.vars[var.index()];
                     for i in 0..32 {
@@ -387,6 +395,35 @@ impl<'k> Exec<'_, 'k> {
                         });
                     }
                 },
+                Stmt::WgmmaFence => self.wgmma_fence(stmt, mask)?,
+                Stmt::WgmmaMma(m) => self.wgmma_issue(stmt, m, mask)?,
+                Stmt::WgmmaCommit => self.wgmma_commit(stmt, mask)?,
+                Stmt::WgmmaWait { pending } => self.wgmma_wait(stmt, *pending, mask)?,
+                Stmt::SetMaxNreg { .. } => self.setmaxnreg(stmt, mask)?,
+                Stmt::StMatrix {
+                    trans,
+                    addr,
+                    values,
+                } => self.stmatrix(*trans, *addr, values, mask)?,
+                Stmt::NamedBarrier {
+                    arrive,
+                    id,
+                    threads,
+                } => {
+                    if let crate::wgmma::NamedFlow::Block =
+                        self.named_barrier(*arrive, *id, *threads, mask)?
+                    {
+                        // Resume at the barrier itself.
+                        if let Some(top) = warp.frames.last_mut() {
+                            top.pc -= 1;
+                        }
+                        return Ok(Stop::Blocked {
+                            off: crate::wgmma::NAMED_BLOCKED_BASE + id,
+                            lane: mask.trailing_zeros() % 32,
+                            first: was_first,
+                        });
+                    }
+                }
             }
         }
     }
@@ -575,7 +612,12 @@ impl<'k> Exec<'_, 'k> {
             } => ops::select(r.get(*cond), r.get(*if_true), r.get(*if_false), out),
             Op::Cast { value: v, to } => ops::cast(ty(v), *to, r.get(*v), out),
             Op::Bitcast { value: v, .. } => *out = *r.get(*v),
-            Op::ReadVar(var) => *out = self.vars[var.index()],
+            Op::ReadVar(var) => {
+                if self.wg.in_flight != 0 {
+                    crate::wgmma::check_var_access(ctx, self.wg, *var, false)?;
+                }
+                *out = self.vars[var.index()]
+            }
             Op::Load { space, ty: t, addr } => {
                 self.mem.load(ctx, *space, *t, r.get(*addr), mask, out)?;
             }

@@ -576,6 +576,15 @@ impl Tracer {
                             *slot = Origin::Unknown;
                         }
                     }
+                    // Variables a statement writes in place (wgmma accumulators) are data too.
+                    for var in other.vars_in_place() {
+                        if let Some(slot) = self.vars.get_mut(var.index())
+                            && *slot != Origin::Unknown
+                        {
+                            *slot = Origin::Unknown;
+                            self.changed = true;
+                        }
+                    }
                     for b in other.nested() {
                         self.block(b);
                     }

@@ -198,6 +198,32 @@ impl KernelBuilder {
         Ok(())
     }
 
+    /// Appends a [`Stmt::WgmmaMma`] after checking its shape, flags and operand types.
+    pub fn wgmma_mma(&mut self, m: crate::WgmmaMma) -> Result<(), BuildError> {
+        let (values, vars) = (&self.kernel.values, &self.kernel.vars);
+        m.check(
+            |v| {
+                values
+                    .try_get(v)
+                    .map(|d| d.ty)
+                    .ok_or_else(|| format!("value {v:?} out of range"))
+            },
+            |v| {
+                vars.try_get(v)
+                    .map(|d| d.ty)
+                    .ok_or_else(|| format!("variable {v:?} out of range"))
+            },
+        )
+        .map_err(BuildError::from)?;
+        self.push(Stmt::WgmmaMma(Box::new(m)));
+        Ok(())
+    }
+
+    /// Sets the kernel's register cap ([`Kernel::max_registers`], PTX `.maxnreg`).
+    pub fn set_max_registers(&mut self, cap: Option<u32>) {
+        self.kernel.max_registers = cap;
+    }
+
     /// Appends a [`Stmt::Mma`] and returns its four `F32` results (this lane's fragment of D).
     pub fn mma(
         &mut self,

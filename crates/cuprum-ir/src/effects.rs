@@ -10,6 +10,7 @@
 
 use crate::kernel::{
     AddressSpace, BinaryOp, Block, Kernel, MbarrierOp, MemOrder, Module, Op, Stmt, TrapKind, Value,
+    Var,
 };
 use crate::tma::{TensorMapRef, TmaOp};
 use crate::types::ScalarType;
@@ -336,6 +337,11 @@ impl Stmt {
                 }
             }
             Stmt::Tma(op) => op.operands().into_iter().for_each(|v| f(*v)),
+            Stmt::WgmmaMma(m) => m.for_each_operand(f),
+            Stmt::StMatrix { addr, values, .. } => {
+                f(*addr);
+                values.iter().for_each(|&v| f(v));
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -346,7 +352,12 @@ impl Stmt {
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
-            | Stmt::CpAsyncWaitAll => {}
+            | Stmt::CpAsyncWaitAll
+            | Stmt::WgmmaFence
+            | Stmt::WgmmaCommit
+            | Stmt::WgmmaWait { .. }
+            | Stmt::SetMaxNreg { .. }
+            | Stmt::NamedBarrier { .. } => {}
         }
     }
 
@@ -387,6 +398,11 @@ impl Stmt {
                 }
             }
             Stmt::Tma(op) => op.operands_mut().into_iter().for_each(f),
+            Stmt::WgmmaMma(m) => m.for_each_operand_mut(f),
+            Stmt::StMatrix { addr, values, .. } => {
+                f(addr);
+                values.iter_mut().for_each(f);
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -397,7 +413,12 @@ impl Stmt {
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
-            | Stmt::CpAsyncWaitAll => {}
+            | Stmt::CpAsyncWaitAll
+            | Stmt::WgmmaFence
+            | Stmt::WgmmaCommit
+            | Stmt::WgmmaWait { .. }
+            | Stmt::SetMaxNreg { .. }
+            | Stmt::NamedBarrier { .. } => {}
         }
     }
 
@@ -420,6 +441,25 @@ impl Stmt {
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
             Stmt::Mbarrier { result, .. } => result.as_mut_slice(),
+            _ => &mut [],
+        }
+    }
+
+    /// The variables the statement reads and writes in place, besides `ReadVar` and
+    /// `WriteVar`: the accumulators of a [`Stmt::WgmmaMma`]. Passes that follow variables
+    /// treat them as read and written by the statement (their values are unknown after it).
+    pub fn vars_in_place(&self) -> &[Var] {
+        match self {
+            Stmt::WgmmaMma(m) => &m.acc,
+            _ => &[],
+        }
+    }
+
+    /// The variables the statement reads and writes in place ([`Stmt::vars_in_place`]), which
+    /// the caller may rewrite (renumber).
+    pub fn vars_in_place_mut(&mut self) -> &mut [Var] {
+        match self {
+            Stmt::WgmmaMma(m) => &mut m.acc,
             _ => &mut [],
         }
     }
@@ -609,6 +649,55 @@ impl Stmt {
             },
             Stmt::Print { .. } => Effects {
                 prints: true,
+                ..none
+            },
+            Stmt::WgmmaFence => Effects {
+                fence: true,
+                warp_collective: true,
+                arch_specific: true,
+                ..none
+            },
+            // The operation reads its shared operands and its accumulator variables, and
+            // writes those variables, later (by the covering wait): both it and the waits are
+            // kept in place and in order by every pass (variables, fence, asynchronous).
+            Stmt::WgmmaMma(_) => Effects {
+                reads: Spaces::of(AddressSpace::Shared),
+                uses_vars: true,
+                warp_collective: true,
+                may_fault: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::WgmmaCommit => Effects {
+                warp_collective: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::WgmmaWait { .. } => Effects {
+                uses_vars: true,
+                fence: true,
+                warp_collective: true,
+                asynchronous: true,
+                arch_specific: true,
+                ..none
+            },
+            Stmt::SetMaxNreg { .. } => Effects {
+                warp_collective: true,
+                arch_specific: true,
+                ..none
+            },
+            // Orders the participants' memory (a fence each way) and waits for other warps.
+            Stmt::NamedBarrier { .. } => Effects {
+                fence: true,
+                warp_collective: true,
+                ..none
+            },
+            Stmt::StMatrix { .. } => Effects {
+                writes: Spaces::of(AddressSpace::Shared),
+                warp_collective: true,
+                may_fault: true,
                 ..none
             },
             // The barrier object is shared memory that the operation reads and updates; its

@@ -84,6 +84,7 @@ use crate::arena::{Arena, Handle};
 use crate::matrix::{CpAsyncCache, MmaShape};
 use crate::tma::TmaOp;
 use crate::types::{Constant, ScalarType};
+use crate::wgmma::WgmmaMma;
 
 /// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`],
 /// [`Stmt::LdMatrix`] or [`Stmt::VectorLoad`].
@@ -173,6 +174,10 @@ pub struct Kernel {
     /// up to [`MAX_ARRAY_ALIGN`]; 0, or no entry, is the default [`ARRAY_ALIGN`]. Read it
     /// through [`Kernel::shared_layout`] and [`Kernel::shared_window_align`].
     pub shared_align: Vec<u32>,
+    /// The most registers per thread ptxas may give the kernel (`.maxnreg`), when the kernel
+    /// asks for a cap (`#[max_registers(n)]`): a multiple of 8 in 24..=256. `setmaxnreg`
+    /// ([`Stmt::SetMaxNreg`]) needs one, else ptxas ignores it (warning C7508).
+    pub max_registers: Option<u32>,
 }
 
 /// The alignment dynamic shared memory always has (the widest vector access).
@@ -590,6 +595,73 @@ pub enum Stmt {
     /// A bulk copy by the tensor memory accelerator, or a commit or wait of bulk groups: what
     /// [`TmaOp`] says. Needs compute capability 9.0 (a PTX writer error on sm_80).
     Tma(TmaOp),
+    /// `wgmma.fence.sync.aligned`: orders this thread's earlier register accesses of
+    /// accumulators (and shared-memory writes of operands) before the warpgroup's later
+    /// [`Stmt::WgmmaMma`]s. Every `WgmmaMma` whose accumulator variables were written since the
+    /// last fence (other than by an earlier `WgmmaMma` of the same accumulator) must follow a
+    /// fence; the emulator reports a missing one. Warpgroup-collective (all 128 threads of a
+    /// warpgroup run it together, see [`crate::wgmma`]). sm_90a only.
+    WgmmaFence,
+    /// `wgmma.mma_async.sync.aligned`: starts `D = A * B + scale_d * D` for the warpgroup,
+    /// asynchronously ([`crate::wgmma`] gives the shapes, operand and accumulator layouts).
+    /// Operands are the statement's values and descriptors; the accumulator is the variables
+    /// `acc`, read and written in place. The operation joins the thread's current, uncommitted
+    /// wgmma group; it reads its shared-memory operands and its accumulators, and writes its
+    /// accumulators, at some point before the covering [`Stmt::WgmmaWait`] completes (the
+    /// emulator: at that wait). Reading or writing an accumulator variable, or writing an
+    /// operand's shared memory, between the statement and that wait is an error (undefined on
+    /// the GPU) that the emulator reports. Arithmetic per element is that of [`Stmt::Mma`]
+    /// with `K + 1` addends. Warpgroup-collective; sm_90a only.
+    WgmmaMma(Box<WgmmaMma>),
+    /// `wgmma.commit_group.sync.aligned`: closes the thread's current group of
+    /// [`Stmt::WgmmaMma`]s (an empty group if there were none). Warpgroup-collective; sm_90a.
+    WgmmaCommit,
+    /// `wgmma.wait_group.sync.aligned pending`: waits until at most `pending` of the thread's
+    /// committed wgmma groups are incomplete; the operations of the completed groups have then
+    /// read their operands and written their accumulators. Warpgroup-collective; sm_90a.
+    WgmmaWait {
+        /// How many of the most recently committed groups may still be in flight (0..=7).
+        pending: u32,
+    },
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 count`: the warpgroup asks for `count`
+    /// registers per thread (raising waits until the block's pool has them). It changes no
+    /// value; the kernel must have a register cap ([`Kernel::max_registers`]). `count` is a
+    /// multiple of 8 in 24..=256. Warpgroup-collective; sm_90a only.
+    SetMaxNreg {
+        /// `.inc` (true: at least `count`) or `.dec` (at most `count`).
+        increase: bool,
+        /// The registers per thread asked for.
+        count: u32,
+    },
+    /// A named barrier of the block (`bar.sync id, threads` or `bar.arrive id, threads`):
+    /// barrier `id` (1..=15; 0 is [`Stmt::Barrier`]'s) completes once `threads` threads (a
+    /// multiple of 32) have arrived, counted per whole warp. `arrive: false` waits for the
+    /// completion, `arrive: true` only counts. Completion orders the arrivers' earlier memory
+    /// accesses before the waiters' later ones. Warp-collective (the whole warp runs it
+    /// together); a wait that no arrivals can complete is a deadlock the emulator reports.
+    NamedBarrier {
+        /// `bar.arrive` (true) or `bar.sync` (false).
+        arrive: bool,
+        /// The barrier, 1..=15.
+        id: u32,
+        /// The threads that complete it: a multiple of 32 in 32..=1024.
+        threads: u32,
+    },
+    /// `stmatrix.sync.aligned.m8n8.x{N}{.trans}.shared.b16`: the inverse of
+    /// [`Stmt::LdMatrix`]: stores `N = values.len()` (1, 2 or 4) 8x8 matrices of 16-bit
+    /// elements to shared memory, warp-collectively. `addr` is the lane's `U32` shared address
+    /// of one matrix row (lane `l < 8 N` gives row `l % 8` of matrix `l / 8`, 16 bytes, 16-byte
+    /// aligned); `values[m]` is the lane's `U32` fragment of matrix `m`, laid out as
+    /// [`crate::wgmma::stmatrix_position`] says. For race tracking, lane `l < 8 N` writes the
+    /// row it addressed. sm_90.
+    StMatrix {
+        /// Whether each matrix is transposed as it is stored (`.trans`).
+        trans: bool,
+        /// The `U32` shared address of the row this lane supplies.
+        addr: Value,
+        /// The `U32` fragments, one per matrix (1, 2 or 4).
+        values: Vec<Value>,
+    },
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).

@@ -6,7 +6,8 @@
 //! validator for every documented invariant ([`validate`]), a text printer
 //! ([`print`](mod@print)) and the executable definition of scalar operations ([`scalar`]),
 //! which the emulator runs and the optimizer folds with.
-//! Warp matrix operations have their fragment layouts in [`matrix`]; device `printf` has its
+//! Warp matrix operations have their fragment layouts in [`matrix`], Hopper's warpgroup ones
+//! (`wgmma`, its descriptors, `stmatrix`) in [`wgmma`]; device `printf` has its
 //! format subset in [`printf`]. What is known about each value as an address (linear form,
 //! root, alignment, read-only-ness) is one analysis, [`address`], which the optimizer's passes
 //! and the PTX writer share.
@@ -29,6 +30,7 @@ pub mod tma;
 pub mod types;
 pub mod uniformity;
 pub mod validate;
+pub mod wgmma;
 
 pub use address::{Addresses, Linear, Root};
 pub use arena::{Arena, Handle};
@@ -42,3 +44,4 @@ pub use swizzle::Swizzle;
 pub use tma::{OobFill, TensorMapDesc, TensorMapProblem, TensorMapRef, TmaOp};
 pub use types::{Constant, ScalarType};
 pub use validate::{ValidationError, validate_kernel, validate_module};
+pub use wgmma::{Descriptor, ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType};

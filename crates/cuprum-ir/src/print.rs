@@ -319,6 +319,59 @@ impl Printer<'_> {
                     ),
                 }
             }
+            Stmt::WgmmaFence => writeln!(self.out, "{pad}wgmma.fence"),
+            Stmt::WgmmaCommit => writeln!(self.out, "{pad}wgmma.commit_group"),
+            Stmt::WgmmaWait { pending } => writeln!(self.out, "{pad}wgmma.wait_group {pending}"),
+            Stmt::WgmmaMma(m) => {
+                let acc: Vec<String> = m.acc.iter().map(|&v| self.var(v)).collect();
+                let a = match &m.a {
+                    crate::WgmmaA::Descriptor(d) => format!("desc %{}", d.index()),
+                    crate::WgmmaA::Registers(r) => list(r),
+                };
+                let scale_d = match m.scale_d {
+                    crate::ScaleD::Const(c) => format!("{}", u8::from(c)),
+                    crate::ScaleD::Pred(p) => format!("%{}", p.index()),
+                };
+                writeln!(
+                    self.out,
+                    "{pad}wgmma.mma_async.{}.{} {{{}}}, {a}, desc %{}, scale_d {scale_d}, \
+                     scale_a {}, scale_b {}, trans_a {}, trans_b {}",
+                    m.shape.ptx_shape(),
+                    m.shape.ty.ptx_name(),
+                    acc.join(", "),
+                    m.b.index(),
+                    if m.negate_a { -1 } else { 1 },
+                    if m.negate_b { -1 } else { 1 },
+                    u8::from(m.trans_a),
+                    u8::from(m.trans_b),
+                )
+            }
+            Stmt::SetMaxNreg { increase, count } => writeln!(
+                self.out,
+                "{pad}setmaxnreg.{} {count}",
+                if *increase { "inc" } else { "dec" }
+            ),
+            Stmt::NamedBarrier {
+                arrive,
+                id,
+                threads,
+            } => writeln!(
+                self.out,
+                "{pad}bar.{} {id}, {threads}",
+                if *arrive { "arrive" } else { "sync" }
+            ),
+            Stmt::StMatrix {
+                trans,
+                addr,
+                values,
+            } => writeln!(
+                self.out,
+                "{pad}stmatrix.x{}{} [%{}] = {}",
+                values.len(),
+                if *trans { ".trans" } else { "" },
+                addr.index(),
+                list(values)
+            ),
             Stmt::Print { format, args } => {
                 write!(self.out, "{pad}print {format:?}")?;
                 for a in args {

@@ -131,6 +131,9 @@ impl State {
                 // Statements that define values (vector loads, tensor-core results) define
                 // per-thread ones.
                 self.varying.extend(other.results().iter().copied());
+                // Variables written in place (wgmma accumulators) hold per-thread values.
+                self.varying_vars
+                    .extend(other.vars_in_place().iter().copied());
             }
         }
     }

@@ -337,6 +337,38 @@ pub fn check_stmt_operands(
                 }
             }
         }
+        Stmt::StMatrix { addr, values, .. } => {
+            check_address(AddressSpace::Shared, value_ty(*addr)?)?;
+            if !matches!(values.len(), 1 | 2 | 4) {
+                return Err(format!(
+                    "stmatrix stores 1, 2 or 4 matrices, not {}",
+                    values.len()
+                ));
+            }
+            expect("stmatrix value", values, S::U32)?;
+        }
+        Stmt::SetMaxNreg { count, .. } if !crate::wgmma::valid_register_count(*count) => {
+            return Err(format!(
+                "setmaxnreg asks for a multiple of 8 in 24..=256 registers, not {count}"
+            ));
+        }
+        Stmt::NamedBarrier { id, threads, .. } => {
+            if !(1..=crate::wgmma::MAX_BARRIER_ID).contains(id) {
+                return Err(format!(
+                    "a named barrier's id is 1..=15 (0 is the block barrier), not {id}"
+                ));
+            }
+            if *threads == 0 || *threads > 1024 || threads % 32 != 0 {
+                return Err(format!(
+                    "a named barrier counts a multiple of 32 threads up to 1024, not {threads}"
+                ));
+            }
+        }
+        Stmt::WgmmaWait { pending } if *pending > 7 => {
+            return Err(format!(
+                "wgmma.wait_group waits for 0..=7 groups, not {pending}"
+            ));
+        }
         Stmt::Print { format, args } => {
             let types = args
                 .iter()
@@ -434,6 +466,24 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
                 p.name
             )));
         }
+    }
+    if let Some(cap) = kernel.max_registers
+        && !crate::wgmma::valid_register_count(cap)
+    {
+        return Err(err(format!(
+            "register cap {cap} is not a multiple of 8 in 24..=256"
+        )));
+    }
+    let mut uses_setmaxnreg = false;
+    kernel.body.visit(&mut |s| {
+        uses_setmaxnreg |= matches!(s, Stmt::SetMaxNreg { .. });
+    });
+    if uses_setmaxnreg && kernel.max_registers.is_none() {
+        return Err(err(
+            "setmaxnreg needs a register cap on the kernel (`#[max_registers(n)]`, PTX \
+             `.maxnreg`); without one ptxas ignores it (warning C7508)"
+                .into(),
+        ));
     }
     let mut state = Walk {
         kernel,
@@ -576,6 +626,21 @@ impl Walk<'_> {
                 }
             }
             Stmt::Trap(_) | Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } => {}
+            Stmt::WgmmaFence | Stmt::WgmmaCommit => {}
+            Stmt::WgmmaWait { .. }
+            | Stmt::SetMaxNreg { .. }
+            | Stmt::NamedBarrier { .. }
+            | Stmt::StMatrix { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
+            Stmt::WgmmaMma(m) => m.check(
+                |v| self.visible(v),
+                |var| {
+                    self.kernel
+                        .vars
+                        .try_get(var)
+                        .map(|d| d.ty)
+                        .ok_or_else(|| format!("variable {var:?} out of range"))
+                },
+            )?,
             Stmt::CpAsyncWaitAll => {}
             Stmt::Mma { .. }
             | Stmt::LdMatrix { .. }

@@ -48,6 +48,7 @@ fn round(kernel: &mut Kernel) -> bool {
     let mut removable: Vec<Option<&Op>> = vec![None; n];
     let mut writes: Vec<Vec<Value>> = vec![Vec::new(); kernel.vars.len()];
     let mut roots: Vec<Value> = Vec::new();
+    let mut in_place = Vec::new();
     visit_stmts(&kernel.body, &mut |s| match s {
         Stmt::Def { value, op }
             if is_removable(op, ty, |v| konst.get(v.index()).copied().flatten()) =>
@@ -61,10 +62,23 @@ fn round(kernel: &mut Kernel) -> bool {
                 w.push(*value);
             }
         }
-        other => other.for_each_operand(|v| roots.push(v)),
+        other => {
+            other.for_each_operand(|v| roots.push(v));
+            in_place.extend_from_slice(other.vars_in_place());
+        }
     });
     let mut live = vec![false; n];
     let mut live_var = vec![false; kernel.vars.len()];
+    // A statement that reads variables in place (wgmma accumulators) keeps them, and so
+    // their writes, alive.
+    for var in in_place {
+        if let Some(lv) = live_var.get_mut(var.index())
+            && !*lv
+        {
+            *lv = true;
+            roots.extend(writes.get(var.index()).into_iter().flatten().copied());
+        }
+    }
     while let Some(v) = roots.pop() {
         match live.get_mut(v.index()) {
             Some(l) if !*l => *l = true,

@@ -79,6 +79,7 @@ pub(crate) fn written_vars(stmt: &Stmt) -> Vec<Var> {
         if let Stmt::WriteVar { var, .. } = s {
             out.push(*var);
         }
+        out.extend_from_slice(s.vars_in_place());
     };
     one(stmt);
     visit_nested(stmt, &mut one);
@@ -190,6 +191,11 @@ pub(crate) fn compact(kernel: &mut Kernel) {
         if let Some(u) = var.and_then(|var| var_used.get_mut(var.index())) {
             *u = true;
         }
+        for var in s.vars_in_place() {
+            if let Some(u) = var_used.get_mut(var.index()) {
+                *u = true;
+            }
+        }
     });
     let in_order =
         order.len() == kernel.values.len() && order.iter().enumerate().all(|(i, v)| v.index() == i);
@@ -232,6 +238,11 @@ pub(crate) fn compact(kernel: &mut Kernel) {
             && let Some(&w) = var_map.get(var.index())
         {
             *var = w;
+        }
+        for var in s.vars_in_place_mut() {
+            if let Some(&w) = var_map.get(var.index()) {
+                *var = w;
+            }
         }
     });
     kernel.values = values;

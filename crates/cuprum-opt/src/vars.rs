@@ -83,7 +83,13 @@ impl Forward {
                     self.block(body);
                     self.known = before;
                 }
-                _ => {}
+                // Variables a statement writes in place (wgmma accumulators) hold unknown
+                // values after it.
+                other => {
+                    for var in other.vars_in_place() {
+                        self.known.remove(var);
+                    }
+                }
             }
             out.push(stmt);
         }
@@ -97,6 +103,7 @@ impl Forward {
             if let Stmt::WriteVar { var, .. } = s {
                 written.insert(*var);
             }
+            written.extend(s.vars_in_place().iter().copied());
         });
         self.known.retain(|var, _| !written.contains(var));
     }

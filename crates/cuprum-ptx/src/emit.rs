@@ -285,6 +285,9 @@ pub(crate) fn write_kernel(
     if let Some(m) = kernel.launch_bounds.and_then(|b| b.min_blocks_per_sm) {
         let _ = writeln!(out, ".minnctapersm {m}");
     }
+    if let Some(r) = kernel.max_registers {
+        let _ = writeln!(out, ".maxnreg {r}");
+    }
     out.push_str("{\n");
     for class in Class::ALL {
         let count = w.regs.count(class);
@@ -494,6 +497,21 @@ impl<'k> KernelWriter<'k> {
                 result,
             } => self.mbarrier(*op, *addr, *arg, *result)?,
             Stmt::Tma(op) => self.tma(op)?,
+            Stmt::WgmmaFence => self.wgmma_fence()?,
+            Stmt::WgmmaMma(m) => self.wgmma_mma(m)?,
+            Stmt::WgmmaCommit => self.wgmma_commit()?,
+            Stmt::WgmmaWait { pending } => self.wgmma_wait(*pending)?,
+            Stmt::SetMaxNreg { increase, count } => self.setmaxnreg(*increase, *count)?,
+            Stmt::NamedBarrier {
+                arrive,
+                id,
+                threads,
+            } => self.named_barrier(*arrive, *id, *threads),
+            Stmt::StMatrix {
+                trans,
+                addr,
+                values,
+            } => self.stmatrix(*trans, *addr, values)?,
         }
         Ok(())
     }

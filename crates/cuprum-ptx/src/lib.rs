@@ -52,6 +52,7 @@ mod regs;
 mod tma;
 mod transcendental;
 mod warp_matrix;
+mod wgmma;
 
 use std::fmt::Write as _;
 

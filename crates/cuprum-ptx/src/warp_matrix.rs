@@ -16,7 +16,7 @@ use crate::emit::{KernelWriter, ins};
 
 impl KernelWriter<'_> {
     /// `{%a, %b, ...}` of the registers of `values`.
-    fn reg_list(&self, values: &[Value]) -> String {
+    pub(crate) fn reg_list(&self, values: &[Value]) -> String {
         let regs: Vec<String> = values.iter().map(|&v| self.reg(v).to_string()).collect();
         format!("{{{}}}", regs.join(", "))
     }

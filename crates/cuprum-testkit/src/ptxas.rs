@@ -60,6 +60,22 @@ fn from_python_wheel(exe: &str) -> Option<PathBuf> {
 /// Assembles `ptx` for `arch` with `ptxas`; `Err` carries ptxas's messages (or why it could
 /// not run). Warnings do not fail.
 pub fn assemble(ptx: &str, arch: &str) -> Result<(), String> {
+    assemble_with_messages(ptx, arch).map(drop)
+}
+
+/// The test policy of [`check`], returning what ptxas printed when it assembled `ptx`
+/// (warnings such as C7510 "wgmma serialized" or C7508 "setmaxnreg ignored"), or `None`
+/// when ptxas is not available and not required.
+pub fn check_messages(ptx: &str, arch: &str) -> Result<Option<String>, String> {
+    check(ptx, arch)?;
+    if find().is_none() {
+        return Ok(None);
+    }
+    assemble_with_messages(ptx, arch).map(Some)
+}
+
+/// [`assemble`], returning ptxas's output (its warnings) on success.
+pub fn assemble_with_messages(ptx: &str, arch: &str) -> Result<String, String> {
     let ptxas =
         find().ok_or("ptxas not found (set CUPRUM_PTXAS or pip install nvidia-cuda-nvcc)")?;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -77,7 +93,11 @@ pub fn assemble(ptx: &str, arch: &str) -> Result<(), String> {
     let _ = std::fs::remove_file(&output);
     let out = result.map_err(|e| format!("running {}: {e}", ptxas.display()))?;
     if out.status.success() {
-        Ok(())
+        Ok(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        ))
     } else {
         Err(format!(
             "ptxas -arch={arch} failed ({}):\n{}{}",
