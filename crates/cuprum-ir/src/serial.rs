@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn another_format_is_a_version_error() {
         let mut bytes = encode_module(&module());
-        bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         assert!(matches!(
             decode_module(&bytes),
             Err(SerialError::Version { .. })
