@@ -627,6 +627,27 @@ fn tile_stores_are_clipped_at_the_edges() {
     }
 }
 
+#[test]
+fn a_stored_tensor_that_another_argument_reads_is_refused_at_launch() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let module = kernels::load(ctx).unwrap();
+    let dev = DeviceBuffer::from_host(&stream, &poisoned::<u32>((PITCH * H) as usize)).unwrap();
+    let map = tensor_map(&dev, 32, 8, Swizzle::None).unwrap();
+    let at = DeviceBuffer::from_host(&stream, &[0i32]).unwrap();
+    // `src` is the stored tensor's own buffer: both are shared borrows, so rustc allows it.
+    match unsafe { module.store_raw(&stream, config(1, 256), &map, &at, &at, &dev, 0) } {
+        Err(Error::InvalidLaunch { kernel, reason }) => {
+            assert_eq!(kernel, "store_raw");
+            assert!(
+                reason.contains("`map`") && reason.contains("`src`"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+}
+
 /// What each thread of `ring_sum` sums: its word of every round's box of `rows` rows.
 fn ring_model(data: &[u32], rounds: u32, rows: u32, bw: u32) -> Vec<u32> {
     (0..rows * bw)
