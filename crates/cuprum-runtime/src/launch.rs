@@ -146,6 +146,65 @@ impl KernelArg {
 struct KernelInfo {
     name: Arc<str>,
     facts: KernelFacts,
+    /// The tensor-map parameters the kernel stores through (TMA tile stores), whose tensors
+    /// must not overlap any other argument of a launch.
+    stored_maps: Vec<u32>,
+}
+
+/// The tensor-map parameters `k` has TMA tile stores through.
+fn stored_maps(k: &Kernel) -> Vec<u32> {
+    let mut maps = Vec::new();
+    k.body.visit(&mut |s| {
+        if let cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::StoreTile {
+            map: cuprum_ir::TensorMapRef::Param(i),
+            ..
+        }) = s
+            && !maps.contains(i)
+        {
+            maps.push(*i);
+        }
+    });
+    maps
+}
+
+/// Refuses a launch in which the tensor of a map the kernel stores through overlaps another
+/// argument's memory: both come from shared borrows on the host (a `TensorMap` borrows its
+/// buffer as `&[T]` does), so the borrow checker cannot, and a read-only slice may be read
+/// through the non-coherent cache while the TMA writes it.
+fn check_stored_maps(name: &str, ir: &Kernel, stored: &[u32], args: &[KernelArg]) -> Result<()> {
+    let range = |arg: &KernelArg, param: &cuprum_ir::Param| match (*arg, param.kind) {
+        (KernelArg::TensorMap { address, bytes, .. }, _) => Some((address, bytes)),
+        (KernelArg::Slice { address, len }, ParamKind::Slice { elem, .. }) => {
+            Some((address, len.saturating_mul(u64::from(elem.size_bytes()))))
+        }
+        _ => None,
+    };
+    for &i in stored {
+        let i = i as usize;
+        let (Some(arg), Some(param)) = (args.get(i), ir.params.get(i)) else {
+            continue;
+        };
+        let Some((start, bytes)) = range(arg, param).filter(|r| r.1 > 0) else {
+            continue;
+        };
+        for (j, (other, p)) in args.iter().zip(&ir.params).enumerate() {
+            let Some((o, n)) = range(other, p).filter(|r| r.1 > 0) else {
+                continue;
+            };
+            if j != i && o < start.saturating_add(bytes) && start < o.saturating_add(n) {
+                return Err(Error::InvalidLaunch {
+                    kernel: name.to_string(),
+                    reason: format!(
+                        "the kernel stores tiles through tensor map `{}`, whose tensor overlaps \
+                         the memory of parameter `{}`: pass a buffer that no other argument of \
+                         the launch uses",
+                        param.name, p.name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A compilation unit loaded into a context, ready to launch its kernels.
@@ -235,6 +294,7 @@ impl LoadedModule {
                     static_shared_bytes: k.shared_layout().1,
                     block: k.block,
                 },
+                stored_maps: stored_maps(k),
             })
             .collect();
         let (backend, cubin) = ctx.inner.backend.load(
@@ -319,7 +379,8 @@ impl LoadedModule {
     /// Checked: the stream and every buffer argument belong to the module's context
     /// ([`Error::ContextMismatch`], inputs included); the argument count, kinds (scalar or
     /// slice) and scalar types ([`Error::ArgumentMismatch`]); the configuration against the
-    /// device limits and the kernel's launch bounds and shared memory
+    /// device limits and the kernel's launch bounds and shared memory, and that no other
+    /// argument overlaps the tensor of a map the kernel stores through
     /// ([`Error::InvalidLaunch`]).
     ///
     /// Ordered: on a GPU stream other than the default stream, the launch first waits (on the
@@ -344,6 +405,9 @@ impl LoadedModule {
         let info = &self.kernels[kernel];
         check_args(ir, args)?;
         check_config(&info.name, self.ctx.limits(), info.facts, config)?;
+        if !info.stored_maps.is_empty() {
+            check_stored_maps(&info.name, ir, &info.stored_maps, args)?;
+        }
         let buffers = self.buffers_of(ir, args)?;
         for (uses, access) in &buffers {
             uses.order_before(stream, *access)?;

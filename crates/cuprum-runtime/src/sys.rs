@@ -18,8 +18,8 @@
 
 use std::ffi::c_void;
 
-use cuprum_ir::tma::{MAX_RANK, data_type_from_code};
-use cuprum_ir::{OobFill, Swizzle, TensorMapDesc};
+use cuprum_ir::tma::{MAX_RANK, data_type_from_code, tensor_map_data_type};
+use cuprum_ir::{OobFill, ScalarType, Swizzle, TensorMapDesc};
 
 /// A driver status code (`CUresult`).
 pub type CUresult = u32;
@@ -68,23 +68,31 @@ macro_rules! constants {
     };
 }
 
+/// The code of a data type (every one named below has one; `cuprum_ir::tma` defines them).
+const fn data_type(t: ScalarType) -> u32 {
+    match tensor_map_data_type(t) {
+        Some(code) => code,
+        None => u32::MAX,
+    }
+}
+
 constants! { CUtensorMapDataType_enum:
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
-    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT8 = data_type(ScalarType::U8),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT16 = data_type(ScalarType::U16),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT32 = data_type(ScalarType::U32),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT32 = data_type(ScalarType::I32),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT64 = data_type(ScalarType::U64),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT64 = data_type(ScalarType::I64),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = data_type(ScalarType::F16),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = data_type(ScalarType::F32),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = data_type(ScalarType::F64),
+    CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = data_type(ScalarType::BF16),
 }
 constants! { CUtensorMapSwizzle_enum:
-    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_NONE = 0,
-    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_32B = 1,
-    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_64B = 2,
-    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_NONE = Swizzle::None.tensor_map_code(),
+    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_32B = Swizzle::B32.tensor_map_code(),
+    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_64B = Swizzle::B64.tensor_map_code(),
+    CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_128B = Swizzle::B128.tensor_map_code(),
 }
 constants! { CUtensorMapInterleave_enum:
     CUtensorMapInterleave_enum_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
@@ -98,8 +106,8 @@ constants! { CUtensorMapL2promotion_enum:
     CUtensorMapL2promotion_enum_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
 }
 constants! { CUtensorMapFloatOOBfill_enum:
-    CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
-    CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+    CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = OobFill::Zero.code(),
+    CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = OobFill::Nan.code(),
 }
 
 /// The description the arguments of [`cuTensorMapEncodeTiled`] give, or the status that
@@ -147,18 +155,14 @@ unsafe fn describe(
         desc.element_strides[..rank]
             .copy_from_slice(std::slice::from_raw_parts(element_strides, rank));
     }
-    desc.swizzle = match swizzle {
-        0 => Swizzle::None,
-        1 => Swizzle::B32,
-        2 => Swizzle::B64,
-        3 => Swizzle::B128,
-        _ => return Err(invalid),
-    };
-    desc.oob_fill = match oob_fill {
-        0 => OobFill::Zero,
-        1 => OobFill::Nan,
-        _ => return Err(invalid),
-    };
+    desc.swizzle = Swizzle::ALL
+        .into_iter()
+        .find(|s| s.tensor_map_code() == swizzle)
+        .ok_or(invalid)?;
+    desc.oob_fill = [OobFill::Zero, OobFill::Nan]
+        .into_iter()
+        .find(|f| f.code() == oob_fill)
+        .ok_or(invalid)?;
     Ok(desc)
 }
 
@@ -217,5 +221,68 @@ pub unsafe fn cuTensorMapEncodeTiled(
         Err(crate::Error::TensorMap { .. }) => cudaError_enum_CUDA_ERROR_INVALID_VALUE,
         Err(crate::Error::Driver { status, .. }) => status.0 as CUresult,
         Err(_) => cudaError_enum_CUDA_ERROR_NOT_SUPPORTED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The driver's values (cuda.h), which these names must keep whatever `cuprum_ir` does.
+    #[test]
+    fn constants_have_the_drivers_values() {
+        let types = [
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT32,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_INT64,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        ];
+        assert_eq!(types, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let swizzles = [
+            CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_NONE,
+            CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_32B,
+            CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_64B,
+            CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_128B,
+        ];
+        assert_eq!(swizzles, [0, 1, 2, 3]);
+        assert_eq!(
+            [
+                CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+            ],
+            [0, 1]
+        );
+        assert_eq!(std::mem::size_of::<CUtensorMap>(), 128);
+        assert_eq!(std::mem::align_of::<CUtensorMap>(), 64);
+    }
+
+    #[test]
+    fn interleaved_layouts_are_not_supported() {
+        let mut map = std::mem::MaybeUninit::<CUtensorMap>::uninit();
+        let (dims, boxes, ones) = ([64u64], [16u32], [1u32]);
+        // SAFETY: rank 1: one entry each, no strides; `map` is 128 writable bytes.
+        let status = unsafe {
+            cuTensorMapEncodeTiled(
+                map.as_mut_ptr(),
+                CUtensorMapDataType_enum_CU_TENSOR_MAP_DATA_TYPE_UINT32,
+                1,
+                std::ptr::null_mut::<c_void>().wrapping_add(256),
+                dims.as_ptr(),
+                std::ptr::null(),
+                boxes.as_ptr(),
+                ones.as_ptr(),
+                CUtensorMapInterleave_enum_CU_TENSOR_MAP_INTERLEAVE_32B,
+                CUtensorMapSwizzle_enum_CU_TENSOR_MAP_SWIZZLE_NONE,
+                CUtensorMapL2promotion_enum_CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CUtensorMapFloatOOBfill_enum_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        assert_eq!(status, cudaError_enum_CUDA_ERROR_NOT_SUPPORTED);
     }
 }

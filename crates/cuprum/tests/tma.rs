@@ -28,7 +28,8 @@ use cuprum::simt::barrier::{
 };
 use cuprum::simt::tma::{
     TensorMap, TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_2d_g2s,
-    cp_async_bulk_tensor_2d_s2g, cp_async_bulk_wait_group, cp_async_bulk_wait_group_read,
+    cp_async_bulk_tensor_2d_s2g, cp_async_bulk_tensor_3d_g2s, cp_async_bulk_wait_group,
+    cp_async_bulk_wait_group_read,
 };
 use cuprum::simt::{
     DisjointSlice, SharedArray, cuda_module, fence_proxy_async, kernel, launch_contract, thread,
@@ -247,6 +248,62 @@ mod kernels {
         }
     }
 
+    /// A 3-D box of `u16` at `(x, y, z)`, copied out (one element per thread), and a 2-D box
+    /// of `f32` from a map that fills with NaN, to `nan_out`.
+    #[kernel]
+    pub fn load_3d_and_nan(
+        map3: TensorMap<u16, 3>,
+        x: i32,
+        y: i32,
+        z: i32,
+        bytes3: u32,
+        nan_map: TensorMap<f32, 2>,
+        bytes2: u32,
+        mut out: DisjointSlice<u16>,
+        mut nan_out: DisjointSlice<f32>,
+    ) {
+        static mut T3: SharedArray<u16, 512, 128> = SharedArray::UNINIT;
+        static mut T2: SharedArray<f32, 256, 128> = SharedArray::UNINIT;
+        static mut BAR: Barrier = Barrier::UNINIT;
+        let t = thread::threadIdx_x();
+        if t == 0 {
+            // SAFETY: as in `load_raw`.
+            unsafe { mbarrier_init(&raw mut BAR, 1) };
+            fence_proxy_async();
+        }
+        thread::sync_threads();
+        // SAFETY: as in `load_raw`: both copies complete on the one phase the wait covers.
+        unsafe {
+            if t == 0 {
+                mbarrier_arrive_expect_tx(&raw const BAR, 1, bytes3 + bytes2);
+                cp_async_bulk_tensor_3d_g2s(
+                    &raw mut T3 as *mut u8,
+                    map3.as_ptr(),
+                    x,
+                    y,
+                    z,
+                    &raw mut BAR,
+                );
+                cp_async_bulk_tensor_2d_g2s(
+                    &raw mut T2 as *mut u8,
+                    nan_map.as_ptr(),
+                    40,
+                    10,
+                    &raw mut BAR,
+                );
+            }
+            mbarrier_wait_parity(&raw const BAR, 0);
+            let i = thread::index_1d();
+            let j = thread::index_1d();
+            if let Some(o) = out.get_mut(i) {
+                *o = T3[t as usize];
+            }
+            if let Some(o) = nan_out.get_mut(j) {
+                *o = T2[t as usize];
+            }
+        }
+    }
+
     /// All threads arrive, thread 0 with the box's bytes; all wait with a token (the form
     /// cuda-oxide's example uses), then copy the tile out.
     #[kernel]
@@ -401,6 +458,90 @@ fn tile_loads_land_swizzled_with_zero_fill_at_the_edges() {
 }
 
 #[test]
+fn three_dimensional_boxes_and_nan_fill() {
+    if !hopper() {
+        return;
+    }
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let module = kernels::load(ctx).unwrap();
+    let mut rng = rng("tma 3-d and nan fill");
+    // A 3-D tensor of u16: 21 x 5 x 4, rows padded to 24 elements (48 bytes), planes of
+    // 5 rows; boxes of 8 x 4 x 3 at an origin over the x, y and z edges.
+    let (dims, pitch) = ([21u64, 5, 4], 24u64);
+    let data3: Vec<u16> = random(&mut rng, (pitch * 5 * 4) as usize, 1, u16::MAX);
+    let d3 = DeviceBuffer::from_host(&stream, &data3).unwrap();
+    let map3 = cuprum::TensorMap::with_layout(
+        &d3,
+        0,
+        dims,
+        [2, pitch * 2, pitch * 2 * 5],
+        [8, 4, 3],
+        Swizzle::None,
+        OobFill::Zero,
+    )
+    .unwrap();
+    let (x, y, z) = (16i32, 3i32, 2i32);
+    let want3: Vec<u16> = (0..8 * 4 * 3)
+        .map(|i| {
+            let (gx, gy, gz) = (x + i % 8, y + (i / 8) % 4, z + i / 32);
+            let inside = (0..21).contains(&gx) && (0..5).contains(&gy) && (0..4).contains(&gz);
+            if inside {
+                data3[(gz as u64 * pitch * 5 + gy as u64 * pitch + gx as u64) as usize]
+            } else {
+                0
+            }
+        })
+        .collect();
+    // A 2-D tensor of f32 (the usual W x H) whose box at (40, 10) of 16 x 8 hangs over the
+    // right and bottom edges, filled with NaN there.
+    let data2: Vec<f32> = random(&mut rng, (PITCH * H) as usize, -100.0, 100.0);
+    let d2 = DeviceBuffer::from_host(&stream, &data2).unwrap();
+    let map2 = cuprum::TensorMap::with_layout(
+        &d2,
+        0,
+        [W, H],
+        [4, PITCH * 4],
+        [16, 8],
+        Swizzle::None,
+        OobFill::Nan,
+    )
+    .unwrap();
+    let mut out3 = DeviceBuffer::from_host(&stream, &[0xBEEFu16; 96]).unwrap();
+    let mut out2 = DeviceBuffer::from_host(&stream, &poisoned::<f32>(128)).unwrap();
+    unsafe {
+        module.load_3d_and_nan(
+            &stream,
+            config(1, 128),
+            &map3,
+            x,
+            y,
+            z,
+            map3.box_bytes(),
+            &map2,
+            map2.box_bytes(),
+            &mut out3,
+            &mut out2,
+        )
+    }
+    .unwrap();
+    assert_same("3-d box", &out3.to_host_vec(&stream).unwrap(), &want3);
+    let got2 = out2.to_host_vec(&stream).unwrap();
+    for (i, v) in got2.iter().enumerate() {
+        let (gx, gy) = (40 + i as u64 % 16, 10 + i as u64 / 16);
+        if gx < W && gy < H {
+            assert_eq!(
+                v.to_bits(),
+                data2[(gy * PITCH + gx) as usize].to_bits(),
+                "element {i}"
+            );
+        } else {
+            assert!(v.is_nan(), "element {i} outside the tensor: {v}");
+        }
+    }
+}
+
+#[test]
 fn arrivals_with_tokens_wait_for_the_bytes_too() {
     if !hopper() {
         return;
@@ -483,6 +624,27 @@ fn tile_stores_are_clipped_at_the_edges() {
             &dev.to_host_vec(&stream).unwrap(),
             &want,
         );
+    }
+}
+
+#[test]
+fn a_stored_tensor_that_another_argument_reads_is_refused_at_launch() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let module = kernels::load(ctx).unwrap();
+    let dev = DeviceBuffer::from_host(&stream, &poisoned::<u32>((PITCH * H) as usize)).unwrap();
+    let map = tensor_map(&dev, 32, 8, Swizzle::None).unwrap();
+    let at = DeviceBuffer::from_host(&stream, &[0i32]).unwrap();
+    // `src` is the stored tensor's own buffer: both are shared borrows, so rustc allows it.
+    match unsafe { module.store_raw(&stream, config(1, 256), &map, &at, &at, &dev, 0) } {
+        Err(Error::InvalidLaunch { kernel, reason }) => {
+            assert_eq!(kernel, "store_raw");
+            assert!(
+                reason.contains("`map`") && reason.contains("`src`"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected InvalidLaunch, got {other:?}"),
     }
 }
 

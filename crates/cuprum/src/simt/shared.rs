@@ -58,9 +58,10 @@ use std::marker::PhantomData;
 /// ```
 ///
 /// `ALIGN` is the alignment of the array's start in bytes, as cuda-oxide's third parameter
-/// (`SharedArray<u32, 64, 8>`): 0 (the default) or a power of two. cuprum places every static
-/// shared array at a multiple of 16 bytes, so any `ALIGN` up to 16 holds; larger ones are a
-/// compile error for now.
+/// (`SharedArray<u32, 64, 8>`): 0 (the default) or a power of two up to 1024. cuprum places
+/// every static shared array at a multiple of 16 bytes, so any `ALIGN` up to 16 holds; a
+/// larger one (128 for a TMA box, up to 1024 for a swizzled one: `cuprum::simt::tma`) places
+/// the array at a multiple of it, and the block's shared window with it.
 pub struct SharedArray<T, const N: usize, const ALIGN: usize = 0> {
     _elements: PhantomData<*mut [T; N]>,
 }

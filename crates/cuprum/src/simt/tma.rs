@@ -163,8 +163,10 @@ macro_rules! tensor_copies {
              were followed by `fence_proxy_async()` before this call (by the writers, or by \
              this thread after a barrier); nobody writes it again before \
              `cp_async_bulk_wait_group_read` covers this copy; nothing else of the launch reads \
-             or writes the box's global elements until `cp_async_bulk_wait_group` covers it, \
-             and no other parameter of the launch reads the tensor's buffer as `&[T]`."
+             or writes the box's global elements until `cp_async_bulk_wait_group` covers it. \
+             (That no other argument of the launch overlaps the tensor of a `TensorMap` \
+             parameter stored through, the launch checks: `Error::InvalidLaunch`; for a \
+             `*const TmaDescriptor`, the caller of the `unsafe` launch answers for it.)"
         )]
         pub unsafe fn $store(src: *const u8, tensor_map: *const TmaDescriptor, $($c: i32),+) {
             let _ = (src, tensor_map, $($c,)+);
