@@ -27,6 +27,23 @@ use crate::kernel::{Block, Kernel, Op, Special, Stmt, Value, Var};
 /// together with the others, by their position among the kernel's barriers in program order
 /// (the order [`Block::visit`] gives): `0` is the first barrier.
 pub fn divergent_barriers(kernel: &Kernel) -> Vec<usize> {
+    analyze(kernel).pass.divergent_barriers
+}
+
+/// Which of `values` (of `kernel`) may differ between threads of a block, by their position
+/// in `values`: the same conservative rules as for barriers.
+pub fn varying_values(kernel: &Kernel, values: &[Value]) -> Vec<usize> {
+    let state = analyze(kernel);
+    values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| state.varying.contains(v))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The analysis run to its fixed point.
+fn analyze(kernel: &Kernel) -> State {
     let mut state = State::default();
     loop {
         let before = (
@@ -42,7 +59,7 @@ pub fn divergent_barriers(kernel: &Kernel) -> Vec<usize> {
             state.loops.len(),
         );
         if before == after {
-            return state.pass.divergent_barriers;
+            return state;
         }
     }
 }

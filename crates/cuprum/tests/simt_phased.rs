@@ -2,7 +2,9 @@
 //! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
 //! transpose through a padded tile, a block reduction through per-warp partials, a
 //! histogram counted in an atomic phase, nbody with float4 bodies staged in shared tiles, a
-//! 1-D
+//! tree
+//! reduction in the split phase (one barrier per level, block sizes 64 to 1024, and the
+//! run-time checks of its boundaries), a 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
 //! block with and without a launch contract (the unrolled and the looping ownership); and
 //! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
@@ -17,7 +19,7 @@ use cuprum::simt::{
     AtomicSlice, DisjointSlice, SharedArray, SharedRead, SharedWrite, SharedWrite2d, SyncPhases,
     kernel, launch_contract, sync_threads, thread, warp,
 };
-use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
+use cuprum::{DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::{random, rng};
 use rand::Rng;
@@ -27,6 +29,60 @@ use kernels::{BS, RADIUS, STENCIL_BLOCK, TILE};
 #[cuda_module]
 mod kernels {
     use super::*;
+
+    /// Each block's sum of its `B` elements of `x` (zeros past the end), wrapping, by a tree
+    /// in the split phase: at the level with boundary `s` thread `k < s` adds element `s + k`
+    /// into its own element `k`; one barrier per level, down to `s = 0`.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (B, 1, 1))]
+    pub fn split_tree_sum<const B: u32>(x: &[u32], mut sums: DisjointSlice<u32>) {
+        let i = thread::index_1d().get();
+        let mut tile = SharedWrite::<u32, { B as usize }>::new();
+        for (_, slot) in tile.mine() {
+            *slot = if i < x.len() { x[i] } else { 0 };
+        }
+        let mut s = B / 2;
+        let mut split = tile.sync_split(s as usize);
+        while s > 0 {
+            for (k, slot) in split.mine_below() {
+                let mine = *slot;
+                *slot = mine.wrapping_add(split.above(k));
+            }
+            s >>= 1;
+            split = split.sync_split(s as usize);
+        }
+        // Boundary 0: every element is at or above it.
+        let total = split.get(0);
+        if let Some(o) = sums.block_result_mut() {
+            *o = total;
+        }
+    }
+
+    /// A 256-element split phase for 128 threads (two elements each) with boundary `first`,
+    /// then `second`
+    /// (which must be at most `first`), then element `at` read at or above `second` (which
+    /// must be): each thread writes its own elements' indices, each block's first thread
+    /// reports what it read. The run-time checks of the split phase.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn split_levels(first: u32, second: u32, at: u32, mut out: DisjointSlice<u32>) {
+        let mut tile = SharedWrite::<u32, 256>::new();
+        for (i, slot) in tile.mine() {
+            *slot = i as u32;
+        }
+        let split = tile.sync_split(first as usize);
+        let b = split.boundary() as u32;
+        let mut split = split.sync_split(second as usize);
+        for (k, slot) in split.mine_below() {
+            *slot = 1000 + k as u32;
+        }
+        split = split.sync_split(second as usize);
+        let got = split[at as usize];
+        let read = split.sync();
+        if let Some(o) = out.block_result_mut() {
+            *o = got + read[255] * 0 + b * 0;
+        }
+    }
 
     /// The matrix multiply's tile edge (and block edge).
     pub const BS: usize = 16;
@@ -874,5 +930,118 @@ fn phases_alternate_in_a_loop_with_a_uniform_trip_count() -> cuprum::Result<()> 
             &want,
         );
     }
+    Ok(())
+}
+
+/// Each block of `block` elements' wrapping sum, zeros past the end.
+fn block_sums_reference(x: &[u32], block: usize) -> Vec<u32> {
+    x.chunks(block)
+        .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+        .collect()
+}
+
+/// Runs `split_tree_sum::<B>` over fresh random inputs of ragged lengths.
+fn check_split_tree_sum<const B: u32>(
+    m: &kernels::Module,
+    stream: &cuprum::Stream,
+    rng: &mut rand::rngs::StdRng,
+) -> cuprum::Result<()> {
+    let block = B as usize;
+    for n in [
+        1usize,
+        block - 1,
+        block,
+        rng.random_range(block + 1..8 * block),
+    ] {
+        let x = random(rng, n, 0u32, u32::MAX);
+        let blocks = n.div_ceil(block);
+        let dx = DeviceBuffer::from_host(stream, &x)?;
+        let mut sums = DeviceBuffer::from_host(stream, &poisoned::<u32>(blocks + 1))?;
+        let config = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (B, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let p = m.prepare_split_tree_sum::<B>(config)?;
+        m.split_tree_sum::<B>(stream, &p, &dx, &mut sums)?;
+        let mut want = block_sums_reference(&x, block);
+        want.push(poisoned::<u32>(1)[0]);
+        assert_same(
+            &format!("split_tree_sum::<{B}> of {n}"),
+            &sums.to_host_vec(stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_tree_reduction_in_the_split_phase_needs_one_barrier_per_level() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_split_tree_sum");
+    check_split_tree_sum::<64>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<128>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<256>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<512>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<1024>(&m, &stream, &mut rng)?;
+    Ok(())
+}
+
+/// Runs `split_levels(first, second, at)` on two blocks of 128 threads: what each block read,
+/// or the error that stopped it.
+fn split_levels(
+    m: &kernels::Module,
+    stream: &cuprum::Stream,
+    first: u32,
+    second: u32,
+    at: u32,
+) -> cuprum::Result<Vec<u32>> {
+    let mut out = DeviceBuffer::from_host(stream, &poisoned::<u32>(2))?;
+    let p = m.prepare_split_levels(LaunchConfig1D::new(2, 128, 0))?;
+    m.split_levels(stream, &p, first, second, at, &mut out)
+        .and_then(|()| stream.synchronize())?;
+    out.to_host_vec(stream)
+}
+
+/// `result` is the error of a split-phase check whose message contains `needle`.
+fn assert_split_trap(result: cuprum::Result<Vec<u32>>, needle: &str) {
+    match result {
+        Err(Error::Emulator { kernel, source }) => {
+            assert_eq!(kernel, "split_levels");
+            let text = source.to_string();
+            assert!(text.contains(needle), "{text}");
+        }
+        Err(Error::KernelFault { kernel, .. }) => assert_eq!(kernel, "split_levels"),
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(got) => panic!("the broken split went unnoticed: {got:?}"),
+    }
+}
+
+#[test]
+fn split_boundaries_and_reads_below_them_are_checked_at_run_time() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    // Below the second boundary (200) threads wrote 1000 + i; above it, the indices stay.
+    assert_eq!(split_levels(&m, &stream, 256, 200, 200)?, vec![200, 200]);
+    assert_eq!(split_levels(&m, &stream, 256, 200, 255)?, vec![255, 255]);
+    assert_eq!(split_levels(&m, &stream, 100, 100, 100)?, vec![100, 100]);
+    // A level whose boundary grows (s2 > s).
+    assert_split_trap(
+        split_levels(&m, &stream, 100, 101, 200),
+        "is above the current boundary",
+    );
+    // A boundary past the array.
+    assert_split_trap(
+        split_levels(&m, &stream, 257, 200, 200),
+        "is above the array's length",
+    );
+    // A read below the boundary.
+    assert_split_trap(
+        split_levels(&m, &stream, 256, 200, 199),
+        "reads below the split boundary",
+    );
     Ok(())
 }
