@@ -341,6 +341,9 @@ struct Lowerer<'a> {
     phased_aggregates: HashMap<u32, crate::layout::ElemType>,
     /// Per phased array that enters a split phase, the variable holding its boundary.
     split_boundaries: HashMap<u32, cuprum_ir::Var>,
+    /// Per phased array in a split phase, its boundary when the last `sync_split` set a
+    /// constant, with where ([`cuprum_ir::KernelBuilder::position`] and `loop_depth` then).
+    split_constants: HashMap<u32, (u64, Vec<usize>, u32)>,
     /// Each split boundary a `sync_split(s)` set, and where: checked block-uniform once the
     /// kernel is lowered.
     split_boundary_values: Vec<(Value, proc_macro2::Span)>,
@@ -398,6 +401,7 @@ impl<'a> Lowerer<'a> {
             barrier_spans: Vec::new(),
             phased_aggregates: HashMap::new(),
             split_boundaries: HashMap::new(),
+            split_constants: HashMap::new(),
             split_boundary_values: Vec::new(),
             mine_below_open: Vec::new(),
             contract: None,

@@ -823,8 +823,18 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The current split boundary of `p` (a `U64`), read from its variable.
+    /// The current split boundary of `p` (a `U64`): the constant the last `sync_split` set,
+    /// when this point is in its block or in a conditional block nested in it (not in a loop
+    /// entered since, whose later iterations may follow another `sync_split`); else read from
+    /// its variable. Any `sync_split` in between would have replaced the constant.
     fn split_boundary(&mut self, p: Phased, span: Span) -> Result<Value> {
+        if let Some((c, at, loops)) = self.split_constants.get(&p.array) {
+            let here = self.b.position();
+            if *loops == self.loop_depth && here.starts_with(at) {
+                let c = *c;
+                return Ok(self.constant(Constant::u64(c)));
+            }
+        }
         match self.split_boundaries.get(&p.array).copied() {
             Some(var) => self.def(Op::ReadVar(var), span),
             None => err(
@@ -885,6 +895,16 @@ impl Lowerer<'_> {
             }
         };
         self.b.push(Stmt::WriteVar { var, value: s });
+        match self.constant_value(s) {
+            Some(c) => {
+                let at = self.b.position();
+                self.split_constants
+                    .insert(p.array, (c, at, self.loop_depth));
+            }
+            None => {
+                self.split_constants.remove(&p.array);
+            }
+        }
         Ok(Val::Phased(Phased {
             phase: Phase::Split,
             ..p

@@ -55,9 +55,12 @@
 //! them, which every thread passes together (the barrier check above). The next level's rule
 //! `s2 <= s` is not needed for that argument, which holds level by level; it is checked
 //! (a constant `s2 > s` at `cargo build`, a run-time one stops the kernel with an error)
-//! because a boundary that grows means the reduction reads partial sums it has already
-//! consumed or never produced: the level's reads at or above `s2` would see elements that
-//! the previous level left alone.
+//! because a boundary that grows is not a tree: the new level would rewrite elements of
+//! `[s, s2)` whose values the previous level has already consumed, which is a bug in the
+//! loop that computes the boundaries rather than a reduction. A boundary is at most `N`
+//! (checked the same way), so `above(k)` (element `s + k`, checked below `N`) cannot wrap.
+//! The compiler's constant boundaries: where a `sync_split` set a constant and only
+//! straight-line code follows, the checks use it and vanish when they hold.
 //!
 //! Elements. A 1-D array holds what a `SharedArray` holds: scalars, arrays and the module's
 //! `#[repr(C)]` structs (`SharedWrite<[f32; 4], 64>` stages float4 bodies; `slot` is then a
