@@ -58,11 +58,64 @@ mod kernels {
         }
     }
 
-    /// A 256-element split phase for 128 threads (two elements each) with boundary `first`,
-    /// then `second`
-    /// (which must be at most `first`), then element `at` read at or above `second` (which
-    /// must be): each thread writes its own elements' indices, each block's first thread
-    /// reports what it read. The run-time checks of the split phase.
+    /// `split_tree_sum` for 128 elements with the levels written out with constant boundaries:
+    /// the compiler knows each boundary, and its checks fold away.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn split_constant_tree(x: &[u32], mut sums: DisjointSlice<u32>) {
+        let i = thread::index_1d().get();
+        let mut tile = SharedWrite::<u32, 128>::new();
+        for (_, slot) in tile.mine() {
+            *slot = if i < x.len() { x[i] } else { 0 };
+        }
+        let mut split = tile.sync_split(64);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(32);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(16);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(8);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(4);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(2);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(1);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(0);
+        let total = split.above(0);
+        if let Some(o) = sums.block_result_mut() {
+            *o = total;
+        }
+    }
+
+    /// A 256-element split phase for 128 threads (two elements each): boundary `first`,
+    /// where threads write `1000 + k` into their elements `k` below it, then `second` (which
+    /// must be at most `first`), where they read element `at` (which must be at or above
+    /// `second`), then the read phase. Each block's first thread reports `got + 10_000 *
+    /// boundary + 1_000_000 * element 255`. The run-time checks of the split phase, and the
+    /// writes of one level read in the next.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn split_levels(first: u32, second: u32, at: u32, mut out: DisjointSlice<u32>) {
@@ -70,9 +123,8 @@ mod kernels {
         for (i, slot) in tile.mine() {
             *slot = i as u32;
         }
-        let split = tile.sync_split(first as usize);
+        let mut split = tile.sync_split(first as usize);
         let b = split.boundary() as u32;
-        let mut split = split.sync_split(second as usize);
         for (k, slot) in split.mine_below() {
             *slot = 1000 + k as u32;
         }
@@ -80,7 +132,7 @@ mod kernels {
         let got = split[at as usize];
         let read = split.sync();
         if let Some(o) = out.block_result_mut() {
-            *o = got + read[255] * 0 + b * 0;
+            *o = got + 10_000 * b + 1_000_000 * read[255];
         }
     }
 
@@ -986,6 +1038,22 @@ fn a_tree_reduction_in_the_split_phase_needs_one_barrier_per_level() -> cuprum::
     check_split_tree_sum::<256>(&m, &stream, &mut rng)?;
     check_split_tree_sum::<512>(&m, &stream, &mut rng)?;
     check_split_tree_sum::<1024>(&m, &stream, &mut rng)?;
+    // The same with constant boundaries, written out.
+    for n in [1usize, 128, 1000] {
+        let x = random(&mut rng, n, 0u32, u32::MAX);
+        let blocks = n.div_ceil(128);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut sums = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks + 1))?;
+        let p = m.prepare_split_constant_tree(LaunchConfig1D::new(blocks as u32, 128, 0))?;
+        m.split_constant_tree(&stream, &p, &dx, &mut sums)?;
+        let mut want = block_sums_reference(&x, 128);
+        want.push(poisoned::<u32>(1)[0]);
+        assert_same(
+            &format!("split_constant_tree of {n}"),
+            &sums.to_host_vec(&stream)?,
+            &want,
+        );
+    }
     Ok(())
 }
 
@@ -1024,10 +1092,25 @@ fn split_boundaries_and_reads_below_them_are_checked_at_run_time() -> cuprum::Re
     let ctx = ctx();
     let stream = ctx.default_stream();
     let m = kernels::load(ctx)?;
-    // Below the second boundary (200) threads wrote 1000 + i; above it, the indices stay.
-    assert_eq!(split_levels(&m, &stream, 256, 200, 200)?, vec![200, 200]);
-    assert_eq!(split_levels(&m, &stream, 256, 200, 255)?, vec![255, 255]);
-    assert_eq!(split_levels(&m, &stream, 100, 100, 100)?, vec![100, 100]);
+    // What `split_levels` reports: elements below `first` were rewritten in its level.
+    let want = |first: u32, second: u32, at: u32| {
+        let _ = second;
+        let element = |j: u32| if j < first { 1000 + j } else { j };
+        let v = element(at) + 10_000 * first + 1_000_000 * element(255);
+        vec![v, v]
+    };
+    for (first, second, at) in [
+        (256, 200, 200),
+        (256, 200, 255),
+        (100, 100, 100),
+        (200, 0, 0),
+    ] {
+        assert_eq!(
+            split_levels(&m, &stream, first, second, at)?,
+            want(first, second, at),
+            "split_levels({first}, {second}, {at})"
+        );
+    }
     // A level whose boundary grows (s2 > s).
     assert_split_trap(
         split_levels(&m, &stream, 100, 101, 200),

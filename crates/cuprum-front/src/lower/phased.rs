@@ -5,8 +5,11 @@
 //! Here: the declarations (`SharedWrite::<T, N>::new()`, `SharedWrite2d::<T, R, C>::new()`),
 //! the owned elements (`for (i, slot) in tile.mine()`, `if let Some(slot) =
 //! tile.warp_slot()`), the reads of the read phase (`tile[i]`, `tile[r][c]`, `get`), the
-//! atomics of the atomic phase (`fetch_add(i, v)`, ..), the barriers (`tile.sync()`,
-//! `tile.sync_atomic()`, `(a, b).sync()`), and the rule that makes the barriers pair up:
+//! atomics of the atomic phase (`fetch_add(i, v)`, ..), the split phase of tree reductions
+//! (`sync_split(s)`: its boundary in a variable per array, checked `s <= N` and `s2 <= s`,
+//! `mine_below()`, reads checked at or above `s`, the boundary checked block-uniform once the
+//! kernel is lowered), the barriers (`tile.sync()`, `tile.sync_atomic()`, `(a, b).sync()`,
+//! `sync_split(s)`), and the rule that makes the barriers pair up:
 //! in a kernel with a phased array, every block barrier must be one that all threads of the
 //! block reach together ([`cuprum_ir::uniformity`]), checked once the kernel is lowered.
 //! rustc's type and move checks on the kernel's host copy keep the phases apart (a read-phase
