@@ -284,6 +284,40 @@ mod tests {
     }
 
     #[test]
+    fn values_from_the_thread_index_or_memory_vary_and_block_values_do_not() {
+        // s = blockDim.x / 2 (uniform); t = threadIdx.x + s (varying); a variable written
+        // `s` at the top level (uniform) and one written under `if t < 4` (varying).
+        let mut b = KernelBuilder::new("k");
+        let bd = b
+            .def(Op::Special(Special::BlockDim(Dim::X)))
+            .expect("valid");
+        let two = b.constant(Constant::u32(2));
+        let s = b.def(Op::Binary(BinaryOp::Div, bd, two)).expect("valid");
+        let tx = thread_x(&mut b);
+        let t = b.def(Op::Binary(BinaryOp::Add, tx, s)).expect("valid");
+        let uniform = b.var("u", ScalarType::U32);
+        b.push(Stmt::WriteVar {
+            var: uniform,
+            value: s,
+        });
+        let divergent = b.var("d", ScalarType::U32);
+        let cond = is_below(&mut b, t, 4);
+        push_if(
+            &mut b,
+            cond,
+            false,
+            Stmt::WriteVar {
+                var: divergent,
+                value: s,
+            },
+        );
+        let u = b.def(Op::ReadVar(uniform)).expect("valid");
+        let d = b.def(Op::ReadVar(divergent)).expect("valid");
+        let k = finish(b);
+        assert_eq!(varying_values(&k, &[s, t, u, d, bd]), vec![1, 3]);
+    }
+
+    #[test]
     fn every_barrier_after_a_thread_dependent_return_is_reported() {
         let mut b = KernelBuilder::new("k");
         let tx = thread_x(&mut b);
