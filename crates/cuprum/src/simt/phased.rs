@@ -59,8 +59,8 @@
 //! `[s, s2)` whose values the previous level has already consumed, which is a bug in the
 //! loop that computes the boundaries rather than a reduction. A boundary is at most `N`
 //! (checked the same way), so `above(k)` (element `s + k`, checked below `N`) cannot wrap.
-//! The compiler's constant boundaries: where a `sync_split` set a constant and only
-//! straight-line code follows, the checks use it and vanish when they hold.
+//! Where a `sync_split` sets a constant boundary, the compiler knows it in the code that
+//! follows in the same block (not across a loop's back edge), and those checks fold away.
 //!
 //! Elements. A 1-D array holds what a `SharedArray` holds: scalars, arrays and the module's
 //! `#[repr(C)]` structs (`SharedWrite<[f32; 4], 64>` stages float4 bodies; `slot` is then a
@@ -77,20 +77,57 @@
 //! A tree reduction with one barrier per level, as CUDA's `reduce4` writes it
 //! (`if (tid < s) sdata[tid] = sum = sum + sdata[tid + s]; __syncthreads();`):
 //!
-//! ```ignore
-//! let mut split = sdata.sync_split(BLOCK / 2); // one barrier: every slot written
-//! let mut s = BLOCK / 2;
-//! while s > 32 {
-//!     for (i, slot) in split.mine_below() {
-//!         // this thread's slot `i < s`, and element `s + i` above the boundary
-//!         sum += split.above(i);
-//!         *slot = sum;
-//!     }
-//!     s >>= 1;
-//!     split = split.sync_split(s); // one barrier per level
-//! }
-//! let read = split.sync(); // read phase: every element
 //! ```
+//! use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice, SharedWrite};
+//! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+//!
+//! #[cuda_module]
+//! mod kernels {
+//!     use super::*;
+//!
+//!     /// Each block's sum of its 256 elements, without `unsafe`.
+//!     #[kernel]
+//!     #[launch_contract(domain = 1, block = (256, 1, 1))]
+//!     pub fn block_sums(x: &[u32], mut sums: DisjointSlice<u32>) {
+//!         let i = thread::index_1d().get();
+//!         let mut tile = SharedWrite::<u32, 256>::new();
+//!         for (_, slot) in tile.mine() {
+//!             *slot = if i < x.len() { x[i] } else { 0 };
+//!         }
+//!         let mut s = 128;
+//!         let mut split = tile.sync_split(s); // one barrier: every element written
+//!         while s > 0 {
+//!             // This thread's element `k < s`, plus element `s + k` above the boundary.
+//!             for (k, slot) in split.mine_below() {
+//!                 let mine = *slot;
+//!                 *slot = mine.wrapping_add(split.above(k));
+//!             }
+//!             s /= 2;
+//!             split = split.sync_split(s); // one barrier per level
+//!         }
+//!         let total = split.get(0); // boundary 0: every element is above it
+//!         if let Some(out) = sums.block_result_mut() {
+//!             *out = total;
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> cuprum::Result<()> {
+//! let x: Vec<u32> = (0..1000).collect();
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let dx = DeviceBuffer::from_host(&stream, &x)?;
+//! let mut sums = DeviceBuffer::zeroed(&stream, 4)?;
+//! let module = kernels::load(&ctx)?;
+//! let prepared = module.prepare_block_sums(LaunchConfig1D::new(4, 256, 0))?;
+//! module.block_sums(&stream, &prepared, &dx, &mut sums)?;
+//! let want: Vec<u32> = x.chunks(256).map(|c| c.iter().sum()).collect();
+//! assert_eq!(sums.to_host_vec(&stream)?, want);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each block's 128 elements reversed, through the write and read phases:
 //!
 //! ```
 //! use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice, SharedWrite};
