@@ -3,8 +3,8 @@
 //! transpose through a padded tile, a block reduction through per-warp partials, a
 //! histogram counted in an atomic phase, nbody with float4 bodies staged in shared tiles, a
 //! tree
-//! reduction in the split phase (one barrier per level, block sizes 64 to 1024, and the
-//! run-time checks of its boundaries), a 1-D
+//! reduction in the split phase (one barrier per level, block sizes 64 to 1024; its run-time
+//! checks are in `device_split_checks.rs`, alone in their binary), a 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
 //! block with and without a launch contract (the unrolled and the looping ownership); and
 //! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
@@ -19,7 +19,7 @@ use cuprum::simt::{
     AtomicSlice, DisjointSlice, SharedArray, SharedRead, SharedWrite, SharedWrite2d, SyncPhases,
     kernel, launch_contract, sync_threads, thread, warp,
 };
-use cuprum::{DeviceBuffer, Error, LaunchConfig, LaunchConfig1D, cuda_module};
+use cuprum::{DeviceBuffer, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::poisoned;
 use cuprum_testkit::random::{random, rng};
 use rand::Rng;
@@ -107,32 +107,6 @@ mod kernels {
         let total = split.above(0);
         if let Some(o) = sums.block_result_mut() {
             *o = total;
-        }
-    }
-
-    /// A 256-element split phase for 128 threads (two elements each): boundary `first`,
-    /// where threads write `1000 + k` into their elements `k` below it, then `second` (which
-    /// must be at most `first`), where they read element `at` (which must be at or above
-    /// `second`), then the read phase. Each block's first thread reports `got + 10_000 *
-    /// boundary + 1_000_000 * element 255`. The run-time checks of the split phase, and the
-    /// writes of one level read in the next.
-    #[kernel]
-    #[launch_contract(domain = 1, block = (128, 1, 1))]
-    pub fn split_levels(first: u32, second: u32, at: u32, mut out: DisjointSlice<u32>) {
-        let mut tile = SharedWrite::<u32, 256>::new();
-        for (i, slot) in tile.mine() {
-            *slot = i as u32;
-        }
-        let mut split = tile.sync_split(first as usize);
-        let b = split.boundary() as u32;
-        for (k, slot) in split.mine_below() {
-            *slot = 1000 + k as u32;
-        }
-        split = split.sync_split(second as usize);
-        let got = split[at as usize];
-        let read = split.sync();
-        if let Some(o) = out.block_result_mut() {
-            *o = got + 10_000 * b + 1_000_000 * read[255];
         }
     }
 
@@ -1054,77 +1028,5 @@ fn a_tree_reduction_in_the_split_phase_needs_one_barrier_per_level() -> cuprum::
             &want,
         );
     }
-    Ok(())
-}
-
-/// Runs `split_levels(first, second, at)` on two blocks of 128 threads: what each block read,
-/// or the error that stopped it.
-fn split_levels(
-    m: &kernels::Module,
-    stream: &cuprum::Stream,
-    first: u32,
-    second: u32,
-    at: u32,
-) -> cuprum::Result<Vec<u32>> {
-    let mut out = DeviceBuffer::from_host(stream, &poisoned::<u32>(2))?;
-    let p = m.prepare_split_levels(LaunchConfig1D::new(2, 128, 0))?;
-    m.split_levels(stream, &p, first, second, at, &mut out)
-        .and_then(|()| stream.synchronize())?;
-    out.to_host_vec(stream)
-}
-
-/// `result` is the error of a split-phase check whose message contains `needle`.
-fn assert_split_trap(result: cuprum::Result<Vec<u32>>, needle: &str) {
-    match result {
-        Err(Error::Emulator { kernel, source }) => {
-            assert_eq!(kernel, "split_levels");
-            let text = source.to_string();
-            assert!(text.contains(needle), "{text}");
-        }
-        Err(Error::KernelFault { kernel, .. }) => assert_eq!(kernel, "split_levels"),
-        Err(other) => panic!("unexpected error: {other}"),
-        Ok(got) => panic!("the broken split went unnoticed: {got:?}"),
-    }
-}
-
-#[test]
-fn split_boundaries_and_reads_below_them_are_checked_at_run_time() -> cuprum::Result<()> {
-    let ctx = ctx();
-    let stream = ctx.default_stream();
-    let m = kernels::load(ctx)?;
-    // What `split_levels` reports: elements below `first` were rewritten in its level.
-    let want = |first: u32, second: u32, at: u32| {
-        let _ = second;
-        let element = |j: u32| if j < first { 1000 + j } else { j };
-        let v = element(at) + 10_000 * first + 1_000_000 * element(255);
-        vec![v, v]
-    };
-    for (first, second, at) in [
-        (256, 200, 200),
-        (256, 200, 255),
-        (100, 100, 100),
-        (200, 0, 0),
-    ] {
-        assert_eq!(
-            split_levels(&m, &stream, first, second, at)?,
-            want(first, second, at),
-            "split_levels({first}, {second}, {at})"
-        );
-    }
-    // A level whose boundary grows (s2 > s).
-    assert_split_trap(
-        split_levels(&m, &stream, 100, 101, 200),
-        "is above the current boundary",
-    );
-    // A boundary past the array.
-    assert_split_trap(
-        split_levels(&m, &stream, 257, 200, 200),
-        "is above the array's length",
-    );
-    // A read below the boundary.
-    assert_split_trap(
-        split_levels(&m, &stream, 256, 200, 199),
-        "reads below the split boundary",
-    );
     Ok(())
 }
