@@ -399,6 +399,15 @@ impl KernelBuilder {
         self.open_blocks.len() - 1
     }
 
+    /// Where the builder is, as the lengths of the enclosing blocks (outermost first, not the
+    /// innermost open one): two moments with the same position are in one block with only
+    /// straight-line statements between them (closing a nested block appends a statement to
+    /// its parent).
+    pub fn position(&self) -> Vec<usize> {
+        let outer = self.open_blocks.len().saturating_sub(1);
+        self.open_blocks[..outer].iter().map(Vec::len).collect()
+    }
+
     /// Opens a nested block.
     pub fn begin_block(&mut self) {
         self.open_blocks.push(Vec::new());

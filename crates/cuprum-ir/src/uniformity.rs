@@ -27,6 +27,23 @@ use crate::kernel::{Block, Kernel, Op, Special, Stmt, Value, Var};
 /// together with the others, by their position among the kernel's barriers in program order
 /// (the order [`Block::visit`] gives): `0` is the first barrier.
 pub fn divergent_barriers(kernel: &Kernel) -> Vec<usize> {
+    analyze(kernel).pass.divergent_barriers
+}
+
+/// Which of `values` (of `kernel`) may differ between threads of a block, by their position
+/// in `values`: the same conservative rules as for barriers.
+pub fn varying_values(kernel: &Kernel, values: &[Value]) -> Vec<usize> {
+    let state = analyze(kernel);
+    values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| state.varying.contains(v))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The analysis run to its fixed point.
+fn analyze(kernel: &Kernel) -> State {
     let mut state = State::default();
     loop {
         let before = (
@@ -42,7 +59,7 @@ pub fn divergent_barriers(kernel: &Kernel) -> Vec<usize> {
             state.loops.len(),
         );
         if before == after {
-            return state.pass.divergent_barriers;
+            return state;
         }
     }
 }
@@ -264,6 +281,40 @@ mod tests {
     fn a_counter_started_at_the_thread_index_makes_its_loop_divergent() {
         let k = counted_loop(thread_x);
         assert_eq!(divergent_barriers(&k), vec![0]);
+    }
+
+    #[test]
+    fn values_from_the_thread_index_or_memory_vary_and_block_values_do_not() {
+        // s = blockDim.x / 2 (uniform); t = threadIdx.x + s (varying); a variable written
+        // `s` at the top level (uniform) and one written under `if t < 4` (varying).
+        let mut b = KernelBuilder::new("k");
+        let bd = b
+            .def(Op::Special(Special::BlockDim(Dim::X)))
+            .expect("valid");
+        let two = b.constant(Constant::u32(2));
+        let s = b.def(Op::Binary(BinaryOp::Div, bd, two)).expect("valid");
+        let tx = thread_x(&mut b);
+        let t = b.def(Op::Binary(BinaryOp::Add, tx, s)).expect("valid");
+        let uniform = b.var("u", ScalarType::U32);
+        b.push(Stmt::WriteVar {
+            var: uniform,
+            value: s,
+        });
+        let divergent = b.var("d", ScalarType::U32);
+        let cond = is_below(&mut b, t, 4);
+        push_if(
+            &mut b,
+            cond,
+            false,
+            Stmt::WriteVar {
+                var: divergent,
+                value: s,
+            },
+        );
+        let u = b.def(Op::ReadVar(uniform)).expect("valid");
+        let d = b.def(Op::ReadVar(divergent)).expect("valid");
+        let k = finish(b);
+        assert_eq!(varying_values(&k, &[s, t, u, d, bd]), vec![1, 3]);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! `unsafe`: a tiled matrix multiply (two 2-D tiles per step, swapped phases in a loop), a
 //! transpose through a padded tile, a block reduction through per-warp partials, a
 //! histogram counted in an atomic phase, nbody with float4 bodies staged in shared tiles, a
-//! 1-D
+//! tree
+//! reduction in the split phase (one barrier per level, block sizes 64 to 1024; its run-time
+//! checks are in `device_split_checks.rs`, alone in their binary), a 1-D
 //! stencil whose tile has a halo (threads own two elements), and 2-D tiles larger than the
 //! block with and without a launch contract (the unrolled and the looping ownership); and
 //! the warp numbering that `warp_slot` and `warp_id` share. Each runs against a plain-Rust
@@ -27,6 +29,86 @@ use kernels::{BS, RADIUS, STENCIL_BLOCK, TILE};
 #[cuda_module]
 mod kernels {
     use super::*;
+
+    /// Each block's sum of its `B` elements of `x` (zeros past the end), wrapping, by a tree
+    /// in the split phase: at the level with boundary `s` thread `k < s` adds element `s + k`
+    /// into its own element `k`; one barrier per level, down to `s = 0`.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (B, 1, 1))]
+    pub fn split_tree_sum<const B: u32>(x: &[u32], mut sums: DisjointSlice<u32>) {
+        let i = thread::index_1d().get();
+        let mut tile = SharedWrite::<u32, { B as usize }>::new();
+        for (_, slot) in tile.mine() {
+            *slot = if i < x.len() { x[i] } else { 0 };
+        }
+        let mut s = B / 2;
+        let mut split = tile.sync_split(s as usize);
+        while s > 0 {
+            for (k, slot) in split.mine_below() {
+                let mine = *slot;
+                *slot = mine.wrapping_add(split.above(k));
+            }
+            s >>= 1;
+            split = split.sync_split(s as usize);
+        }
+        // Boundary 0: every element is at or above it.
+        let total = split.get(0);
+        if let Some(o) = sums.block_result_mut() {
+            *o = total;
+        }
+    }
+
+    /// `split_tree_sum` for 128 elements with the levels written out with constant boundaries:
+    /// the compiler knows each boundary, and its checks fold away.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (128, 1, 1))]
+    pub fn split_constant_tree(x: &[u32], mut sums: DisjointSlice<u32>) {
+        let i = thread::index_1d().get();
+        let mut tile = SharedWrite::<u32, 128>::new();
+        for (_, slot) in tile.mine() {
+            *slot = if i < x.len() { x[i] } else { 0 };
+        }
+        let mut split = tile.sync_split(64);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(32);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(16);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(8);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(4);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(2);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(1);
+        for (k, slot) in split.mine_below() {
+            let mine = *slot;
+            *slot = mine.wrapping_add(split.above(k));
+        }
+        split = split.sync_split(0);
+        let total = split.above(0);
+        if let Some(o) = sums.block_result_mut() {
+            *o = total;
+        }
+    }
 
     /// The matrix multiply's tile edge (and block edge).
     pub const BS: usize = 16;
@@ -871,6 +953,78 @@ fn phases_alternate_in_a_loop_with_a_uniform_trip_count() -> cuprum::Result<()> 
         assert_same(
             &format!("neighbour_rounds of {n}, {rounds} rounds"),
             &dy.to_host_vec(&stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+/// Each block of `block` elements' wrapping sum, zeros past the end.
+fn block_sums_reference(x: &[u32], block: usize) -> Vec<u32> {
+    x.chunks(block)
+        .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+        .collect()
+}
+
+/// Runs `split_tree_sum::<B>` over fresh random inputs of ragged lengths.
+fn check_split_tree_sum<const B: u32>(
+    m: &kernels::Module,
+    stream: &cuprum::Stream,
+    rng: &mut rand::rngs::StdRng,
+) -> cuprum::Result<()> {
+    let block = B as usize;
+    for n in [
+        1usize,
+        block - 1,
+        block,
+        rng.random_range(block + 1..8 * block),
+    ] {
+        let x = random(rng, n, 0u32, u32::MAX);
+        let blocks = n.div_ceil(block);
+        let dx = DeviceBuffer::from_host(stream, &x)?;
+        let mut sums = DeviceBuffer::from_host(stream, &poisoned::<u32>(blocks + 1))?;
+        let config = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (B, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let p = m.prepare_split_tree_sum::<B>(config)?;
+        m.split_tree_sum::<B>(stream, &p, &dx, &mut sums)?;
+        let mut want = block_sums_reference(&x, block);
+        want.push(poisoned::<u32>(1)[0]);
+        assert_same(
+            &format!("split_tree_sum::<{B}> of {n}"),
+            &sums.to_host_vec(stream)?,
+            &want,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_tree_reduction_in_the_split_phase_needs_one_barrier_per_level() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("phased_split_tree_sum");
+    check_split_tree_sum::<64>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<128>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<256>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<512>(&m, &stream, &mut rng)?;
+    check_split_tree_sum::<1024>(&m, &stream, &mut rng)?;
+    // The same with constant boundaries, written out.
+    for n in [1usize, 128, 1000] {
+        let x = random(&mut rng, n, 0u32, u32::MAX);
+        let blocks = n.div_ceil(128);
+        let dx = DeviceBuffer::from_host(&stream, &x)?;
+        let mut sums = DeviceBuffer::from_host(&stream, &poisoned::<u32>(blocks + 1))?;
+        let p = m.prepare_split_constant_tree(LaunchConfig1D::new(blocks as u32, 128, 0))?;
+        m.split_constant_tree(&stream, &p, &dx, &mut sums)?;
+        let mut want = block_sums_reference(&x, 128);
+        want.push(poisoned::<u32>(1)[0]);
+        assert_same(
+            &format!("split_constant_tree of {n}"),
+            &sums.to_host_vec(&stream)?,
             &want,
         );
     }

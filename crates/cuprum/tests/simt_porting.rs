@@ -1,6 +1,6 @@
 //! CUDA kernels people port, in the form they come in: cuda-samples' `reduce4<T, blockSize>`
 //! generic over its element type and a `const` block size that sizes shared memory (and a
-//! safe port of it: phased shared memory, the block a contract names by the const),
+//! safe port of it: phased shared memory in its split phase, one barrier per level, the block a contract names by the const),
 //! `MatrixMulCUDA<BLOCK_SIZE>` with `SharedArray<f32, { BLOCK_SIZE * BLOCK_SIZE }>` tiles and
 //! const-generic helpers, a transpose whose tile is padded by a module constant, a
 //! Mandelbrot escape test that `return`s from inside its loop, an n-body step over nested
@@ -72,9 +72,10 @@ mod kernels {
     }
 
     /// `reduce4` without `unsafe`: the same sums in the same order, through a phased shared
-    /// array (each thread writes only its own slot, reads follow a barrier: one more barrier
-    /// per halving than CUDA's), the block under a contract named by `BLOCK_SIZE`, and each
-    /// block's sum written by its first thread (`block_result_mut`).
+    /// array in its split phase (at each level thread `tid < s` writes its own slot and reads
+    /// slot `s + tid` above the boundary: one barrier per halving, as CUDA's), the block under
+    /// a contract named by `BLOCK_SIZE`, and each block's sum written by its first thread
+    /// (`block_result_mut`).
     #[kernel]
     #[launch_contract(domain = 1, block = (BLOCK_SIZE, 1, 1))]
     pub fn reduce4_safe<T: Num, const BLOCK_SIZE: u32>(
@@ -96,22 +97,19 @@ mod kernels {
         for (_, slot) in sdata.mine() {
             *slot = my_sum;
         }
-        let mut read = sdata.sync();
         let mut s = BLOCK_SIZE / 2;
+        let mut split = sdata.sync_split(s as usize);
         while s > 32 {
-            if tid < s {
-                my_sum += read[(tid + s) as usize];
-            }
-            let mut write = read.sync();
-            for (_, slot) in write.mine() {
+            for (k, slot) in split.mine_below() {
+                my_sum += split.above(k);
                 *slot = my_sum;
             }
-            read = write.sync();
             s >>= 1;
+            split = split.sync_split(s as usize);
         }
         if tid < 32 {
             if BLOCK_SIZE >= 64 {
-                my_sum += read[(tid + 32) as usize];
+                my_sum += split.above(tid as usize);
             }
             my_sum = warp_sum(my_sum);
         }
@@ -581,6 +579,8 @@ fn reduce4_sums_every_block_for_each_element_type_and_block_size() -> cuprum::Re
     check_reduce4::<u32, 512>(&m, &stream, &random(&mut rng, n, 0u32, 1000))?;
     let n = len(&mut rng);
     check_reduce4::<i32, 32>(&m, &stream, &random(&mut rng, n, -1000i32, 1000))?;
+    let n = len(&mut rng);
+    check_reduce4::<f32, 1024>(&m, &stream, &random(&mut rng, n, -100.0f32, 100.0))?;
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 //! `simt_phased.rs` (transposeNoBankConflicts, MatrixMulCUDA's tiling, histogram256,
 //! nbody's integrateBodies with shared tiles), `simt_porting.rs` (the numba mandelbrot,
 //! `reduce4<T, blockSize>` as CUDA writes it and, without `unsafe`, through a phased shared
-//! array with one more barrier per halving), `simt_methods.rs` (bitonicSortShared with its
+//! array in its split phase, one barrier per halving), `simt_methods.rs` (bitonicSortShared with its
 //! by-reference comparator, `unsafe`: its pairs change owners every step). GPU Gems 3's work-efficient (Blelloch)
 //! prescan is here, and `unsafe` for the same reason.
 

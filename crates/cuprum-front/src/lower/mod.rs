@@ -339,6 +339,16 @@ struct Lowerer<'a> {
     barrier_spans: Vec<proc_macro2::Span>,
     /// The element types of phased shared arrays of aggregates, by IR shared array.
     phased_aggregates: HashMap<u32, crate::layout::ElemType>,
+    /// Per phased array that enters a split phase, the variable holding its boundary.
+    split_boundaries: HashMap<u32, cuprum_ir::Var>,
+    /// Per phased array in a split phase, its boundary when the last `sync_split` set a
+    /// constant, with where ([`cuprum_ir::KernelBuilder::position`] and `loop_depth` then).
+    split_constants: HashMap<u32, (u64, Vec<usize>, u32)>,
+    /// Each split boundary a `sync_split(s)` set, and where: checked block-uniform once the
+    /// kernel is lowered.
+    split_boundary_values: Vec<(Value, proc_macro2::Span)>,
+    /// The phased arrays whose `mine_below()` loop is being lowered.
+    mine_below_open: Vec<u32>,
     /// The kernel's launch contract in this specialization (block dimensions named by const
     /// parameters resolved): what every rule that relies on the contract reads.
     contract: Option<crate::items::ContractInfo>,
@@ -390,6 +400,10 @@ impl<'a> Lowerer<'a> {
             uses_phased: false,
             barrier_spans: Vec::new(),
             phased_aggregates: HashMap::new(),
+            split_boundaries: HashMap::new(),
+            split_constants: HashMap::new(),
+            split_boundary_values: Vec::new(),
+            mine_below_open: Vec::new(),
             contract: None,
         }
     }
@@ -551,6 +565,7 @@ impl<'a> Lowerer<'a> {
         let kernel = self.b.finish();
         if check_barriers {
             phased::check_barriers(&kernel, &self.barrier_spans, k.item.sig.ident.span())?;
+            phased::check_split_boundaries(&kernel, &self.split_boundary_values)?;
         }
         Ok(kernel)
     }

@@ -5,8 +5,11 @@
 //! Here: the declarations (`SharedWrite::<T, N>::new()`, `SharedWrite2d::<T, R, C>::new()`),
 //! the owned elements (`for (i, slot) in tile.mine()`, `if let Some(slot) =
 //! tile.warp_slot()`), the reads of the read phase (`tile[i]`, `tile[r][c]`, `get`), the
-//! atomics of the atomic phase (`fetch_add(i, v)`, ..), the barriers (`tile.sync()`,
-//! `tile.sync_atomic()`, `(a, b).sync()`), and the rule that makes the barriers pair up:
+//! atomics of the atomic phase (`fetch_add(i, v)`, ..), the split phase of tree reductions
+//! (`sync_split(s)`: its boundary in a variable per array, checked `s <= N` and `s2 <= s`,
+//! `mine_below()`, reads checked at or above `s`, the boundary checked block-uniform once the
+//! kernel is lowered), the barriers (`tile.sync()`, `tile.sync_atomic()`, `(a, b).sync()`,
+//! `sync_split(s)`), and the rule that makes the barriers pair up:
 //! in a kernel with a phased array, every block barrier must be one that all threads of the
 //! block reach together ([`cuprum_ir::uniformity`]), checked once the kernel is lowered.
 //! rustc's type and move checks on the kernel's host copy keep the phases apart (a read-phase
@@ -15,7 +18,7 @@
 //! `cuprum::simt::phased`.
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Special, Value,
+    AddressSpace, BinaryOp, CmpOp, Constant, Dim, Op, ScalarType as S, Special, TrapKind, Value,
 };
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -51,13 +54,16 @@ pub(super) enum Phase {
     Read,
     /// `SharedAtomic`: every access is an atomic read-modify-write.
     Atomic,
+    /// `SharedSplit`: owners write their elements below the boundary (a block-uniform value in
+    /// the array's boundary variable), everyone reads elements at or above it.
+    Split,
 }
 
 impl Phase {
     /// The phase after `sync()`.
     fn after_sync(self) -> Phase {
         match self {
-            Phase::Write | Phase::Atomic => Phase::Read,
+            Phase::Write | Phase::Atomic | Phase::Split => Phase::Read,
             Phase::Read => Phase::Write,
         }
     }
@@ -79,6 +85,7 @@ impl Phased {
             Phase::Write => "Write",
             Phase::Read => "Read",
             Phase::Atomic => "Atomic",
+            Phase::Split => "Split",
         };
         match self.shape {
             PhasedShape::Linear(n) => format!("Shared{phase}<{}, {n}>", self.elem),
@@ -267,6 +274,32 @@ impl Lowerer<'_> {
                 [_, _],
                 PhasedShape::Linear(n),
             ) if p.phase == Phase::Atomic => self.shared_method(m, Some(p.array), p.elem, n),
+            ("sync_split", [bound], PhasedShape::Linear(n)) if p.phase != Phase::Atomic => {
+                self.sync_split(p, n, bound, span)
+            }
+            ("sync_split", _, _) => err(
+                span,
+                "`sync_split(s)` takes the boundary `s` and works on 1-D arrays in their read, \
+                 write or split phase: `let split = tile.sync_split(N / 2);`",
+            ),
+            ("above", [k], PhasedShape::Linear(n)) if p.phase == Phase::Split => {
+                let site = source_text(m);
+                let addr = self.split_above(p, n, k, site, span)?;
+                self.phased_load(p, addr, span)
+            }
+            ("get", [i], PhasedShape::Linear(_)) if p.phase == Phase::Split => {
+                let addr = self.phased_element(p, &[*i], &source_text(m), span)?;
+                self.phased_load(p, addr, span)
+            }
+            ("boundary", [], _) if p.phase == Phase::Split => {
+                let s = self.split_boundary(p, span)?;
+                Ok(Val::Scalar(s))
+            }
+            ("mine_below", [], _) => err(
+                span,
+                "use `mine_below()` as `for (i, slot) in split.mine_below() { .. }`: the elements \
+                 it hands out are reachable only inside the loop",
+            ),
             ("len", [], _) => Ok(Val::Scalar(
                 self.constant(Constant::u64(u64::from(p.shape.len()))),
             )),
@@ -279,18 +312,7 @@ impl Lowerer<'_> {
             }
             ("get", [i], PhasedShape::Linear(_)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*i], &source_text(m), span)?;
-                match self.phased_aggregates.get(&p.array).cloned() {
-                    Some(ty) => {
-                        let place = memory::MemRef {
-                            space: AddressSpace::Shared,
-                            addr,
-                            ty,
-                            mutable: false,
-                        };
-                        self.load_mem(&place, span)
-                    }
-                    None => self.load_scalar(AddressSpace::Shared, addr, p.elem, span),
-                }
+                self.phased_load(p, addr, span)
             }
             ("get", [r, c], PhasedShape::Rows(..)) if p.phase == Phase::Read => {
                 let addr = self.phased_element(p, &[*r, *c], &source_text(m), span)?;
@@ -318,11 +340,16 @@ impl Lowerer<'_> {
                     args.len(),
                     match p.phase {
                         Phase::Write => {
-                            "`mine()`, `warp_slot()` (1-D), `sync()`, `sync_atomic()` (1-D) \
-                             and its sizes"
+                            "`mine()`, `warp_slot()` (1-D), `sync()`, `sync_atomic()` (1-D), \
+                             `sync_split(s)` (1-D) and its sizes"
                         }
                         Phase::Read => {
-                            "indexing, `get(..)`, `sync()`, `sync_atomic()` (1-D) and its sizes"
+                            "indexing, `get(..)`, `sync()`, `sync_atomic()` (1-D), \
+                             `sync_split(s)` (1-D) and its sizes"
+                        }
+                        Phase::Split => {
+                            "`mine_below()`, `above(k)`, indexing and `get(i)` at or above the \
+                             boundary, `boundary()`, `sync_split(s2)`, `sync()` and its length"
                         }
                         Phase::Atomic => {
                             "`fetch_add`, `fetch_sub`, `fetch_min`, `fetch_max`, `fetch_and`, \
@@ -371,7 +398,9 @@ impl Lowerer<'_> {
         let linear = match (p.shape, indices) {
             (PhasedShape::Linear(n), [i]) => {
                 let i = self.expr(i)?;
-                self.checked_array_index(i, n, site.to_string(), span, span)?
+                let i = self.checked_array_index(i, n, site.to_string(), span, span)?;
+                self.split_lower_bound(p, i, site, span)?;
+                i
             }
             (PhasedShape::Rows(rows, cols), [r, c]) => {
                 let r = self.expr(r)?;
@@ -398,7 +427,7 @@ impl Lowerer<'_> {
     /// Refuses to read `p` unless it is in its read phase.
     fn require_read_phase(p: Phased, span: Span) -> Result<()> {
         match p.phase {
-            Phase::Read => Ok(()),
+            Phase::Read | Phase::Split => Ok(()),
             Phase::Write => err(
                 span,
                 "a phased shared array in its write phase is reached only through `mine()` (a \
@@ -424,6 +453,7 @@ impl Lowerer<'_> {
         let index = self.expr(&i.index)?;
         let index =
             self.checked_array_index(index, p.shape.len(), source_text(i), i.index.span(), span)?;
+        self.split_lower_bound(p, index, &source_text(i), span)?;
         let addr = self.phased_addr(p, index, span)?;
         Ok(memory::MemRef {
             space: AddressSpace::Shared,
@@ -549,7 +579,7 @@ impl Lowerer<'_> {
         let syn::Expr::MethodCall(m) = &*f.expr else {
             return Ok(None);
         };
-        if m.method != "mine" {
+        if m.method != "mine" && m.method != "mine_below" {
             return Ok(None);
         }
         let Some(p) = self.phased_binding(&m.receiver) else {
@@ -557,9 +587,35 @@ impl Lowerer<'_> {
         };
         let span = f.span();
         if !m.args.is_empty() {
-            return err(m.span(), "`mine()` takes no arguments");
+            return err(m.span(), format!("`{}()` takes no arguments", m.method));
         }
-        if p.phase != Phase::Write {
+        let below = m.method == "mine_below";
+        match (p.phase, below) {
+            (Phase::Split, true) | (Phase::Write, false) => {}
+            (Phase::Split, false) => {
+                return err(
+                    m.span(),
+                    "in the split phase a thread writes only its elements below the boundary: \
+                     `for (i, slot) in split.mine_below() { .. }`",
+                );
+            }
+            (_, true) => {
+                return err(
+                    m.span(),
+                    "`mine_below()` is for the split phase (`sync_split(s)`); in the write phase \
+                     a thread's elements are `mine()`",
+                );
+            }
+            _ => {}
+        }
+        if below && self.mine_below_open.contains(&p.array) {
+            return err(
+                m.span(),
+                "a `mine_below()` loop inside another over the same array would hand this \
+                 thread two references to one element: use the outer loop's `slot`",
+            );
+        }
+        if p.phase != Phase::Write && !below {
             return err(
                 m.span(),
                 "`mine()` is for the write phase; in the read phase every thread reads any \
@@ -580,23 +636,60 @@ impl Lowerer<'_> {
             PhasedShape::Linear(_) => 2,
             PhasedShape::Rows(..) => 3,
         };
-        let names = super::outputs::loop_names(&f.pat, arity, "mine()")?;
+        let names = super::outputs::loop_names(
+            &f.pat,
+            arity,
+            if below { "mine_below()" } else { "mine()" },
+        )?;
         let block = self.contract.map(|c| c.block);
         match p.shape {
             PhasedShape::Linear(n) => {
                 let (t, threads) = self.linear_thread(block, span)?;
-                self.strided_range(
+                // In the split phase, only the elements below the boundary (`s <= N`, so a
+                // `U32`).
+                let boundary = match below {
+                    true => {
+                        let s = self.split_boundary(p, span)?;
+                        Some(self.cast_value(s, S::U32, span)?)
+                    }
+                    false => None,
+                };
+                if below {
+                    self.mine_below_open.push(p.array);
+                }
+                let result = self.strided_range(
                     t,
                     threads,
                     Extent::Fixed(u64::from(n)),
                     span,
                     &mut |this, i| {
-                        let slot = this.phased_slot(p, i, span)?;
-                        let i = this.cast_value(i, S::U64, span)?;
-                        this.scoped_body(&names, vec![Val::Scalar(i), slot], &f.body)
-                            .map(|_| ())
+                        let visit = |this: &mut Self| -> Result<()> {
+                            let slot = this.phased_slot(p, i, span)?;
+                            let i = this.cast_value(i, S::U64, span)?;
+                            this.scoped_body(&names, vec![Val::Scalar(i), slot], &f.body)
+                                .map(|_| ())
+                        };
+                        match boundary {
+                            None => visit(this),
+                            Some(s) => {
+                                let inside = this.def(Op::Compare(CmpOp::Lt, i, s), span)?;
+                                this.b.begin_block();
+                                visit(this)?;
+                                let then = this.b.end_block();
+                                this.b.push(Stmt::If {
+                                    cond: inside,
+                                    then,
+                                    otherwise: Default::default(),
+                                });
+                                Ok(())
+                            }
+                        }
                     },
-                )?;
+                );
+                if below {
+                    self.mine_below_open.pop();
+                }
+                result?;
             }
             PhasedShape::Rows(rows, cols) => {
                 let axis =
@@ -717,6 +810,173 @@ impl Lowerer<'_> {
         })
     }
 
+    /// Loads the element at `addr` of `p` (a scalar, or an aggregate's value).
+    fn phased_load(&mut self, p: Phased, addr: Value, span: Span) -> Result<Val> {
+        match self.phased_aggregates.get(&p.array).cloned() {
+            Some(ty) => {
+                let place = memory::MemRef {
+                    space: AddressSpace::Shared,
+                    addr,
+                    ty,
+                    mutable: false,
+                };
+                self.load_mem(&place, span)
+            }
+            None => self.load_scalar(AddressSpace::Shared, addr, p.elem, span),
+        }
+    }
+
+    /// The current split boundary of `p` (a `U64`): the constant the last `sync_split` set,
+    /// when this point is in its block or in a conditional block nested in it (not in a loop
+    /// entered since, whose later iterations may follow another `sync_split`); else read from
+    /// its variable. Any `sync_split` in between would have replaced the constant.
+    fn split_boundary(&mut self, p: Phased, span: Span) -> Result<Value> {
+        if let Some((c, at, loops)) = self.split_constants.get(&p.array) {
+            let here = self.b.position();
+            if *loops == self.loop_depth && here.starts_with(at) {
+                let c = *c;
+                return Ok(self.constant(Constant::u64(c)));
+            }
+        }
+        match self.split_boundaries.get(&p.array).copied() {
+            Some(var) => self.def(Op::ReadVar(var), span),
+            None => err(
+                span,
+                "internal compiler error: a split phase without a boundary",
+            ),
+        }
+    }
+
+    /// `tile.sync_split(s)` (from the read or write phase) or `split.sync_split(s2)` (the next
+    /// level): checks the boundary (at most `N`; at most the current one), one barrier, and
+    /// the array in its split phase with the new boundary.
+    fn sync_split(&mut self, p: Phased, n: u32, bound: &syn::Expr, span: Span) -> Result<Val> {
+        let s = self.expr(bound)?;
+        let s = self.materialize(s, S::U64, bound.span()).map_err(|e| {
+            syn::Error::new(e.span(), format!("{e} (a split boundary is a `usize`)"))
+        })?;
+        let site = source_text(bound);
+        let (limit, what) = match p.phase {
+            Phase::Split => (self.split_boundary(p, span)?, "the current boundary"),
+            _ => (
+                self.constant(Constant::u64(u64::from(n))),
+                "the array's length",
+            ),
+        };
+        match (self.constant_value(s), self.constant_value(limit)) {
+            (Some(a), Some(b)) if a > b => {
+                return err(
+                    bound.span(),
+                    format!(
+                        "this split boundary ({a}) is above {what} ({b}): each level of a split \
+                         phase keeps at most the elements of the one before"
+                    ),
+                );
+            }
+            (Some(a), Some(b)) if a <= b => {}
+            _ => {
+                let above = self.def(Op::Compare(CmpOp::Gt, s, limit), span)?;
+                self.trap_if(
+                    above,
+                    TrapKind::Assert {
+                        message: format!(
+                            "split boundary `{site}` is above {what} (`sync_split` needs \
+                             `s2 <= s <= N`)"
+                        ),
+                    },
+                );
+            }
+        }
+        self.split_boundary_values.push((s, bound.span()));
+        self.barrier(span);
+        let var = match self.split_boundaries.get(&p.array) {
+            Some(var) => *var,
+            None => {
+                let var = self.b.var("split_boundary", S::U64);
+                self.split_boundaries.insert(p.array, var);
+                var
+            }
+        };
+        self.b.push(Stmt::WriteVar { var, value: s });
+        match self.constant_value(s) {
+            Some(c) => {
+                let at = self.b.position();
+                self.split_constants
+                    .insert(p.array, (c, at, self.loop_depth));
+            }
+            None => {
+                self.split_constants.remove(&p.array);
+            }
+        }
+        Ok(Val::Phased(Phased {
+            phase: Phase::Split,
+            ..p
+        }))
+    }
+
+    /// In the split phase, traps unless element `index` (a `U64`) is at or above the
+    /// boundary; a constant index below a constant boundary is refused.
+    fn split_lower_bound(&mut self, p: Phased, index: Value, site: &str, span: Span) -> Result<()> {
+        if p.phase != Phase::Split {
+            return Ok(());
+        }
+        let s = self.split_boundary(p, span)?;
+        match (self.constant_value(index), self.constant_value(s)) {
+            (Some(i), Some(b)) if i < b => err(
+                span,
+                format!(
+                    "element {i} is below the split boundary ({b}): in the split phase threads \
+                     read only at or above the boundary (`split.above(k)` is element `s + k`), \
+                     and write below it (`mine_below()`)"
+                ),
+            ),
+            (Some(i), Some(b)) if i >= b => Ok(()),
+            _ => {
+                let ok = self.def(Op::Compare(CmpOp::Ge, index, s), span)?;
+                self.trap_unless(
+                    ok,
+                    TrapKind::Assert {
+                        message: format!(
+                            "`{site}` reads below the split boundary (in the split phase threads \
+                             read only at or above it)"
+                        ),
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// The address of element `s + k` of a split-phase array of length `n`, checked to be
+    /// below `n` (`k < n - s`, which cannot wrap: `s <= n`).
+    fn split_above(
+        &mut self,
+        p: Phased,
+        n: u32,
+        k: &syn::Expr,
+        site: String,
+        span: Span,
+    ) -> Result<Value> {
+        let kv = self.expr(k)?;
+        let kv = self
+            .materialize(kv, S::U64, k.span())
+            .map_err(|e| syn::Error::new(e.span(), format!("{e} (`above` takes a `usize`)")))?;
+        let s = self.split_boundary(p, span)?;
+        let len = self.constant(Constant::u64(u64::from(n)));
+        let room = self.def(Op::Binary(BinaryOp::Sub, len, s), span)?;
+        let ok = self.def(Op::Compare(CmpOp::Lt, kv, room), span)?;
+        self.trap_unless(
+            ok,
+            TrapKind::BoundsCheck {
+                index: kv,
+                len: room,
+                site,
+            },
+        );
+        let i = self.def(Op::Binary(BinaryOp::Add, s, kv), span)?;
+        self.phased_addr(p, i, span)
+    }
+
     /// The thread's linear index in its block and the block's thread count (`U32`s), the
     /// count a constant under a launch contract.
     fn linear_thread(
@@ -760,4 +1020,26 @@ pub(super) fn check_barriers(
     };
     let span = barrier_spans.get(first).copied().unwrap_or(fallback);
     err(span, DIVERGENT_BARRIER)
+}
+
+/// Refuses a split boundary (`sync_split(s)`) that may differ between threads of a block:
+/// each thread's reads at or above `s` are disjoint from the others' writes below it only
+/// when every thread has the same `s`.
+pub(super) fn check_split_boundaries(
+    kernel: &cuprum_ir::Kernel,
+    boundaries: &[(Value, Span)],
+) -> Result<()> {
+    let values: Vec<Value> = boundaries.iter().map(|(v, _)| *v).collect();
+    let varying = cuprum_ir::uniformity::varying_values(kernel, &values);
+    let Some(&(_, span)) = varying.first().and_then(|&k| boundaries.get(k)) else {
+        return Ok(());
+    };
+    err(
+        span,
+        "this split boundary may differ between threads of the block: in the split phase a \
+         thread's reads at or above the boundary miss the other threads' writes below it only \
+         when every thread has the same boundary. Compute it from constants, scalar \
+         parameters, slice lengths and block and grid sizes (`let mut s = BLOCK / 2; .. s >>= \
+         1; split = split.sync_split(s as usize);`), not from thread indices or loaded data",
+    )
 }

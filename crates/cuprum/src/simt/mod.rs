@@ -45,7 +45,9 @@ pub use constant::ConstantMemory;
 pub use disjoint::DisjointSlice;
 pub use num::Num;
 pub use packed_halves::{bf16x2, f16x2, tcgen05};
-pub use phased::{SharedAtomic, SharedRead, SharedRead2d, SharedWrite, SharedWrite2d, SyncPhases};
+pub use phased::{
+    SharedAtomic, SharedRead, SharedRead2d, SharedSplit, SharedWrite, SharedWrite2d, SyncPhases,
+};
 pub use pointer::DevicePtr;
 pub use shared::{DynamicShared, DynamicSharedArray, SharedArray, dynamic_shared};
 pub use thread::{ThreadIndex1D, ThreadIndex2D, ThreadIndex3D};

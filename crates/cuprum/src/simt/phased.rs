@@ -16,6 +16,14 @@
 //!   atomic read-modify-writes only (`fetch_add(i, v)`, ..: a histogram's bins); atomics do
 //!   not race with each other. `sync_atomic()` enters it from either phase above, `sync()`
 //!   leaves it for the read phase.
+//! * **Split phase** ([`SharedSplit`], 1-D arrays), for tree reductions: with a boundary `s`,
+//!   a thread writes only the elements it owns *below* `s` (`for (i, slot) in
+//!   split.mine_below()`), and reads only elements *at or above* `s` (`split.above(k)` is
+//!   element `s + k`; `split[i]` with `i < s` stops the kernel with an error, as an index past
+//!   `N` does). `sync_split(s)` enters it from the read or write phase, `sync_split(s2)`
+//!   moves it to the next level (`s2 <= s`, one barrier), `sync()` leaves it for the read
+//!   phase. `s` must be the same in every thread of the block (the compiler checks, at
+//!   `cargo build`) and at most `N`.
 //! * **`sync()`** is the block barrier (`__syncthreads`) between the phases. It consumes the
 //!   array in one phase and returns it in the other, so no handle of the old phase survives
 //!   the barrier (rustc's move check). Several arrays change phase at one barrier with
@@ -33,6 +41,27 @@
 //! parameters, slice lengths and block and grid indices and sizes are the same in every
 //! thread of a block, and barriers under them are accepted.
 //!
+//! Why the split phase is sound. Between two barriers the block is in one split level with
+//! one boundary `s` (a block-uniform value, so every thread has the same `s`). The accesses
+//! of that interval are: writes, each to an element `i < s` that the writing thread owns
+//! (element `i` belongs to linear thread `i % threads_per_block`, one owner per element);
+//! reads of the writer's own elements through its `slot` (`*slot += ..`); and reads, by any
+//! thread, of elements `i >= s`. Two accesses conflict only if they touch one element and one
+//! of them writes. Two writes to one element come from its one owner, one thread, in program
+//! order. A write (`i < s`) and another thread's read (`i >= s`) never touch one element. A
+//! write and a read through the slot are the owner's own accesses, in program order. So no
+//! two threads' accesses conflict inside a level; accesses of different levels (and of the
+//! phases before and after) are ordered by the barrier of the `sync_split`/`sync` between
+//! them, which every thread passes together (the barrier check above). The next level's rule
+//! `s2 <= s` is not needed for that argument, which holds level by level; it is checked
+//! (a constant `s2 > s` at `cargo build`, a run-time one stops the kernel with an error)
+//! because a boundary that grows is not a tree: the new level would rewrite elements of
+//! `[s, s2)` whose values the previous level has already consumed, which is a bug in the
+//! loop that computes the boundaries rather than a reduction. A boundary is at most `N`
+//! (checked the same way), so `above(k)` (element `s + k`, checked below `N`) cannot wrap.
+//! Where a `sync_split` sets a constant boundary, the compiler knows it in the code that
+//! follows in the same block (not across a loop's back edge), and those checks fold away.
+//!
 //! Elements. A 1-D array holds what a `SharedArray` holds: scalars, arrays and the module's
 //! `#[repr(C)]` structs (`SharedWrite<[f32; 4], 64>` stages float4 bodies; `slot` is then a
 //! `&mut [f32; 4]` and `tile[j]` a `[f32; 4]`, read as one 16-byte access where aligned).
@@ -44,6 +73,61 @@
 //! threads with `z > 0` own none. Both hold for any block shape, so they need no launch
 //! contract; a tile larger than the block gives each thread several elements (a 32 x 32 tile
 //! filled by 32 x 8 threads: four rows each), a smaller one gives some threads none.
+//!
+//! A tree reduction with one barrier per level, as CUDA's `reduce4` writes it
+//! (`if (tid < s) sdata[tid] = sum = sum + sdata[tid + s]; __syncthreads();`):
+//!
+//! ```
+//! use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice, SharedWrite};
+//! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig1D};
+//!
+//! #[cuda_module]
+//! mod kernels {
+//!     use super::*;
+//!
+//!     /// Each block's sum of its 256 elements, without `unsafe`.
+//!     #[kernel]
+//!     #[launch_contract(domain = 1, block = (256, 1, 1))]
+//!     pub fn block_sums(x: &[u32], mut sums: DisjointSlice<u32>) {
+//!         let i = thread::index_1d().get();
+//!         let mut tile = SharedWrite::<u32, 256>::new();
+//!         for (_, slot) in tile.mine() {
+//!             *slot = if i < x.len() { x[i] } else { 0 };
+//!         }
+//!         let mut s = 128;
+//!         let mut split = tile.sync_split(s); // one barrier: every element written
+//!         while s > 0 {
+//!             // This thread's element `k < s`, plus element `s + k` above the boundary.
+//!             for (k, slot) in split.mine_below() {
+//!                 let mine = *slot;
+//!                 *slot = mine.wrapping_add(split.above(k));
+//!             }
+//!             s /= 2;
+//!             split = split.sync_split(s); // one barrier per level
+//!         }
+//!         let total = split.get(0); // boundary 0: every element is above it
+//!         if let Some(out) = sums.block_result_mut() {
+//!             *out = total;
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> cuprum::Result<()> {
+//! let x: Vec<u32> = (0..1000).collect();
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let dx = DeviceBuffer::from_host(&stream, &x)?;
+//! let mut sums = DeviceBuffer::zeroed(&stream, 4)?;
+//! let module = kernels::load(&ctx)?;
+//! let prepared = module.prepare_block_sums(LaunchConfig1D::new(4, 256, 0))?;
+//! module.block_sums(&stream, &prepared, &dx, &mut sums)?;
+//! let want: Vec<u32> = x.chunks(256).map(|c| c.iter().sum()).collect();
+//! assert_eq!(sums.to_host_vec(&stream)?, want);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each block's 128 elements reversed, through the write and read phases:
 //!
 //! ```
 //! use cuprum::simt::{kernel, launch_contract, thread, DisjointSlice, SharedWrite};
@@ -181,6 +265,18 @@ impl<T: Copy, const N: usize> SharedWrite<T, N> {
 }
 
 impl<T: Copy, const N: usize> SharedWrite<T, N> {
+    /// Waits for the whole block (`__syncthreads`): every thread's writes are then visible,
+    /// and the array is in its split phase with boundary `s`: each thread writes its own
+    /// elements below `s` and reads any element at or above `s`. `s` must be the same in every
+    /// thread of the block (checked at `cargo build`) and at most `N` (checked: a larger `s`
+    /// stops the kernel with an error).
+    pub fn sync_split(self, s: usize) -> SharedSplit<T, N> {
+        let _ = s;
+        SharedSplit {
+            _elements: PhantomData,
+        }
+    }
+
     /// Waits for the whole block; the array is then in its atomic phase.
     pub fn sync_atomic(self) -> SharedAtomic<T, N> {
         SharedAtomic {
@@ -222,6 +318,16 @@ impl<T: Copy, const N: usize> SharedRead<T, N> {
 }
 
 impl<T: Copy, const N: usize> SharedRead<T, N> {
+    /// Waits for the whole block (every thread has finished reading); the array is then in
+    /// its split phase with boundary `s`, keeping its contents (see
+    /// [`SharedWrite::sync_split`]).
+    pub fn sync_split(self, s: usize) -> SharedSplit<T, N> {
+        let _ = s;
+        SharedSplit {
+            _elements: PhantomData,
+        }
+    }
+
     /// Waits for the whole block (every thread has finished reading); the array is then in
     /// its atomic phase, keeping its contents.
     pub fn sync_atomic(self) -> SharedAtomic<T, N> {
@@ -286,6 +392,87 @@ impl<T: Copy, const N: usize> SharedAtomic<T, N> {
         SharedRead {
             _elements: PhantomData,
         }
+    }
+}
+
+/// A block's shared array of `N` elements in its split phase with a boundary `s` (the same in
+/// every thread): each thread writes only the elements it owns below `s`
+/// ([`mine_below`](Self::mine_below)) and reads only elements at or above `s`
+/// ([`above`](Self::above), `split[i]`). One level of a tree reduction; the module's docs
+/// say why nothing races.
+pub struct SharedSplit<T, const N: usize> {
+    _elements: PhantomData<*mut [T; N]>,
+}
+
+impl<T: Copy, const N: usize> SharedSplit<T, N> {
+    /// The elements this thread owns that lie below the boundary, `i = t, t + threads, ..`
+    /// below `s`, each with a reference to write it or to read back what this thread wrote.
+    /// Only for `for` loops in device code. It takes `&self` so that the loop's body may read
+    /// above the boundary (`split.above(i)`) while it holds a slot: the two never meet (a slot
+    /// is below the boundary, a read at or above it), and the compiler refuses a `mine_below()`
+    /// loop nested in another over the same array.
+    pub fn mine_below(&self) -> Mine<'_, T> {
+        Mine { _tile: PhantomData }
+    }
+
+    /// Element `s + k`, the `k`-th at or above the boundary (checked: `s + k` past `N` stops
+    /// the kernel with an error).
+    pub fn above(&self, k: usize) -> T {
+        let _ = k;
+        unreachable_on_host()
+    }
+
+    /// Element `i`, which must be at or above the boundary (checked: `i < s` or `i >= N`
+    /// stops the kernel with an error; a constant `i` below a constant `s` is refused at
+    /// `cargo build`).
+    pub fn get(&self, i: usize) -> T {
+        let _ = i;
+        unreachable_on_host()
+    }
+
+    /// The boundary `s`.
+    pub fn boundary(&self) -> usize {
+        unreachable_on_host()
+    }
+
+    /// The number of elements, `N`.
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N` is zero.
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Waits for the whole block (`__syncthreads`, one barrier): this level's writes are then
+    /// visible, and the array is in the next level of its split phase, with boundary `s2`.
+    /// `s2` must be the same in every thread (checked at `cargo build`) and at most the
+    /// current boundary (checked: a larger one stops the kernel with an error, or is refused
+    /// at `cargo build` when both are constants).
+    pub fn sync_split(self, s2: usize) -> SharedSplit<T, N> {
+        let _ = s2;
+        SharedSplit {
+            _elements: PhantomData,
+        }
+    }
+
+    /// Waits for the whole block; the array is then in its read phase (every element, every
+    /// thread).
+    pub fn sync(self) -> SharedRead<T, N> {
+        SharedRead {
+            _elements: PhantomData,
+        }
+    }
+}
+
+/// `split[i]`: element `i`, which must be at or above the boundary (checked like
+/// [`SharedSplit::get`]).
+impl<T: Copy, const N: usize> std::ops::Index<usize> for SharedSplit<T, N> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        let _ = i;
+        unreachable_on_host()
     }
 }
 
@@ -383,6 +570,7 @@ pub trait Phased: sealed::Sealed {
 impl<T, const N: usize> sealed::Sealed for SharedWrite<T, N> {}
 impl<T, const N: usize> sealed::Sealed for SharedRead<T, N> {}
 impl<T, const N: usize> sealed::Sealed for SharedAtomic<T, N> {}
+impl<T, const N: usize> sealed::Sealed for SharedSplit<T, N> {}
 impl<T, const R: usize, const C: usize> sealed::Sealed for SharedWrite2d<T, R, C> {}
 impl<T, const R: usize, const C: usize> sealed::Sealed for SharedRead2d<T, R, C> {}
 
@@ -393,6 +581,9 @@ impl<T, const N: usize> Phased for SharedRead<T, N> {
     type Next = SharedWrite<T, N>;
 }
 impl<T, const N: usize> Phased for SharedAtomic<T, N> {
+    type Next = SharedRead<T, N>;
+}
+impl<T, const N: usize> Phased for SharedSplit<T, N> {
     type Next = SharedRead<T, N>;
 }
 impl<T, const R: usize, const C: usize> Phased for SharedWrite2d<T, R, C> {
