@@ -443,6 +443,8 @@ fn tile_loads_land_swizzled_with_zero_fill_at_the_edges() {
         let dys = DeviceBuffer::from_host(&stream, &ys).unwrap();
         let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n * at.len())).unwrap();
         let cfg = config(at.len(), n as u32);
+        // Named before the launch: a fault on a GPU leaves the context unusable.
+        eprintln!("tma tile load: {swizzle:?} box {bw}x{bh} at {at:?}");
         unsafe { module.load_raw(&stream, cfg, &map, &dxs, &dys, map.box_bytes(), 0, &mut out) }
             .unwrap();
         let want: Vec<u32> = at
