@@ -35,6 +35,20 @@ fn mix(k: &mut K, acc: Var, t: Value) -> Value {
     k.add(x, shifted)
 }
 
+/// `acc = mix(acc, shared[addr])`: one read of the tile folded into the hash.
+fn accumulate_shared(k: &mut K, acc: Var, addr: Value) {
+    let t = k.op(Op::Load {
+        space: AddressSpace::Shared,
+        ty: S::U32,
+        addr,
+    });
+    let sum = mix(k, acc, t);
+    k.b.push(Stmt::WriteVar {
+        var: acc,
+        value: sum,
+    });
+}
+
 /// The lines of the printed kernel's first top-level loop.
 fn loop_body(text: &str) -> String {
     text.lines()
@@ -140,16 +154,7 @@ fn shared_tile(start: u32, end: u32, step: u32, with_continue: bool) -> Kernel {
         let word = k.bin(BinaryOp::And, word, mask);
         let bytes = k.mul(word, four);
         let addr = k.add(base, bytes);
-        let t = k.op(Op::Load {
-            space: AddressSpace::Shared,
-            ty: S::U32,
-            addr,
-        });
-        let sum = mix(&mut k, acc, t);
-        k.b.push(Stmt::WriteVar {
-            var: acc,
-            value: sum,
-        });
+        accumulate_shared(&mut k, acc, addr);
     }
     let body = k.b.end_block();
     k.b.push(Stmt::Loop { body });
@@ -185,16 +190,7 @@ fn linear_tile(end: u32, with_continue: bool) -> Kernel {
             let word = k.add(words, wc);
             let bytes = k.mul(word, four);
             let addr = k.add(base, bytes);
-            let t = k.op(Op::Load {
-                space: AddressSpace::Shared,
-                ty: S::U32,
-                addr,
-            });
-            let sum = mix(k, acc, t);
-            k.b.push(Stmt::WriteVar {
-                var: acc,
-                value: sum,
-            });
+            accumulate_shared(k, acc, addr);
         }
     });
     let r = k.op(Op::ReadVar(acc));
@@ -331,16 +327,7 @@ fn an_inner_loop_starts_its_pointer_again_on_each_outer_iteration() {
             let four = k.u32(4);
             let col = k.mul(c, four);
             let addr = k.add(row_at, col);
-            let t = k.op(Op::Load {
-                space: AddressSpace::Shared,
-                ty: S::U32,
-                addr,
-            });
-            let sum = mix(k, acc, t);
-            k.b.push(Stmt::WriteVar {
-                var: acc,
-                value: sum,
-            });
+            accumulate_shared(k, acc, addr);
         });
     });
     let r = k.op(Op::ReadVar(acc));
