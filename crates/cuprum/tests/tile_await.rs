@@ -424,3 +424,65 @@ fn copies_to_the_device_under_await_return_before_they_run() -> Result<(), Error
     assert_same("the awaited chain", &got, &want);
     Ok(())
 }
+
+/// `zip!` of copies to the host, beside a launch whose output borrows a tensor of the caller
+/// (a partition of `&mut out`), and a copy to the host with `map` after it: the first poll
+/// returns while the launches before the copies still run (on a GPU), and the future gives
+/// every element of each part once they have ended; the borrowed tensor then holds the
+/// launch's result.
+#[test]
+fn zipped_and_mapped_copies_to_the_host_do_not_block_the_first_poll() -> Result<(), Error> {
+    let gpu = on_gpu()?;
+    let device = Device::new(0)?;
+    let stream = device.new_stream()?;
+    let n = len(gpu);
+    let rounds = if gpu { 30 } else { 3 };
+    let mut r = rng("zipped_and_mapped_copies_to_the_host_do_not_block_the_first_poll");
+    let hx: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let hy: Vec<f32> = random(&mut r, n, -100.0, 100.0);
+    let x = api::from_host(&hx, &[n]).sync_on(&stream)?;
+    let y = api::from_host(&hy, &[n]).sync_on(&stream)?;
+    let _ = chain(x.dup().sync_on(&stream)?, poisoned(n, &stream)?, 1).sync_on(&stream)?;
+    let mut out = poisoned(n, &stream)?;
+
+    let op = zip!(
+        chain(x.dup().sync_on(&stream)?, poisoned(n, &stream)?, rounds)
+            .then(|(result, _spare)| result.to_host_vec()),
+        kernels::scale((&mut out).partition([128]), &y, -2.0),
+        y.dup().then(|y| y.to_host_vec()).map(|v: Vec<f32>| {
+            let sum: f64 = v.iter().map(|&e| f64::from(e)).sum();
+            (v, sum)
+        }),
+    );
+    let (chained, launched, (copied, sum)) = {
+        let mut future = DeviceFuture::on(op, (*stream).clone());
+        let (_, waker) = counting();
+        match poll_once(&mut future, &waker) {
+            Poll::Ready(result) => {
+                assert!(
+                    !gpu,
+                    "on a GPU the first poll returned: it waited for {rounds} launches over \
+                     {n} elements and the copies"
+                );
+                result?
+            }
+            Poll::Pending => futures_block_on(future)?,
+        }
+    };
+    assert_same(
+        "the zipped chain's copy",
+        &chained,
+        &chain_reference(&hx, rounds),
+    );
+    assert_same("the zipped mapped copy", &copied, &hy);
+    let want_sum: f64 = hy.iter().map(|&e| f64::from(e)).sum();
+    assert_eq!(sum.to_bits(), want_sum.to_bits(), "the mapped copy's sum");
+    drop(launched);
+    let want: Vec<f32> = hy.iter().map(|&v| v * -2.0).collect();
+    assert_same(
+        "the borrowed output",
+        &out.to_host_vec().sync_on(&stream)?,
+        &want,
+    );
+    Ok(())
+}

@@ -133,6 +133,7 @@ struct FromHost<T> {
 
 impl<T: DType> DeviceOp for FromHost<T> {
     type Output = Tensor<T>;
+    type Pending = Deferred<Tensor<T>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
         Tensor::from_slice(ctx.stream(), &self.data, self.shape)
     }
@@ -209,6 +210,7 @@ pub struct ReshapeOp<D> {
 
 impl<T: DType, D: DeviceOp<Output = Tensor<T>>> DeviceOp for ReshapeOp<D> {
     type Output = Tensor<T>;
+    type Pending = Deferred<Tensor<T>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
         self.op.execute(ctx)?.reshape(&self.shape)
     }
@@ -237,6 +239,7 @@ pub struct ReshapeSharedOp<D> {
 
 impl<T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>> DeviceOp for ReshapeSharedOp<D> {
     type Output = Arc<Tensor<T>>;
+    type Pending = Deferred<Arc<Tensor<T>>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Arc<Tensor<T>>, Error> {
         (&self.op.execute(ctx)?).reshape(&self.shape)
     }

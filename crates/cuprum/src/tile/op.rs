@@ -37,10 +37,14 @@
 //! (`from_host`, `copy_host_vec_to_device`) gives its tensor at once, for the next steps on
 //! the stream, and the future keeps the copy's host memory until its completion; a copy to the
 //! host at the end (`kernel(..).first().unpartition().to_host_vec().await`) gives its elements
-//! when the completion says the copy has ended. What the first poll still waits for: a copy
-//! to the host in the middle of a chain (the next step needs its elements), and copies inside
-//! [`zip!`] or `shared`, which run as [`execute`](DeviceOp::execute) does (each copy finished
-//! before the call returns, so that host memory never outlives it). Kernel launches,
+//! when the completion says the copy has ended, and so do copies at the ends of the parts of
+//! a [`zip!`] and a copy followed by [`map`](DeviceOp::map) (the function is applied once the
+//! elements are there). What each operation leaves to finish is a [`Pending`] of its own
+//! type, a tuple of its parts' for `zip!`, not a boxed closure, so a part whose output borrows
+//! from the caller (a partition of a `&mut Tensor`) can wait beside a copy. What the first
+//! poll still waits for: a copy to the host in the middle of a chain (the next step needs its
+//! elements), and copies inside `shared`, which runs as [`execute`](DeviceOp::execute) does
+//! (each copy finished before the call returns, so that host memory never outlives it). Kernel launches,
 //! device-side copies and allocations do not wait. On the emulator every operation runs to completion when it is
 //! submitted, so the first poll is ready.
 //!
@@ -140,25 +144,117 @@ impl<O> Deferred<O> {
 
     /// The output now, with what must live until the work has completed (`None`: nothing);
     /// an output still on its way is finished first (it waits).
-    fn now(self) -> Result<(O, Option<Box<dyn Send>>), Error> {
+    fn now(self) -> Result<(O, KeepAlive), Error> {
         match self {
             Deferred::Ready(out) => Ok((out, None)),
             Deferred::Kept(out, keep) => Ok((out, Some(keep))),
             after @ Deferred::After(..) => Ok((after.finish()?, None)),
         }
     }
+}
 
-    /// This output, also keeping `keep` (if any) until the work has completed.
-    fn keeping(self, keep: Option<Box<dyn Send>>) -> Deferred<O> {
-        let Some(keep) = keep else {
-            return self;
-        };
+/// What must live until the stream's work has completed (`None`: nothing).
+#[doc(hidden)]
+pub type KeepAlive = Option<Box<dyn Send>>;
+
+/// What an awaited operation's first poll leaves to finish once the stream's work up to the
+/// operation has completed ([`DeviceOp::execute_deferred`]): a [`Deferred`] output, or a
+/// tuple of them (`zip!`), or a function still to apply to one (`map`). Generic, not boxed,
+/// so that an output borrowing from the caller (a partition of a `&mut Tensor`) can wait
+/// beside a copy to the host without either being made `'static`.
+#[doc(hidden)]
+pub trait Pending: Send + Sized {
+    /// The output it gives.
+    type Output;
+    /// An output that is already there.
+    fn ready(out: Self::Output) -> Self;
+    /// The output (waiting for a copy that has not ended).
+    fn finish(self) -> Result<Self::Output, Error>;
+    /// The output now, with what must live until the work has completed (`None`: nothing);
+    /// parts still on their way are finished first (they wait).
+    fn now(self) -> Result<(Self::Output, KeepAlive), Error>;
+}
+
+impl<O: Send> Pending for Deferred<O> {
+    type Output = O;
+    fn ready(out: O) -> Self {
+        Deferred::Ready(out)
+    }
+    fn finish(self) -> Result<O, Error> {
+        Deferred::finish(self)
+    }
+    fn now(self) -> Result<(O, KeepAlive), Error> {
+        Deferred::now(self)
+    }
+}
+
+/// A pending output and what must live until the work has completed with it (`then`: the
+/// first step's kept memory beside the second step's output).
+#[doc(hidden)]
+pub struct Keeping<P> {
+    pending: P,
+    keep: KeepAlive,
+}
+
+impl<P: Pending> Pending for Keeping<P> {
+    type Output = P::Output;
+    fn ready(out: P::Output) -> Self {
+        Keeping {
+            pending: P::ready(out),
+            keep: None,
+        }
+    }
+    fn finish(self) -> Result<P::Output, Error> {
+        let out = self.pending.finish();
+        drop(self.keep);
+        out
+    }
+    fn now(self) -> Result<(P::Output, KeepAlive), Error> {
+        let (out, keep) = self.pending.now()?;
+        Ok((out, join_kept(keep, self.keep)))
+    }
+}
+
+/// Both of what must live until the work has completed.
+fn join_kept(a: KeepAlive, b: KeepAlive) -> KeepAlive {
+    match (a, b) {
+        (None, b) => b,
+        (a, None) => a,
+        (Some(a), Some(b)) => Some(Box::new((a, b))),
+    }
+}
+
+/// A pending output and the function `map` applies to it once it is there.
+#[doc(hidden)]
+pub enum Mapping<P, F, O> {
+    /// The mapped output.
+    Ready(O),
+    /// The output to map, and the function.
+    Pending(P, F),
+}
+
+impl<P, F, O> Pending for Mapping<P, F, O>
+where
+    P: Pending,
+    F: FnOnce(P::Output) -> O + Send,
+    O: Send,
+{
+    type Output = O;
+    fn ready(out: O) -> Self {
+        Mapping::Ready(out)
+    }
+    fn finish(self) -> Result<O, Error> {
         match self {
-            Deferred::Ready(out) => Deferred::Kept(out, keep),
-            Deferred::Kept(out, mine) => Deferred::Kept(out, Box::new((mine, keep))),
-            Deferred::After(finish, mut kept) => {
-                kept.push(keep);
-                Deferred::After(finish, kept)
+            Mapping::Ready(out) => Ok(out),
+            Mapping::Pending(pending, f) => pending.finish().map(f),
+        }
+    }
+    fn now(self) -> Result<(O, KeepAlive), Error> {
+        match self {
+            Mapping::Ready(out) => Ok((out, None)),
+            Mapping::Pending(pending, f) => {
+                let (out, keep) = pending.now()?;
+                Ok((f(out), keep))
             }
         }
     }
@@ -176,6 +272,11 @@ pub trait DeviceOp:
     /// What the operation gives when it has run.
     type Output: Send;
 
+    /// What [`execute_deferred`](Self::execute_deferred) leaves to finish: `Deferred<Output>`
+    /// for every operation but the combinators that keep their parts' own.
+    #[doc(hidden)]
+    type Pending: Pending<Output = <Self as DeviceOp>::Output>;
+
     /// Submits the operation's work to `ctx`'s stream and returns its output. The work may
     /// still be running on the device when this returns; the runtime orders every later use
     /// of its buffers after it. Programs call [`sync_on`](Self::sync_on) instead.
@@ -186,11 +287,8 @@ pub trait DeviceOp:
     /// to here has completed: what an awaited operation's first poll calls, so that it does
     /// not block (see the module docs). Operations without such a copy keep this default.
     #[doc(hidden)]
-    fn execute_deferred(
-        self,
-        ctx: &ExecutionContext,
-    ) -> Result<Deferred<<Self as DeviceOp>::Output>, Error> {
-        self.execute(ctx).map(Deferred::Ready)
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
+        self.execute(ctx).map(Pending::ready)
     }
 
     /// Runs on `stream` and waits until the stream's work has finished.
@@ -260,6 +358,7 @@ pub trait DeviceOp:
     fn boxed(self) -> BoxedDeviceOp<<Self as DeviceOp>::Output>
     where
         Self: 'static,
+        Self::Pending: 'static,
     {
         BoxedDeviceOp { op: Box::new(self) }
     }
@@ -304,7 +403,7 @@ enum FutureState<D: DeviceOp> {
     /// Submitted; `output` is given out (finished) when `completion` is.
     Running {
         completion: Completion,
-        output: Deferred<<D as DeviceOp>::Output>,
+        output: <D as DeviceOp>::Pending,
     },
     /// Its result was given out (or it failed to start).
     Finished,
@@ -335,7 +434,7 @@ impl<D: DeviceOp> DeviceFuture<D> {
         Self {
             state: FutureState::Running {
                 completion,
-                output: Deferred::Ready(output),
+                output: Pending::ready(output),
             },
         }
     }
@@ -344,7 +443,7 @@ impl<D: DeviceOp> DeviceFuture<D> {
     fn poll_running(
         &mut self,
         completion: Completion,
-        output: Deferred<<D as DeviceOp>::Output>,
+        output: <D as DeviceOp>::Pending,
         cx: &mut Context<'_>,
     ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
         match completion.poll_complete(cx) {
@@ -504,6 +603,7 @@ pub fn value<T: Send>(x: T) -> Value<T> {
 
 impl<T: Send> DeviceOp for Value<T> {
     type Output = T;
+    type Pending = Deferred<T>;
     fn execute(self, _ctx: &ExecutionContext) -> Result<T, Error> {
         Ok(self.0)
     }
@@ -543,13 +643,11 @@ where
     F: FnOnce(&ExecutionContext) -> D + Send,
 {
     type Output = <D as DeviceOp>::Output;
+    type Pending = <D as DeviceOp>::Pending;
     fn execute(self, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
         (self.0)(ctx).execute(ctx)
     }
-    fn execute_deferred(
-        self,
-        ctx: &ExecutionContext,
-    ) -> Result<Deferred<<D as DeviceOp>::Output>, Error> {
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<D::Pending, Error> {
         (self.0)(ctx).execute_deferred(ctx)
     }
 }
@@ -561,6 +659,7 @@ where
     F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send,
 {
     type Output = O;
+    type Pending = Deferred<O>;
     fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
         (self.0)(ctx)
     }
@@ -580,16 +679,17 @@ where
     F: FnOnce(<A as DeviceOp>::Output) -> B + Send,
 {
     type Output = <B as DeviceOp>::Output;
+    type Pending = Keeping<B::Pending>;
     fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(out).execute(ctx)
     }
-    fn execute_deferred(
-        self,
-        ctx: &ExecutionContext,
-    ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Keeping<B::Pending>, Error> {
         let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
-        Ok((self.f)(out).execute_deferred(ctx)?.keeping(keep))
+        Ok(Keeping {
+            pending: (self.f)(out).execute_deferred(ctx)?,
+            keep,
+        })
     }
 }
 awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
@@ -607,16 +707,17 @@ where
     F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send,
 {
     type Output = <B as DeviceOp>::Output;
+    type Pending = Keeping<B::Pending>;
     fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(ctx, out).execute(ctx)
     }
-    fn execute_deferred(
-        self,
-        ctx: &ExecutionContext,
-    ) -> Result<Deferred<<B as DeviceOp>::Output>, Error> {
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Keeping<B::Pending>, Error> {
         let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
-        Ok((self.f)(ctx, out).execute_deferred(ctx)?.keeping(keep))
+        Ok(Keeping {
+            pending: (self.f)(ctx, out).execute_deferred(ctx)?,
+            keep,
+        })
     }
 }
 awaitable!([A, B, F] AndThenWithContext<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
@@ -634,12 +735,15 @@ where
     F: FnOnce(<A as DeviceOp>::Output) -> O + Send,
 {
     type Output = O;
+    type Pending = Mapping<A::Pending, F, O>;
     fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
         Ok((self.f)(self.op.execute(ctx)?))
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<O>, Error> {
-        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
-        Ok(Deferred::Ready((self.f)(out)).keeping(keep))
+    /// The function is applied when the output is there: at once, or, after a copy to the
+    /// host, once the copy has ended (so that an awaited `to_host_vec().map(..)` does not
+    /// block its first poll).
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
+        Ok(Mapping::Pending(self.op.execute_deferred(ctx)?, self.f))
     }
 }
 awaitable!([A, O, F] Map<A, F> => O, where A: DeviceOp, O: Send, F: FnOnce(<A as DeviceOp>::Output) -> O + Send);
@@ -656,6 +760,7 @@ where
     F: FnOnce(&<A as DeviceOp>::Output) + Send,
 {
     type Output = <A as DeviceOp>::Output;
+    type Pending = Deferred<<A as DeviceOp>::Output>;
     fn execute(self, ctx: &ExecutionContext) -> Result<<A as DeviceOp>::Output, Error> {
         let out = self.op.execute(ctx)?;
         (self.f)(&out);
@@ -671,6 +776,7 @@ pub struct ArcOp<A> {
 
 impl<A: DeviceOp<Output: Sync>> DeviceOp for ArcOp<A> {
     type Output = Arc<<A as DeviceOp>::Output>;
+    type Pending = Deferred<Arc<<A as DeviceOp>::Output>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Arc<<A as DeviceOp>::Output>, Error> {
         Ok(Arc::new(self.op.execute(ctx)?))
     }
@@ -689,7 +795,10 @@ trait ErasedOp<T>: Send {
     fn run_deferred(self: Box<Self>, ctx: &ExecutionContext) -> Result<Deferred<T>, Error>;
 }
 
-impl<D: DeviceOp> ErasedOp<<D as DeviceOp>::Output> for D {
+impl<D> ErasedOp<<D as DeviceOp>::Output> for D
+where
+    D: DeviceOp<Pending: 'static>,
+{
     fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
         (*self).execute(ctx)
     }
@@ -697,12 +806,19 @@ impl<D: DeviceOp> ErasedOp<<D as DeviceOp>::Output> for D {
         self: Box<Self>,
         ctx: &ExecutionContext,
     ) -> Result<Deferred<<D as DeviceOp>::Output>, Error> {
-        (*self).execute_deferred(ctx)
+        Ok(erase((*self).execute_deferred(ctx)?))
     }
+}
+
+/// A pending output as a [`Deferred`] (behind a box), for [`BoxedDeviceOp`]: a part
+/// still on its way stays on its way.
+fn erase<P: Pending + 'static>(pending: P) -> Deferred<P::Output> {
+    Deferred::After(Box::new(move || pending.finish()), Vec::new())
 }
 
 impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
     type Output = T;
+    type Pending = Deferred<T>;
     fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
         self.op.run(ctx)
     }
@@ -746,6 +862,7 @@ pub fn shared<T: Send + Sync>(value: Arc<T>) -> SharedDeviceOp<T> {
 
 impl<T: Send + Sync> DeviceOp for SharedDeviceOp<T> {
     type Output = Arc<T>;
+    type Pending = Deferred<Arc<T>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Arc<T>, Error> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let run = match std::mem::replace(&mut *state, SharedState::Failed(String::new())) {
@@ -862,23 +979,38 @@ pub trait Zippable {
     {
         Zip(self)
     }
+    /// What the elements leave to finish when awaited: the tuple of theirs.
+    #[doc(hidden)]
+    type Pending: Pending<Output = Self::Output>;
     /// Runs every element in order.
     #[doc(hidden)]
     fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error>;
+    /// Runs every element in order as an awaited operation's first poll does: each
+    /// element's copy to the host may still be on its way.
+    #[doc(hidden)]
+    fn execute_all_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error>;
 }
 
 impl<T: Zippable + Send> DeviceOp for Zip<T> {
     type Output = T::Output;
+    type Pending = T::Pending;
     fn execute(self, ctx: &ExecutionContext) -> Result<T::Output, Error> {
         self.0.execute_all(ctx)
+    }
+    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<T::Pending, Error> {
+        self.0.execute_all_deferred(ctx)
     }
 }
 awaitable!([T: Zippable + Send] Zip<T> => T::Output);
 
 impl Zippable for () {
     type Output = ();
+    type Pending = Deferred<()>;
     fn execute_all(self, _ctx: &ExecutionContext) -> Result<(), Error> {
         Ok(())
+    }
+    fn execute_all_deferred(self, _ctx: &ExecutionContext) -> Result<Deferred<()>, Error> {
+        Ok(Deferred::Ready(()))
     }
 }
 
@@ -909,8 +1041,33 @@ macro_rules! tuples {
     ($( $Unzip:ident: ($($T:ident $D:ident $i:tt),+) first $F:ident, last $L:ident $l:tt; )*) => { $(
         impl<$($D: DeviceOp),+> Zippable for ($($D,)+) {
             type Output = ($(<$D as DeviceOp>::Output,)+);
+            type Pending = ($(<$D as DeviceOp>::Pending,)+);
             fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error> {
                 Ok(($(self.$i.execute(ctx)?,)+))
+            }
+            fn execute_all_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
+                Ok(($(self.$i.execute_deferred(ctx)?,)+))
+            }
+        }
+
+        /// The elements' pending outputs, finished in order.
+        impl<$($T: Pending),+> Pending for ($($T,)+) {
+            type Output = ($($T::Output,)+);
+            #[allow(non_snake_case)]
+            fn ready(($($T,)+): Self::Output) -> Self {
+                ($($T::ready($T),)+)
+            }
+            fn finish(self) -> Result<Self::Output, Error> {
+                Ok(($(self.$i.finish()?,)+))
+            }
+            fn now(self) -> Result<(Self::Output, KeepAlive), Error> {
+                let mut kept = None;
+                let out = ($({
+                    let (out, keep) = self.$i.now()?;
+                    kept = join_kept(kept, keep);
+                    out
+                },)+);
+                Ok((out, kept))
             }
         }
 

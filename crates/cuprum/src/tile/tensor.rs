@@ -484,6 +484,7 @@ pub struct ReadToHost<S> {
 
 impl<S: TensorSource> DeviceOp for ReadToHost<S> {
     type Output = Vec<S::Elem>;
+    type Pending = Deferred<Vec<S::Elem>>;
     fn execute(self, ctx: &ExecutionContext) -> Result<Vec<S::Elem>, Error> {
         self.source.tensor().read_on(ctx.stream())
     }

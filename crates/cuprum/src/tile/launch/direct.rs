@@ -28,7 +28,7 @@ use crate::tile::error::Error;
 use crate::tile::launch::bind::{self, ArgDesc, BlockRequest, TensorDesc};
 use crate::tile::launch::compile;
 use crate::tile::launch::{CompileOptions, Entry, Lowering, Request, launch};
-use crate::tile::op::{DeviceOp, ExecutionContext};
+use crate::tile::op::{Deferred, DeviceOp, ExecutionContext};
 use crate::tile::sealed::Sealed;
 use crate::tile::tensor::{Partition, PartitionTarget, Tensor};
 
@@ -351,6 +351,7 @@ impl AsyncKernelLaunch {
 
 impl DeviceOp for AsyncKernelLaunch {
     type Output = ();
+    type Pending = Deferred<()>;
 
     fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
         let descs: Vec<ArgDesc<'_>> = self.args.iter().map(Held::desc).collect();

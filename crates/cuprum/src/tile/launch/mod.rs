@@ -21,7 +21,7 @@ use cuprum_runtime::{DeviceScalar, LaunchConfig};
 
 use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
-use crate::tile::op::{DeviceOp, ExecutionContext, Zip, Zippable};
+use crate::tile::op::{Deferred, DeviceOp, ExecutionContext, Zip, Zippable};
 use crate::tile::sealed::Sealed;
 use crate::tile::tensor::{Partition, PartitionTarget, Tensor, TensorView};
 
@@ -148,6 +148,7 @@ where
     A::Output: LaunchArgs,
 {
     type Output = A::Output;
+    type Pending = Deferred<A::Output>;
 
     fn execute(self, ctx: &ExecutionContext) -> Result<A::Output, Error> {
         let values = self.args.execute(ctx)?;
