@@ -214,7 +214,12 @@ pub mod __private {
             Some(k) => format!("{}-{:016x}", k.name, hasher.finish()),
             None => format!("empty-{:016x}", hasher.finish()),
         };
-        for target in [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90] {
+        // A module with Hopper-only statements is also written for sm_90a, the one target
+        // that has them (CI fails on ptxas's warnings that a wgmma was serialized or a
+        // setmaxnreg ignored).
+        let arch_specific = ir.needs_arch_specific().then_some(cuprum_ptx::Target::Sm90a);
+        let portable = [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90];
+        for target in portable.into_iter().chain(arch_specific) {
             let ptx = match cuprum_ptx::write_module(ir, target) {
                 Ok(ptx) => ptx,
                 // A module for newer GPUs only (e.g. `fence_proxy_async`): loading it for this
