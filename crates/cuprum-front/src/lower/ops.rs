@@ -35,18 +35,7 @@ impl Lowerer<'_> {
                 return Ok(v);
             }
             let place = self.place(&b.left)?;
-            let current = match &place {
-                Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(*var), span)?),
-                Place::InferVar(site, kind) => Val::Infer(*site, *kind),
-                Place::Mem { space, addr, elem } => Val::Scalar(self.def(
-                    Op::Load {
-                        space: *space,
-                        ty: *elem,
-                        addr: *addr,
-                    },
-                    span,
-                )?),
-            };
+            let current = self.read_place(place.clone(), span)?;
             let rhs = self.expr(&b.right)?;
             let result = self.arith(op, current, rhs, span, b)?;
             self.write_place(place, result, span)?;
