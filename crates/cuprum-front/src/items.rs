@@ -145,7 +145,12 @@ pub fn attr_is(attr: &syn::Attribute, name: &str) -> bool {
 }
 
 /// The cuprum attributes that `#[cuda_module]` consumes.
-pub const CUPRUM_ATTRS: [&str; 4] = ["kernel", "launch_bounds", "launch_contract", "max_registers"];
+pub const CUPRUM_ATTRS: [&str; 4] = [
+    "kernel",
+    "launch_bounds",
+    "launch_contract",
+    "max_registers",
+];
 
 pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
     let Some((_, items)) = &module.content else {

@@ -187,7 +187,12 @@ mod kernels {
                     accs[1][i][j] = cin[t * 16 + i * 8 + j];
                 }
             }
-            let a = [afrag[4 * t], afrag[4 * t + 1], afrag[4 * t + 2], afrag[4 * t + 3]];
+            let a = [
+                afrag[4 * t],
+                afrag[4 * t + 1],
+                afrag[4 * t + 2],
+                afrag[4 * t + 3],
+            ];
             wgmma_fence();
             wgmma_mma_f32_bf16_reg_a(
                 &mut accs[1],
@@ -309,7 +314,12 @@ mod kernels {
         let l = thread::threadIdx_x() as usize;
         unsafe {
             let row = (&raw mut TILE as *mut u8).add(16 * l);
-            let r = [vals[4 * l], vals[4 * l + 1], vals[4 * l + 2], vals[4 * l + 3]];
+            let r = [
+                vals[4 * l],
+                vals[4 * l + 1],
+                vals[4 * l + 2],
+                vals[4 * l + 3],
+            ];
             if trans != 0 {
                 stmatrix_m8n8_x4_trans(row, r[0], r[1], r[2], r[3]);
             } else {
@@ -407,17 +417,12 @@ impl Problem {
     fn random(ty: WgmmaType, n: u32, k: u32) -> Self {
         let mut rng = cuprum_testkit::random::rng(&format!("wgmma_front {ty:?} n{n} k{k}"));
         let mut ints = |len: u32, span: i32| -> Vec<f32> {
-            (0..len).map(|_| rng.random_range(-span..=span) as f32).collect()
+            (0..len)
+                .map(|_| rng.random_range(-span..=span) as f32)
+                .collect()
         };
         let (a, b, c) = (ints(64 * k, 3), ints(k * n, 3), ints(64 * n, 8));
-        Self {
-            ty,
-            n,
-            k,
-            a,
-            b,
-            c,
-        }
+        Self { ty, n, k, a, b, c }
     }
 
     /// The shared image: A K-major at 0, B K-major (or MN-major) at [`B_AT`], both with the
@@ -439,7 +444,13 @@ impl Problem {
         };
         for m in 0..64 {
             for k in 0..self.k {
-                put(desc(0, 16), Major::K, m, k, self.a[(m * self.k + k) as usize]);
+                put(
+                    desc(0, 16),
+                    Major::K,
+                    m,
+                    k,
+                    self.a[(m * self.k + k) as usize],
+                );
             }
         }
         let (b_desc, b_major) = if b_mn_major {
@@ -480,7 +491,9 @@ impl Problem {
         let mut d = vec![0.0f32; 64 * n];
         for r in 0..64 {
             for col in 0..n {
-                let dot: f32 = (0..k).map(|j| self.a[r * k + j] * self.b[j * n + col]).sum();
+                let dot: f32 = (0..k)
+                    .map(|j| self.a[r * k + j] * self.b[j * n + col])
+                    .sum();
                 let c = if accumulate { self.c[r * n + col] } else { 0.0 };
                 d[r * n + col] = sign_ab * dot + c;
             }
@@ -546,7 +559,11 @@ fn check(what: &str, p: &Problem, b_mn_major: bool, sign: f32, launch: Launch) {
     let count = 64 * p.n as usize;
     let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(count)).unwrap();
     launch(&module, &stream, &img, &cin, &mut out).unwrap_or_else(|e| panic!("{what}: {e}"));
-    common::assert_same(what, &out.to_host_vec(&stream).unwrap(), &p.want(sign, true));
+    common::assert_same(
+        what,
+        &out.to_host_vec(&stream).unwrap(),
+        &p.want(sign, true),
+    );
 }
 
 #[test]
@@ -561,10 +578,16 @@ fn oxides_m64n64k16_bf16() {
 #[test]
 fn m64n256_over_k64_accumulates_in_place() {
     let p = Problem::random(WgmmaType::Bf16, 256, 64);
-    check("m64n256k16 x4 bf16", &p, false, 1.0, |m, s, img, cin, out| {
-        // SAFETY: the buffers hold the image, 128 inputs and 128 outputs per thread.
-        unsafe { m.bf16_n256_k64(s, config(), img, cin, out) }
-    });
+    check(
+        "m64n256k16 x4 bf16",
+        &p,
+        false,
+        1.0,
+        |m, s, img, cin, out| {
+            // SAFETY: the buffers hold the image, 128 inputs and 128 outputs per thread.
+            unsafe { m.bf16_n256_k64(s, config(), img, cin, out) }
+        },
+    );
 }
 
 #[test]
@@ -588,10 +611,16 @@ fn tf32_m64n24k8_twice_with_a_partial_wait() {
 #[test]
 fn f16_with_b_transposed_and_a_negated() {
     let p = Problem::random(WgmmaType::F16, 16, 16);
-    check("m64n16k16 f16, B MN-major, -A", &p, true, -1.0, |m, s, img, cin, out| {
-        // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
-        unsafe { m.f16_n16_transposed_b(s, config(), img, cin, out) }
-    });
+    check(
+        "m64n16k16 f16, B MN-major, -A",
+        &p,
+        true,
+        -1.0,
+        |m, s, img, cin, out| {
+            // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
+            unsafe { m.f16_n16_transposed_b(s, config(), img, cin, out) }
+        },
+    );
 }
 
 #[test]
@@ -744,7 +773,11 @@ fn setmaxnreg_and_named_barriers_between_warpgroups() {
     // SAFETY: `x` and `out` hold 128 words each.
     unsafe { module.producer_consumer(&stream, cfg, &dx, &mut out) }.unwrap();
     let want: Vec<u32> = (0..128).map(|i| x[127 - i] ^ 0x0F0F_0F0F).collect();
-    common::assert_same("through named barrier 1", &out.to_host_vec(&stream).unwrap(), &want);
+    common::assert_same(
+        "through named barrier 1",
+        &out.to_host_vec(&stream).unwrap(),
+        &want,
+    );
 }
 
 #[test]

@@ -311,6 +311,34 @@ impl Lowerer<'_> {
                 self.note_type(*other, elem);
             }
         }
+        if infer_site.is_none()
+            && let Some(s) = site
+            && self.register_lets.contains(&s)
+            && elem == S::F32
+            && let Some(x) = init.uniform().cloned()
+        {
+            // A wgmma accumulator's `[[0.0; 8]; K]`: its variables set one by one, with no
+            // array in memory (whose fill loop would keep it there).
+            let x = self.materialize(x, elem, span)?;
+            let count: u32 = dims.iter().product();
+            let vars: Vec<Var> = (0..count)
+                .map(|k| self.b.var(format!("acc_{k}"), S::F32))
+                .collect();
+            for &var in &vars {
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            return Ok(Val::Array(LocalArray {
+                array: u32::MAX,
+                elem,
+                dims,
+                offset: None,
+                infer: None,
+                regs: Some(Registers {
+                    vars: vars.into(),
+                    base: 0,
+                }),
+            }));
+        }
         let what = format!("an array `{}`", source_text(e));
         let target = self.new_local_array("array", elem, dims, infer_site, span, what)?;
         if infer_site.is_some() {

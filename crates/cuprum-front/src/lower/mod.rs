@@ -1391,6 +1391,9 @@ impl<'a> Lowerer<'a> {
             return self.module_const(c);
         }
         let Some(ident) = p.path.get_ident() else {
+            if wgmma::names_flags(&p.path) {
+                return err(p.span(), wgmma::FLAGS_FORM);
+            }
             return err(
                 p.span(),
                 format!(

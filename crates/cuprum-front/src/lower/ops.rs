@@ -340,7 +340,13 @@ impl Lowerer<'_> {
                 v @ Val::TensorMap(_) if super::tma::is_tma_descriptor(&target.elem) => Ok(v),
                 Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
                     addr,
-                    elem: self.resolve_scalar(&target.elem)?,
+                    // `as *mut Barrier`: an mbarrier is one `u64` (`mbarrier`), so a shared
+                    // array of them is a ring of barriers that `.add(s)` steps through.
+                    elem: if super::mbarrier::is_barrier(&target.elem) {
+                        S::U64
+                    } else {
+                        self.resolve_scalar(&target.elem)?
+                    },
                     mutable: target.mutability.is_some(),
                     space,
                 }),

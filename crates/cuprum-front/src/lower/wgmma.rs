@@ -39,11 +39,18 @@ enum Call {
     /// `zero_accumulator()`: a `[[f32; 8]; 4]` of zeros.
     ZeroAccumulator,
     /// `setmaxnreg_inc::<N>()` / `setmaxnreg_dec::<N>()`.
-    SetMaxNreg { increase: bool },
+    SetMaxNreg {
+        increase: bool,
+    },
     /// `named_barrier_sync(id, threads)` / `named_barrier_arrive(id, threads)`.
-    NamedBarrier { arrive: bool },
+    NamedBarrier {
+        arrive: bool,
+    },
     /// `stmatrix_m8n8_x{count}[_trans](ptr, r0, ..)`.
-    StMatrix { count: usize, trans: bool },
+    StMatrix {
+        count: usize,
+        trans: bool,
+    },
     /// An MMA: `n` fixed by the name (cuda-oxide's family: A from a descriptor, `D += A B`),
     /// or `None` for the general forms (`N` from the accumulator, flags as an argument).
     Mma {
@@ -237,9 +244,9 @@ impl Lowerer<'_> {
                     return err(
                         span,
                         format!(
-                            "`{name}` needs the kernel's register cap, which ptxas otherwise \
-                             ignores it without: put `#[max_registers(N)]` on `{}` (PTX's \
-                             `.maxnreg`; `N` a multiple of 8 from 24 to 256)",
+                            "`{name}` needs a register cap on the kernel (without one, ptxas \
+                             ignores it): put `#[max_registers(N)]` on `{}` (PTX's `.maxnreg`; \
+                             `N` a multiple of 8 from 24 to 256)",
                             self.kernel.name
                         ),
                     );
@@ -330,11 +337,9 @@ impl Lowerer<'_> {
                 let zeros: syn::Expr = syn::parse_quote_spanned!(span=> [[0.0f32; 8]; 4]);
                 return self.array_expr(&zeros, Some(S::F32), None).map(Some);
             }
-            Call::Mma {
-                ty,
-                n,
-                a_registers,
-            } => self.wgmma_mma(name, ty, n, a_registers, args, span)?,
+            Call::Mma { ty, n, a_registers } => {
+                self.wgmma_mma(name, ty, n, a_registers, args, span)?
+            }
         }
         Ok(Some(Val::Unit))
     }
@@ -541,10 +546,7 @@ impl Lowerer<'_> {
             }
         };
         let Val::Array(a) = self.expr(inner)? else {
-            return err(
-                e.span(),
-                format!("`{name}`'s accumulator must be {FORM}"),
-            );
+            return err(e.span(), format!("`{name}`'s accumulator must be {FORM}"));
         };
         if self.inferring() {
             if let Some((site, _)) = a.infer {
@@ -579,9 +581,7 @@ impl Lowerer<'_> {
     /// The `WgmmaFlags` argument: `WgmmaFlags::ACCUMULATE`, `WgmmaFlags::OVERWRITE`, or a
     /// struct expression `WgmmaFlags { field: value, ..WgmmaFlags::ACCUMULATE }`.
     fn wgmma_flags(&mut self, e: &syn::Expr) -> Result<Flags> {
-        const FORM: &str = "write the flags in the call: `WgmmaFlags::ACCUMULATE`, \
-                            `WgmmaFlags::OVERWRITE`, or `WgmmaFlags { transpose_b: true, \
-                            ..WgmmaFlags::ACCUMULATE }`";
+        const FORM: &str = FLAGS_FORM;
         let named = |p: &syn::Path| match p.segments.last().map(|s| s.ident.to_string()) {
             Some(n) if n == "ACCUMULATE" => Some(Flags::ACCUMULATE),
             Some(n) if n == "OVERWRITE" => Some(Flags {
@@ -634,6 +634,17 @@ impl Lowerer<'_> {
             _ => err(e.span(), FORM),
         }
     }
+}
+
+/// How `WgmmaFlags` are written: in the MMA call, where the front end reads them.
+pub(super) const FLAGS_FORM: &str = "`WgmmaFlags` are immediates of the wgmma instruction: \
+     write them in the MMA call, `WgmmaFlags::ACCUMULATE`, `WgmmaFlags::OVERWRITE`, or \
+     `WgmmaFlags { transpose_b: true, ..WgmmaFlags::ACCUMULATE }` (only `scale_d` may be \
+     computed at run time)";
+
+/// Whether a path names one of `WgmmaFlags`' constants (a value only an MMA call reads).
+pub(super) fn names_flags(path: &syn::Path) -> bool {
+    path.segments.iter().any(|s| s.ident == "WgmmaFlags")
 }
 
 /// What `WgmmaFlags` says, read at build.

@@ -1,0 +1,274 @@
+//! A Hopper GEMM in the SIMT track: `C = A B^T` with `bf16` inputs and `f32` accumulation and
+//! output, A row-major `M x K` and B given as `N x K` (K contiguous), so both operands are
+//! K-major, as `wgmma` reads them without a transpose.
+//!
+//! The kernel is the warp-specialized shape of CUTLASS's Hopper GEMMs, written with
+//! cuda-oxide's device API (`cuprum::simt::{tma, barrier, wgmma}`):
+//!
+//! - a block computes a `128 x BN` tile of C with three warpgroups (384 threads);
+//! - warpgroup 0, the *producer*, gives registers back (`setmaxnreg_dec::<40>`) and one of
+//!   its threads streams `BK = 64`-wide slices of A and B into a ring of [`STAGES`] shared
+//!   stages with TMA (128-byte swizzle, each stage 1024-aligned), each stage's arrival counted
+//!   on its *full* mbarrier;
+//! - warpgroups 1 and 2, the *consumers*, take registers (`setmaxnreg_inc::<232>`), wait on a
+//!   stage's full barrier, multiply their 64 rows of it into an `m64nBNk16` accumulator held
+//!   in registers (four `wgmma`s per stage), and release the stage on its *empty* mbarrier
+//!   once the MMAs that read it have completed;
+//! - the consumers write their accumulators to C.
+//!
+//! This is the first rung of the ladder: one `wgmma` group in flight per consumer (each stage
+//! is waited for with `wgmma_wait_group::<0>` before it is released), C stored straight from
+//! registers, no persistent tiles or clusters.
+//!
+//! Run: `cargo run --release -p cuprum --example hopper_gemm` (on the emulator: 256^3,
+//! checked element by element; on an sm_90 GPU: 4096^3, checked on sampled rows, and timed:
+//! the event-timed median, in TFLOP/s). `CUPRUM_EXAMPLE_SIZE=small` keeps the small size on
+//! a GPU; `--ptx FILE` writes the kernel's sm_90a PTX instead (for `ptxas -v`).
+
+use cuprum::half::bf16;
+use cuprum::ir::Swizzle;
+use cuprum::simt::barrier::{
+    Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_wait_parity,
+};
+use cuprum::simt::shared::DynamicSharedArray;
+use cuprum::simt::tma::{TensorMap, cp_async_bulk_tensor_2d_g2s};
+use cuprum::simt::wgmma::{
+    make_smem_desc_swizzled, setmaxnreg_dec, setmaxnreg_inc, wgmma_commit_group, wgmma_fence,
+    wgmma_mma_m64n128k16_f32_bf16, wgmma_wait_group,
+};
+use cuprum::simt::{SharedArray, kernel, launch_bounds, max_registers, sync_threads, thread};
+use cuprum::{BackendKind, CudaContext, DeviceBuffer, LaunchConfig, cuda_module};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[path = "common/record.rs"]
+mod record;
+#[path = "common/size.rs"]
+mod size;
+#[path = "common/timing.rs"]
+mod timing;
+
+/// Rows of C per block: two consumer warpgroups of 64.
+const BM: usize = 128;
+/// Columns of C per block: the `N` of the consumers' `wgmma`.
+const BN: usize = 128;
+/// K per stage: one 128-byte swizzled row of `bf16`s.
+const BK: usize = 64;
+/// Stages in the ring.
+const STAGES: usize = 4;
+/// Bytes of A in a stage (`BM x BK` `bf16`s), then of B (`BN x BK`).
+const A_BYTES: usize = BM * BK * 2;
+const B_BYTES: usize = BN * BK * 2;
+const STAGE_BYTES: usize = A_BYTES + B_BYTES;
+/// Dynamic shared memory per block.
+const SHARED_BYTES: usize = STAGES * STAGE_BYTES;
+
+#[cuda_module]
+mod kernels {
+    use super::*;
+
+    /// One `128 x BN` tile of `C = A B^T` (see the module docs); `n` and `k` are the
+    /// problem's N and K (multiples of BN and BK), the grid `(N / BN, M / BM)`.
+    #[kernel]
+    #[launch_bounds(384, 1)]
+    #[max_registers(168)]
+    pub unsafe fn gemm_ws(
+        a: TensorMap<bf16, 2>,
+        b: TensorMap<bf16, 2>,
+        c: &mut [f32],
+        n: u32,
+        k: u32,
+    ) {
+        static mut FULL: SharedArray<u64, STAGES> = SharedArray::UNINIT;
+        static mut EMPTY: SharedArray<u64, STAGES> = SharedArray::UNINIT;
+        let t = thread::threadIdx_x() as usize;
+        let m0 = thread::blockIdx_y() as usize * BM;
+        let n0 = thread::blockIdx_x() as usize * BN;
+        let k_tiles = k as usize / BK;
+        // SAFETY: thread 0 initialises the barriers before the block barrier. The producer
+        // fills a stage only after both consumers released it (its empty barrier's phase),
+        // announcing the bytes the copies complete on its full barrier; a consumer reads a
+        // stage only after that barrier's phase, and releases it only after the wgmma
+        // groups that read it completed. The accumulator is touched only outside the
+        // fence..wait windows. Each consumer thread writes its own elements of C.
+        unsafe {
+            let smem = DynamicSharedArray::<u8, 1024>::get_raw();
+            let full = &raw mut FULL as *mut Barrier;
+            let empty = &raw mut EMPTY as *mut Barrier;
+            if t == 0 {
+                for s in 0..STAGES {
+                    mbarrier_init(full.add(s), 1);
+                    mbarrier_init(empty.add(s), 2);
+                }
+                fence_proxy_async_shared_cta();
+            }
+            sync_threads();
+            if t < 128 {
+                setmaxnreg_dec::<40>();
+                if t == 0 {
+                    for kt in 0..k_tiles {
+                        let s = kt % STAGES;
+                        if kt >= STAGES {
+                            mbarrier_wait_parity(empty.add(s), ((kt / STAGES) as u32 + 1) & 1);
+                        }
+                        let stage = smem.add(s * STAGE_BYTES);
+                        let _ = mbarrier_arrive_expect_tx(full.add(s), 1, STAGE_BYTES as u32);
+                        let kx = (kt * BK) as i32;
+                        cp_async_bulk_tensor_2d_g2s(stage, a.as_ptr(), kx, m0 as i32, full.add(s));
+                        cp_async_bulk_tensor_2d_g2s(
+                            stage.add(A_BYTES),
+                            b.as_ptr(),
+                            kx,
+                            n0 as i32,
+                            full.add(s),
+                        );
+                    }
+                }
+            } else {
+                setmaxnreg_inc::<232>();
+                let w = t / 128 - 1;
+                let wt = t % 128;
+                let mut acc = [[0.0f32; 8]; BN / 16];
+                for kt in 0..k_tiles {
+                    let s = kt % STAGES;
+                    mbarrier_wait_parity(full.add(s), (kt / STAGES) as u32 & 1);
+                    let a_rows = smem.add(s * STAGE_BYTES + w * (A_BYTES / 2));
+                    let b_rows = smem.add(s * STAGE_BYTES + A_BYTES);
+                    wgmma_fence();
+                    for kk in 0..BK / 16 {
+                        let da = make_smem_desc_swizzled(a_rows.add(32 * kk), 16, 1024, 128);
+                        let db = make_smem_desc_swizzled(b_rows.add(32 * kk), 16, 1024, 128);
+                        wgmma_mma_m64n128k16_f32_bf16(&mut acc, da, db);
+                    }
+                    wgmma_commit_group();
+                    wgmma_wait_group::<0>();
+                    if wt == 0 {
+                        let _ = mbarrier_arrive(empty.add(s));
+                    }
+                }
+                // Thread `wt` holds D[16 (wt / 32) + (wt % 32) / 4 + 8 ((f / 2) % 2)]
+                // [8 (f / 4) + 2 (wt % 4) + f % 2] in its element f (row-major).
+                let row0 = m0 + 64 * w + 16 * (wt / 32) + (wt % 32) / 4;
+                let col0 = n0 + 2 * (wt % 4);
+                for i in 0..BN / 16 {
+                    for j in 0..8 {
+                        let f = i * 8 + j;
+                        let row = row0 + 8 * ((f / 2) % 2);
+                        let col = col0 + 8 * (f / 4) + f % 2;
+                        c[row * n as usize + col] = acc[i][j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The host's `A B^T` for the rows in `rows`, in `f64`, with each element's sum of magnitudes
+/// (for the bound of an `f32` accumulation).
+fn reference(a: &[bf16], b: &[bf16], n: usize, k: usize, row: usize) -> Vec<(f64, f64)> {
+    (0..n)
+        .map(|col| {
+            (0..k).fold((0.0, 0.0), |(sum, mag), j| {
+                let p = f64::from(a[row * k + j].to_f32()) * f64::from(b[col * k + j].to_f32());
+                (sum + p, mag + p.abs())
+            })
+        })
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `--ptx FILE`: write the module's sm_90a PTX (for `ptxas -v`) and stop.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--ptx") {
+        let file = args.get(i + 1).ok_or("--ptx takes a file name")?;
+        let ptx = cuprum_ptx::write_module(&*kernels::ir()?, cuprum_ptx::Target::Sm90a)?;
+        std::fs::write(file, ptx)?;
+        return Ok(());
+    }
+    let ctx = CudaContext::new(0)?;
+    let gpu = ctx.backend() == BackendKind::Cuda;
+    if gpu && ctx.limits().compute_capability.0 != 9 {
+        println!("skipping: wgmma needs an sm_90 GPU (H100, H200)");
+        return Ok(());
+    }
+    let big = size::benchmark_sizes(gpu);
+    let (m, n, k) = if big {
+        (4096, 4096, 4096)
+    } else {
+        (256, 256, 256)
+    };
+    let stream = ctx.default_stream();
+    let mut rng = SmallRng::seed_from_u64(15);
+    let mut rand_bf16 = |len: usize| -> Vec<bf16> {
+        (0..len)
+            .map(|_| bf16::from_f32(rng.random_range(-1.0f32..1.0)))
+            .collect()
+    };
+    let ha = rand_bf16(m * k);
+    let hb = rand_bf16(n * k);
+    let da = DeviceBuffer::from_host(&stream, &ha)?;
+    let db = DeviceBuffer::from_host(&stream, &hb)?;
+    let mut dc = DeviceBuffer::from_host(&stream, &vec![f32::NAN; m * n])?;
+    let amap = cuprum::TensorMap::tiled(&da, [k as u64, m as u64], [BK as u32, BM as u32])?
+        .swizzled(Swizzle::B128)?;
+    let bmap = cuprum::TensorMap::tiled(&db, [k as u64, n as u64], [BK as u32, BN as u32])?
+        .swizzled(Swizzle::B128)?;
+    let module = kernels::load(&ctx)?;
+    let config = LaunchConfig {
+        grid_dim: ((n / BN) as u32, (m / BM) as u32, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: SHARED_BYTES as u32,
+    };
+    // SAFETY: the maps describe `da` and `db` (M x K and N x K); `dc` holds M x N and each
+    // thread writes its own elements; M, N, K are multiples of the tile.
+    let launch = |c: &mut DeviceBuffer<f32>| unsafe {
+        module.gemm_ws(&stream, config, &amap, &bmap, c, n as u32, k as u32)
+    };
+    launch(&mut dc)?;
+    let got = dc.to_host_vec(&stream)?;
+    let rows: Vec<usize> = if big {
+        vec![0, 1, 17, 1000, 2049, m - 1]
+    } else {
+        (0..m).collect()
+    };
+    let mut wrong = 0usize;
+    let mut first = None;
+    for &i in &rows {
+        for (j, (want, mag)) in reference(&ha, &hb, n, k, i).into_iter().enumerate() {
+            // f32 accumulation over k terms: well within 2^-12 of the sum of magnitudes.
+            let tol = mag * (-12f64).exp2() + 1e-6;
+            let g = f64::from(got[i * n + j]);
+            if g.is_nan() || (g - want).abs() > tol {
+                wrong += 1;
+                first.get_or_insert((i, j, g, want));
+            }
+        }
+    }
+    if wrong > 0 {
+        eprintln!(
+            "FAILED: hopper_gemm {m}x{n}x{k}: {wrong} checked elements wrong, first (row, col, \
+             got, want) {first:?}"
+        );
+        std::process::exit(1);
+    }
+    println!(
+        "hopper_gemm {m}x{n}x{k}: {} rows checked against the host",
+        rows.len()
+    );
+    if gpu {
+        let ms = timing::median_ms(&stream, 5, 50, || launch(&mut dc))?;
+        let flops = 2.0 * (m * n * k) as f64;
+        println!("| kernel | size | median ms | TFLOP/s |");
+        println!("|---|---|---|---|");
+        println!(
+            "| gemm_ws (TMA ring of {STAGES}, 2 consumer warpgroups, m64n{BN}k16) | \
+             {m}x{n}x{k} | {ms:.3} | {:.1} |",
+            flops / (ms * 1e-3) / 1e12
+        );
+        let bytes = (2 * (m * k + n * k) + 4 * m * n) as f64;
+        record::result("hopper_gemm_ws", &format!("{m}x{n}x{k}"), bytes, flops, ms);
+    }
+    println!("PASSED: hopper_gemm on {:?}", ctx.backend());
+    Ok(())
+}
