@@ -5,7 +5,9 @@
 //! front end makes of the device API: descriptors computed in the kernel
 //! (`make_smem_desc_swizzled`), accumulators that are local arrays (nested and flat, rows of
 //! them), K loops accumulating in place, each input type, N from 8 to 256, A from registers,
-//! run-time `scale_d`, negation and a transposed B. Each kernel copies an image of A and B
+//! run-time `scale_d`, negation and a transposed B, elements at run-time positions; a K loop
+//! of run-time length, and that ptxas does not serialize the module's wgmma pipelines;
+//! `setmaxnreg` with named barriers between warpgroups; `stmatrix`. Each kernel copies an image of A and B
 //! (laid out K-major with the 128-byte swizzle, as a TMA box of 64 `bf16`s per row lands, by
 //! `cuprum_ir::wgmma::Descriptor::element_address`) into a 1024-aligned shared array, runs
 //! one warpgroup's MMAs and stores every accumulator element; the host compares each with a
@@ -332,6 +334,34 @@ mod kernels {
         }
     }
 
+    /// An accumulator written and read at positions known only at run time (`count` is 8):
+    /// through the chains of selects and guarded writes over its registers.
+    #[kernel]
+    pub unsafe fn run_time_positions(img: &[u32], cin: &[f32], count: u32, out: &mut [f32]) {
+        static mut SMEM: SharedArray<u32, IMAGE_WORDS, 1024> = SharedArray::UNINIT;
+        let t = thread::threadIdx_x() as usize;
+        unsafe {
+            for j in 0..IMAGE_WORDS / 128 {
+                SMEM[t + 128 * j] = img[t + 128 * j];
+            }
+            sync_threads();
+            let base = &raw const SMEM as *const u8;
+            let da = make_smem_desc_swizzled(base, 16, 1024, 128);
+            let db = make_smem_desc_swizzled(base.add(B_AT as usize), 16, 1024, 128);
+            let mut acc = [[0.0f32; 8]; 1];
+            for f in 0..count as usize {
+                acc[f / 8][f % 8] = cin[t * 8 + f];
+            }
+            wgmma_fence();
+            wgmma_mma_m64n16k16_f32_bf16(&mut acc, da, db);
+            wgmma_commit_group();
+            wgmma_wait_group::<0>();
+            for f in 0..count as usize {
+                out[t * 8 + f] = acc[0][f];
+            }
+        }
+    }
+
     /// A planted bug: the accumulator is read after the commit, before the wait.
     #[kernel]
     pub unsafe fn read_before_wait(img: &[u32], out: &mut [f32]) {
@@ -605,6 +635,15 @@ fn tf32_m64n24k8_twice_with_a_partial_wait() {
     check("m64n24k8 tf32 x2", &p, false, 1.0, |m, s, img, cin, out| {
         // SAFETY: the buffers hold the image, 12 inputs and 12 outputs per thread.
         unsafe { m.tf32_n24_k16(s, config(), img, cin, out) }
+    });
+}
+
+#[test]
+fn accumulator_elements_at_run_time_positions() {
+    let p = Problem::random(WgmmaType::Bf16, 16, 16);
+    check("m64n16k16 bf16, run-time positions", &p, false, 1.0, |m, s, img, cin, out| {
+        // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
+        unsafe { m.run_time_positions(s, config(), img, cin, 8, out) }
     });
 }
 
