@@ -641,10 +641,16 @@ fn tf32_m64n24k8_twice_with_a_partial_wait() {
 #[test]
 fn accumulator_elements_at_run_time_positions() {
     let p = Problem::random(WgmmaType::Bf16, 16, 16);
-    check("m64n16k16 bf16, run-time positions", &p, false, 1.0, |m, s, img, cin, out| {
-        // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
-        unsafe { m.run_time_positions(s, config(), img, cin, 8, out) }
-    });
+    check(
+        "m64n16k16 bf16, run-time positions",
+        &p,
+        false,
+        1.0,
+        |m, s, img, cin, out| {
+            // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
+            unsafe { m.run_time_positions(s, config(), img, cin, 8, out) }
+        },
+    );
 }
 
 #[test]
