@@ -362,6 +362,45 @@ mod kernels {
         }
     }
 
+    /// One K-step of `m64n32k16`, in a helper that takes the accumulator by reference.
+    fn mma_step(acc: &mut [[f32; 8]; 2], base: *const u8, k_bytes: usize) {
+        unsafe {
+            let da = make_smem_desc_swizzled(base.add(k_bytes), 16, 1024, 128);
+            let db = make_smem_desc_swizzled(base.add(B_AT as usize + k_bytes), 16, 1024, 128);
+            wgmma_mma_m64n32k16_f32_bf16(acc, da, db);
+        }
+    }
+
+    /// Two K-steps through [`mma_step`], the accumulator passed on as `&mut acc`.
+    #[kernel]
+    pub unsafe fn through_a_helper(img: &[u32], cin: &[f32], out: &mut [f32]) {
+        static mut SMEM: SharedArray<u32, IMAGE_WORDS, 1024> = SharedArray::UNINIT;
+        let t = thread::threadIdx_x() as usize;
+        unsafe {
+            for j in 0..IMAGE_WORDS / 128 {
+                SMEM[t + 128 * j] = img[t + 128 * j];
+            }
+            sync_threads();
+            let base = &raw const SMEM as *const u8;
+            let mut acc = [[0.0f32; 8]; 2];
+            for i in 0..2 {
+                for j in 0..8 {
+                    acc[i][j] = cin[t * 16 + i * 8 + j];
+                }
+            }
+            wgmma_fence();
+            mma_step(&mut acc, base, 0);
+            mma_step(&mut acc, base, 32);
+            wgmma_commit_group();
+            wgmma_wait_group::<0>();
+            for i in 0..2 {
+                for j in 0..8 {
+                    out[t * 16 + i * 8 + j] = acc[i][j];
+                }
+            }
+        }
+    }
+
     /// A planted bug: the accumulator is read after the commit, before the wait.
     #[kernel]
     pub unsafe fn read_before_wait(img: &[u32], out: &mut [f32]) {
@@ -649,6 +688,21 @@ fn accumulator_elements_at_run_time_positions() {
         |m, s, img, cin, out| {
             // SAFETY: the buffers hold the image, 8 inputs and 8 outputs per thread.
             unsafe { m.run_time_positions(s, config(), img, cin, 8, out) }
+        },
+    );
+}
+
+#[test]
+fn an_accumulator_passed_through_a_helper() {
+    let p = Problem::random(WgmmaType::Bf16, 32, 32);
+    check(
+        "m64n32k16 x2 through a helper",
+        &p,
+        false,
+        1.0,
+        |m, s, img, cin, out| {
+            // SAFETY: the buffers hold the image, 16 inputs and 16 outputs per thread.
+            unsafe { m.through_a_helper(s, config(), img, cin, out) }
         },
     );
 }

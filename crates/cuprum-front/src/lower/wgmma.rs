@@ -530,20 +530,17 @@ impl Lowerer<'_> {
             .or_else(|e| err(span, format!("`{name}`: {e}")))
     }
 
-    /// The variables of the accumulator argument `&mut acc`; `None` in the infer run, which
+    /// The variables of the accumulator argument (`&mut acc`); `None` in the infer run, which
     /// instead reports the array's `let` (see the module docs).
     fn accumulator(&mut self, name: &str, e: &syn::Expr) -> Result<Option<Vec<Var>>> {
         const FORM: &str = "a local array declared in the kernel, `let mut acc = [[0.0f32; 8]; \
                             N / 16];`, passed as `&mut acc` (or a row of one picked by a \
                             constant, `&mut accs[1]`)";
+        // `&mut acc`, or a helper's `acc: &mut [[f32; 8]; K]` parameter passed on (a
+        // reference to an array is the array's place, `references`).
         let inner = match e {
             syn::Expr::Reference(r) if r.mutability.is_some() => &*r.expr,
-            _ => {
-                return err(
-                    e.span(),
-                    format!("`{name}` takes its accumulator as {FORM}"),
-                );
-            }
+            other => other,
         };
         let Val::Array(a) = self.expr(inner)? else {
             return err(e.span(), format!("`{name}`'s accumulator must be {FORM}"));

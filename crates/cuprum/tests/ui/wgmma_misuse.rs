@@ -1,8 +1,8 @@
 // What the wgmma device API refuses at build, each at the call: an accumulator picked at run
-// time (it lives in registers), an immediate that is not a constant or out of its range,
-// cuda-oxide's `k16` spelling of `tf32` (whose K is 8), flags not written in the call, a
-// transpose flag known only at run time, setmaxnreg in a kernel without a register cap, and
-// named barrier 0 (`sync_threads`') or a thread count known only at run time.
+// time (it lives in registers) or in memory, an immediate that is not a constant or out of
+// its range, cuda-oxide's `k16` spelling of `tf32` (whose K is 8), flags not written in the
+// call, a transpose flag known only at run time, setmaxnreg in a kernel without a register
+// cap, and named barrier 0 (`sync_threads`').
 use cuprum::simt::wgmma::*;
 use cuprum::simt::{kernel, thread};
 use cuprum::cuda_module;
@@ -22,6 +22,14 @@ mod kernels {
             wgmma_wait_group::<0>();
         }
         out[0] = accs[0][0][0];
+    }
+
+    #[kernel]
+    pub unsafe fn accumulator_in_global_memory(d: u64, accs: &mut [[[f32; 8]; 4]]) {
+        unsafe {
+            wgmma_fence();
+            wgmma_mma_m64n64k16_f32_bf16(&mut accs[0], d, d);
+        }
     }
 
     #[kernel]
