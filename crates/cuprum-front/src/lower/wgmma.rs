@@ -334,8 +334,21 @@ impl Lowerer<'_> {
                 )));
             }
             Call::ZeroAccumulator => {
-                let zeros: syn::Expr = syn::parse_quote_spanned!(span=> [[0.0f32; 8]; 4]);
-                return self.array_expr(&zeros, Some(S::F32), None).map(Some);
+                // Stored element by element at constant positions, so that the optimizer
+                // keeps no memory for it once a `let` has moved it into registers.
+                let what = "`zero_accumulator()`".to_string();
+                let a = self.new_local_array("acc", S::F32, vec![4, 8], None, span, what)?;
+                let base = self.array_addr(&a, span)?;
+                let zero = self.constant(Constant::f32(0.0));
+                for k in 0..a.count() {
+                    let addr = self.local_elem_addr_const(base, S::F32, k, span)?;
+                    self.b.push(Stmt::Store {
+                        space: AddressSpace::Local,
+                        addr,
+                        value: zero,
+                    });
+                }
+                return Ok(Some(Val::Array(a)));
             }
             Call::Mma { ty, n, a_registers } => {
                 self.wgmma_mma(name, ty, n, a_registers, args, span)?
