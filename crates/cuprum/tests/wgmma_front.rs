@@ -38,7 +38,8 @@ const B_AT: u32 = 8192;
 mod kernels {
     use super::*;
 
-    /// cuda-oxide's own call: one `m64n64k16` bf16 MMA into `[[f32; 8]; 4]`.
+    /// cuda-oxide's own call: one `m64n64k16` bf16 MMA into its `Acc64x64` from
+    /// `zero_accumulator()`.
     #[kernel]
     pub unsafe fn bf16_n64(img: &[u32], cin: &[f32], out: &mut [f32]) {
         static mut SMEM: SharedArray<u32, IMAGE_WORDS, 1024> = SharedArray::UNINIT;
@@ -51,10 +52,10 @@ mod kernels {
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
             let db = make_smem_desc_swizzled(base.add(B_AT as usize), 16, 1024, 128);
-            let mut acc = [[0.0f32; 8]; 4];
+            let mut acc: Acc64x64 = zero_accumulator();
             for i in 0..4 {
                 for j in 0..8 {
-                    acc[i][j] = cin[t * 32 + i * 8 + j];
+                    acc[i][j] += cin[t * 32 + i * 8 + j];
                 }
             }
             wgmma_fence();
@@ -397,6 +398,36 @@ mod kernels {
                 for j in 0..8 {
                     out[t * 16 + i * 8 + j] = acc[i][j];
                 }
+            }
+        }
+    }
+
+    /// An accumulator copied with `let` (Rust copies arrays): the MMA into the copy leaves
+    /// the original as it was. `out` gets the copy's elements, then the original's.
+    #[kernel]
+    pub unsafe fn copied_accumulator(img: &[u32], cin: &[f32], out: &mut [f32]) {
+        static mut SMEM: SharedArray<u32, IMAGE_WORDS, 1024> = SharedArray::UNINIT;
+        let t = thread::threadIdx_x() as usize;
+        unsafe {
+            for j in 0..IMAGE_WORDS / 128 {
+                SMEM[t + 128 * j] = img[t + 128 * j];
+            }
+            sync_threads();
+            let base = &raw const SMEM as *const u8;
+            let da = make_smem_desc_swizzled(base, 16, 1024, 128);
+            let db = make_smem_desc_swizzled(base.add(B_AT as usize), 16, 1024, 128);
+            let mut acc = [[0.0f32; 8]; 1];
+            for j in 0..8 {
+                acc[0][j] = cin[t * 8 + j];
+            }
+            let mut copy = acc;
+            wgmma_fence();
+            wgmma_mma_m64n16k16_f32_bf16(&mut copy, da, db);
+            wgmma_commit_group();
+            wgmma_wait_group::<0>();
+            for j in 0..8 {
+                out[t * 8 + j] = copy[0][j];
+                out[1024 + t * 8 + j] = acc[0][j];
             }
         }
     }
@@ -827,15 +858,24 @@ fn a_k_loop_with_a_run_time_trip_count() {
     }
 }
 
-/// The module's PTX for sm_90a goes through ptxas without C7510 ("wgmma ... serialized") or
-/// C7517 (a `wait_group` injected to use the accumulators), which ptxas prints when anything
-/// copies the accumulator registers between the fence and the wait; and without C7508
-/// (`setmaxnreg` ignored for want of a register cap).
+/// The module's PTX for sm_90a has no local memory (the accumulators are registers), and goes
+/// through ptxas without C7510 ("wgmma ... serialized") or C7517 (a `wait_group` injected to
+/// use the accumulators), which ptxas prints when anything copies the accumulator registers
+/// between the fence and the wait; and without C7508 (`setmaxnreg` ignored for want of a
+/// register cap).
 #[test]
 fn the_modules_wgmma_pipelines_are_not_serialized() {
     let module = kernels::ir().unwrap_or_else(|e| panic!("{e}"));
     let ptx = cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm90a)
         .unwrap_or_else(|e| panic!("{e}"));
+    // Every accumulator (and every other local array) ended in registers.
+    let with_local: Vec<&str> = ptx
+        .split(".entry ")
+        .skip(1)
+        .filter(|k| k.contains(".local"))
+        .map(|k| k.split('(').next().unwrap_or(k))
+        .collect();
+    assert!(with_local.is_empty(), "local memory in {with_local:?}");
     for text in [
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
@@ -922,4 +962,27 @@ fn stmatrix_stores_four_matrices() {
             &want,
         );
     }
+}
+
+#[test]
+fn a_copied_accumulator_is_a_copy() {
+    if !runs_wgmma() {
+        return;
+    }
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let module = kernels::load(ctx).unwrap();
+    let p = Problem::random(WgmmaType::Bf16, 16, 16);
+    let img = DeviceBuffer::from_host(&stream, &p.image(false)).unwrap();
+    let cin = DeviceBuffer::from_host(&stream, &p.c_by_thread()).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<f32>(2 * 64 * 16)).unwrap();
+    // SAFETY: the buffers hold the image, 8 inputs and 16 outputs per thread.
+    unsafe { module.copied_accumulator(&stream, config(), &img, &cin, &mut out) }.unwrap();
+    let mut want = p.want(1.0, true);
+    want.extend(p.c_by_thread());
+    common::assert_same(
+        "the copy, then the original",
+        &out.to_host_vec(&stream).unwrap(),
+        &want,
+    );
 }

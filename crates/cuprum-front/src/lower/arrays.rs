@@ -899,12 +899,19 @@ impl Lowerer<'_> {
     }
 
     /// The array a `let` binds, moved into variables when the infer run found it to be a
-    /// wgmma accumulator (see [`Registers`]); other values unchanged.
-    pub(super) fn registers_for_let(&mut self, value: Val, site: u32, span: Span) -> Result<Val> {
+    /// wgmma accumulator (see [`Registers`]); other values unchanged. An array that is not
+    /// `fresh` (another binding's) is copied, as Rust copies it: into new variables.
+    pub(super) fn registers_for_let(
+        &mut self,
+        value: Val,
+        site: u32,
+        fresh: bool,
+        span: Span,
+    ) -> Result<Val> {
         let Val::Array(a) = &value else {
             return Ok(value);
         };
-        if a.regs.is_some() || a.infer.is_some() || !self.register_lets.contains(&site) {
+        if (a.regs.is_some() && fresh) || a.infer.is_some() || !self.register_lets.contains(&site) {
             return Ok(value);
         }
         if a.elem != S::F32 {

@@ -994,7 +994,10 @@ impl<'a> Lowerer<'a> {
             }
         }
         let value = match value {
-            Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            // An array that goes into registers is copied there (`registers_for_let`).
+            Val::Array(_) if !fresh && !self.register_lets.contains(&site) => {
+                self.copy_array(&value, span)?
+            }
             Val::LocalElems { array, elem, len } if !fresh => {
                 self.copy_aggregate_array(array, &elem, len, span)?
             }
@@ -1010,7 +1013,7 @@ impl<'a> Lowerer<'a> {
         {
             self.array_lets.insert(a.array, site);
         }
-        let value = self.registers_for_let(value, site, span)?;
+        let value = self.registers_for_let(value, site, fresh, span)?;
         let value = match value {
             Val::Tuple(items) if mutable => {
                 let binding = self.mutable_tuple(&name, items, span)?;
