@@ -53,6 +53,95 @@
 //! negation and transposed (MN-major) operands. [`make_smem_desc_swizzled`] makes a
 //! descriptor for any swizzle. The register cap `setmaxnreg` needs is the kernel attribute
 //! `#[max_registers(N)]` (`cuprum::simt::max_registers`).
+//!
+//! # Example
+//!
+//! One `m64n8k16`: A (64 x 16) and B (16 x 8, stored as 8 rows of K) laid out K-major with
+//! the 128-byte swizzle by the host, copied into shared memory, multiplied by the warpgroup.
+//!
+//! ```
+//! use cuprum::ir::wgmma::{Descriptor, Major, accumulator_position};
+//! use cuprum::ir::Swizzle;
+//! use cuprum::simt::wgmma::*;
+//! use cuprum::simt::{SharedArray, kernel, sync_threads, thread};
+//! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig};
+//!
+//! #[cuda_module]
+//! mod kernels {
+//!     use super::*;
+//!
+//!     /// D = A B; thread t's four elements of D to `out[4 t..]`.
+//!     #[kernel]
+//!     pub unsafe fn mma(img: &[u32], out: &mut [f32]) {
+//!         // A: 64 rows of 128 bytes at 0; B: 8 rows at 8192.
+//!         static mut SMEM: SharedArray<u32, 2304, 1024> = SharedArray::UNINIT;
+//!         let t = thread::threadIdx_x() as usize;
+//!         // SAFETY: each thread copies its words before the block barrier; the MMA reads
+//!         // the tiles its descriptors describe, and `acc` is read after the wait.
+//!         unsafe {
+//!             for j in 0..18 {
+//!                 SMEM[t + 128 * j] = img[t + 128 * j];
+//!             }
+//!             sync_threads();
+//!             let base = &raw const SMEM as *const u8;
+//!             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
+//!             let db = make_smem_desc_swizzled(base.add(8192), 16, 1024, 128);
+//!             let mut acc = [0.0f32; 4];
+//!             wgmma_fence();
+//!             wgmma_mma_m64n8k16_f32_bf16(&mut acc, da, db);
+//!             wgmma_commit_group();
+//!             wgmma_wait_group::<0>();
+//!             for i in 0..4 {
+//!                 out[4 * t + i] = acc[i];
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> cuprum::Result<()> {
+//! let ctx = CudaContext::new(0)?;
+//! if ctx.compute_capability()? != (9, 0) {
+//!     return Ok(()); // wgmma needs an sm_90 GPU (the emulator models one)
+//! }
+//! let a = |m: u32, k: u32| ((m + 2 * k) % 5) as f32 - 2.0;
+//! let b = |k: u32, n: u32| ((3 * k + n) % 4) as f32 - 1.0;
+//! let mut bytes = vec![0u8; 2304 * 4];
+//! let mut put = |start, mn, k, x: f32| {
+//!     let d = Descriptor {
+//!         start,
+//!         leading_byte_offset: 16,
+//!         stride_byte_offset: 1024,
+//!         base_offset: 0,
+//!         swizzle: Swizzle::B128,
+//!     };
+//!     let at = d.element_address(Major::K, 2, mn, k) as usize;
+//!     bytes[at..at + 2].copy_from_slice(&cuprum::half::bf16::from_f32(x).to_le_bytes());
+//! };
+//! for k in 0..16 {
+//!     (0..64).for_each(|m| put(0, m, k, a(m, k)));
+//!     (0..8).for_each(|n| put(8192, n, k, b(k, n)));
+//! }
+//! let img: Vec<u32> = bytes
+//!     .chunks_exact(4)
+//!     .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+//!     .collect();
+//! let stream = ctx.default_stream();
+//! let dimg = DeviceBuffer::from_host(&stream, &img)?;
+//! let mut out = DeviceBuffer::<f32>::zeroed(&stream, 512)?;
+//! let module = kernels::load(&ctx)?;
+//! let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+//! unsafe { module.mma(&stream, cfg, &dimg, &mut out) }?;
+//! let got = out.to_host_vec(&stream)?;
+//! for t in 0..128 {
+//!     for i in 0..4 {
+//!         let (row, col) = accumulator_position(t, i);
+//!         let want: f32 = (0..16).map(|k| a(row, k) * b(k, col)).sum();
+//!         assert_eq!(got[(4 * t + i) as usize], want);
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 use super::shared::unreachable_on_host;
 
