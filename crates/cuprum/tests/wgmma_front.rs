@@ -335,8 +335,9 @@ mod kernels {
         }
     }
 
-    /// An accumulator written and read at positions known only at run time (`count` is 8):
-    /// through the chains of selects and guarded writes over its registers.
+    /// An accumulator reset by assignment, then written and read at positions known only at
+    /// run time (`count` is 8): through the chains of selects and guarded writes over its
+    /// registers.
     #[kernel]
     pub unsafe fn run_time_positions(img: &[u32], cin: &[f32], count: u32, out: &mut [f32]) {
         static mut SMEM: SharedArray<u32, IMAGE_WORDS, 1024> = SharedArray::UNINIT;
@@ -349,9 +350,12 @@ mod kernels {
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
             let db = make_smem_desc_swizzled(base.add(B_AT as usize), 16, 1024, 128);
-            let mut acc = [[0.0f32; 8]; 1];
+            let mut acc = [[1.0f32; 8]; 1];
+            if count > 0 {
+                acc = [[0.0; 8]; 1];
+            }
             for f in 0..count as usize {
-                acc[f / 8][f % 8] = cin[t * 8 + f];
+                acc[f / 8][f % 8] += cin[t * 8 + f];
             }
             wgmma_fence();
             wgmma_mma_m64n16k16_f32_bf16(&mut acc, da, db);

@@ -898,6 +898,35 @@ impl Lowerer<'_> {
         Ok(())
     }
 
+    /// `acc = [[x; 8]; K];` over an array in variables: `x` evaluated once and written to
+    /// each variable, with no array in memory (which a fill loop would keep there). False,
+    /// having done nothing, for any other target or value.
+    pub(super) fn fill_registers(&mut self, target: &LocalArray, e: &syn::Expr) -> Result<bool> {
+        let Some(regs) = target.regs.clone() else {
+            return Ok(false);
+        };
+        if target.offset.is_some() {
+            return Ok(false);
+        }
+        let mut inner = e;
+        while let syn::Expr::Repeat(r) = inner {
+            inner = &r.expr;
+        }
+        if matches!(inner, syn::Expr::Repeat(_) | syn::Expr::Array(_)) || std::ptr::eq(inner, e) {
+            return Ok(false);
+        }
+        // The site `array_expr` would have taken (only the emit run gets here; both runs must
+        // number their sites alike).
+        let _ = self.site();
+        let v = self.expr(inner)?;
+        let x = self.materialize(v, target.elem, inner.span())?;
+        let start = regs.base as usize;
+        for &var in &regs.vars[start..start + target.count() as usize] {
+            self.b.push(Stmt::WriteVar { var, value: x });
+        }
+        Ok(true)
+    }
+
     /// The array a `let` binds, moved into variables when the infer run found it to be a
     /// wgmma accumulator (see [`Registers`]); other values unchanged. An array that is not
     /// `fresh` (another binding's) is copied, as Rust copies it: into new variables.

@@ -1156,6 +1156,11 @@ impl<'a> Lowerer<'a> {
                 }
                 // Whole tuples and arrays are written element by element.
                 if let Some(target) = self.aggregate_target(&a.left)? {
+                    if let Binding::Val(Val::Array(t)) = &target
+                        && self.fill_registers(t, &a.right)?
+                    {
+                        return Ok(Val::Unit);
+                    }
                     let v = self.expr(&a.right)?;
                     self.assign_binding(&target, v, a.right.span())?;
                     return Ok(Val::Unit);
