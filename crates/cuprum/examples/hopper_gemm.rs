@@ -13,7 +13,9 @@
 //! - warpgroups 1 and 2, the *consumers*, take registers (`setmaxnreg_inc::<232>`), wait on a
 //!   stage's full barrier, multiply their 64 rows of it into an `m64nBNk16` accumulator held
 //!   in registers (four `wgmma`s per stage), and release the stage on its *empty* mbarrier
-//!   once the MMAs that read it have completed;
+//!   once the MMAs that read it have completed: every consumer thread arrives (256 a phase),
+//!   as in CUTLASS, so that each thread's share of the MMAs' reads is ordered before the
+//!   producer's next copy into the stage (the emulator's race tracker checks exactly that);
 //! - the consumers write their accumulators to C.
 //!
 //! Three rungs of the ladder, each checked and (on a GPU) timed:
@@ -24,13 +26,15 @@
 //!    stage released;
 //! 3. `gemm_128x256`: rung 2 with `128 x 256` tiles and `m64n256k16` (128 accumulator
 //!    registers per consumer thread);
-//! 4. `gemm_128x256_bf16`: rung 3 with a `bf16` C (pairs of columns rounded into words).
+//! 4. `gemm_128x256_bf16`: rung 3 with a `bf16` C (pairs of columns rounded into words);
+//! 5. `gemm_128x256_persistent`: rung 3 with one block per SM looping over the tiles, the
+//!    ring running on across them, so loads of a tile overlap the last one's epilogue.
 //!
-//! Not yet: persistent tiles, clusters and TMA multicast, an epilogue through shared memory
+//! Not yet: clusters and TMA multicast, a swizzled tile order, an epilogue through shared memory
 //! (`stmatrix`) and TMA stores; C is stored straight from registers.
 //!
-//! Run: `cargo run --release -p cuprum --example hopper_gemm` (on the emulator: 256^3,
-//! checked element by element; on an sm_90 GPU: 4096^3, checked on sampled rows, and timed:
+//! Run: `cargo run --release -p cuprum --example hopper_gemm` (on the emulator: 256 x 512 x
+//! 512, checked element by element; on an sm_90 GPU: 4096^3, checked on sampled rows, and timed:
 //! the event-timed median, in TFLOP/s). `CUPRUM_EXAMPLE_SIZE=small` keeps the small size on
 //! a GPU; `--ptx FILE` writes the kernel's sm_90a PTX instead (for `ptxas -v`).
 
@@ -95,7 +99,8 @@ mod kernels {
         let n0 = thread::blockIdx_x() as usize * 128;
         let k_tiles = k as usize / BK;
         // SAFETY: thread 0 initialises the barriers before the block barrier. The producer
-        // fills a stage only after both consumers released it (its empty barrier's phase),
+        // fills a stage only after every consumer thread released it (its empty barrier's
+        // phase),
         // announcing the bytes the copies complete on its full barrier; a consumer reads a
         // stage only after that barrier's phase, and releases it only after the wgmma
         // groups that read it completed. The accumulator is touched only outside the
@@ -108,7 +113,7 @@ mod kernels {
             if t == 0 {
                 for s in 0..STAGES {
                     mbarrier_init(full.add(s), 1);
-                    mbarrier_init(empty.add(s), 2);
+                    mbarrier_init(empty.add(s), 256);
                 }
                 fence_proxy_async_shared_cta();
             }
@@ -152,9 +157,7 @@ mod kernels {
                     }
                     wgmma_commit_group();
                     wgmma_wait_group::<0>();
-                    if wt == 0 {
-                        let _ = mbarrier_arrive(empty.add(s));
-                    }
+                    let _ = mbarrier_arrive(empty.add(s));
                 }
                 // Thread `wt` holds D[16 (wt / 32) + (wt % 32) / 4 + 8 ((f / 2) % 2)]
                 // [8 (f / 4) + 2 (wt % 4) + f % 2] in its element f (row-major).
@@ -201,7 +204,7 @@ mod kernels {
             if t == 0 {
                 for s in 0..STAGES {
                     mbarrier_init(full.add(s), 1);
-                    mbarrier_init(empty.add(s), 2);
+                    mbarrier_init(empty.add(s), 256);
                 }
                 fence_proxy_async_shared_cta();
             }
@@ -245,7 +248,7 @@ mod kernels {
                     }
                     wgmma_commit_group();
                     wgmma_wait_group::<1>();
-                    if kt > 0 && wt == 0 {
+                    if kt > 0 {
                         let _ = mbarrier_arrive(empty.add((kt - 1) % STAGES));
                     }
                 }
@@ -292,7 +295,7 @@ mod kernels {
             if t == 0 {
                 for s in 0..STAGES {
                     mbarrier_init(full.add(s), 1);
-                    mbarrier_init(empty.add(s), 2);
+                    mbarrier_init(empty.add(s), 256);
                 }
                 fence_proxy_async_shared_cta();
             }
@@ -336,7 +339,7 @@ mod kernels {
                     }
                     wgmma_commit_group();
                     wgmma_wait_group::<1>();
-                    if kt > 0 && wt == 0 {
+                    if kt > 0 {
                         let _ = mbarrier_arrive(empty.add((kt - 1) % STAGES));
                     }
                 }
@@ -383,7 +386,7 @@ mod kernels {
             if t == 0 {
                 for s in 0..STAGES {
                     mbarrier_init(full.add(s), 1);
-                    mbarrier_init(empty.add(s), 2);
+                    mbarrier_init(empty.add(s), 256);
                 }
                 fence_proxy_async_shared_cta();
             }
@@ -427,7 +430,7 @@ mod kernels {
                     }
                     wgmma_commit_group();
                     wgmma_wait_group::<1>();
-                    if kt > 0 && wt == 0 {
+                    if kt > 0 {
                         let _ = mbarrier_arrive(empty.add((kt - 1) % STAGES));
                     }
                 }
@@ -444,6 +447,121 @@ mod kernels {
                         out.add((row * n as usize + col0 + 8 * (f / 4)) / 2)
                             .write(pair);
                     }
+                }
+            }
+        }
+    }
+
+    /// Rung 5: rung 3 made persistent: one block per SM (the grid's x), each taking tiles
+    /// `blockIdx.x, blockIdx.x + gridDim.x, ..` of the `(M / 128) x (N / 256)` tiles in
+    /// row-major order. The ring's stages and phases run on across tiles, so the producer
+    /// loads the next tile's first stages while the consumers store the last one; a consumer
+    /// releases a tile's last stage before its epilogue. `m` is the problem's M.
+    #[kernel]
+    #[launch_bounds(384, 1)]
+    #[max_registers(168)]
+    pub unsafe fn gemm_128x256_persistent(
+        a: TensorMap<bf16, 2>,
+        b: TensorMap<bf16, 2>,
+        c: &mut [f32],
+        m: u32,
+        n: u32,
+        k: u32,
+    ) {
+        static mut FULL: SharedArray<u64, STAGES> = SharedArray::UNINIT;
+        static mut EMPTY: SharedArray<u64, STAGES> = SharedArray::UNINIT;
+        let t = thread::threadIdx_x() as usize;
+        let k_tiles = k as usize / BK;
+        let tiles_n = n as usize / 256;
+        let tiles = m as usize / BM * tiles_n;
+        let first = thread::blockIdx_x() as usize;
+        let step = thread::gridDim_x() as usize;
+        // SAFETY: as rung 2's, with the ring's k-tile count `g` running on across tiles: the
+        // producer's g-th load waits for the release of load g - STAGES, and a consumer
+        // releases load g once the group that read it is covered by a wait.
+        unsafe {
+            let smem = DynamicSharedArray::<u8, 1024>::get_raw();
+            let full = &raw mut FULL as *mut Barrier;
+            let empty = &raw mut EMPTY as *mut Barrier;
+            if t == 0 {
+                for s in 0..STAGES {
+                    mbarrier_init(full.add(s), 1);
+                    mbarrier_init(empty.add(s), 256);
+                }
+                fence_proxy_async_shared_cta();
+            }
+            sync_threads();
+            if t < 128 {
+                setmaxnreg_dec::<40>();
+                if t == 0 {
+                    let mut g = 0usize;
+                    let mut tile = first;
+                    while tile < tiles {
+                        let m0 = (tile / tiles_n * BM) as i32;
+                        let n0 = (tile % tiles_n * 256) as i32;
+                        for kt in 0..k_tiles {
+                            let s = g % STAGES;
+                            if g >= STAGES {
+                                mbarrier_wait_parity(empty.add(s), ((g / STAGES) as u32 + 1) & 1);
+                            }
+                            let stage = smem.add(s * STAGE_256);
+                            let _ = mbarrier_arrive_expect_tx(full.add(s), 1, STAGE_256 as u32);
+                            let kx = (kt * BK) as i32;
+                            cp_async_bulk_tensor_2d_g2s(stage, a.as_ptr(), kx, m0, full.add(s));
+                            cp_async_bulk_tensor_2d_g2s(
+                                stage.add(A_BYTES),
+                                b.as_ptr(),
+                                kx,
+                                n0,
+                                full.add(s),
+                            );
+                            g += 1;
+                        }
+                        tile += step;
+                    }
+                }
+            } else {
+                setmaxnreg_inc::<232>();
+                let w = t / 128 - 1;
+                let wt = t % 128;
+                let mut g = 0usize;
+                let mut tile = first;
+                while tile < tiles {
+                    let m0 = tile / tiles_n * BM;
+                    let n0 = tile % tiles_n * 256;
+                    let mut acc = [[0.0f32; 8]; 16];
+                    for kt in 0..k_tiles {
+                        let s = g % STAGES;
+                        mbarrier_wait_parity(full.add(s), (g / STAGES) as u32 & 1);
+                        let a_rows = smem.add(s * STAGE_256 + w * (A_BYTES / 2));
+                        let b_rows = smem.add(s * STAGE_256 + A_BYTES);
+                        wgmma_fence();
+                        for kk in 0..BK / 16 {
+                            let da = make_smem_desc_swizzled(a_rows.add(32 * kk), 16, 1024, 128);
+                            let db = make_smem_desc_swizzled(b_rows.add(32 * kk), 16, 1024, 128);
+                            wgmma_mma_m64n256k16_f32_bf16(&mut acc, da, db);
+                        }
+                        wgmma_commit_group();
+                        wgmma_wait_group::<1>();
+                        if kt > 0 {
+                            let _ = mbarrier_arrive(empty.add((g - 1) % STAGES));
+                        }
+                        g += 1;
+                    }
+                    wgmma_wait_group::<0>();
+                    let _ = mbarrier_arrive(empty.add((g - 1) % STAGES));
+                    let out = c.as_mut_ptr();
+                    let row0 = m0 + 64 * w + 16 * (wt / 32) + (wt % 32) / 4;
+                    let col0 = n0 + 2 * (wt % 4);
+                    for i in 0..16 {
+                        for j in 0..8 {
+                            let f = i * 8 + j;
+                            let row = row0 + 8 * ((f / 2) % 2);
+                            out.add(row * n as usize + col0 + 8 * (f / 4) + f % 2)
+                                .write(acc[i][j]);
+                        }
+                    }
+                    tile += step;
                 }
             }
         }
@@ -530,10 +648,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let big = size::benchmark_sizes(gpu);
+    // The small size has twice as many K-slices as stages, so every rung's ring wraps.
     let (m, n, k) = if big {
         (4096, 4096, 4096)
     } else {
-        (256, 256, 256)
+        (256, 512, 512)
     };
     let stream = ctx.default_stream();
     let mut rng = SmallRng::seed_from_u64(15);
@@ -643,6 +762,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ms,
             );
             let what = "128x256 tile, m64n256k16, one MMA group in flight, bf16 C";
+            table.push((name, what, ms, flops / (ms * 1e-3) / 1e12));
+        }
+    }
+    {
+        let name = "gemm_128x256_persistent";
+        let bmap = cuprum::TensorMap::tiled(&db, [k as u64, n as u64], [BK as u32, 256])?
+            .swizzled(Swizzle::B128)?;
+        // One block per SM; on the small size one block in all, so that the ring runs on
+        // across tiles there too.
+        let blocks = if big {
+            ctx.limits().multiprocessor_count
+        } else {
+            1
+        };
+        let config = LaunchConfig {
+            grid_dim: (blocks.min(((m / BM) * (n / 256)) as u32), 1, 1),
+            block_dim: (384, 1, 1),
+            shared_mem_bytes: (STAGES * STAGE_256) as u32,
+        };
+        let mut dc = DeviceBuffer::from_host(&stream, &vec![f32::NAN; m * n])?;
+        let (mm, nn, kk) = (m as u32, n as u32, k as u32);
+        // SAFETY: as for the other rungs; each tile is one block's, once.
+        let run = |c: &mut DeviceBuffer<f32>| unsafe {
+            module.gemm_128x256_persistent(&stream, config, &amap, &bmap, c, mm, nn, kk)
+        };
+        run(&mut dc)?;
+        check(name, &dc.to_host_vec(&stream)?, &ha, &hb, (m, n, k), big);
+        if gpu {
+            let ms = timing::median_ms(&stream, 5, 50, || run(&mut dc))?;
+            let flops = 2.0 * (m * n * k) as f64;
+            let bytes = (2 * (m * k + n * k) + 4 * m * n) as f64;
+            record::result(
+                &format!("hopper_{name}"),
+                &format!("{m}x{n}x{k}"),
+                bytes,
+                flops,
+                ms,
+            );
+            let what = "rung 3, one block per SM over the tiles";
             table.push((name, what, ms, flops / (ms * 1e-3) / 1e12));
         }
     }
