@@ -39,6 +39,11 @@ PEERS = {
     "iter_sum": [("sum", None)],
     "iter_dot": [("dot", None)],
     "sgemm_reg": [("sgemm", "cublas"), ("sgemm", "torch")],
+    # hopper_gemm's rungs: the bf16 GEMM of bench_simt's peers (same layout and size).
+    "hopper_gemm_128x128_wait0": [("hgemm_mma", "cublas"), ("hgemm_mma", "torch")],
+    "hopper_gemm_128x128": [("hgemm_mma", "cublas"), ("hgemm_mma", "torch")],
+    "hopper_gemm_128x256": [("hgemm_mma", "cublas"), ("hgemm_mma", "torch")],
+    "hopper_gemm_128x256_bf16": [("hgemm_mma", "cublas"), ("hgemm_mma", "torch")],
 }
 
 COLUMNS = ["case", "size", "work", "cuprum ms", "peer", "peer ms", "ratio (peer/cuprum)",

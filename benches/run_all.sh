@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole benchmark suite in one run on a GPU machine: builds the CUDA C++ peers
 # (benches/peers/*.cu, nvcc -O3 -arch=sm_90, cuBLAS where it links), runs them, the packed cuprum
-# examples (bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt iter_bench tile_bench, and
+# examples (bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm iter_bench tile_bench, and
 # compile_latency: the compile and start-up latency of every case's kernels) and the
 # PyTorch/Triton peers (benches/peers/torch_peers.py, and tile_peers.py for the tile track), all into one log; then benches/report.py
 # turns the log into the markdown tables (printed), $OUT/bench.csv, $OUT/latency.csv,
@@ -56,7 +56,7 @@ run() {
   [ $rc -eq 0 ] || fail "$label" "$rc"
 }
 
-EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt iter_bench tile_bench compile_latency"
+EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm iter_bench tile_bench compile_latency"
 for round in $(seq 1 "$ROUNDS"); do
   for p in $PEERS; do
     [ -x "$TMP/peer-$p" ] && run "cuda_c++-$p-r$round" "$TMP/peer-$p"

@@ -35,6 +35,9 @@ pub struct KernelInfo {
     pub params: Vec<HostParam>,
     /// What `#[launch_bounds(...)]` declared, if present.
     pub launch_bounds: Option<cuprum_ir::LaunchBounds>,
+    /// `#[max_registers(N)]`: the register cap ptxas gets (`.maxnreg`), which `setmaxnreg`
+    /// needs.
+    pub max_registers: Option<u32>,
     /// What `#[launch_contract(...)]` declared, if present; only kernels with one get a safe
     /// launch method.
     pub contract: Option<ContractInfo>,
@@ -142,7 +145,12 @@ pub fn attr_is(attr: &syn::Attribute, name: &str) -> bool {
 }
 
 /// The cuprum attributes that `#[cuda_module]` consumes.
-pub const CUPRUM_ATTRS: [&str; 3] = ["kernel", "launch_bounds", "launch_contract"];
+pub const CUPRUM_ATTRS: [&str; 4] = [
+    "kernel",
+    "launch_bounds",
+    "launch_contract",
+    "max_registers",
+];
 
 pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
     let Some((_, items)) = &module.content else {
@@ -397,6 +405,7 @@ fn scan_kernel(
         }
     }
     let mut launch_bounds = None;
+    let mut max_registers = None;
     let mut contract = None;
     let mut requires = Vec::new();
     let mut launch_context = None;
@@ -409,6 +418,11 @@ fn scan_kernel(
         } else if attr_is(attr, "launch_bounds") {
             match parse_launch_bounds(attr) {
                 Ok(b) => launch_bounds = Some(b),
+                Err(e) => errors.push(e),
+            }
+        } else if attr_is(attr, "max_registers") {
+            match parse_max_registers(attr) {
+                Ok(n) => max_registers = Some(n),
                 Err(e) => errors.push(e),
             }
         } else if attr_is(attr, "launch_contract") {
@@ -447,6 +461,7 @@ fn scan_kernel(
         item: f.clone(),
         params,
         launch_bounds,
+        max_registers,
         contract,
         is_unsafe,
         type_params,
@@ -538,6 +553,19 @@ fn parse_launch_bounds(attr: &syn::Attribute) -> syn::Result<cuprum_ir::LaunchBo
         max_threads,
         min_blocks_per_sm,
     })
+}
+
+/// `#[max_registers(N)]`: `N` a multiple of 8 from 24 to 256.
+fn parse_max_registers(attr: &syn::Attribute) -> syn::Result<u32> {
+    let e: syn::Expr = attr.parse_args()?;
+    let n = lit_u32(&e)?;
+    if !cuprum_ir::wgmma::valid_register_count(n) {
+        return Err(syn::Error::new(
+            e.span(),
+            format!("#[max_registers(N)] takes a multiple of 8 from 24 to 256, not {n}"),
+        ));
+    }
+    Ok(n)
 }
 
 fn parse_contract(

@@ -16,7 +16,7 @@ mod lower;
 mod types;
 
 pub use cuprum_ir::SliceAccess;
-pub use items::{ContractInfo, HostParam, KernelInfo, ModuleInfo, parse_kernel_attr};
+pub use items::{CUPRUM_ATTRS, ContractInfo, HostParam, KernelInfo, ModuleInfo, parse_kernel_attr};
 pub use lower::Specialization;
 pub use types::{ParamType, uniform_arg};
 

@@ -57,7 +57,7 @@ fn bind_launch_context(f: &mut syn::ItemFn, name: Option<String>) {
 /// Gives cuprum's marker attributes the argument that makes them pass the item through.
 fn mark_host_copy(attrs: &mut [syn::Attribute]) {
     for a in attrs {
-        if ["kernel", "launch_bounds", "launch_contract"]
+        if cuprum_front::CUPRUM_ATTRS
             .iter()
             .any(|n| cuprum_front_attr(a, n))
         {
@@ -101,7 +101,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 let context = launch_context_name(f)?;
                 let mut f = f.clone();
                 for a in &mut f.attrs {
-                    if ["kernel", "launch_bounds", "launch_contract"]
+                    if cuprum_front::CUPRUM_ATTRS
                         .iter()
                         .any(|n| cuprum_front_attr(a, n))
                     {

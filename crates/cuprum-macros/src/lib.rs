@@ -114,6 +114,14 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("launch_bounds", attr, item)
 }
 
+/// `#[max_registers(N)]` on a kernel inside a `#[cuda_module]`: ptxas gives it at most `N`
+/// registers per thread (PTX's `.maxnreg`; `N` a multiple of 8 from 24 to 256), the cap that
+/// `setmaxnreg` redistributes between warpgroups.
+#[proc_macro_attribute]
+pub fn max_registers(attr: TokenStream, item: TokenStream) -> TokenStream {
+    marker("max_registers", attr, item)
+}
+
 /// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`,
 /// with the optional keys `dynamic_shared = bytes`, `coordinates = u32` and
 /// `requires = (relations between the arguments)`. On an `unsafe` kernel the block alone,

@@ -39,6 +39,25 @@ pub(super) struct LocalArray {
     pub offset: Option<Value>,
     /// Set only in the infer run, while the element type is still being decided at that site.
     pub infer: Option<(u32, LitKind)>,
+    /// Set when the array lives in variables rather than memory (see [`Registers`]); then
+    /// `array` names no local array and `offset` is a dynamic position relative to
+    /// `Registers::base`.
+    pub regs: Option<Registers>,
+}
+
+/// An array kept in variables, one per element, from its `let` on: a wgmma accumulator,
+/// which the `wgmma.mma_async` statement reads and writes in place (`Stmt::WgmmaMma::acc`),
+/// so no copy may stand between it and the array. Which `let`s these are, the infer run
+/// learns from the wgmma calls (`Inference::register_lets`). Elements at constant positions
+/// are the variables themselves; at run-time positions, a chain of selects (reads) or of
+/// guarded writes over every variable, which constant folding reduces once loops unroll.
+/// Anything that needs memory (a copy, an `mma` fragment) reads the variables.
+#[derive(Clone, Debug)]
+pub(super) struct Registers {
+    /// Every element of the whole array, row-major.
+    pub vars: std::rc::Rc<[Var]>,
+    /// Where this (sub-)array starts in `vars`.
+    pub base: u32,
 }
 
 impl LocalArray {
@@ -209,6 +228,7 @@ impl Lowerer<'_> {
             dims,
             offset: None,
             infer,
+            regs: None,
         })
     }
 
@@ -290,6 +310,34 @@ impl Lowerer<'_> {
             for other in &open {
                 self.note_type(*other, elem);
             }
+        }
+        if infer_site.is_none()
+            && let Some(s) = site
+            && self.register_lets.contains(&s)
+            && elem == S::F32
+            && let Some(x) = init.uniform().cloned()
+        {
+            // A wgmma accumulator's `[[0.0; 8]; K]`: its variables set one by one, with no
+            // array in memory (whose fill loop would keep it there).
+            let x = self.materialize(x, elem, span)?;
+            let count: u32 = dims.iter().product();
+            let vars: Vec<Var> = (0..count)
+                .map(|k| self.b.var(format!("acc_{k}"), S::F32))
+                .collect();
+            for &var in &vars {
+                self.b.push(Stmt::WriteVar { var, value: x });
+            }
+            return Ok(Val::Array(LocalArray {
+                array: u32::MAX,
+                elem,
+                dims,
+                offset: None,
+                infer: None,
+                regs: Some(Registers {
+                    vars: vars.into(),
+                    base: 0,
+                }),
+            }));
         }
         let what = format!("an array `{}`", source_text(e));
         let target = self.new_local_array("array", elem, dims, infer_site, span, what)?;
@@ -456,8 +504,15 @@ impl Lowerer<'_> {
         self.local_elem_addr_const(base, elem, at.constant, span)
     }
 
-    /// The address of the first element of `a` (a whole array or a row).
+    /// The address of the first element of `a` (a whole array or a row), to read it: an
+    /// array in variables is first copied into a new local array.
     pub(super) fn array_addr(&mut self, a: &LocalArray, span: Span) -> Result<Value> {
+        if a.regs.is_some() {
+            let what = format!("a copy of a register array `{}`", a.type_name());
+            let copy = self.new_local_array("array", a.elem, a.dims.clone(), None, span, what)?;
+            self.copy_array_into(a, &copy, span)?;
+            return self.array_addr(&copy, span);
+        }
         let base = self.def(Op::LocalAddr(a.array), span)?;
         match a.offset {
             Some(k) => self.local_elem_addr(base, a.elem, k, span),
@@ -573,6 +628,16 @@ impl Lowerer<'_> {
         dst: &LocalArray,
         span: Span,
     ) -> Result<()> {
+        if src.regs.is_some() || dst.regs.is_some() {
+            // Element by element: the register side at constant positions.
+            for k in 0..src.count() {
+                let x = self.array_element(src, k, span)?;
+                let x = self.read_place(x, span)?;
+                let to = self.array_element(dst, k, span)?;
+                self.write_place(to, x, span)?;
+            }
+            return Ok(());
+        }
         let from = self.array_addr(src, span)?;
         let to = self.array_addr(dst, span)?;
         self.copy_elements(from, to, src.elem, src.count(), span)
@@ -672,6 +737,9 @@ impl Lowerer<'_> {
             return Ok(Indexed::Element(Place::InferVar(s, kind)));
         }
         let index = self.checked_array_index(index, a.len(), site, span, span)?;
+        if a.regs.is_some() {
+            return self.index_registers(a, index, span);
+        }
         if a.dims.len() > 1 {
             let k = self.cast_value(index, S::U32, span)?;
             let row = self.constant(Constant::u32(a.row()));
@@ -701,6 +769,207 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
+    /// Element `k` (row-major over every dimension) of `a`, as a place.
+    fn array_element(&mut self, a: &LocalArray, k: u32, span: Span) -> Result<Place> {
+        if a.regs.is_some() {
+            let at = self.constant(Constant::u32(k));
+            let k = match a.offset {
+                Some(dynamic) => self.def(Op::Binary(BinaryOp::Add, dynamic, at), span)?,
+                None => at,
+            };
+            let flat = LocalArray {
+                dims: vec![a.count()],
+                offset: None,
+                ..a.clone()
+            };
+            return match self.index_registers(&flat, k, span)? {
+                Indexed::Element(p) => Ok(p),
+                Indexed::Row(_) => err(span, "internal compiler error: row of a flat array"),
+            };
+        }
+        let base = self.array_addr(a, span)?;
+        let addr = self.local_elem_addr_const(base, a.elem, k, span)?;
+        Ok(Place::Mem {
+            space: AddressSpace::Local,
+            addr,
+            elem: a.elem,
+        })
+    }
+
+    /// `a[k]` of an array in variables (`k` an integer, already checked against `a.len()`):
+    /// a variable when the position is constant, else a row at a run-time offset or a
+    /// [`Place::Reg`].
+    fn index_registers(&mut self, a: &LocalArray, k: Value, span: Span) -> Result<Indexed> {
+        let Some(regs) = &a.regs else {
+            return err(span, "internal compiler error: not a register array");
+        };
+        let row = a.row();
+        let rest = || a.dims[1..].to_vec();
+        let constant = self.constant_value(k);
+        let k = self.cast_value(k, S::U32, span)?;
+        if a.offset.is_none()
+            && let Some(c) = constant.or_else(|| self.constant_value(k))
+        {
+            let position = regs.base + c as u32 * row;
+            if a.dims.len() > 1 {
+                return Ok(Indexed::Row(LocalArray {
+                    dims: rest(),
+                    offset: None,
+                    regs: Some(Registers {
+                        vars: regs.vars.clone(),
+                        base: position,
+                    }),
+                    ..a.clone()
+                }));
+            }
+            return match regs.vars.get(position as usize) {
+                Some(&var) => Ok(Indexed::Element(Place::Var(var, a.elem))),
+                None => err(span, "internal compiler error: register array position"),
+            };
+        }
+        let row_v = self.constant(Constant::u32(row));
+        let mut at = self.def(Op::Binary(BinaryOp::Mul, k, row_v), span)?;
+        if let Some(outer) = a.offset {
+            at = self.def(Op::Binary(BinaryOp::Add, outer, at), span)?;
+        }
+        if a.dims.len() > 1 {
+            return Ok(Indexed::Row(LocalArray {
+                dims: rest(),
+                offset: Some(at),
+                ..a.clone()
+            }));
+        }
+        let base = self.constant(Constant::u32(regs.base));
+        let index = self.def(Op::Binary(BinaryOp::Add, base, at), span)?;
+        Ok(Indexed::Element(Place::Reg {
+            vars: regs.vars.clone(),
+            index,
+            elem: a.elem,
+        }))
+    }
+
+    /// The value of the variable `index` picks among `vars`: a chain of selects.
+    pub(super) fn read_register_choice(
+        &mut self,
+        vars: &[Var],
+        index: Value,
+        span: Span,
+    ) -> Result<Value> {
+        let Some((&first, rest)) = vars.split_first() else {
+            return err(span, "internal compiler error: empty register array");
+        };
+        let mut out = self.def(Op::ReadVar(first), span)?;
+        for (p, &var) in rest.iter().enumerate() {
+            let at = self.constant(Constant::u32(p as u32 + 1));
+            let cond = self.def(Op::Compare(CmpOp::Eq, index, at), span)?;
+            let x = self.def(Op::ReadVar(var), span)?;
+            out = self.def(
+                Op::Select {
+                    cond,
+                    if_true: x,
+                    if_false: out,
+                },
+                span,
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Writes `value` to the variable `index` picks among `vars`: one guarded write each.
+    pub(super) fn write_register_choice(
+        &mut self,
+        vars: &[Var],
+        index: Value,
+        value: Value,
+        span: Span,
+    ) -> Result<()> {
+        for (p, &var) in vars.iter().enumerate() {
+            let at = self.constant(Constant::u32(p as u32));
+            let cond = self.def(Op::Compare(CmpOp::Eq, index, at), span)?;
+            self.b.begin_block();
+            self.b.push(Stmt::WriteVar { var, value });
+            let then = self.b.end_block();
+            self.b.push(Stmt::If {
+                cond,
+                then,
+                otherwise: Default::default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `acc = [[x; 8]; K];` over an array in variables: `x` evaluated once and written to
+    /// each variable, with no array in memory (which a fill loop would keep there). False,
+    /// having done nothing, for any other target or value.
+    pub(super) fn fill_registers(&mut self, target: &LocalArray, e: &syn::Expr) -> Result<bool> {
+        let Some(regs) = target.regs.clone() else {
+            return Ok(false);
+        };
+        if target.offset.is_some() {
+            return Ok(false);
+        }
+        let mut inner = e;
+        while let syn::Expr::Repeat(r) = inner {
+            inner = &r.expr;
+        }
+        if matches!(inner, syn::Expr::Repeat(_) | syn::Expr::Array(_)) || std::ptr::eq(inner, e) {
+            return Ok(false);
+        }
+        // The site `array_expr` would have taken (only the emit run gets here; both runs must
+        // number their sites alike).
+        let _ = self.site();
+        let v = self.expr(inner)?;
+        let x = self.materialize(v, target.elem, inner.span())?;
+        let start = regs.base as usize;
+        for &var in &regs.vars[start..start + target.count() as usize] {
+            self.b.push(Stmt::WriteVar { var, value: x });
+        }
+        Ok(true)
+    }
+
+    /// The array a `let` binds, moved into variables when the infer run found it to be a
+    /// wgmma accumulator (see [`Registers`]); other values unchanged. An array that is not
+    /// `fresh` (another binding's) is copied, as Rust copies it: into new variables.
+    pub(super) fn registers_for_let(
+        &mut self,
+        value: Val,
+        site: u32,
+        fresh: bool,
+        span: Span,
+    ) -> Result<Val> {
+        let Val::Array(a) = &value else {
+            return Ok(value);
+        };
+        if (a.regs.is_some() && fresh) || a.infer.is_some() || !self.register_lets.contains(&site) {
+            return Ok(value);
+        }
+        if a.elem != S::F32 {
+            return err(
+                span,
+                format!(
+                    "this array is a wgmma accumulator, so its elements must be `f32`, not `{}`",
+                    a.elem.rust_name()
+                ),
+            );
+        }
+        let vars: Vec<Var> = (0..a.count())
+            .map(|k| self.b.var(format!("acc_{k}"), S::F32))
+            .collect();
+        let target = LocalArray {
+            array: u32::MAX,
+            elem: a.elem,
+            dims: a.dims.clone(),
+            offset: None,
+            infer: None,
+            regs: Some(Registers {
+                vars: vars.into(),
+                base: 0,
+            }),
+        };
+        self.copy_array_into(a, &target, span)?;
+        Ok(Val::Array(target))
+    }
+
     /// Refuses a kernel whose local arrays (its own, its inlined helpers', and the copies and
     /// fragments the lowering makes) need more local memory per thread than a GPU thread has,
     /// at the largest array, naming the largest ones.

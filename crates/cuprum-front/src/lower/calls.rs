@@ -538,6 +538,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.tma_call(&last, &args, span)? {
             return Ok(v);
         }
+        if let Some(v) = self.wgmma_call(&p.path, &last, &args, span)? {
+            return Ok(v);
+        }
         match (last.as_str(), args.len()) {
             ("sync_threads", 0) => {
                 self.barrier(span);

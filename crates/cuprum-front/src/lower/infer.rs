@@ -29,6 +29,9 @@ pub(super) struct Inference {
     parent: HashMap<u32, u32>,
     ty: HashMap<u32, S>,
     kind: HashMap<u32, LitKind>,
+    /// The `let` sites whose arrays are wgmma accumulators, kept in variables in the emit run
+    /// (`arrays::Registers`).
+    pub(super) register_lets: std::collections::HashSet<u32>,
 }
 
 impl Inference {

@@ -215,7 +215,11 @@ impl Lowerer<'_> {
     }
 
     /// The elements of a fragment argument (an array or tuple of `N` values of type `ty`).
-    fn fragment<const N: usize>(&mut self, e: &syn::Expr, ty: S) -> Result<[cuprum_ir::Value; N]> {
+    pub(super) fn fragment<const N: usize>(
+        &mut self,
+        e: &syn::Expr,
+        ty: S,
+    ) -> Result<[cuprum_ir::Value; N]> {
         let span = e.span();
         let items: Vec<cuprum_ir::Value> = match self.expr(e)? {
             Val::Array(a) if a.dims == [N as u32] && a.infer.is_some() => {
@@ -289,6 +293,7 @@ impl Lowerer<'_> {
             dims: vec![len],
             offset: None,
             infer: None,
+            regs: None,
         }))
     }
 

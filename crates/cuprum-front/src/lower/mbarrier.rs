@@ -6,7 +6,9 @@
 //! aligned as PTX requires). The functions take a raw pointer to it (`&raw mut BAR`,
 //! `&raw const BAR`, `core::ptr::addr_of_mut!(BAR)`), a pointer into shared memory.
 //! `mbarrier_wait` is a blocking statement of its own rather than cuda-oxide's `test_wait`
-//! loop, so the emulator can stop the waiting warp and run the others.
+//! loop, so the emulator can stop the waiting warp and run the others. A ring of barriers is
+//! a shared array of `u64`s seen as barriers, `&raw mut RING as *mut Barrier`, stepped with
+//! `.add(s)`.
 
 use cuprum_ir::{MbarrierOp, ScalarType as S};
 use proc_macro2::Span;
@@ -24,6 +26,11 @@ enum Operand {
     /// `mbarrier_arrive_expect_tx(bar, tx_count, bytes)`: cuda-oxide's arrival count is
     /// always one (its generated binding ignores it); the bytes are the operand.
     SkipThenNext,
+}
+
+/// Whether a type's last path segment is `Barrier`: pointers to one point at a `u64`.
+pub(super) fn is_barrier(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Barrier"))
 }
 
 impl Lowerer<'_> {

@@ -36,6 +36,7 @@ mod tiles;
 mod tma;
 mod views;
 mod warp_names;
+mod wgmma;
 
 use std::collections::HashMap;
 
@@ -101,7 +102,9 @@ pub fn lower_kernel(
     // The first run only collects typing facts; its errors reappear in the second run.
     let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
     let solved = inference.solve();
-    let mut lowered = Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()?;
+    let mut emit = Lowerer::new(info, kernel, spec, Mode::Emit(&solved));
+    emit.register_lets = std::mem::take(&mut inference.register_lets);
+    let mut lowered = emit.run()?;
     atomic_cells::mark_atomic_writes(&mut lowered);
     Ok(lowered)
 }
@@ -280,6 +283,13 @@ enum Place {
         addr: Value,
         elem: S,
     },
+    /// An element at a run-time position of an array kept in variables
+    /// (`arrays::Registers`): the variable `index` (a `U32`) picks.
+    Reg {
+        vars: std::rc::Rc<[Var]>,
+        index: Value,
+        elem: S,
+    },
 }
 
 struct Lowerer<'a> {
@@ -352,6 +362,12 @@ struct Lowerer<'a> {
     /// The kernel's launch contract in this specialization (block dimensions named by const
     /// parameters resolved): what every rule that relies on the contract reads.
     contract: Option<crate::items::ContractInfo>,
+    /// Each local array a `let` bound, by its index: the `let`'s site (what the infer run
+    /// reports a wgmma accumulator by, `wgmma`).
+    array_lets: HashMap<u32, u32>,
+    /// Emit run: the `let` sites whose arrays live in variables (`arrays::Registers`), as the
+    /// infer run found them.
+    register_lets: std::collections::HashSet<u32>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -405,12 +421,15 @@ impl<'a> Lowerer<'a> {
             split_boundary_values: Vec::new(),
             mine_below_open: Vec::new(),
             contract: None,
+            array_lets: HashMap::new(),
+            register_lets: std::collections::HashSet::new(),
         }
     }
 
     fn run(mut self) -> Result<cuprum_ir::Kernel> {
         let k = self.kernel;
         self.b.set_launch_bounds(k.launch_bounds);
+        self.b.set_max_registers(k.max_registers);
         self.contract = match k.contract {
             Some(c) => Some(
                 c.resolved(&k.const_params, |name| {
@@ -975,7 +994,10 @@ impl<'a> Lowerer<'a> {
             }
         }
         let value = match value {
-            Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            // An array that goes into registers is copied there (`registers_for_let`).
+            Val::Array(_) if !fresh && !self.register_lets.contains(&site) => {
+                self.copy_array(&value, span)?
+            }
             Val::LocalElems { array, elem, len } if !fresh => {
                 self.copy_aggregate_array(array, &elem, len, span)?
             }
@@ -986,6 +1008,12 @@ impl<'a> Lowerer<'a> {
         {
             origin.1 = format!("`{name}: {}`", a.type_name());
         }
+        if let Val::Array(a) = &value
+            && a.regs.is_none()
+        {
+            self.array_lets.insert(a.array, site);
+        }
+        let value = self.registers_for_let(value, site, fresh, span)?;
         let value = match value {
             Val::Tuple(items) if mutable => {
                 let binding = self.mutable_tuple(&name, items, span)?;
@@ -1128,6 +1156,11 @@ impl<'a> Lowerer<'a> {
                 }
                 // Whole tuples and arrays are written element by element.
                 if let Some(target) = self.aggregate_target(&a.left)? {
+                    if let Binding::Val(Val::Array(t)) = &target
+                        && self.fill_registers(t, &a.right)?
+                    {
+                        return Ok(Val::Unit);
+                    }
                     let v = self.expr(&a.right)?;
                     self.assign_binding(&target, v, a.right.span())?;
                     return Ok(Val::Unit);
@@ -1366,6 +1399,9 @@ impl<'a> Lowerer<'a> {
             return self.module_const(c);
         }
         let Some(ident) = p.path.get_ident() else {
+            if wgmma::names_flags(&p.path) {
+                return err(p.span(), wgmma::FLAGS_FORM);
+            }
             return err(
                 p.span(),
                 format!(
@@ -1720,6 +1756,9 @@ impl<'a> Lowerer<'a> {
                 },
                 span,
             )?),
+            Place::Reg { vars, index, .. } => {
+                Val::Scalar(self.read_register_choice(&vars, index, span)?)
+            }
         })
     }
 
@@ -1744,6 +1783,10 @@ impl<'a> Lowerer<'a> {
                     addr,
                     value: x,
                 });
+            }
+            Place::Reg { vars, index, elem } => {
+                let x = self.materialize(v, elem, span)?;
+                self.write_register_choice(&vars, index, x, span)?;
             }
         }
         Ok(())

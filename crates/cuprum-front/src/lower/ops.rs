@@ -35,18 +35,7 @@ impl Lowerer<'_> {
                 return Ok(v);
             }
             let place = self.place(&b.left)?;
-            let current = match &place {
-                Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(*var), span)?),
-                Place::InferVar(site, kind) => Val::Infer(*site, *kind),
-                Place::Mem { space, addr, elem } => Val::Scalar(self.def(
-                    Op::Load {
-                        space: *space,
-                        ty: *elem,
-                        addr: *addr,
-                    },
-                    span,
-                )?),
-            };
+            let current = self.read_place(place.clone(), span)?;
             let rhs = self.expr(&b.right)?;
             let result = self.arith(op, current, rhs, span, b)?;
             self.write_place(place, result, span)?;
@@ -351,7 +340,13 @@ impl Lowerer<'_> {
                 v @ Val::TensorMap(_) if super::tma::is_tma_descriptor(&target.elem) => Ok(v),
                 Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
                     addr,
-                    elem: self.resolve_scalar(&target.elem)?,
+                    // `as *mut Barrier`: an mbarrier is one `u64` (`mbarrier`), so a shared
+                    // array of them is a ring of barriers that `.add(s)` steps through.
+                    elem: if super::mbarrier::is_barrier(&target.elem) {
+                        S::U64
+                    } else {
+                        self.resolve_scalar(&target.elem)?
+                    },
                     mutable: target.mutability.is_some(),
                     space,
                 }),

@@ -80,7 +80,7 @@ impl Lowerer<'_> {
                 self.member_binding(base, f)
             }
             syn::Expr::Index(i) => Ok(match self.indexed(i)? {
-                arrays::Indexed::Element(place) => place_as_binding(place),
+                arrays::Indexed::Element(place) => place_as_binding(place, i.span())?,
                 arrays::Indexed::Row(row) => Binding::Val(Val::Array(row)),
             }),
             other => Ok(Binding::Val(self.expr(other)?)),
@@ -303,8 +303,8 @@ impl Lowerer<'_> {
 }
 
 /// An element place as a binding: a variable stays one, memory becomes an element reference.
-fn place_as_binding(place: Place) -> Binding {
-    match place {
+fn place_as_binding(place: Place, span: Span) -> Result<Binding> {
+    Ok(match place {
         Place::Var(var, ty) => Binding::Var {
             var,
             ty,
@@ -317,5 +317,13 @@ fn place_as_binding(place: Place) -> Binding {
             elem,
             mutable: true,
         }),
-    }
+        Place::Reg { .. } => {
+            return err(
+                span,
+                "this element of a wgmma accumulator is picked at run time, and an accumulator \
+                 lives in registers, so it has no address to borrow: index it with constants \
+                 (a loop with constant bounds), or read it into a `let`",
+            );
+        }
+    })
 }

@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 /// The same macro as [`cuprum::cuda_module`](crate::cuda_module), where cuda-oxide's device
 /// crate has it.
 pub use cuprum_macros::cuda_module;
-pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract};
+pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract, max_registers};
 
 pub mod async_copy;
 pub mod atomic;
@@ -39,6 +39,7 @@ pub mod tiles;
 pub mod tma;
 pub mod views;
 pub mod warp;
+pub mod wgmma;
 
 pub use atomic::AtomicSlice;
 pub use constant::ConstantMemory;

@@ -277,6 +277,11 @@ pub mod bf16x2 {
 pub mod tcgen05 {
     use super::unreachable_on_host;
 
+    /// cuda-oxide keeps `stmatrix` here too (see `cuprum::simt::wgmma`).
+    pub use crate::simt::wgmma::{
+        stmatrix_m8n8_x2, stmatrix_m8n8_x2_trans, stmatrix_m8n8_x4, stmatrix_m8n8_x4_trans,
+    };
+
     /// `lo` in the low half and `hi` in the high half, each rounded to `bf16`. In device code
     /// only.
     pub fn cvt_f32x2_bf16x2(lo: f32, hi: f32) -> u32 {
