@@ -84,7 +84,11 @@ impl Lowerer<'_> {
                 format!("`{name}` takes {} arguments", f.sig.inputs.len()),
             );
         }
+        // Where the result goes (`let acc: Acc<f32> = Acc::new()`) is this call's, not its
+        // arguments'.
+        let expected = self.expected.take();
         let args = self.helper_args(f.sig.inputs.iter(), args)?;
+        self.expected = expected;
         self.call_with_args(f, path, args, span)
     }
 
@@ -97,6 +101,7 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Val> {
         let name = f.sig.ident.to_string();
+        let expected = self.expected.take();
         if self.frames.len() >= MAX_HELPER_DEPTH {
             return err(
                 span,
@@ -111,7 +116,8 @@ impl Lowerer<'_> {
                 witnesses.push(self.arg_witness(a, span)?);
             }
         }
-        let (type_params, const_params) = self.infer_generics(f, path, &witnesses, span)?;
+        let (type_params, const_params) =
+            self.infer_generics(f, path, &witnesses, expected.as_ref(), span)?;
 
         // The helper runs in its own scope, with its own type and const parameters.
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![Vec::new()]);
@@ -214,13 +220,12 @@ impl Lowerer<'_> {
                 let array = self.new_local_array(name, elem, dims, None, ty.span(), what)?;
                 Ok(Binding::Val(Val::Array(array)))
             }
-            other if crate::types::struct_named(other, &self.info.structs).is_some() => {
-                let Some(def) = crate::types::struct_named(other, &self.info.structs).cloned()
-                else {
+            other if self.struct_instance(other).is_some() => {
+                let Some(def) = self.struct_instance(other) else {
                     return err(other.span(), "unknown struct");
                 };
                 let mut items = Vec::new();
-                for field in &def.fields {
+                for field in &def.def.fields {
                     let fname = field
                         .ident
                         .as_ref()
@@ -228,7 +233,18 @@ impl Lowerer<'_> {
                         .unwrap_or_default();
                     items.push(self.result_slot(&format!("{name}.{fname}"), &field.ty)?);
                 }
-                Ok(Binding::Struct(def.ident.to_string(), items))
+                Ok(Binding::Struct(def.name, items))
+            }
+            other if crate::generic_structs::declaration(other, &self.info.structs).is_some() => {
+                err(
+                    other.span(),
+                    format!(
+                        "`{}` names a generic struct without its arguments: write them \
+                         (`-> {}<T>`)",
+                        source_text(other),
+                        source_text(other)
+                    ),
+                )
             }
             syn::Type::Reference(r) => err(
                 r.span(),
@@ -269,6 +285,7 @@ impl Lowerer<'_> {
         f: &syn::ItemFn,
         path: &syn::Path,
         values: &[Val],
+        expected: Option<&syn::Type>,
         span: Span,
     ) -> Result<(TypeParams, ConstParams)> {
         let mut out = HashMap::new();
@@ -303,11 +320,13 @@ impl Lowerer<'_> {
         if order.is_empty() {
             return Ok((out, consts));
         }
-        // An explicit turbofish fixes the parameters in order.
+        // An explicit turbofish fixes the parameters in order: the function's own, after
+        // those of a generic `impl` block (which the path's type names: `Acc::<f32>::new`).
+        let impl_params = crate::impls::impl_origin(f).map_or(0, |(n, _)| n);
         if let Some(syn::PathArguments::AngleBracketed(a)) =
             path.segments.last().map(|s| &s.arguments)
         {
-            for ((name, const_ty), arg) in order.iter().zip(&a.args) {
+            for ((name, const_ty), arg) in order.iter().skip(impl_params).zip(&a.args) {
                 match (const_ty, arg) {
                     (None, syn::GenericArgument::Type(t)) => {
                         out.insert(name.clone(), self.resolve_scalar(t)?);
@@ -352,6 +371,19 @@ impl Lowerer<'_> {
                 &mut out,
             );
         }
+        // Generic structs: the path's type, the receiver's and the struct arguments'
+        // instances, and where the result goes.
+        self.infer_struct_params(
+            f,
+            path,
+            values,
+            expected,
+            &generics,
+            &mut out,
+            &mut consts,
+            &const_types,
+            span,
+        )?;
         for (name, _) in &const_types {
             if !consts.contains_key(name) {
                 return err(

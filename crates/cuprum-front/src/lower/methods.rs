@@ -37,6 +37,7 @@ impl Lowerer<'_> {
     }
 
     fn find_method(&self, self_ty: &str, name: &str) -> Option<&syn::ItemFn> {
+        let self_ty = crate::generic_structs::base_name(self_ty);
         self.info
             .methods
             .iter()
@@ -198,6 +199,8 @@ impl Lowerer<'_> {
         trait_name: &str,
         rhs_struct: Option<&str>,
     ) -> Option<syn::ItemFn> {
+        let self_ty = crate::generic_structs::base_name(self_ty);
+        let rhs_struct = rhs_struct.map(crate::generic_structs::base_name);
         self.info
             .methods
             .iter()
@@ -206,7 +209,7 @@ impl Lowerer<'_> {
                     && m.trait_name.as_deref() == Some(trait_name)
                     && match m.item.sig.inputs.iter().nth(1) {
                         Some(syn::FnArg::Typed(pt)) => {
-                            crate::types::struct_named(&pt.ty, &self.info.structs)
+                            crate::generic_structs::declaration(&pt.ty, &self.info.structs)
                                 .map(|d| d.ident.to_string())
                                 .as_deref()
                                 == rhs_struct

@@ -18,6 +18,7 @@ mod control;
 mod disjoint;
 mod helpers;
 mod infer;
+mod instances;
 mod intrinsics;
 mod local_aggregates;
 mod macros;
@@ -349,6 +350,11 @@ struct Lowerer<'a> {
     split_boundary_values: Vec<(Value, proc_macro2::Span)>,
     /// The phased arrays whose `mine_below()` loop is being lowered.
     mine_below_open: Vec<u32>,
+    /// The type the value being lowered goes into, where a `let` annotation or a struct
+    /// field names a struct: what a generic struct's arguments are inferred from when
+    /// nothing else names them (`let acc: Acc<f32> = Acc::new();`). Taken by the first call
+    /// or struct expression that needs it.
+    expected: Option<syn::Type>,
     /// The kernel's launch contract in this specialization (block dimensions named by const
     /// parameters resolved): what every rule that relies on the contract reads.
     contract: Option<crate::items::ContractInfo>,
@@ -404,6 +410,7 @@ impl<'a> Lowerer<'a> {
             split_constants: HashMap::new(),
             split_boundary_values: Vec::new(),
             mine_below_open: Vec::new(),
+            expected: None,
             contract: None,
         }
     }
@@ -867,7 +874,17 @@ impl<'a> Lowerer<'a> {
                 };
                 (self.array_expr(init, hint, Some(site))?, true)
             }
-            _ => (self.expr(init)?, false),
+            _ => {
+                // `let acc: Acc<f32> = Acc::new();`: the annotation names the instance.
+                self.expected = annotation
+                    .filter(|t| {
+                        crate::generic_structs::declaration(t, &self.info.structs).is_some()
+                    })
+                    .map(|t| self.concrete_type(t));
+                let v = self.expr(init);
+                self.expected = None;
+                (v?, false)
+            }
         };
         self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)
     }
