@@ -503,9 +503,16 @@ fn slice_param(elem: ElemType, access: SliceAccess) -> ParamType {
 }
 
 /// What a field of a device struct may be, for the error on anything else.
-pub const STRUCT_FIELD_HELP: &str = "fields of device structs are scalars or structs of the \
-     module; arrays and tuples in structs are not supported in device code yet: use one scalar \
-     field per element (`x: f32, y: f32`) or a nested struct";
+pub const STRUCT_FIELD_HELP: &str = "fields of device structs are numbers, arrays of numbers \
+     or structs of the module; tuples in structs are not supported in device code yet: use a \
+     nested struct";
+
+/// What a field of a struct passed by value to a kernel may be, for the error on anything
+/// else.
+pub const STRUCT_PARAM_FIELD_HELP: &str = "fields of a struct passed by value to a kernel are \
+     scalars or structs of the module (one launch argument each); arrays in a struct parameter \
+     are not supported in device code yet: pass such structs in a slice (`&[Segment]`), or use \
+     one scalar field per element (`x: f32, y: f32`)";
 
 /// How deeply structs may nest in one another (deeper is a cycle, which rustc refuses too).
 const MAX_STRUCT_DEPTH: u32 = 16;
@@ -544,7 +551,7 @@ pub fn struct_leaves(
             continue;
         }
         let fty = scalar_in(&field.ty, generics)
-            .map_err(|_| syn::Error::new(field.ty.span(), STRUCT_FIELD_HELP))?;
+            .map_err(|_| syn::Error::new(field.ty.span(), STRUCT_PARAM_FIELD_HELP))?;
         out.push((path, fty));
     }
     Ok(())

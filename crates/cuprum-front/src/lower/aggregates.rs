@@ -247,6 +247,22 @@ impl Lowerer<'_> {
         Ok(Val::Struct(inst.name, items))
     }
 
+    /// `v` with every array inside it (a field of a struct, nested too) copied, as binding a
+    /// struct to a new name copies it in Rust; numbers are values already.
+    pub(super) fn copy_array_fields(&mut self, v: Val, span: Span) -> Result<Val> {
+        match v {
+            Val::Struct(name, items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.copy_array_fields(item, span)?);
+                }
+                Ok(Val::Struct(name, out))
+            }
+            v @ Val::Array(_) => self.copy_array(&v, span),
+            other => Ok(other),
+        }
+    }
+
     /// A value converted to a field's declared type (a number, another struct, or an array
     /// of numbers, which is copied, as Rust copies arrays).
     pub(super) fn field_value(&mut self, v: Val, ty: &syn::Type, span: Span) -> Result<Val> {

@@ -453,6 +453,23 @@ impl Lowerer<'_> {
                         out.insert(name.clone(), k.default_type());
                     }
                     None => {
+                        if let Some((_, self_ty)) = crate::impls::impl_origin(f) {
+                            let st = crate::generic_structs::base_name(&source_text(&self_ty))
+                                .to_string();
+                            return err(
+                                span,
+                                format!(
+                                    "cannot tell what `{name}` of `{}` stands for at this call \
+                                     of `{}`: device code infers it from the path, the \
+                                     receiver, the arguments or the binding's annotation, not \
+                                     from later uses. Name it: `{st}::<f32>::{}(..)`, or \
+                                     `let v: {st}<f32> = ..`",
+                                    source_text(&self_ty),
+                                    f.sig.ident,
+                                    f.sig.ident
+                                ),
+                            );
+                        }
                         return err(
                             span,
                             format!(

@@ -994,6 +994,8 @@ impl<'a> Lowerer<'a> {
         }
         let value = match value {
             Val::Array(_) if !fresh => self.copy_array(&value, span)?,
+            // A struct's array fields are copied too (`let w2 = w;` of a `Window<N>`).
+            Val::Struct(..) if !fresh => self.copy_array_fields(value, span)?,
             Val::LocalElems { array, elem, len } if !fresh => {
                 self.copy_aggregate_array(array, &elem, len, span)?
             }
