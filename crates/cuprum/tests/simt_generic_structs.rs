@@ -77,7 +77,7 @@ mod kernels {
         let mut partial = SharedArray::<Welford<T>, 128>::uninit();
         let tid = thread::threadIdx_x() as usize;
         let block = thread::blockIdx_x() as usize;
-        let mut acc: Welford<T> = Welford::new();
+        let mut acc = Welford::new();
         for k in 0..per_thread {
             let i = (block * per_thread + k) * 128 + tid;
             if i < x.len() {
@@ -99,19 +99,21 @@ mod kernels {
         }
     }
 
-    /// Each block's sample variance, from the same accumulators (a generic helper taking and
-    /// returning `Welford<T>`).
+    /// Two accumulators merged (a generic helper taking and returning `Welford<T>`).
     pub fn merged<T: Num>(a: Welford<T>, b: Welford<T>) -> Welford<T> {
         a.merge(b)
     }
 
+    /// The sample variance of each block's and the next block's elements together.
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
     pub fn pair_variances<T: Num>(stats: &[Welford<T>], mut out: DisjointSlice<T>) {
         let i = thread::index_1d();
         if let Some(o) = out.get_mut(i) {
             let k = i.get();
-            let both = merged(stats[k], stats[(k + 1) % stats.len()]);
+            let mut both: Welford<T> = Welford::new();
+            both = merged(both, stats[k]);
+            both = merged(both, stats[(k + 1) % stats.len()]);
             *o = both.variance();
         }
     }
@@ -213,7 +215,7 @@ mod kernels {
         let i = thread::index_1d();
         if let Some(o) = out.get_mut(i) {
             let me = bodies[i.get()];
-            let mut acc: Vec3<f32> = Vec3::zero();
+            let mut acc = Vec3::zero();
             for j in 0..bodies.len() {
                 let other = bodies[j];
                 acc += pull(&me, &other, softening);
@@ -352,7 +354,10 @@ where
         m.prepare_pair_variances(LaunchConfig1D::new(blocks_for(blocks, 128), 128, 0))?;
     m.pair_variances::<T>(&stream, &prepared, &stats, &mut vars)?;
     let want_vars: Vec<T> = (0..blocks)
-        .map(|k| kernels::merged(want[k], want[(k + 1) % blocks]).variance())
+        .map(|k| {
+            let both = kernels::merged(Welford::new(), want[k]);
+            kernels::merged(both, want[(k + 1) % blocks]).variance()
+        })
         .collect();
     assert_same("pair_variances", &vars.to_host_vec(&stream)?, &want_vars);
     Ok(())

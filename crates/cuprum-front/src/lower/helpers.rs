@@ -290,6 +290,7 @@ impl Lowerer<'_> {
     ) -> Result<(TypeParams, ConstParams)> {
         let mut out = HashMap::new();
         let mut consts = ConstParams::new();
+        let open_receiver = self.open_receiver.take();
         let mut generics: Vec<String> = Vec::new();
         let mut const_types: Vec<(String, S)> = Vec::new();
         // Type and const parameters in declaration order, as a turbofish names them.
@@ -377,6 +378,7 @@ impl Lowerer<'_> {
             f,
             path,
             values,
+            open_receiver.is_some(),
             expected,
             &generics,
             &mut out,
@@ -442,6 +444,32 @@ impl Lowerer<'_> {
                 _ => {}
             }
         }
+        // A receiver whose instance was left open where it was made (`let mut acc =
+        // Acc::new();`): this call's arguments say what it stands for.
+        if let Some(open) = open_receiver {
+            self.note_open_receiver(f, &open, &out, &literal_kind);
+            let mut found = HashMap::new();
+            let mut found_consts = HashMap::new();
+            if let (Some((_, self_ty)), Some(v)) = (crate::impls::impl_origin(f), values.first())
+                && let Some(t) = self.value_type(v)
+            {
+                crate::generic_structs::unify(
+                    &self_ty,
+                    &t,
+                    &generics,
+                    &mut found,
+                    &mut found_consts,
+                );
+            }
+            for (name, ty) in found {
+                if let Some(s) = crate::types::scalar_type(&ty)
+                    && !literal_kind.contains_key(&name)
+                    && !from_open.contains_key(&name)
+                {
+                    out.entry(name).or_insert(s);
+                }
+            }
+        }
         for name in &generics {
             if !out.contains_key(name) && !closures.contains(name) {
                 if let Some(&ty) = from_open.get(name) {
@@ -453,6 +481,10 @@ impl Lowerer<'_> {
                         out.insert(name.clone(), k.default_type());
                     }
                     None => {
+                        if let Some(ty) = self.open_struct_param(f, name)? {
+                            out.insert(name.clone(), ty);
+                            continue;
+                        }
                         if let Some((_, self_ty)) = crate::impls::impl_origin(f) {
                             let st = crate::generic_structs::base_name(&source_text(&self_ty))
                                 .to_string();
@@ -461,10 +493,11 @@ impl Lowerer<'_> {
                                 format!(
                                     "cannot tell what `{name}` of `{}` stands for at this call \
                                      of `{}`: device code infers it from the path, the \
-                                     receiver, the arguments or the binding's annotation, not \
-                                     from later uses. Name it: `{st}::<f32>::{}(..)`, or \
-                                     `let v: {st}<f32> = ..`",
-                                    source_text(&self_ty),
+                                     receiver, the arguments, the binding's annotation or the \
+                                     arguments of the binding's later method calls and \
+                                     operators, not from other uses. Name it: \
+                                     `{st}::<f32>::{}(..)`, or `let v: {st}<f32> = ..`",
+                                    source_text(&self_ty).replace(" < ", "<").replace(" >", ">"),
                                     f.sig.ident,
                                     f.sig.ident
                                 ),

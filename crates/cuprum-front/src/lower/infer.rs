@@ -29,6 +29,10 @@ pub(super) struct Inference {
     parent: HashMap<u32, u32>,
     ty: HashMap<u32, S>,
     kind: HashMap<u32, LitKind>,
+    /// Whether the run left a generic struct's argument open (`let mut acc = Acc::new();`,
+    /// typed by later uses): its guess may have been wrong, so another infer run follows
+    /// with what this one learned.
+    pub(super) opened_struct_params: bool,
 }
 
 impl Inference {

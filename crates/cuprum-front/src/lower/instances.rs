@@ -143,6 +143,7 @@ impl Lowerer<'_> {
         f: &syn::ItemFn,
         path: &syn::Path,
         values: &[Val],
+        open_receiver: bool,
         expected: Option<&syn::Type>,
         generics: &[String],
         types: &mut TypeParams,
@@ -169,7 +170,9 @@ impl Lowerer<'_> {
                     &mut found_consts,
                 );
             }
+            // (An open receiver's instance is a guess: its arguments go first.)
             if let (Some(syn::FnArg::Receiver(_)), Some(v)) = (f.sig.inputs.first(), values.first())
+                && !open_receiver
                 && let Some(t) = self.value_type(v)
             {
                 gs::unify(&self_ty, &t, &params, &mut found_types, &mut found_consts);
@@ -210,6 +213,119 @@ impl Lowerer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Lowerer<'_> {
+    /// A type parameter `name` of a generic `impl`'s function `f` that nothing at its call
+    /// names, where `f` makes the block's struct (`Acc::new()` in `let mut acc =
+    /// Acc::new();`): left open at a site of its own, which later uses of the binding type
+    /// (`acc.add(x)`, see `note_open_receiver`), as rustc infers it. The infer runs lower the
+    /// call with their best guess so far (`open_guesses`, from the previous run; `f32` at
+    /// first), the emit run with the solved type. `None` when `f` does not make its struct,
+    /// or (emitting) no use said what the parameter is.
+    pub(super) fn open_struct_param(&mut self, f: &syn::ItemFn, name: &str) -> Result<Option<S>> {
+        let Some((_, self_ty)) = crate::impls::impl_origin(f) else {
+            return Ok(None);
+        };
+        let syn::ReturnType::Type(_, out) = &f.sig.output else {
+            return Ok(None);
+        };
+        if source_text(&**out) != source_text(&self_ty) {
+            return Ok(None);
+        }
+        let Some(position) = struct_param_position(&self_ty, name) else {
+            return Ok(None);
+        };
+        let site = self.site();
+        self.opened.push((position, site));
+        if let Mode::Infer(inf) = &mut self.mode {
+            inf.opened_struct_params = true;
+            return Ok(Some(
+                self.open_guesses.get(&site).copied().unwrap_or(S::F32),
+            ));
+        }
+        Ok(self.solved(site))
+    }
+
+    /// A call of `f` on a receiver whose instance is open (`open`: the struct's argument
+    /// positions and their sites): what the call's arguments gave its parameters (`found`,
+    /// or untyped literals' kinds) is what the receiver's arguments are.
+    pub(super) fn note_open_receiver(
+        &mut self,
+        f: &syn::ItemFn,
+        open: &[(usize, u32)],
+        found: &TypeParams,
+        literal: &HashMap<String, LitKind>,
+    ) {
+        let Some((_, self_ty)) = crate::impls::impl_origin(f) else {
+            return;
+        };
+        for &(position, site) in open {
+            let Some(name) = struct_param_name(&self_ty, position) else {
+                continue;
+            };
+            if let Some(&ty) = found.get(&name) {
+                self.note_type(site, ty);
+            } else if let Some(&kind) = literal.get(&name) {
+                self.note_kind(site, kind);
+            }
+        }
+    }
+
+    /// The sites of `binding`'s open arguments, if it holds a struct whose instance was left
+    /// open where it was made (keyed by its first variable, which is its own).
+    pub(super) fn open_sites_of(&self, binding: &Binding) -> Option<Vec<(usize, u32)>> {
+        let var = first_var(binding)?;
+        self.open_vars.get(&var).cloned()
+    }
+
+    /// Remembers that the `let mut` binding `name` holds the instance the call just lowered
+    /// left open, so that its later uses can type it.
+    pub(super) fn register_open_binding(&mut self, name: &str, opened: Vec<(usize, u32)>) {
+        if opened.is_empty() {
+            return;
+        }
+        if let Some(var) = self.lookup(name).and_then(first_var) {
+            self.open_vars.insert(var, opened);
+        }
+    }
+}
+
+/// The first variable of a mutable struct binding.
+fn first_var(b: &Binding) -> Option<cuprum_ir::Var> {
+    match b {
+        Binding::Var { var, .. } => Some(*var),
+        Binding::Struct(_, items) | Binding::Tuple(items) => items.iter().find_map(first_var),
+        _ => None,
+    }
+}
+
+/// The position of parameter `name` among the arguments of the self type `Acc<T>`.
+fn struct_param_position(self_ty: &syn::Type, name: &str) -> Option<usize> {
+    let syn::Type::Path(p) = self_ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    a.args.iter().position(|arg| {
+        matches!(arg, syn::GenericArgument::Type(syn::Type::Path(t))
+            if t.path.get_ident().is_some_and(|i| i == name))
+    })
+}
+
+/// The parameter the self type `Acc<T>` has at argument `position`.
+fn struct_param_name(self_ty: &syn::Type, position: usize) -> Option<String> {
+    let syn::Type::Path(p) = self_ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    match a.args.iter().nth(position)? {
+        syn::GenericArgument::Type(syn::Type::Path(t)) => t.path.get_ident().map(|i| i.to_string()),
+        _ => None,
     }
 }
 

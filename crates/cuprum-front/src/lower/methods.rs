@@ -140,6 +140,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
+        let open = self.open_sites_of(&receiver);
         let first = if r.reference.is_some() {
             Arg::Place(receiver)
         } else {
@@ -155,6 +156,7 @@ impl Lowerer<'_> {
                 None => syn::PathArguments::None,
             },
         });
+        self.open_receiver = open;
         self.call_with_args(f, &path, args, span)
     }
 
@@ -310,6 +312,7 @@ impl Lowerer<'_> {
             );
         };
         let path = syn::Path::from(f.sig.ident.clone());
+        self.open_receiver = self.open_sites_of(&target);
         let args = vec![Arg::Place(target), Arg::Value(rhs)];
         Ok(Some(self.call_with_args(&f, &path, args, b.span())?))
     }

@@ -102,11 +102,31 @@ pub fn lower_kernel(
     let mut inference = Inference::default();
     // The first run only collects typing facts; its errors reappear in the second run.
     let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
-    let solved = inference.solve();
+    let mut solved = inference.solve();
+    // A generic struct's argument left open for later uses (`let mut acc = Acc::new();
+    // acc.add(x[i]);`) was lowered with a guess, which may have stopped the run at a
+    // mismatch: run again with what was learned, until nothing new is (each run learns at
+    // least the open argument it stopped at).
+    let mut open = inference.opened_struct_params;
+    for _ in 0..MAX_OPEN_STRUCT_RUNS {
+        if !open {
+            break;
+        }
+        let mut again = Inference::default();
+        let mut lowerer = Lowerer::new(info, kernel, spec, Mode::Infer(&mut again));
+        lowerer.open_guesses = solved.clone();
+        let _ = lowerer.run();
+        let next = again.solve();
+        open = next != solved;
+        solved = next;
+    }
     let mut lowered = Lowerer::new(info, kernel, spec, Mode::Emit(&solved)).run()?;
     atomic_cells::mark_atomic_writes(&mut lowered);
     Ok(lowered)
 }
+
+/// How many more infer runs may type generic structs' open arguments (see `lower_kernel`).
+const MAX_OPEN_STRUCT_RUNS: usize = 8;
 
 /// The value of a constant expression.
 #[derive(Clone, Copy, Debug)]
@@ -356,6 +376,17 @@ struct Lowerer<'a> {
     /// nothing else names them (`let acc: Acc<f32> = Acc::new();`). Taken by the first call
     /// or struct expression that needs it.
     expected: Option<syn::Type>,
+    /// What the previous infer run solved, for the arguments of generic structs left open
+    /// (`instances::open_struct_param`); empty in the first.
+    open_guesses: HashMap<u32, S>,
+    /// The open arguments (struct argument position, site) the last call left, for the
+    /// `let` binding its result.
+    opened: Vec<(usize, u32)>,
+    /// Per `let mut` struct holding an open instance (by its first variable), its open
+    /// arguments.
+    open_vars: HashMap<Var, Vec<(usize, u32)>>,
+    /// The open arguments of the receiver of the method call being inferred.
+    open_receiver: Option<Vec<(usize, u32)>>,
     /// The kernel's launch contract in this specialization (block dimensions named by const
     /// parameters resolved): what every rule that relies on the contract reads.
     contract: Option<crate::items::ContractInfo>,
@@ -412,6 +443,10 @@ impl<'a> Lowerer<'a> {
             split_boundary_values: Vec::new(),
             mine_below_open: Vec::new(),
             expected: None,
+            open_guesses: HashMap::new(),
+            opened: Vec::new(),
+            open_vars: HashMap::new(),
+            open_receiver: None,
             contract: None,
         }
     }
@@ -882,12 +917,19 @@ impl<'a> Lowerer<'a> {
                         crate::generic_structs::declaration(t, &self.info.structs).is_some()
                     })
                     .map(|t| self.concrete_type(t));
+                self.opened.clear();
                 let v = self.expr(init);
                 self.expected = None;
                 (v?, false)
             }
         };
-        self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)
+        let opened = std::mem::take(&mut self.opened);
+        self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)?;
+        // `let mut acc = Acc::new();` with `T` left for later uses to tell.
+        if let syn::Pat::Ident(id) = strip_type(pat) {
+            self.register_open_binding(&id.ident.to_string(), opened);
+        }
+        Ok(())
     }
 
     /// `let [a, b, c] = init;`: `a = init[0]`, `b = init[1]`, ... An `init` that names a place

@@ -1,5 +1,6 @@
 // The arguments of a generic struct come from the path (`Acc::<f32>::new()`), the receiver,
-// the arguments or the binding's annotation; one that only a later use would tell is not
+// the arguments, the binding's annotation or the arguments of its later method calls
+// (`acc.add(x)`); one that only another use would tell (here a field assignment) is not
 // inferred yet, and the message says how to name it.
 use cuprum::cuda_module;
 use cuprum::simt::{DisjointSlice, Num, kernel, thread};
@@ -29,7 +30,7 @@ mod kernels {
         let i = thread::index_1d();
         if let Some(o) = y.get_mut(i) {
             let mut acc = Acc::new();
-            acc.add(x[i.get()]);
+            acc.sum = x[i.get()];
             *o = acc.sum;
         }
     }
