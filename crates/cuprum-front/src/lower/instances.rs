@@ -53,7 +53,7 @@ impl Lowerer<'_> {
             return Ok(inst);
         }
         if let Some(inst) = expected.and_then(|t| self.struct_instance(t))
-            && gs::base_name(&inst.name) == decl.ident.to_string()
+            && decl.ident == gs::base_name(&inst.name)
         {
             return Ok(inst);
         }
