@@ -1,7 +1,8 @@
 //! Generic device structs in their natural form, each instantiation laid out and compiled
 //! on its own: a Welford mean-variance accumulator `Welford<T>` merged by a generic block
 //! reduction (f32 and f64) in a shared array of accumulators; a `Vec3<T>` with operator
-//! impls inside `Body<T>`, in an n-body-like step over `&[Body<f32>]`; a const-generic
+//! impls inside `Body<T>`, in an n-body-like step over `&[Body<f32>]` (also staged through
+//! a safe `SharedWrite<Body<f32>, 64>`); a const-generic
 //! `Window<N>` stencil (two `N`); and a `Pair<A, B>` of mixed types in a slice. The structs
 //! and their methods are ordinary Rust too, so each reference is computed with the same
 //! struct on the host. Outputs start poisoned; every element is checked.
@@ -12,7 +13,7 @@ use std::ops::{Add, AddAssign, Mul, Sub};
 
 use common::{assert_same, blocks_for, ctx};
 use cuprum::simt::{
-    DisjointSlice, Num, SharedArray, kernel, launch_contract, sync_threads, thread,
+    DisjointSlice, Num, SharedArray, SharedWrite, kernel, launch_contract, sync_threads, thread,
 };
 use cuprum::{DeviceBuffer, DeviceCopy, LaunchConfig, LaunchConfig1D, cuda_module};
 use cuprum_testkit::poison::Poison;
@@ -224,6 +225,39 @@ mod kernels {
         }
     }
 
+    /// The same step with the bodies staged through shared memory, 64 at a time, in a safe
+    /// phased array of `Body<f32>`.
+    #[kernel]
+    #[launch_contract(domain = 1, block = (64, 1, 1))]
+    pub fn nbody_step_tiled(
+        bodies: &[Body<f32>],
+        dt: f32,
+        softening: f32,
+        mut out: DisjointSlice<Body<f32>>,
+    ) {
+        let i = thread::index_1d();
+        let n = bodies.len();
+        let me = bodies[i.get().min(n - 1)];
+        let mut acc = Vec3::zero();
+        let mut tile = SharedWrite::<Body<f32>, 64>::new();
+        for start in (0..n).step_by(64) {
+            for (j, slot) in tile.mine() {
+                *slot = bodies[(start + j).min(n - 1)];
+            }
+            let staged = tile.sync();
+            for j in 0..64 {
+                if start + j < n {
+                    let other = staged[j];
+                    acc += pull(&me, &other, softening);
+                }
+            }
+            tile = staged.sync();
+        }
+        if let Some(o) = out.get_mut(i) {
+            *o = me.advanced(acc, dt);
+        }
+    }
+
     /// `N` consecutive values, weighted.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, PartialEq)]
@@ -400,8 +434,12 @@ fn vec3_operators_in_an_nbody_step() -> cuprum::Result<()> {
     };
     let db = DeviceBuffer::from_host(&stream, &bodies)?;
     let mut out = DeviceBuffer::from_host(&stream, &vec![poison; n])?;
-    let prepared = m.prepare_nbody_step(LaunchConfig1D::new(blocks_for(n, 64), 64, 0))?;
+    let mut tiled = DeviceBuffer::from_host(&stream, &vec![poison; n])?;
+    let config = LaunchConfig1D::new(blocks_for(n, 64), 64, 0);
+    let prepared = m.prepare_nbody_step(config)?;
     m.nbody_step(&stream, &prepared, &db, dt, softening, &mut out)?;
+    let prepared = m.prepare_nbody_step_tiled(config)?;
+    m.nbody_step_tiled(&stream, &prepared, &db, dt, softening, &mut tiled)?;
     let want: Vec<Body<f32>> = bodies
         .iter()
         .map(|me| {
@@ -413,6 +451,7 @@ fn vec3_operators_in_an_nbody_step() -> cuprum::Result<()> {
         })
         .collect();
     assert_same("nbody_step", &out.to_host_vec(&stream)?, &want);
+    assert_same("nbody_step_tiled", &tiled.to_host_vec(&stream)?, &want);
     Ok(())
 }
 
