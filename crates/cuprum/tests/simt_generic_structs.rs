@@ -105,14 +105,20 @@ mod kernels {
         a.merge(b)
     }
 
-    /// The sample variance of each block's and the next block's elements together.
+    /// The sample variance of `prior`'s, each block's and the next block's elements
+    /// together (`prior` passed by value: one launch argument per field).
     #[kernel]
     #[launch_contract(domain = 1, block = (128, 1, 1))]
-    pub fn pair_variances<T: Num>(stats: &[Welford<T>], mut out: DisjointSlice<T>) {
+    pub fn pair_variances<T: Num>(
+        prior: Welford<T>,
+        stats: &[Welford<T>],
+        mut out: DisjointSlice<T>,
+    ) {
         let i = thread::index_1d();
         if let Some(o) = out.get_mut(i) {
             let k = i.get();
             let mut both: Welford<T> = Welford::new();
+            both = merged(both, prior);
             both = merged(both, stats[k]);
             both = merged(both, stats[(k + 1) % stats.len()]);
             *o = both.variance();
@@ -386,10 +392,15 @@ where
     let mut vars = DeviceBuffer::from_host(&stream, &vec![T::POISON; blocks])?;
     let prepared =
         m.prepare_pair_variances(LaunchConfig1D::new(blocks_for(blocks, 128), 128, 0))?;
-    m.pair_variances::<T>(&stream, &prepared, &stats, &mut vars)?;
+    let mut prior = Welford::new();
+    for &v in &x[..x.len().min(5)] {
+        prior.add(v);
+    }
+    m.pair_variances::<T>(&stream, &prepared, prior, &stats, &mut vars)?;
     let want_vars: Vec<T> = (0..blocks)
         .map(|k| {
-            let both = kernels::merged(Welford::new(), want[k]);
+            let both = kernels::merged(Welford::new(), prior);
+            let both = kernels::merged(both, want[k]);
             kernels::merged(both, want[(k + 1) % blocks]).variance()
         })
         .collect();
