@@ -164,3 +164,28 @@ fn refusals_say_what_to_write_instead() {
     );
     assert!(e.contains("pass such structs in a slice"), "{e}");
 }
+
+/// A helper's result type names the instance its value makes: `Acc::new()` as the tail or
+/// in a `return`, and a binding made so.
+#[test]
+fn a_helper_result_type_names_the_instance() {
+    compile_ok(&format!(
+        "{ACC}
+        pub fn fresh<T: Num>() -> Acc<T> {{ Acc::new() }}
+        pub fn early<T: Num>(skip: bool) -> Acc<T> {{
+            if skip {{
+                return Acc::new();
+            }}
+            let mut a = Acc::new();
+            a.count = 3;
+            a
+        }}
+        #[kernel]
+        pub unsafe fn k(x: &[f64], out: &mut [f64]) {{
+            let mut a: Acc<f64> = fresh();
+            a.add(x[0]);
+            let b: Acc<f64> = early(x[1] > 0.0);
+            out[0] = a.mean() + b.sum;
+        }}"
+    ));
+}

@@ -36,6 +36,11 @@ pub(super) struct HelperFrame {
     /// How many `return`s from inside loops were lowered so far: a loop whose body raised it
     /// is followed by `if returned { Break }`.
     pub loop_returns: u32,
+    /// The result type, where it names a struct of the module (`-> Acc<T>`, with the
+    /// parameters in scope substituted), and how many scopes are open in the body's own
+    /// block: what a generic struct's arguments are inferred from when the body's value or a
+    /// `return` names none (`Acc::new()`, or a binding made so, as the tail).
+    pub result_struct: Option<(syn::Type, usize)>,
 }
 
 impl Lowerer<'_> {
@@ -172,11 +177,20 @@ impl Lowerer<'_> {
         };
         self.b.begin_block();
         self.loop_depth += 1;
+        let result_struct = match &f.sig.output {
+            syn::ReturnType::Type(_, ty)
+                if crate::generic_structs::declaration(ty, &self.info.structs).is_some() =>
+            {
+                Some((self.concrete_type(ty), self.scopes.len() + 1))
+            }
+            _ => None,
+        };
         self.frames.push(HelperFrame {
             result: result.clone(),
             loop_depth: self.loop_depth,
             returned,
             loop_returns: 0,
+            result_struct,
         });
         let body = self.block(&f.block);
         self.frames.pop();

@@ -273,6 +273,34 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Before lowering `e`, the value of the current helper (its body's tail when `scopes` is
+    /// the body's own block's depth, or a `return`'s when 0): where the helper's result type
+    /// names a struct, that is where `e`'s value goes, so a call in `e` may take its
+    /// arguments from it (`expected`), and a binding whose instance was left open
+    /// (`let mut a = Acc::new(); .. a`) learns them.
+    pub(super) fn expect_result(&mut self, e: &syn::Expr, scopes: usize) {
+        let Some((ty, depth)) = self.frames.last().and_then(|f| f.result_struct.clone()) else {
+            return;
+        };
+        if scopes != 0 && scopes != depth {
+            return;
+        }
+        if let syn::Expr::Path(p) = e
+            && let Some(name) = p.path.get_ident().map(|i| i.to_string())
+            && let Some(open) = self.lookup(&name).and_then(|b| self.open_sites_of(b))
+        {
+            for (position, site) in open {
+                if let Some(s) =
+                    struct_argument(&ty, position).and_then(|t| crate::types::scalar_type(&t))
+                {
+                    self.note_type(site, s);
+                }
+            }
+            return;
+        }
+        self.expected = Some(ty);
+    }
+
     /// The sites of `binding`'s open arguments, if it holds a struct whose instance was left
     /// open where it was made (keyed by its first variable, which is its own).
     pub(super) fn open_sites_of(&self, binding: &Binding) -> Option<Vec<(usize, u32)>> {
@@ -297,6 +325,20 @@ fn first_var(b: &Binding) -> Option<cuprum_ir::Var> {
     match b {
         Binding::Var { var, .. } => Some(*var),
         Binding::Struct(_, items) | Binding::Tuple(items) => items.iter().find_map(first_var),
+        _ => None,
+    }
+}
+
+/// The type argument of the concrete type `Acc<f32>` at `position`.
+fn struct_argument(ty: &syn::Type, position: usize) -> Option<syn::Type> {
+    let syn::Type::Path(p) = ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    match a.args.iter().nth(position)? {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
         _ => None,
     }
 }

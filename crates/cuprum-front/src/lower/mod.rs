@@ -786,7 +786,16 @@ impl<'a> Lowerer<'a> {
                     Val::Unit
                 }
                 syn::Stmt::Expr(e, semi) => {
-                    let v = self.expr(e)?;
+                    // A helper's value goes where its result type says (`-> Acc<T>`).
+                    let tail = is_last && semi.is_none();
+                    if tail {
+                        self.expect_result(e, self.scopes.len());
+                    }
+                    let v = self.expr(e);
+                    if tail {
+                        self.expected = None;
+                    }
+                    let v = v?;
                     match (semi, v) {
                         (_, Val::Never) => Val::Never,
                         (None, v) if is_last => v,
@@ -1327,7 +1336,10 @@ impl<'a> Lowerer<'a> {
         let result = frame.result.clone();
         match (result, &r.expr) {
             (Some(slot), Some(e)) => {
-                let v = self.expr(e)?;
+                self.expect_result(e, 0);
+                let v = self.expr(e);
+                self.expected = None;
+                let v = v?;
                 self.assign_binding(&slot, v, e.span())?;
             }
             (None, None) => {}
