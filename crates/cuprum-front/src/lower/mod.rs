@@ -8,6 +8,10 @@
 //! the first time only to collect such facts at numbered *sites* (every `let`, `for` and
 //! `if`/`else` expression is a site, numbered in visit order, so both runs agree), the second
 //! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
+//! A generic struct's argument that only later uses tell (`let mut acc = Acc::new();
+//! acc.add(x[i]);`) is such a site too, but the first run must lower `Acc::new()` with a guess,
+//! and a wrong guess stops it at the first mismatch: the infer run is repeated with what the
+//! last one learned until it learns nothing new (`instances`).
 
 mod aggregates;
 mod arrays;
