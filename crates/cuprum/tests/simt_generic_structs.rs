@@ -266,7 +266,7 @@ mod kernels {
 
     /// `N` consecutive values, weighted.
     #[repr(C)]
-    #[derive(Clone, Copy, Debug, PartialEq)]
+    #[derive(Clone, Copy, Debug, PartialEq, DeviceCopy)]
     pub struct Window<const N: usize> {
         pub v: [f32; N],
     }
