@@ -71,8 +71,25 @@ impl Lowerer<'_> {
                 literal.entry(name).or_insert(kind);
                 continue;
             }
-            if let Some(concrete) = self.value_type(value) {
-                gs::unify(&field.ty, &concrete, &params, &mut types, &mut consts);
+            match self.value_type(value) {
+                Some(concrete) => gs::unify(&field.ty, &concrete, &params, &mut types, &mut consts),
+                // `Holder { v: &x[0] }`: a parameter standing for a reference, a slice, ...
+                None if matches!(&field.ty, syn::Type::Path(p) if p.path.get_ident().is_some_and(|i| params.contains(&i.to_string()))) =>
+                {
+                    return err(
+                        span,
+                        format!(
+                            "`{}` of `{}` would stand for {} here, which is not plain data: \
+                             device structs hold numbers, arrays of numbers and structs of the \
+                             module. Store the value itself (`*r`, `x[i]`) or an index into the \
+                             slice",
+                            source_text(&field.ty),
+                            decl.ident,
+                            describe(value)
+                        ),
+                    );
+                }
+                None => {}
             }
         }
         for (name, kind) in literal {
