@@ -2,18 +2,20 @@
 //!
 //! A method is a helper whose first parameter may be `self`, `&self` or `&mut self`; an
 //! associated function (`V3::zero()`) is a helper called by path. Scanning replaces `Self`
-//! by the struct's name (and `Self::Output` by an operator trait's `type Output`), so that the
-//! lowering inlines them as it inlines every helper (`lower/methods.rs` finds them). Of the
-//! traits, only the arithmetic operator traits can be implemented: `a + b` on a struct calls
-//! its `add`.
+//! by the struct's type (and `Self::Output` by an operator trait's `type Output`), so that the
+//! lowering inlines them as it inlines every helper (`lower/methods.rs` finds them). A generic
+//! block (`impl<T: Num> Acc<T>`) gives its parameters to each of its functions, which the
+//! lowering infers per call as a generic helper's. Of the traits, only the arithmetic
+//! operator traits can be implemented: `a + b` on a struct calls its `add`.
 
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
 /// A function of an `impl` block of one of the module's structs: a device helper that may
 /// take `self`, `&self` or `&mut self` first. `Self` in it is already replaced by the
-/// struct's name (and `Self::Output` by the operator trait's output type), so the lowering
-/// sees an ordinary helper.
+/// struct's type (and `Self::Output` by the operator trait's output type), and a generic
+/// block's parameters are the function's first (see [`impl_origin`]), so the lowering sees an
+/// ordinary, possibly generic, helper.
 #[derive(Clone, Debug)]
 pub struct DeviceMethod {
     /// The struct the block is for.
@@ -42,26 +44,22 @@ pub const OPERATOR_TRAITS: [(&str, &str); 13] = [
     ("DivAssign", "div_assign"),
 ];
 
-/// The functions of `impl` block `i`, checked: the block is for a struct of the module, has
-/// no generic parameters, and implements no trait or an operator trait.
+/// The functions of `impl` block `i`, checked: the block is for a struct of the module
+/// (generic ones with their parameters: `impl<T: Num> Acc<T>`, bounds every number meets),
+/// and implements no trait or an operator trait.
 pub fn scan_impl(i: &syn::ItemImpl, structs: &[syn::ItemStruct]) -> syn::Result<Vec<DeviceMethod>> {
     let named = match &*i.self_ty {
-        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
         _ => None,
     };
     let Some(self_ty) = named.filter(|n| structs.iter().any(|s| s.ident == *n)) else {
         return Err(syn::Error::new(
             i.self_ty.span(),
             "`impl` blocks in a #[cuda_module] are for the module's own structs (`impl \
-             Particle { .. }`)",
+             Particle { .. }`, `impl<T: Num> Acc<T> { .. }`)",
         ));
     };
-    if !i.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            i.generics.span(),
-            "`impl` blocks of device structs take no generic parameters",
-        ));
-    }
+    crate::generic_structs::check_params(&i.generics, &format!("impl {self_ty}"))?;
     let trait_name = match &i.trait_ {
         None => None,
         Some((_, path, _)) => {
@@ -124,10 +122,25 @@ pub fn scan_impl(i: &syn::ItemImpl, structs: &[syn::ItemStruct]) -> syn::Result<
         };
         crate::types::refuse_trait_objects(&item)?;
         SelfType {
-            name: self_ty.clone(),
+            self_ty: (*i.self_ty).clone(),
             output: output.clone(),
         }
         .visit_item_fn_mut(&mut item);
+        // The block's parameters become the function's first ones: the lowering infers them
+        // per call, from the receiver's type (`Acc<f32>`), the path's (`Acc::<f32>::new`),
+        // the arguments, or where the result goes, as it infers a generic helper's.
+        let impl_params = i.generics.params.len();
+        if impl_params > 0 {
+            let own = std::mem::take(&mut item.sig.generics.params);
+            item.sig.generics.params = i.generics.params.iter().cloned().chain(own).collect();
+            if let Some(w) = &i.generics.where_clause {
+                let clause = item.sig.generics.make_where_clause();
+                clause.predicates.extend(w.predicates.iter().cloned());
+            }
+        }
+        let self_type = &i.self_ty;
+        item.attrs
+            .push(syn::parse_quote!(#[__cuprum_impl(#impl_params, #self_type)]));
         out.push(DeviceMethod {
             self_ty: self_ty.to_string(),
             trait_name: trait_name.clone(),
@@ -137,28 +150,85 @@ pub fn scan_impl(i: &syn::ItemImpl, structs: &[syn::ItemStruct]) -> syn::Result<
     Ok(out)
 }
 
-/// Replaces `Self` by the struct's name, and `Self::Output` by the trait's output type.
+/// What the scan recorded on a function of an `impl` block: how many of its first generic
+/// parameters are the block's, and the block's self type (`Acc<T>`). `None` for a plain
+/// helper.
+pub fn impl_origin(f: &syn::ItemFn) -> Option<(usize, syn::Type)> {
+    let attr = f
+        .attrs
+        .iter()
+        .find(|a| a.path().is_ident("__cuprum_impl"))?;
+    attr.parse_args_with(|input: syn::parse::ParseStream| {
+        let n: syn::LitInt = input.parse()?;
+        let _: syn::Token![,] = input.parse()?;
+        let ty: syn::Type = input.parse()?;
+        Ok((n.base10_parse::<usize>()?, ty))
+    })
+    .ok()
+}
+
+/// Replaces `Self` by the block's self type (`Acc<T>`: in expressions `Acc::<T>`), and
+/// `Self::Output` by the trait's output type.
 struct SelfType {
-    name: syn::Ident,
+    self_ty: syn::Type,
     output: Option<syn::Type>,
+}
+
+impl SelfType {
+    /// The self type's last segment: its name and generic arguments.
+    fn segment(&self) -> Option<&syn::PathSegment> {
+        match &self.self_ty {
+            syn::Type::Path(p) => p.path.segments.last(),
+            _ => None,
+        }
+    }
 }
 
 impl VisitMut for SelfType {
     fn visit_type_mut(&mut self, ty: &mut syn::Type) {
-        if let (syn::Type::Path(p), Some(output)) = (&*ty, &self.output)
+        if let syn::Type::Path(p) = &*ty
             && p.qself.is_none()
-            && p.path.segments.len() == 2
-            && p.path.segments[0].ident == "Self"
-            && p.path.segments[1].ident == "Output"
         {
-            *ty = output.clone();
+            let segs = &p.path.segments;
+            if let (2, Some(output)) = (segs.len(), &self.output)
+                && segs[0].ident == "Self"
+                && segs[1].ident == "Output"
+            {
+                *ty = output.clone();
+                // `type Output = Self;`
+                self.visit_type_mut(ty);
+                return;
+            }
+            if segs.len() == 1 && segs[0].ident == "Self" {
+                *ty = self.self_ty.clone();
+                return;
+            }
         }
         syn::visit_mut::visit_type_mut(self, ty);
     }
 
+    fn visit_path_segment_mut(&mut self, seg: &mut syn::PathSegment) {
+        if seg.ident == "Self"
+            && let Some(own) = self.segment().cloned()
+        {
+            seg.ident = syn::Ident::new(&own.ident.to_string(), seg.ident.span());
+            if seg.arguments.is_none()
+                && let syn::PathArguments::AngleBracketed(mut a) = own.arguments
+            {
+                // In an expression path the arguments need their `::` (`Acc::<T>::new()`).
+                a.colon2_token = Some(Default::default());
+                seg.arguments = syn::PathArguments::AngleBracketed(a);
+            }
+            return;
+        }
+        syn::visit_mut::visit_path_segment_mut(self, seg);
+    }
+
     fn visit_ident_mut(&mut self, ident: &mut syn::Ident) {
-        if ident == "Self" {
-            *ident = syn::Ident::new(&self.name.to_string(), ident.span());
+        if ident == "Self"
+            && let Some(own) = self.segment()
+        {
+            *ident = syn::Ident::new(&own.ident.to_string(), ident.span());
         }
     }
 }

@@ -14,7 +14,8 @@ pub struct ModuleInfo {
     pub helpers: Vec<syn::ItemFn>,
     /// `const` items, usable in kernels and in array lengths.
     pub consts: Vec<syn::ItemConst>,
-    /// Structs with named fields, usable as kernel parameters, locals and helper values.
+    /// Structs with named fields, usable as kernel parameters, locals and helper values; a
+    /// generic one is a declaration, instantiated per use (`crate::generic_structs`).
     pub structs: Vec<syn::ItemStruct>,
     /// The functions of `impl` blocks of those structs (inherent ones, and operator traits).
     pub methods: Vec<crate::impls::DeviceMethod>,
@@ -182,20 +183,14 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
                      must update a place",
                 ));
             }
+            crate::types::refuse_trait_object_fields(st)?;
             match &st.fields {
-                syn::Fields::Named(_) if st.generics.params.is_empty() => {
-                    info.structs.push(st.clone())
-                }
                 syn::Fields::Named(_) => {
-                    return Err(syn::Error::new(
-                        st.generics.span(),
-                        format!(
-                            "device structs take no generic parameters yet: write one struct \
-                             per element type (`struct {0}F32 {{ .. }}`), or keep the generic \
-                             values in separate parameters",
-                            st.ident
-                        ),
-                    ));
+                    crate::generic_structs::check_params(
+                        &st.generics,
+                        &format!("struct {}", st.ident),
+                    )?;
+                    info.structs.push(st.clone())
                 }
                 _ => {
                     return Err(syn::Error::new(

@@ -25,7 +25,8 @@ pub enum ElemType {
     Tuple(Vec<ElemType>),
     /// A struct of the module: its name and its fields in declaration order.
     Struct {
-        /// The struct's name.
+        /// The struct's name; for an instance of a generic struct its Rust spelling
+        /// (`Acc<f32>`: see [`crate::generic_structs`]).
         name: String,
         /// Each field's name and type.
         fields: Vec<(String, ElemType)>,
@@ -210,9 +211,10 @@ fn elem_type_at(
             t.elems.iter().map(inner).collect::<syn::Result<_>>()?,
         )),
         _ => {
-            if let Some(st) = crate::types::struct_named(ty, structs) {
+            let concrete = crate::types::concrete(ty, generics, length);
+            if let Some(st) = crate::types::struct_named(&concrete, structs) {
                 let mut fields = Vec::new();
-                for (k, f) in st.fields.iter().enumerate() {
+                for (k, f) in st.def.fields.iter().enumerate() {
                     let name = f
                         .ident
                         .as_ref()
@@ -221,15 +223,66 @@ fn elem_type_at(
                     fields.push((name, inner(&f.ty)?));
                 }
                 return Ok(ElemType::Struct {
-                    name: st.ident.to_string(),
+                    name: st.name,
                     fields,
                 });
+            }
+            if let Some(decl) = crate::generic_structs::declaration(ty, structs) {
+                return Err(syn::Error::new(
+                    ty.span(),
+                    format!(
+                        "name the arguments of `{0}` in an element type: `{0}<f32>`, or the \
+                         parameters in scope (`{0}<T>`)",
+                        decl.ident
+                    ),
+                ));
             }
             crate::types::scalar_in(ty, generics)
                 .map(ElemType::Scalar)
                 .map_err(|e| syn::Error::new(ty.span(), format!("{e}; {ELEMENT_HELP}")))
         }
     }
+}
+
+/// The element type `ty` names (a slice element of a generic kernel: `Acc<T>`) for each size
+/// the kernel's type parameters `params` may have: every scalar type is 1, 2, 4 or 8 bytes,
+/// as large as it is aligned, so a layout depends only on those sizes. Each entry gives each
+/// parameter's size and the element type with the parameter standing for an unsigned integer
+/// of that size, for the host's per-instantiation layout assertions. Empty when `ty` does
+/// not lay out, or when there are more than three parameters (64 cases).
+pub fn per_parameter_size(
+    ty: &syn::Type,
+    params: &[String],
+    structs: &[syn::ItemStruct],
+    consts: &[syn::ItemConst],
+) -> Vec<(Vec<u64>, ElemType)> {
+    const SIZES: [(u64, ScalarType); 4] = [
+        (1, ScalarType::U8),
+        (2, ScalarType::U16),
+        (4, ScalarType::U32),
+        (8, ScalarType::U64),
+    ];
+    if params.len() > 3 {
+        return Vec::new();
+    }
+    let length = |e: &syn::Expr| const_length(e, consts);
+    let mut out = Vec::new();
+    let cases = SIZES.len().pow(params.len() as u32);
+    for case in 0..cases {
+        let mut rest = case;
+        let mut sizes = Vec::with_capacity(params.len());
+        let mut generics = HashMap::new();
+        for p in params {
+            let (size, s) = SIZES[rest % SIZES.len()];
+            rest /= SIZES.len();
+            sizes.push(size);
+            generics.insert(p.clone(), s);
+        }
+        if let Ok(elem) = elem_type(ty, &generics, structs, &length) {
+            out.push((sizes, elem));
+        }
+    }
+    out
 }
 
 /// An array length written as an integer literal (what a signature can say without the

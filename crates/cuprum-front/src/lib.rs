@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod constants;
+mod generic_structs;
 mod impls;
 mod items;
 pub mod layout;

@@ -196,13 +196,60 @@ fn single_type_arg(seg: &syn::PathSegment) -> Option<&syn::Type> {
     }
 }
 
-/// The module struct a type names, if any.
-pub fn struct_named<'s>(
+/// The instance of a module struct that a concrete type names (`Particle`, `Acc<f32>`), if
+/// any: see [`crate::generic_structs`]. A type that may name generic parameters goes through
+/// [`concrete`] first.
+pub fn struct_named(
     ty: &syn::Type,
-    structs: &'s [syn::ItemStruct],
-) -> Option<&'s syn::ItemStruct> {
-    let seg = last_segment(ty)?;
-    structs.iter().find(|s| s.ident == seg.ident)
+    structs: &[syn::ItemStruct],
+) -> Option<crate::generic_structs::StructInstance> {
+    crate::generic_structs::instance(ty, structs)
+}
+
+/// `ty` with the type parameters of `generics` replaced by their scalar types, and generic
+/// arguments that are constants (`Window<N>`, `Window<SIZE>`, `Window<{ 2 * K }>`) by their
+/// values as `length` evaluates them: a type that [`struct_named`] can instantiate.
+pub fn concrete(
+    ty: &syn::Type,
+    generics: &HashMap<String, ScalarType>,
+    length: &dyn Fn(&syn::Expr) -> Option<u64>,
+) -> syn::Type {
+    use syn::visit_mut::VisitMut;
+    struct Consts<'l>(&'l dyn Fn(&syn::Expr) -> Option<u64>);
+    impl VisitMut for Consts<'_> {
+        fn visit_generic_argument_mut(&mut self, arg: &mut syn::GenericArgument) {
+            let expr = match &*arg {
+                syn::GenericArgument::Const(e) => Some(e.clone()),
+                syn::GenericArgument::Type(syn::Type::Path(p))
+                    if p.qself.is_none()
+                        && p.path.get_ident().is_some_and(|i| {
+                            ScalarType::from_rust_name(&i.to_string()).is_none()
+                        }) =>
+                {
+                    Some(syn::Expr::Path(syn::ExprPath {
+                        attrs: Vec::new(),
+                        qself: None,
+                        path: p.path.clone(),
+                    }))
+                }
+                _ => None,
+            };
+            if let Some(e) = expr
+                && let Some(v) = (self.0)(&e)
+            {
+                *arg = syn::GenericArgument::Const(crate::generic_structs::literal(i128::from(v)));
+                return;
+            }
+            syn::visit_mut::visit_generic_argument_mut(self, arg);
+        }
+    }
+    let types: HashMap<String, syn::Type> = generics
+        .iter()
+        .map(|(n, s)| (n.clone(), crate::generic_structs::scalar_syn_type(*s)))
+        .collect();
+    let mut out = crate::generic_structs::substitute(ty, &types, &HashMap::new());
+    Consts(length).visit_type_mut(&mut out);
+    out
 }
 
 /// A scalar type, seeing generic parameters through `generics`.
@@ -228,13 +275,24 @@ pub fn param_type_in(
     structs: &[syn::ItemStruct],
     consts: &[syn::ItemConst],
 ) -> syn::Result<ParamType> {
-    if let Some(st) = struct_named(ty, structs) {
+    let length = |e: &syn::Expr| crate::layout::const_length(e, consts);
+    if let Some(st) = struct_named(&concrete(ty, generics, &length), structs) {
         let mut fields = Vec::new();
-        struct_leaves(st, "", generics, structs, 0, &mut fields)?;
+        struct_leaves(&st.def, "", generics, structs, 0, &mut fields)?;
         return Ok(ParamType::Struct {
-            name: st.ident.to_string(),
+            name: st.name,
             fields,
         });
+    }
+    if let Some(decl) = crate::generic_structs::declaration(ty, structs) {
+        return Err(syn::Error::new(
+            ty.span(),
+            format!(
+                "name the arguments of `{}` here: `{}<f32>` (or the kernel's own parameters, \
+                 `{}<T>`)",
+                decl.ident, decl.ident, decl.ident
+            ),
+        ));
     }
     if let Ok(s) = scalar_in(ty, generics) {
         return Ok(ParamType::Scalar(s));
@@ -254,7 +312,7 @@ pub fn param_type_in(
                 "raw pointer parameters are only allowed in `unsafe` kernels",
             ));
         }
-        if let Some(st) = struct_named(&p.elem, structs) {
+        if let Some(st) = crate::generic_structs::declaration(&p.elem, structs) {
             return Err(syn::Error::new(
                 p.elem.span(),
                 format!(
@@ -445,9 +503,16 @@ fn slice_param(elem: ElemType, access: SliceAccess) -> ParamType {
 }
 
 /// What a field of a device struct may be, for the error on anything else.
-pub const STRUCT_FIELD_HELP: &str = "fields of device structs are scalars or structs of the \
-     module; arrays and tuples in structs are not supported in device code yet: use one scalar \
-     field per element (`x: f32, y: f32`) or a nested struct";
+pub const STRUCT_FIELD_HELP: &str = "fields of device structs are numbers, arrays of numbers \
+     or structs of the module; tuples in structs are not supported in device code yet: use a \
+     nested struct";
+
+/// What a field of a struct passed by value to a kernel may be, for the error on anything
+/// else.
+pub const STRUCT_PARAM_FIELD_HELP: &str = "fields of a struct passed by value to a kernel are \
+     scalars or structs of the module (one launch argument each); arrays in a struct parameter \
+     are not supported in device code yet: pass such structs in a slice (`&[Segment]`), or use \
+     one scalar field per element (`x: f32, y: f32`)";
 
 /// How deeply structs may nest in one another (deeper is a cycle, which rustc refuses too).
 const MAX_STRUCT_DEPTH: u32 = 16;
@@ -480,12 +545,13 @@ pub fn struct_leaves(
         } else {
             format!("{prefix}.{name}")
         };
-        if let Some(inner) = struct_named(&field.ty, structs) {
-            struct_leaves(inner, &path, generics, structs, depth + 1, out)?;
+        let ty = concrete(&field.ty, generics, &|_| None);
+        if let Some(inner) = struct_named(&ty, structs) {
+            struct_leaves(&inner.def, &path, generics, structs, depth + 1, out)?;
             continue;
         }
         let fty = scalar_in(&field.ty, generics)
-            .map_err(|_| syn::Error::new(field.ty.span(), STRUCT_FIELD_HELP))?;
+            .map_err(|_| syn::Error::new(field.ty.span(), STRUCT_PARAM_FIELD_HELP))?;
         out.push((path, fty));
     }
     Ok(())
@@ -501,6 +567,30 @@ pub const TRAIT_OBJECT_HELP: &str = "trait objects (`dyn Trait`) are not support
 const IMPL_TRAIT_HELP: &str = "`impl Trait` types are not supported in device code: device \
      helpers take scalars, arrays, tuples, structs of the module and slices; write a generic \
      helper (`fn apply<T>(x: T) -> T`) or call the helper you mean directly";
+
+/// Refuses `dyn Trait` in a field of a device struct, at the type's own span.
+pub fn refuse_trait_object_fields(st: &syn::ItemStruct) -> syn::Result<()> {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct Finder(crate::items::Errors);
+    impl<'a> Visit<'a> for Finder {
+        fn visit_type_trait_object(&mut self, t: &'a syn::TypeTraitObject) {
+            self.0.push(syn::Error::new(
+                t.span(),
+                format!(
+                    "a device struct cannot hold a trait object: {TRAIT_OBJECT_HELP}. In a \
+                     struct, store the numbers the operation needs, and an integer `kind` field \
+                     to `match` on"
+                ),
+            ));
+        }
+    }
+    let mut finder = Finder::default();
+    for f in &st.fields {
+        finder.visit_type(&f.ty);
+    }
+    finder.0.finish()
+}
 
 /// Refuses every `dyn Trait` and `impl Trait` in a device function, at the type's own span:
 /// parameters, return types, `let` annotations, casts, `Box<dyn ..>`, `&dyn ..`, turbofishes.

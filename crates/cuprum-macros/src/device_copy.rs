@@ -27,13 +27,6 @@ pub fn expand(input: &syn::DeriveInput) -> syn::Result<TokenStream> {
             ));
         }
     };
-    if !input.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            input.generics.span(),
-            "`DeviceCopy` cannot be derived for generic structs: declare one struct per \
-             element type",
-        ));
-    }
     if !has_repr_c(&input.attrs) {
         return Err(syn::Error::new(
             name.span(),
@@ -58,6 +51,33 @@ pub fn expand(input: &syn::DeriveInput) -> syn::Result<TokenStream> {
          reorder its fields from the largest alignment to the smallest, or add explicit \
          padding fields (`_pad: [u8; N]`)"
     );
+    if !input.generics.params.is_empty() {
+        // A generic struct: `DeviceCopy` where every field is, and the padding check per
+        // instantiation (only an instantiation knows its fields' sizes), evaluated wherever
+        // its bytes are copied (see `DeviceCopy::__ASSERT_NO_PADDING`).
+        let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+        let mut where_clause = where_clause.cloned().unwrap_or_else(|| syn::WhereClause {
+            where_token: Default::default(),
+            predicates: Default::default(),
+        });
+        for field in &data.fields {
+            let ty = &field.ty;
+            where_clause
+                .predicates
+                .push(syn::parse_quote_spanned!(ty.span()=> #ty: ::cuprum::DeviceCopy));
+        }
+        return Ok(quote! {
+            // SAFETY: `#[repr(C)]`, every field `DeviceCopy` (the `where` clause) and, as
+            // `__ASSERT_NO_PADDING` asserts for each instantiation wherever its bytes are
+            // copied, no padding between or after the fields.
+            unsafe impl #impl_generics ::cuprum::DeviceCopy for #name #ty_generics #where_clause {
+                const __ASSERT_NO_PADDING: () = ::std::assert!(
+                    ::std::mem::size_of::<Self>() == 0 #(+ #sizes)*,
+                    #msg
+                );
+            }
+        });
+    }
     Ok(quote! {
         const _: () = {
             fn __cuprum_device_copy<T: ::cuprum::DeviceCopy>() {}

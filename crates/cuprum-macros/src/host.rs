@@ -153,7 +153,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
             fields.push(quote!(#field: usize));
             field_inits.push(quote!(#field: inner.kernel_index(#name)?));
         }
-        let (method, marker) = launch_method(k, &field)?;
+        let (method, marker) = launch_method(k, &field, &compiled.info)?;
         methods.push(method);
         markers.extend(marker);
     }
@@ -342,7 +342,11 @@ fn element_type(ty: &syn::Type) -> Option<&syn::Type> {
 }
 
 /// The host signature and argument conversion of one parameter.
-fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream, TokenStream)> {
+fn host_param(
+    p: &HostParam,
+    type_params: &[String],
+    info: &cuprum_front::ModuleInfo,
+) -> syn::Result<(TokenStream, TokenStream)> {
     let name = &p.name;
     Ok(match &p.ty {
         cuprum_front::ParamType::Scalar(_) => {
@@ -408,12 +412,28 @@ fn host_param(p: &HostParam, type_params: &[String]) -> syn::Result<(TokenStream
             let ty = element_type(&p.rust_type).ok_or_else(|| {
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")
             })?;
-            let checks = crate::layout_check::assertions(
-                ty,
-                elem,
-                crate::layout_check::mentions(ty, type_params),
-                p.rust_type.span(),
-            );
+            let generic = crate::layout_check::mentions(ty, type_params);
+            let mut checks = crate::layout_check::assertions(ty, elem, generic, p.rust_type.span());
+            if generic {
+                // `&[Acc<T>]`: the layout of each instantiation, where the launch has it.
+                let params: Vec<String> = type_params
+                    .iter()
+                    .filter(|t| crate::layout_check::mentions(ty, std::slice::from_ref(*t)))
+                    .cloned()
+                    .collect();
+                let cases = cuprum_front::layout::per_parameter_size(
+                    ty,
+                    &params,
+                    &info.structs,
+                    &info.consts,
+                );
+                checks.extend(crate::layout_check::generic_assertions(
+                    ty,
+                    &params,
+                    &cases,
+                    p.rust_type.span(),
+                ));
+            }
             let (param, arg) = if *access == cuprum_front::SliceAccess::ReadOnly {
                 (
                     quote!(#name: &::cuprum::DeviceBuffer<#ty>),
@@ -496,6 +516,7 @@ fn kernel_target(k: &KernelInfo, field: &syn::Ident) -> (TokenStream, TokenStrea
 fn launch_method(
     k: &KernelInfo,
     field: &syn::Ident,
+    info: &cuprum_front::ModuleInfo,
 ) -> syn::Result<(TokenStream, Option<TokenStream>)> {
     let name = &k.name;
     let method = format_ident!("{}", name, span = k.item.sig.ident.span());
@@ -504,7 +525,7 @@ fn launch_method(
     // The module's buffers of the constants the kernel reads, held through the launch.
     let mut constants = Vec::new();
     for p in &k.params {
-        let (param, arg) = host_param(p, &k.type_params)?;
+        let (param, arg) = host_param(p, &k.type_params, info)?;
         if p.constant.is_some() {
             let (name, guard) = (&p.name, format_ident!("{}_guard", p.name));
             constants.push(quote! {

@@ -30,27 +30,86 @@ pub fn assertions(ty: &syn::Type, elem: &ElemType, generic: bool, span: Span) ->
             };
         });
     }
+    // In a generic kernel, instances of generic structs were laid out for a placeholder
+    // type: `generic_assertions` checks each instantiation instead.
     let mut seen = Vec::new();
-    struct_checks(elem, span, &mut seen, &mut out);
+    struct_checks(elem, span, generic, &mut seen, &mut out);
     out
 }
 
+/// The assertions for a slice parameter of a generic kernel whose host element type `ty`
+/// names its type parameters `params` (`&[Acc<T>]`): per instantiation, since the layout
+/// depends on what they stand for. `cases` gives, per size of the parameters, the device
+/// element type (`cuprum_front::layout::per_parameter_size`); each becomes one assertion of
+/// the host type's size, alignment and (for a struct) its fields' offsets, taken where the
+/// parameters have those sizes, so every launch's instantiation is checked where rustc
+/// builds it.
+pub fn generic_assertions(
+    ty: &syn::Type,
+    params: &[String],
+    cases: &[(Vec<u64>, ElemType)],
+    span: Span,
+) -> TokenStream {
+    let mut branches = Vec::new();
+    for (sizes, elem) in cases {
+        let when = params.iter().zip(sizes).map(|(p, size)| {
+            let p = format_ident!("{}", p, span = span);
+            let size = *size as usize;
+            quote!(::std::mem::size_of::<#p>() == #size)
+        });
+        let l = elem.layout();
+        let (size, align) = (l.size as usize, l.align as usize);
+        let mut conds = vec![
+            quote!(::std::mem::size_of::<#ty>() == #size),
+            quote!(::std::mem::align_of::<#ty>() == #align),
+        ];
+        if let ElemType::Struct { fields, .. } = elem {
+            for ((field, _), offset) in fields.iter().zip(elem.offsets()) {
+                let f = format_ident!("{}", field, span = span);
+                let offset = offset as usize;
+                conds.push(quote!(::std::mem::offset_of!(#ty, #f) == #offset));
+            }
+        }
+        let msg = format!(
+            "the host type `{}` must have the device layout of each instantiation (here size \
+             {size}, alignment {align}): declare it `#[repr(C)]` with `#[derive(Clone, Copy, \
+             DeviceCopy)]`",
+            quote!(#ty).to_string().replace(' ', "")
+        );
+        branches.push(quote! {
+            if #(#when)&&* {
+                ::std::assert!(#(#conds)&&*, #msg);
+            }
+        });
+    }
+    quote_spanned! {span=> const { #(#branches)* }; }
+}
+
 /// Offsets and sizes of every struct inside `elem`, once per struct.
-fn struct_checks(elem: &ElemType, span: Span, seen: &mut Vec<String>, out: &mut TokenStream) {
+fn struct_checks(
+    elem: &ElemType,
+    span: Span,
+    generic: bool,
+    seen: &mut Vec<String>,
+    out: &mut TokenStream,
+) {
     match elem {
         ElemType::Scalar(_) => {}
-        ElemType::Array(inner, _) => struct_checks(inner, span, seen, out),
+        ElemType::Array(inner, _) => struct_checks(inner, span, generic, seen, out),
         ElemType::Tuple(items) => {
             for t in items {
-                struct_checks(t, span, seen, out);
+                struct_checks(t, span, generic, seen, out);
             }
         }
         ElemType::Struct { name, fields } => {
-            if seen.contains(name) {
+            if seen.contains(name) || (generic && name.contains('<')) {
                 return;
             }
             seen.push(name.clone());
-            let ident = format_ident!("{}", name, span = span);
+            // An instance of a generic struct is named by its Rust spelling (`Acc<f32>`).
+            let Ok(ident) = syn::parse_str::<syn::Type>(name) else {
+                return;
+            };
             let size = elem.layout().size as usize;
             let mut conds = vec![quote!(::std::mem::size_of::<#ident>() == #size)];
             for ((field, _), offset) in fields.iter().zip(elem.offsets()) {
@@ -66,7 +125,7 @@ fn struct_checks(elem: &ElemType, span: Span, seen: &mut Vec<String>, out: &mut 
                 const { ::std::assert!(#(#conds)&&*, #msg) };
             });
             for (_, f) in fields {
-                struct_checks(f, span, seen, out);
+                struct_checks(f, span, generic, seen, out);
             }
         }
     }

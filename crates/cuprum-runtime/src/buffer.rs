@@ -24,7 +24,14 @@ use crate::ordering::{self, Access, BufferUses};
 /// copied as raw bytes), no pointers or references to host memory, and every bit pattern that
 /// the device may store, including all zeros ([`DeviceBuffer::zeroed`]), must be a valid
 /// value of the type.
-pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {
+    /// Evaluated (at compile time, per type) wherever a `DeviceCopy` value's bytes are copied
+    /// or allocated on the device: `#[derive(DeviceCopy)]` on a generic struct asserts here
+    /// that the instantiation has no padding, which only an instantiation can tell. Not for
+    /// implementing by hand.
+    #[doc(hidden)]
+    const __ASSERT_NO_PADDING: () = ();
+}
 
 macro_rules! device_copy {
     ($($t:ty),* $(,)?) => { $(
@@ -158,11 +165,13 @@ impl DeviceScalar for half::bf16 {
 }
 
 pub(crate) fn as_bytes<T: DeviceCopy>(data: &[T]) -> &[u8] {
+    let () = T::__ASSERT_NO_PADDING;
     // SAFETY: `DeviceCopy` types have no uninitialized bytes; the length is the slice's size.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
 }
 
 fn as_bytes_mut<T: DeviceCopy>(data: &mut [T]) -> &mut [u8] {
+    let () = T::__ASSERT_NO_PADDING;
     // SAFETY: as above, and every byte pattern the device stores is a valid `T`.
     unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), size_of_val(data)) }
 }
@@ -240,6 +249,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     /// Allocates without initializing.
     pub(crate) fn alloc(stream: &Stream, len: usize) -> Result<Self> {
+        let () = T::__ASSERT_NO_PADDING;
         let ctx = stream.context().clone();
         let bytes = Self::byte_len(len)?;
         let addr = if bytes == 0 {

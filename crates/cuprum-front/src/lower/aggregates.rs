@@ -121,25 +121,31 @@ impl Lowerer<'_> {
         match (member, shape) {
             (syn::Member::Unnamed(i), Shape::Tuple) => Ok(i.index as usize),
             (syn::Member::Named(n), Shape::Struct(name)) => {
-                let def = self.info.structs.iter().find(|s| s.ident == name.as_str());
-                def.and_then(|d| d.fields.iter().position(|f| f.ident.as_ref() == Some(n)))
-                    .ok_or_else(|| {
-                        syn::Error::new(n.span(), format!("`{name}` has no field `{n}`"))
-                    })
+                let def = self.instance_def(name);
+                def.and_then(|d| {
+                    d.def
+                        .fields
+                        .iter()
+                        .position(|f| f.ident.as_ref() == Some(n))
+                })
+                .ok_or_else(|| syn::Error::new(n.span(), format!("`{name}` has no field `{n}`")))
             }
             (m, _) => err(m.span(), "no such field"),
         }
     }
 
-    /// `Name { field: value, .. }` for a struct of the module (every field given).
+    /// `Name { field: value, .. }` for a struct of the module (every field given, or the
+    /// rest from `..base`). A generic struct's arguments come from the path, where the value
+    /// goes, or the field values (see `instances`).
     pub(super) fn struct_expr(&mut self, st: &syn::ExprStruct) -> Result<Val> {
+        let expected = self.expected.take();
         let name = st
             .path
             .segments
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
-        let Some(def) = self.info.structs.iter().find(|s| s.ident == name).cloned() else {
+        let Some(decl) = self.info.structs.iter().find(|s| s.ident == name).cloned() else {
             return err(
                 st.path.span(),
                 format!("`{name}` is not a struct of this module"),
@@ -148,7 +154,9 @@ impl Lowerer<'_> {
         // `..base`: fields not given come from `base`, a value of the same struct.
         let base = match &st.rest {
             Some(rest) => match self.expr(rest)? {
-                Val::Struct(n, items) if n == name => Some(items),
+                Val::Struct(n, items) if crate::generic_structs::base_name(&n) == name => {
+                    Some((n, items))
+                }
                 other => {
                     return err(
                         rest.span(),
@@ -158,43 +166,138 @@ impl Lowerer<'_> {
             },
             None => None,
         };
+        let given: Vec<Option<&syn::FieldValue>> = decl
+            .fields
+            .iter()
+            .map(|field| {
+                st.fields.iter().find(|fv| {
+                    matches!(&fv.member, syn::Member::Named(n) if Some(n) == field.ident.as_ref())
+                })
+            })
+            .collect();
+        // A generic struct whose instance the path or the binding names gives its field
+        // values their types; otherwise the values name the instance.
+        let known = if crate::generic_structs::is_generic(&decl) {
+            let path = self.struct_instance(&syn::Type::Path(syn::TypePath {
+                qself: None,
+                path: st.path.clone(),
+            }));
+            let hinted = expected
+                .as_ref()
+                .and_then(|t| self.struct_instance(t))
+                .filter(|i| crate::generic_structs::base_name(&i.name) == name);
+            path.or(hinted)
+                .or_else(|| base.as_ref().and_then(|(n, _)| self.instance_def(n)))
+        } else {
+            self.instance_def(&name)
+        };
+        let mut values: Vec<Option<Val>> = Vec::with_capacity(given.len());
+        for (k, g) in given.iter().enumerate() {
+            let Some(g) = g else {
+                values.push(None);
+                continue;
+            };
+            if let Some(inst) = &known
+                && let Some(field) = inst.def.fields.iter().nth(k)
+                && crate::types::struct_named(&field.ty, &self.info.structs).is_some()
+            {
+                self.expected = Some(field.ty.clone());
+            }
+            let v = self.expr(&g.expr);
+            self.expected = None;
+            values.push(Some(v?));
+        }
+        let inst = match known {
+            Some(inst) => inst,
+            None => {
+                let refs: Vec<Option<&Val>> = values.iter().map(Option::as_ref).collect();
+                self.struct_expr_instance(
+                    &st.path,
+                    &decl,
+                    &refs,
+                    base.as_ref().map(|(n, _)| n.as_str()),
+                    expected.as_ref(),
+                    st.span(),
+                )?
+            }
+        };
         let mut items = Vec::new();
-        for (k, field) in def.fields.iter().enumerate() {
-            let fname = field.ident.as_ref();
-            let given = st
-                .fields
-                .iter()
-                .find(|fv| matches!(&fv.member, syn::Member::Named(n) if Some(n) == fname));
-            match (given, &base) {
-                (Some(given), _) => {
-                    let v = self.expr(&given.expr)?;
-                    items.push(self.field_value(v, &field.ty, given.expr.span())?);
+        for (k, (field, value)) in inst.def.fields.iter().zip(values).enumerate() {
+            match (value, &base) {
+                (Some(v), _) => {
+                    let span = given[k].map_or(st.span(), |g| g.expr.span());
+                    items.push(self.field_value(v, &field.ty, span)?);
                 }
-                (None, Some(base)) => items.push(base[k].clone()),
+                (None, Some((_, base))) => items.push(base[k].clone()),
                 (None, None) => {
                     return err(
                         st.span(),
                         format!(
                             "missing field `{}`",
-                            fname.map(|i| i.to_string()).unwrap_or_default()
+                            field
+                                .ident
+                                .as_ref()
+                                .map(|i| i.to_string())
+                                .unwrap_or_default()
                         ),
                     );
                 }
             }
         }
-        Ok(Val::Struct(name, items))
+        Ok(Val::Struct(inst.name, items))
     }
 
-    /// A value converted to a field's declared type (a scalar or another struct).
+    /// `v` with every array inside it (a field of a struct, nested too) copied, as binding a
+    /// struct to a new name copies it in Rust; numbers are values already.
+    pub(super) fn copy_array_fields(&mut self, v: Val, span: Span) -> Result<Val> {
+        match v {
+            Val::Struct(name, items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.copy_array_fields(item, span)?);
+                }
+                Ok(Val::Struct(name, out))
+            }
+            v @ Val::Array(_) => self.copy_array(&v, span),
+            other => Ok(other),
+        }
+    }
+
+    /// A value converted to a field's declared type (a number, another struct, or an array
+    /// of numbers, which is copied, as Rust copies arrays).
     pub(super) fn field_value(&mut self, v: Val, ty: &syn::Type, span: Span) -> Result<Val> {
-        if let Some(def) = crate::types::struct_named(ty, &self.info.structs) {
+        if let Some(def) = self.struct_instance(ty) {
             return match v {
-                Val::Struct(name, items) if def.ident == name => Ok(Val::Struct(name, items)),
+                Val::Struct(name, items) if def.name == name => Ok(Val::Struct(name, items)),
+                Val::AggRef(m) => match self.load_mem(&m, span)? {
+                    Val::Struct(name, items) if def.name == name => Ok(Val::Struct(name, items)),
+                    other => self.field_value(other, ty, span),
+                },
                 other => err(
                     span,
                     format!(
                         "mismatched types: expected a `{}`, found {}",
-                        def.ident,
+                        def.name,
+                        describe(&other)
+                    ),
+                ),
+            };
+        }
+        if let syn::Type::Array(_) = ty
+            && let Some((elem, dims)) = self.array_type(&self.concrete_type(ty))?
+        {
+            return match v {
+                Val::Array(a) if a.dims == dims && (a.elem == elem || a.infer.is_some()) => {
+                    if let Some((open, _)) = a.infer {
+                        self.note_type(open, elem);
+                    }
+                    self.copy_array(&Val::Array(a), span)
+                }
+                other => err(
+                    span,
+                    format!(
+                        "mismatched types: expected `{}`, found {}",
+                        source_text(ty),
                         describe(&other)
                     ),
                 ),
@@ -214,15 +317,14 @@ impl Lowerer<'_> {
         leaves: &mut impl Iterator<Item = Val>,
         span: Span,
     ) -> Result<Val> {
-        let Some(def) = self.info.structs.iter().find(|s| s.ident == name).cloned() else {
+        let Some(def) = self.instance_def(name) else {
             return err(span, format!("`{name}` is not a struct of this module"));
         };
-        let mut items = Vec::with_capacity(def.fields.len());
-        for field in &def.fields {
+        let mut items = Vec::with_capacity(def.def.fields.len());
+        for field in &def.def.fields {
             match crate::types::struct_named(&field.ty, &self.info.structs) {
                 Some(inner) => {
-                    let inner = inner.ident.to_string();
-                    items.push(self.assemble_struct(&inner, leaves, span)?);
+                    items.push(self.assemble_struct(&inner.name, leaves, span)?);
                 }
                 None => match leaves.next() {
                     Some(v) => items.push(v),

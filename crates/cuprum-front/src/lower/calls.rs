@@ -13,6 +13,8 @@ impl Lowerer<'_> {
     // ----- calls --------------------------------------------------------------------------
 
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
+        // A method's receiver names its generic struct's arguments, not where its result goes.
+        self.expected = None;
         // Methods of the module's structs take their receiver as a place.
         let receiver = match self.struct_method_call(m)? {
             methods::MethodCall::Done(v) => return Ok(v),
@@ -642,8 +644,7 @@ impl Lowerer<'_> {
             return err(span, "`default()` takes no arguments");
         }
         if let Some(ty) = &named {
-            let known = crate::types::struct_named(ty, &self.info.structs).is_some()
-                || self.resolve_scalar(ty).is_ok();
+            let known = self.struct_instance(ty).is_some() || self.resolve_scalar(ty).is_ok();
             return if known {
                 self.zero_value(ty, 0, span).map(Some)
             } else {
@@ -666,18 +667,18 @@ impl Lowerer<'_> {
 
     /// The default (zero) value of a scalar type or a struct of the module, field by field.
     fn zero_value(&mut self, ty: &syn::Type, depth: u32, span: proc_macro2::Span) -> Result<Val> {
-        let Some(def) = crate::types::struct_named(ty, &self.info.structs).cloned() else {
+        let Some(def) = self.struct_instance(ty) else {
             let s = self.resolve_scalar(ty)?;
             return Ok(Val::Scalar(self.constant(Constant::new(s, 0))));
         };
         if depth > 16 {
-            return err(span, format!("`{}` contains itself", def.ident));
+            return err(span, format!("`{}` contains itself", def.name));
         }
-        let mut items = Vec::with_capacity(def.fields.len());
-        for field in &def.fields {
+        let mut items = Vec::with_capacity(def.def.fields.len());
+        for field in &def.def.fields {
             items.push(self.zero_value(&field.ty, depth + 1, span)?);
         }
-        Ok(Val::Struct(def.ident.to_string(), items))
+        Ok(Val::Struct(def.name, items))
     }
 
     /// `nvptx::_thread_idx_x()` and the other intrinsics of `cuprum::simt::nvptx`

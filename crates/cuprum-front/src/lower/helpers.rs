@@ -36,6 +36,11 @@ pub(super) struct HelperFrame {
     /// How many `return`s from inside loops were lowered so far: a loop whose body raised it
     /// is followed by `if returned { Break }`.
     pub loop_returns: u32,
+    /// The result type, where it names a struct of the module (`-> Acc<T>`, with the
+    /// parameters in scope substituted), and how many scopes are open in the body's own
+    /// block: what a generic struct's arguments are inferred from when the body's value or a
+    /// `return` names none (`Acc::new()`, or a binding made so, as the tail).
+    pub result_struct: Option<(syn::Type, usize)>,
 }
 
 impl Lowerer<'_> {
@@ -84,7 +89,11 @@ impl Lowerer<'_> {
                 format!("`{name}` takes {} arguments", f.sig.inputs.len()),
             );
         }
+        // Where the result goes (`let acc: Acc<f32> = Acc::new()`) is this call's, not its
+        // arguments'.
+        let expected = self.expected.take();
         let args = self.helper_args(f.sig.inputs.iter(), args)?;
+        self.expected = expected;
         self.call_with_args(f, path, args, span)
     }
 
@@ -97,6 +106,7 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Val> {
         let name = f.sig.ident.to_string();
+        let expected = self.expected.take();
         if self.frames.len() >= MAX_HELPER_DEPTH {
             return err(
                 span,
@@ -111,7 +121,8 @@ impl Lowerer<'_> {
                 witnesses.push(self.arg_witness(a, span)?);
             }
         }
-        let (type_params, const_params) = self.infer_generics(f, path, &witnesses, span)?;
+        let (type_params, const_params) =
+            self.infer_generics(f, path, &witnesses, expected.as_ref(), span)?;
 
         // The helper runs in its own scope, with its own type and const parameters.
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![Vec::new()]);
@@ -166,11 +177,20 @@ impl Lowerer<'_> {
         };
         self.b.begin_block();
         self.loop_depth += 1;
+        let result_struct = match &f.sig.output {
+            syn::ReturnType::Type(_, ty)
+                if crate::generic_structs::declaration(ty, &self.info.structs).is_some() =>
+            {
+                Some((self.concrete_type(ty), self.scopes.len() + 1))
+            }
+            _ => None,
+        };
         self.frames.push(HelperFrame {
             result: result.clone(),
             loop_depth: self.loop_depth,
             returned,
             loop_returns: 0,
+            result_struct,
         });
         let body = self.block(&f.block);
         self.frames.pop();
@@ -214,13 +234,12 @@ impl Lowerer<'_> {
                 let array = self.new_local_array(name, elem, dims, None, ty.span(), what)?;
                 Ok(Binding::Val(Val::Array(array)))
             }
-            other if crate::types::struct_named(other, &self.info.structs).is_some() => {
-                let Some(def) = crate::types::struct_named(other, &self.info.structs).cloned()
-                else {
+            other if self.struct_instance(other).is_some() => {
+                let Some(def) = self.struct_instance(other) else {
                     return err(other.span(), "unknown struct");
                 };
                 let mut items = Vec::new();
-                for field in &def.fields {
+                for field in &def.def.fields {
                     let fname = field
                         .ident
                         .as_ref()
@@ -228,7 +247,18 @@ impl Lowerer<'_> {
                         .unwrap_or_default();
                     items.push(self.result_slot(&format!("{name}.{fname}"), &field.ty)?);
                 }
-                Ok(Binding::Struct(def.ident.to_string(), items))
+                Ok(Binding::Struct(def.name, items))
+            }
+            other if crate::generic_structs::declaration(other, &self.info.structs).is_some() => {
+                err(
+                    other.span(),
+                    format!(
+                        "`{}` names a generic struct without its arguments: write them \
+                         (`-> {}<T>`)",
+                        source_text(other),
+                        source_text(other)
+                    ),
+                )
             }
             syn::Type::Reference(r) => err(
                 r.span(),
@@ -269,10 +299,12 @@ impl Lowerer<'_> {
         f: &syn::ItemFn,
         path: &syn::Path,
         values: &[Val],
+        expected: Option<&syn::Type>,
         span: Span,
     ) -> Result<(TypeParams, ConstParams)> {
         let mut out = HashMap::new();
         let mut consts = ConstParams::new();
+        let open_receiver = self.open_receiver.take();
         let mut generics: Vec<String> = Vec::new();
         let mut const_types: Vec<(String, S)> = Vec::new();
         // Type and const parameters in declaration order, as a turbofish names them.
@@ -303,11 +335,13 @@ impl Lowerer<'_> {
         if order.is_empty() {
             return Ok((out, consts));
         }
-        // An explicit turbofish fixes the parameters in order.
+        // An explicit turbofish fixes the parameters in order: the function's own, after
+        // those of a generic `impl` block (which the path's type names: `Acc::<f32>::new`).
+        let impl_params = crate::impls::impl_origin(f).map_or(0, |(n, _)| n);
         if let Some(syn::PathArguments::AngleBracketed(a)) =
             path.segments.last().map(|s| &s.arguments)
         {
-            for ((name, const_ty), arg) in order.iter().zip(&a.args) {
+            for ((name, const_ty), arg) in order.iter().skip(impl_params).zip(&a.args) {
                 match (const_ty, arg) {
                     (None, syn::GenericArgument::Type(t)) => {
                         out.insert(name.clone(), self.resolve_scalar(t)?);
@@ -352,6 +386,20 @@ impl Lowerer<'_> {
                 &mut out,
             );
         }
+        // Generic structs: the path's type, the receiver's and the struct arguments'
+        // instances, and where the result goes.
+        self.infer_struct_params(
+            f,
+            path,
+            values,
+            open_receiver.is_some(),
+            expected,
+            &generics,
+            &mut out,
+            &mut consts,
+            &const_types,
+            span,
+        )?;
         for (name, _) in &const_types {
             if !consts.contains_key(name) {
                 return err(
@@ -410,6 +458,32 @@ impl Lowerer<'_> {
                 _ => {}
             }
         }
+        // A receiver whose instance was left open where it was made (`let mut acc =
+        // Acc::new();`): this call's arguments say what it stands for.
+        if let Some(open) = open_receiver {
+            self.note_open_receiver(f, &open, &out, &literal_kind);
+            let mut found = HashMap::new();
+            let mut found_consts = HashMap::new();
+            if let (Some((_, self_ty)), Some(v)) = (crate::impls::impl_origin(f), values.first())
+                && let Some(t) = self.value_type(v)
+            {
+                crate::generic_structs::unify(
+                    &self_ty,
+                    &t,
+                    &generics,
+                    &mut found,
+                    &mut found_consts,
+                );
+            }
+            for (name, ty) in found {
+                if let Some(s) = crate::types::scalar_type(&ty)
+                    && !literal_kind.contains_key(&name)
+                    && !from_open.contains_key(&name)
+                {
+                    out.entry(name).or_insert(s);
+                }
+            }
+        }
         for name in &generics {
             if !out.contains_key(name) && !closures.contains(name) {
                 if let Some(&ty) = from_open.get(name) {
@@ -421,6 +495,28 @@ impl Lowerer<'_> {
                         out.insert(name.clone(), k.default_type());
                     }
                     None => {
+                        if let Some(ty) = self.open_struct_param(f, name)? {
+                            out.insert(name.clone(), ty);
+                            continue;
+                        }
+                        if let Some((_, self_ty)) = crate::impls::impl_origin(f) {
+                            let st = crate::generic_structs::base_name(&source_text(&self_ty))
+                                .to_string();
+                            return err(
+                                span,
+                                format!(
+                                    "cannot tell what `{name}` of `{}` stands for at this call \
+                                     of `{}`: device code infers it from the path, the \
+                                     receiver, the arguments, the binding's annotation or the \
+                                     arguments of the binding's later method calls and \
+                                     operators, not from other uses. Name it: \
+                                     `{st}::<f32>::{}(..)`, or `let v: {st}<f32> = ..`",
+                                    source_text(&self_ty).replace(" < ", "<").replace(" >", ">"),
+                                    f.sig.ident,
+                                    f.sig.ident
+                                ),
+                            );
+                        }
                         return err(
                             span,
                             format!(

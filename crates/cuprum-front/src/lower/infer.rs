@@ -32,6 +32,10 @@ pub(super) struct Inference {
     /// The `let` sites whose arrays are wgmma accumulators, kept in variables in the emit run
     /// (`arrays::Registers`).
     pub(super) register_lets: std::collections::HashSet<u32>,
+    /// Whether the run left a generic struct's argument open (`let mut acc = Acc::new();`,
+    /// typed by later uses): its guess may have been wrong, so another infer run follows
+    /// with what this one learned.
+    pub(super) opened_struct_params: bool,
 }
 
 impl Inference {

@@ -37,6 +37,7 @@ impl Lowerer<'_> {
     }
 
     fn find_method(&self, self_ty: &str, name: &str) -> Option<&syn::ItemFn> {
+        let self_ty = crate::generic_structs::base_name(self_ty);
         self.info
             .methods
             .iter()
@@ -139,6 +140,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
+        let open = self.open_sites_of(&receiver);
         let first = if r.reference.is_some() {
             Arg::Place(receiver)
         } else {
@@ -154,6 +156,7 @@ impl Lowerer<'_> {
                 None => syn::PathArguments::None,
             },
         });
+        self.open_receiver = open;
         self.call_with_args(f, &path, args, span)
     }
 
@@ -198,6 +201,8 @@ impl Lowerer<'_> {
         trait_name: &str,
         rhs_struct: Option<&str>,
     ) -> Option<syn::ItemFn> {
+        let self_ty = crate::generic_structs::base_name(self_ty);
+        let rhs_struct = rhs_struct.map(crate::generic_structs::base_name);
         self.info
             .methods
             .iter()
@@ -206,7 +211,7 @@ impl Lowerer<'_> {
                     && m.trait_name.as_deref() == Some(trait_name)
                     && match m.item.sig.inputs.iter().nth(1) {
                         Some(syn::FnArg::Typed(pt)) => {
-                            crate::types::struct_named(&pt.ty, &self.info.structs)
+                            crate::generic_structs::declaration(&pt.ty, &self.info.structs)
                                 .map(|d| d.ident.to_string())
                                 .as_deref()
                                 == rhs_struct
@@ -307,6 +312,7 @@ impl Lowerer<'_> {
             );
         };
         let path = syn::Path::from(f.sig.ident.clone());
+        self.open_receiver = self.open_sites_of(&target);
         let args = vec![Arg::Place(target), Arg::Value(rhs)];
         Ok(Some(self.call_with_args(&f, &path, args, b.span())?))
     }

@@ -8,6 +8,10 @@
 //! the first time only to collect such facts at numbered *sites* (every `let`, `for` and
 //! `if`/`else` expression is a site, numbered in visit order, so both runs agree), the second
 //! time to emit the IR with the solved types. Unsolved sites default as Rust does: `i32`, `f64`.
+//! A generic struct's argument that only later uses tell (`let mut acc = Acc::new();
+//! acc.add(x[i]);`) is such a site too, but the first run must lower `Acc::new()` with a guess,
+//! and a wrong guess stops it at the first mismatch: the infer run is repeated with what the
+//! last one learned until it learns nothing new (`instances`).
 
 mod aggregates;
 mod arrays;
@@ -18,6 +22,7 @@ mod control;
 mod disjoint;
 mod helpers;
 mod infer;
+mod instances;
 mod intrinsics;
 mod local_aggregates;
 mod macros;
@@ -29,6 +34,7 @@ mod ops;
 mod outputs;
 mod packed_halves;
 mod phased;
+mod places;
 mod ranges;
 mod references;
 mod strided;
@@ -101,13 +107,36 @@ pub fn lower_kernel(
     let mut inference = Inference::default();
     // The first run only collects typing facts; its errors reappear in the second run.
     let _ = Lowerer::new(info, kernel, spec, Mode::Infer(&mut inference)).run();
-    let solved = inference.solve();
+    let mut solved = inference.solve();
+    // A generic struct's argument left open for later uses (`let mut acc = Acc::new();
+    // acc.add(x[i]);`) was lowered with a guess, which may have stopped the run at a
+    // mismatch: run again with what was learned, until nothing new is (each run learns at
+    // least the open argument it stopped at).
+    let mut open = inference.opened_struct_params;
+    // The wgmma accumulators' `let`s, as the last infer run found them.
+    let mut register_lets = std::mem::take(&mut inference.register_lets);
+    for _ in 0..MAX_OPEN_STRUCT_RUNS {
+        if !open {
+            break;
+        }
+        let mut again = Inference::default();
+        let mut lowerer = Lowerer::new(info, kernel, spec, Mode::Infer(&mut again));
+        lowerer.open_guesses = solved.clone();
+        let _ = lowerer.run();
+        let next = again.solve();
+        open = next != solved;
+        solved = next;
+        register_lets = std::mem::take(&mut again.register_lets);
+    }
     let mut emit = Lowerer::new(info, kernel, spec, Mode::Emit(&solved));
-    emit.register_lets = std::mem::take(&mut inference.register_lets);
+    emit.register_lets = register_lets;
     let mut lowered = emit.run()?;
     atomic_cells::mark_atomic_writes(&mut lowered);
     Ok(lowered)
 }
+
+/// How many more infer runs may type generic structs' open arguments (see `lower_kernel`).
+const MAX_OPEN_STRUCT_RUNS: usize = 8;
 
 /// The value of a constant expression.
 #[derive(Clone, Copy, Debug)]
@@ -359,6 +388,22 @@ struct Lowerer<'a> {
     split_boundary_values: Vec<(Value, proc_macro2::Span)>,
     /// The phased arrays whose `mine_below()` loop is being lowered.
     mine_below_open: Vec<u32>,
+    /// The type the value being lowered goes into, where a `let` annotation or a struct
+    /// field names a struct: what a generic struct's arguments are inferred from when
+    /// nothing else names them (`let acc: Acc<f32> = Acc::new();`). Taken by the first call
+    /// or struct expression that needs it.
+    expected: Option<syn::Type>,
+    /// What the previous infer run solved, for the arguments of generic structs left open
+    /// (`instances::open_struct_param`); empty in the first.
+    open_guesses: HashMap<u32, S>,
+    /// The open arguments (struct argument position, site) the last call left, for the
+    /// `let` binding its result.
+    opened: Vec<(usize, u32)>,
+    /// Per `let mut` struct holding an open instance (by its first variable), its open
+    /// arguments.
+    open_vars: HashMap<Var, Vec<(usize, u32)>>,
+    /// The open arguments of the receiver of the method call being inferred.
+    open_receiver: Option<Vec<(usize, u32)>>,
     /// The kernel's launch contract in this specialization (block dimensions named by const
     /// parameters resolved): what every rule that relies on the contract reads.
     contract: Option<crate::items::ContractInfo>,
@@ -420,6 +465,11 @@ impl<'a> Lowerer<'a> {
             split_constants: HashMap::new(),
             split_boundary_values: Vec::new(),
             mine_below_open: Vec::new(),
+            expected: None,
+            open_guesses: HashMap::new(),
+            opened: Vec::new(),
+            open_vars: HashMap::new(),
+            open_receiver: None,
             contract: None,
             array_lets: HashMap::new(),
             register_lets: std::collections::HashSet::new(),
@@ -762,7 +812,16 @@ impl<'a> Lowerer<'a> {
                     Val::Unit
                 }
                 syn::Stmt::Expr(e, semi) => {
-                    let v = self.expr(e)?;
+                    // A helper's value goes where its result type says (`-> Acc<T>`).
+                    let tail = is_last && semi.is_none();
+                    if tail {
+                        self.expect_result(e, self.scopes.len());
+                    }
+                    let v = self.expr(e);
+                    if tail {
+                        self.expected = None;
+                    }
+                    let v = v?;
                     match (semi, v) {
                         (_, Val::Never) => Val::Never,
                         (None, v) if is_last => v,
@@ -886,9 +945,26 @@ impl<'a> Lowerer<'a> {
                 };
                 (self.array_expr(init, hint, Some(site))?, true)
             }
-            _ => (self.expr(init)?, false),
+            _ => {
+                // `let acc: Acc<f32> = Acc::new();`: the annotation names the instance.
+                self.expected = annotation
+                    .filter(|t| {
+                        crate::generic_structs::declaration(t, &self.info.structs).is_some()
+                    })
+                    .map(|t| self.concrete_type(t));
+                self.opened.clear();
+                let v = self.expr(init);
+                self.expected = None;
+                (v?, false)
+            }
         };
-        self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)
+        let opened = std::mem::take(&mut self.opened);
+        self.bind_pattern(strip_type(pat), annotation, value, site, init.span(), fresh)?;
+        // `let mut acc = Acc::new();` with `T` left for later uses to tell.
+        if let syn::Pat::Ident(id) = strip_type(pat) {
+            self.register_open_binding(&id.ident.to_string(), opened);
+        }
+        Ok(())
     }
 
     /// `let [a, b, c] = init;`: `a = init[0]`, `b = init[1]`, ... An `init` that names a place
@@ -998,6 +1074,8 @@ impl<'a> Lowerer<'a> {
             Val::Array(_) if !fresh && !self.register_lets.contains(&site) => {
                 self.copy_array(&value, span)?
             }
+            // A struct's array fields are copied too (`let w2 = w;` of a `Window<N>`).
+            Val::Struct(..) if !fresh => self.copy_array_fields(value, span)?,
             Val::LocalElems { array, elem, len } if !fresh => {
                 self.copy_aggregate_array(array, &elem, len, span)?
             }
@@ -1298,7 +1376,10 @@ impl<'a> Lowerer<'a> {
         let result = frame.result.clone();
         match (result, &r.expr) {
             (Some(slot), Some(e)) => {
-                let v = self.expr(e)?;
+                self.expect_result(e, 0);
+                let v = self.expr(e);
+                self.expected = None;
+                let v = v?;
                 self.assign_binding(&slot, v, e.span())?;
             }
             (None, None) => {}
@@ -1634,258 +1715,6 @@ impl<'a> Lowerer<'a> {
             }
             other => err(other.span(), "expected a constant expression"),
         }
-    }
-
-    // ----- places (assignable locations) --------------------------------------------------
-
-    fn place(&mut self, e: &syn::Expr) -> Result<Place> {
-        if let Some(m) = self.mem_path(e)? {
-            let Some(elem) = m.ty.scalar() else {
-                return err(
-                    e.span(),
-                    format!(
-                        "`{}` is a whole `{}`: assign it with `=`",
-                        source_text(e),
-                        m.ty.rust_name()
-                    ),
-                );
-            };
-            if !m.mutable {
-                return err(
-                    e.span(),
-                    "cannot assign through a shared reference or into a `&[T]`",
-                );
-            }
-            return Ok(Place::Mem {
-                space: m.space,
-                addr: m.addr,
-                elem,
-            });
-        }
-        match e {
-            syn::Expr::Paren(p) => self.place(&p.expr),
-            syn::Expr::Path(p) => {
-                let name = p
-                    .path
-                    .get_ident()
-                    .map(|i| i.to_string())
-                    .unwrap_or_default();
-                match self.lookup(&name).cloned() {
-                    Some(Binding::Var {
-                        var,
-                        ty,
-                        mutable: true,
-                    }) => Ok(Place::Var(var, ty)),
-                    Some(Binding::InferVar { site, kind, .. }) => Ok(Place::InferVar(site, kind)),
-                    Some(Binding::Val(Val::ElemRef { .. } | Val::AggRef(_))) => err(
-                        p.span(),
-                        format!("`{name}` is a reference to an element: write `*{name} = ...`"),
-                    ),
-                    Some(Binding::Val(
-                        v @ (Val::Ptr { .. }
-                        | Val::Slice(_)
-                        | Val::Atomic(_)
-                        | Val::Shared { .. }
-                        | Val::SharedElems { .. }
-                        | Val::LocalElems { .. }
-                        | Val::Index1(_)
-                        | Val::Index2(..)
-                        | Val::Index3(..)),
-                    )) => err(
-                        p.span(),
-                        format!(
-                            "cannot assign to `{name}`: {} cannot be reassigned in device code; \
-                             bind the new value to a new name with `let`",
-                            describe(&v)
-                        ),
-                    ),
-                    Some(_) => err(
-                        p.span(),
-                        format!(
-                            "cannot assign twice to immutable variable `{name}`: declare it \
-                             `let mut {name}` (or `mut {name}: T` for a parameter)"
-                        ),
-                    ),
-                    None => err(p.span(), format!("cannot find `{name}` in device code")),
-                }
-            }
-            syn::Expr::Unary(syn::ExprUnary {
-                op: syn::UnOp::Deref(_),
-                expr,
-                ..
-            }) => match self.place_binding(expr)? {
-                // A reference passed to a helper: the caller's variable itself.
-                Binding::Var {
-                    var,
-                    ty,
-                    mutable: true,
-                } => Ok(Place::Var(var, ty)),
-                Binding::InferVar { site, kind } => Ok(Place::InferVar(site, kind)),
-                Binding::Val(v) => self.deref_place(v, e, expr),
-                _ => err(
-                    e.span(),
-                    "assign through a reference to a scalar here (`*r = x`), or to a field",
-                ),
-            },
-            syn::Expr::Index(i) => self.index_place(i),
-            syn::Expr::Field(f) => match self.field_binding(f)? {
-                Binding::Var {
-                    var,
-                    ty,
-                    mutable: true,
-                } => Ok(Place::Var(var, ty)),
-                Binding::InferVar { site, kind } => Ok(Place::InferVar(site, kind)),
-                _ => err(f.span(), "assign to a scalar field of a `let mut` tuple"),
-            },
-            other => err(
-                other.span(),
-                "this is not an assignable place in device code",
-            ),
-        }
-    }
-
-    fn read_place(&mut self, place: Place, span: proc_macro2::Span) -> Result<Val> {
-        Ok(match place {
-            Place::Var(var, _) => Val::Scalar(self.def(Op::ReadVar(var), span)?),
-            Place::InferVar(site, kind) => Val::Infer(site, kind),
-            Place::Mem { space, addr, elem } => Val::Scalar(self.def(
-                Op::Load {
-                    space,
-                    ty: elem,
-                    addr,
-                },
-                span,
-            )?),
-            Place::Reg { vars, index, .. } => {
-                Val::Scalar(self.read_register_choice(&vars, index, span)?)
-            }
-        })
-    }
-
-    fn write_place(&mut self, place: Place, v: Val, span: proc_macro2::Span) -> Result<()> {
-        match place {
-            Place::Var(var, ty) => {
-                let x = self.materialize(v, ty, span)?;
-                self.b.push(Stmt::WriteVar { var, value: x });
-            }
-            Place::InferVar(site, _) => match v {
-                Val::Scalar(x) => {
-                    let ty = self.ty(x);
-                    self.note_type(site, ty)
-                }
-                Val::Infer(other, _) => self.note_union(site, other),
-                _ => {}
-            },
-            Place::Mem { space, addr, elem } => {
-                let x = self.materialize(v, elem, span)?;
-                self.b.push(Stmt::Store {
-                    space,
-                    addr,
-                    value: x,
-                });
-            }
-            Place::Reg { vars, index, elem } => {
-                let x = self.materialize(v, elem, span)?;
-                self.write_register_choice(&vars, index, x, span)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `slice[index]`, bounds-checked.
-    fn index_place(&mut self, i: &syn::ExprIndex) -> Result<Place> {
-        match self.indexed(i)? {
-            arrays::Indexed::Element(place) => Ok(place),
-            arrays::Indexed::Row(row) => err(
-                i.span(),
-                format!(
-                    "`{}` is a row `{}` of an array of arrays, not a number: index it again \
-                     (`{}[j]`) or assign it a whole row",
-                    source_text(i),
-                    row.type_name(),
-                    source_text(i)
-                ),
-            ),
-        }
-    }
-
-    /// `slice[index]` (bounds-checked) or `array[index]`: an element, or a row of an array
-    /// of arrays.
-    fn indexed(&mut self, i: &syn::ExprIndex) -> Result<arrays::Indexed> {
-        if let Some(place) = self.phased_index(i)? {
-            return Ok(arrays::Indexed::Element(place));
-        }
-        let param = match self.expr(&i.expr)? {
-            Val::Slice(p) => p,
-            Val::Array(a) => return self.index_array(&a, &i.index, source_text(i)),
-            Val::Shared { array, elem, len } => {
-                self.require_unsafe_shared(i)?;
-                let index = self.expr(&i.index)?;
-                let index = self.materialize(index, S::U64, i.index.span())?;
-                let addr = self.shared_addr(array, elem, len, index, source_text(i), i.span())?;
-                return Ok(arrays::Indexed::Element(Place::Mem {
-                    space: AddressSpace::Shared,
-                    addr,
-                    elem,
-                }));
-            }
-            other => {
-                return err(
-                    i.expr.span(),
-                    format!("cannot index {} in device code", describe(&other)),
-                );
-            }
-        };
-        let (elem, access) = self.slice_param(param);
-        let index_val = self.expr(&i.index)?;
-        if matches!(index_val, Val::Index1(_)) {
-            return err(
-                i.index.span(),
-                "slices are indexed by `usize`: use `.get()` on the thread index",
-            );
-        }
-        let index = self
-            .materialize(index_val, S::U64, i.index.span())
-            .map_err(|e| {
-                syn::Error::new(e.span(), format!("{e} (slices are indexed by `usize`)"))
-            })?;
-        let site = source_text(i);
-        let addr = self.checked_element_addr(param, index, elem, site)?;
-        if access == SliceAccess::Disjoint {
-            return err(i.span(), disjoint::NOT_INDEXED);
-        }
-        Ok(arrays::Indexed::Element(Place::Mem {
-            space: AddressSpace::Global,
-            addr,
-            elem,
-        }))
-    }
-
-    fn slice_param(&self, param: u32) -> (S, SliceAccess) {
-        match self.b.kernel().params.get(param as usize).map(|p| p.kind) {
-            Some(cuprum_ir::ParamKind::Slice { elem, access }) => (elem, access),
-            _ => (S::U8, SliceAccess::ReadOnly),
-        }
-    }
-
-    /// Emits `if !(index < len) { trap }` and returns the element's address.
-    fn checked_element_addr(
-        &mut self,
-        param: u32,
-        index: Value,
-        elem: S,
-        site: String,
-    ) -> Result<Value> {
-        self.bounds_check(param, index, site, proc_macro2::Span::call_site())?;
-        self.element_addr(param, index, elem)
-    }
-
-    fn element_addr(&mut self, param: u32, index: Value, elem: S) -> Result<Value> {
-        let span = proc_macro2::Span::call_site();
-        let base = self.def(Op::SliceBase(param), span)?;
-        let size = self.constant(Constant::u64(elem.size_bytes() as u64));
-        let offset = self.def(Op::Binary(BinaryOp::Mul, index, size), span)?;
-        self.def(Op::Binary(BinaryOp::Add, base, offset), span)
     }
 }
 

@@ -74,19 +74,4 @@ mod swaps {
     }
 }
 
-#[cuda_module]
-mod generic_structs {
-    use super::*;
-
-    #[derive(Clone, Copy)]
-    pub struct Tile<const N: usize> {
-        pub first: f32,
-    }
-
-    #[kernel]
-    pub unsafe fn k(out: &mut [f32]) {
-        out[0] = 1.0;
-    }
-}
-
 fn main() {}
