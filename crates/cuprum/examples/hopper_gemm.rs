@@ -649,10 +649,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let big = size::benchmark_sizes(gpu);
     // The small size has twice as many K-slices as stages, so every rung's ring wraps.
-    let (m, n, k) = if big {
-        (4096, 4096, 4096)
-    } else {
-        (256, 512, 512)
+    // `--size S`: an S^3 problem instead (S a multiple of 256).
+    let size = match args.iter().position(|a| a == "--size") {
+        Some(i) => Some(
+            args.get(i + 1)
+                .and_then(|s| s.parse::<usize>().ok())
+                .filter(|s| *s > 0 && s % 256 == 0)
+                .ok_or("--size takes a positive multiple of 256")?,
+        ),
+        None => None,
+    };
+    let (m, n, k) = match size {
+        Some(s) => (s, s, s),
+        None if big => (4096, 4096, 4096),
+        None => (256, 512, 512),
     };
     let stream = ctx.default_stream();
     let mut rng = SmallRng::seed_from_u64(15);
