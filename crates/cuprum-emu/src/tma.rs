@@ -152,6 +152,9 @@ impl Exec<'_, '_> {
                 } => {
                     let desc = self.tensor_map(*map, l)?;
                     let coords = self.coords(coords, l);
+                    if let Some(problem) = desc.box_start_problem(&coords) {
+                        return Err(misuse(ctx, l, problem));
+                    }
                     let dst = self.shared_box(*dst, l, desc.box_bytes(), &desc)?;
                     let mbar = self.lane_mbar(*mbar, l)?;
                     self.issue_load(l, Source::Tile { desc, coords }, dst, mbar, &desc)?;
@@ -183,6 +186,9 @@ impl Exec<'_, '_> {
                 TmaOp::StoreTile { map, coords, src } => {
                     let desc = self.tensor_map(*map, l)?;
                     let coords = self.coords(coords, l);
+                    if let Some(problem) = desc.box_start_problem(&coords) {
+                        return Err(misuse(ctx, l, problem));
+                    }
                     let src = self.shared_box(*src, l, desc.box_bytes(), &desc)?;
                     self.issue_store(l, tid, &desc, &coords, src)?;
                 }

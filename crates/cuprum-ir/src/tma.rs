@@ -29,6 +29,9 @@ pub const MAX_GLOBAL_STRIDE: u64 = 1 << 40;
 pub const GLOBAL_ADDRESS_ALIGN: u64 = 16;
 /// A box's inner dimension spans a multiple of this many bytes.
 pub const BOX_INNER_ALIGN: u32 = 16;
+/// A box copy's innermost coordinate is a multiple of this many bytes from the tensor's
+/// start ([`TensorMapDesc::box_start_problem`]).
+pub const BOX_START_ALIGN: u32 = 16;
 /// The shared-memory address of a tile copy is a multiple of this (bytes); a swizzled one a
 /// multiple of its swizzle's [`Swizzle::period_bytes`] as well (so the pattern lines up).
 pub const SHARED_ALIGN: u32 = 128;
@@ -499,6 +502,27 @@ impl TensorMapDesc {
             d.element_strides[i] = ((w[13] >> (8 * i)) & 0xff) as u32;
         }
         Ok(d)
+    }
+
+    /// Why a box copy starting at `coords` (one entry per dimension, innermost first) is one
+    /// the hardware refuses, or `None`: the innermost coordinate must be a whole number of
+    /// [`BOX_START_ALIGN`] bytes from the tensor's start, in bounds or not (an H200 stops the
+    /// kernel with an illegal instruction otherwise; measured, and reported by others). Asked
+    /// by the emulator for every tile copy.
+    pub fn box_start_problem(&self, coords: &[i64]) -> Option<String> {
+        let size = i64::from(self.elem.size_bytes());
+        let x = *coords.first()?;
+        let bytes = i128::from(x) * i128::from(size);
+        if bytes % i128::from(BOX_START_ALIGN) == 0 {
+            return None;
+        }
+        Some(format!(
+            "a tensor copy's innermost coordinate must be a multiple of {BOX_START_ALIGN} bytes \
+             ({} `{}` elements) from the tensor's start, and {x} is {bytes} bytes: start boxes \
+             at such coordinates (a GPU stops the kernel with an illegal instruction)",
+            i64::from(BOX_START_ALIGN) / size,
+            self.elem.rust_name()
+        ))
     }
 
     /// The byte offset from the tensor's address of the element at `index` (one entry per

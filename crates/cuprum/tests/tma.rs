@@ -349,16 +349,19 @@ const BOXES: [(Swizzle, u32, u32); 4] = [
 ];
 
 /// Box origins per box width: inside, over the right and bottom edges, before the start,
-/// and wholly outside.
+/// and wholly outside. Each x is a multiple of 16 bytes (4 `u32`s): the hardware refuses a
+/// box whose innermost coordinate is not (an illegal instruction on the H200; the emulator
+/// reports it, see `an_unaligned_innermost_coordinate_is_reported`).
 fn origins(bw: u32, bh: u32) -> Vec<(i32, i32)> {
     let (bw, bh) = (bw as i32, bh as i32);
+    let aligned = |x: i32| x.div_euclid(4) * 4;
     vec![
         (0, 0),
-        (W as i32 - bw / 2, 1),
-        (3, H as i32 - bh / 2),
-        (-bw / 2, -2),
-        (W as i32 - 3, H as i32 - 1),
-        (W as i32 + 4, 0),
+        (aligned(W as i32 - bw / 2), 1),
+        (4, H as i32 - bh / 2),
+        (aligned(-bw / 2), -2),
+        (aligned(W as i32 - 3), H as i32 - 1),
+        (aligned(W as i32 + 4), 0),
     ]
 }
 
@@ -737,11 +740,16 @@ fn planted(
 
 /// `load_raw` of one 32x8 box at the origin with `flags`.
 fn load_with(flags: u32) -> Option<EmuError> {
+    load_at(0, flags)
+}
+
+/// `load_raw` of one 32x8 box at `(x, 0)` with `flags`.
+fn load_at(x: i32, flags: u32) -> Option<EmuError> {
     planted(|m, s| {
         let data: Vec<u32> = (1..=(PITCH * H) as u32).collect();
         let dev = DeviceBuffer::from_host(s, &data)?;
         let map = tensor_map(&dev, 32, 8, Swizzle::B128)?;
-        let xs = DeviceBuffer::from_host(s, &[0i32])?;
+        let xs = DeviceBuffer::from_host(s, &[x])?;
         let ys = DeviceBuffer::from_host(s, &[0i32])?;
         let mut out = DeviceBuffer::from_host(s, &poisoned::<u32>(256))?;
         unsafe {
@@ -757,6 +765,23 @@ fn load_with(flags: u32) -> Option<EmuError> {
             )
         }
     })
+}
+
+/// A box whose innermost coordinate is not a multiple of 16 bytes from the tensor's start
+/// (x = 3 and x = -1 `u32`s, in bounds or not) stops an H200 with an illegal instruction;
+/// the emulator names the coordinate and the rule instead.
+#[test]
+fn an_unaligned_innermost_coordinate_is_reported() {
+    for x in [3, -1, 6] {
+        let Some(e) = load_at(x, 0) else { return };
+        match &e {
+            EmuError::TmaMisuse { message, .. } => assert!(
+                message.contains("multiple of 16 bytes") && message.contains(&format!(" {x} is")),
+                "x = {x}: {message}"
+            ),
+            other => panic!("x = {x}: expected a TMA misuse, got {other}"),
+        }
+    }
 }
 
 #[test]
