@@ -20,7 +20,7 @@
 //! | [`unroll`] | short counted loops (the front end's array copies) become straight code |
 //! | [`unroll_dynamic`] | other counted loops run four iterations per trip, then the rest |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | again, on the unrolled copies |
-//! | [`conditions`] | drops tests already decided by a dominating branch or by value ranges |
+//! | [`conditions`] | drops tests already decided by a dominating branch, by value ranges, or by the kernel's launch requirements |
 //! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
 //! | [`fold`] | cleans up after `conditions` and `narrow` |
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
@@ -62,6 +62,7 @@ pub mod hoist;
 mod ir;
 pub mod narrow;
 pub mod promote;
+mod relations;
 pub mod strength;
 pub mod trace;
 pub mod unroll;

@@ -39,10 +39,12 @@ mod kernels {
     /// `output` (w rows of h) = transpose of `input` (h rows of w). Launch with 32x8-thread
     /// blocks and a (ceil(h/32), ceil(w/32)) grid: block b writes output tile b (row-major,
     /// ceil(h/32) per row), i.e. output rows by*32.. and columns bx*32.., so it reads input
-    /// rows bx*32.. and columns by*32...
+    /// rows bx*32.. and columns by*32... The contract requires `input` to hold the h x w
+    /// matrix (`input.len() >= w * h`, checked at every launch), so the reads under
+    /// `y < h && x < w` need no bounds check: the optimizer proves `y * w + x < w * h`.
     #[kernel]
     #[launch_bounds(256, 8)]
-    #[launch_contract(domain = 2, block = (32, 8, 1))]
+    #[launch_contract(domain = 2, block = (32, 8, 1), requires = (input.len() >= w * h))]
     pub fn transpose(input: &[f32], mut output: DisjointSlice<f32>, w: usize, h: usize) {
         let mut tile = SharedWrite2d::<f32, TILE, { TILE + 1 }>::new();
         let in_row0 = thread::blockIdx_x() as usize * TILE;
@@ -60,10 +62,11 @@ mod kernels {
     }
 
     /// The same transpose as CUDA C++ writes it, `unsafe`: launch with 32x8-thread blocks
-    /// and a (ceil(w/32), ceil(h/32)) grid.
+    /// and a (ceil(w/32), ceil(h/32)) grid. Its contract requires both matrices to fit their
+    /// slices (checked at every launch), which proves its guarded accesses in bounds.
     #[kernel]
     #[launch_bounds(256)]
-    #[launch_contract(block = (32, 8, 1))]
+    #[launch_contract(block = (32, 8, 1), requires = (input.len() >= w * h, output.len() >= w * h))]
     pub unsafe fn transpose_raw(input: &[f32], output: &mut [f32], w: usize, h: usize) {
         let tile = SharedArray::<f32, { TILE * (TILE + 1) }>::uninit();
         let tx = thread::threadIdx_x() as usize;
