@@ -28,6 +28,7 @@
 //! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
 //! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
 //! | [`strength`] | addresses computed from a loop's counter become pointers advanced with it |
+//! | [`rebase`] | addresses at a constant distance from an earlier one become that one plus the constant |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
@@ -62,6 +63,7 @@ pub mod hoist;
 mod ir;
 pub mod narrow;
 pub mod promote;
+pub mod rebase;
 mod relations;
 pub mod strength;
 pub mod trace;
@@ -112,6 +114,7 @@ pub const PASSES: &[Pass] = &[
     pass("checks", checks::run_with),
     pass("vectorize", vectorize::run_with),
     pass("strength", strength::run_with),
+    pass("rebase", rebase::run_with),
     pass("dce", |k, _| dce::run(k)),
 ];
 

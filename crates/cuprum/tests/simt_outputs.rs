@@ -151,7 +151,8 @@ mod kernels {
         mut out: DisjointSlice<[u32; 3]>,
     ) {
         let b = thread::blockIdx_x()
-            + thread::gridDim_x() * (thread::blockIdx_y() + thread::gridDim_y() * thread::blockIdx_z());
+            + thread::gridDim_x()
+                * (thread::blockIdx_y() + thread::gridDim_y() * thread::blockIdx_z());
         let t = thread::threadIdx_x() + 8 * (thread::threadIdx_y() + 4 * thread::threadIdx_z());
         for (r, c, o) in out.block_tile_mut(tile_rows, tile_cols, width) {
             *o = [b * 1000 + t, r as u32, c as u32];
