@@ -28,7 +28,7 @@
 //! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
 //! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
 //! | [`strength`] | addresses computed from a loop's counter become pointers advanced with it |
-//! | [`rebase`] | addresses at a constant distance from an earlier one become that one plus the constant |
+//! | [`rebase`] | addresses at a constant distance from an earlier one, or a multiple of one value, become that one plus the constant or a step |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it

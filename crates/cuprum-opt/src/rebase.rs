@@ -21,17 +21,38 @@
 //! same instance). `v` keeps its bits; only how they are computed changes. The old arithmetic
 //! is left to [`crate::dce`].
 //!
+//! Addresses whose distance is not a constant but a constant multiple of one value get the
+//! same treatment from the latest such address: a transpose reads `x[(y0 + 8k) * w + x0]`
+//! for `k = 0..4`, whose addresses are `4 * ((y0 + 8k) * w + x0)` apart from the slice's
+//! base, `32 * w` from each other; each was a 64-bit multiply and three adds, and becomes
+//! one add of `step = w * 32` (defined once per scope). For that the pass reads each address
+//! as a polynomial over the values it does not look into (its *atoms*), with coefficients
+//! in the type's wrapping arithmetic, which `+`, `-`, `*` and `<<` by a constant keep exact
+//! (the integers modulo `2^w` are a ring); a zero extension of `a + c` (`c` a constant) is
+//! read as the extension of `a` plus `c` where `a`'s range ([`crate::facts::Ranges`], with
+//! no facts, so true everywhere) shows that the narrow sum cannot wrap. When `P_v - P_b` is
+//! `c * a` for one atom `a` that is a value of `v`'s type (it is one of the values `v` is
+//! computed from, so it dominates `v`), `v = b + a * c` exactly.
+//!
 //! What this must not do: rebase onto a value of a branch or loop body that the address is
 //! not inside (the scopes are closed on the way out), or across types.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use cuprum_ir::{
     Addresses, Arena, BinaryOp, Block, Constant, Kernel, Op, ScalarType, Stmt, Value, ValueDef,
 };
 
 use crate::analyses::Analyses;
-use crate::ir::visit_stmts;
+use crate::facts::{Defs, Facts, Ranges};
+use crate::ir::{all_ones, visit_stmts};
+
+/// How many of the latest addresses in the open scopes a new one is compared with for a
+/// distance that is a multiple of one value.
+const RECENT: usize = 8;
+
+/// The most monomials a polynomial keeps (addresses have a handful).
+const MAX_MONOMIALS: usize = 16;
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -42,6 +63,7 @@ pub fn run(kernel: &mut Kernel) -> bool {
 /// when nothing changed).
 pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let addresses = analyses.take_addresses(kernel);
+    let defs = analyses.take_defs(kernel);
     let mut used = HashSet::new();
     visit_stmts(&kernel.body, &mut |s| match s {
         Stmt::Def {
@@ -58,9 +80,13 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let mut w = Rebase {
         constants: crate::ir::constant_bits(kernel),
         addresses,
+        defs,
+        polys: HashMap::new(),
         used,
         first: HashMap::new(),
         log: Vec::new(),
+        recent: Vec::new(),
+        steps: Vec::new(),
         changed: false,
     };
     let mut body = std::mem::take(&mut kernel.body);
@@ -68,8 +94,82 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     kernel.body = body;
     if !w.changed {
         analyses.keep_addresses(w.addresses);
+        analyses.keep_defs(w.defs);
     }
     w.changed
+}
+
+/// What a polynomial does not look into: a value, or the zero extension of a value (which
+/// the kernel may not have as a value of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Atom {
+    Value(Value),
+    Zext(Value),
+}
+
+/// `sum(coefficient * product of atoms)` modulo `2^w`: monomials (sorted atoms, the empty
+/// one the constant) to nonzero coefficients.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Poly {
+    terms: BTreeMap<Vec<Atom>, u64>,
+    mask: u64,
+}
+
+impl Poly {
+    fn constant(c: u64, mask: u64) -> Self {
+        let mut p = Poly {
+            terms: BTreeMap::new(),
+            mask,
+        };
+        p.add_term(Vec::new(), c);
+        p
+    }
+
+    fn atom(a: Atom, mask: u64) -> Self {
+        let mut p = Poly::constant(0, mask);
+        p.add_term(vec![a], 1);
+        p
+    }
+
+    fn add_term(&mut self, monomial: Vec<Atom>, c: u64) {
+        let e = self.terms.entry(monomial).or_insert(0);
+        *e = e.wrapping_add(c) & self.mask;
+        self.terms.retain(|_, c| *c != 0);
+    }
+
+    fn plus(&self, other: &Poly, sign: u64) -> Option<Poly> {
+        let mut out = self.clone();
+        for (m, &c) in &other.terms {
+            out.add_term(m.clone(), c.wrapping_mul(sign));
+        }
+        (out.terms.len() <= MAX_MONOMIALS).then_some(out)
+    }
+
+    fn times(&self, other: &Poly) -> Option<Poly> {
+        let mut out = Poly::constant(0, self.mask);
+        for (ma, &ca) in &self.terms {
+            for (mb, &cb) in &other.terms {
+                let mut m: Vec<Atom> = ma.iter().chain(mb).copied().collect();
+                if m.len() > 4 {
+                    return None;
+                }
+                m.sort();
+                out.add_term(m, ca.wrapping_mul(cb));
+                if out.terms.len() > MAX_MONOMIALS {
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// `c * a` when the polynomial is one atom times a constant.
+    fn single_atom(&self) -> Option<(Atom, u64)> {
+        match self.terms.iter().collect::<Vec<_>>()[..] {
+            [(m, &c)] if m.len() == 1 => Some((m[0], c)),
+            _ => None,
+        }
+    }
 }
 
 /// A linear form without its constant: the type and the terms with their coefficients.
@@ -85,12 +185,20 @@ struct Rebase {
     first: HashMap<Shape, (Value, u64)>,
     /// The shapes recorded, in order, to forget at the end of their scope.
     log: Vec<Shape>,
+    defs: Defs,
+    /// Each address's polynomial, once read (`None`: too large).
+    polys: HashMap<Value, Option<Poly>>,
+    /// The addresses of the open scopes with their polynomials, latest last.
+    recent: Vec<(Value, Poly)>,
+    /// The steps `a * c` defined in the open scopes, latest last.
+    steps: Vec<((Value, u64), Value)>,
     changed: bool,
 }
 
 impl Rebase {
     fn block(&mut self, block: &mut Block, values: &mut Arena<ValueDef>) {
         let mark = self.log.len();
+        let (recent, steps) = (self.recent.len(), self.steps.len());
         let stmts = std::mem::take(&mut block.stmts);
         let mut out = Vec::with_capacity(stmts.len());
         for mut stmt in stmts {
@@ -108,6 +216,8 @@ impl Rebase {
                 self.first.remove(&shape);
             }
         }
+        self.recent.truncate(recent);
+        self.steps.truncate(steps);
     }
 
     /// Redefines `value` (defined by `op`) from an earlier address of its shape, or records
@@ -133,6 +243,7 @@ impl Rebase {
         let Some(&(base, c0)) = self.first.get(&shape) else {
             self.first.insert(shape.clone(), (value, form.constant()));
             self.log.push(shape);
+            self.by_step(value, ty, op, values, out);
             return;
         };
         let offset = Constant::new(ty, form.constant().wrapping_sub(c0));
@@ -150,5 +261,128 @@ impl Rebase {
         });
         *op = Op::Binary(BinaryOp::Add, base, k);
         self.changed = true;
+    }
+
+    /// Redefines `value` as `b + a * c` from the latest recent address `b` whose polynomial
+    /// differs from its own by `c * a`, `a` a value of its type; records it as recent.
+    fn by_step(
+        &mut self,
+        value: Value,
+        ty: ScalarType,
+        op: &mut Op,
+        values: &mut Arena<ValueDef>,
+        out: &mut Vec<Stmt>,
+    ) {
+        let Some(p) = self.poly(value, 0) else {
+            return;
+        };
+        let found = self.recent.iter().rev().take(RECENT).find_map(|(b, pb)| {
+            let (atom, c) = p.plus(pb, u64::MAX)?.single_atom()?;
+            match atom {
+                // `a` is one of the values `value` or `b` is computed from, never `value`
+                // itself (an address read as its own atom).
+                Atom::Value(a) if a != value && self.defs.ty(a) == ty && self.defs.ty(*b) == ty => {
+                    Some((*b, a, c))
+                }
+                _ => None,
+            }
+        });
+        self.recent.push((value, p));
+        let Some((base, a, c)) = found else {
+            return;
+        };
+        let step = match self.steps.iter().rev().find(|(key, _)| *key == (a, c)) {
+            Some(&(_, step)) => step,
+            None => {
+                let k = values.append(ValueDef { ty });
+                out.push(Stmt::Def {
+                    value: k,
+                    op: Op::Const(Constant::new(ty, c)),
+                });
+                let step = values.append(ValueDef { ty });
+                out.push(Stmt::Def {
+                    value: step,
+                    op: Op::Binary(BinaryOp::Mul, a, k),
+                });
+                self.steps.push(((a, c), step));
+                step
+            }
+        };
+        *op = Op::Binary(BinaryOp::Add, base, step);
+        self.changed = true;
+    }
+
+    /// `v` as a polynomial over its atoms in its type's wrapping arithmetic (see the module
+    /// docs), `None` when too large.
+    fn poly(&mut self, v: Value, depth: u32) -> Option<Poly> {
+        if let Some(p) = self.polys.get(&v) {
+            return p.clone();
+        }
+        let p = self.read_poly(v, depth);
+        self.polys.insert(v, p.clone());
+        p
+    }
+
+    fn read_poly(&mut self, v: Value, depth: u32) -> Option<Poly> {
+        let ty = self.defs.ty(v);
+        if !matches!(ty, ScalarType::U32 | ScalarType::U64) {
+            return None;
+        }
+        let mask = all_ones(ty);
+        let atom = Poly::atom(Atom::Value(v), mask);
+        if depth > 12 {
+            return Some(atom);
+        }
+        let Some(op) = self.defs.op(v).cloned() else {
+            return Some(atom);
+        };
+        let same = |this: &Self, x: Value| this.defs.ty(x) == ty;
+        Some(match op {
+            Op::Const(c) => Poly::constant(c.bits, mask),
+            Op::Binary(b @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul), x, y)
+                if same(self, x) && same(self, y) =>
+            {
+                let (px, py) = (self.poly(x, depth + 1)?, self.poly(y, depth + 1)?);
+                match b {
+                    BinaryOp::Add => px.plus(&py, 1)?,
+                    BinaryOp::Sub => px.plus(&py, u64::MAX)?,
+                    _ => px.times(&py)?,
+                }
+            }
+            Op::Binary(BinaryOp::Shl, x, y) if same(self, x) => match self.defs.konst(y) {
+                Some(s) if s < u64::from(ty.bits()) => self
+                    .poly(x, depth + 1)?
+                    .times(&Poly::constant(1 << s, mask))?,
+                _ => atom,
+            },
+            Op::Cast { value: x, .. }
+                if self.defs.ty(x) == ScalarType::U32 && ty == ScalarType::U64 =>
+            {
+                self.zext(x, mask)
+            }
+            _ => atom,
+        })
+    }
+
+    /// The zero extension of the `U32` value `x` to `U64`: of `a + c` (`c` a constant), the
+    /// extension of `a` plus `c` where `a`'s range shows the sum does not wrap.
+    fn zext(&self, x: Value, mask: u64) -> Poly {
+        let ranges = Ranges {
+            defs: &self.defs,
+            facts: &Facts::default(),
+            locals: &[],
+        };
+        if let Some(Op::Binary(BinaryOp::Add, a, c)) = self.defs.op(x)
+            && let Some(c) = self.defs.konst(*c)
+            && let Some((_, hi)) = ranges.of(*a)
+            && hi
+                .checked_add(c)
+                .is_some_and(|top| top <= u64::from(u32::MAX))
+        {
+            let mut p = Poly::atom(Atom::Zext(*a), mask);
+            p.add_term(Vec::new(), c);
+            return p;
+        }
+        Poly::atom(Atom::Zext(x), mask)
     }
 }

@@ -1,13 +1,18 @@
 //! Addresses at a constant distance from an earlier one, redefined as that one plus the
 //! constant: a transpose-like shared tile written at `(t + 64 k) * 4` under four guards and
 //! read back at other offsets, addresses in sibling branches that must not lean on each other,
-//! and a loop whose body reaches an address made before it. Each kernel runs on the emulator
-//! before and after the passes (`rebase` alone and the whole pipeline) on random inputs.
+//! and a loop whose body reaches an address made before it. Addresses a multiple of one value
+//! apart (a transpose's rows `x[(r + 8k) * w + c]`), redefined as the previous one plus a
+//! step, and zero extensions of sums that wrap, which must not be read as sums. Each kernel
+//! runs on the emulator before and after the passes (`rebase` alone and the whole pipeline)
+//! on random inputs.
 //!
 //! Planted bugs these tests catch (tried by hand on `rebase`): the offset taken the wrong way
-//! round (`c0 - c`: the tile is written at the wrong places, `same_behaviour` fails), and the
+//! round (`c0 - c`: the tile is written at the wrong places, `same_behaviour` fails), the
 //! scopes left open (an address in one branch redefined from its sibling's: the validator
-//! refuses the IR).
+//! refuses the IR), the step's sign flipped (`strided_rows` reads the wrong rows), and a zero
+//! extension of `a + c` read as `zext(a) + c` without the range test (`wrapping_extension`
+//! reads past its slice).
 
 mod common;
 
@@ -267,4 +272,141 @@ fn a_loop_reaches_addresses_made_before_it() {
     // load.
     assert_eq!(offset_accesses(&opt), 6, "{}", print_kernel(&opt));
     same_behaviour(&k, cuprum_opt::PASSES, 128, 64, 128);
+}
+
+/// Thread `t` (of 64) of block `b` reads `x[(8 b + (t >> 5) + 8 k) * w + (t & 31)]` for
+/// `k = 0..4` (`w` a parameter, the row computed as a transpose computes it: a 64-bit block
+/// row plus the zero extension of a small 32-bit one; the front end's checks before each
+/// read) and writes their sum to `y[gid]`.
+fn strided_rows() -> Kernel {
+    let mut k = K::new("strided_rows");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let w = k.scalar("w", S::U64);
+    let bx = k.op(Op::Special(Special::BlockIdx(Dim::X)));
+    let t = k.tid();
+    let bx = k.cast(bx, S::U64);
+    let eight = k.u64(8);
+    let r0 = k.mul(bx, eight);
+    let five = k.u32(5);
+    let ty = k.bin(BinaryOp::Shr, t, five);
+    let lanes = k.u32(31);
+    let tx = k.bin(BinaryOp::And, t, lanes);
+    let c = k.cast(tx, S::U64);
+    let mut acc = k.u32(0);
+    for j in 0..4u32 {
+        let jj = k.u32(8 * j);
+        let r = k.add(ty, jj);
+        let r = k.cast(r, S::U64);
+        let r = k.add(r0, r);
+        let rw = k.mul(r, w);
+        let i = k.add(rw, c);
+        k.bounds_check(x, i);
+        let v = k.load(x, S::U32, i);
+        acc = k.add(acc, v);
+    }
+    let gid = k.global_id();
+    k.bounds_check(y, gid);
+    k.store(y, gid, acc);
+    k.finish()
+}
+
+/// How many global loads of the kernel use an address defined as another load's address
+/// plus a step (a value times a constant).
+fn stepped_loads(kernel: &Kernel) -> usize {
+    let mut addresses = std::collections::HashSet::new();
+    kernel.body.visit(&mut |s| {
+        if let Stmt::Def {
+            op:
+                Op::Load {
+                    space: AddressSpace::Global,
+                    addr,
+                    ..
+                },
+            ..
+        } = s
+        {
+            addresses.insert(*addr);
+        }
+    });
+    let mut consts = std::collections::HashSet::new();
+    let mut steps = std::collections::HashSet::new();
+    let mut n = 0;
+    kernel.body.visit(&mut |s| {
+        if let Stmt::Def { value, op } = s {
+            match op {
+                Op::Const(_) => {
+                    consts.insert(*value);
+                }
+                Op::Binary(BinaryOp::Mul, a, b) if !consts.contains(a) && consts.contains(b) => {
+                    steps.insert(*value);
+                }
+                Op::Binary(BinaryOp::Add, a, b)
+                    if addresses.contains(value) && addresses.contains(a) && steps.contains(b) =>
+                {
+                    n += 1;
+                }
+                _ => {}
+            }
+        }
+    });
+    n
+}
+
+#[test]
+fn rows_a_multiple_of_the_width_apart_are_reached_by_a_step() {
+    let k = strided_rows();
+    // Widths and lengths that keep every read in bounds, and others that trap (the same way
+    // before and after).
+    for len in [4096, 3000, 64] {
+        // (`cse` makes the four reads' copies of the slice's base one value.)
+        let alone = common::same_outcome(&k, &passes(&["cse", "rebase"]), 256, 64, len);
+        // The first read's address is computed; the other three step from the previous.
+        assert_eq!(stepped_loads(&alone), 3, "{}", print_kernel(&alone));
+        let all = common::same_outcome(&k, cuprum_opt::PASSES, 256, 64, len);
+        assert_eq!(stepped_loads(&all), 3, "{}", print_kernel(&all));
+    }
+}
+
+/// Thread `t` (of 64) with `t >= 1` reads `x[zext(t + 0) * w]` and
+/// `x[zext(t + 0xffff_ffff) * w]`, the second sum wrapping (to `t - 1`), and writes their
+/// sum to `y[gid]`.
+fn wrapping_extension() -> Kernel {
+    let mut k = K::new("wrapping_extension");
+    let x = k.slice("x", S::U32, SliceAccess::ReadOnly);
+    let y = k.slice("y", S::U32, SliceAccess::Disjoint);
+    let w = k.scalar("w", S::U64);
+    let t = k.tid();
+    let one = k.u32(1);
+    let ok = k.cmp(CmpOp::Ge, t, one);
+    let gid = k.global_id();
+    k.if_else(
+        ok,
+        |k| {
+            let mut acc = k.u32(0);
+            for c in [0u32, u32::MAX] {
+                let c = k.u32(c);
+                let a = k.add(t, c);
+                let a = k.cast(a, S::U64);
+                let i = k.mul(a, w);
+                k.bounds_check(x, i);
+                let v = k.load(x, S::U32, i);
+                acc = k.add(acc, v);
+            }
+            k.bounds_check(y, gid);
+            k.store(y, gid, acc);
+        },
+        |_| {},
+    );
+    k.finish()
+}
+
+#[test]
+fn a_wrapping_extension_is_not_read_as_a_sum() {
+    let k = wrapping_extension();
+    for len in [4096, 64] {
+        let opt = common::same_outcome(&k, &passes(&["cse", "rebase"]), 256, 64, len);
+        assert_eq!(stepped_loads(&opt), 0, "{}", print_kernel(&opt));
+        common::same_outcome(&k, cuprum_opt::PASSES, 256, 64, len);
+    }
 }
