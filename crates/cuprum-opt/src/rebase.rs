@@ -276,14 +276,21 @@ impl Rebase {
         let Some(p) = self.poly(value, 0) else {
             return;
         };
+        let root = self.addresses.root(value);
+        let read_only = self.addresses.is_read_only(value);
         let found = self.recent.iter().rev().take(RECENT).find_map(|(b, pb)| {
-            let (atom, c) = p.plus(pb, u64::MAX)?.single_atom()?;
-            match atom {
+            // Same type, and the same slice or array as far as the address analysis tells
+            // (what the PTX writer reads of an address, `ld.global.nc` included, stays true).
+            if self.defs.ty(*b) != ty
+                || self.addresses.root(*b) != root
+                || self.addresses.is_read_only(*b) != read_only
+            {
+                return None;
+            }
+            match p.plus(pb, u64::MAX)?.single_atom()? {
                 // `a` is one of the values `value` or `b` is computed from, never `value`
                 // itself (an address read as its own atom).
-                Atom::Value(a) if a != value && self.defs.ty(a) == ty && self.defs.ty(*b) == ty => {
-                    Some((*b, a, c))
-                }
+                (Atom::Value(a), c) if a != value && self.defs.ty(a) == ty => Some((*b, a, c)),
                 _ => None,
             }
         });
