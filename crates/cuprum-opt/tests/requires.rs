@@ -206,10 +206,13 @@ fn unnumbered(text: &str) -> String {
     out
 }
 
+/// A launch: grid rows and block columns, `w` and `h`, `x`'s length.
+type Launch = ((u32, u32), (u64, u64), u64);
+
 /// Launches (grid rows and block columns, `w` and `h`, `x`'s length) that satisfy
 /// `x.len() >= w * h`: exact and roomy lengths, grids and blocks larger than the matrix, an
 /// empty matrix.
-fn fitting_launches(rng: &mut SmallRng) -> Vec<((u32, u32), (u64, u64), u64)> {
+fn fitting_launches(rng: &mut SmallRng) -> Vec<Launch> {
     let mut out = vec![
         ((5, 32), (32, 5), 160),
         ((7, 40), (33, 5), 165),
@@ -265,7 +268,7 @@ fn near_misses_keep_their_checks() {
         Variant::Signed,
     ] {
         let k = kernel(variant);
-        let opt = optimized(&k, &cuprum_opt::PASSES.to_vec());
+        let opt = optimized(&k, cuprum_opt::PASSES);
         assert_eq!(
             checks(&opt),
             2,
@@ -307,7 +310,7 @@ fn near_misses_keep_their_checks() {
 #[test]
 fn a_launch_that_breaks_the_requirement_is_refused() {
     let k = kernel(Variant::Proper);
-    let opt = optimized(&k, &cuprum_opt::PASSES.to_vec());
+    let opt = optimized(&k, cuprum_opt::PASSES);
     for kernel in [&k, &opt] {
         let e = run(kernel, 1, (5, 32), (32, 5), 159).expect_err("x is one element short");
         assert!(e.contains("len >= w * h"), "{e}");
