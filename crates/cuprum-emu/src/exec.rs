@@ -635,6 +635,27 @@ fn check_args(
     Ok((out, maps))
 }
 
+/// Refuses a launch whose arguments fail one of the kernel's launch requirements
+/// ([`cuprum_ir::requires`]): the optimizer may have relied on them.
+fn check_requirements(kernel: &Kernel, args: &[ArgValue]) -> Result<(), EmuError> {
+    use cuprum_ir::requires::ArgValue as Read;
+    let read: Vec<Read> = args
+        .iter()
+        .map(|a| match *a {
+            ArgValue::Scalar(bits) => Read::Scalar(bits),
+            ArgValue::Slice { len, .. } => Read::Slice(len),
+            ArgValue::TensorMap(_) => Read::Other,
+        })
+        .collect();
+    match cuprum_ir::requires::first_failing(kernel, &read) {
+        Some(r) => Err(invalid_launch(
+            kernel,
+            format!("the launch contract's size requirement `{}` fails", r.text),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Runs `kernel` on the emulator over the grid `dims` with `args`, one per parameter, with
 /// the options of [`LaunchOptions::from_env`] (the built-in defaults unless
 /// [`STEP_LIMIT_ENV`](crate::STEP_LIMIT_ENV) or [`RACE_CHECK_ENV`](crate::RACE_CHECK_ENV) say
@@ -692,6 +713,7 @@ pub fn launch_with(
     let (local_offsets, local_size) = layout(kernel, &kernel.locals, "local", MAX_LOCAL_BYTES)?;
     let global = memory.snapshot();
     let (params, tensor_maps) = check_args(kernel, args, &global)?;
+    check_requirements(kernel, args)?;
     let step_limit = options.step_limit.unwrap_or(u64::MAX);
     let nblocks: u64 = dims.grid.iter().map(|&d| u64::from(d)).product();
     let races = race_tracker(kernel, options, nblocks, &global, &params);

@@ -568,3 +568,33 @@ fn println_becomes_a_printf_format_of_the_argument_types() {
     );
     assert!(e.contains("unsupported format spec `{:^5}`"), "{e}");
 }
+
+#[test]
+fn requires_relations_reach_the_ir_when_it_can_read_them() {
+    use cuprum_ir::CmpOp;
+    use cuprum_ir::requires::{Term, TermOp};
+    let ir = compile_ok(
+        "#[kernel] #[launch_contract(domain = 1, block = (64, 1, 1), \
+         requires = (x.len() >= w * h, w > 0, x.len() >= s.n))] \
+         pub fn k(x: &[f32], w: usize, h: u32, s: S, mut out: DisjointSlice<f32>) {} \
+         #[derive(Clone, Copy)] pub struct S { pub n: usize }",
+    );
+    let k = &ir.kernels[0];
+    // `s.n` is no parameter the IR's requirements read: that relation stays the host's.
+    assert_eq!(k.requires.len(), 2, "{}", print_kernel(k));
+    let r = &k.requires[0];
+    assert_eq!((r.op, &r.left), (CmpOp::Ge, &Term::Len(0)));
+    assert_eq!(
+        r.right,
+        Term::Bin(
+            TermOp::Mul,
+            Box::new(Term::Param(1)),
+            Box::new(Term::Param(2))
+        )
+    );
+    assert_eq!(r.text, "x.len() >= w * h");
+    assert_eq!(
+        (k.requires[1].op, &k.requires[1].right),
+        (CmpOp::Gt, &Term::Const(0))
+    );
+}

@@ -74,6 +74,11 @@ impl KernelBuilder {
         self.kernel.block = block;
     }
 
+    /// Adds a relation every launch must satisfy ([`Kernel::requires`]).
+    pub fn require(&mut self, requirement: crate::requires::Requirement) {
+        self.kernel.requires.push(requirement);
+    }
+
     /// Asks that dynamic shared memory start at a multiple of `align` bytes (a power of two);
     /// the kernel keeps the largest alignment asked ([`Kernel::dyn_shared_alignment`]).
     pub fn align_dyn_shared(&mut self, align: u32) {

@@ -178,6 +178,10 @@ pub struct Kernel {
     /// asks for a cap (`#[max_registers(n)]`): a multiple of 8 in 24..=256. `setmaxnreg`
     /// ([`Stmt::SetMaxNreg`]) needs one, else ptxas ignores it (warning C7508).
     pub max_registers: Option<u32>,
+    /// Relations between the arguments that every launch satisfies (a launch contract's
+    /// `requires = (..)`): both backends refuse a launch in which one fails
+    /// ([`crate::requires`]), so passes may rely on them.
+    pub requires: Vec<crate::requires::Requirement>,
 }
 
 /// The alignment dynamic shared memory always has (the widest vector access).

@@ -8,7 +8,8 @@
 //! which the emulator runs and the optimizer folds with.
 //! Warp matrix operations have their fragment layouts in [`matrix`], Hopper's warpgroup ones
 //! (`wgmma`, its descriptors, `stmatrix`) in [`wgmma`]; device `printf` has its
-//! format subset in [`printf`]. What is known about each value as an address (linear form,
+//! format subset in [`printf`]; a kernel's launch requirements (relations between its
+//! arguments that every launch satisfies) are defined in [`requires`]. What is known about each value as an address (linear form,
 //! root, alignment, read-only-ness) is one analysis, [`address`], which the optimizer's passes
 //! and the PTX writer share.
 //! This crate depends on nothing else of cuprum's and must stay that way.
@@ -23,6 +24,7 @@ pub mod kernel;
 pub mod matrix;
 pub mod print;
 pub mod printf;
+pub mod requires;
 pub mod scalar;
 pub mod serial;
 pub mod swizzle;

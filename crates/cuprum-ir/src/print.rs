@@ -68,6 +68,9 @@ impl Printer<'_> {
         if let Some((x, y, z)) = k.block {
             write!(self.out, " block({x}, {y}, {z})")?;
         }
+        for r in &k.requires {
+            write!(self.out, " requires({})", r.text)?;
+        }
         self.out.push_str(" {\n");
         for (i, a) in k.shared.iter().enumerate() {
             write!(self.out, "  shared {}: [{}; {}]", a.name, a.elem, a.len)?;

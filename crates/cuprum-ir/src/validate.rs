@@ -437,6 +437,9 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
             )));
         }
     }
+    if let Some(problem) = kernel.requires.iter().find_map(|r| r.problem(kernel)) {
+        return Err(err(problem));
+    }
     let align = kernel.dyn_shared_align;
     if align != 0 && (!align.is_power_of_two() || align > crate::kernel::DYN_SHARED_MAX_ALIGN) {
         return Err(err(format!(

@@ -7,7 +7,9 @@
 //! is decided, and replaced by the branch it takes: the check disappears. The same holds for
 //! any `If` inside a branch on its own condition, and for conditions that the known ranges
 //! of unsigned operands decide (`k < 4` with `k < 4` known from the loop's exit test makes
-//! `k as u64 < 8` true). A decided comparison becomes a constant, a `select` on a decided
+//! `k as u64 < 8` true), and bounds checks that the kernel's launch requirements prove
+//! (`y * w + x < len` under `y < h`, `x < w` where every launch has `len >= w * h`:
+//! [`crate::relations`]). A decided comparison becomes a constant, a `select` on a decided
 //! condition its arm.
 //!
 //! What this pass must not do: decide anything from a branch that does not dominate the
@@ -19,6 +21,7 @@ use cuprum_ir::{Block, CmpOp, Constant, Kernel, Op, Stmt, Value};
 use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
 use crate::ir::{Subst, always_exits, compact};
+use crate::relations::Relations;
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -31,6 +34,7 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
     let defs = analyses.take_defs(kernel);
     let mut w = Walker {
         subst: Subst::new(kernel.values.len()),
+        relations: Relations::new(kernel),
         defs,
         facts: Facts::default(),
         changed: false,
@@ -47,6 +51,8 @@ pub fn run_with(kernel: &mut Kernel, analyses: &mut Analyses) -> bool {
 
 struct Walker {
     defs: Defs,
+    /// What the kernel's launch requirements say of its slice lengths and parameters.
+    relations: Relations,
     facts: Facts,
     subst: Subst,
     changed: bool,
@@ -144,6 +150,12 @@ impl Walker {
             facts: &self.facts,
             locals: &[],
         };
-        ranges.decide(c, l, r)
+        ranges.decide(c, l, r).or_else(|| {
+            if self.relations.is_empty() {
+                None
+            } else {
+                self.relations.decide(&ranges, c, l, r)
+            }
+        })
     }
 }

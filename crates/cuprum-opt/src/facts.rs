@@ -10,6 +10,9 @@
 //! so that `w - 1` cannot wrap). SSA values never change, so a
 //! fact about a value holds wherever the walk is while its scope is open, loops included.
 //!
+//! Between two unsigned values (`y < h`, `h` a parameter) the fact is kept as it is, for
+//! [`crate::relations`] to combine with the kernel's launch requirements.
+//!
 //! Used by [`crate::conditions`] (to drop re-tested conditions) and [`crate::promote`] (to
 //! bound dynamic local-memory addresses). It proves nothing else.
 
@@ -102,6 +105,7 @@ enum Undo {
     Upper(Value, Option<u64>),
     Lower(Value, Option<u64>),
     Implies((Value, bool)),
+    Below(Value),
 }
 
 /// The facts holding at the current point of a walk.
@@ -113,6 +117,9 @@ pub(crate) struct Facts {
     /// `(c, b) -> [x...]`: once `c` is known to be `b`, each `x` holds (from `a || x` holding,
     /// as a check lifted out of a branch reads).
     implies: HashMap<(Value, bool), Vec<Value>>,
+    /// `x -> [(b, strict)...]`: `x < b` (`strict`) or `x <= b` holds, unsigned, for values
+    /// `b` that are not constants (`y < h` with `h` a parameter), for [`crate::relations`].
+    below: HashMap<Value, Vec<(Value, bool)>>,
     log: Vec<Undo>,
 }
 
@@ -134,6 +141,11 @@ impl Facts {
                         list.pop();
                     }
                 }
+                Some(Undo::Below(x)) => {
+                    if let Some(list) = self.below.get_mut(&x) {
+                        list.pop();
+                    }
+                }
                 None => break,
             }
         }
@@ -152,6 +164,12 @@ impl Facts {
     /// The smallest value `v` (an unsigned integer) can have here, if known.
     pub(crate) fn lower(&self, v: Value) -> Option<u64> {
         self.lower.get(&v).copied()
+    }
+
+    /// The values `b` known here to bound `x` from above (unsigned), each with whether
+    /// `x < b` (`true`) or only `x <= b` holds.
+    pub(crate) fn below(&self, x: Value) -> &[(Value, bool)] {
+        self.below.get(&x).map_or(&[], Vec::as_slice)
     }
 
     /// Records that `cond` is `holds` from here to the end of the current scope, with what
@@ -216,6 +234,20 @@ impl Facts {
         let (x, k, op) = match (defs.konst(l), defs.konst(r)) {
             (None, Some(k)) => (l, k, op),
             (Some(k), None) => (r, k, mirror(op)),
+            (None, None) => {
+                let op = if holds { op } else { negate(op) };
+                // `x < b`, `x <= b` between two values: one bounds the other.
+                let (x, b, strict) = match op {
+                    CmpOp::Lt => (l, r, true),
+                    CmpOp::Le => (l, r, false),
+                    CmpOp::Gt => (r, l, true),
+                    CmpOp::Ge => (r, l, false),
+                    _ => return,
+                };
+                self.below.entry(x).or_default().push((b, strict));
+                self.log.push(Undo::Below(x));
+                return;
+            }
             _ => return,
         };
         let op = if holds { op } else { negate(op) };

@@ -20,7 +20,7 @@
 //! | [`unroll`] | short counted loops (the front end's array copies) become straight code |
 //! | [`unroll_dynamic`] | other counted loops run four iterations per trip, then the rest |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | again, on the unrolled copies |
-//! | [`conditions`] | drops tests already decided by a dominating branch or by value ranges |
+//! | [`conditions`] | drops tests already decided by a dominating branch, by value ranges, or by the kernel's launch requirements |
 //! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
 //! | [`fold`] | cleans up after `conditions` and `narrow` |
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
@@ -28,6 +28,7 @@
 //! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
 //! | [`vectorize`] | consecutive aligned global loads and stores become 8- and 16-byte vector accesses |
 //! | [`strength`] | addresses computed from a loop's counter become pointers advanced with it |
+//! | [`rebase`] | addresses at a constant distance from an earlier one, or a multiple of one value, become that one plus the constant or a step |
 //! | [`dce`] | definitions, variable writes and empty branches nothing needs |
 //!
 //! Every pass preserves the semantics documented in `cuprum_ir::kernel`, bit for bit: it
@@ -62,6 +63,8 @@ pub mod hoist;
 mod ir;
 pub mod narrow;
 pub mod promote;
+pub mod rebase;
+mod relations;
 pub mod strength;
 pub mod trace;
 pub mod unroll;
@@ -111,6 +114,7 @@ pub const PASSES: &[Pass] = &[
     pass("checks", checks::run_with),
     pass("vectorize", vectorize::run_with),
     pass("strength", strength::run_with),
+    pass("rebase", rebase::run_with),
     pass("dce", |k, _| dce::run(k)),
 ];
 

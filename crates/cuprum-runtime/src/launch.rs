@@ -379,7 +379,8 @@ impl LoadedModule {
     /// Checked: the stream and every buffer argument belong to the module's context
     /// ([`Error::ContextMismatch`], inputs included); the argument count, kinds (scalar or
     /// slice) and scalar types ([`Error::ArgumentMismatch`]); the configuration against the
-    /// device limits and the kernel's launch bounds and shared memory, and that no other
+    /// device limits and the kernel's launch bounds and shared memory, the kernel's launch
+    /// requirements (`requires`, which the optimizer may have relied on), and that no other
     /// argument overlaps the tensor of a map the kernel stores through
     /// ([`Error::InvalidLaunch`]).
     ///
@@ -404,6 +405,7 @@ impl LoadedModule {
         let ir = self.kernel_ir(kernel)?;
         let info = &self.kernels[kernel];
         check_args(ir, args)?;
+        check_requirements(ir, args)?;
         check_config(&info.name, self.ctx.limits(), info.facts, config)?;
         if !info.stored_maps.is_empty() {
             check_stored_maps(&info.name, ir, &info.stored_maps, args)?;
@@ -513,6 +515,30 @@ const SLICE_ALIGN: u64 = 16;
 
 /// Checks argument count, kinds and scalar types against the kernel's parameters, and that
 /// slice addresses are aligned to [`SLICE_ALIGN`].
+/// Refuses a launch whose arguments fail one of the kernel's launch requirements
+/// ([`cuprum_ir::requires`]): its optimized code may rely on them.
+pub(crate) fn check_requirements(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
+    use cuprum_ir::requires::ArgValue as Read;
+    if kernel.requires.is_empty() {
+        return Ok(());
+    }
+    let read: Vec<Read> = args
+        .iter()
+        .map(|a| match *a {
+            KernelArg::Scalar { bits, .. } => Read::Scalar(bits),
+            KernelArg::Slice { len, .. } => Read::Slice(len),
+            _ => Read::Other,
+        })
+        .collect();
+    match cuprum_ir::requires::first_failing(kernel, &read) {
+        Some(r) => Err(Error::InvalidLaunch {
+            kernel: kernel.name.clone(),
+            reason: format!("the launch contract's size requirement `{}` fails", r.text),
+        }),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
     let mismatch = |reason: String| {
         Err(Error::ArgumentMismatch {

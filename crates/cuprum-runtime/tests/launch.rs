@@ -423,3 +423,75 @@ fn for_len_covers_the_input() {
         }
     );
 }
+
+#[test]
+fn a_launch_that_breaks_a_requirement_is_refused_before_it_runs() {
+    use cuprum_ir::CmpOp;
+    use cuprum_ir::requires::{Requirement, Term};
+    // vecadd reads a[i] and b[i] for every i < out.len() without a check: its requirements
+    // say both inputs are at least as long as the output.
+    let mut kernel = vecadd_kernel("vecadd_required", None);
+    for (input, name) in [(0, "a"), (1, "b")] {
+        kernel.requires.push(Requirement {
+            left: Term::Len(input),
+            op: CmpOp::Ge,
+            right: Term::Len(2),
+            text: format!("{name}.len() >= out.len()"),
+        });
+    }
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = LoadedModule::load(&ctx, module(vec![kernel])).unwrap();
+    let k = m.kernel_index("vecadd_required").unwrap();
+    let mut rng = rng("vecadd_required");
+    let len = 1000;
+    let a: Vec<f32> = (0..len).map(|_| rng.random_range(-1e3..1e3)).collect();
+    let b: Vec<f32> = (0..len).map(|_| rng.random_range(-1e3..1e3)).collect();
+    let da = DeviceBuffer::from_host(&stream, &a).unwrap();
+    let short = DeviceBuffer::from_host(&stream, &b[..len - 1]).unwrap();
+    let db = DeviceBuffer::from_host(&stream, &b).unwrap();
+    let mut dout = DeviceBuffer::from_host(&stream, &poisoned::<f32>(len)).unwrap();
+    let config: LaunchConfig = LaunchConfig1D::for_len(len, 128).into();
+    let launches = ctx.stats().launches;
+    // SAFETY: the arguments match the kernel and the output aliases no input; the launch is
+    // refused before it runs.
+    let refused = unsafe {
+        m.launch(
+            &stream,
+            k,
+            &config,
+            &[
+                KernelArg::slice(&da),
+                KernelArg::slice(&short),
+                KernelArg::slice_mut(&mut dout),
+            ],
+        )
+    };
+    match refused {
+        Err(Error::InvalidLaunch { kernel, reason }) => {
+            assert_eq!(kernel, "vecadd_required");
+            assert!(reason.contains("b.len() >= out.len()"), "{reason}");
+        }
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+    assert_eq!(ctx.stats().launches, launches, "the refused launch ran");
+    // SAFETY: as above; every requirement holds.
+    unsafe {
+        m.launch(
+            &stream,
+            k,
+            &config,
+            &[
+                KernelArg::slice(&da),
+                KernelArg::slice(&db),
+                KernelArg::slice_mut(&mut dout),
+            ],
+        )
+    }
+    .unwrap();
+    let out = dout.to_host_vec(&stream).unwrap();
+    for i in 0..len {
+        let want = a[i] + b[i];
+        assert_eq!(out[i].to_bits(), want.to_bits(), "out[{i}]");
+    }
+}

@@ -140,6 +140,25 @@ mod kernels {
         }
     }
 
+    /// `mark_block_tiles` over a grid of up to three dimensions: the mark's block number is
+    /// the block's linear index `x + gx * (y + gy * z)`.
+    #[kernel]
+    #[launch_contract(domain = 3, block = (8, 4, 2))]
+    pub fn mark_block_tiles_3d(
+        tile_rows: usize,
+        tile_cols: usize,
+        width: usize,
+        mut out: DisjointSlice<[u32; 3]>,
+    ) {
+        let b = thread::blockIdx_x()
+            + thread::gridDim_x()
+                * (thread::blockIdx_y() + thread::gridDim_y() * thread::blockIdx_z());
+        let t = thread::threadIdx_x() + 8 * (thread::threadIdx_y() + 4 * thread::threadIdx_z());
+        for (r, c, o) in out.block_tile_mut(tile_rows, tile_cols, width) {
+            *o = [b * 1000 + t, r as u32, c as u32];
+        }
+    }
+
     /// A row per block, as llm.c's softmax writes it: block `b` scales row `b` of `x` by
     /// `a`, each thread every `block_dim`-th element of the row.
     #[kernel]
@@ -215,6 +234,57 @@ fn block_tiles_give_each_element_to_the_thread_the_map_names() -> cuprum::Result
             &format!("block tiles {th}x{tw} of width {w}, length {len}, {blocks} blocks"),
             &out.to_host_vec(&stream)?,
             &block_tile_owners(th, tw, w, len, blocks),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn block_tiles_over_grids_of_three_dimensions() -> cuprum::Result<()> {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let m = kernels::load(ctx)?;
+    let mut rng = rng("block_tiles_3d");
+    // (th, tw, w, len, grid): grids with as many blocks across x as tiles per row (the
+    // tile is then (y + gy * z, x), no division) and with other counts, tiles per row of one,
+    // lengths that end inside a row or leave rows without blocks.
+    let mut cases = vec![
+        (4, 8, 20, 4 * 20 * 6, (3, 2, 3)),
+        (4, 8, 20, 4 * 20 * 6 - 7, (3, 3, 2)),
+        (3, 16, 10, 3 * 10 * 4, (1, 2, 2)),
+        (2, 5, 23, 2 * 23 * 5, (2, 3, 2)),
+        (0, 3, 5, 10, (2, 2, 1)),
+        (3, 4, 0, 10, (1, 2, 2)),
+    ];
+    for _ in 0..10 {
+        let (th, tw, w) = (
+            rng.random_range(1..9usize),
+            rng.random_range(1..20usize),
+            rng.random_range(1..50usize),
+        );
+        let per_row = w.div_ceil(tw);
+        let gx = if rng.random_bool(0.7) {
+            per_row
+        } else {
+            rng.random_range(1..6usize)
+        };
+        let grid = (gx, rng.random_range(1..4usize), rng.random_range(1..4usize));
+        let blocks = grid.0 * grid.1 * grid.2;
+        let len = rng.random_range(1..(th * w * blocks.div_ceil(per_row) + 2 * w).max(2));
+        cases.push((th, tw, w, len, grid));
+    }
+    for (th, tw, w, len, (gx, gy, gz)) in cases {
+        let mut out = DeviceBuffer::from_host(&stream, &vec![POISON3; len])?;
+        let p = m.prepare_mark_block_tiles_3d(LaunchConfig {
+            grid_dim: (gx as u32, gy as u32, gz as u32),
+            block_dim: (8, 4, 2),
+            shared_mem_bytes: 0,
+        })?;
+        m.mark_block_tiles_3d(&stream, &p, th, tw, w, &mut out)?;
+        assert_same(
+            &format!("block tiles {th}x{tw} of width {w}, length {len}, grid {gx}x{gy}x{gz}"),
+            &out.to_host_vec(&stream)?,
+            &block_tile_owners(th, tw, w, len, gx * gy * gz),
         );
     }
     Ok(())

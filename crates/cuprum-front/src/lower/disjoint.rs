@@ -321,6 +321,10 @@ impl Lowerer<'_> {
         let zero = self.constant(Constant::u64(0));
         let high = self.def(Op::Binary(BinaryOp::MulHigh, a, b), span)?;
         let no_high = self.def(Op::Compare(CmpOp::Eq, high, zero), span)?;
+        if self.constant_value(c) == Some(0) {
+            // Nothing added: no carry to test.
+            return Ok((sum, Some(no_high)));
+        }
         let no_carry = self.def(Op::Compare(CmpOp::Ge, sum, product), span)?;
         let fits = self.def(Op::Binary(BinaryOp::And, no_high, no_carry), span)?;
         Ok((sum, Some(fits)))

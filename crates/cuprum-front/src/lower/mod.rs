@@ -37,6 +37,7 @@ mod phased;
 mod places;
 mod ranges;
 mod references;
+mod requires;
 mod strided;
 mod tiles;
 mod tma;
@@ -508,6 +509,9 @@ impl<'a> Lowerer<'a> {
                 );
             }
         }
+        // The parameters a `requires` relation may read, by name: integer scalars and plain
+        // slices (whose IR length is the user's `len()`).
+        let mut requirement_params = HashMap::new();
         for p in &k.params {
             let name = p.name.to_string();
             let ty = crate::types::param_type_in(
@@ -546,6 +550,9 @@ impl<'a> Lowerer<'a> {
                 }
                 ParamType::Scalar(ty) => {
                     let index = self.b.param(name.clone(), cuprum_ir::ParamKind::Scalar(ty));
+                    if ty.is_int() {
+                        requirement_params.insert(name.clone(), requires::Read::Scalar(index));
+                    }
                     Val::Scalar(self.def(Op::Param(index), p.name.span())?)
                 }
                 ParamType::TensorMap { elem, rank } => {
@@ -565,6 +572,7 @@ impl<'a> Lowerer<'a> {
                     let index = self
                         .b
                         .param(name.clone(), cuprum_ir::ParamKind::Slice { elem, access });
+                    requirement_params.insert(name.clone(), requires::Read::Slice(index));
                     Val::Slice(index)
                 }
                 ParamType::Elements { elem, access } => {
@@ -617,6 +625,11 @@ impl<'a> Lowerer<'a> {
                 other => Binding::Val(other),
             };
             self.bind(name, binding);
+        }
+        for relation in &k.requires {
+            if let Some(r) = requires::requirement(relation, &requirement_params) {
+                self.b.require(r);
+            }
         }
         if let Some(name) = &k.launch_context {
             self.bind(name.clone(), Binding::Val(Val::LaunchContext));

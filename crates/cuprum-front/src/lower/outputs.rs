@@ -21,6 +21,16 @@ use super::*;
 /// At most this many elements per chunk or tile: each is a copy of the loop body.
 const MAX_PIECE: u64 = 64;
 
+/// What every tile of a `block_tile_mut` shares: the slice, the tile's rows and columns, the
+/// width of the slice's rows, and whether the extents give any element at all.
+struct BlockTile {
+    param: u32,
+    th: Value,
+    tw: Value,
+    w: Value,
+    ok: Value,
+}
+
 /// One element of a chunk or tile: its offsets within the piece, linear index, and whether
 /// the thread gets it.
 struct PieceElement {
@@ -510,44 +520,26 @@ impl Lowerer<'_> {
     }
 
     /// The block's tile, `(b / per_row, b % per_row)` for its linear index `b` (`U64`s;
-    /// `per_row` is launch-uniform and nonzero). Without a division where the launch makes
-    /// it plain: `per_row` blocks across x (the tile is `(y + gy * z, x)`), or one tile per
-    /// row (`(b, 0)`).
+    /// `per_row` is launch-uniform and nonzero), in a launch that does not have `per_row`
+    /// blocks across x (those take [`Self::block_tile`]'s plain path). Without a division
+    /// where the launch makes it plain: one tile per row (`(b, 0)`).
     fn block_tile_index(
         &mut self,
         per_row: Value,
         span: proc_macro2::Span,
     ) -> Result<(Value, Value)> {
         let b = self.block_linear_index(span)?;
-        let reg = |this: &mut Self, s: Special| -> Result<Value> {
-            let v = this.def(Op::Special(s), span)?;
-            this.cast_value(v, S::U64, span)
-        };
-        let gx = reg(self, Special::GridDim(Dim::X))?;
         let one = self.constant(Constant::u64(1));
         let zero = self.constant(Constant::u64(0));
         let (row, col) = (
             self.b.var("tile_row", S::U64),
             self.b.var("tile_col", S::U64),
         );
-        let across_x = self.def(Op::Compare(CmpOp::Eq, per_row, gx), span)?;
         let single = self.def(Op::Compare(CmpOp::Eq, per_row, one), span)?;
         let write = |this: &mut Self, r: Value, c: Value| {
             this.b.push(Stmt::WriteVar { var: row, value: r });
             this.b.push(Stmt::WriteVar { var: col, value: c });
         };
-        self.b.begin_block();
-        let (by, bz) = (
-            reg(self, Special::BlockIdx(Dim::Y))?,
-            reg(self, Special::BlockIdx(Dim::Z))?,
-        );
-        let gy = reg(self, Special::GridDim(Dim::Y))?;
-        let layers = self.def(Op::Binary(BinaryOp::Mul, gy, bz), span)?;
-        let r = self.def(Op::Binary(BinaryOp::Add, layers, by), span)?;
-        let x = reg(self, Special::BlockIdx(Dim::X))?;
-        write(self, r, x);
-        let then = self.b.end_block();
-        self.b.begin_block();
         self.b.begin_block();
         write(self, b, zero);
         let one_per_row = self.b.end_block();
@@ -561,12 +553,6 @@ impl Lowerer<'_> {
             then: one_per_row,
             otherwise: general,
         });
-        let otherwise = self.b.end_block();
-        self.b.push(Stmt::If {
-            cond: across_x,
-            then,
-            otherwise,
-        });
         Ok((
             self.def(Op::ReadVar(row), span)?,
             self.def(Op::ReadVar(col), span)?,
@@ -576,6 +562,11 @@ impl Lowerer<'_> {
     /// `for (r, c, out) in slice.block_tile_mut(tile_rows, tile_cols, width)`: the block's
     /// tile (see `disjoint.rs` for why the elements are the thread's alone), as two loops
     /// strided by the block's size over the tile's rows and columns.
+    ///
+    /// The common launch has `per_row` blocks across x: block `(x, y, z)` then has tile
+    /// `(y + gy * z, x)` (what `b / per_row`, `b % per_row` give), with indices the launch
+    /// limits bound, so that path (lowered apart from the general one, body included) needs
+    /// neither a division nor a test that the tile's first rows fit in 64 bits.
     fn block_tile(
         &mut self,
         param: u32,
@@ -629,37 +620,92 @@ impl Lowerer<'_> {
         let per_row = bin(self, BinaryOp::Add, whole, extra)?;
         let per_row_pos = cmp(self, CmpOp::Gt, per_row, zero)?;
         let per_row_safe = select(self, per_row_pos, per_row, one)?;
+        let tile = BlockTile {
+            param,
+            th,
+            tw,
+            w,
+            ok: bin(self, BinaryOp::And, tw_pos, per_row_pos)?,
+        };
+        let reg = |this: &mut Self, s: Special| -> Result<Value> {
+            let v = this.def(Op::Special(s), span)?;
+            this.cast_value(v, S::U64, span)
+        };
+        let gx = reg(self, Special::GridDim(Dim::X))?;
+        let across_x = cmp(self, CmpOp::Eq, per_row_safe, gx)?;
+        self.b.begin_block();
+        let (by, bz, gy) = (
+            reg(self, Special::BlockIdx(Dim::Y))?,
+            reg(self, Special::BlockIdx(Dim::Z))?,
+            reg(self, Special::GridDim(Dim::Y))?,
+        );
+        let layers = bin(self, BinaryOp::Mul, gy, bz)?;
+        let tile_row = bin(self, BinaryOp::Add, layers, by)?;
+        let tile_col = reg(self, Special::BlockIdx(Dim::X))?;
+        self.block_tile_at(&tile, tile_row, tile_col, names, body, span)?;
+        let plain = self.b.end_block();
+        self.b.begin_block();
         let (tile_row, tile_col) = self.block_tile_index(per_row_safe, span)?;
+        self.block_tile_at(&tile, tile_row, tile_col, names, body, span)?;
+        let general = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond: across_x,
+            then: plain,
+            otherwise: general,
+        });
+        Ok(Val::Unit)
+    }
+
+    /// The elements of tile `(tile_row, tile_col)` (`U64`s, `tile_col < per_row`), each
+    /// given to `body` by [`Self::block_tile`]'s loops.
+    fn block_tile_at(
+        &mut self,
+        tile: &BlockTile,
+        tile_row: Value,
+        tile_col: Value,
+        names: &[Option<String>],
+        body: &syn::Block,
+        span: proc_macro2::Span,
+    ) -> Result<()> {
+        let &BlockTile {
+            param,
+            th,
+            tw,
+            w,
+            ok,
+        } = tile;
+        let zero = self.constant(Constant::u64(0));
+        let bin = |this: &mut Self, op: BinaryOp, a: Value, b: Value| {
+            this.def(Op::Binary(op, a, b), span)
+        };
+        let cmp =
+            |this: &mut Self, op: CmpOp, a: Value, b: Value| this.def(Op::Compare(op, a, b), span);
         // col0 = tile_col * tw < w; the tile's columns end at col0 + min(tw, w - col0) <= w.
         let col0 = bin(self, BinaryOp::Mul, tile_col, tw)?;
         let room = bin(self, BinaryOp::Sub, w, col0)?;
         let narrower = cmp(self, CmpOp::Lt, tw, room)?;
-        let span_cols = select(self, narrower, tw, room)?;
+        let span_cols = self.def(
+            Op::Select {
+                cond: narrower,
+                if_true: tw,
+                if_false: room,
+            },
+            span,
+        )?;
         let col_end = bin(self, BinaryOp::Add, col0, span_cols)?;
-        // The tile's rows start at element row0 * w and span th * w elements; when that end
-        // fits in 64 bits, every row * w + col of the tile is exact.
-        let (row0, row0_fits) = self.checked_mul_add(tile_row, th, zero, span)?;
-        let (start0, start_fits) = self.checked_mul_add(row0, w, zero, span)?;
-        let (tile_span, span_fits) = self.checked_mul_add(th, w, zero, span)?;
-        let tile_end = bin(self, BinaryOp::Add, start0, tile_span)?;
-        let end_fits = cmp(self, CmpOp::Ge, tile_end, start0)?;
+        // The tile's rows end at row (tile_row + 1) * th, so its elements end at element
+        // tile_end = (tile_row + 1) * th * w; when that fits in 64 bits, so does every
+        // row * w + col of the tile (each smaller), its start row0 * w included.
+        let (rows_end, rows_fit) = self.checked_mul_add(tile_row, th, th, span)?;
+        let (tile_end, end_fits) = self.checked_mul_add(rows_end, w, zero, span)?;
+        let row0 = bin(self, BinaryOp::Sub, rows_end, th)?;
+        let start0 = bin(self, BinaryOp::Mul, row0, w)?;
         let len = self.slice_len(param, span)?;
-        let u32c = |this: &mut Self, n: u32| this.constant(Constant::u32(n));
-        let zero32 = u32c(self, 0);
+        let zero32 = self.constant(Constant::u32(0));
         let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
         let mut go = cmp(self, CmpOp::Eq, tz, zero32)?;
-        for ok in [
-            Some(tw_pos),
-            Some(per_row_pos),
-            Some(end_fits),
-            row0_fits,
-            start_fits,
-            span_fits,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            go = bin(self, BinaryOp::And, go, ok)?;
+        for fits in [Some(ok), rows_fit, end_fits].into_iter().flatten() {
+            go = bin(self, BinaryOp::And, go, fits)?;
         }
         // A thread's offsets in the tile: from its index, by the block's size, below the
         // tile's extent; unrolled where the contract fixes the block and the extent is a
@@ -738,7 +784,7 @@ impl Lowerer<'_> {
             then,
             otherwise: Default::default(),
         });
-        Ok(Val::Unit)
+        Ok(())
     }
 
     /// `slice.update(i, |v| body)`: the thread's element replaced by `body` with `v` bound
