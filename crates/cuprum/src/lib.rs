@@ -217,7 +217,9 @@ pub mod __private {
         // A module with Hopper-only statements is also written for sm_90a, the one target
         // that has them (CI fails on ptxas's warnings that a wgmma was serialized or a
         // setmaxnreg ignored).
-        let arch_specific = ir.needs_arch_specific().then_some(cuprum_ptx::Target::Sm90a);
+        let arch_specific = ir
+            .needs_arch_specific()
+            .then_some(cuprum_ptx::Target::Sm90a);
         let portable = [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90];
         for target in portable.into_iter().chain(arch_specific) {
             let ptx = match cuprum_ptx::write_module(ir, target) {
