@@ -102,8 +102,25 @@ impl CudaDevice {
             .map(machine_sizes)
             .collect::<Result<Vec<_>>>()?;
         let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
+        // The driver's linker (which alone returns a cubin) drops the alignment of shared
+        // memory above 16 bytes that the JIT keeps: its cubin of a TMA/wgmma kernel placed the
+        // 1024-aligned dynamic tile at 1088 and faulted on an H200 (misaligned address) when a
+        // later process loaded it. Such modules are compiled by the JIT every time.
+        let over_aligned = ir.kernels.iter().find(|k| {
+            k.dyn_shared_alignment() > cuprum_ir::kernel::DYN_SHARED_MIN_ALIGN
+                || (0..k.shared.len())
+                    .any(|i| k.shared_alignment(i) > cuprum_ir::kernel::ARRAY_ALIGN)
+        });
         // Each kernel's PTX alone, for the register-capped link of the compile cache.
         let split = || -> Result<Vec<String>> {
+            if let Some(k) = over_aligned {
+                return Err(Error::Compile {
+                    kernel: k.name.clone(),
+                    message: "its shared memory is aligned above 16 bytes, which the driver's \
+                              linker does not keep (the JIT does): not cached"
+                        .to_owned(),
+                });
+            }
             ir.kernels
                 .iter()
                 .map(|k| {
