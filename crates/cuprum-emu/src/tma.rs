@@ -474,7 +474,7 @@ impl Exec<'_, '_> {
             if result.is_err() {
                 return;
             }
-            if let Some(o) = desc.element_offset(index) {
+            if let Some(o) = desc.stored_element_offset(index) {
                 let at = desc.swizzle.apply(src + b as u32);
                 match shared.agent_load(at, size, tid) {
                     Ok(v) => writes.push((desc.address + o, size, v)),

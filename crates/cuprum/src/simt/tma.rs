@@ -23,6 +23,11 @@
 //! [`cp_async_bulk_commit_group`] closes the group and [`cp_async_bulk_wait_group`] waits for
 //! groups to finish.
 //!
+//! The innermost coordinate of every box copy must be a multiple of 16 bytes from the
+//! tensor's start (a multiple of 4 for `f32`, of 8 for `bf16`), whether the box is inside the
+//! tensor or not: an H200 stops the kernel with an illegal instruction otherwise, and the
+//! emulator reports it (`TensorMapDesc::box_start_problem`).
+//!
 //! Why the copies are `unsafe` (and the kernels that use them need not be): a load writes
 //! shared memory *after* the call returns, through another agent, and only the mbarrier says
 //! when. Reading the tile before the wait, writing it while a load or store is in flight,
