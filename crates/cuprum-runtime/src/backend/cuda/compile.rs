@@ -102,15 +102,7 @@ impl CudaDevice {
             .map(machine_sizes)
             .collect::<Result<Vec<_>>>()?;
         let names: Vec<&str> = ir.kernels.iter().map(|k| k.name.as_str()).collect();
-        // The driver's linker (which alone returns a cubin) drops the alignment of shared
-        // memory above 16 bytes that the JIT keeps: its cubin of a TMA/wgmma kernel placed the
-        // 1024-aligned dynamic tile at 1088 and faulted on an H200 (misaligned address) when a
-        // later process loaded it. Such modules are compiled by the JIT every time.
-        let over_aligned = ir.kernels.iter().find(|k| {
-            k.dyn_shared_alignment() > cuprum_ir::kernel::DYN_SHARED_MIN_ALIGN
-                || (0..k.shared.len())
-                    .any(|i| k.shared_alignment(i) > cuprum_ir::kernel::ARRAY_ALIGN)
-        });
+        let over_aligned = linker_misaligns(ir);
         // Each kernel's PTX alone, for the register-capped link of the compile cache.
         let split = || -> Result<Vec<String>> {
             if let Some(k) = over_aligned {
@@ -237,9 +229,48 @@ pub(super) fn pack_params(sizes: &[u32], args: &[KernelArg]) -> Vec<ParamSlot> {
         .collect()
 }
 
+/// The first kernel of `ir` whose shared memory is aligned above 16 bytes, if any. The
+/// driver's linker (which alone returns a cubin) drops that alignment where the JIT keeps it:
+/// its cubin of a TMA/wgmma kernel placed the 1024-aligned dynamic tile at 1088 and faulted
+/// on an H200 (misaligned address) when a later process loaded it from the cache. Such
+/// modules are compiled by the JIT every time.
+fn linker_misaligns(ir: &cuprum_ir::Module) -> Option<&cuprum_ir::Kernel> {
+    ir.kernels.iter().find(|k| {
+        k.dyn_shared_alignment() > cuprum_ir::kernel::DYN_SHARED_MIN_ALIGN
+            || (0..k.shared.len()).any(|i| k.shared_alignment(i) > cuprum_ir::kernel::ARRAY_ALIGN)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modules_with_shared_memory_aligned_above_16_bytes_are_not_linked() {
+        use cuprum_ir::{ArrayDecl, KernelBuilder, ScalarType};
+        let decl = |name: &str| ArrayDecl {
+            name: name.to_owned(),
+            elem: ScalarType::U32,
+            len: 64,
+        };
+        let mut plain = KernelBuilder::new("plain");
+        plain.shared_array_aligned(decl("a"), 16);
+        plain.align_dyn_shared(16);
+        let mut dynamic = KernelBuilder::new("dynamic");
+        dynamic.align_dyn_shared(1024);
+        let mut fixed = KernelBuilder::new("fixed");
+        fixed.shared_array(decl("a"));
+        fixed.shared_array_aligned(decl("b"), 128);
+        let module = |kernels: Vec<cuprum_ir::Kernel>| cuprum_ir::Module { kernels };
+        let (plain, dynamic, fixed) = (plain.finish(), dynamic.finish(), fixed.finish());
+        assert!(linker_misaligns(&module(vec![plain.clone()])).is_none());
+        let named = |m: &cuprum_ir::Module| linker_misaligns(m).map(|k| k.name.clone());
+        assert_eq!(
+            named(&module(vec![plain.clone(), dynamic])),
+            Some("dynamic".into())
+        );
+        assert_eq!(named(&module(vec![plain, fixed])), Some("fixed".into()));
+    }
 
     #[test]
     fn params_are_packed_in_native_order_at_their_size() {
