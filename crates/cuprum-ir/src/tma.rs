@@ -589,6 +589,45 @@ mod tests {
         d
     }
 
+    /// A 45-column `u32` tensor (rows of 192 bytes): loads see 45 columns, stores write 48
+    /// (the last 16-byte chunk of each row whole, as the H200 does), and the bytes a store may
+    /// write end at the last row's chunk.
+    #[test]
+    fn stores_write_each_rows_last_chunk_whole() {
+        let mut d = TensorMapDesc::new(ScalarType::U32, 2, 0x1000);
+        d.dims[..2].copy_from_slice(&[45, 13]);
+        d.strides[0] = 192;
+        assert_eq!(d.stored_row_elems(), 48);
+        assert_eq!(d.element_offset(&[45, 0]), None);
+        assert_eq!(d.stored_element_offset(&[45, 0]), Some(180));
+        assert_eq!(d.stored_element_offset(&[47, 12]), Some(12 * 192 + 188));
+        assert_eq!(d.stored_element_offset(&[48, 0]), None);
+        assert_eq!(d.stored_element_offset(&[0, 13]), None);
+        assert_eq!(d.extent_bytes(), 12 * 192 + 180);
+        assert_eq!(d.store_extent_bytes(), 12 * 192 + 192);
+        // Rows already whole chunks: nothing more.
+        d.dims[0] = 44;
+        assert_eq!(d.store_extent_bytes(), d.extent_bytes());
+    }
+
+    /// The innermost coordinate of a copy is a multiple of 16 bytes or refused, in bounds or
+    /// not (measured on the H200: x = 1, 2, 3, 29, -1 `f32`s stop the kernel; 0, 4, 28, -4
+    /// do not).
+    #[test]
+    fn box_starts_are_whole_16_byte_chunks() {
+        let d = map_2d();
+        for x in [0i64, 4, 28, -4, 40] {
+            assert_eq!(d.box_start_problem(&[x, 3]), None, "x = {x}");
+        }
+        for x in [1i64, 2, 3, 29, -1, 99] {
+            let problem = d.box_start_problem(&[x, 0]).unwrap_or_default();
+            assert!(
+                problem.contains("multiple of 16 bytes"),
+                "x = {x}: {problem}"
+            );
+        }
+    }
+
     #[test]
     fn emulated_maps_round_trip_and_refuse_other_bytes() {
         let d = map_2d();
