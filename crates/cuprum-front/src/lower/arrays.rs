@@ -886,14 +886,10 @@ impl Lowerer<'_> {
         for (p, &var) in vars.iter().enumerate() {
             let at = self.constant(Constant::u32(p as u32));
             let cond = self.def(Op::Compare(CmpOp::Eq, index, at), span)?;
-            self.b.begin_block();
-            self.b.push(Stmt::WriteVar { var, value });
-            let then = self.b.end_block();
-            self.b.push(Stmt::If {
-                cond,
-                then,
-                otherwise: Default::default(),
-            });
+            self.when(cond, |this| {
+                this.b.push(Stmt::WriteVar { var, value });
+                Ok(())
+            })?;
         }
         Ok(())
     }

@@ -328,14 +328,10 @@ impl Lowerer<'_> {
             && let Some(flag) = frame.returned
         {
             let returned = self.def(Op::ReadVar(flag), proc_macro2::Span::call_site())?;
-            self.b.begin_block();
-            self.b.push(Stmt::Break);
-            let then = self.b.end_block();
-            self.b.push(Stmt::If {
-                cond: returned,
-                then,
-                otherwise: Default::default(),
-            });
+            self.when(returned, |this| {
+                this.b.push(Stmt::Break);
+                Ok(())
+            })?;
         }
         Ok(())
     }

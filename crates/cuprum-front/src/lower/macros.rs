@@ -155,14 +155,7 @@ impl Lowerer<'_> {
 
     fn assert_holds(&mut self, cond: cuprum_ir::Value, message: String, span: Span) -> Result<()> {
         let failed = self.def(Op::Unary(UnaryOp::Not, cond), span)?;
-        self.b.begin_block();
-        self.b.push(Stmt::Trap(TrapKind::Assert { message }));
-        let then = self.b.end_block();
-        self.b.push(Stmt::If {
-            cond: failed,
-            then,
-            otherwise: Default::default(),
-        });
+        self.trap_if(failed, TrapKind::Assert { message });
         Ok(())
     }
 

@@ -202,14 +202,27 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn trap_if(&mut self, cond: Value, kind: TrapKind) {
+        let _ = self.when(cond, |this| {
+            this.b.push(Stmt::Trap(kind));
+            Ok(())
+        });
+    }
+
+    /// Emits `if cond { body }`, without an else: what `body` lowers goes in the then-block.
+    pub(super) fn when(
+        &mut self,
+        cond: Value,
+        body: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         self.b.begin_block();
-        self.b.push(Stmt::Trap(kind));
+        body(self)?;
         let then = self.b.end_block();
         self.b.push(Stmt::If {
             cond,
             then,
             otherwise: Default::default(),
         });
+        Ok(())
     }
 
     pub(super) fn compare(

@@ -750,15 +750,7 @@ impl Lowerer<'_> {
                     let in_tile = cmp(this, CmpOp::Lt, col, col_end)?;
                     let in_len = cmp(this, CmpOp::Lt, linear, len)?;
                     let inside = bin(this, BinaryOp::And, in_tile, in_len)?;
-                    this.b.begin_block();
-                    element(this)?;
-                    let then = this.b.end_block();
-                    this.b.push(Stmt::If {
-                        cond: inside,
-                        then,
-                        otherwise: Default::default(),
-                    });
-                    Ok(())
+                    this.when(inside, element)
                 })
             })
         };

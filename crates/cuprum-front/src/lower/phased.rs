@@ -673,15 +673,7 @@ impl Lowerer<'_> {
                             None => visit(this),
                             Some(s) => {
                                 let inside = this.def(Op::Compare(CmpOp::Lt, i, s), span)?;
-                                this.b.begin_block();
-                                visit(this)?;
-                                let then = this.b.end_block();
-                                this.b.push(Stmt::If {
-                                    cond: inside,
-                                    then,
-                                    otherwise: Default::default(),
-                                });
-                                Ok(())
+                                this.when(inside, visit)
                             }
                         }
                     },
@@ -738,14 +730,7 @@ impl Lowerer<'_> {
                     let tz = self.def(Op::Special(Special::ThreadIdx(Dim::Z)), span)?;
                     let zero = self.constant(Constant::u32(0));
                     let first = self.def(Op::Compare(CmpOp::Eq, tz, zero), span)?;
-                    self.b.begin_block();
-                    body(self)?;
-                    let then = self.b.end_block();
-                    self.b.push(Stmt::If {
-                        cond: first,
-                        then,
-                        otherwise: Default::default(),
-                    });
+                    self.when(first, body)?;
                 }
             }
         }

@@ -47,14 +47,7 @@ impl Lowerer<'_> {
                 } else {
                     let end_v = self.constant(Constant::new(ty, end));
                     let inside = self.def(Op::Compare(CmpOp::Lt, e, end_v), span)?;
-                    self.b.begin_block();
-                    body(self, e)?;
-                    let then = self.b.end_block();
-                    self.b.push(Stmt::If {
-                        cond: inside,
-                        then,
-                        otherwise: Default::default(),
-                    });
+                    self.when(inside, |this| body(this, e))?;
                 }
             }
             return Ok(());
