@@ -189,7 +189,10 @@ struct Rebase {
     /// Each address's polynomial, once read (`None`: too large).
     polys: HashMap<Value, Option<Poly>>,
     /// The addresses of the open scopes with their polynomials, latest last.
-    recent: Vec<(Value, Poly)>,
+    /// Recent addresses with their polynomials, and whether each was itself redefined by a
+    /// step (such an address is never a base: steps stay one add deep, so the loads after
+    /// them do not wait on a chain of dependent adds).
+    recent: Vec<(Value, Poly, bool)>,
     /// The steps `a * c` defined in the open scopes, latest last.
     steps: Vec<((Value, u64), Value)>,
     changed: bool,
@@ -264,7 +267,8 @@ impl Rebase {
     }
 
     /// Redefines `value` as `b + a * c` from the latest recent address `b` whose polynomial
-    /// differs from its own by `c * a`, `a` a value of its type; records it as recent.
+    /// differs from its own by `c * a`, `a` a value of its type and `b` not itself stepped;
+    /// records it as recent.
     fn by_step(
         &mut self,
         value: Value,
@@ -278,23 +282,31 @@ impl Rebase {
         };
         let root = self.addresses.root(value);
         let read_only = self.addresses.is_read_only(value);
-        let found = self.recent.iter().rev().take(RECENT).find_map(|(b, pb)| {
-            // Same type, and the same slice or array as far as the address analysis tells
-            // (what the PTX writer reads of an address, `ld.global.nc` included, stays true).
-            if self.defs.ty(*b) != ty
-                || self.addresses.root(*b) != root
-                || self.addresses.is_read_only(*b) != read_only
-            {
-                return None;
-            }
-            match p.plus(pb, u64::MAX)?.single_atom()? {
-                // `a` is one of the values `value` or `b` is computed from, never `value`
-                // itself (an address read as its own atom).
-                (Atom::Value(a), c) if a != value && self.defs.ty(a) == ty => Some((*b, a, c)),
-                _ => None,
-            }
-        });
-        self.recent.push((value, p));
+        let found = self
+            .recent
+            .iter()
+            .rev()
+            .take(RECENT)
+            .find_map(|(b, pb, stepped)| {
+                if *stepped {
+                    return None;
+                }
+                // Same type, and the same slice or array as far as the address analysis tells
+                // (what the PTX writer reads of an address, `ld.global.nc` included, stays true).
+                if self.defs.ty(*b) != ty
+                    || self.addresses.root(*b) != root
+                    || self.addresses.is_read_only(*b) != read_only
+                {
+                    return None;
+                }
+                match p.plus(pb, u64::MAX)?.single_atom()? {
+                    // `a` is one of the values `value` or `b` is computed from, never `value`
+                    // itself (an address read as its own atom).
+                    (Atom::Value(a), c) if a != value && self.defs.ty(a) == ty => Some((*b, a, c)),
+                    _ => None,
+                }
+            });
+        self.recent.push((value, p, found.is_some()));
         let Some((base, a, c)) = found else {
             return;
         };

@@ -312,7 +312,8 @@ fn strided_rows() -> Kernel {
 }
 
 /// How many global loads of the kernel use an address defined as another load's address
-/// plus a step (a value times a constant).
+/// plus a step (a value times a constant); panics where that other address was itself
+/// stepped (a chain of dependent adds before the loads, which the pass must not make).
 fn stepped_loads(kernel: &Kernel) -> usize {
     let mut addresses = std::collections::HashSet::new();
     kernel.body.visit(&mut |s| {
@@ -331,7 +332,7 @@ fn stepped_loads(kernel: &Kernel) -> usize {
     });
     let mut consts = std::collections::HashSet::new();
     let mut steps = std::collections::HashSet::new();
-    let mut n = 0;
+    let mut stepped = std::collections::HashSet::new();
     kernel.body.visit(&mut |s| {
         if let Stmt::Def { value, op } = s {
             match op {
@@ -344,13 +345,17 @@ fn stepped_loads(kernel: &Kernel) -> usize {
                 Op::Binary(BinaryOp::Add, a, b)
                     if addresses.contains(value) && addresses.contains(a) && steps.contains(b) =>
                 {
-                    n += 1;
+                    assert!(
+                        !stepped.contains(a),
+                        "{value:?} steps from {a:?}, itself stepped: a chain"
+                    );
+                    stepped.insert(*value);
                 }
                 _ => {}
             }
         }
     });
-    n
+    stepped.len()
 }
 
 #[test]
@@ -361,7 +366,8 @@ fn rows_a_multiple_of_the_width_apart_are_reached_by_a_step() {
     for len in [4096, 3000, 64] {
         // (`cse` makes the four reads' copies of the slice's base one value.)
         let alone = common::same_outcome(&k, &passes(&["cse", "rebase"]), 256, 64, len);
-        // The first read's address is computed; the other three step from the previous.
+        // The first read's address is computed; the other three step from it (one add each,
+        // not a chain through each other).
         assert_eq!(stepped_loads(&alone), 3, "{}", print_kernel(&alone));
         let all = common::same_outcome(&k, cuprum_opt::PASSES, 256, 64, len);
         assert_eq!(stepped_loads(&all), 3, "{}", print_kernel(&all));
