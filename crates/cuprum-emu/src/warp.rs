@@ -222,7 +222,9 @@ impl<'k> Exec<'_, 'k> {
                         &mut old,
                     )?;
                 }
-                Stmt::VectorLoad { space, ty, addr, d } => {
+                Stmt::VectorLoad {
+                    space, ty, addr, d, ..
+                } => {
                     let base = &self.regs[addr.index()];
                     let size = ty.size_bytes();
                     let elements =
@@ -618,7 +620,9 @@ impl<'k> Exec<'_, 'k> {
                 }
                 *out = self.vars[var.index()]
             }
-            Op::Load { space, ty: t, addr } => {
+            Op::Load {
+                space, ty: t, addr, ..
+            } => {
                 self.mem.load(ctx, *space, *t, r.get(*addr), mask, out)?;
             }
             Op::Atomic {

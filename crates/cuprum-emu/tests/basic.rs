@@ -271,6 +271,7 @@ fn local_array_per_thread() {
                 space: AddressSpace::Local,
                 ty: ScalarType::I32,
                 addr,
+                eviction: cuprum_ir::Eviction::Normal,
             });
             let one = k.u32(1);
             let j1 = k.add(jv, one);

@@ -138,6 +138,7 @@ fn dynamic_shared_memory() {
         space: AddressSpace::Shared,
         ty: ScalarType::U64,
         addr: raddr,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     k.store(y, i, w);
     let kernel = k.finish();
@@ -356,6 +357,7 @@ fn compare_exchange_retry_loop() {
             space: AddressSpace::Global,
             ty: ScalarType::U32,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let cur = k.var("cur", ScalarType::U32, ld);
         k.loop_(|k| {

@@ -83,6 +83,7 @@ fn use_after_free_and_wild_pointers() {
         space: AddressSpace::Global,
         ty: ScalarType::U32,
         addr,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     let z = k.u64(0);
     k.store(out, z, v);

@@ -553,6 +553,7 @@ fn cp_async_kernel(
             space: AddressSpace::Shared,
             ty: S::U32,
             addr: a,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let ww = k.u64(w);
         let idx = k.add(obase, ww);

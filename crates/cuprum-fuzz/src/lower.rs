@@ -125,7 +125,12 @@ impl Lowering<'_> {
             Node::Load(ref place) => {
                 let ty = self.p.elem(place);
                 let (space, addr) = self.address(place)?;
-                Op::Load { space, ty, addr }
+                Op::Load {
+                    space,
+                    ty,
+                    addr,
+                    eviction: cuprum_ir::Eviction::Normal,
+                }
             }
             Node::Shuffle(mode, value, lane) => Op::Shuffle {
                 mode,

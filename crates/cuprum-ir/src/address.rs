@@ -868,6 +868,7 @@ mod tests {
                 space: AddressSpace::Global,
                 ty: S::F32,
                 addr: pv,
+                eviction: crate::Eviction::Normal,
             },
         );
         let next = bin(&mut b, BinaryOp::Add, pv, four);
@@ -888,6 +889,7 @@ mod tests {
                 space: AddressSpace::Global,
                 ty: S::U64,
                 addr: pv,
+                eviction: crate::Eviction::Normal,
             },
         );
         let scaled = bin(&mut b, BinaryOp::Mul, idx, four);

@@ -295,11 +295,24 @@ impl KernelBuilder {
         addr: Value,
         lanes: usize,
     ) -> Result<Vec<Value>, BuildError> {
+        self.vector_load_evicting(space, ty, addr, lanes, Eviction::Normal)
+    }
+
+    /// [`vector_load`](Self::vector_load) with an eviction hint.
+    pub fn vector_load_evicting(
+        &mut self,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        lanes: usize,
+        eviction: Eviction,
+    ) -> Result<Vec<Value>, BuildError> {
         self.check(&Stmt::VectorLoad {
             space,
             ty,
             addr,
             d: vec![addr; lanes],
+            eviction,
         })?;
         let d: Vec<Value> = (0..lanes)
             .map(|_| self.kernel.values.append(ValueDef { ty }))
@@ -309,6 +322,7 @@ impl KernelBuilder {
             ty,
             addr,
             d: d.clone(),
+            eviction,
         });
         Ok(d)
     }

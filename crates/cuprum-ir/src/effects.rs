@@ -499,7 +499,9 @@ impl Stmt {
         }
         match self {
             Stmt::Def {
-                op: Op::Load { space, ty, addr },
+                op: Op::Load {
+                    space, ty, addr, ..
+                },
                 ..
             } => Some(plain(*space, *addr, 1, Some(*ty), &[], false)),
             Stmt::Def {
@@ -524,9 +526,9 @@ impl Stmt {
                 std::slice::from_ref(value),
                 true,
             )),
-            Stmt::VectorLoad { space, ty, addr, d } => {
-                Some(plain(*space, *addr, d.len(), Some(*ty), &[], false))
-            }
+            Stmt::VectorLoad {
+                space, ty, addr, d, ..
+            } => Some(plain(*space, *addr, d.len(), Some(*ty), &[], false)),
             Stmt::VectorStore {
                 space,
                 addr,

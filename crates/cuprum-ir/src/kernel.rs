@@ -416,6 +416,8 @@ pub enum Stmt {
         addr: Value,
         /// The elements, in address order; each has type `ty`.
         d: Vec<Value>,
+        /// How long the caches should keep what it reads (as [`Op::Load`]'s).
+        eviction: Eviction,
     },
     /// Stores `values` (2 or 4, all of one type, not `Bool`) to consecutive elements at
     /// `addr` in `space` with one vector access (`st.<space>.v<N>`); the same alignment and
@@ -783,6 +785,36 @@ impl AddressSpace {
     }
 }
 
+/// How long the caches should keep what a global load reads: a hint to the GPU's L1 and L2
+/// replacement that never changes what a load returns (the emulator ignores it). A kernel
+/// that reads data twice asks to keep it after the first read (`Last`) and to drop it first
+/// after the last (`First`), so that one stream of data does not push out another that is
+/// read again; data every block reads (weights) is `Last`. In PTX: `.L1::evict_last` /
+/// `.L1::evict_first` with an L2 policy of the same kind (`createpolicy.fractional`, on all
+/// of the lines), as Triton writes its `eviction_policy`.
+#[derive(
+    serde::Serialize,
+    serde::Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+)]
+pub enum Eviction {
+    /// The caches' own policy.
+    #[default]
+    Normal,
+    /// Evicted before other lines: data read for the last time.
+    First,
+    /// Evicted after other lines: data read again soon.
+    Last,
+}
+
 /// The set of threads an atomic or fence is coherent with.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -933,6 +965,9 @@ pub enum Op {
         ty: ScalarType,
         /// The address, aligned to the size of `ty`.
         addr: Value,
+        /// How long the caches should keep what it reads (`Normal` unless `space` is
+        /// `Global`); never changes the value.
+        eviction: Eviction,
     },
     /// Atomically applies `op` at `addr` and returns the old value. `value` has the memory
     /// type; `compare` is present exactly for `AtomicOp::CompareExchange`. The lanes of a

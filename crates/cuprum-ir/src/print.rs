@@ -183,11 +183,18 @@ impl Printer<'_> {
                     list(c)
                 )
             }
-            Stmt::VectorLoad { space, ty, addr, d } => {
+            Stmt::VectorLoad {
+                space,
+                ty,
+                addr,
+                d,
+                eviction,
+            } => {
                 let results = self.results(d);
                 writeln!(
                     self.out,
-                    "{pad}{results} = load.{space:?}.v{}.{ty} [%{}]",
+                    "{pad}{results} = load.{space:?}{}.v{}.{ty} [%{}]",
+                    eviction_suffix(*eviction),
                     d.len(),
                     addr.index()
                 )
@@ -426,7 +433,16 @@ impl Printer<'_> {
             Op::Cast { value, to } => format!("cast {} as {to}", v(value)),
             Op::Bitcast { value, to } => format!("bitcast {} to {to}", v(value)),
             Op::ReadVar(var) => format!("read {}", self.var(*var)),
-            Op::Load { space, ty, addr } => format!("load.{space:?}.{ty} [{}]", v(addr)),
+            Op::Load {
+                space,
+                ty,
+                addr,
+                eviction,
+            } => format!(
+                "load.{space:?}{}.{ty} [{}]",
+                eviction_suffix(*eviction),
+                v(addr)
+            ),
             Op::Atomic {
                 op,
                 space,
@@ -477,4 +493,13 @@ impl Printer<'_> {
 fn list(vs: &[Value]) -> String {
     let inner: Vec<String> = vs.iter().map(|v| format!("%{}", v.index())).collect();
     format!("{{{}}}", inner.join(", "))
+}
+
+/// How a load's [`Eviction`] prints after its space (nothing for `Normal`).
+fn eviction_suffix(eviction: Eviction) -> &'static str {
+    match eviction {
+        Eviction::Normal => "",
+        Eviction::First => ".evict_first",
+        Eviction::Last => ".evict_last",
+    }
 }

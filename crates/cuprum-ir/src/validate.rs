@@ -157,8 +157,14 @@ pub fn result_type(
                 .ok_or_else(|| format!("variable {var:?} out of range"))?
                 .ty
         }
-        Op::Load { space, ty, addr } => {
+        Op::Load {
+            space,
+            ty,
+            addr,
+            eviction,
+        } => {
             check_address(*space, value_ty(*addr)?)?;
+            check_eviction(*space, *eviction)?;
             *ty
         }
         Op::Atomic {
@@ -287,8 +293,15 @@ pub fn check_stmt_operands(
                 return Err("cp.async's source size must be u32".into());
             }
         }
-        Stmt::VectorLoad { space, ty, addr, d } => {
+        Stmt::VectorLoad {
+            space,
+            ty,
+            addr,
+            d,
+            eviction,
+        } => {
             check_address(*space, value_ty(*addr)?)?;
+            check_eviction(*space, *eviction)?;
             check_vector(*ty, d.len())?;
         }
         Stmt::VectorStore {
@@ -402,6 +415,17 @@ fn check_address(space: AddressSpace, ty: ScalarType) -> Result<(), String> {
         return Err(format!(
             "{space:?} address must be {}, got {ty}",
             space.address_type()
+        ));
+    }
+    Ok(())
+}
+
+/// An eviction hint other than `Normal` only on a global load (the caches it steers hold
+/// global memory).
+fn check_eviction(space: AddressSpace, eviction: Eviction) -> Result<(), String> {
+    if eviction != Eviction::Normal && space != AddressSpace::Global {
+        return Err(format!(
+            "an eviction hint ({eviction:?}) on a {space:?} load: only global loads take one"
         ));
     }
     Ok(())

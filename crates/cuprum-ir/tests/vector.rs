@@ -95,6 +95,62 @@ fn ill_formed_vector_accesses_are_refused() {
         ty: ScalarType::F32,
         addr: base,
         d: vec![ghost, other],
+        eviction: Eviction::Normal,
     });
     assert!(validate_kernel(&k).is_err());
+}
+
+#[test]
+fn eviction_hints_print_and_only_global_loads_take_them() {
+    let (mut b, base) = kernel_with_slice();
+    let d = b
+        .vector_load_evicting(
+            AddressSpace::Global,
+            ScalarType::F32,
+            base,
+            4,
+            Eviction::Last,
+        )
+        .unwrap();
+    let one = b
+        .def(Op::Load {
+            space: AddressSpace::Global,
+            ty: ScalarType::F32,
+            addr: base,
+            eviction: Eviction::First,
+        })
+        .unwrap();
+    let s = b.def(Op::Binary(BinaryOp::Add, d[0], one)).unwrap();
+    b.push(Stmt::Store {
+        space: AddressSpace::Global,
+        addr: base,
+        value: s,
+    });
+    let shared = b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::F32,
+        len: 4,
+    });
+    let at = b.def(Op::SharedAddr(shared)).unwrap();
+    let refused = b
+        .vector_load_evicting(AddressSpace::Shared, ScalarType::F32, at, 4, Eviction::Last)
+        .unwrap_err();
+    assert!(refused.reason.contains("only global loads"), "{refused}");
+    let refused = b
+        .def(Op::Load {
+            space: AddressSpace::Shared,
+            ty: ScalarType::F32,
+            addr: at,
+            eviction: Eviction::First,
+        })
+        .unwrap_err();
+    assert!(refused.reason.contains("only global loads"), "{refused}");
+    let k = b.finish();
+    validate_kernel(&k).unwrap();
+    let text = print_kernel(&k);
+    assert!(
+        text.contains("= load.Global.evict_last.v4.f32 [%"),
+        "{text}"
+    );
+    assert!(text.contains("= load.Global.evict_first.f32 [%"), "{text}");
 }

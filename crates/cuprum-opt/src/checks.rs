@@ -244,6 +244,7 @@ impl Gather {
                                     space: AddressSpace::Global,
                                     addr,
                                     ty,
+                                    ..
                                 },
                             ..
                         } => self.in_bounds(*addr, *ty),
@@ -272,6 +273,7 @@ impl Gather {
                         space: AddressSpace::Global,
                         addr,
                         ty,
+                        ..
                     },
                 ..
             } => self.in_bounds(*addr, *ty),

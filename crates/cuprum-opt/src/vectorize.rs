@@ -60,8 +60,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cuprum_ir::{
-    AddressSpace, Addresses, BinaryOp, Block, CmpOp, Kernel, Op, ParamKind, Root, ScalarType,
-    SliceAccess, Stmt, Value,
+    AddressSpace, Addresses, BinaryOp, Block, CmpOp, Eviction, Kernel, Op, ParamKind, Root,
+    ScalarType, SliceAccess, Stmt, Value,
 };
 
 use crate::analyses::Analyses;
@@ -278,26 +278,38 @@ impl Walker {
 
     /// Finds one group of the block to merge and merges it; false when there is none.
     fn merge_once(&self, block: &mut Block) -> bool {
-        // Candidates: (is_store, space, type, terms) -> accesses.
-        type Key = (bool, AddressSpace, ScalarType, Vec<(Value, u64)>);
+        // Candidates: (is_store, space, eviction, type, terms) -> accesses (loads with
+        // different eviction hints stay apart).
+        type Key = (bool, AddressSpace, Eviction, ScalarType, Vec<(Value, u64)>);
         let mut groups: BTreeMap<Key, Vec<Access>> = BTreeMap::new();
         let mut slices: HashMap<Key, Option<u32>> = HashMap::new();
         for (pos, s) in block.stmts.iter().enumerate() {
-            let (store, space, ty, addr, value) = match s {
+            let (store, space, eviction, ty, addr, value) = match s {
                 Stmt::Def {
                     value,
-                    op: Op::Load { space, ty, addr },
-                } => (false, *space, *ty, *addr, *value),
-                Stmt::Store { space, addr, value } => {
-                    (true, *space, self.defs.ty(*value), *addr, *value)
-                }
+                    op:
+                        Op::Load {
+                            space,
+                            ty,
+                            addr,
+                            eviction,
+                        },
+                } => (false, *space, *eviction, *ty, *addr, *value),
+                Stmt::Store { space, addr, value } => (
+                    true,
+                    *space,
+                    Eviction::Normal,
+                    self.defs.ty(*value),
+                    *addr,
+                    *value,
+                ),
                 _ => continue,
             };
             if ty == ScalarType::Bool || !VECTOR_SPACES.contains(&space) {
                 continue;
             }
             let a = self.address(addr);
-            let key = (store, space, ty, a.terms);
+            let key = (store, space, eviction, ty, a.terms);
             slices.insert(key.clone(), a.slice);
             groups.entry(key).or_default().push(Access {
                 pos,
@@ -307,7 +319,7 @@ impl Walker {
             });
         }
         for (key, accesses) in &groups {
-            let (store, space, ty, terms) = key;
+            let (store, space, eviction, ty, terms) = key;
             let size = u64::from(ty.size_bytes());
             let slice = slices.get(key).copied().flatten();
             for lanes in [4u64, 2] {
@@ -337,7 +349,7 @@ impl Walker {
                     } else {
                         let ro = *space == AddressSpace::Global
                             && slice.is_some_and(|p| self.is_read_only(p));
-                        self.merge_loads(block, *space, *ty, &members, ro)
+                        self.merge_loads(block, *space, *eviction, *ty, &members, ro)
                     };
                     if done {
                         return true;
@@ -357,6 +369,7 @@ impl Walker {
         &self,
         block: &mut Block,
         space: AddressSpace,
+        eviction: Eviction,
         ty: ScalarType,
         members: &[Access],
         read_only: bool,
@@ -404,6 +417,7 @@ impl Walker {
                 ty,
                 addr: addr0,
                 d: members.iter().map(|a| a.value).collect(),
+                eviction,
             };
             replace(block, &by_pos, at, vector);
             return true;

@@ -169,6 +169,7 @@ fn branches_of_accesses_keep_only_the_accesses() {
                     space: AddressSpace::Shared,
                     ty: S::U32,
                     addr,
+                    eviction: cuprum_ir::Eviction::Normal,
                 });
                 k.store(y, idx, v);
             },
@@ -420,6 +421,7 @@ fn a_load_past_the_checked_element_is_not_safe() {
         space: AddressSpace::Global,
         ty: S::U32,
         addr,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     let one = k.u64(1);
     let i1 = k.add(i, one);
@@ -460,6 +462,7 @@ fn checks_pass_loads_at_checked_constant_positions_and_bytes() {
         space: AddressSpace::Global,
         ty: S::U32,
         addr: at3,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     k.bounds_check(bytes, i);
     let bbase = k.op(Op::SliceBase(bytes));
@@ -468,6 +471,7 @@ fn checks_pass_loads_at_checked_constant_positions_and_bytes() {
         space: AddressSpace::Global,
         ty: S::U8,
         addr: at_i,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     let c = k.cast(c, S::U32);
     k.bounds_check(x, i);

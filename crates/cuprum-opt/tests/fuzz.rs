@@ -284,6 +284,7 @@ impl Gen {
                     space: AddressSpace::Local,
                     ty: S::U32,
                     addr,
+                    eviction: cuprum_ir::Eviction::Normal,
                 });
                 self.push(v);
             }
@@ -443,6 +444,7 @@ fn random_kernel(seed: u64) -> Kernel {
             space: AddressSpace::Local,
             ty: S::U32,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         out = g.k.bin(BinaryOp::Xor, out, v);
     }

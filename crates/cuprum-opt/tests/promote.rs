@@ -37,6 +37,7 @@ fn local_load(k: &mut K, ty: ScalarType, addr: Value) -> Value {
         space: AddressSpace::Local,
         ty,
         addr,
+        eviction: cuprum_ir::Eviction::Normal,
     })
 }
 

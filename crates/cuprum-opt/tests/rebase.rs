@@ -118,6 +118,7 @@ fn shared_rows() -> Kernel {
                     space: AddressSpace::Shared,
                     ty: S::U32,
                     addr: at,
+                    eviction: cuprum_ir::Eviction::Normal,
                 });
                 k.bounds_check(y, i);
                 k.store(y, i, v);
@@ -181,6 +182,7 @@ fn sibling_branches() -> Kernel {
             space: AddressSpace::Shared,
             ty: S::U32,
             addr: at,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let shifted = k.bin(BinaryOp::Shl, acc, eight);
         acc = k.add(shifted, v);
@@ -233,11 +235,13 @@ fn loop_body() -> Kernel {
             space: AddressSpace::Shared,
             ty: S::U32,
             addr: a,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let vb = k.op(Op::Load {
             space: AddressSpace::Shared,
             ty: S::U32,
             addr: b,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let sum = k.add(va, vb);
         let sum = k.add(sum, i);
@@ -257,6 +261,7 @@ fn loop_body() -> Kernel {
         space: AddressSpace::Shared,
         ty: S::U32,
         addr: at,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     let gid = k.global_id();
     k.bounds_check(y, gid);

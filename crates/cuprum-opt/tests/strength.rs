@@ -41,6 +41,7 @@ fn accumulate_shared(k: &mut K, acc: Var, addr: Value) {
         space: AddressSpace::Shared,
         ty: S::U32,
         addr,
+        eviction: cuprum_ir::Eviction::Normal,
     });
     let sum = mix(k, acc, t);
     k.b.push(Stmt::WriteVar {

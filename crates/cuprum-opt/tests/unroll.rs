@@ -208,6 +208,7 @@ fn with_the_whole_pipeline_a_loop_filled_array_moves_to_registers() {
             space: AddressSpace::Local,
             ty: S::U32,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         });
         let r = k.op(Op::ReadVar(acc));
         let s = k.bin(BinaryOp::Xor, r, e);

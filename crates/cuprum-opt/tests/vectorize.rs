@@ -407,6 +407,7 @@ fn shared_exchange(
             space: AddressSpace::Shared,
             ty: S::U32,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         }));
     }
     for (d, v) in vals.into_iter().enumerate() {
@@ -480,4 +481,52 @@ fn a_shared_store_between_shared_loads_keeps_them_apart() {
     });
     let opt = same_behaviour(&kernel, &vec_passes(), T, 32, 4 * T as u64);
     assert!(has(&opt, "load.Shared.v4.u32"), "{}", print_kernel(&opt));
+}
+
+/// [`kernel`]'s loads, hinted `hint(k)` for the `k`-th.
+fn hinted(mut kernel: Kernel, hint: impl Fn(usize) -> Eviction) -> Kernel {
+    let mut k = 0;
+    kernel.body.visit_mut(&mut |s| {
+        if let Stmt::Def {
+            op: Op::Load { eviction, .. },
+            ..
+        } = s
+        {
+            *eviction = hint(k);
+            k += 1;
+        }
+    });
+    kernel
+}
+
+#[test]
+fn loads_merge_only_with_loads_of_the_same_eviction_hint() {
+    let base = kernel(S::F32, 4, 0, SliceAccess::ReadOnly, true);
+    let kept = hinted(base.clone(), |_| Eviction::Last);
+    let mixed = hinted(base, |k| {
+        if k % 2 == 0 {
+            Eviction::Last
+        } else {
+            Eviction::First
+        }
+    });
+    for len in lens() {
+        let opt = same_behaviour(&kept, &vec_passes(), T, 32, len);
+        assert!(
+            has(&opt, "load.Global.evict_last.v4.f32"),
+            "{}",
+            print_kernel(&opt)
+        );
+        let opt = same_behaviour(&mixed, &vec_passes(), T, 32, len);
+        let text = print_kernel(&opt);
+        assert!(
+            !text.contains(".v4.f32") && !text.contains(".v2.f32"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("load.Global.evict_first.f32").count(),
+            2,
+            "{text}"
+        );
+    }
 }

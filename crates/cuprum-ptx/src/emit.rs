@@ -14,8 +14,8 @@
 use std::fmt::{self, Write as _};
 
 use cuprum_ir::{
-    AddressSpace, Addresses, AtomicOp, Block, Kernel, MemOrder, Op, ParamKind, Scope, ShuffleMode,
-    Special, Stmt, Value, Var, VoteMode, array_layout,
+    AddressSpace, Addresses, AtomicOp, Block, Eviction, Kernel, MemOrder, Op, ParamKind, Scope,
+    ShuffleMode, Special, Stmt, Value, Var, VoteMode, array_layout,
 };
 use cuprum_ir::{Dim, ScalarType};
 
@@ -451,7 +451,13 @@ impl<'k> KernelWriter<'k> {
                 addr,
                 value,
             } => self.atomic_store(*space, *scope, *order, *addr, *value)?,
-            Stmt::VectorLoad { space, ty, addr, d } => self.vector_load(*space, *ty, *addr, d),
+            Stmt::VectorLoad {
+                space,
+                ty,
+                addr,
+                d,
+                eviction,
+            } => self.vector_load(*space, *ty, *addr, d, *eviction),
             Stmt::VectorStore {
                 space,
                 addr,
@@ -592,19 +598,45 @@ impl<'k> KernelWriter<'k> {
         }
     }
 
-    pub(crate) fn load(&mut self, d: Reg, space: AddressSpace, ty: ScalarType, addr: Value) {
+    pub(crate) fn load(
+        &mut self,
+        d: Reg,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        eviction: Eviction,
+    ) {
         let (a, sp, nc) = (
             self.address_operand(addr),
             space_name(space),
             self.non_coherent(space, addr),
         );
+        let (hint, policy) = self.cache_hint(eviction);
         if ty == ScalarType::Bool {
             let t = self.tmp(Class::B32);
-            ins!(self, "ld.{sp}{nc}.u8 {t}, [{a}]");
+            ins!(self, "ld.{sp}{nc}{hint}.u8 {t}, [{a}]{policy}");
             ins!(self, "setp.ne.u32 {d}, {t}, 0");
         } else {
-            ins!(self, "ld.{sp}{nc}.{} {d}, [{a}]", mem_type(ty));
+            ins!(
+                self,
+                "ld.{sp}{nc}{hint}.{} {d}, [{a}]{policy}",
+                mem_type(ty)
+            );
         }
+    }
+
+    /// A load's qualifiers and trailing policy operand for `eviction`: the L1 eviction
+    /// priority and an L2 policy of the same kind over all of the lines read, made by a
+    /// `createpolicy` just before (ptxas keeps one per kind); nothing for `Normal`.
+    fn cache_hint(&mut self, eviction: Eviction) -> (&'static str, String) {
+        let (kind, hint) = match eviction {
+            Eviction::Normal => return ("", String::new()),
+            Eviction::First => ("evict_first", ".L1::evict_first.L2::cache_hint"),
+            Eviction::Last => ("evict_last", ".L1::evict_last.L2::cache_hint"),
+        };
+        let policy = self.tmp(Class::B64);
+        ins!(self, "createpolicy.fractional.L2::{kind}.b64 {policy}, 1.0");
+        (hint, format!(", {policy}"))
     }
 
     /// `.nc` where `addr` is a global address inside a read-only slice.
@@ -622,14 +654,26 @@ impl<'k> KernelWriter<'k> {
         format!("{{{}}}", regs.join(", "))
     }
 
-    fn vector_load(&mut self, space: AddressSpace, ty: ScalarType, addr: Value, d: &[Value]) {
+    fn vector_load(
+        &mut self,
+        space: AddressSpace,
+        ty: ScalarType,
+        addr: Value,
+        d: &[Value],
+        eviction: Eviction,
+    ) {
         let (a, sp, nc) = (
             self.address_operand(addr),
             space_name(space),
             self.non_coherent(space, addr),
         );
+        let (hint, policy) = self.cache_hint(eviction);
         let (n, list) = (d.len(), self.vector_operand(d));
-        ins!(self, "ld.{sp}{nc}.v{n}.{} {list}, [{a}]", mem_type(ty));
+        ins!(
+            self,
+            "ld.{sp}{nc}{hint}.v{n}.{} {list}, [{a}]{policy}",
+            mem_type(ty)
+        );
     }
 
     fn vector_store(&mut self, space: AddressSpace, addr: Value, values: &[Value]) {

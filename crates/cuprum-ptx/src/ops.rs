@@ -72,7 +72,12 @@ impl KernelWriter<'_> {
                 let v = self.var(*var);
                 self.mov(d, v);
             }
-            Op::Load { space, ty, addr } => self.load(d, *space, *ty, *addr),
+            Op::Load {
+                space,
+                ty,
+                addr,
+                eviction,
+            } => self.load(d, *space, *ty, *addr, *eviction),
             Op::Atomic {
                 op,
                 space,

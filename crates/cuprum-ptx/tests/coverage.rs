@@ -390,3 +390,47 @@ fn the_async_proxy_fence_needs_sm_90() {
         other => panic!("sm_80 accepted fence.proxy.async: {other:?}"),
     }
 }
+
+#[test]
+fn eviction_hints_become_l1_priorities_with_an_l2_policy() {
+    let mut k = K::new("evictions");
+    let ro = k.slice("ro", S::F32, SliceAccess::ReadOnly);
+    let rw = k.slice("rw", S::F32, SliceAccess::ReadWrite);
+    let zero = k.u64(0);
+    let src = k.elem_addr(ro, zero, S::F32);
+    let kept =
+        k.b.vector_load_evicting(AddressSpace::Global, S::F32, src, 4, Eviction::Last)
+            .unwrap();
+    let eight = k.u64(8);
+    let at = k.elem_addr(rw, eight, S::F32);
+    let dropped = k.op(Op::Load {
+        space: AddressSpace::Global,
+        ty: S::F32,
+        addr: at,
+        eviction: Eviction::First,
+    });
+    let plain = k.op(Op::Load {
+        space: AddressSpace::Global,
+        ty: S::F32,
+        addr: src,
+        eviction: Eviction::Normal,
+    });
+    let s =
+        k.b.def(Op::Binary(BinaryOp::Add, kept[3], dropped))
+            .unwrap();
+    let s = k.b.def(Op::Binary(BinaryOp::Add, s, plain)).unwrap();
+    k.store(AddressSpace::Global, at, s);
+    let ptx = write_and_assemble(&one(k.finish()));
+    for line in [
+        "createpolicy.fractional.L2::evict_last.b64 %rd",
+        "ld.global.nc.L1::evict_last.L2::cache_hint.v4.f32 {",
+        "createpolicy.fractional.L2::evict_first.b64 %rd",
+        // A read-write slice: no `.nc`, the hint all the same.
+        "ld.global.L1::evict_first.L2::cache_hint.f32 %f",
+    ] {
+        assert!(ptx.contains(line), "{line}\n{ptx}");
+    }
+    // The plain load has neither.
+    assert_eq!(ptx.matches("cache_hint").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("ld.global.nc.f32").count(), 1, "{ptx}");
+}

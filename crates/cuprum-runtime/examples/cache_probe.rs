@@ -73,6 +73,7 @@ fn poly_kernel(n: usize, work: usize) -> Result<Kernel, String> {
                 space: AddressSpace::Global,
                 ty: ScalarType::F32,
                 addr,
+                eviction: cuprum_ir::Eviction::Normal,
             },
         )
     };

@@ -85,6 +85,7 @@
 #![warn(missing_docs)]
 
 mod emit;
+mod evict;
 mod facts;
 pub mod layout;
 mod plan;

@@ -361,6 +361,7 @@ fn lower_axpy(kernel: &TileKernel) -> Result<Lowered, LowerError> {
                 space: AddressSpace::Global,
                 ty,
                 addr,
+                eviction: cuprum_ir::Eviction::Normal,
             },
         );
         b.push(IrStmt::WriteVar { var, value: v });

@@ -105,6 +105,7 @@ impl K {
             space: AddressSpace::Global,
             ty: elem,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })
     }
     fn store(&mut self, p: u32, i: Value, elem: S, value: Value) {
@@ -136,6 +137,7 @@ impl K {
             space: AddressSpace::Shared,
             ty: S::U32,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })
     }
     fn block(&mut self, f: impl FnOnce(&mut K)) -> Block {

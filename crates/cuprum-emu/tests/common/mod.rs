@@ -143,6 +143,7 @@ impl K {
             space: AddressSpace::Global,
             ty,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })
     }
 
@@ -171,6 +172,7 @@ impl K {
             space: AddressSpace::Shared,
             ty,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })
     }
 

@@ -659,6 +659,7 @@ impl Lowerer<'_> {
                     space: AddressSpace::Local,
                     ty: elem,
                     addr: a,
+                    eviction: cuprum_ir::Eviction::Normal,
                 },
                 span,
             )?;

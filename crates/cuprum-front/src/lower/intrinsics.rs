@@ -388,6 +388,7 @@ impl Lowerer<'_> {
                         space: AddressSpace::Shared,
                         ty: elem,
                         addr,
+                        eviction: cuprum_ir::Eviction::Normal,
                     },
                     span,
                 )?))

@@ -242,6 +242,7 @@ impl Lowerer<'_> {
                             space: AddressSpace::Local,
                             ty,
                             addr,
+                            eviction: cuprum_ir::Eviction::Normal,
                         },
                         span,
                     )?);

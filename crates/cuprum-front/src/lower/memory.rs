@@ -435,6 +435,7 @@ impl Lowerer<'_> {
                 space: m.space,
                 ty,
                 addr,
+                eviction: cuprum_ir::Eviction::Normal,
             };
             loaded.push(self.def(op, span)?);
         }
@@ -565,6 +566,7 @@ impl Lowerer<'_> {
                         space: AddressSpace::Local,
                         ty: elem,
                         addr,
+                        eviction: cuprum_ir::Eviction::Normal,
                     };
                     out.push(self.def(op, span)?);
                 }

@@ -300,6 +300,7 @@ impl Lowerer<'_> {
                         space,
                         ty: elem,
                         addr,
+                        eviction: cuprum_ir::Eviction::Normal,
                     },
                     span,
                 )?)),

@@ -826,6 +826,7 @@ impl Lowerer<'_> {
                     space: AddressSpace::Global,
                     ty: elem,
                     addr,
+                    eviction: cuprum_ir::Eviction::Normal,
                 };
                 let old = this.def(load, span)?;
                 this.scopes

@@ -477,7 +477,15 @@ impl Lowerer<'_> {
     }
 
     fn load_scalar(&mut self, space: AddressSpace, addr: Value, ty: S, span: Span) -> Result<Val> {
-        Ok(Val::Scalar(self.def(Op::Load { space, addr, ty }, span)?))
+        Ok(Val::Scalar(self.def(
+            Op::Load {
+                space,
+                addr,
+                ty,
+                eviction: cuprum_ir::Eviction::Normal,
+            },
+            span,
+        )?))
     }
 
     /// `tile[i]` or `tile[r][c]` of a read-phase array, when `i` is one: the element's

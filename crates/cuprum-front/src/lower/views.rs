@@ -265,6 +265,7 @@ impl Lowerer<'_> {
                     space: *space,
                     ty: *elem,
                     addr: *addr,
+                    eviction: cuprum_ir::Eviction::Normal,
                 },
                 span,
             )?),
@@ -390,6 +391,7 @@ impl Lowerer<'_> {
                         space: AddressSpace::Global,
                         ty: elem,
                         addr,
+                        eviction: cuprum_ir::Eviction::Normal,
                     },
                     span,
                 )?;
@@ -556,6 +558,7 @@ impl Lowerer<'_> {
                     space: AddressSpace::Global,
                     ty: elem,
                     addr,
+                    eviction: cuprum_ir::Eviction::Normal,
                 },
                 span,
             )?)),
@@ -614,6 +617,7 @@ impl Lowerer<'_> {
                         space: AddressSpace::Global,
                         ty: elem,
                         addr,
+                        eviction: cuprum_ir::Eviction::Normal,
                     },
                     span,
                 )?));

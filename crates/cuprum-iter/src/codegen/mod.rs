@@ -173,7 +173,12 @@ impl Gen {
     }
 
     pub(crate) fn load(&mut self, space: AddressSpace, ty: ScalarType, addr: Value) -> R<Value> {
-        self.def(Op::Load { space, ty, addr })
+        self.def(Op::Load {
+            space,
+            ty,
+            addr,
+            eviction: cuprum_ir::Eviction::Normal,
+        })
     }
 
     pub(crate) fn store(&mut self, space: AddressSpace, addr: Value, value: Value) {

@@ -89,6 +89,7 @@ impl K {
             space: AddressSpace::Global,
             ty: elem,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })
     }
     pub fn store(&mut self, slice: u32, index: Value, value: Value) {

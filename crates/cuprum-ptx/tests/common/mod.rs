@@ -106,7 +106,12 @@ impl K {
         self.bin(BinaryOp::Add, base, off)
     }
     pub fn load(&mut self, space: AddressSpace, ty: ScalarType, addr: Value) -> Value {
-        self.op(Op::Load { space, ty, addr })
+        self.op(Op::Load {
+            space,
+            ty,
+            addr,
+            eviction: cuprum_ir::Eviction::Normal,
+        })
     }
     pub fn store(&mut self, space: AddressSpace, addr: Value, value: Value) {
         self.b.push(Stmt::Store { space, addr, value });

@@ -77,6 +77,7 @@ pub fn vecadd_kernel(name: &str, launch_bounds: Option<u32>) -> Kernel {
             space: AddressSpace::Global,
             ty: ScalarType::F32,
             addr: addr_a,
+            eviction: cuprum_ir::Eviction::Normal,
         },
     );
     let addr_b = element_addr(&mut b, pb, i, 4);
@@ -86,6 +87,7 @@ pub fn vecadd_kernel(name: &str, launch_bounds: Option<u32>) -> Kernel {
             space: AddressSpace::Global,
             ty: ScalarType::F32,
             addr: addr_b,
+            eviction: cuprum_ir::Eviction::Normal,
         },
     );
     let sum = def(&mut b, Op::Binary(BinaryOp::Add, va, vb));

@@ -22,8 +22,8 @@
 //! Stores write each element once, from its owner (see [`crate::layout`]).
 
 use cuprum_ir::{
-    AddressSpace, BinaryOp, CmpOp, Dim, Op, ParamKind, ScalarType, SliceAccess, Special, Stmt,
-    Value,
+    AddressSpace, BinaryOp, CmpOp, Dim, Eviction, Op, ParamKind, ScalarType, SliceAccess, Special,
+    Stmt, Value,
 };
 use cuprum_tile_ir::{
     Axis, Literal, ParamKind as TParamKind, TensorAccess, TensorDim, TileKernel, TileValue, View,
@@ -265,6 +265,7 @@ impl Emitter<'_> {
             .to_constant(ty)
             .ok_or_else(|| self.unsupported(format!("the padding {padding} cannot be a {ty}")))?;
         let pad = self.konst(pad);
+        let eviction = self.evictions.get(&value).copied().unwrap_or_default();
         let place = match view {
             View::Own { tensor } => self.own_tile(*tensor, shape)?,
             View::Tiled { tensor, index, .. } | View::Permuted { tensor, index, .. } => {
@@ -291,8 +292,8 @@ impl Emitter<'_> {
         };
         let lv = match self.repr(value)? {
             Repr::Dist(layout) => {
-                let regs =
-                    self.load_tile(&place, layout, ty, pad, !matches!(view, View::Own { .. }))?;
+                let negative_origin = !matches!(view, View::Own { .. });
+                let regs = self.load_tile(&place, layout, ty, pad, negative_origin, eviction)?;
                 Lv::Dist { layout, regs }
             }
             // A rank-0 tensor: one element, which every thread reads.
@@ -304,6 +305,7 @@ impl Emitter<'_> {
                     space: AddressSpace::Global,
                     ty,
                     addr,
+                    eviction,
                 })?)
             }
         };
@@ -489,6 +491,7 @@ impl Emitter<'_> {
         ty: ScalarType,
         pad: Value,
         negative_origin: bool,
+        eviction: Eviction,
     ) -> R<Vec<Value>> {
         let n = self.plan.layout(layout).registers();
         let w = self.access_width(layout, &place.shape, ty);
@@ -505,7 +508,7 @@ impl Emitter<'_> {
                 if run.iter().all(|&r| e.never_clamps(layout, r)) {
                     let i = e.register_index(thread, layout, start, &strides)?;
                     let addr = e.element_address(base, i, ty)?;
-                    e.load_run(addr, ty, &run, &vars)?;
+                    e.load_run(addr, ty, &run, &vars, eviction)?;
                     continue;
                 }
                 // A run that may pass the tile's end: a vector where it does not (the whole
@@ -521,6 +524,7 @@ impl Emitter<'_> {
                             space: AddressSpace::Global,
                             ty,
                             addr,
+                            eviction,
                         })?;
                         e.write(vars[r], v);
                     }
@@ -533,7 +537,7 @@ impl Emitter<'_> {
                             let g = e.tensor_coords(place, layout, start)?;
                             let i = e.tensor_index(place.tensor, &g, &strides)?;
                             let addr = e.element_address(base, i, ty)?;
-                            e.load_run(addr, ty, &run, &vars)
+                            e.load_run(addr, ty, &run, &vars, eviction)
                         },
                         scalar,
                     )?,
@@ -555,6 +559,7 @@ impl Emitter<'_> {
                         space: AddressSpace::Global,
                         ty,
                         addr,
+                        eviction,
                     })?;
                     e.write(var, v);
                     Ok(())
@@ -621,19 +626,21 @@ impl Emitter<'_> {
         ty: ScalarType,
         run: &[usize],
         vars: &[cuprum_ir::Var],
+        eviction: Eviction,
     ) -> R<()> {
         if run.len() == 1 {
             let v = self.def(Op::Load {
                 space: AddressSpace::Global,
                 ty,
                 addr,
+                eviction,
             })?;
             self.write(vars[run[0]], v);
             return Ok(());
         }
         let r = self
             .b
-            .vector_load(AddressSpace::Global, ty, addr, run.len());
+            .vector_load_evicting(AddressSpace::Global, ty, addr, run.len(), eviction);
         let vs = self.built(r)?;
         for (&reg, v) in run.iter().zip(vs) {
             self.write(vars[reg], v);

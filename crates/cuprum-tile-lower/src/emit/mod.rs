@@ -87,6 +87,8 @@ pub(crate) struct Emitter<'k> {
     /// tensor accessed at more than one place, so that different threads may touch one
     /// element in turn).
     barrier_after: Vec<bool>,
+    /// The eviction hint of each load that has one ([`crate::evict`]).
+    evictions: std::collections::HashMap<TileValue, cuprum_ir::Eviction>,
     pub(crate) args: Vec<ArgSlot>,
 }
 
@@ -129,6 +131,7 @@ impl<'k> Emitter<'k> {
             pending_reads: Vec::new(),
             loops: Vec::new(),
             barrier_after: memory::barrier_after(kernel),
+            evictions: crate::evict::plan(kernel),
             args: Vec::new(),
         };
         e.declare_params(facts)?;

@@ -246,6 +246,7 @@ impl Emitter<'_> {
             space: AddressSpace::Shared,
             ty: st,
             addr,
+            eviction: cuprum_ir::Eviction::Normal,
         })?;
         if ty == ScalarType::Bool {
             let zero = self.konst(Constant::new(st, 0));
