@@ -454,7 +454,7 @@ impl<'k> Exec<'_, 'k> {
                 let (row, col) = accumulator_position(32 * w + lane, i as u32);
                 let (r, c) = ((row - 16 * w) as usize, col as usize);
                 let acc = if p.accumulate {
-                    Num::decode(out[lane as usize] & 0xFFFF_FFFF, 23, 8)
+                    Num::f32(out[lane as usize])
                 } else {
                     zero
                 };

@@ -28,6 +28,7 @@ pub mod requires;
 pub mod scalar;
 pub mod serial;
 pub mod swizzle;
+pub mod tensor_core;
 pub mod tma;
 pub mod types;
 pub mod uniformity;
