@@ -96,6 +96,12 @@ impl ScalarType {
         self.is_signed_int() || self.is_unsigned_int()
     }
 
+    /// The type's name as cuTile Rust's `DType::as_str` gives it, which is its Rust
+    /// spelling ([`rust_name`](Self::rust_name)): what `.generics(..)` takes for a type.
+    pub const fn as_str(self) -> &'static str {
+        self.rust_name()
+    }
+
     /// The Rust spelling of the type (`f32`, `u64`, `bool`, `f16`, `bf16`).
     pub const fn rust_name(self) -> &'static str {
         match self {

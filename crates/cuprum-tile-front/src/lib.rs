@@ -33,7 +33,11 @@
 //! * **Sub-tiles of an output**: `z.partition_mut(shape).store(t, [i, j])` writes a sub-tile
 //!   of the block's own tile ([`cuprum_tile_ir::Stmt::StorePart`]); what falls outside the own
 //!   tile is dropped (cutile checks it).
-//! * **Not yet**: `mma`, scans, pointers and atomics, `cat`/`extract`, sub-tile loads of an
+//! * **`mma(a, b, acc)`** (and `mmaf`) takes `f16`/`bf16` inputs with an `f32` accumulator,
+//!   or `f32`/`f64` inputs with an accumulator of their type, as matrices or batches of them
+//!   (`cuprum_tile_ir::Op::Mma` defines the arithmetic exactly); integer `mmai` and scaled
+//!   `mmaf_scaled` are not there yet.
+//! * **Not yet**: scans, pointers and atomics, `cat`/`extract`, sub-tile loads of an
 //!   output, `match`, labeled loops, and an early `return` from a helper; each is refused
 //!   with a message at its span. Arithmetic on a const parameter inside a shape
 //!   (`const_shape![2 * BM]`) is refused too (arithmetic on known sizes is folded).

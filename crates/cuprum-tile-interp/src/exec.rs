@@ -7,10 +7,11 @@ use std::rc::Rc;
 use cuprum_ir::printf::{self, parse_format};
 use cuprum_ir::scalar::{OpFault, cast_constant};
 use cuprum_ir::{BinaryOp, Constant, ScalarType, TernaryOp};
-use cuprum_tile_ir::{Block, Combine, Literal, Op, Stmt, TileKernel, TileValue, View};
+use cuprum_tile_ir::{Block, Combine, Literal, MmaKind, Op, Stmt, TileKernel, TileValue, View};
 
 use crate::elementwise;
 use crate::error::InterpError;
+use crate::matmul;
 use crate::memory::{AddressFault, TensorView, Window};
 use crate::shape;
 
@@ -546,6 +547,15 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 let at = self.elem(*a);
                 elementwise::mul_add(at, &self.get(*a)?, &self.get(*b)?, &self.get(*c)?)
                     .map_err(|f| self.op_fault(f, || format!("MulAdd of {at}")))?
+            }
+            Op::Mma { a, b, acc } => {
+                let (input, accum) = (self.elem(*a), self.elem(*acc));
+                let kind = MmaKind::of(input, accum).ok_or_else(|| {
+                    self.unsupported(format!("mma of {input} inputs into {accum}"))
+                })?;
+                let dims = matmul::MmaDims::of(self.shape(*a), self.shape(*b));
+                matmul::mma(kind, dims, &self.get(*a)?, &self.get(*b)?, &self.get(*acc)?)
+                    .map_err(|f| self.op_fault(f, || format!("mma of {input}")))?
             }
             Op::Compare(c, x, y) => {
                 elementwise::compare(*c, self.elem(*x), &self.get(*x)?, &self.get(*y)?)

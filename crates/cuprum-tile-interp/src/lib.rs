@@ -42,6 +42,7 @@
 mod elementwise;
 mod error;
 mod exec;
+mod matmul;
 mod memory;
 mod shape;
 

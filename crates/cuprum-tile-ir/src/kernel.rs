@@ -343,6 +343,32 @@ pub enum Op {
         /// How two elements combine.
         combine: Combine,
     },
+    /// A matrix multiply-accumulate, `a · b + acc`: `a` is `[M, K]`, `b` `[K, N]` and `acc`
+    /// and the result `[M, N]`, or all three with one more leading batch axis of one size
+    /// (`[B, M, K]`, `[B, K, N]`, `[B, M, N]`: batch `i` of the result is batch `i` of `a`
+    /// times batch `i` of `b` plus batch `i` of `acc`). `a` and `b` have one float element
+    /// type; the result has `acc`'s. The arithmetic is defined exactly, so that every
+    /// backend agrees bit for bit (see [`MmaKind::of`] for the accepted types):
+    ///
+    /// * `f16` or `bf16` inputs, `f32` accumulator ([`MmaKind::TensorCore`]): `K` is a
+    ///   multiple of 16, and element `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and
+    ///   `d_{k+16}` is `d_k` plus the 16 products `a[i][k..k+16] * b[k..k+16][j]` added as
+    ///   the tensor cores add (`cuprum_ir::tensor_core::dot`, the arithmetic `Stmt::Mma` of
+    ///   the kernel IR documents: exact products, alignment to the largest exponent,
+    ///   truncation, one exact sum, rounding toward zero). Both `mma.sync m16n8k16` and
+    ///   `wgmma` with K = 16 steps compute exactly these sums.
+    /// * `f32` or `f64` inputs and accumulator of the same type ([`MmaKind::FmaChain`]):
+    ///   element `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and
+    ///   `d_{k+1} = fma(a[i][k], b[k][j], d_k)`, one IEEE fused multiply-add at a time in
+    ///   order of `k`.
+    Mma {
+        /// The left operand, `[M, K]` or `[B, M, K]`.
+        a: TileValue,
+        /// The right operand, `[K, N]` or `[B, K, N]`.
+        b: TileValue,
+        /// The accumulator, `[M, N]` or `[B, M, N]`.
+        acc: TileValue,
+    },
     /// Reads a tile from a tensor (see [`View`]). Elements outside the tensor (a coordinate
     /// `< 0` or `>=` the tensor's size on some axis) read `padding` instead: edge tiles need
     /// no checks in the kernel, and never fault.
@@ -541,7 +567,7 @@ impl Op {
             | Op::Permute { value: a, .. }
             | Op::Reduce { value: a, .. } => vec![*a],
             Op::Binary(_, a, b) | Op::Compare(_, a, b) => vec![*a, *b],
-            Op::Ternary(_, a, b, c) => vec![*a, *b, *c],
+            Op::Ternary(_, a, b, c) | Op::Mma { a, b, acc: c } => vec![*a, *b, *c],
             Op::Select {
                 cond,
                 if_true,
@@ -551,6 +577,47 @@ impl Op {
                 View::Own { .. } => Vec::new(),
                 View::Tiled { index, .. } | View::Permuted { index, .. } => index.clone(),
             },
+        }
+    }
+}
+
+/// How an [`Op::Mma`] computes, fixed by its element types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MmaKind {
+    /// `f16` or `bf16` inputs with an `f32` accumulator, summed 16 products at a time as the
+    /// tensor cores sum.
+    TensorCore {
+        /// The input element type (`F16` or `BF16`).
+        input: ScalarType,
+    },
+    /// `f32` or `f64` inputs and accumulator, one fused multiply-add per product.
+    FmaChain {
+        /// The element type of all three operands.
+        elem: ScalarType,
+    },
+}
+
+impl MmaKind {
+    /// The products one tensor-core step sums, and so what `K` must be a multiple of.
+    pub const TENSOR_CORE_K: u32 = 16;
+
+    /// The kind of an `mma` with inputs of type `input` and an accumulator of type `acc`,
+    /// or `None` when no `mma` takes those types (the one rule the validator, the front end,
+    /// the interpreter and the lowering ask).
+    pub fn of(input: ScalarType, acc: ScalarType) -> Option<MmaKind> {
+        use ScalarType as S;
+        match (input, acc) {
+            (S::F16 | S::BF16, S::F32) => Some(MmaKind::TensorCore { input }),
+            (S::F32, S::F32) | (S::F64, S::F64) => Some(MmaKind::FmaChain { elem: input }),
+            _ => None,
+        }
+    }
+
+    /// What `K` must be a multiple of (1: anything).
+    pub fn k_multiple(self) -> u32 {
+        match self {
+            MmaKind::TensorCore { .. } => Self::TENSOR_CORE_K,
+            MmaKind::FmaChain { .. } => 1,
         }
     }
 }

@@ -38,6 +38,9 @@
 //! * **Reductions** combine in an unspecified order: integer results are exact, float
 //!   results may differ in the last bits between the interpreter, the emulator and the GPU
 //!   (tests compare floats within a stated bound).
+//! * **Matrix multiplies** ([`Op::Mma`]) are exact and order-defined, unlike reductions:
+//!   `f16`/`bf16` inputs sum 16 products at a time as the tensor cores do, `f32`/`f64` inputs
+//!   chain fused multiply-adds in order of `k`, so every backend gives the same bits.
 //! * **Control flow.** `If` yields values from the branch taken; `For` and `Loop` carry
 //!   values from one iteration to the next (`let mut acc` in the source becomes a carried
 //!   value); `Break` and `Continue` act on the innermost loop; `Return` ends the block.

@@ -240,6 +240,7 @@ impl Printer<'_> {
                 write!(self.out, "{t:?} {}, {}, {}", v(*a), v(*b), v(*c))
             }
             Op::Compare(c, x, y) => write!(self.out, "{c:?} {}, {}", v(*x), v(*y)),
+            Op::Mma { a, b, acc } => write!(self.out, "mma {}, {}, {}", v(*a), v(*b), v(*acc)),
             Op::Select {
                 cond,
                 if_true,

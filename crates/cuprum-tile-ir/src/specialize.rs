@@ -323,6 +323,7 @@ impl Subst<'_> {
             | Op::Unary(..)
             | Op::Binary(..)
             | Op::Ternary(..)
+            | Op::Mma { .. }
             | Op::Compare(..)
             | Op::Select { .. }
             | Op::Permute { .. } => {}

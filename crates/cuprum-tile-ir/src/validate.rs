@@ -91,6 +91,65 @@ fn dims_equal(a: &[Dim], b: &[Dim]) -> bool {
     a == b
 }
 
+/// Checks the operand types of an `Op::Mma` (see its docs): ranks 2 or 3, matching `M`, `N`,
+/// `K` and batch sizes, element types [`MmaKind::of`] accepts and `K` a multiple of what the
+/// kind needs. Sizes and types still generic are checked when specialized.
+fn mma_type(a: &TileType, b: &TileType, acc: &TileType) -> Check {
+    let rank = a.rank();
+    if !(rank == 2 || rank == 3) || b.rank() != rank || acc.rank() != rank {
+        return Err(format!(
+            "mma of {a} and {b} into {acc}: the operands must all be matrices (rank 2) or all \
+             batches of matrices (rank 3)"
+        ));
+    }
+    let (m, k) = (a.shape[rank - 2], a.shape[rank - 1]);
+    let (k2, n) = (b.shape[rank - 2], b.shape[rank - 1]);
+    let (m2, n2) = (acc.shape[rank - 2], acc.shape[rank - 1]);
+    let differ = |x: Dim, y: Dim| x != y && x.known().is_some() && y.known().is_some();
+    let mut pairs = vec![
+        (k, k2, "K (columns of a, rows of b)"),
+        (m, m2, "M (rows of a and of the accumulator)"),
+        (n, n2, "N (columns of b and of the accumulator)"),
+    ];
+    if rank == 3 {
+        pairs.push((a.shape[0], b.shape[0], "the batch size"));
+        pairs.push((a.shape[0], acc.shape[0], "the batch size"));
+    }
+    for (x, y, what) in pairs {
+        if differ(x, y) {
+            return Err(format!(
+                "mma of {a} and {b} into {acc}: {what} differs ({x} and {y})"
+            ));
+        }
+    }
+    if let (Elem::Known(x), Elem::Known(y)) = (a.elem, b.elem)
+        && x != y
+    {
+        return Err(format!(
+            "mma of {a} and {b}: the inputs' element types differ"
+        ));
+    }
+    if let (Elem::Known(input), Elem::Known(accum)) = (a.elem, acc.elem) {
+        let Some(kind) = MmaKind::of(input, accum) else {
+            return Err(format!(
+                "mma of {input} inputs into a {accum} accumulator: mma takes f16 or bf16 \
+                 inputs with an f32 accumulator, or f32 or f64 inputs with an accumulator of \
+                 the same type"
+            ));
+        };
+        if let Some(kv) = k.known()
+            && !kv.is_multiple_of(kind.k_multiple())
+        {
+            return Err(format!(
+                "mma of {input} inputs with K = {kv}: K must be a multiple of {} (pad the \
+                 tiles: loads read the padding value past the tensor's edge)",
+                kind.k_multiple()
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl<'k> Validator<'k> {
     fn error(&self, message: String) -> TileValidationError {
         TileValidationError {
@@ -558,6 +617,15 @@ impl<'k> Validator<'k> {
                     ));
                 }
                 Ok(ta.clone())
+            }
+            Op::Mma { a, b, acc } => {
+                let (ta, tb, tc) = (
+                    self.use_value(*a)?,
+                    self.use_value(*b)?,
+                    self.use_value(*acc)?,
+                );
+                mma_type(ta, tb, tc)?;
+                Ok(tc.clone())
             }
             Op::Compare(_, x, y) => {
                 let tx = self.use_value(*x)?;

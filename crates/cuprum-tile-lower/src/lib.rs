@@ -75,7 +75,9 @@
 //! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
 //! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
 //! other than by closures, and operations the kernel IR does not have for an element type.
-//! `mma` is not lowered yet.
+//! `mma` is lowered by a portable recipe (`emit::matmul`): operands staged in shared
+//! memory, `mma.sync` for `f16`/`bf16`, fused multiply-add chains for `f32`/`f64`; exact,
+//! not yet fast.
 //!
 //! Sub-tile stores (`Stmt::StorePart`, the source's `partition_mut(..).store(t, index)`)
 //! are stores like any other, at the sub-tile's place in the own tile, with the elements

@@ -18,6 +18,9 @@
 //!   only inserts or removes axes of size 1 gives the same registers under a changed layout;
 //!   a broadcast to another shape or a general reshape gives the anchor layout of its shape (free when the
 //!   registers already match: a slice reshaped and broadcast back to its parent);
+//! * an `mma` result takes its accumulator's layout (the anchor layout when the
+//!   accumulator is uniform), so that `acc = mma(a, b, acc)` in a loop keeps one layout; its
+//!   `a` and `b` are staged through shared memory from their own layouts;
 //! * `If` results and loop-carried values join what flows into them: equal representations
 //!   stay, a uniform or iota value meeting registers takes the registers' layout.
 
@@ -60,6 +63,8 @@ pub(crate) struct Plan {
     access_bytes: HashMap<Vec<u32>, u32>,
     /// Per reduction result, the layout its operand is reduced in.
     reduce_inputs: HashMap<TileValue, LayoutId>,
+    /// Per `mma` result, the layouts its `a` and `b` operands are staged from.
+    mma_inputs: HashMap<TileValue, [LayoutId; 2]>,
     /// The first value whose layout needs more than [`MAX_WORDS_PER_THREAD`] registers per
     /// thread, as the error to report (more threads may fit it: see
     /// [`register_overflow`](Plan::register_overflow)).
@@ -95,6 +100,7 @@ impl Plan {
                 reprs: vec![None; kernel.values.len()],
                 access_bytes,
                 reduce_inputs: HashMap::new(),
+                mma_inputs: HashMap::new(),
                 overflow: None,
             },
             loops: Vec::new(),
@@ -140,6 +146,11 @@ impl Plan {
     /// The layout reduction `result` reduces its operand in.
     pub(crate) fn reduce_input(&self, result: TileValue) -> Option<LayoutId> {
         self.reduce_inputs.get(&result).copied()
+    }
+
+    /// For an `mma` result, the layouts its `a` and `b` operands are staged from.
+    pub(crate) fn mma_inputs(&self, result: TileValue) -> Option<[LayoutId; 2]> {
+        self.mma_inputs.get(&result).copied()
     }
 
     fn intern(&mut self, layout: Layout) -> LayoutId {
@@ -453,6 +464,16 @@ impl Planner<'_> {
                 let (slice, _) = self.plan.layout(input).slice(*axis as usize);
                 Repr::Dist(self.plan.intern(slice))
             }
+            // The operands go through shared memory from wherever they are; the result takes
+            // the accumulator's registers, so that a loop's `acc = mma(a, b, acc)` keeps them.
+            Op::Mma { a, b, acc } => {
+                let mut inputs = [0; 2];
+                for (slot, &v) in inputs.iter_mut().zip([a, b]) {
+                    *slot = self.dist_or_anchor(v)?;
+                }
+                self.plan.mma_inputs.insert(value, inputs);
+                Repr::Dist(self.dist_or_anchor(*acc)?)
+            }
             Op::Load { view, .. } => {
                 if let View::Tiled { index, .. } | View::Permuted { index, .. } = view {
                     for &i in index {
@@ -460,6 +481,18 @@ impl Planner<'_> {
                     }
                 }
                 Repr::Dist(self.plan.anchor_id(&shape))
+            }
+        })
+    }
+
+    /// The layout `v`'s registers are in, or the anchor layout of its shape when it has none
+    /// (a uniform or iota tile), to hold it in registers.
+    fn dist_or_anchor(&mut self, v: TileValue) -> Result<LayoutId, LowerError> {
+        Ok(match self.repr(v)? {
+            Repr::Dist(id) => id,
+            Repr::Uniform | Repr::Iota { .. } => {
+                let shape = self.shape(v)?;
+                self.plan.anchor_id(&shape)
             }
         })
     }

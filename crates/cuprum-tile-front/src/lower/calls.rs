@@ -41,6 +41,8 @@ pub(crate) enum Builtin {
     Math(MathFn),
     Binary(BinaryOp),
     Fma,
+    /// `mma(a, b, acc)`: a matrix multiply-accumulate.
+    Mma,
     Select,
     Compare(CmpOp),
     Convert(Conversion),
@@ -487,9 +489,9 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
         "assume_same_elements_4d(value)",
         Function,
     ),
+    ("mma", B::Mma, "mma(a, b, acc)", Function),
+    ("mmaf", B::Mma, "mmaf(a, b, acc)", Function),
     // cutile operations cuprum's tile track does not have yet.
-    ("mma", B::NotYet, "mma(a, b, acc)", Function),
-    ("mmaf", B::NotYet, "mmaf(a, b, acc)", Function),
     ("mmai", B::NotYet, "mmai(a, b, acc)", Function),
     ("mmaf_scaled", B::NotYet, "mmaf_scaled(..)", Function),
     ("scan", B::NotYet, "scan(..)", Function),

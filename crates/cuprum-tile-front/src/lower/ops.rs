@@ -237,6 +237,18 @@ impl<'m> Lowerer<'m> {
                 )
                 .map(Val::Tile)
             }
+            Builtin::Mma => {
+                let mut tiles = Vec::with_capacity(3);
+                for i in 0..3 {
+                    tiles.push(self.tile(args.val(i), args.span_of(i))?);
+                }
+                let op = Op::Mma {
+                    a: tiles[0],
+                    b: tiles[1],
+                    acc: tiles[2],
+                };
+                self.def(op, span).map(Val::Tile)
+            }
             Builtin::Select => {
                 let (a, b) = self.unify_pair(args.val(1), args.val(2), &what, span)?;
                 let c =

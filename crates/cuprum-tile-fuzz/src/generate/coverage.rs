@@ -109,6 +109,7 @@ fn op_name(op: &Op) -> String {
         Op::Unary(u, _) => format!("unary {u:?}"),
         Op::Binary(b, _, _) => format!("binary {b:?}"),
         Op::Ternary(..) => "mul_add".into(),
+        Op::Mma { .. } => "mma".into(),
         Op::Compare(c, _, _) => format!("compare {c:?}"),
         Op::Select { .. } => "select".into(),
         Op::Cast { .. } => "cast".into(),

@@ -9,6 +9,8 @@
 //! * `memory`: kernel parameters, loads and stores (a fast path for tiles wholly inside the
 //!   tensor, with 16-byte vector accesses where strides allow, and a predicated path for edge
 //!   tiles);
+//! * `matmul`: `mma`, through shared memory, with `mma.sync` for `f16`/`bf16` inputs and
+//!   fused multiply-add chains for `f32`/`f64`;
 //! * `reduce`: reductions (in each thread, then shuffles across lanes, then shared memory
 //!   across warps);
 //! * `scratch`: the shared memory those exchanges go through, placed so that most need no
@@ -18,6 +20,7 @@
 //! plus a constant, recomputed where it is used; the optimizer's CSE merges the copies. No
 //! value is cached across kernel IR blocks, so none is used outside the block defining it.
 
+mod matmul;
 mod memory;
 mod reduce;
 mod scratch;

@@ -69,6 +69,17 @@ pub(crate) struct Claim {
     bytes: u32,
 }
 
+impl Claim {
+    /// The `bytes` of this claim from byte `offset` on (a multiple of 16), as a claim of its
+    /// own for addressing; barriers and what is in use still go by the whole claim.
+    pub(crate) fn part(self, offset: u32, bytes: u32) -> Claim {
+        Claim {
+            start: self.start + offset,
+            bytes,
+        }
+    }
+}
+
 /// A reduction across warps whose partial results are in the scratch and whose reads wait
 /// until its value is first used.
 #[derive(Clone, Debug)]

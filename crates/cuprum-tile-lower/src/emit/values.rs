@@ -65,6 +65,7 @@ impl Emitter<'_> {
             TOp::Reduce { .. } => {
                 Err(self.internal("a reduction is lowered as a statement (`Emitter::reduce`)"))
             }
+            TOp::Mma { a, b, acc } => self.mma(value, *a, *b, *acc),
             TOp::Load { view, padding } => self.load(value, view, *padding),
         }
     }

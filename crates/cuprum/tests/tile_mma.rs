@@ -1,0 +1,244 @@
+//! `mma` in tile kernels end to end (front end at `cargo build`, specialize, lower, optimize,
+//! launch) on the backend `CUPRUM_DEVICE` selects, at ragged sizes on fresh random inputs,
+//! outputs poisoned first, every element checked: `f32` GEMMs bit for bit against plain Rust's
+//! chain of `mul_add`s (what `mma` of `f32` tiles is defined as), `f16` and `bf16` GEMMs
+//! with an `f32` accumulator within the tensor cores' bound of the exact sum, and a batched
+//! (rank-3) GEMM. The three-way bit-exact comparison with the tile interpreter is
+//! `cuprum-tile-fuzz`'s `tests/mma.rs`.
+
+use std::sync::Arc;
+
+use cuprum::tile::prelude::*;
+use cuprum_testkit::compare::{assert_same, ok};
+use cuprum_testkit::random::{random, rng};
+use half::{bf16, f16};
+
+#[cuprum::tile::module]
+mod kernels {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn gemm<E: ElementType, const BM: i32, const BN: i32, const BK: i32>(
+        z: &mut Tensor<E, { [BM, BN] }>,
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
+    ) {
+        let part_x = x.partition(const_shape![BM, BK]);
+        let part_y = y.partition(const_shape![BK, BN]);
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let k: i32 = x.shape()[1];
+        let mut tile_z = load_tile_mut(z);
+        for i in 0i32..ceil_div(k, BK) {
+            tile_z = mma(part_x.load([pid.0, i]), part_y.load([i, pid.1]), tile_z);
+        }
+        z.store(tile_z);
+    }
+
+    #[cuprum::tile::entry()]
+    fn mixed<H: ElementType, const BM: i32, const BN: i32, const BK: i32>(
+        z: &mut Tensor<f32, { [BM, BN] }>,
+        x: &Tensor<H, { [-1, -1] }>,
+        y: &Tensor<H, { [-1, -1] }>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let k: i32 = x.shape()[1];
+        let mut acc: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+        for i in 0i32..ceil_div(k, BK) {
+            let a: Tile<H, { [BM, BK] }> = x.partition(const_shape![BM, BK]).load([pid.0, i]);
+            let b: Tile<H, { [BK, BN] }> = y.partition(const_shape![BK, BN]).load([i, pid.1]);
+            acc = mma(a, b, acc);
+        }
+        z.store(acc);
+    }
+
+    #[cuprum::tile::entry()]
+    fn batched<const BM: i32, const BN: i32, const K: i32>(
+        z: &mut Tensor<f32, { [1, BM, BN] }>,
+        x: &Tensor<f32, { [-1, -1, K] }>,
+        y: &Tensor<f32, { [-1, K, -1] }>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let a = x
+            .partition(const_shape![1, BM, K])
+            .load([pid.0, pid.1, 0i32]);
+        let b = y
+            .partition(const_shape![1, K, BN])
+            .load([pid.0, 0i32, pid.2]);
+        let acc: Tile<f32, { [1, BM, BN] }> = constant(0.0f32, const_shape![1, BM, BN]);
+        z.store(mma(a, b, acc));
+    }
+}
+
+fn stream() -> Stream {
+    ok(Device::new(0)).default_stream()
+}
+
+const POISON: f32 = f32::from_bits(0x7FC0_DEAD);
+
+/// `z0 + x · y` as a chain of `mul_add`s along k, for `[m, k]` by `[k, n]`.
+fn fma_reference(x: &[f32], y: &[f32], z0: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f32> {
+    let mut out = z0.to_vec();
+    for i in 0..m {
+        for j in 0..n {
+            let mut d = z0[i * n + j];
+            for kk in 0..k {
+                d = x[i * k + kk].mul_add(y[kk * n + j], d);
+            }
+            out[i * n + j] = d;
+        }
+    }
+    out
+}
+
+#[test]
+fn f32_gemm_is_exact_at_ragged_sizes() {
+    let s = stream();
+    let mut r = rng("f32_gemm_is_exact_at_ragged_sizes");
+    for (m, n, k, tiles) in [
+        (33, 20, 17, [16, 16, 8]),
+        (64, 70, 50, [32, 32, 16]),
+        (5, 3, 9, [8, 4, 4]),
+    ] {
+        let x: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
+        let y: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);
+        let z0: Vec<f32> = random(&mut r, m * n, -2.0, 2.0);
+        let [bm, bn, bk] = tiles;
+        let z = api::from_host(&z0, &[m, n]).partition([bm, bn]);
+        let got = ok(
+            kernels::gemm(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
+                .generics([
+                    "f32".to_string(),
+                    bm.to_string(),
+                    bn.to_string(),
+                    bk.to_string(),
+                ])
+                .first()
+                .unpartition()
+                .to_host_vec()
+                .sync_on(&s),
+        );
+        assert_same(
+            &format!("gemm {m}x{n}x{k}"),
+            &got,
+            &fma_reference(&x, &y, &z0, (m, n, k)),
+        );
+    }
+}
+
+/// Checks `got` against the exact sum of `x · y` within the tensor cores' bound: each step of
+/// 16 products truncates its 17 addends by at most 2^-23 of the largest and rounds once.
+fn check_tensor_core_result(
+    what: &str,
+    got: &[f32],
+    x: &[f32],
+    y: &[f32],
+    (m, n, k): (usize, usize, usize),
+) {
+    let steps = k.div_ceil(16) as f64;
+    for i in 0..m {
+        for j in 0..n {
+            let (mut exact, mut mag) = (0f64, 0f64);
+            for kk in 0..k {
+                let p = f64::from(x[i * k + kk]) * f64::from(y[kk * n + j]);
+                exact += p;
+                mag += p.abs();
+            }
+            let g = f64::from(got[i * n + j]);
+            let bound = steps * 18.0 * 2f64.powi(-23) * mag + 1e-30;
+            assert!(
+                (g - exact).abs() <= bound,
+                "{what}: element ({i}, {j}) is {g}, exact {exact}, bound {bound}"
+            );
+        }
+    }
+}
+
+#[test]
+fn half_precision_gemms_are_within_the_tensor_cores_bound() {
+    let s = stream();
+    let mut r = rng("half_precision_gemms_are_within_the_tensor_cores_bound");
+    for (m, n, k, tiles) in [
+        (40, 24, 50, [32, 16, 32]),
+        (64, 64, 64, [64, 64, 16]),
+        (17, 9, 16, [16, 8, 16]),
+    ] {
+        let [bm, bn, bk] = tiles;
+        let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
+        let ys: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);
+        let dims = (m, n, k);
+        let generics = |ty: &str| {
+            [
+                ty.to_string(),
+                bm.to_string(),
+                bn.to_string(),
+                bk.to_string(),
+            ]
+        };
+
+        let (x, y): (Vec<f16>, Vec<f16>) = (
+            xs.iter().map(|&v| f16::from_f32(v)).collect(),
+            ys.iter().map(|&v| f16::from_f32(v)).collect(),
+        );
+        let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
+        let got = ok(
+            kernels::mixed(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
+                .generics(generics("f16"))
+                .first()
+                .unpartition()
+                .to_host_vec()
+                .sync_on(&s),
+        );
+        let (xf, yf): (Vec<f32>, Vec<f32>) = (
+            x.iter().map(|v| v.to_f32()).collect(),
+            y.iter().map(|v| v.to_f32()).collect(),
+        );
+        check_tensor_core_result(&format!("f16 gemm {m}x{n}x{k}"), &got, &xf, &yf, dims);
+
+        let (x, y): (Vec<bf16>, Vec<bf16>) = (
+            xs.iter().map(|&v| bf16::from_f32(v)).collect(),
+            ys.iter().map(|&v| bf16::from_f32(v)).collect(),
+        );
+        let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
+        let got = ok(
+            kernels::mixed(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
+                .generics(generics("bf16"))
+                .first()
+                .unpartition()
+                .to_host_vec()
+                .sync_on(&s),
+        );
+        let (xf, yf): (Vec<f32>, Vec<f32>) = (
+            x.iter().map(|v| v.to_f32()).collect(),
+            y.iter().map(|v| v.to_f32()).collect(),
+        );
+        check_tensor_core_result(&format!("bf16 gemm {m}x{n}x{k}"), &got, &xf, &yf, dims);
+    }
+}
+
+#[test]
+fn batched_gemm_multiplies_each_batch() {
+    let s = stream();
+    let mut r = rng("batched_gemm_multiplies_each_batch");
+    let (batch, m, n, k) = (3usize, 20usize, 13usize, 12usize);
+    let x: Vec<f32> = random(&mut r, batch * m * k, -2.0, 2.0);
+    let y: Vec<f32> = random(&mut r, batch * k * n, -2.0, 2.0);
+    let x_t: Arc<Tensor<f32>> = ok(api::from_host(&x, &[batch, m, k]).sync_on(&s)).into();
+    let z = api::from_host(&vec![POISON; batch * m * n], &[batch, m, n]).partition([1, 16, 8]);
+    let got = ok(kernels::batched(z, x_t, api::from_host(&y, &[batch, k, n]))
+        .generics(["16", "8", &k.to_string()])
+        .first()
+        .unpartition()
+        .to_host_vec()
+        .sync_on(&s));
+    let mut want = Vec::with_capacity(batch * m * n);
+    for b in 0..batch {
+        let zeros = vec![0.0f32; m * n];
+        want.extend(fma_reference(
+            &x[b * m * k..(b + 1) * m * k],
+            &y[b * k * n..(b + 1) * k * n],
+            &zeros,
+            (m, n, k),
+        ));
+    }
+    assert_same("batched gemm", &got, &want);
+}
