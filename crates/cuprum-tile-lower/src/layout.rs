@@ -222,6 +222,48 @@ impl Layout {
         })
     }
 
+    /// A layout given in the normal form directly (see the module docs): per bit of the
+    /// thread index its raw offset along each axis (at most one nonzero), per register its
+    /// raw offsets. A thread bit whose offset reaches past the tile becomes a replication
+    /// bit, as in [`Layout::blocked`]; a register whose offset does is an error (it would
+    /// hold nothing of its own).
+    pub fn linear(
+        shape: &[u32],
+        thread_bits: Vec<Vec<u32>>,
+        regs: Vec<Vec<u32>>,
+    ) -> Result<Layout, String> {
+        let rank = shape.len();
+        if shape.contains(&0) {
+            return Err("a tile dimension of size 0".into());
+        }
+        let mut bits = Vec::with_capacity(thread_bits.len());
+        for b in thread_bits {
+            if b.len() != rank || b.iter().filter(|&&x| x != 0).count() > 1 {
+                return Err(format!("thread bit offsets {b:?} of a rank-{rank} layout"));
+            }
+            let past = b.iter().zip(shape).any(|(&x, &n)| x >= n);
+            bits.push(if past { vec![0; rank] } else { b });
+        }
+        if regs.is_empty() {
+            return Err("a layout without registers".into());
+        }
+        for r in &regs {
+            if r.len() != rank || r.iter().zip(shape).any(|(&x, &n)| x >= n) {
+                return Err(format!("register offsets {r:?} outside the tile {shape:?}"));
+            }
+        }
+        Ok(Layout {
+            shape: shape.to_vec(),
+            thread_bits: bits,
+            regs,
+        })
+    }
+
+    /// The register holding raw offsets `offsets` (the first, if several do).
+    pub fn register_at(&self, offsets: &[u32]) -> Option<usize> {
+        self.regs.iter().position(|r| r == offsets)
+    }
+
     /// The [`Blocked::coalesced`] layout of `shape` for elements of `elem_bytes` bytes in a
     /// block of `threads` threads (a power of two, at least 32).
     pub fn coalesced(shape: &[u32], elem_bytes: u32, threads: u32) -> Layout {

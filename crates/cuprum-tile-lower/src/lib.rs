@@ -90,6 +90,7 @@ mod emit;
 mod evict;
 mod facts;
 pub mod layout;
+mod mma_layout;
 mod plan;
 
 pub use facts::{TensorFacts, access_extents};

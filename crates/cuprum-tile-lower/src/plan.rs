@@ -29,7 +29,10 @@ use std::collections::HashMap;
 use cuprum_tile_ir::{Block, Combine, Op, Stmt, TileKernel, TileValue, View, known_sizes};
 
 use crate::LowerError;
-use crate::layout::{CoordMap, Layout, register_sources};
+use crate::layout::{CoordMap, Layout, WARP_THREADS, register_sources};
+use crate::mma_layout::{self, Operand, WarpGrid};
+use cuprum_ir::{MmaShape, ScalarType};
+use cuprum_tile_ir::MmaKind;
 
 /// An index into [`Plan`]'s layouts.
 pub(crate) type LayoutId = usize;
@@ -63,8 +66,10 @@ pub(crate) struct Plan {
     access_bytes: HashMap<Vec<u32>, u32>,
     /// Per reduction result, the layout its operand is reduced in.
     reduce_inputs: HashMap<TileValue, LayoutId>,
-    /// Per `mma` result, the layouts its `a` and `b` operands are staged from.
+    /// Per `mma` result, the layouts its `a` and `b` operands are read in.
     mma_inputs: HashMap<TileValue, [LayoutId; 2]>,
+    /// The layouts of tensor-core `mma` results, which loop-carried values prefer.
+    mma_results: std::collections::HashSet<LayoutId>,
     /// The first value whose layout needs more than [`MAX_WORDS_PER_THREAD`] registers per
     /// thread, as the error to report (more threads may fit it: see
     /// [`register_overflow`](Plan::register_overflow)).
@@ -101,6 +106,7 @@ impl Plan {
                 access_bytes,
                 reduce_inputs: HashMap::new(),
                 mma_inputs: HashMap::new(),
+                mma_results: Default::default(),
                 overflow: None,
             },
             loops: Vec::new(),
@@ -148,7 +154,7 @@ impl Plan {
         self.reduce_inputs.get(&result).copied()
     }
 
-    /// For an `mma` result, the layouts its `a` and `b` operands are staged from.
+    /// For an `mma` result, the layouts its `a` and `b` operands are read in.
     pub(crate) fn mma_inputs(&self, result: TileValue) -> Option<[LayoutId; 2]> {
         self.mma_inputs.get(&result).copied()
     }
@@ -190,6 +196,13 @@ impl Planner<'_> {
 
     fn shape(&self, v: TileValue) -> Result<Vec<u32>, LowerError> {
         known_sizes(&self.kernel.values[v].shape)
+            .ok_or_else(|| LowerError::Generic(self.kernel.name.clone()))
+    }
+
+    fn elem(&self, v: TileValue) -> Result<ScalarType, LowerError> {
+        self.kernel.values[v]
+            .elem
+            .known()
             .ok_or_else(|| LowerError::Generic(self.kernel.name.clone()))
     }
 
@@ -241,7 +254,12 @@ impl Planner<'_> {
         {
             return first.clone();
         }
-        match flows.iter().find(|f| matches!(f, Repr::Dist(_))) {
+        // A tensor-core accumulator's layout wins: converting the initial value once before
+        // a loop beats converting the result on every iteration.
+        let mma = flows
+            .iter()
+            .find(|f| matches!(f, Repr::Dist(id) if self.plan.mma_results.contains(id)));
+        match mma.or_else(|| flows.iter().find(|f| matches!(f, Repr::Dist(_)))) {
             Some(dist) => dist.clone(),
             None => Repr::Dist(self.plan.anchor_id(shape)),
         }
@@ -464,15 +482,28 @@ impl Planner<'_> {
                 let (slice, _) = self.plan.layout(input).slice(*axis as usize);
                 Repr::Dist(self.plan.intern(slice))
             }
-            // The operands go through shared memory from wherever they are; the result takes
-            // the accumulator's registers, so that a loop's `acc = mma(a, b, acc)` keeps them.
             Op::Mma { a, b, acc } => {
-                let mut inputs = [0; 2];
-                for (slot, &v) in inputs.iter_mut().zip([a, b]) {
-                    *slot = self.dist_or_anchor(v)?;
+                let (input, accum) = (self.elem(*a)?, self.elem(*acc)?);
+                match MmaKind::of(input, accum) {
+                    // The tensor cores' fragments: the result and the operands take the
+                    // mma.sync layouts; a loop's `acc = mma(a, b, acc)` keeps the result's.
+                    Some(MmaKind::TensorCore { input }) => {
+                        let [la, lb, out] = self.mma_layouts(input, *a, *b, value)?;
+                        self.plan.mma_inputs.insert(value, [la, lb]);
+                        self.plan.mma_results.insert(out);
+                        Repr::Dist(out)
+                    }
+                    // A chain per thread: the operands are staged in shared memory from
+                    // wherever they are; the result takes the accumulator's registers.
+                    _ => {
+                        let mut inputs = [0; 2];
+                        for (slot, &v) in inputs.iter_mut().zip([a, b]) {
+                            *slot = self.dist_or_anchor(v)?;
+                        }
+                        self.plan.mma_inputs.insert(value, inputs);
+                        Repr::Dist(self.dist_or_anchor(*acc)?)
+                    }
                 }
-                self.plan.mma_inputs.insert(value, inputs);
-                Repr::Dist(self.dist_or_anchor(*acc)?)
             }
             Op::Load { view, .. } => {
                 if let View::Tiled { index, .. } | View::Permuted { index, .. } = view {
@@ -483,6 +514,50 @@ impl Planner<'_> {
                 Repr::Dist(self.plan.anchor_id(&shape))
             }
         })
+    }
+
+    /// The mma.sync layouts of a tensor-core `value = mma(a, b, ..)`: `a`'s, `b`'s and the
+    /// result's, for the block's warps.
+    fn mma_layouts(
+        &mut self,
+        input: ScalarType,
+        a: TileValue,
+        b: TileValue,
+        value: TileValue,
+    ) -> Result<[LayoutId; 3], LowerError> {
+        let (sa, sb, sc) = (self.shape(a)?, self.shape(b)?, self.shape(value)?);
+        let r = sc.len();
+        let (m, n) = (sc[r - 2], sc[r - 1]);
+        let unsupported = |message: String| LowerError::Unsupported {
+            kernel: self.kernel.name.clone(),
+            message,
+        };
+        if !m.is_multiple_of(mma_layout::BLOCK_M) || !n.is_multiple_of(mma_layout::BLOCK_N) {
+            return Err(unsupported(format!(
+                "mma of {input} tiles with a {m} x {n} result: the tensor-core recipe needs \
+                 M a multiple of 16 and N a multiple of 8 (use larger tiles: loads pad past \
+                 the tensor's edge)"
+            )));
+        }
+        let shape = if input == ScalarType::BF16 {
+            MmaShape::M16n8k16Bf16
+        } else {
+            MmaShape::M16n8k16F16
+        };
+        let grid = WarpGrid::new(m, n, self.plan.threads / WARP_THREADS);
+        let mut ids = [0; 3];
+        for (slot, (operand, s)) in
+            ids.iter_mut()
+                .zip([(Operand::A, &sa), (Operand::B, &sb), (Operand::C, &sc)])
+        {
+            let l =
+                mma_layout::layout(shape, operand, s, grid).map_err(|e| LowerError::Internal {
+                    kernel: self.kernel.name.clone(),
+                    message: format!("the mma.sync layout of {operand:?}: {e}"),
+                })?;
+            *slot = self.plan.intern(l);
+        }
+        Ok(ids)
     }
 
     /// The layout `v`'s registers are in, or the anchor layout of its shape when it has none

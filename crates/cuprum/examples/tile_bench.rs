@@ -33,6 +33,26 @@ mod kernels {
         z.store(load_tile_like(x, z) + load_tile_like(y, z));
     }
 
+    /// GEMM in cuTile Rust's `gemm` shape: bf16 tiles, an f32 accumulator carried over the
+    /// K loop, the result stored as bf16.
+    #[cuprum::tile::entry()]
+    fn gemm<const BM: i32, const BN: i32, const BK: i32>(
+        z: &mut Tensor<bf16, { [BM, BN] }>,
+        x: &Tensor<bf16, { [-1, -1] }>,
+        y: &Tensor<bf16, { [-1, -1] }>,
+    ) {
+        let part_x = x.partition(const_shape![BM, BK]);
+        let part_y = y.partition(const_shape![BK, BN]);
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let k: i32 = x.shape()[1];
+        let mut acc: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+        for i in 0i32..ceil_div(k, BK) {
+            acc = mma(part_x.load([pid.0, i]), part_y.load([i, pid.1]), acc);
+        }
+        let out: Tile<bf16, { [BM, BN] }> = convert_tile(acc);
+        z.store(out);
+    }
+
     #[cuprum::tile::entry()]
     fn softmax<const BM: i32, const BN: i32>(
         y: &mut Tensor<f32, { [BM, BN] }>,
@@ -147,6 +167,48 @@ fn check(case: &str, got: &[f32], want: &[f64], tol: f64) -> Result<(), Failure>
             return Err(format!("FAILED: {case}: element {i} is {g}, want {w}").into());
         }
     }
+    Ok(())
+}
+
+/// `tile_gemm`: bf16 `[n, n] x [n, n]` with an f32 accumulator in 128x128 tiles, K steps of
+/// 32, checked on sampled elements against an f64 sum of the bf16 inputs.
+fn gemm(stream: &Stream, big: bool) -> Result<(), Failure> {
+    use half::bf16;
+    let n = if big { 4096 } else { 128 };
+    let to_bf16 = |v: Vec<f32>| -> Vec<bf16> { v.into_iter().map(bf16::from_f32).collect() };
+    let (ha, hb) = (
+        to_bf16(data(n * n, 6, -1.0, 1.0)),
+        to_bf16(data(n * n, 7, -1.0, 1.0)),
+    );
+    let a = api::from_host(&ha, &[n, n]).sync_on(stream)?;
+    let b = api::from_host(&hb, &[n, n]).sync_on(stream)?;
+    let mut z = api::full(bf16::NAN, &[n, n]).sync_on(stream)?;
+    let ms = time(stream, |ctx| {
+        kernels::gemm((&mut z).partition([128, 128]), &a, &b)
+            .generics(["128", "128", "32"])
+            .execute(ctx)
+            .map(drop)
+    })?;
+    let got = z.to_host_vec().sync_on(stream)?;
+    for i in (0..n).step_by((n / 16).max(1)) {
+        for j in (0..n).step_by((n / 16).max(1)).map(|j| (j + i) % n) {
+            let want: f64 = (0..n)
+                .map(|k| f64::from(ha[i * n + k].to_f32()) * f64::from(hb[k * n + j].to_f32()))
+                .sum();
+            let g = f64::from(got[i * n + j].to_f32());
+            // bf16 output: within 2^-7 of the result, plus the f32 accumulation's error.
+            if (g - want).abs() > want.abs() * 2f64.powi(-7) + 1e-3 {
+                return Err(format!("FAILED: tile_gemm: ({i}, {j}) is {g}, want {want}").into());
+            }
+        }
+    }
+    let size = format!("{n}x{n}x{n}");
+    let flops = 2.0 * (n as f64).powi(3);
+    println!(
+        "cuprum tile_gemm {size} median {ms:.4} ms {:.1} TFLOP/s",
+        flops / (ms * 1e9)
+    );
+    record::result("tile_gemm", &size, 6.0 * (n * n) as f64, flops, ms);
     Ok(())
 }
 
@@ -276,6 +338,8 @@ fn main() -> Result<(), Failure> {
         bytes / (ms * 1e6)
     );
     record::result("tile_layer_norm", &size, bytes, 8.0 * e as f64, ms);
+
+    gemm(&stream, big)?;
     println!("PASSED");
     Ok(())
 }

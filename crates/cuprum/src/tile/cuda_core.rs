@@ -18,10 +18,11 @@ use cuprum_runtime::DeviceScalar;
 
 pub use cuprum_runtime::Stream;
 
+use crate::CudaContext as RuntimeContext;
+use crate::DeviceBuffer;
 use crate::tile::error::Error;
 use crate::tile::launch::LaunchArgument;
 use crate::tile::op::{IntoDeviceOp, Value};
-use crate::{CudaContext, DeviceBuffer};
 
 /// The runtime identifier of an element type: the IR's scalar type.
 pub type DTypeId = ScalarType;
@@ -65,9 +66,13 @@ dtypes! {
     f64 => 0.0, 1.0;
 }
 
+/// cuTile Rust's older name for a [`Device`], which its earlier examples use
+/// (`CudaContext::new(0)?.new_stream()?`).
+pub type CudaContext = Device;
+
 /// One device: a shared handle to a `cuprum::CudaContext`.
 pub struct Device {
-    ctx: CudaContext,
+    ctx: RuntimeContext,
 }
 
 impl fmt::Debug for Device {
@@ -91,14 +96,14 @@ impl Device {
             return Ok(d.clone());
         }
         let device = Arc::new(Device {
-            ctx: CudaContext::new(ordinal)?,
+            ctx: RuntimeContext::new(ordinal)?,
         });
         devices.push((ordinal, device.clone()));
         Ok(device)
     }
 
     /// A device for a context the program opened itself (not shared with [`Device::new`]).
-    pub fn from_context(ctx: CudaContext) -> Arc<Device> {
+    pub fn from_context(ctx: RuntimeContext) -> Arc<Device> {
         Arc::new(Device { ctx })
     }
 
@@ -123,7 +128,7 @@ impl Device {
     }
 
     /// The context behind the device, for the rest of cuprum's API.
-    pub fn context(&self) -> &CudaContext {
+    pub fn context(&self) -> &RuntimeContext {
         &self.ctx
     }
 }

@@ -66,6 +66,17 @@ pub enum Error {
     },
 }
 
+/// A problem found outside any launch (a partition's grid asked for with `grid()?`) as an
+/// [`Error::InvalidLaunch`] naming no kernel.
+impl From<LaunchProblem> for Error {
+    fn from(problem: LaunchProblem) -> Self {
+        Error::InvalidLaunch {
+            kernel: "(none: a partition's grid)".into(),
+            problem,
+        }
+    }
+}
+
 /// The `cuda_async` name of the error every device operation returns.
 pub type DeviceError = Error;
 

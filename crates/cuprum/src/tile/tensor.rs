@@ -540,6 +540,13 @@ impl<T> Partition<T> {
     }
 }
 
+impl<E: DType> Partition<Tensor<E>> {
+    /// The number of bytes of the partitioned tensor's elements.
+    pub fn num_bytes(&self) -> usize {
+        self.object.num_bytes()
+    }
+}
+
 impl<T: PartitionTarget> Partition<T> {
     /// The grid of tile blocks a launch over this partition has, or why there is none (a
     /// partition of another rank than its tensor, a zero tile size, more than 3 axes).
