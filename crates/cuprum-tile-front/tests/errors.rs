@@ -46,8 +46,8 @@ fn an_unknown_operation_is_named_with_the_closest_known_one() {
         17,
     );
     assert_error(
-        &entry("let t = y.load(); y.store(mma(t, t, t));"),
-        "`mma` is not supported by cuprum's tile track yet",
+        &entry("let t = y.load(); y.store(mmai(t, t, t));"),
+        "`mmai` is not supported by cuprum's tile track yet",
         5,
         35,
     );

@@ -5,7 +5,11 @@
 //! gpu-pack), every output element compared bit for bit: `Op::Mma` defines its arithmetic
 //! exactly (tensor-core sums of 16 products for f16/bf16, fused multiply-add chains for
 //! f32/f64). The inputs are random values of a few significant bits scaled over a range of
-//! exponents, so the tensor cores' alignment and truncation matter, plus some zeros.
+//! exponents, so the tensor cores' alignment and truncation matter, plus some zeros. A
+//! second output adds each row's maximum to the result, so that every register of the
+//! accumulator's layout is read (those past the tile's end must hold copies of the last
+//! row or column). Tiles of 16 and 32 rows read their operands with `ldmatrix`; tiles of
+//! 48 rows, where warps reach past the end, through registers.
 
 mod common;
 
@@ -188,6 +192,44 @@ fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> C
     cb.b.push(Stmt::Store {
         tensor: out,
         value: result,
+    });
+    // The row maxima of the result, broadcast back and added: a reduction reads every
+    // register of the accumulator's layout, copies past the tile's end included.
+    let out2 = cb.output(
+        &mut rng,
+        "row_max_plus",
+        acc_ty,
+        &tile(&[s.tm, s.tn]),
+        &lead(&[s.m, s.n]),
+        out_kind,
+    );
+    let rank = if batched { 3 } else { 2 };
+    let max = def(
+        &mut cb,
+        Op::Reduce {
+            value: result,
+            axis: rank - 1,
+            combine: cuprum_tile_ir::Combine::Max,
+        },
+    );
+    let keep = def(
+        &mut cb,
+        Op::Reshape {
+            value: max,
+            shape: shape_of(&tile(&[s.tm, 1])),
+        },
+    );
+    let wide = def(
+        &mut cb,
+        Op::Broadcast {
+            value: keep,
+            shape: shape_of(&tile(&[s.tm, s.tn])),
+        },
+    );
+    let sum = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Add, result, wide));
+    cb.b.push(Stmt::Store {
+        tensor: out2,
+        value: sum,
     });
     cb.finish(Tolerance::Exact, LowerOptions::default())
         .unwrap_or_else(|e| panic!("{e}"))

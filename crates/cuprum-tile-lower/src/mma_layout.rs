@@ -73,7 +73,7 @@ impl LaneAffine {
 }
 
 /// Which operand of an `mma` a layout is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Operand {
     /// `[M, K]`.
     A,

@@ -13,14 +13,87 @@
 //! Not yet: `ldmatrix` for the operand conversions, a `cp.async` ring that overlaps the next
 //! K step's loads with this one's `mma`s, and the TMA / `wgmma` recipe for sm_90a.
 
+use std::collections::HashMap;
+
+use cuprum_ir::matrix::ldmatrix_position;
 use cuprum_ir::{BinaryOp, CmpOp, MmaShape, Op, ScalarType, Stmt, TernaryOp, Value};
 use cuprum_tile_ir::{MmaKind, TileValue};
 
 use super::scratch::Claim;
 use super::{Emitter, Lv, R};
-use crate::layout::row_major_strides;
+use crate::layout::{LANE_BITS, row_major_strides};
 use crate::mma_layout::{self, Operand};
 use crate::plan::{LayoutId, Repr};
+
+/// Elements of padding after each row of an operand staged for `ldmatrix`: 16 bytes, so that
+/// the eight rows one `ldmatrix` matrix reads start in eight different groups of four banks
+/// (rows of a multiple of 128 bytes would all start in the same banks).
+const ROW_PAD: u32 = 8;
+
+/// Where a tensor-core operand's fragments come from.
+enum Source {
+    /// Its registers in its fragment layout.
+    Regs(Vec<Value>),
+    /// Its tile, row-major in shared memory: `rows` per batch, each `stride` elements.
+    Shared {
+        claim: Claim,
+        rows: u32,
+        stride: u32,
+    },
+}
+
+/// How `ldmatrix` reads one operand's fragment from a row-major tile.
+#[derive(Clone, Copy, Debug)]
+struct LdMatrixPlan {
+    /// The origins (row, column) of matrices 1 and 2: matrix `m` starts at bit 0 of `m`
+    /// times the first plus bit 1 times the second.
+    base1: (u32, u32),
+    base2: (u32, u32),
+    /// Matrices read (the fragment's registers).
+    count: usize,
+    /// `.trans`.
+    trans: bool,
+}
+
+/// How `ldmatrix` reads `operand`'s fragment of `shape` from a row-major tile; `None` when
+/// the fragment tables are not what `ldmatrix` gives (every lane's every element is checked).
+fn ldmatrix_bases(shape: MmaShape, operand: Operand) -> Option<LdMatrixPlan> {
+    let (count, trans) = match operand {
+        Operand::A => (4, false),
+        Operand::B => (2, true),
+        Operand::C => return None,
+    };
+    let position = |lane: u32, reg: usize, half: usize| match operand {
+        Operand::A => shape.a_position(lane, reg, half),
+        _ => shape.b_position(lane, reg, half),
+    };
+    let base = |m: usize| {
+        let (r, c) = position(0, m, 0);
+        (r as u32, c as u32)
+    };
+    let (b1, b2) = (base(1), if count == 4 { base(2) } else { (0, 0) });
+    for m in 0..count {
+        let origin = (
+            (m as u32 & 1) * b1.0 + (m as u32 >> 1) * b2.0,
+            (m as u32 & 1) * b1.1 + (m as u32 >> 1) * b2.1,
+        );
+        for lane in 0..32 {
+            for half in 0..2 {
+                let (r, c) = ldmatrix_position(lane, half, trans);
+                let (pr, pc) = position(lane, m, half);
+                if (pr as u32, pc as u32) != (origin.0 + r as u32, origin.1 + c as u32) {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(LdMatrixPlan {
+        base1: b1,
+        base2: b2,
+        count,
+        trans,
+    })
+}
 
 /// The sizes of one `mma` (see `Op::Mma`): products of `[m, k]` by `[k, n]`.
 #[derive(Clone, Copy, Debug)]
@@ -75,13 +148,73 @@ impl Emitter<'_> {
                 } else {
                     MmaShape::M16n8k16F16
                 };
-                let a_regs = self.regs_in(a, la)?;
-                let b_regs = self.regs_in(b, lb)?;
-                let regs =
-                    self.tensor_core(shape, dims, [la, lb, out], [a_regs, b_regs, acc_regs])?;
+                let sources = self.operand_sources(shape, [(a, la), (b, lb)])?;
+                let regs = self.tensor_core(shape, dims, [la, lb, out], sources, acc_regs)?;
                 Ok(Lv::Dist { layout: out, regs })
             }
         }
+    }
+
+    /// Where each tensor-core operand's fragments come from: its registers when it already
+    /// is in its fragment layout (or costs nothing to put there: a uniform or iota tile), or
+    /// when a fragment layout clamps (warps past the tile's end), else shared memory, where it is written row-major from the registers it is in and read
+    /// back with `ldmatrix` (one barrier for both operands).
+    fn operand_sources(
+        &mut self,
+        shape: MmaShape,
+        operands: [(TileValue, LayoutId); 2],
+    ) -> R<[Source; 2]> {
+        // Where warps reach past the tile, their registers must hold copies of the last
+        // row or column (a later `max` may read them), which only the register path gives.
+        let ldmatrix_ok = ldmatrix_bases(shape, Operand::A).is_some()
+            && ldmatrix_bases(shape, Operand::B).is_some()
+            && operands
+                .iter()
+                .all(|&(_, l)| self.plan.layout(l).never_clamps());
+        let mut staged = Vec::new();
+        let mut sources = [Source::Regs(Vec::new()), Source::Regs(Vec::new())];
+        for (i, &(v, l)) in operands.iter().enumerate() {
+            match self.get(v)? {
+                Lv::Dist { layout, regs } if layout != l && ldmatrix_ok => {
+                    staged.push((i, v, layout, regs));
+                }
+                _ => sources[i] = Source::Regs(self.regs_in(v, l)?),
+            }
+        }
+        if staged.is_empty() {
+            return Ok(sources);
+        }
+        let ty = self.elem(operands[0].0)?;
+        let mut sizes = Vec::with_capacity(staged.len());
+        for (_, v, _, _) in &staged {
+            let s = self.shape(*v)?;
+            let r = s.len();
+            let rows: u64 = s[..r - 1].iter().map(|&n| u64::from(n)).product();
+            let count = rows * u64::from(s[r - 1] + ROW_PAD);
+            sizes.push((count * u64::from(ty.size_bytes())).next_multiple_of(16));
+        }
+        let claim = self.claim_scratch(sizes.iter().sum(), ScalarType::U8)?;
+        let mut at = 0u32;
+        for ((i, v, layout, regs), bytes) in staged.into_iter().zip(sizes) {
+            let part = claim.part(at, bytes as u32);
+            at += bytes as u32;
+            let s = self.shape(v)?;
+            let r = s.len();
+            let stride = s[r - 1] + ROW_PAD;
+            let mut strides = vec![u64::from(stride); r];
+            strides[r - 1] = 1;
+            if r == 3 {
+                strides[0] = u64::from(s[1] * stride);
+            }
+            self.write_tile_strided(part, layout, &regs, &strides)?;
+            sources[i] = Source::Shared {
+                claim: part,
+                rows: s[r - 2],
+                stride,
+            };
+        }
+        self.scratch_written(claim);
+        Ok(sources)
     }
 
     /// Stages `a` and `b` (from layouts `la`, `lb`) row-major in one scratch claim; the
@@ -119,7 +252,19 @@ impl Emitter<'_> {
         regs: &[Value],
         shape: &[u32],
     ) -> R<()> {
-        let strides = row_major_strides(shape);
+        self.write_tile_strided(claim, layout, regs, &row_major_strides(shape))
+    }
+
+    /// [`write_tile`](Self::write_tile) with the element at coordinates `c` at index
+    /// `sum(c[i] * strides[i])`.
+    fn write_tile_strided(
+        &mut self,
+        claim: Claim,
+        layout: LayoutId,
+        regs: &[Value],
+        strides: &[u64],
+    ) -> R<()> {
+        let strides = strides.to_vec();
         let primary = self.primary(layout);
         self.if_some(primary, |e| {
             for (r, &v) in regs.iter().enumerate() {
@@ -215,35 +360,24 @@ impl Emitter<'_> {
         vars.iter().map(|&v| self.read(v)).collect()
     }
 
-    /// The `f16`/`bf16` recipe (see the module docs): `regs` are `a`'s, `b`'s and the
-    /// accumulator's registers in `layouts`, the `mma_layout` layouts; returns the result's.
+    /// The `f16`/`bf16` recipe (see the module docs): `a` and `b` come from `sources`, the
+    /// accumulator's registers `acc` are in `layouts[2]` (`layouts` are the `mma_layout`
+    /// layouts of A, B and C); returns the result's registers.
     fn tensor_core(
         &mut self,
         shape: MmaShape,
         d: Dims,
         layouts: [LayoutId; 3],
-        regs: [Vec<Value>; 3],
+        sources: [Source; 2],
+        mut c_regs: Vec<Value>,
     ) -> R<Vec<Value>> {
         let [la, lb, lc] = layouts;
-        let [a_regs, b_regs, mut c_regs] = regs;
         let forms = |operand| {
             mma_layout::fragment_forms(shape, operand)
                 .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))
         };
-        let (fa, fb, fc) = (forms(Operand::A)?, forms(Operand::B)?, forms(Operand::C)?);
+        let fc = forms(Operand::C)?;
         let rank = self.plan.layout(lc).rank();
-        let at = |e: &Self, layout: LayoutId, batch: u32, row: u32, col: u32| {
-            let mut v = vec![0u32; rank];
-            if rank == 3 {
-                v[0] = batch;
-            }
-            v[rank - 2] = row;
-            v[rank - 1] = col;
-            e.plan
-                .layout(layout)
-                .register_at(&v)
-                .ok_or_else(|| e.internal(format!("no register at {v:?} of an mma operand")))
-        };
         // The origins of this thread's blocks: every C register that is a fragment's first.
         let first = fc
             .first()
@@ -258,32 +392,33 @@ impl Emitter<'_> {
                     .then_some([batch, row - first.0, col - first.1])
             })
             .collect();
-        let pack = |e: &mut Self, lo: Value, hi: Value| -> R<Value> {
-            let lo = e.bitcast(lo, ScalarType::U16)?;
-            let hi = e.bitcast(hi, ScalarType::U16)?;
-            e.pack_halves([lo, hi])
-        };
+        let [sa, sb] = sources;
+        // Each fragment is read once, however many blocks use it.
+        let mut fragments: HashMap<(Operand, [u32; 3]), Vec<Value>> = HashMap::new();
         for [batch, row0, col0] in origins {
             let mut c_at = [0usize; 4];
             for (slot, f) in c_at.iter_mut().zip(&fc) {
-                *slot = at(self, lc, batch, row0 + f.base.0, col0 + f.base.1)?;
+                *slot = self.register_at(lc, [batch, row0 + f.base.0, col0 + f.base.1])?;
             }
             let mut c = c_at.map(|i| c_regs[i]);
             for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
-                let mut a4 = [c[0]; 4];
-                for (reg, slot) in a4.iter_mut().enumerate() {
-                    let (h0, h1) = (&fa[2 * reg], &fa[2 * reg + 1]);
-                    let i0 = at(self, la, batch, row0 + h0.base.0, k0 + h0.base.1)?;
-                    let i1 = at(self, la, batch, row0 + h1.base.0, k0 + h1.base.1)?;
-                    *slot = pack(self, a_regs[i0], a_regs[i1])?;
-                }
-                let mut b2 = [c[0]; 2];
-                for (reg, slot) in b2.iter_mut().enumerate() {
-                    let (h0, h1) = (&fb[2 * reg], &fb[2 * reg + 1]);
-                    let i0 = at(self, lb, batch, k0 + h0.base.0, col0 + h0.base.1)?;
-                    let i1 = at(self, lb, batch, k0 + h1.base.0, col0 + h1.base.1)?;
-                    *slot = pack(self, b_regs[i0], b_regs[i1])?;
-                }
+                let mut get =
+                    |e: &mut Self, operand, source: &Source, layout, at| -> R<Vec<Value>> {
+                        if let Some(f) = fragments.get(&(operand, at)) {
+                            return Ok(f.clone());
+                        }
+                        let f = e.fragment(shape, operand, source, layout, at)?;
+                        fragments.insert((operand, at), f.clone());
+                        Ok(f)
+                    };
+                let a = get(self, Operand::A, &sa, la, [batch, row0, k0])?;
+                let b = get(self, Operand::B, &sb, lb, [batch, k0, col0])?;
+                let a4: [Value; 4] = a
+                    .try_into()
+                    .map_err(|_| self.internal("an A fragment of other than 4 registers"))?;
+                let b2: [Value; 2] = b
+                    .try_into()
+                    .map_err(|_| self.internal("a B fragment of other than 2 registers"))?;
                 let r = self.b.mma(shape, a4, b2, c);
                 c = self.built(r)?;
             }
@@ -292,6 +427,124 @@ impl Emitter<'_> {
             }
         }
         Ok(c_regs)
+    }
+
+    /// The register of `layout` (of rank 2, or 3 with a batch axis) at raw offsets
+    /// `[batch, row, col]`.
+    fn register_at(&self, layout: LayoutId, [batch, row, col]: [u32; 3]) -> R<usize> {
+        let l = self.plan.layout(layout);
+        let rank = l.rank();
+        let mut v = vec![0u32; rank];
+        if rank == 3 {
+            v[0] = batch;
+        }
+        v[rank - 2] = row;
+        v[rank - 1] = col;
+        l.register_at(&v)
+            .ok_or_else(|| self.internal(format!("no register at {v:?} of an mma operand")))
+    }
+
+    /// The fragment registers (`U32`, two 16-bit elements each) of `operand` for the 16x16
+    /// (A) or 16x8 (B) block at `[batch, row, col]` of its tile.
+    fn fragment(
+        &mut self,
+        shape: MmaShape,
+        operand: Operand,
+        source: &Source,
+        layout: LayoutId,
+        [batch, row0, col0]: [u32; 3],
+    ) -> R<Vec<Value>> {
+        let forms = mma_layout::fragment_forms(shape, operand)
+            .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))?;
+        match source {
+            Source::Regs(regs) => forms
+                .chunks(2)
+                .map(|halves| {
+                    let mut words = Vec::with_capacity(2);
+                    for f in halves {
+                        let at = [batch, row0 + f.base.0, col0 + f.base.1];
+                        let v = regs[self.register_at(layout, at)?];
+                        words.push(self.bitcast(v, ScalarType::U16)?);
+                    }
+                    match words[..] {
+                        [lo, hi] => self.pack_halves([lo, hi]),
+                        _ => Err(self.internal("a fragment register of other than two halves")),
+                    }
+                })
+                .collect(),
+            &Source::Shared {
+                claim,
+                rows,
+                stride,
+            } => {
+                let LdMatrixPlan {
+                    base1,
+                    base2,
+                    count,
+                    trans,
+                } = ldmatrix_bases(shape, operand)
+                    .ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
+                // Lane l gives the address of row l % 8 of matrix (l / 8) % count; matrix m
+                // starts at m's bit 0 times `base1` plus its bit 1 times `base2`.
+                let lane_mask = self.u32c(31);
+                let lane = self.bin(BinaryOp::And, self.tid(), lane_mask)?;
+                let seven = self.u32c(7);
+                let r = self.bin(BinaryOp::And, lane, seven)?;
+                let three = self.u32c(3);
+                let m = self.bin(BinaryOp::Shr, lane, three)?;
+                let one = self.u32c(1);
+                let bit0 = self.bin(BinaryOp::And, m, one)?;
+                let m1 = self.bin(BinaryOp::Shr, m, one)?;
+                let bit1 = self.bin(BinaryOp::And, m1, one)?;
+                let mut row = r;
+                let mut col = self.u32c(0);
+                for (bit, base) in [(bit0, base1), (bit1, base2)] {
+                    for (slot, k) in [(&mut row, base.0), (&mut col, base.1)] {
+                        if k != 0 {
+                            let kc = self.u32c(k);
+                            let t = self.mul(bit, kc)?;
+                            *slot = self.add(*slot, t)?;
+                        }
+                    }
+                }
+                let row_base = self.u32c(batch * rows + row0);
+                let row = self.add(row, row_base)?;
+                let warp_rows = self.warp_offset(layout, 0)?;
+                let row = self.add(row, warp_rows)?;
+                let col_base = self.u32c(col0);
+                let col = self.add(col, col_base)?;
+                let warp_cols = self.warp_offset(layout, 1)?;
+                let col = self.add(col, warp_cols)?;
+                let stride = self.u32c(stride);
+                let index = self.mul(row, stride)?;
+                let index = self.add(index, col)?;
+                let addr = self.shared_addr(claim, index, ScalarType::U16)?;
+                let r = self.b.ldmatrix(count, trans, addr);
+                self.built(r)
+            }
+        }
+    }
+
+    /// What this thread's warp adds to the raw coordinates of `layout` (an operand layout)
+    /// along its row (`which` 0) or column (1) axis: the sum of the offsets of its warp bits.
+    fn warp_offset(&mut self, layout: LayoutId, which: usize) -> R<Value> {
+        let l = self.plan.layout(layout);
+        let axis = l.rank() - 2 + which;
+        let bits: Vec<(usize, u32)> = (LANE_BITS..l.thread_bit_count())
+            .map(|b| (b, l.thread_bit(b)[axis]))
+            .filter(|&(_, off)| off != 0)
+            .collect();
+        let mut acc = self.u32c(0);
+        for (b, off) in bits {
+            let shift = self.u32c(b as u32);
+            let shifted = self.bin(BinaryOp::Shr, self.tid(), shift)?;
+            let one = self.u32c(1);
+            let bit = self.bin(BinaryOp::And, shifted, one)?;
+            let k = self.u32c(off);
+            let term = self.mul(bit, k)?;
+            acc = self.add(acc, term)?;
+        }
+        Ok(acc)
     }
 
     /// Two 16-bit elements (`U16`) as one `U32` fragment register, the first in the low half.

@@ -266,7 +266,9 @@ impl Emitter<'_> {
         Ok(v)
     }
 
-    fn shared_addr(&mut self, claim: Claim, index: Value, st: ScalarType) -> R<Value> {
+    /// The shared-memory address (`U32`) of element `index` of `claim`'s bytes, as elements
+    /// of `st`.
+    pub(crate) fn shared_addr(&mut self, claim: Claim, index: Value, st: ScalarType) -> R<Value> {
         let size = self.u32c(st.size_bytes());
         let off = self.mul(index, size)?;
         let at = self.add(self.shared_base, off)?;
