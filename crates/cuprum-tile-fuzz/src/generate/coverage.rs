@@ -18,6 +18,8 @@ pub const COVERED: &[&str] = &[
     "num_blocks",
     "tensor_dim",
     "iota",
+    "mma",
+    "mma on the tensor cores",
     "unary Neg",
     "unary Not",
     "unary Abs",
@@ -147,6 +149,14 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
                     && body.stmts.iter().any(|s| matches!(s, Stmt::If { .. }))
                 {
                     names.insert("reduce closure with an if".into());
+                }
+                if let Op::Mma { a, .. } = op
+                    && k.values[*a]
+                        .elem
+                        .known()
+                        .is_some_and(|e| e.size_bytes() == 2)
+                {
+                    names.insert("mma on the tensor cores".into());
                 }
                 op_name(op)
             }

@@ -3,7 +3,7 @@
 //! backend.
 //!
 //! The program: one or two partitioned outputs cut into tiles of one *working shape* `W`
-//! (one to three axes, each 1 to 40, or 64, 128, 256; ragged edge tiles), read-only inputs
+//! (one to three axes, each 1 to 40, or 16, 32, 64, 128, 256; ragged edge tiles), read-only inputs
 //! of any rank in random views, scalar parameters, and a body of random statements:
 //! element-wise operations on tiles of `W`, of other shapes in play and on rank-0 values;
 //! shape operations that leave `W` and come back (permutations, reshapes, reductions
@@ -300,12 +300,13 @@ impl Gen<'_> {
 
     // ----- shapes -----
 
-    /// A tile size: mostly 1 to 40, now and then 64, 128 or 256 (or an odd one).
+    /// A tile size: mostly 1 to 40, now and then 16 to 256 in multiples of 16 (the sizes
+    /// tensor-core `mma`s take; or an odd one).
     fn tile_size(&mut self) -> u32 {
         match self.below(20) {
             0..=6 => self.rng.random_range(1..=8),
-            7..=13 => self.rng.random_range(9..=40),
-            14..=16 => self.choose(&[64, 128, 256]),
+            7..=12 => self.rng.random_range(9..=40),
+            13..=16 => self.choose(&[16, 32, 64, 128, 256]),
             17 => 1,
             _ => self.choose(&[48, 96, 100, 33, 63, 65, 17]),
         }

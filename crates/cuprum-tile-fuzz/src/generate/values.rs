@@ -425,7 +425,10 @@ impl Gen<'_> {
     }
 
     fn float_op(&mut self, ty: ScalarType, shape: &[u32]) -> R<TileValue> {
-        match self.below(12) {
+        match self.below(13) {
+            12 if shape.len() >= 2 && matches!(ty, ScalarType::F32 | ScalarType::F64) => {
+                self.mma(ty, shape)
+            }
             0 | 1 => {
                 let u = self.choose(&[
                     UnaryOp::Neg,
@@ -469,6 +472,64 @@ impl Gen<'_> {
                 self.float_binary(op, x, y)
             }
         }
+    }
+
+    /// `mma(a, b, acc)` giving a tile of `ty` (`F32` or `F64`) and `shape` (rank 2 or 3): a
+    /// chain of fused multiply-adds of `ty` inputs, or for `F32` now and then one on the
+    /// tensor cores (`f16`/`bf16` inputs, K a multiple of 16): of `shape` itself where its M
+    /// and N are multiples of 16 and 8, else of a small tile whose maximum (exact in any
+    /// order) is spread over `shape`. Any NaN is made canonical (the payloads of NaN inputs
+    /// are not part of the semantics).
+    fn mma(&mut self, ty: ScalarType, shape: &[u32]) -> R<TileValue> {
+        let r = shape.len();
+        let (m, n) = (shape[r - 2], shape[r - 1]);
+        if ty == ScalarType::F32 && self.chance(0.6) {
+            let input = self.choose(&[ScalarType::F16, ScalarType::BF16]);
+            let k = 16 * (1 + self.below(3) as u32);
+            if m.is_multiple_of(16) && n.is_multiple_of(8) {
+                return self.mma_of(input, ty, shape, k);
+            }
+            let small = [
+                16 * (1 + self.below(2) as u32),
+                8 * (1 + self.below(2) as u32),
+            ];
+            let d = self.mma_of(input, ty, &small, k)?;
+            let rows = self.def_hidden(Op::Reduce {
+                value: d,
+                axis: 1,
+                combine: Combine::Max,
+            })?;
+            let max = self.def_hidden(Op::Reduce {
+                value: rows,
+                axis: 0,
+                combine: Combine::Max,
+            })?;
+            let max = self.plus_zero(max)?;
+            return self.splat(max, shape);
+        }
+        let k = 1 + self.below(24) as u32;
+        self.mma_of(ty, ty, shape, k)
+    }
+
+    /// `mma(a, b, acc)` of `input` operands into an accumulator of `acc_ty` and `shape`,
+    /// with `k` products per element, its NaNs canonical.
+    fn mma_of(
+        &mut self,
+        input: ScalarType,
+        acc_ty: ScalarType,
+        shape: &[u32],
+        k: u32,
+    ) -> R<TileValue> {
+        let r = shape.len();
+        let mut a_shape = shape.to_vec();
+        a_shape[r - 1] = k;
+        let mut b_shape = shape.to_vec();
+        b_shape[r - 2] = k;
+        let a = self.operand(input, &a_shape)?;
+        let b = self.operand(input, &b_shape)?;
+        let acc = self.operand(acc_ty, shape)?;
+        let d = self.def_hidden(Op::Mma { a, b, acc })?;
+        self.canonical(d)
     }
 
     /// `x op y` on floats, `+ 0.0` after `min`/`max` (the sign of their zero result is
