@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use cuprum::tile::error::LaunchProblem;
 use cuprum::tile::prelude::*;
 use cuprum_testkit::compare::{assert_same, ok};
 use cuprum_testkit::random::{random, rng};
@@ -49,6 +50,57 @@ mod kernels {
             acc = mma(a, b, acc);
         }
         z.store(acc);
+    }
+
+    /// Attention forward as cuTile Rust's `flash_attention` example computes it: an online
+    /// softmax over key tiles, two `mma`s per tile.
+    #[cuprum::tile::entry()]
+    fn fmha<const BM: i32, const BN: i32, const D: i32>(
+        out: &mut Tensor<f32, { [1, BM, D] }>,
+        q: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        k: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        v: &Tensor<f32, { [-1, -1, -1, -1] }>,
+        qk_scale: f32,
+        query_group_size: i32,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let h = q.shape()[1];
+        let (batch, head, row) = (pid.0 / h, pid.0 % h, pid.1);
+        let kv_head = head / query_group_size;
+        let two: Tile<f32, { [] }> = constant(2.0f32, const_shape![]);
+        let log2: f32 = tile_to_scalar(log(two));
+        let scale: Tile<f32, { [BM, BN] }> = (qk_scale / log2).broadcast(const_shape![BM, BN]);
+        let mut m_i: Tile<f32, { [BM, 1] }> = constant(f32::NEG_INFINITY, const_shape![BM, 1]);
+        let mut l_i: Tile<f32, { [BM, 1] }> = constant(0.0f32, const_shape![BM, 1]);
+        let mut acc: Tile<f32, { [BM, D] }> = constant(0.0f32, const_shape![BM, D]);
+        let tq: Tile<f32, { [BM, D] }> = q
+            .partition(const_shape![1, 1, BM, D])
+            .load([batch, head, row, 0i32])
+            .reshape(const_shape![BM, D]);
+        let k_part = k.partition(const_shape![1, 1, BN, D]);
+        let v_part = v.partition(const_shape![1, 1, BN, D]);
+        for j in 0i32..ceil_div(k.shape()[2], BN) {
+            let kt: Tile<f32, { [BN, D] }> = k_part
+                .load([batch, kv_head, j, 0i32])
+                .reshape(const_shape![BN, D]);
+            let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) * scale;
+            let row_max: Tile<f32, { [BM] }> = reduce_max(qk, 1);
+            let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, row_max.reshape(const_shape![BM, 1]));
+            let p: Tile<f32, { [BM, BN] }> =
+                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Disabled);
+            let l_ij: Tile<f32, { [BM] }> = reduce_sum(p, 1);
+            let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Disabled);
+            l_i = l_i * alpha + l_ij.reshape(const_shape![BM, 1]);
+            acc = acc * alpha.broadcast(const_shape![BM, D]);
+            let vt: Tile<f32, { [BN, D] }> = v_part
+                .load([batch, kv_head, j, 0i32])
+                .reshape(const_shape![BN, D]);
+            acc = mma(p, vt, acc);
+            m_i = m_ij;
+        }
+        let acc = true_div(acc, l_i.broadcast(const_shape![BM, D]));
+        out.store(acc.reshape(const_shape![1, BM, D]));
     }
 
     #[cuprum::tile::entry()]
@@ -212,6 +264,75 @@ fn half_precision_gemms_are_within_the_tensor_cores_bound() {
             y.iter().map(|v| v.to_f32()).collect(),
         );
         check_tensor_core_result(&format!("bf16 gemm {m}x{n}x{k}"), &got, &xf, &yf, dims);
+    }
+}
+
+#[test]
+fn flash_attention_matches_the_host_reference() {
+    let s = stream();
+    let mut r = rng("flash_attention_matches_the_host_reference");
+    // Grouped-query attention: two query heads per key/value head; the sequence a multiple
+    // of the key tile (the kernel, as cuTile Rust's, masks nothing at the end).
+    let (b, h, hkv, m, d, bm, bn) = (2usize, 4usize, 2usize, 48usize, 16usize, 16usize, 16usize);
+    let q: Vec<f32> = random(&mut r, b * h * m * d, -1.0, 1.0);
+    let k: Vec<f32> = random(&mut r, b * hkv * m * d, -1.0, 1.0);
+    let v: Vec<f32> = random(&mut r, b * hkv * m * d, -1.0, 1.0);
+    let scale = 1.0 / (d as f32).sqrt();
+    let out = api::from_host(&vec![POISON; b * h * m * d], &[b * h, m, d]).partition([1, bm, d]);
+    let got = ok(kernels::fmha(
+        out,
+        api::from_host(&q, &[b, h, m, d]),
+        api::from_host(&k, &[b, hkv, m, d]),
+        api::from_host(&v, &[b, hkv, m, d]),
+        scale,
+        // A host size for an `i32` parameter, as cuTile Rust's programs pass them.
+        h / hkv,
+    )
+    .generics([bm.to_string(), bn.to_string(), d.to_string()])
+    .first()
+    .unpartition()
+    .to_host_vec()
+    .sync_on(&s));
+    let want = cuprum_tile_examples::fmha_ref_exec(
+        &q,
+        &[b, h, m, d],
+        &k,
+        &[b, hkv, m, d],
+        &v,
+        &[b, hkv, m, d],
+        scale,
+    );
+    let want: Vec<f32> = ok(want.flatten_all().and_then(|t| t.to_vec1::<f32>()));
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-4, "element {i}: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn a_host_size_too_large_for_an_i32_parameter_is_a_typed_error() {
+    let s = stream();
+    let (m, d) = (16usize, 16usize);
+    let data = vec![0.5f32; m * d];
+    let out = api::from_host(&vec![POISON; m * d], &[1, m, d]).partition([1, m, d]);
+    let too_big = i32::MAX as usize + 1;
+    let r = kernels::fmha(
+        out,
+        api::from_host(&data, &[1, 1, m, d]),
+        api::from_host(&data, &[1, 1, m, d]),
+        api::from_host(&data, &[1, 1, m, d]),
+        1.0f32,
+        too_big,
+    )
+    .generics(["16", "16", "16"])
+    .sync_on(&s);
+    match r {
+        Err(Error::InvalidLaunch {
+            problem: LaunchProblem::SizeRange { value, .. },
+            ..
+        }) => assert_eq!(value, too_big),
+        Err(e) => panic!("expected a size-range error, got {e}"),
+        Ok(_) => panic!("a size past i32::MAX was launched"),
     }
 }
 

@@ -357,4 +357,12 @@ pub enum LaunchProblem {
         /// The parameters without a value.
         names: Vec<String>,
     },
+    /// A host size (`usize`) given for a narrower integer scalar parameter does not fit it.
+    #[error("the host size {value} was given for an {ty} argument, which cannot hold it")]
+    SizeRange {
+        /// The size.
+        value: usize,
+        /// The parameter's type.
+        ty: ScalarType,
+    },
 }

@@ -64,7 +64,7 @@ use std::task::{Context, Poll};
 use cuprum_runtime::Completion;
 
 use crate::tile::cuda_core::{Device, Stream};
-use crate::tile::error::Error;
+use crate::tile::error::{Error, LaunchProblem};
 
 /// Where an operation runs: the stream its work is submitted to.
 #[derive(Clone)]
@@ -584,6 +584,44 @@ scalar_values!(
     half::f16,
     half::bf16
 );
+
+/// A host size (`usize`: tensor shapes, counts) given where a kernel takes an `i32` or `i64`
+/// scalar, as cuTile Rust's programs pass sizes (its shapes are `i32`): converted when the
+/// launch runs, a size the type cannot hold failing it with [`LaunchProblem::SizeRange`]
+/// before anything runs.
+#[derive(Clone, Debug)]
+pub struct SizeArg<T> {
+    size: usize,
+    ty: std::marker::PhantomData<T>,
+}
+
+macro_rules! size_args {
+    ($($t:ty => $s:ident),*) => { $(
+        impl IntoDeviceOp<$t> for usize {
+            type Op = SizeArg<$t>;
+            fn into_op(self) -> SizeArg<$t> {
+                SizeArg { size: self, ty: std::marker::PhantomData }
+            }
+        }
+
+        impl DeviceOp for SizeArg<$t> {
+            type Output = $t;
+            type Pending = Deferred<$t>;
+            fn execute(self, _ctx: &ExecutionContext) -> Result<$t, Error> {
+                <$t>::try_from(self.size).map_err(|_| Error::InvalidLaunch {
+                    kernel: "(a size argument)".into(),
+                    problem: LaunchProblem::SizeRange {
+                        value: self.size,
+                        ty: cuprum_ir::ScalarType::$s,
+                    },
+                })
+            }
+        }
+        awaitable!([] SizeArg<$t> => $t);
+    )* };
+}
+
+size_args!(i32 => I32, i64 => I64);
 
 /// An output that is already there: executing it does nothing.
 #[derive(Clone, Debug)]
