@@ -38,6 +38,19 @@ struct Sizes {
     tk: u32,
 }
 
+/// `Sizes` in the order of its fields: batch, m, n, k, tm, tn, tk.
+fn sizes(batch: u32, m: u64, n: u64, k: u64, tm: u32, tn: u32, tk: u32) -> Sizes {
+    Sizes {
+        batch,
+        m,
+        n,
+        k,
+        tm,
+        tn,
+        tk,
+    }
+}
+
 /// A random value of `ty` with few significant bits, a random sign and exponent in
 /// `-6..=6` (one in eight is zero), as bits.
 fn value_bits(rng: &mut SmallRng, ty: ScalarType) -> u64 {
@@ -245,45 +258,16 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
     let seed = seed("tensor_core_mma");
     let sizes = [
         // One K step, one block.
-        Sizes {
-            batch: 0,
-            m: 16,
-            n: 8,
-            k: 16,
-            tm: 16,
-            tn: 8,
-            tk: 16,
-        },
+        sizes(0, 16, 8, 16, 16, 8, 16),
         // Ragged on every axis, several K steps, several warps' worth of 16x8 blocks.
-        Sizes {
-            batch: 0,
-            m: 70,
-            n: 45,
-            k: 100,
-            tm: 32,
-            tn: 32,
-            tk: 32,
-        },
+        sizes(0, 70, 45, 100, 32, 32, 32),
         // Tiles that are multiples of 16 but not powers of two.
-        Sizes {
-            batch: 0,
-            m: 50,
-            n: 40,
-            k: 60,
-            tm: 48,
-            tn: 24,
-            tk: 48,
-        },
+        sizes(0, 50, 40, 60, 48, 24, 48),
         // Batched.
-        Sizes {
-            batch: 3,
-            m: 20,
-            n: 17,
-            k: 40,
-            tm: 16,
-            tn: 16,
-            tk: 16,
-        },
+        sizes(3, 20, 17, 40, 16, 16, 16),
+        // K steps of 8 and of 24: a last tensor-core step of fewer than 16 products.
+        sizes(0, 40, 24, 37, 32, 16, 8),
+        sizes(0, 16, 16, 50, 16, 16, 24),
     ];
     let cases: Vec<Case> = [S::F16, S::BF16]
         .into_iter()
@@ -298,33 +282,9 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
 fn fma_chain_mma_matches_the_interpreter_bit_for_bit() {
     let seed = seed("fma_chain_mma");
     let sizes = [
-        Sizes {
-            batch: 0,
-            m: 5,
-            n: 3,
-            k: 7,
-            tm: 4,
-            tn: 4,
-            tk: 4,
-        },
-        Sizes {
-            batch: 0,
-            m: 40,
-            n: 33,
-            k: 50,
-            tm: 16,
-            tn: 32,
-            tk: 8,
-        },
-        Sizes {
-            batch: 2,
-            m: 9,
-            n: 12,
-            k: 10,
-            tm: 8,
-            tn: 8,
-            tk: 5,
-        },
+        sizes(0, 5, 3, 7, 4, 4, 4),
+        sizes(0, 40, 33, 50, 16, 32, 8),
+        sizes(2, 9, 12, 10, 8, 8, 5),
     ];
     let cases: Vec<Case> = [S::F32, S::F64]
         .into_iter()

@@ -350,9 +350,10 @@ pub enum Op {
     /// type; the result has `acc`'s. The arithmetic is defined exactly, so that every
     /// backend agrees bit for bit (see [`MmaKind::of`] for the accepted types):
     ///
-    /// * `f16` or `bf16` inputs, `f32` accumulator ([`MmaKind::TensorCore`]): `K` is a
-    ///   multiple of 16, and element `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and
-    ///   `d_{k+16}` is `d_k` plus the 16 products `a[i][k..k+16] * b[k..k+16][j]` added as
+    /// * `f16` or `bf16` inputs, `f32` accumulator ([`MmaKind::TensorCore`]): element
+    ///   `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and `d_{k+16}` is `d_k` plus the 16
+    ///   products `a[i][k..k+16] * b[k..k+16][j]` (fewer in the last step when `K` is not a
+    ///   multiple of 16: as if zeros padded it, which the tensor cores' sums skip) added as
     ///   the tensor cores add (`cuprum_ir::tensor_core::dot`, the arithmetic `Stmt::Mma` of
     ///   the kernel IR documents: exact products, alignment to the largest exponent,
     ///   truncation, one exact sum, rounding toward zero). Both `mma.sync m16n8k16` and
@@ -598,7 +599,8 @@ pub enum MmaKind {
 }
 
 impl MmaKind {
-    /// The products one tensor-core step sums, and so what `K` must be a multiple of.
+    /// The products one tensor-core step sums (the last step of a `K` that is not a multiple
+    /// of it sums fewer).
     pub const TENSOR_CORE_K: u32 = 16;
 
     /// The kind of an `mma` with inputs of type `input` and an accumulator of type `acc`,
@@ -610,14 +612,6 @@ impl MmaKind {
             (S::F16 | S::BF16, S::F32) => Some(MmaKind::TensorCore { input }),
             (S::F32, S::F32) | (S::F64, S::F64) => Some(MmaKind::FmaChain { elem: input }),
             _ => None,
-        }
-    }
-
-    /// What `K` must be a multiple of (1: anything).
-    pub fn k_multiple(self) -> u32 {
-        match self {
-            MmaKind::TensorCore { .. } => Self::TENSOR_CORE_K,
-            MmaKind::FmaChain { .. } => 1,
         }
     }
 }

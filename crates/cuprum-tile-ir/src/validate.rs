@@ -92,8 +92,8 @@ fn dims_equal(a: &[Dim], b: &[Dim]) -> bool {
 }
 
 /// Checks the operand types of an `Op::Mma` (see its docs): ranks 2 or 3, matching `M`, `N`,
-/// `K` and batch sizes, element types [`MmaKind::of`] accepts and `K` a multiple of what the
-/// kind needs. Sizes and types still generic are checked when specialized.
+/// `K` and batch sizes, and element types [`MmaKind::of`] accepts. Sizes and types still
+/// generic are checked when specialized.
 fn mma_type(a: &TileType, b: &TileType, acc: &TileType) -> Check {
     let rank = a.rank();
     if !(rank == 2 || rank == 3) || b.rank() != rank || acc.rank() != rank {
@@ -129,23 +129,13 @@ fn mma_type(a: &TileType, b: &TileType, acc: &TileType) -> Check {
             "mma of {a} and {b}: the inputs' element types differ"
         ));
     }
-    if let (Elem::Known(input), Elem::Known(accum)) = (a.elem, acc.elem) {
-        let Some(kind) = MmaKind::of(input, accum) else {
-            return Err(format!(
-                "mma of {input} inputs into a {accum} accumulator: mma takes f16 or bf16 \
-                 inputs with an f32 accumulator, or f32 or f64 inputs with an accumulator of \
-                 the same type"
-            ));
-        };
-        if let Some(kv) = k.known()
-            && !kv.is_multiple_of(kind.k_multiple())
-        {
-            return Err(format!(
-                "mma of {input} inputs with K = {kv}: K must be a multiple of {} (pad the \
-                 tiles: loads read the padding value past the tensor's edge)",
-                kind.k_multiple()
-            ));
-        }
+    if let (Elem::Known(input), Elem::Known(accum)) = (a.elem, acc.elem)
+        && MmaKind::of(input, accum).is_none()
+    {
+        return Err(format!(
+            "mma of {input} inputs into a {accum} accumulator: mma takes f16 or bf16 inputs \
+             with an f32 accumulator, or f32 or f64 inputs with an accumulator of the same type"
+        ));
     }
     Ok(())
 }

@@ -150,7 +150,8 @@ pub(crate) fn fragment_forms(shape: MmaShape, operand: Operand) -> Option<Vec<La
 /// The layout of `operand` of an `mma` whose tiles have `shape` (`[.., rows, cols]` of that
 /// operand, rank 2 or 3 with a leading batch axis) in `grid`'s warps (see the module docs).
 /// The per-block register offsets are `block_origin + form.base`, in the order blocks, then
-/// K steps (operands), then [`fragment_forms`].
+/// K steps (operands), then [`fragment_forms`]; where `K` is not a multiple of 16, the
+/// positions past it have no register (their fragments hold zeros).
 pub(crate) fn layout(
     mma: MmaShape,
     operand: Operand,
@@ -203,13 +204,13 @@ pub(crate) fn layout(
         Operand::A | Operand::C => (0..rows.div_ceil(BLOCK_M * grid.m))
             .map(|i| i * BLOCK_M * grid.m)
             .collect(),
-        Operand::B => (0..rows / BLOCK_K).map(|i| i * BLOCK_K).collect(),
+        Operand::B => (0..rows.div_ceil(BLOCK_K)).map(|i| i * BLOCK_K).collect(),
     };
     let col_origins: Vec<u32> = match operand {
         Operand::B | Operand::C => (0..cols.div_ceil(BLOCK_N * grid.n))
             .map(|j| j * BLOCK_N * grid.n)
             .collect(),
-        Operand::A => (0..cols / BLOCK_K).map(|j| j * BLOCK_K).collect(),
+        Operand::A => (0..cols.div_ceil(BLOCK_K)).map(|j| j * BLOCK_K).collect(),
     };
     let batches = if rank == 3 { shape[0] } else { 1 };
     let mut regs = Vec::new();
@@ -217,7 +218,13 @@ pub(crate) fn layout(
         for &row in &row_origins {
             for &col in &col_origins {
                 for f in &forms {
-                    let mut v = offsets((row + f.base.0, col + f.base.1));
+                    let (r0, c0) = (row + f.base.0, col + f.base.1);
+                    // Past a K that is not a multiple of 16 the fragments hold zeros,
+                    // which are no elements of the tile.
+                    if r0 >= rows || c0 >= cols {
+                        continue;
+                    }
+                    let mut v = offsets((r0, c0));
                     if rank == 3 {
                         v[0] = b;
                     }

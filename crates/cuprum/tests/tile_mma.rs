@@ -209,10 +209,12 @@ fn check_tensor_core_result(
 fn half_precision_gemms_are_within_the_tensor_cores_bound() {
     let s = stream();
     let mut r = rng("half_precision_gemms_are_within_the_tensor_cores_bound");
+    // K steps of 8 as cuTile Rust's examples take them: each a short tensor-core step.
     for (m, n, k, tiles) in [
         (40, 24, 50, [32, 16, 32]),
         (64, 64, 64, [64, 64, 16]),
         (17, 9, 16, [16, 8, 16]),
+        (33, 20, 29, [16, 16, 8]),
     ] {
         let [bm, bn, bk] = tiles;
         let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);

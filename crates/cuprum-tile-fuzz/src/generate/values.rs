@@ -476,7 +476,7 @@ impl Gen<'_> {
 
     /// `mma(a, b, acc)` giving a tile of `ty` (`F32` or `F64`) and `shape` (rank 2 or 3): a
     /// chain of fused multiply-adds of `ty` inputs, or for `F32` now and then one on the
-    /// tensor cores (`f16`/`bf16` inputs, K a multiple of 16): of `shape` itself where its M
+    /// tensor cores (`f16`/`bf16` inputs, K mostly a multiple of 16): of `shape` itself where its M
     /// and N are multiples of 16 and 8, else of a small tile whose maximum (exact in any
     /// order) is spread over `shape`. Any NaN is made canonical (the payloads of NaN inputs
     /// are not part of the semantics).
@@ -485,7 +485,12 @@ impl Gen<'_> {
         let (m, n) = (shape[r - 2], shape[r - 1]);
         if ty == ScalarType::F32 && self.chance(0.6) {
             let input = self.choose(&[ScalarType::F16, ScalarType::BF16]);
-            let k = 16 * (1 + self.below(3) as u32);
+            // Multiples of 16 mostly; any K now and then (a shorter last step).
+            let k = if self.chance(0.7) {
+                16 * (1 + self.below(3) as u32)
+            } else {
+                1 + self.below(40) as u32
+            };
             if m.is_multiple_of(16) && n.is_multiple_of(8) {
                 return self.mma_of(input, ty, shape, k);
             }

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use cuprum_ir::matrix::ldmatrix_position;
-use cuprum_ir::{BinaryOp, CmpOp, MmaShape, Op, ScalarType, Stmt, TernaryOp, Value};
+use cuprum_ir::{BinaryOp, CmpOp, Constant, MmaShape, Op, ScalarType, Stmt, TernaryOp, Value};
 use cuprum_tile_ir::{MmaKind, TileValue};
 
 use super::scratch::Claim;
@@ -156,8 +156,9 @@ impl Emitter<'_> {
     }
 
     /// Where each tensor-core operand's fragments come from: its registers when it already
-    /// is in its fragment layout (or costs nothing to put there: a uniform or iota tile), or
-    /// when a fragment layout clamps (warps past the tile's end), else shared memory, where it is written row-major from the registers it is in and read
+    /// is in its fragment layout (or costs nothing to put there: a uniform or iota tile),
+    /// when a fragment layout clamps (warps past the tile's end) or when `K` is not a
+    /// multiple of 16 (`ldmatrix` would read past its rows), else shared memory, where it is written row-major from the registers it is in and read
     /// back with `ldmatrix` (one barrier for both operands).
     fn operand_sources(
         &mut self,
@@ -166,7 +167,12 @@ impl Emitter<'_> {
     ) -> R<[Source; 2]> {
         // Where warps reach past the tile, their registers must hold copies of the last
         // row or column (a later `max` may read them), which only the register path gives.
-        let ldmatrix_ok = ldmatrix_bases(shape, Operand::A).is_some()
+        let k_whole = self.shape(operands[0].0).is_ok_and(|s| {
+            s.last()
+                .is_some_and(|&k| k.is_multiple_of(mma_layout::BLOCK_K))
+        });
+        let ldmatrix_ok = k_whole
+            && ldmatrix_bases(shape, Operand::A).is_some()
             && ldmatrix_bases(shape, Operand::B).is_some()
             && operands
                 .iter()
@@ -463,6 +469,13 @@ impl Emitter<'_> {
                     let mut words = Vec::with_capacity(2);
                     for f in halves {
                         let at = [batch, row0 + f.base.0, col0 + f.base.1];
+                        let shape = self.plan.layout(layout).shape();
+                        let r = shape.len();
+                        // Past K (not a multiple of 16): a zero, which the sums skip.
+                        if at[1] >= shape[r - 2] || at[2] >= shape[r - 1] {
+                            words.push(self.konst(Constant::new(ScalarType::U16, 0)));
+                            continue;
+                        }
                         let v = regs[self.register_at(layout, at)?];
                         words.push(self.bitcast(v, ScalarType::U16)?);
                     }
