@@ -1,5 +1,5 @@
 //! The kernel language's macros: `const_shape![..]` (a static shape; `const_shape!(S)` of an
-//! array parameter), `const_array![..]`, `cuda_tile_print!(fmt, args..)` and
+//! array parameter; `shape![..]` is the same, by cuTile Rust's newer name), `const_array![..]`, `cuda_tile_print!(fmt, args..)` and
 //! `cuda_tile_assert!(cond, msg)` (`assert!` alike).
 //!
 //! `cuda_tile_print!` takes Rust's format syntax and prints once per tile block, through the
@@ -33,7 +33,8 @@ impl Lowerer<'_> {
         };
         let args: Vec<&syn::Expr> = args.iter().collect();
         match name.as_str() {
-            "const_shape" => {
+            // `shape!` is the newer cuTile Rust name.
+            "const_shape" | "shape" => {
                 let mut entries = Vec::new();
                 for a in args {
                     entries.extend(self.shape_macro_entry(a)?);
