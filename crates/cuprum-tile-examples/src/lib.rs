@@ -42,50 +42,39 @@ pub fn fmha_ref_exec(
     v_shape: &[usize],
     scale: f32,
 ) -> Tensor {
-    match attention(q, q_shape, k, k_shape, v, v_shape, scale) {
+    let attention = || -> candle_core::Result<Tensor> {
+        let cpu = &Device::Cpu;
+        let (q, k, v) = (
+            Tensor::from_slice(q, q_shape, cpu)?,
+            Tensor::from_slice(k, k_shape, cpu)?,
+            Tensor::from_slice(v, v_shape, cpu)?,
+        );
+        let h = q.dims4()?.1;
+        let hkv = k.dims4()?.1;
+        if hkv == 0 || h % hkv != 0 {
+            candle_core::bail!("{h} query heads do not share {hkv} key/value heads evenly");
+        }
+        // Each key/value head repeated for the query heads of its group.
+        let repeat = |t: &Tensor| -> candle_core::Result<Tensor> {
+            let (tb, th, tn, td) = t.dims4()?;
+            t.unsqueeze(2)?
+                .broadcast_as((tb, th, h / hkv, tn, td))?
+                .reshape((tb, h, tn, td))
+        };
+        let (k, v) = (repeat(&k)?, repeat(&v)?);
+        let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * f64::from(scale))?;
+        let max = scores.max_keepdim(3)?;
+        let e = scores.broadcast_sub(&max)?.exp()?;
+        let p = e.broadcast_div(&e.sum_keepdim(3)?)?;
+        p.matmul(&v.contiguous()?)
+    };
+    match attention() {
         Ok(t) => t,
         Err(e) => panic!(
             "fmha_ref_exec: q {q_shape:?}, k {k_shape:?}, v {v_shape:?} do not make an \
              attention: {e}"
         ),
     }
-}
-
-fn attention(
-    q: &[f32],
-    q_shape: &[usize],
-    k: &[f32],
-    k_shape: &[usize],
-    v: &[f32],
-    v_shape: &[usize],
-    scale: f32,
-) -> candle_core::Result<Tensor> {
-    let cpu = &Device::Cpu;
-    let (q, k, v) = (
-        Tensor::from_slice(q, q_shape, cpu)?,
-        Tensor::from_slice(k, k_shape, cpu)?,
-        Tensor::from_slice(v, v_shape, cpu)?,
-    );
-    let (b, h, m, d) = q.dims4()?;
-    let hkv = k.dims4()?.1;
-    if hkv == 0 || h % hkv != 0 {
-        candle_core::bail!("{h} query heads do not share {hkv} key/value heads evenly");
-    }
-    // Each key/value head repeated for the query heads of its group.
-    let repeat = |t: &Tensor| -> candle_core::Result<Tensor> {
-        let (tb, th, tn, td) = t.dims4()?;
-        t.unsqueeze(2)?
-            .broadcast_as((tb, th, h / hkv, tn, td))?
-            .reshape((tb, h, tn, td))
-    };
-    let (k, v) = (repeat(&k)?, repeat(&v)?);
-    let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * f64::from(scale))?;
-    let max = scores.max_keepdim(3)?;
-    let e = scores.broadcast_sub(&max)?.exp()?;
-    let p = e.broadcast_div(&e.sum_keepdim(3)?)?;
-    let out = p.matmul(&v.contiguous()?)?;
-    debug_assert_eq!(out.dims(), &[b, h, m, d]);
-    Ok(out)
 }
 
 /// Prints a matrix (a rank-2 tensor): its column numbers, then one line per row, each

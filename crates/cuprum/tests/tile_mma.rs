@@ -205,67 +205,53 @@ fn check_tensor_core_result(
     }
 }
 
+/// One GEMM of `xs · ys` rounded to the half type `H` (`kernels::mixed`), checked against
+/// the exact sum of the rounded inputs.
+fn half_gemm<H: DType + Into<f32>>(
+    s: &Stream,
+    (xs, ys): (&[f32], &[f32]),
+    (m, n, k): (usize, usize, usize),
+    [bm, bn, bk]: [usize; 3],
+    from_f32: fn(f32) -> H,
+) {
+    let x: Vec<H> = xs.iter().map(|&v| from_f32(v)).collect();
+    let y: Vec<H> = ys.iter().map(|&v| from_f32(v)).collect();
+    let ty = H::DTYPE.as_str();
+    let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
+    let got = ok(
+        kernels::mixed(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
+            .generics([
+                ty.to_string(),
+                bm.to_string(),
+                bn.to_string(),
+                bk.to_string(),
+            ])
+            .first()
+            .unpartition()
+            .to_host_vec()
+            .sync_on(s),
+    );
+    let xf: Vec<f32> = x.into_iter().map(Into::into).collect();
+    let yf: Vec<f32> = y.into_iter().map(Into::into).collect();
+    check_tensor_core_result(&format!("{ty} gemm {m}x{n}x{k}"), &got, &xf, &yf, (m, n, k));
+}
+
 #[test]
 fn half_precision_gemms_are_within_the_tensor_cores_bound() {
     let s = stream();
     let mut r = rng("half_precision_gemms_are_within_the_tensor_cores_bound");
-    // K steps of 8 as cuTile Rust's examples take them: each a short tensor-core step.
+    // The last: K steps of 8, as cuTile Rust's examples take them (each a short step).
     for (m, n, k, tiles) in [
         (40, 24, 50, [32, 16, 32]),
         (64, 64, 64, [64, 64, 16]),
         (17, 9, 16, [16, 8, 16]),
         (33, 20, 29, [16, 16, 8]),
     ] {
-        let [bm, bn, bk] = tiles;
         let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
         let ys: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);
         let dims = (m, n, k);
-        let generics = |ty: &str| {
-            [
-                ty.to_string(),
-                bm.to_string(),
-                bn.to_string(),
-                bk.to_string(),
-            ]
-        };
-
-        let (x, y): (Vec<f16>, Vec<f16>) = (
-            xs.iter().map(|&v| f16::from_f32(v)).collect(),
-            ys.iter().map(|&v| f16::from_f32(v)).collect(),
-        );
-        let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
-        let got = ok(
-            kernels::mixed(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
-                .generics(generics("f16"))
-                .first()
-                .unpartition()
-                .to_host_vec()
-                .sync_on(&s),
-        );
-        let (xf, yf): (Vec<f32>, Vec<f32>) = (
-            x.iter().map(|v| v.to_f32()).collect(),
-            y.iter().map(|v| v.to_f32()).collect(),
-        );
-        check_tensor_core_result(&format!("f16 gemm {m}x{n}x{k}"), &got, &xf, &yf, dims);
-
-        let (x, y): (Vec<bf16>, Vec<bf16>) = (
-            xs.iter().map(|&v| bf16::from_f32(v)).collect(),
-            ys.iter().map(|&v| bf16::from_f32(v)).collect(),
-        );
-        let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
-        let got = ok(
-            kernels::mixed(z, api::from_host(&x, &[m, k]), api::from_host(&y, &[k, n]))
-                .generics(generics("bf16"))
-                .first()
-                .unpartition()
-                .to_host_vec()
-                .sync_on(&s),
-        );
-        let (xf, yf): (Vec<f32>, Vec<f32>) = (
-            x.iter().map(|v| v.to_f32()).collect(),
-            y.iter().map(|v| v.to_f32()).collect(),
-        );
-        check_tensor_core_result(&format!("bf16 gemm {m}x{n}x{k}"), &got, &xf, &yf, dims);
+        half_gemm::<f16>(&s, (&xs, &ys), dims, tiles, f16::from_f32);
+        half_gemm::<bf16>(&s, (&xs, &ys), dims, tiles, bf16::from_f32);
     }
 }
 

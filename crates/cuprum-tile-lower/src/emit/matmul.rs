@@ -21,7 +21,7 @@ use cuprum_tile_ir::{MmaKind, TileValue};
 
 use super::scratch::Claim;
 use super::{Emitter, Lv, R};
-use crate::layout::{LANE_BITS, row_major_strides};
+use crate::layout::LANE_BITS;
 use crate::mma_layout::{self, Operand};
 use crate::plan::{LayoutId, Repr};
 
@@ -247,39 +247,6 @@ impl Emitter<'_> {
         self.write_tile(cb, lb, &b_regs, &sb)?;
         self.scratch_written(claim);
         Ok(Staged { a: ca, b: cb })
-    }
-
-    /// Writes registers `regs` of layout `layout` (a tile of `shape`) row-major into `claim`:
-    /// each element once, by the thread that holds it unreplicated.
-    fn write_tile(
-        &mut self,
-        claim: Claim,
-        layout: LayoutId,
-        regs: &[Value],
-        shape: &[u32],
-    ) -> R<()> {
-        self.write_tile_strided(claim, layout, regs, &row_major_strides(shape))
-    }
-
-    /// [`write_tile`](Self::write_tile) with the element at coordinates `c` at index
-    /// `sum(c[i] * strides[i])`.
-    fn write_tile_strided(
-        &mut self,
-        claim: Claim,
-        layout: LayoutId,
-        regs: &[Value],
-        strides: &[u64],
-    ) -> R<()> {
-        let strides = strides.to_vec();
-        let primary = self.primary(layout);
-        self.if_some(primary, |e| {
-            for (r, &v) in regs.iter().enumerate() {
-                let index = e.linear_index(layout, r, &strides)?;
-                let valid = e.valid(layout, r)?;
-                e.if_some(valid, |e| e.shared_store(claim, index, v))?;
-            }
-            Ok(())
-        })
     }
 
     /// Runs `body(k)` for `k = start, start + step, ...` while `k < end` (all `U32`, `end`

@@ -24,6 +24,8 @@ use cuprum_tile_ir::{Combine, TileValue};
 
 use super::{Emitter, R};
 use crate::emit::values::shared_type;
+use crate::layout::row_major_strides;
+use crate::plan::LayoutId;
 
 /// What of the scratch threads may still be reading since the block last met at a barrier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,6 +235,39 @@ impl Emitter<'_> {
             InUse::Unknown
         };
         Ok(out)
+    }
+
+    /// Writes registers `regs` of layout `layout` (a tile of `shape`) row-major into `claim`:
+    /// each element once, by the thread that holds it unreplicated.
+    pub(crate) fn write_tile(
+        &mut self,
+        claim: Claim,
+        layout: LayoutId,
+        regs: &[Value],
+        shape: &[u32],
+    ) -> R<()> {
+        self.write_tile_strided(claim, layout, regs, &row_major_strides(shape))
+    }
+
+    /// [`write_tile`](Self::write_tile) with the element at coordinates `c` at index
+    /// `sum(c[i] * strides[i])`.
+    pub(crate) fn write_tile_strided(
+        &mut self,
+        claim: Claim,
+        layout: LayoutId,
+        regs: &[Value],
+        strides: &[u64],
+    ) -> R<()> {
+        let strides = strides.to_vec();
+        let primary = self.primary(layout);
+        self.if_some(primary, |e| {
+            for (r, &v) in regs.iter().enumerate() {
+                let index = e.linear_index(layout, r, &strides)?;
+                let valid = e.valid(layout, r)?;
+                e.if_some(valid, |e| e.shared_store(claim, index, v))?;
+            }
+            Ok(())
+        })
     }
 
     /// Stores `v` as element `index` (`U32`) of `claim`'s bytes.

@@ -287,16 +287,7 @@ impl Emitter<'_> {
     ) -> R<Vec<Value>> {
         let count: u64 = from.iter().map(|&n| u64::from(n)).product();
         let claim = self.claim_scratch(count, ty)?;
-        let strides = row_major_strides(from);
-        let primary = self.primary(from_layout);
-        self.if_some(primary, |e| {
-            for (r, &v) in regs.iter().enumerate() {
-                let index = e.linear_index(from_layout, r, &strides)?;
-                let valid = e.valid(from_layout, r)?;
-                e.if_some(valid, |e| e.shared_store(claim, index, v))?;
-            }
-            Ok(())
-        })?;
+        self.write_tile(claim, from_layout, regs, from)?;
         self.scratch_written(claim);
         let dst_shape = self.plan.layout(to).shape().to_vec();
         let weights = map.weights(from, &dst_shape);
