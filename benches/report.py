@@ -383,6 +383,10 @@ def self_test():
     assert by[("vecadd", "torch")]["ratio (peer/cuprum)"] == "0.95"
     assert ("vecadd_gridstride", "torch (vecadd)") in by
     assert by[("hgemm_mma", "cublas")]["cuprum throughput"].endswith("TFLOP/s")
+    # A rung at a second size pairs with the peer of that size only.
+    big = [r for r in rows if r["case"] == "hopper_gemm_128x256_bf16"]
+    assert [(r["size"], r["peer"]) for r in big] == [("8192x8192x8192", "torch (hgemm_mma)")], big
+    assert big[0]["ratio (peer/cuprum)"] == "0.82", big
     assert by[("sgemm_reg", "cublas (sgemm)")]["peer ms"] == "10.0000"
     assert by[("iter_sum", "torch (sum)")]["% of copy BW"] == "100%"
     assert by[("copy", "torch")]["peer throughput"] == "4000 GB/s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole benchmark suite in one run on a GPU machine: builds the CUDA C++ peers
 # (benches/peers/*.cu, nvcc -O3 -arch=sm_90, cuBLAS where it links), runs them, the packed cuprum
-# examples (bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm iter_bench tile_bench, and
+# examples (bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm (at 4096^3
+# and 8192^3) iter_bench tile_bench, and
 # compile_latency: the compile and start-up latency of every case's kernels) and the
 # PyTorch/Triton peers (benches/peers/torch_peers.py, and tile_peers.py for the tile track), all into one log; then benches/report.py
 # turns the log into the markdown tables (printed), $OUT/bench.csv, $OUT/latency.csv,
@@ -68,6 +69,10 @@ for round in $(seq 1 "$ROUNDS"); do
       fail "missing-$BIN/example-$e" 127
     fi
   done
+  # The Hopper GEMM also at 8192^3 (its peer there: PyTorch's bf16 matmul in torch_peers.py).
+  if [ -x "$BIN/example-hopper_gemm" ]; then
+    CUPRUM_DEVICE=cuda run "cuprum-hopper_gemm_8192-r$round" "$BIN/example-hopper_gemm" --size 8192
+  fi
   if "$PYTHON" -c "import torch" 2>/dev/null; then
     run "torch_peers-r$round" "$PYTHON" benches/peers/torch_peers.py
     run "tile_peers-r$round" "$PYTHON" benches/peers/tile_peers.py

@@ -188,13 +188,15 @@ def main():
         result("sgemm", "torch", size, 12 * mm * mm, 2 * mm**3, median_ms(lambda: torch.mm(a, b)))
 
     def hgemm():
-        a = (torch.rand(mm, mm, device="cuda") * 2 - 1).to(torch.bfloat16)
-        b = (torch.rand(mm, mm, device="cuda") * 2 - 1).to(torch.bfloat16)
-        c = torch.mm(a, b)
-        ref = torch.mm(a[:16].double(), b.double())
-        check(torch.allclose(c[:16].double(), ref, rtol=2e-2, atol=0.5), "hgemm")
-        size = f"{mm}x{mm}x{mm}"
-        result("hgemm_mma", "torch", size, 2 * 3 * mm * mm, 2 * mm**3, median_ms(lambda: torch.mm(a, b)))
+        # 4096^3 (bench_simt's size) and, unless quick, 8192^3 (hopper_gemm's second size).
+        for g in (mm,) if quick else (mm, 2 * mm):
+            a = (torch.rand(g, g, device="cuda") * 2 - 1).to(torch.bfloat16)
+            b = (torch.rand(g, g, device="cuda") * 2 - 1).to(torch.bfloat16)
+            c = torch.mm(a, b)
+            ref = torch.mm(a[:16].double(), b.double())
+            check(torch.allclose(c[:16].double(), ref, rtol=2e-2, atol=0.5), f"hgemm {g}")
+            size = f"{g}x{g}x{g}"
+            result("hgemm_mma", "torch", size, 2 * 3 * g * g, 2 * g**3, median_ms(lambda: torch.mm(a, b)))
 
     for fn in (copy, vecadd, saxpy, reduce, softmax, transpose, sgemm, hgemm):
         case(fn)
