@@ -44,7 +44,7 @@ pub(crate) fn mma(
         let a = &a[batch * d.m * d.k..][..d.m * d.k];
         let b = &b[batch * d.k * d.n..][..d.k * d.n];
         let acc = &acc[batch * d.m * d.n..][..d.m * d.n];
-        // B by columns, so that each dot product reads both operands in order.
+        // B by columns, so that each tensor-core dot product reads both operands in order.
         let column = |j: usize| (0..d.k).map(move |kk| b[kk * d.n + j]);
         match kind {
             MmaKind::TensorCore { input } => {
@@ -72,13 +72,14 @@ pub(crate) fn mma(
                 }
             }
             MmaKind::FmaChain { elem } => {
-                let bt: Vec<u64> = (0..d.n).flat_map(column).collect();
+                // Row by row: every element of a row takes its k-th product at step k, so
+                // each one's chain runs in order of k while a step covers the whole row.
                 for i in 0..d.m {
-                    let row = &a[i * d.k..][..d.k];
-                    for j in 0..d.n {
-                        let col = &bt[j * d.k..][..d.k];
-                        out.push(fma_chain(elem, acc[i * d.n + j], row, col)?);
+                    let mut row = acc[i * d.n..][..d.n].to_vec();
+                    for kk in 0..d.k {
+                        fma_row(elem, a[i * d.k + kk], &b[kk * d.n..][..d.n], &mut row)?;
                     }
+                    out.extend_from_slice(&row);
                 }
             }
         }
@@ -86,14 +87,22 @@ pub(crate) fn mma(
     Ok(out)
 }
 
-/// `d = fma(x[k], y[k], d)` for `k` in order, from `d = init`, with the kernel IR's fused
-/// multiply-add of `elem` (`F32` or `F64`).
-fn fma_chain(elem: ScalarType, init: u64, x: &[u64], y: &[u64]) -> Result<u64, OpFault> {
-    let mut d = [init];
-    for (&p, &q) in x.iter().zip(y) {
-        let mut next = [0u64];
-        scalar::mul_add(elem, &[p], &[q], &d, &mut next)?;
-        d = next;
+/// `d[j] = fma(x, y[j], d[j])` for every `j`, with the kernel IR's fused multiply-add of
+/// `elem` (`F32` or `F64`), eight lanes at a time.
+fn fma_row(elem: ScalarType, x: u64, y: &[u64], d: &mut [u64]) -> Result<(), OpFault> {
+    const LANES: usize = 8;
+    let xs = [x; LANES];
+    let mut next = [0u64; LANES];
+    let (y_chunks, y_rest) = y.as_chunks::<LANES>();
+    let (d_chunks, d_rest) = d.as_chunks_mut::<LANES>();
+    for (yc, dc) in y_chunks.iter().zip(d_chunks) {
+        scalar::mul_add(elem, &xs, yc, dc, &mut next)?;
+        *dc = next;
     }
-    Ok(d[0])
+    for (&yj, dj) in y_rest.iter().zip(d_rest) {
+        let mut one = [0u64];
+        scalar::mul_add(elem, &[x], &[yj], &[*dj], &mut one)?;
+        *dj = one[0];
+    }
+    Ok(())
 }
