@@ -438,13 +438,24 @@ impl Emitter<'_> {
                         let at = [batch, row0 + f.base.0, col0 + f.base.1];
                         let shape = self.plan.layout(layout).shape();
                         let r = shape.len();
-                        // Past K (not a multiple of 16): a zero, which the sums skip.
+                        // K is A's columns and B's rows.
+                        let k_axis = if operand == Operand::A { r - 1 } else { r - 2 };
+                        let zero = self.konst(Constant::new(ScalarType::U16, 0));
+                        // Past K (not a multiple of 16) a fragment holds zeros, which the
+                        // sums skip: where the block's position is past it in every lane...
                         if at[1] >= shape[r - 2] || at[2] >= shape[r - 1] {
-                            words.push(self.konst(Constant::new(ScalarType::U16, 0)));
+                            words.push(zero);
                             continue;
                         }
-                        let v = regs[self.register_at(layout, at)?];
-                        words.push(self.bitcast(v, ScalarType::U16)?);
+                        let reg = self.register_at(layout, at)?;
+                        let bits = self.bitcast(regs[reg], ScalarType::U16)?;
+                        // ...and where only some lanes' positions are (their registers hold
+                        // clamped copies of the last column or row of K, not zeros).
+                        let word = match self.valid_along(layout, reg, k_axis)? {
+                            Some(inside) => self.select(inside, bits, zero)?,
+                            None => bits,
+                        };
+                        words.push(word);
                     }
                     match words[..] {
                         [lo, hi] => self.pack_halves([lo, hi]),
