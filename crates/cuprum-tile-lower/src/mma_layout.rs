@@ -30,8 +30,8 @@ pub(crate) const BLOCK_K: u32 = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LaneAffine {
     pub(crate) base: (u32, u32),
-    per_g: (u32, u32),
-    per_t: (u32, u32),
+    pub(crate) per_g: (u32, u32),
+    pub(crate) per_t: (u32, u32),
 }
 
 impl LaneAffine {

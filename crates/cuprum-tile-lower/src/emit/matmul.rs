@@ -438,8 +438,6 @@ impl Emitter<'_> {
                         let at = [batch, row0 + f.base.0, col0 + f.base.1];
                         let shape = self.plan.layout(layout).shape();
                         let r = shape.len();
-                        // K is A's columns and B's rows.
-                        let k_axis = if operand == Operand::A { r - 1 } else { r - 2 };
                         let zero = self.konst(Constant::new(ScalarType::U16, 0));
                         // Past K (not a multiple of 16) a fragment holds zeros, which the
                         // sums skip: where the block's position is past it in every lane...
@@ -449,11 +447,27 @@ impl Emitter<'_> {
                         }
                         let reg = self.register_at(layout, at)?;
                         let bits = self.bitcast(regs[reg], ScalarType::U16)?;
-                        // ...and where only some lanes' positions are (their registers hold
-                        // clamped copies of the last column or row of K, not zeros).
-                        let word = match self.valid_along(layout, reg, k_axis)? {
-                            Some(inside) => self.select(inside, bits, zero)?,
-                            None => bits,
+                        // ...and where only some lanes' positions are (the layout gives them
+                        // copies: clamped, or replicas where a lane bit's step passes K).
+                        // K is A's columns and B's rows.
+                        let (base, per_g, per_t, k) = if operand == Operand::A {
+                            (at[2], f.per_g.1, f.per_t.1, shape[r - 1])
+                        } else {
+                            (at[1], f.per_g.0, f.per_t.0, shape[r - 2])
+                        };
+                        let word = if base + 7 * per_g + 3 * per_t < k {
+                            bits
+                        } else {
+                            let lane_mask = self.u32c(31);
+                            let lane = self.bin(BinaryOp::And, self.tid(), lane_mask)?;
+                            let two = self.u32c(2);
+                            let g = self.bin(BinaryOp::Shr, lane, two)?;
+                            let three = self.u32c(3);
+                            let t = self.bin(BinaryOp::And, lane, three)?;
+                            let pos = self.lane_offset(base, (g, per_g), (t, per_t))?;
+                            let kc = self.u32c(k);
+                            let inside = self.cmp(CmpOp::Lt, pos, kc)?;
+                            self.select(inside, bits, zero)?
                         };
                         words.push(word);
                     }
@@ -514,6 +528,24 @@ impl Emitter<'_> {
                 self.built(r)
             }
         }
+    }
+
+    /// `base + g * per_g + t * per_t` (`U32`), the terms with a zero factor left out.
+    fn lane_offset(
+        &mut self,
+        base: u32,
+        (g, per_g): (Value, u32),
+        (t, per_t): (Value, u32),
+    ) -> R<Value> {
+        let mut acc = self.u32c(base);
+        for (x, k) in [(g, per_g), (t, per_t)] {
+            if k != 0 {
+                let kc = self.u32c(k);
+                let term = self.mul(x, kc)?;
+                acc = self.add(acc, term)?;
+            }
+        }
+        Ok(acc)
     }
 
     /// What this thread's warp adds to the raw coordinates of `layout` (an operand layout)
