@@ -426,7 +426,7 @@ impl Gen<'_> {
 
     fn float_op(&mut self, ty: ScalarType, shape: &[u32]) -> R<TileValue> {
         match self.below(13) {
-            12 if shape.len() >= 2 && matches!(ty, ScalarType::F32 | ScalarType::F64) => {
+            12 if mma_fits(shape) && matches!(ty, ScalarType::F32 | ScalarType::F64) => {
                 self.mma(ty, shape)
             }
             0 | 1 => {
@@ -900,5 +900,17 @@ impl Gen<'_> {
             message: format!("tile fuzz seed {}: an assertion that holds", self.seed),
         });
         Ok(())
+    }
+}
+
+/// Whether an `mma` giving a tile of `shape` stays within what one block lowers: a matrix or
+/// a few batches (each thread holds fragments of every batch), and operands and result small
+/// enough to move between layouts through shared memory.
+fn mma_fits(shape: &[u32]) -> bool {
+    let elements: u64 = shape.iter().map(|&n| u64::from(n)).product();
+    match shape.len() {
+        2 => elements <= 8192,
+        3 => shape[0] <= 4 && elements <= 8192,
+        _ => false,
     }
 }
