@@ -75,9 +75,11 @@
 //! tiles are refused with [`LowerError::Unsupported`]; so are reduce closures that do more
 //! than combine two scalars (loads, reductions, stores, prints), reductions of `bool` tiles
 //! other than by closures, and operations the kernel IR does not have for an element type.
-//! `mma` is lowered by a portable recipe (`emit::matmul`): operands staged in shared
-//! memory, `mma.sync` for `f16`/`bf16`, fused multiply-add chains for `f32`/`f64`; exact,
-//! not yet fast.
+//! `mma` is lowered by a portable recipe (`emit::matmul`): `mma.sync` on fragment layouts
+//! (`mma_layout`) for `f16`/`bf16`, operands read with `ldmatrix` from shared memory; fused
+//! multiply-add chains over staged operands for `f32`/`f64`; exact, not yet fast. Every
+//! thread holds fragments of every batch of a rank-3 `mma` (warps are not spread over the
+//! batch axis), so many batches in one tile run out of registers.
 //!
 //! Sub-tile stores (`Stmt::StorePart`, the source's `partition_mut(..).store(t, index)`)
 //! are stores like any other, at the sub-tile's place in the own tile, with the elements
