@@ -22,7 +22,7 @@ use cuprum_tile_ir::{MmaKind, TileValue};
 use super::scratch::Claim;
 use super::{Emitter, Lv, R};
 use crate::layout::LANE_BITS;
-use crate::mma_layout::{self, Operand};
+use crate::mma_layout::{self, LaneAffine, Operand};
 use crate::plan::{LayoutId, Repr};
 
 /// Elements of padding after each row of an operand staged for `ldmatrix`: 16 bytes, so that
@@ -34,11 +34,13 @@ const ROW_PAD: u32 = 8;
 enum Source {
     /// Its registers in its fragment layout.
     Regs(Vec<Value>),
-    /// Its tile, row-major in shared memory: `rows` per batch, each `stride` elements.
+    /// Its tile, row-major in shared memory: `rows` per batch, each `stride` elements, read
+    /// with `ldmatrix` as `plan` says.
     Shared {
         claim: Claim,
         rows: u32,
         stride: u32,
+        plan: LdMatrixPlan,
     },
 }
 
@@ -158,8 +160,9 @@ impl Emitter<'_> {
     /// Where each tensor-core operand's fragments come from: its registers when it already
     /// is in its fragment layout (or costs nothing to put there: a uniform or iota tile),
     /// when a fragment layout clamps (warps past the tile's end) or when `K` is not a
-    /// multiple of 16 (`ldmatrix` would read past its rows), else shared memory, where it is written row-major from the registers it is in and read
-    /// back with `ldmatrix` (one barrier for both operands).
+    /// multiple of 16 (`ldmatrix` would read past its rows); else shared memory, where it is
+    /// written row-major from the registers it is in and read back with `ldmatrix` (one
+    /// barrier for both operands).
     fn operand_sources(
         &mut self,
         shape: MmaShape,
@@ -171,9 +174,12 @@ impl Emitter<'_> {
             s.last()
                 .is_some_and(|&k| k.is_multiple_of(mma_layout::BLOCK_K))
         });
+        let plans = [
+            ldmatrix_bases(shape, Operand::A),
+            ldmatrix_bases(shape, Operand::B),
+        ];
         let ldmatrix_ok = k_whole
-            && ldmatrix_bases(shape, Operand::A).is_some()
-            && ldmatrix_bases(shape, Operand::B).is_some()
+            && plans.iter().all(Option::is_some)
             && operands
                 .iter()
                 .all(|&(_, l)| self.plan.layout(l).never_clamps());
@@ -213,10 +219,13 @@ impl Emitter<'_> {
                 strides[0] = u64::from(s[1] * stride);
             }
             self.write_tile_strided(part, layout, &regs, &strides)?;
+            let plan =
+                plans[i].ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
             sources[i] = Source::Shared {
                 claim: part,
                 rows: s[r - 2],
                 stride,
+                plan,
             };
         }
         self.scratch_written(claim);
@@ -349,7 +358,7 @@ impl Emitter<'_> {
             mma_layout::fragment_forms(shape, operand)
                 .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))
         };
-        let fc = forms(Operand::C)?;
+        let (fa, fb, fc) = (forms(Operand::A)?, forms(Operand::B)?, forms(Operand::C)?);
         let rank = self.plan.layout(lc).rank();
         // The origins of this thread's blocks: every C register that is a fragment's first.
         let first = fc
@@ -375,17 +384,21 @@ impl Emitter<'_> {
             }
             let mut c = c_at.map(|i| c_regs[i]);
             for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
-                let mut get =
-                    |e: &mut Self, operand, source: &Source, layout, at| -> R<Vec<Value>> {
-                        if let Some(f) = fragments.get(&(operand, at)) {
-                            return Ok(f.clone());
-                        }
-                        let f = e.fragment(shape, operand, source, layout, at)?;
-                        fragments.insert((operand, at), f.clone());
-                        Ok(f)
-                    };
-                let a = get(self, Operand::A, &sa, la, [batch, row0, k0])?;
-                let b = get(self, Operand::B, &sb, lb, [batch, k0, col0])?;
+                let mut get = |e: &mut Self,
+                               (operand, forms): (Operand, &[LaneAffine]),
+                               source: &Source,
+                               layout,
+                               at|
+                 -> R<Vec<Value>> {
+                    if let Some(f) = fragments.get(&(operand, at)) {
+                        return Ok(f.clone());
+                    }
+                    let f = e.fragment((operand, forms), source, layout, at)?;
+                    fragments.insert((operand, at), f.clone());
+                    Ok(f)
+                };
+                let a = get(self, (Operand::A, &fa), &sa, la, [batch, row0, k0])?;
+                let b = get(self, (Operand::B, &fb), &sb, lb, [batch, k0, col0])?;
                 let a4: [Value; 4] = a
                     .try_into()
                     .map_err(|_| self.internal("an A fragment of other than 4 registers"))?;
@@ -421,14 +434,11 @@ impl Emitter<'_> {
     /// (A) or 16x8 (B) block at `[batch, row, col]` of its tile.
     fn fragment(
         &mut self,
-        shape: MmaShape,
-        operand: Operand,
+        (operand, forms): (Operand, &[LaneAffine]),
         source: &Source,
         layout: LayoutId,
         [batch, row0, col0]: [u32; 3],
     ) -> R<Vec<Value>> {
-        let forms = mma_layout::fragment_forms(shape, operand)
-            .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))?;
         match source {
             Source::Regs(regs) => forms
                 .chunks(2)
@@ -481,14 +491,14 @@ impl Emitter<'_> {
                 claim,
                 rows,
                 stride,
+                plan:
+                    LdMatrixPlan {
+                        base1,
+                        base2,
+                        count,
+                        trans,
+                    },
             } => {
-                let LdMatrixPlan {
-                    base1,
-                    base2,
-                    count,
-                    trans,
-                } = ldmatrix_bases(shape, operand)
-                    .ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
                 // Lane l gives the address of row l % 8 of matrix (l / 8) % count; matrix m
                 // starts at m's bit 0 times `base1` plus its bit 1 times `base2`.
                 let lane_mask = self.u32c(31);
