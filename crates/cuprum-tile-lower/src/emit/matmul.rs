@@ -105,12 +105,6 @@ struct Dims {
     k: u32,
 }
 
-/// Where the staged operands are in the scratch.
-struct Staged {
-    a: Claim,
-    b: Claim,
-}
-
 impl Emitter<'_> {
     /// Lowers `value = mma(a, b, acc)` (see the module docs).
     pub(super) fn mma(
@@ -140,8 +134,12 @@ impl Emitter<'_> {
         let acc_regs = self.regs_in(acc, out)?;
         match kind {
             MmaKind::FmaChain { elem } => {
-                let staged = self.stage_operands(a, la, b, lb)?;
-                let regs = self.fma_chain(elem, dims, &staged, out, acc_regs)?;
+                let (a_regs, b_regs) = (self.regs_in(a, la)?, self.regs_in(b, lb)?);
+                let parts = self.stage_rows(&[(a, la, a_regs), (b, lb, b_regs)], 0)?;
+                let [(ca, _), (cb, _)] = parts[..] else {
+                    return Err(self.internal("two operands staged, not two parts"));
+                };
+                let regs = self.fma_chain(elem, dims, [ca, cb], out, acc_regs)?;
                 Ok(Lv::Dist { layout: out, regs })
             }
             MmaKind::TensorCore { input } => {
@@ -196,66 +194,61 @@ impl Emitter<'_> {
         if staged.is_empty() {
             return Ok(sources);
         }
-        let ty = self.elem(operands[0].0)?;
-        let mut sizes = Vec::with_capacity(staged.len());
-        for (_, v, _, _) in &staged {
+        let (slots, tiles): (Vec<usize>, Vec<_>) = staged
+            .into_iter()
+            .map(|(i, v, l, r)| (i, (v, l, r)))
+            .unzip();
+        let parts = self.stage_rows(&tiles, ROW_PAD)?;
+        for ((i, (v, ..)), (claim, stride)) in slots.into_iter().zip(&tiles).zip(parts) {
             let s = self.shape(*v)?;
-            let r = s.len();
-            let rows: u64 = s[..r - 1].iter().map(|&n| u64::from(n)).product();
-            let count = rows * u64::from(s[r - 1] + ROW_PAD);
-            sizes.push((count * u64::from(ty.size_bytes())).next_multiple_of(16));
+            let plan =
+                plans[i].ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
+            sources[i] = Source::Shared {
+                claim,
+                rows: s[s.len() - 2],
+                stride,
+                plan,
+            };
         }
-        let claim = self.claim_scratch(sizes.iter().sum(), ScalarType::U8)?;
-        let mut at = 0u32;
-        for ((i, v, layout, regs), bytes) in staged.into_iter().zip(sizes) {
-            let part = claim.part(at, bytes as u32);
-            at += bytes as u32;
+        Ok(sources)
+    }
+
+    /// Writes `tiles` (each a value, the layout its registers are in, and the registers) to
+    /// one scratch claim, row-major with rows of their last dimension plus `pad` elements,
+    /// then meets the block at one barrier; gives each tile's part of the claim and its row
+    /// stride in elements.
+    fn stage_rows(
+        &mut self,
+        tiles: &[(TileValue, LayoutId, Vec<Value>)],
+        pad: u32,
+    ) -> R<Vec<(Claim, u32)>> {
+        let mut sizes = Vec::with_capacity(tiles.len());
+        for &(v, ..) in tiles {
             let s = self.shape(v)?;
             let r = s.len();
-            let stride = s[r - 1] + ROW_PAD;
+            let rows: u64 = s[..r - 1].iter().map(|&n| u64::from(n)).product();
+            let bytes = rows * u64::from(s[r - 1] + pad) * u64::from(self.elem(v)?.size_bytes());
+            sizes.push(bytes.next_multiple_of(16));
+        }
+        let claim = self.claim_scratch(sizes.iter().sum(), ScalarType::U8)?;
+        let mut out = Vec::with_capacity(tiles.len());
+        let mut at = 0u32;
+        for ((v, layout, regs), bytes) in tiles.iter().zip(sizes) {
+            let part = claim.part(at, bytes as u32);
+            at += bytes as u32;
+            let s = self.shape(*v)?;
+            let r = s.len();
+            let stride = s[r - 1] + pad;
             let mut strides = vec![u64::from(stride); r];
             strides[r - 1] = 1;
             if r == 3 {
                 strides[0] = u64::from(s[1] * stride);
             }
-            self.write_tile_strided(part, layout, &regs, &strides)?;
-            let plan =
-                plans[i].ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
-            sources[i] = Source::Shared {
-                claim: part,
-                rows: s[r - 2],
-                stride,
-                plan,
-            };
+            self.write_tile_strided(part, *layout, regs, &strides)?;
+            out.push((part, stride));
         }
         self.scratch_written(claim);
-        Ok(sources)
-    }
-
-    /// Stages `a` and `b` (from layouts `la`, `lb`) row-major in one scratch claim; the
-    /// block meets at a barrier after the writes.
-    fn stage_operands(
-        &mut self,
-        a: TileValue,
-        la: LayoutId,
-        b: TileValue,
-        lb: LayoutId,
-    ) -> R<Staged> {
-        let ty = self.elem(a)?;
-        let count = |s: &[u32]| s.iter().map(|&n| u64::from(n)).product::<u64>();
-        let (sa, sb) = (self.shape(a)?, self.shape(b)?);
-        let size = u64::from(ty.size_bytes());
-        let a_bytes = (count(&sa) * size).next_multiple_of(16);
-        let b_bytes = (count(&sb) * size).next_multiple_of(16);
-        let claim = self.claim_scratch(a_bytes + b_bytes, ScalarType::U8)?;
-        let ca = claim.part(0, a_bytes as u32);
-        let cb = claim.part(a_bytes as u32, b_bytes as u32);
-        let a_regs = self.regs_in(a, la)?;
-        self.write_tile(ca, la, &a_regs, &sa)?;
-        let b_regs = self.regs_in(b, lb)?;
-        self.write_tile(cb, lb, &b_regs, &sb)?;
-        self.scratch_written(claim);
-        Ok(Staged { a: ca, b: cb })
+        Ok(out)
     }
 
     /// Runs `body(k)` for `k = start, start + step, ...` while `k < end` (all `U32`, `end`
@@ -291,11 +284,10 @@ impl Emitter<'_> {
         &mut self,
         elem: ScalarType,
         d: Dims,
-        staged: &Staged,
+        [ca, cb]: [Claim; 2],
         out: LayoutId,
         acc: Vec<Value>,
     ) -> R<Vec<Value>> {
-        let Staged { a: ca, b: cb } = *staged;
         let rank = self.plan.layout(out).rank();
         // Per register: where its row of `a` and its column of `b` start.
         let mut starts = Vec::with_capacity(acc.len());
