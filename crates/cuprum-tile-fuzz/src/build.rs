@@ -115,6 +115,45 @@ impl CaseBuilder {
         p
     }
 
+    /// A raw pointer (an `unsafe` entry's `*mut T`) into a fresh allocation of `alloc_len`
+    /// elements of `elem`, `offset` elements from its start: random elements when `poison`
+    /// is `None`, else every byte `poison`. The kernel sees the elements from the pointer to
+    /// the allocation's end, and the comparison checks the whole allocation.
+    pub fn raw_pointer(
+        &mut self,
+        rng: &mut SmallRng,
+        name: &str,
+        elem: ScalarType,
+        alloc_len: u64,
+        offset: u64,
+        poison: Option<u8>,
+    ) -> u32 {
+        let size = elem.size_bytes() as usize;
+        let mut bytes = vec![poison.unwrap_or(0); alloc_len as usize * size];
+        if poison.is_none() {
+            for i in 0..alloc_len as usize {
+                let c = crate::tensor::random_element(rng, elem);
+                crate::tensor::set_element(&mut bytes, elem, i, c.bits);
+            }
+        }
+        let p = self.b.param(
+            name,
+            ParamKind::Tensor(TensorParam {
+                elem: Elem::Known(elem),
+                dims: vec![TensorDim::Dynamic],
+                access: TensorAccess::Raw,
+            }),
+        );
+        self.args.push(ArgData::Tensor(Tensor {
+            elem,
+            shape: vec![alloc_len.saturating_sub(offset)],
+            strides: vec![1],
+            offset,
+            bytes,
+        }));
+        p
+    }
+
     /// A read-only input of `elem` and `shape`, random elements in a random view of `kind`.
     pub fn input(
         &mut self,

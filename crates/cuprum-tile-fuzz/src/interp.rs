@@ -38,7 +38,7 @@ pub fn interpret(case: &Case) -> (Outcome, String) {
                 ArgData::Tensor(t) => {
                     let output = matches!(
                         &p.kind,
-                        ParamKind::Tensor(tp) if tp.access == TensorAccess::Partitioned
+                        ParamKind::Tensor(tp) if tp.access != TensorAccess::Read
                     );
                     let data = if output {
                         TensorData::Write(b.as_mut_slice())

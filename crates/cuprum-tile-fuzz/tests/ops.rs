@@ -888,6 +888,170 @@ fn loads_inside_on_the_edge_and_outside() {
     check_all("loads", &cases);
 }
 
+/// Each element's row-major position (`i64`) among the tiles of the whole grid: distinct for
+/// every element of every block, so scatters to them do not race. With `reverse_last`, the
+/// position of the element mirrored along the tile's last axis (another thread's, mostly).
+fn grid_positions(k: &mut Ops, grid: &[u64], reverse_last: bool) -> TileValue {
+    let tile = k.tile.clone();
+    let rank = tile.len();
+    let extents: Vec<i64> = grid
+        .iter()
+        .zip(&tile)
+        .map(|(&g, &t)| (g * u64::from(t)) as i64)
+        .collect();
+    let mut pos: Option<TileValue> = None;
+    for axis in 0..rank {
+        let b = k.def(Op::BlockId(axis as u32));
+        let b = k.def(Op::Cast {
+            value: b,
+            to: Elem::Known(S::I64),
+        });
+        let t = k.konst(S::I64, Literal::Int(i64::from(tile[axis])), &[]);
+        let first = k.def(Op::Binary(BinaryOp::Mul, b, t));
+        let first = k.splat(first);
+        let mut along = k.def(Op::Iota {
+            elem: Elem::Known(S::I64),
+            shape: shape_of(&tile),
+            axis: axis as u32,
+        });
+        if reverse_last && axis == rank - 1 {
+            let last = k.konst(S::I64, Literal::Int(i64::from(tile[axis]) - 1), &tile);
+            along = k.def(Op::Binary(BinaryOp::Sub, last, along));
+        }
+        let coord = k.def(Op::Binary(BinaryOp::Add, first, along));
+        let weight: i64 = extents[axis + 1..].iter().product();
+        let w = k.konst(S::I64, Literal::Int(weight), &tile);
+        let term = k.def(Op::Binary(BinaryOp::Mul, coord, w));
+        pos = Some(match pos {
+            Some(p) => k.def(Op::Binary(BinaryOp::Add, p, term)),
+            None => term,
+        });
+    }
+    pos.unwrap_or_else(|| panic!("a rank-0 tile"))
+}
+
+#[test]
+fn gathers_and_scatters_through_raw_pointers() {
+    let seed = seed("gathers_and_scatters_through_raw_pointers");
+    let mut cases = Vec::new();
+    for (i, ty) in ALL.into_iter().enumerate() {
+        let mut k = Ops::new(&format!("raw_{ty}"), seed ^ (i as u64 + 1));
+        let tile = k.tile.clone();
+        let grid: Vec<u64> = tile
+            .iter()
+            .zip(&k.shape)
+            .map(|(&t, &n)| n.div_ceil(u64::from(t)))
+            .collect();
+        let total: u64 = grid
+            .iter()
+            .zip(&tile)
+            .map(|(&g, &t)| g * u64::from(t))
+            .product();
+        let blocks: u64 = grid.iter().product();
+        // Gathers at random offsets, some before or past the pointer's elements, under a
+        // random mask: padding there.
+        let src_len = k.rng.random_range(8..64u64);
+        let src_offset = k.rng.random_range(0..4u64);
+        let src = k.cb.raw_pointer(
+            &mut k.rng,
+            "src",
+            ty,
+            src_offset + src_len,
+            src_offset,
+            None,
+        );
+        let n = src_len as i32;
+        let offsets = k.input_with(S::I32, move |r, _| {
+            u64::from(r.random_range(-3..n + 3) as u32)
+        });
+        let mask = k.input(S::Bool);
+        let padding = k.padding(ty);
+        let g = k.def(Op::Gather {
+            tensor: src,
+            offsets,
+            mask: Some(mask),
+            padding,
+        });
+        k.out("gather", g);
+        // Unsigned offsets, no mask: a `u64` past `i64::MAX` is outside too.
+        let wide = k.input_with(S::U64, move |r, _| match r.random_range(0..4) {
+            0 => u64::MAX - r.random_range(0..3u64),
+            _ => r.random_range(0..u64::try_from(n + 2).unwrap_or(0)),
+        });
+        let padding = k.padding(ty);
+        let g = k.def(Op::Gather {
+            tensor: src,
+            offsets: wide,
+            mask: None,
+            padding,
+        });
+        k.out("gather_unsigned", g);
+        // Scatters: every element to its own place (shifted, so some fall before the
+        // pointer), under a random mask; the rest of the allocation keeps its poison.
+        let dst_offset = k.rng.random_range(0..4u64);
+        let dst_len = dst_offset + total + 4 + blocks;
+        let dst = k.cb.raw_pointer(
+            &mut k.rng,
+            "dst",
+            ty,
+            dst_len,
+            dst_offset,
+            Some(poison::BYTE),
+        );
+        let shift = k.rng.random_range(-2..=2i64);
+        let shift_tile = k.konst(S::I64, Literal::Int(shift), &tile);
+        let pos = grid_positions(&mut k, &grid, false);
+        let at = k.def(Op::Binary(BinaryOp::Add, pos, shift_tile));
+        let value = k.input(ty);
+        let write_mask = k.input(S::Bool);
+        k.cb.b.push(Stmt::Scatter {
+            tensor: dst,
+            offsets: at,
+            value,
+            mask: Some(write_mask),
+        });
+        // The block reads back what it wrote, each element from its mirror image along the
+        // last axis: its own writes, in program order, whichever thread made them.
+        let mirrored = grid_positions(&mut k, &grid, true);
+        let back_at = k.def(Op::Binary(BinaryOp::Add, mirrored, shift_tile));
+        let padding = k.padding(ty);
+        let back = k.def(Op::Gather {
+            tensor: dst,
+            offsets: back_at,
+            mask: None,
+            padding,
+        });
+        k.out("gather_after_scatter", back);
+        // A rank-0 scatter (one element standing for the tile): the block's linear index,
+        // converted, past the tiles' places.
+        if ty != S::Bool {
+            let mut linear = k.def(Op::BlockId(0));
+            let mut scale = grid[0] as i64;
+            for (axis, &g) in grid.iter().enumerate().skip(1) {
+                let b = k.def(Op::BlockId(axis as u32));
+                let w = k.konst(S::I32, Literal::Int(scale), &[]);
+                let term = k.def(Op::Binary(BinaryOp::Mul, b, w));
+                linear = k.def(Op::Binary(BinaryOp::Add, linear, term));
+                scale *= g as i64;
+            }
+            let past = k.konst(S::I32, Literal::Int(total as i64 + 4), &[]);
+            let at = k.def(Op::Binary(BinaryOp::Add, linear, past));
+            let v = k.def(Op::Cast {
+                value: linear,
+                to: Elem::Known(ty),
+            });
+            k.cb.b.push(Stmt::Scatter {
+                tensor: dst,
+                offsets: at,
+                value: v,
+                mask: None,
+            });
+        }
+        cases.push(k.case(Tolerance::Exact));
+    }
+    check_all("raw pointers", &cases);
+}
+
 /// A `for` loop over `counter` of `ty` from `start` to `end` by `step`, summing the counter
 /// into an `i64` tile; the tile stored.
 fn for_case(seed: u64, ty: ScalarType, (start, end, step): (i128, i128, i128)) -> Case {

@@ -13,6 +13,7 @@ use crate::elementwise;
 use crate::error::InterpError;
 use crate::matmul;
 use crate::memory::{AddressFault, TensorView, Window};
+use crate::raw::{self, RawWrites};
 use crate::shape;
 
 /// A tile's elements, row-major, as register bits (immutable once defined, shared by the
@@ -54,6 +55,8 @@ pub(crate) struct OwnTile {
 pub(crate) struct BlockOut {
     pub block: [u32; 3],
     pub own: Vec<(usize, OwnTile)>,
+    /// Its scatters through raw pointers, in program order.
+    pub raw: Vec<(u32, usize, u64)>,
     pub prints: Vec<String>,
 }
 
@@ -85,6 +88,7 @@ impl Launch<'_, '_> {
             id,
             env: vec![None; self.elem.len()],
             own: vec![None; self.params.len()],
+            raw: RawWrites::default(),
             prints: Vec::new(),
         };
         match b.block(&self.kernel.body) {
@@ -99,6 +103,7 @@ impl Launch<'_, '_> {
                 .enumerate()
                 .filter_map(|(p, o)| Some((p, o?)))
                 .collect(),
+            raw: b.raw.log,
             prints: b.prints,
         })
     }
@@ -147,6 +152,8 @@ struct BlockRun<'l, 'k, 'a> {
     env: Vec<Option<Tile>>,
     /// Per parameter: what this block stored to its tile of a partitioned tensor.
     own: Vec<Option<OwnTile>>,
+    /// What this block scattered through raw pointers.
+    raw: RawWrites,
     prints: Vec<String>,
 }
 
@@ -254,6 +261,12 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 index,
                 value,
             } => self.store_part(*tensor, tile, index, *value)?,
+            Stmt::Scatter {
+                tensor,
+                offsets,
+                value,
+                mask,
+            } => self.scatter(*tensor, *offsets, *value, *mask)?,
             Stmt::If {
                 cond,
                 then,
@@ -437,6 +450,70 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
         Ok(())
     }
 
+    /// The element addresses of `offsets` through raw pointer `p` (`None` where `mask` is
+    /// false or the offset is outside the pointer's elements), and the pointer's view.
+    fn raw_addresses(
+        &self,
+        p: u32,
+        offsets: TileValue,
+        mask: Option<TileValue>,
+    ) -> Run<(TensorView<'a>, Vec<Option<usize>>)> {
+        let (t, _) = self.tensor(p)?;
+        let ty = self.elem(offsets);
+        if !raw::is_offset_type(ty) {
+            return Err(self.unsupported(format!("offsets of type {ty}")));
+        }
+        let offs = self.get(offsets)?;
+        let mask = mask.map(|m| self.get(m)).transpose()?;
+        let mut out = Vec::with_capacity(offs.len());
+        for (i, &bits) in offs.iter().enumerate() {
+            if mask.as_ref().is_some_and(|m| m.get(i) == Some(&0)) {
+                out.push(None);
+                continue;
+            }
+            let a = raw::element_address(&t, int_value(bits, ty))
+                .map_err(|f| self.address_fault(&t, f))?;
+            out.push(a);
+        }
+        Ok((t, out))
+    }
+
+    /// `Op::Gather`.
+    fn gather(
+        &self,
+        p: u32,
+        offsets: TileValue,
+        mask: Option<TileValue>,
+        padding: Literal,
+    ) -> Run<Tile> {
+        let (t, addrs) = self.raw_addresses(p, offsets, mask)?;
+        let pad = literal_bits(padding, t.elem);
+        Ok(Rc::new(
+            addrs
+                .into_iter()
+                .map(|a| a.map_or(pad, |a| self.raw.read(p, &t, a)))
+                .collect(),
+        ))
+    }
+
+    /// `Stmt::Scatter`: into this block's log, element by element in row-major order.
+    fn scatter(
+        &mut self,
+        p: u32,
+        offsets: TileValue,
+        value: TileValue,
+        mask: Option<TileValue>,
+    ) -> Run<()> {
+        let (_, addrs) = self.raw_addresses(p, offsets, mask)?;
+        let v = self.get(value)?;
+        for (a, &bits) in addrs.into_iter().zip(v.iter()) {
+            if let Some(a) = a {
+                self.raw.write(p, a, bits);
+            }
+        }
+        Ok(())
+    }
+
     fn load(&self, view: &View, padding: Literal) -> Run<Tile> {
         let p = view.tensor();
         let (t, part) = self.tensor(p)?;
@@ -582,6 +659,12 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 combine,
             } => self.reduce(*v, *axis as usize, combine)?,
             Op::Load { view, padding } => return self.load(view, *padding),
+            Op::Gather {
+                tensor,
+                offsets,
+                mask,
+                padding,
+            } => return self.gather(*tensor, *offsets, *mask, *padding),
         };
         Ok(Rc::new(out))
     }

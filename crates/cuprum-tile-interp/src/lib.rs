@@ -36,6 +36,11 @@
 //!   times strides) lies outside the allocation is an error
 //!   ([`InterpError::OutOfAllocation`]), found before the load or store touches anything; a
 //!   `bool` element reads as `true` for any nonzero byte.
+//! * **Raw pointers** (an `unsafe` entry's `*mut T`) are rank-1 tensors from the pointer to
+//!   its allocation's end, given writable bytes. A block's scatters are logged; its later
+//!   gathers see them; the log is written to memory when the block ends, in block order
+//!   (see `raw`). Where one scatter names one offset twice, the later element in row-major
+//!   order is written.
 
 #![warn(missing_docs)]
 
@@ -44,6 +49,7 @@ mod error;
 mod exec;
 mod matmul;
 mod memory;
+mod raw;
 mod shape;
 
 pub use error::InterpError;
@@ -245,6 +251,16 @@ pub fn run(
             for (p, own) in &out.own {
                 write_back(kernel, *p, &mut args[*p], out.block, own)?;
             }
+            for &(p, addr, bits) in &out.raw {
+                if let Some(Arg::Tensor(TensorArg {
+                    elem,
+                    data: TensorData::Write(bytes),
+                    ..
+                })) = args.get_mut(p as usize)
+                {
+                    write_elem(bytes, *elem, addr, bits);
+                }
+            }
             output
                 .prints
                 .extend(out.prints.into_iter().map(|text| Printed {
@@ -307,6 +323,14 @@ fn check_args(kernel: &TileKernel, args: &[Arg<'_>]) -> Result<(), InterpError> 
                                     "size {n} along axis {axis}, where the kernel declares {want}"
                                 )));
                             }
+                        }
+                    }
+                    TensorAccess::Raw => {
+                        if matches!(a.data, TensorData::Read(_)) {
+                            return Err(bad(
+                                "a raw pointer given read-only bytes (use TensorData::Write)"
+                                    .into(),
+                            ));
                         }
                     }
                     TensorAccess::Partitioned => {

@@ -122,6 +122,16 @@ pub enum TensorAccess {
     /// dims); the grid has one tile block per tile, and block `b` reads and writes only tile
     /// `b` ([`View::Own`], [`Stmt::Store`]). So no two blocks touch one element.
     Partitioned,
+    /// `*mut E`, a raw device pointer of an `unsafe` entry: the elements from the pointer to
+    /// the end of its allocation, seen as a rank-1 tensor of that (dynamic) size, read by
+    /// [`Op::Gather`] and written by [`Stmt::Scatter`] at any offsets. An offset outside it
+    /// (below 0, or at or past its size) reads padding and is not written, so even a raw
+    /// pointer never reaches outside its allocation. What the entry's `unsafe` leaves to
+    /// its caller is the absence of races: no element that one tile block writes may be
+    /// read or written by another during the launch (which block's write lands, and what
+    /// such a read sees, is then unspecified). Within a block, accesses happen in program
+    /// order.
+    Raw,
 }
 
 /// A sequence of statements, and what it gives its parent when it ends normally.
@@ -370,6 +380,22 @@ pub enum Op {
         /// The accumulator, `[M, N]` or `[B, M, N]`.
         acc: TileValue,
     },
+    /// Reads the elements of raw pointer parameter `tensor` ([`TensorAccess::Raw`]) at
+    /// `offsets` (an integer tile of any shape, counted in elements from the pointer): the
+    /// result has `offsets`' shape and the pointer's element type, and its element at `c` is
+    /// the element at `offsets[c]`, or `padding` where `mask` (a `Bool` tile of the same
+    /// shape) is false or the offset is outside the pointer's elements (see
+    /// [`TensorAccess::Raw`]). Masked-off elements are not read.
+    Gather {
+        /// The parameter index of a [`TensorAccess::Raw`] tensor.
+        tensor: u32,
+        /// Where each element is read, in elements from the pointer.
+        offsets: TileValue,
+        /// Which elements are read (all when `None`).
+        mask: Option<TileValue>,
+        /// The value of elements not read.
+        padding: Literal,
+    },
     /// Reads a tile from a tensor (see [`View`]). Elements outside the tensor (a coordinate
     /// `< 0` or `>=` the tensor's size on some axis) read `padding` instead: edge tiles need
     /// no checks in the kernel, and never fault.
@@ -415,6 +441,21 @@ pub enum Stmt {
         index: Vec<TileValue>,
         /// The tile stored.
         value: TileValue,
+    },
+    /// Writes `value[c]` to the element at `offsets[c]` of raw pointer parameter `tensor`
+    /// ([`TensorAccess::Raw`]) for every `c` where `mask` is true (all when `None`) and the
+    /// offset is inside the pointer's elements; the others are dropped. `offsets`, `value`
+    /// and `mask` have one shape; `value` the pointer's element type. Where two elements of
+    /// one scatter name one offset, one of them is written (which one is unspecified).
+    Scatter {
+        /// The parameter index of a [`TensorAccess::Raw`] tensor.
+        tensor: u32,
+        /// Where each element goes, in elements from the pointer (an integer tile).
+        offsets: TileValue,
+        /// The elements written.
+        value: TileValue,
+        /// Which elements are written (all when `None`).
+        mask: Option<TileValue>,
     },
     /// Runs `then` when the rank-0 `Bool` `cond` is true, else `otherwise`; `results` take
     /// the yields of the branch that ran (same count and types).
@@ -529,6 +570,12 @@ impl Stmt {
             Stmt::Def { op, .. } => op.operands(),
             Stmt::Store { value, .. } => vec![*value],
             Stmt::StorePart { index, value, .. } => index.iter().copied().chain([*value]).collect(),
+            Stmt::Scatter {
+                offsets,
+                value,
+                mask,
+                ..
+            } => [*offsets, *value].into_iter().chain(*mask).collect(),
             Stmt::If { cond, .. } => vec![*cond],
             Stmt::For {
                 start,
@@ -574,6 +621,7 @@ impl Op {
                 if_true,
                 if_false,
             } => vec![*cond, *if_true, *if_false],
+            Op::Gather { offsets, mask, .. } => [*offsets].into_iter().chain(*mask).collect(),
             Op::Load { view, .. } => match view {
                 View::Own { .. } => Vec::new(),
                 View::Tiled { index, .. } | View::Permuted { index, .. } => index.clone(),

@@ -34,7 +34,11 @@
 //!   touch one element and a block's loads of its own tile see its earlier stores. Loads
 //!   read `padding` for elements outside the tensor and stores drop them: edge tiles need no
 //!   checks and never fault. A tensor's elements are addressed by its strides (in
-//!   elements), which need not be contiguous.
+//!   elements), which need not be contiguous. An `unsafe` entry's raw pointers
+//!   ([`TensorAccess::Raw`]) are read and written element by element at offsets
+//!   ([`Op::Gather`], [`Stmt::Scatter`]); offsets outside the pointer's allocation read
+//!   padding and are not written, and the entry's caller promises that no two blocks race on
+//!   an element.
 //! * **Reductions** combine in an unspecified order: integer results are exact, float
 //!   results may differ in the last bits between the interpreter, the emulator and the GPU
 //!   (tests compare floats within a stated bound).

@@ -90,6 +90,7 @@ impl Printer<'_> {
                     let access = match t.access {
                         TensorAccess::Read => "&tensor",
                         TensorAccess::Partitioned => "&mut tensor (partitioned)",
+                        TensorAccess::Raw => "*mut (raw pointer)",
                     };
                     format!("{access}<{}, [{}]>", t.elem, dims.join(", "))
                 }
@@ -139,6 +140,18 @@ impl Printer<'_> {
                 "store param{tensor}[own tile] tile {} at [{}] = {}",
                 ShapeDisplay(tile),
                 list(index),
+                v(*value)
+            ),
+            Stmt::Scatter {
+                tensor,
+                offsets,
+                value,
+                mask,
+            } => writeln!(
+                self.out,
+                "scatter param{tensor}[{}]{} = {}",
+                v(*offsets),
+                mask.map_or(String::new(), |m| format!(" mask {}", v(m))),
                 v(*value)
             ),
             Stmt::If {
@@ -290,6 +303,17 @@ impl Printer<'_> {
                 }
                 other => write!(self.out, "reduce {} axis {axis} {other:?}", v(*value)),
             },
+            Op::Gather {
+                tensor,
+                offsets,
+                mask,
+                padding,
+            } => write!(
+                self.out,
+                "gather param{tensor}[{}]{} pad {padding}",
+                v(*offsets),
+                mask.map_or(String::new(), |m| format!(" mask {}", v(m)))
+            ),
             Op::Load { view, padding } => match view {
                 View::Own { tensor } => {
                     write!(self.out, "load param{tensor}[own tile] pad {padding}")

@@ -246,6 +246,7 @@ impl Subst<'_> {
             Stmt::For { body, .. } | Stmt::Loop { body, .. } => self.block(body),
             Stmt::StorePart { tile, .. } => *tile = self.shape(tile),
             Stmt::Store { .. }
+            | Stmt::Scatter { .. }
             | Stmt::Break { .. }
             | Stmt::Continue { .. }
             | Stmt::Return
@@ -301,6 +302,12 @@ impl Subst<'_> {
                     *identity = self.literal(*identity, elem);
                     self.block(body);
                 }
+            }
+            Op::Gather {
+                tensor, padding, ..
+            } => {
+                let elem = self.tensor_elem(*tensor);
+                *padding = self.literal(*padding, elem);
             }
             Op::Load { view, padding } => {
                 let elem = self.tensor_elem(view.tensor());

@@ -13,7 +13,7 @@ use std::fmt;
 use cuprum_ir::{BinaryOp, ScalarType, UnaryOp};
 
 use crate::kernel::*;
-use crate::types::{Dim, Elem, ShapeDisplay, TileType, element_count};
+use crate::types::{Dim, Elem, Shape, ShapeDisplay, TileType, element_count};
 
 /// A broken rule, with the kernel and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -215,6 +215,12 @@ impl<'k> Validator<'k> {
                 ParamKind::Scalar(e) => self.elem_ok(*e)?,
                 ParamKind::Tensor(t) => {
                     self.elem_ok(t.elem)?;
+                    if t.access == TensorAccess::Raw && t.dims != [TensorDim::Dynamic] {
+                        return Err(format!(
+                            "raw pointer `{}` is a rank-1 tensor of dynamic size",
+                            p.name
+                        ));
+                    }
                     if t.access == TensorAccess::Partitioned {
                         let tile = t.partition_tile().ok_or_else(|| {
                             format!(
@@ -247,6 +253,39 @@ impl<'k> Validator<'k> {
             Some(ParamKind::Tensor(t)) => Ok(t),
             _ => Err(format!("parameter {index} is not a tensor")),
         }
+    }
+
+    /// Checks the operands of a gather or scatter through raw pointer `tensor`: integer
+    /// `offsets`, and a `Bool` `mask` of their shape. Returns the shape.
+    fn raw_access(
+        &self,
+        tensor: u32,
+        offsets: TileValue,
+        mask: Option<TileValue>,
+        what: &str,
+    ) -> Result<Shape, String> {
+        let t = self.tensor(tensor)?;
+        if t.access != TensorAccess::Raw {
+            return Err(format!(
+                "{what} through parameter {tensor}, which is not a raw pointer (`*mut T` of an `unsafe` entry)"
+            ));
+        }
+        let o = self.use_value(offsets)?;
+        if !matches!(o.elem, Elem::Known(s) if s.is_int()) {
+            return Err(format!("{what}'s offsets must be integers, not {o}"));
+        }
+        if let Some(m) = mask {
+            let m = self.use_value(m)?;
+            self.expect(
+                m,
+                &TileType {
+                    elem: Elem::Known(ScalarType::Bool),
+                    shape: o.shape.clone(),
+                },
+                &format!("{what}'s mask"),
+            )?;
+        }
+        Ok(o.shape.clone())
     }
 
     fn expect(&self, got: &TileType, want: &TileType, what: &str) -> Check {
@@ -329,6 +368,24 @@ impl<'k> Validator<'k> {
                         shape: tile,
                     },
                     "a store",
+                )
+            }
+            Stmt::Scatter {
+                tensor,
+                offsets,
+                value,
+                mask,
+            } => {
+                let shape = self.raw_access(*tensor, *offsets, *mask, "a scatter")?;
+                let t = self.tensor(*tensor)?;
+                let got = self.use_value(*value)?;
+                self.expect(
+                    got,
+                    &TileType {
+                        elem: t.elem,
+                        shape,
+                    },
+                    "a scattered value",
                 )
             }
             Stmt::StorePart {
@@ -770,6 +827,20 @@ impl<'k> Validator<'k> {
                 }
                 let mut shape = t.shape.clone();
                 shape.remove(*axis as usize);
+                Ok(TileType {
+                    elem: t.elem,
+                    shape,
+                })
+            }
+            Op::Gather {
+                tensor,
+                offsets,
+                mask,
+                padding,
+            } => {
+                let shape = self.raw_access(*tensor, *offsets, *mask, "a gather")?;
+                let t = self.tensor(*tensor)?;
+                literal_fits(*padding, t.elem)?;
                 Ok(TileType {
                     elem: t.elem,
                     shape,

@@ -21,6 +21,9 @@
 //! * an `mma` result takes its accumulator's layout (the anchor layout when the
 //!   accumulator is uniform), so that `acc = mma(a, b, acc)` in a loop keeps one layout; its
 //!   `a` and `b` are staged through shared memory from their own layouts;
+//! * a gather through a raw pointer is element-wise in its offsets (and mask), and a scatter
+//!   writes from the layout its value, offsets and mask meet in, as an element-wise
+//!   operation's;
 //! * `If` results and loop-carried values join what flows into them: equal representations
 //!   stay, a uniform or iota value meeting registers takes the registers' layout.
 
@@ -70,6 +73,8 @@ pub(crate) struct Plan {
     mma_inputs: HashMap<TileValue, [LayoutId; 2]>,
     /// The layouts of tensor-core `mma` results, which loop-carried values prefer.
     mma_results: std::collections::HashSet<LayoutId>,
+    /// Per scatter, by its `(offsets, value)`: the representation its operands meet in.
+    scatters: HashMap<(TileValue, TileValue), Repr>,
     /// The first value whose layout needs more than [`MAX_WORDS_PER_THREAD`] registers per
     /// thread, as the error to report (more threads may fit it: see
     /// [`register_overflow`](Plan::register_overflow)).
@@ -107,6 +112,7 @@ impl Plan {
                 reduce_inputs: HashMap::new(),
                 mma_inputs: HashMap::new(),
                 mma_results: Default::default(),
+                scatters: HashMap::new(),
                 overflow: None,
             },
             loops: Vec::new(),
@@ -157,6 +163,12 @@ impl Plan {
     /// For an `mma` result, the layouts its `a` and `b` operands are read in.
     pub(crate) fn mma_inputs(&self, result: TileValue) -> Option<[LayoutId; 2]> {
         self.mma_inputs.get(&result).copied()
+    }
+
+    /// The representation a scatter of `value` at `offsets` writes from (its operands'
+    /// joint one, as for an element-wise operation).
+    pub(crate) fn scatter_repr(&self, offsets: TileValue, value: TileValue) -> Option<&Repr> {
+        self.scatters.get(&(offsets, value))
     }
 
     fn intern(&mut self, layout: Layout) -> LayoutId {
@@ -299,6 +311,22 @@ impl Planner<'_> {
                 }
                 let shape = self.shape(*value)?;
                 self.plan.anchor_id(&shape);
+                Ok(())
+            }
+            Stmt::Scatter {
+                offsets,
+                value,
+                mask,
+                ..
+            } => {
+                let shape = self.shape(*value)?;
+                let operands: Vec<TileValue> =
+                    [*value, *offsets].into_iter().chain(*mask).collect();
+                let repr = match self.elementwise(&shape, &operands)? {
+                    Repr::Iota { .. } => Repr::Dist(self.plan.anchor_id(&shape)),
+                    other => other,
+                };
+                self.plan.scatters.insert((*offsets, *value), repr);
                 Ok(())
             }
             Stmt::If {
@@ -503,6 +531,14 @@ impl Planner<'_> {
                         self.plan.mma_inputs.insert(value, inputs);
                         Repr::Dist(self.dist_or_anchor(*acc)?)
                     }
+                }
+            }
+            // Each element where its offset is: an element-wise operation of the offsets.
+            Op::Gather { offsets, mask, .. } => {
+                let operands: Vec<TileValue> = [*offsets].into_iter().chain(*mask).collect();
+                match self.elementwise(&shape, &operands)? {
+                    Repr::Iota { .. } => Repr::Dist(self.plan.anchor_id(&shape)),
+                    other => other,
                 }
             }
             Op::Load { view, .. } => {

@@ -126,6 +126,7 @@ fn op_name(op: &Op) -> String {
             Combine::Max => "reduce Max".into(),
             Combine::Closure { .. } => "reduce closure".into(),
         },
+        Op::Gather { .. } => "gather".into(),
         Op::Load { view, .. } => match view {
             View::Own { .. } => "load of its own tile".into(),
             View::Tiled { tile, .. } if tile.is_empty() => "load of a rank-0 tensor".into(),
@@ -162,6 +163,7 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
             }
             Stmt::Store { .. } => "store".into(),
             Stmt::StorePart { .. } => "store part".into(),
+            Stmt::Scatter { .. } => "scatter".into(),
             Stmt::If { results, .. } => {
                 if !results.is_empty() {
                     names.insert("if with results".into());

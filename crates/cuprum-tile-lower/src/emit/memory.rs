@@ -45,20 +45,28 @@ pub(super) enum ParamArgs {
 /// A tensor parameter's kernel IR values (`I64` unless noted).
 pub(super) struct TensorArgs {
     /// The allocation's base address (`U64`).
-    base: Value,
-    offset: Value,
-    dims: Vec<Value>,
-    strides: Vec<Value>,
+    pub(super) base: Value,
+    pub(super) offset: Value,
+    pub(super) dims: Vec<Value>,
+    pub(super) strides: Vec<Value>,
     /// What the launch guarantees about it (see [`TensorFacts`]).
     facts: TensorFacts,
 }
 
 /// Per tile parameter, whether a barrier must follow each access: a partitioned tensor
 /// stored or loaded through its own tile at more than one place, where different threads
-/// may write and then read (or write again) one element.
+/// may write and then read (or write again) one element; and a raw pointer that the kernel
+/// scatters to, since which thread touches an element depends on the offsets (even one
+/// scatter in a loop may write an element from one thread, then from another).
 pub(super) fn barrier_after(kernel: &TileKernel) -> Vec<bool> {
     let mut sites = vec![0usize; kernel.params.len()];
+    let mut scattered = vec![false; kernel.params.len()];
     kernel.body.visit(&mut |s| match s {
+        cuprum_tile_ir::Stmt::Scatter { tensor, .. } => {
+            if let Some(x) = scattered.get_mut(*tensor as usize) {
+                *x = true;
+            }
+        }
         cuprum_tile_ir::Stmt::Store { tensor, .. }
         | cuprum_tile_ir::Stmt::StorePart { tensor, .. }
         | cuprum_tile_ir::Stmt::Def {
@@ -75,7 +83,11 @@ pub(super) fn barrier_after(kernel: &TileKernel) -> Vec<bool> {
         }
         _ => {}
     });
-    sites.into_iter().map(|n| n > 1).collect()
+    sites
+        .into_iter()
+        .zip(scattered)
+        .map(|(n, scattered)| n > 1 || scattered)
+        .collect()
 }
 
 /// The widest vector access, in bytes.
@@ -123,7 +135,7 @@ impl Emitter<'_> {
                         .ok_or_else(|| crate::LowerError::Generic(self.kernel.name.clone()))?;
                     let access = match t.access {
                         TensorAccess::Read => SliceAccess::ReadOnly,
-                        TensorAccess::Partitioned => SliceAccess::ReadWrite,
+                        TensorAccess::Partitioned | TensorAccess::Raw => SliceAccess::ReadWrite,
                     };
                     let slice = self
                         .b
@@ -189,7 +201,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn tensor(&self, index: u32) -> R<&TensorArgs> {
+    pub(super) fn tensor(&self, index: u32) -> R<&TensorArgs> {
         match self.params.get(index as usize) {
             Some(ParamArgs::Tensor(t)) => Ok(t),
             _ => Err(self.internal(format!("parameter {index} is not a tensor"))),
@@ -328,7 +340,12 @@ impl Emitter<'_> {
     }
 
     /// The address (`U64`) of element `index` (`I64`) of an allocation of `ty` at `base`.
-    fn element_address(&mut self, base: Value, index: Value, ty: ScalarType) -> R<Value> {
+    pub(super) fn element_address(
+        &mut self,
+        base: Value,
+        index: Value,
+        ty: ScalarType,
+    ) -> R<Value> {
         let i = self.cast(index, ScalarType::U64)?;
         let size = self.konst(cuprum_ir::Constant::u64(u64::from(ty.size_bytes())));
         let off = self.mul(i, size)?;

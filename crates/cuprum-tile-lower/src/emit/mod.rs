@@ -9,6 +9,8 @@
 //! * `memory`: kernel parameters, loads and stores (a fast path for tiles wholly inside the
 //!   tensor, with 16-byte vector accesses where strides allow, and a predicated path for edge
 //!   tiles);
+//! * `raw`: gathers and scatters through the raw pointers of `unsafe` entries, element by
+//!   element at their offsets;
 //! * `matmul`: `mma`, through shared memory, with `mma.sync` for `f16`/`bf16` inputs and
 //!   fused multiply-add chains for `f32`/`f64`;
 //! * `reduce`: reductions (in each thread, then shuffles across lanes, then shared memory
@@ -22,6 +24,7 @@
 
 mod matmul;
 mod memory;
+mod raw;
 mod reduce;
 mod scratch;
 mod values;
@@ -547,6 +550,12 @@ impl<'k> Emitter<'k> {
                 value,
                 ..
             } => self.store_part(*tensor, index, *value),
+            TStmt::Scatter {
+                tensor,
+                offsets,
+                value,
+                mask,
+            } => self.scatter(*tensor, *offsets, *value, *mask),
             TStmt::If {
                 cond,
                 then,

@@ -67,6 +67,12 @@ impl Emitter<'_> {
             }
             TOp::Mma { a, b, acc } => self.mma(value, *a, *b, *acc),
             TOp::Load { view, padding } => self.load(value, view, *padding),
+            TOp::Gather {
+                tensor,
+                offsets,
+                mask,
+                padding,
+            } => self.gather(value, *tensor, *offsets, *mask, *padding),
         }
     }
 
@@ -84,7 +90,7 @@ impl Emitter<'_> {
 
     /// An element-wise operation: `f` on the operands' values, once for uniform operands,
     /// else once per register of the result's layout.
-    fn elementwise(
+    pub(super) fn elementwise(
         &mut self,
         value: TileValue,
         operands: &[TileValue],
