@@ -25,6 +25,8 @@ enum HostParam {
     Input(ElemType),
     /// A scalar of type `E`.
     Scalar(ElemType),
+    /// A `*mut E` of an `unsafe` entry: a `DevicePointer<E>`.
+    Pointer(ElemType),
 }
 
 /// An element type: a scalar type, or one of the entry's type parameters.
@@ -318,6 +320,9 @@ impl Launcher {
                     ParamKind::Tensor(t) if t.access == TensorAccess::Partitioned => {
                         HostParam::Output(elem(t.elem))
                     }
+                    ParamKind::Tensor(t) if t.access == TensorAccess::Raw => {
+                        HostParam::Pointer(elem(t.elem))
+                    }
                     ParamKind::Tensor(t) => HostParam::Input(elem(t.elem)),
                 };
                 (p.name.clone(), host)
@@ -330,7 +335,8 @@ impl Launcher {
                 params.iter().any(|(_, p)| {
                     matches!(p, HostParam::Output(ElemType::Param(n))
                         | HostParam::Input(ElemType::Param(n))
-                        | HostParam::Scalar(ElemType::Param(n)) if n == *t)
+                        | HostParam::Scalar(ElemType::Param(n))
+                        | HostParam::Pointer(ElemType::Param(n)) if n == *t)
                 })
             })
             .cloned()
@@ -425,6 +431,7 @@ impl Launcher {
                         HostParam::Input(elem(e))
                     }
                 }
+                syn::Type::Ptr(p) => HostParam::Pointer(elem(&p.elem)),
                 other => HostParam::Scalar(elem(other)),
             };
             params.push((name, host));
@@ -516,6 +523,17 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
                 None,
                 format!("`{pname}`: a `{}`", elem_text(e)),
             ),
+            HostParam::Pointer(e) => {
+                let e_t = elem_tokens(e);
+                (
+                    quote!(#private::DevicePointer<#e_t>),
+                    None,
+                    format!(
+                        "`{pname}`: a `DevicePointer<{}>` (`Tensor::device_pointer`)",
+                        elem_text(e)
+                    ),
+                )
+            }
         };
         generics.push(quote!(#a));
         if bound.is_some() {
@@ -550,7 +568,12 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
                 .join("\n")
         },
         generic_names.join(", "),
-        if unsafety.is_some() {
+        if l.params
+            .iter()
+            .any(|(_, p)| matches!(p, HostParam::Pointer(_)))
+        {
+            "\n\n# Safety\n\nThe kernel reads and writes memory through raw pointers. Each pointer must stay a live allocation of the launch's context until the launch's work has finished, and no element that one tile block writes may be read or written by another block (nor be an element of a tensor argument) during the launch. The launch itself refuses a pointer outside the context's live allocations, and the kernel never reaches past the pointer's allocation (offsets outside it read padding and write nothing)."
+        } else if unsafety.is_some() {
             "\n\n# Safety\n\nThe entry is declared `unsafe`; cuprum's tile kernels never access memory outside their tensors, so there is nothing more to uphold."
         } else {
             ""

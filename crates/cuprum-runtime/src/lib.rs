@@ -51,6 +51,7 @@ pub use launch::{
     LoadedModule,
 };
 pub use limits::DeviceLimits;
+pub use ordering::{AddressOwner, allocation_containing};
 pub use oxide::{ModuleFile, RowWidth};
 pub use staged::{PendingRead, PendingWrite};
 pub use tensor_map::TensorMap;

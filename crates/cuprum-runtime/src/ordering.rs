@@ -187,6 +187,41 @@ pub(crate) fn bytes_from(address: u64) -> Option<u64> {
     (address < buffer.end).then(|| buffer.end - address)
 }
 
+/// The live allocation holding a raw device address, as [`allocation_containing`] finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressOwner {
+    /// Inside a live buffer of the asking context: its first address and size in bytes.
+    Own {
+        /// The buffer's first address.
+        base: u64,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// Inside a live buffer of another context.
+    Foreign,
+    /// In no live buffer.
+    Unknown,
+}
+
+/// Which live buffer holds `address`, as seen from `ctx`: what a raw pointer argument (a
+/// tile kernel's `*mut T`) is checked and bounded by before a launch.
+pub fn allocation_containing(ctx: &CudaContext, address: u64) -> AddressOwner {
+    let live = live();
+    let Some((&base, buffer)) = live.range(..=address).next_back() else {
+        return AddressOwner::Unknown;
+    };
+    if address >= buffer.end {
+        AddressOwner::Unknown
+    } else if buffer.context == context_id(ctx) {
+        AddressOwner::Own {
+            base,
+            bytes: buffer.end - base,
+        }
+    } else {
+        AddressOwner::Foreign
+    }
+}
+
 /// What the registry knows of `[address, address + bytes)`.
 pub(crate) enum Owner {
     /// Inside a live buffer of this context.

@@ -66,6 +66,12 @@ pub(crate) enum Ty {
     Tuple(Vec<Ty>),
     /// `[T; N]`.
     Array(Box<Ty>, usize),
+    /// `*mut E` (or `*const E`): a raw pointer parameter of an `unsafe` entry.
+    Pointer(Elem),
+    /// `PointerTile<*mut E, S>`: a tile of pointers.
+    PointerTile(Elem, Shape),
+    /// `Token`: cutile's memory-ordering token (accepted, and dropped).
+    Token,
 }
 
 impl Ty {
@@ -195,10 +201,7 @@ impl TypeCx<'_> {
                 Ok(Ty::Array(Box::new(self.ty(&a.elem)?), len))
             }
             syn::Type::Path(p) if p.qself.is_none() => self.path_ty(&p.path, t),
-            syn::Type::Ptr(_) => err(
-                t.span(),
-                "raw pointers are not supported in cuprum tile kernels yet; pass a `&Tensor`",
-            ),
+            syn::Type::Ptr(p) => Ok(Ty::Pointer(self.elem(&p.elem)?)),
             other => err(
                 other.span(),
                 "this type is not supported in a tile kernel (tiles, tensors, shapes, partitions, scalars and tuples are)",
@@ -272,9 +275,27 @@ impl TypeCx<'_> {
                     "`Array` takes its numbers: `Array<{ [1, 0] }>`",
                 ),
             },
-            "PointerTile"
-            | "Token"
-            | "BoundedPartition"
+            "PointerTile" => {
+                let (e, s) = two("PointerTile")?;
+                let elem = match e {
+                    syn::GenericArgument::Type(t) => match self.ty(t)? {
+                        Ty::Pointer(elem) => elem,
+                        _ => {
+                            return err(
+                                e.span(),
+                                "a pointer tile's first argument is a pointer type: `PointerTile<*mut f32, { [B] }>`",
+                            );
+                        }
+                    },
+                    other => {
+                        return err(other.span(), "expected a pointer type such as `*mut f32`");
+                    }
+                };
+                let shape = self.static_shape(&self.shape_arg(s)?, s.span(), "a pointer tile")?;
+                Ok(Ty::PointerTile(elem, shape))
+            }
+            "Token" => Ok(Ty::Token),
+            "BoundedPartition"
             | "BoundedPartitionMut"
             | "MappedPartitionMut"
             | "PartitionIndex" => err(

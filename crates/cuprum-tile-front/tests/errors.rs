@@ -544,3 +544,50 @@ fn module_items_other_than_functions_consts_and_uses_are_refused() {
     let (msg, ..) = compile_err(src);
     assert!(msg.contains("refers to itself"), "{msg}");
 }
+
+/// A module whose one entry has the parameters `params` and `body` (on line 5, column 9).
+fn entry_with(unsafety: &str, params: &str, body: &str) -> String {
+    format!(
+        "mod m {{
+    use cuprum::tile::core::*;
+    #[cuprum::tile::entry()]
+    {unsafety}fn k({params}) {{
+        {body}
+    }}
+}}"
+    )
+}
+
+#[test]
+fn raw_pointers_need_an_unsafe_entry_and_are_used_as_pointers() {
+    // A `*mut T` parameter in a safe entry: its caller could not promise race freedom.
+    let src = entry_with("", "z: *mut f32", "let p = pointer_to_tile(z);");
+    assert_error(
+        &src,
+        "a raw pointer parameter needs an `unsafe fn` entry",
+        4,
+        13,
+    );
+    // Loads through a pointer tile take a `bool` mask of the pointers' shape.
+    assert_error(
+        &entry_with(
+            "unsafe ",
+            "z: *mut f32",
+            "let p = pointer_to_tile(z).reshape(const_shape![1]).broadcast(const_shape![4]);\n        let m: Tile<bool, { [8] }> = constant(true, const_shape![8]);\n        let t = load_ptr_tko(p, Some(m), Some(0.0f32));",
+        ),
+        "the mask is `Tile<bool, [8]>`; it must be a `bool` tile of the pointers' shape `[4]`",
+        7,
+        33,
+    );
+    // A store through a read-only partition of a tensor view.
+    assert_error(
+        &entry_with(
+            "unsafe ",
+            "z: *mut f32, n: i32",
+            "let v = make_tensor_view(pointer_to_tile(z), Shape::<{ [-1] }> { dims: &[n] }, Array::<{ [-1] }> { dims: &[1i32] }, new_token_unordered());\n        v.partition(const_shape![4]).store(constant(1.0f32, const_shape![4]), [0i32]);",
+        ),
+        "a `partition` is read-only; store through `partition_mut`",
+        6,
+        38,
+    );
+}

@@ -48,6 +48,16 @@ pub(crate) enum Builtin {
     Convert(Conversion),
     Reduce(Option<Reduction>),
     Assume,
+    /// `pointer_to_tile(p)`.
+    PointerToTile,
+    /// `load_ptr_tko(pointers, ..)`.
+    LoadPtr,
+    /// `store_ptr_tko(pointers, value, ..)`.
+    StorePtr,
+    /// `make_tensor_view(pointer, shape, strides, token)`.
+    MakeTensorView,
+    /// `new_token_unordered()`.
+    NewToken,
     /// A cutile operation cuprum does not have yet.
     NotYet,
 }
@@ -504,14 +514,25 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
     ("cmpf", B::NotYet, "cmpf(..)", Function),
     ("pack", B::NotYet, "pack(..)", Function),
     ("unpack", B::NotYet, "unpack(..)", Function),
-    ("load_ptr_tko", B::NotYet, "load_ptr_tko(..)", Function),
-    ("store_ptr_tko", B::NotYet, "store_ptr_tko(..)", Function),
+    // Raw pointers (`pointers`); mode arguments and tokens are dropped before counting.
+    (
+        "load_ptr_tko",
+        B::LoadPtr,
+        "load_ptr_tko(pointers, mask?, padding?)",
+        Function,
+    ),
+    (
+        "store_ptr_tko",
+        B::StorePtr,
+        "store_ptr_tko(pointers, value, mask?)",
+        Function,
+    ),
     ("atomic_rmw_tko", B::NotYet, "atomic_rmw_tko(..)", Function),
     ("atomic_cas_tko", B::NotYet, "atomic_cas_tko(..)", Function),
     (
         "pointer_to_tile",
-        B::NotYet,
-        "pointer_to_tile(..)",
+        B::PointerToTile,
+        "pointer_to_tile(pointer)",
         Function,
     ),
     (
@@ -522,8 +543,8 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
     ),
     (
         "make_tensor_view",
-        B::NotYet,
-        "make_tensor_view(..)",
+        B::MakeTensorView,
+        "make_tensor_view(pointer, shape, strides)",
         Function,
     ),
     (
@@ -534,7 +555,7 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
     ),
     (
         "new_token_unordered",
-        B::NotYet,
+        B::NewToken,
         "new_token_unordered()",
         Function,
     ),
@@ -673,6 +694,10 @@ impl<'m> Lowerer<'m> {
             return err(span, "an empty path");
         };
         let name = last.ident.to_string();
+        // cutile's optional arguments: `Some(x)` is `x` (and `None` a dropped marker).
+        if name == "Some" && p.path.segments.len() == 1 && c.args.len() == 1 {
+            return self.expr(&c.args[0], expect);
+        }
         let turbofish = crate::types::last_generic_args(&p.path);
         // `f32::max(a, b)` is the method `a.max(b)`.
         let type_qualified = p.path.segments.len() == 2
@@ -761,6 +786,28 @@ impl<'m> Lowerer<'m> {
             } => {
                 let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
                 self.permuted_partition_method(tensor, tile, dim_map, &name, args, m.method.span())
+            }
+            Val::PointerTile { tensor, offsets } => {
+                let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
+                self.pointer_tile_method(tensor, offsets, &name, args, m.method.span())
+            }
+            Val::RawTensor(view) => {
+                let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
+                self.raw_tensor_method(*view, &name, args, m.method.span())
+            }
+            Val::RawPartition {
+                view,
+                tile,
+                mutable,
+            } => {
+                let hint = match (name.as_str(), self.pointer_elem(view.tensor)) {
+                    ("store", Ok(elem)) if mutable => {
+                        ArgHint::Fixed(vec![Ty::Tile(elem, tile.clone())])
+                    }
+                    _ => ArgHint::None,
+                };
+                let args = self.lower_args(&name, args, turbofish, span, hint)?;
+                self.raw_partition_method(*view, tile, mutable, &name, args, m.method.span())
             }
             v @ (Val::Tile(_) | Val::Lit(..)) => {
                 // `scalar.broadcast(shape)` repeats a scalar.

@@ -142,6 +142,11 @@ impl Lowerer<'_> {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
+        // cutile's absent optional arguments, typed or not (`None::<scope::TileBlock>`), and
+        // its latency hints (`Latency::<0>`): nothing to do here.
+        if segs == ["None"] || segs == ["Latency"] {
+            return Ok(Val::Marker(segs[0].clone()));
+        }
         if let Some(name) = path_name(&p.path) {
             if let Some(flat) = self.lookup(&name)
                 && let Some(b) = self.binding(flat)
@@ -245,6 +250,18 @@ impl Lowerer<'_> {
         let name = last.map(|s| s.ident.to_string()).unwrap_or_default();
         let args = crate::types::last_generic_args(&st.path);
         match (name.as_str(), args.as_slice()) {
+            // Run-time numbers: the `dims` field's values.
+            ("Shape", [a])
+                if self
+                    .type_cx()
+                    .shape_arg(a)?
+                    .contains(&crate::types::Extent::Dynamic) =>
+            {
+                self.dims_field(st)
+            }
+            ("Array", [a]) if self.type_cx().const_array_arg(a)?.contains(&-1) => {
+                self.dims_field(st)
+            }
             ("Shape", [a]) => {
                 let extents = self.type_cx().shape_arg(a)?;
                 let dims =
@@ -264,6 +281,25 @@ impl Lowerer<'_> {
             _ => err(
                 span,
                 "tile kernels have no structs (only cutile's `Shape::<{ [..] }> { .. }` and `Array::<{ [..] }> { .. }`)",
+            ),
+        }
+    }
+
+    /// The `dims: &[a, b, ..]` field of cutile's `Shape { .. }` or `Array { .. }` whose type
+    /// has run-time (`-1`) entries: the values, as an array.
+    fn dims_field(&mut self, st: &syn::ExprStruct) -> Result<Val> {
+        let Some(field) = st
+            .fields
+            .iter()
+            .find(|f| matches!(&f.member, syn::Member::Named(n) if n == "dims"))
+        else {
+            return err(st.span(), "this needs its `dims: &[..]` field");
+        };
+        match self.expr(&field.expr, &Ty::Infer)? {
+            v @ Val::Array(_) => Ok(v),
+            other => err(
+                field.expr.span(),
+                format!("`dims` is an array `&[a, b, ..]`, not {}", other.kind()),
             ),
         }
     }

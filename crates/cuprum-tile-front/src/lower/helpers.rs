@@ -286,6 +286,15 @@ impl<'m> Lowerer<'m> {
                 let tt = self.ty(*x);
                 self.unify_tile(t, &tt, env, span)
             }
+            (syn::Type::Ptr(ptr), Val::Pointer(i)) => {
+                if let syn::Type::Path(p) = &*ptr.elem
+                    && let Some(name) = path_name(&p.path)
+                    && env.get(&name) == Some(&Generic::UnboundType)
+                {
+                    env.set(&name, Generic::Type(self.pointer_elem(*i)?));
+                }
+                Ok(())
+            }
             (syn::Type::Path(p), Val::Tensor(i)) => {
                 let args = last_generic_args(&p.path);
                 let Some(ParamKind::Tensor(tp)) =

@@ -20,6 +20,7 @@ mod infer;
 mod macros;
 mod math;
 mod ops;
+mod pointers;
 mod views;
 
 use std::collections::HashMap;
@@ -75,6 +76,20 @@ pub(crate) enum Val {
         tile: Shape,
         dim_map: Vec<Axis>,
     },
+    /// A raw pointer parameter (`*mut T` of an `unsafe` entry).
+    Pointer(u32),
+    /// A tile of pointers: raw pointer parameter `tensor` and each element's offset from
+    /// it (`i64`).
+    PointerTile { tensor: u32, offsets: TileValue },
+    /// A tensor view over a raw pointer (`make_tensor_view`).
+    RawTensor(Box<pointers::RawView>),
+    /// `view.partition(shape)` or `view.partition_mut(shape)` of a tensor view over a
+    /// pointer.
+    RawPartition {
+        view: Box<pointers::RawView>,
+        tile: Shape,
+        mutable: bool,
+    },
     /// `const_array!(P)` of an array const parameter whose numbers are known only at
     /// launch: axis numbers (a permutation) that name the parameter's elements.
     Axes(Vec<Axis>),
@@ -105,6 +120,10 @@ impl Val {
             Val::Partition { mutable: true, .. } => "a mutable partition",
             Val::PermutedPartition { .. } => "a permuted partition",
             Val::Axes(_) => "an array of const parameters",
+            Val::Pointer(_) => "a raw pointer",
+            Val::PointerTile { .. } => "a pointer tile",
+            Val::RawTensor(_) => "a tensor view over a pointer",
+            Val::RawPartition { .. } => "a partition of a tensor view over a pointer",
             Val::Marker(_) => "a mode marker",
             Val::Unit => "`()`",
             Val::Never => "nothing (this expression does not finish)",
@@ -357,16 +376,32 @@ impl<'m> Lowerer<'m> {
                     access: TensorAccess::Read,
                 }),
                 Ty::Scalar(e) => ParamKind::Scalar(e),
+                Ty::Pointer(elem) => {
+                    if sig.unsafety.is_none() {
+                        return err(
+                            pt.ty.span(),
+                            "a raw pointer parameter needs an `unsafe fn` entry: its caller promises that no two tile blocks race on an element",
+                        );
+                    }
+                    ParamKind::Tensor(TensorParam {
+                        elem,
+                        dims: vec![cuprum_tile_ir::TensorDim::Dynamic],
+                        access: TensorAccess::Raw,
+                    })
+                }
                 _ => {
                     return err(
                         pt.ty.span(),
-                        "an entry parameter is a `&Tensor<E, {..}>`, a `&mut Tensor<E, {..}>` or a scalar",
+                        "an entry parameter is a `&Tensor<E, {..}>`, a `&mut Tensor<E, {..}>`, a scalar or (in an `unsafe fn`) a `*mut E`",
                     );
                 }
             };
+            let raw = matches!(&kind, ParamKind::Tensor(t) if t.access == TensorAccess::Raw);
             let is_tensor = matches!(kind, ParamKind::Tensor(_));
             let index = self.b.param(name.clone(), kind);
-            let val = if is_tensor {
+            let val = if raw {
+                Val::Pointer(index)
+            } else if is_tensor {
                 Val::Tensor(index)
             } else {
                 Val::Tile(self.def(Op::Param(index), pt.span())?)
@@ -905,6 +940,49 @@ impl<'m> Lowerer<'m> {
                     )
                 }
             }
+            (Ty::Pointer(elem), Val::Pointer(p)) => {
+                if self.pointer_elem(p)? == *elem {
+                    Ok(Val::Pointer(p))
+                } else {
+                    err(
+                        span,
+                        "this pointer's element type differs from its annotation",
+                    )
+                }
+            }
+            (Ty::PointerTile(elem, shape), Val::PointerTile { tensor, offsets }) => {
+                if self.pointer_elem(tensor)? == *elem && self.ty(offsets).shape == *shape {
+                    Ok(Val::PointerTile { tensor, offsets })
+                } else {
+                    err(
+                        span,
+                        format!(
+                            "this pointer tile has shape `{}`, not `{}`",
+                            self.show_shape(&self.ty(offsets).shape),
+                            self.show_shape(shape)
+                        ),
+                    )
+                }
+            }
+            (Ty::Tensor { elem, dims, .. }, Val::RawTensor(view)) => {
+                if self.pointer_elem(view.tensor)? == *elem && dims.len() == view.sizes.len() {
+                    Ok(Val::RawTensor(view))
+                } else {
+                    err(span, "this tensor view's type differs from its annotation")
+                }
+            }
+            (Ty::Token, Val::Marker(m)) => Ok(Val::Marker(m)),
+            // Run-time numbers (`Shape::<{ [-1] }> { dims: &[len] }`).
+            (Ty::Shape(want), Val::Array(items))
+                if want.len() == items.len() && want.contains(&Extent::Dynamic) =>
+            {
+                Ok(Val::Array(items))
+            }
+            (Ty::ConstArray(want), Val::Array(items))
+                if want.len() == items.len() && want.contains(&-1) =>
+            {
+                Ok(Val::Array(items))
+            }
             (Ty::ConstArray(want), Val::Array(items)) => {
                 let mut got = Vec::with_capacity(items.len());
                 for item in &items {
@@ -986,6 +1064,9 @@ fn describe_ty(ty: &Ty) -> &'static str {
         Ty::ConstArray(_) => "an array of numbers",
         Ty::Tuple(_) => "a tuple",
         Ty::Array(..) => "an array",
+        Ty::Pointer(_) => "a raw pointer",
+        Ty::PointerTile(..) => "a pointer tile",
+        Ty::Token => "a token",
     }
 }
 

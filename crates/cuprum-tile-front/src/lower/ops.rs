@@ -36,6 +36,11 @@ impl<'m> Lowerer<'m> {
         let span = args.span;
         let what = format!("`{}`", args.name);
         match b {
+            Builtin::PointerToTile => self.pointer_to_tile(&args),
+            Builtin::LoadPtr => self.load_ptr(&args),
+            Builtin::StorePtr => self.store_ptr(&args),
+            Builtin::MakeTensorView => self.make_tensor_view(&args),
+            Builtin::NewToken => Ok(super::pointers::token()),
             Builtin::BlockId | Builtin::NumBlocks => {
                 let mut items = Vec::with_capacity(3);
                 for axis in 0..3 {

@@ -267,7 +267,7 @@ impl<'m> Lowerer<'m> {
     }
 
     /// One rank-0 integer per axis from `[i, j, ..]`.
-    fn tile_index(&mut self, v: Val, rank: usize, span: Span) -> Result<Vec<TileValue>> {
+    pub(super) fn tile_index(&mut self, v: Val, rank: usize, span: Span) -> Result<Vec<TileValue>> {
         let items = match v {
             Val::Array(items) => items,
             Val::Tuple(items) => items,

@@ -307,6 +307,30 @@ pub enum LaunchProblem {
         /// The parameter.
         param: String,
     },
+    /// A raw pointer (`DevicePointer`) that is not inside a live allocation of the launch's
+    /// context, or not aligned to its element type.
+    #[error(
+        "the pointer {address:#x} given for `{param}` {reason}: a raw pointer argument must point at an element of a live tensor of the launch's context (`Tensor::device_pointer`)"
+    )]
+    BadPointer {
+        /// The parameter.
+        param: String,
+        /// The address given.
+        address: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A raw pointer into the memory of a tensor argument of the same launch, which the
+    /// kernel may write while the tensor's loads assume nobody does (or another block owns).
+    #[error(
+        "the pointer given for `{pointer}` points into the memory of the tensor argument `{tensor}`: a launch may not see one allocation both as a tensor and through a raw pointer"
+    )]
+    PointerAliased {
+        /// The raw pointer parameter.
+        pointer: String,
+        /// The tensor parameter.
+        tensor: String,
+    },
     /// A partitioned output whose memory is also another argument of the launch.
     #[error(
         "the output `{output}` shares its memory with the argument `{other}`: an output must be the only tensor of a launch that uses its memory"

@@ -60,6 +60,7 @@ pub mod error;
 pub mod jit_cache;
 pub(crate) mod launch;
 pub(crate) mod op;
+mod pointer;
 mod random;
 pub mod tensor;
 pub mod tune;
@@ -76,6 +77,11 @@ mod sealed {
 
 /// Lazy device operations (`cuda_async` in cuTile Rust).
 pub mod cuda_async {
+    /// Raw device pointers (`Tensor::device_pointer`), for `unsafe` entries taking `*mut T`.
+    pub mod device_buffer {
+        pub use crate::tile::pointer::DevicePointer;
+    }
+
     /// [`DeviceOp`](device_operation::DeviceOp) and its combinators.
     pub mod device_operation {
         pub use crate::__tile_unzip as unzip;
@@ -147,8 +153,8 @@ pub mod prelude {
     pub use crate::tile::cuda_core::{DType, Device, Stream};
     pub use crate::tile::error::Error;
     pub use crate::tile::tensor::{
-        IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor, TensorView,
-        ToHostVec, TryPartition, Unpartition,
+        DevicePointer, IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor,
+        TensorView, ToHostVec, TryPartition, Unpartition,
     };
     pub use crate::tile::tile_kernel::{PartitionOp, TileKernel, ToHostVecOp};
     pub use std::sync::Arc;
@@ -161,7 +167,8 @@ pub mod __private {
     pub use crate::tile::cuda_core::DType;
     pub use crate::tile::launch::direct::ModuleAst;
     pub use crate::tile::launch::{
-        CompileOptions, EmbeddedModule, Entry, KernelInput, KernelOutput, LaunchArgument, Launcher,
-        Lowering,
+        CompileOptions, EmbeddedModule, Entry, KernelInput, KernelOutput, KernelPointer,
+        LaunchArgument, Launcher, Lowering,
     };
+    pub use crate::tile::pointer::DevicePointer;
 }

@@ -19,6 +19,7 @@ use crate::tile::op::{
 use crate::{CudaContext, DeviceBuffer};
 
 pub use crate::tile::launch::{KernelInput, KernelOutput};
+pub use crate::tile::pointer::DevicePointer;
 
 /// A tensor in device memory: a shape, strides and an offset over a shared allocation.
 pub struct Tensor<T: DType> {
@@ -184,6 +185,17 @@ impl<T: DType> Tensor<T> {
     /// The element type.
     pub fn dtype(&self) -> DTypeId {
         T::DTYPE
+    }
+
+    /// The device address of the first element, for an `unsafe` entry's `*mut T` parameter
+    /// (see [`DevicePointer`]; the kernel reaches the allocation from there to its end).
+    pub fn device_pointer(&self) -> DevicePointer<T> {
+        let address = self
+            .buffer()
+            .device_address()
+            .wrapping_add((self.offset * size_of::<T>()) as u64);
+        // SAFETY: an address inside this tensor's live allocation (and a launch checks it).
+        unsafe { DevicePointer::from_cu_deviceptr(address) }
     }
 
     /// The context (device) whose memory holds the tensor.

@@ -44,6 +44,19 @@ pub(crate) enum ArgDesc<'a> {
         /// The partition's tile shape.
         tile: Option<&'a [usize]>,
     },
+    /// A raw pointer (`DevicePointer`), before [`place_pointers`] finds its allocation.
+    RawPointer {
+        /// The element type.
+        elem: ScalarType,
+        /// The address.
+        address: u64,
+    },
+    /// A raw pointer placed in its allocation: the rank-1 tensor from the pointer to the
+    /// allocation's end.
+    Pointer {
+        /// That tensor.
+        tensor: TensorDesc<'a>,
+    },
     /// A scalar: its type and bits (zero-extended, as `KernelArg::Scalar`).
     Scalar {
         /// The type.
@@ -54,13 +67,106 @@ pub(crate) enum ArgDesc<'a> {
 }
 
 impl ArgDesc<'_> {
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             ArgDesc::Tensor { tile: Some(_), .. } => "a partitioned tensor",
             ArgDesc::Tensor { tile: None, .. } => "a tensor that is not partitioned",
+            ArgDesc::RawPointer { .. } | ArgDesc::Pointer { .. } => "a raw pointer",
             ArgDesc::Scalar { .. } => "a scalar",
         }
     }
+}
+
+/// Where a raw pointer argument lies: the rank-1 tensor from it to its allocation's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PointerPlace {
+    elem: ScalarType,
+    /// Elements from the pointer to the allocation's end.
+    len: [usize; 1],
+    /// The pointer's element position in the allocation.
+    offset: usize,
+    /// The allocation's first address and its length in elements.
+    base: u64,
+    alloc_len: usize,
+}
+
+const UNIT_STRIDE: [usize; 1] = [1];
+
+/// Finds the allocation of each raw pointer argument among `ctx`'s live ones (`None` for
+/// other arguments); a pointer outside them, into another context's, or not aligned to its
+/// element is refused.
+pub(crate) fn place_pointers(
+    kernel: &TileKernel,
+    ctx: &CudaContext,
+    args: &[ArgDesc<'_>],
+) -> Result<Vec<Option<PointerPlace>>, LaunchProblem> {
+    args.iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let ArgDesc::RawPointer { elem, address } = *a else {
+                return Ok(None);
+            };
+            let param = kernel
+                .params
+                .get(i)
+                .map_or_else(|| format!("#{i}"), |p| p.name.clone());
+            let bad = |reason: &str| LaunchProblem::BadPointer {
+                param: param.clone(),
+                address,
+                reason: reason.to_owned(),
+            };
+            let size = u64::from(elem.size_bytes());
+            let (base, bytes) = match cuprum_runtime::allocation_containing(ctx, address) {
+                cuprum_runtime::AddressOwner::Own { base, bytes } => (base, bytes),
+                cuprum_runtime::AddressOwner::Foreign => {
+                    return Err(LaunchProblem::ContextMismatch { param });
+                }
+                cuprum_runtime::AddressOwner::Unknown => {
+                    return Err(bad("is in no live allocation"));
+                }
+            };
+            // Allocations start 256-byte aligned, so an aligned address is one whose
+            // distance from the start is a whole number of elements.
+            if !(address - base).is_multiple_of(size) {
+                return Err(bad(&format!("is not aligned to its {size}-byte elements")));
+            }
+            let to_usize =
+                |n: u64| usize::try_from(n).map_err(|_| bad("is past this host's sizes"));
+            Ok(Some(PointerPlace {
+                elem,
+                len: [to_usize((base + bytes - address) / size)?],
+                offset: to_usize((address - base) / size)?,
+                base,
+                alloc_len: to_usize(bytes / size)?,
+            }))
+        })
+        .collect()
+}
+
+/// `args` with each raw pointer replaced by its placed tensor (`places` from
+/// [`place_pointers`]).
+pub(crate) fn with_places<'a>(
+    args: &[ArgDesc<'a>],
+    places: &'a [Option<PointerPlace>],
+    ctx: &'a CudaContext,
+) -> Vec<ArgDesc<'a>> {
+    args.iter()
+        .zip(places)
+        .map(|(a, place)| match place {
+            Some(p) => ArgDesc::Pointer {
+                tensor: TensorDesc {
+                    elem: p.elem,
+                    shape: &p.len,
+                    strides: &UNIT_STRIDE,
+                    offset: p.offset,
+                    address: p.base,
+                    alloc_len: p.alloc_len,
+                    ctx,
+                },
+            },
+            None => *a,
+        })
+        .collect()
 }
 
 /// What a launch runs: the kernel's specialization and the grid.
@@ -444,6 +550,18 @@ pub(crate) fn plan(
             (ParamKind::Scalar(elem), ArgDesc::Scalar { ty, .. }) => {
                 b.element(name, *elem, *ty)?;
             }
+            (ParamKind::Tensor(t), ArgDesc::Pointer { tensor })
+                if t.access == TensorAccess::Raw =>
+            {
+                b.element(name, t.elem, tensor.elem)?;
+            }
+            (ParamKind::Tensor(t), ArgDesc::Tensor { .. }) if t.access == TensorAccess::Raw => {
+                return Err(LaunchProblem::ArgumentKind {
+                    param: name.to_owned(),
+                    expected: describe(&param.kind),
+                    given: arg.kind(),
+                });
+            }
             (ParamKind::Tensor(t), ArgDesc::Tensor { tensor, tile }) => {
                 let expected_tile = t.access == TensorAccess::Partitioned;
                 if expected_tile != tile.is_some() {
@@ -564,12 +682,32 @@ fn describe(kind: &ParamKind) -> &'static str {
         ParamKind::Tensor(t) if t.access == TensorAccess::Partitioned => {
             "a partitioned tensor (`&mut Tensor`)"
         }
+        ParamKind::Tensor(t) if t.access == TensorAccess::Raw => {
+            "a raw pointer (`*mut T`: a `DevicePointer`)"
+        }
         ParamKind::Tensor(_) => "a tensor (`&Tensor`)",
     }
 }
 
-/// Refuses a partitioned output whose allocation is another argument's too.
+/// Refuses a partitioned output whose allocation is another argument's too, and a raw
+/// pointer into a tensor argument's allocation.
 fn check_aliasing(kernel: &TileKernel, args: &[ArgDesc<'_>]) -> Result<(), LaunchProblem> {
+    for (i, a) in args.iter().enumerate() {
+        let ArgDesc::Pointer { tensor: pointer } = a else {
+            continue;
+        };
+        for (j, b) in args.iter().enumerate() {
+            if let ArgDesc::Tensor { tensor, .. } = b
+                && tensor.address == pointer.address
+                && tensor.ctx.same_context(pointer.ctx)
+            {
+                return Err(LaunchProblem::PointerAliased {
+                    pointer: kernel.params[i].name.clone(),
+                    tensor: kernel.params[j].name.clone(),
+                });
+            }
+        }
+    }
     for (i, a) in args.iter().enumerate() {
         let ArgDesc::Tensor {
             tensor: out,

@@ -206,7 +206,11 @@ pub(crate) fn tensor_facts(extents: &[Vec<u64>], args: &[ArgDesc<'_>]) -> Vec<Te
                     extents,
                 )
             }
-            ArgDesc::Scalar { .. } => TensorFacts::default(),
+            // Nothing is assumed of a raw pointer's elements (each launch's may differ, and
+            // facts are part of the specialization key).
+            ArgDesc::Scalar { .. } | ArgDesc::RawPointer { .. } | ArgDesc::Pointer { .. } => {
+                TensorFacts::default()
+            }
         })
         .collect()
 }
@@ -423,15 +427,16 @@ pub(crate) fn kernel_args(
                 .get(param)
                 .ok_or_else(|| broken(format!("names parameter {param}, which does not exist")))?;
             let tensor = |axis: Option<u32>| match arg {
-                ArgDesc::Tensor { tensor, .. } => match axis {
+                ArgDesc::Tensor { tensor, .. } | ArgDesc::Pointer { tensor } => match axis {
                     Some(a) if a as usize >= tensor.shape.len() => Err(broken(format!(
                         "names axis {a} of parameter {param}, of rank {}",
                         tensor.shape.len()
                     ))),
                     _ => Ok(tensor),
                 },
-                ArgDesc::Scalar { .. } => Err(broken(format!(
-                    "takes parameter {param} as a tensor, but it is a scalar"
+                ArgDesc::Scalar { .. } | ArgDesc::RawPointer { .. } => Err(broken(format!(
+                    "takes parameter {param} as a tensor, but it is {}",
+                    arg.kind()
                 ))),
             };
             match *slot {
@@ -454,8 +459,9 @@ pub(crate) fn kernel_args(
                         ty: *ty,
                         bits: *bits,
                     }),
-                    ArgDesc::Tensor { .. } => Err(broken(format!(
-                        "takes parameter {param} as a scalar, but it is a tensor"
+                    _ => Err(broken(format!(
+                        "takes parameter {param} as a scalar, but it is {}",
+                        arg.kind()
                     ))),
                 },
             }

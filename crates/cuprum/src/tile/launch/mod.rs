@@ -197,6 +197,13 @@ fn launch(
     } = request;
     let kernel = compile::kernel_of(entry.module, entry.index)?;
     let names: Vec<String> = entry.generics.iter().map(|s| (*s).to_owned()).collect();
+    let invalid = |problem| Error::InvalidLaunch {
+        kernel: kernel.name.clone(),
+        problem,
+    };
+    let places = bind::place_pointers(kernel, ctx.context(), args).map_err(invalid)?;
+    let placed = bind::with_places(args, &places, ctx.context());
+    let args = &placed[..];
     let plan =
         bind::plan(kernel, &names, explicit, grid, ctx.context(), args).map_err(|problem| {
             Error::InvalidLaunch {
@@ -231,12 +238,15 @@ fn launch(
     };
     // SAFETY: every slice argument is the whole allocation of a live tensor of this context
     // (`plan` refused other contexts; the tensors are owned or borrowed by the launch's
-    // values), whose element type is the parameter's (`plan` checked it against the
-    // specialized parameter the lowering made the slice from); no partitioned output shares
-    // its allocation with another argument (`plan` checked); each tensor view lies inside
-    // its allocation (a `Tensor` invariant) and the tile IR's loads and stores stay inside
-    // their tensors (elements outside read padding and drop stores), so the kernel's
-    // accesses stay inside the slices.
+    // values), or, for a raw pointer of an `unsafe` entry, the live allocation of this
+    // context that `place_pointers` found holding it (that it stays alive while the work
+    // runs is the entry's caller's promise); its element type is the parameter's (`plan`
+    // checked it against the specialized parameter the lowering made the slice from); no
+    // partitioned output shares its allocation with another argument, nor a raw pointer
+    // with a tensor argument (`plan` checked); each tensor view lies inside its allocation
+    // (a `Tensor` invariant) and the tile IR's loads, stores, gathers and scatters stay
+    // inside their tensors (elements outside read padding and drop stores), so the
+    // kernel's accesses stay inside the slices.
     unsafe { module.launch(ctx.stream(), 0, &config, &kernel_args) }?;
     Ok(())
 }
@@ -256,6 +266,10 @@ pub trait KernelInput<E: DType>: LaunchArgument {}
 /// What a kernel's `&mut Tensor<E, ..>` parameter takes: a `Partition<Tensor<E>>` (given
 /// back by the launch) or a `Partition<&mut Tensor<E>>` (written in place).
 pub trait KernelOutput<E: DType>: LaunchArgument {}
+
+/// What an `unsafe` entry's `*mut E` parameter takes: a
+/// [`DevicePointer<E>`](crate::tile::pointer::DevicePointer).
+pub trait KernelPointer<E: DType>: LaunchArgument {}
 
 fn tensor_desc<T: DType>(t: &Tensor<T>) -> TensorDesc<'_> {
     TensorDesc {
