@@ -26,11 +26,12 @@
 //!    stage released;
 //! 3. `gemm_128x256`: rung 2 with `128 x 256` tiles and `m64n256k16` (128 accumulator
 //!    registers per consumer thread);
-//! 4. `gemm_128x256_bf16`: rung 3 with a `bf16` C (pairs of columns rounded into words);
+//! 4. `gemm_128x256_bf16`: rung 3 with a `bf16` C (pairs of columns rounded into words), and
+//!    its tiles in a grouped order (`GROUP_M` rows of tiles at a time, for L2 reuse);
 //! 5. `gemm_128x256_persistent`: rung 3 with one block per SM looping over the tiles, the
 //!    ring running on across them, so loads of a tile overlap the last one's epilogue.
 //!
-//! Not yet: clusters and TMA multicast, a swizzled tile order, an epilogue through shared memory
+//! Not yet: clusters and TMA multicast, an epilogue through shared memory
 //! (`stmatrix`) and TMA stores; C is stored straight from registers.
 //!
 //! Run: `cargo run --release -p cuprum --example hopper_gemm` (on the emulator: 256 x 512 x
@@ -69,6 +70,8 @@ const BM: usize = 128;
 const BK: usize = 64;
 /// Stages in the ring.
 const STAGES: usize = 4;
+/// Rows of tiles a group of consecutive blocks of rung 4 covers (Triton's `GROUP_M`).
+const GROUP_M: usize = 8;
 /// Bytes of A in a stage (`BM x BK` `bf16`s); B's (`BN x BK`) follow.
 const A_BYTES: usize = BM * BK * 2;
 /// Bytes of a stage of the `128 x 128` kernels, and of the `128 x 256` one.
@@ -375,8 +378,15 @@ mod kernels {
         static mut FULL: SharedArray<u64, STAGES> = SharedArray::UNINIT;
         static mut EMPTY: SharedArray<u64, STAGES> = SharedArray::UNINIT;
         let t = thread::threadIdx_x() as usize;
-        let m0 = thread::blockIdx_y() as usize * BM;
-        let n0 = thread::blockIdx_x() as usize * 256;
+        // Tiles in groups of GROUP_M rows, taken column by column: the blocks running at
+        // once share a few rows of A and columns of B in L2 instead of sweeping all of B.
+        let (gx, gy) = (thread::gridDim_x() as usize, thread::gridDim_y() as usize);
+        let linear = thread::blockIdx_y() as usize * gx + thread::blockIdx_x() as usize;
+        let per_group = GROUP_M * gx;
+        let first_row = linear / per_group * GROUP_M;
+        let rows = (gy - first_row).min(GROUP_M);
+        let m0 = (first_row + linear % per_group % rows) * BM;
+        let n0 = linear % per_group / rows * 256;
         let k_tiles = k as usize / BK;
         // SAFETY: as rung 2's; each thread writes the words of its own column pairs.
         unsafe {
