@@ -63,6 +63,8 @@ pub const COVERED: &[&str] = &[
     "load of a rank-0 tensor",
     "load of its own tile",
     "store",
+    "gather",
+    "scatter",
     "if",
     "if with results",
     "for",

@@ -1,7 +1,9 @@
 //! Parameters and memory: the outputs, read-only inputs made for the loads that need them
 //! (shaped so that their tiles fall inside, on the edge and outside), scalar parameters,
 //! loads (direct, permuted, flattened, broadcast along an axis, of a rank-0 tensor, of a
-//! block's own tile) and stores.
+//! block's own tile) and stores; gathers through raw pointers that nothing writes, at
+//! offsets from data (many before or past the pointer's elements, which read the padding),
+//! and scatters, each to a raw pointer of its own, every block to its own places.
 
 use cuprum_ir::{BinaryOp, ScalarType};
 use cuprum_tile_ir::{
@@ -17,6 +19,8 @@ use ScalarType as S;
 
 /// The most read-only tensors a program gets (later loads reuse them).
 const MAX_INPUTS: usize = 5;
+/// The most raw pointers a program gets (gathers reuse their sources).
+const MAX_RAW: usize = 4;
 
 impl Gen<'_> {
     /// Declares partitioned output `name` (tiles of `tile`) with a poisoned tensor of
@@ -229,6 +233,10 @@ impl Gen<'_> {
                 .collect()
         };
         match self.below(10) {
+            // Gathered through a raw pointer.
+            4 if self.raw_count() < MAX_RAW || !self.raw_sources(elem).is_empty() => {
+                self.gather(elem, shape)
+            }
             // Permuted: the tile with its axes reordered, then permuted back.
             0..=1 if rank >= 2 => {
                 let perm = self.permutation(rank);
@@ -309,6 +317,149 @@ impl Gen<'_> {
             },
             padding,
         })
+    }
+
+    /// The raw pointers declared so far.
+    fn raw_count(&self) -> usize {
+        self.cb
+            .b
+            .kernel()
+            .params
+            .iter()
+            .filter(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Raw))
+            .count()
+    }
+
+    /// The raw pointers of `elem` that gathers read (`src*`; nothing writes them).
+    fn raw_sources(&self, elem: ScalarType) -> Vec<u32> {
+        self.cb
+            .b
+            .kernel()
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match &p.kind {
+                ParamKind::Tensor(t)
+                    if t.access == TensorAccess::Raw
+                        && t.elem == Elem::Known(elem)
+                        && p.name.starts_with("src") =>
+                {
+                    Some(i as u32)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A tile of `elem` and `shape` gathered through a raw pointer nobody writes, at offsets
+    /// from data (some outside the pointer's elements), under a random mask now and then.
+    fn gather(&mut self, elem: ScalarType, shape: &[u32]) -> R<TileValue> {
+        let sources = self.raw_sources(elem);
+        let src = if !sources.is_empty() && (self.raw_count() >= MAX_RAW || self.chance(0.5)) {
+            self.choose(&sources)
+        } else {
+            let len = self.rng.random_range(1..160u64);
+            let offset = self.rng.random_range(0..4u64);
+            let name = format!("src{}", self.cb.args.len());
+            self.cb
+                .raw_pointer(&mut self.rng, &name, elem, offset + len, offset, None)
+        };
+        let len = match self.cb.args.get(src as usize) {
+            Some(ArgData::Tensor(t)) => t.shape.first().copied().unwrap_or(0),
+            _ => 0,
+        };
+        // `x % (len + 6) - 3`: mostly inside, a few before or past the elements (and, for
+        // unsigned offsets, far past: the subtraction wraps).
+        let ty = self.int_elem();
+        let x = self.operand(ty, shape)?;
+        let m = self.konst(ty, Literal::Int(len as i64 + 6), shape)?;
+        let three = self.konst(ty, Literal::Int(3), shape)?;
+        let r = self.def_hidden(Op::Binary(BinaryOp::Rem, x, m))?;
+        let offsets = self.def_hidden(Op::Binary(BinaryOp::Sub, r, three))?;
+        let mask = if self.chance(0.5) {
+            Some(self.operand(S::Bool, shape)?)
+        } else {
+            None
+        };
+        let padding = self.padding(elem);
+        self.def(Op::Gather {
+            tensor: src,
+            offsets,
+            mask,
+            padding,
+        })
+    }
+
+    /// A scatter of a value made last (or a fresh one) to a raw pointer of its own: element
+    /// `c` of block `b` to place `b * n + c` (row-major, `n` the tile's elements) shifted by
+    /// up to two either way, so that no two blocks write one element; a random mask now and
+    /// then. The rest of the pointer's allocation keeps its poison.
+    pub(crate) fn scatter(&mut self) -> R<()> {
+        if self.raw_count() >= MAX_RAW {
+            return Ok(());
+        }
+        let elem = self.elem(true);
+        let shape = if self.chance(0.2) {
+            Vec::new()
+        } else {
+            self.work.clone()
+        };
+        let n: u32 = shape.iter().product();
+        let blocks: u32 = self.grid.iter().product();
+        let offset = self.rng.random_range(0..4u64);
+        let name = format!("sink{}", self.cb.args.len());
+        let poison = self.cfg.poison;
+        let sink = self.cb.raw_pointer(
+            &mut self.rng,
+            &name,
+            elem,
+            offset + u64::from(blocks) * u64::from(n) + 2,
+            offset,
+            Some(poison),
+        );
+        let linear = self.linear_block_index()?;
+        let linear = self.def_hidden(Op::Cast {
+            value: linear,
+            to: Elem::Known(S::I64),
+        })?;
+        let shift = self.rng.random_range(-2..=2i64);
+        let n_c = self.konst(S::I64, Literal::Int(i64::from(n)), &[])?;
+        let shift_c = self.konst(S::I64, Literal::Int(shift), &[])?;
+        let first = self.def_hidden(Op::Binary(BinaryOp::Mul, linear, n_c))?;
+        let first = self.def_hidden(Op::Binary(BinaryOp::Add, first, shift_c))?;
+        let mut offsets = self.splat(first, &shape)?;
+        let mut weight = 1i64;
+        for axis in (0..shape.len()).rev() {
+            let along = self.def_hidden(Op::Iota {
+                elem: Elem::Known(S::I64),
+                shape: shape_of(&shape),
+                axis: axis as u32,
+            })?;
+            let w = self.konst(S::I64, Literal::Int(weight), &shape)?;
+            let term = self.def_hidden(Op::Binary(BinaryOp::Mul, along, w))?;
+            offsets = self.def_hidden(Op::Binary(BinaryOp::Add, offsets, term))?;
+            weight *= i64::from(shape[axis]);
+        }
+        let recent = self.recent_observable(4, &shape);
+        let value = if !recent.is_empty() && self.chance(0.7) {
+            let v = self.choose(&recent);
+            let v = self.as_shape(v, &shape)?;
+            self.convert(v, elem)?
+        } else {
+            self.operand(elem, &shape)?
+        };
+        let mask = if self.chance(0.5) {
+            Some(self.operand(S::Bool, &shape)?)
+        } else {
+            None
+        };
+        self.push(Stmt::Scatter {
+            tensor: sink,
+            offsets,
+            value,
+            mask,
+        });
+        Ok(())
     }
 
     /// `x + gx * (y + gy * z)` for this block, as `I32`.

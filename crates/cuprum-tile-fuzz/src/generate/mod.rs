@@ -11,7 +11,7 @@
 //! edge of and outside their tensors (by block index, by loop counter, by constant);
 //! reductions; `if` with results, `for` and `loop` with carried values, `break`, `continue`,
 //! early returns, assertions that hold; stores, also more than one to a tile and loads of a
-//! block's own tile after them.
+//! block's own tile after them; gathers and scatters through raw pointers.
 //!
 //! What it keeps true, so that the interpreter, the emulator and the GPU must agree bit for
 //! bit ([`Tolerance::Exact`]):
@@ -32,6 +32,8 @@
 //!   counter that would wrap stops); reduce closures are associative and commutative and
 //!   carry their true identity (the lowering combines clamped registers with it).
 //! * Views of inputs may repeat elements (stride 0); views of outputs never alias.
+//! * Raw pointers are either gathered from (and never written) or scattered to by one
+//!   statement, each block to places of its own: no element is touched by two blocks.
 
 mod control;
 mod coverage;
@@ -439,6 +441,7 @@ impl Gen<'_> {
             86..=88 => self.assert_true()?,
             89..=91 if !self.loops.is_empty() => self.leave_loop_maybe()?,
             92 if self.depth > 0 => self.push(Stmt::Return),
+            93..=94 => self.scatter()?,
             _ => {
                 let (elem, shape) = self.shape_in_play();
                 let v = self.fresh(elem, &shape)?;
