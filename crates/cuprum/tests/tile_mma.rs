@@ -246,6 +246,8 @@ fn half_precision_gemms_are_within_the_tensor_cores_bound() {
         (64, 64, 64, [64, 64, 16]),
         (17, 9, 16, [16, 8, 16]),
         (33, 20, 29, [16, 16, 8]),
+        // Tiles that are multiples of 16 but not powers of two.
+        (100, 90, 70, [48, 80, 48]),
     ] {
         let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
         let ys: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);
