@@ -94,6 +94,35 @@ impl CaseBuilder {
         p
     }
 
+    /// A mapped output of `elem` cut into tiles `tile` (a persistent schedule deals them to
+    /// the blocks), its tensor of `shape` in a random view of `kind`, poisoned. The case's
+    /// grid is then the caller's to set.
+    pub fn mapped_output(
+        &mut self,
+        rng: &mut SmallRng,
+        name: &str,
+        elem: ScalarType,
+        tile: &[u32],
+        shape: &[u64],
+        kind: ViewKind,
+    ) -> u32 {
+        let dims = tile
+            .iter()
+            .map(|&n| TensorDim::Static(Dim::Known(n)))
+            .collect();
+        let p = self.b.param(
+            name,
+            ParamKind::Tensor(TensorParam {
+                elem: Elem::Known(elem),
+                dims,
+                access: TensorAccess::Mapped,
+            }),
+        );
+        let t = poisoned_tensor(rng, elem, shape, kind, self.poison);
+        self.args.push(ArgData::Tensor(t));
+        p
+    }
+
     /// A read-only input holding `tensor`, declared with `dims` (`None`: every size
     /// dynamic).
     pub fn input_tensor(

@@ -1052,6 +1052,102 @@ fn gathers_and_scatters_through_raw_pointers() {
     check_all("raw pointers", &cases);
 }
 
+#[test]
+fn mapped_outputs_are_written_tile_by_tile_in_the_schedule() {
+    let seed = seed("mapped_outputs_are_written_tile_by_tile_in_the_schedule");
+    let mut cases = Vec::new();
+    // Many tiles each, so that blocks visit several in turn.
+    let shapes: [(&[u32], &[u64]); 5] = [
+        (&[4], &[30]),
+        (&[2, 3], &[11, 10]),
+        (&[3, 2], &[10, 11]),
+        (&[1, 2, 2], &[3, 5, 3]),
+        (&[8, 8], &[40, 33]),
+    ];
+    for (i, (ty, (tile, shape))) in [S::F32, S::I32, S::F16, S::U8, S::F64]
+        .into_iter()
+        .zip(shapes)
+        .enumerate()
+    {
+        let case_seed = seed ^ (i as u64 + 7);
+        let rng = SmallRng::seed_from_u64(case_seed);
+        let mut k = Ops::with_shape(&format!("mapped_{ty}"), case_seed, rng, tile, shape);
+        let (tile, shape) = (k.tile.clone(), k.shape.clone());
+        let rank = tile.len();
+        let tiles: u64 = tile
+            .iter()
+            .zip(&shape)
+            .map(|(&t, &n)| n.div_ceil(u64::from(t)))
+            .product();
+        let out =
+            k.cb.mapped_output(&mut k.rng, "z", ty, &tile, &shape, ViewKind::Injective);
+        let x = random_tensor(&mut k.rng, ty, &shape, ViewKind::Any);
+        let x = k.cb.input_tensor("x", x, None);
+        // Bands of 1 to 3 rows of tiles.
+        let mut map = vec![1u32; rank];
+        if rank >= 2 {
+            map[rank - 2] = k.rng.random_range(1..=3);
+        }
+        let i32_scalar = TileType {
+            elem: Elem::Known(S::I32),
+            shape: Vec::new(),
+        };
+        let coords: Vec<TileValue> = (0..rank)
+            .map(|_| k.cb.b.value(i32_scalar.clone()))
+            .collect();
+        // The loop carries a count of the tiles this block visited, stored with each tile.
+        let zero = k.konst(S::I32, Literal::Int(0), &[]);
+        let count = k.cb.b.value(i32_scalar.clone());
+        let result = k.cb.b.value(i32_scalar);
+        k.cb.b.begin_block();
+        let padding = k.padding(ty);
+        let loaded = k.def(Op::Load {
+            view: View::Tiled {
+                tensor: x,
+                tile: shape_of(&tile),
+                index: coords.clone(),
+            },
+            padding,
+        });
+        // Each element plus its tile's first coordinate and the visit count.
+        let one = k.konst(S::I32, Literal::Int(1), &[]);
+        let next = k.def(Op::Binary(BinaryOp::Add, count, one));
+        let mark = k.def(Op::Binary(BinaryOp::Add, coords[0], next));
+        let mark = k.def(Op::Cast {
+            value: mark,
+            to: Elem::Known(ty),
+        });
+        let mark = k.splat(mark);
+        let value = if ty == S::U8 {
+            k.def(Op::Binary(BinaryOp::Xor, loaded, mark))
+        } else {
+            k.def(Op::Binary(BinaryOp::Add, loaded, mark))
+        };
+        k.cb.b.push(Stmt::StoreMapped { tensor: out, value });
+        let body = k.cb.b.end_block(vec![next]);
+        k.cb.b.push(Stmt::ForTiles {
+            tensor: out,
+            map: shape_of(&map),
+            coords,
+            args: vec![count],
+            inits: vec![zero],
+            body,
+            results: vec![result],
+        });
+        // Fewer blocks than tiles (each visits several, in the schedule's order), and now
+        // and then more (idle blocks).
+        let blocks = if k.rng.random_bool(0.8) {
+            k.rng.random_range(1..=tiles.div_ceil(3))
+        } else {
+            tiles + 2
+        } as u32;
+        let mut case = k.case(Tolerance::Exact);
+        case.grid = [blocks, 1, 1];
+        cases.push(case);
+    }
+    check_all("mapped outputs", &cases);
+}
+
 /// A `for` loop over `counter` of `ty` from `start` to `end` by `step`, summing the counter
 /// into an `i64` tile; the tile stored.
 fn for_case(seed: u64, ty: ScalarType, (start, end, step): (i128, i128, i128)) -> Case {

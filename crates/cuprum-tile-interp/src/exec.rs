@@ -89,6 +89,7 @@ impl Launch<'_, '_> {
             env: vec![None; self.elem.len()],
             own: vec![None; self.params.len()],
             raw: RawWrites::default(),
+            mapped: Vec::new(),
             prints: Vec::new(),
         };
         match b.block(&self.kernel.body) {
@@ -152,8 +153,11 @@ struct BlockRun<'l, 'k, 'a> {
     env: Vec<Option<Tile>>,
     /// Per parameter: what this block stored to its tile of a partitioned tensor.
     own: Vec<Option<OwnTile>>,
-    /// What this block scattered through raw pointers.
+    /// What this block scattered through raw pointers and stored to mapped outputs.
     raw: RawWrites,
+    /// The current tile of each enclosing loop over a mapped output's tiles, innermost
+    /// last: the tensor and the tile's coordinates.
+    mapped: Vec<(u32, Vec<u64>)>,
     prints: Vec<String>,
 }
 
@@ -341,6 +345,53 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                 };
                 self.set_all(results, out);
             }
+            Stmt::ForTiles {
+                tensor,
+                map,
+                coords,
+                args,
+                inits,
+                body,
+                results,
+            } => {
+                let (t, _) = self.tensor(*tensor)?;
+                let tile = self.mapped_tile_shape(*tensor)?;
+                let tiles: Vec<u64> = t
+                    .shape
+                    .iter()
+                    .zip(&tile)
+                    .map(|(&n, &d)| n.div_ceil(d as u64))
+                    .collect();
+                let total: u64 = tiles.iter().product();
+                let map: Vec<u64> = map
+                    .iter()
+                    .map(|d| u64::from(d.known().unwrap_or(1)))
+                    .collect();
+                let step = u64::from(self.launch.grid[0].max(1));
+                let mut next = u64::from(self.id[0]);
+                let mut carried = self.get_all(inits)?;
+                let out = loop {
+                    if next >= total {
+                        break carried;
+                    }
+                    let at = cuprum_tile_ir::grid::mapped_tile(next, &tiles, &map);
+                    for (&c, &v) in coords.iter().zip(&at) {
+                        self.set(c, Rc::new(vec![Constant::i32(v as i32).bits]));
+                    }
+                    self.set_all(args, carried);
+                    self.mapped.push((*tensor, at));
+                    let flow = self.block(body);
+                    self.mapped.pop();
+                    carried = match flow? {
+                        Flow::Next => self.get_all(&body.yields)?,
+                        Flow::Continue(v) => v,
+                        Flow::Break(v) => break v,
+                    };
+                    next += step;
+                };
+                self.set_all(results, out);
+            }
+            Stmt::StoreMapped { tensor, value } => self.store_mapped(*tensor, *value)?,
             Stmt::Break { values } => return Ok(Flow::Break(self.get_all(values)?)),
             Stmt::Continue { values } => return Ok(Flow::Continue(self.get_all(values)?)),
             Stmt::Return => return Err(Stop::Return),
@@ -476,6 +527,40 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
             out.push(a);
         }
         Ok((t, out))
+    }
+
+    /// The tile shape of mapped output `p`.
+    fn mapped_tile_shape(&self, p: u32) -> Run<Vec<usize>> {
+        match self.launch.kernel.params.get(p as usize).map(|p| &p.kind) {
+            Some(cuprum_tile_ir::ParamKind::Tensor(t)) => match t.mapped_tile() {
+                Some(tile) => Ok(tile
+                    .iter()
+                    .map(|d| d.known().unwrap_or(1) as usize)
+                    .collect()),
+                None => Err(self.unsupported(format!("parameter {p} is not a mapped output"))),
+            },
+            _ => Err(self.unsupported(format!("parameter {p} is not a tensor"))),
+        }
+    }
+
+    /// `Stmt::StoreMapped`: the elements of the current tile inside the tensor, into this
+    /// block's log.
+    fn store_mapped(&mut self, p: u32, value: TileValue) -> Run<()> {
+        let (t, _) = self.tensor(p)?;
+        let tile = self.mapped_tile_shape(p)?;
+        let Some((_, at)) = self.mapped.iter().rev().find(|(q, _)| *q == p) else {
+            return Err(self.unsupported(format!(
+                "a mapped store to parameter {p} outside a loop over its tiles"
+            )));
+        };
+        let base = tile_base(at.iter().map(|&c| i128::from(c)), &tile);
+        let window = Window::new(&t, &base, &tile).map_err(|f| self.address_fault(&t, f))?;
+        let v = self.get(value)?;
+        if let Some(w) = window {
+            let raw = &mut self.raw;
+            w.for_each(|i, addr| raw.write(p, addr, v[i]));
+        }
+        Ok(())
     }
 
     /// `Op::Gather`.

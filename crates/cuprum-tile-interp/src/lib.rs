@@ -41,6 +41,8 @@
 //!   gathers see them; the log is written to memory when the block ends, in block order
 //!   (see `raw`). Where one scatter names one offset twice, the later element in row-major
 //!   order is written.
+//! * **Mapped outputs**' loops visit the block's tiles in the schedule's order
+//!   (`cuprum_tile_ir::grid::mapped_tile`); their stores go to the same log as scatters.
 
 #![warn(missing_docs)]
 
@@ -325,10 +327,10 @@ fn check_args(kernel: &TileKernel, args: &[Arg<'_>]) -> Result<(), InterpError> 
                             }
                         }
                     }
-                    TensorAccess::Raw => {
+                    TensorAccess::Raw | TensorAccess::Mapped => {
                         if matches!(a.data, TensorData::Read(_)) {
                             return Err(bad(
-                                "a raw pointer given read-only bytes (use TensorData::Write)"
+                                "a raw pointer or mapped output given read-only bytes (use TensorData::Write)"
                                     .into(),
                             ));
                         }

@@ -138,3 +138,68 @@ pub fn grid_of(
     }
     Ok(found.map(|(g, _)| g))
 }
+
+/// The tile coordinates of tile `t` (`t` below the product of `tiles`) in the schedule of a
+/// mapped output ([`crate::Stmt::ForTiles`]) with `tiles[d]` tiles along axis `d` and map
+/// shape `map`: its one definition, which the interpreter runs and the lowering emits.
+///
+/// Rank 1: tile `t`. Otherwise the axes before the last two are walked row-major, slowest,
+/// one 2-D slice of tiles after another; within a slice of `m x n` tiles, tiles come in bands
+/// of `g = map[rank - 2]` rows (the last band `min(g, m - first)` rows high), each band
+/// column by column: `band = r / (g n)`, `first = band g`, `rows = min(g, m - first)`,
+/// `row = first + (r mod g n) mod rows`, `col = (r mod g n) / rows`, where `r` is `t`'s
+/// position in its slice. Consecutive tiles (those the blocks running at once take) then
+/// share rows of the first operand and columns of the second, as Triton's grouped order.
+pub fn mapped_tile(t: u64, tiles: &[u64], map: &[u64]) -> Vec<u64> {
+    let rank = tiles.len();
+    if rank <= 1 {
+        return vec![t];
+    }
+    let (m, n) = (tiles[rank - 2].max(1), tiles[rank - 1].max(1));
+    let (lead, r) = (t / (m * n), t % (m * n));
+    let mut coords = vec![0u64; rank];
+    let mut rest = lead;
+    for d in (0..rank - 2).rev() {
+        let size = tiles[d].max(1);
+        coords[d] = rest % size;
+        rest /= size;
+    }
+    let g = map.get(rank - 2).copied().unwrap_or(1).max(1);
+    let band = r / (g * n);
+    let first = band * g;
+    let rows = g.min(m - first);
+    let within = r % (g * n);
+    coords[rank - 2] = first + within % rows;
+    coords[rank - 1] = within / rows;
+    coords
+}
+
+#[cfg(test)]
+mod mapped_tests {
+    use super::mapped_tile;
+
+    #[test]
+    fn the_schedule_visits_every_tile_once_in_bands() {
+        for (tiles, map) in [
+            (vec![7u64], vec![1u64]),
+            (vec![5, 3], vec![1, 1]),
+            (vec![5, 3], vec![2, 1]),
+            (vec![4, 4], vec![4, 1]),
+            (vec![2, 5, 3], vec![1, 3, 1]),
+        ] {
+            let total: u64 = tiles.iter().product();
+            let mut seen = std::collections::HashSet::new();
+            for t in 0..total {
+                let c = mapped_tile(t, &tiles, &map);
+                assert!(
+                    c.iter().zip(&tiles).all(|(c, n)| c < n),
+                    "{c:?} of {tiles:?}"
+                );
+                assert!(seen.insert(c), "tile {t} visited twice");
+            }
+        }
+        // Bands of two rows, column by column: (0,0), (1,0), (0,1), (1,1), .., then row 2.
+        let order: Vec<Vec<u64>> = (0..6).map(|t| mapped_tile(t, &[3, 2], &[2, 1])).collect();
+        assert_eq!(order, [[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [2, 1]]);
+    }
+}

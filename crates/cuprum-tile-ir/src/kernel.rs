@@ -93,6 +93,19 @@ impl TensorParam {
         if self.access != TensorAccess::Partitioned {
             return None;
         }
+        self.static_dims()
+    }
+
+    /// For a mapped output, the shape of its tiles.
+    pub fn mapped_tile(&self) -> Option<Shape> {
+        if self.access != TensorAccess::Mapped {
+            return None;
+        }
+        self.static_dims()
+    }
+
+    /// The declared dims when every one is static.
+    fn static_dims(&self) -> Option<Shape> {
         self.dims
             .iter()
             .map(|d| match d {
@@ -132,6 +145,13 @@ pub enum TensorAccess {
     /// such a read sees, is then unspecified). Within a block, accesses happen in program
     /// order.
     Raw,
+    /// `MappedPartitionMut<E, S, M>`: an output cut into tiles of shape `S` (the declared
+    /// dims) that a persistent schedule deals to the tile blocks ([`Stmt::ForTiles`]): the
+    /// launch has any number `g` of blocks along grid axis x (the host's choice) and 1 along
+    /// the others; block `b` visits tiles `b, b + g, b + 2g, ..` of the schedule's order
+    /// ([`crate::grid::mapped_tile`]) and writes only those ([`Stmt::StoreMapped`]), so no
+    /// two blocks touch one element.
+    Mapped,
 }
 
 /// A sequence of statements, and what it gives its parent when it ends normally.
@@ -506,6 +526,38 @@ pub enum Stmt {
         /// The loop's results: a `Break`'s values.
         results: Vec<TileValue>,
     },
+    /// Runs `body` once for each tile of mapped output `tensor` ([`TensorAccess::Mapped`])
+    /// that this tile block visits, in the schedule's order: tiles `b, b + g, ..` below the
+    /// tensor's tile count (`b` this block's index along grid axis x, `g` the grid's size
+    /// there), tile `t` being at the tile coordinates [`crate::grid::mapped_tile`] gives;
+    /// `coords` (rank-0 `I32`, one per axis, defined only inside `body`) hold them. `args`,
+    /// `inits` and `results` as in [`Stmt::For`]; `Break` and `Continue` act on it.
+    ForTiles {
+        /// The parameter index of a [`TensorAccess::Mapped`] tensor.
+        tensor: u32,
+        /// The schedule's map shape (one entry per axis, each at least 1, all but the last
+        /// two 1): tiles are taken in bands of `map[rank - 2]` rows of tiles.
+        map: Shape,
+        /// The current tile's coordinates, defined inside `body`.
+        coords: Vec<TileValue>,
+        /// The loop-carried values, defined inside `body`.
+        args: Vec<TileValue>,
+        /// Their values before the first iteration.
+        inits: Vec<TileValue>,
+        /// The body; its yields are the next iteration's `args`.
+        body: Block,
+        /// The loop's results, defined after it.
+        results: Vec<TileValue>,
+    },
+    /// Writes `value` (the tile shape, the tensor's element type) to the current tile of the
+    /// innermost enclosing [`Stmt::ForTiles`] over mapped output `tensor`; elements outside
+    /// the tensor are dropped.
+    StoreMapped {
+        /// The parameter index of a [`TensorAccess::Mapped`] tensor.
+        tensor: u32,
+        /// The tile stored.
+        value: TileValue,
+    },
     /// Leaves the innermost loop; its `results` take `values`. Ends the block it is in.
     Break {
         /// One per loop result.
@@ -551,7 +603,9 @@ impl Stmt {
             Stmt::If {
                 then, otherwise, ..
             } => vec![then, otherwise],
-            Stmt::For { body, .. } | Stmt::Loop { body, .. } => vec![body],
+            Stmt::For { body, .. } | Stmt::Loop { body, .. } | Stmt::ForTiles { body, .. } => {
+                vec![body]
+            }
             Stmt::Def {
                 op:
                     Op::Reduce {
@@ -587,7 +641,8 @@ impl Stmt {
                 .into_iter()
                 .chain(inits.iter().copied())
                 .collect(),
-            Stmt::Loop { inits, .. } => inits.clone(),
+            Stmt::Loop { inits, .. } | Stmt::ForTiles { inits, .. } => inits.clone(),
+            Stmt::StoreMapped { value, .. } => vec![*value],
             Stmt::Break { values } | Stmt::Continue { values } => values.clone(),
             Stmt::Return => Vec::new(),
             Stmt::Print { args, .. } => args.clone(),

@@ -38,7 +38,10 @@
 //!   ([`TensorAccess::Raw`]) are read and written element by element at offsets
 //!   ([`Op::Gather`], [`Stmt::Scatter`]); offsets outside the pointer's allocation read
 //!   padding and are not written, and the entry's caller promises that no two blocks race on
-//!   an element.
+//!   an element. A mapped output ([`TensorAccess::Mapped`]) is written by persistent loops
+//!   ([`Stmt::ForTiles`]) that deal its tiles to the blocks by one schedule
+//!   ([`grid::mapped_tile`]), each tile to one block, and store only to the current tile
+//!   ([`Stmt::StoreMapped`]).
 //! * **Reductions** combine in an unspecified order: integer results are exact, float
 //!   results may differ in the last bits between the interpreter, the emulator and the GPU
 //!   (tests compare floats within a stated bound).

@@ -91,6 +91,7 @@ impl Printer<'_> {
                         TensorAccess::Read => "&tensor",
                         TensorAccess::Partitioned => "&mut tensor (partitioned)",
                         TensorAccess::Raw => "*mut (raw pointer)",
+                        TensorAccess::Mapped => "&mut tensor (mapped)",
                     };
                     format!("{access}<{}, [{}]>", t.elem, dims.join(", "))
                 }
@@ -213,6 +214,37 @@ impl Printer<'_> {
                 self.block(body, depth + 1)?;
                 self.indent(depth);
                 writeln!(self.out, "}}")
+            }
+            Stmt::ForTiles {
+                tensor,
+                map,
+                coords,
+                args,
+                inits,
+                body,
+                results,
+            } => {
+                if !results.is_empty() {
+                    write!(self.out, "{} = ", self.typed(results))?;
+                }
+                write!(
+                    self.out,
+                    "for [{}] in tiles of param{tensor} map {}",
+                    list(coords),
+                    ShapeDisplay(map)
+                )?;
+                self.carried(args, inits)?;
+                writeln!(self.out, " {{")?;
+                self.block(body, depth + 1)?;
+                self.indent(depth);
+                writeln!(self.out, "}}")
+            }
+            Stmt::StoreMapped { tensor, value } => {
+                writeln!(
+                    self.out,
+                    "store param{tensor}[current tile] = {}",
+                    v(*value)
+                )
             }
             Stmt::Break { values } => writeln!(self.out, "break {}", list(values)),
             Stmt::Continue { values } => writeln!(self.out, "continue {}", list(values)),

@@ -244,8 +244,13 @@ impl Subst<'_> {
                 self.block(otherwise);
             }
             Stmt::For { body, .. } | Stmt::Loop { body, .. } => self.block(body),
+            Stmt::ForTiles { map, body, .. } => {
+                *map = self.shape(map);
+                self.block(body);
+            }
             Stmt::StorePart { tile, .. } => *tile = self.shape(tile),
             Stmt::Store { .. }
+            | Stmt::StoreMapped { .. }
             | Stmt::Scatter { .. }
             | Stmt::Break { .. }
             | Stmt::Continue { .. }

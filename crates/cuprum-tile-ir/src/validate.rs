@@ -37,6 +37,7 @@ pub fn validate_kernel(kernel: &TileKernel) -> Result<(), TileValidationError> {
         defined: HashSet::new(),
         scopes: vec![Vec::new()],
         loops: Vec::new(),
+        mapped: Vec::new(),
         typing_only: false,
     };
     if !cuprum_ir::validate::is_ptx_identifier(&kernel.name) {
@@ -62,6 +63,7 @@ pub fn result_type(kernel: &TileKernel, op: &Op) -> Result<TileType, TileValidat
         defined: HashSet::new(),
         scopes: vec![Vec::new()],
         loops: Vec::new(),
+        mapped: Vec::new(),
         typing_only: true,
     };
     v.op(op).map_err(|m| v.error(m))
@@ -80,6 +82,8 @@ struct Validator<'k> {
     /// Values visible in each open block, innermost last.
     scopes: Vec<Vec<TileValue>>,
     loops: Vec<LoopTypes>,
+    /// The mapped outputs of the enclosing `ForTiles`, innermost last.
+    mapped: Vec<u32>,
     /// Only operations' types are asked ([`result_type`]): where values are defined is not
     /// checked, and nothing is recorded as defined.
     typing_only: bool,
@@ -220,6 +224,19 @@ impl<'k> Validator<'k> {
                             "raw pointer `{}` is a rank-1 tensor of dynamic size",
                             p.name
                         ));
+                    }
+                    if t.access == TensorAccess::Mapped {
+                        let tile = t.mapped_tile().ok_or_else(|| {
+                            format!("mapped output `{}` has a dynamic tile dimension", p.name)
+                        })?;
+                        if tile.is_empty() || tile.len() > 3 {
+                            return Err(format!(
+                                "mapped output `{}` has rank {}; 1 to 3 are supported",
+                                p.name,
+                                tile.len()
+                            ));
+                        }
+                        self.shape_ok(&tile)?;
                     }
                     if t.access == TensorAccess::Partitioned {
                         let tile = t.partition_tile().ok_or_else(|| {
@@ -456,14 +473,81 @@ impl<'k> Validator<'k> {
                 if self.ty(*counter)? != &TileType::scalar(ty) {
                     return Err("a for loop's counter is not of its start's type".into());
                 }
-                self.loop_stmt(Some(*counter), args, inits, body, results)
+                self.loop_stmt(&[*counter], args, inits, body, results)
+            }
+            Stmt::ForTiles {
+                tensor,
+                map,
+                coords,
+                args,
+                inits,
+                body,
+                results,
+            } => {
+                let t = self.tensor(*tensor)?;
+                if t.access != TensorAccess::Mapped {
+                    return Err(format!(
+                        "a loop over the tiles of parameter {tensor}, which is not a mapped output"
+                    ));
+                }
+                if map.len() != t.rank() || coords.len() != t.rank() {
+                    return Err(format!(
+                        "a loop over the tiles of a rank-{} mapped output with a map of rank {} and {} coordinates",
+                        t.rank(),
+                        map.len(),
+                        coords.len()
+                    ));
+                }
+                self.shape_ok(map)?;
+                let rank = map.len();
+                for (axis, d) in map.iter().enumerate() {
+                    let grouped = rank >= 2 && axis == rank - 2;
+                    if let Dim::Known(n) = d
+                        && *n != 1
+                        && !grouped
+                    {
+                        return Err(format!(
+                            "a map shape {} groups tiles along axis {axis}: only the second-to-last entry may be above 1",
+                            ShapeDisplay(map)
+                        ));
+                    }
+                }
+                for c in coords {
+                    if self.ty(*c)? != &TileType::scalar(ScalarType::I32) {
+                        return Err("a tile coordinate of a mapped loop is not an `i32`".into());
+                    }
+                }
+                self.mapped.push(*tensor);
+                let r = self.loop_stmt(coords, args, inits, body, results);
+                self.mapped.pop();
+                r
+            }
+            Stmt::StoreMapped { tensor, value } => {
+                let t = self.tensor(*tensor)?;
+                let tile = t.mapped_tile().ok_or_else(|| {
+                    format!("a mapped store to parameter {tensor}, which is not a mapped output")
+                })?;
+                if !self.mapped.contains(tensor) {
+                    return Err(format!(
+                        "a mapped store to parameter {tensor} outside a loop over its tiles"
+                    ));
+                }
+                let got = self.use_value(*value)?;
+                self.expect(
+                    got,
+                    &TileType {
+                        elem: t.elem,
+                        shape: tile,
+                    },
+                    "a mapped store",
+                )
             }
             Stmt::Loop {
                 args,
                 inits,
                 body,
                 results,
-            } => self.loop_stmt(None, args, inits, body, results),
+            } => self.loop_stmt(&[], args, inits, body, results),
             Stmt::Break { values } => {
                 let want = match self.loops.last() {
                     Some(l) => l.results.clone(),
@@ -518,7 +602,7 @@ impl<'k> Validator<'k> {
 
     fn loop_stmt(
         &mut self,
-        counter: Option<TileValue>,
+        defined: &[TileValue],
         args: &[TileValue],
         inits: &[TileValue],
         body: &Block,
@@ -539,7 +623,7 @@ impl<'k> Validator<'k> {
             return Err("a loop's results differ in type from its arguments".into());
         }
         self.scopes.push(Vec::new());
-        if let Some(c) = counter {
+        for &c in defined {
             self.define(c)?;
         }
         for a in args {

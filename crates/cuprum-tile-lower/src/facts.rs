@@ -122,7 +122,9 @@ pub fn access_extents(kernel: &TileKernel) -> Vec<Vec<u64>> {
         }
     };
     kernel.body.visit(&mut |s| match s {
-        Stmt::Store { tensor, value } | Stmt::StorePart { tensor, value, .. } => {
+        Stmt::Store { tensor, value }
+        | Stmt::StorePart { tensor, value, .. }
+        | Stmt::StoreMapped { tensor, value } => {
             if let Some(shape) = shape_of(*value) {
                 add(*tensor, &mut shape.into_iter().enumerate());
             }

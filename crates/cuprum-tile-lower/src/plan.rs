@@ -359,6 +359,24 @@ impl Planner<'_> {
                 self.set(*counter, Repr::Uniform)?;
                 self.carried(args, inits, body, results)
             }
+            Stmt::ForTiles {
+                coords,
+                args,
+                inits,
+                body,
+                results,
+                ..
+            } => {
+                for &c in coords {
+                    self.set(c, Repr::Uniform)?;
+                }
+                self.carried(args, inits, body, results)
+            }
+            Stmt::StoreMapped { value, .. } => {
+                let shape = self.shape(*value)?;
+                self.plan.anchor_id(&shape);
+                Ok(())
+            }
             Stmt::Loop {
                 args,
                 inits,

@@ -166,6 +166,8 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
             Stmt::Store { .. } => "store".into(),
             Stmt::StorePart { .. } => "store part".into(),
             Stmt::Scatter { .. } => "scatter".into(),
+            Stmt::ForTiles { .. } => "for over mapped tiles".into(),
+            Stmt::StoreMapped { .. } => "mapped store".into(),
             Stmt::If { results, .. } => {
                 if !results.is_empty() {
                     names.insert("if with results".into());

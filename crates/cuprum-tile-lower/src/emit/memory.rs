@@ -135,7 +135,9 @@ impl Emitter<'_> {
                         .ok_or_else(|| crate::LowerError::Generic(self.kernel.name.clone()))?;
                     let access = match t.access {
                         TensorAccess::Read => SliceAccess::ReadOnly,
-                        TensorAccess::Partitioned | TensorAccess::Raw => SliceAccess::ReadWrite,
+                        TensorAccess::Partitioned | TensorAccess::Raw | TensorAccess::Mapped => {
+                            SliceAccess::ReadWrite
+                        }
                     };
                     let slice = self
                         .b
@@ -663,6 +665,42 @@ impl Emitter<'_> {
             self.write(vars[reg], v);
         }
         Ok(())
+    }
+
+    /// Stores `value` to the current tile of the innermost loop over mapped output
+    /// `tensor`'s tiles.
+    pub(super) fn store_mapped(&mut self, tensor: u32, value: TileValue) -> R<()> {
+        let origin = self
+            .mapped
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == tensor)
+            .map(|(_, origin)| origin.clone())
+            .ok_or_else(|| self.internal("a mapped store outside a loop over its tiles"))?;
+        let shape = self.shape(value)?;
+        self.store_tile(
+            Placement {
+                tensor,
+                shape,
+                origin,
+            },
+            value,
+            None,
+        )
+    }
+
+    /// The number of tiles of `tile` along each axis of mapped output `tensor` (`I64`,
+    /// `ceil(size / tile)`).
+    pub(super) fn tile_counts(&mut self, tensor: u32, tile: &[u32]) -> R<Vec<Value>> {
+        let mut counts = Vec::with_capacity(tile.len());
+        for (axis, &t) in tile.iter().enumerate() {
+            let dim = self.tensor_dim(tensor, axis as u32)?;
+            let less = self.i64c(i64::from(t) - 1);
+            let t = self.i64c(i64::from(t));
+            let up = self.add(dim, less)?;
+            counts.push(self.bin(BinaryOp::Div, up, t)?);
+        }
+        Ok(counts)
     }
 
     /// Stores `value` to the tile this block owns of partitioned tensor `tensor`.

@@ -86,6 +86,9 @@ pub(crate) struct Emitter<'k> {
     /// Barriers and scratch claims so far: a loop body that adds none leaves the scratch as
     /// it found it.
     scratch_events: u64,
+    /// The current tile of each enclosing loop over a mapped output's tiles, innermost
+    /// last: the tensor and the tile's first element's coordinates (`I64`).
+    mapped: Vec<(u32, Vec<Value>)>,
     /// Reductions whose reads wait for their first use (see `scratch`).
     pending_reads: Vec<scratch::PendingRead>,
     loops: Vec<LoopVars>,
@@ -134,6 +137,7 @@ impl<'k> Emitter<'k> {
             shared_bytes: 0,
             scratch_in_use: scratch::InUse::Nothing,
             scratch_events: 0,
+            mapped: Vec::new(),
             pending_reads: Vec::new(),
             loops: Vec::new(),
             barrier_after: memory::barrier_after(kernel),
@@ -578,6 +582,16 @@ impl<'k> Emitter<'k> {
                 body,
                 results,
             } => self.loop_stmt(args, inits, body, results),
+            TStmt::ForTiles {
+                tensor,
+                map,
+                coords,
+                args,
+                inits,
+                body,
+                results,
+            } => self.for_tiles(*tensor, map, coords, [args, inits, results], body),
+            TStmt::StoreMapped { tensor, value } => self.store_mapped(*tensor, *value),
             TStmt::Break { values } => {
                 self.write_loop_args(values)?;
                 self.push(Stmt::Break);
@@ -744,6 +758,112 @@ impl<'k> Emitter<'k> {
         })?;
         self.push(Stmt::Loop { body });
         self.finish_carried(results)
+    }
+
+    /// A loop over the tiles of mapped output `tensor` this block visits (see
+    /// `cuprum_tile_ir::grid::mapped_tile`, whose arithmetic it emits): tiles `ctaid.x,
+    /// ctaid.x + nctaid.x, ..` below the tile count, each tile's coordinates computed at the
+    /// top of the body.
+    fn for_tiles(
+        &mut self,
+        tensor: u32,
+        map: &[cuprum_tile_ir::Dim],
+        coords: &[TileValue],
+        [args, inits, results]: [&[TileValue]; 3],
+        body: &cuprum_tile_ir::Block,
+    ) -> R<()> {
+        let tile = self.mapped_tile(tensor)?;
+        let rank = tile.len();
+        let group = match map.get(rank.saturating_sub(2)) {
+            Some(d) if rank >= 2 => d
+                .known()
+                .ok_or_else(|| crate::LowerError::Generic(self.kernel.name.clone()))?,
+            _ => 1,
+        };
+        let counts = self.tile_counts(tensor, &tile)?;
+        let mut total = self.i64c(1);
+        for &c in &counts {
+            total = self.mul(total, c)?;
+        }
+        let start = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
+        let start = self.cast(start, ScalarType::I64)?;
+        let step = self.def(Op::Special(Special::GridDim(Dim::X)))?;
+        let step = self.cast(step, ScalarType::I64)?;
+        let vars = self.init_carried(args, inits)?;
+        let counter_var = self.var(ScalarType::I64);
+        self.write(counter_var, start);
+        let frame = LoopVars {
+            vars,
+            args: args.to_vec(),
+            counter: Some((counter_var, step)),
+        };
+        let body = self.scratch_loop(|e| {
+            e.block(|e| {
+                let t = e.read(counter_var)?;
+                let more = e.cmp(CmpOp::Lt, t, total)?;
+                let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+                e.if_(done, |e| {
+                    e.push(Stmt::Break);
+                    Ok(())
+                })?;
+                let at = e.mapped_coords(t, &counts, group)?;
+                let mut origin = Vec::with_capacity(rank);
+                for ((&c, &v), &n) in coords.iter().zip(&at).zip(&tile) {
+                    let as_i32 = e.cast(v, ScalarType::I32)?;
+                    e.set(c, Lv::Uniform(as_i32))?;
+                    let n = e.i64c(i64::from(n));
+                    origin.push(e.mul(v, n)?);
+                }
+                e.mapped.push((tensor, origin));
+                let r = e.loop_body(frame, body);
+                e.mapped.pop();
+                r
+            })
+        })?;
+        self.push(Stmt::Loop { body });
+        self.finish_carried(results)
+    }
+
+    /// The tile coordinates (`I64`) of tile `t` of a mapped output with `counts` tiles along
+    /// each axis, in bands of `group` rows: `cuprum_tile_ir::grid::mapped_tile`'s
+    /// arithmetic, every divisor at least 1 once `t` is below the tile count.
+    fn mapped_coords(&mut self, t: Value, counts: &[Value], group: u32) -> R<Vec<Value>> {
+        let rank = counts.len();
+        if rank <= 1 {
+            return Ok(vec![t]);
+        }
+        let (m, n) = (counts[rank - 2], counts[rank - 1]);
+        let mn = self.mul(m, n)?;
+        let lead = self.bin(BinaryOp::Div, t, mn)?;
+        let r = self.bin(BinaryOp::Rem, t, mn)?;
+        let mut coords = vec![t; rank];
+        let mut rest = lead;
+        for d in (0..rank - 2).rev() {
+            coords[d] = self.bin(BinaryOp::Rem, rest, counts[d])?;
+            rest = self.bin(BinaryOp::Div, rest, counts[d])?;
+        }
+        let g = self.i64c(i64::from(group.max(1)));
+        let gn = self.mul(g, n)?;
+        let band = self.bin(BinaryOp::Div, r, gn)?;
+        let first = self.mul(band, g)?;
+        let left = self.bin(BinaryOp::Sub, m, first)?;
+        let rows = self.bin(BinaryOp::Min, g, left)?;
+        let within = self.bin(BinaryOp::Rem, r, gn)?;
+        let down = self.bin(BinaryOp::Rem, within, rows)?;
+        coords[rank - 2] = self.add(first, down)?;
+        coords[rank - 1] = self.bin(BinaryOp::Div, within, rows)?;
+        Ok(coords)
+    }
+
+    /// The tile shape of mapped output `tensor`.
+    fn mapped_tile(&self, tensor: u32) -> R<Vec<u32>> {
+        match self.kernel.params.get(tensor as usize).map(|p| &p.kind) {
+            Some(cuprum_tile_ir::ParamKind::Tensor(t)) => t
+                .mapped_tile()
+                .and_then(|s| cuprum_tile_ir::known_sizes(&s))
+                .ok_or_else(|| self.internal(format!("parameter {tensor} is not a mapped output"))),
+            _ => Err(self.internal(format!("parameter {tensor} is not a tensor"))),
+        }
     }
 
     fn loop_stmt(
