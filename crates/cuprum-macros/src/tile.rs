@@ -27,6 +27,8 @@ enum HostParam {
     Scalar(ElemType),
     /// A `*mut E` of an `unsafe` entry: a `DevicePointer<E>`.
     Pointer(ElemType),
+    /// A `MappedPartitionMut<E, ..>`: a mapped partition of tensors of `E`.
+    Mapped(ElemType),
 }
 
 /// An element type: a scalar type, or one of the entry's type parameters.
@@ -323,6 +325,9 @@ impl Launcher {
                     ParamKind::Tensor(t) if t.access == TensorAccess::Raw => {
                         HostParam::Pointer(elem(t.elem))
                     }
+                    ParamKind::Tensor(t) if t.access == TensorAccess::Mapped => {
+                        HostParam::Mapped(elem(t.elem))
+                    }
                     ParamKind::Tensor(t) => HostParam::Input(elem(t.elem)),
                 };
                 (p.name.clone(), host)
@@ -336,7 +341,8 @@ impl Launcher {
                     matches!(p, HostParam::Output(ElemType::Param(n))
                         | HostParam::Input(ElemType::Param(n))
                         | HostParam::Scalar(ElemType::Param(n))
-                        | HostParam::Pointer(ElemType::Param(n)) if n == *t)
+                        | HostParam::Pointer(ElemType::Param(n))
+                        | HostParam::Mapped(ElemType::Param(n)) if n == *t)
                 })
             })
             .cloned()
@@ -432,6 +438,17 @@ impl Launcher {
                     }
                 }
                 syn::Type::Ptr(p) => HostParam::Pointer(elem(&p.elem)),
+                syn::Type::Path(p)
+                    if p.path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.ident == "MappedPartitionMut") =>
+                {
+                    match first_generic_type(&p.path) {
+                        Some(e) => HostParam::Mapped(elem(e)),
+                        None => HostParam::Scalar(elem(&pt.ty)),
+                    }
+                }
                 other => HostParam::Scalar(elem(other)),
             };
             params.push((name, host));
@@ -443,6 +460,17 @@ impl Launcher {
             type_params,
             generics: generic_names(f)?,
         })
+    }
+}
+
+/// The first type argument of `path`'s last segment (`E` of `MappedPartitionMut<E, ..>`).
+fn first_generic_type(path: &syn::Path) -> Option<&syn::Type> {
+    let syn::PathArguments::AngleBracketed(args) = &path.segments.last()?.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
     }
 }
 
@@ -523,6 +551,17 @@ fn launcher_tokens(l: &Launcher, entry: &EntryFn<'_>) -> TokenStream {
                 None,
                 format!("`{pname}`: a `{}`", elem_text(e)),
             ),
+            HostParam::Mapped(e) => {
+                let e_t = elem_tokens(e);
+                (
+                    quote!(#v),
+                    Some(quote!(#v: #private::KernelMapped<#e_t>)),
+                    format!(
+                        "`{pname}`: a `MappedPartition` of a tensor of `{}` (`partition(..).map(..)`)",
+                        elem_text(e)
+                    ),
+                )
+            }
             HostParam::Pointer(e) => {
                 let e_t = elem_tokens(e);
                 (

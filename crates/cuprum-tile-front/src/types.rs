@@ -72,6 +72,9 @@ pub(crate) enum Ty {
     PointerTile(Elem, Shape),
     /// `Token`: cutile's memory-ordering token (accepted, and dropped).
     Token,
+    /// `MappedPartitionMut<E, S, M>`: an output whose tiles of `S` a persistent schedule
+    /// with map shape `M` deals to the blocks.
+    Mapped { elem: Elem, tile: Shape, map: Shape },
 }
 
 impl Ty {
@@ -295,10 +298,23 @@ impl TypeCx<'_> {
                 Ok(Ty::PointerTile(elem, shape))
             }
             "Token" => Ok(Ty::Token),
-            "BoundedPartition"
-            | "BoundedPartitionMut"
-            | "MappedPartitionMut"
-            | "PartitionIndex" => err(
+            "MappedPartitionMut" => match args.as_slice() {
+                [e, s, m] => {
+                    let elem = self.elem_arg(e)?;
+                    let tile = self.static_shape(
+                        &self.shape_arg(s)?,
+                        s.span(),
+                        "a mapped partition's tile",
+                    )?;
+                    let map = self.static_shape(&self.shape_arg(m)?, m.span(), "a map shape")?;
+                    Ok(Ty::Mapped { elem, tile, map })
+                }
+                _ => err(
+                    whole.span(),
+                    "`MappedPartitionMut` takes an element type, a tile shape and a map shape: `MappedPartitionMut<f32, { [BM, BN] }, MAP>`",
+                ),
+            },
+            "BoundedPartition" | "BoundedPartitionMut" | "PartitionIndex" => err(
                 whole.span(),
                 format!("`{name}` is not supported in cuprum tile kernels yet"),
             ),

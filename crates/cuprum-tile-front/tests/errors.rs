@@ -591,3 +591,39 @@ fn raw_pointers_need_an_unsafe_entry_and_are_used_as_pointers() {
         38,
     );
 }
+
+#[test]
+fn mapped_partitions_store_only_at_their_own_loops_index() {
+    let params = "mut z: MappedPartitionMut<f32, { [4, 4] }, { [2, 1] }>, mut w: MappedPartitionMut<f32, { [4, 4] }, { [2, 1] }>";
+    let tile = "constant(1.0f32, const_shape![4, 4])";
+    // An index of another partition's loop.
+    assert_error(
+        &entry_with(
+            "",
+            params,
+            &format!("for i in w.iter_indices() {{ z.store({tile}, i); }}"),
+        ),
+        "a store takes the index of the innermost loop over its own partition",
+        5,
+        83,
+    );
+    // Loops over one mapped partition cannot nest (an outer index would name another tile).
+    assert_error(
+        &entry_with(
+            "",
+            params,
+            &format!(
+                "for i in z.iter_indices() {{ for j in z.iter_indices() {{ z.store({tile}, i); }} }}"
+            ),
+        ),
+        "loops over one mapped partition cannot nest",
+        5,
+        46,
+    );
+    assert_error(
+        &entry_with("", params, "let it = z.iter_indices();"),
+        "`iter_indices()` is iterated by a `for` loop",
+        5,
+        20,
+    );
+}

@@ -787,6 +787,18 @@ impl<'m> Lowerer<'m> {
                 let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
                 self.permuted_partition_method(tensor, tile, dim_map, &name, args, m.method.span())
             }
+            Val::Mapped { tensor, tile, .. } => {
+                let hint = match (name.as_str(), self.tensor_param(tensor)) {
+                    ("store", Ok((_, tp))) => ArgHint::Fixed(vec![Ty::Tile(tp.elem, tile.clone())]),
+                    _ => ArgHint::None,
+                };
+                let args = self.lower_args(&name, args, turbofish, span, hint)?;
+                self.mapped_method(tensor, tile, &name, args, m.method.span())
+            }
+            Val::TileIndex { coords, .. } => {
+                let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
+                self.tile_index_method(coords, &name, args, m.method.span())
+            }
             Val::PointerTile { tensor, offsets } => {
                 let args = self.lower_args(&name, args, turbofish, span, ArgHint::None)?;
                 self.pointer_tile_method(tensor, offsets, &name, args, m.method.span())

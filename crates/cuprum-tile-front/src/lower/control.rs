@@ -19,7 +19,7 @@ use syn::visit::Visit;
 use super::*;
 
 /// The names a block assigns (`x = ..`, `x += ..`), anywhere in it.
-fn assigned_names(node: &syn::Block) -> HashSet<String> {
+pub(super) fn assigned_names(node: &syn::Block) -> HashSet<String> {
     struct Finder(HashSet<String>);
     impl<'ast> Visit<'ast> for Finder {
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
@@ -319,7 +319,7 @@ impl Lowerer<'_> {
 
     /// The variables a loop body carries: the visible `let mut` variables it assigns, as
     /// tiles of their types (a literal one takes its learnt or default type here).
-    fn carried(
+    pub(super) fn carried(
         &mut self,
         assigned: &HashSet<String>,
         span: Span,
@@ -358,7 +358,7 @@ impl Lowerer<'_> {
     }
 
     /// Fresh loop arguments for `inits`, bound to the carried variables.
-    fn enter_loop(
+    pub(super) fn enter_loop(
         &mut self,
         flats: &[usize],
         inits: &[TileValue],
@@ -403,7 +403,7 @@ impl Lowerer<'_> {
     }
 
     /// Lowers a loop body into the open block and closes it with its yields.
-    fn loop_body(
+    pub(super) fn loop_body(
         &mut self,
         body: &syn::Block,
         flats: Vec<usize>,
@@ -434,7 +434,7 @@ impl Lowerer<'_> {
         Ok(self.b.end_block(yields))
     }
 
-    fn finish_loop(&mut self, flats: &[usize], types: &[TileType]) -> Vec<TileValue> {
+    pub(super) fn finish_loop(&mut self, flats: &[usize], types: &[TileType]) -> Vec<TileValue> {
         let results: Vec<TileValue> = types.iter().map(|t| self.b.value(t.clone())).collect();
         for (flat, r) in flats.iter().zip(&results) {
             if let Some(b) = self.binding_mut(*flat) {
@@ -451,6 +451,22 @@ impl Lowerer<'_> {
                 l.span(),
                 "labeled loops are not supported in tile kernels yet",
             );
+        }
+        // `for idx in z.iter_indices()`: a loop over a mapped output's tiles.
+        if let syn::Expr::MethodCall(m) = &*f.expr
+            && m.method == "iter_indices"
+            && m.args.is_empty()
+        {
+            return match self.expr(&m.receiver, &Ty::Infer)? {
+                Val::Mapped { tensor, map, .. } => self.mapped_loop(f, tensor, map),
+                other => err(
+                    m.receiver.span(),
+                    format!(
+                        "`iter_indices()` iterates a `MappedPartitionMut`, not {}",
+                        other.kind()
+                    ),
+                ),
+            };
         }
         let (range, step_expr) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {

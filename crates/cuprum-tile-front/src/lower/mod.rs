@@ -18,6 +18,7 @@ mod expr;
 mod helpers;
 mod infer;
 mod macros;
+mod mapped;
 mod math;
 mod ops;
 mod pointers;
@@ -90,6 +91,20 @@ pub(crate) enum Val {
         tile: Shape,
         mutable: bool,
     },
+    /// A mapped output (`MappedPartitionMut<E, S, M>`): tensor parameter `tensor`, its tiles
+    /// of `tile` dealt to the blocks by a schedule with map shape `map`.
+    Mapped {
+        tensor: u32,
+        tile: Shape,
+        map: Shape,
+    },
+    /// The index a loop over a mapped output's tiles gives (`for i in z.iter_indices()`):
+    /// the loop (`id`) and the current tile's coordinates (rank-0 `i32`s).
+    TileIndex {
+        tensor: u32,
+        id: u32,
+        coords: Vec<TileValue>,
+    },
     /// `const_array!(P)` of an array const parameter whose numbers are known only at
     /// launch: axis numbers (a permutation) that name the parameter's elements.
     Axes(Vec<Axis>),
@@ -121,6 +136,8 @@ impl Val {
             Val::PermutedPartition { .. } => "a permuted partition",
             Val::Axes(_) => "an array of const parameters",
             Val::Pointer(_) => "a raw pointer",
+            Val::Mapped { .. } => "a mapped partition",
+            Val::TileIndex { .. } => "a partition index",
             Val::PointerTile { .. } => "a pointer tile",
             Val::RawTensor(_) => "a tensor view over a pointer",
             Val::RawPartition { .. } => "a partition of a tensor view over a pointer",
@@ -171,6 +188,11 @@ pub(crate) struct Lowerer<'m> {
     /// The results of reductions (whose annotation may keep size-1 dimensions).
     reductions: std::collections::HashSet<TileValue>,
     hints: Hints,
+    /// The loops over mapped outputs' tiles being lowered, innermost last: the tensor and
+    /// the loop's id (what its indices carry).
+    mapped_loops: Vec<(u32, u32)>,
+    /// Ids given to such loops so far.
+    mapped_ids: u32,
 }
 
 pub(crate) type Result<T> = syn::Result<T>;
@@ -198,6 +220,8 @@ pub(crate) fn lower_entry(
         origins: HashMap::new(),
         reductions: std::collections::HashSet::new(),
         hints: std::mem::take(hints),
+        mapped_loops: Vec::new(),
+        mapped_ids: 0,
     };
     let result = lw.entry(func, attrs);
     *hints = std::mem::take(&mut lw.hints);
@@ -376,6 +400,22 @@ impl<'m> Lowerer<'m> {
                     access: TensorAccess::Read,
                 }),
                 Ty::Scalar(e) => ParamKind::Scalar(e),
+                Ty::Mapped { elem, tile, .. } => {
+                    if tile.is_empty() || tile.len() > 3 {
+                        return err(
+                            pt.ty.span(),
+                            format!("a `MappedPartitionMut` has rank 1 to 3, not {}", tile.len()),
+                        );
+                    }
+                    ParamKind::Tensor(TensorParam {
+                        elem,
+                        dims: tile
+                            .iter()
+                            .map(|d| cuprum_tile_ir::TensorDim::Static(*d))
+                            .collect(),
+                        access: TensorAccess::Mapped,
+                    })
+                }
                 Ty::Pointer(elem) => {
                     if sig.unsafety.is_none() {
                         return err(
@@ -397,9 +437,29 @@ impl<'m> Lowerer<'m> {
                 }
             };
             let raw = matches!(&kind, ParamKind::Tensor(t) if t.access == TensorAccess::Raw);
+            let mapped = match self.type_cx().ty(&pt.ty)? {
+                Ty::Mapped { tile, map, .. } => Some((tile, map)),
+                _ => None,
+            };
             let is_tensor = matches!(kind, ParamKind::Tensor(_));
             let index = self.b.param(name.clone(), kind);
-            let val = if raw {
+            let val = if let Some((tile, map)) = mapped {
+                if map.len() != tile.len() {
+                    return err(
+                        pt.ty.span(),
+                        format!(
+                            "the map shape has rank {}, the tiles {}: they must agree",
+                            map.len(),
+                            tile.len()
+                        ),
+                    );
+                }
+                Val::Mapped {
+                    tensor: index,
+                    tile,
+                    map,
+                }
+            } else if raw {
                 Val::Pointer(index)
             } else if is_tensor {
                 Val::Tensor(index)
@@ -1067,6 +1127,7 @@ fn describe_ty(ty: &Ty) -> &'static str {
         Ty::Pointer(_) => "a raw pointer",
         Ty::PointerTile(..) => "a pointer tile",
         Ty::Token => "a token",
+        Ty::Mapped { .. } => "a mapped partition",
     }
 }
 

@@ -18,7 +18,7 @@ use super::calls::Args;
 use super::*;
 
 impl<'m> Lowerer<'m> {
-    fn tensor_param(&self, t: u32) -> Result<(String, TensorParam)> {
+    pub(super) fn tensor_param(&self, t: u32) -> Result<(String, TensorParam)> {
         match self.kernel().params.get(t as usize) {
             Some(p) => match &p.kind {
                 ParamKind::Tensor(tp) => Ok((p.name.clone(), tp.clone())),
@@ -494,11 +494,15 @@ impl<'m> Lowerer<'m> {
     /// rounded up (an `i32`).
     pub(super) fn num_tiles(&mut self, args: &Args<'_>) -> Result<Val> {
         let span = args.span;
-        let Val::Partition { tensor, tile, .. } = args.val(0) else {
-            return err(
-                args.span_of(0),
-                "`num_tiles` counts the tiles of a partition",
-            );
+        let (tensor, tile, mapped) = match args.val(0) {
+            Val::Partition { tensor, tile, .. } => (tensor, tile, false),
+            Val::Mapped { tensor, tile, .. } => (tensor, tile, true),
+            _ => {
+                return err(
+                    args.span_of(0),
+                    "`num_tiles` counts the tiles of a partition",
+                );
+            }
         };
         let axis = self.const_int(&args.val(1), args.span_of(1), "an axis")?;
         let Some(axis) = usize::try_from(axis).ok().filter(|a| *a < tile.len()) else {
@@ -510,9 +514,10 @@ impl<'m> Lowerer<'m> {
         let (_, tp) = self.tensor_param(tensor)?;
         // A partition of an input divides the tensor; one of an output divides the own
         // tile, whose dimensions are the output's declared (static) ones.
+        // (A mapped output's declared dims are its tiles; it is cut whole.)
         let size = match tp.dims.get(axis).copied().unwrap_or(TensorDim::Dynamic) {
-            TensorDim::Static(d) => ShapeEntry::Dim(d),
-            TensorDim::Dynamic => ShapeEntry::Dynamic {
+            TensorDim::Static(d) if !mapped => ShapeEntry::Dim(d),
+            TensorDim::Static(_) | TensorDim::Dynamic => ShapeEntry::Dynamic {
                 tensor,
                 axis: axis as u32,
             },

@@ -307,6 +307,14 @@ pub enum LaunchProblem {
         /// The parameter.
         param: String,
     },
+    /// A mapped partition whose map shape or block count does not fit its tiles.
+    #[error("the mapped partition given for `{param}` {reason}")]
+    BadMap {
+        /// The parameter.
+        param: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A raw pointer (`DevicePointer`) that is not inside a live allocation of the launch's
     /// context, or not aligned to its element type.
     #[error(

@@ -59,6 +59,7 @@ pub mod cuda_core;
 pub mod error;
 pub mod jit_cache;
 pub(crate) mod launch;
+mod mapped;
 pub(crate) mod op;
 mod pointer;
 mod random;
@@ -153,8 +154,8 @@ pub mod prelude {
     pub use crate::tile::cuda_core::{DType, Device, Stream};
     pub use crate::tile::error::Error;
     pub use crate::tile::tensor::{
-        DevicePointer, IntoPartition, KernelInput, KernelOutput, Partition, Reshape, Tensor,
-        TensorView, ToHostVec, TryPartition, Unpartition,
+        DevicePointer, IntoPartition, KernelInput, KernelOutput, MappedPartition, Partition,
+        Reshape, Tensor, TensorView, ToHostVec, TryPartition, Unpartition,
     };
     pub use crate::tile::tile_kernel::{PartitionOp, TileKernel, ToHostVecOp};
     pub use std::sync::Arc;
@@ -165,6 +166,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::tile::cuda_async::device_operation::{IntoDeviceOp, Zippable};
     pub use crate::tile::cuda_core::DType;
+    pub use crate::tile::launch::KernelMapped;
     pub use crate::tile::launch::direct::ModuleAst;
     pub use crate::tile::launch::{
         CompileOptions, EmbeddedModule, Entry, KernelInput, KernelOutput, KernelPointer,

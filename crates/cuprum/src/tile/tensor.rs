@@ -19,6 +19,7 @@ use crate::tile::op::{
 use crate::{CudaContext, DeviceBuffer};
 
 pub use crate::tile::launch::{KernelInput, KernelOutput};
+pub use crate::tile::mapped::MappedPartition;
 pub use crate::tile::pointer::DevicePointer;
 
 /// A tensor in device memory: a shape, strides and an offset over a shared allocation.

@@ -44,6 +44,17 @@ pub(crate) enum ArgDesc<'a> {
         /// The partition's tile shape.
         tile: Option<&'a [usize]>,
     },
+    /// A mapped partition: its tensor, tile shape, map shape and block count.
+    Mapped {
+        /// The tensor.
+        tensor: TensorDesc<'a>,
+        /// The tile shape.
+        tile: &'a [usize],
+        /// The map shape.
+        map: &'a [usize],
+        /// The blocks of the launch.
+        blocks: u32,
+    },
     /// A raw pointer (`DevicePointer`), before [`place_pointers`] finds its allocation.
     RawPointer {
         /// The element type.
@@ -72,6 +83,7 @@ impl ArgDesc<'_> {
             ArgDesc::Tensor { tile: Some(_), .. } => "a partitioned tensor",
             ArgDesc::Tensor { tile: None, .. } => "a tensor that is not partitioned",
             ArgDesc::RawPointer { .. } | ArgDesc::Pointer { .. } => "a raw pointer",
+            ArgDesc::Mapped { .. } => "a mapped partition",
             ArgDesc::Scalar { .. } => "a scalar",
         }
     }
@@ -550,6 +562,46 @@ pub(crate) fn plan(
             (ParamKind::Scalar(elem), ArgDesc::Scalar { ty, .. }) => {
                 b.element(name, *elem, *ty)?;
             }
+            (
+                ParamKind::Tensor(t),
+                ArgDesc::Mapped {
+                    tensor,
+                    tile,
+                    map,
+                    blocks,
+                },
+            ) if t.access == TensorAccess::Mapped => {
+                if !tensor.ctx.same_context(ctx) {
+                    return Err(LaunchProblem::ContextMismatch {
+                        param: name.to_owned(),
+                    });
+                }
+                // Bound as a partition of tiles `tile` (its grid is the tiles per axis).
+                let partitioned = TensorParam {
+                    access: TensorAccess::Partitioned,
+                    ..t.clone()
+                };
+                let tiles = b
+                    .tensor(name, &partitioned, tensor, Some(tile))?
+                    .ok_or_else(|| LaunchProblem::BadMap {
+                        param: name.to_owned(),
+                        reason: "has no tiles".into(),
+                    })?;
+                let index = param_index(kernel, name);
+                let g = check_map(kernel, index, name, map, *blocks, tiles, &mut b)?;
+                match &inferred {
+                    Some((first, first_grid)) if *first_grid != g => {
+                        return Err(LaunchProblem::GridMismatch {
+                            first: first.clone(),
+                            first_grid: *first_grid,
+                            param: name.to_owned(),
+                            grid: g,
+                        });
+                    }
+                    Some(_) => {}
+                    None => inferred = Some((name.to_owned(), g)),
+                }
+            }
             (ParamKind::Tensor(t), ArgDesc::Pointer { tensor })
                 if t.access == TensorAccess::Raw =>
             {
@@ -685,8 +737,88 @@ fn describe(kind: &ParamKind) -> &'static str {
         ParamKind::Tensor(t) if t.access == TensorAccess::Raw => {
             "a raw pointer (`*mut T`: a `DevicePointer`)"
         }
+        ParamKind::Tensor(t) if t.access == TensorAccess::Mapped => {
+            "a mapped partition (`MappedPartitionMut`: `partition(..).map(..)`)"
+        }
         ParamKind::Tensor(_) => "a tensor (`&Tensor`)",
     }
+}
+
+/// The index of the parameter named `name`.
+fn param_index(kernel: &TileKernel, name: &str) -> u32 {
+    kernel
+        .params
+        .iter()
+        .position(|p| p.name == name)
+        .unwrap_or(0) as u32
+}
+
+/// Checks mapped partition `name` (parameter `index`): a map of its tiles' rank whose entries
+/// are at least 1 and, but for the second-to-last, 1; the map shapes of the kernel's loops
+/// over it bound to (or checked against) it; between 1 and the tile count of blocks. Returns
+/// the grid, `(blocks, 1, 1)`.
+fn check_map(
+    kernel: &TileKernel,
+    index: u32,
+    name: &str,
+    map: &[usize],
+    blocks: u32,
+    tiles: (u32, u32, u32),
+    b: &mut Bindings<'_>,
+) -> Result<(u32, u32, u32), LaunchProblem> {
+    let bad = |reason: String| LaunchProblem::BadMap {
+        param: name.to_owned(),
+        reason,
+    };
+    let rank = match &kernel.params[index as usize].kind {
+        ParamKind::Tensor(t) => t.rank(),
+        ParamKind::Scalar(_) => 0,
+    };
+    if map.len() != rank {
+        return Err(bad(format!(
+            "has a map shape of rank {} for tiles of rank {rank}",
+            map.len()
+        )));
+    }
+    for (axis, &m) in map.iter().enumerate() {
+        let grouped = rank >= 2 && axis == rank - 2;
+        if m == 0 || (m != 1 && !grouped) {
+            return Err(bad(format!(
+                "has map shape {map:?}: each entry is at least 1, and only the second-to-last may be above 1 (bands of that many rows of tiles)"
+            )));
+        }
+    }
+    let mut loops = Vec::new();
+    kernel.body.visit(&mut |s| {
+        if let cuprum_tile_ir::Stmt::ForTiles { tensor, map, .. } = s
+            && *tensor == index
+        {
+            loops.push(map.clone());
+        }
+    });
+    for declared in loops {
+        for (axis, d) in declared.iter().enumerate() {
+            match d {
+                Dim::Known(n) if *n as usize != map[axis] => {
+                    return Err(bad(format!(
+                        "has map shape {map:?}, but the kernel declares {n} along axis {axis}"
+                    )));
+                }
+                Dim::Known(_) => {}
+                Dim::Param(c) => {
+                    let value = i64::try_from(map[axis]).unwrap_or(i64::MAX);
+                    b.bind_const(*c, value, format!("the map shape of `{name}`"))?;
+                }
+            }
+        }
+    }
+    let total = u64::from(tiles.0) * u64::from(tiles.1) * u64::from(tiles.2);
+    if blocks == 0 || u64::from(blocks) > total {
+        return Err(bad(format!(
+            "asks for {blocks} tile blocks for {total} tiles: give 1 to {total}"
+        )));
+    }
+    Ok((blocks, 1, 1))
 }
 
 /// Refuses a partitioned output whose allocation is another argument's too, and a raw

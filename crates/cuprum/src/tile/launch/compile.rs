@@ -187,7 +187,7 @@ pub(crate) fn tensor_facts(extents: &[Vec<u64>], args: &[ArgDesc<'_>]) -> Vec<Te
         .iter()
         .zip(args)
         .map(|(extents, arg)| match arg {
-            ArgDesc::Tensor { tensor, .. } => {
+            ArgDesc::Tensor { tensor, .. } | ArgDesc::Mapped { tensor, .. } => {
                 let shape: Vec<u64> = tensor.shape.iter().map(|&n| n as u64).collect();
                 let Ok(strides) = tensor
                     .strides
@@ -427,7 +427,9 @@ pub(crate) fn kernel_args(
                 .get(param)
                 .ok_or_else(|| broken(format!("names parameter {param}, which does not exist")))?;
             let tensor = |axis: Option<u32>| match arg {
-                ArgDesc::Tensor { tensor, .. } | ArgDesc::Pointer { tensor } => match axis {
+                ArgDesc::Tensor { tensor, .. }
+                | ArgDesc::Pointer { tensor }
+                | ArgDesc::Mapped { tensor, .. } => match axis {
                     Some(a) if a as usize >= tensor.shape.len() => Err(broken(format!(
                         "names axis {a} of parameter {param}, of rank {}",
                         tensor.shape.len()

@@ -267,11 +267,15 @@ pub trait KernelInput<E: DType>: LaunchArgument {}
 /// back by the launch) or a `Partition<&mut Tensor<E>>` (written in place).
 pub trait KernelOutput<E: DType>: LaunchArgument {}
 
+/// What a kernel's `MappedPartitionMut<E, ..>` parameter takes: a
+/// [`MappedPartition`](crate::tile::tensor::MappedPartition) of a tensor of `E`.
+pub trait KernelMapped<E: DType>: LaunchArgument {}
+
 /// What an `unsafe` entry's `*mut E` parameter takes: a
 /// [`DevicePointer<E>`](crate::tile::pointer::DevicePointer).
 pub trait KernelPointer<E: DType>: LaunchArgument {}
 
-fn tensor_desc<T: DType>(t: &Tensor<T>) -> TensorDesc<'_> {
+pub(crate) fn tensor_desc<T: DType>(t: &Tensor<T>) -> TensorDesc<'_> {
     TensorDesc {
         elem: T::DTYPE,
         shape: t.shape(),
