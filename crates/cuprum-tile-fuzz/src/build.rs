@@ -77,6 +77,21 @@ impl CaseBuilder {
         shape: &[u64],
         kind: ViewKind,
     ) -> u32 {
+        let access = TensorAccess::Partitioned;
+        self.tiled_output(rng, name, (elem, access), tile, shape, kind)
+    }
+
+    /// An output of `elem` and `access` (partitioned or mapped) cut into tiles `tile`, its
+    /// tensor of `shape` in a random view of `kind`, poisoned.
+    fn tiled_output(
+        &mut self,
+        rng: &mut SmallRng,
+        name: &str,
+        (elem, access): (ScalarType, TensorAccess),
+        tile: &[u32],
+        shape: &[u64],
+        kind: ViewKind,
+    ) -> u32 {
         let dims = tile
             .iter()
             .map(|&n| TensorDim::Static(Dim::Known(n)))
@@ -86,7 +101,7 @@ impl CaseBuilder {
             ParamKind::Tensor(TensorParam {
                 elem: Elem::Known(elem),
                 dims,
-                access: TensorAccess::Partitioned,
+                access,
             }),
         );
         let t = poisoned_tensor(rng, elem, shape, kind, self.poison);
@@ -106,21 +121,8 @@ impl CaseBuilder {
         shape: &[u64],
         kind: ViewKind,
     ) -> u32 {
-        let dims = tile
-            .iter()
-            .map(|&n| TensorDim::Static(Dim::Known(n)))
-            .collect();
-        let p = self.b.param(
-            name,
-            ParamKind::Tensor(TensorParam {
-                elem: Elem::Known(elem),
-                dims,
-                access: TensorAccess::Mapped,
-            }),
-        );
-        let t = poisoned_tensor(rng, elem, shape, kind, self.poison);
-        self.args.push(ArgData::Tensor(t));
-        p
+        let access = TensorAccess::Mapped;
+        self.tiled_output(rng, name, (elem, access), tile, shape, kind)
     }
 
     /// A read-only input holding `tensor`, declared with `dims` (`None`: every size

@@ -735,6 +735,26 @@ impl<'k> Emitter<'k> {
                 ),
             },
         )?;
+        self.carried_counted_loop(
+            ty,
+            [start, end, step],
+            [args, inits, results],
+            body,
+            |e, c| e.set(counter, Lv::Uniform(c)),
+        )
+    }
+
+    /// A loop whose counter of type `ty` (a kernel IR variable) runs from `start` by `step`
+    /// while below `end`, carrying `args` (from `inits`, into `results`): `enter` runs at
+    /// the top of each iteration with the counter's value, then `body`.
+    fn carried_counted_loop(
+        &mut self,
+        ty: ScalarType,
+        [start, end, step]: [Value; 3],
+        [args, inits, results]: [&[TileValue]; 3],
+        body: &cuprum_tile_ir::Block,
+        enter: impl FnOnce(&mut Self, Value) -> R<()>,
+    ) -> R<()> {
         let vars = self.init_carried(args, inits)?;
         let counter_var = self.var(ty);
         self.write(counter_var, start);
@@ -752,7 +772,7 @@ impl<'k> Emitter<'k> {
                     e.push(Stmt::Break);
                     Ok(())
                 })?;
-                e.set(counter, Lv::Uniform(c))?;
+                enter(e, c)?;
                 e.loop_body(frame, body)
             })
         })?;
@@ -789,23 +809,15 @@ impl<'k> Emitter<'k> {
         let start = self.cast(start, ScalarType::I64)?;
         let step = self.def(Op::Special(Special::GridDim(Dim::X)))?;
         let step = self.cast(step, ScalarType::I64)?;
-        let vars = self.init_carried(args, inits)?;
-        let counter_var = self.var(ScalarType::I64);
-        self.write(counter_var, start);
-        let frame = LoopVars {
-            vars,
-            args: args.to_vec(),
-            counter: Some((counter_var, step)),
-        };
-        let body = self.scratch_loop(|e| {
-            e.block(|e| {
-                let t = e.read(counter_var)?;
-                let more = e.cmp(CmpOp::Lt, t, total)?;
-                let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
-                e.if_(done, |e| {
-                    e.push(Stmt::Break);
-                    Ok(())
-                })?;
+        // The current tile stays on `mapped` while the body is emitted (its values are the
+        // body's own), and comes off once the loop is.
+        let depth = self.mapped.len();
+        let r = self.carried_counted_loop(
+            ScalarType::I64,
+            [start, total, step],
+            [args, inits, results],
+            body,
+            |e, t| {
                 let at = e.mapped_coords(t, &counts, group)?;
                 let mut origin = Vec::with_capacity(rank);
                 for ((&c, &v), &n) in coords.iter().zip(&at).zip(&tile) {
@@ -815,13 +827,11 @@ impl<'k> Emitter<'k> {
                     origin.push(e.mul(v, n)?);
                 }
                 e.mapped.push((tensor, origin));
-                let r = e.loop_body(frame, body);
-                e.mapped.pop();
-                r
-            })
-        })?;
-        self.push(Stmt::Loop { body });
-        self.finish_carried(results)
+                Ok(())
+            },
+        );
+        self.mapped.truncate(depth);
+        r
     }
 
     /// The tile coordinates (`I64`) of tile `t` of a mapped output with `counts` tiles along

@@ -589,25 +589,17 @@ pub(crate) fn plan(
                     })?;
                 let index = param_index(kernel, name);
                 let g = check_map(kernel, index, name, map, *blocks, tiles, &mut b)?;
-                match &inferred {
-                    Some((first, first_grid)) if *first_grid != g => {
-                        return Err(LaunchProblem::GridMismatch {
-                            first: first.clone(),
-                            first_grid: *first_grid,
-                            param: name.to_owned(),
-                            grid: g,
-                        });
-                    }
-                    Some(_) => {}
-                    None => inferred = Some((name.to_owned(), g)),
-                }
+                merge_grid(&mut inferred, name, g)?;
             }
             (ParamKind::Tensor(t), ArgDesc::Pointer { tensor })
                 if t.access == TensorAccess::Raw =>
             {
                 b.element(name, t.elem, tensor.elem)?;
             }
-            (ParamKind::Tensor(t), ArgDesc::Tensor { .. }) if t.access == TensorAccess::Raw => {
+            // A raw pointer or a mapped output takes its own kind of argument only.
+            (ParamKind::Tensor(t), ArgDesc::Tensor { .. })
+                if matches!(t.access, TensorAccess::Raw | TensorAccess::Mapped) =>
+            {
                 return Err(LaunchProblem::ArgumentKind {
                     param: name.to_owned(),
                     expected: describe(&param.kind),
@@ -629,18 +621,7 @@ pub(crate) fn plan(
                     });
                 }
                 if let Some(g) = b.tensor(name, t, tensor, *tile)? {
-                    match &inferred {
-                        Some((first, first_grid)) if *first_grid != g => {
-                            return Err(LaunchProblem::GridMismatch {
-                                first: first.clone(),
-                                first_grid: *first_grid,
-                                param: name.to_owned(),
-                                grid: g,
-                            });
-                        }
-                        Some(_) => {}
-                        None => inferred = Some((name.to_owned(), g)),
-                    }
+                    merge_grid(&mut inferred, name, g)?;
                 }
             }
             (kind, arg) => {
@@ -741,6 +722,28 @@ fn describe(kind: &ParamKind) -> &'static str {
             "a mapped partition (`MappedPartitionMut`: `partition(..).map(..)`)"
         }
         ParamKind::Tensor(_) => "a tensor (`&Tensor`)",
+    }
+}
+
+/// Records that argument `name` gives grid `g`, refusing one that differs from the first
+/// argument's.
+fn merge_grid(
+    inferred: &mut Option<(String, (u32, u32, u32))>,
+    name: &str,
+    g: (u32, u32, u32),
+) -> Result<(), LaunchProblem> {
+    match inferred {
+        Some((first, first_grid)) if *first_grid != g => Err(LaunchProblem::GridMismatch {
+            first: first.clone(),
+            first_grid: *first_grid,
+            param: name.to_owned(),
+            grid: g,
+        }),
+        Some(_) => Ok(()),
+        None => {
+            *inferred = Some((name.to_owned(), g));
+            Ok(())
+        }
     }
 }
 
