@@ -37,7 +37,13 @@
 //!   or `f32`/`f64` inputs with an accumulator of their type, as matrices or batches of them
 //!   (`cuprum_tile_ir::Op::Mma` defines the arithmetic exactly); integer `mmai` and scaled
 //!   `mmaf_scaled` are not there yet.
-//! * **Not yet**: scans, pointers and atomics, `cat`/`extract`, sub-tile loads of an
+//! * **Raw pointers** (`*mut T` parameters of `unsafe fn` entries only): pointer tiles,
+//!   `load_ptr_tko`/`store_ptr_tko`, tensor views (`make_tensor_view`), all as the tile IR's
+//!   gathers and scatters, whose offsets outside the allocation read padding and write
+//!   nothing; `tile_to_pointer` and pointer arithmetic beyond offsets are not there.
+//! * **Mapped partitions**: `MappedPartitionMut` parameters, `for idx in z.iter_indices()`,
+//!   `idx.components()`, `z.store(t, idx)` with the innermost own loop's index only.
+//! * **Not yet**: scans, atomics, `cat`/`extract`, sub-tile loads of an
 //!   output, `match`, labeled loops, and an early `return` from a helper; each is refused
 //!   with a message at its span. Arithmetic on a const parameter inside a shape
 //!   (`const_shape![2 * BM]`) is refused too (arithmetic on known sizes is folded).

@@ -15,7 +15,11 @@
 //!   comparisons, `select`, `as` conversions, math functions, reductions along an axis
 //!   (`reduce_sum`, `reduce_max`, `reduce_min`, `reduce_prod`, `reduce`);
 //! * control flow: `if`, `for` (with `break`), `while`, `loop`, helper functions, module
-//!   consts, `cuda_tile_print!`, `cuda_tile_assert!`.
+//!   consts, `cuda_tile_print!`, `cuda_tile_assert!`;
+//! * matrix multiply: `mma(a, b, acc)`;
+//! * persistent kernels: `MappedPartitionMut` outputs and `for idx in z.iter_indices()`;
+//! * in `unsafe fn` entries, raw pointers (`*mut T`): `pointer_to_tile`, pointer tiles,
+//!   `load_ptr_tko`/`store_ptr_tko`, `make_tensor_view`.
 //!
 //! The front end's documentation (`cuprum-tile-front`) is the reference for what it accepts.
 
