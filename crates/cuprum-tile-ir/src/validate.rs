@@ -225,29 +225,21 @@ impl<'k> Validator<'k> {
                             p.name
                         ));
                     }
-                    if t.access == TensorAccess::Mapped {
-                        let tile = t.mapped_tile().ok_or_else(|| {
-                            format!("mapped output `{}` has a dynamic tile dimension", p.name)
-                        })?;
-                        if tile.is_empty() || tile.len() > 3 {
-                            return Err(format!(
-                                "mapped output `{}` has rank {}; 1 to 3 are supported",
-                                p.name,
-                                tile.len()
-                            ));
+                    // Outputs cut into tiles (one per block, or dealt by a schedule).
+                    let tiled = match t.access {
+                        TensorAccess::Partitioned => {
+                            Some(("partitioned tensor", t.partition_tile()))
                         }
-                        self.shape_ok(&tile)?;
-                    }
-                    if t.access == TensorAccess::Partitioned {
-                        let tile = t.partition_tile().ok_or_else(|| {
-                            format!(
-                                "partitioned tensor `{}` has a dynamic tile dimension",
-                                p.name
-                            )
+                        TensorAccess::Mapped => Some(("mapped output", t.mapped_tile())),
+                        TensorAccess::Read | TensorAccess::Raw => None,
+                    };
+                    if let Some((what, tile)) = tiled {
+                        let tile = tile.ok_or_else(|| {
+                            format!("{what} `{}` has a dynamic tile dimension", p.name)
                         })?;
                         if tile.is_empty() || tile.len() > 3 {
                             return Err(format!(
-                                "partitioned tensor `{}` has rank {}; 1 to 3 are supported",
+                                "{what} `{}` has rank {}; 1 to 3 are supported",
                                 p.name,
                                 tile.len()
                             ));

@@ -7,7 +7,8 @@
 
 use cuprum_ir::{BinaryOp, ScalarType};
 use cuprum_tile_ir::{
-    Dim, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TensorDim, TileValue, View, shape_of,
+    Dim, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TensorDim, TensorParam, TileValue, View,
+    shape_of,
 };
 use rand::Rng;
 
@@ -51,8 +52,9 @@ impl Gen<'_> {
         }
     }
 
-    /// The read-only inputs of `elem` and `rank` declared so far.
-    fn inputs_of(&self, elem: ScalarType, rank: usize) -> Vec<u32> {
+    /// The indices of the tensor parameters declared so far that `keep` accepts (with
+    /// their names).
+    fn tensor_params(&self, keep: impl Fn(&str, &TensorParam) -> bool) -> Vec<u32> {
         self.cb
             .b
             .kernel()
@@ -60,16 +62,17 @@ impl Gen<'_> {
             .iter()
             .enumerate()
             .filter_map(|(i, p)| match &p.kind {
-                ParamKind::Tensor(t)
-                    if t.access == TensorAccess::Read
-                        && t.elem == Elem::Known(elem)
-                        && t.rank() == rank =>
-                {
-                    Some(i as u32)
-                }
+                ParamKind::Tensor(t) if keep(&p.name, t) => Some(i as u32),
                 _ => None,
             })
             .collect()
+    }
+
+    /// The read-only inputs of `elem` and `rank` declared so far.
+    fn inputs_of(&self, elem: ScalarType, rank: usize) -> Vec<u32> {
+        self.tensor_params(|_, t| {
+            t.access == TensorAccess::Read && t.elem == Elem::Known(elem) && t.rank() == rank
+        })
     }
 
     fn input_count(&self) -> usize {
@@ -321,34 +324,15 @@ impl Gen<'_> {
 
     /// The raw pointers declared so far.
     fn raw_count(&self) -> usize {
-        self.cb
-            .b
-            .kernel()
-            .params
-            .iter()
-            .filter(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Raw))
-            .count()
+        self.tensor_params(|_, t| t.access == TensorAccess::Raw)
+            .len()
     }
 
     /// The raw pointers of `elem` that gathers read (`src*`; nothing writes them).
     fn raw_sources(&self, elem: ScalarType) -> Vec<u32> {
-        self.cb
-            .b
-            .kernel()
-            .params
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| match &p.kind {
-                ParamKind::Tensor(t)
-                    if t.access == TensorAccess::Raw
-                        && t.elem == Elem::Known(elem)
-                        && p.name.starts_with("src") =>
-                {
-                    Some(i as u32)
-                }
-                _ => None,
-            })
-            .collect()
+        self.tensor_params(|name, t| {
+            t.access == TensorAccess::Raw && t.elem == Elem::Known(elem) && name.starts_with("src")
+        })
     }
 
     /// A tile of `elem` and `shape` gathered through a raw pointer nobody writes, at offsets
