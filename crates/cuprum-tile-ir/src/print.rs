@@ -120,6 +120,25 @@ impl Printer<'_> {
         Ok(())
     }
 
+    /// A loop: its results, `head`, its carried values, then its body.
+    fn carried_loop(
+        &mut self,
+        head: &str,
+        [args, inits, results]: [&[TileValue]; 3],
+        body: &Block,
+        depth: usize,
+    ) -> fmt::Result {
+        if !results.is_empty() {
+            write!(self.out, "{} = ", self.typed(results))?;
+        }
+        write!(self.out, "{head}")?;
+        self.carried(args, inits)?;
+        writeln!(self.out, " {{")?;
+        self.block(body, depth + 1)?;
+        self.indent(depth);
+        writeln!(self.out, "}}")
+    }
+
     fn stmt(&mut self, s: &Stmt, depth: usize) -> fmt::Result {
         self.indent(depth);
         match s {
@@ -182,39 +201,21 @@ impl Printer<'_> {
                 body,
                 results,
             } => {
-                if !results.is_empty() {
-                    write!(self.out, "{} = ", self.typed(results))?;
-                }
-                write!(
-                    self.out,
+                let head = format!(
                     "for {} in {}..{} step {}",
                     v(*counter),
                     v(*start),
                     v(*end),
                     v(*step)
-                )?;
-                self.carried(args, inits)?;
-                writeln!(self.out, " {{")?;
-                self.block(body, depth + 1)?;
-                self.indent(depth);
-                writeln!(self.out, "}}")
+                );
+                self.carried_loop(&head, [args, inits, results], body, depth)
             }
             Stmt::Loop {
                 args,
                 inits,
                 body,
                 results,
-            } => {
-                if !results.is_empty() {
-                    write!(self.out, "{} = ", self.typed(results))?;
-                }
-                write!(self.out, "loop")?;
-                self.carried(args, inits)?;
-                writeln!(self.out, " {{")?;
-                self.block(body, depth + 1)?;
-                self.indent(depth);
-                writeln!(self.out, "}}")
-            }
+            } => self.carried_loop("loop", [args, inits, results], body, depth),
             Stmt::ForTiles {
                 tensor,
                 map,
@@ -224,20 +225,12 @@ impl Printer<'_> {
                 body,
                 results,
             } => {
-                if !results.is_empty() {
-                    write!(self.out, "{} = ", self.typed(results))?;
-                }
-                write!(
-                    self.out,
+                let head = format!(
                     "for [{}] in tiles of param{tensor} map {}",
                     list(coords),
                     ShapeDisplay(map)
-                )?;
-                self.carried(args, inits)?;
-                writeln!(self.out, " {{")?;
-                self.block(body, depth + 1)?;
-                self.indent(depth);
-                writeln!(self.out, "}}")
+                );
+                self.carried_loop(&head, [args, inits, results], body, depth)
             }
             Stmt::StoreMapped { tensor, value } => {
                 writeln!(
