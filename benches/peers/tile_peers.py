@@ -4,7 +4,8 @@ benchmarks (benches/run_all.sh): element-wise add of 2^28 f32, and row softmax, 
 layer norm of 16384x4096 f32, each checked once against float64, then timed as
 torch_peers.py times (median of 50 event-timed runs after 5 warm-ups). Prints the same JSON
 records (case names tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm; impl
-torch, torch_compile, triton or cublas: PyTorch's bf16 matmul) for benches/report.py.
+torch, torch_compile, triton or cublas: PyTorch's bf16 and f16 matmuls at 4096^3 and 8192^3;
+case names tile_gemm and tile_gemm_f16) for benches/report.py.
 
 Usage: python3 benches/peers/tile_peers.py [--quick]   (--quick: small sizes, a smoke test)
 """
@@ -97,12 +98,13 @@ def main():
             result("tile_layer_norm", "torch_compile", size, 8 * e + 8 * cols, 8 * e, median_ms(fast))
 
     def tile_gemm():
-        g = 512 if quick else 4096
-        a = torch.rand(g, g, device="cuda", dtype=torch.bfloat16) * 2 - 1
-        b = torch.rand(g, g, device="cuda", dtype=torch.bfloat16) * 2 - 1
-        c = a @ b
-        check(torch.allclose(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-1), "bf16 matmul")
-        result("tile_gemm", "cublas", f"{g}x{g}x{g}", 6 * g * g, 2 * g ** 3, median_ms(lambda: a @ b))
+        for g in [512] if quick else [4096, 8192]:
+            for name, dtype in (("tile_gemm", torch.bfloat16), ("tile_gemm_f16", torch.float16)):
+                a = torch.rand(g, g, device="cuda", dtype=dtype) * 2 - 1
+                b = torch.rand(g, g, device="cuda", dtype=dtype) * 2 - 1
+                c = a @ b
+                check(torch.allclose(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-1), f"{dtype} matmul")
+                result(name, "cublas", f"{g}x{g}x{g}", 6 * g * g, 2 * g ** 3, median_ms(lambda: a @ b))
 
     for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm):
         case(fn)

@@ -38,7 +38,8 @@ impl Compiled {
 }
 
 /// Lowers `case`'s kernel with `options`, optimizes it and writes its PTX for sm_80 and
-/// sm_90 (thrown away: only a refusal matters); `Err` says which step failed and why.
+/// sm_90, or for sm_90a only where the options name a compute capability 9.0 device (thrown away: only a refusal
+/// matters); `Err` says which step failed and why.
 pub fn compile(case: &Case, options: &LowerOptions) -> Result<Compiled, String> {
     let lowered = lower_with(&case.kernel, options).map_err(|e| format!("the lowering: {e}"))?;
     let mut optimized = lowered.kernel.clone();
@@ -48,7 +49,13 @@ pub fn compile(case: &Case, options: &LowerOptions) -> Result<Compiled, String> 
     let module = Module {
         kernels: vec![optimized.clone()],
     };
-    for target in [cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90] {
+    let hopper = options.compute_capability == Some((9, 0));
+    let targets: &[cuprum_ptx::Target] = if hopper {
+        &[cuprum_ptx::Target::Sm90a]
+    } else {
+        &[cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90]
+    };
+    for &target in targets {
         cuprum_ptx::write_module(&module, target)
             .map_err(|e| format!("the PTX writer ({}): {e}", target.name()))?;
     }
@@ -133,13 +140,7 @@ fn launch(
     }
     let mut args = Vec::with_capacity(lowered.args.len());
     for slot in &lowered.args {
-        let param = match *slot {
-            ArgSlot::TensorData { param }
-            | ArgSlot::TensorOffset { param }
-            | ArgSlot::TensorDim { param, .. }
-            | ArgSlot::TensorStride { param, .. }
-            | ArgSlot::Scalar { param } => param as usize,
-        };
+        let param = slot.param() as usize;
         let i64arg = |v: i64| KernelArg::Scalar {
             ty: ScalarType::I64,
             bits: v as u64,
@@ -162,6 +163,13 @@ fn launch(
             (ArgSlot::TensorStride { axis, .. }, Some(ArgData::Tensor(t)), _) => {
                 i64arg(t.strides[*axis as usize])
             }
+            (
+                ArgSlot::TensorMap {
+                    box_dims, swizzle, ..
+                },
+                Some(ArgData::Tensor(t)),
+                Some(Some(b)),
+            ) => tensor_map(ctx, t, b, *box_dims, *swizzle).map_err(failed)?,
             _ => {
                 return Err(Fault::Failed(format!(
                     "argument {param} does not fit the lowered kernel's slot {slot:?}"
@@ -199,4 +207,31 @@ fn launch(
             })
         })
         .collect()
+}
+
+/// The tensor map [`ArgSlot::TensorMap`] asks for, of rank-2 tensor `t` in buffer `b`: its
+/// sizes and strides from its first element, zero fill (as the tile launch makes it).
+fn tensor_map(
+    ctx: &CudaContext,
+    t: &crate::Tensor,
+    b: &DeviceBuffer<u8>,
+    box_dims: [u32; 2],
+    swizzle: cuprum_ir::Swizzle,
+) -> Result<KernelArg, Error> {
+    let size = u64::from(t.elem.size_bytes());
+    let start = t.offset * size;
+    let mut desc = cuprum_ir::TensorMapDesc::new(t.elem, 2, 0);
+    desc.address = b.device_address() + start;
+    desc.dims[..2].copy_from_slice(&[t.shape[1], t.shape[0]]);
+    desc.strides[0] = t.strides[0].unsigned_abs() * size;
+    desc.box_dims[..2].copy_from_slice(&box_dims);
+    desc.swizzle = swizzle;
+    desc.oob_fill = cuprum_ir::OobFill::Zero;
+    let have = (t.bytes.len() as u64).saturating_sub(start);
+    let map = cuprum_runtime::tensor_map::encode(ctx.backend(), &desc, Some(have))?;
+    Ok(KernelArg::TensorMap {
+        map,
+        address: desc.address,
+        bytes: have,
+    })
 }

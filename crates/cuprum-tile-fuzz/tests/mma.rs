@@ -301,3 +301,231 @@ fn fma_chain_mma_matches_the_interpreter_bit_for_bit() {
         .collect();
     check_all("fma-chain mma", &cases);
 }
+
+/// A case for the Hopper GEMM recipe (`emit::wgmma_gemm`): the sizes, the output's element
+/// type, how the accumulator starts and the loop's K steps `start..end`.
+#[derive(Clone, Copy, Debug)]
+struct RecipeCase {
+    input: ScalarType,
+    out: ScalarType,
+    /// `None`: the accumulator starts as the output's own tile (`f32` outputs).
+    init: Option<f64>,
+    s: Sizes,
+    steps: (i64, i64),
+}
+
+/// A row-major `[rows, cols]` tensor of `ty` holding [`value_bits`] that a tensor map can
+/// describe: its row pitch a random multiple of 16 bytes at least `cols`, at an offset of a
+/// random multiple of 16 bytes.
+fn tma_tensor(
+    rng: &mut SmallRng,
+    ty: ScalarType,
+    rows: u64,
+    cols: u64,
+) -> cuprum_tile_fuzz::Tensor {
+    let per16 = 16 / u64::from(ty.size_bytes());
+    let pitch = cols.next_multiple_of(per16) + per16 * rng.random_range(0..3);
+    let offset = per16 * rng.random_range(0..3);
+    let len = offset + pitch * rows;
+    let mut t = cuprum_tile_fuzz::Tensor {
+        elem: ty,
+        shape: vec![rows, cols],
+        strides: vec![pitch as i64, 1],
+        offset,
+        bytes: vec![poison::BYTE; (len * u64::from(ty.size_bytes())) as usize],
+    };
+    for r in 0..rows {
+        for c in 0..cols {
+            let bits = value_bits(rng, ty);
+            set_element(&mut t.bytes, ty, (offset + r * pitch + c) as usize, bits);
+        }
+    }
+    t
+}
+
+/// `out = convert(init + a · b)` in cuTile Rust's `gemm` shape, lowered for sm_90 with the
+/// tensors' facts, so that the Hopper recipe takes it.
+fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let s = rc.s;
+    let name = format!(
+        "gemm_{}_{}x{}x{}_{}x{}x{}_steps_{}_{}",
+        rc.input, s.m, s.n, s.k, s.tm, s.tn, s.tk, rc.steps.0, rc.steps.1
+    );
+    let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
+    let out = cb.output(
+        &mut rng,
+        "out",
+        rc.out,
+        &[s.tm, s.tn],
+        &[s.m, s.n],
+        ViewKind::Contiguous,
+    );
+    let ta = tma_tensor(&mut rng, rc.input, s.m, s.k);
+    let a = cb.input_tensor("a", ta, None);
+    let tb = tma_tensor(&mut rng, rc.input, s.k, s.n);
+    let b = cb.input_tensor("b", tb, None);
+    let mi = def(&mut cb, Op::BlockId(0));
+    let ni = def(&mut cb, Op::BlockId(1));
+    let zero = Literal::Int(0);
+    let acc0 = match rc.init {
+        Some(x) => def(
+            &mut cb,
+            Op::Const {
+                value: Literal::Float(x),
+                elem: Elem::Known(S::F32),
+                shape: shape_of(&[s.tm, s.tn]),
+            },
+        ),
+        None => def(
+            &mut cb,
+            Op::Load {
+                view: View::Own { tensor: out },
+                padding: Literal::Float(-3.0),
+            },
+        ),
+    };
+    let (start, end, step) = (
+        int(&mut cb, rc.steps.0),
+        int(&mut cb, rc.steps.1),
+        int(&mut cb, 1),
+    );
+    let counter = cb.b.value(TileType::scalar(S::I32));
+    let acc_ty = cb.b.ty(acc0).clone();
+    let acc = cb.b.value(acc_ty.clone());
+    let result = cb.b.value(acc_ty);
+    cb.b.begin_block();
+    let la = def(
+        &mut cb,
+        Op::Load {
+            view: View::Tiled {
+                tensor: a,
+                tile: shape_of(&[s.tm, s.tk]),
+                index: vec![mi, counter],
+            },
+            padding: zero,
+        },
+    );
+    let lb = def(
+        &mut cb,
+        Op::Load {
+            view: View::Tiled {
+                tensor: b,
+                tile: shape_of(&[s.tk, s.tn]),
+                index: vec![counter, ni],
+            },
+            padding: zero,
+        },
+    );
+    let next = def(&mut cb, Op::Mma { a: la, b: lb, acc });
+    let body = cb.b.end_block(vec![next]);
+    cb.b.push(Stmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args: vec![acc],
+        inits: vec![acc0],
+        body,
+        results: vec![result],
+    });
+    let stored = if rc.out == S::F32 {
+        result
+    } else {
+        def(
+            &mut cb,
+            Op::Cast {
+                value: result,
+                to: Elem::Known(rc.out),
+            },
+        )
+    };
+    cb.b.push(Stmt::Store {
+        tensor: out,
+        value: stored,
+    });
+    let options = LowerOptions {
+        compute_capability: Some((9, 0)),
+        ..LowerOptions::default()
+    };
+    let mut case = cb
+        .finish(Tolerance::Exact, options)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_tensor_facts();
+    // An accumulator that starts as the output: give the output values first.
+    if rc.init.is_none()
+        && let Some(cuprum_tile_fuzz::ArgData::Tensor(t)) = case.args.get_mut(out as usize)
+    {
+        for i in 0..s.m * s.n {
+            let bits = value_bits(&mut rng, S::F32);
+            set_element(&mut t.bytes, S::F32, i as usize, bits);
+        }
+    }
+    case
+}
+
+#[test]
+fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
+    let seed = seed("hopper_gemm_recipe");
+    let steps = |s: Sizes| (0, s.k.div_ceil(u64::from(s.tk)) as i64);
+    let case = |input, out, init, s: Sizes| RecipeCase {
+        input,
+        out,
+        init,
+        s,
+        steps: steps(s),
+    };
+    let mut cases = vec![
+        // Ragged on every axis; two consumer warpgroups; K in one stage per step.
+        case(
+            S::BF16,
+            S::F32,
+            Some(0.0),
+            sizes(0, 200, 190, 300, 128, 128, 64),
+        ),
+        // One consumer warpgroup, 32-deep stages (64-byte swizzle), a non-zero start.
+        case(S::F16, S::F16, Some(0.5), sizes(0, 100, 70, 72, 64, 64, 32)),
+        // The widest MMA (n = 256), 16-deep stages (32-byte swizzle), a bf16 result.
+        case(
+            S::BF16,
+            S::BF16,
+            Some(0.0),
+            sizes(0, 130, 260, 40, 128, 256, 16),
+        ),
+        // Two stages per K step; the accumulator starts as the output's own tile.
+        case(S::F16, S::F32, None, sizes(0, 64, 192, 250, 64, 192, 128)),
+        // More rows of tiles (10) than a group of the grouped block order takes (8).
+        case(
+            S::BF16,
+            S::F32,
+            Some(0.0),
+            sizes(0, 600, 150, 32, 64, 64, 32),
+        ),
+    ];
+    // A loop that starts past K's first step, and one that never runs.
+    let s = sizes(0, 70, 64, 100, 64, 64, 16);
+    cases.push(RecipeCase {
+        steps: (2, 7),
+        ..case(S::BF16, S::F32, Some(0.0), s)
+    });
+    cases.push(RecipeCase {
+        steps: (3, 3),
+        ..case(S::BF16, S::F32, Some(1.0), s)
+    });
+    let cases: Vec<Case> = cases
+        .into_iter()
+        .enumerate()
+        .map(|(i, rc)| recipe_case(seed + i as u64, rc))
+        .collect();
+    for c in &cases {
+        let compiled = cuprum_tile_fuzz::device::compile(c, &c.options)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.kernel.name));
+        let threads = compiled.lowered.block_threads;
+        assert!(
+            threads == 256 || threads == 384,
+            "{}: the Hopper recipe did not take it ({threads} threads per block)",
+            c.kernel.name
+        );
+    }
+    check_all("Hopper GEMM recipe", &cases);
+}

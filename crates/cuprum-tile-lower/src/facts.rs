@@ -25,6 +25,10 @@ pub struct TensorFacts {
     /// (in bytes) are multiples of 16: every run of up to 16 bytes along the last axis that
     /// starts at a multiple of its length is aligned.
     pub aligned_runs: bool,
+    /// A tensor map can describe it (the tensor memory accelerator can copy its tiles):
+    /// rank 1 to 5, runs aligned as above, every other stride positive and below 2^40
+    /// bytes, every size 1 to 2^32.
+    pub tensor_map: bool,
     /// Per axis, a number its size is a multiple of (1: nothing known); empty: nothing known
     /// on any axis.
     pub size_divisors: Vec<u64>,
@@ -55,6 +59,12 @@ impl TensorFacts {
             && address.is_multiple_of(16)
             && aligned(i128::from(offset))
             && rest.iter().all(|&s| aligned(i128::from(s)));
+        let tensor_map = aligned_runs
+            && shape.len() <= 5
+            && shape.iter().all(|&n| (1..=1 << 32).contains(&n))
+            && rest
+                .iter()
+                .all(|&s| s > 0 && i128::from(s) * i128::from(elem_bytes) < 1 << 40);
         let size_divisors = shape
             .iter()
             .zip(extents)
@@ -62,6 +72,7 @@ impl TensorFacts {
             .collect();
         TensorFacts {
             aligned_runs,
+            tensor_map,
             size_divisors,
         }
     }
@@ -86,8 +97,11 @@ impl TensorFacts {
             .iter()
             .map(|&a| self.size_divisors.get(a).copied().unwrap_or(1))
             .collect();
+        let last_stays = dim_map.last() == Some(&(dim_map.len() - 1));
         TensorFacts {
-            aligned_runs: self.aligned_runs && dim_map.last() == Some(&(dim_map.len() - 1)),
+            aligned_runs: self.aligned_runs && last_stays,
+            // The other axes' order would change too: a map of the view is another map.
+            tensor_map: self.tensor_map && dim_map.iter().enumerate().all(|(i, &a)| i == a),
             size_divisors,
         }
     }
@@ -178,6 +192,10 @@ mod tests {
     fn facts_need_every_condition() {
         let f = TensorFacts::of(4, 256, 0, &[64, 4096], &[4096, 1], &[1, 4096]);
         assert!(f.aligned_runs);
+        assert!(f.tensor_map);
+        // A negative row stride keeps runs aligned, but no tensor map describes it.
+        let flipped = TensorFacts::of(4, 256, 0, &[64, 4096], &[-4096, 1], &[1, 1]);
+        assert!(flipped.aligned_runs && !flipped.tensor_map);
         assert_eq!(f.size_divisors, vec![1, 4096]);
         assert!(f.whole_tiles(&[1, 4096]));
         assert!(f.whole_tiles(&[1, 1024]));

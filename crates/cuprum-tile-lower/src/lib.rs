@@ -131,6 +131,33 @@ pub enum ArgSlot {
         /// The tile kernel's parameter index.
         param: u32,
     },
+    /// A tensor map (`cuprum_ir::ParamKind::TensorMap`) of rank-2 tensor `param` for the
+    /// tensor memory accelerator: its sizes and strides (axis 1 innermost, contiguous), its
+    /// first element, out-of-bounds elements read as zero, copied in boxes of `box_dims`
+    /// elements (innermost first) laid out in shared memory under `swizzle`. Only kernels
+    /// lowered for sm_90 with [`TensorFacts::tensor_map`] known for `param` have one.
+    TensorMap {
+        /// The tile kernel's parameter index.
+        param: u32,
+        /// The box, innermost dimension first.
+        box_dims: [u32; 2],
+        /// The box's shared-memory layout.
+        swizzle: cuprum_ir::Swizzle,
+    },
+}
+
+impl ArgSlot {
+    /// The tile kernel parameter the slot carries (part of).
+    pub fn param(&self) -> u32 {
+        match *self {
+            ArgSlot::TensorData { param }
+            | ArgSlot::TensorOffset { param }
+            | ArgSlot::TensorDim { param, .. }
+            | ArgSlot::TensorStride { param, .. }
+            | ArgSlot::Scalar { param }
+            | ArgSlot::TensorMap { param, .. } => param,
+        }
+    }
 }
 
 /// A tile kernel lowered to the kernel IR, with how to launch it.
@@ -192,6 +219,11 @@ pub struct LowerOptions {
     /// Per parameter, what the launch knows of its tensor (see [`TensorFacts`]); missing
     /// entries know nothing. The kernel is then only for tensors with these facts.
     pub tensor_facts: Vec<TensorFacts>,
+    /// The compute capability of the device the kernel is for (`(9, 0)` for an H100/H200
+    /// or the emulator): with 9.0, kernels in the shape of a GEMM take the Hopper recipe
+    /// (`emit::wgmma_gemm`: TMA, mbarriers, `wgmma`, warp specialization; sm_90a code, which
+    /// runs on 9.0 only). `None`: code for any device (sm_80 and up) only.
+    pub compute_capability: Option<(u32, u32)>,
 }
 
 /// The default number of warps per block aims at this many elements of the largest tile per
@@ -227,6 +259,24 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
             message: format!(
                 "an occupancy of {n} blocks per multiprocessor: 1 to {MAX_OCCUPANCY} is required"
             ),
+        });
+    }
+    if let Some(recipe) = emit::wgmma_gemm::find(kernel, options) {
+        // The recipe lowers only rank-0 values through the plan (tiles are its own), so
+        // any block size the plan accepts does.
+        let plan = plan::Plan::build(kernel, layout::WARP_THREADS * 4)?;
+        let (ir, shared_bytes, args) =
+            emit::Emitter::new(kernel, &plan, &options.tensor_facts, Some(1))?
+                .run_gemm_recipe(&recipe)?;
+        cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
+            kernel: kernel.name.clone(),
+            message: format!("the kernel IR of the GEMM recipe does not validate: {e}"),
+        })?;
+        return Ok(Lowered {
+            kernel: ir,
+            block_threads: recipe.threads(),
+            shared_bytes,
+            args,
         });
     }
     let mut warps = choose_warps(kernel, options)?;

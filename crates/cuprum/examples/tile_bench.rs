@@ -33,13 +33,13 @@ mod kernels {
         z.store(load_tile_like(x, z) + load_tile_like(y, z));
     }
 
-    /// GEMM in cuTile Rust's `gemm` shape: bf16 tiles, an f32 accumulator carried over the
-    /// K loop, the result stored as bf16.
+    /// GEMM in cuTile Rust's `gemm` shape: half-precision (`f16` or `bf16`) tiles, an f32
+    /// accumulator carried over the K loop, the result stored in the input type.
     #[cuprum::tile::entry()]
-    fn gemm<const BM: i32, const BN: i32, const BK: i32>(
-        z: &mut Tensor<bf16, { [BM, BN] }>,
-        x: &Tensor<bf16, { [-1, -1] }>,
-        y: &Tensor<bf16, { [-1, -1] }>,
+    fn gemm<E: ElementType, const BM: i32, const BN: i32, const BK: i32>(
+        z: &mut Tensor<E, { [BM, BN] }>,
+        x: &Tensor<E, { [-1, -1] }>,
+        y: &Tensor<E, { [-1, -1] }>,
     ) {
         let part_x = x.partition(const_shape![BM, BK]);
         let part_y = y.partition(const_shape![BK, BN]);
@@ -49,7 +49,7 @@ mod kernels {
         for i in 0i32..ceil_div(k, BK) {
             acc = mma(part_x.load([pid.0, i]), part_y.load([i, pid.1]), acc);
         }
-        let out: Tile<bf16, { [BM, BN] }> = convert_tile(acc);
+        let out: Tile<E, { [BM, BN] }> = convert_tile(acc);
         z.store(out);
     }
 
@@ -170,25 +170,41 @@ fn check(case: &str, got: &[f32], want: &[f64], tol: f64) -> Result<(), Failure>
     Ok(())
 }
 
-/// `tile_gemm`: bf16 `[n, n] x [n, n]` with an f32 accumulator, the result stored as bf16, in
-/// each of a few tile shapes (the fastest is recorded), each checked on sampled elements
-/// against an f64 sum of the bf16 inputs.
-fn gemm(stream: &Stream, big: bool) -> Result<(), Failure> {
-    use half::bf16;
-    let n = if big { 4096 } else { 128 };
-    let to_bf16 = |v: Vec<f32>| -> Vec<bf16> { v.into_iter().map(bf16::from_f32).collect() };
+/// `tile_gemm` (bf16) and `tile_gemm_f16`: `[n, n] x [n, n]` with an f32 accumulator, the
+/// result stored in the input type, in each of a few tile shapes (the fastest is recorded),
+/// each checked on sampled elements against an f64 sum of the rounded inputs. On an H200 the
+/// shapes of 64 or 128 rows by multiples of 64 columns take the Hopper recipe (TMA, wgmma).
+fn gemm<H: DType + Copy + Into<f32>>(
+    stream: &Stream,
+    n: usize,
+    case: &str,
+    from_f32: fn(f32) -> H,
+    nan: H,
+) -> Result<(), Failure> {
+    let round = |v: Vec<f32>| -> Vec<H> { v.into_iter().map(from_f32).collect() };
     let (ha, hb) = (
-        to_bf16(data(n * n, 6, -1.0, 1.0)),
-        to_bf16(data(n * n, 7, -1.0, 1.0)),
+        round(data(n * n, 6, -1.0, 1.0)),
+        round(data(n * n, 7, -1.0, 1.0)),
     );
     let a = api::from_host(&ha, &[n, n]).sync_on(stream)?;
     let b = api::from_host(&hb, &[n, n]).sync_on(stream)?;
     let size = format!("{n}x{n}x{n}");
     let flops = 2.0 * (n as f64).powi(3);
     let mut best = f64::INFINITY;
-    for (bm, bn, bk) in [(128usize, 128usize, 32usize), (128, 128, 64), (64, 128, 64)] {
-        let mut z = api::full(bf16::NAN, &[n, n]).sync_on(stream)?;
-        let generics = [bm.to_string(), bn.to_string(), bk.to_string()];
+    let shapes = [
+        (128usize, 256usize, 64usize),
+        (128, 128, 64),
+        (128, 128, 32),
+        (64, 128, 64),
+    ];
+    for (bm, bn, bk) in shapes {
+        let mut z = api::full(nan, &[n, n]).sync_on(stream)?;
+        let generics = [
+            H::DTYPE.as_str().to_string(),
+            bm.to_string(),
+            bn.to_string(),
+            bk.to_string(),
+        ];
         let ms = time(stream, |ctx| {
             kernels::gemm((&mut z).partition([bm, bn]), &a, &b)
                 .generics(generics.clone())
@@ -196,28 +212,30 @@ fn gemm(stream: &Stream, big: bool) -> Result<(), Failure> {
                 .map(drop)
         })?;
         let got = z.to_host_vec().sync_on(stream)?;
-        for i in (0..n).step_by((n / 16).max(1)) {
-            for j in (0..n).step_by((n / 16).max(1)).map(|j| (j + 3 * i + 1) % n) {
+        let step = (n / 16).max(1);
+        for i in (0..n).step_by(step) {
+            for j in (0..n).step_by(step).map(|j| (j + 3 * i + 1) % n) {
                 let want: f64 = (0..n)
-                    .map(|k| f64::from(ha[i * n + k].to_f32()) * f64::from(hb[k * n + j].to_f32()))
+                    .map(|k| f64::from(ha[i * n + k].into()) * f64::from(hb[k * n + j].into()))
                     .sum();
-                let g = f64::from(got[i * n + j].to_f32());
-                // A bf16 result: within 2^-8 of it, plus the f32 accumulation's error.
+                let g = f64::from(got[i * n + j].into());
+                // A half-precision result: within 2^-8 of it, plus the f32 accumulation's
+                // error.
                 if (g - want).abs() > want.abs() * 2f64.powi(-8) + 1e-3 {
                     return Err(format!(
-                        "FAILED: tile_gemm {bm}x{bn}x{bk}: ({i}, {j}) is {g}, want {want}"
+                        "FAILED: {case} {bm}x{bn}x{bk}: ({i}, {j}) is {g}, want {want}"
                     )
                     .into());
                 }
             }
         }
         println!(
-            "cuprum tile_gemm {size} tiles {bm}x{bn}x{bk} median {ms:.4} ms {:.1} TFLOP/s",
+            "cuprum {case} {size} tiles {bm}x{bn}x{bk} median {ms:.4} ms {:.1} TFLOP/s",
             flops / (ms * 1e9)
         );
         best = best.min(ms);
     }
-    record::result("tile_gemm", &size, 6.0 * (n * n) as f64, flops, best);
+    record::result(case, &size, 6.0 * (n * n) as f64, flops, best);
     Ok(())
 }
 
@@ -348,7 +366,23 @@ fn main() -> Result<(), Failure> {
     );
     record::result("tile_layer_norm", &size, bytes, 8.0 * e as f64, ms);
 
-    gemm(&stream, big)?;
+    let sizes: &[usize] = if big { &[4096, 8192] } else { &[128] };
+    for &n in sizes {
+        gemm(
+            &stream,
+            n,
+            "tile_gemm",
+            half::bf16::from_f32,
+            half::bf16::NAN,
+        )?;
+        gemm(
+            &stream,
+            n,
+            "tile_gemm_f16",
+            half::f16::from_f32,
+            half::f16::NAN,
+        )?;
+    }
     println!("PASSED");
     Ok(())
 }

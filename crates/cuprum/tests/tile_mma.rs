@@ -248,6 +248,12 @@ fn half_precision_gemms_are_within_the_tensor_cores_bound() {
         (33, 20, 29, [16, 16, 8]),
         // Tiles that are multiples of 16 but not powers of two.
         (100, 90, 70, [48, 80, 48]),
+        // Rows of whole 16-byte runs and tiles of 64 or 128 rows by multiples of 64
+        // columns: on an sm_90 device (and the emulator) the Hopper recipe (TMA, wgmma)
+        // runs these, ragged at the edges.
+        (200, 136, 304, [128, 128, 64]),
+        (130, 264, 40, [128, 256, 32]),
+        (70, 64, 200, [64, 64, 16]),
     ] {
         let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
         let ys: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);

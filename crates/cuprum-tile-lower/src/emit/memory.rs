@@ -50,7 +50,7 @@ pub(super) struct TensorArgs {
     pub(super) dims: Vec<Value>,
     pub(super) strides: Vec<Value>,
     /// What the launch guarantees about it (see [`TensorFacts`]).
-    facts: TensorFacts,
+    pub(super) facts: TensorFacts,
 }
 
 /// Per tile parameter, whether a barrier must follow each access: a partitioned tensor

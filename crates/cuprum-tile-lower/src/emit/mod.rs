@@ -28,6 +28,7 @@ mod raw;
 mod reduce;
 mod scratch;
 mod values;
+pub(crate) mod wgmma_gemm;
 
 use cuprum_ir::{
     BinaryOp, Block, BuildError, CmpOp, Constant, Dim, KernelBuilder, LaunchBounds, Op, ScalarType,
@@ -99,6 +100,10 @@ pub(crate) struct Emitter<'k> {
     /// The eviction hint of each load that has one ([`crate::evict`]).
     evictions: std::collections::HashMap<TileValue, cuprum_ir::Eviction>,
     pub(crate) args: Vec<ArgSlot>,
+    /// The tile block's index along grid axes x and y (`U32`) where a recipe deals the tiles
+    /// to the hardware's blocks in an order of its own (`wgmma_gemm`'s grouped order);
+    /// `None`: the block's own `ctaid`.
+    block_index: Option<[Value; 2]>,
 }
 
 impl<'k> Emitter<'k> {
@@ -143,6 +148,7 @@ impl<'k> Emitter<'k> {
             barrier_after: memory::barrier_after(kernel),
             evictions: crate::evict::plan(kernel),
             args: Vec::new(),
+            block_index: None,
         };
         e.declare_params(facts)?;
         for id in 0..plan.layouts().len() {

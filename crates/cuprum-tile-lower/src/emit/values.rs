@@ -84,7 +84,14 @@ impl Emitter<'_> {
             2 => Dim::Z,
             _ => return Err(self.unsupported(format!("grid axis {axis} does not exist"))),
         };
-        let v = self.def(Op::Special(special(dim)))?;
+        let dealt = match (self.block_index, special(dim)) {
+            (Some(index), Special::BlockIdx(_)) => index.get(axis as usize).copied(),
+            _ => None,
+        };
+        let v = match dealt {
+            Some(v) => v,
+            None => self.def(Op::Special(special(dim)))?,
+        };
         Ok(Lv::Uniform(self.cast(v, ScalarType::I32)?))
     }
 

@@ -332,8 +332,18 @@ fn key(
     for choice in [options.num_warps, options.occupancy] {
         field(&choice.map_or(0, |n| u64::from(n) + 1).to_le_bytes());
     }
+    let (major, minor) = options.compute_capability.unwrap_or((0, 0));
+    field(
+        &[
+            u64::from(options.compute_capability.is_some()),
+            major.into(),
+            minor.into(),
+        ]
+        .map(u64::to_le_bytes)
+        .concat(),
+    );
     for f in &options.tensor_facts {
-        field(&[u8::from(f.aligned_runs)]);
+        field(&[u8::from(f.aligned_runs), u8::from(f.tensor_map)]);
         field(&(f.size_divisors.len() as u64).to_le_bytes());
         for d in &f.size_divisors {
             field(&d.to_le_bytes());
@@ -348,7 +358,7 @@ fn key(
 }
 
 /// The first bytes of an entry, with its format's version.
-const MAGIC: &[u8; 16] = b"cuprum-tile-jit1";
+const MAGIC: &[u8; 16] = b"cuprum-tile-jit2";
 
 fn encode(entry: &Entry) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
@@ -356,16 +366,24 @@ fn encode(entry: &Entry) -> Vec<u8> {
     out.extend(entry.shared_bytes.to_le_bytes());
     out.extend((entry.args.len() as u32).to_le_bytes());
     for slot in &entry.args {
-        let (tag, param, axis) = match *slot {
-            ArgSlot::TensorData { param } => (0u8, param, 0),
-            ArgSlot::TensorOffset { param } => (1, param, 0),
-            ArgSlot::TensorDim { param, axis } => (2, param, axis),
-            ArgSlot::TensorStride { param, axis } => (3, param, axis),
-            ArgSlot::Scalar { param } => (4, param, 0),
+        // A tag, the parameter, then three words: an axis, or a map's box and swizzle.
+        let (tag, param, words) = match *slot {
+            ArgSlot::TensorData { param } => (0u8, param, [0; 3]),
+            ArgSlot::TensorOffset { param } => (1, param, [0; 3]),
+            ArgSlot::TensorDim { param, axis } => (2, param, [axis, 0, 0]),
+            ArgSlot::TensorStride { param, axis } => (3, param, [axis, 0, 0]),
+            ArgSlot::Scalar { param } => (4, param, [0; 3]),
+            ArgSlot::TensorMap {
+                param,
+                box_dims: [inner, outer],
+                swizzle,
+            } => (5, param, [inner, outer, swizzle.span_bytes().unwrap_or(0)]),
         };
         out.push(tag);
         out.extend(param.to_le_bytes());
-        out.extend(axis.to_le_bytes());
+        for w in words {
+            out.extend(w.to_le_bytes());
+        }
     }
     out.extend(cuprum_ir::encode_module(&entry.ir));
     out
@@ -385,16 +403,26 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
     for _ in 0..count {
         let (&tag, tail) = rest.split_first()?;
         rest = tail;
-        let (param, tail) = rest.split_first_chunk::<4>()?;
-        let (axis, tail) = tail.split_first_chunk::<4>()?;
-        rest = tail;
-        let (param, axis) = (u32::from_le_bytes(*param), u32::from_le_bytes(*axis));
+        let mut words = [0u32; 4];
+        for w in &mut words {
+            let (word, tail) = rest.split_first_chunk::<4>()?;
+            rest = tail;
+            *w = u32::from_le_bytes(*word);
+        }
+        let [param, axis, outer, span] = words;
         args.push(match tag {
             0 => ArgSlot::TensorData { param },
             1 => ArgSlot::TensorOffset { param },
             2 => ArgSlot::TensorDim { param, axis },
             3 => ArgSlot::TensorStride { param, axis },
             4 => ArgSlot::Scalar { param },
+            5 => ArgSlot::TensorMap {
+                param,
+                box_dims: [axis, outer],
+                swizzle: cuprum_ir::Swizzle::ALL
+                    .into_iter()
+                    .find(|s| s.span_bytes().unwrap_or(0) == span)?,
+            },
             _ => return None,
         });
     }
@@ -425,6 +453,16 @@ mod tests {
                 ArgSlot::TensorDim { param: 0, axis: 1 },
                 ArgSlot::TensorStride { param: 0, axis: 1 },
                 ArgSlot::Scalar { param: 1 },
+                ArgSlot::TensorMap {
+                    param: 2,
+                    box_dims: [64, 128],
+                    swizzle: cuprum_ir::Swizzle::B128,
+                },
+                ArgSlot::TensorMap {
+                    param: 3,
+                    box_dims: [8, 4],
+                    swizzle: cuprum_ir::Swizzle::None,
+                },
             ],
         };
         let bytes = encode(&entry);
@@ -561,11 +599,13 @@ mod tests {
             num_warps,
             occupancy,
             tensor_facts: facts,
+            compute_capability: None,
         };
         let none = with(vec![], None, None);
         let aligned = with(
             vec![TensorFacts {
                 aligned_runs: true,
+                tensor_map: false,
                 size_divisors: vec![1],
             }],
             None,
@@ -574,6 +614,7 @@ mod tests {
         let divisible = with(
             vec![TensorFacts {
                 aligned_runs: false,
+                tensor_map: false,
                 size_divisors: vec![128],
             }],
             None,
@@ -603,6 +644,43 @@ mod tests {
                 0,
                 &spec(128),
                 &with(vec![], None, Some(4)),
+                "lower",
+            ),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &LowerOptions {
+                    tensor_facts: vec![TensorFacts {
+                        aligned_runs: true,
+                        tensor_map: true,
+                        size_divisors: vec![1],
+                    }],
+                    ..aligned.clone()
+                },
+                "lower",
+            ),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &LowerOptions {
+                    compute_capability: Some((9, 0)),
+                    ..none.clone()
+                },
+                "lower",
+            ),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &LowerOptions {
+                    compute_capability: Some((8, 0)),
+                    ..none.clone()
+                },
                 "lower",
             ),
             key("m", b"ir", 0, &spec(128), &none, "other"),

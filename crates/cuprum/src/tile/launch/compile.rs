@@ -224,14 +224,17 @@ struct CompileKey {
 }
 
 /// Kernel `index` of `module` specialized with `spec` and lowered by `lowering` with the
-/// tuning `hints` for tensors with `facts`, compiled once per process. With `print_ir`, the
-/// first compile prints the specialized tile IR and the kernel IR on stderr.
+/// tuning `hints` for tensors with `facts` on a device of `compute_capability`, compiled once
+/// per process. With `print_ir`, the first compile prints the specialized tile IR and the
+/// kernel IR on stderr.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compiled(
     module: &'static EmbeddedModule,
     index: usize,
     spec: &Specialization,
     facts: &[TensorFacts],
     hints: CompileOptions,
+    compute_capability: (u32, u32),
     lowering: Lowering,
     print_ir: bool,
 ) -> Result<Arc<Compiled>, Error> {
@@ -239,6 +242,7 @@ pub(crate) fn compiled(
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let options = LowerOptions {
         tensor_facts: facts.to_vec(),
+        compute_capability: Some(compute_capability),
         ..hints.lower_options()
     };
     let key = CompileKey {
@@ -400,6 +404,7 @@ pub(crate) fn kernel_args(
     compiled: &Compiled,
     args: &[ArgDesc<'_>],
 ) -> Result<Vec<KernelArg>, Error> {
+    let name = &compiled.tile.name;
     let broken = |what: String| Error::Compile {
         kernel: compiled.tile.name.clone(),
         specialization: String::new(),
@@ -416,13 +421,7 @@ pub(crate) fn kernel_args(
         .args
         .iter()
         .map(|slot| {
-            let param = match slot {
-                ArgSlot::TensorData { param }
-                | ArgSlot::TensorOffset { param }
-                | ArgSlot::TensorDim { param, .. }
-                | ArgSlot::TensorStride { param, .. }
-                | ArgSlot::Scalar { param } => *param as usize,
-            };
+            let param = slot.param() as usize;
             let arg = args
                 .get(param)
                 .ok_or_else(|| broken(format!("names parameter {param}, which does not exist")))?;
@@ -466,7 +465,53 @@ pub(crate) fn kernel_args(
                         arg.kind()
                     ))),
                 },
+                ArgSlot::TensorMap {
+                    box_dims, swizzle, ..
+                } => tensor_map_arg(name, tensor(None)?, box_dims, swizzle),
             }
         })
         .collect()
+}
+
+/// The tensor map of a rank-2 tensor that [`ArgSlot::TensorMap`] asks for: its sizes and
+/// byte strides (axis 1 innermost), from its first element, zero fill; checked by
+/// `cuprum_ir::TensorMapDesc::check` against the allocation and encoded for the tensor's
+/// context's backend.
+fn tensor_map_arg(
+    kernel: &str,
+    tensor: &crate::tile::launch::bind::TensorDesc<'_>,
+    box_dims: [u32; 2],
+    swizzle: cuprum_ir::Swizzle,
+) -> Result<KernelArg, Error> {
+    let fail = |message: String| Error::Compile {
+        kernel: kernel.to_owned(),
+        specialization: String::new(),
+        message,
+    };
+    let ([rows, cols], [row_stride, _]) = (tensor.shape, tensor.strides) else {
+        return Err(fail(format!(
+            "a tensor map of a rank-{} tensor (the lowering asks for rank 2; this is a bug of \
+             the tile lowering)",
+            tensor.shape.len()
+        )));
+    };
+    let size = u64::from(tensor.elem.size_bytes());
+    let start = (tensor.offset as u64).saturating_mul(size);
+    let mut desc = cuprum_ir::TensorMapDesc::new(tensor.elem, 2, 0);
+    desc.address = tensor.address.saturating_add(start);
+    desc.dims[..2].copy_from_slice(&[*cols as u64, *rows as u64]);
+    desc.strides[0] = (*row_stride as u64).saturating_mul(size);
+    desc.box_dims[..2].copy_from_slice(&box_dims);
+    desc.swizzle = swizzle;
+    desc.oob_fill = cuprum_ir::OobFill::Zero;
+    let have = (tensor.alloc_len as u64)
+        .saturating_mul(size)
+        .saturating_sub(start);
+    let map = cuprum_runtime::tensor_map::encode(tensor.ctx.backend(), &desc, Some(have))
+        .map_err(|e| fail(format!("the tensor map of a GEMM operand: {e}")))?;
+    Ok(KernelArg::TensorMap {
+        map,
+        address: desc.address,
+        bytes: u64::try_from(desc.store_extent_bytes()).unwrap_or(u64::MAX),
+    })
 }

@@ -168,6 +168,7 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
         &spec,
         &[],
         entry.hints(ctx.context(), compile_options),
+        ctx.context().limits().compute_capability,
         Lowering::DEFAULT,
         entry.print_ir,
     )?;

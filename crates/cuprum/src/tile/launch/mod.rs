@@ -219,6 +219,7 @@ fn launch(
         &plan.spec,
         &facts,
         entry.hints(ctx.context(), options),
+        ctx.context().limits().compute_capability,
         lowering,
         entry.print_ir,
     )?;

@@ -1,0 +1,812 @@
+//! The Hopper recipe for tile kernels in the shape of a GEMM (cuTile Rust's `gemm`): a `for`
+//! loop over K whose body loads a `[BM, BK]` tile of A at `(row, i)` and a `[BK, BN]` tile of
+//! B at `(i, col)` and `mma`s them into an `f32` accumulator, which the kernel then stores
+//! (converted, or as it is) as its own tile of the output.
+//!
+//! Such a kernel is emitted whole, in the warp-specialized shape of CUTLASS's Hopper GEMMs
+//! (the SIMT track's `hopper_gemm` example is the same kernel written by hand):
+//!
+//! - warpgroup 0, the *producer*, gives registers back (`setmaxnreg`) and one of its threads
+//!   streams `SK`-deep slices of A and B into a ring of shared stages with TMA (A K-major,
+//!   B as the row-major `[K, N]` tensor it is, MN-major, 128-byte swizzled boxes of 64
+//!   columns), each stage's bytes counted on its *full* mbarrier;
+//! - the other `BM / 64` warpgroups, the *consumers*, each multiply their 64 rows of a stage
+//!   into an `m64nBNk16` accumulator in registers (`wgmma`, B transposed), keep one group of
+//!   MMAs in flight and release the previous stage on its *empty* mbarrier;
+//! - the consumers convert and store their accumulators, predicated at the tensor's edges
+//!   (pairs of columns as one store where the output's runs are aligned).
+//!
+//! The sums are the tile IR's: each `wgmma` adds 16 products of K to the accumulator in
+//! increasing K, exactly as `Op::Mma` defines (the tile interpreter's `mma`); TMA fills
+//! elements outside the tensors with zeros, which is the loads' padding, so ragged edges
+//! agree bit for bit too. [`find`] says when a kernel qualifies: a device of compute
+//! capability 9.0 (the code is sm_90a's), `f16` or
+//! `bf16` operands whose tensors a tensor map can describe ([`crate::TensorFacts::tensor_map`]),
+//! `BM` 64 or 128, `BN` a multiple of 64 up to 256, `BK` a multiple of 16, zero padding, a
+//! loop step of 1; anything else takes the portable recipe of [`super::matmul`].
+
+use cuprum_ir::wgmma::{Descriptor, ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType};
+use cuprum_ir::{
+    AddressSpace, BinaryOp, CmpOp, Constant, Dim, LaunchBounds, MbarrierOp, Op, ParamKind,
+    ScalarType, Special, Stmt, Swizzle, TensorMapRef, TmaOp, Value, Var,
+};
+use cuprum_tile_ir::{
+    Literal, Op as TOp, ParamKind as TParamKind, Stmt as TStmt, TensorAccess, TileKernel,
+    TileValue, View, known_sizes,
+};
+
+use super::{Emitter, R};
+use crate::{ArgSlot, LowerOptions};
+
+/// Threads of a warpgroup.
+const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
+/// Columns of B in one TMA box: one 128-byte swizzled row of 16-bit elements.
+const B_BOX_COLUMNS: u32 = 64;
+/// The most shared memory the ring may take (of the H100/H200's 227 KiB per block).
+const RING_BUDGET: u32 = 200 * 1024;
+/// Rows of tiles a group of consecutive blocks covers (see `grouped_block_index`).
+const GROUP_ROWS: u32 = 8;
+/// The most stages of the ring.
+const MAX_STAGES: u32 = 8;
+/// Registers per thread of the producer warpgroup, and of the consumers, with two consumer
+/// warpgroups: `128 * 40 + 256 * 232 = 384 * 168`, the kernel's cap.
+const PRODUCER_REGISTERS: u32 = 40;
+const CONSUMER_REGISTERS: u32 = 232;
+const REGISTER_CAP: u32 = 168;
+
+/// How the accumulator starts.
+#[derive(Clone, Copy, Debug)]
+enum AccInit {
+    /// Every element this constant (`f32`).
+    Const(f32),
+    /// The output's own tile (an `f32` output), elements outside it `padding`.
+    Own { padding: f32 },
+}
+
+/// A kernel the recipe takes, and the recipe's choices for it (see [`find`]).
+#[derive(Clone, Debug)]
+pub(crate) struct GemmRecipe {
+    /// Statements before the loop (rank-0 values and the accumulator's start), by position.
+    prologue: usize,
+    /// The accumulator's starting value's definition, which the recipe emits itself.
+    acc_value: TileValue,
+    acc_init: AccInit,
+    /// The loop's bounds (rank-0 integers).
+    start: TileValue,
+    end: TileValue,
+    /// A (`[M, K]`) and the row of tiles the loop reads.
+    a: u32,
+    a_row: TileValue,
+    /// B (`[K, N]`) and the column of tiles the loop reads.
+    b: u32,
+    b_col: TileValue,
+    ty: WgmmaType,
+    /// The output and its element type.
+    out: u32,
+    out_elem: ScalarType,
+    bm: u32,
+    bn: u32,
+    bk: u32,
+    /// K per stage of the ring.
+    sk: u32,
+    stages: u32,
+}
+
+impl GemmRecipe {
+    /// Threads per block: the producer warpgroup and one consumer warpgroup per 64 rows.
+    pub(crate) fn threads(&self) -> u32 {
+        WARPGROUP * (1 + self.consumers())
+    }
+
+    fn consumers(&self) -> u32 {
+        self.bm / 64
+    }
+
+    fn a_bytes(&self) -> u32 {
+        self.bm * self.sk * 2
+    }
+
+    fn b_box_bytes(&self) -> u32 {
+        self.sk * B_BOX_COLUMNS * 2
+    }
+
+    fn stage_bytes(&self) -> u32 {
+        self.a_bytes() + self.bn * self.sk * 2
+    }
+
+    /// A's swizzle: one row of a stage is `SK` elements.
+    fn a_swizzle(&self) -> Swizzle {
+        match self.sk * 2 {
+            32 => Swizzle::B32,
+            64 => Swizzle::B64,
+            _ => Swizzle::B128,
+        }
+    }
+}
+
+/// The recipe for `kernel`, if it has a GEMM's shape and `options` allow (see the module
+/// docs).
+pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRecipe> {
+    // wgmma and setmaxnreg are sm_90a's: compute capability 9.0 exactly.
+    if options.compute_capability? != (9, 0) || options.num_warps.is_some() {
+        return None;
+    }
+    let stmts = &kernel.body.stmts;
+    let at = stmts.iter().position(|s| matches!(s, TStmt::For { .. }))?;
+    let TStmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args,
+        inits,
+        body,
+        results,
+    } = &stmts[at]
+    else {
+        return None;
+    };
+    let ([arg], [init], [result]) = (args.as_slice(), inits.as_slice(), results.as_slice()) else {
+        return None;
+    };
+    let def_of = |v: TileValue| {
+        stmts[..at].iter().find_map(|s| match s {
+            TStmt::Def { value, op } if *value == v => Some(op),
+            _ => None,
+        })
+    };
+    let rank0 = |v: TileValue| known_sizes(&kernel.values[v].shape).is_some_and(|s| s.is_empty());
+    // Before the loop: rank-0 values, and the accumulator's start.
+    for s in &stmts[..at] {
+        match s {
+            TStmt::Def { value, .. } if rank0(*value) || value == init => {}
+            _ => return None,
+        }
+    }
+    let counter_ty = kernel.values[*counter].elem.known()?;
+    if !matches!(def_of(*step)?, TOp::Const { value, .. } if literal_bits(*value, counter_ty) == Some(1))
+    {
+        return None;
+    }
+    // The body: two loads and the mma, yielded.
+    let [s0, s1, s2] = body.stmts.as_slice() else {
+        return None;
+    };
+    let TStmt::Def {
+        value: product,
+        op: TOp::Mma { a, b, acc },
+    } = s2
+    else {
+        return None;
+    };
+    if acc != arg || body.yields.as_slice() != [*product] {
+        return None;
+    }
+    let load = |s: &TStmt, v: TileValue| match s {
+        TStmt::Def {
+            value,
+            op:
+                TOp::Load {
+                    view:
+                        View::Tiled {
+                            tensor,
+                            tile,
+                            index,
+                        },
+                    padding,
+                },
+        } if *value == v
+            && literal_bits(*padding, kernel.values[v].elem.known()?) == Some(0)
+            && index.len() == 2 =>
+        {
+            let tile = known_sizes(tile)?;
+            Some((*tensor, tile, index[0], index[1]))
+        }
+        _ => None,
+    };
+    let (a_load, b_load) = (
+        load(s0, *a).or_else(|| load(s1, *a))?,
+        load(s0, *b).or_else(|| load(s1, *b))?,
+    );
+    let (ta, a_tile, a_row, a_k) = a_load;
+    let (tb, b_tile, b_k, b_col) = b_load;
+    if a_k != *counter || b_k != *counter || a_row == *counter || b_col == *counter {
+        return None;
+    }
+    let [bm, bk] = a_tile.as_slice() else {
+        return None;
+    };
+    let [bk2, bn] = b_tile.as_slice() else {
+        return None;
+    };
+    let (bm, bk, bn) = (*bm, *bk, *bn);
+    if bk != *bk2
+        || !(bm == 64 || bm == 128)
+        || bn == 0
+        || !bn.is_multiple_of(B_BOX_COLUMNS)
+        || bn > 256
+        || bk == 0
+        || !bk.is_multiple_of(16)
+    {
+        return None;
+    }
+    // The operands: read-only rank-2 tensors of one 16-bit type, tensor maps possible.
+    let elem = kernel.values[*a].elem.known()?;
+    if kernel.values[*b].elem.known()? != elem
+        || kernel.values[*acc].elem.known()? != ScalarType::F32
+    {
+        return None;
+    }
+    let ty = match elem {
+        ScalarType::F16 => WgmmaType::F16,
+        ScalarType::BF16 => WgmmaType::Bf16,
+        _ => return None,
+    };
+    for t in [ta, tb] {
+        let TParamKind::Tensor(p) = &kernel.params.get(t as usize)?.kind else {
+            return None;
+        };
+        let mapped = options
+            .tensor_facts
+            .get(t as usize)
+            .is_some_and(|f| f.tensor_map);
+        if p.access != TensorAccess::Read || p.rank() != 2 || !mapped {
+            return None;
+        }
+    }
+    // After the loop: an optional conversion, the store of the own tile, nothing else.
+    let mut rest = stmts[at + 1..].iter();
+    let mut stored = *result;
+    let mut next = rest.next()?;
+    if let TStmt::Def {
+        value,
+        op: TOp::Cast { value: from, .. },
+    } = next
+        && from == result
+    {
+        stored = *value;
+        next = rest.next()?;
+    }
+    let TStmt::Store { tensor: out, value } = next else {
+        return None;
+    };
+    if *value != stored || !rest.all(|s| matches!(s, TStmt::Return)) {
+        return None;
+    }
+    let TParamKind::Tensor(o) = &kernel.params.get(*out as usize)?.kind else {
+        return None;
+    };
+    let out_elem = kernel.values[stored].elem.known()?;
+    if o.access != TensorAccess::Partitioned
+        || o.rank() != 2
+        || known_sizes(&kernel.values[stored].shape)? != [bm, bn]
+        || !matches!(
+            out_elem,
+            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16
+        )
+    {
+        return None;
+    }
+    // Nothing else reads the loop's values, or the output.
+    let acc_init = match def_of(*init)? {
+        TOp::Const { value, .. } => AccInit::Const(literal_f32(*value)?),
+        TOp::Load {
+            view: View::Own { tensor },
+            padding,
+        } if tensor == out && out_elem == ScalarType::F32 && stored == *result => AccInit::Own {
+            padding: literal_f32(*padding)?,
+        },
+        _ => return None,
+    };
+    let sk = [64, 32, 16].into_iter().find(|s| bk.is_multiple_of(*s))?;
+    let mut recipe = GemmRecipe {
+        prologue: at,
+        acc_value: *init,
+        acc_init,
+        start: *start,
+        end: *end,
+        a: ta,
+        a_row,
+        b: tb,
+        b_col,
+        ty,
+        out: *out,
+        out_elem,
+        bm,
+        bn,
+        bk,
+        sk,
+        stages: 0,
+    };
+    recipe.stages = (RING_BUDGET / recipe.stage_bytes()).min(MAX_STAGES);
+    (recipe.stages >= 2).then_some(recipe)
+}
+
+/// The bits of `literal` as an element of type `ty` (0 is a positive zero).
+fn literal_bits(literal: Literal, ty: ScalarType) -> Option<u64> {
+    literal.to_constant(ty).map(|c| c.bits)
+}
+
+/// `literal` as an `f32`, as the tile IR converts it to the accumulator's type.
+fn literal_f32(literal: Literal) -> Option<f32> {
+    literal_bits(literal, ScalarType::F32).map(|b| f32::from_bits(b as u32))
+}
+
+impl Emitter<'_> {
+    /// Emits the whole kernel by the recipe (see the module docs).
+    pub(crate) fn run_gemm_recipe(
+        mut self,
+        r: &GemmRecipe,
+    ) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
+        let threads = r.threads();
+        self.b.set_block(Some((threads, 1, 1)));
+        self.b.set_launch_bounds(Some(LaunchBounds {
+            max_threads: threads,
+            min_blocks_per_sm: Some(1),
+        }));
+        let two_consumers = r.consumers() == 2;
+        if two_consumers {
+            self.b.set_max_registers(Some(REGISTER_CAP));
+        }
+        self.b.align_dyn_shared(1024);
+        let index = self.grouped_block_index()?;
+        self.block_index = Some(index);
+        let a_map = self.tensor_map_param(r.a, [r.sk, r.bm], r.a_swizzle())?;
+        let b_map = self.tensor_map_param(r.b, [B_BOX_COLUMNS, r.sk], Swizzle::B128)?;
+        for s in &self.kernel.body.stmts[..r.prologue] {
+            if !matches!(s, TStmt::Def { value, .. } if *value == r.acc_value) {
+                self.stmt(s)?;
+            }
+        }
+        // The loop's sub-stages: SK-deep slices of each BK step.
+        let start = self.uniform(r.start)?;
+        let end = self.uniform(r.end)?;
+        let (start, end) = (
+            self.cast(start, ScalarType::I64)?,
+            self.cast(end, ScalarType::I64)?,
+        );
+        let steps = self.bin(BinaryOp::Sub, end, start)?;
+        let zero = self.i64c(0);
+        let steps = self.bin(BinaryOp::Max, steps, zero)?;
+        let per_step = self.i64c(i64::from(r.bk / r.sk));
+        let total = self.mul(steps, per_step)?;
+
+        let bars = r.stages * r.stage_bytes();
+        self.shared_bytes = bars + 16 * r.stages;
+        let tid = self.tid;
+        let zero32 = self.u32c(0);
+        let first = self.cmp(CmpOp::Eq, tid, zero32)?;
+        self.if_(first, |e| {
+            for s in 0..r.stages {
+                let full = e.barrier_addr(bars, s)?;
+                let one = e.u32c(1);
+                e.mbarrier(MbarrierOp::Init, full, Some(one))?;
+                let empty = e.barrier_addr(bars, r.stages + s)?;
+                let n = e.u32c(WARPGROUP * r.consumers());
+                e.mbarrier(MbarrierOp::Init, empty, Some(n))?;
+            }
+            e.push(Stmt::FenceProxyAsync);
+            Ok(())
+        })?;
+        self.push(Stmt::Barrier);
+        let wg_size = self.u32c(WARPGROUP);
+        let warpgroup = self.bin(BinaryOp::Div, tid, wg_size)?;
+        let producer = self.cmp(CmpOp::Eq, warpgroup, zero32)?;
+        self.if_else(
+            producer,
+            |e| {
+                if two_consumers {
+                    e.push(Stmt::SetMaxNreg {
+                        increase: false,
+                        count: PRODUCER_REGISTERS,
+                    });
+                }
+                e.if_(first, |e| e.produce(r, [a_map, b_map], start, total, bars))
+            },
+            |e| {
+                if two_consumers {
+                    e.push(Stmt::SetMaxNreg {
+                        increase: true,
+                        count: CONSUMER_REGISTERS,
+                    });
+                }
+                let one = e.u32c(1);
+                let w = e.bin(BinaryOp::Sub, warpgroup, one)?;
+                let wt = e.bin(BinaryOp::Rem, tid, wg_size)?;
+                e.consume(r, w, wt, total, bars)
+            },
+        )?;
+        Ok((self.b.finish(), self.shared_bytes, self.args))
+    }
+
+    /// The tile block this hardware block runs: blocks are launched x fastest, and taking
+    /// them as they come, [`GROUP_ROWS`] rows of tiles at a time, column by column (Triton's
+    /// grouped order), lets the blocks running at once share rows of A and columns of B in
+    /// L2 rather than each wave sweeping all of A. A bijection of the grid, so each tile is
+    /// still one block's.
+    fn grouped_block_index(&mut self) -> R<[Value; 2]> {
+        let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
+        let y = self.def(Op::Special(Special::BlockIdx(Dim::Y)))?;
+        let rows = self.def(Op::Special(Special::GridDim(Dim::X)))?;
+        let cols = self.def(Op::Special(Special::GridDim(Dim::Y)))?;
+        let at = self.mul(y, rows)?;
+        let linear = self.add(at, x)?;
+        let group = self.u32c(GROUP_ROWS);
+        let per_group = self.mul(cols, group)?;
+        let g = self.bin(BinaryOp::Div, linear, per_group)?;
+        let first = self.mul(g, group)?;
+        let left = self.bin(BinaryOp::Sub, rows, first)?;
+        let height = self.bin(BinaryOp::Min, left, group)?;
+        let within = self.bin(BinaryOp::Rem, linear, per_group)?;
+        let down = self.bin(BinaryOp::Rem, within, height)?;
+        let row = self.add(first, down)?;
+        let col = self.bin(BinaryOp::Div, within, height)?;
+        Ok([row, col])
+    }
+
+    /// A tensor-map parameter of tile parameter `param` (boxes of `box_dims`, innermost
+    /// first, under `swizzle`); returns its kernel IR parameter index.
+    fn tensor_map_param(&mut self, param: u32, box_dims: [u32; 2], swizzle: Swizzle) -> R<u32> {
+        let elem = match &self.kernel.params[param as usize].kind {
+            TParamKind::Tensor(t) => t.elem.known(),
+            TParamKind::Scalar(_) => None,
+        }
+        .ok_or_else(|| self.internal("a GEMM operand that is not a typed tensor"))?;
+        let name = format!("{}_map", self.kernel.params[param as usize].name);
+        let index = self.b.param(name, ParamKind::TensorMap { elem, rank: 2 });
+        self.args.push(ArgSlot::TensorMap {
+            param,
+            box_dims,
+            swizzle,
+        });
+        Ok(index)
+    }
+
+    /// The `U32` shared address of mbarrier `i` of the ring's (full ones, then empty ones),
+    /// which start at byte `bars`.
+    fn barrier_addr(&mut self, bars: u32, i: u32) -> R<Value> {
+        let off = self.u32c(bars + 8 * i);
+        self.add(self.shared_base, off)
+    }
+
+    fn mbarrier(&mut self, op: MbarrierOp, addr: Value, arg: Option<Value>) -> R<()> {
+        let r = self.b.mbarrier(op, addr, arg);
+        self.built(r).map(drop)
+    }
+
+    /// The `U32` shared address of byte `offset` of stage `stage` (a `U32` value).
+    fn stage_addr(&mut self, r: &GemmRecipe, stage: Value, offset: Value) -> R<Value> {
+        let bytes = self.u32c(r.stage_bytes());
+        let at = self.mul(stage, bytes)?;
+        let at = self.add(self.shared_base, at)?;
+        self.add(at, offset)
+    }
+
+    /// A loop over the ring's sub-stages `0..total`: `body(e, u, stage, phase)` with the
+    /// stage (`U32`) and its fill's parity (`U32`) carried along.
+    fn ring_loop(
+        &mut self,
+        r: &GemmRecipe,
+        total: Value,
+        body: impl FnOnce(&mut Self, Value, Value, Value) -> R<()>,
+    ) -> R<()> {
+        let (u, stage, phase) = (
+            self.var(ScalarType::I64),
+            self.var(ScalarType::U32),
+            self.var(ScalarType::U32),
+        );
+        let zero = self.i64c(0);
+        self.write(u, zero);
+        let zero32 = self.u32c(0);
+        self.write(stage, zero32);
+        self.write(phase, zero32);
+        let stages = r.stages;
+        let block = self.block(|e| {
+            let uv = e.read(u)?;
+            let more = e.cmp(CmpOp::Lt, uv, total)?;
+            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+            e.if_(done, |e| {
+                e.push(Stmt::Break);
+                Ok(())
+            })?;
+            let (s, p) = (e.read(stage)?, e.read(phase)?);
+            body(e, uv, s, p)?;
+            let one = e.i64c(1);
+            let next = e.add(uv, one)?;
+            e.write(u, next);
+            let one = e.u32c(1);
+            let s1 = e.add(s, one)?;
+            let last = e.u32c(stages);
+            let wrap = e.cmp(CmpOp::Eq, s1, last)?;
+            let s2 = e.select(wrap, zero32, s1)?;
+            e.write(stage, s2);
+            let flipped = e.bin(BinaryOp::Xor, p, one)?;
+            let p2 = e.select(wrap, flipped, p)?;
+            e.write(phase, p2);
+            Ok(())
+        })?;
+        self.push(Stmt::Loop { body: block });
+        Ok(())
+    }
+
+    /// The producer's thread: each sub-stage waits for its stage to be released, announces
+    /// the stage's bytes and copies A's and B's boxes into it.
+    fn produce(
+        &mut self,
+        r: &GemmRecipe,
+        [a_map, b_map]: [u32; 2],
+        start: Value,
+        total: Value,
+        bars: u32,
+    ) -> R<()> {
+        let a_row = self.uniform(r.a_row)?;
+        let a_row = self.cast(a_row, ScalarType::I32)?;
+        let bm = self.konst(Constant::i32(r.bm as i32));
+        let m0 = self.mul(a_row, bm)?;
+        let b_col = self.uniform(r.b_col)?;
+        let b_col = self.cast(b_col, ScalarType::I32)?;
+        let bn = self.konst(Constant::i32(r.bn as i32));
+        let n0 = self.mul(b_col, bn)?;
+        let per_step = r.bk / r.sk;
+        self.ring_loop(r, total, |e, u, stage, phase| {
+            let stages = e.i64c(i64::from(r.stages));
+            let refill = e.cmp(CmpOp::Ge, u, stages)?;
+            e.if_(refill, |e| {
+                let empty = e.barrier_addr_at(bars, r.stages, stage)?;
+                let one = e.u32c(1);
+                let parity = e.bin(BinaryOp::Xor, phase, one)?;
+                e.mbarrier(MbarrierOp::WaitParity, empty, Some(parity))
+            })?;
+            let full = e.barrier_addr_at(bars, 0, stage)?;
+            let bytes = e.u32c(r.stage_bytes());
+            e.mbarrier(MbarrierOp::ArriveExpectTx, full, Some(bytes))?;
+            // K of this sub-stage: (start + u / per_step) * BK + (u % per_step) * SK.
+            let per = e.i64c(i64::from(per_step));
+            let step = e.bin(BinaryOp::Div, u, per)?;
+            let sub = e.bin(BinaryOp::Rem, u, per)?;
+            let i = e.add(start, step)?;
+            let bk = e.i64c(i64::from(r.bk));
+            let k0 = e.mul(i, bk)?;
+            let sk = e.i64c(i64::from(r.sk));
+            let k1 = e.mul(sub, sk)?;
+            let k = e.add(k0, k1)?;
+            let k = e.cast(k, ScalarType::I32)?;
+            let zero = e.u32c(0);
+            let dst = e.stage_addr(r, stage, zero)?;
+            e.push(Stmt::Tma(TmaOp::LoadTile {
+                map: TensorMapRef::Param(a_map),
+                coords: vec![k, m0],
+                dst,
+                mbar: full,
+            }));
+            for j in 0..r.bn / B_BOX_COLUMNS {
+                let off = e.u32c(r.a_bytes() + j * r.b_box_bytes());
+                let dst = e.stage_addr(r, stage, off)?;
+                let col = e.konst(Constant::i32((j * B_BOX_COLUMNS) as i32));
+                let n = e.add(n0, col)?;
+                e.push(Stmt::Tma(TmaOp::LoadTile {
+                    map: TensorMapRef::Param(b_map),
+                    coords: vec![n, k],
+                    dst,
+                    mbar: full,
+                }));
+            }
+            Ok(())
+        })
+    }
+
+    /// The address of barrier `first + stage` (`stage` a `U32` value).
+    fn barrier_addr_at(&mut self, bars: u32, first: u32, stage: Value) -> R<Value> {
+        let base = self.barrier_addr(bars, first)?;
+        let eight = self.u32c(8);
+        let off = self.mul(stage, eight)?;
+        self.add(base, off)
+    }
+
+    /// A 64-bit shared-memory matrix descriptor of the operand at `addr` (`U32`).
+    fn descriptor(&mut self, addr: Value, lbo: u32, sbo: u32, swizzle: Swizzle) -> R<Value> {
+        let fixed = Descriptor {
+            start: 0,
+            leading_byte_offset: lbo,
+            stride_byte_offset: sbo,
+            base_offset: 0,
+            swizzle,
+        }
+        .encode();
+        let four = self.u32c(4);
+        let start = self.bin(BinaryOp::Shr, addr, four)?;
+        let mask = self.u32c(0x3FFF);
+        let start = self.bin(BinaryOp::And, start, mask)?;
+        let start = self.cast(start, ScalarType::U64)?;
+        let fixed = self.konst(Constant::u64(fixed));
+        self.bin(BinaryOp::Or, start, fixed)
+    }
+
+    /// A consumer warpgroup (`w`, thread `wt` of it): the accumulator's start, the MMAs of
+    /// every sub-stage, the epilogue.
+    fn consume(&mut self, r: &GemmRecipe, w: Value, wt: Value, total: Value, bars: u32) -> R<()> {
+        let acc: Vec<Var> = (0..r.bn / 2).map(|_| self.var(ScalarType::F32)).collect();
+        let place = self.own_place(r, w, wt)?;
+        match r.acc_init {
+            AccInit::Const(c) => {
+                let c = self.konst(Constant::f32(c));
+                for &v in &acc {
+                    self.write(v, c);
+                }
+            }
+            AccInit::Own { padding } => {
+                for (reg, &v) in acc.iter().enumerate() {
+                    let pad = self.konst(Constant::f32(padding));
+                    self.write(v, pad);
+                    let (inside, addr) = self.out_element(r, &place, reg as u32)?;
+                    self.if_(inside, |e| {
+                        let x = e.def(Op::Load {
+                            space: AddressSpace::Global,
+                            ty: ScalarType::F32,
+                            addr,
+                            eviction: cuprum_ir::Eviction::Normal,
+                        })?;
+                        e.write(v, x);
+                        Ok(())
+                    })?;
+                }
+            }
+        }
+        let a_rows = self.u32c(64 * r.sk * 2);
+        let a_offset = self.mul(w, a_rows)?;
+        let sbo_a = 8 * r.sk * 2;
+        self.ring_loop(r, total, |e, u, stage, phase| {
+            let full = e.barrier_addr_at(bars, 0, stage)?;
+            e.mbarrier(MbarrierOp::WaitParity, full, Some(phase))?;
+            e.push(Stmt::WgmmaFence);
+            for kk in 0..r.sk / 16 {
+                let off = e.u32c(32 * kk);
+                let off = e.add(a_offset, off)?;
+                let a_addr = e.stage_addr(r, stage, off)?;
+                let da = e.descriptor(a_addr, 16, sbo_a, r.a_swizzle())?;
+                let off = e.u32c(r.a_bytes() + kk * 16 * 128);
+                let b_addr = e.stage_addr(r, stage, off)?;
+                let db = e.descriptor(b_addr, r.b_box_bytes(), 1024, Swizzle::B128)?;
+                e.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
+                    shape: WgmmaShape { ty: r.ty, n: r.bn },
+                    a: WgmmaA::Descriptor(da),
+                    b: db,
+                    scale_d: ScaleD::Const(true),
+                    negate_a: false,
+                    negate_b: false,
+                    trans_a: false,
+                    trans_b: true,
+                    acc: acc.clone(),
+                })));
+            }
+            e.push(Stmt::WgmmaCommit);
+            e.push(Stmt::WgmmaWait { pending: 1 });
+            let zero = e.i64c(0);
+            let later = e.cmp(CmpOp::Gt, u, zero)?;
+            e.if_(later, |e| {
+                // The previous sub-stage's MMAs have completed: release its stage.
+                let stages = e.u32c(r.stages);
+                let one = e.u32c(1);
+                let back = e.add(stage, stages)?;
+                let back = e.bin(BinaryOp::Sub, back, one)?;
+                let prev = e.bin(BinaryOp::Rem, back, stages)?;
+                let empty = e.barrier_addr_at(bars, r.stages, prev)?;
+                e.mbarrier(MbarrierOp::Arrive, empty, None)
+            })?;
+            Ok(())
+        })?;
+        self.push(Stmt::WgmmaWait { pending: 0 });
+        self.epilogue(r, &place, &acc)
+    }
+
+    /// The consumer thread's first accumulator element's place in the output: its row and
+    /// column (`I64`) in the tensor, and the tensor's sizes.
+    fn own_place(&mut self, r: &GemmRecipe, w: Value, wt: Value) -> R<OwnPlace> {
+        // accumulator_position: row 16 (wt / 32) + (wt % 32) / 4, column 2 (wt % 4).
+        let c32 = self.u32c(32);
+        let c4 = self.u32c(4);
+        let warp = self.bin(BinaryOp::Div, wt, c32)?;
+        let lane = self.bin(BinaryOp::Rem, wt, c32)?;
+        let c16 = self.u32c(16);
+        let row = self.mul(warp, c16)?;
+        let g = self.bin(BinaryOp::Div, lane, c4)?;
+        let row = self.add(row, g)?;
+        let c64 = self.u32c(64);
+        let wrow = self.mul(w, c64)?;
+        let row = self.add(row, wrow)?;
+        let q = self.bin(BinaryOp::Rem, lane, c4)?;
+        let two = self.u32c(2);
+        let col = self.mul(q, two)?;
+        let index = self
+            .block_index
+            .ok_or_else(|| self.internal("the GEMM recipe's block index is unset"))?;
+        let mut origin = Vec::with_capacity(2);
+        for (b, n) in index.into_iter().zip([r.bm, r.bn]) {
+            let b = self.cast(b, ScalarType::I64)?;
+            let n = self.i64c(i64::from(n));
+            origin.push(self.mul(b, n)?);
+        }
+        let row = self.cast(row, ScalarType::I64)?;
+        let col = self.cast(col, ScalarType::I64)?;
+        Ok(OwnPlace {
+            row: self.add(origin[0], row)?,
+            col: self.add(origin[1], col)?,
+        })
+    }
+
+    /// Whether accumulator register `reg`'s element is inside the output, and its address.
+    fn out_element(&mut self, r: &GemmRecipe, place: &OwnPlace, reg: u32) -> R<(Value, Value)> {
+        let dr = self.i64c(i64::from(8 * ((reg / 2) % 2)));
+        let dc = self.i64c(i64::from(8 * (reg / 4) + reg % 2));
+        let row = self.add(place.row, dr)?;
+        let col = self.add(place.col, dc)?;
+        let t = self.tensor(r.out)?;
+        let (base, offset, dims, strides) = (t.base, t.offset, t.dims.clone(), t.strides.clone());
+        let mut inside: Option<Value> = None;
+        for (&x, &d) in [row, col].iter().zip(&dims) {
+            let x = self.cast(x, ScalarType::U64)?;
+            let d = self.cast(d, ScalarType::U64)?;
+            let lt = self.cmp(CmpOp::Lt, x, d)?;
+            inside = self.and(inside, Some(lt))?;
+        }
+        let inside = inside.ok_or_else(|| self.internal("an output of rank 0"))?;
+        let mut index = offset;
+        for (&x, &s) in [row, col].iter().zip(&strides) {
+            let term = self.mul(x, s)?;
+            index = self.add(index, term)?;
+        }
+        let addr = self.element_address(base, index, r.out_elem)?;
+        Ok((inside, addr))
+    }
+
+    /// Stores the accumulator (converted to the output's type) at the consumer thread's
+    /// elements, predicated at the edges; a pair of neighbouring columns is one store where
+    /// the output's runs are aligned.
+    fn epilogue(&mut self, r: &GemmRecipe, place: &OwnPlace, acc: &[Var]) -> R<()> {
+        let paired = self.tensor(r.out)?.facts.aligned_runs;
+        for reg in (0..r.bn / 2).step_by(2) {
+            let mut pair = Vec::with_capacity(2);
+            for v in [acc[reg as usize], acc[reg as usize + 1]] {
+                let x = self.read(v)?;
+                pair.push(if r.out_elem == ScalarType::F32 {
+                    x
+                } else {
+                    self.cast(x, r.out_elem)?
+                });
+            }
+            let (first_inside, addr) = self.out_element(r, place, reg)?;
+            let (second_inside, addr2) = self.out_element(r, place, reg + 1)?;
+            let store = |e: &mut Self, inside: Value, addr: Value, v: Value| {
+                e.if_(inside, |e| {
+                    e.push(Stmt::Store {
+                        space: AddressSpace::Global,
+                        addr,
+                        value: v,
+                    });
+                    Ok(())
+                })
+            };
+            if paired {
+                let values = pair.clone();
+                self.if_else(
+                    second_inside,
+                    |e| {
+                        let built = e.b.vector_store(AddressSpace::Global, addr, values);
+                        e.built(built)
+                    },
+                    |e| store(e, first_inside, addr, pair[0]),
+                )?;
+            } else {
+                store(self, first_inside, addr, pair[0])?;
+                store(self, second_inside, addr2, pair[1])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A consumer thread's first accumulator element in the output: row and column (`I64`).
+struct OwnPlace {
+    row: Value,
+    col: Value,
+}
