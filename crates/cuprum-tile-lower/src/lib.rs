@@ -77,7 +77,13 @@
 //! other than by closures, and operations the kernel IR does not have for an element type.
 //! `mma` is lowered by a portable recipe (`emit::matmul`): `mma.sync` on fragment layouts
 //! (`mma_layout`) for `f16`/`bf16`, operands read with `ldmatrix` from shared memory; fused
-//! multiply-add chains over staged operands for `f32`/`f64`; exact, not yet fast. Every
+//! multiply-add chains over staged operands for `f32`/`f64`; exact, not fast. On a device of
+//! compute capability 9.0 ([`LowerOptions::compute_capability`]) a kernel in the shape of a
+//! GEMM (a K loop of two tile loads and one `mma`, its result stored as the block's tile) is
+//! emitted whole by the Hopper recipe (`emit::wgmma_gemm`: TMA into a ring of swizzled
+//! stages, mbarriers, a producer warpgroup and one or two `wgmma` consumer warpgroups, tiles
+//! in a grouped order), bit for bit the same sums; its operands then travel as
+//! [`ArgSlot::TensorMap`]s. Every
 //! thread holds fragments of every batch of a rank-3 `mma` (warps are not spread over the
 //! batch axis), so many batches in one tile run out of registers.
 //!
