@@ -20,6 +20,7 @@ mod host;
 mod host_consts;
 mod layout_check;
 mod outer_consts;
+mod raw_launch;
 mod requires;
 mod tile;
 mod tile_hints;
@@ -164,6 +165,20 @@ pub fn tile_entry(_attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn derive_device_copy(item: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(item as syn::DeriveInput);
     match device_copy::expand(&input) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// `launch!(function<<<grid, block, shared_bytes, stream>>>(arguments..))`: a raw launch of a
+/// `cuprum::Function` in CUDA C++'s syntax (`grid` and `block` a `u32` or a tuple of two or
+/// three, `stream` a `Stream` or `&Stream`, each argument a number, a buffer (passed as its
+/// address) or a `RawArg`). It is an `unsafe` call returning `cuprum::Result<()>`:
+/// `unsafe { launch!(f<<<blocks, 256, 0, stream>>>(&a, &b, n))? }`. See
+/// `cuprum::external::Function::launch` for what is checked and what the caller promises.
+#[proc_macro]
+pub fn launch(input: TokenStream) -> TokenStream {
+    match raw_launch::expand(input.into()) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
     }

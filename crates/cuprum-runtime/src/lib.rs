@@ -11,6 +11,8 @@
 //!   waiter thread per process asks the driver about recorded events).
 //! * [`buffer`][]: [`DeviceBuffer`] and the element traits [`DeviceCopy`], [`DeviceScalar`].
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
+//! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
+//!   ([`external::Module`], [`external::Function`]).
 //! * [`limits`][]: [`DeviceLimits`].
 //! * [`error`][]: [`Error`], [`Result`].
 //! * [`cache`][]: the compile cache (driver output kept in memory and on disk).
@@ -32,6 +34,7 @@ mod config;
 pub mod context;
 pub mod diagnostics;
 pub mod error;
+pub mod external;
 pub mod launch;
 pub mod limits;
 mod ordering;

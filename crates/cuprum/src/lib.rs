@@ -72,7 +72,10 @@ pub mod tile;
 pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
 pub use cuprum_iter as iter;
-pub use cuprum_macros::{DeviceCopy, cuda_module};
+pub use cuprum_macros::{DeviceCopy, cuda_module, launch};
+/// Modules cuprum did not compile (PTX, cubins) and raw launches (`launch!`).
+pub use cuprum_runtime::external;
+pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
 /// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{

@@ -483,6 +483,64 @@ impl Backend {
     }
 }
 
+/// A module cuprum did not write (`crate::external`): only the CUDA backend loads one.
+pub(crate) enum ExternalHandle {
+    Cuda(cuda::CudaModule),
+}
+
+/// A kernel of an [`ExternalHandle`].
+pub(crate) enum ExternalFunction {
+    Cuda(cuda::CudaFunction),
+}
+
+impl Backend {
+    /// Loads PTX or a cubin from elsewhere; the emulator runs only cuprum's own IR, so there
+    /// it is [`Error::Unsupported`].
+    pub(crate) fn load_external(
+        &self,
+        image: crate::external::Image<'_>,
+    ) -> Result<ExternalHandle, Error> {
+        match self {
+            Self::Cuda(d) => d.load_external(image).map(ExternalHandle::Cuda),
+            Self::Emu(_) => Err(Error::Unsupported {
+                what: format!(
+                    "loading {} that cuprum did not compile on the emulator, which runs only \
+                     cuprum's own kernels: run on a GPU (CUPRUM_DEVICE=cuda), or launch the \
+                     kernel from its `#[cuda_module]`",
+                    image.describe()
+                ),
+            }),
+        }
+    }
+
+    /// # Safety
+    /// As `CudaDevice::launch_external`.
+    pub(crate) unsafe fn launch_external(
+        &self,
+        function: &ExternalFunction,
+        stream: &StreamHandle,
+        config: &LaunchConfig,
+        params: &[Vec<u8>],
+    ) -> Outcome<()> {
+        match (self, function, stream) {
+            // SAFETY: the caller's contract.
+            (Self::Cuda(d), ExternalFunction::Cuda(f), StreamHandle::Cuda(s)) => unsafe {
+                d.launch_external(f, s, config, params)
+            },
+            _ => Err(Failure::Error(Error::ContextMismatch)),
+        }
+    }
+}
+
+impl ExternalHandle {
+    /// Its kernel `name`.
+    pub(crate) fn function(&self, name: &str) -> Result<ExternalFunction, Error> {
+        match self {
+            Self::Cuda(m) => m.function(name).map(ExternalFunction::Cuda),
+        }
+    }
+}
+
 impl ModuleHandle {
     /// The PTX text the module was loaded from (CUDA only).
     pub(crate) fn ptx(&self) -> Option<&str> {

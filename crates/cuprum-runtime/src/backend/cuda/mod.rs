@@ -43,6 +43,7 @@ pub(crate) use compile::CudaProgram;
 pub(crate) use driver::{ListFailure, driver_facts, list_devices};
 pub(crate) use fail::CuFail;
 use fail::{driver_error, fail};
+pub(crate) use module::{CudaFunction, CudaModule};
 use streams::MarkPool;
 pub(crate) use streams::{CudaEvent, CudaStream, OrderMark};
 
@@ -433,4 +434,62 @@ pub(crate) fn encode_tensor_map(desc: &cuprum_ir::TensorMapDesc) -> Result<[u64;
     // SAFETY: the driver wrote the map (and it was zeroed before).
     let map = unsafe { map.assume_init() };
     Ok(map.opaque)
+}
+
+impl CudaDevice {
+    /// Loads a module cuprum did not write: PTX text (JIT-compiled, its log in
+    /// [`Error::ModuleLoad`] on failure) or a cubin; its kernels are looked up by name later.
+    pub(crate) fn load_external(
+        &self,
+        image: crate::external::Image<'_>,
+    ) -> Result<CudaModule, Error> {
+        match image {
+            crate::external::Image::Ptx(text) => self.load_module(text, &[]),
+            crate::external::Image::Cubin(bytes) => self.load_cubin(bytes, &[]),
+        }
+    }
+
+    /// Launches `function` with one parameter per entry of `params` (its bytes, at most 128
+    /// each).
+    ///
+    /// # Safety
+    /// `params` must be exactly the kernel's parameters, each of its size; the kernel's memory
+    /// accesses must be valid.
+    pub(crate) unsafe fn launch_external(
+        &self,
+        function: &CudaFunction,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        params: &[Vec<u8>],
+    ) -> Outcome<()> {
+        let mut storage: Vec<[u64; 16]> = params
+            .iter()
+            .map(|bytes| {
+                let mut slot = [0u64; 16];
+                let n = bytes.len().min(128);
+                bytemuck::cast_slice_mut::<u64, u8>(&mut slot)[..n].copy_from_slice(&bytes[..n]);
+                slot
+            })
+            .collect();
+        let mut pointers: Vec<*mut std::ffi::c_void> = storage
+            .iter_mut()
+            .map(|slot| slot.as_mut_ptr().cast::<std::ffi::c_void>())
+            .collect();
+        let needs_opt_in = config.shared_mem_bytes > self.max_shared_per_block;
+        // SAFETY: one pointer per parameter, each at a 128-byte slot holding its bytes; the
+        // storage outlives the call (the driver copies parameters at launch). The rest is the
+        // caller's contract.
+        unsafe {
+            self.launch_function(
+                function,
+                config.grid_dim,
+                config.block_dim,
+                config.shared_mem_bytes,
+                needs_opt_in,
+                stream,
+                &mut pointers,
+            )
+        }
+        .map_err(Failure::Driver)
+    }
 }

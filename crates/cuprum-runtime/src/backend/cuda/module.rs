@@ -283,6 +283,24 @@ impl CudaDevice {
     }
 }
 
+impl CudaModule {
+    /// The kernel called `name` (`cuModuleGetFunction`), for modules loaded without naming
+    /// their kernels (external cubins); a missing one is [`Error::KernelNotFound`].
+    pub(crate) fn function(&self, name: &str) -> Result<CudaFunction, Error> {
+        let missing = || Error::KernelNotFound {
+            name: name.to_owned(),
+        };
+        let cname = CString::new(name).map_err(|_| missing())?;
+        // SAFETY: the module is loaded and alive.
+        let raw =
+            unsafe { result::module::get_function(self.raw, cname) }.map_err(|_| missing())?;
+        Ok(CudaFunction {
+            raw,
+            dynamic_shared_opt_in: AtomicU32::new(0),
+        })
+    }
+}
+
 /// One PTX input of [`CudaDevice::link_ptx`] and the options it is compiled with.
 pub(crate) struct LinkInput<'a> {
     pub(crate) ptx: &'a str,
@@ -345,6 +363,12 @@ pub(crate) struct CudaFunction {
     /// The largest dynamic shared memory size this function was opted in for.
     dynamic_shared_opt_in: AtomicU32,
 }
+
+// SAFETY: a function handle may be used from any thread of its context's process; the
+// opt-in size is atomic. (Its module must outlive it: every holder keeps the module.)
+unsafe impl Send for CudaFunction {}
+// SAFETY: as above.
+unsafe impl Sync for CudaFunction {}
 
 /// A loaded PTX module; unloaded on drop.
 pub(crate) struct CudaModule {
