@@ -236,13 +236,39 @@ impl CudaContext {
             .backend
             .new_stream()
             .map_err(|f| self.fail(f, None))?;
-        Ok(Stream {
+        Ok(self.stream_of(handle))
+    }
+
+    /// A new stream whose work the GPU schedules before lower-priority streams' pending work
+    /// (lower numbers first, within [`stream_priority_range`](Self::stream_priority_range);
+    /// the driver clamps others into it). Otherwise as [`new_stream`](Self::new_stream). On
+    /// the emulator, where work runs when submitted, priorities change nothing.
+    pub fn new_stream_with_priority(&self, priority: i32) -> Result<Stream> {
+        let handle = self
+            .inner
+            .backend
+            .new_stream_with_priority(priority)
+            .map_err(|f| self.fail(f, None))?;
+        Ok(self.stream_of(handle))
+    }
+
+    /// The device's stream priorities as `(least, greatest)`: the greatest is the lowest
+    /// number (`(0, -5)` on an H200); `(0, 0)` on the emulator.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.inner
+            .backend
+            .stream_priorities()
+            .map_err(|f| self.fail(f, None))
+    }
+
+    fn stream_of(&self, handle: StreamHandle) -> Stream {
+        Stream {
             inner: Arc::new(StreamInner {
                 handle,
                 last_kernel: Mutex::new(None),
             }),
             ctx: self.clone(),
-        })
+        }
     }
 
     /// Waits for all work on every stream of this context.
@@ -414,6 +440,33 @@ impl Stream {
         })
     }
 
+    /// Makes all work submitted to this stream from now on wait, on the device, until the
+    /// work before `event` (recorded on any stream of the same context) has finished; the
+    /// host does not wait. [`Error::ContextMismatch`] for an event of another context.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.ctx.check_same(&event.ctx)?;
+        self.ctx
+            .inner
+            .backend
+            .wait_event(&self.inner.handle, &event.handle)
+            .map_err(|f| self.ctx.fail(f, Some(self)))
+    }
+
+    /// Makes this stream's later work wait for the work submitted to `other` so far (a join
+    /// of two branches of work): `self.wait(&other.record_event()?)`.
+    pub fn join(&self, other: &Stream) -> Result<()> {
+        self.wait(&other.record_event()?)
+    }
+
+    /// A new stream of the same context whose work starts after the work submitted to this
+    /// one so far (a fork): work on the two then runs concurrently until a
+    /// [`join`](Self::join).
+    pub fn fork(&self) -> Result<Stream> {
+        let branch = self.ctx.new_stream()?;
+        branch.join(self)?;
+        Ok(branch)
+    }
+
     /// The backend's handle of this stream.
     pub(crate) fn handle(&self) -> &StreamHandle {
         &self.inner.handle
@@ -441,6 +494,16 @@ impl Event {
             .inner
             .backend
             .event_synchronize(&self.handle)
+            .map_err(|f| self.ctx.fail(f, None))
+    }
+
+    /// Whether the work before the event has finished, without waiting (a fault of that work
+    /// is the error).
+    pub fn is_complete(&self) -> Result<bool> {
+        self.ctx
+            .inner
+            .backend
+            .event_complete(&self.handle)
             .map_err(|f| self.ctx.fail(f, None))
     }
 

@@ -30,8 +30,13 @@ const NVCC_PTX: &str = include_str!("data/saxpy_nvcc.ptx");
 
 const POISON: f32 = f32::from_bits(0x7FC0_0BAD);
 
-fn saxpy_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
-    x.iter().zip(y).map(|(x, y)| a * x + y).collect()
+/// `a x + y`: cuprum's kernel rounds the product and then the sum, as Rust does; nvcc's
+/// fuses them (`fma.rn`, its default `-fmad=true`).
+fn saxpy_reference(a: f32, x: &[f32], y: &[f32], fused: bool) -> Vec<f32> {
+    x.iter()
+        .zip(y)
+        .map(|(&x, &y)| if fused { a.mul_add(x, y) } else { a * x + y })
+        .collect()
 }
 
 #[test]
@@ -54,7 +59,7 @@ fn cuprum_kernels_launch_raw_on_every_backend() {
         assert_same(
             &format!("raw saxpy n={n}"),
             &got,
-            &saxpy_reference(a, &x, &y0),
+            &saxpy_reference(a, &x, &y0, false),
         );
     }
     // cuprum's own checks still apply: a scalar where a slice goes, a missing argument.
@@ -117,7 +122,7 @@ fn ptx_from_nvcc_runs_on_a_gpu() {
         assert_same(
             &format!("nvcc saxpy n={n}"),
             &got,
-            &saxpy_reference(a, &x, &y0),
+            &saxpy_reference(a, &x, &y0, true),
         );
     }
     // A struct by value (`.param .align 8 .b8 affine_param_0[16]`).
@@ -145,7 +150,7 @@ fn ptx_from_nvcc_runs_on_a_gpu() {
     unsafe { launch!(affine<<<n.div_ceil(128) as u32, 128, 0, stream>>>(RawArg::value(&f), &dy)) }
         .expect("launches");
     let got = dy.to_host_vec(&stream).expect("y back");
-    let mut want: Vec<f32> = y0.iter().map(|y| -1.5 * y + 0.25).collect();
+    let mut want: Vec<f32> = y0.iter().map(|y| (-1.5f32).mul_add(*y, 0.25)).collect();
     want.extend([POISON; 64]);
     assert_same("nvcc affine", &got, &want);
 

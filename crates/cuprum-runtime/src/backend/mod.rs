@@ -123,8 +123,16 @@ pub(crate) trait Device: Send + Sync {
     fn synchronize(&self) -> Outcome<()>;
     /// Waits for all work of one stream.
     fn stream_synchronize(&self, stream: &Self::Stream) -> Outcome<()>;
+    /// A new stream of `priority` (lower numbers first), ordered with the default stream.
+    fn new_stream_with_priority(&self, priority: i32) -> Outcome<Self::Stream>;
+    /// The stream priorities the device has: (least, greatest); `(0, 0)` where there are none.
+    fn stream_priorities(&self) -> Outcome<(i32, i32)>;
     /// Records an event at the end of `stream`.
     fn record_event(&self, stream: &Self::Stream) -> Outcome<Self::Event>;
+    /// Makes `stream` wait, on the device, for the work before `event`.
+    fn wait_event(&self, stream: &Self::Stream, event: &Self::Event) -> Outcome<()>;
+    /// Whether the work before `event` has completed, without waiting.
+    fn event_complete(&self, event: &Self::Event) -> Outcome<bool>;
     /// Waits for the work before `event`.
     fn event_synchronize(&self, event: &Self::Event) -> Outcome<()>;
     /// Milliseconds from `earlier` to `later`, both complete.
@@ -293,6 +301,28 @@ impl Backend {
             Self::Cuda(d) => d.new_stream().map(StreamHandle::Cuda),
             Self::Emu(d) => d.new_stream().map(StreamHandle::Emu),
         }
+    }
+
+    pub(crate) fn new_stream_with_priority(&self, priority: i32) -> Outcome<StreamHandle> {
+        match self {
+            Self::Cuda(d) => d.new_stream_with_priority(priority).map(StreamHandle::Cuda),
+            Self::Emu(d) => d.new_stream_with_priority(priority).map(StreamHandle::Emu),
+        }
+    }
+
+    pub(crate) fn stream_priorities(&self) -> Outcome<(i32, i32)> {
+        match self {
+            Self::Cuda(d) => Device::stream_priorities(d),
+            Self::Emu(d) => Device::stream_priorities(d),
+        }
+    }
+
+    pub(crate) fn wait_event(&self, stream: &StreamHandle, event: &EventHandle) -> Outcome<()> {
+        same_backend!(self, (stream, StreamHandle, s), (event, EventHandle, e) => |d| d.wait_event(s, e))
+    }
+
+    pub(crate) fn event_complete(&self, event: &EventHandle) -> Outcome<bool> {
+        same_backend!(self, (event, EventHandle, e) => |d| d.event_complete(e))
     }
 
     pub(crate) fn synchronize(&self) -> Outcome<()> {

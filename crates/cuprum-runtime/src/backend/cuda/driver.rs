@@ -33,6 +33,8 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuCtxSetCurrent",
     "cuCtxSynchronize",
     "cuStreamCreate",
+    "cuStreamCreateWithPriority",
+    "cuCtxGetStreamPriorityRange",
     "cuStreamSynchronize",
     "cuStreamDestroy_v2",
     "cuEventCreate",

@@ -177,6 +177,22 @@ impl Device for CudaDevice {
         Ok(self.create_stream()?)
     }
 
+    fn new_stream_with_priority(&self, priority: i32) -> Outcome<CudaStream> {
+        Ok(self.create_stream_with_priority(priority)?)
+    }
+
+    fn stream_priorities(&self) -> Outcome<(i32, i32)> {
+        Ok(CudaDevice::stream_priorities(self)?)
+    }
+
+    fn wait_event(&self, stream: &CudaStream, event: &CudaEvent) -> Outcome<()> {
+        Ok(self.stream_wait_event(stream, event)?)
+    }
+
+    fn event_complete(&self, event: &CudaEvent) -> Outcome<bool> {
+        Ok(self.query_event(event)?)
+    }
+
     fn synchronize(&self) -> Outcome<()> {
         Ok(self.synchronize_context()?)
     }

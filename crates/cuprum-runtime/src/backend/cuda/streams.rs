@@ -32,6 +32,65 @@ impl CudaDevice {
         })
     }
 
+    /// A stream of `priority` (lower numbers run first; the driver clamps it to
+    /// [`stream_priorities`](Self::stream_priorities)).
+    pub(crate) fn create_stream_with_priority(&self, priority: i32) -> Result<CudaStream, CuFail> {
+        self.bind()?;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out pointer; flag 0 is a blocking stream, as `create_stream`.
+        unsafe { sys::cuStreamCreateWithPriority(&mut raw, 0, priority) }
+            .result()
+            .map_err(fail("cuStreamCreateWithPriority"))?;
+        Ok(CudaStream {
+            raw,
+            owned: true,
+            ctx: self.ctx,
+        })
+    }
+
+    /// The device's stream priorities: (least, greatest), the greatest the lowest number.
+    pub(crate) fn stream_priorities(&self) -> Result<(i32, i32), CuFail> {
+        self.bind()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: both are valid out pointers.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+            .result()
+            .map_err(fail("cuCtxGetStreamPriorityRange"))?;
+        Ok((least, greatest))
+    }
+
+    /// Makes `stream` wait, on the device, for the work before `event`.
+    pub(crate) fn stream_wait_event(
+        &self,
+        stream: &CudaStream,
+        event: &CudaEvent,
+    ) -> Result<(), CuFail> {
+        self.bind()?;
+        // SAFETY: both handles are alive.
+        unsafe {
+            result::stream::wait_event(
+                stream.raw,
+                event.raw,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(fail("cuStreamWaitEvent"))
+    }
+
+    /// Whether the work before `event` has completed, without waiting.
+    pub(crate) fn query_event(&self, event: &CudaEvent) -> Result<bool, CuFail> {
+        self.bind()?;
+        // SAFETY: the event is alive.
+        match unsafe { result::event::query(event.raw) } {
+            Ok(()) => Ok(true),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+            Err(err) => Err(CuFail {
+                call: "cuEventQuery",
+                err,
+            }),
+        }
+    }
+
     pub(crate) fn synchronize_context(&self) -> Result<(), CuFail> {
         self.bind()?;
         result::ctx::synchronize().map_err(fail("cuCtxSynchronize"))
