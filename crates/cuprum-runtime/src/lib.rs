@@ -11,6 +11,8 @@
 //!   waiter thread per process asks the driver about recorded events).
 //! * [`buffer`][]: [`DeviceBuffer`] and the element traits [`DeviceCopy`], [`DeviceScalar`].
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
+//! * [`pinned`][]: [`PinnedBuffer`], page-locked host memory, and the copies to and from it
+//!   that return at once.
 //! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
 //!   ([`external::Module`], [`external::Function`]).
 //! * [`limits`][]: [`DeviceLimits`].
@@ -39,6 +41,7 @@ pub mod launch;
 pub mod limits;
 mod ordering;
 pub mod oxide;
+pub mod pinned;
 pub mod staged;
 pub mod sys;
 pub mod tensor_map;
@@ -56,5 +59,6 @@ pub use launch::{
 pub use limits::DeviceLimits;
 pub use ordering::{AddressOwner, allocation_containing};
 pub use oxide::{ModuleFile, RowWidth};
+pub use pinned::PinnedBuffer;
 pub use staged::{PendingRead, PendingWrite};
 pub use tensor_map::TensorMap;

@@ -291,7 +291,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 /// (`access`) for the runtime's ordering and gives the completion the pinned memory must be
 /// kept until. On failure it waits for the stream first, since the copy may be running and
 /// the caller then frees the memory.
-fn copy_enqueued(uses: &BufferUses, stream: &Stream, access: Access) -> Result<Completion> {
+pub(crate) fn copy_enqueued(
+    uses: &BufferUses,
+    stream: &Stream,
+    access: Access,
+) -> Result<Completion> {
     let ended = |e| {
         let _ = stream.synchronize();
         e
