@@ -133,7 +133,7 @@ fn main() -> Result<(), Failure> {
     println!(
         "copy/compute overlap on {} ({} MiB each way, busy kernel {rounds} rounds x {m}), median of {runs}",
         ctx.limits().name,
-        n * 4 >> 20
+        (n * 4) >> 20
     );
     println!("| work | ms | GB/s |");
     println!("|---|---:|---:|");
