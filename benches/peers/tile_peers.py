@@ -5,7 +5,8 @@ layer norm of 16384x4096 f32, each checked once against float64, then timed as
 torch_peers.py times (median of 50 event-timed runs after 5 warm-ups). Prints the same JSON
 records (case names tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm; impl
 torch, torch_compile, triton or cublas: PyTorch's bf16 and f16 matmuls at 4096^3 and 8192^3;
-case names tile_gemm and tile_gemm_f16) for benches/report.py.
+case names tile_gemm and tile_gemm_f16;
+tile_attention: scaled_dot_product_attention in f16, batch 4, 32 heads, sequence 4096, head 128) for benches/report.py.
 
 Usage: python3 benches/peers/tile_peers.py [--quick]   (--quick: small sizes, a smoke test)
 """
@@ -106,7 +107,19 @@ def main():
                 check(torch.allclose(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-1), f"{dtype} matmul")
                 result(name, "cublas", f"{g}x{g}x{g}", 6 * g * g, 2 * g ** 3, median_ms(lambda: a @ b))
 
-    for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm):
+    def tile_attention():
+        b, h, sq, d = (1, 2, 128, 128) if quick else (4, 32, 4096, 128)
+        q = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        k = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        v = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        o = F.scaled_dot_product_attention(q, k, v)
+        ref = F.scaled_dot_product_attention(q[:1, :1].double(), k[:1, :1].double(), v[:1, :1].double())
+        check(torch.allclose(o[:1, :1].double(), ref, rtol=1e-2, atol=4e-3), "sdpa")
+        size = f"b{b}_h{h}_s{sq}_d{d}"
+        result("tile_attention", "torch", size, 4 * b * h * sq * d * 2, 4 * b * h * sq * sq * d,
+               median_ms(lambda: F.scaled_dot_product_attention(q, k, v)))
+
+    for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm, tile_attention):
         case(fn)
     if FAILED:
         print(f"FAILED: tile peers: {' '.join(FAILED)}", file=sys.stderr)

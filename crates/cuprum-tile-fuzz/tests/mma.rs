@@ -312,6 +312,9 @@ struct RecipeCase {
     init: Option<f64>,
     s: Sizes,
     steps: (i64, i64),
+    /// The output's rows padded to whole 16-byte runs (stores of column pairs), rather than
+    /// contiguous.
+    padded_out: bool,
 }
 
 /// A row-major `[rows, cols]` tensor of `ty` holding [`value_bits`] that a tensor map can
@@ -450,8 +453,15 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
     };
     let mut case = cb
         .finish(Tolerance::Exact, options)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .with_tensor_facts();
+        .unwrap_or_else(|e| panic!("{e}"));
+    if rc.padded_out
+        && let Some(cuprum_tile_fuzz::ArgData::Tensor(t)) = case.args.get_mut(out as usize)
+    {
+        let mut padded = tma_tensor(&mut rng, rc.out, s.m, s.n);
+        padded.bytes.fill(poison::BYTE);
+        *t = padded;
+    }
+    let mut case = case.with_tensor_facts();
     // An accumulator that starts as the output: give the output values first.
     if rc.init.is_none()
         && let Some(cuprum_tile_fuzz::ArgData::Tensor(t)) = case.args.get_mut(out as usize)
@@ -474,6 +484,7 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         init,
         s,
         steps: steps(s),
+        padded_out: false,
     };
     let mut cases = vec![
         // Ragged on every axis; two consumer warpgroups; K in one stage per step.
@@ -512,6 +523,14 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         steps: (3, 3),
         ..case(S::BF16, S::F32, Some(1.0), s)
     });
+    // Outputs whose rows are padded to 16-byte runs, so column pairs are one store, with an
+    // odd width (the last column alone) and even ones.
+    for (out, n) in [(S::BF16, 131), (S::F32, 190), (S::F16, 64)] {
+        cases.push(RecipeCase {
+            padded_out: true,
+            ..case(S::F16, out, Some(0.25), sizes(0, 140, n, 48, 128, 128, 16))
+        });
+    }
     let cases: Vec<Case> = cases
         .into_iter()
         .enumerate()

@@ -760,24 +760,71 @@ impl Emitter<'_> {
     }
 
     /// Stores the accumulator (converted to the output's type) at the consumer thread's
-    /// elements, predicated at the edges; a pair of neighbouring columns is one store where
-    /// the output's runs are aligned.
+    /// elements. A thread's elements lie on two rows and, per block of eight columns, on a
+    /// pair of neighbouring columns: the row tests and row addresses are computed once, and
+    /// each pair is one store at a constant offset from its row's address, guarded by one
+    /// comparison with the columns left (`dim1 - col0`), where the output's runs are aligned;
+    /// element by element otherwise. Where the launch knows every tile is whole, nothing is
+    /// tested. (Compact code matters: ptxas compiles it at the kernel's first launch.)
     fn epilogue(&mut self, r: &GemmRecipe, place: &OwnPlace, acc: &[Var]) -> R<()> {
-        let paired = self.tensor(r.out)?.facts.aligned_runs;
+        let t = self.tensor(r.out)?;
+        let (base, offset) = (t.base, t.offset);
+        let (dims, strides) = (t.dims.clone(), t.strides.clone());
+        let paired = t.facts.aligned_runs;
+        let whole = t.facts.whole_tiles(&[r.bm, r.bn]);
+        let size = i64::from(r.out_elem.size_bytes());
+        // The two rows: whether each is inside, and its first element's address.
+        let mut rows = Vec::with_capacity(2);
+        for h in 0..2 {
+            let dr = self.i64c(8 * h);
+            let row = self.add(place.row, dr)?;
+            let inside = if whole {
+                None
+            } else {
+                let x = self.cast(row, ScalarType::U64)?;
+                let d = self.cast(dims[0], ScalarType::U64)?;
+                Some(self.cmp(CmpOp::Lt, x, d)?)
+            };
+            let at = self.mul(row, strides[0])?;
+            let at = self.add(offset, at)?;
+            let col = self.mul(place.col, strides[1])?;
+            let at = self.add(at, col)?;
+            rows.push((inside, self.element_address(base, at, r.out_elem)?));
+        }
+        // Columns from the thread's first one to the tensor's end (negative past it).
+        let left = self.bin(BinaryOp::Sub, dims[1], place.col)?;
         for reg in (0..r.bn / 2).step_by(2) {
-            let mut pair = Vec::with_capacity(2);
+            let (row_inside, row_addr) = rows[((reg / 2) % 2) as usize];
+            let dc = i64::from(8 * (reg / 4));
+            let mut values = Vec::with_capacity(2);
             for v in [acc[reg as usize], acc[reg as usize + 1]] {
                 let x = self.read(v)?;
-                pair.push(if r.out_elem == ScalarType::F32 {
+                values.push(if r.out_elem == ScalarType::F32 {
                     x
                 } else {
                     self.cast(x, r.out_elem)?
                 });
             }
-            let (first_inside, addr) = self.out_element(r, place, reg)?;
-            let (second_inside, addr2) = self.out_element(r, place, reg + 1)?;
-            let store = |e: &mut Self, inside: Value, addr: Value, v: Value| {
-                e.if_(inside, |e| {
+            // Column `dc + k` of the thread is inside when `dc + k < left`.
+            let column_inside = |e: &mut Self, k: i64| -> R<Option<Value>> {
+                if whole {
+                    return Ok(None);
+                }
+                let c = e.i64c(dc + k);
+                let lt = e.cmp(CmpOp::Lt, c, left)?;
+                e.and(row_inside, Some(lt))
+            };
+            let address = |e: &mut Self, k: i64| -> R<Value> {
+                let stride = if paired { e.i64c(1) } else { strides[1] };
+                let c = e.i64c(dc + k);
+                let off = e.mul(c, stride)?;
+                let bytes = e.i64c(size);
+                let off = e.mul(off, bytes)?;
+                let off = e.cast(off, ScalarType::U64)?;
+                e.add(row_addr, off)
+            };
+            let store = |e: &mut Self, inside: Option<Value>, addr: Value, v: Value| {
+                e.if_some(inside, |e| {
                     e.push(Stmt::Store {
                         space: AddressSpace::Global,
                         addr,
@@ -787,18 +834,26 @@ impl Emitter<'_> {
                 })
             };
             if paired {
-                let values = pair.clone();
-                self.if_else(
-                    second_inside,
-                    |e| {
-                        let built = e.b.vector_store(AddressSpace::Global, addr, values);
-                        e.built(built)
-                    },
-                    |e| store(e, first_inside, addr, pair[0]),
-                )?;
+                let addr = address(self, 0)?;
+                let both = column_inside(self, 1)?;
+                let pair = values.clone();
+                self.if_some(both, |e| {
+                    let built = e.b.vector_store(AddressSpace::Global, addr, pair);
+                    e.built(built)
+                })?;
+                if !whole {
+                    // The tensor's last column alone (an odd width): the pair's first element.
+                    let c = self.i64c(dc + 1);
+                    let last = self.cmp(CmpOp::Eq, c, left)?;
+                    let only = self.and(row_inside, Some(last))?;
+                    store(self, only, addr, values[0])?;
+                }
             } else {
-                store(self, first_inside, addr, pair[0])?;
-                store(self, second_inside, addr2, pair[1])?;
+                for (k, &v) in values.iter().enumerate() {
+                    let addr = address(self, k as i64)?;
+                    let inside = column_inside(self, k as i64)?;
+                    store(self, inside, addr, v)?;
+                }
             }
         }
         Ok(())
