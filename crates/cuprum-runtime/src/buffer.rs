@@ -258,7 +258,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             let addr = ctx
                 .inner
                 .backend
-                .alloc(bytes)
+                .alloc(stream.handle(), bytes)
                 .map_err(|f| ctx.fail(f, Some(stream)))?;
             ctx.count_allocation();
             addr
@@ -266,6 +266,10 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let uses = std::sync::Arc::new(BufferUses::default());
         if addr != 0 {
             ordering::register(addr, bytes as u64, &ctx, uses.clone());
+            // The memory exists for `stream`'s later work: other streams wait for the
+            // allocation as for a write.
+            let mark = ordering::mark_after(stream)?;
+            uses.note(stream, Access::Write, mark.as_ref());
         }
         Ok(Self {
             ctx,
@@ -292,8 +296,10 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .ctx
                 .inner
                 .backend
-                .zero(buffer.addr, bytes)
+                .zero(stream.handle(), buffer.addr, bytes)
                 .map_err(|f| buffer.ctx.fail(f, Some(stream)))?;
+            let mark = ordering::mark_after(stream)?;
+            buffer.uses.note(stream, Access::Write, mark.as_ref());
         }
         Ok(buffer)
     }
@@ -448,8 +454,11 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         if self.addr == 0 {
             return;
         }
-        // Freeing is ordered on the default stream, after all work of every stream.
+        // Freed after exactly the unfinished work that uses it (its marks on other streams,
+        // and the default stream's), without making other streams wait.
         ordering::unregister(self.addr);
-        self.ctx.inner.backend.free(self.addr);
+        let after = self.uses.outstanding();
+        let marks: Vec<&crate::backend::MarkHandle> = after.iter().map(|m| &**m).collect();
+        self.ctx.inner.backend.free(self.addr, &marks);
     }
 }

@@ -129,6 +129,20 @@ impl BufferUses {
     }
 }
 
+impl BufferUses {
+    /// The marks of every unfinished use on a stream other than the default one (the last
+    /// write and the reads since): what freeing the buffer must wait for.
+    pub(crate) fn outstanding(&self) -> Vec<Arc<MarkHandle>> {
+        let marks = self.lock();
+        marks
+            .write
+            .iter()
+            .chain(&marks.reads)
+            .map(|m| m.event.clone())
+            .collect()
+    }
+}
+
 /// Records a mark at the current end of `stream` for the buffers an operation just used, or
 /// `None` where no mark is needed (emulator, default stream).
 pub(crate) fn mark_after(stream: &Stream) -> Result<Option<Arc<MarkHandle>>> {

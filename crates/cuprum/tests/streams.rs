@@ -14,6 +14,22 @@ use cuprum::{BackendKind, CudaContext, DeviceBuffer, Error, Module, Stream, cuda
 mod kernels {
     use super::*;
 
+    /// `rounds` steps of `v = v * 0.999 + 0.001` per element: long-running on purpose.
+    #[kernel]
+    pub fn busy(rounds: u32, x: &[f32], mut y: DisjointSlice<f32>) {
+        let i = thread::index_1d();
+        let raw = i.get();
+        if let Some(out) = y.get_mut(i) {
+            let mut v = x[raw];
+            let mut r = 0u32;
+            while r < rounds {
+                v = v * 0.999 + 0.001;
+                r += 1;
+            }
+            *out = v;
+        }
+    }
+
     #[kernel]
     pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
         let i = thread::index_1d();
@@ -128,4 +144,62 @@ fn priorities_and_events_of_other_contexts() {
         matches!(refused, Err(Error::ContextMismatch)),
         "{refused:?}"
     );
+}
+
+#[test]
+fn buffers_come_and_go_without_waiting_for_other_streams() {
+    let ctx = ctx();
+    let module = Module::from_ir(ctx, kernels::ir().expect("IR")).expect("loads");
+    let busy = module.get_function("busy").expect("busy");
+    let saxpy = module.get_function("saxpy").expect("saxpy");
+    let (slow, quick) = (
+        ctx.new_stream().expect("stream"),
+        ctx.new_stream().expect("stream"),
+    );
+    // A long kernel on one stream (tens of milliseconds on an H200; short on the emulator).
+    let on_gpu = ctx.backend() == BackendKind::Cuda;
+    let (n, rounds) = if on_gpu {
+        (1usize << 22, 1_000_000u32)
+    } else {
+        (1000, 10)
+    };
+    let x = random_f32(n);
+    let dx = DeviceBuffer::from_host(&slow, &x).expect("x");
+    let dy = DeviceBuffer::from_host(&slow, &vec![f32::NAN; n]).expect("y");
+    let blocks = n.div_ceil(256) as u32;
+    // SAFETY: busy reads x[i] and writes y[i] below n, the length of both.
+    unsafe { launch!(busy<<<blocks, 256, 0, slow>>>(rounds, &dx, &dy)) }.expect("busy");
+    let slow_done = slow.record_event().expect("event");
+    // Meanwhile, on another stream: buffers made, zeroed, used, read back and dropped.
+    for m in [1usize, 4096, 100_003] {
+        let a = random_f32(m);
+        let da = DeviceBuffer::from_host(&quick, &a).expect("a");
+        let dz = DeviceBuffer::<f32>::zeroed(&quick, m).expect("zeroed");
+        let blocks = m.div_ceil(256) as u32;
+        // SAFETY: saxpy reads a[i] and writes z[i] below m, the length of both.
+        unsafe { launch!(saxpy<<<blocks, 256, 0, quick>>>(2.0f32, &da, &dz)) }.expect("saxpy");
+        let got = dz.to_host_vec(&quick).expect("z back");
+        let want: Vec<f32> = a.iter().map(|v| 2.0 * v + 0.0).collect();
+        assert_same(
+            &format!("allocated beside a long kernel, m={m}"),
+            &got,
+            &want,
+        );
+    }
+    if on_gpu {
+        // Allocating, zeroing and freeing went on the quick stream and a release stream of
+        // the device's own, not on the default stream, which would have waited for `busy`.
+        assert!(
+            !slow_done.is_complete().expect("query"),
+            "the quick stream's buffers waited for the slow stream's kernel"
+        );
+    }
+    let got = dy.to_host_vec(&slow).expect("y back");
+    for i in (0..n).step_by(n / 100 + 1) {
+        let mut v = x[i];
+        for _ in 0..rounds {
+            v = v * 0.999 + 0.001;
+        }
+        assert_eq!(got[i].to_bits(), v.to_bits(), "busy element {i}");
+    }
 }

@@ -138,18 +138,18 @@ impl Device for EmuDevice {
         match *mark {}
     }
 
-    fn alloc(&self, bytes: usize) -> Outcome<u64> {
+    fn alloc(&self, _: &EmuStream, bytes: usize) -> Outcome<u64> {
         Ok(self
             .memory
             .alloc(bytes)
             .map_err(memory_error("allocation", bytes))?)
     }
 
-    fn free(&self, addr: u64) {
+    fn free(&self, addr: u64, _: &[&Self::Mark]) {
         let _ = self.memory.free(addr);
     }
 
-    fn zero(&self, addr: u64, bytes: usize) -> Outcome<()> {
+    fn zero(&self, _: &EmuStream, addr: u64, bytes: usize) -> Outcome<()> {
         Ok(self
             .memory
             .fill(addr, bytes, 0)

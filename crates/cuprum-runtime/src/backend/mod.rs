@@ -146,13 +146,15 @@ pub(crate) trait Device: Send + Sync {
     /// is a failure.
     fn mark_complete(&self, mark: &Self::Mark) -> Outcome<bool>;
 
-    /// Allocates `bytes` (> 0) bytes, ready for every stream.
-    fn alloc(&self, bytes: usize) -> Outcome<u64>;
-    /// Frees an allocation after all work of every stream (errors are ignored: it runs in
-    /// `Drop`).
-    fn free(&self, addr: u64);
-    /// Sets `bytes` bytes at `addr` to zero, ordered with every stream.
-    fn zero(&self, addr: u64, bytes: usize) -> Outcome<()>;
+    /// Allocates `bytes` (> 0) bytes, usable by the work submitted to `stream` from now on
+    /// (other streams wait for the allocation through the buffer's order mark).
+    fn alloc(&self, stream: &Self::Stream, bytes: usize) -> Outcome<u64>;
+    /// Frees an allocation once the work before each of `after` and all earlier work of the
+    /// default stream has finished, without waiting and without ordering other streams after
+    /// it (errors are ignored: it runs in `Drop`).
+    fn free(&self, addr: u64, after: &[&Self::Mark]);
+    /// Sets `bytes` bytes at `addr` to zero, ordered on `stream`.
+    fn zero(&self, stream: &Self::Stream, addr: u64, bytes: usize) -> Outcome<()>;
     /// Copies `data` to `addr` after the work on `stream`, complete when this returns.
     ///
     /// # Safety
@@ -374,25 +376,30 @@ impl Backend {
         same_backend!(self, (mark, MarkHandle, m) => |d| d.mark_complete(m))
     }
 
-    pub(crate) fn alloc(&self, bytes: usize) -> Outcome<u64> {
+    pub(crate) fn alloc(&self, stream: &StreamHandle, bytes: usize) -> Outcome<u64> {
+        same_backend!(self, (stream, StreamHandle, s) => |d| d.alloc(s, bytes))
+    }
+
+    /// Frees `addr` after the work before `after` (marks of this backend; others are
+    /// ignored: they cannot be).
+    pub(crate) fn free(&self, addr: u64, after: &[&MarkHandle]) {
         match self {
-            Self::Cuda(d) => d.alloc(bytes),
-            Self::Emu(d) => d.alloc(bytes),
+            Self::Cuda(d) => {
+                let marks: Vec<_> = after
+                    .iter()
+                    .filter_map(|m| match m {
+                        MarkHandle::Cuda(m) => Some(m),
+                        MarkHandle::Emu(_) => None,
+                    })
+                    .collect();
+                d.free(addr, &marks);
+            }
+            Self::Emu(d) => d.free(addr, &[]),
         }
     }
 
-    pub(crate) fn free(&self, addr: u64) {
-        match self {
-            Self::Cuda(d) => d.free(addr),
-            Self::Emu(d) => d.free(addr),
-        }
-    }
-
-    pub(crate) fn zero(&self, addr: u64, bytes: usize) -> Outcome<()> {
-        match self {
-            Self::Cuda(d) => d.zero(addr, bytes),
-            Self::Emu(d) => d.zero(addr, bytes),
-        }
+    pub(crate) fn zero(&self, stream: &StreamHandle, addr: u64, bytes: usize) -> Outcome<()> {
+        same_backend!(self, (stream, StreamHandle, s) => |d| d.zero(s, addr, bytes))
     }
 
     /// # Safety

@@ -1,5 +1,8 @@
-//! Device memory of the CUDA backend: allocation, freeing and zero-filling on the legacy
-//! default stream (ordered with every stream), and copies on a stream; copies with ordinary
+//! Device memory of the CUDA backend: stream-ordered allocation and zero-filling on the
+//! stream that asks (`cuMemAllocAsync` from the device's default pool), frees on a release
+//! stream of the device's own after exactly the work that used the memory (its order marks,
+//! and earlier work of the legacy default stream, which a blocking stream follows), so that
+//! buffers come and go without serializing the program's streams; and copies on a stream; copies with ordinary
 //! host memory wait for their stream, so host slices never outlive the call. Page-locked
 //! (pinned) host memory, and reads into it that return at once, are what a read awaited
 //! without blocking uses (`crate::staged`).
@@ -11,42 +14,70 @@ use super::fail::{CuFail, fail};
 use super::streams::CudaStream;
 
 impl CudaDevice {
-    /// Allocates `bytes` (> 0), ordered on the legacy default stream when the device supports
-    /// stream-ordered allocation.
-    pub(crate) fn allocate(&self, bytes: usize) -> Result<u64, CuFail> {
+    /// Allocates `bytes` (> 0), ordered on `stream` when the device supports stream-ordered
+    /// allocation (synchronously otherwise).
+    pub(crate) fn allocate(&self, stream: &CudaStream, bytes: usize) -> Result<u64, CuFail> {
         self.bind()?;
-        // SAFETY: plain allocation calls; the legacy stream handle (null) is always valid.
+        // SAFETY: plain allocation calls on a live stream (or the legacy one, null).
         unsafe {
             if self.stream_ordered_alloc {
-                result::malloc_async(std::ptr::null_mut(), bytes).map_err(fail("cuMemAllocAsync"))
+                result::malloc_async(stream.raw, bytes).map_err(fail("cuMemAllocAsync"))
             } else {
                 result::malloc_sync(bytes).map_err(fail("cuMemAlloc"))
             }
         }
     }
 
-    /// Frees an allocation made by [`allocate`](Self::allocate). Errors are ignored (this runs in
+    /// Frees an allocation made by [`allocate`](Self::allocate) once the work before each of
+    /// `after` (every unfinished use of the memory on a stream other than the default one)
+    /// and the default stream's earlier work have finished: on the release stream, a blocking
+    /// stream, so no other stream waits for the free. Errors are ignored (this runs in
     /// `Drop`; after a fault the context is unusable anyway).
-    pub(crate) fn release(&self, ptr: u64) {
+    pub(crate) fn release(&self, ptr: u64, after: &[&super::OrderMark]) {
         if self.bind().is_err() {
             return;
         }
-        // SAFETY: `ptr` came from `alloc` and is freed once; the legacy stream orders the
-        // free after all earlier work on every (blocking) stream.
-        unsafe {
-            let _ = if self.stream_ordered_alloc {
-                result::free_async(ptr, std::ptr::null_mut())
-            } else {
-                result::free_sync(ptr)
-            };
+        let release = self
+            .release_stream
+            .get_or_init(|| self.create_stream().ok())
+            .as_ref()
+            .filter(|_| self.stream_ordered_alloc);
+        let Some(stream) = release else {
+            // SAFETY: `ptr` came from `allocate` and is freed once; the legacy stream (or the
+            // synchronous free) orders it after all earlier work on every blocking stream.
+            unsafe {
+                let _ = if self.stream_ordered_alloc {
+                    result::free_async(ptr, std::ptr::null_mut())
+                } else {
+                    result::free_sync(ptr)
+                };
+            }
+            return;
+        };
+        for mark in after {
+            if self.stream_wait(stream, mark).is_err() {
+                // Could not order the free after a use: free after everything instead.
+                // SAFETY: as above.
+                let _ = unsafe { result::free_async(ptr, std::ptr::null_mut()) };
+                return;
+            }
         }
+        // SAFETY: `ptr` came from `allocate` and is freed once, on a stream that waits for
+        // every unfinished use of it: those on other streams through their marks, those on
+        // the legacy stream because the release stream is a blocking stream.
+        let _ = unsafe { result::free_async(ptr, stream.raw) };
     }
 
-    /// Fills `bytes` at `ptr` with zero, on the legacy default stream.
-    pub(crate) fn zero_fill(&self, ptr: u64, bytes: usize) -> Result<(), CuFail> {
+    /// Fills `bytes` at `ptr` with zero, on `stream`.
+    pub(crate) fn zero_fill(
+        &self,
+        stream: &CudaStream,
+        ptr: u64,
+        bytes: usize,
+    ) -> Result<(), CuFail> {
         self.bind()?;
-        // SAFETY: `ptr..ptr+bytes` is a live allocation.
-        unsafe { result::memset_d8_async(ptr, 0, bytes, std::ptr::null_mut()) }
+        // SAFETY: `ptr..ptr+bytes` is a live allocation; the stream is alive.
+        unsafe { result::memset_d8_async(ptr, 0, bytes, stream.raw) }
             .map_err(fail("cuMemsetD8Async"))
     }
 

@@ -68,6 +68,9 @@ pub(crate) struct CudaDevice {
     max_shared_per_block: u32,
     /// Bytes of device memory, for out-of-memory messages.
     total_memory: u64,
+    /// The blocking stream frees are ordered on (`memory.rs`), made at the first free;
+    /// `None` where it could not be made (frees then go on the default stream).
+    release_stream: std::sync::OnceLock<Option<CudaStream>>,
 }
 
 // SAFETY: CUDA driver handles may be used from any thread; every call first makes the context
@@ -126,6 +129,7 @@ impl CudaDevice {
             }),
             max_shared_per_block: limits.max_shared_per_block,
             total_memory: limits.total_memory,
+            release_stream: std::sync::OnceLock::new(),
         };
         this.bind().map_err(|f| f.into_error(None))?;
         Ok((this, limits))
@@ -148,6 +152,11 @@ impl Drop for CudaDevice {
         // keep the pool, which then destroys nothing more).
         self.marks.destroy_free();
         self.marks.closed.store(true, Ordering::Release);
+        // The release stream, while the context lives (waiting for the frees on it first).
+        if let Some(Some(stream)) = self.release_stream.take() {
+            let _ = self.synchronize_stream(&stream);
+            drop(stream);
+        }
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.device) };
     }
@@ -227,8 +236,8 @@ impl Device for CudaDevice {
         Ok(self.query_order_mark(mark)?)
     }
 
-    fn alloc(&self, bytes: usize) -> Outcome<u64> {
-        self.allocate(bytes).map_err(|f| {
+    fn alloc(&self, stream: &CudaStream, bytes: usize) -> Outcome<u64> {
+        self.allocate(stream, bytes).map_err(|f| {
             if f.is_out_of_memory() {
                 Failure::Error(Error::OutOfMemory {
                     bytes: bytes as u128,
@@ -244,12 +253,12 @@ impl Device for CudaDevice {
         })
     }
 
-    fn free(&self, addr: u64) {
-        self.release(addr);
+    fn free(&self, addr: u64, after: &[&OrderMark]) {
+        self.release(addr, after);
     }
 
-    fn zero(&self, addr: u64, bytes: usize) -> Outcome<()> {
-        Ok(self.zero_fill(addr, bytes)?)
+    fn zero(&self, stream: &CudaStream, addr: u64, bytes: usize) -> Outcome<()> {
+        Ok(self.zero_fill(stream, addr, bytes)?)
     }
 
     unsafe fn write(&self, stream: &CudaStream, addr: u64, data: &[u8]) -> Outcome<()> {
