@@ -96,6 +96,53 @@ fn int(cb: &mut CaseBuilder, v: i64) -> TileValue {
     )
 }
 
+/// `for counter in start..end step { acc = mma(a tile, b tile, acc) }` from `acc0`: each
+/// operand `(tensor, tile shape)` loaded (zero padding) at the index `index(counter)` gives it;
+/// returns the loop's result.
+fn k_loop(
+    cb: &mut CaseBuilder,
+    [start, end, step]: [TileValue; 3],
+    acc0: TileValue,
+    operands: [(u32, Vec<u32>); 2],
+    index: impl FnOnce(TileValue) -> (Vec<TileValue>, Vec<TileValue>),
+) -> TileValue {
+    let counter = cb.b.value(TileType::scalar(S::I32));
+    let acc_ty = cb.b.ty(acc0).clone();
+    let acc = cb.b.value(acc_ty.clone());
+    let result = cb.b.value(acc_ty);
+    cb.b.begin_block();
+    let (ai, bi) = index(counter);
+    let [(a, a_tile), (b, b_tile)] = operands;
+    let mut load = |tensor: u32, tile: Vec<u32>, index: Vec<TileValue>| {
+        def(
+            cb,
+            Op::Load {
+                view: View::Tiled {
+                    tensor,
+                    tile: shape_of(&tile),
+                    index,
+                },
+                padding: Literal::Int(0),
+            },
+        )
+    };
+    let ta = load(a, a_tile, ai);
+    let tb = load(b, b_tile, bi);
+    let next = def(cb, Op::Mma { a: ta, b: tb, acc });
+    let body = cb.b.end_block(vec![next]);
+    cb.b.push(Stmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args: vec![acc],
+        inits: vec![acc0],
+        body,
+        results: vec![result],
+    });
+    result
+}
+
 /// `out = acc + a · b` over the whole K, K in steps of `tk`, as a tile kernel and its launch.
 fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -142,12 +189,9 @@ fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> C
     } else {
         (None, ids[0], ids[1])
     };
-    let index = |cb: &mut CaseBuilder, rest: [TileValue; 2]| -> Vec<TileValue> {
-        let _ = cb;
-        bi.into_iter().chain(rest).collect()
-    };
+    let index = |rest: [TileValue; 2]| -> Vec<TileValue> { bi.into_iter().chain(rest).collect() };
     let zero = Literal::Int(0);
-    let acc_index = index(&mut cb, [mi, ni]);
+    let acc_index = index([mi, ni]);
     let acc0 = def(
         &mut cb,
         Op::Load {
@@ -160,48 +204,14 @@ fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> C
         },
     );
     let steps = s.k.div_ceil(u64::from(s.tk)) as i64;
-    let (start, end, step) = (int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1));
-    let counter = cb.b.value(TileType::scalar(S::I32));
-    let acc_ty_tile = cb.b.ty(acc0).clone();
-    let acc = cb.b.value(acc_ty_tile.clone());
-    let result = cb.b.value(acc_ty_tile);
-    cb.b.begin_block();
-    let ai = index(&mut cb, [mi, counter]);
-    let ta = def(
+    let bounds = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
+    let result = k_loop(
         &mut cb,
-        Op::Load {
-            view: View::Tiled {
-                tensor: a,
-                tile: shape_of(&tile(&[s.tm, s.tk])),
-                index: ai,
-            },
-            padding: zero,
-        },
+        bounds,
+        acc0,
+        [(a, tile(&[s.tm, s.tk])), (b, tile(&[s.tk, s.tn]))],
+        |counter| (index([mi, counter]), index([counter, ni])),
     );
-    let bix = index(&mut cb, [counter, ni]);
-    let tb = def(
-        &mut cb,
-        Op::Load {
-            view: View::Tiled {
-                tensor: b,
-                tile: shape_of(&tile(&[s.tk, s.tn])),
-                index: bix,
-            },
-            padding: zero,
-        },
-    );
-    let next = def(&mut cb, Op::Mma { a: ta, b: tb, acc });
-    let body = cb.b.end_block(vec![next]);
-    cb.b.push(Stmt::For {
-        counter,
-        start,
-        end,
-        step,
-        args: vec![acc],
-        inits: vec![acc0],
-        body,
-        results: vec![result],
-    });
     cb.b.push(Stmt::Store {
         tensor: out,
         value: result,
@@ -370,7 +380,6 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
     let b = cb.input_tensor("b", tb, None);
     let mi = def(&mut cb, Op::BlockId(0));
     let ni = def(&mut cb, Op::BlockId(1));
-    let zero = Literal::Int(0);
     let acc0 = match rc.init {
         Some(x) => def(
             &mut cb,
@@ -388,50 +397,18 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
             },
         ),
     };
-    let (start, end, step) = (
+    let bounds = [
         int(&mut cb, rc.steps.0),
         int(&mut cb, rc.steps.1),
         int(&mut cb, 1),
-    );
-    let counter = cb.b.value(TileType::scalar(S::I32));
-    let acc_ty = cb.b.ty(acc0).clone();
-    let acc = cb.b.value(acc_ty.clone());
-    let result = cb.b.value(acc_ty);
-    cb.b.begin_block();
-    let la = def(
+    ];
+    let result = k_loop(
         &mut cb,
-        Op::Load {
-            view: View::Tiled {
-                tensor: a,
-                tile: shape_of(&[s.tm, s.tk]),
-                index: vec![mi, counter],
-            },
-            padding: zero,
-        },
+        bounds,
+        acc0,
+        [(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])],
+        |counter| (vec![mi, counter], vec![counter, ni]),
     );
-    let lb = def(
-        &mut cb,
-        Op::Load {
-            view: View::Tiled {
-                tensor: b,
-                tile: shape_of(&[s.tk, s.tn]),
-                index: vec![counter, ni],
-            },
-            padding: zero,
-        },
-    );
-    let next = def(&mut cb, Op::Mma { a: la, b: lb, acc });
-    let body = cb.b.end_block(vec![next]);
-    cb.b.push(Stmt::For {
-        counter,
-        start,
-        end,
-        step,
-        args: vec![acc],
-        inits: vec![acc0],
-        body,
-        results: vec![result],
-    });
     let stored = if rc.out == S::F32 {
         result
     } else {
