@@ -321,7 +321,17 @@ impl Function {
     ) -> Result<()> {
         match &self.inner {
             FunctionInner::Loaded { module, index } => {
-                let args: Vec<KernelArg> = args.iter().map(RawArg::kernel_arg).collect();
+                if let Some(i) = args.iter().position(|a| matches!(a, RawArg::Bytes(_))) {
+                    return Err(Error::ArgumentMismatch {
+                        kernel: self.name.to_string(),
+                        reason: format!(
+                            "argument {i} is a value passed by its bytes; cuprum's own kernels \
+                             take numbers and buffers (launch them through their module's \
+                             methods to pass structs)"
+                        ),
+                    });
+                }
+                let args: Vec<KernelArg> = args.iter().filter_map(RawArg::kernel_arg).collect();
                 // SAFETY: the caller's contract, which includes LoadedModule::launch's.
                 unsafe { module.launch(stream, *index, config, &args) }
             }
@@ -414,22 +424,19 @@ impl RawArg {
         }
     }
 
-    /// The argument of a launch of one of cuprum's own kernels.
-    fn kernel_arg(&self) -> KernelArg {
+    /// The argument of a launch of one of cuprum's own kernels (`None` for bytes, which
+    /// have no kernel IR parameter kind).
+    fn kernel_arg(&self) -> Option<KernelArg> {
         match self {
-            RawArg::Scalar { ty, bits } => KernelArg::Scalar {
+            RawArg::Scalar { ty, bits } => Some(KernelArg::Scalar {
                 ty: *ty,
                 bits: *bits,
-            },
-            RawArg::Buffer { address, len } => KernelArg::Slice {
+            }),
+            RawArg::Buffer { address, len } => Some(KernelArg::Slice {
                 address: *address,
                 len: *len,
-            },
-            // Bytes have no kernel IR parameter kind: the launch's check names the argument.
-            RawArg::Bytes(b) => KernelArg::Scalar {
-                ty: ScalarType::U8,
-                bits: b.len() as u64,
-            },
+            }),
+            RawArg::Bytes(_) => None,
         }
     }
 

@@ -27,7 +27,7 @@ pub struct TensorFacts {
     pub aligned_runs: bool,
     /// A tensor map can describe it (the tensor memory accelerator can copy its tiles):
     /// rank 1 to 5, runs aligned as above, every other stride positive and below 2^40
-    /// bytes, every size 1 to 2^32.
+    /// bytes, every size 1 to 2^31 - 1 (so that tile coordinates fit the copies' `i32`s).
     pub tensor_map: bool,
     /// Per axis, a number its size is a multiple of (1: nothing known); empty: nothing known
     /// on any axis.
@@ -61,7 +61,7 @@ impl TensorFacts {
             && rest.iter().all(|&s| aligned(i128::from(s)));
         let tensor_map = aligned_runs
             && shape.len() <= 5
-            && shape.iter().all(|&n| (1..=1 << 32).contains(&n))
+            && shape.iter().all(|&n| (1..1 << 31).contains(&n))
             && rest
                 .iter()
                 .all(|&s| s > 0 && i128::from(s) * i128::from(elem_bytes) < 1 << 40);

@@ -76,6 +76,13 @@ fn cuprum_kernels_launch_raw_on_every_backend() {
         matches!(short, Err(Error::ArgumentMismatch { .. })),
         "{short:?}"
     );
+    // A value by its bytes is for foreign kernels only.
+    // SAFETY: refused before anything runs.
+    let bytes = unsafe { launch!(f<<<1, 32, 0, stream>>>(RawArg::value(&2.0f32), &dx, &dx)) };
+    assert!(
+        matches!(bytes, Err(Error::ArgumentMismatch { .. })),
+        "{bytes:?}"
+    );
     assert!(matches!(
         module.get_function("nope"),
         Err(Error::KernelNotFound { .. })

@@ -287,7 +287,7 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
     {
         return None;
     }
-    // Nothing else reads the loop's values, or the output.
+    // The accumulator starts as a constant, or as the (f32) output's own tile.
     let acc_init = match def_of(*init)? {
         TOp::Const { value, .. } => AccInit::Const(literal_f32(*value)?),
         TOp::Load {
