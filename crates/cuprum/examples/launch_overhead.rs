@@ -4,8 +4,11 @@
 //! two new streams that share the buffers (each launch also waits for the other stream's
 //! marks); and a tile kernel (`z = x + y` on one 1024-element tile) launched with
 //! `.execute(..)` on one stream, which also looks up its specialization, its tensors' facts
-//! and its tuning hints each time. Prints a table of medians (µs per launch, over rounds of
-//! `--launches` launches)
+//! and its tuning hints each time; and raw launches (`launch!`) of the same kernel through
+//! `Module::from_ir` (every check of a typed launch) and, on a GPU, of a PTX kernel of the same
+//! parameters loaded with `Module::from_ptx` (only the PTX's parameter sizes checked: the
+//! floor of what cuprum adds to `cuLaunchKernel`). Prints a table of medians (µs per launch,
+//! over rounds of `--launches` launches)
 //! and a JSON record `{"record":"launch_overhead","case":..,"us":..}` per case;
 //! run on a GPU machine (on the emulator the kernel itself dominates).
 //!
@@ -15,7 +18,9 @@ use std::time::Instant;
 
 use clap::Parser;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
-use cuprum::{CudaContext, DeviceBuffer, LaunchConfig1D, Stream, cuda_module};
+use cuprum::{
+    BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Module, Stream, cuda_module, launch,
+};
 use cuprum_testkit::timing::median;
 
 #[path = "common/cli.rs"]
@@ -36,6 +41,16 @@ mod kernels {
         }
     }
 }
+
+/// A kernel with axpy's parameters (a, x, y, out) that does nothing.
+const NOOP_PTX: &str = ".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry noop(.param .f32 a, .param .u64 x, .param .u64 y, .param .u64 out)
+{
+	ret;
+}
+";
 
 #[cuprum::tile::module]
 mod tile_kernels {
@@ -87,6 +102,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for k in 0..launches {
                 let s = streams[k % streams.len()];
                 module.axpy(s, &prepared, 3.0, &x, &y, &mut out)?;
+            }
+            per_launch.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
+            ctx.synchronize()?;
+        }
+        let median = median(per_launch).expect("rounds");
+        println!("| {name} | {median:.2} |");
+        record::Record::LaunchOverhead {
+            case: name,
+            us: median,
+        }
+        .print();
+    }
+    // Raw launches: cuprum's kernel through `launch!`, and a PTX kernel that does nothing.
+    let own = Module::from_ir(&ctx, kernels::ir()?)?.get_function("axpy")?;
+    let foreign = if ctx.backend() == BackendKind::Cuda {
+        Some(Module::from_ptx(&ctx, NOOP_PTX)?.get_function("noop")?)
+    } else {
+        None
+    };
+    let raw_cases = [
+        ("launch! of the cuprum kernel", Some(own)),
+        ("launch! of a PTX kernel", foreign),
+    ];
+    for (name, function) in raw_cases {
+        let Some(f) = function else { continue };
+        let mut per_launch = Vec::new();
+        for _ in 0..rounds {
+            let start = Instant::now();
+            for _ in 0..launches {
+                // SAFETY: axpy reads x, y and writes out below n, the length of all three;
+                // the PTX kernel touches nothing.
+                unsafe { launch!(f<<<(n / 256) as u32, 256, 0, s1>>>(3.0f32, &x, &y, &out)) }?;
             }
             per_launch.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
             ctx.synchronize()?;
