@@ -11,7 +11,9 @@
 //! wrong argument count or an argument of the wrong size is an [`Error`] before anything
 //! runs; a cubin's parameters are not read, so there only the driver's own checks apply.
 //! Everything else (what a pointer argument points at, the kernel's accesses) is the caller's
-//! promise: that is why [`Function::launch`] is `unsafe`.
+//! promise: that is why [`Function::launch`] is `unsafe`. Buffers passed as buffers are ordered
+//! as for cuprum's own kernels (each counted as written: later work on other streams, and the
+//! buffer's free, wait for the launch); addresses passed as numbers are not.
 //!
 //! The emulator runs cuprum's IR, not PTX: loading external code there is
 //! [`Error::Unsupported`], saying to run on a GPU.
@@ -26,6 +28,7 @@ use crate::config::{KernelArg, LaunchConfig};
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::launch::LoadedModule;
+use crate::ordering::{self, Access, BufferUses, Owner};
 
 /// What a module is loaded from.
 #[derive(Clone, Copy, Debug)]
@@ -346,6 +349,7 @@ impl Function {
                 if let Some(params) = params {
                     check_sizes(&self.name, params, &bytes)?;
                 }
+                let buffers = order_buffers(stream, args)?;
                 // SAFETY: the sizes match the PTX's parameters where it declares them; the
                 // rest is the caller's contract.
                 let launched = unsafe {
@@ -357,10 +361,51 @@ impl Function {
                     ctx.count_launch();
                     ctx.note_launch(stream, &self.name);
                 }
-                launched.map_err(|f| ctx.fail(f, Some(stream)))
+                launched.map_err(|f| ctx.fail(f, Some(stream)))?;
+                note_buffers(stream, &buffers)
             }
         }
     }
+}
+
+/// The live buffers of the stream's context among a foreign kernel's buffer arguments
+/// (another context's is [`Error::ContextMismatch`]), after making `stream` wait for their
+/// unfinished uses on other streams. A foreign kernel may write any of them, so each counts
+/// as written: later work on other streams waits for the launch, and so does the buffer's
+/// free (its drop frees it after its recorded uses only). Addresses passed as plain numbers
+/// are not buffers: ordering them is the caller's (`Stream::wait`).
+fn order_buffers(stream: &Stream, args: &[RawArg]) -> Result<Vec<Arc<BufferUses>>> {
+    let ranges: Vec<(u64, u64)> = args
+        .iter()
+        .filter_map(|a| match a {
+            RawArg::Buffer { address, .. } if *address != 0 => Some((*address, 0)),
+            _ => None,
+        })
+        .collect();
+    let mut buffers = Vec::with_capacity(ranges.len());
+    for owner in ordering::owners(stream.context(), &ranges) {
+        match owner {
+            Owner::Own(uses) => buffers.push(uses),
+            Owner::Foreign => return Err(Error::ContextMismatch),
+            Owner::Unknown => {}
+        }
+    }
+    for uses in &buffers {
+        uses.order_before(stream, Access::Write)?;
+    }
+    Ok(buffers)
+}
+
+/// Records a launch just submitted to `stream` as a write of each of `buffers`.
+fn note_buffers(stream: &Stream, buffers: &[Arc<BufferUses>]) -> Result<()> {
+    if buffers.is_empty() {
+        return Ok(());
+    }
+    let mark = ordering::mark_after(stream)?;
+    for uses in buffers {
+        uses.note(stream, Access::Write, mark.as_ref());
+    }
+    Ok(())
 }
 
 /// Refuses arguments whose count or sizes differ from the PTX's parameters.
@@ -617,6 +662,34 @@ mod tests {
             panic!("an 8-byte argument for a 4-byte parameter must be refused");
         };
         assert!(reason.contains("parameter 1 is 4 bytes"), "{reason}");
+    }
+
+    #[test]
+    fn buffer_arguments_are_ordered_and_other_contexts_refused() {
+        let ctx = CudaContext::emulator();
+        let stream = ctx.default_stream();
+        let own = DeviceBuffer::from_host(&stream, &[1.0f32; 8]).expect("buffer");
+        let args = [
+            own.raw_arg(),
+            2u32.raw_arg(),
+            RawArg::Scalar {
+                ty: ScalarType::U64,
+                bits: own.device_address(),
+            },
+        ];
+        let buffers = order_buffers(&stream, &args).expect("ordered");
+        assert_eq!(
+            buffers.len(),
+            1,
+            "the buffer, not the address passed as a number"
+        );
+        note_buffers(&stream, &buffers).expect("noted");
+        let other = CudaContext::emulator();
+        let foreign = DeviceBuffer::from_host(&other.default_stream(), &[0u8; 4]).expect("other");
+        assert!(matches!(
+            order_buffers(&stream, &[foreign.raw_arg()]),
+            Err(Error::ContextMismatch)
+        ));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Streams and events beyond the default stream: `Stream::wait(&Event)`, `fork`/`join`,
-//! stream priorities and `Event::is_complete`. Kernels launched raw from a PTX module (which
-//! cuprum does not order across streams by their buffers, so the explicit waits are all that
-//! orders them) on a GPU, and cuprum's own kernels on every backend; each result is compared
-//! element by element with a plain-Rust reference on fresh random inputs.
+//! stream priorities and `Event::is_complete`. Kernels launched raw from a PTX module with
+//! their buffers passed as plain addresses (which cuprum cannot order across streams, so the
+//! explicit waits are all that orders them) on a GPU, and cuprum's own kernels on every
+//! backend; each result is compared element by element with a plain-Rust reference on fresh
+//! random inputs.
 
 mod common;
 
@@ -57,7 +58,8 @@ fn repeated_saxpy(a: f32, x: &[f32], y: &[f32], rounds: usize, fused: bool) -> V
 
 /// Runs `rounds` saxpys of `x` into `y` on `first`, then one more on a stream forked from
 /// it and one on `first` after joining the fork back, through the raw launches of `module`'s
-/// `saxpy` (`with_n`: the nvcc kernel's extra length argument).
+/// `saxpy` (`with_n`: the nvcc kernel, given its length and the buffers as plain addresses,
+/// so that only the waits order its launches).
 fn fork_join_rounds(module: &Module, first: &Stream, with_n: bool, n: usize, rounds: usize) {
     let f = module.get_function("saxpy").expect("saxpy");
     let (x, y0) = (random_f32(n), random_f32(n));
@@ -70,7 +72,8 @@ fn fork_join_rounds(module: &Module, first: &Stream, with_n: bool, n: usize, rou
         // streams is ordered by the waits below.
         let launched = unsafe {
             if with_n {
-                launch!(f<<<blocks, 256, 0, s>>>(a, &dx, &dy, n as i32))
+                let (x, y) = (dx.device_address(), dy.device_address());
+                launch!(f<<<blocks, 256, 0, s>>>(a, x, y, n as i32))
             } else {
                 launch!(f<<<blocks, 256, 0, s>>>(a, &dx, &dy))
             }
