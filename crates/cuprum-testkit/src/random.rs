@@ -1,13 +1,17 @@
-//! Random test data. Seeded generators print their seed, so a failure can be replayed by
-//! putting the printed seed into [`seeded`].
+//! Random test data. Seeded generators print their seed, so a failure can be replayed:
+//! `CUPRUM_TEST_SEED=<n> cargo test <test>` makes [`rng`] use that seed instead of a fresh one.
 
 use rand::distr::uniform::SampleUniform;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// A generator with a fresh random seed, printed on stderr as `<test>: seed <n>`.
+/// A generator with a fresh random seed (or the one in `CUPRUM_TEST_SEED`), printed on stderr
+/// as `<test>: seed <n>`.
 pub fn rng(test: &str) -> StdRng {
-    let seed: u64 = rand::rng().random();
+    let seed: u64 = std::env::var("CUPRUM_TEST_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
     eprintln!("{test}: seed {seed}");
     seeded(seed)
 }
