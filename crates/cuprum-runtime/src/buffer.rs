@@ -13,7 +13,7 @@ use cuprum_ir::ScalarType;
 
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
-use crate::ordering::{self, Access, BufferUses};
+use crate::ordering::{self, Access, Memory};
 
 /// Element types that may live in device memory (plain old data). For a struct, write
 /// `#[repr(C)] #[derive(Clone, Copy, DeviceCopy)]` (the facade's derive checks the rules
@@ -219,9 +219,10 @@ pub struct DeviceBuffer<T: DeviceCopy> {
     /// Device address; 0 for a zero-length buffer (nothing allocated).
     pub(crate) addr: u64,
     len: usize,
-    /// This buffer's unfinished uses on streams (see `ordering`); also in the registry of live
-    /// buffers under `addr`, which launches consult.
-    pub(crate) uses: std::sync::Arc<BufferUses>,
+    /// The allocation and its unfinished uses on streams (see `ordering`), in the registry of
+    /// live buffers under `addr`, which launches consult; shared with the graphs that replay
+    /// into it.
+    pub(crate) memory: std::sync::Arc<Memory>,
     _elem: PhantomData<T>,
 }
 
@@ -263,19 +264,17 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             ctx.count_allocation();
             addr
         };
-        let uses = std::sync::Arc::new(BufferUses::default());
+        let memory = Memory::register(&ctx, addr, bytes as u64);
         if addr != 0 {
-            ordering::register(addr, bytes as u64, &ctx, uses.clone());
             // The memory exists for `stream`'s later work: other streams wait for the
             // allocation as for a write.
-            let mark = ordering::mark_after(stream)?;
-            uses.note(stream, Access::Write, mark.as_ref());
+            ordering::hold(stream, &[(&memory.uses, Access::Write)])?.note_after()?;
         }
         Ok(Self {
             ctx,
             addr,
             len,
-            uses,
+            memory,
             _elem: PhantomData,
         })
     }
@@ -292,14 +291,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let buffer = Self::alloc(stream, len)?;
         let bytes = buffer.size_bytes();
         if bytes > 0 {
+            let held = ordering::hold(stream, &[(&buffer.memory.uses, Access::Write)])?;
             buffer
                 .ctx
                 .inner
                 .backend
                 .zero(stream.handle(), buffer.addr, bytes)
                 .map_err(|f| buffer.ctx.fail(f, Some(stream)))?;
-            let mark = ordering::mark_after(stream)?;
-            buffer.uses.note(stream, Access::Write, mark.as_ref());
+            held.note_after()?;
         }
         Ok(buffer)
     }
@@ -339,14 +338,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
         self.check_len("copy_to_host destination slice", out.len())?;
         self.ctx.check_same(stream.context())?;
-        self.uses.order_before(stream, Access::Read)?;
+        let held = ordering::hold(stream, &[(&self.memory.uses, Access::Read)])?;
         let bytes = as_bytes_mut(out);
         // The copy has completed when this returns (it synchronizes the stream).
-        let copied = self.read_into(stream, bytes);
-        if copied.is_ok() {
-            self.uses.note(stream, Access::Read, None);
-        }
-        copied
+        self.read_into(stream, bytes)?;
+        held.note(None);
+        Ok(())
     }
 
     fn read_into(&self, stream: &Stream, bytes: &mut [u8]) -> Result<()> {
@@ -369,8 +366,25 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
-        self.uses.order_before(stream, Access::Write)?;
-        src.uses.order_before(stream, Access::Read)?;
+        let used = [
+            (&self.memory.uses, Access::Write),
+            (&src.memory.uses, Access::Read),
+        ];
+        if let Some(recording) = stream.recording() {
+            recording.record(
+                crate::graph::GraphOp::Copy {
+                    dst: self.addr,
+                    src: src.addr,
+                    bytes,
+                },
+                [
+                    (self.memory.clone(), Access::Write),
+                    (src.memory.clone(), Access::Read),
+                ],
+            )?;
+            return Ok(());
+        }
+        let held = ordering::hold(stream, &used)?;
         // SAFETY: both ranges are live allocations of this context.
         unsafe {
             self.ctx
@@ -379,10 +393,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .copy(stream.handle(), self.addr, src.addr, bytes)
         }
         .map_err(|f| self.ctx.fail(f, Some(stream)))?;
-        let mark = ordering::mark_after(stream)?;
-        self.uses.note(stream, Access::Write, mark.as_ref());
-        src.uses.note(stream, Access::Read, mark.as_ref());
-        Ok(())
+        held.note_after()
     }
 
     fn write_bytes(&mut self, stream: &Stream, bytes: &[u8]) -> Result<()> {
@@ -390,7 +401,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.uses.order_before(stream, Access::Write)?;
+        let held = ordering::hold(stream, &[(&self.memory.uses, Access::Write)])?;
         // SAFETY: `addr..addr+len` is this buffer's live allocation.
         unsafe {
             self.ctx
@@ -400,7 +411,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         .map_err(|f| self.ctx.fail(f, Some(stream)))?;
         // The copy has completed (it synchronizes the stream), and so has all it waited for.
-        self.uses.note(stream, Access::Write, None);
+        held.note(None);
         Ok(())
     }
 
@@ -446,19 +457,5 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// The context that owns the memory.
     pub fn context(&self) -> &CudaContext {
         &self.ctx
-    }
-}
-
-impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
-    fn drop(&mut self) {
-        if self.addr == 0 {
-            return;
-        }
-        // Freed after exactly the unfinished work that uses it (its marks on other streams,
-        // and the default stream's), without making other streams wait.
-        ordering::unregister(self.addr);
-        let after = self.uses.outstanding();
-        let marks: Vec<&crate::backend::MarkHandle> = after.iter().map(|m| &**m).collect();
-        self.ctx.inner.backend.free(self.addr, &marks);
     }
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, Once};
 pub use crate::backend::BackendKind;
 use crate::backend::{self, Backend, EventHandle, Failure, StreamHandle};
 use crate::error::{Error, Result};
+use crate::graph::Recording;
 use crate::limits::DeviceLimits;
 
 /// The environment variable that selects the backend.
@@ -185,6 +186,7 @@ impl CudaContext {
         let default_stream = Arc::new(StreamInner {
             handle: backend.default_stream(),
             last_kernel: Mutex::new(None),
+            recording: None,
         });
         Self {
             inner: Arc::new(ContextInner {
@@ -266,6 +268,19 @@ impl CudaContext {
             inner: Arc::new(StreamInner {
                 handle,
                 last_kernel: Mutex::new(None),
+                recording: None,
+            }),
+            ctx: self.clone(),
+        }
+    }
+
+    /// A stream that records into `recording` what may be recorded and refuses the rest.
+    pub(crate) fn recording_stream(&self, recording: Arc<Recording>) -> Stream {
+        Stream {
+            inner: Arc::new(StreamInner {
+                handle: StreamHandle::Recording,
+                last_kernel: Mutex::new(None),
+                recording: Some(recording),
             }),
             ctx: self.clone(),
         }
@@ -350,6 +365,8 @@ pub(crate) struct StreamInner {
     pub(crate) handle: StreamHandle,
     /// The kernel launched last on this stream, named in fault messages.
     last_kernel: Mutex<Option<Arc<str>>>,
+    /// What the stream records, when it is a graph's recording stream (`graph.rs`).
+    recording: Option<Arc<Recording>>,
 }
 
 /// An ordered queue of device work. Cheap to clone (clones are the same stream).
@@ -465,6 +482,17 @@ impl Stream {
         let branch = self.ctx.new_stream()?;
         branch.join(self)?;
         Ok(branch)
+    }
+
+    /// Whether this stream records a graph ([`crate::Graph::capture`] hands one to its
+    /// closure) rather than running work.
+    pub fn is_recording(&self) -> bool {
+        self.inner.recording.is_some()
+    }
+
+    /// What this stream records, when it is a graph's recording stream.
+    pub(crate) fn recording(&self) -> Option<&Recording> {
+        self.inner.recording.as_deref()
     }
 
     /// The backend's handle of this stream.

@@ -28,7 +28,8 @@ use crate::config::{KernelArg, LaunchConfig};
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
 use crate::launch::LoadedModule;
-use crate::ordering::{self, Access, BufferUses, Owner};
+use crate::graph::GraphOp;
+use crate::ordering::{self, Access, Memory, Owner};
 
 /// What a module is loaded from.
 #[derive(Clone, Copy, Debug)]
@@ -349,7 +350,23 @@ impl Function {
                 if let Some(params) = params {
                     check_sizes(&self.name, params, &bytes)?;
                 }
-                let buffers = order_buffers(stream, args)?;
+                let buffers = buffers(stream, args)?;
+                if let Some(recording) = stream.recording() {
+                    let held_module: Arc<dyn std::any::Any + Send + Sync> = module.clone();
+                    recording.record(
+                        GraphOp::External {
+                            function: function.clone(),
+                            _module: held_module,
+                            name: self.name.clone(),
+                            config: *config,
+                            params: bytes,
+                        },
+                        buffers,
+                    )?;
+                    return Ok(());
+                }
+                let used: Vec<_> = buffers.iter().map(|(m, a)| (&m.uses, *a)).collect();
+                let held = ordering::hold(stream, &used)?;
                 // SAFETY: the sizes match the PTX's parameters where it declares them; the
                 // rest is the caller's contract.
                 let launched = unsafe {
@@ -362,19 +379,19 @@ impl Function {
                     ctx.note_launch(stream, &self.name);
                 }
                 launched.map_err(|f| ctx.fail(f, Some(stream)))?;
-                note_buffers(stream, &buffers)
+                held.note_after()
             }
         }
     }
 }
 
 /// The live buffers of the stream's context among a foreign kernel's buffer arguments
-/// (another context's is [`Error::ContextMismatch`]), after making `stream` wait for their
-/// unfinished uses on other streams. A foreign kernel may write any of them, so each counts
-/// as written: later work on other streams waits for the launch, and so does the buffer's
-/// free (its drop frees it after its recorded uses only). Addresses passed as plain numbers
-/// are not buffers: ordering them is the caller's (`Stream::wait`).
-fn order_buffers(stream: &Stream, args: &[RawArg]) -> Result<Vec<Arc<BufferUses>>> {
+/// (another context's is [`Error::ContextMismatch`]). A foreign kernel may write any of them,
+/// so each counts as written: the launch waits for their unfinished uses on other streams,
+/// later work on other streams waits for the launch, and so does the buffer's free (its drop
+/// frees it after its recorded uses only). Addresses passed as plain numbers are not buffers:
+/// ordering them is the caller's (`Stream::wait`).
+fn buffers(stream: &Stream, args: &[RawArg]) -> Result<Vec<(Arc<Memory>, Access)>> {
     let ranges: Vec<(u64, u64)> = args
         .iter()
         .filter_map(|a| match a {
@@ -385,27 +402,12 @@ fn order_buffers(stream: &Stream, args: &[RawArg]) -> Result<Vec<Arc<BufferUses>
     let mut buffers = Vec::with_capacity(ranges.len());
     for owner in ordering::owners(stream.context(), &ranges) {
         match owner {
-            Owner::Own(uses) => buffers.push(uses),
+            Owner::Own(memory) => buffers.push((memory, Access::Write)),
             Owner::Foreign => return Err(Error::ContextMismatch),
             Owner::Unknown => {}
         }
     }
-    for uses in &buffers {
-        uses.order_before(stream, Access::Write)?;
-    }
     Ok(buffers)
-}
-
-/// Records a launch just submitted to `stream` as a write of each of `buffers`.
-fn note_buffers(stream: &Stream, buffers: &[Arc<BufferUses>]) -> Result<()> {
-    if buffers.is_empty() {
-        return Ok(());
-    }
-    let mark = ordering::mark_after(stream)?;
-    for uses in buffers {
-        uses.note(stream, Access::Write, mark.as_ref());
-    }
-    Ok(())
 }
 
 /// Refuses arguments whose count or sizes differ from the PTX's parameters.
@@ -677,17 +679,17 @@ mod tests {
                 bits: own.device_address(),
             },
         ];
-        let buffers = order_buffers(&stream, &args).expect("ordered");
+        let found = buffers(&stream, &args).expect("ordered");
         assert_eq!(
-            buffers.len(),
+            found.len(),
             1,
             "the buffer, not the address passed as a number"
         );
-        note_buffers(&stream, &buffers).expect("noted");
+        assert_eq!(found[0].1, Access::Write, "a foreign kernel may write it");
         let other = CudaContext::emulator();
         let foreign = DeviceBuffer::from_host(&other.default_stream(), &[0u8; 4]).expect("other");
         assert!(matches!(
-            order_buffers(&stream, &[foreign.raw_arg()]),
+            buffers(&stream, &[foreign.raw_arg()]),
             Err(Error::ContextMismatch)
         ));
     }

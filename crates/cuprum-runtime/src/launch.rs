@@ -20,6 +20,7 @@ use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
 pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D};
 use crate::context::{CudaContext, Stream};
+use crate::graph::GraphOp;
 use crate::error::{Error, Result};
 use crate::limits::{KernelFacts, check_config};
 use crate::ordering::{self, Access, Owner};
@@ -209,8 +210,9 @@ fn check_stored_maps(name: &str, ir: &Kernel, stored: &[u32], args: &[KernelArg]
 
 /// A compilation unit loaded into a context, ready to launch its kernels.
 pub struct LoadedModule {
-    // Declared before `ctx`: the module is unloaded while its context lives.
-    backend: ModuleHandle,
+    // Declared before `ctx`: the module is unloaded while its context lives (shared with the
+    // graphs that launch its kernels, which keep the context too).
+    backend: Arc<ModuleHandle>,
     kernels: Vec<KernelInfo>,
     ir: Arc<cuprum_ir::Module>,
     ctx: CudaContext,
@@ -306,7 +308,7 @@ impl LoadedModule {
             },
         )?;
         let loaded = Self {
-            backend,
+            backend: Arc::new(backend),
             kernels,
             ir,
             ctx: ctx.clone(),
@@ -411,19 +413,26 @@ impl LoadedModule {
             check_stored_maps(&info.name, ir, &info.stored_maps, args)?;
         }
         let buffers = self.buffers_of(ir, args)?;
-        for (uses, access) in &buffers {
-            uses.order_before(stream, *access)?;
-        }
-        // SAFETY: the caller's contract, as above.
-        unsafe { self.submit(stream, kernel, ir, config, args) }?;
-        if buffers.is_empty() {
+        if let Some(recording) = stream.recording() {
+            recording.record(
+                GraphOp::Launch {
+                    module: self.backend.clone(),
+                    ir: self.ir.clone(),
+                    kernel,
+                    static_shared_bytes: info.facts.static_shared_bytes,
+                    name: info.name.clone(),
+                    config: *config,
+                    args: args.to_vec(),
+                },
+                buffers,
+            )?;
             return Ok(());
         }
-        let mark = ordering::mark_after(stream)?;
-        for (uses, access) in &buffers {
-            uses.note(stream, *access, mark.as_ref());
-        }
-        Ok(())
+        let used: Vec<_> = buffers.iter().map(|(m, a)| (&m.uses, *a)).collect();
+        let held = ordering::hold(stream, &used)?;
+        // SAFETY: the caller's contract, as above.
+        unsafe { self.submit(stream, kernel, ir, config, args) }?;
+        held.note_after()
     }
 
     /// The registered buffers among `args`, with how the kernel uses each; a buffer of another
@@ -433,7 +442,7 @@ impl LoadedModule {
         &self,
         ir: &Kernel,
         args: &[KernelArg],
-    ) -> Result<Vec<(Arc<ordering::BufferUses>, Access)>> {
+    ) -> Result<Vec<(Arc<ordering::Memory>, Access)>> {
         let mut ranges = Vec::new();
         let mut accesses = Vec::new();
         for (param, arg) in ir.params.iter().zip(args) {

@@ -13,6 +13,8 @@
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
 //! * [`pinned`][]: [`PinnedBuffer`], page-locked host memory, and the copies to and from it
 //!   that return at once.
+//! * [`graph`][]: [`Graph`], kernel launches and device copies recorded once and replayed as
+//!   one submission (CUDA graphs).
 //! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
 //!   ([`external::Module`], [`external::Function`]).
 //! * [`limits`][]: [`DeviceLimits`].
@@ -37,6 +39,7 @@ pub mod context;
 pub mod diagnostics;
 pub mod error;
 pub mod external;
+pub mod graph;
 pub mod launch;
 pub mod limits;
 mod ordering;
@@ -52,6 +55,7 @@ pub use context::{
     BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
 };
 pub use error::{DriverStatus, Error, Result};
+pub use graph::Graph;
 pub use launch::{
     KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, LaunchContract,
     LoadedModule,

@@ -15,6 +15,10 @@
 //!   stream still reading and not only for the last one. Streams still run side by side on
 //!   independent buffers; the host never waits.
 //!
+//! The memory of a buffer is a shared [`Memory`]: the buffer holds it, and so does every
+//! recorded graph (`graph.rs`) whose operations use it, so that memory a graph replays into is
+//! freed only once both are gone, after its last use on every stream.
+//!
 //! Each buffer keeps the marks (events without timing) of its last write and of the reads since
 //! then, on streams other than the legacy default stream. That stream needs none: all our
 //! streams are blocking streams, so work on the default stream waits for everything submitted
@@ -73,20 +77,21 @@ impl BufferUses {
     fn lock(&self) -> std::sync::MutexGuard<'_, Marks> {
         self.marks.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// Makes `stream` wait for the unfinished uses of other streams that an `access` must
-    /// follow. Nothing to do on the emulator or on the default stream.
-    pub(crate) fn order_before(&self, stream: &Stream, access: Access) -> Result<()> {
+impl Marks {
+    /// Makes `stream` wait, on the device, for the unfinished uses of other streams that an
+    /// `access` must follow. Nothing to do on the emulator or on the default stream.
+    fn order_before(&self, stream: &Stream, access: Access) -> Result<()> {
         let ctx = stream.context();
         if stream.is_default() {
             return Ok(());
         }
-        let marks = self.lock();
         let reads = match access {
             Access::Read => &[][..],
-            Access::Write => &marks.reads[..],
+            Access::Write => &self.reads[..],
         };
-        for mark in marks.write.iter().chain(reads) {
+        for mark in self.write.iter().chain(reads) {
             if !mark.on(stream) {
                 ctx.inner
                     .backend
@@ -99,16 +104,15 @@ impl BufferUses {
 
     /// Records that `access` was submitted to `stream`, ending at `mark` (`None` on the
     /// emulator, the default stream, or when the operation has already completed).
-    pub(crate) fn note(&self, stream: &Stream, access: Access, mark: Option<&Arc<MarkHandle>>) {
-        let mut marks = self.lock();
+    fn note(&mut self, stream: &Stream, access: Access, mark: Option<&Arc<MarkHandle>>) {
         let Some(event) = mark.filter(|_| !stream.is_default()) else {
             // The operation is complete, or on the default stream, which every later operation
             // of any stream waits for: what it waited for needs no mark any more. After a
             // completed read, other streams' reads may still be running.
             match access {
-                Access::Write => *marks = Marks::default(),
-                Access::Read if stream.is_default() => *marks = Marks::default(),
-                Access::Read => marks.write = None,
+                Access::Write => *self = Marks::default(),
+                Access::Read if stream.is_default() => *self = Marks::default(),
+                Access::Read => self.write = None,
             }
             return;
         };
@@ -118,14 +122,73 @@ impl BufferUses {
         };
         match access {
             Access::Write => {
-                marks.write = Some(mark);
-                marks.reads.clear();
+                self.write = Some(mark);
+                self.reads.clear();
             }
             Access::Read => {
-                marks.reads.retain(|m| !m.on(stream));
-                marks.reads.push(mark);
+                self.reads.retain(|m| !m.on(stream));
+                self.reads.push(mark);
             }
         }
+    }
+}
+
+/// The buffers one operation uses, held from the moment it is ordered after their earlier
+/// uses until it has been noted as their latest: [`hold`], submit, then
+/// [`Held::note`]/[`Held::note_after`] (dropping it instead, when the submission failed,
+/// notes nothing).
+///
+/// Holding them across the submission is what keeps two threads from ordering two
+/// operations on one buffer each before the other (each would wait only for what the other
+/// had noted, which is nothing yet). Borrows keep that apart for buffers, but a recorded
+/// graph (`graph.rs`) writes memory that its buffer's owner may use meanwhile from another
+/// thread; so every use is ordered this way, the one definition of the protocol.
+pub(crate) struct Held<'a> {
+    stream: &'a Stream,
+    held: Vec<(std::sync::MutexGuard<'a, Marks>, Access)>,
+}
+
+/// Holds `uses` (each buffer once, written if any use writes it, locked in one global order
+/// so that two holders never wait for each other) and makes `stream` wait, on the device,
+/// for the unfinished uses of other streams that each access must follow.
+pub(crate) fn hold<'a>(stream: &'a Stream, uses: &[(&'a BufferUses, Access)]) -> Result<Held<'a>> {
+    let mut sorted: Vec<(&BufferUses, Access)> = uses.to_vec();
+    sorted.sort_by_key(|(u, _)| std::ptr::from_ref::<BufferUses>(u) as usize);
+    let mut merged: Vec<(&BufferUses, Access)> = Vec::with_capacity(sorted.len());
+    for (u, access) in sorted {
+        match merged.last_mut() {
+            Some((last, a)) if std::ptr::eq(*last, u) => {
+                if access == Access::Write {
+                    *a = Access::Write;
+                }
+            }
+            _ => merged.push((u, access)),
+        }
+    }
+    let held: Vec<_> = merged.into_iter().map(|(u, a)| (u.lock(), a)).collect();
+    for (marks, access) in &held {
+        marks.order_before(stream, *access)?;
+    }
+    Ok(Held { stream, held })
+}
+
+impl Held<'_> {
+    /// Records the operation just submitted as the latest use of each buffer, ending at
+    /// `mark` (`None`: it has completed, or no mark is needed).
+    pub(crate) fn note(mut self, mark: Option<&Arc<MarkHandle>>) {
+        for (marks, access) in &mut self.held {
+            marks.note(self.stream, *access, mark);
+        }
+    }
+
+    /// [`note`](Self::note) with a mark recorded now at the end of the stream.
+    pub(crate) fn note_after(self) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mark = mark_after(self.stream)?;
+        self.note(mark.as_ref());
+        Ok(())
     }
 }
 
@@ -140,6 +203,57 @@ impl BufferUses {
             .chain(&marks.reads)
             .map(|m| m.event.clone())
             .collect()
+    }
+}
+
+/// One allocation of device memory: its place in the registry, its uses on streams, and the
+/// free when the last holder lets go of it (a buffer, or a graph that replays into it).
+pub(crate) struct Memory {
+    ctx: CudaContext,
+    /// The first address; 0 for a zero-length buffer (nothing allocated, not registered).
+    addr: u64,
+    /// Its unfinished uses on streams.
+    pub(crate) uses: BufferUses,
+}
+
+impl Memory {
+    /// Enters `bytes` bytes at `addr` of `ctx` (nothing when `addr` is 0) into the registry.
+    pub(crate) fn register(ctx: &CudaContext, addr: u64, bytes: u64) -> Arc<Self> {
+        let memory = Arc::new(Self {
+            ctx: ctx.clone(),
+            addr,
+            uses: BufferUses::default(),
+        });
+        if addr != 0 {
+            live().insert(
+                addr,
+                LiveBuffer {
+                    end: addr.saturating_add(bytes),
+                    context: context_id(ctx),
+                    memory: Arc::downgrade(&memory),
+                },
+            );
+        }
+        memory
+    }
+
+    /// Its first address.
+    pub(crate) fn address(&self) -> u64 {
+        self.addr
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if self.addr == 0 {
+            return;
+        }
+        // Freed after exactly the unfinished work that uses it (its marks on other streams,
+        // and the default stream's), without making other streams wait.
+        live().remove(&self.addr);
+        let after = self.uses.outstanding();
+        let marks: Vec<&MarkHandle> = after.iter().map(|m| &**m).collect();
+        self.ctx.inner.backend.free(self.addr, &marks);
     }
 }
 
@@ -166,7 +280,8 @@ pub(crate) fn context_id(ctx: &CudaContext) -> usize {
 struct LiveBuffer {
     end: u64,
     context: usize,
-    uses: Arc<BufferUses>,
+    /// Weak, so that the registry keeps nothing alive: the memory leaves it when freed.
+    memory: Weak<Memory>,
 }
 
 /// Every live buffer of every context, by first address.
@@ -174,23 +289,6 @@ static LIVE: Mutex<BTreeMap<u64, LiveBuffer>> = Mutex::new(BTreeMap::new());
 
 fn live() -> std::sync::MutexGuard<'static, BTreeMap<u64, LiveBuffer>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Enters the buffer of `bytes` (> 0) bytes at `address` of `ctx` into the registry.
-pub(crate) fn register(address: u64, bytes: u64, ctx: &CudaContext, uses: Arc<BufferUses>) {
-    live().insert(
-        address,
-        LiveBuffer {
-            end: address.saturating_add(bytes),
-            context: context_id(ctx),
-            uses,
-        },
-    );
-}
-
-/// Removes the buffer at `address` (when it is freed).
-pub(crate) fn unregister(address: u64) {
-    live().remove(&address);
 }
 
 /// How many bytes of its live buffer lie from `address` to the buffer's end, if `address` is
@@ -239,7 +337,7 @@ pub fn allocation_containing(ctx: &CudaContext, address: u64) -> AddressOwner {
 /// What the registry knows of `[address, address + bytes)`.
 pub(crate) enum Owner {
     /// Inside a live buffer of this context.
-    Own(Arc<BufferUses>),
+    Own(Arc<Memory>),
     /// Inside a live buffer of another context.
     Foreign,
     /// In no live buffer (a raw address, or a sub-range only unsafe code can make).
@@ -260,7 +358,8 @@ pub(crate) fn owners(ctx: &CudaContext, ranges: &[(u64, u64)]) -> Vec<Owner> {
             if address.saturating_add(bytes) > buffer.end || (bytes == 0 && address >= buffer.end) {
                 Owner::Unknown
             } else if buffer.context == me {
-                Owner::Own(buffer.uses.clone())
+                // A memory being freed cannot be named by safe code any more.
+                buffer.memory.upgrade().map_or(Owner::Unknown, Owner::Own)
             } else {
                 Owner::Foreign
             }

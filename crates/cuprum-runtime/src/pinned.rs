@@ -210,7 +210,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         let ctx = stream.context();
-        self.uses.order_before(stream, Access::Write)?;
+        let held = crate::ordering::hold(stream, &[(&self.memory.uses, Access::Write)])?;
         // SAFETY: `addr..addr + bytes` is this buffer's allocation; `src` holds `bytes` bytes
         // of page-locked memory (the emulator: any host memory), which nothing writes or frees
         // until the completion noted below says the copy has ended.
@@ -220,7 +220,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .write_async(stream.handle(), self.addr, src.address(), bytes)
         }
         .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let completion = crate::staged::copy_enqueued(&self.uses, stream, Access::Write)?;
+        let completion = crate::staged::copy_enqueued(held, stream)?;
         src.note(completion, false);
         Ok(())
     }
@@ -235,7 +235,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         let ctx = stream.context();
-        self.uses.order_before(stream, Access::Read)?;
+        let held = crate::ordering::hold(stream, &[(&self.memory.uses, Access::Read)])?;
         // SAFETY: as in `copy_from_pinned`; `&mut dst` means no slice of it is alive, and
         // every later access waits for the completion noted below.
         unsafe {
@@ -244,7 +244,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .read_async(stream.handle(), self.addr, dst.address(), bytes)
         }
         .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let completion = crate::staged::copy_enqueued(&self.uses, stream, Access::Read)?;
+        let completion = crate::staged::copy_enqueued(held, stream)?;
         dst.note(completion, true);
         Ok(())
     }

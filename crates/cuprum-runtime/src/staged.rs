@@ -27,7 +27,7 @@ use crate::buffer::{DeviceBuffer, DeviceCopy};
 use crate::completion::Completion;
 use crate::context::{CudaContext, Stream};
 use crate::error::Result;
-use crate::ordering::{self, Access, BufferUses};
+use crate::ordering::{self, Access};
 
 /// A copy of a buffer to the host that may still be running. See the module docs.
 pub struct PendingRead<T: DeviceCopy> {
@@ -215,12 +215,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 bytes,
             );
         }
-        buffer.uses.order_before(stream, Access::Write)?;
+        let held = ordering::hold(stream, &[(&buffer.memory.uses, Access::Write)])?;
         // SAFETY: `addr..addr+bytes` is the new buffer's allocation; `pinned` holds the data
         // and is kept until the copy has ended (below, and in `PendingWrite`).
         unsafe { backend.write_async(stream.handle(), buffer.addr, ptr, bytes) }
             .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let completion = copy_enqueued(&buffer.uses, stream, Access::Write)?;
+        let completion = copy_enqueued(held, stream)?;
         Ok((
             buffer,
             PendingWrite {
@@ -270,13 +270,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             ctx: ctx.clone(),
             ptr,
         };
-        self.uses.order_before(stream, Access::Read)?;
+        let held = ordering::hold(stream, &[(&self.memory.uses, Access::Read)])?;
         // SAFETY: `addr..addr+bytes` is this buffer's live allocation; `pinned` is `bytes` of
         // pinned memory that only this read reaches, kept until the copy has ended (below, and
         // in `PendingRead`'s `finish` and `Drop`).
         unsafe { backend.read_async(stream.handle(), self.addr, ptr, bytes) }
             .map_err(|f| ctx.fail(f, Some(stream)))?;
-        let completion = copy_enqueued(&self.uses, stream, Access::Read)?;
+        let completion = copy_enqueued(held, stream)?;
         Ok(PendingRead {
             state: State::Copying {
                 pinned,
@@ -288,19 +288,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 }
 
 /// After a copy through pinned memory has been enqueued on `stream`: notes the buffer's use
-/// (`access`) for the runtime's ordering and gives the completion the pinned memory must be
+/// (as `held`) for the runtime's ordering and gives the completion the pinned memory must be
 /// kept until. On failure it waits for the stream first, since the copy may be running and
 /// the caller then frees the memory.
-pub(crate) fn copy_enqueued(
-    uses: &BufferUses,
-    stream: &Stream,
-    access: Access,
-) -> Result<Completion> {
+pub(crate) fn copy_enqueued(held: ordering::Held<'_>, stream: &Stream) -> Result<Completion> {
     let ended = |e| {
         let _ = stream.synchronize();
         e
     };
-    let mark = ordering::mark_after(stream).map_err(ended)?;
-    uses.note(stream, access, mark.as_ref());
+    held.note_after().map_err(ended)?;
     stream.completion().map_err(ended)
 }

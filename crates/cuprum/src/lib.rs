@@ -80,7 +80,7 @@ pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
-    Error, Event, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile,
+    Error, Event, Graph, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile,
     PinnedBuffer, Result, RowWidth, Stream, TensorMap,
 };
 pub use half;

@@ -25,6 +25,7 @@ use crate::cache::ModuleRoute;
 use crate::cache::occupancy::KernelUse;
 use crate::config::{KernelArg, LaunchConfig};
 use crate::error::Error;
+use crate::graph::GraphOp;
 use crate::limits::DeviceLimits;
 
 /// A failed backend operation, before the context names the kernel a fault belongs to.
@@ -249,6 +250,49 @@ pub(crate) enum Backend {
 pub(crate) enum StreamHandle {
     Cuda(<cuda::CudaDevice as Device>::Stream),
     Emu(<emu::EmuDevice as Device>::Stream),
+    /// A graph's recording stream (`graph.rs`): no work reaches a device through it. What may
+    /// be recorded is intercepted before the backend; everything else is refused here.
+    Recording,
+}
+
+/// The error for handles that do not go together: a recording stream, or objects of two
+/// contexts.
+fn mismatched(recording: bool) -> Failure {
+    Failure::Error(if recording {
+        Error::Unsupported {
+            what: "this operation on a graph's recording stream, which records kernel launches \
+                   and device-to-device copies only: allocate, copy to or from the host, wait \
+                   and synchronize on a stream of the context, before the capture or after a \
+                   launch of the graph"
+                .to_owned(),
+        }
+    } else {
+        Error::ContextMismatch
+    })
+}
+
+/// Whether a handle is a graph's recording stream (only streams can be).
+trait Recordable {
+    fn is_recording(&self) -> bool {
+        false
+    }
+}
+
+impl Recordable for StreamHandle {
+    fn is_recording(&self) -> bool {
+        matches!(self, Self::Recording)
+    }
+}
+
+impl Recordable for EventHandle {}
+impl Recordable for MarkHandle {}
+impl Recordable for ModuleHandle {}
+
+/// An instantiated graph of one of the devices (`graph.rs`): the emulator replays the
+/// recorded operations themselves, so it needs none.
+pub(crate) enum GraphHandle {
+    Cuda(cuda::CudaGraphExec),
+    Emu,
 }
 
 /// An event of one of the devices.
@@ -277,7 +321,7 @@ macro_rules! same_backend {
             (Backend::Cuda($d), $($Handle::Cuda($h)),+) => $body,
             (Backend::Emu($d), $($Handle::Emu($h)),+) => $body,
             #[allow(unreachable_patterns)]
-            _ => Err(Failure::Error(Error::ContextMismatch)),
+            _ => Err(mismatched(false $(|| $handle.is_recording())+)),
         }
     };
 }
@@ -342,7 +386,7 @@ impl Backend {
         match (self, stream) {
             (Self::Cuda(d), StreamHandle::Cuda(s)) => d.record_event(s).map(EventHandle::Cuda),
             (Self::Emu(d), StreamHandle::Emu(s)) => d.record_event(s).map(EventHandle::Emu),
-            _ => Err(Failure::Error(Error::ContextMismatch)),
+            _ => Err(mismatched(stream.is_recording())),
         }
     }
 
@@ -362,7 +406,7 @@ impl Backend {
                 d.order_mark(s).map(|m| m.map(MarkHandle::Cuda))
             }
             (Self::Emu(d), StreamHandle::Emu(s)) => d.order_mark(s).map(|m| m.map(MarkHandle::Emu)),
-            _ => Err(Failure::Error(Error::ContextMismatch)),
+            _ => Err(mismatched(stream.is_recording())),
         }
     }
 
@@ -520,6 +564,83 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// Makes the recorded `ops` one executable graph (the emulator keeps none).
+    pub(crate) fn instantiate_graph(&self, ops: &[GraphOp]) -> Outcome<GraphHandle> {
+        match self {
+            Self::Cuda(d) => d.instantiate_graph(ops).map(GraphHandle::Cuda),
+            Self::Emu(_) => Ok(GraphHandle::Emu),
+        }
+    }
+
+    /// Updates `exec` in place to run `ops` instead; `false` where the device cannot (other
+    /// kernels or another order), and the caller instantiates anew.
+    pub(crate) fn update_graph(&self, exec: &GraphHandle, ops: &[GraphOp]) -> Outcome<bool> {
+        match (self, exec) {
+            (Self::Cuda(d), GraphHandle::Cuda(e)) => d.update_graph(e, ops),
+            (Self::Emu(_), GraphHandle::Emu) => Ok(true),
+            _ => Err(Failure::Error(Error::ContextMismatch)),
+        }
+    }
+
+    /// Submits a replay of `exec`, whose recorded operations are `ops`, to `stream`.
+    ///
+    /// # Safety
+    /// Every operation passed its launch's checks when recorded, and the memory and modules
+    /// it uses are alive.
+    pub(crate) unsafe fn launch_graph(
+        &self,
+        exec: &GraphHandle,
+        ops: &[GraphOp],
+        stream: &StreamHandle,
+    ) -> Outcome<()> {
+        match (self, exec, stream) {
+            // SAFETY: the caller's contract.
+            (Self::Cuda(d), GraphHandle::Cuda(e), StreamHandle::Cuda(s)) => {
+                Ok(d.launch_graph(e, s)?)
+            }
+            (Self::Emu(d), GraphHandle::Emu, StreamHandle::Emu(s)) => {
+                for op in ops {
+                    match op {
+                        GraphOp::Launch {
+                            module,
+                            ir,
+                            kernel,
+                            static_shared_bytes,
+                            name,
+                            config,
+                            args,
+                        } => {
+                            let (ModuleHandle::Emu(m), Some(k)) = (&**module, ir.kernels.get(*kernel))
+                            else {
+                                return Err(Failure::Error(Error::KernelNotFound {
+                                    name: name.to_string(),
+                                }));
+                            };
+                            let target = LaunchTarget {
+                                index: *kernel,
+                                ir: k,
+                                static_shared_bytes: *static_shared_bytes,
+                            };
+                            // SAFETY: the caller's contract.
+                            unsafe { d.launch(m, s, &target, config, args) }?;
+                        }
+                        // SAFETY: the caller's contract.
+                        GraphOp::Copy { dst, src, bytes } => unsafe { d.copy(s, *dst, *src, *bytes) }?,
+                        GraphOp::External { name, .. } => {
+                            return Err(Failure::Error(Error::Unsupported {
+                                what: format!("kernel `{name}` of a foreign module on the emulator"),
+                            }));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(mismatched(stream.is_recording())),
+        }
+    }
+}
+
 /// A module cuprum did not write (`crate::external`): only the CUDA backend loads one.
 pub(crate) enum ExternalHandle {
     Cuda(cuda::CudaModule),
@@ -564,7 +685,7 @@ impl Backend {
             (Self::Cuda(d), ExternalFunction::Cuda(f), StreamHandle::Cuda(s)) => unsafe {
                 d.launch_external(f, s, config, params)
             },
-            _ => Err(Failure::Error(Error::ContextMismatch)),
+            _ => Err(mismatched(stream.is_recording())),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! * `streams`: streams, timing events, order marks.
 //! * `memory`: allocation and copies.
 //! * `module`: JIT, linker, cubins, kernel resources, `cuLaunchKernel`.
+//! * `graph`: recorded operations captured into CUDA graphs, updated and replayed.
 //! * `compile`: IR to a loaded module (PTX target, parameter layout, compile route).
 //! * `cached`: the compile cache's load path.
 //!
@@ -28,6 +29,7 @@ mod cached;
 mod compile;
 mod driver;
 mod fail;
+mod graph;
 mod memory;
 mod module;
 mod streams;
@@ -42,6 +44,7 @@ use cudarc::driver::sys;
 pub(crate) use compile::CudaProgram;
 pub(crate) use driver::{ListFailure, driver_facts, list_devices};
 pub(crate) use fail::CuFail;
+pub(crate) use graph::CudaGraphExec;
 use fail::{driver_error, fail};
 pub(crate) use module::{CudaFunction, CudaModule};
 use streams::MarkPool;

@@ -32,6 +32,19 @@ impl CudaDevice {
         })
     }
 
+    /// A stream that does not synchronize with the legacy default stream (graph capture must
+    /// not touch it).
+    pub(crate) fn create_nonblocking_stream(&self) -> Result<CudaStream, CuFail> {
+        self.bind()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(fail("cuStreamCreate"))?;
+        Ok(CudaStream {
+            raw,
+            owned: true,
+            ctx: self.ctx,
+        })
+    }
+
     /// A stream of `priority` (lower numbers run first; the driver clamps it to
     /// [`stream_priorities`](Self::stream_priorities)).
     pub(crate) fn create_stream_with_priority(&self, priority: i32) -> Result<CudaStream, CuFail> {
