@@ -359,6 +359,22 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     /// Overwrites the buffer with the contents of `src` (same length), ordered on `stream`.
     pub fn copy_from_device(&mut self, stream: &Stream, src: &DeviceBuffer<T>) -> Result<()> {
+        // SAFETY: `&mut self`: nothing else names this buffer.
+        unsafe { self.copy_from_device_shared(stream, src) }
+    }
+
+    /// [`copy_from_device`](Self::copy_from_device) into a buffer other handles share (the
+    /// tile track's tensors over one allocation), ordered like every use of it.
+    ///
+    /// # Safety
+    /// The caller's types must give it the right to write the buffer, as `&mut` does: no
+    /// handle through which safe code may expect the contents unchanged.
+    #[doc(hidden)]
+    pub unsafe fn copy_from_device_shared(
+        &self,
+        stream: &Stream,
+        src: &DeviceBuffer<T>,
+    ) -> Result<()> {
         self.check_len("copy_from_device source buffer", src.len)?;
         self.ctx.check_same(stream.context())?;
         self.ctx.check_same(&src.ctx)?;

@@ -27,8 +27,8 @@ use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 use crate::config::{KernelArg, LaunchConfig};
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
-use crate::launch::LoadedModule;
 use crate::graph::GraphOp;
+use crate::launch::LoadedModule;
 use crate::ordering::{self, Access, Memory, Owner};
 
 /// What a module is loaded from.

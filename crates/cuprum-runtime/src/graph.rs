@@ -274,7 +274,10 @@ impl Graph {
 type Captured<R> = (Vec<GraphOp>, Vec<(Arc<Memory>, Access)>, R);
 
 /// Runs `record` on a new recording stream of `ctx` and returns what it recorded.
-fn recorded<R>(ctx: &CudaContext, record: impl FnOnce(&Stream) -> Result<R>) -> Result<Captured<R>> {
+fn recorded<R>(
+    ctx: &CudaContext,
+    record: impl FnOnce(&Stream) -> Result<R>,
+) -> Result<Captured<R>> {
     let recording = Arc::new(Recording::default());
     let stream = ctx.recording_stream(recording.clone());
     let out = record(&stream);

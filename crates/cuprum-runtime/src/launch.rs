@@ -20,8 +20,8 @@ use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
 pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D};
 use crate::context::{CudaContext, Stream};
-use crate::graph::GraphOp;
 use crate::error::{Error, Result};
+use crate::graph::GraphOp;
 use crate::limits::{KernelFacts, check_config};
 use crate::ordering::{self, Access, Owner};
 

@@ -8,7 +8,9 @@ mod common;
 
 use common::{assert_same, blocks_for, ctx, random_f32};
 use cuprum::simt::{DisjointSlice, kernel, launch_bounds, launch_contract, thread};
-use cuprum::{BackendKind, DeviceBuffer, Error, Graph, LaunchConfig1D, Module, cuda_module, launch};
+use cuprum::{
+    BackendKind, DeviceBuffer, Error, Graph, LaunchConfig1D, Module, cuda_module, launch,
+};
 
 #[cuda_module]
 mod kernels {
@@ -75,7 +77,11 @@ fn recorded_launches_and_copies_replay_in_order() {
         .expect("captured");
         assert_eq!(graph.len(), 3);
         // Recorded, not run.
-        assert_same("w before", &w.to_host_vec(&stream).expect("w"), &vec![POISON; n]);
+        assert_same(
+            "w before",
+            &w.to_host_vec(&stream).expect("w"),
+            &vec![POISON; n],
+        );
         assert_same("z before", &z.to_host_vec(&stream).expect("z"), &z0);
         // Each replay reads the input the host put there last; `z` accumulates.
         let mut want_z = z0;
@@ -86,8 +92,16 @@ fn recorded_launches_and_copies_replay_in_order() {
             let (want_y, next_z) = three_steps(a, b, &input, &want_z);
             want_z = next_z;
             let what = format!("replay {replay} of n = {n}");
-            assert_same(&format!("{what}: y"), &y.to_host_vec(&stream).expect("y"), &want_y);
-            assert_same(&format!("{what}: w"), &w.to_host_vec(&stream).expect("w"), &want_z);
+            assert_same(
+                &format!("{what}: y"),
+                &y.to_host_vec(&stream).expect("y"),
+                &want_y,
+            );
+            assert_same(
+                &format!("{what}: w"),
+                &w.to_host_vec(&stream).expect("w"),
+                &want_z,
+            );
         }
     }
 }
@@ -117,13 +131,25 @@ fn a_graph_keeps_the_buffers_it_uses() {
         .collect();
     graph.launch(&stream).expect("replay");
     let want: Vec<f32> = input.iter().map(|v| 0.5 * (2.0 * v)).collect();
-    assert_same("through dropped buffers", &out.to_host_vec(&stream).expect("out"), &want);
+    assert_same(
+        "through dropped buffers",
+        &out.to_host_vec(&stream).expect("out"),
+        &want,
+    );
     for o in &others {
-        assert_same("untouched", &o.to_host_vec(&stream).expect("o"), &vec![POISON; n]);
+        assert_same(
+            "untouched",
+            &o.to_host_vec(&stream).expect("o"),
+            &vec![POISON; n],
+        );
     }
     drop(graph);
     // Still readable after the graph is gone.
-    assert_same("after the graph", &out.to_host_vec(&stream).expect("out"), &want);
+    assert_same(
+        "after the graph",
+        &out.to_host_vec(&stream).expect("out"),
+        &want,
+    );
 }
 
 #[test]
@@ -150,7 +176,11 @@ fn update_records_new_arguments() {
     graph.launch(&stream).expect("second");
     let want2: Vec<f32> = in2.iter().map(|v| -7.0 * v).collect();
     assert_same("second", &y2.to_host_vec(&stream).expect("y2"), &want2);
-    assert_same("y1 untouched", &y1.to_host_vec(&stream).expect("y1"), &want1);
+    assert_same(
+        "y1 untouched",
+        &y1.to_host_vec(&stream).expect("y1"),
+        &want1,
+    );
     // Another topology: instantiated anew.
     let mut z = DeviceBuffer::from_host(&stream, &in1).expect("z");
     let saxpy = module.prepare_saxpy(config(n)).expect("prepared");
@@ -196,7 +226,11 @@ fn graph_replays_are_ordered_with_other_streams() {
         .scale(&second, &prepared, 3.0, &y, &mut z)
         .expect("reader");
     let want: Vec<f32> = input.iter().map(|v| 3.0 * (2.0 * v)).collect();
-    assert_same("after the replay", &z.to_host_vec(&second).expect("z"), &want);
+    assert_same(
+        "after the replay",
+        &z.to_host_vec(&second).expect("z"),
+        &want,
+    );
 }
 
 #[test]
@@ -214,7 +248,10 @@ fn a_recording_stream_refuses_what_a_replay_cannot_repeat() {
     };
     let mut kept = None;
     let graph = Graph::capture(ctx, |s| {
-        unsupported(DeviceBuffer::from_host(s, &[1.0f32]).map(drop), "an allocation");
+        unsupported(
+            DeviceBuffer::from_host(s, &[1.0f32]).map(drop),
+            "an allocation",
+        );
         unsupported(x.to_host_vec(s).map(drop), "a read to the host");
         unsupported(y.copy_from_host(s, &[0.0; 64]), "a write from the host");
         unsupported(s.synchronize(), "a synchronize");
@@ -237,7 +274,10 @@ fn a_recording_stream_refuses_what_a_replay_cannot_repeat() {
         let wrong = module.prepare_scale(LaunchConfig1D::new(1, 512, 0))?;
         module.scale(s, &wrong, 1.0, &x, &mut y)
     });
-    assert!(bad.is_err(), "a block the contract does not declare must be refused");
+    assert!(
+        bad.is_err(),
+        "a block the contract does not declare must be refused"
+    );
     // Nothing ran: y is as it was.
     assert_same("y", &y.to_host_vec(&stream).expect("y"), &[POISON; 64]);
     // A graph of another context is refused on this one's streams.

@@ -611,7 +611,8 @@ impl Backend {
                             config,
                             args,
                         } => {
-                            let (ModuleHandle::Emu(m), Some(k)) = (&**module, ir.kernels.get(*kernel))
+                            let (ModuleHandle::Emu(m), Some(k)) =
+                                (&**module, ir.kernels.get(*kernel))
                             else {
                                 return Err(Failure::Error(Error::KernelNotFound {
                                     name: name.to_string(),
@@ -626,10 +627,14 @@ impl Backend {
                             unsafe { d.launch(m, s, &target, config, args) }?;
                         }
                         // SAFETY: the caller's contract.
-                        GraphOp::Copy { dst, src, bytes } => unsafe { d.copy(s, *dst, *src, *bytes) }?,
+                        GraphOp::Copy { dst, src, bytes } => {
+                            unsafe { d.copy(s, *dst, *src, *bytes) }?
+                        }
                         GraphOp::External { name, .. } => {
                             return Err(Failure::Error(Error::Unsupported {
-                                what: format!("kernel `{name}` of a foreign module on the emulator"),
+                                what: format!(
+                                    "kernel `{name}` of a foreign module on the emulator"
+                                ),
                             }));
                         }
                     }

@@ -183,6 +183,15 @@ pub fn copy_device_to_host_vec<T: DType>(
     tensor.clone().to_host_vec()
 }
 
+/// Copies `src` into `dst` on the device (same shape, each the whole of its allocation):
+/// how new inputs reach a graph's buffers (`CudaGraph::update`), and a node a graph records.
+pub fn memcpy<'a, T: DType>(
+    dst: &'a mut Tensor<T>,
+    src: &'a Tensor<T>,
+) -> impl DeviceOp<Output = ()> + use<'a, T> {
+    from_context(move |ctx| dst.copy_from_tensor(src, ctx.stream()))
+}
+
 /// A new tensor with a copy of `tensor`'s elements (contiguous).
 pub fn dup<T: DType>(tensor: &Tensor<T>) -> impl DeviceOp<Output = Tensor<T>> + use<T> {
     tensor.dup()

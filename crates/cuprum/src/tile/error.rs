@@ -108,6 +108,17 @@ pub enum TensorError {
         /// The shape asked for.
         to: Vec<usize>,
     },
+    /// A copy between tensors of other shapes, or between views that are not whole
+    /// contiguous allocations.
+    #[error(
+        "cannot copy a tensor of shape {src:?} into one of shape {dst:?}: `memcpy` copies between tensors of one shape, each the whole of its allocation in row-major order (copy views with `dup` first)"
+    )]
+    CopyShapes {
+        /// The destination's shape.
+        dst: Vec<usize>,
+        /// The source's shape.
+        src: Vec<usize>,
+    },
     /// A slice whose ranges do not fit the tensor.
     #[error(
         "cannot slice a tensor of shape {shape:?} with {ranges:?}: give at most one range per axis, each within its axis (start <= end <= size)"

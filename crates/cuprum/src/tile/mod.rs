@@ -57,6 +57,7 @@ pub mod api;
 pub mod core;
 pub mod cuda_core;
 pub mod error;
+mod graph;
 pub mod jit_cache;
 pub(crate) mod launch;
 mod mapped;
@@ -96,6 +97,11 @@ pub mod cuda_async {
         };
     }
 
+    /// CUDA graphs: operations recorded once and replayed.
+    pub mod cuda_graph {
+        pub use crate::tile::graph::{CudaGraph, GraphLaunch, GraphOn, Scope};
+    }
+
     /// The future an awaited or scheduled operation becomes.
     pub mod device_future {
         pub use crate::tile::op::DeviceFuture;
@@ -125,6 +131,7 @@ pub mod cuda_async {
 
     /// The operations' traits and constructors.
     pub mod prelude {
+        pub use super::cuda_graph::{CudaGraph, GraphOn};
         pub use super::device_operation::{
             BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext, IntoDeviceOp,
             SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3, Unzippable4, Unzippable5,

@@ -240,6 +240,26 @@ impl<T: DType> Tensor<T> {
         self.offset == 0 && self.is_contiguous() && self.size() == self.storage.len()
     }
 
+    /// Overwrites this tensor with `src`'s elements on `stream` (same shape, both whole
+    /// contiguous allocations).
+    pub(crate) fn copy_from_tensor(
+        &mut self,
+        src: &Tensor<T>,
+        stream: &Stream,
+    ) -> Result<(), Error> {
+        if self.shape != src.shape || !self.is_whole_allocation() || !src.is_whole_allocation() {
+            return Err(TensorError::CopyShapes {
+                dst: self.shape.clone(),
+                src: src.shape.clone(),
+            }
+            .into());
+        }
+        // SAFETY: `&mut self` is the right to write the tensor's elements, as a partition of
+        // `&mut Tensor` is for a kernel; other tensors over the allocation are views whose
+        // borrows of this one have ended, and every use is ordered by the runtime.
+        Ok(unsafe { self.storage.copy_from_device_shared(stream, &src.storage) }?)
+    }
+
     /// A contiguous copy of the elements, submitted to `stream`.
     fn copy_on(&self, stream: &Stream) -> Result<Tensor<T>, Error> {
         if !self.is_whole_allocation() {

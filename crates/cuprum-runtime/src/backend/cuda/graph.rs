@@ -103,16 +103,19 @@ impl CudaDevice {
                     unsafe { Device::launch(self, program, stream, &target, config, args) }?;
                 }
                 GraphOp::External {
-                    function, config, params, ..
+                    function,
+                    config,
+                    params,
+                    ..
                 } => {
                     let ExternalFunction::Cuda(f) = &**function;
                     // SAFETY: as above; the raw launch's caller promised the rest.
                     unsafe { self.launch_external(f, stream, config, params) }?;
                 }
                 // SAFETY: both ranges are inside memory the graph holds.
-                GraphOp::Copy { dst, src, bytes } => unsafe {
-                    self.copy_dtod(*dst, *src, *bytes, stream)
-                }?,
+                GraphOp::Copy { dst, src, bytes } => {
+                    unsafe { self.copy_dtod(*dst, *src, *bytes, stream) }?
+                }
             }
         }
         Ok(())
