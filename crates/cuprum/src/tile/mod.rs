@@ -90,10 +90,10 @@ pub mod cuda_async {
         pub use crate::__tile_zip as zip;
         pub use crate::tile::op::{
             AndThen, AndThenWithContext, ArcOp, BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc,
-            ExecutionContext, FromFn, Inspect, IntoDeviceOp, Map, SharedDeviceOp, Unzippable1,
-            Unzippable2, Unzippable3, Unzippable4, Unzippable5, Unzippable6, Unzippable7,
-            Unzippable8, Unzippable9, Unzippable10, Unzippable11, Unzippable12, Value, WithContext,
-            Zip, Zippable, shared, value, with_context,
+            DeviceOpVec, ExecutionContext, FromFn, Inspect, IntoDeviceOp, Map, SharedDeviceOp,
+            Unzippable1, Unzippable2, Unzippable3, Unzippable4, Unzippable5, Unzippable6,
+            Unzippable7, Unzippable8, Unzippable9, Unzippable10, Unzippable11, Unzippable12, Value,
+            WithContext, Zip, Zippable, shared, value, with_context,
         };
     }
 
@@ -133,10 +133,10 @@ pub mod cuda_async {
     pub mod prelude {
         pub use super::cuda_graph::{CudaGraph, GraphOn};
         pub use super::device_operation::{
-            BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, ExecutionContext, IntoDeviceOp,
-            SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3, Unzippable4, Unzippable5,
-            Unzippable6, Unzippable7, Unzippable8, Unzippable9, Unzippable10, Unzippable11,
-            Unzippable12, Value, Zippable, unzip, value, with_context, zip,
+            BoxedDeviceOp, DeviceOp, DeviceOpUnwrapArc, DeviceOpVec, ExecutionContext,
+            IntoDeviceOp, SharedDeviceOp, Unzippable1, Unzippable2, Unzippable3, Unzippable4,
+            Unzippable5, Unzippable6, Unzippable7, Unzippable8, Unzippable9, Unzippable10,
+            Unzippable11, Unzippable12, Value, Zippable, unzip, value, with_context, zip,
         };
         pub use super::error::DeviceError;
     }

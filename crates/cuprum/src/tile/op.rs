@@ -866,6 +866,71 @@ impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
 }
 awaitable!([T: Send] BoxedDeviceOp<T> => T);
 
+/// A list of boxed operations run in order on one stream; its output is theirs, in order
+/// (cuTile Rust's `DeviceOpVec`).
+pub struct DeviceOpVec<T: Send> {
+    ops: Vec<BoxedDeviceOp<T>>,
+}
+
+impl<T: Send + 'static> DeviceOpVec<T> {
+    /// No operations.
+    pub fn empty() -> Self {
+        Self { ops: Vec::new() }
+    }
+
+    /// No operations, with room for `capacity`.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            ops: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// These operations.
+    pub fn new(ops: Vec<BoxedDeviceOp<T>>) -> Self {
+        Self { ops }
+    }
+
+    /// Appends `op`.
+    pub fn push<D: DeviceOp<Output = T, Pending: 'static> + 'static>(&mut self, op: D) {
+        self.ops.push(op.boxed());
+    }
+
+    /// Removes and returns the operation at `index` (panics past the end, as `Vec::remove`).
+    pub fn remove(&mut self, index: usize) -> BoxedDeviceOp<T> {
+        self.ops.remove(index)
+    }
+
+    /// The last operation.
+    pub fn last(&self) -> Option<&BoxedDeviceOp<T>> {
+        self.ops.last()
+    }
+
+    /// How many operations there are.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+impl<T: Send + 'static> From<Vec<BoxedDeviceOp<T>>> for DeviceOpVec<T> {
+    fn from(ops: Vec<BoxedDeviceOp<T>>) -> Self {
+        Self::new(ops)
+    }
+}
+
+impl<T: Send> DeviceOp for DeviceOpVec<T> {
+    type Output = Vec<T>;
+    type Pending = Deferred<Vec<T>>;
+    fn execute(self, ctx: &ExecutionContext) -> Result<Vec<T>, Error> {
+        self.ops.into_iter().map(|op| op.execute(ctx)).collect()
+    }
+}
+awaitable!([T: Send] DeviceOpVec<T> => Vec<T>);
+
 /// An operation's work, type-erased.
 type Run<T> = Box<dyn FnOnce(&ExecutionContext) -> Result<T, Error> + Send>;
 

@@ -225,6 +225,19 @@ impl<T: DType> Tensor<T> {
         from_context(move |ctx| source.copy_on(ctx.stream()))
     }
 
+    /// An `Arc` of another tensor over this one's allocation (cuTile Rust's
+    /// `into_shared_alias`), for operation graphs that take their inputs as `Arc`s while the
+    /// program keeps writing the tensor (new inputs of a recorded graph). The runtime orders
+    /// every use of the allocation, through either, like any other.
+    ///
+    /// # Safety
+    /// Never pass both (or this tensor while the alias is read) to one launch where one of
+    /// them is written: a kernel may read its inputs through a cache that does not see its
+    /// own writes. Write the tensor only while no launch reads the alias.
+    pub unsafe fn into_shared_alias(&self) -> Arc<Tensor<T>> {
+        Arc::new(self.share())
+    }
+
     /// Another view of the same elements (the allocation is shared).
     fn share(&self) -> Tensor<T> {
         Tensor {
