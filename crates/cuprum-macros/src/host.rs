@@ -404,7 +404,7 @@ fn host_param(
                 syn::Error::new(p.rust_type.span(), "cannot find the element type")
             })?;
             (
-                quote!(#name: &mut ::cuprum::DeviceBuffer<#elem>),
+                quote!(#name: &mut impl ::cuprum::DeviceWrite<#elem>),
                 quote!(::cuprum::__private::KernelArg::slice_mut(#name)),
             )
         }
@@ -436,12 +436,12 @@ fn host_param(
             }
             let (param, arg) = if *access == cuprum_front::SliceAccess::ReadOnly {
                 (
-                    quote!(#name: &::cuprum::DeviceBuffer<#ty>),
+                    quote!(#name: &impl ::cuprum::DeviceRead<#ty>),
                     quote!(::cuprum::__private::KernelArg::slice_bytes(#name)),
                 )
             } else {
                 (
-                    quote!(#name: &mut ::cuprum::DeviceBuffer<#ty>),
+                    quote!(#name: &mut impl ::cuprum::DeviceWrite<#ty>),
                     quote!(::cuprum::__private::KernelArg::slice_bytes_mut(#name)),
                 )
             };
@@ -462,12 +462,12 @@ fn host_param(
             })?;
             if *access == cuprum_front::SliceAccess::ReadOnly {
                 (
-                    quote!(#name: &::cuprum::DeviceBuffer<#elem>),
+                    quote!(#name: &impl ::cuprum::DeviceRead<#elem>),
                     quote!(::cuprum::__private::KernelArg::slice(#name)),
                 )
             } else {
                 (
-                    quote!(#name: &mut ::cuprum::DeviceBuffer<#elem>),
+                    quote!(#name: &mut impl ::cuprum::DeviceWrite<#elem>),
                     quote!(::cuprum::__private::KernelArg::slice_mut(#name)),
                 )
             }

@@ -281,8 +281,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     /// Copies `data` into a new buffer (waits for the copy).
     pub fn from_host(stream: &Stream, data: &[T]) -> Result<Self> {
-        let mut buffer = Self::alloc(stream, data.len())?;
-        buffer.write_bytes(stream, as_bytes(data))?;
+        let buffer = Self::alloc(stream, data.len())?;
+        buffer.span().write_from_host(stream, data)?;
         Ok(buffer)
     }
 
@@ -329,38 +329,23 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// Overwrites the buffer with `data`, which must have the buffer's length (waits for the
     /// copy).
     pub fn copy_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
-        self.check_len("copy_from_host source slice", data.len())?;
-        self.write_bytes(stream, as_bytes(data))
+        self.span().write_from_host(stream, data)
     }
 
     /// Copies the buffer into `out`, which must have the buffer's length (waits for all
     /// earlier work on `stream`).
     pub fn copy_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
-        self.check_len("copy_to_host destination slice", out.len())?;
-        self.ctx.check_same(stream.context())?;
-        let held = ordering::hold(stream, &[(&self.memory.uses, Access::Read)])?;
-        let bytes = as_bytes_mut(out);
-        // The copy has completed when this returns (it synchronizes the stream).
-        self.read_into(stream, bytes)?;
-        held.note(None);
-        Ok(())
+        self.span().read_to_host(stream, out)
     }
 
-    fn read_into(&self, stream: &Stream, bytes: &mut [u8]) -> Result<()> {
-        // SAFETY: `addr..addr+len` is this buffer's live allocation.
-        unsafe {
-            self.ctx
-                .inner
-                .backend
-                .read(stream.handle(), self.addr, bytes)
-        }
-        .map_err(|f| self.ctx.fail(f, Some(stream)))
-    }
-
-    /// Overwrites the buffer with the contents of `src` (same length), ordered on `stream`.
-    pub fn copy_from_device(&mut self, stream: &Stream, src: &DeviceBuffer<T>) -> Result<()> {
-        // SAFETY: `&mut self`: nothing else names this buffer.
-        unsafe { self.copy_from_device_shared(stream, src) }
+    /// Overwrites the buffer with the contents of `src` (same length; a buffer or a view of
+    /// one), ordered on `stream`.
+    pub fn copy_from_device(
+        &mut self,
+        stream: &Stream,
+        src: &impl crate::view::DeviceRead<T>,
+    ) -> Result<()> {
+        self.span().copy_from(stream, src.span())
     }
 
     /// [`copy_from_device`](Self::copy_from_device) into a buffer other handles share (the
@@ -375,75 +360,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         stream: &Stream,
         src: &DeviceBuffer<T>,
     ) -> Result<()> {
-        self.check_len("copy_from_device source buffer", src.len)?;
-        self.ctx.check_same(stream.context())?;
-        self.ctx.check_same(&src.ctx)?;
-        let bytes = self.size_bytes();
-        if bytes == 0 {
-            return Ok(());
-        }
-        let used = [
-            (&self.memory.uses, Access::Write),
-            (&src.memory.uses, Access::Read),
-        ];
-        if let Some(recording) = stream.recording() {
-            recording.record(
-                crate::graph::GraphOp::Copy {
-                    dst: self.addr,
-                    src: src.addr,
-                    bytes,
-                },
-                [
-                    (self.memory.clone(), Access::Write),
-                    (src.memory.clone(), Access::Read),
-                ],
-            )?;
-            return Ok(());
-        }
-        let held = ordering::hold(stream, &used)?;
-        // SAFETY: both ranges are live allocations of this context.
-        unsafe {
-            self.ctx
-                .inner
-                .backend
-                .copy(stream.handle(), self.addr, src.addr, bytes)
-        }
-        .map_err(|f| self.ctx.fail(f, Some(stream)))?;
-        held.note_after()
+        self.span().copy_from(stream, src.span())
     }
 
-    fn write_bytes(&mut self, stream: &Stream, bytes: &[u8]) -> Result<()> {
-        self.ctx.check_same(stream.context())?;
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        let held = ordering::hold(stream, &[(&self.memory.uses, Access::Write)])?;
-        // SAFETY: `addr..addr+len` is this buffer's live allocation.
-        unsafe {
-            self.ctx
-                .inner
-                .backend
-                .write(stream.handle(), self.addr, bytes)
-        }
-        .map_err(|f| self.ctx.fail(f, Some(stream)))?;
-        // The copy has completed (it synchronizes the stream), and so has all it waited for.
-        held.note(None);
-        Ok(())
-    }
-
-    fn check_len(&self, what: &str, actual: usize) -> Result<()> {
-        if actual == self.len {
-            Ok(())
-        } else {
-            Err(Error::LengthMismatch {
-                what: format!(
-                    "{what} (device buffer of {} `{}`)",
-                    self.len,
-                    std::any::type_name::<T>()
-                ),
-                expected: self.len,
-                actual,
-            })
+    /// The whole buffer as a span.
+    pub(crate) fn span(&self) -> Span<'_, T> {
+        Span {
+            buffer: self,
+            start: 0,
+            len: self.len,
         }
     }
 
@@ -473,5 +398,125 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// The context that owns the memory.
     pub fn context(&self) -> &CudaContext {
         &self.ctx
+    }
+}
+
+/// Elements `start..start + len` of a buffer (inside it): what the copies of buffers and of
+/// their views ([`crate::view`]) are written once for. Writing through one is the caller's
+/// right to check (`&mut` on the buffer or a mutable view).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Span<'a, T: DeviceCopy> {
+    pub(crate) buffer: &'a DeviceBuffer<T>,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+}
+
+impl<T: DeviceCopy> Span<'_, T> {
+    /// The device address of the first element.
+    pub(crate) fn address(&self) -> u64 {
+        self.buffer.addr + (self.start * size_of::<T>()) as u64
+    }
+
+    fn bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    fn check_len(&self, what: &str, actual: usize) -> Result<()> {
+        if actual == self.len {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                what: format!(
+                    "{what} ({} `{}` on the device)",
+                    self.len,
+                    std::any::type_name::<T>()
+                ),
+                expected: self.len,
+                actual,
+            })
+        }
+    }
+
+    /// Copies the elements into `out` (same length); complete when this returns.
+    pub(crate) fn read_to_host(&self, stream: &Stream, out: &mut [T]) -> Result<()> {
+        self.check_len("copy_to_host destination slice", out.len())?;
+        let ctx = &self.buffer.ctx;
+        ctx.check_same(stream.context())?;
+        let held = ordering::hold(stream, &[(&self.buffer.memory.uses, Access::Read)])?;
+        let bytes = as_bytes_mut(out);
+        // SAFETY: the span is inside the buffer's live allocation.
+        unsafe {
+            ctx.inner
+                .backend
+                .read(stream.handle(), self.address(), bytes)
+        }
+        .map_err(|f| ctx.fail(f, Some(stream)))?;
+        // The copy has completed (it synchronizes the stream).
+        held.note(None);
+        Ok(())
+    }
+
+    /// Overwrites the elements with `data` (same length); complete when this returns.
+    pub(crate) fn write_from_host(&self, stream: &Stream, data: &[T]) -> Result<()> {
+        self.check_len("copy_from_host source slice", data.len())?;
+        let ctx = &self.buffer.ctx;
+        ctx.check_same(stream.context())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let held = ordering::hold(stream, &[(&self.buffer.memory.uses, Access::Write)])?;
+        // SAFETY: the span is inside the buffer's live allocation.
+        unsafe {
+            ctx.inner
+                .backend
+                .write(stream.handle(), self.address(), as_bytes(data))
+        }
+        .map_err(|f| ctx.fail(f, Some(stream)))?;
+        // The copy has completed (it synchronizes the stream), and so has all it waited for.
+        held.note(None);
+        Ok(())
+    }
+
+    /// Overwrites the elements with `src`'s (same length), ordered on `stream` (recorded on
+    /// a graph's recording stream).
+    pub(crate) fn copy_from(&self, stream: &Stream, src: Span<'_, T>) -> Result<()> {
+        self.check_len("copy_from_device source", src.len)?;
+        let ctx = &self.buffer.ctx;
+        ctx.check_same(stream.context())?;
+        ctx.check_same(&src.buffer.ctx)?;
+        let bytes = self.bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (dst_memory, src_memory) = (&self.buffer.memory, &src.buffer.memory);
+        if let Some(recording) = stream.recording() {
+            return recording.record(
+                crate::graph::GraphOp::Copy {
+                    dst: self.address(),
+                    src: src.address(),
+                    bytes,
+                },
+                [
+                    (dst_memory.clone(), Access::Write),
+                    (src_memory.clone(), Access::Read),
+                ],
+            );
+        }
+        let held = ordering::hold(
+            stream,
+            &[
+                (&dst_memory.uses, Access::Write),
+                (&src_memory.uses, Access::Read),
+            ],
+        )?;
+        // SAFETY: both spans are inside live allocations of this context.
+        unsafe {
+            ctx.inner
+                .backend
+                .copy(stream.handle(), self.address(), src.address(), bytes)
+        }
+        .map_err(|f| ctx.fail(f, Some(stream)))?;
+        held.note_after()
     }
 }

@@ -148,6 +148,20 @@ pub enum Error {
         actual: usize,
     },
 
+    /// A view of elements past the end of a buffer (or a range that ends before it starts).
+    #[error(
+        "cannot view elements {start}..{end} of {len} on the device: a view lies inside its \
+         buffer (start <= end <= len)"
+    )]
+    RangeOutOfBounds {
+        /// The first element asked for.
+        start: usize,
+        /// One past the last.
+        end: usize,
+        /// How many elements there are.
+        len: usize,
+    },
+
     /// A buffer, stream, event or module of one context was used with another context.
     #[error(
         "a buffer, stream, event or module of one CudaContext was used with another: all \

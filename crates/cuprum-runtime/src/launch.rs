@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cuprum_ir::{Kernel, ParamKind};
 
 use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, module_label};
-use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
+use crate::buffer::{DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
 pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D};
 use crate::context::{CudaContext, Stream};
@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::graph::GraphOp;
 use crate::limits::{KernelFacts, check_config};
 use crate::ordering::{self, Access, Owner};
+use crate::view::{DeviceRead, DeviceWrite};
 
 /// The static facts a `#[launch_contract]` (and `#[launch_bounds]`) declares, checked by the
 /// generated `prepare_*` before a kernel may be launched safely.
@@ -108,38 +109,35 @@ impl KernelArg {
         }
     }
 
-    /// A read-only slice argument (`&[T]` in the kernel).
-    pub fn slice<T: DeviceCopy>(b: &DeviceBuffer<T>) -> Self {
+    /// A read-only slice argument (`&[T]` in the kernel): a buffer or a view of one.
+    pub fn slice<T: DeviceCopy>(b: &impl DeviceRead<T>) -> Self {
+        let span = b.span();
         Self::Slice {
-            address: b.device_address(),
-            len: b.len() as u64,
+            address: span.address(),
+            len: span.len as u64,
         }
     }
 
     /// A read-only slice of aggregate elements (`&[[f32; 4]]`, `&[Particle]` in the kernel):
     /// the kernel sees it as bytes, so its length is in bytes.
-    pub fn slice_bytes<T: DeviceCopy>(b: &DeviceBuffer<T>) -> Self {
+    pub fn slice_bytes<T: DeviceCopy>(b: &impl DeviceRead<T>) -> Self {
+        let span = b.span();
         Self::Slice {
-            address: b.device_address(),
-            len: (b.len() * std::mem::size_of::<T>()) as u64,
+            address: span.address(),
+            len: (span.len * std::mem::size_of::<T>()) as u64,
         }
     }
 
     /// A written slice of aggregate elements (`DisjointSlice<[f32; 4]>`), its length in bytes.
-    pub fn slice_bytes_mut<T: DeviceCopy>(b: &mut DeviceBuffer<T>) -> Self {
-        Self::Slice {
-            address: b.device_address(),
-            len: (b.len() * std::mem::size_of::<T>()) as u64,
-        }
+    pub fn slice_bytes_mut<T: DeviceCopy>(b: &mut impl DeviceWrite<T>) -> Self {
+        Self::slice_bytes(b)
     }
 
-    /// A written slice argument (`DisjointSlice<T>` or `&mut [T]` in the kernel). Taking
-    /// `&mut` lets the borrow checker forbid passing the same buffer as another argument.
-    pub fn slice_mut<T: DeviceCopy>(b: &mut DeviceBuffer<T>) -> Self {
-        Self::Slice {
-            address: b.device_address(),
-            len: b.len() as u64,
-        }
+    /// A written slice argument (`DisjointSlice<T>` or `&mut [T]` in the kernel): a buffer or
+    /// a mutable view of one. Taking `&mut` lets the borrow checker forbid passing the same
+    /// elements as another argument.
+    pub fn slice_mut<T: DeviceCopy>(b: &mut impl DeviceWrite<T>) -> Self {
+        Self::slice(b)
     }
 }
 
@@ -591,8 +589,8 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<()> {
                 if address % SLICE_ALIGN != 0 {
                     return mismatch(format!(
                         "argument {index} (`{}`): slice address {address:#x} is not a multiple \
-                         of {SLICE_ALIGN} bytes (a slice argument must start where its device \
-                         buffer starts)",
+                         of {SLICE_ALIGN} bytes (a slice argument is a whole buffer, or a view \
+                         starting a multiple of {SLICE_ALIGN} bytes into one)",
                         param.name
                     ));
                 }
@@ -644,6 +642,7 @@ fn describe_kind(kind: ParamKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffer::DeviceBuffer;
     use cuprum_ir::ScalarType;
 
     #[test]

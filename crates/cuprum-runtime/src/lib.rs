@@ -10,6 +10,8 @@
 //! * [`completion`][]: [`Completion`], a stream's work awaited without blocking a thread (one
 //!   waiter thread per process asks the driver about recorded events).
 //! * [`buffer`][]: [`DeviceBuffer`] and the element traits [`DeviceCopy`], [`DeviceScalar`].
+//! * [`view`][]: [`DeviceSlice`], [`DeviceSliceMut`], views of part of a buffer, usable as
+//!   kernel arguments ([`DeviceRead`], [`DeviceWrite`]) and in copies.
 //! * [`launch`][]: [`LaunchConfig`], [`LaunchContract`], [`KernelArg`], [`LoadedModule`].
 //! * [`pinned`][]: [`PinnedBuffer`], page-locked host memory, and the copies to and from it
 //!   that return at once.
@@ -48,6 +50,7 @@ pub mod pinned;
 pub mod staged;
 pub mod sys;
 pub mod tensor_map;
+pub mod view;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use completion::Completion;
@@ -66,3 +69,4 @@ pub use oxide::{ModuleFile, RowWidth};
 pub use pinned::PinnedBuffer;
 pub use staged::{PendingRead, PendingWrite};
 pub use tensor_map::TensorMap;
+pub use view::{DeviceRead, DeviceSlice, DeviceSliceMut, DeviceWrite};

@@ -79,9 +79,10 @@ pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
 /// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{
-    BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceScalar, DriverStatus,
-    Error, Event, Graph, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile,
-    PinnedBuffer, Result, RowWidth, Stream, TensorMap,
+    BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceRead, DeviceScalar,
+    DeviceSlice, DeviceSliceMut, DeviceWrite, DriverStatus, Error, Event, Graph, LaunchConfig,
+    LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, PinnedBuffer, Result, RowWidth,
+    Stream, TensorMap,
 };
 pub use half;
 
