@@ -7,8 +7,10 @@
 //! and its tuning hints each time; and raw launches (`launch!`) of the same kernel through
 //! `Module::from_ir` (every check of a typed launch) and, on a GPU, of a PTX kernel of the same
 //! parameters loaded with `Module::from_ptx` (only the PTX's parameter sizes checked: the
-//! floor of what cuprum adds to `cuLaunchKernel`). Prints a table of medians (µs per launch,
-//! over rounds of `--launches` launches)
+//! floor of what cuprum adds to `cuLaunchKernel`); and a `Graph` of 32 of the typed launches,
+//! replayed (µs per node and per replay). Its CUDA C++ peer is
+//! `benches/peers/launch_overhead.cu` (`benches/run_launch_overhead.sh` runs both). Prints a
+//! table of medians (µs per launch, over rounds of `--launches` launches)
 //! and a JSON record `{"record":"launch_overhead","case":..,"us":..}` per case;
 //! run on a GPU machine (on the emulator the kernel itself dominates).
 //!
@@ -19,7 +21,8 @@ use std::time::Instant;
 use clap::Parser;
 use cuprum::simt::{DisjointSlice, kernel, launch_contract, thread};
 use cuprum::{
-    BackendKind, CudaContext, DeviceBuffer, LaunchConfig1D, Module, Stream, cuda_module, launch,
+    BackendKind, CudaContext, DeviceBuffer, Graph, LaunchConfig1D, Module, Stream, cuda_module,
+    launch,
 };
 use cuprum_testkit::timing::median;
 
@@ -146,6 +149,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         .print();
     }
+    graph_cases(
+        &module,
+        &prepared,
+        (&x, &y, &mut out),
+        &s1,
+        launches,
+        rounds,
+    )?;
     let tile_ok = tile_case(n, launches, rounds)?;
     let got = out.to_host_vec(&stream)?;
     if tile_ok && got.iter().all(|&v| v == 5.0) {
@@ -154,6 +165,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Err("wrong results".into())
     }
+}
+
+/// Host time per node and per replay of a graph of 32 typed launches of `axpy`.
+fn graph_cases(
+    module: &kernels::Module,
+    prepared: &cuprum::simt::Prepared<kernels::AxpyKernel>,
+    (x, y, out): (
+        &DeviceBuffer<f32>,
+        &DeviceBuffer<f32>,
+        &mut DeviceBuffer<f32>,
+    ),
+    stream: &Stream,
+    launches: usize,
+    rounds: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    const NODES: usize = 32;
+    let graph = Graph::capture(stream.context(), |s| {
+        for _ in 0..NODES {
+            module.axpy(s, prepared, 3.0, x, y, &mut *out)?;
+        }
+        Ok(())
+    })?;
+    let replays = (launches / NODES).max(1);
+    let (mut per_node, mut per_replay) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..replays {
+            graph.launch(stream)?;
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / replays as f64;
+        per_replay.push(us);
+        per_node.push(us / NODES as f64);
+        stream.synchronize()?;
+    }
+    for (name, values) in [
+        ("graph of 32 launches, per node", per_node),
+        ("graph of 32 launches, per replay", per_replay),
+    ] {
+        let median = median(values).expect("rounds");
+        println!("| {name} | {median:.2} |");
+        record::Record::LaunchOverhead {
+            case: name,
+            us: median,
+        }
+        .print();
+    }
+    Ok(())
 }
 
 /// The tile case: host time per `.execute(..)` of a tile launch on one stream; whether its
