@@ -1,0 +1,3 @@
+module cuprumffi
+
+go 1.19
