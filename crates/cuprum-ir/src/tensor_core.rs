@@ -100,8 +100,10 @@ fn round_toward_zero(neg: bool, m: u64, e: i32) -> f32 {
         m
     };
     let e = q.max(e);
-    // `m < 2^24` and `2^e` is a power of two inside the f64 range: both products are exact.
-    (m as f64 * 2f64.powi(e)) as f32 * sign
+    // `m < 2^24` and `2^e` (`-149 <= e < 128`, a normal f64 built from its exponent field)
+    // is a power of two inside the f64 range: both products are exact.
+    let scale = f64::from_bits(((e + 1023) as u64) << 52);
+    (m as f64 * scale) as f32 * sign
 }
 
 /// One element of D: `c + sum(a[k] * b[k])` as the tensor cores add (see `Stmt::Mma`).
@@ -182,6 +184,115 @@ pub fn dot(c: Num, terms: impl Iterator<Item = (Num, Num)>) -> u32 {
             m.checked_shr((q - e) as u32).unwrap_or(0)
         } as i64;
         sum += if neg { -units } else { units };
+    }
+    round_toward_zero(sum < 0, sum.unsigned_abs(), q).to_bits()
+}
+
+/// `top` of a zero operand: so far below every real exponent (a few hundred from 0) that a
+/// product with a zero never decides the alignment (and a sum of two cannot overflow).
+const ZERO_TOP: i32 = -(1 << 28);
+
+/// An operand decoded once for the many dot products it takes part in (the tile
+/// interpreter's `mma`): [`dot_operands`] adds these without matching on [`Num`] or
+/// branching on the data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Operand {
+    num: Num,
+    neg: bool,
+    /// The significand of a finite value (0 for a zero), which fits 24 bits.
+    m: u32,
+    e: i32,
+    /// `floor(log2 |x|)` of a finite nonzero value; [`ZERO_TOP`] for a zero.
+    top: i32,
+    /// An infinity or a NaN.
+    special: bool,
+}
+
+impl Operand {
+    /// `num` taken apart for [`dot_operands`].
+    pub fn new(num: Num) -> Operand {
+        match num {
+            Num::Finite { neg, m, e } if m < 1 << 24 => Operand {
+                num,
+                neg,
+                m: m as u32,
+                e,
+                top: if m == 0 {
+                    ZERO_TOP
+                } else {
+                    Num::exponent(m, e)
+                },
+                special: false,
+            },
+            _ => Operand {
+                num,
+                neg: false,
+                m: 0,
+                e: 0,
+                top: ZERO_TOP,
+                special: true,
+            },
+        }
+    }
+}
+
+/// `m * 2^e` in units of `2^q`, truncated toward zero (`e - q <= 25` for every addend, as
+/// each is below `2^(big + 1)`), negated when `neg`: without branches.
+#[inline(always)]
+fn units(neg: bool, m: u64, e: i32, q: i32) -> i64 {
+    let s = e - q;
+    let left = s.clamp(0, 63) as u32;
+    let right = (-s).clamp(0, 63) as u32;
+    let magnitude = ((m << left) >> right) as i64;
+    if neg { -magnitude } else { magnitude }
+}
+
+/// [`dot`] of the `f32` accumulator bits `c` and the terms `a[k] * b[k]` (at most 16), for
+/// operands decoded once: the same addends, alignment, truncation and rounding, so the same
+/// bits, in two passes without data-dependent branches. Specials go the general way.
+pub fn dot_operands(c: u32, a: &[Operand], b: &[Operand]) -> u32 {
+    let general = || {
+        dot(
+            Num::f32(u64::from(c)),
+            a.iter().zip(b).map(|(x, y)| (x.num, y.num)),
+        )
+    };
+    let Num::Finite {
+        neg: cneg,
+        m: cm,
+        e: ce,
+    } = Num::f32(u64::from(c))
+    else {
+        return general();
+    };
+    if a.len() > 16 || a.iter().chain(b).any(|o| o.special) {
+        return general();
+    }
+    // Products align on the sum of the operands' exponents, not their own.
+    let mut big = if cm == 0 {
+        2 * ZERO_TOP
+    } else {
+        Num::exponent(cm, ce)
+    };
+    let mut all_negative = true;
+    for (x, y) in a.iter().zip(b) {
+        big = big.max(x.top + y.top);
+        all_negative &= x.neg != y.neg;
+    }
+    // A real exponent is within a few hundred of 0; a product with a zero, near ZERO_TOP.
+    if big < ZERO_TOP / 2 {
+        // Every addend is a zero: negative only if all of them are.
+        return if cneg && all_negative { 0x8000_0000 } else { 0 };
+    }
+    let q = big - ALIGN_BITS;
+    let mut sum = units(cneg, cm, ce, q);
+    for (x, y) in a.iter().zip(b) {
+        sum += units(
+            x.neg != y.neg,
+            u64::from(x.m) * u64::from(y.m),
+            x.e + y.e,
+            q,
+        );
     }
     round_toward_zero(sum < 0, sum.unsigned_abs(), q).to_bits()
 }
