@@ -27,7 +27,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::{ExternalFunction, GraphHandle, ModuleHandle};
+use crate::backend::{ExternalFunction, GraphHandle, LaunchTarget, ModuleHandle};
 use crate::config::{KernelArg, LaunchConfig};
 use crate::context::{CudaContext, Stream};
 use crate::error::{Error, Result};
@@ -67,6 +67,49 @@ impl GraphOp {
             }
             Self::Copy { bytes, .. } => format!("a copy of {bytes} bytes"),
         }
+    }
+}
+
+/// A recorded launch of one of cuprum's kernels as the backends take it: its module, the
+/// kernel, the configuration and the arguments.
+pub(crate) type OwnLaunch<'a> = (
+    &'a ModuleHandle,
+    LaunchTarget<'a>,
+    &'a LaunchConfig,
+    &'a [KernelArg],
+);
+
+impl GraphOp {
+    /// The recorded launch of one of cuprum's kernels, as both backends' replays ask it
+    /// (`None` for other operations).
+    pub(crate) fn own_launch(&self) -> Option<Result<OwnLaunch<'_>, Error>> {
+        let Self::Launch {
+            module,
+            ir,
+            kernel,
+            static_shared_bytes,
+            name,
+            config,
+            args,
+        } = self
+        else {
+            return None;
+        };
+        Some(match ir.kernels.get(*kernel) {
+            Some(k) => Ok((
+                &**module,
+                LaunchTarget {
+                    index: *kernel,
+                    ir: k,
+                    static_shared_bytes: *static_shared_bytes,
+                },
+                config,
+                args,
+            )),
+            None => Err(Error::KernelNotFound {
+                name: name.to_string(),
+            }),
+        })
     }
 }
 

@@ -602,26 +602,13 @@ impl Backend {
             (Self::Emu(d), GraphHandle::Emu, StreamHandle::Emu(s)) => {
                 for op in ops {
                     match op {
-                        GraphOp::Launch {
-                            module,
-                            ir,
-                            kernel,
-                            static_shared_bytes,
-                            name,
-                            config,
-                            args,
-                        } => {
-                            let (ModuleHandle::Emu(m), Some(k)) =
-                                (&**module, ir.kernels.get(*kernel))
-                            else {
-                                return Err(Failure::Error(Error::KernelNotFound {
-                                    name: name.to_string(),
-                                }));
+                        GraphOp::Launch { .. } => {
+                            let Some(launch) = op.own_launch() else {
+                                continue;
                             };
-                            let target = LaunchTarget {
-                                index: *kernel,
-                                ir: k,
-                                static_shared_bytes: *static_shared_bytes,
+                            let (module, target, config, args) = launch?;
+                            let ModuleHandle::Emu(m) = module else {
+                                return Err(Failure::Error(Error::ContextMismatch));
                             };
                             // SAFETY: the caller's contract.
                             unsafe { d.launch(m, s, &target, config, args) }?;

@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 
 use super::fail::{CuFail, fail};
 use super::{CudaDevice, CudaStream, bind};
-use crate::backend::{Device, ExternalFunction, Failure, LaunchTarget, ModuleHandle, Outcome};
+use crate::backend::{Device, ExternalFunction, Failure, ModuleHandle, Outcome};
 use crate::error::Error;
 use crate::graph::GraphOp;
 
@@ -78,26 +78,13 @@ impl CudaDevice {
     fn submit_all(&self, ops: &[GraphOp], stream: &CudaStream) -> Outcome<()> {
         for op in ops {
             match op {
-                GraphOp::Launch {
-                    module,
-                    ir,
-                    kernel,
-                    static_shared_bytes,
-                    name,
-                    config,
-                    args,
-                } => {
-                    let (ModuleHandle::Cuda(program), Some(k)) =
-                        (&**module, ir.kernels.get(*kernel))
-                    else {
-                        return Err(Failure::Error(Error::KernelNotFound {
-                            name: name.to_string(),
-                        }));
+                GraphOp::Launch { .. } => {
+                    let Some(launch) = op.own_launch() else {
+                        continue;
                     };
-                    let target = LaunchTarget {
-                        index: *kernel,
-                        ir: k,
-                        static_shared_bytes: *static_shared_bytes,
+                    let (module, target, config, args) = launch?;
+                    let ModuleHandle::Cuda(program) = module else {
+                        return Err(Failure::Error(Error::ContextMismatch));
                     };
                     // SAFETY: checked when recorded; the graph holds its memory and module.
                     unsafe { Device::launch(self, program, stream, &target, config, args) }?;
