@@ -11,7 +11,7 @@
 
 use cuprum_ir::MmaShape;
 use cuprum_ir::matrix::ldmatrix_position;
-pub(crate) use cuprum_ir::tensor_core::{Num, dot};
+pub(crate) use cuprum_ir::tensor_core::{Num, Operand, dot_operands};
 
 use crate::lanes::Lanes;
 
@@ -27,7 +27,7 @@ pub(crate) fn element(shape: MmaShape, bits: u64, half: usize) -> Num {
 }
 
 /// `D = A * B + C` for a whole warp: `a`, `b`, `c` are the lanes' fragment registers, the
-/// result is the lanes' fragment registers of D, each element computed by [`dot`] as
+/// result is the lanes' fragment registers of D, each element computed by [`dot_operands`] as
 /// `Stmt::Mma` defines.
 pub(crate) fn mma(shape: MmaShape, a: &[Lanes; 4], b: &[Lanes; 2], c: &[Lanes; 4]) -> [Lanes; 4] {
     const M: usize = MmaShape::M;
@@ -40,7 +40,7 @@ pub(crate) fn mma(shape: MmaShape, a: &[Lanes; 4], b: &[Lanes; 2], c: &[Lanes; 4
     };
     let mut am = [[zero; 16]; M];
     let mut bm = [[zero; N]; 16];
-    let mut cm = [[zero; N]; M];
+    let mut cm = [[0u32; N]; M];
     for lane in 0..32u32 {
         let l = lane as usize;
         for half in 0..shape.elements_per_register() {
@@ -55,15 +55,22 @@ pub(crate) fn mma(shape: MmaShape, a: &[Lanes; 4], b: &[Lanes; 2], c: &[Lanes; 4
         }
         for (reg, r) in c.iter().enumerate() {
             let (i, j) = MmaShape::c_position(lane, reg);
-            cm[i][j] = Num::f32(r[l]);
+            cm[i][j] = r[l] as u32;
+        }
+    }
+    // Each operand taken apart once for the eight or sixteen sums it is in; B by column.
+    let ao = am.map(|row| row.map(Operand::new));
+    let mut bo = [[Operand::new(zero); 16]; N];
+    for (kk, row) in bm.iter().enumerate() {
+        for (j, &x) in row.iter().enumerate() {
+            bo[j][kk] = Operand::new(x);
         }
     }
     let mut d = [[0u64; 32]; 4];
     for lane in 0..32u32 {
         for (reg, r) in d.iter_mut().enumerate() {
             let (i, j) = MmaShape::c_position(lane, reg);
-            let terms = (0..k).map(|kk| (am[i][kk], bm[kk][j]));
-            r[lane as usize] = u64::from(dot(cm[i][j], terms));
+            r[lane as usize] = u64::from(dot_operands(cm[i][j], &ao[i][..k], &bo[j][..k]));
         }
     }
     d

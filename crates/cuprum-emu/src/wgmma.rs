@@ -47,7 +47,7 @@ use cuprum_ir::{Kernel, ScaleD, Stmt, Value, Var, WgmmaA, WgmmaMma};
 use crate::access::{Ctx, lanes_of};
 use crate::error::{AccessKind, EmuError};
 use crate::lanes::Lanes;
-use crate::tensor::{Num, dot, element};
+use crate::tensor::{Num, Operand, dot_operands, element};
 use crate::warp::Exec;
 
 /// The `off` of a [`crate::warp::Stop::Blocked`] that waits on named barrier `id`: above every
@@ -448,18 +448,23 @@ impl<'k> Exec<'_, 'k> {
                 *e = negate(element(mma_shape, bits, 0), p.m.negate_b);
             }
         }
+        // Each operand taken apart once for the many sums it is in.
+        let decode = |rows: &[[Num; 16]]| -> Vec<[Operand; 16]> {
+            rows.iter().map(|row| row.map(Operand::new)).collect()
+        };
+        let (ao, bo) = (decode(&am), decode(&bm));
         for (i, var) in p.m.acc.iter().enumerate() {
             let mut out = self.vars[var.index()];
             for lane in 0..32u32 {
                 let (row, col) = accumulator_position(32 * w + lane, i as u32);
                 let (r, c) = ((row - 16 * w) as usize, col as usize);
+                // A zero accumulator is +0.0.
                 let acc = if p.accumulate {
-                    Num::f32(out[lane as usize])
+                    out[lane as usize] as u32
                 } else {
-                    zero
+                    0
                 };
-                let terms = (0..k).map(|kk| (am[r][kk], bm[c][kk]));
-                out[lane as usize] = u64::from(dot(acc, terms));
+                out[lane as usize] = u64::from(dot_operands(acc, &ao[r][..k], &bo[c][..k]));
             }
             self.vars[var.index()] = out;
         }
