@@ -58,18 +58,6 @@ pub(crate) enum GraphOp {
     Copy { dst: u64, src: u64, bytes: usize },
 }
 
-impl GraphOp {
-    /// What the operation is, for messages.
-    fn describe(&self) -> String {
-        match self {
-            Self::Launch { name, .. } | Self::External { name, .. } => {
-                format!("kernel `{name}`")
-            }
-            Self::Copy { bytes, .. } => format!("a copy of {bytes} bytes"),
-        }
-    }
-}
-
 /// A recorded launch of one of cuprum's kernels as the backends take it: its module, the
 /// kernel, the configuration and the arguments.
 pub(crate) type OwnLaunch<'a> = (
@@ -80,6 +68,16 @@ pub(crate) type OwnLaunch<'a> = (
 );
 
 impl GraphOp {
+    /// What the operation is, for messages.
+    fn describe(&self) -> String {
+        match self {
+            Self::Launch { name, .. } | Self::External { name, .. } => {
+                format!("kernel `{name}`")
+            }
+            Self::Copy { bytes, .. } => format!("a copy of {bytes} bytes"),
+        }
+    }
+
     /// The recorded launch of one of cuprum's kernels, as both backends' replays ask it
     /// (`None` for other operations).
     pub(crate) fn own_launch(&self) -> Option<Result<OwnLaunch<'_>, Error>> {
@@ -160,20 +158,11 @@ impl Recording {
         let mut state = self.lock();
         state.closed = true;
         let ops = std::mem::take(&mut state.ops);
-        let mut memory = std::mem::take(&mut state.memory);
-        memory.sort_by_key(|(m, _)| m.address());
-        let mut merged: Vec<(Arc<Memory>, Access)> = Vec::with_capacity(memory.len());
-        for (m, access) in memory {
-            match merged.last_mut() {
-                Some((last, a)) if Arc::ptr_eq(last, &m) => {
-                    if access == Access::Write {
-                        *a = Access::Write;
-                    }
-                }
-                _ => merged.push((m, access)),
-            }
-        }
-        (ops, merged)
+        let memory = std::mem::take(&mut state.memory);
+        (
+            ops,
+            ordering::each_once(memory, |m| Arc::as_ptr(m) as usize),
+        )
     }
 }
 

@@ -152,24 +152,35 @@ pub(crate) struct Held<'a> {
 /// so that two holders never wait for each other) and makes `stream` wait, on the device,
 /// for the unfinished uses of other streams that each access must follow.
 pub(crate) fn hold<'a>(stream: &'a Stream, uses: &[(&'a BufferUses, Access)]) -> Result<Held<'a>> {
-    let mut sorted: Vec<(&BufferUses, Access)> = uses.to_vec();
-    sorted.sort_by_key(|(u, _)| std::ptr::from_ref::<BufferUses>(u) as usize);
-    let mut merged: Vec<(&BufferUses, Access)> = Vec::with_capacity(sorted.len());
-    for (u, access) in sorted {
-        match merged.last_mut() {
-            Some((last, a)) if std::ptr::eq(*last, u) => {
-                if access == Access::Write {
-                    *a = Access::Write;
-                }
-            }
-            _ => merged.push((u, access)),
-        }
-    }
-    let held: Vec<_> = merged.into_iter().map(|(u, a)| (u.lock(), a)).collect();
+    let once = each_once(uses.to_vec(), |u| {
+        std::ptr::from_ref::<BufferUses>(u) as usize
+    });
+    let held: Vec<_> = once.into_iter().map(|(u, a)| (u.lock(), a)).collect();
     for (marks, access) in &held {
         marks.order_before(stream, *access)?;
     }
     Ok(Held { stream, held })
+}
+
+/// `uses` with each buffer once, in the order of `key` (which names a buffer), written if any
+/// of its uses writes it.
+pub(crate) fn each_once<T>(
+    mut uses: Vec<(T, Access)>,
+    key: impl Fn(&T) -> usize,
+) -> Vec<(T, Access)> {
+    uses.sort_by_key(|(u, _)| key(u));
+    let mut once: Vec<(T, Access)> = Vec::with_capacity(uses.len());
+    for (u, access) in uses {
+        match once.last_mut() {
+            Some((last, a)) if key(last) == key(&u) => {
+                if access == Access::Write {
+                    *a = Access::Write;
+                }
+            }
+            _ => once.push((u, access)),
+        }
+    }
+    once
 }
 
 impl Held<'_> {
@@ -235,11 +246,6 @@ impl Memory {
             );
         }
         memory
-    }
-
-    /// Its first address.
-    pub(crate) fn address(&self) -> u64 {
-        self.addr
     }
 }
 
