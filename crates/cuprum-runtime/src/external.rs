@@ -365,8 +365,7 @@ impl Function {
                     )?;
                     return Ok(());
                 }
-                let used: Vec<_> = buffers.iter().map(|(m, a)| (&m.uses, *a)).collect();
-                let held = ordering::hold(stream, &used)?;
+                let held = ordering::hold_memory(stream, &buffers)?;
                 // SAFETY: the sizes match the PTX's parameters where it declares them; the
                 // rest is the caller's contract.
                 let launched = unsafe {

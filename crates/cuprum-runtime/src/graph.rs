@@ -272,8 +272,7 @@ impl Graph {
                     .to_owned(),
             });
         }
-        let used: Vec<_> = self.memory.iter().map(|(m, a)| (&m.uses, *a)).collect();
-        let held = ordering::hold(stream, &used)?;
+        let held = ordering::hold_memory(stream, &self.memory)?;
         // SAFETY: every operation passed its launch's checks when recorded, and the memory it
         // uses and the modules it runs are held by this graph (the module docs).
         unsafe {

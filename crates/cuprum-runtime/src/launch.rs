@@ -426,8 +426,7 @@ impl LoadedModule {
             )?;
             return Ok(());
         }
-        let used: Vec<_> = buffers.iter().map(|(m, a)| (&m.uses, *a)).collect();
-        let held = ordering::hold(stream, &used)?;
+        let held = ordering::hold_memory(stream, &buffers)?;
         // SAFETY: the caller's contract, as above.
         unsafe { self.submit(stream, kernel, ir, config, args) }?;
         held.note_after()

@@ -162,6 +162,15 @@ pub(crate) fn hold<'a>(stream: &'a Stream, uses: &[(&'a BufferUses, Access)]) ->
     Ok(Held { stream, held })
 }
 
+/// [`hold`] of the memories an operation found among its arguments (or a graph recorded).
+pub(crate) fn hold_memory<'a>(
+    stream: &'a Stream,
+    memory: &'a [(Arc<Memory>, Access)],
+) -> Result<Held<'a>> {
+    let uses: Vec<_> = memory.iter().map(|(m, a)| (&m.uses, *a)).collect();
+    hold(stream, &uses)
+}
+
 /// `uses` with each buffer once, in the order of `key` (which names a buffer), written if any
 /// of its uses writes it.
 pub(crate) fn each_once<T>(
