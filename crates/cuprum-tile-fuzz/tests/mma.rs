@@ -525,3 +525,210 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
     }
     check_all("Hopper GEMM recipe", &cases);
 }
+
+/// A random value of `ty` of at most 1 in magnitude with few significant bits (one in
+/// eight is zero), as bits: sums of `d` products stay far from `f16`'s range.
+fn small_bits(rng: &mut SmallRng, ty: ScalarType) -> u64 {
+    let x = if rng.random_range(0..8) == 0 {
+        0.0
+    } else {
+        let m = rng.random_range(1..16) as f64;
+        let s = if rng.random_bool(0.5) { -1.0 } else { 1.0 };
+        s * m * 2f64.powi(rng.random_range(-4..=0)) / 16.0
+    };
+    cuprum_ir::scalar::cast_constant(Constant::f64(x), ty).bits
+}
+
+/// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
+/// query rows, over key tiles of `bn`, `s = q kᵀ`, the running row maximum `m`, `p = s - m`
+/// broadcast, `acc = (acc + (m_old - m) broadcast) + f16(p) v`, and after the loop
+/// `acc - m` broadcast. Two chained tensor-core `mma`s (the first's result, through a row
+/// reduction and broadcast, is the second's left operand), a loop-invariant left operand,
+/// row broadcasts onto both results' layouts: the lowering's row-only warp grids, in-place
+/// broadcasts and fragments made once before the loop, checked bit for bit.
+fn chain_case(
+    seed: u64,
+    input_ty: ScalarType,
+    (rows, keys, d): (u64, u64, u32),
+    [bm, bn]: [u32; 2],
+) -> Case {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
+    let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
+    let out = cb.output(
+        &mut rng,
+        "out",
+        S::F32,
+        &[bm, d],
+        &[rows, u64::from(d)],
+        ViewKind::Injective,
+    );
+    let mut tensor = |cb: &mut CaseBuilder, name: &str, n: u64| {
+        let mut t = random_tensor(&mut rng, input_ty, &[n, u64::from(d)], ViewKind::Any);
+        for i in 0..t.len() as usize {
+            let bits = small_bits(&mut rng, input_ty);
+            set_element(&mut t.bytes, input_ty, i, bits);
+        }
+        cb.input_tensor(name, t, None)
+    };
+    let (q, k, v) = (
+        tensor(&mut cb, "q", rows),
+        tensor(&mut cb, "k", keys),
+        tensor(&mut cb, "v", keys),
+    );
+    let row = def(&mut cb, Op::BlockId(0));
+    let zero_i = int(&mut cb, 0);
+    let load = |cb: &mut CaseBuilder, tensor: u32, tile: [u32; 2], index: Vec<TileValue>| {
+        def(
+            cb,
+            Op::Load {
+                view: View::Tiled {
+                    tensor,
+                    tile: shape_of(&tile),
+                    index,
+                },
+                padding: Literal::Int(0),
+            },
+        )
+    };
+    let constant = |cb: &mut CaseBuilder, shape: &[u32]| {
+        def(
+            cb,
+            Op::Const {
+                value: Literal::Float(0.0),
+                elem: Elem::Known(S::F32),
+                shape: shape_of(shape),
+            },
+        )
+    };
+    let tq = load(&mut cb, q, [bm, d], vec![row, zero_i]);
+    let m0 = constant(&mut cb, &[bm, 1]);
+    let acc0 = constant(&mut cb, &[bm, d]);
+    let steps = keys.div_ceil(u64::from(bn)) as i64;
+    let [start, end, step] = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
+
+    let counter = cb.b.value(TileType::scalar(S::I32));
+    let m_ty = cb.b.ty(m0).clone();
+    let acc_ty = cb.b.ty(acc0).clone();
+    let (m, acc) = (cb.b.value(m_ty.clone()), cb.b.value(acc_ty.clone()));
+    let (m_out, acc_out) = (cb.b.value(m_ty), cb.b.value(acc_ty));
+    cb.b.begin_block();
+    let zero_j = int(&mut cb, 0);
+    let kt = load(&mut cb, k, [bn, d], vec![counter, zero_j]);
+    let kt_t = def(
+        &mut cb,
+        Op::Permute {
+            value: kt,
+            perm: vec![1, 0],
+        },
+    );
+    let zero = constant(&mut cb, &[bm, bn]);
+    let s = def(
+        &mut cb,
+        Op::Mma {
+            a: tq,
+            b: kt_t,
+            acc: zero,
+        },
+    );
+    let max = def(
+        &mut cb,
+        Op::Reduce {
+            value: s,
+            axis: 1,
+            combine: cuprum_tile_ir::Combine::Max,
+        },
+    );
+    let max = def(
+        &mut cb,
+        Op::Reshape {
+            value: max,
+            shape: shape_of(&[bm, 1]),
+        },
+    );
+    let m_new = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Max, m, max));
+    let m_wide = def(
+        &mut cb,
+        Op::Broadcast {
+            value: m_new,
+            shape: shape_of(&[bm, bn]),
+        },
+    );
+    let p = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, s, m_wide));
+    let p16 = def(
+        &mut cb,
+        Op::Cast {
+            value: p,
+            to: Elem::Known(input_ty),
+        },
+    );
+    let alpha = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, m, m_new));
+    let alpha_wide = def(
+        &mut cb,
+        Op::Broadcast {
+            value: alpha,
+            shape: shape_of(&[bm, d]),
+        },
+    );
+    let shifted = def(
+        &mut cb,
+        Op::Binary(cuprum_ir::BinaryOp::Add, acc, alpha_wide),
+    );
+    let vt = load(&mut cb, v, [bn, d], vec![counter, zero_j]);
+    let next = def(
+        &mut cb,
+        Op::Mma {
+            a: p16,
+            b: vt,
+            acc: shifted,
+        },
+    );
+    let body = cb.b.end_block(vec![m_new, next]);
+    cb.b.push(Stmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args: vec![m, acc],
+        inits: vec![m0, acc0],
+        body,
+        results: vec![m_out, acc_out],
+    });
+    let m_wide = def(
+        &mut cb,
+        Op::Broadcast {
+            value: m_out,
+            shape: shape_of(&[bm, d]),
+        },
+    );
+    let result = def(
+        &mut cb,
+        Op::Binary(cuprum_ir::BinaryOp::Sub, acc_out, m_wide),
+    );
+    cb.b.push(Stmt::Store {
+        tensor: out,
+        value: result,
+    });
+    cb.finish(Tolerance::Exact, LowerOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn chained_mmas_match_the_interpreter_bit_for_bit() {
+    let seed = seed("chained_mmas");
+    // (query rows, keys, head dimension) and tiles [bm, bn]: several key tiles, ragged
+    // queries and keys (padding rows and keys read zeros), and a block of 64 rows whose
+    // warps split the rows only.
+    let shapes = [
+        ((64, 96, 32), [64, 32]),
+        ((40, 50, 16), [32, 16]),
+        ((128, 64, 64), [128, 64]),
+    ];
+    let cases: Vec<Case> = [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+        .map(|(i, (ty, (sizes, tiles)))| chain_case(seed + i as u64, ty, sizes, tiles))
+        .collect();
+    check_all("chained mma", &cases);
+}

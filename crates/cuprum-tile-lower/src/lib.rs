@@ -98,8 +98,10 @@ mod emit;
 mod evict;
 mod facts;
 pub mod layout;
+mod mma_chains;
 mod mma_layout;
 mod plan;
+mod staging;
 
 pub use facts::{TensorFacts, access_extents};
 
@@ -343,6 +345,15 @@ fn choose_warps(kernel: &TileKernel, options: &LowerOptions) -> Result<u32, Lowe
         .fold((1, 1), |(a, b), (n, w)| (a.max(n), b.max(w)));
     let want = (elements / ELEMENTS_PER_WARP).max(1);
     let mut warps = (1u64 << want.ilog2()).min(u64::from(MAX_DEFAULT_WARPS)) as u32;
+    // Chained `mma`s want every warp on rows of their own (`mma_chains`): no more warps
+    // than their results have blocks of 16 rows.
+    for v in mma_chains::row_coupled(kernel) {
+        let shape = &kernel.values[v].shape;
+        if let Some(rows) = shape.len().checked_sub(2).and_then(|i| shape[i].known()) {
+            let blocks = (rows / mma_layout::BLOCK_M).max(1);
+            warps = warps.min(1 << blocks.ilog2());
+        }
+    }
     let per_thread = |warps: u32| words / u64::from(warps * layout::WARP_THREADS);
     while warps < MAX_WARPS && per_thread(warps) > plan::MAX_WORDS_PER_THREAD as u64 {
         warps *= 2;

@@ -117,6 +117,24 @@ impl WarpGrid {
             warps,
         }
     }
+
+    /// The grid of a chained `mma` (`mma_chains`): the warps split the rows as far as there
+    /// are blocks of 16, and only the warps left over split the columns.
+    pub(crate) fn rows(m: u32, n: u32, warps: u32) -> WarpGrid {
+        let mut wm = 1u32;
+        while wm < warps && (m / BLOCK_M) / wm >= 2 {
+            wm *= 2;
+        }
+        let mut wn = 1u32;
+        while wm * wn < warps && (n / BLOCK_N) / wn >= 2 {
+            wn *= 2;
+        }
+        WarpGrid {
+            m: wm,
+            n: wn,
+            warps,
+        }
+    }
 }
 
 /// The fragment forms of `shape`: per register and half (for C, half 0 only) its lane-affine

@@ -75,6 +75,9 @@ pub(crate) struct Plan {
     mma_results: std::collections::HashSet<LayoutId>,
     /// Per scatter, by its `(offsets, value)`: the representation its operands meet in.
     scatters: HashMap<(TileValue, TileValue), Repr>,
+    /// Tensor-core operands defined outside the loop that reads them, with the fragment
+    /// layout they are put in once, where they are defined, rather than at every step.
+    eager: HashMap<TileValue, (LayoutId, Operand)>,
     /// The first value whose layout needs more than [`MAX_WORDS_PER_THREAD`] registers per
     /// thread, as the error to report (more threads may fit it: see
     /// [`register_overflow`](Plan::register_overflow)).
@@ -113,9 +116,13 @@ impl Plan {
                 mma_inputs: HashMap::new(),
                 mma_results: Default::default(),
                 scatters: HashMap::new(),
+                eager: HashMap::new(),
                 overflow: None,
             },
             loops: Vec::new(),
+            row_coupled: crate::mma_chains::row_coupled(kernel),
+            broadcast_partners: crate::mma_chains::broadcast_partners(kernel),
+            def_depth: HashMap::new(),
         };
         planner.block(&kernel.body)?;
         Ok(planner.plan)
@@ -165,6 +172,12 @@ impl Plan {
         self.mma_inputs.get(&result).copied()
     }
 
+    /// The fragment layout a tensor-core operand defined outside the loop that reads it
+    /// is moved to right after its definition (see [`Plan`]'s `eager`).
+    pub(crate) fn eager_layout(&self, value: TileValue) -> Option<(LayoutId, Operand)> {
+        self.eager.get(&value).copied()
+    }
+
     /// The representation a scatter of `value` at `offsets` writes from (its operands'
     /// joint one, as for an element-wise operation).
     pub(crate) fn scatter_repr(&self, offsets: TileValue, value: TileValue) -> Option<&Repr> {
@@ -196,6 +209,12 @@ struct Planner<'k> {
     kernel: &'k TileKernel,
     plan: Plan,
     loops: Vec<LoopFrame>,
+    /// The `mma` results whose warps split rows only (`mma_chains::row_coupled`).
+    row_coupled: std::collections::HashSet<TileValue>,
+    /// `mma_chains::broadcast_partners`.
+    broadcast_partners: HashMap<TileValue, Vec<TileValue>>,
+    /// Per value a `Def` defines, the loops around it.
+    def_depth: HashMap<TileValue, usize>,
 }
 
 impl Planner<'_> {
@@ -297,6 +316,7 @@ impl Planner<'_> {
     fn stmt(&mut self, s: &Stmt) -> Result<(), LowerError> {
         match s {
             Stmt::Def { value, op } => {
+                self.def_depth.insert(*value, self.loops.len());
                 let repr = self.op(*value, op)?;
                 self.set(*value, repr)
             }
@@ -476,7 +496,12 @@ impl Planner<'_> {
                 Repr::Iota { axis } => Repr::Iota { axis },
                 // Broadcasting to the same shape moves nothing.
                 Repr::Dist(id) if self.shape(*a)? == shape => Repr::Dist(id),
-                Repr::Dist(_) => Repr::Dist(self.plan.anchor_id(&shape)),
+                Repr::Dist(id) => {
+                    match self.broadcast_in_place(value, id, &self.shape(*a)?, &shape)? {
+                        Some(partner) => Repr::Dist(partner),
+                        None => Repr::Dist(self.plan.anchor_id(&shape)),
+                    }
+                }
             },
             Op::Reshape { value: a, .. } => {
                 let from = self.shape(*a)?;
@@ -536,6 +561,7 @@ impl Planner<'_> {
                     Some(MmaKind::TensorCore { input }) => {
                         let [la, lb, out] = self.mma_layouts(input, *a, *b, value)?;
                         self.plan.mma_inputs.insert(value, [la, lb]);
+                        self.eager_operands([(*a, la, Operand::A), (*b, lb, Operand::B)])?;
                         self.plan.mma_results.insert(out);
                         Repr::Dist(out)
                     }
@@ -598,7 +624,12 @@ impl Planner<'_> {
         } else {
             MmaShape::M16n8k16F16
         };
-        let grid = WarpGrid::new(m, n, self.plan.threads / WARP_THREADS);
+        let warps = self.plan.threads / WARP_THREADS;
+        let grid = if self.row_coupled.contains(&value) {
+            WarpGrid::rows(m, n, warps)
+        } else {
+            WarpGrid::new(m, n, warps)
+        };
         let mut ids = [0; 3];
         for (slot, (operand, s)) in
             ids.iter_mut()
@@ -612,6 +643,47 @@ impl Planner<'_> {
             *slot = self.plan.intern(l);
         }
         Ok(ids)
+    }
+
+    /// The layout of an element-wise partner of broadcast `value` (of `shape`, from a
+    /// source in layout `source`) that the source's registers already hold every element
+    /// of: the broadcast is then made in place, without moving data.
+    fn broadcast_in_place(
+        &self,
+        value: TileValue,
+        source: LayoutId,
+        from: &[u32],
+        shape: &[u32],
+    ) -> Result<Option<LayoutId>, LowerError> {
+        let Some(partners) = self.broadcast_partners.get(&value) else {
+            return Ok(None);
+        };
+        let map = CoordMap::broadcast(from, shape);
+        for &p in partners {
+            if let Some(Repr::Dist(id)) = self.plan.repr(p)
+                && self.shape(p)? == shape
+                && register_sources(self.plan.layout(source), self.plan.layout(*id), &map).is_some()
+            {
+                return Ok(Some(*id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records the tensor-core operands defined outside the innermost loop around their
+    /// `mma` for conversion to their fragment layouts where they are defined.
+    fn eager_operands(
+        &mut self,
+        operands: [(TileValue, LayoutId, Operand); 2],
+    ) -> Result<(), LowerError> {
+        let depth = self.loops.len();
+        for (v, layout, operand) in operands {
+            let outside = self.def_depth.get(&v).is_some_and(|&d| d < depth);
+            if outside && self.repr(v)? != Repr::Dist(layout) {
+                self.plan.eager.insert(v, (layout, operand));
+            }
+        }
+        Ok(())
     }
 
     /// The layout `v`'s registers are in, or the anchor layout of its shape when it has none

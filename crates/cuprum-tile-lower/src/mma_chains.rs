@@ -1,0 +1,99 @@
+//! Which tensor-core `mma`s are chained: one's result, through element-wise operations,
+//! casts, reductions and broadcasts, reaches another's left operand, as attention's
+//! `p = softmax(q kᵀ)` reaches `p v`. The planner gives such `mma`s warp grids that split
+//! only the rows (`WarpGrid::rows`), FlashAttention's arrangement: each warp then holds
+//! whole rows of both results, so the first result's fragments are the second's left
+//! operand in registers, and the row reductions and row broadcasts between them stay
+//! inside a warp (shuffles among four lanes) instead of crossing warps through shared
+//! memory at every step of the loop.
+
+use std::collections::{HashMap, HashSet};
+
+use cuprum_tile_ir::{MmaKind, Op, Stmt, TileKernel, TileValue};
+
+/// The tensor-core `mma` results (their values) that take row-only warp grids (see the
+/// module docs).
+pub(crate) fn row_coupled(kernel: &TileKernel) -> HashSet<TileValue> {
+    // Per value, the tensor-core mma results it is computed from (in program order, which
+    // defines every operand before its use; loop-carried values start empty).
+    let mut from: HashMap<TileValue, HashSet<TileValue>> = HashMap::new();
+    let mut coupled = HashSet::new();
+    kernel.body.visit(&mut |s| {
+        let Stmt::Def { value, op } = s else {
+            return;
+        };
+        let mut reached: HashSet<TileValue> = HashSet::new();
+        match op {
+            Op::Mma { a, acc, .. } if is_tensor_core(kernel, *a, *acc) => {
+                if let Some(sources) = from.get(a) {
+                    coupled.extend(sources.iter().copied());
+                    if !sources.is_empty() {
+                        coupled.insert(*value);
+                    }
+                }
+                reached.insert(*value);
+                reached.extend(from.get(acc).into_iter().flatten().copied());
+            }
+            // Loads read memory; only their index operands (scalars) flow in.
+            Op::Load { .. } | Op::Gather { .. } => {}
+            _ => {
+                for o in op.operands() {
+                    reached.extend(from.get(&o).into_iter().flatten().copied());
+                }
+            }
+        }
+        if !reached.is_empty() {
+            from.insert(*value, reached);
+        }
+    });
+    coupled
+}
+
+fn is_tensor_core(kernel: &TileKernel, a: TileValue, acc: TileValue) -> bool {
+    match (
+        kernel.values[a].elem.known(),
+        kernel.values[acc].elem.known(),
+    ) {
+        (Some(input), Some(accum)) => {
+            matches!(MmaKind::of(input, accum), Some(MmaKind::TensorCore { .. }))
+        }
+        _ => false,
+    }
+}
+
+/// Per broadcast to a new shape, the other operands of the element-wise operations that
+/// read it: the layouts the planner may give the broadcast, so that it is made in the
+/// registers its use reads (a row maximum broadcast over a tile in the tile's own layout).
+pub(crate) fn broadcast_partners(kernel: &TileKernel) -> HashMap<TileValue, Vec<TileValue>> {
+    let mut broadcasts = HashSet::new();
+    kernel.body.visit(&mut |s| {
+        if let Stmt::Def {
+            value,
+            op: Op::Broadcast { value: source, .. },
+        } = s
+            && kernel.values[*value].shape != kernel.values[*source].shape
+        {
+            broadcasts.insert(*value);
+        }
+    });
+    let mut partners: HashMap<TileValue, Vec<TileValue>> = HashMap::new();
+    kernel.body.visit(&mut |s| {
+        let Stmt::Def { op, .. } = s else {
+            return;
+        };
+        let operands = match op {
+            Op::Unary(..)
+            | Op::Cast { .. }
+            | Op::Binary(..)
+            | Op::Compare(..)
+            | Op::Ternary(..)
+            | Op::Select { .. } => op.operands(),
+            _ => return,
+        };
+        for &b in operands.iter().filter(|o| broadcasts.contains(o)) {
+            let others = operands.iter().copied().filter(|&o| o != b);
+            partners.entry(b).or_default().extend(others);
+        }
+    });
+    partners
+}
