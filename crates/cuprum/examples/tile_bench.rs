@@ -312,7 +312,7 @@ fn attention(stream: &Stream, big: bool) -> Result<(), Failure> {
     let size = format!("b{b}_h{h}_s{s}_d{d}");
     let flops = 4.0 * (bh * s * s * d) as f64;
     let mut best = f64::INFINITY;
-    for (bm, bn) in [(128usize, 64usize), (64, 64)] {
+    for (bm, bn) in [(64usize, 64usize), (128, 64), (128, 32), (64, 32)] {
         let mut z = api::full(f16::NAN, &[bh, s, d]).sync_on(stream)?;
         let generics = [bm.to_string(), bn.to_string(), d.to_string()];
         let ms = time(stream, |ctx| {

@@ -30,18 +30,48 @@ use crate::plan::{LayoutId, Repr};
 /// (rows of a multiple of 128 bytes would all start in the same banks).
 const ROW_PAD: u32 = 8;
 
+/// A tensor-core operand's fragments made ahead of the loop that reads them: its registers
+/// in its fragment layout and, per block origin `[batch, row, col]` of this thread, the
+/// block's packed fragment words.
+#[derive(Clone)]
+pub(super) struct Packed {
+    regs: Vec<Value>,
+    words: HashMap<[u32; 3], Vec<Value>>,
+}
+
 /// Where a tensor-core operand's fragments come from.
 enum Source {
     /// Its registers in its fragment layout.
     Regs(Vec<Value>),
+    /// Its fragments, packed ahead (blocks not among them from the registers).
+    Packed(Packed),
     /// Its tile, row-major in shared memory: `rows` per batch, each `stride` elements, read
-    /// with `ldmatrix` as `plan` says.
+    /// with `ldmatrix` as `plan` says; `transposed`: shared memory holds the tile's
+    /// transpose (a `B` that is a permuted `[N, K]` tile, such as attention's `kᵀ`, staged
+    /// as its source is, with whole-row stores, and read without `.trans`).
     Shared {
         claim: Claim,
         rows: u32,
         stride: u32,
         plan: LdMatrixPlan,
+        transposed: bool,
     },
+}
+
+/// A tile an `mma` stages in shared memory: from the registers it is in (the value, their
+/// layout and the registers), or a staged load's, from global memory.
+#[derive(Clone)]
+enum Staged {
+    Regs(TileValue, LayoutId, Vec<Value>),
+    Global(TileValue),
+}
+
+impl Staged {
+    fn value(&self) -> TileValue {
+        match self {
+            Staged::Regs(v, ..) | Staged::Global(v) => *v,
+        }
+    }
 }
 
 /// How `ldmatrix` reads one operand's fragment from a row-major tile.
@@ -57,17 +87,22 @@ struct LdMatrixPlan {
     trans: bool,
 }
 
-/// How `ldmatrix` reads `operand`'s fragment of `shape` from a row-major tile; `None` when
-/// the fragment tables are not what `ldmatrix` gives (every lane's every element is checked).
-fn ldmatrix_bases(shape: MmaShape, operand: Operand) -> Option<LdMatrixPlan> {
+/// How `ldmatrix` reads `operand`'s fragment of `shape` from a row-major tile (of its
+/// transpose when `transposed`; the plan's origins are then in the transpose's coordinates);
+/// `None` when the fragment tables are not what `ldmatrix` gives (every lane's every
+/// element is checked).
+fn ldmatrix_bases(shape: MmaShape, operand: Operand, transposed: bool) -> Option<LdMatrixPlan> {
     let (count, trans) = match operand {
-        Operand::A => (4, false),
-        Operand::B => (2, true),
+        Operand::A => (4, transposed),
+        Operand::B => (2, !transposed),
         Operand::C => return None,
     };
-    let position = |lane: u32, reg: usize, half: usize| match operand {
-        Operand::A => shape.a_position(lane, reg, half),
-        _ => shape.b_position(lane, reg, half),
+    let position = |lane: u32, reg: usize, half: usize| {
+        let (r, c) = match operand {
+            Operand::A => shape.a_position(lane, reg, half),
+            _ => shape.b_position(lane, reg, half),
+        };
+        if transposed { (c, r) } else { (r, c) }
     };
     let base = |m: usize| {
         let (r, c) = position(0, m, 0);
@@ -135,7 +170,10 @@ impl Emitter<'_> {
         match kind {
             MmaKind::FmaChain { elem } => {
                 let (a_regs, b_regs) = (self.regs_in(a, la)?, self.regs_in(b, lb)?);
-                let parts = self.stage_rows(&[(a, la, a_regs), (b, lb, b_regs)], 0)?;
+                let parts = self.stage_rows(
+                    &[Staged::Regs(a, la, a_regs), Staged::Regs(b, lb, b_regs)],
+                    0,
+                )?;
                 let [(ca, _), (cb, _)] = parts[..] else {
                     return Err(self.internal("two operands staged, not two parts"));
                 };
@@ -173,8 +211,8 @@ impl Emitter<'_> {
                 .is_some_and(|&k| k.is_multiple_of(mma_layout::BLOCK_K))
         });
         let plans = [
-            ldmatrix_bases(shape, Operand::A),
-            ldmatrix_bases(shape, Operand::B),
+            ldmatrix_bases(shape, Operand::A, false),
+            ldmatrix_bases(shape, Operand::B, false),
         ];
         let ldmatrix_ok = k_whole
             && plans.iter().all(Option::is_some)
@@ -184,9 +222,36 @@ impl Emitter<'_> {
         let mut staged = Vec::new();
         let mut sources = [Source::Regs(Vec::new()), Source::Regs(Vec::new())];
         for (i, &(v, l)) in operands.iter().enumerate() {
+            // A staged load: copied from global memory into the staging below.
+            if let Some((load, transposed)) = self.staged_origin(i == 1, v) {
+                let operand = if i == 0 { Operand::A } else { Operand::B };
+                let plan = ldmatrix_bases(shape, operand, transposed)
+                    .filter(|_| ldmatrix_ok)
+                    .ok_or_else(|| self.internal("a staged load that ldmatrix cannot read"))?;
+                staged.push((i, Staged::Global(load), plan, transposed));
+                continue;
+            }
+            if let Some((layout, packed)) = self.fragments.get(&v)
+                && *layout == l
+            {
+                sources[i] = Source::Packed(packed.clone());
+                continue;
+            }
+            // A `B` that is the transpose of a rank-2 tile in registers: that tile staged.
+            if i == 1
+                && ldmatrix_ok
+                && let Some(source) = self.transposed_source(v)
+                && let Lv::Dist { layout, regs } = self.get(source)?
+                && let Some(plan) = ldmatrix_bases(shape, Operand::B, true)
+            {
+                staged.push((i, Staged::Regs(source, layout, regs), plan, true));
+                continue;
+            }
             match self.get(v)? {
                 Lv::Dist { layout, regs } if layout != l && ldmatrix_ok => {
-                    staged.push((i, v, layout, regs));
+                    let plan = plans[i]
+                        .ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
+                    staged.push((i, Staged::Regs(v, layout, regs), plan, false));
                 }
                 _ => sources[i] = Source::Regs(self.regs_in(v, l)?),
             }
@@ -194,36 +259,50 @@ impl Emitter<'_> {
         if staged.is_empty() {
             return Ok(sources);
         }
-        let (slots, tiles): (Vec<usize>, Vec<_>) = staged
-            .into_iter()
-            .map(|(i, v, l, r)| (i, (v, l, r)))
-            .unzip();
+        let tiles: Vec<Staged> = staged.iter().map(|(_, t, ..)| t.clone()).collect();
         let parts = self.stage_rows(&tiles, ROW_PAD)?;
-        for ((i, (v, ..)), (claim, stride)) in slots.into_iter().zip(&tiles).zip(parts) {
-            let s = self.shape(*v)?;
-            let plan =
-                plans[i].ok_or_else(|| self.internal("ldmatrix does not give these fragments"))?;
+        for ((i, tile, plan, transposed), (claim, stride)) in staged.into_iter().zip(parts) {
+            let s = self.shape(tile.value())?;
             sources[i] = Source::Shared {
                 claim,
                 rows: s[s.len() - 2],
                 stride,
                 plan,
+                transposed,
             };
         }
         Ok(sources)
+    }
+
+    /// The tile whose transpose `v` is, when `v` is a rank-2 permutation `[1, 0]`.
+    fn transposed_source(&self, v: TileValue) -> Option<TileValue> {
+        let mut found = None;
+        self.kernel.body.visit(&mut |s| {
+            if let cuprum_tile_ir::Stmt::Def {
+                value,
+                op:
+                    cuprum_tile_ir::Op::Permute {
+                        value: source,
+                        perm,
+                    },
+            } = s
+                && *value == v
+                && perm[..] == [1, 0]
+            {
+                found = Some(*source);
+            }
+        });
+        found
     }
 
     /// Writes `tiles` (each a value, the layout its registers are in, and the registers) to
     /// one scratch claim, row-major with rows of their last dimension plus `pad` elements,
     /// then meets the block at one barrier; gives each tile's part of the claim and its row
     /// stride in elements.
-    fn stage_rows(
-        &mut self,
-        tiles: &[(TileValue, LayoutId, Vec<Value>)],
-        pad: u32,
-    ) -> R<Vec<(Claim, u32)>> {
+    fn stage_rows(&mut self, tiles: &[Staged], pad: u32) -> R<Vec<(Claim, u32)>> {
         let mut sizes = Vec::with_capacity(tiles.len());
-        for &(v, ..) in tiles {
+        for tile in tiles {
+            let v = tile.value();
             let s = self.shape(v)?;
             let r = s.len();
             let rows: u64 = s[..r - 1].iter().map(|&n| u64::from(n)).product();
@@ -233,19 +312,31 @@ impl Emitter<'_> {
         let claim = self.claim_scratch(sizes.iter().sum(), ScalarType::U8)?;
         let mut out = Vec::with_capacity(tiles.len());
         let mut at = 0u32;
-        for ((v, layout, regs), bytes) in tiles.iter().zip(sizes) {
+        let mut copies = false;
+        for (tile, bytes) in tiles.iter().zip(sizes) {
             let part = claim.part(at, bytes as u32);
             at += bytes as u32;
-            let s = self.shape(*v)?;
+            let s = self.shape(tile.value())?;
             let r = s.len();
             let stride = s[r - 1] + pad;
-            let mut strides = vec![u64::from(stride); r];
-            strides[r - 1] = 1;
-            if r == 3 {
-                strides[0] = u64::from(s[1] * stride);
+            match tile {
+                Staged::Regs(_, layout, regs) => {
+                    let mut strides = vec![u64::from(stride); r];
+                    strides[r - 1] = 1;
+                    if r == 3 {
+                        strides[0] = u64::from(s[1] * stride);
+                    }
+                    self.write_tile_strided(part, *layout, regs, &strides)?;
+                }
+                Staged::Global(load) => {
+                    self.stage_from_global(part, stride, *load)?;
+                    copies = true;
+                }
             }
-            self.write_tile_strided(part, *layout, regs, &strides)?;
             out.push((part, stride));
+        }
+        if copies {
+            self.push(Stmt::CpAsyncWaitAll);
         }
         self.scratch_written(claim);
         Ok(out)
@@ -432,6 +523,15 @@ impl Emitter<'_> {
         [batch, row0, col0]: [u32; 3],
     ) -> R<Vec<Value>> {
         match source {
+            Source::Packed(packed) => match packed.words.get(&[batch, row0, col0]) {
+                Some(words) => Ok(words.clone()),
+                None => self.fragment(
+                    (operand, forms),
+                    &Source::Regs(packed.regs.clone()),
+                    layout,
+                    [batch, row0, col0],
+                ),
+            },
             Source::Regs(regs) => forms
                 .chunks(2)
                 .map(|halves| {
@@ -490,6 +590,7 @@ impl Emitter<'_> {
                         count,
                         trans,
                     },
+                transposed,
             } => {
                 // Lane l gives the address of row l % 8 of matrix (l / 8) % count; matrix m
                 // starts at m's bit 0 times `base1` plus its bit 1 times `base2`.
@@ -514,22 +615,84 @@ impl Emitter<'_> {
                         }
                     }
                 }
-                let row_base = self.u32c(batch * rows + row0);
-                let row = self.add(row, row_base)?;
-                let warp_rows = self.warp_offset(layout, 0)?;
+                // The block's origin in the staged tile's coordinates.
+                let (origin, axes) = if transposed {
+                    ((col0, row0), (1, 0))
+                } else {
+                    ((row0, col0), (0, 1))
+                };
+                // The lane's and warp's part of the address is the same for every block
+                // (computed once, by CSE); the block adds a constant.
+                let warp_rows = self.warp_offset(layout, axes.0)?;
                 let row = self.add(row, warp_rows)?;
-                let col_base = self.u32c(col0);
-                let col = self.add(col, col_base)?;
-                let warp_cols = self.warp_offset(layout, 1)?;
+                let warp_cols = self.warp_offset(layout, axes.1)?;
                 let col = self.add(col, warp_cols)?;
-                let stride = self.u32c(stride);
-                let index = self.mul(row, stride)?;
+                let stride_c = self.u32c(stride);
+                let index = self.mul(row, stride_c)?;
                 let index = self.add(index, col)?;
-                let addr = self.shared_addr(claim, index, ScalarType::U16)?;
+                let lane_addr = self.shared_addr(claim, index, ScalarType::U16)?;
+                let block_bytes = ((batch * rows + origin.0) * stride + origin.1) * 2;
+                let addr = if block_bytes == 0 {
+                    lane_addr
+                } else {
+                    let offset = self.u32c(block_bytes);
+                    self.add(lane_addr, offset)?
+                };
                 let r = self.b.ldmatrix(count, trans, addr);
                 self.built(r)
             }
         }
+    }
+
+    /// `value` (an `f16`/`bf16` operand) in fragment layout `layout` of `operand`, with the
+    /// packed words of every block this thread holds: made where the operand is defined, so
+    /// that a loop reading it packs nothing.
+    pub(super) fn packed_fragments(
+        &mut self,
+        value: TileValue,
+        layout: LayoutId,
+        operand: Operand,
+    ) -> R<Packed> {
+        let regs = self.regs_in(value, layout)?;
+        let shape = if self.elem(value)? == ScalarType::BF16 {
+            MmaShape::M16n8k16Bf16
+        } else {
+            MmaShape::M16n8k16F16
+        };
+        let forms = mma_layout::fragment_forms(shape, operand)
+            .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))?;
+        let (block_rows, block_cols) = match operand {
+            Operand::A => (mma_layout::BLOCK_M, mma_layout::BLOCK_K),
+            Operand::B => (mma_layout::BLOCK_K, mma_layout::BLOCK_N),
+            Operand::C => return Err(self.internal("an accumulator packed as an operand")),
+        };
+        let first = forms
+            .first()
+            .map(|f| f.base)
+            .ok_or_else(|| self.internal("no operand fragment"))?;
+        let l = self.plan.layout(layout);
+        let rank = l.rank();
+        let mut origins: Vec<[u32; 3]> = (0..l.registers())
+            .filter_map(|r| {
+                let o = l.register(r);
+                let (batch, row, col) =
+                    (if rank == 3 { o[0] } else { 0 }, o[rank - 2], o[rank - 1]);
+                (row % block_rows == first.0 && col % block_cols == first.1).then_some([
+                    batch,
+                    row - first.0,
+                    col - first.1,
+                ])
+            })
+            .collect();
+        origins.sort_unstable();
+        origins.dedup();
+        let source = Source::Regs(regs.clone());
+        let mut words = HashMap::with_capacity(origins.len());
+        for origin in origins {
+            let w = self.fragment((operand, &forms), &source, layout, origin)?;
+            words.insert(origin, w);
+        }
+        Ok(Packed { regs, words })
     }
 
     /// `base + g * per_g + t * per_t` (`U32`), the terms with a zero factor left out.

@@ -104,12 +104,12 @@ struct SubTile {
 }
 
 /// Where a tile lies in its tensor, from one thread's point of view.
-struct Placement {
-    tensor: u32,
+pub(super) struct Placement {
+    pub(super) tensor: u32,
     /// The tile's shape.
-    shape: Vec<u32>,
+    pub(super) shape: Vec<u32>,
     /// Per axis, the tensor coordinate of the tile's first element (`I64`).
-    origin: Vec<Value>,
+    pub(super) origin: Vec<Value>,
 }
 
 impl Emitter<'_> {
@@ -273,37 +273,16 @@ impl Emitter<'_> {
 
     /// Loads `value` (see the module docs).
     pub(super) fn load(&mut self, value: TileValue, view: &View, padding: Literal) -> R<Lv> {
-        let shape = self.shape(value)?;
         let ty = self.elem(value)?;
         let pad = padding
             .to_constant(ty)
             .ok_or_else(|| self.unsupported(format!("the padding {padding} cannot be a {ty}")))?;
         let pad = self.konst(pad);
+        if let Some(lv) = self.defer_staged_load(value, view, pad)? {
+            return Ok(lv);
+        }
         let eviction = self.evictions.get(&value).copied().unwrap_or_default();
-        let place = match view {
-            View::Own { tensor } => self.own_tile(*tensor, shape)?,
-            View::Tiled { tensor, index, .. } | View::Permuted { tensor, index, .. } => {
-                // A permuted view is the tensor with its sizes and strides in the view's
-                // axis order: a tensor of its own to the accesses below.
-                let tensor = match view {
-                    View::Permuted { dim_map, .. } => self.permuted_tensor(*tensor, dim_map)?,
-                    _ => *tensor,
-                };
-                let mut origin = Vec::with_capacity(shape.len());
-                for (&i, &n) in index.iter().zip(&shape) {
-                    let i = self.uniform(i)?;
-                    let i = self.cast(i, ScalarType::I64)?;
-                    let i = self.clamp_tile_index(i, n)?;
-                    let n = self.i64c(i64::from(n));
-                    origin.push(self.mul(i, n)?);
-                }
-                Placement {
-                    tensor,
-                    shape,
-                    origin,
-                }
-            }
-        };
+        let place = self.placement(value, view)?;
         let lv = match self.repr(value)? {
             Repr::Dist(layout) => {
                 let negative_origin = !matches!(view, View::Own { .. });
@@ -327,6 +306,35 @@ impl Emitter<'_> {
             self.barrier();
         }
         Ok(lv)
+    }
+
+    /// Where `value`, a load through `view`, lies in its tensor.
+    pub(super) fn placement(&mut self, value: TileValue, view: &View) -> R<Placement> {
+        let shape = self.shape(value)?;
+        Ok(match view {
+            View::Own { tensor } => self.own_tile(*tensor, shape)?,
+            View::Tiled { tensor, index, .. } | View::Permuted { tensor, index, .. } => {
+                // A permuted view is the tensor with its sizes and strides in the view's
+                // axis order: a tensor of its own to the accesses below.
+                let tensor = match view {
+                    View::Permuted { dim_map, .. } => self.permuted_tensor(*tensor, dim_map)?,
+                    _ => *tensor,
+                };
+                let mut origin = Vec::with_capacity(shape.len());
+                for (&i, &n) in index.iter().zip(&shape) {
+                    let i = self.uniform(i)?;
+                    let i = self.cast(i, ScalarType::I64)?;
+                    let i = self.clamp_tile_index(i, n)?;
+                    let n = self.i64c(i64::from(n));
+                    origin.push(self.mul(i, n)?);
+                }
+                Placement {
+                    tensor,
+                    shape,
+                    origin,
+                }
+            }
+        })
     }
 
     /// Tile index `i` (`I64`) of tiles of `n` elements, clamped to `±(i64::MAX / n - 1)`:
@@ -356,7 +364,11 @@ impl Emitter<'_> {
 
     /// Whether the whole tile lies inside the tensor (`negative_origin`: whether the origin
     /// may be negative, i.e. the tile index comes from the program).
-    fn tile_inside(&mut self, place: &Placement, negative_origin: bool) -> R<Option<Value>> {
+    pub(super) fn tile_inside(
+        &mut self,
+        place: &Placement,
+        negative_origin: bool,
+    ) -> R<Option<Value>> {
         let dims = self.tensor(place.tensor)?.dims.clone();
         let mut acc = None;
         for ((&o, &n), &dim) in place.origin.iter().zip(&place.shape).zip(&dims) {
@@ -391,7 +403,7 @@ impl Emitter<'_> {
     /// Whether runs of `w` elements of the tensor start 16-byte aligned (`None` for `w = 1`
     /// and where the launch guarantees it): its last stride is 1 and its offset and other
     /// strides are multiples of `w`.
-    fn runs_aligned(&mut self, tensor: u32, w: u32) -> R<Option<Value>> {
+    pub(super) fn runs_aligned(&mut self, tensor: u32, w: u32) -> R<Option<Value>> {
         let t = self.tensor(tensor)?;
         if w <= 1 || t.facts.aligned_runs {
             return Ok(None);
@@ -426,7 +438,7 @@ impl Emitter<'_> {
     }
 
     /// The allocation index (`I64`) of tensor coordinates `g`, with `strides`.
-    fn tensor_index(&mut self, tensor: u32, g: &[Value], strides: &[Value]) -> R<Value> {
+    pub(super) fn tensor_index(&mut self, tensor: u32, g: &[Value], strides: &[Value]) -> R<Value> {
         let mut acc = self.tensor(tensor)?.offset;
         for (&x, &s) in g.iter().zip(strides) {
             let term = self.mul(x, s)?;
@@ -451,7 +463,7 @@ impl Emitter<'_> {
 
     /// The strides the fast path addresses with: the last one is the constant 1 when runs
     /// are vectors (the branch checked it).
-    fn fast_strides(&mut self, tensor: u32, w: u32) -> R<Vec<Value>> {
+    pub(super) fn fast_strides(&mut self, tensor: u32, w: u32) -> R<Vec<Value>> {
         let mut strides = self.tensor(tensor)?.strides.clone();
         if w > 1
             && let Some(last) = strides.last_mut()
@@ -503,7 +515,7 @@ impl Emitter<'_> {
     }
 
     /// The registers of a tile load (see the module docs).
-    fn load_tile(
+    pub(super) fn load_tile(
         &mut self,
         place: &Placement,
         layout: LayoutId,
@@ -606,7 +618,7 @@ impl Emitter<'_> {
     /// tests then all pass: two copies of each access instead of three, which is a third
     /// less machine code for the driver to compile, for a compare per element on views that
     /// cannot be vectorized anyway.
-    fn inside_or_edge(
+    pub(super) fn inside_or_edge(
         &mut self,
         inside: Option<Value>,
         aligned: Option<Value>,

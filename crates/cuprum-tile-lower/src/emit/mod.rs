@@ -27,6 +27,7 @@ mod memory;
 mod raw;
 mod reduce;
 mod scratch;
+mod staged;
 mod values;
 pub(crate) mod wgmma_gemm;
 
@@ -76,6 +77,16 @@ pub(crate) struct Emitter<'k> {
     pub(crate) plan: &'k Plan,
     b: KernelBuilder,
     vals: Vec<Option<Lv>>,
+    /// Tensor-core operands already in a fragment layout (`Plan::eager_layout`): the
+    /// layout, the registers and the packed fragment words, made once where the operand is
+    /// defined.
+    fragments: std::collections::HashMap<TileValue, (LayoutId, matmul::Packed)>,
+    /// The loads staged for the `mma`s that read them (`crate::staging`), and those met but
+    /// not yet made.
+    staged_loads: std::collections::HashSet<TileValue>,
+    deferred: std::collections::HashMap<TileValue, staged::Deferred>,
+    /// Each value's defining operation.
+    defs: std::collections::HashMap<TileValue, cuprum_tile_ir::Op>,
     params: Vec<memory::ParamArgs>,
     coords: Vec<ThreadCoords>,
     tid: Value,
@@ -135,6 +146,10 @@ impl<'k> Emitter<'k> {
             plan,
             b,
             vals: vec![None; kernel.values.len()],
+            fragments: std::collections::HashMap::new(),
+            staged_loads: crate::staging::staged_loads(kernel, plan),
+            deferred: std::collections::HashMap::new(),
+            defs: definitions(kernel),
             params: Vec::new(),
             coords: Vec::new(),
             tid,
@@ -551,7 +566,12 @@ impl<'k> Emitter<'k> {
             } => self.reduce(*value, *input, *axis as usize, combine),
             TStmt::Def { value, op } => {
                 let lv = self.op(*value, op)?;
-                self.set(*value, lv)
+                self.set(*value, lv)?;
+                if let Some((layout, operand)) = self.plan.eager_layout(*value) {
+                    let packed = self.packed_fragments(*value, layout, operand)?;
+                    self.fragments.insert(*value, (layout, packed));
+                }
+                Ok(())
             }
             TStmt::Store { tensor, value } => self.store(*tensor, *value),
             TStmt::StorePart {
@@ -972,4 +992,15 @@ impl<'k> Emitter<'k> {
             Ok(())
         })
     }
+}
+
+/// Each value a `Def` defines, with its operation.
+fn definitions(kernel: &TileKernel) -> std::collections::HashMap<TileValue, cuprum_tile_ir::Op> {
+    let mut defs = std::collections::HashMap::new();
+    kernel.body.visit(&mut |s| {
+        if let cuprum_tile_ir::Stmt::Def { value, op } = s {
+            defs.insert(*value, op.clone());
+        }
+    });
+    defs
 }

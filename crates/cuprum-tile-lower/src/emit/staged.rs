@@ -1,0 +1,154 @@
+//! Staged loads (`crate::staging`): a load that only feeds tensor-core operands read with
+//! `ldmatrix` is not made where it stands; the `mma` that reads it copies its tile from
+//! global memory into the shared memory it stages operands in, sixteen bytes per
+//! `cp.async` where the tile lies inside the tensor and its rows are 16-byte aligned, and
+//! through registers otherwise (the tile's edge, padding, strided views): the same bytes
+//! either way, so the `mma` reads the same fragments.
+
+use cuprum_ir::matrix::CpAsyncCache;
+use cuprum_ir::{BinaryOp, CmpOp, Eviction, ScalarType, Stmt, Value};
+use cuprum_tile_ir::{TileValue, View};
+
+use super::scratch::Claim;
+use super::{Emitter, Lv, R};
+use crate::plan::Repr;
+
+/// Bytes of one `cp.async`.
+const COPY_BYTES: u32 = 16;
+
+/// A staged load waiting for the `mma` that reads it.
+#[derive(Clone, Debug)]
+pub(super) struct Deferred {
+    view: View,
+    pad: Value,
+    eviction: Eviction,
+}
+
+impl Emitter<'_> {
+    /// For a staged load: nothing is loaded yet; its registers are placeholders no use
+    /// reads (every use stages it). `None` for other loads.
+    pub(super) fn defer_staged_load(
+        &mut self,
+        value: TileValue,
+        view: &View,
+        pad: Value,
+    ) -> R<Option<Lv>> {
+        if !self.staged_loads.contains(&value) {
+            return Ok(None);
+        }
+        let Repr::Dist(layout) = self.repr(value)? else {
+            return Err(self.internal("a staged load planned without registers"));
+        };
+        let eviction = self.evictions.get(&value).copied().unwrap_or_default();
+        self.deferred.insert(
+            value,
+            Deferred {
+                view: view.clone(),
+                pad,
+                eviction,
+            },
+        );
+        let regs = vec![pad; self.plan.layout(layout).registers()];
+        Ok(Some(Lv::Dist { layout, regs }))
+    }
+
+    /// The staged load whose tile operand `v` is (operand `B` may be its transpose:
+    /// `true` then), if it is one.
+    pub(super) fn staged_origin(&self, is_b: bool, v: TileValue) -> Option<(TileValue, bool)> {
+        let (tile, transposed) = match self.definition(v) {
+            Some(cuprum_tile_ir::Op::Permute { value, perm }) if is_b && perm[..] == [1, 0] => {
+                (*value, true)
+            }
+            _ => (v, false),
+        };
+        let load = match self.definition(tile) {
+            Some(cuprum_tile_ir::Op::Reshape { value, .. }) => *value,
+            _ => tile,
+        };
+        self.deferred
+            .contains_key(&load)
+            .then_some((load, transposed))
+    }
+
+    /// The operation that defines `v`, if a `Def` does.
+    fn definition(&self, v: TileValue) -> Option<&cuprum_tile_ir::Op> {
+        self.defs.get(&v)
+    }
+
+    /// Writes staged load `load`'s tile into `part` row-major, rows `stride` elements apart
+    /// (the caller waits for the copies and meets the block at a barrier).
+    pub(super) fn stage_from_global(&mut self, part: Claim, stride: u32, load: TileValue) -> R<()> {
+        let Some(Deferred {
+            view,
+            pad,
+            eviction,
+        }) = self.deferred.get(&load).cloned()
+        else {
+            return Err(self.internal("a staged load that was not deferred"));
+        };
+        let Repr::Dist(layout) = self.repr(load)? else {
+            return Err(self.internal("a staged load planned without registers"));
+        };
+        let ty = self.elem(load)?;
+        let place = self.placement(load, &view)?;
+        let rank = place.shape.len();
+        let (rows, cols) = (place.shape[rank - 2], place.shape[rank - 1]);
+        let per_copy = COPY_BYTES / ty.size_bytes();
+        let inside = self.tile_inside(&place, true)?;
+        let aligned = self.runs_aligned(place.tensor, per_copy)?;
+        let copies = |e: &mut Self, _w: u32| -> R<()> {
+            let strides = e.fast_strides(place.tensor, per_copy)?;
+            let base_index = e.tensor_index(place.tensor, &place.origin, &strides)?;
+            let base = e.tensor(place.tensor)?.base;
+            let per_row = cols / per_copy;
+            let total = rows * per_row;
+            let threads = e.plan.threads;
+            for first in (0..total).step_by(threads as usize) {
+                let k = e.u32c(first);
+                let c = e.add(e.tid(), k)?;
+                let copy = |e: &mut Self| -> R<()> {
+                    let pr = e.u32c(per_row);
+                    let row = e.bin(BinaryOp::Div, c, pr)?;
+                    let chunk = e.bin(BinaryOp::Rem, c, pr)?;
+                    let pc = e.u32c(per_copy);
+                    let col = e.mul(chunk, pc)?;
+                    let row64 = e.cast(row, ScalarType::I64)?;
+                    let col64 = e.cast(col, ScalarType::I64)?;
+                    let down = e.mul(row64, strides[rank - 2])?;
+                    let i = e.add(base_index, down)?;
+                    let i = e.add(i, col64)?;
+                    let src = e.element_address(base, i, ty)?;
+                    let s = e.u32c(stride);
+                    let at = e.mul(row, s)?;
+                    let at = e.add(at, col)?;
+                    let dst = e.shared_addr(part, at, ty)?;
+                    e.push(Stmt::CpAsync {
+                        cache: CpAsyncCache::Cg,
+                        size: COPY_BYTES,
+                        dst,
+                        src,
+                        src_size: None,
+                    });
+                    Ok(())
+                };
+                if first + threads <= total {
+                    copy(e)?;
+                } else {
+                    let n = e.u32c(total);
+                    let live = e.cmp(CmpOp::Lt, c, n)?;
+                    e.if_some(Some(live), copy)?;
+                }
+            }
+            Ok(())
+        };
+        let through_registers = |e: &mut Self| -> R<()> {
+            let regs = e.load_tile(&place, layout, ty, pad, true, eviction)?;
+            let mut strides = vec![0u64; rank];
+            strides[rank - 2] = u64::from(stride);
+            strides[rank - 1] = 1;
+            e.write_tile_strided(part, layout, &regs, &strides)
+        };
+        self.inside_or_edge(inside, aligned, per_copy, &copies, through_registers)?;
+        Ok(())
+    }
+}

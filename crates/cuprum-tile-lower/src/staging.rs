@@ -1,0 +1,145 @@
+//! Which tile loads go from global memory straight to the shared memory a tensor-core
+//! `mma` reads its operands from (`cp.async`, sixteen bytes per copy), instead of through
+//! registers: loads of 16-bit elements from read-only tensors whose every use is an operand
+//! of an `mma` that reads it with `ldmatrix` (directly, or as the transposed `B` a `[1, 0]`
+//! permutation of it is). Such a load is made where the `mma` stages its operands
+//! (`emit::staged`); its tile never occupies registers, which is what lets attention's key and
+//! value tiles pass without the 64 registers per thread each held before.
+
+use std::collections::{HashMap, HashSet};
+
+use cuprum_tile_ir::{
+    Block, MmaKind, Op, ParamKind, Stmt, TensorAccess, TileKernel, TileValue, View,
+};
+
+use crate::mma_layout;
+use crate::plan::{Plan, Repr};
+
+/// The loads to stage (see the module docs), given the kernel's plan. A staged tile is a
+/// rank-2 load or a reshape of a load that drops its leading axes of size 1 (as
+/// `partition([1, BN, D]).load(..).reshape([BN, D])` is).
+pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValue> {
+    let mut uses: HashMap<TileValue, usize> = HashMap::new();
+    count_uses(&kernel.body, &mut uses);
+    let mut loads = HashSet::new();
+    // Per staged-tile candidate (a rank-2 load, or a unit reshape of a load), its load.
+    let mut tiles: HashMap<TileValue, TileValue> = HashMap::new();
+    let mut transposes: HashMap<TileValue, TileValue> = HashMap::new();
+    // Per value, its uses as an operand read with `ldmatrix`, and those as a `B`.
+    let (mut staged_uses, mut b_uses): (HashMap<_, usize>, HashMap<_, usize>) = Default::default();
+    kernel.body.visit(&mut |s| {
+        let Stmt::Def { value, op } = s else {
+            return;
+        };
+        match op {
+            Op::Load {
+                view: View::Tiled { tensor, .. },
+                ..
+            } if stageable_load(kernel, plan, *value, *tensor) => {
+                loads.insert(*value);
+                if kernel.values[*value].shape.len() == 2 {
+                    tiles.insert(*value, *value);
+                }
+            }
+            Op::Reshape { value: x, .. }
+                if loads.contains(x)
+                    && kernel.values[*value].shape.len() == 2
+                    && kernel.values[*x]
+                        .shape
+                        .ends_with(&kernel.values[*value].shape) =>
+            {
+                tiles.insert(*value, *x);
+            }
+            Op::Permute { value: x, perm } if perm[..] == [1, 0] => {
+                transposes.insert(*value, *x);
+            }
+            Op::Mma { a, b, acc } if reads_with_ldmatrix(kernel, plan, *value, *a, *acc) => {
+                *staged_uses.entry(*a).or_default() += 1;
+                *staged_uses.entry(*b).or_default() += 1;
+                *b_uses.entry(*b).or_default() += 1;
+            }
+            _ => {}
+        }
+    });
+    let all_uses = |v: &TileValue| uses.get(v).copied().unwrap_or(0);
+    for (&t, &x) in &transposes {
+        if all_uses(&t) > 0 && b_uses.get(&t).copied().unwrap_or(0) == all_uses(&t) {
+            *staged_uses.entry(x).or_default() += 1;
+        }
+    }
+    // Per load, its uses through staged tiles; a load qualifies when those are all of them.
+    let mut through: HashMap<TileValue, usize> = HashMap::new();
+    for (&t, &load) in &tiles {
+        let staged = staged_uses.get(&t).copied().unwrap_or(0);
+        if all_uses(&t) > 0 && staged == all_uses(&t) {
+            *through.entry(load).or_default() += if t == load { all_uses(&t) } else { 1 };
+        }
+    }
+    loads
+        .into_iter()
+        .filter(|v| {
+            all_uses(v) > 0
+                && through.get(v).copied() == Some(all_uses(v))
+                && plan.eager_layout(*v).is_none()
+        })
+        .collect()
+}
+
+/// Whether `value = load(tensor, ..)` can be staged: a tile of 16-bit elements whose axes
+/// but the last two are of size 1 and whose rows are whole 16-byte copies, from a tensor
+/// nobody writes during the launch, planned in registers.
+fn stageable_load(kernel: &TileKernel, plan: &Plan, value: TileValue, tensor: u32) -> bool {
+    let read_only = kernel
+        .params
+        .get(tensor as usize)
+        .is_some_and(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Read));
+    let ty = &kernel.values[value];
+    let shape = cuprum_tile_ir::known_sizes(&ty.shape);
+    read_only
+        && ty.elem.known().is_some_and(|e| e.size_bytes() == 2)
+        && shape.is_some_and(|s| {
+            s.len() >= 2 && s[..s.len() - 2].iter().all(|&n| n == 1) && s[s.len() - 1] % 8 == 0
+        })
+        && matches!(plan.repr(value), Some(Repr::Dist(_)))
+}
+
+/// Whether tensor-core `value = mma(a, .., acc)` reads its operands with `ldmatrix` when
+/// they are staged: the condition `emit::matmul`'s `operand_sources` tests.
+pub(crate) fn reads_with_ldmatrix(
+    kernel: &TileKernel,
+    plan: &Plan,
+    value: TileValue,
+    a: TileValue,
+    acc: TileValue,
+) -> bool {
+    let tensor_core = match (
+        kernel.values[a].elem.known(),
+        kernel.values[acc].elem.known(),
+    ) {
+        (Some(i), Some(c)) => matches!(MmaKind::of(i, c), Some(MmaKind::TensorCore { .. })),
+        _ => false,
+    };
+    let k_whole = cuprum_tile_ir::known_sizes(&kernel.values[a].shape)
+        .and_then(|s| s.last().copied())
+        .is_some_and(|k| k.is_multiple_of(mma_layout::BLOCK_K));
+    tensor_core
+        && k_whole
+        && plan
+            .mma_inputs(value)
+            .is_some_and(|ls| ls.iter().all(|&l| plan.layout(l).never_clamps()))
+}
+
+/// Every read of each value: statements' operands and blocks' yields.
+fn count_uses(block: &Block, uses: &mut HashMap<TileValue, usize>) {
+    for s in &block.stmts {
+        for o in s.operands() {
+            *uses.entry(o).or_default() += 1;
+        }
+        for b in s.nested() {
+            count_uses(b, uses);
+        }
+    }
+    for &y in &block.yields {
+        *uses.entry(y).or_default() += 1;
+    }
+}
