@@ -6,9 +6,11 @@ torch_peers.py times (median of 50 event-timed runs after 5 warm-ups). Prints th
 records (case names tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm; impl
 torch, torch_compile, triton or cublas: PyTorch's bf16 and f16 matmuls at 4096^3 and 8192^3;
 case names tile_gemm and tile_gemm_f16;
-tile_attention: scaled_dot_product_attention in f16, batch 4, 32 heads, sequence 4096, head 128) for benches/report.py.
+tile_attention: scaled_dot_product_attention in f16, batch 4, 32 heads, sequence 4096, head 128, and a Triton
+flash-attention forward, triton_attention.py) for benches/report.py.
 
-Usage: python3 benches/peers/tile_peers.py [--quick]   (--quick: small sizes, a smoke test)
+Usage: python3 benches/peers/tile_peers.py [--quick] [--only CASE]   (--quick: small sizes, a smoke
+test; --only: one case, e.g. tile_attention)
 """
 
 import os
@@ -118,9 +120,19 @@ def main():
         size = f"b{b}_h{h}_s{sq}_d{d}"
         result("tile_attention", "torch", size, 4 * b * h * sq * d * 2, 4 * b * h * sq * sq * d,
                median_ms(lambda: F.scaled_dot_product_attention(q, k, v)))
+        if HAVE_TRITON:
+            from triton_attention import attention  # noqa: E402
 
+            out = torch.empty_like(q)
+            attention(q, k, v, out)
+            check(torch.allclose(out.float(), o.float(), rtol=1e-2, atol=4e-3), "triton attention")
+            result("tile_attention", "triton", size, 4 * b * h * sq * d * 2, 4 * b * h * sq * sq * d,
+                   median_ms(lambda: attention(q, k, v, out)))
+
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm, tile_attention):
-        case(fn)
+        if only is None or fn.__name__ == only:
+            case(fn)
     if FAILED:
         print(f"FAILED: tile peers: {' '.join(FAILED)}", file=sys.stderr)
         return 1
