@@ -94,6 +94,7 @@
 
 #![warn(missing_docs)]
 
+mod block_order;
 mod emit;
 mod evict;
 mod facts;

@@ -251,7 +251,8 @@ impl Emitter<'_> {
     }
 
     /// The tile a block owns of partitioned tensor `tensor`: its index along tensor axis `d`
-    /// is the block's index along grid axis `d`.
+    /// is the tile block's index along grid axis `d` (the hardware block's, unless the
+    /// lowering deals tile blocks in an order of its own: `block_index`).
     fn own_tile(&mut self, tensor: u32, shape: Vec<u32>) -> R<Placement> {
         let mut origin = Vec::with_capacity(shape.len());
         for (d, &n) in shape.iter().enumerate() {
@@ -259,7 +260,10 @@ impl Emitter<'_> {
                 .get(d)
                 .copied()
                 .ok_or_else(|| self.unsupported("a partitioned tensor of rank above 3"))?;
-            let b = self.def(Op::Special(Special::BlockIdx(dim)))?;
+            let b = match self.block_index.and_then(|index| index.get(d).copied()) {
+                Some(b) => b,
+                None => self.def(Op::Special(Special::BlockIdx(dim)))?,
+            };
             let b = self.cast(b, ScalarType::I64)?;
             let n = self.i64c(i64::from(n));
             origin.push(self.mul(b, n)?);

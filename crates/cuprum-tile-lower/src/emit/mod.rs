@@ -114,7 +114,7 @@ pub(crate) struct Emitter<'k> {
     /// The tile block's index along grid axes x and y (`U32`) where a recipe deals the tiles
     /// to the hardware's blocks in an order of its own (`wgmma_gemm`'s grouped order);
     /// `None`: the block's own `ctaid`.
-    block_index: Option<[Value; 2]>,
+    pub(super) block_index: Option<[Value; 2]>,
 }
 
 impl<'k> Emitter<'k> {
@@ -175,9 +175,36 @@ impl<'k> Emitter<'k> {
 
     /// Lowers the kernel's body and returns the kernel IR.
     pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
+        if crate::block_order::axis1_fastest(self.kernel) {
+            let index = self.axis1_fastest_index()?;
+            self.block_index = Some(index);
+        }
         let body = &self.kernel.body;
         self.stmts(body)?;
         Ok((self.b.finish(), self.shared_bytes, self.args))
+    }
+
+    /// The tile block `(a0, a1)` this hardware block runs when blocks go axis 1 fastest
+    /// (`block_order`): hardware block `l = x + y * n0` (`n0`, `n1` the grid's sizes) runs
+    /// `(l / n1, l % n1)`, computed in `U64` (the grid has up to 2^47 blocks).
+    fn axis1_fastest_index(&mut self) -> R<[Value; 2]> {
+        use cuprum_ir::{Dim, Special};
+        let read = |e: &mut Self, s: Special| -> R<Value> {
+            let v = e.def(Op::Special(s))?;
+            e.cast(v, ScalarType::U64)
+        };
+        let x = read(self, Special::BlockIdx(Dim::X))?;
+        let y = read(self, Special::BlockIdx(Dim::Y))?;
+        let n0 = read(self, Special::GridDim(Dim::X))?;
+        let n1 = read(self, Special::GridDim(Dim::Y))?;
+        let at = self.mul(y, n0)?;
+        let linear = self.add(at, x)?;
+        let a0 = self.bin(BinaryOp::Div, linear, n1)?;
+        let a1 = self.bin(BinaryOp::Rem, linear, n1)?;
+        Ok([
+            self.cast(a0, ScalarType::U32)?,
+            self.cast(a1, ScalarType::U32)?,
+        ])
     }
 
     // ----- errors -----
