@@ -2,16 +2,20 @@
 //!
 //! * `f16`/`bf16` inputs: the planner gave the result and the operands the `mma.sync`
 //!   fragment layouts (`mma_layout`), so the accumulator stays in registers (across a K loop
-//!   too) and the operands reach their fragments through the ordinary layout conversions
-//!   (a shared-memory round trip from the coalesced layout their loads take). Each 16x8
+//!   too). An operand reaches its fragments from registers already in its fragment layout
+//!   (an earlier `mma`'s result in a chain), from fragment words packed before the loop (a
+//!   loop-invariant operand), or from shared memory by `ldmatrix`: written there row-major
+//!   from its registers, or copied there from global memory by `cp.async` (a staged load,
+//!   `emit::staged`); a transposed `B` is staged as its source is and read without
+//!   `.trans`. Each 16x8
 //!   result block of each warp is then a chain of `mma.sync m16n8k16` along K in steps of
 //!   16, whose sums are the ones `Op::Mma` defines: the result is bit for bit the
 //!   interpreter's.
 //! * `f32`/`f64` inputs: both operands go to shared memory (row-major), and each thread
 //!   computes the accumulator elements it holds, one fused multiply-add per `k` in order.
 //!
-//! Not yet: `ldmatrix` for the operand conversions, a `cp.async` ring that overlaps the next
-//! K step's loads with this one's `mma`s, and the TMA / `wgmma` recipe for sm_90a.
+//! Not yet: a `cp.async` ring that overlaps the next K step's loads with this one's
+//! `mma`s (the TMA / `wgmma` recipe for sm_90a GEMMs is `wgmma_gemm`).
 
 use std::collections::HashMap;
 
