@@ -96,6 +96,21 @@ fn int(cb: &mut CaseBuilder, v: i64) -> TileValue {
     )
 }
 
+/// The tile `tile` of `tensor` at `index`, zero past its edges.
+fn load_tile(cb: &mut CaseBuilder, tensor: u32, tile: &[u32], index: Vec<TileValue>) -> TileValue {
+    def(
+        cb,
+        Op::Load {
+            view: View::Tiled {
+                tensor,
+                tile: shape_of(tile),
+                index,
+            },
+            padding: Literal::Int(0),
+        },
+    )
+}
+
 /// `for counter in start..end step { acc = mma(a tile, b tile, acc) }` from `acc0`: each
 /// operand `(tensor, tile shape)` loaded (zero padding) at the index `index(counter)` gives it;
 /// returns the loop's result.
@@ -113,19 +128,8 @@ fn k_loop(
     cb.b.begin_block();
     let (ai, bi) = index(counter);
     let [(a, a_tile), (b, b_tile)] = operands;
-    let mut load = |tensor: u32, tile: Vec<u32>, index: Vec<TileValue>| {
-        def(
-            cb,
-            Op::Load {
-                view: View::Tiled {
-                    tensor,
-                    tile: shape_of(&tile),
-                    index,
-                },
-                padding: Literal::Int(0),
-            },
-        )
-    };
+    let mut load =
+        |tensor: u32, tile: Vec<u32>, index: Vec<TileValue>| load_tile(cb, tensor, &tile, index);
     let ta = load(a, a_tile, ai);
     let tb = load(b, b_tile, bi);
     let next = def(cb, Op::Mma { a: ta, b: tb, acc });
@@ -539,6 +543,17 @@ fn small_bits(rng: &mut SmallRng, ty: ScalarType) -> u64 {
     cuprum_ir::scalar::cast_constant(Constant::f64(x), ty).bits
 }
 
+/// `value` broadcast to `shape`.
+fn broadcast(cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]) -> TileValue {
+    def(
+        cb,
+        Op::Broadcast {
+            value,
+            shape: shape_of(&shape),
+        },
+    )
+}
+
 /// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
 /// query rows, over key tiles of `bn`, `s = q kᵀ`, the running row maximum `m`, `p = s - m`
 /// broadcast, `acc = (acc + (m_old - m) broadcast) + f16(p) v`, and after the loop
@@ -579,17 +594,7 @@ fn chain_case(
     let row = def(&mut cb, Op::BlockId(0));
     let zero_i = int(&mut cb, 0);
     let load = |cb: &mut CaseBuilder, tensor: u32, tile: [u32; 2], index: Vec<TileValue>| {
-        def(
-            cb,
-            Op::Load {
-                view: View::Tiled {
-                    tensor,
-                    tile: shape_of(&tile),
-                    index,
-                },
-                padding: Literal::Int(0),
-            },
-        )
+        load_tile(cb, tensor, &tile, index)
     };
     let constant = |cb: &mut CaseBuilder, shape: &[u32]| {
         def(
@@ -647,13 +652,7 @@ fn chain_case(
         },
     );
     let m_new = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Max, m, max));
-    let m_wide = def(
-        &mut cb,
-        Op::Broadcast {
-            value: m_new,
-            shape: shape_of(&[bm, bn]),
-        },
-    );
+    let m_wide = broadcast(&mut cb, m_new, [bm, bn]);
     let p = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, s, m_wide));
     let p16 = def(
         &mut cb,
@@ -663,13 +662,7 @@ fn chain_case(
         },
     );
     let alpha = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, m, m_new));
-    let alpha_wide = def(
-        &mut cb,
-        Op::Broadcast {
-            value: alpha,
-            shape: shape_of(&[bm, d]),
-        },
-    );
+    let alpha_wide = broadcast(&mut cb, alpha, [bm, d]);
     let shifted = def(
         &mut cb,
         Op::Binary(cuprum_ir::BinaryOp::Add, acc, alpha_wide),
@@ -694,13 +687,7 @@ fn chain_case(
         body,
         results: vec![m_out, acc_out],
     });
-    let m_wide = def(
-        &mut cb,
-        Op::Broadcast {
-            value: m_out,
-            shape: shape_of(&[bm, d]),
-        },
-    );
+    let m_wide = broadcast(&mut cb, m_out, [bm, d]);
     let result = def(
         &mut cb,
         Op::Binary(cuprum_ir::BinaryOp::Sub, acc_out, m_wide),
