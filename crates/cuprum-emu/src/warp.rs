@@ -370,6 +370,8 @@ impl<'k> Exec<'_, 'k> {
                 Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}
                 // The fence lets the TMA read the thread's earlier generic writes
                 // (`crate::tma`); it orders nothing between threads.
+                // Line information only.
+                Stmt::SourceLine { .. } => {}
                 Stmt::FenceProxyAsync => {
                     for l in crate::access::lanes_of(mask) {
                         self.mem.shared.proxy_fence(ctx.tid(l));

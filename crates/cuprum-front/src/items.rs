@@ -21,6 +21,10 @@ pub struct ModuleInfo {
     pub methods: Vec<crate::impls::DeviceMethod>,
     /// `#[constant]` statics (cuda-oxide's constant memory), in source order.
     pub constants: Vec<crate::constants::ConstantInfo>,
+    /// The source file the module's lines are in, when kernels carry line information
+    /// ([`crate::compile_module_with_lines`]): each statement is then marked with its line
+    /// (`Stmt::SourceLine`, the PTX's `.loc`).
+    pub line_info: Option<String>,
 }
 
 /// One `#[kernel]` function.
@@ -167,6 +171,7 @@ pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
         structs: Vec::new(),
         methods: Vec::new(),
         constants: Vec::new(),
+        line_info: None,
     };
     // Structs first: kernel signatures may name them.
     for item in items {

@@ -35,7 +35,19 @@ pub struct CompiledModule {
 /// Compiles a parsed `#[cuda_module]` module. All errors found are combined into one
 /// `syn::Error` whose parts carry the spans of the offending code.
 pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Error> {
-    let info = items::scan_module(module)?;
+    compile_module_with_lines(module, None)
+}
+
+/// [`compile_module`], with line information when `source_file` names the file the
+/// module's spans count lines in: every statement of a kernel is marked with its line, which
+/// the PTX carries as `.file`/`.loc` (Nsight Compute's source view, `nvdisasm -g`). Generic
+/// kernels, compiled per specialization at launch, carry none.
+pub fn compile_module_with_lines(
+    module: &syn::ItemMod,
+    source_file: Option<String>,
+) -> Result<CompiledModule, syn::Error> {
+    let mut info = items::scan_module(module)?;
+    info.line_info = source_file;
     let mut kernels = Vec::with_capacity(info.kernels.len());
     let mut errors: Option<syn::Error> = None;
     for k in &info.kernels {
@@ -235,6 +247,15 @@ impl From<SourceError> for String {
 
 /// Compiles the text of a `#[cuda_module]` module (what the macro embeds), for run time.
 pub fn compile_source(source: &str) -> Result<CompiledModule, SourceError> {
+    compile_source_with_lines(source, None)
+}
+
+/// [`compile_source`] with line information naming `source_file` (see
+/// [`compile_module_with_lines`]; the text keeps the file's lines, not its columns).
+pub fn compile_source_with_lines(
+    source: &str,
+    source_file: Option<String>,
+) -> Result<CompiledModule, SourceError> {
     let module: syn::ItemMod = syn::parse_str(source)?;
-    Ok(compile_module(&module)?)
+    Ok(compile_module_with_lines(&module, source_file)?)
 }

@@ -349,6 +349,7 @@ impl Stmt {
             | Stmt::Barrier
             | Stmt::Fence { .. }
             | Stmt::FenceProxyAsync
+            | Stmt::SourceLine { .. }
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
@@ -410,6 +411,7 @@ impl Stmt {
             | Stmt::Barrier
             | Stmt::Fence { .. }
             | Stmt::FenceProxyAsync
+            | Stmt::SourceLine { .. }
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
             | Stmt::CpAsyncWaitGroup { .. }
@@ -628,6 +630,7 @@ impl Stmt {
                 fence: true,
                 ..none
             },
+            Stmt::SourceLine { .. } => none,
             Stmt::Mma { .. } => Effects {
                 warp_collective: true,
                 ..none

@@ -484,6 +484,19 @@ pub enum Stmt {
     /// ordinary loads after it. Needs compute capability 9.0 (a PTX writer error on sm_80).
     /// The emulator has one proxy, where program order already gives this.
     FenceProxyAsync,
+    /// Line information: the statements after it (up to the next one) come from `line`,
+    /// `column` of source file `file` (a path as the compiler saw it). It does nothing: the
+    /// PTX writer turns it into `.file`/`.loc` directives (what Nsight Compute's source view
+    /// and `cuobjdump`/`nvdisasm -g` read), the emulator skips it, and the optimizer keeps
+    /// it where it is (no effects, no operands: it neither orders nor blocks anything).
+    SourceLine {
+        /// The source file's path.
+        file: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
     /// Stops the kernel with an error the host reports (a failed bounds check or assertion).
     Trap(TrapKind),
     /// A warp-wide tensor-core matrix multiply-accumulate, `D = A * B + C` with A `16 x K`,

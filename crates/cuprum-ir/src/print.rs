@@ -164,6 +164,9 @@ impl Printer<'_> {
             Stmt::Barrier => writeln!(self.out, "{pad}barrier"),
             Stmt::Fence { scope } => writeln!(self.out, "{pad}fence.{scope:?}"),
             Stmt::FenceProxyAsync => writeln!(self.out, "{pad}fence.proxy.async"),
+            Stmt::SourceLine { file, line, column } => {
+                writeln!(self.out, "{pad}// {file}:{line}:{column}")
+            }
             Stmt::Trap(TrapKind::BoundsCheck { index, len, site }) => writeln!(
                 self.out,
                 "{pad}trap bounds_check(%{}, %{}) {site:?}",

@@ -644,7 +644,11 @@ impl Walk<'_> {
                     return Err(format!("{stmt:?} outside a loop"));
                 }
             }
-            Stmt::Return | Stmt::Barrier | Stmt::Fence { .. } | Stmt::FenceProxyAsync => {}
+            Stmt::Return
+            | Stmt::Barrier
+            | Stmt::Fence { .. }
+            | Stmt::FenceProxyAsync
+            | Stmt::SourceLine { .. } => {}
             Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
                 if self.visible(*index)? != ScalarType::U64
                     || self.visible(*len)? != ScalarType::U64

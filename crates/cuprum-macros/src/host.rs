@@ -81,7 +81,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
         }
     }
     let source = cuprum_front::module_source(with_parent);
-    let embedded = embedded_ir(&source);
+    let embedded = embedded_ir(&source, line_info_file(module));
     let Some((_, items)) = &module.content else {
         return Err(syn::Error::new(
             module.span(),
@@ -284,15 +284,29 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
     })
 }
 
+/// With `CUPRUM_LINEINFO` set (to anything but `0`) when the crate is built, the file the
+/// module is in: its kernels then carry line information (`.file`/`.loc` in the PTX, what
+/// Nsight Compute's source view reads), as `nvcc -lineinfo` gives. Cargo does not rebuild a
+/// crate when the variable changes: `cargo clean -p <crate>` first.
+fn line_info_file(module: &syn::ItemMod) -> Option<String> {
+    let wanted = std::env::var_os("CUPRUM_LINEINFO").is_some_and(|v| v != "0");
+    if !wanted {
+        return None;
+    }
+    let file = module.ident.span().local_file()?;
+    let file = std::fs::canonicalize(&file).unwrap_or(file);
+    Some(file.display().to_string())
+}
+
 /// `Some(b"...")`: the module's IR as the run time would compile it from `source` (the same
 /// text, so the same spans and lines), optimized and encoded ([`cuprum_ir::encode_module`]);
 /// `None` if that fails (then the run time compiles the source, and reports the error).
-fn embedded_ir(source: &str) -> TokenStream {
+fn embedded_ir(source: &str, line_info: Option<String>) -> TokenStream {
     // Parse the text as the run time does, with proc-macro2's own parser: inside a proc
     // macro it would otherwise use the compiler's, whose spans all point at the macro call,
     // and the lines that run-time errors name would change.
     proc_macro2::fallback::force();
-    let encoded = cuprum_front::compile_source(source).map(|compiled| {
+    let encoded = cuprum_front::compile_source_with_lines(source, line_info).map(|compiled| {
         let mut ir = compiled.ir;
         cuprum_opt::optimize(&mut ir);
         cuprum_ir::encode_module(&ir)

@@ -145,6 +145,13 @@ struct Gather {
 /// only where they cannot fault, see [`Gather::in_bounds`].)
 fn passable_access(stmt: &Stmt) -> bool {
     let e = stmt.effects(|| true);
+    // A statement that does nothing (line information) is passed like no statement.
+    if e == cuprum_ir::Effects::default()
+        && stmt.results().is_empty()
+        && !matches!(stmt, Stmt::Def { .. })
+    {
+        return true;
+    }
     // Nothing but the access itself (no barrier, warp operation, asynchronous copy, ...).
     let rest = cuprum_ir::Effects {
         reads: cuprum_ir::Spaces::NONE,

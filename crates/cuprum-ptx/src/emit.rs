@@ -118,6 +118,8 @@ pub(crate) struct KernelWriter<'k> {
     pub(crate) printf_args_size: u32,
     /// The `F32`/`F64` values defined as the constant `1.0`: `1.0 / x` is `rcp.rn`.
     pub(crate) float_ones: std::collections::HashSet<Value>,
+    /// The module's source files (`.file` index - 1), for `.loc`.
+    pub(crate) files: &'k [String],
     /// Addresses defined as another value plus a small constant, written `[base+offset]`.
     offset_addresses: std::collections::HashMap<Value, (Value, i64)>,
 }
@@ -183,6 +185,7 @@ fn float_ones(kernel: &Kernel) -> std::collections::HashSet<Value> {
 pub(crate) fn write_kernel(
     kernel: &Kernel,
     target: crate::Target,
+    files: &[String],
     out: &mut String,
 ) -> Result<(), PtxError> {
     let mut regs = RegFile::default();
@@ -226,6 +229,7 @@ pub(crate) fn write_kernel(
         format_strings: Vec::new(),
         printf_args_size: 0,
         float_ones: float_ones(kernel),
+        files,
     };
     // Variables hold zero until first written (the IR's rule); ptxas drops the moves a
     // write always overrides.
@@ -342,6 +346,23 @@ pub(crate) fn uses_op(block: &Block, pred: &impl Fn(&Op) -> bool) -> bool {
 }
 
 /// Whether `block` (nested blocks included) has a statement for which `pred` holds.
+/// Adds the source files `block`'s `SourceLine`s name to `files`, in order of first use.
+pub(crate) fn source_files(block: &Block, files: &mut Vec<String>) {
+    for s in &block.stmts {
+        match s {
+            Stmt::SourceLine { file, .. } if !files.contains(file) => files.push(file.clone()),
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                source_files(then, files);
+                source_files(otherwise, files);
+            }
+            Stmt::Loop { body } => source_files(body, files),
+            _ => {}
+        }
+    }
+}
+
 pub(crate) fn uses_stmt(block: &Block, pred: &impl Fn(&Stmt) -> bool) -> bool {
     block.stmts.iter().any(|s| {
         pred(s)
@@ -474,6 +495,12 @@ impl<'k> KernelWriter<'k> {
             Stmt::Return => ins!(self, "ret"),
             Stmt::Barrier => ins!(self, "bar.sync 0"),
             Stmt::Fence { scope } => ins!(self, "fence.sc.{}", scope_name(*scope)),
+            Stmt::SourceLine { file, line, column } => {
+                let index = self.files.iter().position(|f| f == file).ok_or_else(|| {
+                    self.unsupported("line information naming a file the module did not declare")
+                })?;
+                let _ = writeln!(self.out, "\t.loc {} {line} {column}", index + 1);
+            }
             Stmt::FenceProxyAsync => {
                 if self.target == crate::Target::Sm80 {
                     return Err(self.unsupported(

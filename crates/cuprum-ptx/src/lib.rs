@@ -257,8 +257,17 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
             out.push_str(&table.declaration());
         }
     }
+    // Line information: one `.file` per source file the kernels' `SourceLine`s name.
+    let mut files: Vec<String> = Vec::new();
     for kernel in &module.kernels {
-        emit::write_kernel(kernel, target, &mut out)?;
+        emit::source_files(&kernel.body, &mut files);
+    }
+    for (i, file) in files.iter().enumerate() {
+        let escaped = file.replace('\\', "\\\\").replace('"', "\\\"");
+        let _ = writeln!(out, ".file {} \"{escaped}\"", i + 1);
+    }
+    for kernel in &module.kernels {
+        emit::write_kernel(kernel, target, &files, &mut out)?;
     }
     Ok(out)
 }

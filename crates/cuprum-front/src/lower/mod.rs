@@ -328,6 +328,8 @@ struct Lowerer<'a> {
     b: KernelBuilder,
     mode: Mode<'a>,
     scopes: Vec<Vec<(String, Binding)>>,
+    /// The line the last `Stmt::SourceLine` named (`mark_line`).
+    last_line: Option<usize>,
     next_site: u32,
     loop_depth: u32,
     /// Special registers and derived indices already read at kernel entry, reused.
@@ -438,6 +440,7 @@ impl<'a> Lowerer<'a> {
             b: KernelBuilder::new(spec.mangle(&kernel.name)),
             mode,
             scopes: vec![Vec::new()],
+            last_line: None,
             next_site: 0,
             loop_depth: 0,
             index_1d: None,
@@ -804,6 +807,25 @@ impl<'a> Lowerer<'a> {
 
     // ----- statements ---------------------------------------------------------------------
 
+    /// Marks the statements that follow as coming from `span`'s line, when the module
+    /// carries line information and the line changed.
+    fn mark_line(&mut self, span: proc_macro2::Span) {
+        let Some(file) = &self.info.line_info else {
+            return;
+        };
+        let start = span.start();
+        if start.line == 0 || self.last_line == Some(start.line) {
+            return;
+        }
+        self.last_line = Some(start.line);
+        // The module's text keeps the file's lines but not its columns: column 0, unknown.
+        self.b.push(Stmt::SourceLine {
+            file: file.clone(),
+            line: start.line as u32,
+            column: 0,
+        });
+    }
+
     fn block(&mut self, block: &syn::Block) -> Result<Val> {
         self.scopes.push(Vec::new());
         let r = self.block_stmts(&block.stmts);
@@ -819,6 +841,7 @@ impl<'a> Lowerer<'a> {
                 return Ok(Val::Never);
             }
             let is_last = i + 1 == stmts.len();
+            self.mark_line(stmt.span());
             last = match stmt {
                 syn::Stmt::Local(local) => {
                     self.local(local)?;
