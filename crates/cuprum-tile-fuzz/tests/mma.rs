@@ -719,3 +719,56 @@ fn chained_mmas_match_the_interpreter_bit_for_bit() {
         .collect();
     check_all("chained mma", &cases);
 }
+
+/// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
+/// and shared-memory stores of `f32` values (the one loop of a chain case).
+#[derive(Debug, Default)]
+struct LoopWork {
+    barriers: usize,
+    copies: usize,
+    shared_f32_stores: usize,
+}
+
+fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
+    fn visit(b: &cuprum_ir::Block, k: &cuprum_ir::Kernel, in_loop: bool, w: &mut LoopWork) {
+        for s in &b.stmts {
+            match s {
+                cuprum_ir::Stmt::Loop { body } => visit(body, k, true, w),
+                cuprum_ir::Stmt::If {
+                    then, otherwise, ..
+                } => {
+                    visit(then, k, in_loop, w);
+                    visit(otherwise, k, in_loop, w);
+                }
+                cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
+                cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
+                cuprum_ir::Stmt::Store {
+                    space: cuprum_ir::AddressSpace::Shared,
+                    value,
+                    ..
+                } if in_loop && k.values[*value].ty == S::F32 => w.shared_f32_stores += 1,
+                _ => {}
+            }
+        }
+    }
+    let mut w = LoopWork::default();
+    visit(&kernel.body, kernel, false, &mut w);
+    w
+}
+
+#[test]
+fn chained_mmas_keep_their_rows_in_registers() {
+    // Attention's loop, lowered: the scores, the probabilities and the row statistics never
+    // cross warps through shared memory (row-only warp grids, broadcasts in place), the key
+    // and value tiles reach shared memory by `cp.async` (staged loads), and the loop meets
+    // the block at no more barriers than those two stagings need.
+    for (sizes, tiles) in [((128, 256, 64), [128, 64]), ((64, 96, 32), [64, 32])] {
+        let case = chain_case(1, S::F16, sizes, tiles);
+        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let w = loop_work(&lowered.kernel);
+        assert_eq!(w.shared_f32_stores, 0, "{sizes:?} {tiles:?}: {w:?}");
+        assert!(w.copies > 0, "{sizes:?} {tiles:?}: {w:?}");
+        assert!(w.barriers <= 3, "{sizes:?} {tiles:?}: {w:?}");
+    }
+}
