@@ -21,6 +21,47 @@ use crate::limits::DeviceLimits;
 /// The environment variable that selects the backend.
 pub const DEVICE_ENV_VAR: &str = "CUPRUM_DEVICE";
 
+/// The environment variable that says how many devices the emulator offers (default 1):
+/// ordinals `0..N`, each with its own memory, so that programs for several devices run
+/// (and are tested) without GPUs.
+pub const EMULATOR_DEVICES_ENV_VAR: &str = "CUPRUM_EMU_DEVICES";
+
+/// The most devices the emulator offers.
+pub const MAX_EMULATOR_DEVICES: usize = 64;
+
+/// How many devices the emulator offers: `CUPRUM_EMU_DEVICES`, 1 when unset.
+pub fn emulator_device_count() -> Result<usize> {
+    let Some(v) = std::env::var_os(EMULATOR_DEVICES_ENV_VAR) else {
+        return Ok(1);
+    };
+    let text = v.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_EMULATOR_DEVICES).contains(&n) => Ok(n),
+        _ => Err(Error::InvalidEmulatorDevices {
+            value: text.into_owned(),
+            max: MAX_EMULATOR_DEVICES,
+        }),
+    }
+}
+
+/// How many devices [`CudaContext::new`] can open (ordinals `0..count`) on the backend
+/// `CUPRUM_DEVICE` selects: the GPUs the driver reports, the emulator's devices
+/// ([`emulator_device_count`]), or for `auto` the GPUs when there are any, else the
+/// emulator's. Never panics without a driver or a GPU: `cuda` without one is
+/// [`Error::NoDriver`] (or 0 devices where the driver reports none).
+pub fn device_count() -> Result<usize> {
+    match DeviceSelection::from_env()? {
+        DeviceSelection::Cuda => crate::backend::cuda::device_count(),
+        DeviceSelection::Emulator => emulator_device_count(),
+        DeviceSelection::Auto => match crate::backend::cuda::device_count() {
+            Ok(n) if n > 0 => Ok(n),
+            Ok(_) => emulator_device_count(),
+            Err(e) if e.is_no_gpu() => emulator_device_count(),
+            Err(e) => Err(e),
+        },
+    }
+}
+
 /// The value of `CUPRUM_DEVICE`: which backend [`CudaContext::new`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DeviceSelection {
@@ -132,7 +173,8 @@ impl fmt::Debug for CudaContext {
 
 impl CudaContext {
     /// Opens device `ordinal` on the backend `CUPRUM_DEVICE` selects (`auto` when unset): the
-    /// GPU when there is one, else the CPU emulator (which has only ordinal 0).
+    /// GPU when there is one, else the CPU emulator (ordinals `0..CUPRUM_EMU_DEVICES`, one by
+    /// default; [`device_count`] says how many there are).
     ///
     /// Each call makes a new context with its own counters (and, on the emulator, its own
     /// memory); buffers, streams and modules of one context are refused by another
@@ -149,9 +191,9 @@ impl CudaContext {
             DeviceSelection::Emulator => Self::emulator_ordinal(ordinal),
             DeviceSelection::Auto => match Self::cuda(ordinal) {
                 Ok(ctx) => Ok(ctx),
-                Err(e) if e.is_no_gpu() && ordinal == 0 => {
+                Err(e) if e.is_no_gpu() && ordinal < emulator_device_count()? => {
                     announce_fallback(&e);
-                    Ok(Self::emulator())
+                    Self::emulator_ordinal(ordinal)
                 }
                 Err(e) => Err(e),
             },
@@ -159,10 +201,15 @@ impl CudaContext {
     }
 
     fn emulator_ordinal(ordinal: usize) -> Result<Self> {
-        if ordinal == 0 {
-            Ok(Self::emulator())
+        let count = emulator_device_count()?;
+        if ordinal < count {
+            Ok(Self::from_backend(
+                Backend::Emu(backend::emu::EmuDevice::new()),
+                DeviceLimits::emulator(),
+                ordinal,
+            ))
         } else {
-            Err(Error::NoDevice { ordinal, count: 1 })
+            Err(Error::NoDevice { ordinal, count })
         }
     }
 

@@ -59,6 +59,19 @@ pub enum Error {
         value: String,
     },
 
+    /// `CUPRUM_EMU_DEVICES` holds something other than a number of devices from 1 to
+    /// [`MAX_EMULATOR_DEVICES`](crate::context::MAX_EMULATOR_DEVICES).
+    #[error(
+        "invalid CUPRUM_EMU_DEVICES value `{value}`: expected how many devices the emulator \
+         offers, from 1 to {max}"
+    )]
+    InvalidEmulatorDevices {
+        /// The value found in `CUPRUM_EMU_DEVICES`.
+        value: String,
+        /// The most devices the emulator offers.
+        max: usize,
+    },
+
     /// The launch configuration breaks the kernel's contract or the device's limits.
     #[error("invalid launch of kernel `{kernel}`: {reason}")]
     InvalidLaunch {

@@ -56,6 +56,7 @@ pub use buffer::{DeviceBuffer, DeviceCopy, DeviceScalar};
 pub use completion::Completion;
 pub use context::{
     BackendKind, CudaContext, DEVICE_ENV_VAR, DeviceSelection, Event, RuntimeStats, Stream,
+    device_count, emulator_device_count,
 };
 pub use error::{DriverStatus, Error, Result};
 pub use graph::Graph;

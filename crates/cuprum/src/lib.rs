@@ -82,7 +82,7 @@ pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceRead, DeviceScalar,
     DeviceSlice, DeviceSliceMut, DeviceWrite, DriverStatus, Error, Event, Graph, LaunchConfig,
     LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, PinnedBuffer, Result, RowWidth,
-    Stream, TensorMap,
+    Stream, TensorMap, device_count, emulator_device_count,
 };
 pub use half;
 

@@ -82,6 +82,26 @@ unsafe impl Send for CudaDevice {}
 // SAFETY: as above; the driver API is thread-safe.
 unsafe impl Sync for CudaDevice {}
 
+/// How many GPUs the driver reports (0 where it reports none: `CUDA_ERROR_NO_DEVICE`).
+/// Loads and initializes the driver as [`CudaDevice::open`] does.
+pub(crate) fn device_count() -> Result<usize, Error> {
+    driver::probe()?;
+    if let Err(err) = result::init() {
+        if err.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+            return Ok(0);
+        }
+        return Err(Error::NoDriver {
+            detail: CuFail {
+                call: "cuInit",
+                err,
+            }
+            .describe(),
+        });
+    }
+    let count = result::device::get_count().map_err(driver_error("cuDeviceGetCount"))?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
 impl CudaDevice {
     /// Loads the driver (checking it first), initializes it and retains the primary context
     /// of device `ordinal`; returns the device and its limits.
