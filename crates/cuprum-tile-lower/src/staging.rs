@@ -13,7 +13,7 @@ use cuprum_tile_ir::{
 };
 
 use crate::mma_layout;
-use crate::plan::{Plan, Repr};
+use crate::plan::{LayoutId, Plan, Repr};
 
 /// The loads to stage (see the module docs), given the kernel's plan. A staged tile is a
 /// rank-2 load or a reshape of a load that drops its leading axes of size 1 (as
@@ -119,14 +119,21 @@ pub(crate) fn reads_with_ldmatrix(
         (Some(i), Some(c)) => matches!(MmaKind::of(i, c), Some(MmaKind::TensorCore { .. })),
         _ => false,
     };
-    let k_whole = cuprum_tile_ir::known_sizes(&kernel.values[a].shape)
-        .and_then(|s| s.last().copied())
-        .is_some_and(|k| k.is_multiple_of(mma_layout::BLOCK_K));
+    let k = cuprum_tile_ir::known_sizes(&kernel.values[a].shape).and_then(|s| s.last().copied());
     tensor_core
-        && k_whole
         && plan
             .mma_inputs(value)
-            .is_some_and(|ls| ls.iter().all(|&l| plan.layout(l).never_clamps()))
+            .is_some_and(|ls| ldmatrix_reads(plan, k, ls))
+}
+
+/// Whether `ldmatrix` can read the operands of an `mma` whose `K` is `k` from shared memory,
+/// their fragment layouts being `layouts`: `K` whole steps of 16 (else it would read past
+/// the rows) and no warp reaching past the tile (whose registers must hold copies of the
+/// last row or column, which only the register path gives). The one rule `staged_loads`
+/// and `emit::matmul` ask.
+pub(crate) fn ldmatrix_reads(plan: &Plan, k: Option<u32>, layouts: [LayoutId; 2]) -> bool {
+    k.is_some_and(|k| k.is_multiple_of(mma_layout::BLOCK_K))
+        && layouts.iter().all(|&l| plan.layout(l).never_clamps())
 }
 
 /// Every read of each value: statements' operands and blocks' yields.

@@ -210,19 +210,13 @@ impl Emitter<'_> {
     ) -> R<[Source; 2]> {
         // Where warps reach past the tile, their registers must hold copies of the last
         // row or column (a later `max` may read them), which only the register path gives.
-        let k_whole = self.shape(operands[0].0).is_ok_and(|s| {
-            s.last()
-                .is_some_and(|&k| k.is_multiple_of(mma_layout::BLOCK_K))
-        });
+        let k = self.shape(operands[0].0)?.last().copied();
         let plans = [
             ldmatrix_bases(shape, Operand::A, false),
             ldmatrix_bases(shape, Operand::B, false),
         ];
-        let ldmatrix_ok = k_whole
-            && plans.iter().all(Option::is_some)
-            && operands
-                .iter()
-                .all(|&(_, l)| self.plan.layout(l).never_clamps());
+        let ldmatrix_ok = plans.iter().all(Option::is_some)
+            && crate::staging::ldmatrix_reads(self.plan, k, [operands[0].1, operands[1].1]);
         let mut staged = Vec::new();
         let mut sources = [Source::Regs(Vec::new()), Source::Regs(Vec::new())];
         for (i, &(v, l)) in operands.iter().enumerate() {
@@ -276,27 +270,6 @@ impl Emitter<'_> {
             };
         }
         Ok(sources)
-    }
-
-    /// The tile whose transpose `v` is, when `v` is a rank-2 permutation `[1, 0]`.
-    fn transposed_source(&self, v: TileValue) -> Option<TileValue> {
-        let mut found = None;
-        self.kernel.body.visit(&mut |s| {
-            if let cuprum_tile_ir::Stmt::Def {
-                value,
-                op:
-                    cuprum_tile_ir::Op::Permute {
-                        value: source,
-                        perm,
-                    },
-            } = s
-                && *value == v
-                && perm[..] == [1, 0]
-            {
-                found = Some(*source);
-            }
-        });
-        found
     }
 
     /// Writes `tiles` (each a value, the layout its registers are in, and the registers) to

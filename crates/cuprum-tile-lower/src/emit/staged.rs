@@ -55,10 +55,8 @@ impl Emitter<'_> {
     /// The staged load whose tile operand `v` is (operand `B` may be its transpose:
     /// `true` then), if it is one.
     pub(super) fn staged_origin(&self, is_b: bool, v: TileValue) -> Option<(TileValue, bool)> {
-        let (tile, transposed) = match self.definition(v) {
-            Some(cuprum_tile_ir::Op::Permute { value, perm }) if is_b && perm[..] == [1, 0] => {
-                (*value, true)
-            }
+        let (tile, transposed) = match self.transposed_source(v) {
+            Some(source) if is_b => (source, true),
             _ => (v, false),
         };
         let load = match self.definition(tile) {
@@ -68,6 +66,14 @@ impl Emitter<'_> {
         self.deferred
             .contains_key(&load)
             .then_some((load, transposed))
+    }
+
+    /// The tile whose transpose `v` is, when `v` is a rank-2 permutation `[1, 0]`.
+    pub(super) fn transposed_source(&self, v: TileValue) -> Option<TileValue> {
+        match self.definition(v) {
+            Some(cuprum_tile_ir::Op::Permute { value, perm }) if perm[..] == [1, 0] => Some(*value),
+            _ => None,
+        }
     }
 
     /// The operation that defines `v`, if a `Def` does.
