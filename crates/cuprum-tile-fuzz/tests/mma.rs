@@ -566,6 +566,7 @@ fn chain_case(
     input_ty: ScalarType,
     (rows, keys, d): (u64, u64, u32),
     [bm, bn]: [u32; 2],
+    q_reshaped: bool,
 ) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
@@ -607,6 +608,19 @@ fn chain_case(
         )
     };
     let tq = load(&mut cb, q, [bm, d], vec![row, zero_i]);
+    // cuTile's examples load q as a rank-3 tile and reshape it: the same tile, reached
+    // through a reshape.
+    let tq = if q_reshaped {
+        def(
+            &mut cb,
+            Op::Reshape {
+                value: tq,
+                shape: shape_of(&[bm, d]),
+            },
+        )
+    } else {
+        tq
+    };
     let m0 = constant(&mut cb, &[bm, 1]);
     let acc0 = constant(&mut cb, &[bm, d]);
     let steps = keys.div_ceil(u64::from(bn)) as i64;
@@ -715,7 +729,7 @@ fn chained_mmas_match_the_interpreter_bit_for_bit() {
         .into_iter()
         .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
         .enumerate()
-        .map(|(i, (ty, (sizes, tiles)))| chain_case(seed + i as u64, ty, sizes, tiles))
+        .map(|(i, (ty, (sizes, tiles)))| chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1))
         .collect();
     check_all("chained mma", &cases);
 }
@@ -763,12 +777,22 @@ fn chained_mmas_keep_their_rows_in_registers() {
     // and value tiles reach shared memory by `cp.async` (staged loads), and the loop meets
     // the block at no more barriers than those two stagings need.
     for (sizes, tiles) in [((128, 256, 64), [128, 64]), ((64, 96, 32), [64, 32])] {
-        let case = chain_case(1, S::F16, sizes, tiles);
-        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let w = loop_work(&lowered.kernel);
+        let work = |q_reshaped| {
+            let case = chain_case(1, S::F16, sizes, tiles, q_reshaped);
+            let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+                .unwrap_or_else(|e| panic!("{e}"));
+            loop_work(&lowered.kernel)
+        };
+        let w = work(false);
         assert_eq!(w.shared_f32_stores, 0, "{sizes:?} {tiles:?}: {w:?}");
         assert!(w.copies > 0, "{sizes:?} {tiles:?}: {w:?}");
         assert!(w.barriers <= 3, "{sizes:?} {tiles:?}: {w:?}");
+        // The loop-invariant q is put in fragments once, reshaped or not: the loop copies
+        // only k and v.
+        let reshaped = work(true);
+        assert_eq!(
+            reshaped.copies, w.copies,
+            "{sizes:?} {tiles:?}: {reshaped:?}"
+        );
     }
 }

@@ -71,7 +71,9 @@ pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValu
     let mut through: HashMap<TileValue, usize> = HashMap::new();
     for (&t, &load) in &tiles {
         let staged = staged_uses.get(&t).copied().unwrap_or(0);
-        if all_uses(&t) > 0 && staged == all_uses(&t) {
+        // A tile put in fragments once (loop-invariant, `Plan::eager_layout`) is loaded
+        // once, not copied again at every step.
+        if all_uses(&t) > 0 && staged == all_uses(&t) && plan.eager_layout(t).is_none() {
             *through.entry(load).or_default() += if t == load { all_uses(&t) } else { 1 };
         }
     }
