@@ -733,6 +733,14 @@ impl Block {
 }
 
 impl TileKernel {
+    /// Whether parameter `tensor` is a tensor nobody writes during the launch
+    /// ([`TensorAccess::Read`]), so that its loads may be made earlier, later or again.
+    pub fn is_read_only_tensor(&self, tensor: u32) -> bool {
+        self.params.get(tensor as usize).is_some_and(
+            |p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Read),
+        )
+    }
+
     /// The type of `value`.
     pub fn ty(&self, value: TileValue) -> &TileType {
         &self.values[value]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use cuprum_tile_ir::{Block, Op, ParamKind, Stmt, TensorAccess, TileKernel, TileValue, View};
+use cuprum_tile_ir::{Block, Op, Stmt, TileKernel, TileValue, View};
 
 /// Whether tile blocks should run grid axis 1 fastest: the read-only tiles loaded inside
 /// loops depend on axis 1 in fewer loads than on axis 0.
@@ -52,7 +52,7 @@ fn walk(
                 ..
             } = op
                 && loops > 0
-                && read_only(kernel, *tensor)
+                && kernel.is_read_only_tensor(*tensor)
             {
                 for (axis, count) in counts.iter_mut().enumerate() {
                     *count += u32::from(mask >> axis & 1);
@@ -71,11 +71,4 @@ fn walk(
             walk(kernel, b, inner, on_axes, counts, uses_axis1);
         }
     }
-}
-
-fn read_only(kernel: &TileKernel, tensor: u32) -> bool {
-    kernel
-        .params
-        .get(tensor as usize)
-        .is_some_and(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Read))
 }

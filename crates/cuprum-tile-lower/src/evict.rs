@@ -21,9 +21,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cuprum_ir::{BinaryOp, Constant, Eviction, ScalarType};
-use cuprum_tile_ir::{
-    Block, Elem, Literal, Op, ParamKind, Stmt, TensorAccess, TileKernel, TileValue, View,
-};
+use cuprum_tile_ir::{Block, Elem, Literal, Op, Stmt, TileKernel, TileValue, View};
 
 /// The eviction hint of each tile load (keyed by the loaded value) that is not `Normal`.
 pub(crate) fn plan(kernel: &TileKernel) -> HashMap<TileValue, Eviction> {
@@ -81,7 +79,7 @@ fn collect(
                     ..
                 },
         } = s
-            && is_read_only(kernel, *tensor)
+            && kernel.is_read_only_tensor(*tensor)
         {
             let varies = index.iter().any(|i| varying.contains(i));
             sites
@@ -186,13 +184,6 @@ fn known_int(defs: &HashMap<TileValue, &Op>, v: TileValue, depth: u32) -> Option
         }
         _ => None,
     }
-}
-
-fn is_read_only(kernel: &TileKernel, tensor: u32) -> bool {
-    kernel
-        .params
-        .get(tensor as usize)
-        .is_some_and(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Read))
 }
 
 /// The values that may differ between tile blocks: the block index and everything computed

@@ -49,7 +49,8 @@ pub(crate) fn row_coupled(kernel: &TileKernel) -> HashSet<TileValue> {
     coupled
 }
 
-fn is_tensor_core(kernel: &TileKernel, a: TileValue, acc: TileValue) -> bool {
+/// Whether `mma(a, .., acc)` sums on the tensor cores (`MmaKind::TensorCore`).
+pub(crate) fn is_tensor_core(kernel: &TileKernel, a: TileValue, acc: TileValue) -> bool {
     match (
         kernel.values[a].elem.known(),
         kernel.values[acc].elem.known(),

@@ -8,9 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cuprum_tile_ir::{
-    Block, MmaKind, Op, ParamKind, Stmt, TensorAccess, TileKernel, TileValue, View,
-};
+use cuprum_tile_ir::{Block, Op, Stmt, TileKernel, TileValue, View};
 
 use crate::mma_layout;
 use crate::plan::{LayoutId, Plan, Repr};
@@ -91,10 +89,7 @@ pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValu
 /// but the last two are of size 1 and whose rows are whole 16-byte copies, from a tensor
 /// nobody writes during the launch, planned in registers.
 fn stageable_load(kernel: &TileKernel, plan: &Plan, value: TileValue, tensor: u32) -> bool {
-    let read_only = kernel
-        .params
-        .get(tensor as usize)
-        .is_some_and(|p| matches!(&p.kind, ParamKind::Tensor(t) if t.access == TensorAccess::Read));
+    let read_only = kernel.is_read_only_tensor(tensor);
     let ty = &kernel.values[value];
     let shape = cuprum_tile_ir::known_sizes(&ty.shape);
     read_only
@@ -114,13 +109,7 @@ pub(crate) fn reads_with_ldmatrix(
     a: TileValue,
     acc: TileValue,
 ) -> bool {
-    let tensor_core = match (
-        kernel.values[a].elem.known(),
-        kernel.values[acc].elem.known(),
-    ) {
-        (Some(i), Some(c)) => matches!(MmaKind::of(i, c), Some(MmaKind::TensorCore { .. })),
-        _ => false,
-    };
+    let tensor_core = crate::mma_chains::is_tensor_core(kernel, a, acc);
     let k = cuprum_tile_ir::known_sizes(&kernel.values[a].shape).and_then(|s| s.last().copied());
     tensor_core
         && plan
