@@ -51,7 +51,7 @@ impl Swizzle {
 
     /// The XOR mask applied to address bits 4 and up: the number of 16-byte chunks in a
     /// row, less one (0 for `None`).
-    const fn chunk_mask(self) -> u32 {
+    pub const fn chunk_mask(self) -> u32 {
         match self.span_bytes() {
             Some(span) => span / 16 - 1,
             None => 0,

@@ -148,7 +148,13 @@ fn k_loop(
 }
 
 /// `out = acc + a · b` over the whole K, K in steps of `tk`, as a tile kernel and its launch.
-fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> Case {
+fn gemm_case(
+    seed: u64,
+    input_ty: ScalarType,
+    acc_ty: ScalarType,
+    s: Sizes,
+    options: LowerOptions,
+) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!("mma_{input_ty}_b{}_{}x{}x{}", s.batch, s.m, s.n, s.k);
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
@@ -258,7 +264,7 @@ fn gemm_case(seed: u64, input_ty: ScalarType, acc_ty: ScalarType, s: Sizes) -> C
         tensor: out2,
         value: sum,
     });
-    cb.finish(Tolerance::Exact, LowerOptions::default())
+    cb.finish(Tolerance::Exact, options)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -294,7 +300,7 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
         .into_iter()
         .flat_map(|ty| sizes.iter().map(move |&s| (ty, s)))
         .enumerate()
-        .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, S::F32, s))
+        .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, S::F32, s, LowerOptions::default()))
         .collect();
     check_all("tensor-core mma", &cases);
 }
@@ -311,7 +317,7 @@ fn fma_chain_mma_matches_the_interpreter_bit_for_bit() {
         .into_iter()
         .flat_map(|ty| sizes.iter().map(move |&s| (ty, s)))
         .enumerate()
-        .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, ty, s))
+        .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, ty, s, LowerOptions::default()))
         .collect();
     check_all("fma-chain mma", &cases);
 }
@@ -567,6 +573,7 @@ fn chain_case(
     (rows, keys, d): (u64, u64, u32),
     [bm, bn]: [u32; 2],
     q_reshaped: bool,
+    options: LowerOptions,
 ) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
@@ -710,8 +717,40 @@ fn chain_case(
         tensor: out,
         value: result,
     });
-    cb.finish(Tolerance::Exact, LowerOptions::default())
+    cb.finish(Tolerance::Exact, options)
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Options for compute capability 9.0 (the `wgmma` lowering of `mma`s whose layouts are
+/// warpgroups'), with `warps` per block if given (which also keeps GEMM-shaped kernels
+/// from the whole-kernel Hopper recipe).
+fn hopper(warps: Option<u32>) -> LowerOptions {
+    LowerOptions {
+        compute_capability: Some((9, 0)),
+        num_warps: warps,
+        ..LowerOptions::default()
+    }
+}
+
+#[test]
+fn tensor_core_mma_on_hopper_matches_the_interpreter_bit_for_bit() {
+    let seed = seed("tensor_core_mma_hopper");
+    // Tiles whose four or eight warps split the rows only (16 rows each): `wgmma` with both
+    // operands staged in swizzled shared memory (128-, 64- and 32-byte panels, ragged edges
+    // through registers), and tiles that keep `mma.sync` (a 2x2 warp grid).
+    let sizes = [
+        (sizes(0, 100, 70, 96, 64, 32, 32), 4),
+        (sizes(0, 64, 40, 64, 64, 16, 64), 4),
+        (sizes(0, 130, 20, 200, 128, 16, 128), 8),
+        (sizes(0, 64, 64, 48, 64, 64, 16), 4),
+    ];
+    let cases: Vec<Case> = [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| sizes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+        .map(|(i, (ty, (s, warps)))| gemm_case(seed + i as u64, ty, S::F32, s, hopper(Some(warps))))
+        .collect();
+    check_all("tensor-core mma (Hopper)", &cases);
 }
 
 #[test]
@@ -729,9 +768,42 @@ fn chained_mmas_match_the_interpreter_bit_for_bit() {
         .into_iter()
         .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
         .enumerate()
-        .map(|(i, (ty, (sizes, tiles)))| chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1))
+        .map(|(i, (ty, (sizes, tiles)))| {
+            chain_case(
+                seed + i as u64,
+                ty,
+                sizes,
+                tiles,
+                i % 2 == 1,
+                LowerOptions::default(),
+            )
+        })
         .collect();
     check_all("chained mma", &cases);
+}
+
+#[test]
+fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
+    let seed = seed("chained_mmas_hopper");
+    // As above with `wgmma`: one and two warpgroups, a head dimension of two 128-byte
+    // panels (attention's 128), 64- and 32-byte panels, ragged keys (the last key tile
+    // staged through registers), and a block of two warps that keeps `mma.sync`.
+    let shapes = [
+        ((64, 96, 32), [64, 32]),
+        ((128, 64, 64), [128, 64]),
+        ((70, 200, 128), [64, 64]),
+        ((64, 40, 16), [64, 16]),
+        ((40, 50, 16), [32, 16]),
+    ];
+    let cases: Vec<Case> = [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+        .map(|(i, (ty, (sizes, tiles)))| {
+            chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1, hopper(None))
+        })
+        .collect();
+    check_all("chained mma (Hopper)", &cases);
 }
 
 /// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
@@ -741,6 +813,8 @@ struct LoopWork {
     barriers: usize,
     copies: usize,
     shared_f32_stores: usize,
+    wgmmas: usize,
+    ldmatrices: usize,
 }
 
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
@@ -756,6 +830,8 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 }
                 cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
+                cuprum_ir::Stmt::WgmmaMma(_) if in_loop => w.wgmmas += 1,
+                cuprum_ir::Stmt::LdMatrix { .. } if in_loop => w.ldmatrices += 1,
                 cuprum_ir::Stmt::Store {
                     space: cuprum_ir::AddressSpace::Shared,
                     value,
@@ -778,7 +854,7 @@ fn chained_mmas_keep_their_rows_in_registers() {
     // the block at no more barriers than those two stagings need.
     for (sizes, tiles) in [((128, 256, 64), [128, 64]), ((64, 96, 32), [64, 32])] {
         let work = |q_reshaped| {
-            let case = chain_case(1, S::F16, sizes, tiles, q_reshaped);
+            let case = chain_case(1, S::F16, sizes, tiles, q_reshaped, LowerOptions::default());
             let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
                 .unwrap_or_else(|e| panic!("{e}"));
             loop_work(&lowered.kernel)
@@ -794,5 +870,31 @@ fn chained_mmas_keep_their_rows_in_registers() {
             reshaped.copies, w.copies,
             "{sizes:?} {tiles:?}: {reshaped:?}"
         );
+    }
+}
+
+#[test]
+fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
+    // Four or eight warps of 16 rows each: both products are `wgmma`s (kᵀ and v read from
+    // swizzled shared memory, p and q from registers), one per 16 of K, and nothing is read
+    // with `ldmatrix`; two warps keep `mma.sync`.
+    for (sizes, tiles, want) in [
+        ((70, 200, 128), [64, 64], Some(128 / 16 + 64 / 16)),
+        ((128, 64, 64), [128, 64], Some(64 / 16 + 64 / 16)),
+        ((40, 50, 16), [32, 16], None),
+    ] {
+        let case = chain_case(1, S::F16, sizes, tiles, true, hopper(None));
+        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let w = loop_work(&lowered.kernel);
+        match want {
+            Some(n) => {
+                assert_eq!(w.wgmmas, n, "{sizes:?} {tiles:?}: {w:?}");
+                assert_eq!(w.ldmatrices, 0, "{sizes:?} {tiles:?}: {w:?}");
+            }
+            None => assert_eq!(w.wgmmas, 0, "{sizes:?} {tiles:?}: {w:?}"),
+        }
+        assert_eq!(w.shared_f32_stores, 0, "{sizes:?} {tiles:?}: {w:?}");
+        assert!(w.barriers <= 3, "{sizes:?} {tiles:?}: {w:?}");
     }
 }

@@ -44,7 +44,7 @@ pub(super) struct Packed {
 }
 
 /// Where a tensor-core operand's fragments come from.
-enum Source {
+pub(super) enum Source {
     /// Its registers in its fragment layout.
     Regs(Vec<Value>),
     /// Its fragments, packed ahead (blocks not among them from the registers).
@@ -80,7 +80,7 @@ impl Staged {
 
 /// How `ldmatrix` reads one operand's fragment from a row-major tile.
 #[derive(Clone, Copy, Debug)]
-struct LdMatrixPlan {
+pub(super) struct LdMatrixPlan {
     /// The origins (row, column) of matrices 1 and 2: matrix `m` starts at bit 0 of `m`
     /// times the first plus bit 1 times the second.
     base1: (u32, u32),
@@ -138,10 +138,10 @@ fn ldmatrix_bases(shape: MmaShape, operand: Operand, transposed: bool) -> Option
 
 /// The sizes of one `mma` (see `Op::Mma`): products of `[m, k]` by `[k, n]`.
 #[derive(Clone, Copy, Debug)]
-struct Dims {
-    m: u32,
-    n: u32,
-    k: u32,
+pub(super) struct Dims {
+    pub(super) m: u32,
+    pub(super) n: u32,
+    pub(super) k: u32,
 }
 
 impl Emitter<'_> {
@@ -190,6 +190,9 @@ impl Emitter<'_> {
                 } else {
                     MmaShape::M16n8k16F16
                 };
+                if let Some(regs) = self.try_wgmma(input, dims, [a, b], [la, out], &acc_regs)? {
+                    return Ok(Lv::Dist { layout: out, regs });
+                }
                 let sources = self.operand_sources(shape, [(a, la), (b, lb)])?;
                 let regs = self.tensor_core(shape, dims, [la, lb, out], sources, acc_regs)?;
                 Ok(Lv::Dist { layout: out, regs })
@@ -229,10 +232,8 @@ impl Emitter<'_> {
                 staged.push((i, Staged::Global(load), plan, transposed));
                 continue;
             }
-            if let Some((layout, packed)) = self.fragments.get(&v)
-                && *layout == l
-            {
-                sources[i] = Source::Packed(packed.clone());
+            if let Some(packed) = self.packed_in(v, l) {
+                sources[i] = Source::Packed(packed);
                 continue;
             }
             // A `B` that is the transpose of a rank-2 tile in registers: that tile staged.
@@ -272,6 +273,23 @@ impl Emitter<'_> {
         Ok(sources)
     }
 
+    /// `v`'s fragments made ahead in layout `l`, if they were.
+    fn packed_in(&self, v: TileValue, l: LayoutId) -> Option<Packed> {
+        match self.fragments.get(&v) {
+            Some((layout, packed)) if *layout == l => Some(packed.clone()),
+            _ => None,
+        }
+    }
+
+    /// Where an operand not read from shared memory takes its fragments in layout `l` from:
+    /// fragments made ahead, or its registers put in `l`.
+    pub(super) fn fragment_source(&mut self, v: TileValue, l: LayoutId) -> R<Source> {
+        match self.packed_in(v, l) {
+            Some(packed) => Ok(Source::Packed(packed)),
+            None => Ok(Source::Regs(self.regs_in(v, l)?)),
+        }
+    }
+
     /// Writes `tiles` (each a value, the layout its registers are in, and the registers) to
     /// one scratch claim, row-major with rows of their last dimension plus `pad` elements,
     /// then meets the block at one barrier; gives each tile's part of the claim and its row
@@ -306,7 +324,7 @@ impl Emitter<'_> {
                     self.write_tile_strided(part, *layout, regs, &strides)?;
                 }
                 Staged::Global(load) => {
-                    self.stage_from_global(part, stride, *load)?;
+                    self.stage_from_global(super::staged::Dest::Rows { part, stride }, *load)?;
                     copies = true;
                 }
             }
@@ -477,7 +495,7 @@ impl Emitter<'_> {
 
     /// The register of `layout` (of rank 2, or 3 with a batch axis) at raw offsets
     /// `[batch, row, col]`.
-    fn register_at(&self, layout: LayoutId, [batch, row, col]: [u32; 3]) -> R<usize> {
+    pub(super) fn register_at(&self, layout: LayoutId, [batch, row, col]: [u32; 3]) -> R<usize> {
         let l = self.plan.layout(layout);
         let rank = l.rank();
         let mut v = vec![0u32; rank];
@@ -492,7 +510,7 @@ impl Emitter<'_> {
 
     /// The fragment registers (`U32`, two 16-bit elements each) of `operand` for the 16x16
     /// (A) or 16x8 (B) block at `[batch, row, col]` of its tile.
-    fn fragment(
+    pub(super) fn fragment(
         &mut self,
         (operand, forms): (Operand, &[LaneAffine]),
         source: &Source,

@@ -30,6 +30,7 @@ mod scratch;
 mod staged;
 mod values;
 pub(crate) mod wgmma_gemm;
+mod wgmma_mma;
 
 use cuprum_ir::{
     BinaryOp, Block, BuildError, CmpOp, Constant, Dim, KernelBuilder, LaunchBounds, Op, ScalarType,
@@ -115,6 +116,9 @@ pub(crate) struct Emitter<'k> {
     /// to the hardware's blocks in an order of its own (`wgmma_gemm`'s grouped order);
     /// `None`: the block's own `ctaid`.
     pub(super) block_index: Option<[Value; 2]>,
+    /// Whether the kernel is for compute capability 9.0 (sm_90a code): tensor-core `mma`s
+    /// whose layouts are warpgroups' take `wgmma` (`wgmma_mma`).
+    pub(crate) hopper: bool,
 }
 
 impl<'k> Emitter<'k> {
@@ -164,6 +168,7 @@ impl<'k> Emitter<'k> {
             evictions: crate::evict::plan(kernel),
             args: Vec::new(),
             block_index: None,
+            hopper: false,
         };
         e.declare_params(facts)?;
         for id in 0..plan.layouts().len() {

@@ -80,6 +80,12 @@ impl Claim {
             bytes,
         }
     }
+
+    /// A claim of `bytes` from `start`, for unit tests of what lays tiles out in one.
+    #[cfg(test)]
+    pub(crate) fn for_tests(start: u32, bytes: u32) -> Claim {
+        Claim { start, bytes }
+    }
 }
 
 /// A reduction across warps whose partial results are in the scratch and whose reads wait
@@ -107,22 +113,30 @@ impl Emitter<'_> {
     /// Claims room for `count` elements of `ty` for one exchange, with a barrier first only
     /// where threads may still be reading those bytes (see the module docs).
     pub(crate) fn claim_scratch(&mut self, count: u64, ty: ScalarType) -> R<Claim> {
-        let bytes = count * u64::from(shared_type(ty).size_bytes());
+        self.claim_scratch_aligned(count * u64::from(shared_type(ty).size_bytes()), ALIGN)
+    }
+
+    /// Claims `bytes` for one exchange starting at a multiple of `align` (a power of two of
+    /// at least 16, at most 1024: a swizzled tile's period), as [`Emitter::claim_scratch`].
+    pub(crate) fn claim_scratch_aligned(&mut self, bytes: u64, align: u32) -> R<Claim> {
+        if align > ALIGN {
+            self.b.align_dyn_shared(align);
+        }
         let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
         if bytes > limit {
             return Err(self.unsupported(format!(
-                "moving a tile of {count} {ty} elements between warps needs {bytes} bytes of \
-                 shared memory, more than a block has ({limit} bytes): use smaller tiles"
+                "moving tiles between warps needs {bytes} bytes of shared memory at once, \
+                 more than a block has ({limit} bytes): use smaller tiles"
             )));
         }
         let bytes = bytes as u32;
         self.scratch_events += 1;
-        let start = match self.free_from(bytes) {
+        let start = match self.free_from(bytes, align) {
             Some(start) => start,
             None => {
                 // A barrier ends the reads from before; what pending reductions left stays.
                 self.barrier();
-                match self.free_from(bytes) {
+                match self.free_from(bytes, align) {
                     Some(start) => start,
                     None => {
                         self.make_pending_reads()?;
@@ -136,15 +150,16 @@ impl Emitter<'_> {
         Ok(Claim { start, bytes })
     }
 
-    /// Where `bytes` fit after everything in use, if they do.
-    fn free_from(&self, bytes: u32) -> Option<u32> {
+    /// Where `bytes` fit after everything in use, starting at a multiple of `align`, if they
+    /// do.
+    fn free_from(&self, bytes: u32, align: u32) -> Option<u32> {
         let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
         match self.scratch_in_use {
             InUse::Nothing => Some(0),
             InUse::Bytes { end, .. }
-                if u64::from(end.next_multiple_of(ALIGN)) + u64::from(bytes) <= limit =>
+                if u64::from(end.next_multiple_of(align)) + u64::from(bytes) <= limit =>
             {
-                Some(end.next_multiple_of(ALIGN))
+                Some(end.next_multiple_of(align))
             }
             InUse::Bytes { .. } | InUse::Unknown => None,
         }
@@ -272,9 +287,14 @@ impl Emitter<'_> {
 
     /// Stores `v` as element `index` (`U32`) of `claim`'s bytes.
     pub(crate) fn shared_store(&mut self, claim: Claim, index: Value, v: Value) -> R<()> {
-        let ty = self.type_of(v);
-        let st = shared_type(ty);
+        let st = shared_type(self.type_of(v));
         let addr = self.shared_addr(claim, index, st)?;
+        self.shared_store_at(addr, v)
+    }
+
+    /// Stores `v` at shared address `addr` (`U32`), as the scratch keeps its type.
+    pub(crate) fn shared_store_at(&mut self, addr: Value, v: Value) -> R<()> {
+        let st = shared_type(self.type_of(v));
         let v = self.cast(v, st)?;
         self.push(Stmt::Store {
             space: AddressSpace::Shared,

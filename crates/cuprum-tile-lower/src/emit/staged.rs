@@ -10,11 +10,21 @@ use cuprum_ir::{BinaryOp, CmpOp, Eviction, ScalarType, Stmt, Value};
 use cuprum_tile_ir::{TileValue, View};
 
 use super::scratch::Claim;
+use super::wgmma_mma::SwizzledTile;
 use super::{Emitter, Lv, R};
 use crate::plan::Repr;
 
 /// Bytes of one `cp.async`.
 const COPY_BYTES: u32 = 16;
+
+/// Where a staged tile goes in shared memory.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Dest {
+    /// Row-major, rows `stride` elements apart (read with `ldmatrix`).
+    Rows { part: Claim, stride: u32 },
+    /// In `wgmma`'s swizzled panels.
+    Swizzled(SwizzledTile),
+}
 
 /// A staged load waiting for the `mma` that reads it.
 #[derive(Clone, Debug)]
@@ -81,9 +91,9 @@ impl Emitter<'_> {
         self.defs.get(&v)
     }
 
-    /// Writes staged load `load`'s tile into `part` row-major, rows `stride` elements apart
-    /// (the caller waits for the copies and meets the block at a barrier).
-    pub(super) fn stage_from_global(&mut self, part: Claim, stride: u32, load: TileValue) -> R<()> {
+    /// Writes staged load `load`'s tile to `dest` (the caller waits for the copies and
+    /// meets the block at a barrier).
+    pub(super) fn stage_from_global(&mut self, dest: Dest, load: TileValue) -> R<()> {
         let Some(Deferred {
             view,
             pad,
@@ -124,10 +134,7 @@ impl Emitter<'_> {
                     let i = e.add(base_index, down)?;
                     let i = e.add(i, col64)?;
                     let src = e.element_address(base, i, ty)?;
-                    let s = e.u32c(stride);
-                    let at = e.mul(row, s)?;
-                    let at = e.add(at, col)?;
-                    let dst = e.shared_addr(part, at, ty)?;
+                    let dst = e.staged_element_addr(dest, row, col, ty)?;
                     e.push(Stmt::CpAsync {
                         cache: CpAsyncCache::Cg,
                         size: COPY_BYTES,
@@ -149,12 +156,40 @@ impl Emitter<'_> {
         };
         let through_registers = |e: &mut Self| -> R<()> {
             let regs = e.load_tile(&place, layout, ty, pad, true, eviction)?;
-            let mut strides = vec![0u64; rank];
-            strides[rank - 2] = u64::from(stride);
-            strides[rank - 1] = 1;
-            e.write_tile_strided(part, layout, &regs, &strides)
+            match dest {
+                Dest::Rows { part, stride } => {
+                    let mut strides = vec![0u64; rank];
+                    strides[rank - 2] = u64::from(stride);
+                    strides[rank - 1] = 1;
+                    e.write_tile_strided(part, layout, &regs, &strides)
+                }
+                Dest::Swizzled(tile) => e.write_tile_swizzled(tile, layout, &regs),
+            }
         };
         self.inside_or_edge(inside, aligned, per_copy, &copies, through_registers)?;
         Ok(())
+    }
+
+    /// The shared address (`U32`) of element `(row, col)` (`U32`) of a staged tile of `ty`
+    /// at `dest`.
+    fn staged_element_addr(
+        &mut self,
+        dest: Dest,
+        row: Value,
+        col: Value,
+        ty: ScalarType,
+    ) -> R<Value> {
+        match dest {
+            Dest::Rows { part, stride } => {
+                let s = self.u32c(stride);
+                let at = self.mul(row, s)?;
+                let at = self.add(at, col)?;
+                self.shared_addr(part, at, ty)
+            }
+            Dest::Swizzled(tile) => {
+                let at = self.swizzled_offset(tile, row, col)?;
+                self.shared_addr(tile.claim, at, ScalarType::U8)
+            }
+        }
     }
 }

@@ -604,7 +604,13 @@ impl Emitter<'_> {
     }
 
     /// A 64-bit shared-memory matrix descriptor of the operand at `addr` (`U32`).
-    fn descriptor(&mut self, addr: Value, lbo: u32, sbo: u32, swizzle: Swizzle) -> R<Value> {
+    pub(super) fn descriptor(
+        &mut self,
+        addr: Value,
+        lbo: u32,
+        sbo: u32,
+        swizzle: Swizzle,
+    ) -> R<Value> {
         let fixed = Descriptor {
             start: 0,
             leading_byte_offset: lbo,

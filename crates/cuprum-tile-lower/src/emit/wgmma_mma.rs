@@ -1,0 +1,438 @@
+//! `mma` on Hopper's warpgroup tensor cores (`wgmma`) inside the general lowering, for
+//! compute capability 9.0 (sm_90a code).
+//!
+//! `wgmma m64nNk16`'s accumulator is, warp by warp, `mma.sync m16n8k16`'s accumulator
+//! fragments repeated over `N / 8` column blocks, the four warps of a warpgroup on 16
+//! consecutive rows each; its register `A` is `mma.sync`'s `A` fragment the same way
+//! (`cuprum_ir::wgmma::accumulator_position`, `a_register_position`). So where the planner gave
+//! an `mma` a row-only warp grid with one 16-row block per warp (`mma_chains`: attention's
+//! two products), every warpgroup's registers already are a `wgmma` accumulator and `A`,
+//! and the `mma` becomes one `wgmma` per 16 of `K` per warpgroup: `B` (and `A` when it
+//! is staged too) read straight from shared memory through matrix descriptors, `A`
+//! otherwise from the fragments it is in (an earlier product's registers, or fragments
+//! packed before the loop). Nothing around the `mma` changes: the row maxima, the
+//! exponentials and the chained operand use the same registers and layouts.
+//!
+//! The operands read from shared memory are staged loads (`crate::staging`), copied from
+//! global memory by `cp.async` into [`SwizzledTile`]s: the tile's contiguous axis in panels
+//! of up to 128 bytes, rows one panel-row apart, swizzled as `cuprum_ir::swizzle` defines,
+//! which is the layout a descriptor names (`Descriptor::element_address`: K-major for a `B`
+//! that is the transpose of a loaded tile (attention's `kᵀ`) and for `A`, MN-major with the
+//! transpose flag for a `B` loaded as it is (attention's `v`)). The copies are made visible
+//! to the tensor cores' async proxy (`fence.proxy.async`) before the block's barrier.
+//!
+//! Each `wgmma` adds 16 products of `K` to the accumulator in increasing `K` with the
+//! arithmetic `Op::Mma` defines (`cuprum_ir::tensor_core`), as the `mma.sync` chain does:
+//! the result is bit for bit the interpreter's. The `wgmma`s of one `mma` are committed as one
+//! group and waited for at once, so the accumulator is ready where the `mma`'s result is
+//! used, and the shared memory read is free after it.
+
+use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType, accumulator_position};
+use cuprum_ir::{BinaryOp, ScalarType, Stmt, Swizzle, Value};
+use cuprum_tile_ir::TileValue;
+
+use super::matmul::{Dims, Source};
+use super::scratch::Claim;
+use super::staged::Dest;
+use super::{Emitter, R};
+use crate::layout::LANE_BITS;
+use crate::mma_layout::{self, Operand};
+use crate::plan::LayoutId;
+
+/// Threads of a warpgroup.
+const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
+/// Rows of a warpgroup's share of the product.
+const WARPGROUP_ROWS: u32 = cuprum_ir::wgmma::M;
+/// The alignment of a swizzled tile: the longest swizzle's period.
+const SWIZZLE_ALIGN: u32 = 1024;
+
+/// A 16-bit tile in shared memory as `wgmma`'s descriptors read it (see the module docs):
+/// panel `p` holds columns `p * span / 2 ..` of every row, `span` bytes per row, panels one
+/// after another; byte offsets within the tile are swizzled with `swizzle`, whose period
+/// divides the tile's (1024-byte aligned) start.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SwizzledTile {
+    pub(super) claim: Claim,
+    rows: u32,
+    swizzle: Swizzle,
+}
+
+impl SwizzledTile {
+    /// The swizzle for rows of `cols` 16-bit elements: 128-byte panels for rows of a
+    /// multiple of 64 elements, else one 64- or 32-byte panel; `None` for other rows.
+    fn swizzle_for(cols: u32) -> Option<Swizzle> {
+        match cols * 2 {
+            b if b % 128 == 0 => Some(Swizzle::B128),
+            64 => Some(Swizzle::B64),
+            32 => Some(Swizzle::B32),
+            _ => None,
+        }
+    }
+
+    /// Bytes of one panel row.
+    fn span(self) -> u32 {
+        self.swizzle.span_bytes().unwrap_or(16)
+    }
+
+    /// Elements of one panel row.
+    fn panel_elems(self) -> u32 {
+        self.span() / 2
+    }
+
+    /// Bytes of one panel.
+    fn panel_bytes(self) -> u32 {
+        self.rows * self.span()
+    }
+
+    /// The bytes a `[rows, cols]` tile takes, rounded up to the alignment of the next.
+    fn bytes(rows: u32, cols: u32) -> u32 {
+        (rows * cols * 2).next_multiple_of(SWIZZLE_ALIGN)
+    }
+
+    /// The byte offset, before the swizzle, of the 16 bytes of K (elements `k.. k + 8`, `k`
+    /// a multiple of 16) that a descriptor for row `row` of a K-major tile starts at.
+    fn k_major_start(self, row: u32, k: u32) -> u32 {
+        (k / self.panel_elems()) * self.panel_bytes()
+            + row * self.span()
+            + (k % self.panel_elems()) * 2
+    }
+}
+
+/// Which operand a swizzled tile is, and how a descriptor names it.
+#[derive(Clone, Copy, Debug)]
+enum Major {
+    /// Rows are `M` (or `N`), columns `K`: A as loaded, or B as the transpose of a loaded
+    /// tile.
+    K,
+    /// Rows are `K`, columns `N`: B as loaded (the transpose flag).
+    Mn,
+}
+
+/// Where `A` comes from.
+enum WgA {
+    Fragments(Source),
+    Shared(SwizzledTile),
+}
+
+impl Emitter<'_> {
+    /// `mma(a, b, acc)` of `input` (16-bit) elements as `wgmma`s (see the module docs), with
+    /// `la` and `lc` the fragment layouts the planner gave `A` and the accumulator and `acc`
+    /// the accumulator's registers; `None` (nothing emitted) where the `mma` does not
+    /// qualify, for the `mma.sync` recipe.
+    pub(super) fn try_wgmma(
+        &mut self,
+        input: ScalarType,
+        d: Dims,
+        [a, b]: [TileValue; 2],
+        [la, lc]: [LayoutId; 2],
+        acc: &[Value],
+    ) -> R<Option<Vec<Value>>> {
+        let ty = match input {
+            ScalarType::F16 => WgmmaType::F16,
+            ScalarType::BF16 => WgmmaType::Bf16,
+            _ => return Ok(None),
+        };
+        let shape = WgmmaShape { ty, n: d.n };
+        let warps = self.plan.threads / 32;
+        let qualifies = self.hopper
+            && shape.is_valid()
+            && d.k.is_multiple_of(mma_layout::BLOCK_K)
+            && warps.is_multiple_of(WARPGROUP / 32)
+            && d.m == mma_layout::BLOCK_M * warps
+            && self.one_row_block_per_warp(la)
+            && self.one_row_block_per_warp(lc)
+            && self.plan.layout(lc).registers() == d.n as usize / 2;
+        if !qualifies {
+            return Ok(None);
+        }
+        // B: a staged load, K-major when it is the transpose of the loaded tile.
+        let Some((b_load, b_transposed)) = self.staged_origin(true, b) else {
+            return Ok(None);
+        };
+        let b_major = if b_transposed { Major::K } else { Major::Mn };
+        // A: a staged load as it is, or fragments.
+        let a_load = match self.staged_origin(false, a) {
+            Some((load, false)) => Some(load),
+            Some((_, true)) => return Ok(None),
+            None => None,
+        };
+        let mut loads = vec![b_load];
+        loads.extend(a_load);
+        let mut tiles = Vec::with_capacity(loads.len());
+        for &load in &loads {
+            let s = self.shape(load)?;
+            let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
+            match SwizzledTile::swizzle_for(cols) {
+                Some(swizzle) => tiles.push((load, rows, cols, swizzle)),
+                None => return Ok(None),
+            }
+        }
+        // The accumulator's registers in wgmma's order: register `i` of thread 0 is where
+        // every thread's register `i` is (the layout's warp bits are wgmma's rows).
+        let mut order = Vec::with_capacity(d.n as usize / 2);
+        for i in 0..d.n / 2 {
+            let (row, col) = accumulator_position(0, i);
+            order.push(self.register_at(lc, [0, row, col])?);
+        }
+        let a_fragments = match a_load {
+            Some(_) => None,
+            None => Some(self.fragment_source(a, la)?),
+        };
+        let staged = self.stage_swizzled(&tiles)?;
+        let b_tile = staged[0];
+        let a_src = match a_fragments {
+            Some(source) => WgA::Fragments(source),
+            None => WgA::Shared(staged[1]),
+        };
+        let vars: Vec<_> = order
+            .iter()
+            .map(|&r| {
+                let v = self.var(ScalarType::F32);
+                self.write(v, acc[r]);
+                v
+            })
+            .collect();
+        let fa = mma_layout::fragment_forms(ty.mma_shape(), Operand::A)
+            .ok_or_else(|| self.internal("mma.sync's A fragments are not lane-affine"))?;
+        // Row offset of this thread's warpgroup in a staged A (bytes, before the swizzle:
+        // whole periods, so the swizzle is unchanged).
+        let a_group_offset = match a_src {
+            WgA::Shared(tile) => {
+                let group = self.u32c(WARPGROUP);
+                let g = self.bin(BinaryOp::Div, self.tid(), group)?;
+                let bytes = self.u32c(WARPGROUP_ROWS * tile.span());
+                Some(self.mul(g, bytes)?)
+            }
+            WgA::Fragments(_) => None,
+        };
+        self.push(Stmt::WgmmaFence);
+        for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
+            let a_operand = match &a_src {
+                WgA::Fragments(source) => {
+                    let words = self.fragment((Operand::A, &fa), source, la, [0, 0, k0])?;
+                    let words: [Value; 4] = words
+                        .try_into()
+                        .map_err(|_| self.internal("an A fragment of other than 4 registers"))?;
+                    WgmmaA::Registers(words)
+                }
+                WgA::Shared(tile) => {
+                    let d = self.tile_descriptor(*tile, Major::K, k0, a_group_offset)?;
+                    WgmmaA::Descriptor(d)
+                }
+            };
+            let b_desc = self.tile_descriptor(b_tile, b_major, k0, None)?;
+            self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
+                shape,
+                a: a_operand,
+                b: b_desc,
+                scale_d: ScaleD::Const(true),
+                negate_a: false,
+                negate_b: false,
+                trans_a: false,
+                trans_b: matches!(b_major, Major::Mn),
+                acc: vars.clone(),
+            })));
+        }
+        self.push(Stmt::WgmmaCommit);
+        self.push(Stmt::WgmmaWait { pending: 0 });
+        let mut out = acc.to_vec();
+        for (&r, &v) in order.iter().zip(&vars) {
+            out[r] = self.read(v)?;
+        }
+        Ok(Some(out))
+    }
+
+    /// Whether `layout` (rank 2) gives warp `w` rows `16 w ..` of the tile and nothing else
+    /// (no copies, no clamped registers): then its four-warp groups are warpgroups' rows.
+    fn one_row_block_per_warp(&self, layout: LayoutId) -> bool {
+        let l = self.plan.layout(layout);
+        l.rank() == 2
+            && l.never_clamps()
+            && (LANE_BITS..l.thread_bit_count())
+                .all(|b| l.thread_bit(b) == [mma_layout::BLOCK_M << (b - LANE_BITS), 0].as_slice())
+    }
+
+    /// Stages `tiles` (each a staged load, its rows and columns and swizzle) in one scratch
+    /// claim as [`SwizzledTile`]s, and meets the block at one barrier after the copies are
+    /// complete and visible to the tensor cores.
+    fn stage_swizzled(&mut self, tiles: &[(TileValue, u32, u32, Swizzle)]) -> R<Vec<SwizzledTile>> {
+        let total: u32 = tiles
+            .iter()
+            .map(|&(_, rows, cols, _)| SwizzledTile::bytes(rows, cols))
+            .sum();
+        let claim = self.claim_scratch_aligned(u64::from(total), SWIZZLE_ALIGN)?;
+        let mut out = Vec::with_capacity(tiles.len());
+        let mut at = 0;
+        for &(load, rows, cols, swizzle) in tiles {
+            let bytes = SwizzledTile::bytes(rows, cols);
+            let tile = SwizzledTile {
+                claim: claim.part(at, bytes),
+                rows,
+                swizzle,
+            };
+            at += bytes;
+            self.stage_from_global(Dest::Swizzled(tile), load)?;
+            out.push(tile);
+        }
+        self.push(Stmt::CpAsyncWaitAll);
+        self.push(Stmt::FenceProxyAsync);
+        self.scratch_written(claim);
+        Ok(out)
+    }
+
+    /// The descriptor of the 16 of `K` from `k0` of `tile`, stored `major`; `rows`: bytes to
+    /// add for this thread's rows (a warpgroup's share of a K-major `A`).
+    fn tile_descriptor(
+        &mut self,
+        tile: SwizzledTile,
+        major: Major,
+        k0: u32,
+        rows: Option<Value>,
+    ) -> R<Value> {
+        let (start, lbo) = match major {
+            // K-major: 8-row groups one period apart; the leading offset is unused.
+            Major::K => (tile.k_major_start(0, k0), 16),
+            // MN-major: rows are K; panels (of N) one panel apart.
+            Major::Mn => (k0 * tile.span(), tile.panel_bytes()),
+        };
+        let start = self.u32c(start);
+        let start = match rows {
+            Some(r) => self.add(start, r)?,
+            None => start,
+        };
+        let addr = self.shared_addr(tile.claim, start, ScalarType::U8)?;
+        self.descriptor(addr, lbo, 8 * tile.span(), tile.swizzle)
+    }
+
+    /// The swizzled byte offset (`U32`) of element `(row, col)` (`U32`) in `tile`.
+    pub(super) fn swizzled_offset(
+        &mut self,
+        tile: SwizzledTile,
+        row: Value,
+        col: Value,
+    ) -> R<Value> {
+        let pe = self.u32c(tile.panel_elems());
+        let panel = self.bin(BinaryOp::Div, col, pe)?;
+        let within = self.bin(BinaryOp::Rem, col, pe)?;
+        let pb = self.u32c(tile.panel_bytes());
+        let off = self.mul(panel, pb)?;
+        let span = self.u32c(tile.span());
+        let down = self.mul(row, span)?;
+        let off = self.add(off, down)?;
+        let two = self.u32c(2);
+        let across = self.mul(within, two)?;
+        let off = self.add(off, across)?;
+        // `Swizzle::apply`: the 128-byte line (bits 7..10) into the 16-byte chunk bits.
+        let seven = self.u32c(7);
+        let line = self.bin(BinaryOp::Shr, off, seven)?;
+        let mask = self.u32c(7 & tile.swizzle.chunk_mask());
+        let line = self.bin(BinaryOp::And, line, mask)?;
+        let four = self.u32c(4);
+        let flip = self.bin(BinaryOp::Shl, line, four)?;
+        self.bin(BinaryOp::Xor, off, flip)
+    }
+
+    /// Writes a tile's registers (`layout`) into `tile`'s swizzled panels.
+    pub(super) fn write_tile_swizzled(
+        &mut self,
+        tile: SwizzledTile,
+        layout: LayoutId,
+        regs: &[Value],
+    ) -> R<()> {
+        let primary = self.primary(layout);
+        let rank = self.plan.layout(layout).rank();
+        self.if_some(primary, |e| {
+            for (r, &v) in regs.iter().enumerate() {
+                let row = e.coord(layout, r, rank - 2)?;
+                let col = e.coord(layout, r, rank - 1)?;
+                let off = e.swizzled_offset(tile, row, col)?;
+                let addr = e.shared_addr(tile.claim, off, ScalarType::U8)?;
+                let valid = e.valid(layout, r)?;
+                e.if_some(valid, |e| e.shared_store_at(addr, v))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cuprum_ir::MmaShape;
+    use cuprum_ir::wgmma::{Descriptor, Major as IrMajor, accumulator_position};
+
+    use super::*;
+
+    #[test]
+    fn wgmma_accumulators_are_mma_sync_fragments_over_column_blocks() {
+        for thread in 0..WARPGROUP {
+            let (lane, warp) = (thread % 32, thread / 32);
+            for reg in 0..128u32 {
+                let (r, c) = MmaShape::c_position(lane, (reg % 4) as usize);
+                let want = (16 * warp + r as u32, 8 * (reg / 4) + c as u32);
+                assert_eq!(accumulator_position(thread, reg), want, "{thread} {reg}");
+            }
+        }
+    }
+
+    /// The staged layout is the one the descriptors name, for every element of every
+    /// tile shape the recipe takes.
+    #[test]
+    fn swizzled_tiles_are_what_descriptors_read() {
+        for (rows, cols) in [
+            (64, 128),
+            (128, 64),
+            (32, 32),
+            (16, 16),
+            (64, 256),
+            (48, 64),
+        ] {
+            let swizzle = SwizzledTile::swizzle_for(cols).expect("a swizzle");
+            let tile = SwizzledTile {
+                claim: Claim::for_tests(0, SwizzledTile::bytes(rows, cols)),
+                rows,
+                swizzle,
+            };
+            let stored = |r: u32, c: u32| {
+                let off = (c / tile.panel_elems()) * tile.panel_bytes()
+                    + r * tile.span()
+                    + (c % tile.panel_elems()) * 2;
+                swizzle.apply(off)
+            };
+            for k0 in (0..cols).step_by(16) {
+                // K-major: rows are M (or N), columns K.
+                let d = Descriptor {
+                    start: tile.k_major_start(0, k0),
+                    leading_byte_offset: 16,
+                    stride_byte_offset: 8 * tile.span(),
+                    base_offset: 0,
+                    swizzle,
+                };
+                for mn in 0..rows {
+                    for k in 0..16 {
+                        let got = d.element_address(IrMajor::K, 2, mn, k);
+                        assert_eq!(got, stored(mn, k0 + k), "{rows}x{cols} K-major {mn},{k}");
+                    }
+                }
+            }
+            for k0 in (0..rows).step_by(16) {
+                if k0 + 16 > rows {
+                    continue;
+                }
+                // MN-major: rows are K, columns N.
+                let d = Descriptor {
+                    start: k0 * tile.span(),
+                    leading_byte_offset: tile.panel_bytes(),
+                    stride_byte_offset: 8 * tile.span(),
+                    base_offset: 0,
+                    swizzle,
+                };
+                for n in 0..cols {
+                    for k in 0..16 {
+                        let got = d.element_address(IrMajor::Mn, 2, n, k);
+                        assert_eq!(got, stored(k0 + k, n), "{rows}x{cols} MN-major {n},{k}");
+                    }
+                }
+            }
+        }
+    }
+}
