@@ -517,6 +517,7 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
         defined: vec![false; kernel.values.len()],
         scope: Vec::new(),
         in_scope: vec![false; kernel.values.len()],
+        fence_mark: None,
     };
     state.block(&kernel.body, 0).map_err(err)?;
     if let Some((v, _)) = kernel
@@ -560,6 +561,9 @@ struct Walk<'k> {
     /// `in_scope[v]`: whether `v` is on `scope` (so that a use is checked in constant time,
     /// not by searching the stack, which made validation quadratic in the kernel's size).
     in_scope: Vec<bool>,
+    /// The length of `scope` at the last `wgmma.fence` of the enclosing blocks: the values
+    /// above it were defined since, and a `wgmma` may not read them as `A` registers.
+    fence_mark: Option<usize>,
 }
 
 impl Walk<'_> {
@@ -579,9 +583,11 @@ impl Walk<'_> {
 
     fn block(&mut self, block: &Block, loop_depth: u32) -> Result<(), String> {
         let mark = self.scope.len();
+        let fence_mark = self.fence_mark;
         for stmt in &block.stmts {
             self.stmt(stmt, loop_depth)?;
         }
+        self.fence_mark = fence_mark;
         for v in self.scope.drain(mark..) {
             if let Some(flag) = self.in_scope.get_mut(v.index()) {
                 *flag = false;
@@ -657,12 +663,22 @@ impl Walk<'_> {
                 }
             }
             Stmt::Trap(_) | Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } => {}
-            Stmt::WgmmaFence | Stmt::WgmmaCommit => {}
+            Stmt::WgmmaFence => self.fence_mark = Some(self.scope.len()),
+            Stmt::WgmmaCommit => {}
             Stmt::WgmmaWait { .. }
             | Stmt::SetMaxNreg { .. }
             | Stmt::NamedBarrier { .. }
             | Stmt::StMatrix { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
-            Stmt::WgmmaMma(m) => m.check(
+            Stmt::WgmmaMma(m) => {
+                if let (crate::wgmma::WgmmaA::Registers(a), Some(mark)) = (&m.a, self.fence_mark)
+                    && let Some(v) = a.iter().find(|v| self.scope[mark..].contains(v))
+                {
+                    return Err(format!(
+                        "wgmma A register {v:?} is defined after the `wgmma.fence` before the \
+                         wgmma: registers a wgmma reads must be written before the fence"
+                    ));
+                }
+                m.check(
                 |v| self.visible(v),
                 |var| {
                     self.kernel
@@ -671,7 +687,8 @@ impl Walk<'_> {
                         .map(|d| d.ty)
                         .ok_or_else(|| format!("variable {var:?} out of range"))
                 },
-            )?,
+            )?
+            }
             Stmt::CpAsyncWaitAll => {}
             Stmt::Mma { .. }
             | Stmt::LdMatrix { .. }
@@ -790,6 +807,47 @@ mod tests {
             b.def(Op::Binary(BinaryOp::Add, x, x)).unwrap();
         }
         b.finish()
+    }
+
+    /// A `wgmma` reading A from registers, which are made before or after its fence.
+    fn wgmma_after(a_after_fence: bool) -> Kernel {
+        use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
+        let mut b = KernelBuilder::new("fenced");
+        let acc: Vec<_> = (0..4).map(|i| b.var(format!("d{i}"), ScalarType::F32)).collect();
+        let zero = b.constant(Constant::f32(0.0));
+        for &v in &acc {
+            b.push(Stmt::WriteVar { var: v, value: zero });
+        }
+        let desc = b.constant(Constant::u64(0));
+        let word = |b: &mut KernelBuilder| {
+            let one = b.constant(Constant::u32(1));
+            b.def(Op::Binary(BinaryOp::Add, one, one)).unwrap()
+        };
+        let early = word(&mut b);
+        b.push(Stmt::WgmmaFence);
+        let a = if a_after_fence { word(&mut b) } else { early };
+        b.push(Stmt::WgmmaMma(Box::new(crate::WgmmaMma {
+            shape: WgmmaShape {
+                ty: WgmmaType::F16,
+                n: 8,
+            },
+            a: WgmmaA::Registers([a; 4]),
+            b: desc,
+            scale_d: ScaleD::Const(true),
+            negate_a: false,
+            negate_b: false,
+            trans_a: false,
+            trans_b: false,
+            acc,
+        })));
+        b.finish()
+    }
+
+    #[test]
+    fn a_wgmma_reads_no_register_written_after_its_fence() {
+        validate_kernel(&wgmma_after(false)).unwrap();
+        let err = validate_kernel(&wgmma_after(true)).unwrap_err();
+        assert!(err.message.contains("after the `wgmma.fence`"), "{err}");
     }
 
     #[test]

@@ -205,7 +205,9 @@ impl Emitter<'_> {
             }
             WgA::Fragments(_) => None,
         };
-        self.push(Stmt::WgmmaFence);
+        // Every operand register and descriptor is made before the fence: a register a
+        // `wgmma` reads must not be written between `wgmma.fence` and it.
+        let mut steps = Vec::with_capacity((d.k / mma_layout::BLOCK_K) as usize);
         for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
             let a_operand = match &a_src {
                 WgA::Fragments(source) => {
@@ -221,6 +223,10 @@ impl Emitter<'_> {
                 }
             };
             let b_desc = self.tile_descriptor(b_tile, b_major, k0, None)?;
+            steps.push((a_operand, b_desc));
+        }
+        self.push(Stmt::WgmmaFence);
+        for (a_operand, b_desc) in steps {
             self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
                 shape,
                 a: a_operand,
