@@ -82,10 +82,15 @@ else
     failed "CUPRUM_NVTX=0: kernels still inside a range 'vecadd', or the example failed" "$log"
   fi
 
-  log=$(ncu_run ncu-tile 'tile add<B = 128>/' tile_add)
-  n=$(profiled "$log")
+  # The name as a literal filter, and, should ncu read one of its characters as syntax, as a
+  # regular expression.
+  for filter in 'tile add<B = 128>/' 'regex:tile add<B = 128>/'; do
+    log=$(ncu_run ncu-tile "$filter" tile_add)
+    n=$(profiled "$log")
+    [ "${n:-0}" -ge 1 ] && break
+  done
   if [ "${n:-0}" -ge 1 ] && grep -q PASSED "$log"; then
-    pass "ncu --nvtx-include 'tile add<B = 128>/': $n kernel(s) inside the tile launch's range"
+    pass "ncu --nvtx-include '$filter': $n kernel(s) inside the tile launch's range"
   else
     failed "ncu --nvtx-include 'tile add<B = 128>/': no kernel profiled inside the tile range" "$log"
   fi
