@@ -7,9 +7,11 @@
 #   bash scripts/nvtx-gpu-check.sh
 #
 # Uses example-vecadd (kernel `vecadd`, 4 KiB copies) and example-tile_add (tile entry `add`,
-# B = 128). Prints one PASS/FAIL/SKIP line per check and exits 1 if any failed. Nsight
-# Systems is optional (SKIP when no `nsys` is found). Environment: NCU, NSYS (the tools'
-# paths), OUT (where logs and the report go, default /tmp/nvtx-check). Takes about a minute.
+# B = 128) under ncu and nsys, and the NVTX test binaries (test-nvtx*) with their fake tool
+# on the CUDA backend when the tool was carried in .gpu/extra (see the SKIP line). Prints one
+# PASS/FAIL/SKIP line per check and exits 1 if any failed. Nsight Systems is optional (SKIP
+# when no `nsys` is found). Environment: NCU, NSYS (the tools' paths), PROBE (the fake tool),
+# OUT (where logs and reports go, default /tmp/nvtx-check). Takes about a minute.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/nvtx-check}
@@ -139,6 +141,28 @@ else
     timeout 60 "$NSYS" stats --report nvtx_kern_sum "$rep.nsys-rep" >"$OUT/nsys-$e-kern.txt" 2>&1 \
       && grep -E 'vecadd|add' "$OUT/nsys-$e-kern.txt" | head -n 5 | sed 's/^/    /'
   done
+fi
+
+# --- The NVTX tests' fake tool, on the CUDA backend: the exact ranges, in order. ---
+PROBE=${PROBE:-.gpu/extra/libnvtx_probe.so}
+if [ ! -f "$PROBE" ]; then
+  echo "SKIP the NVTX tests on the GPU: no $PROBE (build it here with"
+  echo "     rustc --edition 2024 --crate-type cdylib -o /tmp/libnvtx_probe.so crates/cuprum-testkit/nvtx_probe/probe.rs"
+  echo "     and carry it: EXTRA=/tmp/libnvtx_probe.so bash scripts/gpu-bundle.sh)"
+else
+  found=0
+  for b in "$BIN"/test-nvtx*; do
+    [ -x "$b" ] || continue
+    found=1
+    log="$OUT/$(basename "$b").log"
+    if CUPRUM_NVTX_PROBE="$(realpath "$PROBE")" timeout 120 "$b" >"$log" 2>&1 \
+        && ! grep -q "skipped: the NVTX probe" "$log"; then
+      pass "$(basename "$b") on the GPU through the fake tool ($(grep -m 1 'test result' "$log"))"
+    else
+      failed "$(basename "$b") on the GPU through the fake tool" "$log"
+    fi
+  done
+  [ "$found" = 1 ] || failed "no test-nvtx* binaries in $BIN (gpu-pack packs them)"
 fi
 
 echo "logs and reports: $OUT"

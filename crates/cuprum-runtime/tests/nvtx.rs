@@ -1,12 +1,14 @@
 //! NVTX ranges end to end (`cuprum_runtime::nvtx`): a child process (this test binary, run
 //! on one test) loads a fake profiler tool through `NVTX_INJECTION64_PATH`, as `nsys` and
-//! `ncu` make a program do, then copies, launches and annotates on the emulator; the tool's
-//! log must hold the ranges named by the kernel and the copies, with their colors and
-//! payloads, properly nested inside the program's own range. Also: `CUPRUM_NVTX=0` keeps the
-//! tool out, and a missing or foreign library changes nothing.
+//! `ncu` make a program do, then copies, launches and annotates (on the backend
+//! `CUPRUM_DEVICE` selects: the emulator in CI, the GPU in `scripts/nvtx-gpu-check.sh`);
+//! the tool's log must hold the ranges named by the kernel and the copies, with their colors
+//! and payloads, properly nested inside the program's own range. Also: `CUPRUM_NVTX=0` keeps
+//! the tool out, and a missing or foreign library changes nothing.
 //!
-//! The fake tool is compiled with `rustc` (`cuprum_testkit::nvtx_probe`); where there is
-//! none (a GPU machine running prebuilt binaries), the tests say so and pass.
+//! The fake tool is compiled with `rustc` (`cuprum_testkit::nvtx_probe`) or prebuilt and named
+//! by `CUPRUM_NVTX_PROBE`; where there is neither (a GPU machine running prebuilt binaries),
+//! the tests that need it say so and pass.
 
 mod common;
 
@@ -97,7 +99,7 @@ fn run_child(dir: &Path, env: &[(&str, Option<&std::ffi::OsStr>)]) -> Vec<Event>
             "--test-threads=1",
         ])
         .env(CHILD_ENV_VAR, "1")
-        .env("CUPRUM_DEVICE", "emu")
+        .env("CUPRUM_DEVICE", child_device())
         .env(LOG_ENV_VAR, &log)
         .env_remove(NVTX_ENV_VAR);
     for (name, value) in env {
@@ -196,4 +198,10 @@ fn without_a_usable_tool_work_runs_as_before() {
         assert_eq!(events, [], "{INJECTION_ENV_VAR}={value:?}");
     }
     assert!(!nvtx::enabled() || std::env::var_os(INJECTION_ENV_VAR).is_some());
+}
+
+/// The child's backend: the parent's `CUPRUM_DEVICE`, so a GPU run checks the CUDA backend's
+/// ranges (the emulator where it is unset and there is no GPU, as in CI).
+fn child_device() -> String {
+    std::env::var("CUPRUM_DEVICE").unwrap_or_else(|_| "auto".to_owned())
 }

@@ -17,9 +17,25 @@ pub const SOURCE: &str = include_str!("../nvtx_probe/probe.rs");
 /// The variable naming the file the probe logs to.
 pub const LOG_ENV_VAR: &str = "NVTX_PROBE_LOG";
 
-/// The probe compiled into `dir` as a shared library; `Err` says why it could not be (no
-/// `rustc`: a machine that runs prebuilt test binaries only).
+/// The variable naming a prebuilt probe, for a machine without `rustc` (the GPU check
+/// carries one: `scripts/nvtx-gpu-check.sh`).
+pub const PREBUILT_ENV_VAR: &str = "CUPRUM_NVTX_PROBE";
+
+/// The probe compiled into `dir` as a shared library (or the prebuilt one
+/// [`PREBUILT_ENV_VAR`] names); `Err` says why there is none (no `rustc`: a machine that runs
+/// prebuilt test binaries only).
 pub fn build(dir: &Path) -> Result<PathBuf, String> {
+    if let Some(prebuilt) = std::env::var_os(PREBUILT_ENV_VAR) {
+        let prebuilt = PathBuf::from(prebuilt);
+        return if prebuilt.is_file() {
+            Ok(prebuilt)
+        } else {
+            Err(format!(
+                "{PREBUILT_ENV_VAR}={} is no file",
+                prebuilt.display()
+            ))
+        };
+    }
     let source = dir.join("nvtx_probe.rs");
     std::fs::write(&source, SOURCE).map_err(|e| format!("writing {}: {e}", source.display()))?;
     let library = dir.join(format!(

@@ -6,8 +6,9 @@
 //! range named by its entry and specialization, all properly nested. The runtime's own test
 //! (`cuprum-runtime/tests/nvtx.rs`) checks copies, colors, payloads and the toggle.
 //!
-//! The fake tool is compiled with `rustc` (`cuprum_testkit::nvtx_probe`); where there is
-//! none (a GPU machine running prebuilt binaries), the test says so and passes.
+//! The fake tool is compiled with `rustc` (`cuprum_testkit::nvtx_probe`) or prebuilt and named
+//! by `CUPRUM_NVTX_PROBE`; where there is neither (a GPU machine running prebuilt binaries),
+//! the test says so and passes. The child runs on the backend `CUPRUM_DEVICE` selects.
 
 use std::process::Command;
 
@@ -147,7 +148,7 @@ fn launches_of_every_path_are_ranges_named_by_the_kernel() {
             "--test-threads=1",
         ])
         .env(CHILD_ENV_VAR, "1")
-        .env("CUPRUM_DEVICE", "emu")
+        .env("CUPRUM_DEVICE", child_device())
         .env(cuprum::nvtx::INJECTION_ENV_VAR, &probe)
         .env(LOG_ENV_VAR, &log)
         .env_remove(cuprum::nvtx::NVTX_ENV_VAR)
@@ -188,4 +189,10 @@ fn launches_of_every_path_are_ranges_named_by_the_kernel() {
         ["nvtx_add"],
         "{text}"
     );
+}
+
+/// The child's backend: the parent's `CUPRUM_DEVICE`, so a GPU run checks the CUDA backend's
+/// ranges (the emulator where it is unset and there is no GPU, as in CI).
+fn child_device() -> String {
+    std::env::var("CUPRUM_DEVICE").unwrap_or_else(|_| "auto".to_owned())
 }
