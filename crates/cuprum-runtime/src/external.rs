@@ -366,6 +366,7 @@ impl Function {
                     return Ok(());
                 }
                 let held = ordering::hold_memory(stream, &buffers)?;
+                let _range = crate::nvtx::kernel(&self.name);
                 // SAFETY: the sizes match the PTX's parameters where it declares them; the
                 // rest is the caller's contract.
                 let launched = unsafe {

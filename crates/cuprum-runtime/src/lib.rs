@@ -20,6 +20,8 @@
 //! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
 //!   ([`external::Module`], [`external::Function`]).
 //! * [`limits`][]: [`DeviceLimits`].
+//! * [`nvtx`][]: NVTX ranges for Nsight Systems and Nsight Compute: the runtime's around
+//!   launches and copies, and [`nvtx::range`] / [`nvtx::mark`] for a program's own.
 //! * [`error`][]: [`Error`], [`Result`].
 //! * [`cache`][]: the compile cache (driver output kept in memory and on disk).
 //! * [`diagnostics`][]: what `cargo cuprum doctor` reports (driver, GPUs, emulator, cache).
@@ -44,6 +46,7 @@ pub mod external;
 pub mod graph;
 pub mod launch;
 pub mod limits;
+pub mod nvtx;
 mod ordering;
 pub mod oxide;
 pub mod pinned;

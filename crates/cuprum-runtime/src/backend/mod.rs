@@ -9,6 +9,9 @@
 //! context was opened on, with the handles (streams, events, modules) of that same device,
 //! so `context`, `buffer`, `launch` and `ordering` never match on a backend themselves.
 //!
+//! The forwarding methods are also where every launch and copy passes once, so they push the
+//! NVTX ranges a profiler shows them by (`crate::nvtx`).
+//!
 //! Failures come back as [`Failure`]: a driver failure stays raw until the context turns it
 //! into an [`Error`] that names the kernel last launched on the stream (`CudaContext::fail`);
 //! everything else is already an [`Error`].
@@ -27,6 +30,7 @@ use crate::config::{KernelArg, LaunchConfig};
 use crate::error::Error;
 use crate::graph::GraphOp;
 use crate::limits::DeviceLimits;
+use crate::nvtx::{self, Direction};
 
 /// A failed backend operation, before the context names the kernel a fault belongs to.
 #[derive(Debug)]
@@ -454,6 +458,7 @@ impl Backend {
         addr: u64,
         data: &[u8],
     ) -> Outcome<()> {
+        let _range = nvtx::copy(Direction::HostToDevice, data.len());
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.write(s, addr, data) })
     }
@@ -466,6 +471,7 @@ impl Backend {
         addr: u64,
         out: &mut [u8],
     ) -> Outcome<()> {
+        let _range = nvtx::copy(Direction::DeviceToHost, out.len());
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.read(s, addr, out) })
     }
@@ -479,6 +485,7 @@ impl Backend {
         src: u64,
         bytes: usize,
     ) -> Outcome<()> {
+        let _range = nvtx::copy(Direction::DeviceToDevice, bytes);
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.copy(s, dst, src, bytes) })
     }
@@ -506,6 +513,7 @@ impl Backend {
         dst: u64,
         bytes: usize,
     ) -> Outcome<()> {
+        let _range = nvtx::copy(Direction::DeviceToHost, bytes);
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.read_async(s, addr, dst, bytes) })
     }
@@ -519,6 +527,7 @@ impl Backend {
         src: u64,
         bytes: usize,
     ) -> Outcome<()> {
+        let _range = nvtx::copy(Direction::HostToDevice, bytes);
         // SAFETY: the caller's contract.
         same_backend!(self, (stream, StreamHandle, s) => |d| unsafe { d.write_async(s, addr, src, bytes) })
     }
@@ -556,6 +565,7 @@ impl Backend {
         config: &LaunchConfig,
         args: &[KernelArg],
     ) -> Outcome<()> {
+        let _range = nvtx::kernel(&kernel.ir.name);
         same_backend!(
             self, (module, ModuleHandle, m), (stream, StreamHandle, s) =>
             // SAFETY: the caller's contract.
@@ -594,6 +604,7 @@ impl Backend {
         ops: &[GraphOp],
         stream: &StreamHandle,
     ) -> Outcome<()> {
+        let _range = nvtx::graph(ops.len());
         match (self, exec, stream) {
             // SAFETY: the caller's contract.
             (Self::Cuda(d), GraphHandle::Cuda(e), StreamHandle::Cuda(s)) => {

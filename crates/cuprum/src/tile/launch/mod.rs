@@ -211,6 +211,9 @@ fn launch(
                 problem,
             }
         })?;
+    // Around the specialization, compile, load and launch (the runtime's range of the launch
+    // itself, named by the kernel alone, nests inside).
+    let _range = cuprum_runtime::nvtx::range(RangeName(kernel, &plan.spec));
     let specialized = compile::specialized(entry.module, entry.index, &plan.spec)?;
     let facts = compile::tensor_facts(&specialized.extents, args);
     let compiled = compile::compiled(
@@ -250,6 +253,24 @@ fn launch(
     // kernel's accesses stay inside the slices.
     unsafe { module.launch(ctx.stream(), 0, &config, &kernel_args) }?;
     Ok(())
+}
+
+/// The NVTX range of a tile launch: `tile add<B = 128, T = f32>` (formatted only when a
+/// profiler is attached).
+struct RangeName<'a>(
+    &'a cuprum_tile_ir::TileKernel,
+    &'a cuprum_tile_ir::Specialization,
+);
+
+impl std::fmt::Display for RangeName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let spec = compile::spec_text(self.0, self.1);
+        if spec.is_empty() {
+            write!(f, "tile {}", self.0.name)
+        } else {
+            write!(f, "tile {}<{spec}>", self.0.name)
+        }
+    }
 }
 
 /// A value a launch takes for one kernel parameter: a tensor, a partition or a scalar.
