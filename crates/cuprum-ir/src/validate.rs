@@ -679,15 +679,15 @@ impl Walk<'_> {
                     ));
                 }
                 m.check(
-                |v| self.visible(v),
-                |var| {
-                    self.kernel
-                        .vars
-                        .try_get(var)
-                        .map(|d| d.ty)
-                        .ok_or_else(|| format!("variable {var:?} out of range"))
-                },
-            )?
+                    |v| self.visible(v),
+                    |var| {
+                        self.kernel
+                            .vars
+                            .try_get(var)
+                            .map(|d| d.ty)
+                            .ok_or_else(|| format!("variable {var:?} out of range"))
+                    },
+                )?
             }
             Stmt::CpAsyncWaitAll => {}
             Stmt::Mma { .. }
@@ -813,10 +813,15 @@ mod tests {
     fn wgmma_after(a_after_fence: bool) -> Kernel {
         use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
         let mut b = KernelBuilder::new("fenced");
-        let acc: Vec<_> = (0..4).map(|i| b.var(format!("d{i}"), ScalarType::F32)).collect();
+        let acc: Vec<_> = (0..4)
+            .map(|i| b.var(format!("d{i}"), ScalarType::F32))
+            .collect();
         let zero = b.constant(Constant::f32(0.0));
         for &v in &acc {
-            b.push(Stmt::WriteVar { var: v, value: zero });
+            b.push(Stmt::WriteVar {
+                var: v,
+                value: zero,
+            });
         }
         let desc = b.constant(Constant::u64(0));
         let word = |b: &mut KernelBuilder| {

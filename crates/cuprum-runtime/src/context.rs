@@ -195,6 +195,8 @@ impl CudaContext {
                     announce_fallback(&e);
                     Self::emulator_ordinal(ordinal)
                 }
+                // Without a driver the emulator is the backend: past its devices, say so.
+                Err(Error::NoDriver { .. }) => Self::emulator_ordinal(ordinal),
                 Err(e) => Err(e),
             },
         }

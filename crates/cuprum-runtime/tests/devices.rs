@@ -47,6 +47,32 @@ fn the_emulator_offers_the_devices_cuprum_emu_devices_asks_for() {
     }
 }
 
+/// In this process's own environment (the GPU under gpu-pack, the emulator in CI): the
+/// count is the backend's, every ordinal below it opens a context on that backend, and the
+/// next one is refused.
+#[test]
+fn the_count_is_what_the_backend_opens() {
+    if in_child() {
+        return;
+    }
+    let n = device_count().unwrap_or_else(|e| panic!("device_count: {e}"));
+    let first = CudaContext::new(0).unwrap_or_else(|e| panic!("device 0: {e}"));
+    println!("{n} device(s) on {:?}", first.backend());
+    assert!(n >= 1);
+    for i in 1..n {
+        let ctx = CudaContext::new(i).unwrap_or_else(|e| panic!("device {i} of {n}: {e}"));
+        assert_eq!((ctx.ordinal(), ctx.backend()), (i, first.backend()));
+    }
+    if first.backend() == BackendKind::Emulator {
+        assert_eq!(emulator_device_count().ok(), Some(n));
+    }
+    match CudaContext::new(n) {
+        Err(Error::NoDevice { .. }) => {}
+        Err(e) => panic!("device {n} of {n}: {e}, not NoDevice"),
+        Ok(_) => panic!("device {n} of {n} opened"),
+    }
+}
+
 #[test]
 #[ignore = "run by the_emulator_offers_the_devices_cuprum_emu_devices_asks_for"]
 fn child_three_devices() {
