@@ -815,6 +815,8 @@ struct LoopWork {
     shared_f32_stores: usize,
     wgmmas: usize,
     ldmatrices: usize,
+    group_waits: usize,
+    full_waits: usize,
 }
 
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
@@ -831,6 +833,8 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
                 cuprum_ir::Stmt::WgmmaMma(_) if in_loop => w.wgmmas += 1,
+                cuprum_ir::Stmt::CpAsyncWaitGroup { .. } if in_loop => w.group_waits += 1,
+                cuprum_ir::Stmt::CpAsyncWaitAll if in_loop => w.full_waits += 1,
                 cuprum_ir::Stmt::LdMatrix { .. } if in_loop => w.ldmatrices += 1,
                 cuprum_ir::Stmt::Store {
                     space: cuprum_ir::AddressSpace::Shared,
@@ -876,8 +880,8 @@ fn chained_mmas_keep_their_rows_in_registers() {
 #[test]
 fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
     // Four or eight warps of 16 rows each: both products are `wgmma`s (kᵀ and v read from
-    // swizzled shared memory, p and q from registers), one per 16 of K, and nothing is read
-    // with `ldmatrix`; two warps keep `mma.sync`.
+    // swizzled shared memory, copied an iteration ahead, p and q from registers), one per
+    // 16 of K, and nothing is read with `ldmatrix`; two warps keep `mma.sync`.
     for (sizes, tiles, want) in [
         ((70, 200, 128), [64, 64], Some(128 / 16 + 64 / 16)),
         ((128, 64, 64), [128, 64], Some(64 / 16 + 64 / 16)),
@@ -891,6 +895,10 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
             Some(n) => {
                 assert_eq!(w.wgmmas, n, "{sizes:?} {tiles:?}: {w:?}");
                 assert_eq!(w.ldmatrices, 0, "{sizes:?} {tiles:?}: {w:?}");
+                // kᵀ and v each come from a two-buffer ring: each mma waits for its own
+                // copy from an iteration ago, never for all copies.
+                assert_eq!(w.group_waits, 2, "{sizes:?} {tiles:?}: {w:?}");
+                assert_eq!(w.full_waits, 0, "{sizes:?} {tiles:?}: {w:?}");
             }
             None => assert_eq!(w.wgmmas, 0, "{sizes:?} {tiles:?}: {w:?}"),
         }

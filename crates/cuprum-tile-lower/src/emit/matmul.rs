@@ -190,7 +190,7 @@ impl Emitter<'_> {
                 } else {
                     MmaShape::M16n8k16F16
                 };
-                if let Some(regs) = self.try_wgmma(input, dims, [a, b], [la, out], &acc_regs)? {
+                if let Some(regs) = self.try_wgmma(value, [a, b, acc], &acc_regs)? {
                     return Ok(Lv::Dist { layout: out, regs });
                 }
                 let sources = self.operand_sources(shape, [(a, la), (b, lb)])?;

@@ -282,7 +282,7 @@ impl Emitter<'_> {
             .to_constant(ty)
             .ok_or_else(|| self.unsupported(format!("the padding {padding} cannot be a {ty}")))?;
         let pad = self.konst(pad);
-        if let Some(lv) = self.defer_staged_load(value, view, pad)? {
+        if let Some(lv) = self.defer_staged_load(value, pad)? {
             return Ok(lv);
         }
         let eviction = self.evictions.get(&value).copied().unwrap_or_default();

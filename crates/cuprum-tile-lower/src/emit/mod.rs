@@ -26,6 +26,7 @@ mod matmul;
 mod memory;
 mod raw;
 mod reduce;
+mod ring;
 mod scratch;
 mod staged;
 mod values;
@@ -82,10 +83,12 @@ pub(crate) struct Emitter<'k> {
     /// layout, the registers and the packed fragment words, made once where the operand is
     /// defined.
     fragments: std::collections::HashMap<TileValue, (LayoutId, matmul::Packed)>,
-    /// The loads staged for the `mma`s that read them (`crate::staging`), and those met but
-    /// not yet made.
+    /// The loads staged for the `mma`s that read them (`crate::staging`).
     staged_loads: std::collections::HashSet<TileValue>,
-    deferred: std::collections::HashMap<TileValue, staged::Deferred>,
+    /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
+    ring_frames: Vec<ring::RingFrame>,
+    /// Shared memory below this is reserved (rings' buffers): scratch claims go above it.
+    scratch_floor: u32,
     /// Each value's defining operation.
     defs: std::collections::HashMap<TileValue, cuprum_tile_ir::Op>,
     params: Vec<memory::ParamArgs>,
@@ -152,7 +155,8 @@ impl<'k> Emitter<'k> {
             vals: vec![None; kernel.values.len()],
             fragments: std::collections::HashMap::new(),
             staged_loads: crate::staging::staged_loads(kernel, plan),
-            deferred: std::collections::HashMap::new(),
+            ring_frames: Vec::new(),
+            scratch_floor: 0,
             defs: definitions(kernel),
             params: Vec::new(),
             coords: Vec::new(),
@@ -401,6 +405,14 @@ impl<'k> Emitter<'k> {
             .repr(v)
             .cloned()
             .ok_or_else(|| self.internal(format!("{v:?} has no planned representation")))
+    }
+
+    /// Puts back what `v` held (`None`: nothing), after emitting code with another value
+    /// in its place (`ring`'s index statements for another iteration).
+    pub(super) fn restore(&mut self, v: TileValue, lv: Option<Lv>) {
+        if let Some(slot) = self.vals.get_mut(v.index()) {
+            *slot = lv;
+        }
     }
 
     pub(crate) fn get(&self, v: TileValue) -> R<Lv> {
@@ -793,13 +805,32 @@ impl<'k> Emitter<'k> {
                 ),
             },
         )?;
+        let rings = self.plan_rings(counter, body)?;
+        if rings.is_empty() {
+            return self.carried_counted_loop(
+                ty,
+                [start, end, step],
+                [args, inits, results],
+                body,
+                |e, c| e.set(counter, Lv::Uniform(c)),
+            );
+        }
+        self.prime_rings(&rings, counter, start)?;
+        let parity = self.var(ScalarType::U32);
+        let zero = self.u32c(0);
+        self.write(parity, zero);
         self.carried_counted_loop(
             ty,
             [start, end, step],
             [args, inits, results],
             body,
-            |e, c| e.set(counter, Lv::Uniform(c)),
-        )
+            |e, c| {
+                e.set(counter, Lv::Uniform(c))?;
+                e.enter_rings(counter, rings, [c, step, end], parity)
+            },
+        )?;
+        self.leave_rings();
+        Ok(())
     }
 
     /// A loop whose counter of type `ty` (a kernel IR variable) runs from `start` by `step`

@@ -141,7 +141,7 @@ impl Emitter<'_> {
                     None => {
                         self.make_pending_reads()?;
                         self.barrier();
-                        0
+                        self.scratch_floor.next_multiple_of(align)
                     }
                 }
             }
@@ -154,15 +154,45 @@ impl Emitter<'_> {
     /// do.
     fn free_from(&self, bytes: u32, align: u32) -> Option<u32> {
         let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        let floor = self.scratch_floor;
         match self.scratch_in_use {
-            InUse::Nothing => Some(0),
+            InUse::Nothing => Some(floor.next_multiple_of(align)),
             InUse::Bytes { end, .. }
-                if u64::from(end.next_multiple_of(align)) + u64::from(bytes) <= limit =>
+                if u64::from(end.max(floor).next_multiple_of(align)) + u64::from(bytes)
+                    <= limit =>
             {
-                Some(end.next_multiple_of(align))
+                Some(end.max(floor).next_multiple_of(align))
             }
             InUse::Bytes { .. } | InUse::Unknown => None,
         }
+    }
+
+    /// `bytes` of shared memory of their own from a multiple of `align` (a `cp.async`
+    /// ring's buffers, `ring`): after a barrier (nobody then reads the scratch of earlier
+    /// exchanges), above what pending reductions still hold, and every later claim goes
+    /// above them.
+    pub(crate) fn reserve_shared(&mut self, bytes: u32, align: u32) -> R<Claim> {
+        self.barrier();
+        if align > ALIGN {
+            self.b.align_dyn_shared(align);
+        }
+        let in_use = match self.scratch_in_use {
+            InUse::Nothing => 0,
+            InUse::Bytes { end, .. } => end,
+            InUse::Unknown => self.shared_bytes,
+        };
+        let start = in_use.max(self.scratch_floor).next_multiple_of(align);
+        let end = u64::from(start) + u64::from(bytes);
+        let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        if end > limit {
+            return Err(self.unsupported(format!(
+                "a loop's copy buffers need {end} bytes of shared memory, more than a block \
+                 has ({limit} bytes): use smaller tiles"
+            )));
+        }
+        self.scratch_floor = end as u32;
+        self.shared_bytes = self.shared_bytes.max(self.scratch_floor);
+        Ok(Claim { start, bytes })
     }
 
     /// Marks the exchange's writes done: the barrier that lets its readers read, after

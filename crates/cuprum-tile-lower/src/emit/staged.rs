@@ -6,8 +6,8 @@
 //! either way, so the `mma` reads the same fragments.
 
 use cuprum_ir::matrix::CpAsyncCache;
-use cuprum_ir::{BinaryOp, CmpOp, Eviction, ScalarType, Stmt, Value};
-use cuprum_tile_ir::{TileValue, View};
+use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value};
+use cuprum_tile_ir::TileValue;
 
 use super::scratch::Claim;
 use super::wgmma_mma::SwizzledTile;
@@ -26,38 +26,16 @@ pub(super) enum Dest {
     Swizzled(SwizzledTile),
 }
 
-/// A staged load waiting for the `mma` that reads it.
-#[derive(Clone, Debug)]
-pub(super) struct Deferred {
-    view: View,
-    pad: Value,
-    eviction: Eviction,
-}
-
 impl Emitter<'_> {
     /// For a staged load: nothing is loaded yet; its registers are placeholders no use
     /// reads (every use stages it). `None` for other loads.
-    pub(super) fn defer_staged_load(
-        &mut self,
-        value: TileValue,
-        view: &View,
-        pad: Value,
-    ) -> R<Option<Lv>> {
+    pub(super) fn defer_staged_load(&mut self, value: TileValue, pad: Value) -> R<Option<Lv>> {
         if !self.staged_loads.contains(&value) {
             return Ok(None);
         }
         let Repr::Dist(layout) = self.repr(value)? else {
             return Err(self.internal("a staged load planned without registers"));
         };
-        let eviction = self.evictions.get(&value).copied().unwrap_or_default();
-        self.deferred.insert(
-            value,
-            Deferred {
-                view: view.clone(),
-                pad,
-                eviction,
-            },
-        );
         let regs = vec![pad; self.plan.layout(layout).registers()];
         Ok(Some(Lv::Dist { layout, regs }))
     }
@@ -73,8 +51,8 @@ impl Emitter<'_> {
             Some(cuprum_tile_ir::Op::Reshape { value, .. }) => *value,
             _ => tile,
         };
-        self.deferred
-            .contains_key(&load)
+        self.staged_loads
+            .contains(&load)
             .then_some((load, transposed))
     }
 
@@ -94,14 +72,18 @@ impl Emitter<'_> {
     /// Writes staged load `load`'s tile to `dest` (the caller waits for the copies and
     /// meets the block at a barrier).
     pub(super) fn stage_from_global(&mut self, dest: Dest, load: TileValue) -> R<()> {
-        let Some(Deferred {
-            view,
-            pad,
-            eviction,
-        }) = self.deferred.get(&load).cloned()
+        // From the load's definition, not from where it was met: a ring (`ring`) copies a
+        // loop's first tile before the loop.
+        let Some(cuprum_tile_ir::Op::Load { view, padding }) = self.definition(load).cloned()
         else {
-            return Err(self.internal("a staged load that was not deferred"));
+            return Err(self.internal("a staged value that is not a load"));
         };
+        let ty = self.elem(load)?;
+        let pad = padding
+            .to_constant(ty)
+            .ok_or_else(|| self.unsupported(format!("the padding {padding} cannot be a {ty}")))?;
+        let pad = self.konst(pad);
+        let eviction = self.evictions.get(&load).copied().unwrap_or_default();
         let Repr::Dist(layout) = self.repr(load)? else {
             return Err(self.internal("a staged load planned without registers"));
         };

@@ -37,14 +37,14 @@ use super::staged::Dest;
 use super::{Emitter, R};
 use crate::layout::LANE_BITS;
 use crate::mma_layout::{self, Operand};
-use crate::plan::LayoutId;
+use crate::plan::{LayoutId, Repr};
 
 /// Threads of a warpgroup.
 const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
 /// Rows of a warpgroup's share of the product.
 const WARPGROUP_ROWS: u32 = cuprum_ir::wgmma::M;
 /// The alignment of a swizzled tile: the longest swizzle's period.
-const SWIZZLE_ALIGN: u32 = 1024;
+pub(super) const SWIZZLE_ALIGN: u32 = 1024;
 
 /// A 16-bit tile in shared memory as `wgmma`'s descriptors read it (see the module docs):
 /// panel `p` holds columns `p * span / 2 ..` of every row, `span` bytes per row, panels one
@@ -55,9 +55,30 @@ pub(super) struct SwizzledTile {
     pub(super) claim: Claim,
     rows: u32,
     swizzle: Swizzle,
+    /// Bytes (`U32`, a multiple of 1024) from the claim's start to the tile's: which buffer
+    /// of a `cp.async` ring (`ring`) this iteration's tile is in.
+    pub(super) offset: Option<Value>,
 }
 
 impl SwizzledTile {
+    /// A `[rows, cols]` tile at `claim`, if a swizzle takes its rows.
+    pub(super) fn new(claim: Claim, rows: u32, cols: u32) -> Option<SwizzledTile> {
+        Some(SwizzledTile {
+            claim,
+            rows,
+            swizzle: Self::swizzle_for(cols)?,
+            offset: None,
+        })
+    }
+
+    /// This tile `offset` bytes (`U32`, a multiple of 1024) further: a ring's other buffer.
+    pub(super) fn at(self, offset: Value) -> SwizzledTile {
+        SwizzledTile {
+            offset: Some(offset),
+            ..self
+        }
+    }
+
     /// The swizzle for rows of `cols` 16-bit elements: 128-byte panels for rows of a
     /// multiple of 64 elements, else one 64- or 32-byte panel; `None` for other rows.
     fn swizzle_for(cols: u32) -> Option<Swizzle> {
@@ -85,7 +106,7 @@ impl SwizzledTile {
     }
 
     /// The bytes a `[rows, cols]` tile takes, rounded up to the alignment of the next.
-    fn bytes(rows: u32, cols: u32) -> u32 {
+    pub(super) fn bytes(rows: u32, cols: u32) -> u32 {
         (rows * cols * 2).next_multiple_of(SWIZZLE_ALIGN)
     }
 
@@ -100,12 +121,28 @@ impl SwizzledTile {
 
 /// Which operand a swizzled tile is, and how a descriptor names it.
 #[derive(Clone, Copy, Debug)]
-enum Major {
+pub(super) enum Major {
     /// Rows are `M` (or `N`), columns `K`: A as loaded, or B as the transpose of a loaded
     /// tile.
     K,
     /// Rows are `K`, columns `N`: B as loaded (the transpose flag).
     Mn,
+}
+
+/// How an `mma` takes `wgmma` ([`Emitter::wgmma_choice`]).
+#[derive(Clone, Debug)]
+pub(super) struct WgmmaChoice {
+    shape: WgmmaShape,
+    d: Dims,
+    /// The fragment layouts of `A` and of the accumulator.
+    la: LayoutId,
+    lc: LayoutId,
+    b_major: Major,
+    /// Whether `A` is a staged tile (read through a descriptor) rather than fragments.
+    a_staged: bool,
+    /// The staged loads read from shared memory, `B`'s first: each with its rows and
+    /// columns.
+    pub(super) tiles: Vec<(TileValue, u32, u32)>,
 }
 
 /// Where `A` comes from.
@@ -115,22 +152,34 @@ enum WgA {
 }
 
 impl Emitter<'_> {
-    /// `mma(a, b, acc)` of `input` (16-bit) elements as `wgmma`s (see the module docs), with
-    /// `la` and `lc` the fragment layouts the planner gave `A` and the accumulator and `acc`
-    /// the accumulator's registers; `None` (nothing emitted) where the `mma` does not
-    /// qualify, for the `mma.sync` recipe.
-    pub(super) fn try_wgmma(
-        &mut self,
-        input: ScalarType,
-        d: Dims,
-        [a, b]: [TileValue; 2],
-        [la, lc]: [LayoutId; 2],
-        acc: &[Value],
-    ) -> R<Option<Vec<Value>>> {
-        let ty = match input {
-            ScalarType::F16 => WgmmaType::F16,
-            ScalarType::BF16 => WgmmaType::Bf16,
+    /// How `value = mma(a, b, acc)` takes `wgmma` (see the module docs), or `None` where it
+    /// does not qualify (the `mma.sync` recipe then lowers it). Asks only the plan and the
+    /// staged loads, so a loop may ask it before emitting its body (`ring`).
+    pub(super) fn wgmma_choice(
+        &self,
+        value: TileValue,
+        a: TileValue,
+        b: TileValue,
+        acc: TileValue,
+    ) -> R<Option<WgmmaChoice>> {
+        let ty = match (self.elem(a)?, self.elem(acc)?) {
+            (ScalarType::F16, ScalarType::F32) => WgmmaType::F16,
+            (ScalarType::BF16, ScalarType::F32) => WgmmaType::Bf16,
             _ => return Ok(None),
+        };
+        let (Some([la, _]), Some(Repr::Dist(lc))) =
+            (self.plan.mma_inputs(value), self.plan.repr(value).cloned())
+        else {
+            return Ok(None);
+        };
+        let (sa, sb) = (self.shape(a)?, self.shape(b)?);
+        if sa.len() != 2 || sb.len() != 2 {
+            return Ok(None);
+        }
+        let d = Dims {
+            m: sa[0],
+            k: sa[1],
+            n: sb[1],
         };
         let shape = WgmmaShape { ty, n: d.n };
         let warps = self.plan.threads / 32;
@@ -156,17 +205,46 @@ impl Emitter<'_> {
             Some((_, true)) => return Ok(None),
             None => None,
         };
-        let mut loads = vec![b_load];
-        loads.extend(a_load);
-        let mut tiles = Vec::with_capacity(loads.len());
-        for &load in &loads {
+        let mut tiles = Vec::with_capacity(2);
+        for load in std::iter::once(b_load).chain(a_load) {
             let s = self.shape(load)?;
             let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
-            match SwizzledTile::swizzle_for(cols) {
-                Some(swizzle) => tiles.push((load, rows, cols, swizzle)),
-                None => return Ok(None),
+            if SwizzledTile::swizzle_for(cols).is_none() {
+                return Ok(None);
             }
+            tiles.push((load, rows, cols));
         }
+        Ok(Some(WgmmaChoice {
+            shape,
+            d,
+            la,
+            lc,
+            b_major,
+            a_staged: a_load.is_some(),
+            tiles,
+        }))
+    }
+
+    /// `value = mma(a, b, acc)` as `wgmma`s if it qualifies ([`Emitter::wgmma_choice`]),
+    /// `acc` being the accumulator's registers; `None` (nothing emitted) otherwise.
+    pub(super) fn try_wgmma(
+        &mut self,
+        value: TileValue,
+        [a, b, acc_value]: [TileValue; 3],
+        acc: &[Value],
+    ) -> R<Option<Vec<Value>>> {
+        let Some(choice) = self.wgmma_choice(value, a, b, acc_value)? else {
+            return Ok(None);
+        };
+        let WgmmaChoice {
+            shape,
+            d,
+            la,
+            lc,
+            b_major,
+            a_staged,
+            ref tiles,
+        } = choice;
         // The accumulator's registers in wgmma's order: register `i` of thread 0 is where
         // every thread's register `i` is (the layout's warp bits are wgmma's rows).
         let mut order = Vec::with_capacity(d.n as usize / 2);
@@ -174,11 +252,28 @@ impl Emitter<'_> {
             let (row, col) = accumulator_position(0, i);
             order.push(self.register_at(lc, [0, row, col])?);
         }
-        let a_fragments = match a_load {
-            Some(_) => None,
-            None => Some(self.fragment_source(a, la)?),
+        let a_fragments = if a_staged {
+            None
+        } else {
+            Some(self.fragment_source(a, la)?)
         };
-        let staged = self.stage_swizzled(&tiles)?;
+        // Tiles with a ring in this loop are read from it (waited for, the next one's copy
+        // started); the others are staged here.
+        let mut ringed = Vec::with_capacity(tiles.len());
+        let mut here = Vec::new();
+        for &(load, rows, cols) in tiles {
+            let tile = self.ring_tile(load)?;
+            if tile.is_none() {
+                here.push((load, rows, cols));
+            }
+            ringed.push(tile);
+        }
+        let mut fresh = self.stage_swizzled(&here)?.into_iter();
+        let staged: Vec<SwizzledTile> = ringed
+            .into_iter()
+            .map(|t| t.or_else(|| fresh.next()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| self.internal("a wgmma operand tile was not staged"))?;
         let b_tile = staged[0];
         let a_src = match a_fragments {
             Some(source) => WgA::Fragments(source),
@@ -192,7 +287,7 @@ impl Emitter<'_> {
                 v
             })
             .collect();
-        let fa = mma_layout::fragment_forms(ty.mma_shape(), Operand::A)
+        let fa = mma_layout::fragment_forms(shape.ty.mma_shape(), Operand::A)
             .ok_or_else(|| self.internal("mma.sync's A fragments are not lane-affine"))?;
         // Row offset of this thread's warpgroup in a staged A (bytes, before the swizzle:
         // whole periods, so the swizzle is unchanged).
@@ -261,21 +356,21 @@ impl Emitter<'_> {
     /// Stages `tiles` (each a staged load, its rows and columns and swizzle) in one scratch
     /// claim as [`SwizzledTile`]s, and meets the block at one barrier after the copies are
     /// complete and visible to the tensor cores.
-    fn stage_swizzled(&mut self, tiles: &[(TileValue, u32, u32, Swizzle)]) -> R<Vec<SwizzledTile>> {
+    fn stage_swizzled(&mut self, tiles: &[(TileValue, u32, u32)]) -> R<Vec<SwizzledTile>> {
+        if tiles.is_empty() {
+            return Ok(Vec::new());
+        }
         let total: u32 = tiles
             .iter()
-            .map(|&(_, rows, cols, _)| SwizzledTile::bytes(rows, cols))
+            .map(|&(_, rows, cols)| SwizzledTile::bytes(rows, cols))
             .sum();
         let claim = self.claim_scratch_aligned(u64::from(total), SWIZZLE_ALIGN)?;
         let mut out = Vec::with_capacity(tiles.len());
         let mut at = 0;
-        for &(load, rows, cols, swizzle) in tiles {
+        for &(load, rows, cols) in tiles {
             let bytes = SwizzledTile::bytes(rows, cols);
-            let tile = SwizzledTile {
-                claim: claim.part(at, bytes),
-                rows,
-                swizzle,
-            };
+            let tile = SwizzledTile::new(claim.part(at, bytes), rows, cols)
+                .ok_or_else(|| self.internal("a staged tile no swizzle takes"))?;
             at += bytes;
             self.stage_from_global(Dest::Swizzled(tile), load)?;
             out.push(tile);
@@ -301,16 +396,16 @@ impl Emitter<'_> {
             // MN-major: rows are K; panels (of N) one panel apart.
             Major::Mn => (k0 * tile.span(), tile.panel_bytes()),
         };
-        let start = self.u32c(start);
-        let start = match rows {
-            Some(r) => self.add(start, r)?,
-            None => start,
-        };
+        let mut start = self.u32c(start);
+        for extra in [rows, tile.offset].into_iter().flatten() {
+            start = self.add(start, extra)?;
+        }
         let addr = self.shared_addr(tile.claim, start, ScalarType::U8)?;
         self.descriptor(addr, lbo, 8 * tile.span(), tile.swizzle)
     }
 
-    /// The swizzled byte offset (`U32`) of element `(row, col)` (`U32`) in `tile`.
+    /// The swizzled byte offset (`U32`) of element `(row, col)` (`U32`) in `tile`, from its
+    /// claim's start.
     pub(super) fn swizzled_offset(
         &mut self,
         tile: SwizzledTile,
@@ -335,7 +430,11 @@ impl Emitter<'_> {
         let line = self.bin(BinaryOp::And, line, mask)?;
         let four = self.u32c(4);
         let flip = self.bin(BinaryOp::Shl, line, four)?;
-        self.bin(BinaryOp::Xor, off, flip)
+        let off = self.bin(BinaryOp::Xor, off, flip)?;
+        match tile.offset {
+            Some(buffer) => self.add(off, buffer),
+            None => Ok(off),
+        }
     }
 
     /// Writes a tile's registers (`layout`) into `tile`'s swizzled panels.
@@ -397,6 +496,7 @@ mod tests {
                 claim: Claim::for_tests(0, SwizzledTile::bytes(rows, cols)),
                 rows,
                 swizzle,
+                offset: None,
             };
             let stored = |r: u32, c: u32| {
                 let off = (c / tile.panel_elems()) * tile.panel_bytes()
