@@ -279,6 +279,27 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         })
     }
 
+    /// A buffer over `memory` (already registered), for `crate::foreign`.
+    pub(crate) fn from_memory(
+        ctx: CudaContext,
+        addr: u64,
+        len: usize,
+        memory: std::sync::Arc<Memory>,
+    ) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            memory,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The buffer's parts, for `crate::foreign`.
+    pub(crate) fn into_memory(self) -> (CudaContext, u64, usize, std::sync::Arc<Memory>) {
+        (self.ctx, self.addr, self.len, self.memory)
+    }
+
     /// Copies `data` into a new buffer (waits for the copy).
     pub fn from_host(stream: &Stream, data: &[T]) -> Result<Self> {
         let buffer = Self::alloc(stream, data.len())?;

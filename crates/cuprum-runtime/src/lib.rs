@@ -19,6 +19,11 @@
 //!   one submission (CUDA graphs).
 //! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
 //!   ([`external::Module`], [`external::Function`]).
+//! * [`foreign`][]: streams and device memory of other libraries as cuprum's
+//!   ([`Stream::from_raw_cuda`], [`DeviceBuffer::from_raw_parts`]) and back, with the
+//!   ordering rules across the boundary.
+//! * [`interop`][]: cudarc's contexts, streams and slices (`interop::cudarc`), DLPack tensors
+//!   (`interop::dlpack`, feature `dlpack`).
 //! * [`limits`][]: [`DeviceLimits`].
 //! * [`error`][]: [`Error`], [`Result`].
 //! * [`cache`][]: the compile cache (driver output kept in memory and on disk).
@@ -41,7 +46,9 @@ pub mod context;
 pub mod diagnostics;
 pub mod error;
 pub mod external;
+pub mod foreign;
 pub mod graph;
+pub mod interop;
 pub mod launch;
 pub mod limits;
 mod ordering;
@@ -59,6 +66,7 @@ pub use context::{
     device_count, emulator_device_count,
 };
 pub use error::{DriverStatus, Error, Result};
+pub use foreign::{ForeignOwner, RawBuffer, RawOwner};
 pub use graph::Graph;
 pub use launch::{
     KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, LaunchContract,

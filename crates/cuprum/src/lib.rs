@@ -76,6 +76,10 @@ pub use cuprum_macros::{DeviceCopy, cuda_module, launch};
 /// Modules cuprum did not compile (PTX, cubins) and raw launches (`launch!`).
 pub use cuprum_runtime::external;
 pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
+/// Exchanging contexts, streams and device memory with other libraries without copies:
+/// cudarc (`interop::cudarc`) and DLPack tensors (`interop::dlpack`); the raw handles they
+/// share are [`Stream::from_raw_cuda`] and [`DeviceBuffer::from_raw_parts`].
+pub use cuprum_runtime::interop;
 /// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{
@@ -84,6 +88,7 @@ pub use cuprum_runtime::{
     LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, PinnedBuffer, Result, RowWidth,
     Stream, TensorMap, device_count, emulator_device_count,
 };
+pub use cuprum_runtime::{ForeignOwner, RawBuffer, RawOwner};
 pub use half;
 
 /// cuda-oxide's (and cudarc's) name for a [`Stream`].
