@@ -98,6 +98,7 @@ expect(ValueError, "in place", lambda: cuprum_torch.add(x, x.clone(), out=x))
 expect(ValueError, "shape", lambda: cuprum_torch.add(x, x.clone(), out=torch.empty(65, device=device)))
 if device == "cuda":
     expect(ValueError, "one device", lambda: cuprum_torch.add(x, x.cpu()))
+    expect(ValueError, "multiple of 16", lambda: cuprum_torch.add(x[1:], x[1:].clone()))
 
 # Timing (CUDA only): median of repeated calls, event-timed, vs torch's own ops.
 if device == "cuda":

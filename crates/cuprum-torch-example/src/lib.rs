@@ -20,7 +20,9 @@
 //!   emulator (whose memory is its own), so inputs are copied in and the result copied out
 //!   into the output's memory; the call returns when it is done.
 //! * `float32` only, contiguous, same shape; otherwise `TypeError` or `ValueError` with the
-//!   reason. `out` must not overlap an input.
+//!   reason. `out` must not overlap an input, nor inputs overlap each other unless they are
+//!   the same tensor. A CUDA tensor must start at a multiple of 16 bytes (a kernel's slices
+//!   are 16-byte aligned), which views like `x[1:]` do not: `ValueError`.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -65,9 +67,10 @@ fn py_err(e: Error) -> PyErr {
         Error::Dlpack { reason } if reason.contains("element type") => {
             PyTypeError::new_err(format!("cuprum_torch: {e}"))
         }
-        Error::Dlpack { .. } | Error::Interop { .. } | Error::LengthMismatch { .. } => {
-            PyValueError::new_err(format!("cuprum_torch: {e}"))
-        }
+        Error::Dlpack { .. }
+        | Error::Interop { .. }
+        | Error::LengthMismatch { .. }
+        | Error::ArgumentMismatch { .. } => PyValueError::new_err(format!("cuprum_torch: {e}")),
         _ => PyRuntimeError::new_err(format!("cuprum_torch: {e}")),
     }
 }

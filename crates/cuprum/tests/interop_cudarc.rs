@@ -70,9 +70,9 @@ fn a_cuprum_kernel_runs_on_cudarc_streams_and_slices() -> cuprum::Result<()> {
     assert_eq!(ours.raw_cuda_context(), ctx.raw_cuda_context());
     let ctx = ours;
     let module = kernels::load(&ctx)?;
-    let cudarc_stream = cudarc_ctx
-        .new_stream()
-        .map_err(|e| Error::Unsupported { what: e.to_string() })?;
+    let cudarc_stream = cudarc_ctx.new_stream().map_err(|e| Error::Unsupported {
+        what: e.to_string(),
+    })?;
     let stream = ic::stream(&ctx, &cudarc_stream)?;
     assert_eq!(
         stream.raw_cuda_stream(),
@@ -134,13 +134,15 @@ fn a_cuprum_kernel_runs_on_cudarc_streams_and_slices() -> cuprum::Result<()> {
 fn borrowed_slices_cannot_be_recorded_into_graphs() -> cuprum::Result<()> {
     let Some(ctx) = gpu() else { return Ok(()) };
     let cudarc_ctx = ic::cudarc_context(&ctx)?;
-    let cudarc_stream = cudarc_ctx
-        .new_stream()
-        .map_err(|e| Error::Unsupported { what: e.to_string() })?;
+    let cudarc_stream = cudarc_ctx.new_stream().map_err(|e| Error::Unsupported {
+        what: e.to_string(),
+    })?;
     let stream = ic::stream(&ctx, &cudarc_stream)?;
     let src = cudarc_stream
         .clone_htod(&[1.0f32; 256])
-        .map_err(|e| Error::Unsupported { what: e.to_string() })?;
+        .map_err(|e| Error::Unsupported {
+            what: e.to_string(),
+        })?;
     let borrowed = ic::borrow(&stream, &src)?;
     let mut dst = DeviceBuffer::<f32>::zeroed(&stream, 256)?;
     let captured = cuprum::Graph::capture(&ctx, |rec| dst.copy_from_device(rec, &borrowed));
