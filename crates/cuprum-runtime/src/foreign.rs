@@ -34,6 +34,9 @@
 //! marks. Another library's stream may be non-blocking (cudarc's `new_stream`, every
 //! `torch.cuda.Stream`): wrapping one makes it wait for the default stream's work so far, and
 //! from then on the context orders its default stream by marks too, like any other stream.
+//! (An operation another thread submits to the default stream while the wrap is under way may
+//! miss both: wrap such streams before other threads share buffers with them through the
+//! default stream, or synchronize the default stream first.)
 
 use std::any::Any;
 use std::ffi::c_void;

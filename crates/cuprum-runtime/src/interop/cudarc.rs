@@ -248,6 +248,10 @@ pub struct SliceMut<'a, T: DeviceCopy> {
 /// Lends `slice` to cuprum for reading on `stream`, which must have been made from a cudarc
 /// stream by [`stream`] (it waits for cudarc's unfinished writes of the slice; its work is
 /// recorded as a read of it when the borrow ends).
+///
+/// A slice is lent once at a time (its memory is one buffer in cuprum's registry; a second
+/// borrow while the first lives is [`Error::Interop`]): to pass it as two arguments, pass the
+/// one [`SliceRef`] twice.
 pub fn borrow<'a, T: DeviceCopy>(
     stream: &'a Stream,
     slice: &'a CudaSlice<T>,
