@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what the interop checks need on a GPU machine (which has no Rust toolchain) into
-# .gpu-interop/ (left out of git): the runtime's `interop` and the facade's `interop_cudarc`
+# .gpu-interop/ (in .gitignore): the runtime's `interop` and the facade's `interop_cudarc`
 # test binaries (release) and the `cuprum_torch` Python extension, with a runner.
 #
 #   scripts/gpu-interop.sh
@@ -13,7 +13,6 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-grep -qx '/.gpu-interop/' .git/info/exclude 2>/dev/null || echo '/.gpu-interop/' >> .git/info/exclude
 rm -rf .gpu-interop && mkdir -p .gpu-interop/bin
 pick() {
   python3 -c '

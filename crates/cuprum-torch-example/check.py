@@ -80,9 +80,9 @@ if device == "cuda":
             same(f"stream round {round}", z, (0.5 * x + y) * 2)
     # An explicit stream argument (the handle), outside any `with`.
     x, y = torch.rand(n, device=device), torch.rand(n, device=device)
+    out = poisoned_like(x)
     s2 = torch.cuda.Stream()
     s2.wait_stream(torch.cuda.current_stream())
-    out = poisoned_like(x)
     cuprum_torch.add(x, y, out=out, stream=s2.cuda_stream)
     torch.cuda.current_stream().wait_stream(s2)
     same("explicit stream", out, x + y)

@@ -217,6 +217,14 @@ type Launch = fn(
     &mut DeviceBuffer<f32>,
 ) -> cuprum::Result<()>;
 
+/// One thread per element, in blocks of 256.
+fn grid(n: usize) -> cuprum::Result<LaunchConfig1D> {
+    let blocks = u32::try_from(n.div_ceil(256)).map_err(|_| Error::Unsupported {
+        what: format!("tensors of {n} elements (more than 2^32 blocks of 256)"),
+    })?;
+    Ok(LaunchConfig1D::new(blocks, 256, 0))
+}
+
 fn launch_add(
     d: &Device,
     s: &Stream,
@@ -225,9 +233,10 @@ fn launch_add(
     y: &DeviceBuffer<f32>,
     out: &mut DeviceBuffer<f32>,
 ) -> cuprum::Result<()> {
-    let prepared =
-        d.module
-            .prepare_add(LaunchConfig1D::new(out.len().div_ceil(256) as u32, 256, 0))?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let prepared = d.module.prepare_add(grid(out.len())?)?;
     d.module.add(s, &prepared, x, y, out)
 }
 
@@ -239,9 +248,10 @@ fn launch_saxpy(
     y: &DeviceBuffer<f32>,
     out: &mut DeviceBuffer<f32>,
 ) -> cuprum::Result<()> {
-    let prepared =
-        d.module
-            .prepare_saxpy(LaunchConfig1D::new(out.len().div_ceil(256) as u32, 256, 0))?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let prepared = d.module.prepare_saxpy(grid(out.len())?)?;
     d.module.saxpy(s, &prepared, alpha, x, y, out)
 }
 
@@ -291,7 +301,7 @@ fn elementwise<'py>(
     let s = &cuprum_stream;
     let (bx, shape) = to_buffer(s, import(rx, place, raw_stream)?).map_err(py_err)?;
     // The same tensor twice (`add(x, x)`) is one buffer: one allocation, one wrapper.
-    let by = if yp == xp {
+    let by = if yp == xp && xp != 0 {
         None
     } else {
         Some(to_buffer(s, import(ry, place, raw_stream)?).map_err(py_err)?)
@@ -305,7 +315,8 @@ fn elementwise<'py>(
             "cuprum_torch: `x` has shape {shape:?} but `y` has {yshape:?}"
         )));
     }
-    if op == xp || op == yp {
+    // (An empty tensor's pointer may be null: it aliases nothing.)
+    if op != 0 && (op == xp || op == yp) {
         return Err(PyValueError::new_err(
             "cuprum_torch: `out` must not be an input (in place is not supported)",
         ));
