@@ -308,9 +308,17 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     ///
     /// Errors: [`Error::Unsupported`] on the emulator or a recording stream;
     /// [`Error::Interop`] while a recorded [`Graph`](crate::Graph) still replays into the
-    /// buffer (the buffer is then dropped as usual, after its uses).
+    /// buffer, or for a buffer imported from one of cuprum's own DLPack exports (whose memory
+    /// is the exported buffer's); the buffer is then dropped as usual, after its uses.
     pub fn into_raw_parts(self, stream: &Stream) -> Result<RawBuffer> {
-        let (ctx, address, len, memory) = self.into_memory();
+        let Some((ctx, address, len, memory)) = self.into_memory() else {
+            return Err(Error::Interop {
+                what: "a buffer imported from one of cuprum's own DLPack exports".to_owned(),
+                reason: "its memory still belongs to the exported buffer: copy it into a new \
+                         buffer to hand it out"
+                    .to_owned(),
+            });
+        };
         ctx.check_same(stream.context())?;
         if stream.is_recording() || stream.raw_cuda_stream().is_none() {
             return Err(Error::Unsupported {

@@ -244,6 +244,9 @@ pub(crate) struct Memory {
     pub(crate) uses: BufferUses,
     /// What letting go of it does.
     pub(crate) release: Release,
+    /// How many DLPack tensors exported from it are alive (`interop::dlpack`): while one is,
+    /// importing it back shares this memory instead of wrapping it a second time.
+    pub(crate) exports: std::sync::atomic::AtomicUsize,
 }
 
 /// What happens to an allocation when the last holder lets go of it.
@@ -275,6 +278,7 @@ impl Memory {
             addr,
             uses: BufferUses::default(),
             release: Release::Own,
+            exports: Default::default(),
         });
         if addr != 0 {
             live().insert(
@@ -317,6 +321,7 @@ impl Memory {
             addr,
             uses: BufferUses::default(),
             release: Release::Foreign(release),
+            exports: Default::default(),
         });
         live.insert(
             addr,
@@ -341,8 +346,16 @@ impl Drop for Memory {
             return;
         }
         // Freed after exactly the unfinished work that uses it (its marks on other streams,
-        // and the default stream's), without making other streams wait.
-        live().remove(&self.addr);
+        // and the default stream's), without making other streams wait. (Its own entry only.)
+        {
+            let mut live = live();
+            if live
+                .get(&self.addr)
+                .is_some_and(|e| std::ptr::eq(e.memory.as_ptr(), self))
+            {
+                live.remove(&self.addr);
+            }
+        }
         let after = self.uses.outstanding();
         match std::mem::replace(&mut self.release, Release::Given) {
             Release::Own => {
@@ -435,6 +448,25 @@ pub enum AddressOwner {
     Foreign,
     /// In no live buffer.
     Unknown,
+}
+
+/// The memory of `ctx` holding all of `[address, address + bytes)` if a DLPack tensor
+/// exported from it is alive: what importing that tensor back shares (`interop::dlpack`).
+pub(crate) fn exported_containing(
+    ctx: &CudaContext,
+    address: u64,
+    bytes: u64,
+) -> Option<Arc<Memory>> {
+    let live = live();
+    let (_, buffer) = live.range(..=address).next_back()?;
+    let inside = address
+        .checked_add(bytes)
+        .is_some_and(|end| end <= buffer.end);
+    if !inside || buffer.context != context_id(ctx) {
+        return None;
+    }
+    let memory = buffer.memory.upgrade()?;
+    (memory.exports.load(std::sync::atomic::Ordering::Acquire) > 0).then_some(memory)
 }
 
 /// Which live buffer holds `address`, as seen from `ctx`: what a raw pointer argument (a

@@ -11,8 +11,9 @@
 //! * [`DeviceBuffer::from_dlpack`] imports a tensor, checking its element type, its layout
 //!   (row-major and dense: the strides of the shape, where a dimension has more than one
 //!   element) and its device: a `kDLCUDA` tensor of the context's device becomes a buffer
-//!   over its memory, without a copy; a `kDLCPU` tensor is copied into a new buffer (on both
-//!   backends); anything else is [`Error::Dlpack`].
+//!   over its memory, without a copy (one of cuprum's own exports coming back shares the
+//!   exported buffer's memory and ordering); a `kDLCPU` tensor is copied into a new buffer
+//!   (on both backends); anything else is [`Error::Dlpack`].
 //!
 //! # Streams
 //!
@@ -138,6 +139,9 @@ struct Exported {
 impl Drop for Exported {
     fn drop(&mut self) {
         if let Some((memory, stream)) = &self.memory {
+            memory
+                .exports
+                .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             // The consumer's work queued on its stream until now used the memory: the free
             // (when `_keep` goes) waits for it. Nothing better to do with a failure in a
             // deleter than to free after the whole device instead.
@@ -204,6 +208,10 @@ pub fn export_view<T: DeviceScalar, M: ManagedTensorBase>(
                 &[(&buffer.memory.uses, Access::Write)],
             )?);
             let device = DLDevice::cuda(i32::try_from(buffer.context().ordinal()).unwrap_or(0));
+            buffer
+                .memory
+                .exports
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             let exported = Exported {
                 memory: Some((buffer.memory.clone(), stream.clone())),
                 _keep: Box::new(storage.clone()),
@@ -389,6 +397,26 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
                          written: import a copy instead"
                             .to_owned(),
                     ));
+                }
+                let bytes = (count * size_of::<T>()) as u64;
+                if count > 0
+                    && let Some(memory) = ordering::exported_containing(ctx, address, bytes)
+                {
+                    // One of cuprum's own exports coming back (perhaps through another
+                    // library): its memory is still a buffer of this context, so the import
+                    // shares it (and its ordering) rather than wrapping it a second time.
+                    if !address.is_multiple_of(align_of::<T>() as u64) {
+                        return Err(refuse(format!(
+                            "data at {address:#x} is not aligned for `{}`",
+                            std::any::type_name::<T>()
+                        )));
+                    }
+                    // The producer's work on `stream` so far is the buffer's last write.
+                    ordering::hold(stream, &[(&memory.uses, Access::Write)])?.note_after()?;
+                    let keep: Arc<dyn std::any::Any + Send + Sync> =
+                        Arc::new(tensor.into_deleter());
+                    let buffer = DeviceBuffer::sharing(ctx.clone(), address, count, memory, keep);
+                    return Ok(Imported { buffer, shape });
                 }
                 let deleter = tensor.into_deleter();
                 let owner = ForeignOwner::new(ORIGIN, move || drop(deleter));
