@@ -223,6 +223,9 @@ pub struct DeviceBuffer<T: DeviceCopy> {
     /// live buffers under `addr`, which launches consult; shared with the graphs that replay
     /// into it.
     pub(crate) memory: std::sync::Arc<Memory>,
+    /// What else the buffer keeps alive (a DLPack producer's tensor, for a buffer sharing
+    /// the memory of one of cuprum's own exports: `interop::dlpack`).
+    _keep: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
     _elem: PhantomData<T>,
 }
 
@@ -275,8 +278,54 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             addr,
             len,
             memory,
+            _keep: None,
             _elem: PhantomData,
         })
+    }
+
+    /// A buffer over `memory` (already registered), for `crate::foreign`.
+    pub(crate) fn from_memory(
+        ctx: CudaContext,
+        addr: u64,
+        len: usize,
+        memory: std::sync::Arc<Memory>,
+    ) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            memory,
+            _keep: None,
+            _elem: PhantomData,
+        }
+    }
+
+    /// A buffer over elements of an allocation another buffer already holds (its `memory`),
+    /// keeping `keep` alive with it: `interop::dlpack`'s import of cuprum's own export.
+    pub(crate) fn sharing(
+        ctx: CudaContext,
+        addr: u64,
+        len: usize,
+        memory: std::sync::Arc<Memory>,
+        keep: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            memory,
+            _keep: Some(keep),
+            _elem: PhantomData,
+        }
+    }
+
+    /// The buffer's parts, for `crate::foreign`; `None` for a buffer sharing another's
+    /// allocation ([`sharing`](Self::sharing)), whose memory is not its own to hand out.
+    pub(crate) fn into_memory(self) -> Option<(CudaContext, u64, usize, std::sync::Arc<Memory>)> {
+        if self._keep.is_some() {
+            return None;
+        }
+        Some((self.ctx, self.addr, self.len, self.memory))
     }
 
     /// Copies `data` into a new buffer (waits for the copy).

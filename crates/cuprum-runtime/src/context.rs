@@ -123,6 +123,10 @@ pub(crate) struct ContextInner {
     allocations: AtomicU64,
     /// The kernel launched last on any stream, for faults seen by a context-wide call.
     last_kernel: Mutex<Option<Arc<str>>>,
+    /// Set once a stream that is not ordered with the legacy default stream has been made
+    /// (another library's non-blocking stream): from then on the default stream's work is
+    /// ordered by marks like any other stream's (`ordering.rs`).
+    pub(crate) unordered_streams: std::sync::atomic::AtomicBool,
     pub(crate) backend: Backend,
 }
 
@@ -236,6 +240,7 @@ impl CudaContext {
             handle: backend.default_stream(),
             last_kernel: Mutex::new(None),
             recording: None,
+            owner: None,
         });
         Self {
             inner: Arc::new(ContextInner {
@@ -245,6 +250,7 @@ impl CudaContext {
                 launches: AtomicU64::new(0),
                 allocations: AtomicU64::new(0),
                 last_kernel: Mutex::new(None),
+                unordered_streams: std::sync::atomic::AtomicBool::new(false),
                 backend,
             }),
         }
@@ -318,6 +324,7 @@ impl CudaContext {
                 handle,
                 last_kernel: Mutex::new(None),
                 recording: None,
+                owner: None,
             }),
             ctx: self.clone(),
         }
@@ -330,6 +337,7 @@ impl CudaContext {
                 handle: StreamHandle::Recording,
                 last_kernel: Mutex::new(None),
                 recording: Some(recording),
+                owner: None,
             }),
             ctx: self.clone(),
         }
@@ -416,6 +424,24 @@ pub(crate) struct StreamInner {
     last_kernel: Mutex<Option<Arc<str>>>,
     /// What the stream records, when it is a graph's recording stream (`graph.rs`).
     recording: Option<Arc<Recording>>,
+    /// What keeps another library's stream alive while this one may use it
+    /// ([`Stream::from_raw_cuda`]); dropped after the handle, which does not destroy it.
+    pub(crate) owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl StreamInner {
+    /// Another library's stream (`crate::foreign`), kept alive by `owner`.
+    pub(crate) fn foreign(
+        handle: StreamHandle,
+        owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Self {
+        Self {
+            handle,
+            last_kernel: Mutex::new(None),
+            recording: None,
+            owner,
+        }
+    }
 }
 
 /// An ordered queue of device work. Cheap to clone (clones are the same stream).
@@ -468,6 +494,11 @@ impl fmt::Debug for Stream {
 }
 
 impl Stream {
+    /// A stream of `ctx` with this shared state (`crate::foreign`).
+    pub(crate) fn from_parts(inner: Arc<StreamInner>, ctx: CudaContext) -> Self {
+        Self { inner, ctx }
+    }
+
     /// Waits until all work submitted to this stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.ctx
@@ -485,6 +516,18 @@ impl Stream {
     /// Whether this is its context's default stream.
     pub fn is_default(&self) -> bool {
         Arc::ptr_eq(&self.inner, &self.ctx.inner.default_stream)
+    }
+
+    /// Whether work on this stream is ordered with the work of every other stream of the
+    /// context without marks: the default stream, while every stream of the context is a
+    /// blocking stream (see `ordering.rs`).
+    pub(crate) fn ordered_with_all(&self) -> bool {
+        self.is_default()
+            && !self
+                .ctx
+                .inner
+                .unordered_streams
+                .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether `other` is this same stream.

@@ -216,6 +216,24 @@ pub enum Error {
         what: String,
     },
 
+    /// Memory, a stream or a context of another library (cudarc, a DLPack producer) could not
+    /// be taken over, or a buffer could not be handed to one (`crate::interop`).
+    #[error("cannot exchange {what} with another library: {reason}")]
+    Interop {
+        /// What was to be exchanged, with its address or size where it has one.
+        what: String,
+        /// Which rule it breaks, and what to do instead.
+        reason: String,
+    },
+
+    /// A DLPack tensor does not fit what it was imported as (element type, shape, strides,
+    /// device), or a tensor could not be exported as one (`crate::interop::dlpack`).
+    #[error("DLPack tensor refused: {reason}")]
+    Dlpack {
+        /// What differs, with both values.
+        reason: String,
+    },
+
     /// A host thread the runtime needs could not be started.
     #[error(
         "could not start cuprum's {purpose} thread ({detail}): the process may be out of \

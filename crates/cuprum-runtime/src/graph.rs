@@ -137,6 +137,17 @@ impl Recording {
         op: GraphOp,
         used: impl IntoIterator<Item = (Arc<Memory>, Access)>,
     ) -> Result<()> {
+        let used: Vec<(Arc<Memory>, Access)> = used.into_iter().collect();
+        if used.iter().any(|(m, _)| !m.recordable()) {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{} on memory lent for a scope (a borrowed cudarc `CudaSlice`): a graph \
+                     would outlive the borrow; move the slice into a `DeviceBuffer` \
+                     (`interop::cudarc::from_slice`) to record it",
+                    op.describe()
+                ),
+            });
+        }
         let mut state = self.lock();
         if state.closed {
             return Err(Error::Unsupported {

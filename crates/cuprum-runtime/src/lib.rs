@@ -19,6 +19,11 @@
 //!   one submission (CUDA graphs).
 //! * [`external`][]: modules cuprum did not compile (PTX, cubins) and raw launches
 //!   ([`external::Module`], [`external::Function`]).
+//! * [`foreign`][]: streams and device memory of other libraries as cuprum's
+//!   ([`Stream::from_raw_cuda`], [`DeviceBuffer::from_raw_parts`]) and back, with the
+//!   ordering rules across the boundary.
+//! * [`interop`][]: cudarc's contexts, streams and slices (`interop::cudarc`), DLPack tensors
+//!   (`interop::dlpack`, feature `dlpack`).
 //! * [`limits`][]: [`DeviceLimits`].
 //! * [`nvtx`][]: NVTX ranges for Nsight Systems and Nsight Compute: the runtime's around
 //!   launches and copies, and [`nvtx::range`] / [`nvtx::mark`] for a program's own.
@@ -43,7 +48,9 @@ pub mod context;
 pub mod diagnostics;
 pub mod error;
 pub mod external;
+pub mod foreign;
 pub mod graph;
+pub mod interop;
 pub mod launch;
 pub mod limits;
 pub mod nvtx;
@@ -62,6 +69,7 @@ pub use context::{
     device_count, emulator_device_count,
 };
 pub use error::{DriverStatus, Error, Result};
+pub use foreign::{ForeignOwner, RawBuffer, RawOwner};
 pub use graph::Graph;
 pub use launch::{
     KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, LaunchContract,

@@ -23,7 +23,15 @@
 //! then, on streams other than the legacy default stream. That stream needs none: all our
 //! streams are blocking streams, so work on the default stream waits for everything submitted
 //! earlier to any stream and everything submitted later waits for it; an operation there makes
-//! the earlier marks moot and is not recorded. On the emulator every operation completes when it
+//! the earlier marks moot and is not recorded.
+//! That shortcut holds only while every stream of the context is a blocking stream: once a
+//! stream that is not ordered with the legacy default stream exists (a non-blocking stream of
+//! another library, `Stream::from_raw_cuda`), the default stream is marked and waits for
+//! marks like any other stream (`Stream::ordered_with_all`).
+//!
+//! Memory of another library (`DeviceBuffer::from_raw_parts`) is in the same registry and
+//! ordered the same way; when it is let go, its owner's stream waits for its unfinished uses
+//! on other streams, and then its owner's release runs (`Release::Foreign`). On the emulator every operation completes when it
 //! is submitted, so there is nothing to order; only the context check applies.
 //!
 //! [`DeviceBuffer`]: crate::DeviceBuffer
@@ -84,7 +92,7 @@ impl Marks {
     /// `access` must follow. Nothing to do on the emulator or on the default stream.
     fn order_before(&self, stream: &Stream, access: Access) -> Result<()> {
         let ctx = stream.context();
-        if stream.is_default() {
+        if stream.ordered_with_all() {
             return Ok(());
         }
         let reads = match access {
@@ -105,13 +113,13 @@ impl Marks {
     /// Records that `access` was submitted to `stream`, ending at `mark` (`None` on the
     /// emulator, the default stream, or when the operation has already completed).
     fn note(&mut self, stream: &Stream, access: Access, mark: Option<&Arc<MarkHandle>>) {
-        let Some(event) = mark.filter(|_| !stream.is_default()) else {
+        let Some(event) = mark.filter(|_| !stream.ordered_with_all()) else {
             // The operation is complete, or on the default stream, which every later operation
             // of any stream waits for: what it waited for needs no mark any more. After a
             // completed read, other streams' reads may still be running.
             match access {
                 Access::Write => *self = Marks::default(),
-                Access::Read if stream.is_default() => *self = Marks::default(),
+                Access::Read if stream.ordered_with_all() => *self = Marks::default(),
                 Access::Read => self.write = None,
             }
             return;
@@ -234,6 +242,32 @@ pub(crate) struct Memory {
     addr: u64,
     /// Its unfinished uses on streams.
     pub(crate) uses: BufferUses,
+    /// What letting go of it does.
+    pub(crate) release: Release,
+    /// How many DLPack tensors exported from it are alive (`interop::dlpack`): while one is,
+    /// importing it back shares this memory instead of wrapping it a second time.
+    pub(crate) exports: std::sync::atomic::AtomicUsize,
+}
+
+/// What happens to an allocation when the last holder lets go of it.
+pub(crate) enum Release {
+    /// cuprum allocated it: freed after its unfinished uses (`Backend::free`).
+    Own,
+    /// Another library's memory: its stream waits for the unfinished uses, then its release
+    /// runs.
+    Foreign(ForeignRelease),
+    /// Handed over to someone else (`DeviceBuffer::into_raw_parts`): only leaves the registry.
+    Given,
+}
+
+/// The owner of another library's memory, as a [`Memory`] keeps it.
+pub(crate) struct ForeignRelease {
+    /// The stream the owner orders its own uses and its free on.
+    pub(crate) stream: Stream,
+    /// The owner's release, behind a mutex only so that `Memory` is `Sync`.
+    pub(crate) owner: Mutex<Option<crate::foreign::ForeignOwner>>,
+    /// Memory lent for a scope (a borrowed `CudaSlice`): no graph may keep it.
+    pub(crate) scoped: bool,
 }
 
 impl Memory {
@@ -243,6 +277,8 @@ impl Memory {
             ctx: ctx.clone(),
             addr,
             uses: BufferUses::default(),
+            release: Release::Own,
+            exports: Default::default(),
         });
         if addr != 0 {
             live().insert(
@@ -256,6 +292,52 @@ impl Memory {
         }
         memory
     }
+
+    /// Enters another library's `bytes` (> 0) bytes at `addr` into the registry, unless they
+    /// overlap a live buffer of any context: two buffers over the same memory would let safe
+    /// code write what another handle reads. On failure `release` is dropped unreleased.
+    pub(crate) fn register_foreign(
+        ctx: &CudaContext,
+        addr: u64,
+        bytes: u64,
+        release: ForeignRelease,
+    ) -> Result<Arc<Self>> {
+        let end = addr.saturating_add(bytes);
+        let mut live = live();
+        if let Some((&base, other)) = live.range(..end).next_back()
+            && other.end > addr
+        {
+            let error = crate::error::Error::Interop {
+                what: format!("{bytes} bytes of device memory at {addr:#x}"),
+                reason: format!(
+                    "they overlap a live buffer ({} bytes at {base:#x}): one allocation may be                      wrapped by one buffer at a time; use views of that buffer instead",
+                    other.end - base
+                ),
+            };
+            return Err(error);
+        }
+        let memory = Arc::new(Self {
+            ctx: ctx.clone(),
+            addr,
+            uses: BufferUses::default(),
+            release: Release::Foreign(release),
+            exports: Default::default(),
+        });
+        live.insert(
+            addr,
+            LiveBuffer {
+                end,
+                context: context_id(ctx),
+                memory: Arc::downgrade(&memory),
+            },
+        );
+        Ok(memory)
+    }
+
+    /// Whether a graph may keep this memory (not while it is only lent for a scope).
+    pub(crate) fn recordable(&self) -> bool {
+        !matches!(&self.release, Release::Foreign(f) if f.scoped)
+    }
 }
 
 impl Drop for Memory {
@@ -264,18 +346,56 @@ impl Drop for Memory {
             return;
         }
         // Freed after exactly the unfinished work that uses it (its marks on other streams,
-        // and the default stream's), without making other streams wait.
-        live().remove(&self.addr);
+        // and the default stream's), without making other streams wait. (Its own entry only.)
+        {
+            let mut live = live();
+            if live
+                .get(&self.addr)
+                .is_some_and(|e| std::ptr::eq(e.memory.as_ptr(), self))
+            {
+                live.remove(&self.addr);
+            }
+        }
         let after = self.uses.outstanding();
-        let marks: Vec<&MarkHandle> = after.iter().map(|m| &**m).collect();
-        self.ctx.inner.backend.free(self.addr, &marks);
+        match std::mem::replace(&mut self.release, Release::Given) {
+            Release::Own => {
+                let marks: Vec<&MarkHandle> = after.iter().map(|m| &**m).collect();
+                self.ctx.inner.backend.free(self.addr, &marks);
+            }
+            Release::Foreign(foreign) => {
+                let stream = &foreign.stream;
+                let mut ordered = true;
+                for mark in &after {
+                    ordered &= self
+                        .ctx
+                        .inner
+                        .backend
+                        .wait_mark(stream.handle(), mark)
+                        .is_ok();
+                }
+                if !ordered {
+                    // Could not order the owner's stream after a use: wait on the host
+                    // instead, so the owner never frees memory a kernel still uses.
+                    let _ = self.ctx.synchronize();
+                }
+                let owner = foreign
+                    .owner
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                if let Some(owner) = owner {
+                    owner.release();
+                }
+            }
+            Release::Given => {}
+        }
     }
 }
 
 /// Records a mark at the current end of `stream` for the buffers an operation just used, or
 /// `None` where no mark is needed (emulator, default stream).
 pub(crate) fn mark_after(stream: &Stream) -> Result<Option<Arc<MarkHandle>>> {
-    if stream.is_default() {
+    if stream.ordered_with_all() {
         return Ok(None);
     }
     let ctx = stream.context();
@@ -328,6 +448,25 @@ pub enum AddressOwner {
     Foreign,
     /// In no live buffer.
     Unknown,
+}
+
+/// The memory of `ctx` holding all of `[address, address + bytes)` if a DLPack tensor
+/// exported from it is alive: what importing that tensor back shares (`interop::dlpack`).
+pub(crate) fn exported_containing(
+    ctx: &CudaContext,
+    address: u64,
+    bytes: u64,
+) -> Option<Arc<Memory>> {
+    let live = live();
+    let (_, buffer) = live.range(..=address).next_back()?;
+    let inside = address
+        .checked_add(bytes)
+        .is_some_and(|end| end <= buffer.end);
+    if !inside || buffer.context != context_id(ctx) {
+        return None;
+    }
+    let memory = buffer.memory.upgrade()?;
+    (memory.exports.load(std::sync::atomic::Ordering::Acquire) > 0).then_some(memory)
 }
 
 /// Which live buffer holds `address`, as seen from `ctx`: what a raw pointer argument (a

@@ -20,8 +20,8 @@ use crate::buffer::{DeviceBuffer, DeviceCopy, Span};
 use crate::context::Stream;
 use crate::error::{Error, Result};
 
-mod sealed {
-    /// Only the runtime's buffers and views are device memory.
+pub(crate) mod sealed {
+    /// Only the runtime's buffers and views (and `interop`'s borrows) are device memory.
     pub trait Sealed {}
 }
 

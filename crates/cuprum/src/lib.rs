@@ -79,6 +79,10 @@ pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
 /// NVTX ranges for Nsight Systems and Nsight Compute: [`nvtx::range`] and [`nvtx::mark`] for
 /// a program's own host code, beside the ranges cuprum pushes around its launches and copies.
 pub use cuprum_runtime::nvtx;
+/// Exchanging contexts, streams and device memory with other libraries without copies:
+/// cudarc (`interop::cudarc`) and DLPack tensors (`interop::dlpack`); the raw handles they
+/// share are [`Stream::from_raw_cuda`] and [`DeviceBuffer::from_raw_parts`].
+pub use cuprum_runtime::interop;
 /// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{
@@ -87,6 +91,7 @@ pub use cuprum_runtime::{
     LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, PinnedBuffer, Result, RowWidth,
     Stream, TensorMap, device_count, emulator_device_count,
 };
+pub use cuprum_runtime::{ForeignOwner, RawBuffer, RawOwner};
 pub use half;
 
 /// cuda-oxide's (and cudarc's) name for a [`Stream`].

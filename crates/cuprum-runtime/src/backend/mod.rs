@@ -19,6 +19,7 @@
 pub(crate) mod cuda;
 pub(crate) mod emu;
 
+use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
@@ -640,6 +641,72 @@ impl Backend {
                 Ok(())
             }
             _ => Err(mismatched(stream.is_recording())),
+        }
+    }
+}
+
+/// Handles of other libraries (`crate::foreign`): only the CUDA backend has any.
+impl Backend {
+    /// The refusal on the emulator, which has neither raw streams nor raw memory.
+    fn no_foreign(what: &str) -> Error {
+        Error::Unsupported {
+            what: format!(
+                "{what} on the CPU emulator, whose streams and memory are not CUDA's: run on a                  GPU (CUPRUM_DEVICE=cuda), or copy through the host"
+            ),
+        }
+    }
+
+    /// Wraps another library's stream `raw` (not null or `CU_STREAM_LEGACY`); whether it is
+    /// ordered with the legacy default stream.
+    pub(crate) fn borrow_stream(&self, raw: *mut c_void) -> Result<(StreamHandle, bool), Error> {
+        match self {
+            Self::Cuda(d) => d
+                .borrow_stream(raw)
+                .map(|(s, blocking)| (StreamHandle::Cuda(s), blocking)),
+            Self::Emu(_) => Err(Self::no_foreign("wrapping a CUDA stream")),
+        }
+    }
+
+    /// Whether this backend has raw CUDA handles at all ([`Error::Unsupported`] if not).
+    pub(crate) fn borrow_stream_check(&self) -> Result<(), Error> {
+        match self {
+            Self::Cuda(_) => Ok(()),
+            Self::Emu(_) => Err(Self::no_foreign("wrapping a CUDA stream or CUDA memory")),
+        }
+    }
+
+    /// Makes `stream` wait for the legacy default stream's work so far.
+    pub(crate) fn follow_legacy(&self, stream: &StreamHandle) -> Outcome<()> {
+        match (self, stream) {
+            (Self::Cuda(d), StreamHandle::Cuda(s)) => Ok(d.follow_legacy(s)?),
+            _ => Ok(()),
+        }
+    }
+
+    /// The raw `CUstream` of `stream` (null for the legacy default stream); `None` on the
+    /// emulator and for recording streams.
+    pub(crate) fn raw_stream(&self, stream: &StreamHandle) -> Option<*mut c_void> {
+        match stream {
+            StreamHandle::Cuda(s) => Some(s.raw()),
+            _ => None,
+        }
+    }
+
+    /// The raw `CUcontext`; `None` on the emulator.
+    pub(crate) fn raw_context(&self) -> Option<*mut c_void> {
+        match self {
+            Self::Cuda(d) => Some(d.raw_context()),
+            Self::Emu(_) => None,
+        }
+    }
+
+    /// Checks, as far as the driver can, that `addr` is device memory of this device.
+    pub(crate) fn check_device_memory(&self, addr: u64) -> Result<(), Error> {
+        match self {
+            Self::Cuda(d) => d.check_device_memory(addr),
+            Self::Emu(_) => Err(Self::no_foreign(
+                "wrapping device memory of another library",
+            )),
         }
     }
 }

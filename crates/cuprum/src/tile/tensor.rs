@@ -339,6 +339,40 @@ impl<T: DType> Tensor<T> {
     }
 }
 
+/// DLPack: tile tensors to and from PyTorch, JAX, CuPy, NumPy (see
+/// [`cuprum_runtime::interop::dlpack`] for the devices and streams).
+impl<T: DType> Tensor<T> {
+    /// The tensor as a DLPack (v1) tensor with its shape, strides and offset, for a consumer
+    /// that uses it on `stream`: zero-copy on a GPU (the tensor keeps the allocation, shared
+    /// with other views, alive), a host copy on the emulator. Flagged read-only while other
+    /// tensors share the allocation (they may still read or write it).
+    pub fn into_dlpack(
+        self,
+        stream: &Stream,
+    ) -> Result<cuprum_runtime::interop::dlpack::dlpark::versioned::Dlpack, Error> {
+        let shared = Arc::strong_count(&self.storage) > 1;
+        Ok(cuprum_runtime::interop::dlpack::export_view(
+            self.storage,
+            self.offset,
+            &self.shape,
+            &self.strides,
+            stream,
+            shared,
+        )?)
+    }
+
+    /// A contiguous tensor of a DLPack tensor's shape and elements (v1 or legacy), imported
+    /// on `stream`: over its memory for a CUDA tensor of this device, a copy for a CPU tensor
+    /// (as [`DeviceBuffer::from_dlpack`]); element type, layout and device checked.
+    pub fn from_dlpack<M: cuprum_runtime::interop::dlpack::dlpark::ManagedTensorBase>(
+        stream: &Stream,
+        tensor: cuprum_runtime::interop::dlpack::dlpark::Managed<M>,
+    ) -> Result<Self, Error> {
+        let imported = DeviceBuffer::<T>::from_dlpack(stream, tensor)?;
+        Self::from_buffer(imported.buffer, imported.shape)
+    }
+}
+
 impl<T: DType> Tensor<T> {
     /// A view of the elements in `ranges` (one range per leading axis; the axes after them
     /// whole), sharing the tensor's memory: nothing is copied, and kernels read the view

@@ -29,6 +29,7 @@ mod cached;
 mod compile;
 mod driver;
 mod fail;
+mod foreign;
 mod graph;
 mod memory;
 mod module;

@@ -204,6 +204,22 @@ pub(crate) struct CudaStream {
     ctx: sys::CUcontext,
 }
 
+impl CudaStream {
+    /// Another library's stream of context `ctx`: used, never destroyed.
+    pub(super) fn borrowed(raw: sys::CUstream, ctx: sys::CUcontext) -> Self {
+        Self {
+            raw,
+            owned: false,
+            ctx,
+        }
+    }
+
+    /// The raw handle (`CUstream`; null for the legacy default stream).
+    pub(crate) fn raw(&self) -> *mut std::ffi::c_void {
+        self.raw.cast()
+    }
+}
+
 // SAFETY: stream handles may be used from any thread (the context is bound per call).
 unsafe impl Send for CudaStream {}
 // SAFETY: as above.
