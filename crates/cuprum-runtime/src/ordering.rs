@@ -304,6 +304,8 @@ impl Memory {
     ) -> Result<Arc<Self>> {
         let end = addr.saturating_add(bytes);
         let mut live = live();
+        // Entries whose memory is gone are stale, not live (see `Drop for Memory`).
+        live.retain(|_, e| e.memory.strong_count() > 0);
         if let Some((&base, other)) = live.range(..end).next_back()
             && other.end > addr
         {
@@ -349,10 +351,12 @@ impl Drop for Memory {
         // and the default stream's), without making other streams wait. (Its own entry only.)
         {
             let mut live = live();
-            if live
-                .get(&self.addr)
-                .is_some_and(|e| std::ptr::eq(e.memory.as_ptr(), self))
-            {
+            // Its own entry: the one naming it, or a dead one at its address (a `Memory`
+            // moved out of its `Arc` by `into_raw_parts` is no longer where its entry
+            // points, and no other memory at this address can be dead while it lives).
+            if live.get(&self.addr).is_some_and(|e| {
+                std::ptr::eq(e.memory.as_ptr(), self) || e.memory.strong_count() == 0
+            }) {
                 live.remove(&self.addr);
             }
         }
@@ -519,4 +523,25 @@ pub(crate) fn owners(ctx: &CudaContext, ranges: &[(u64, u64)]) -> Vec<Owner> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Memory` moved out of its `Arc` (as `into_raw_parts` hands memory out) still takes
+    /// its registry entry with it: a stale entry made the H200 refuse to wrap the same
+    /// allocation again as "overlapping a live buffer".
+    #[test]
+    fn memory_moved_out_of_its_arc_leaves_the_registry() {
+        let ctx = CudaContext::emulator();
+        // An address no allocator hands out: the test's own entry only.
+        let addr = 0xdead_0000_0000;
+        let memory = Memory::register(&ctx, addr, 256);
+        assert!(live().contains_key(&addr));
+        let mut moved = Arc::try_unwrap(memory).unwrap_or_else(|_| panic!("one owner"));
+        moved.release = Release::Given;
+        drop(moved);
+        assert!(!live().contains_key(&addr), "a stale registry entry");
+    }
 }
