@@ -735,9 +735,10 @@ fn hopper(warps: Option<u32>) -> LowerOptions {
 #[test]
 fn tensor_core_mma_on_hopper_matches_the_interpreter_bit_for_bit() {
     let seed = seed("tensor_core_mma_hopper");
-    // Tiles whose four or eight warps split the rows only (16 rows each): `wgmma` with both
-    // operands staged in swizzled shared memory (128-, 64- and 32-byte panels, ragged edges
-    // through registers), and tiles that keep `mma.sync` (a 2x2 warp grid).
+    // GEMMs lowered for compute capability 9.0 outside the whole-kernel recipe (warps
+    // chosen): tiles whose warps split the rows only but whose rows are too short for
+    // 128-byte panels, and a 2x2 warp grid, all keep `mma.sync` (`wgmma_mma` takes only
+    // 128-byte panels), which must stay right with the Hopper options.
     let sizes = [
         (sizes(0, 100, 70, 96, 64, 32, 32), 4),
         (sizes(0, 64, 40, 64, 64, 16, 64), 4),
@@ -785,9 +786,10 @@ fn chained_mmas_match_the_interpreter_bit_for_bit() {
 #[test]
 fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
     let seed = seed("chained_mmas_hopper");
-    // As above with `wgmma`: one and two warpgroups, a head dimension of two 128-byte
-    // panels (attention's 128), 64- and 32-byte panels, ragged keys (the last key tile
-    // staged through registers), and a block of two warps that keeps `mma.sync`.
+    // As above with `wgmma` and its rings: one and two warpgroups, a head dimension of one
+    // and of two 128-byte panels (attention's 128), ragged keys (the last key tile staged
+    // through registers), and shapes that keep `mma.sync` (rows of 32 and 16 elements,
+    // and a block of two warps).
     let shapes = [
         ((64, 96, 32), [64, 32]),
         ((128, 64, 64), [128, 64]),
@@ -886,6 +888,8 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
         ((70, 200, 128), [64, 64], Some(128 / 16 + 64 / 16)),
         ((128, 64, 64), [128, 64], Some(64 / 16 + 64 / 16)),
         ((40, 50, 16), [32, 16], None),
+        // Rows of 32 elements: no 128-byte panels, so `mma.sync`.
+        ((64, 96, 32), [64, 32], None),
     ] {
         let case = chain_case(1, S::F16, sizes, tiles, true, hopper(None));
         let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)

@@ -76,13 +76,13 @@ pub use cuprum_macros::{DeviceCopy, cuda_module, launch};
 /// Modules cuprum did not compile (PTX, cubins) and raw launches (`launch!`).
 pub use cuprum_runtime::external;
 pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};
-/// NVTX ranges for Nsight Systems and Nsight Compute: [`nvtx::range`] and [`nvtx::mark`] for
-/// a program's own host code, beside the ranges cuprum pushes around its launches and copies.
-pub use cuprum_runtime::nvtx;
 /// Exchanging contexts, streams and device memory with other libraries without copies:
 /// cudarc (`interop::cudarc`) and DLPack tensors (`interop::dlpack`); the raw handles they
 /// share are [`Stream::from_raw_cuda`] and [`DeviceBuffer::from_raw_parts`].
 pub use cuprum_runtime::interop;
+/// NVTX ranges for Nsight Systems and Nsight Compute: [`nvtx::range`] and [`nvtx::mark`] for
+/// a program's own host code, beside the ranges cuprum pushes around its launches and copies.
+pub use cuprum_runtime::nvtx;
 /// cuda-oxide's `cuda_core::sys` names for encoding tensor maps by hand (checked, see there).
 pub use cuprum_runtime::sys;
 pub use cuprum_runtime::{

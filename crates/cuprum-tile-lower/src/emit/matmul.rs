@@ -14,8 +14,10 @@
 //! * `f32`/`f64` inputs: both operands go to shared memory (row-major), and each thread
 //!   computes the accumulator elements it holds, one fused multiply-add per `k` in order.
 //!
-//! Not yet: a `cp.async` ring that overlaps the next K step's loads with this one's
-//! `mma`s (the TMA / `wgmma` recipe for sm_90a GEMMs is `wgmma_gemm`).
+//! On compute capability 9.0, an `mma` whose warps are warpgroups' rows takes `wgmma`
+//! instead (`wgmma_mma`, with the `cp.async` ring of `ring` in `for` loops); GEMM-shaped
+//! kernels take the whole-kernel TMA / `wgmma` recipe (`wgmma_gemm`). Not yet: a ring for
+//! the `mma.sync` path (an experiment lost on the H200: its buffers cut residency).
 
 use std::collections::HashMap;
 

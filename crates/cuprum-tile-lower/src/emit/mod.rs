@@ -805,6 +805,7 @@ impl<'k> Emitter<'k> {
                 ),
             },
         )?;
+        let floor = self.scratch_floor;
         let rings = self.plan_rings(counter, body)?;
         if rings.is_empty() {
             return self.carried_counted_loop(
@@ -830,6 +831,10 @@ impl<'k> Emitter<'k> {
             },
         )?;
         self.leave_rings();
+        // The rings' buffers are free after the loop once the block has met (threads may
+        // still be reading them until then).
+        self.scratch_floor = floor;
+        self.scratch_in_use = scratch::InUse::Unknown;
         Ok(())
     }
 
