@@ -518,6 +518,8 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
         scope: Vec::new(),
         in_scope: vec![false; kernel.values.len()],
         fence_mark: None,
+        fenced_reads: Default::default(),
+        fenced_writes: Vec::new(),
     };
     state.block(&kernel.body, 0).map_err(err)?;
     if let Some((v, _)) = kernel
@@ -562,8 +564,13 @@ struct Walk<'k> {
     /// not by searching the stack, which made validation quadratic in the kernel's size).
     in_scope: Vec<bool>,
     /// The length of `scope` at the last `wgmma.fence` of the enclosing blocks: the values
-    /// above it were defined since, and a `wgmma` may not read them as `A` registers.
+    /// above it were defined since, and a `wgmma` may not read them as `A` registers, unless
+    /// they only read a variable no statement wrote since the fence (`fenced_reads`).
     fence_mark: Option<usize>,
+    /// Since the last fence: the values that read a variable (and which), and the
+    /// variables written.
+    fenced_reads: std::collections::HashMap<Value, crate::kernel::Var>,
+    fenced_writes: Vec<crate::kernel::Var>,
 }
 
 impl Walk<'_> {
@@ -601,8 +608,14 @@ impl Walk<'_> {
             Stmt::Def { value, op } => {
                 let ty = result_type(self.kernel, op, |v| self.visible(v))?;
                 self.define(*value, ty, || format!("{op:?}"))?;
+                if let (Op::ReadVar(var), Some(_)) = (op, self.fence_mark) {
+                    self.fenced_reads.insert(*value, *var);
+                }
             }
             Stmt::WriteVar { var, value } => {
+                if self.fence_mark.is_some() {
+                    self.fenced_writes.push(*var);
+                }
                 let vt = self.visible(*value)?;
                 let var_ty = self
                     .kernel
@@ -663,19 +676,39 @@ impl Walk<'_> {
                 }
             }
             Stmt::Trap(_) | Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } => {}
-            Stmt::WgmmaFence => self.fence_mark = Some(self.scope.len()),
+            Stmt::WgmmaFence => {
+                self.fence_mark = Some(self.scope.len());
+                self.fenced_reads.clear();
+                self.fenced_writes.clear();
+            }
             Stmt::WgmmaCommit => {}
             Stmt::WgmmaWait { .. }
             | Stmt::SetMaxNreg { .. }
             | Stmt::NamedBarrier { .. }
             | Stmt::StMatrix { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
             Stmt::WgmmaMma(m) => {
+                // A value defined since the fence is a register written since, unless it
+                // only reads a variable nothing wrote since the fence (the same register).
+                let written_since = |v: &Value| match self.fenced_reads.get(v) {
+                    Some(var) => self.fenced_writes.contains(var),
+                    None => true,
+                };
                 if let (crate::wgmma::WgmmaA::Registers(a), Some(mark)) = (&m.a, self.fence_mark)
-                    && let Some(v) = a.iter().find(|v| self.scope[mark..].contains(v))
+                    && let Some(v) = a
+                        .iter()
+                        .find(|v| self.scope[mark..].contains(v) && written_since(v))
                 {
+                    let mut by = String::new();
+                    self.kernel.body.visit(&mut |s| {
+                        if let Stmt::Def { value, op } = s
+                            && value == v
+                        {
+                            by = format!(" (by {op:?})");
+                        }
+                    });
                     return Err(format!(
-                        "wgmma A register {v:?} is defined after the `wgmma.fence` before the \
-                         wgmma: registers a wgmma reads must be written before the fence"
+                        "wgmma A register {v:?} is defined{by} after the `wgmma.fence` before \
+                         the wgmma: registers a wgmma reads must be written before the fence"
                     ));
                 }
                 m.check(
@@ -852,6 +885,62 @@ mod tests {
     fn a_wgmma_reads_no_register_written_after_its_fence() {
         validate_kernel(&wgmma_after(false)).unwrap();
         let err = validate_kernel(&wgmma_after(true)).unwrap_err();
+        assert!(err.message.contains("after the `wgmma.fence`"), "{err}");
+    }
+
+    /// A register `A` read from a variable after the fence: the variable's register, fine
+    /// when written before the fence, not when written after it.
+    fn wgmma_reading_var(written_after_fence: bool) -> Kernel {
+        use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
+        let mut b = KernelBuilder::new("fenced_var");
+        let acc: Vec<_> = (0..4)
+            .map(|i| b.var(format!("d{i}"), ScalarType::F32))
+            .collect();
+        let zero = b.constant(Constant::f32(0.0));
+        for &v in &acc {
+            b.push(Stmt::WriteVar {
+                var: v,
+                value: zero,
+            });
+        }
+        let desc = b.constant(Constant::u64(0));
+        let a_var = b.var("a", ScalarType::U32);
+        let one = b.constant(Constant::u32(1));
+        if !written_after_fence {
+            b.push(Stmt::WriteVar {
+                var: a_var,
+                value: one,
+            });
+        }
+        b.push(Stmt::WgmmaFence);
+        if written_after_fence {
+            b.push(Stmt::WriteVar {
+                var: a_var,
+                value: one,
+            });
+        }
+        let a = b.def(Op::ReadVar(a_var)).unwrap();
+        b.push(Stmt::WgmmaMma(Box::new(crate::WgmmaMma {
+            shape: WgmmaShape {
+                ty: WgmmaType::F16,
+                n: 8,
+            },
+            a: WgmmaA::Registers([a; 4]),
+            b: desc,
+            scale_d: ScaleD::Const(true),
+            negate_a: false,
+            negate_b: false,
+            trans_a: false,
+            trans_b: false,
+            acc,
+        })));
+        b.finish()
+    }
+
+    #[test]
+    fn a_wgmma_may_read_a_variable_written_before_its_fence() {
+        validate_kernel(&wgmma_reading_var(false)).unwrap();
+        let err = validate_kernel(&wgmma_reading_var(true)).unwrap_err();
         assert!(err.message.contains("after the `wgmma.fence`"), "{err}");
     }
 

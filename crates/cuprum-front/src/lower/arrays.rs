@@ -940,17 +940,19 @@ impl Lowerer<'_> {
         if (a.regs.is_some() && fresh) || a.infer.is_some() || !self.register_lets.contains(&site) {
             return Ok(value);
         }
-        if a.elem != S::F32 {
+        // A wgmma accumulator (`f32`) or register `A` (`u32` words).
+        if a.elem != S::F32 && a.elem != S::U32 {
             return err(
                 span,
                 format!(
-                    "this array is a wgmma accumulator, so its elements must be `f32`, not `{}`",
+                    "this array is a wgmma operand kept in registers, so its elements must be \
+                     `f32` (an accumulator) or `u32` (register `A`), not `{}`",
                     a.elem.rust_name()
                 ),
             );
         }
         let vars: Vec<Var> = (0..a.count())
-            .map(|k| self.b.var(format!("acc_{k}"), S::F32))
+            .map(|k| self.b.var(format!("wgmma_{k}"), a.elem))
             .collect();
         let target = LocalArray {
             array: u32::MAX,

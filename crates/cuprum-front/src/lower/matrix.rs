@@ -231,6 +231,25 @@ impl Lowerer<'_> {
                     .map(|_| self.constant(Constant::new(ty, 0)))
                     .collect()
             }
+            // Kept in variables (a wgmma's register `A`, `wgmma::keep_in_registers`): the
+            // variables themselves.
+            Val::Array(a) if a.dims == [N as u32] && a.elem == ty && a.regs.is_some() => {
+                let Some(regs) = &a.regs else {
+                    return err(span, "an array in registers without its variables");
+                };
+                if a.offset.is_some() {
+                    return err(
+                        span,
+                        "pass the fragment whole, or a row of it picked by a constant index: \
+                         it lives in registers, which a run-time index cannot name",
+                    );
+                }
+                let start = regs.base as usize;
+                let vars = regs.vars[start..start + N].to_vec();
+                vars.into_iter()
+                    .map(|var| self.def(Op::ReadVar(var), span))
+                    .collect::<Result<_>>()?
+            }
             Val::Array(a) if a.dims == [N as u32] && a.elem == ty => {
                 let base = self.array_addr(&a, span)?;
                 let mut out = Vec::with_capacity(N);

@@ -486,6 +486,7 @@ impl Lowerer<'_> {
         let acc_expr = args[0];
         let acc = self.accumulator(name, acc_expr)?;
         let a = if a_registers {
+            self.keep_in_registers(args[1])?;
             WgmmaA::Registers(self.fragment::<4>(args[1], S::U32)?)
         } else {
             let v = self.expr(args[1])?;
@@ -541,6 +542,23 @@ impl Lowerer<'_> {
         self.b
             .wgmma_mma(m)
             .or_else(|e| err(span, format!("`{name}`: {e}")))
+    }
+
+    /// In the infer run, marks the `let` of a local array passed as register `A` to be kept
+    /// in variables (`arrays::Registers`): read from memory after the fence, its registers
+    /// would be written between `wgmma.fence` and the `wgmma`, which the PTX ISA forbids
+    /// (and the IR validator refuses); kept in variables, they are written where the array
+    /// is. Other arguments (tuples) are left as they are.
+    fn keep_in_registers(&mut self, e: &syn::Expr) -> Result<()> {
+        if !self.inferring() {
+            return Ok(());
+        }
+        if let Val::Array(a) = self.expr(e)?
+            && let (Some(&site), Mode::Infer(inf)) = (self.array_lets.get(&a.array), &mut self.mode)
+        {
+            inf.register_lets.insert(site);
+        }
+        Ok(())
     }
 
     /// The variables of the accumulator argument (`&mut acc`); `None` in the infer run, which
