@@ -224,8 +224,9 @@ pub struct DeviceBuffer<T: DeviceCopy> {
     /// into it.
     pub(crate) memory: std::sync::Arc<Memory>,
     /// What else the buffer keeps alive (a DLPack producer's tensor, for a buffer sharing
-    /// the memory of one of cuprum's own exports: `interop::dlpack`).
-    _keep: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    /// the memory of one of cuprum's own exports: `interop::dlpack`). Only kept, never
+    /// touched, so asserted unwind-safe: a buffer stays one.
+    _keep: Option<std::panic::AssertUnwindSafe<std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
     _elem: PhantomData<T>,
 }
 
@@ -314,7 +315,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             addr,
             len,
             memory,
-            _keep: Some(keep),
+            _keep: Some(std::panic::AssertUnwindSafe(keep)),
             _elem: PhantomData,
         }
     }

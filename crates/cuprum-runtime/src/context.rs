@@ -426,7 +426,9 @@ pub(crate) struct StreamInner {
     recording: Option<Arc<Recording>>,
     /// What keeps another library's stream alive while this one may use it
     /// ([`Stream::from_raw_cuda`]); dropped after the handle, which does not destroy it.
-    pub(crate) owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// Asserted unwind-safe so that a `Stream` stays one: cuprum only keeps the value and
+    /// hands it back by shared reference (`Stream::owner`), never mutates it.
+    pub(crate) owner: Option<std::panic::AssertUnwindSafe<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl StreamInner {
@@ -439,7 +441,7 @@ impl StreamInner {
             handle,
             last_kernel: Mutex::new(None),
             recording: None,
-            owner,
+            owner: owner.map(std::panic::AssertUnwindSafe),
         }
     }
 }

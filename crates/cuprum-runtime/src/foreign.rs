@@ -188,7 +188,7 @@ impl Stream {
 
     /// The owner value given to [`from_raw_cuda`](Self::from_raw_cuda), if it is a `T`.
     pub(crate) fn owner<T: 'static>(&self) -> Option<&T> {
-        self.inner.owner.as_ref()?.downcast_ref::<T>()
+        self.inner.owner.as_ref()?.0.downcast_ref::<T>()
     }
 }
 

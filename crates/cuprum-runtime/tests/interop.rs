@@ -282,3 +282,14 @@ fn a_foreign_non_blocking_stream_is_ordered_with_the_default_stream() -> cuprum_
     let _ = unsafe { cudarc::driver::result::stream::destroy(raw) };
     Ok(())
 }
+
+/// Streams and buffers stay unwind-safe with foreign owners in them: programs and tests
+/// catch panics around code that uses them (a test did, and stopped compiling once a stream
+/// held another library's owner).
+#[test]
+fn streams_and_buffers_are_unwind_safe() {
+    fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    unwind_safe::<cuprum_runtime::Stream>();
+    unwind_safe::<cuprum_runtime::DeviceBuffer<f32>>();
+    unwind_safe::<cuprum_runtime::CudaContext>();
+}

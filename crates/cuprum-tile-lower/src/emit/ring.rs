@@ -106,14 +106,14 @@ impl Emitter<'_> {
                 View::Tiled { index, .. } | View::Permuted { index, .. } => index.clone(),
                 View::Own { .. } => continue,
             };
-            let Some((index_defs, outside)) = index_defs(&body.stmts[..at], counter, &index) else {
+            let Some(found) = index_defs(&body.stmts[..at], counter, &index) else {
                 continue;
             };
             // The rest must be defined before the loop (not carried by it).
-            if outside.iter().any(|&v| self.get(v).is_err()) {
+            if found.outside.iter().any(|&v| self.get(v).is_err()) {
                 continue;
             }
-            candidates.push((*value, rows, cols, index_defs));
+            candidates.push((*value, rows, cols, found.defs));
         }
         let total: u32 = candidates
             .iter()
@@ -267,14 +267,16 @@ impl Emitter<'_> {
     }
 }
 
-/// The statements among `before` that compute `index` from `counter` (in order), when they
-/// are all operations on rank-0 values that cannot trap, and the other values they read;
-/// `None` otherwise.
-fn index_defs(
-    before: &[TStmt],
-    counter: TileValue,
-    index: &[TileValue],
-) -> Option<(Vec<(TileValue, Op)>, Vec<TileValue>)> {
+/// What computes a ring's tile index from the loop counter: the body's statements (in
+/// order) and the values from outside the loop they read.
+struct IndexDefs {
+    defs: Vec<(TileValue, Op)>,
+    outside: Vec<TileValue>,
+}
+
+/// The statements among `before` that compute `index` from `counter`, when they are all
+/// operations on rank-0 values that cannot trap; `None` otherwise.
+fn index_defs(before: &[TStmt], counter: TileValue, index: &[TileValue]) -> Option<IndexDefs> {
     let mut needed: std::collections::HashSet<TileValue> = index.iter().copied().collect();
     let mut out = Vec::new();
     for s in before.iter().rev() {
@@ -322,5 +324,8 @@ fn index_defs(
         needed.remove(v);
     }
     out.reverse();
-    Some((out, needed.into_iter().collect()))
+    Some(IndexDefs {
+        defs: out,
+        outside: needed.into_iter().collect(),
+    })
 }
