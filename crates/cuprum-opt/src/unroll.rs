@@ -29,7 +29,7 @@ use cuprum_ir::{Arena, Block, Constant, Kernel, Op, Stmt, Value, ValueDef, Var};
 
 use crate::eval;
 use crate::fold::leaves_loop;
-use crate::ir::{compact, is_pure, visit_nested, visit_stmts, written_vars};
+use crate::ir::{compact, is_line_info, is_pure, visit_nested, visit_stmts, written_vars};
 
 /// The most iterations a loop may have to be unrolled.
 pub const MAX_TRIPS: usize = 16;
@@ -373,7 +373,8 @@ fn visit_reads(stmt: &Stmt, f: &mut impl FnMut(Var)) {
 
 /// Statements in `stmt`, nested ones included.
 fn stmt_size(stmt: &Stmt) -> usize {
-    let mut n = 1;
-    visit_nested(stmt, &mut |_| n += 1);
+    // Line information is no code: it counts for nothing.
+    let mut n = usize::from(!is_line_info(stmt));
+    visit_nested(stmt, &mut |s| n += usize::from(!is_line_info(s)));
     n
 }
