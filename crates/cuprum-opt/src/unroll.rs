@@ -179,7 +179,11 @@ fn exit_test(stmt: &Stmt) -> Option<(Value, bool)> {
     else {
         return None;
     };
-    match (then.stmts.as_slice(), otherwise.stmts.as_slice()) {
+    // Line information in a branch (the `break`'s line) is no code.
+    fn code(b: &Block) -> Vec<&Stmt> {
+        b.stmts.iter().filter(|s| !is_line_info(s)).collect()
+    }
+    match (code(then).as_slice(), code(otherwise).as_slice()) {
         ([], [Stmt::Break]) => Some((*cond, true)),
         ([Stmt::Break], []) => Some((*cond, false)),
         _ => None,
