@@ -49,6 +49,29 @@ const SOURCE: &str = r#"mod kernels {
         }
         z.store(acc);
     }
+
+    #[cuprum::tile::entry()]
+    fn chain<const BM: i32, const BN: i32, const D: i32>(
+        out: &mut Tensor<f32, { [BM, D] }>,
+        q: &Tensor<f16, { [-1, -1] }>,
+        k: &Tensor<f16, { [-1, -1] }>,
+        v: &Tensor<f16, { [-1, -1] }>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let tq: Tile<f16, { [BM, D] }> = q.partition(const_shape![BM, D]).load([pid.0, 0i32]);
+        let n: i32 = k.shape()[0];
+        let mut acc: Tile<f32, { [BM, D] }> = constant(0.0f32, const_shape![BM, D]);
+        for j in 0i32..ceil_div(n, BN) {
+            let kt: Tile<f16, { [BN, D] }> = k.partition(const_shape![BN, D]).load([j, 0i32]);
+            let kt: Tile<f16, { [D, BN] }> = kt.transpose();
+            let s: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+            let s: Tile<f32, { [BM, BN] }> = mma(tq, kt, s);
+            let p: Tile<f16, { [BM, BN] }> = convert_tile(s);
+            let vt: Tile<f16, { [BN, D] }> = v.partition(const_shape![BN, D]).load([j, 0i32]);
+            acc = mma(p, vt, acc);
+        }
+        out.store(acc);
+    }
 }"#;
 
 /// The 1-based line of `SOURCE` that contains `text` (once).
@@ -232,10 +255,26 @@ fn line_information_changes_no_instruction() {
         ),
         // The whole-kernel GEMM recipe (TMA, mbarriers, warp specialization).
         ("hgemm", vec![128, 128, 64], hopper(true), Target::Sm90a),
+        // Chained products on Hopper: `wgmma`s whose operands a cp.async ring copies an
+        // iteration ahead (the ring's analysis reads the loop body's statements).
+        ("chain", vec![64, 64, 128], hopper(false), Target::Sm90a),
+        (
+            "chain",
+            vec![64, 64, 128],
+            LowerOptions::default(),
+            Target::Sm80,
+        ),
     ];
     for (name, consts, options, target) in cases {
         let without = ptx(&specialized(&plain, name, &consts, &[]), &options, target);
         let with = ptx(&specialized(&lined, name, &consts, &[]), &options, target);
+        if name == "chain" && target == Target::Sm90a {
+            assert!(with.contains("wgmma.mma_async"), "chain: wgmma");
+            assert!(
+                with.contains("cp.async.commit_group"),
+                "chain: a cp.async ring"
+            );
+        }
         assert!(
             !loc_lines(&with).is_empty(),
             "{name} {consts:?}: lines in the PTX"
