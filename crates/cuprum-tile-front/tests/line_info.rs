@@ -50,6 +50,17 @@ const SOURCE: &str = r#"mod kernels {
         z.store(acc);
     }
 
+    fn doubled<const S: [i32; 1]>(t: Tile<f32, S>) -> Tile<f32, S> {
+        let u: Tile<f32, S> = t + t;
+        return u;
+    }
+
+    #[cuprum::tile::entry()]
+    fn twice<const B: i32>(out: &mut Tensor<f32, { [B] }>, x: &Tensor<f32, { [-1] }>) {
+        let t = load_tile_like(x, out);
+        out.store(doubled(t));
+    }
+
     #[cuprum::tile::entry()]
     fn chain<const BM: i32, const BN: i32, const D: i32>(
         out: &mut Tensor<f32, { [BM, D] }>,
@@ -192,6 +203,23 @@ fn tile_statements_carry_their_lines_into_the_ptx() {
             "the store follows its line's .loc:\n{text}"
         );
     }
+}
+
+#[test]
+fn an_inlined_helper_carries_its_own_lines() {
+    let m = compiled(Some(FILE));
+    let lines: Vec<u32> = markers(&kernel(&m, "twice").body)
+        .iter()
+        .map(|&(l, _)| l)
+        .collect();
+    let want = [
+        "let t = load_tile_like(x, out)",
+        "out.store(doubled(t))",
+        "let u: Tile<f32, S> = t + t",
+        "return u;",
+    ]
+    .map(line_of);
+    assert_eq!(lines, want, "the call's line, then the helper's");
 }
 
 #[test]

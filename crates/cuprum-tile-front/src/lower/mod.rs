@@ -711,11 +711,13 @@ impl<'m> Lowerer<'m> {
                 init,
             )) if self.frame.helper.is_some() => {
                 for s in init {
+                    self.mark_line(s.span());
                     self.stmt(s)?;
                     if self.unreachable {
                         return Ok(Val::Never);
                     }
                 }
+                self.mark_line(value.span());
                 self.expr(value, &Ty::Infer)
             }
             _ => self.block_stmts(&block.stmts, &Ty::Infer),
