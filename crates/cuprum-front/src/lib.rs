@@ -41,7 +41,7 @@ pub fn compile_module(module: &syn::ItemMod) -> Result<CompiledModule, syn::Erro
 /// [`compile_module`], with line information when `source_file` names the file the
 /// module's spans count lines in: every statement of a kernel is marked with its line, which
 /// the PTX carries as `.file`/`.loc` (Nsight Compute's source view, `nvdisasm -g`). Generic
-/// kernels, compiled per specialization at launch, carry none.
+/// kernels are compiled per specialization at launch, by [`compile_specialized_with_lines`].
 pub fn compile_module_with_lines(
     module: &syn::ItemMod,
     source_file: Option<String>,
@@ -137,8 +137,21 @@ pub fn compile_specialized(
     kernel: &str,
     spec: &Specialization,
 ) -> Result<cuprum_ir::Module, String> {
+    compile_specialized_with_lines(source, kernel, spec, None)
+}
+
+/// [`compile_specialized`] with line information naming `source_file`, as
+/// [`compile_source_with_lines`] gives the module's other kernels (the macro records the
+/// file under `CUPRUM_LINEINFO` and hands it to the run-time compile).
+pub fn compile_specialized_with_lines(
+    source: &str,
+    kernel: &str,
+    spec: &Specialization,
+    source_file: Option<String>,
+) -> Result<cuprum_ir::Module, String> {
     let module: syn::ItemMod = syn::parse_str(source).map_err(|e| e.to_string())?;
-    let info = items::scan_module(&module).map_err(|e| e.to_string())?;
+    let mut info = items::scan_module(&module).map_err(|e| e.to_string())?;
+    info.line_info = source_file;
     let k = info
         .kernels
         .iter()

@@ -81,7 +81,12 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
         }
     }
     let source = cuprum_front::module_source(with_parent);
-    let embedded = embedded_ir(&source, line_info_file(module));
+    let line_file = line_info_file(module);
+    let embedded = embedded_ir(&source, line_file.clone());
+    let line_file = match line_file {
+        Some(file) => quote!(::std::option::Option::Some(#file)),
+        None => quote!(::std::option::Option::None),
+    };
     let Some((_, items)) = &module.content else {
         return Err(syn::Error::new(
             module.span(),
@@ -206,6 +211,10 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
             #[doc(hidden)]
             const __CUPRUM_SOURCE: &str = #source;
 
+            /// The file its kernels' line information names (`CUPRUM_LINEINFO` at build time).
+            #[doc(hidden)]
+            const __CUPRUM_LINE_FILE: ::std::option::Option<&str> = #line_file;
+
             /// The optimized IR of the module's non-generic kernels, compiled at `cargo build`.
             #[doc(hidden)]
             const __CUPRUM_IR: ::std::option::Option<&[u8]> = #embedded;
@@ -216,7 +225,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                 static IR: ::std::sync::OnceLock<
                     ::std::result::Result<::std::sync::Arc<::cuprum::ir::Module>, ::std::string::String>,
                 > = ::std::sync::OnceLock::new();
-                IR.get_or_init(|| ::cuprum::__private::module_ir(__CUPRUM_IR, __CUPRUM_SOURCE))
+                IR.get_or_init(|| ::cuprum::__private::module_ir(__CUPRUM_IR, __CUPRUM_SOURCE, __CUPRUM_LINE_FILE))
                     .clone()
                     .map_err(|message| ::cuprum::Error::Compile { kernel: #module_name.into(), message })
             }
@@ -275,7 +284,8 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
                     kernel: &str,
                     spec: &::cuprum::__private::Specialization,
                 ) -> ::cuprum::Result<(::std::sync::Arc<::cuprum::__private::LoadedModule>, usize)> {
-                    self.specialized.get(self.inner.context(), __CUPRUM_SOURCE, kernel, spec)
+                    self.specialized
+                        .get(self.inner.context(), __CUPRUM_SOURCE, __CUPRUM_LINE_FILE, kernel, spec)
                 }
 
                 #(#methods)*
@@ -288,7 +298,7 @@ pub fn expand(module: &syn::ItemMod, with_parent: &syn::ItemMod) -> syn::Result<
 /// module is in: its kernels then carry line information (`.file`/`.loc` in the PTX, what
 /// Nsight Compute's source view reads), as `nvcc -lineinfo` gives. Cargo does not rebuild a
 /// crate when the variable changes: `cargo clean -p <crate>` first.
-fn line_info_file(module: &syn::ItemMod) -> Option<String> {
+pub(crate) fn line_info_file(module: &syn::ItemMod) -> Option<String> {
     let wanted = std::env::var_os("CUPRUM_LINEINFO").is_some_and(|v| v != "0");
     if !wanted {
         return None;

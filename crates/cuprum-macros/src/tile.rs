@@ -97,7 +97,9 @@ pub fn expand_module(attr: TokenStream, module: &syn::ItemMod) -> TokenStream {
     let (launchers, embedded) = if !errors.is_empty() {
         (signature_launchers(&entries, &mut errors), Vec::new())
     } else {
-        match cuprum_tile_front::compile_module(module) {
+        // Under `CUPRUM_LINEINFO`, each statement carries its line (`host::line_info_file`).
+        let lines = crate::host::line_info_file(module);
+        match cuprum_tile_front::compile_module_with_lines(module, lines).map(|c| c.module) {
             Ok(tile) => match ir_launchers(&tile, &entries) {
                 Ok(launchers) => (launchers, cuprum_tile_ir::encode_module(&tile)),
                 Err(e) => {

@@ -52,7 +52,7 @@ use cuprum_ir::{
 
 use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts, Ranges};
-use crate::ir::{always_exits, check_cond, compact, is_pure, written_vars};
+use crate::ir::{always_exits, check_cond, compact, is_line_info, is_pure, written_vars};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -445,13 +445,15 @@ impl Gather {
     /// issue together. Computing a pure definition on lanes that skip the branch changes
     /// nothing they do.
     fn speculate(&mut self, block: &mut Block) -> Vec<Stmt> {
+        // Line information is no code: it neither makes a branch nested nor longer.
         let flat = block.stmts.iter().all(|s| {
             matches!(
                 s,
                 Stmt::Def { .. } | Stmt::Store { .. } | Stmt::WriteVar { .. }
-            )
+            ) || is_line_info(s)
         });
-        if !flat || block.stmts.len() > SPECULATE_MAX {
+        let code = block.stmts.iter().filter(|s| !is_line_info(s)).count();
+        if !flat || code > SPECULATE_MAX {
             return Vec::new();
         }
         let mut inside: HashSet<Value> = HashSet::new();

@@ -1,5 +1,7 @@
 //! Dead-code elimination: definitions nothing needs, writes of variables nothing reads, and
-//! `If`s left with two empty branches.
+//! `If`s left with two empty branches. A block left with nothing but line information
+//! (`Stmt::SourceLine`) is empty: markers of code that is gone are dropped, so that line
+//! information never keeps a branch (and its code in the PTX) alive.
 //!
 //! Liveness is computed by marking, from the roots, so that cycles through variables
 //! (`x = read $v; $v = x + 1` in a loop, with `$v` read nowhere else) die too. Roots are
@@ -15,7 +17,7 @@
 
 use cuprum_ir::{Block, Kernel, Op, Stmt, Value};
 
-use crate::ir::{compact, constant_bits, is_removable, visit_stmts};
+use crate::ir::{compact, constant_bits, is_line_info, is_removable, visit_stmts};
 
 /// Runs the pass; true if the kernel changed.
 pub fn run(kernel: &mut Kernel) -> bool {
@@ -136,6 +138,9 @@ impl Sweep {
             }
             _ => true,
         });
+        if block.stmts.iter().all(is_line_info) {
+            block.stmts.clear();
+        }
         if block.stmts.len() != before {
             self.changed = true;
         }

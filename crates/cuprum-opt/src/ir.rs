@@ -145,6 +145,12 @@ impl Subst {
     }
 }
 
+/// Whether `stmt` is line information (`Stmt::SourceLine`): no code, so passes that count
+/// statements or look for patterns of them look past it (it must change no instruction).
+pub(crate) fn is_line_info(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::SourceLine { .. })
+}
+
 /// Whether `stmt` leaves the block for every lane that reaches it ([`Stmt::is_terminator`]).
 pub(crate) fn is_terminator(stmt: &Stmt) -> bool {
     stmt.is_terminator()

@@ -29,7 +29,7 @@ use cuprum_ir::{Arena, Block, Constant, Kernel, Op, Stmt, Value, ValueDef, Var};
 
 use crate::eval;
 use crate::fold::leaves_loop;
-use crate::ir::{compact, is_pure, visit_nested, visit_stmts, written_vars};
+use crate::ir::{compact, is_line_info, is_pure, visit_nested, visit_stmts, written_vars};
 
 /// The most iterations a loop may have to be unrolled.
 pub const MAX_TRIPS: usize = 16;
@@ -179,7 +179,11 @@ fn exit_test(stmt: &Stmt) -> Option<(Value, bool)> {
     else {
         return None;
     };
-    match (then.stmts.as_slice(), otherwise.stmts.as_slice()) {
+    // Line information in a branch (the `break`'s line) is no code.
+    fn code(b: &Block) -> Vec<&Stmt> {
+        b.stmts.iter().filter(|s| !is_line_info(s)).collect()
+    }
+    match (code(then).as_slice(), code(otherwise).as_slice()) {
         ([], [Stmt::Break]) => Some((*cond, true)),
         ([Stmt::Break], []) => Some((*cond, false)),
         _ => None,
@@ -373,7 +377,8 @@ fn visit_reads(stmt: &Stmt, f: &mut impl FnMut(Var)) {
 
 /// Statements in `stmt`, nested ones included.
 fn stmt_size(stmt: &Stmt) -> usize {
-    let mut n = 1;
-    visit_nested(stmt, &mut |_| n += 1);
+    // Line information is no code: it counts for nothing.
+    let mut n = usize::from(!is_line_info(stmt));
+    visit_nested(stmt, &mut |s| n += usize::from(!is_line_info(s)));
     n
 }

@@ -60,7 +60,7 @@ use cuprum_ir::{
     Arena, BinaryOp, Block, CmpOp, Constant, Kernel, Op, ScalarType, Stmt, Value, ValueDef, Var,
 };
 
-use crate::ir::{all_ones, compact, constant_bits, visit_stmts};
+use crate::ir::{all_ones, compact, constant_bits, is_line_info, visit_stmts};
 
 /// The most statements (nested ones included) a loop body may have to be unrolled.
 pub const MAX_BODY: usize = 48;
@@ -274,10 +274,10 @@ fn allowed(stmt: &Stmt) -> bool {
         || e.prints)
 }
 
-/// Statements in `block`, nested ones included.
+/// Statements in `block`, nested ones included (line information counts for nothing).
 fn block_size(block: &Block) -> usize {
     let mut n = 0;
-    visit_stmts(block, &mut |_| n += 1);
+    visit_stmts(block, &mut |s| n += usize::from(!is_line_info(s)));
     n
 }
 

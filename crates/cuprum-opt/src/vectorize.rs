@@ -66,7 +66,7 @@ use cuprum_ir::{
 
 use crate::analyses::Analyses;
 use crate::facts::{Defs, Facts};
-use crate::ir::{always_exits, check_cond, compact};
+use crate::ir::{always_exits, check_cond, compact, is_line_info};
 
 /// Largest vector access, in bytes.
 const MAX_VECTOR_BYTES: u32 = 16;
@@ -469,7 +469,8 @@ impl Walker {
                     Between::Blocks
                 }
             }
-            _ if matches!(s, Stmt::WriteVar { .. }) => Between::Fine,
+            // Line information is no code: accesses merge across it.
+            _ if matches!(s, Stmt::WriteVar { .. }) || is_line_info(s) => Between::Fine,
             _ if check_cond(s).is_some() => Between::Check,
             _ => Between::Blocks,
         }
@@ -492,6 +493,7 @@ impl Walker {
             None => match s {
                 Stmt::Def { op, .. } => self.harmless(op),
                 Stmt::WriteVar { .. } => true,
+                _ if is_line_info(s) => true,
                 // A trap ends the launch, and shared memory with it: no one can see which of
                 // a thread's shared stores were done.
                 _ if space == AddressSpace::Shared => check_cond(s).is_some(),

@@ -120,8 +120,9 @@ impl KernelWriter<'_> {
 
     /// Writes `rest` for the lanes whose `left` flag is clear.
     fn unless_left(&mut self, left: Reg, rest: &[Stmt]) -> Result<(), PtxError> {
-        if rest.is_empty() {
-            return Ok(());
+        // Nothing but line information: its directives, and no branch around them.
+        if rest.iter().all(|s| matches!(s, Stmt::SourceLine { .. })) {
+            return self.block(rest);
         }
         let end = self.label();
         let saved = self.mask;

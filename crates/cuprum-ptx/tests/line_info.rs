@@ -1,7 +1,8 @@
 //! Line information: the front end marks each statement of a kernel with its line when asked
 //! (`compile_source_with_lines`), the optimizer keeps the markers, and the PTX writer turns
 //! them into one `.file` per source file and `.loc` directives before the statements' code,
-//! which ptxas assembles; without the request, nothing changes.
+//! which ptxas assembles; without the request, nothing changes. Generic kernels, compiled
+//! per specialization at launch (`compile_specialized_with_lines`), carry lines too.
 
 use cuprum_ir::{Module, Stmt};
 use cuprum_ptx::{Target, write_module};
@@ -86,4 +87,48 @@ fn without_line_information_the_ptx_is_unchanged() {
         l
     };
     assert_eq!(strip(&ptx), strip(&with));
+}
+
+/// A generic kernel: line 5 reads the index, 6 branches, 7 scales and stores.
+const GENERIC: &str = "mod kernels {\n    use super::*;\n    #[kernel]\n    pub fn scale<T: Copy + core::ops::Mul<Output = T>, const K: usize>(a: T, x: &[T], mut y: DisjointSlice<T>) {\n        let i = thread::index_1d();\n        if let Some(out) = y.get_mut(i) {\n            *out = a * x[i.get() % K];\n        }\n    }\n}";
+
+fn specialized(line_info: Option<&str>) -> Module {
+    let spec = cuprum_front::Specialization {
+        types: vec![("T".into(), cuprum_ir::ScalarType::F32)],
+        consts: vec![("K".into(), 16)],
+    };
+    let mut ir = cuprum_front::compile_specialized_with_lines(
+        GENERIC,
+        "scale",
+        &spec,
+        line_info.map(String::from),
+    )
+    .unwrap_or_else(|e| panic!("the specialization compiles: {e}"));
+    cuprum_opt::optimize(&mut ir);
+    ir
+}
+
+#[test]
+fn a_generic_kernels_specialization_carries_its_lines() {
+    let ir = specialized(Some(FILE));
+    let mut seen = Vec::new();
+    lines(&ir.kernels[0].body, &mut seen);
+    assert_eq!(
+        seen,
+        [5, 6, 7],
+        "the markers the optimized specialization keeps"
+    );
+    for target in [Target::Sm80, Target::Sm90] {
+        let ptx = write_module(&ir, target).unwrap_or_else(|e| panic!("{e}"));
+        assert!(ptx.contains(&format!(".file 1 \"{FILE}\"")), "{ptx}");
+        let locs: Vec<&str> = ptx
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with(".loc"))
+            .collect();
+        assert_eq!(locs, [".loc 1 5 0", ".loc 1 6 0", ".loc 1 7 0"], "{ptx}");
+        cuprum_testkit::ptxas::check(&ptx, target.name()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let plain = write_module(&specialized(None), Target::Sm80).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!plain.contains(".loc"), "no lines unless asked:\n{plain}");
 }

@@ -53,6 +53,10 @@ pub(crate) struct ModuleItems<'a> {
     pub functions: HashMap<String, &'a syn::ItemFn>,
     /// The module's consts, evaluated.
     pub consts: HashMap<String, Lit>,
+    /// The file the module's spans count lines in, when its kernels carry line information
+    /// (`crate::compile_module_with_lines`): each statement is then marked with its line
+    /// (`cuprum_tile_ir::Stmt::SourceLine`).
+    pub line_info: Option<String>,
 }
 
 /// Whether `attr` is the entry attribute (`#[cuprum::tile::entry]`, `#[entry]`, or cutile's
@@ -119,6 +123,7 @@ pub(crate) fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleItems<'_>>
         entries,
         functions,
         consts,
+        line_info: None,
     })
 }
 

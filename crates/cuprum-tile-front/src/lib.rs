@@ -131,7 +131,19 @@ pub fn compile_module(module: &syn::ItemMod) -> syn::Result<TileModule> {
 
 /// [`compile_module`], with what the host needs about each entry ([`EntryInfo`]).
 pub fn compile_module_with_info(module: &syn::ItemMod) -> syn::Result<CompiledTileModule> {
-    let items = items::scan_module(module)?;
+    compile_module_with_lines(module, None)
+}
+
+/// [`compile_module_with_info`], with line information when `source_file` names the file the
+/// module's spans count lines in (the macro asks for it under `CUPRUM_LINEINFO`): each
+/// statement is marked with its line and column ([`cuprum_tile_ir::Stmt::SourceLine`]),
+/// which the lowering hands on to the PTX's `.file`/`.loc`. Without it there are no markers.
+pub fn compile_module_with_lines(
+    module: &syn::ItemMod,
+    source_file: Option<String>,
+) -> syn::Result<CompiledTileModule> {
+    let mut items = items::scan_module(module)?;
+    items.line_info = source_file;
     let mut kernels = Vec::with_capacity(items.entries.len());
     let mut entries = Vec::with_capacity(items.entries.len());
     let mut errors: Option<syn::Error> = None;

@@ -412,6 +412,8 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                     }));
                 }
             }
+            // Line information does nothing.
+            Stmt::SourceLine { .. } => {}
         }
         Ok(Flow::Next)
     }

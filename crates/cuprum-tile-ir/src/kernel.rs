@@ -586,6 +586,20 @@ pub enum Stmt {
         /// Said when it does not.
         message: String,
     },
+    /// Line information: the statements after it (up to the next one) come from `line`,
+    /// `column` of source file `file` (a path as the compiler saw it). It does nothing: no
+    /// operands, results or effects, so the interpreter skips it and every analysis looks
+    /// past it; the lowering emits the kernel IR's `cuprum_ir::Stmt::SourceLine` (the PTX's
+    /// `.file`/`.loc`) where it stands. The front end writes it only when asked
+    /// (`CUPRUM_LINEINFO` at build time): without it a kernel has none.
+    SourceLine {
+        /// The source file's path.
+        file: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column, 0 when unknown.
+        column: u32,
+    },
 }
 
 impl Stmt {
@@ -595,6 +609,12 @@ impl Stmt {
             self,
             Stmt::Break { .. } | Stmt::Continue { .. } | Stmt::Return
         )
+    }
+
+    /// Whether the statement is line information ([`Stmt::SourceLine`]), which analyses
+    /// that look for patterns of statements skip.
+    pub fn is_source_line(&self) -> bool {
+        matches!(self, Stmt::SourceLine { .. })
     }
 
     /// The blocks nested in the statement.
@@ -647,6 +667,7 @@ impl Stmt {
             Stmt::Return => Vec::new(),
             Stmt::Print { args, .. } => args.clone(),
             Stmt::Assert { cond, .. } => vec![*cond],
+            Stmt::SourceLine { .. } => Vec::new(),
         }
     }
 }

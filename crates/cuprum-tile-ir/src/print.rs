@@ -248,6 +248,9 @@ impl Printer<'_> {
             Stmt::Assert { cond, message } => {
                 writeln!(self.out, "assert {} {message:?}", v(*cond))
             }
+            Stmt::SourceLine { file, line, column } => {
+                writeln!(self.out, "// {file}:{line}:{column}")
+            }
         }
     }
 

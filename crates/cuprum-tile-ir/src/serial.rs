@@ -10,7 +10,7 @@ const MAGIC: [u8; 8] = *b"CUPRUMTL";
 
 /// The format of the bytes this build writes and reads; it changes whenever the tile IR's
 /// types change shape (the crate version is checked too).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 fn version_text() -> String {
     format!(

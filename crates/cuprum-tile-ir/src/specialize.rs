@@ -256,7 +256,8 @@ impl Subst<'_> {
             | Stmt::Continue { .. }
             | Stmt::Return
             | Stmt::Print { .. }
-            | Stmt::Assert { .. } => {}
+            | Stmt::Assert { .. }
+            | Stmt::SourceLine { .. } => {}
         }
     }
 

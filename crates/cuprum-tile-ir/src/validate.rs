@@ -574,6 +574,7 @@ impl<'k> Validator<'k> {
                 Ok(())
             }
             Stmt::Assert { cond, .. } => self.scalar_bool(*cond, "an assertion"),
+            Stmt::SourceLine { .. } => Ok(()),
         }
     }
 

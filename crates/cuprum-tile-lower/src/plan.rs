@@ -416,7 +416,9 @@ impl Planner<'_> {
                     None => Err(self.unsupported("a break or continue outside a loop")),
                 }
             }
-            Stmt::Return | Stmt::Print { .. } | Stmt::Assert { .. } => Ok(()),
+            Stmt::Return | Stmt::Print { .. } | Stmt::Assert { .. } | Stmt::SourceLine { .. } => {
+                Ok(())
+            }
         }
     }
 

@@ -122,7 +122,17 @@ pub mod __private {
     /// can express it into that directory, whatever the backend: CI assembles those files
     /// with `ptxas`, so every kernel the tests build is checked on a machine without a GPU.
     pub fn compile_source(source: &str) -> Result<Arc<cuprum_ir::Module>, String> {
-        let mut ir = cuprum_front::compile_source(source)?.ir;
+        compile_source_with_lines(source, None)
+    }
+
+    /// [`compile_source`], with line information naming `line_file` (the file the macro
+    /// recorded under `CUPRUM_LINEINFO`, `None` without it).
+    fn compile_source_with_lines(
+        source: &str,
+        line_file: Option<&str>,
+    ) -> Result<Arc<cuprum_ir::Module>, String> {
+        let mut ir =
+            cuprum_front::compile_source_with_lines(source, line_file.map(String::from))?.ir;
         cuprum_opt::optimize(&mut ir);
         if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
             dump_ptx(std::path::Path::new(&dir), source, &ir)?;
@@ -132,13 +142,15 @@ pub mod __private {
 
     /// A module's IR: decoded from what the `#[cuda_module]` macro compiled at `cargo build`
     /// (`embedded`), or compiled from `source` when the macro could not (it then reports the
-    /// same error). Honours `CUPRUM_PTX_DUMP` as [`compile_source`] does.
+    /// same error, with line information when `line_file` names the module's file). Honours
+    /// `CUPRUM_PTX_DUMP` as [`compile_source`] does.
     pub fn module_ir(
         embedded: Option<&[u8]>,
         source: &str,
+        line_file: Option<&str>,
     ) -> Result<Arc<cuprum_ir::Module>, String> {
         let Some(bytes) = embedded else {
-            return compile_source(source);
+            return compile_source_with_lines(source, line_file);
         };
         let ir = cuprum_ir::decode_module(bytes).map_err(|e| {
             format!("the IR compiled at cargo build cannot be read ({e}); rebuild the crate")
@@ -149,25 +161,37 @@ pub mod __private {
         Ok(Arc::new(ir))
     }
 
-    /// The IR of one specialization of a generic kernel, compiled once per process.
+    /// The IR of one specialization of a generic kernel, compiled once per process; with line
+    /// information when `line_file` names the module's file (what the macro recorded under
+    /// `CUPRUM_LINEINFO`, one per `source`).
     pub fn compile_specialized(
         source: &'static str,
+        line_file: Option<&str>,
         kernel: &str,
         spec: &Specialization,
     ) -> Result<Arc<cuprum_ir::Module>, String> {
-        type Cache = Mutex<HashMap<(usize, String), Arc<cuprum_ir::Module>>>;
+        type Cache = Mutex<HashMap<(usize, bool, String), Arc<cuprum_ir::Module>>>;
         static CACHE: OnceLock<Cache> = OnceLock::new();
-        let key = (source.as_ptr() as usize, spec.mangle(kernel));
+        let key = (
+            source.as_ptr() as usize,
+            line_file.is_some(),
+            spec.mangle(kernel),
+        );
         let cache = CACHE.get_or_init(Cache::default);
         if let Some(ir) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(ir.clone());
         }
-        let mut ir = cuprum_front::compile_specialized(source, kernel, spec)?;
+        let mut ir = cuprum_front::compile_specialized_with_lines(
+            source,
+            kernel,
+            spec,
+            line_file.map(String::from),
+        )?;
         cuprum_opt::optimize(&mut ir);
         if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
             dump_ptx(
                 std::path::Path::new(&dir),
-                &format!("{source}{}", key.1),
+                &format!("{source}{}", key.2),
                 &ir,
             )?;
         }
@@ -191,6 +215,7 @@ pub mod __private {
             &self,
             ctx: &crate::CudaContext,
             source: &'static str,
+            line_file: Option<&str>,
             kernel: &str,
             spec: &Specialization,
         ) -> crate::Result<(Arc<LoadedModule>, usize)> {
@@ -199,7 +224,7 @@ pub mod __private {
             if let Some((m, i)) = loaded.get(&name) {
                 return Ok((m.clone(), *i));
             }
-            let ir = compile_specialized(source, kernel, spec).map_err(|message| {
+            let ir = compile_specialized(source, line_file, kernel, spec).map_err(|message| {
                 crate::Error::Compile {
                     kernel: name.clone(),
                     message,

@@ -199,3 +199,29 @@ fn unsafe_kernels_take_raw_device_pointers() -> cuprum::Result<()> {
     assert_same("reverse", &dst.to_host_vec(&stream)?, &want);
     Ok(())
 }
+
+/// A specialization's run-time compile takes the file the macro recorded under
+/// `CUPRUM_LINEINFO` (`__CUPRUM_LINE_FILE`): its IR then carries that file's lines, which
+/// the PTX writer makes `.loc`s; without one it carries none.
+#[test]
+fn a_specialization_compiled_with_its_modules_file_carries_lines() {
+    const SOURCE: &str = "mod kernels {\n    use super::*;\n    #[kernel]\n    pub fn twice<T: Copy + std::ops::Add<Output = T>>(x: &[T], mut y: DisjointSlice<T>) {\n        let i = thread::index_1d();\n        if let Some(out) = y.get_mut(i) {\n            *out = x[i.get()] + x[i.get()];\n        }\n    }\n}";
+    let spec = cuprum::__private::Specialization {
+        types: vec![("T".into(), cuprum::ir::ScalarType::F32)],
+        consts: Vec::new(),
+    };
+    let compile = |file| {
+        let ir = cuprum::__private::compile_specialized(SOURCE, file, "twice", &spec)
+            .unwrap_or_else(|e| panic!("{e}"));
+        cuprum::ir::print_module(&ir)
+    };
+    let with = compile(Some("/src/kernels.rs"));
+    for line in [5, 6, 7] {
+        assert!(
+            with.contains(&format!("// /src/kernels.rs:{line}:0")),
+            "line {line}:\n{with}"
+        );
+    }
+    let without = compile(None);
+    assert!(!without.contains("kernels.rs"), "{without}");
+}

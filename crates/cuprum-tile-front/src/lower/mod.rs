@@ -711,11 +711,13 @@ impl<'m> Lowerer<'m> {
                 init,
             )) if self.frame.helper.is_some() => {
                 for s in init {
+                    self.mark_line(s.span());
                     self.stmt(s)?;
                     if self.unreachable {
                         return Ok(Val::Never);
                     }
                 }
+                self.mark_line(value.span());
                 self.expr(value, &Ty::Infer)
             }
             _ => self.block_stmts(&block.stmts, &Ty::Infer),
@@ -737,6 +739,7 @@ impl<'m> Lowerer<'m> {
                 return Ok(Val::Never);
             }
             let last = i + 1 == stmts.len();
+            self.mark_line(s.span());
             value = match s {
                 syn::Stmt::Expr(e, None) if last => self.expr(e, expect)?,
                 other => {
@@ -749,6 +752,24 @@ impl<'m> Lowerer<'m> {
             return Ok(Val::Never);
         }
         Ok(value)
+    }
+
+    /// Marks what follows as coming from `span`'s line, when the module carries line
+    /// information. Not inside a `reduce` combiner (its body is the combination's, repeated
+    /// wherever it is applied), nor after the block has ended.
+    fn mark_line(&mut self, span: proc_macro2::Span) {
+        let Some(file) = &self.items.line_info else {
+            return;
+        };
+        let start = span.start();
+        if start.line == 0 || self.in_combiner > 0 || self.b.block_ended() {
+            return;
+        }
+        self.b.push(Stmt::SourceLine {
+            file: file.clone(),
+            line: start.line as u32,
+            column: start.column as u32 + 1,
+        });
     }
 
     fn stmt(&mut self, s: &syn::Stmt) -> Result<()> {

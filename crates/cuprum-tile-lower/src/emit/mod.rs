@@ -700,6 +700,15 @@ impl<'k> Emitter<'k> {
                     },
                 )
             }
+            // Line information: the kernel IR's marker, before the code of what follows.
+            TStmt::SourceLine { file, line, column } => {
+                self.push(Stmt::SourceLine {
+                    file: file.clone(),
+                    line: *line,
+                    column: *column,
+                });
+                Ok(())
+            }
         }
     }
 

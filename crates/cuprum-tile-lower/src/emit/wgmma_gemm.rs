@@ -156,10 +156,12 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         })
     };
     let rank0 = |v: TileValue| known_sizes(&kernel.values[v].shape).is_some_and(|s| s.is_empty());
-    // Before the loop: rank-0 values, and the accumulator's start.
+    // Before the loop: rank-0 values, and the accumulator's start (and line information,
+    // which the prologue emits; it is looked past everywhere here).
     for s in &stmts[..at] {
         match s {
             TStmt::Def { value, .. } if rank0(*value) || value == init => {}
+            TStmt::SourceLine { .. } => {}
             _ => return None,
         }
     }
@@ -169,7 +171,8 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         return None;
     }
     // The body: two loads and the mma, yielded.
-    let [s0, s1, s2] = body.stmts.as_slice() else {
+    let code: Vec<&TStmt> = body.stmts.iter().filter(|s| !s.is_source_line()).collect();
+    let [s0, s1, s2] = code.as_slice() else {
         return None;
     };
     let TStmt::Def {
@@ -255,7 +258,7 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         }
     }
     // After the loop: an optional conversion, the store of the own tile, nothing else.
-    let mut rest = stmts[at + 1..].iter();
+    let mut rest = stmts[at + 1..].iter().filter(|s| !s.is_source_line());
     let mut stored = *result;
     let mut next = rest.next()?;
     if let TStmt::Def {
