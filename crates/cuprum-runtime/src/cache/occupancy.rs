@@ -430,13 +430,22 @@ mod tests {
         // 76 registers share the 80-register allocation: 80 is free, 88 is not.
         assert_eq!(raised_caps(&H200, BlockSizes::Exactly(128), 76), vec![80]);
         // 1024-thread blocks at 32 registers hold 2 blocks; 40 would hold 1.
-        assert_eq!(raised_caps(&H200, BlockSizes::Exactly(1024), 32), Vec::<u32>::new());
+        assert_eq!(
+            raised_caps(&H200, BlockSizes::Exactly(1024), 32),
+            Vec::<u32>::new()
+        );
         // 128-thread blocks at 40 registers: 12 blocks (48 warps); 48 registers -> 10 warps
         // per sub-partition -> 10 blocks. None kept.
-        assert_eq!(raised_caps(&H200, BlockSizes::Exactly(128), 40), Vec::<u32>::new());
+        assert_eq!(
+            raised_caps(&H200, BlockSizes::Exactly(128), 40),
+            Vec::<u32>::new()
+        );
         // Occupancy bound by warps, not registers: 512-thread blocks at 32 registers hold 4
         // (64 warps); 40 registers -> 12 warps per sub-partition -> 48 warps -> 3 blocks.
-        assert_eq!(raised_caps(&H200, BlockSizes::Exactly(512), 32), Vec::<u32>::new());
+        assert_eq!(
+            raised_caps(&H200, BlockSizes::Exactly(512), 32),
+            Vec::<u32>::new()
+        );
         // Bound by the block limit: 32-thread blocks at 24 registers hold 32 (block limit);
         // up to 64 registers 32 warps still fit, so 32 blocks are kept up to 64.
         assert_eq!(
