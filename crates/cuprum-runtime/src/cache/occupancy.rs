@@ -201,7 +201,7 @@ pub fn keeps_occupancy(limits: &SmLimits, sizes: BlockSizes, jit: u32, linked: u
 /// use cuprum_runtime::cache::occupancy::{BlockSizes, SmLimits, raised_caps};
 ///
 /// // 64 registers, 256-thread blocks: 4 blocks per SM up to 64 registers, 3 from 72 on.
-/// assert_eq!(raised_caps(&SmLimits::SM80_SM90, BlockSizes::Exactly(256), 64), vec![]);
+/// assert_eq!(raised_caps(&SmLimits::SM80_SM90, BlockSizes::Exactly(256), 64), Vec::<u32>::new());
 /// // 60 registers share their allocation with 64: one free step.
 /// assert_eq!(raised_caps(&SmLimits::SM80_SM90, BlockSizes::Exactly(256), 60), vec![64]);
 /// ```
