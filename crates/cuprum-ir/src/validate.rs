@@ -842,10 +842,8 @@ mod tests {
         b.finish()
     }
 
-    /// A `wgmma` reading A from registers, which are made before or after its fence.
-    fn wgmma_after(a_after_fence: bool) -> Kernel {
-        use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
-        let mut b = KernelBuilder::new("fenced");
+    /// A kernel's zeroed `m64n8k16` accumulator variables.
+    fn wgmma_accumulator(b: &mut KernelBuilder) -> Vec<crate::kernel::Var> {
         let acc: Vec<_> = (0..4)
             .map(|i| b.var(format!("d{i}"), ScalarType::F32))
             .collect();
@@ -856,14 +854,13 @@ mod tests {
                 value: zero,
             });
         }
+        acc
+    }
+
+    /// A `wgmma m64n8k16` with register `A` `a` (all four words) and accumulator `acc`.
+    fn push_wgmma(b: &mut KernelBuilder, a: Value, acc: Vec<crate::kernel::Var>) {
+        use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
         let desc = b.constant(Constant::u64(0));
-        let word = |b: &mut KernelBuilder| {
-            let one = b.constant(Constant::u32(1));
-            b.def(Op::Binary(BinaryOp::Add, one, one)).unwrap()
-        };
-        let early = word(&mut b);
-        b.push(Stmt::WgmmaFence);
-        let a = if a_after_fence { word(&mut b) } else { early };
         b.push(Stmt::WgmmaMma(Box::new(crate::WgmmaMma {
             shape: WgmmaShape {
                 ty: WgmmaType::F16,
@@ -878,6 +875,20 @@ mod tests {
             trans_b: false,
             acc,
         })));
+    }
+
+    /// A `wgmma` reading A from registers, which are made before or after its fence.
+    fn wgmma_after(a_after_fence: bool) -> Kernel {
+        let mut b = KernelBuilder::new("fenced");
+        let acc = wgmma_accumulator(&mut b);
+        let word = |b: &mut KernelBuilder| {
+            let one = b.constant(Constant::u32(1));
+            b.def(Op::Binary(BinaryOp::Add, one, one)).unwrap()
+        };
+        let early = word(&mut b);
+        b.push(Stmt::WgmmaFence);
+        let a = if a_after_fence { word(&mut b) } else { early };
+        push_wgmma(&mut b, a, acc);
         b.finish()
     }
 
@@ -891,19 +902,8 @@ mod tests {
     /// A register `A` read from a variable after the fence: the variable's register, fine
     /// when written before the fence, not when written after it.
     fn wgmma_reading_var(written_after_fence: bool) -> Kernel {
-        use crate::wgmma::{ScaleD, WgmmaA, WgmmaShape, WgmmaType};
         let mut b = KernelBuilder::new("fenced_var");
-        let acc: Vec<_> = (0..4)
-            .map(|i| b.var(format!("d{i}"), ScalarType::F32))
-            .collect();
-        let zero = b.constant(Constant::f32(0.0));
-        for &v in &acc {
-            b.push(Stmt::WriteVar {
-                var: v,
-                value: zero,
-            });
-        }
-        let desc = b.constant(Constant::u64(0));
+        let acc = wgmma_accumulator(&mut b);
         let a_var = b.var("a", ScalarType::U32);
         let one = b.constant(Constant::u32(1));
         if !written_after_fence {
@@ -920,20 +920,7 @@ mod tests {
             });
         }
         let a = b.def(Op::ReadVar(a_var)).unwrap();
-        b.push(Stmt::WgmmaMma(Box::new(crate::WgmmaMma {
-            shape: WgmmaShape {
-                ty: WgmmaType::F16,
-                n: 8,
-            },
-            a: WgmmaA::Registers([a; 4]),
-            b: desc,
-            scale_d: ScaleD::Const(true),
-            negate_a: false,
-            negate_b: false,
-            trans_a: false,
-            trans_b: false,
-            acc,
-        })));
+        push_wgmma(&mut b, a, acc);
         b.finish()
     }
 

@@ -311,12 +311,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         keep: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     ) -> Self {
         Self {
-            ctx,
-            addr,
-            len,
-            memory,
             _keep: Some(std::panic::AssertUnwindSafe(keep)),
-            _elem: PhantomData,
+            ..Self::from_memory(ctx, addr, len, memory)
         }
     }
 
