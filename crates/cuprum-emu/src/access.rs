@@ -418,7 +418,9 @@ impl Ports<'_> {
     /// `mask`, performed at once (which is one of the behaviours the asynchronous copy
     /// allows): the shared bytes count as written by the issuing thread now.
     /// `cp.async` for the lanes in `mask`: `size` bytes to shared `dst` from global `src`,
-    /// of which only the lane's `src_size` (when given) are read and the rest are zeros.
+    /// of which only the lane's `src_size` (when given) are read and the rest are zeros. The
+    /// global bytes are read now; the shared writes go into `queues`, to land when the lane
+    /// waits for them (`crate::cp_async`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn cp_async(
         &mut self,
@@ -428,6 +430,7 @@ impl Ports<'_> {
         src: &Lanes,
         src_size: Option<&Lanes>,
         mask: u32,
+        queues: &mut crate::cp_async::Queues,
     ) -> Result<(), EmuError> {
         let size64 = u64::from(size);
         let chunk = size.min(8);
@@ -472,11 +475,40 @@ impl Ports<'_> {
                 let mut word = [0u8; 8];
                 word[..chunk as usize].copy_from_slice(&bytes[start..start + chunk as usize]);
                 let v = u64::from_le_bytes(word);
-                let at = (d as u32).checked_add(i * chunk);
-                let fault = |f| ctx.shared_fault(f, l, d, size, AccessKind::Store);
-                let at = at.ok_or_else(|| fault(SharedFault::OutOfBounds))?;
-                self.shared.store(at, chunk, v, ctx.tid(l)).map_err(fault)?;
+                let at = u32::try_from(d)
+                    .ok()
+                    .and_then(|d| d.checked_add(i * chunk))
+                    .ok_or_else(|| {
+                        ctx.shared_fault(SharedFault::OutOfBounds, l, d, size, AccessKind::Store)
+                    })?;
+                queues.issue(
+                    l,
+                    crate::cp_async::Piece {
+                        at,
+                        bytes: chunk,
+                        value: v,
+                        copy_dst: d,
+                        copy_size: size,
+                    },
+                );
             }
+        }
+        Ok(())
+    }
+
+    /// Lands lane `lane`'s `pieces` of earlier `cp.async`s in shared memory, as that lane's
+    /// writes (`crate::cp_async`).
+    pub(crate) fn land_copies(
+        &mut self,
+        ctx: Ctx,
+        lane: u32,
+        pieces: &[crate::cp_async::Piece],
+    ) -> Result<(), EmuError> {
+        for p in pieces {
+            let fault = |f| ctx.shared_fault(f, lane, p.copy_dst, p.copy_size, AccessKind::Store);
+            self.shared
+                .store(p.at, p.bytes, p.value, ctx.tid(lane))
+                .map_err(fault)?;
         }
         Ok(())
     }

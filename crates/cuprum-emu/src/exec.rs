@@ -234,6 +234,8 @@ struct BlockState<'k> {
     races: BlockRaces,
     /// Each warp's wgmma and named-barrier state.
     wg: Vec<crate::wgmma::WarpState<'k>>,
+    /// Each warp's `cp.async` copies in flight.
+    cp: Vec<crate::cp_async::Queues>,
 }
 
 impl<'k> BlockState<'k> {
@@ -251,6 +253,7 @@ impl<'k> BlockState<'k> {
             steps_left: 0,
             races: BlockRaces::new(),
             wg: (0..w).map(|_| crate::wgmma::WarpState::default()).collect(),
+            cp: (0..w).map(|_| crate::cp_async::Queues::default()).collect(),
         }
     }
 }
@@ -274,6 +277,7 @@ fn run_block<'k>(
     st.done.fill(false);
     st.at_barrier.fill(None);
     st.wg.iter_mut().for_each(crate::wgmma::WarpState::reset);
+    st.cp.iter_mut().for_each(crate::cp_async::Queues::reset);
     st.vars.fill([0; 32]);
     st.local.fill(crate::memory::POISON);
     st.shared.begin_block(launch.shared_size, launch.threads);
@@ -304,6 +308,7 @@ fn run_block<'k>(
                 },
                 steps_left: st.steps_left,
                 wg: &mut st.wg[w],
+                cp: &mut st.cp[w],
             };
             let stop = exec.run(&mut st.warps[w]);
             st.steps_left = exec.steps_left;

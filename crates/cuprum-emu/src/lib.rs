@@ -133,6 +133,7 @@
 
 mod access;
 mod atomic;
+mod cp_async;
 mod error;
 mod exec;
 mod global;

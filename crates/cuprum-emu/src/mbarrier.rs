@@ -435,6 +435,10 @@ impl Exec<'_, '_> {
         mask: u32,
     ) -> Result<Flow, EmuError> {
         let ctx = self.ctx;
+        if let MbarrierOp::CpAsyncArrive { .. } = op {
+            // The arrive fires once the lanes' earlier copies are complete: they land first.
+            self.land_copies(mask, None)?;
+        }
         let addrs = self.regs[addr.index()];
         let args = arg.map_or([0; 32], |a| self.regs[a.index()]);
         let tests = matches!(

@@ -16,7 +16,7 @@
 //!   resumed at the wait); a test that finds its phase incomplete lets the other warps run
 //!   ([`Stop::Yield`]); the rest is `mbarrier`'s.
 //! * `Mma` and `LdMatrix` require all 32 lanes to be active (arithmetic in `tensor`);
-//!   `CpAsync` copies at once, so its commit and wait statements have nothing to do; `Print`
+//!   `CpAsync` reads at once and writes when its lane waits (`cp_async`); `Print`
 //!   formats one text per active lane, in lane order (`printf`).
 //!
 //! Each `Def` writes its result straight into the destination register while reading its
@@ -150,9 +150,23 @@ pub(crate) struct Exec<'a, 'k> {
     pub(crate) steps_left: u64,
     /// This warp's wgmma and named-barrier state (`crate::wgmma`).
     pub(crate) wg: &'a mut crate::wgmma::WarpState<'k>,
+    /// This warp's `cp.async` copies in flight (`crate::cp_async`).
+    pub(crate) cp: &'a mut crate::cp_async::Queues,
 }
 
 impl<'k> Exec<'_, 'k> {
+    /// Lands the `cp.async` copies the lanes of `mask` wait for: all but their `pending`
+    /// most recent groups, or (`None`) every copy.
+    pub(crate) fn land_copies(&mut self, mask: u32, pending: Option<u32>) -> Result<(), EmuError> {
+        for l in lanes_of(mask) {
+            let pieces = self.cp.complete(l, pending);
+            if !pieces.is_empty() {
+                self.mem.land_copies(self.ctx, l, &pieces)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `warp` until it finishes or reaches a barrier.
     pub(crate) fn run(&mut self, warp: &mut Warp<'k>) -> Result<Stop, EmuError> {
         let ctx = self.ctx;
@@ -165,6 +179,8 @@ impl<'k> Exec<'_, 'k> {
             self.steps_left -= 1;
             let was_first = std::mem::replace(&mut first, false);
             let Some(top) = warp.frames.last_mut() else {
+                // A thread's copies complete even if it never waits for them.
+                self.land_copies(u32::MAX, None)?;
                 return Ok(Stop::Done);
             };
             let stmts = top.stmts;
@@ -364,10 +380,12 @@ impl<'k> Exec<'_, 'k> {
                 } => {
                     let (d, s) = (&self.regs[dst.index()], &self.regs[src.index()]);
                     let n = src_size.map(|n| &self.regs[n.index()]);
-                    self.mem.cp_async(ctx, *size, d, s, n, mask)?;
+                    self.mem.cp_async(ctx, *size, d, s, n, mask, self.cp)?;
                 }
-                // Copies complete when they are issued, so there is nothing to wait for.
-                Stmt::CpAsyncCommit | Stmt::CpAsyncWaitGroup { .. } | Stmt::CpAsyncWaitAll => {}
+                // Copies land when their lane waits for them (`crate::cp_async`).
+                Stmt::CpAsyncCommit => self.cp.commit(mask),
+                Stmt::CpAsyncWaitGroup { pending } => self.land_copies(mask, Some(*pending))?,
+                Stmt::CpAsyncWaitAll => self.land_copies(mask, None)?,
                 // The fence lets the TMA read the thread's earlier generic writes
                 // (`crate::tma`); it orders nothing between threads.
                 // Line information only.

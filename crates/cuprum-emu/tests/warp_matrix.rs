@@ -581,6 +581,94 @@ fn run_cp_async(kernel: &Kernel, size: u32, blocks: u32) -> Result<(Vec<u8>, Vec
     Ok((src, bytes))
 }
 
+/// Each thread marks its own shared word, copies a global word over it with `cp.async`,
+/// reads it before waiting and again after: out[2g] and out[2g + 1].
+fn cp_async_visibility_kernel(wait: Stmt) -> Kernel {
+    let mut k = K::new("cpasync_visible");
+    let src = k.slice("src", S::U8, SliceAccess::ReadOnly);
+    let out = k.slice("out", S::U32, SliceAccess::Disjoint);
+    let smem = k.b.shared_array(ArrayDecl {
+        name: "stage".into(),
+        elem: S::U8,
+        len: THREADS * 4,
+    });
+    let t = k.tid();
+    let g = k.global_id();
+    let four = k.u32(4);
+    let soff = k.mul(t, four);
+    let saddr = k.shared_addr(smem, soff);
+    let marker = k.u32(0xDEAD_BEEF);
+    k.push(Stmt::Store {
+        space: AddressSpace::Shared,
+        addr: saddr,
+        value: marker,
+    });
+    let four64 = k.u64(4);
+    let goff = k.mul(g, four64);
+    let gaddr = k.elem_addr(src, goff);
+    k.b.cp_async(CpAsyncCache::Ca, 4, saddr, gaddr, None)
+        .unwrap();
+    k.push(Stmt::CpAsyncCommit);
+    let read = |k: &mut K| {
+        k.op(Op::Load {
+            space: AddressSpace::Shared,
+            ty: S::U32,
+            addr: saddr,
+            eviction: cuprum_ir::Eviction::Normal,
+        })
+    };
+    let before = read(&mut k);
+    k.push(wait);
+    let after = read(&mut k);
+    let two = k.u64(2);
+    let first = k.mul(g, two);
+    k.store(out, first, before);
+    let one = k.u64(1);
+    let second = k.add(first, one);
+    k.store(out, second, after);
+    k.finish()
+}
+
+#[test]
+fn cp_async_lands_when_its_thread_waits() {
+    // The copy is asynchronous: before the wait the thread still reads its marker (a read
+    // without a wait sees stale data on the emulator, as it may on the GPU); after
+    // `wait_group 0` or `wait_all` it reads the copied word. A `wait_group 1` leaves the
+    // only committed group in flight.
+    for (wait, lands) in [
+        (Stmt::CpAsyncWaitGroup { pending: 0 }, true),
+        (Stmt::CpAsyncWaitAll, true),
+        (Stmt::CpAsyncWaitGroup { pending: 1 }, false),
+    ] {
+        let what = format!("{wait:?}");
+        let kernel = cp_async_visibility_kernel(wait);
+        let blocks = 2;
+        let mem = Memory::new();
+        let n = (THREADS * blocks * 4) as usize;
+        let src: Vec<u8> = (0..n).map(|i| (i * 37 + 11) as u8).collect();
+        let src_arg = upload(&mem, &src);
+        let out = output(&mem, S::U32, 2 * (THREADS * blocks) as usize);
+        let dims = LaunchDims {
+            grid: [blocks, 1, 1],
+            block: [THREADS, 1, 1],
+            dynamic_shared_bytes: 0,
+        };
+        launch(&mem, &kernel, dims, &[src_arg, out]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got = download::<u32>(&mem, out);
+        for g in 0..(THREADS * blocks) as usize {
+            let copied =
+                u32::from_le_bytes([src[4 * g], src[4 * g + 1], src[4 * g + 2], src[4 * g + 3]]);
+            assert_eq!(
+                got[2 * g],
+                0xDEAD_BEEF,
+                "{what}: thread {g} saw its copy before waiting"
+            );
+            let want = if lands { copied } else { 0xDEAD_BEEF };
+            assert_eq!(got[2 * g + 1], want, "{what}: thread {g} after the wait");
+        }
+    }
+}
+
 #[test]
 fn cp_async_copy_barrier_read() {
     let cases = [
