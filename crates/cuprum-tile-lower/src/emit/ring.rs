@@ -67,11 +67,15 @@ impl Emitter<'_> {
     /// The rings of `for counter in .. { body }` (see the module docs), their buffers
     /// reserved; none where the loop does not qualify.
     pub(super) fn plan_rings(&mut self, counter: TileValue, body: &Block) -> R<Vec<Ring>> {
+        // Rings feed `wgmma`s only: nothing to look at for other devices.
+        if !self.hopper {
+            return Ok(Vec::new());
+        }
         let mut leaves = false;
         body.visit(&mut |s| {
             leaves |= matches!(s, TStmt::Break { .. } | TStmt::Continue { .. });
         });
-        if leaves || !self.hopper {
+        if leaves {
             return Ok(Vec::new());
         }
         // The body's own wgmmas and the tiles they read.
