@@ -20,6 +20,11 @@ The compile and start-up latency section comes from the records of the compile_l
   {"record": "latency_warning", "case": c, "text": why}
 When a case appears more than once, each time column keeps its smallest value.
 
+The first-launch section comes from the startup example's tile rows:
+  {"record": "first_launch", "case": c, "cold_ms": t, "warm_ms": t, "second_ms": t, "procs": n}
+(the smallest of each column when a case appears more than once), beside the goals of issue 16
+and cuTile Rust's published first launches on the same GPU.
+
 Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
        report.py --self-test     (parses benches/testdata/sample.log and checks the rows)
 """
@@ -364,11 +369,70 @@ def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
             md += ["![ratios](benches/results/bench.png)", "",
                    "The rows are also in `benches/results/bench.csv`.", ""]
         md += latency
+        md += first_launch_markdown(lines)
         if failures:
             md += ["## Failures", ""] + [f"- `{f}`" for f in failures] + [""]
         with open(os.path.join(out, "BENCHMARKS.md"), "w") as f:
             f.write("\n".join(md))
     return rows, failures, latency_table
+
+
+# Issue 16's goals for a tile GEMM's first launch in a fresh process, and cuTile Rust's
+# published first launches on the H200 (seconds to milliseconds), by case.
+FIRST_LAUNCH_GOALS = {"tile_gemm": (150.0, 1.0)}
+CUTILE_FIRST_LAUNCH_MS = {"tile_add": (230.0, 230.0), "tile_gemm": (570.0, 1030.0)}
+FIRST_LAUNCH_COLUMNS = ["kernel", "cold cache ms", "warm cache ms", "second launch ms",
+                        "goal (cold / warm)", "cuTile Rust (published)", "cold: cuTile Rust / cuprum"]
+
+FIRST_LAUNCH_EXPLANATION = """\
+Measured by `crates/cuprum/examples/startup.rs`: a fresh process's first launch of a tile kernel,
+from its embedded tile IR to a finished launch (specialized, lowered, optimized, written as PTX,
+compiled and loaded, launched and waited for): `tile_add` on 1024 f32, `tile_gemm` bf16
+256x256x256 in 128x256x64 tiles (on an H200 the Hopper recipe). **cold cache** is a process whose
+compile cache folder is empty, with the driver's own JIT cache off; **warm cache** the next
+process on the folder the cold one filled; **second launch** the same kernel again in the cold
+process. Medians over the processes the record names. The goals are issue 16's; cuTile Rust's
+figures are its published first launches on an H200 (it compiles with `tileiras` at run time)."""
+
+
+def first_launch_markdown(lines):
+    """The "First launch of a tile kernel" section (markdown lines; empty when not measured)."""
+    cases, order = {}, []
+    for rec in records(lines):
+        if rec["record"] != "first_launch" or "case" not in rec:
+            continue
+        case = rec["case"]
+        if case not in cases:
+            order.append(case)
+            cases[case] = {"cold_ms": None, "warm_ms": None, "second_ms": None, "procs": rec.get("procs")}
+        for t in ("cold_ms", "warm_ms", "second_ms"):
+            v = number(rec.get(t))
+            if v is not None and (cases[case][t] is None or v < cases[case][t]):
+                cases[case][t] = v
+    if not order:
+        return []
+
+    def ms(v):
+        return "-" if v is None else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+    rows = []
+    for c in order:
+        got = cases[c]
+        goal = FIRST_LAUNCH_GOALS.get(c)
+        theirs = CUTILE_FIRST_LAUNCH_MS.get(c)
+        cold = got["cold_ms"]
+        rows.append({
+            "kernel": c, "cold cache ms": ms(cold), "warm cache ms": ms(got["warm_ms"]),
+            "second launch ms": ms(got["second_ms"]),
+            "goal (cold / warm)": f"<= {goal[0]:.0f} / <= {goal[1]:.0f} ms" if goal else "-",
+            "cuTile Rust (published)": (f"{theirs[0]:.0f} ms" if theirs and theirs[0] == theirs[1]
+                                        else f"{theirs[0]:.0f}-{theirs[1]:.0f} ms" if theirs else "-"),
+            "cold: cuTile Rust / cuprum": (f"{theirs[0] / cold:.1f}-{theirs[1] / cold:.1f}x"
+                                           if theirs and cold and theirs[0] != theirs[1]
+                                           else f"{theirs[0] / cold:.1f}x" if theirs and cold else "-"),
+        })
+    return ["## First launch of a tile kernel", "", FIRST_LAUNCH_EXPLANATION, "",
+            markdown(rows, FIRST_LAUNCH_COLUMNS), ""]
 
 
 def self_test():
@@ -409,6 +473,9 @@ def self_test():
     assert "sgemm: sgemm_tiled, sgemm_reg" in doc
     assert "cold: context 120.0 ms, first (small) module 30.00 ms" in doc, doc
     assert "`case=sgemm the warm process compiled" in doc
+    assert "## First launch of a tile kernel" in doc
+    assert "| tile_gemm | 140.0 | 1.20 | 0.05 | <= 150 / <= 1 ms | 570-1030 ms | 4.1-7.4x |" in doc, doc
+    assert first_launch_markdown([]) == []
     no_latency, _ = latency_markdown([], "g", "d", "now")
     assert "Not measured" in no_latency[2]
     print(f"self-test PASSED (outputs in {out})")

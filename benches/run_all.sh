@@ -3,7 +3,8 @@
 # (benches/peers/*.cu, nvcc -O3 -arch=sm_90, cuBLAS where it links), runs them, the packed cuprum
 # examples (bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm (at 4096^3
 # and 8192^3) iter_bench tile_bench, and
-# compile_latency: the compile and start-up latency of every case's kernels) and the
+# compile_latency: the compile and start-up latency of every case's kernels, startup: a fresh
+# process's first launch of tile kernels, cold and warm) and the
 # PyTorch/Triton peers (benches/peers/torch_peers.py, and tile_peers.py for the tile track), all into one log; then benches/report.py
 # turns the log into the markdown tables (printed), $OUT/bench.csv, $OUT/latency.csv,
 # $OUT/bench.png and $OUT/BENCHMARKS.md (copy that to the repository root to update it).
@@ -57,7 +58,7 @@ run() {
   [ $rc -eq 0 ] || fail "$label" "$rc"
 }
 
-EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm iter_bench tile_bench compile_latency"
+EXAMPLES="bench_vecadd reduce sgemm transpose histogram scan nbody bench_simt hopper_gemm iter_bench tile_bench compile_latency startup"
 for round in $(seq 1 "$ROUNDS"); do
   for p in $PEERS; do
     [ -x "$TMP/peer-$p" ] && run "cuda_c++-$p-r$round" "$TMP/peer-$p"

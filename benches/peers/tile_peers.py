@@ -7,7 +7,8 @@ records (case names tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile
 torch, torch_compile, triton or cublas: PyTorch's bf16 and f16 matmuls at 4096^3 and 8192^3;
 case names tile_gemm and tile_gemm_f16;
 tile_attention: scaled_dot_product_attention in f16, batch 4, 32 heads, sequence 4096, head 128, and a Triton
-flash-attention forward, triton_attention.py) for benches/report.py.
+flash-attention forward, triton_attention.py; tile_attention_causal: the same with
+is_causal / a causal Triton kernel, counting half the flops) for benches/report.py.
 
 Usage: python3 benches/peers/tile_peers.py [--quick] [--only CASE]   (--quick: small sizes, a smoke
 test; --only: one case, e.g. tile_attention)
@@ -129,8 +130,32 @@ def main():
             result("tile_attention", "triton", size, 4 * b * h * sq * d * 2, 4 * b * h * sq * sq * d,
                    median_ms(lambda: attention(q, k, v, out)))
 
+    def tile_attention_causal():
+        b, h, sq, d = (1, 2, 128, 128) if quick else (4, 32, 4096, 128)
+        q = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        k = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        v = torch.rand(b, h, sq, d, device="cuda", dtype=torch.float16) * 2 - 1
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ref = F.scaled_dot_product_attention(q[:1, :1].double(), k[:1, :1].double(), v[:1, :1].double(),
+                                             is_causal=True)
+        check(torch.allclose(o[:1, :1].double(), ref, rtol=1e-2, atol=4e-3), "causal sdpa")
+        size = f"b{b}_h{h}_s{sq}_d{d}"
+        # Half of the full product's flops, as FlashAttention counts causal attention.
+        flops = 2 * b * h * sq * sq * d
+        result("tile_attention_causal", "torch", size, 4 * b * h * sq * d * 2, flops,
+               median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+        if HAVE_TRITON:
+            from triton_attention import causal_attention  # noqa: E402
+
+            out = torch.empty_like(q)
+            causal_attention(q, k, v, out)
+            check(torch.allclose(out.float(), o.float(), rtol=1e-2, atol=4e-3), "triton causal attention")
+            result("tile_attention_causal", "triton", size, 4 * b * h * sq * d * 2, flops,
+                   median_ms(lambda: causal_attention(q, k, v, out)))
+
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
-    for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm, tile_attention):
+    for fn in (tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm, tile_attention,
+               tile_attention_causal):
         if only is None or fn.__name__ == only:
             case(fn)
     if FAILED:

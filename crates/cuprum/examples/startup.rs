@@ -7,7 +7,8 @@
 //! launch (the embedded tile IR decoded, specialized, lowered, optimized, written as PTX and
 //! loaded, then launched on 1024 elements, or on 256x256x256, and waited for), with a cold
 //! compile cache (an empty folder, and the driver's own JIT cache off) and with a warm one
-//! (the folder the cold process filled), beside the second launch of the same process.
+//! (the folder the cold process filled), beside the second launch of the same process; each
+//! tile row also as a `{"record":"first_launch",..}` line for `benches/report.py`.
 //!
 //!     cargo run --release -p cuprum --example startup [-- --procs 9]
 
@@ -237,11 +238,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             second.push(again);
             warm.push(run_tile_child(&exe, name, &dir, false)?.0);
         }
-        println!(
-            "| {name} | {:.3} | {:.3} | {:.3} |",
+        let (cold, warm, second) = (
             median(cold).expect("procs"),
             median(warm).expect("procs"),
-            median(second).expect("procs")
+            median(second).expect("procs"),
+        );
+        println!("| {name} | {cold:.3} | {warm:.3} | {second:.3} |");
+        // For `benches/report.py`'s first-launch section.
+        println!(
+            "{{\"record\":\"first_launch\",\"case\":\"{name}\",\"cold_ms\":{cold:.3},\
+             \"warm_ms\":{warm:.3},\"second_ms\":{second:.3},\"procs\":{procs}}}"
         );
     }
     Ok(())

@@ -101,6 +101,89 @@ mod kernels {
         out.store(out16.reshape(const_shape![1, BM, D]));
     }
 
+    /// Causal attention forward in f16, in the shape of cuTile Rust's
+    /// `flash_attention_causal` (query `i` sees keys `0..=i`): the key blocks below the
+    /// block's diagonal in one loop without a mask, the blocks on it in a second loop that
+    /// adds `-inf` where a key follows its query. Tensors are `(batch * heads, sequence, D)`,
+    /// `BM` a multiple of `BN`.
+    #[cuprum::tile::entry()]
+    fn attention_causal<const BM: i32, const BN: i32, const D: i32>(
+        out: &mut Tensor<f16, { [1, BM, D] }>,
+        q: &Tensor<f16, { [-1, -1, D] }>,
+        k: &Tensor<f16, { [-1, -1, D] }>,
+        v: &Tensor<f16, { [-1, -1, D] }>,
+        qk_scale: f32,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let tq: Tile<f16, { [BM, D] }> = q
+            .partition(const_shape![1, BM, D])
+            .load([pid.0, pid.1, 0i32])
+            .reshape(const_shape![BM, D]);
+        let scale: Tile<f32, { [BM, BN] }> = qk_scale.broadcast(const_shape![BM, BN]);
+        let mut m_i: Tile<f32, { [BM, 1] }> = constant(f32::NEG_INFINITY, const_shape![BM, 1]);
+        let mut l_i: Tile<f32, { [BM, 1] }> = constant(0.0f32, const_shape![BM, 1]);
+        let mut acc: Tile<f32, { [BM, D] }> = constant(0.0f32, const_shape![BM, D]);
+        let k_part = k.partition(const_shape![1, BN, D]);
+        let v_part = v.partition(const_shape![1, BN, D]);
+        let n: i32 = k.shape()[1];
+        let mask_start: i32 = min(pid.1 * BM / BN, n / BN);
+        let end: i32 = ceil_div(min((pid.1 + 1i32) * BM, n), BN);
+        for j in 0i32..mask_start {
+            let kt: Tile<f16, { [BN, D] }> =
+                k_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
+            let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) * scale;
+            let qk_max: Tile<f32, { [BM, 1] }> = reduce_max(qk, 1).reshape(const_shape![BM, 1]);
+            let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
+            let p: Tile<f32, { [BM, BN] }> =
+                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Disabled);
+            let l_ij: Tile<f32, { [BM, 1] }> = reduce_sum(p, 1).reshape(const_shape![BM, 1]);
+            let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Disabled);
+            l_i = l_i * alpha + l_ij;
+            acc = acc * alpha.broadcast(const_shape![BM, D]);
+            let vt: Tile<f16, { [BN, D] }> =
+                v_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
+            let p16: Tile<f16, { [BM, BN] }> = convert_tile(p);
+            acc = mma(p16, vt, acc);
+            m_i = m_ij;
+        }
+        let offs_n: Tile<i32, { [BN] }> = iota(const_shape![BN]);
+        let offs_n: Tile<i32, { [BM, BN] }> = offs_n
+            .reshape(const_shape![1, BN])
+            .broadcast(const_shape![BM, BN]);
+        let offs_m: Tile<i32, { [BM] }> = iota(const_shape![BM]);
+        let offs_m: Tile<i32, { [BM, 1] }> =
+            broadcast_scalar(pid.1 * BM, const_shape![BM, 1]) + offs_m.reshape(const_shape![BM, 1]);
+        let offs_m: Tile<i32, { [BM, BN] }> = offs_m.broadcast(const_shape![BM, BN]);
+        let visible: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+        let hidden: Tile<f32, { [BM, BN] }> = constant(f32::NEG_INFINITY, const_shape![BM, BN]);
+        for j in mask_start..end {
+            let kt: Tile<f16, { [BN, D] }> =
+                k_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
+            let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+            let keys: Tile<i32, { [BM, BN] }> =
+                broadcast_scalar(j * BN, const_shape![BM, BN]) + offs_n;
+            let mask: Tile<f32, { [BM, BN] }> = select(ge_tile(offs_m, keys), visible, hidden);
+            let qk: Tile<f32, { [BM, BN] }> = (mma(tq, kt.transpose(), zero) + mask) * scale;
+            let qk_max: Tile<f32, { [BM, 1] }> = reduce_max(qk, 1).reshape(const_shape![BM, 1]);
+            let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
+            let p: Tile<f32, { [BM, BN] }> =
+                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Disabled);
+            let l_ij: Tile<f32, { [BM, 1] }> = reduce_sum(p, 1).reshape(const_shape![BM, 1]);
+            let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Disabled);
+            l_i = l_i * alpha + l_ij;
+            acc = acc * alpha.broadcast(const_shape![BM, D]);
+            let vt: Tile<f16, { [BN, D] }> =
+                v_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
+            let p16: Tile<f16, { [BM, BN] }> = convert_tile(p);
+            acc = mma(p16, vt, acc);
+            m_i = m_ij;
+        }
+        let acc: Tile<f32, { [BM, D] }> = true_div(acc, l_i.broadcast(const_shape![BM, D]));
+        let out16: Tile<f16, { [BM, D] }> = convert_tile(acc);
+        out.store(out16.reshape(const_shape![1, BM, D]));
+    }
+
     #[cuprum::tile::entry()]
     fn softmax<const BM: i32, const BN: i32>(
         y: &mut Tensor<f32, { [BM, BN] }>,
@@ -287,11 +370,13 @@ fn gemm<H: DType + Copy + Into<f32>>(
     Ok(())
 }
 
-/// `tile_attention`: attention forward in f16, batch 4, 32 heads, sequence 4096, head
-/// dimension 128 on a GPU (the size; 4 * b * h * s^2 * d flops), in each of a few
-/// tile shapes (the fastest recorded), checked on sampled query rows against an f64 softmax
-/// of the f16 inputs. Its peer is PyTorch's `scaled_dot_product_attention` (flash).
-fn attention(stream: &Stream, big: bool) -> Result<(), Failure> {
+/// `tile_attention` and `tile_attention_causal`: attention forward in f16, batch 4, 32
+/// heads, sequence 4096, head dimension 128 on a GPU (the size; 4 * b * h * s^2 * d
+/// flops, half of it when causal, as FlashAttention counts), in each of a few tile shapes
+/// (the fastest recorded), checked on sampled query rows against an f64 softmax of the f16
+/// inputs. Its peers are PyTorch's `scaled_dot_product_attention` (flash; `is_causal` for
+/// the causal case) and a Triton flash-attention kernel.
+fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
     use half::f16;
     let (b, h, s, d) = if big {
         (4, 32, 4096, 128)
@@ -299,6 +384,11 @@ fn attention(stream: &Stream, big: bool) -> Result<(), Failure> {
         (1, 2, 128, 128)
     };
     let bh = b * h;
+    let case = if causal {
+        "tile_attention_causal"
+    } else {
+        "tile_attention"
+    };
     let round = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
     let (hq, hk, hv) = (
         round(data(bh * s * d, 8, -1.0, 1.0)),
@@ -310,21 +400,32 @@ fn attention(stream: &Stream, big: bool) -> Result<(), Failure> {
     let v = api::from_host(&hv, &[bh, s, d]).sync_on(stream)?;
     let scale = std::f32::consts::LOG2_E / (d as f32).sqrt();
     let size = format!("b{b}_h{h}_s{s}_d{d}");
-    let flops = 4.0 * (bh * s * s * d) as f64;
+    let full = 4.0 * (bh * s * s * d) as f64;
+    let flops = if causal { full / 2.0 } else { full };
     let mut best = f64::INFINITY;
     for (bm, bn) in [(64usize, 64usize), (128, 64), (128, 32), (64, 32)] {
         let mut z = api::full(f16::NAN, &[bh, s, d]).sync_on(stream)?;
         let generics = [bm.to_string(), bn.to_string(), d.to_string()];
         let ms = time(stream, |ctx| {
-            kernels::attention((&mut z).partition([1, bm, d]), &q, &k, &v, scale)
-                .generics(generics.clone())
-                .execute(ctx)
-                .map(drop)
+            let out = (&mut z).partition([1, bm, d]);
+            if causal {
+                kernels::attention_causal(out, &q, &k, &v, scale)
+                    .generics(generics.clone())
+                    .execute(ctx)
+                    .map(drop)
+            } else {
+                kernels::attention(out, &q, &k, &v, scale)
+                    .generics(generics.clone())
+                    .execute(ctx)
+                    .map(drop)
+            }
         })?;
         let got = z.to_host_vec().sync_on(stream)?;
-        for (head, row) in [(0, 0), (bh / 2, s / 3), (bh - 1, s - 1)] {
+        for (head, row) in [(0, 0), (bh / 2, s / 3), (bh - 1, s - 1), (1, s / 2 + 7)] {
             let at = |t: &[f16], r: usize, c: usize| f64::from(t[(head * s + r) * d + c].to_f32());
-            let logits: Vec<f64> = (0..s)
+            // The keys query `row` sees.
+            let seen = if causal { row + 1 } else { s };
+            let logits: Vec<f64> = (0..seen)
                 .map(|j| (0..d).map(|c| at(&hq, row, c) * at(&hk, j, c)).sum::<f64>())
                 .map(|x| x / (d as f64).sqrt())
                 .collect();
@@ -332,30 +433,24 @@ fn attention(stream: &Stream, big: bool) -> Result<(), Failure> {
             let w: Vec<f64> = logits.iter().map(|x| (x - top).exp()).collect();
             let total: f64 = w.iter().sum();
             for c in 0..d {
-                let want: f64 = (0..s).map(|j| w[j] * at(&hv, j, c)).sum::<f64>() / total;
+                let want: f64 = (0..seen).map(|j| w[j] * at(&hv, j, c)).sum::<f64>() / total;
                 let g = f64::from(got[(head * s + row) * d + c].to_f32());
                 // f16 probabilities and result: within a few f16 ulps of the largest value.
                 if (g - want).abs() > 4e-3 {
                     return Err(format!(
-                        "FAILED: tile_attention {bm}x{bn}: head {head} row {row} col {c} is {g}, want {want}"
+                        "FAILED: {case} {bm}x{bn}: head {head} row {row} col {c} is {g}, want {want}"
                     )
                     .into());
                 }
             }
         }
         println!(
-            "cuprum tile_attention {size} tiles {bm}x{bn} median {ms:.4} ms {:.1} TFLOP/s",
+            "cuprum {case} {size} tiles {bm}x{bn} median {ms:.4} ms {:.1} TFLOP/s",
             flops / (ms * 1e9)
         );
         best = best.min(ms);
     }
-    record::result(
-        "tile_attention",
-        &size,
-        (4 * bh * s * d * 2) as f64,
-        flops,
-        best,
-    );
+    record::result(case, &size, (4 * bh * s * d * 2) as f64, flops, best);
     Ok(())
 }
 
@@ -367,6 +462,13 @@ fn main() -> Result<(), Failure> {
     let n = if big { 1 << 28 } else { 1 << 16 };
     let (rows, cols) = if big { (16384, 4096) } else { (64, 4096) };
     let sampled: Vec<usize> = (0..rows).step_by((rows / 16).max(1)).collect();
+    // `TILE_BENCH_ONLY=attention`: only the attention cases (to profile or tune them).
+    if std::env::var("TILE_BENCH_ONLY").is_ok_and(|v| v == "attention") {
+        attention(&stream, big, false)?;
+        attention(&stream, big, true)?;
+        println!("PASSED");
+        return Ok(());
+    }
 
     // add
     let (hx, hy) = (data(n, 1, -100.0, 100.0), data(n, 2, -100.0, 100.0));
@@ -503,7 +605,8 @@ fn main() -> Result<(), Failure> {
             half::f16::NAN,
         )?;
     }
-    attention(&stream, big)?;
+    attention(&stream, big, false)?;
+    attention(&stream, big, true)?;
     println!("PASSED");
     Ok(())
 }
