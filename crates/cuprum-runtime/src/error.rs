@@ -209,6 +209,15 @@ pub enum Error {
         detail: String,
     },
 
+    /// Host work on emulated memory (`Stream::host_work`, a graph's replay of it) failed.
+    #[error("host work `{name}` failed: {message}")]
+    HostWork {
+        /// What the work is (the tile track names the kernel it interprets).
+        name: String,
+        /// Why it failed.
+        message: String,
+    },
+
     /// The operation is not available on this backend or driver.
     #[error("unsupported operation: {what}")]
     Unsupported {

@@ -56,6 +56,12 @@ pub(crate) enum GraphOp {
     },
     /// `bytes` bytes from `src` to `dst`, both inside held memory.
     Copy { dst: u64, src: u64, bytes: usize },
+    /// Host work on copies of held memory (emulator only: `host_work`).
+    HostWork {
+        name: Arc<str>,
+        regions: Vec<crate::host_work::HostRegion>,
+        work: crate::host_work::HostWork,
+    },
 }
 
 /// A recorded launch of one of cuprum's kernels as the backends take it: its module, the
@@ -75,6 +81,7 @@ impl GraphOp {
                 format!("kernel `{name}`")
             }
             Self::Copy { bytes, .. } => format!("a copy of {bytes} bytes"),
+            Self::HostWork { name, .. } => format!("host work `{name}`"),
         }
     }
 

@@ -50,6 +50,7 @@ pub mod error;
 pub mod external;
 pub mod foreign;
 pub mod graph;
+pub mod host_work;
 pub mod interop;
 pub mod launch;
 pub mod limits;
@@ -71,6 +72,7 @@ pub use context::{
 pub use error::{DriverStatus, Error, Result};
 pub use foreign::{ForeignOwner, RawBuffer, RawOwner};
 pub use graph::Graph;
+pub use host_work::{HostRegion, HostWork};
 pub use launch::{
     KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, LaunchContract,
     LoadedModule,

@@ -46,6 +46,11 @@ const FIRST_WINDOW: u64 = 0x7f00_0000_0000;
 const WINDOWS: u64 = (u64::MAX - FIRST_WINDOW) / ADDRESS_WINDOW;
 
 impl EmuDevice {
+    /// The emulated device memory (`host_work` reads and writes it).
+    pub(crate) fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
     /// A new emulated device whose addresses no other emulated context of the process uses
     /// (each gets its own window of the address space, as a GPU process has one), so an
     /// address always names one buffer of one context.

@@ -636,6 +636,11 @@ impl Backend {
                                 ),
                             }));
                         }
+                        GraphOp::HostWork {
+                            name,
+                            regions,
+                            work,
+                        } => d.host_work(name, regions, work)?,
                     }
                 }
                 Ok(())

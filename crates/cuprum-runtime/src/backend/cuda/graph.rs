@@ -103,6 +103,12 @@ impl CudaDevice {
                 GraphOp::Copy { dst, src, bytes } => {
                     unsafe { self.copy_dtod(*dst, *src, *bytes, stream) }?
                 }
+                // Only an emulator's recording stream records host work.
+                GraphOp::HostWork { name, .. } => {
+                    return Err(Failure::Error(Error::Unsupported {
+                        what: format!("host work `{name}` in a graph on a GPU"),
+                    }));
+                }
             }
         }
         Ok(())
