@@ -11,6 +11,7 @@ use cuprum_tile_ir::{Block, Combine, Literal, MmaKind, Op, Stmt, TileKernel, Til
 
 use crate::elementwise;
 use crate::error::InterpError;
+use crate::kloop;
 use crate::matmul;
 use crate::memory::{AddressFault, TensorView, Window};
 use crate::raw::{self, RawWrites};
@@ -41,6 +42,9 @@ pub(crate) struct Launch<'k, 'a> {
     pub shape: &'k [Vec<usize>],
     pub params: Vec<Param<'a>>,
     pub grid: [u32; 3],
+    /// A number no other launch of the process has (what caches of the tensors' contents
+    /// are keyed by).
+    pub id: u64,
 }
 
 /// A block's view of its own tile of one partitioned tensor: the elements it stored.
@@ -311,6 +315,13 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
                         step: step as i64,
                     }));
                 }
+                if step == 1
+                    && let Some(k) = kloop::recognize(*counter, args, body, self.launch.elem)
+                    && let Some(out) = self.k_loop(&k, (c, end), inits)?
+                {
+                    self.set_all(results, vec![Rc::new(out)]);
+                    return Ok(Flow::Next);
+                }
                 let mut carried = self.get_all(inits)?;
                 // The counter runs in `i128`: it stops at `end` instead of wrapping.
                 let out = loop {
@@ -416,6 +427,23 @@ impl<'l, 'k, 'a> BlockRun<'l, 'k, 'a> {
             Stmt::SourceLine { .. } => {}
         }
         Ok(Flow::Next)
+    }
+
+    /// A GEMM's K loop over counters `range` from `inits` computed at once (`kloop`), or
+    /// `None` when it must run step by step.
+    fn k_loop(
+        &self,
+        k: &kloop::KLoop,
+        range: (i128, i128),
+        inits: &[TileValue],
+    ) -> Run<Option<Vec<u64>>> {
+        let (a, _) = self.tensor(k.a)?;
+        let (b, _) = self.tensor(k.b)?;
+        let row = int_value(self.scalar(k.a_row)?, self.elem(k.a_row));
+        let col = int_value(self.scalar(k.b_col)?, self.elem(k.b_col));
+        let [init] = inits else { return Ok(None) };
+        let acc = self.get(*init)?;
+        Ok(k.run(self.launch.id, &a, &b, (row, col), range, &acc))
     }
 
     /// Writes `value` to this block's copy of its tile of partitioned tensor `p`: the

@@ -41,6 +41,11 @@
 //!   gathers see them; the log is written to memory when the block ends, in block order
 //!   (see `raw`). Where one scatter names one offset twice, the later element in row-major
 //!   order is written.
+//! * **GEMM K loops** (a `for` whose body only loads a tile of A at `(row, k)` and one of B at
+//!   `(k, col)` and `mma`s them, in `f32`, into what it carries) are computed at once from
+//!   the tensors' memory where that gives the same bits (`kloop`): the same chains of fused
+//!   multiply-adds, in the same order, without making the tiles ([`fused_k_loops`] counts
+//!   them). This is what lets GEMMs with small tiles run at their real sizes.
 //! * **Mapped outputs**' loops visit the block's tiles in the schedule's order
 //!   (`cuprum_tile_ir::grid::mapped_tile`); their stores go to the same log as scatters.
 
@@ -49,12 +54,14 @@
 mod elementwise;
 mod error;
 mod exec;
+mod kloop;
 mod matmul;
 mod memory;
 mod raw;
 mod shape;
 
 pub use error::InterpError;
+pub use kloop::fused_k_loops;
 
 use cuprum_ir::{Constant, ScalarType};
 use cuprum_tile_ir::{
@@ -230,6 +237,8 @@ pub fn run(
             (b / (gx * gy)) as u32,
         ]
     };
+    static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut output = Output::default();
     let mut first = 0u64;
     while first < blocks {
@@ -241,6 +250,7 @@ pub fn run(
                 shape: &shape,
                 params: params(kernel, args),
                 grid,
+                id,
             };
             // An indexed range: the results come back in block order.
             (0..count as usize)
