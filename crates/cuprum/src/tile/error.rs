@@ -57,6 +57,26 @@ pub enum Error {
         /// How many owners the `Arc` had.
         owners: usize,
     },
+    /// A launch the emulator ran in the tile interpreter (see `CUPRUM_TILE_EMULATION`)
+    /// failed there: an access outside a tensor's allocation, a failed assertion, an
+    /// operation that faulted.
+    #[error(
+        "tile kernel `{kernel}` failed in the tile interpreter (the emulator's route for large launches): {source}"
+    )]
+    Interpreted {
+        /// The kernel.
+        kernel: String,
+        /// What failed (boxed: it is large, and rare).
+        source: Box<cuprum_tile_interp::InterpError>,
+    },
+    /// `CUPRUM_TILE_EMULATION` holds something other than `auto`, `interpret` or `lowered`.
+    #[error(
+        "invalid CUPRUM_TILE_EMULATION value `{value}`: expected `auto` (the tile interpreter for launches over large tensors, the lowered kernel otherwise), `interpret` or `lowered`"
+    )]
+    InvalidEmulation {
+        /// The value found.
+        value: String,
+    },
     /// A `.shared()` operation (or one side of an `unzip`) whose work failed when another
     /// of its users ran it; that user got the error itself.
     #[error("a shared device operation failed when another of its users ran it: {message}")]

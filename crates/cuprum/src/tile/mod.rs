@@ -175,6 +175,7 @@ pub mod __private {
     pub use crate::tile::cuda_core::DType;
     pub use crate::tile::launch::KernelMapped;
     pub use crate::tile::launch::direct::ModuleAst;
+    pub use crate::tile::launch::interpret::interpreted_launches;
     pub use crate::tile::launch::{
         CompileOptions, EmbeddedModule, Entry, KernelInput, KernelOutput, KernelPointer,
         LaunchArgument, Launcher, Lowering,

@@ -14,6 +14,7 @@ pub(crate) mod bind;
 pub(crate) mod compile;
 pub(crate) mod direct;
 pub(crate) mod hints;
+pub(crate) mod interpret;
 
 use std::sync::Arc;
 
@@ -215,6 +216,12 @@ fn launch(
     // itself, named by the kernel alone, nests inside).
     let _range = cuprum_runtime::nvtx::range(RangeName(kernel, &plan.spec));
     let specialized = compile::specialized(entry.module, entry.index, &plan.spec)?;
+    if block.is_none()
+        && lowering.name == Lowering::DEFAULT.name
+        && interpret::chosen(ctx.stream(), args)?
+    {
+        return interpret::launch(&specialized, plan.grid, ctx.stream(), args);
+    }
     let facts = compile::tensor_facts(&specialized.extents, args);
     let compiled = compile::compiled(
         entry.module,
