@@ -808,6 +808,28 @@ fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
     check_all("chained mma (Hopper)", &cases);
 }
 
+#[test]
+fn chained_mmas_on_hopper_with_128_keys_per_tile_match_the_interpreter() {
+    let seed = seed("chained_mmas_hopper_wide");
+    // Key tiles of 128 (the first `mma`'s N and the second's K): one and two warpgroups,
+    // head dimensions of one and two 128-byte panels.
+    let shapes = [
+        ((128, 256, 128), [128, 128]),
+        ((64, 256, 128), [64, 128]),
+        ((64, 256, 64), [64, 128]),
+        ((128, 256, 64), [128, 128]),
+    ];
+    let cases: Vec<Case> = [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+        .map(|(i, (ty, (sizes, tiles)))| {
+            chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1, hopper(None))
+        })
+        .collect();
+    check_all("chained mma (Hopper, 128 keys per tile)", &cases);
+}
+
 /// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
 /// and shared-memory stores of `f32` values (the one loop of a chain case).
 #[derive(Debug, Default)]
