@@ -10,7 +10,8 @@
 //!
 //! * `auto` (the default): the interpreter when an argument tensor has more than
 //!   [`AUTO_ELEMENTS`] elements, the lowered kernel otherwise (so tests at small sizes keep
-//!   running what a GPU runs);
+//!   running what a GPU runs) and for `unsafe` entries' raw pointers (whose emulation
+//!   reports races between scatters);
 //! * `interpret`: the interpreter for every launch it can take;
 //! * `lowered`: the lowered kernel always.
 //!
@@ -83,10 +84,15 @@ pub(crate) fn chosen(stream: &Stream, args: &[ArgDesc<'_>]) -> Result<bool, Erro
     let interpret = match emulation()? {
         Emulation::Lowered => false,
         Emulation::Interpret => true,
-        Emulation::Auto => args
-            .iter()
-            .filter_map(tensor_of)
-            .any(|t| t.shape.iter().product::<usize>() > AUTO_ELEMENTS),
+        // An `unsafe` entry's raw pointers stay with the lowered kernel, whose emulation
+        // reports races between its scatters.
+        Emulation::Auto => {
+            !args.iter().any(|a| matches!(a, ArgDesc::Pointer { .. }))
+                && args
+                    .iter()
+                    .filter_map(tensor_of)
+                    .any(|t| t.shape.iter().product::<usize>() > AUTO_ELEMENTS)
+        }
     };
     Ok(interpret && !shares_written_memory(args))
 }
