@@ -10,7 +10,7 @@ use cuprum::BackendKind;
 use cuprum::tile::__private::interpreted_launches;
 use cuprum::tile::cuda_async::cuda_graph::CudaGraph;
 use cuprum::tile::prelude::*;
-use cuprum_testkit::compare::{assert_bits_eq, ok};
+use cuprum_testkit::compare::{assert_bits_eq, assert_same, ok};
 use cuprum_testkit::random::{random, rng};
 
 #[cuprum::tile::module]
@@ -41,6 +41,19 @@ mod kernels {
             tile_z = mma(part_x.load([pid.0, i]), part_y.load([i, pid.1]), tile_z);
         }
         z.store(tile_z);
+    }
+
+    /// Each tile filled with `1000 * block + visit`: who wrote it, and when.
+    #[cuprum::tile::entry()]
+    fn visits<const B0: i32, const B1: i32, const MAP: [i32; 2]>(
+        mut z: MappedPartitionMut<i32, { [B0, B1] }, MAP>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let mut visit = 0i32;
+        for idx in z.iter_indices() {
+            z.store(constant(pid.0 * 1000i32 + visit, const_shape![B0, B1]), idx);
+            visit = visit + 1i32;
+        }
     }
 }
 
@@ -160,4 +173,40 @@ fn a_graph_replays_an_interpreted_launch_on_what_memory_then_holds() {
             &want,
         );
     }
+}
+
+#[test]
+fn a_large_mapped_output_is_written_by_the_schedule() {
+    let (stream, emulated) = stream();
+    // 1100 x 1000 elements (past 2^20) in 64x64 tiles: 18 x 16 tiles, 7 persistent blocks
+    // visiting them in bands of 3 rows (`cuprum_tile_ir::grid::mapped_tile`'s schedule).
+    let (rows, cols, b0, b1, group, blocks) = (1100usize, 1000usize, 64usize, 64usize, 3, 7u32);
+    let (m, n) = (rows.div_ceil(b0), cols.div_ceil(b1));
+    let z = ok(api::full(-1i32, &[rows, cols]).sync_on(&stream))
+        .partition([b0, b1])
+        .map([group, 1], blocks);
+    let before = interpreted_launches();
+    let (z,) = ok(kernels::visits(z)
+        .generics(["64", "64", "3", "1"])
+        .sync_on(&stream));
+    if !forced() {
+        assert_eq!(interpreted_launches() > before, emulated);
+    }
+    let got = ok(z.unpartition().to_host_vec().sync_on(&stream));
+    let mut want = vec![-1i32; rows * cols];
+    for t in 0..m * n {
+        // Tile `t` of the schedule: bands of `group` rows, column by column within a band.
+        let band = t / (group * n);
+        let first = band * group;
+        let band_rows = group.min(m - first);
+        let within = t % (group * n);
+        let (tm, tn) = (first + within % band_rows, within / band_rows);
+        let (block, visit) = (t % blocks as usize, t / blocks as usize);
+        for i in tm * b0..((tm + 1) * b0).min(rows) {
+            for j in tn * b1..((tn + 1) * b1).min(cols) {
+                want[i * cols + j] = (block * 1000 + visit) as i32;
+            }
+        }
+    }
+    assert_same("visits of a mapped output", &got, &want);
 }
