@@ -209,6 +209,14 @@ pub enum Error {
         detail: String,
     },
 
+    /// A collective (`crate::collective`) was called wrongly: ranks that disagree on the
+    /// operation, the element type or the lengths, a rank that waited too long for the others.
+    #[error("collective failed: {what}")]
+    Collective {
+        /// What went wrong, with the ranks and sizes involved.
+        what: String,
+    },
+
     /// Host work on emulated memory (`Stream::host_work`, a graph's replay of it) failed.
     #[error("host work `{name}` failed: {message}")]
     HostWork {

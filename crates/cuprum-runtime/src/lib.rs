@@ -42,6 +42,7 @@
 mod backend;
 pub mod buffer;
 pub mod cache;
+pub mod collective;
 pub mod completion;
 mod config;
 pub mod context;

@@ -73,6 +73,10 @@ pub use cuprum_ir as ir;
 /// The iterator track: `a.zip(b).map(..).collect(&device)`, fused into one kernel.
 pub use cuprum_iter as iter;
 pub use cuprum_macros::{DeviceCopy, cuda_module, launch};
+/// Collectives across devices in NCCL's shape (all-reduce, all-gather, reduce-scatter,
+/// broadcast on [`DeviceBuffer`]s, one [`collective::Communicator`] per device): on the
+/// emulator's devices (`CUPRUM_EMU_DEVICES`); NCCL on GPUs is not wired yet.
+pub use cuprum_runtime::collective;
 /// Modules cuprum did not compile (PTX, cubins) and raw launches (`launch!`).
 pub use cuprum_runtime::external;
 pub use cuprum_runtime::external::{Function, IntoRawArg, Module, RawArg};

@@ -90,6 +90,36 @@ impl<T: DType> Tensor<T> {
         })
     }
 
+    /// A contiguous tensor of `shape` over all of `buffer`, without a copy (a SIMT kernel's
+    /// output, a collective's result); `buffer`'s length must be the shape's element count.
+    pub fn from_device_buffer(buffer: DeviceBuffer<T>, shape: &[usize]) -> Result<Self, Error> {
+        Self::from_buffer(buffer, shape.to_vec())
+    }
+
+    /// The tensor's memory as a [`DeviceBuffer`], without a copy, when the tensor is
+    /// contiguous over all of it and no other tensor shares it; otherwise the tensor as it
+    /// was (`dup()` it first, which copies it into memory of its own).
+    pub fn try_into_device_buffer(self) -> Result<DeviceBuffer<T>, Self> {
+        let whole = self.offset == 0
+            && self.strides == contiguous_strides(&self.shape)
+            && element_count(&self.shape) == Some(self.storage.len());
+        if !whole {
+            return Err(self);
+        }
+        let Tensor {
+            storage,
+            offset,
+            shape,
+            strides,
+        } = self;
+        Arc::try_unwrap(storage).map_err(|storage| Tensor {
+            storage,
+            offset,
+            shape,
+            strides,
+        })
+    }
+
     /// The element count of `shape`, or the error for a shape too large for memory.
     pub(crate) fn checked_count(shape: &[usize]) -> Result<usize, Error> {
         element_count(shape)

@@ -1,0 +1,560 @@
+//! Collectives across devices in NCCL's shape: a [`Communicator`] per device (rank) of a
+//! clique, and all-reduce, all-gather, reduce-scatter and broadcast on [`DeviceBuffer`]s,
+//! each called once by every rank, in the same order.
+//!
+//! This is the emulator's definition, so that multi-device programs run in CI without GPUs
+//! (`CUPRUM_EMU_DEVICES=N` devices, one process): an operation completes when its last rank
+//! calls it, and that call performs it for every rank, with the arithmetic of
+//! `cuprum_ir::scalar` (the kernels' own), reducing in rank order (`((r0 + r1) + r2) ..`;
+//! NCCL leaves the order to its algorithms, so results agree with NCCL's exactly only where
+//! the order does not matter: integers, and floats whose sums are exact). A rank's call waits
+//! for the others, so ranks driven by one thread must be called inside [`group`] (as NCCL
+//! requires `ncclGroupStart`/`ncclGroupEnd` there); a rank that waits longer than
+//! [`RENDEZVOUS_TIMEOUT`] fails with [`Error::Collective`] naming the ranks it waited for. On
+//! GPUs the same calls go to NCCL (not wired yet: [`Error::Unsupported`]).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use cuprum_ir::scalar::{binary, cast_constant};
+use cuprum_ir::{BinaryOp, Constant, ScalarType};
+
+use crate::BackendKind;
+use crate::buffer::{DeviceBuffer, DeviceScalar};
+use crate::context::Stream;
+use crate::error::{Error, Result};
+use crate::host_work::HostRegion;
+
+/// How long a rank waits for the other ranks of a collective before it fails.
+pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// NCCL's reduction operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// The sum.
+    Sum,
+    /// The product.
+    Prod,
+    /// The largest value (for floats, `max` as the kernels compute it).
+    Max,
+    /// The smallest value.
+    Min,
+    /// The sum divided by the number of ranks (integer division for integers).
+    Avg,
+}
+
+/// What one collective does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    AllReduce(ReduceOp),
+    ReduceScatter(ReduceOp),
+    AllGather,
+    Broadcast { root: usize },
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::AllReduce(_) => "all_reduce",
+            Kind::ReduceScatter(_) => "reduce_scatter",
+            Kind::AllGather => "all_gather",
+            Kind::Broadcast { .. } => "broadcast",
+        }
+    }
+}
+
+/// One rank's part of a collective: its stream, element type and buffers (address, elements).
+struct Part {
+    stream: Stream,
+    elem: ScalarType,
+    send: (u64, usize),
+    recv: (u64, usize),
+}
+
+/// A collective some ranks have called.
+struct Pending {
+    kind: Kind,
+    parts: Vec<Option<Part>>,
+    /// Set once performed: `Ok`, or the failure every rank reports.
+    done: Option<std::result::Result<(), String>>,
+    /// Ranks that have seen the outcome (the last one forgets the collective).
+    seen: usize,
+}
+
+/// What the ranks of a clique share.
+struct Clique {
+    size: usize,
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Per rank, how many collectives it has called.
+    calls: Vec<u64>,
+    /// By sequence number, the collectives not yet seen by every rank.
+    pending: BTreeMap<u64, Pending>,
+}
+
+/// One rank of a clique of devices: collectives on its buffers, ordered on its stream.
+pub struct Communicator {
+    rank: usize,
+    stream: Stream,
+    clique: Arc<Clique>,
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("rank", &self.rank)
+            .field("size", &self.clique.size)
+            .finish()
+    }
+}
+
+/// A collective called inside [`group`]: the clique, the rank, the operation and its part.
+type Grouped = (Arc<Clique>, usize, Kind, Part);
+
+thread_local! {
+    /// The collectives called inside [`group`] on this thread, performed at its end.
+    static GROUP: RefCell<Option<Vec<Grouped>>> = const { RefCell::new(None) };
+}
+
+/// Runs `calls` as one group (NCCL's `ncclGroupStart`/`ncclGroupEnd`): the collectives it
+/// makes are submitted together when it returns `Ok`, so one thread may call every rank of
+/// a clique; then waits until each is performed. Groups do not nest.
+pub fn group<R>(calls: impl FnOnce() -> Result<R>) -> Result<R> {
+    GROUP.with_borrow_mut(|g| {
+        if g.is_some() {
+            return Err(Error::Collective {
+                what: "a collective group inside another group".to_owned(),
+            });
+        }
+        *g = Some(Vec::new());
+        Ok(())
+    })?;
+    let result = calls();
+    let submitted = GROUP.with_borrow_mut(Option::take).unwrap_or_default();
+    let value = result?;
+    let mut waits = Vec::new();
+    for (clique, rank, kind, part) in submitted {
+        let seq = clique.submit(rank, kind, part)?;
+        waits.push((clique, rank, seq));
+    }
+    for (clique, rank, seq) in waits {
+        clique.wait(rank, seq)?;
+    }
+    Ok(value)
+}
+
+impl Communicator {
+    /// One communicator per stream, rank `i` on `streams[i]` (NCCL's `ncclCommInitAll`: one
+    /// process driving every device of the clique). Each stream must be of another context.
+    pub fn from_streams(streams: &[Stream]) -> Result<Vec<Communicator>> {
+        if streams.is_empty() {
+            return Err(Error::Collective {
+                what: "a clique needs at least one stream".to_owned(),
+            });
+        }
+        for (i, s) in streams.iter().enumerate() {
+            if s.context().backend() != BackendKind::Emulator {
+                return Err(Error::Unsupported {
+                    what: "collectives on GPUs (NCCL) are not wired yet; the emulator has them"
+                        .to_owned(),
+                });
+            }
+            if streams[..i]
+                .iter()
+                .any(|t| t.context().same_context(s.context()))
+            {
+                return Err(Error::Collective {
+                    what: format!(
+                        "ranks {i} and an earlier one share a context: one rank per device"
+                    ),
+                });
+            }
+        }
+        let clique = Arc::new(Clique {
+            size: streams.len(),
+            state: Mutex::new(State {
+                calls: vec![0; streams.len()],
+                pending: BTreeMap::new(),
+            }),
+            ready: Condvar::new(),
+        });
+        Ok(streams
+            .iter()
+            .enumerate()
+            .map(|(rank, s)| Communicator {
+                rank,
+                stream: s.clone(),
+                clique: clique.clone(),
+            })
+            .collect())
+    }
+
+    /// This communicator's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// How many ranks the clique has.
+    pub fn size(&self) -> usize {
+        self.clique.size
+    }
+
+    /// The stream the rank's collectives are ordered on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// `recv = send(rank 0) op send(rank 1) op ..`, element by element, on every rank;
+    /// `send` and `recv` of the same length on every rank.
+    pub fn all_reduce<T: DeviceScalar>(
+        &self,
+        send: &DeviceBuffer<T>,
+        recv: &mut DeviceBuffer<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        self.call(Kind::AllReduce(op), T::TYPE, send, recv)
+    }
+
+    /// Rank `r`'s `recv` is part `r` (of `recv.len()` elements) of the all-reduce of the
+    /// ranks' `send`s, each `size()` times as long as `recv`.
+    pub fn reduce_scatter<T: DeviceScalar>(
+        &self,
+        send: &DeviceBuffer<T>,
+        recv: &mut DeviceBuffer<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        self.call(Kind::ReduceScatter(op), T::TYPE, send, recv)
+    }
+
+    /// Every rank's `recv` is the ranks' `send`s one after another, in rank order (`recv`
+    /// `size()` times as long as `send`).
+    pub fn all_gather<T: DeviceScalar>(
+        &self,
+        send: &DeviceBuffer<T>,
+        recv: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        self.call(Kind::AllGather, T::TYPE, send, recv)
+    }
+
+    /// Every rank's `buffer` becomes rank `root`'s (of the same length on every rank).
+    pub fn broadcast<T: DeviceScalar>(
+        &self,
+        buffer: &mut DeviceBuffer<T>,
+        root: usize,
+    ) -> Result<()> {
+        if root >= self.size() {
+            return Err(Error::Collective {
+                what: format!("broadcast from rank {root} of a clique of {}", self.size()),
+            });
+        }
+        let part = self.part(T::TYPE, buffer, buffer)?;
+        self.submit_or_group(Kind::Broadcast { root }, part)
+    }
+
+    fn call<T: DeviceScalar>(
+        &self,
+        kind: Kind,
+        elem: ScalarType,
+        send: &DeviceBuffer<T>,
+        recv: &DeviceBuffer<T>,
+    ) -> Result<()> {
+        let part = self.part(elem, send, recv)?;
+        self.submit_or_group(kind, part)
+    }
+
+    /// This rank's part, its buffers checked to be of its context.
+    fn part<T: DeviceScalar>(
+        &self,
+        elem: ScalarType,
+        send: &DeviceBuffer<T>,
+        recv: &DeviceBuffer<T>,
+    ) -> Result<Part> {
+        let ctx = self.stream.context();
+        if !send.context().same_context(ctx) || !recv.context().same_context(ctx) {
+            return Err(Error::ContextMismatch);
+        }
+        Ok(Part {
+            stream: self.stream.clone(),
+            elem,
+            send: (send.device_address(), send.len()),
+            recv: (recv.device_address(), recv.len()),
+        })
+    }
+
+    fn submit_or_group(&self, kind: Kind, part: Part) -> Result<()> {
+        let grouped = GROUP.with_borrow_mut(|g| match g {
+            Some(list) => {
+                list.push((self.clique.clone(), self.rank, kind, part));
+                None
+            }
+            None => Some(part),
+        });
+        let Some(part) = grouped else {
+            return Ok(());
+        };
+        let seq = self.clique.submit(self.rank, kind, part)?;
+        self.clique.wait(self.rank, seq)
+    }
+}
+
+impl Clique {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `rank`'s part to its next collective, performing it when it is the last.
+    fn submit(&self, rank: usize, kind: Kind, part: Part) -> Result<u64> {
+        let mut state = self.lock();
+        let seq = state.calls[rank];
+        state.calls[rank] += 1;
+        let size = self.size;
+        let pending = state.pending.entry(seq).or_insert_with(|| Pending {
+            kind,
+            parts: (0..size).map(|_| None).collect(),
+            done: None,
+            seen: 0,
+        });
+        if pending.kind != kind {
+            let what = format!(
+                "collective {seq} is {} on an earlier rank but {} on rank {rank}",
+                pending.kind.name(),
+                kind.name()
+            );
+            pending.done = Some(Err(what.clone()));
+            self.ready.notify_all();
+            return Err(Error::Collective { what });
+        }
+        pending.parts[rank] = Some(part);
+        if pending.parts.iter().all(Option::is_some) && pending.done.is_none() {
+            let parts: Vec<&Part> = pending.parts.iter().flatten().collect();
+            let outcome = perform(kind, &parts);
+            pending.done = Some(outcome.map_err(|e| e.to_string()));
+            self.ready.notify_all();
+        }
+        Ok(seq)
+    }
+
+    /// Waits until collective `seq` is performed; its failure is every rank's.
+    fn wait(&self, rank: usize, seq: u64) -> Result<()> {
+        let mut state = self.lock();
+        loop {
+            let Some(pending) = state.pending.get(&seq) else {
+                return Ok(());
+            };
+            if let Some(done) = pending.done.clone() {
+                if let Some(p) = state.pending.get_mut(&seq) {
+                    p.seen += 1;
+                    if p.seen == self.size {
+                        state.pending.remove(&seq);
+                    }
+                }
+                return done.map_err(|what| Error::Collective { what });
+            }
+            let (next, timeout) = self
+                .ready
+                .wait_timeout(state, RENDEZVOUS_TIMEOUT)
+                .unwrap_or_else(|e| e.into_inner());
+            state = next;
+            if timeout.timed_out() {
+                let missing: Vec<usize> = state
+                    .pending
+                    .get(&seq)
+                    .map(|p| (0..self.size).filter(|&r| p.parts[r].is_none()).collect())
+                    .unwrap_or_default();
+                let kind = state
+                    .pending
+                    .get(&seq)
+                    .map_or("a collective", |p| p.kind.name());
+                return Err(Error::Collective {
+                    what: format!(
+                        "rank {rank} waited {} s for ranks {missing:?} to call {kind}: one \
+                         thread driving several ranks must call them inside \
+                         `collective::group`",
+                        RENDEZVOUS_TIMEOUT.as_secs()
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Reads `len` elements of `elem` at `address` through `stream` (its bits, little-endian).
+fn read(stream: &Stream, elem: ScalarType, address: u64, len: usize) -> Result<Vec<u64>> {
+    let size = elem.size_bytes() as usize;
+    let region = HostRegion {
+        address,
+        bytes: (len * size) as u64,
+        write: false,
+    };
+    // SAFETY: nothing is written.
+    unsafe {
+        stream.run_on_host(&[region], |copies| -> Result<Vec<u64>> {
+            Ok(copies[0]
+                .chunks_exact(size)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b[..size].copy_from_slice(c);
+                    u64::from_le_bytes(b)
+                })
+                .collect())
+        })
+    }
+}
+
+/// Writes `values` (bits of `elem`) at `address` through `stream`.
+fn write(stream: &Stream, elem: ScalarType, address: u64, values: &[u64]) -> Result<()> {
+    let size = elem.size_bytes() as usize;
+    let region = HostRegion {
+        address,
+        bytes: (values.len() * size) as u64,
+        write: true,
+    };
+    // SAFETY: the region is the rank's receive buffer, which the collective's caller holds
+    // mutably (`&mut DeviceBuffer`) until the collective is performed.
+    unsafe {
+        stream.run_on_host(&[region], |copies| -> Result<()> {
+            for (c, v) in copies[0].chunks_exact_mut(size).zip(values) {
+                c.copy_from_slice(&v.to_le_bytes()[..size]);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `acc = acc op x`, element by element, with the kernels' arithmetic.
+fn combine(op: ReduceOp, elem: ScalarType, acc: &mut [u64], x: &[u64]) -> Result<()> {
+    let bop = match op {
+        ReduceOp::Sum | ReduceOp::Avg => BinaryOp::Add,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
+    };
+    for (a, &b) in acc.iter_mut().zip(x) {
+        let mut out = [0u64];
+        binary::<1>(bop, elem, &[*a], &[b], &mut out, 1).map_err(|_| Error::Collective {
+            what: format!("{op:?} of `{elem}` elements is not defined"),
+        })?;
+        *a = out[0];
+    }
+    Ok(())
+}
+
+/// The reduction of every rank's elements `range` of its send buffer.
+fn reduce(op: ReduceOp, parts: &[&Part], range: std::ops::Range<usize>) -> Result<Vec<u64>> {
+    let elem = parts[0].elem;
+    let mut acc: Option<Vec<u64>> = None;
+    for p in parts {
+        let x = read(
+            &p.stream,
+            elem,
+            p.send.0 + (range.start * elem.size_bytes() as usize) as u64,
+            range.len(),
+        )?;
+        match &mut acc {
+            None => acc = Some(x),
+            Some(a) => combine(op, elem, a, &x)?,
+        }
+    }
+    let mut acc = acc.unwrap_or_default();
+    if op == ReduceOp::Avg {
+        let n = cast_constant(Constant::u64(parts.len() as u64), elem).bits;
+        for a in &mut acc {
+            let mut out = [0u64];
+            binary::<1>(BinaryOp::Div, elem, &[*a], &[n], &mut out, 1).map_err(|_| {
+                Error::Collective {
+                    what: format!("Avg of `{elem}` elements is not defined"),
+                }
+            })?;
+            *a = out[0];
+        }
+    }
+    Ok(acc)
+}
+
+/// Performs collective `kind` with every rank's part (in rank order).
+fn perform(kind: Kind, parts: &[&Part]) -> Result<()> {
+    let elem = parts[0].elem;
+    let n = parts.len();
+    if let Some(p) = parts.iter().find(|p| p.elem != elem) {
+        return Err(Error::Collective {
+            what: format!(
+                "{} of `{elem}` on rank 0 but `{}` on another rank",
+                kind.name(),
+                p.elem
+            ),
+        });
+    }
+    let send_len = parts[0].send.1;
+    let mismatch = |what: String| Err(Error::Collective { what });
+    match kind {
+        Kind::AllReduce(op) => {
+            if parts
+                .iter()
+                .any(|p| p.send.1 != send_len || p.recv.1 != send_len)
+            {
+                return mismatch(format!(
+                    "all_reduce needs send and receive buffers of one length on every rank \
+                     (rank 0 sends {send_len})"
+                ));
+            }
+            let sum = reduce(op, parts, 0..send_len)?;
+            for p in parts {
+                write(&p.stream, elem, p.recv.0, &sum)?;
+            }
+        }
+        Kind::ReduceScatter(op) => {
+            let part_len = send_len / n;
+            if parts
+                .iter()
+                .any(|p| p.send.1 != send_len || p.recv.1 * n != send_len)
+            {
+                return mismatch(format!(
+                    "reduce_scatter needs sends of one length, {n} times each receive buffer's \
+                     (rank 0 sends {send_len})"
+                ));
+            }
+            for (r, p) in parts.iter().enumerate() {
+                let sum = reduce(op, parts, r * part_len..(r + 1) * part_len)?;
+                write(&p.stream, elem, p.recv.0, &sum)?;
+            }
+        }
+        Kind::AllGather => {
+            if parts
+                .iter()
+                .any(|p| p.send.1 != send_len || p.recv.1 != send_len * n)
+            {
+                return mismatch(format!(
+                    "all_gather needs sends of one length and receive buffers {n} times as long \
+                     (rank 0 sends {send_len})"
+                ));
+            }
+            let mut all = Vec::with_capacity(send_len * n);
+            for p in parts {
+                all.extend(read(&p.stream, elem, p.send.0, send_len)?);
+            }
+            for p in parts {
+                write(&p.stream, elem, p.recv.0, &all)?;
+            }
+        }
+        Kind::Broadcast { root } => {
+            if parts.iter().any(|p| p.send.1 != send_len) {
+                return mismatch(format!(
+                    "broadcast needs buffers of one length on every rank (rank 0 has {send_len})"
+                ));
+            }
+            let data = read(&parts[root].stream, elem, parts[root].send.0, send_len)?;
+            for (r, p) in parts.iter().enumerate() {
+                if r != root {
+                    write(&p.stream, elem, p.recv.0, &data)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
