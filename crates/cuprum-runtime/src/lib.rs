@@ -58,6 +58,7 @@ pub mod limits;
 pub mod nvtx;
 mod ordering;
 pub mod oxide;
+mod peer;
 pub mod pinned;
 pub mod staged;
 pub mod sys;

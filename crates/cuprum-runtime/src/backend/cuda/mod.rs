@@ -187,6 +187,22 @@ impl Drop for CudaDevice {
 }
 
 /// Makes `ctx` current on the calling thread.
+impl CudaDevice {
+    /// Whether this device reaches `peer`'s memory directly (`cuDeviceCanAccessPeer`); a
+    /// device reaches itself.
+    pub(crate) fn can_access_peer(&self, peer: &CudaDevice) -> Result<bool, CuFail> {
+        if self.device == peer.device {
+            return Ok(true);
+        }
+        let mut can: std::ffi::c_int = 0;
+        // SAFETY: a valid out pointer and two device handles the driver gave.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.device, peer.device) }
+            .result()
+            .map_err(fail("cuDeviceCanAccessPeer"))?;
+        Ok(can != 0)
+    }
+}
+
 fn bind(ctx: sys::CUcontext) -> Result<(), CuFail> {
     let current = result::ctx::get_current().map_err(fail("cuCtxGetCurrent"))?;
     if current != Some(ctx) {
