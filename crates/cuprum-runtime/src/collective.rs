@@ -2,16 +2,20 @@
 //! clique, and all-reduce, all-gather, reduce-scatter and broadcast on [`DeviceBuffer`]s,
 //! each called once by every rank, in the same order.
 //!
-//! This is the emulator's definition, so that multi-device programs run in CI without GPUs
-//! (`CUPRUM_EMU_DEVICES=N` devices, one process): an operation completes when its last rank
+//! On GPUs each call goes to NCCL (`ncclCommInitAll`, `ncclAllReduce`, ..., `ncclGroupStart`/
+//! `ncclGroupEnd` for [`group`]), loaded at run time through cudarc's bindings: a process
+//! without `libnccl` gets [`Error::Unsupported`] from [`Communicator::from_streams`]. Its
+//! buffers are ordered on the rank's stream like a launch's.
+//!
+//! On the emulator this module is the definition, so that multi-device programs run in CI
+//! without GPUs (`CUPRUM_EMU_DEVICES=N` devices, one process): an operation completes when its last rank
 //! calls it, and that call performs it for every rank, with the arithmetic of
 //! `cuprum_ir::scalar` (the kernels' own), reducing in rank order (`((r0 + r1) + r2) ..`;
 //! NCCL leaves the order to its algorithms, so results agree with NCCL's exactly only where
 //! the order does not matter: integers, and floats whose sums are exact). A rank's call waits
 //! for the others, so ranks driven by one thread must be called inside [`group`] (as NCCL
 //! requires `ncclGroupStart`/`ncclGroupEnd` there); a rank that waits longer than
-//! [`RENDEZVOUS_TIMEOUT`] fails with [`Error::Collective`] naming the ranks it waited for. On
-//! GPUs the same calls go to NCCL (not wired yet: [`Error::Unsupported`]).
+//! [`RENDEZVOUS_TIMEOUT`] fails with [`Error::Collective`] naming the ranks it waited for.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -22,10 +26,14 @@ use cuprum_ir::scalar::{binary, cast_constant};
 use cuprum_ir::{BinaryOp, Constant, ScalarType};
 
 use crate::BackendKind;
+use crate::backend::cuda::CudaDevice;
+use crate::backend::cuda::nccl::{self, NcclCall, NcclComm};
+use crate::backend::{Backend, StreamHandle};
 use crate::buffer::{DeviceBuffer, DeviceScalar};
 use crate::context::Stream;
 use crate::error::{Error, Result};
 use crate::host_work::HostRegion;
+use crate::ordering::{self, Access, Memory};
 
 /// How long a rank waits for the other ranks of a collective before it fails.
 pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -98,28 +106,53 @@ struct State {
     pending: BTreeMap<u64, Pending>,
 }
 
+/// How a rank reaches the others.
+enum Link {
+    /// Emulated devices: the clique's shared state.
+    Emulated(Arc<Clique>),
+    /// GPUs: the rank's NCCL communicator.
+    Nccl(NcclComm),
+}
+
 /// One rank of a clique of devices: collectives on its buffers, ordered on its stream.
 pub struct Communicator {
     rank: usize,
+    size: usize,
     stream: Stream,
-    clique: Arc<Clique>,
+    link: Link,
 }
 
 impl std::fmt::Debug for Communicator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Communicator")
             .field("rank", &self.rank)
-            .field("size", &self.clique.size)
+            .field("size", &self.size)
             .finish()
     }
 }
 
-/// A collective called inside [`group`]: the clique, the rank, the operation and its part.
+/// A collective on emulated devices called inside [`group`]: the clique, the rank, the
+/// operation and its part.
 type Grouped = (Arc<Clique>, usize, Kind, Part);
 
+/// What a [`group`] on this thread has collected.
+#[derive(Default)]
+struct Group {
+    /// Collectives on emulated devices, performed at its end.
+    emulated: Vec<Grouped>,
+    /// Whether `ncclGroupStart` was called.
+    nccl: bool,
+    /// NCCL calls' streams and buffers, whose uses are noted once `ncclGroupEnd` enqueued
+    /// them.
+    enqueued: Vec<(Stream, Uses)>,
+}
+
+/// The buffers a collective uses on one rank, and how.
+type Uses = Vec<(Arc<Memory>, Access)>;
+
 thread_local! {
-    /// The collectives called inside [`group`] on this thread, performed at its end.
-    static GROUP: RefCell<Option<Vec<Grouped>>> = const { RefCell::new(None) };
+    /// The group open on this thread, if any.
+    static GROUP: RefCell<Option<Group>> = const { RefCell::new(None) };
 }
 
 /// Runs `calls` as one group (NCCL's `ncclGroupStart`/`ncclGroupEnd`): the collectives it
@@ -132,14 +165,20 @@ pub fn group<R>(calls: impl FnOnce() -> Result<R>) -> Result<R> {
                 what: "a collective group inside another group".to_owned(),
             });
         }
-        *g = Some(Vec::new());
+        *g = Some(Group::default());
         Ok(())
     })?;
     let result = calls();
-    let submitted = GROUP.with_borrow_mut(Option::take).unwrap_or_default();
+    let closed = GROUP.with_borrow_mut(Option::take).unwrap_or_default();
+    if closed.nccl {
+        nccl::group_end().map_err(|what| Error::Collective { what })?;
+        for (stream, memory) in &closed.enqueued {
+            ordering::hold_memory(stream, memory)?.note_after()?;
+        }
+    }
     let value = result?;
     let mut waits = Vec::new();
-    for (clique, rank, kind, part) in submitted {
+    for (clique, rank, kind, part) in closed.emulated {
         let seq = clique.submit(rank, kind, part)?;
         waits.push((clique, rank, seq));
     }
@@ -159,38 +198,70 @@ impl Communicator {
             });
         }
         for (i, s) in streams.iter().enumerate() {
-            if s.context().backend() != BackendKind::Emulator {
-                return Err(Error::Unsupported {
-                    what: "collectives on GPUs (NCCL) are not wired yet; the emulator has them"
-                        .to_owned(),
-                });
-            }
-            if streams[..i]
-                .iter()
-                .any(|t| t.context().same_context(s.context()))
-            {
+            if streams[..i].iter().any(|t| {
+                t.context().same_context(s.context())
+                    || (s.context().backend() == BackendKind::Cuda
+                        && t.context().backend() == BackendKind::Cuda
+                        && t.context().ordinal() == s.context().ordinal())
+            }) {
                 return Err(Error::Collective {
                     what: format!(
-                        "ranks {i} and an earlier one share a context: one rank per device"
+                        "rank {i} is on the device of an earlier rank: one rank per device"
                     ),
                 });
             }
         }
-        let clique = Arc::new(Clique {
-            size: streams.len(),
-            state: Mutex::new(State {
-                calls: vec![0; streams.len()],
-                pending: BTreeMap::new(),
-            }),
-            ready: Condvar::new(),
-        });
+        let size = streams.len();
+        let kinds: Vec<BackendKind> = streams.iter().map(|s| s.context().backend()).collect();
+        if kinds.iter().all(|&k| k == BackendKind::Emulator) {
+            let clique = Arc::new(Clique {
+                size,
+                state: Mutex::new(State {
+                    calls: vec![0; size],
+                    pending: BTreeMap::new(),
+                }),
+                ready: Condvar::new(),
+            });
+            return Ok(streams
+                .iter()
+                .enumerate()
+                .map(|(rank, s)| Communicator {
+                    rank,
+                    size,
+                    stream: s.clone(),
+                    link: Link::Emulated(clique.clone()),
+                })
+                .collect());
+        }
+        let devices: Vec<&CudaDevice> = streams
+            .iter()
+            .filter_map(|s| match &s.context().inner.backend {
+                Backend::Cuda(d) => Some(d),
+                Backend::Emu(_) => None,
+            })
+            .collect();
+        if devices.len() != size {
+            return Err(Error::Unsupported {
+                what: "a clique of GPUs and emulated devices".to_owned(),
+            });
+        }
+        if !nccl::available() {
+            return Err(Error::Unsupported {
+                what: "collectives on GPUs need NCCL, and `libnccl.so.2` was not found: install \
+                       NCCL (or PyTorch's nvidia-nccl wheel) where the dynamic loader finds it"
+                    .to_owned(),
+            });
+        }
+        let comms = nccl::init_all(&devices).map_err(|what| Error::Collective { what })?;
         Ok(streams
             .iter()
+            .zip(comms)
             .enumerate()
-            .map(|(rank, s)| Communicator {
+            .map(|(rank, (s, comm))| Communicator {
                 rank,
+                size,
                 stream: s.clone(),
-                clique: clique.clone(),
+                link: Link::Nccl(comm),
             })
             .collect())
     }
@@ -202,7 +273,7 @@ impl Communicator {
 
     /// How many ranks the clique has.
     pub fn size(&self) -> usize {
-        self.clique.size
+        self.size
     }
 
     /// The stream the rank's collectives are ordered on.
@@ -253,8 +324,7 @@ impl Communicator {
                 what: format!("broadcast from rank {root} of a clique of {}", self.size()),
             });
         }
-        let part = self.part(T::TYPE, buffer, buffer)?;
-        self.submit_or_group(Kind::Broadcast { root }, part)
+        self.call(Kind::Broadcast { root }, T::TYPE, buffer, buffer)
     }
 
     fn call<T: DeviceScalar>(
@@ -265,7 +335,82 @@ impl Communicator {
         recv: &DeviceBuffer<T>,
     ) -> Result<()> {
         let part = self.part(elem, send, recv)?;
-        self.submit_or_group(kind, part)
+        match &self.link {
+            Link::Emulated(_) => self.submit_or_group(kind, part),
+            Link::Nccl(comm) => self.enqueue_nccl(comm, kind, part, send, recv),
+        }
+    }
+
+    /// Checks one rank's lengths for `kind` on NCCL (the emulator checks them across ranks).
+    fn nccl_call(&self, kind: Kind, part: &Part) -> Result<NcclCall> {
+        let (send, recv, n) = (part.send.1, part.recv.1, self.size);
+        let bad = |what: &str| {
+            Err(Error::Collective {
+                what: format!("{} {what} (sends {send}, receives {recv})", kind.name()),
+            })
+        };
+        Ok(match kind {
+            Kind::AllReduce(op) if send == recv => NcclCall::AllReduce { op, count: send },
+            Kind::ReduceScatter(op) if send == recv * n => NcclCall::ReduceScatter {
+                op,
+                recv_count: recv,
+            },
+            Kind::AllGather if recv == send * n => NcclCall::AllGather { send_count: send },
+            Kind::Broadcast { root } => NcclCall::Broadcast { root, count: send },
+            Kind::AllReduce(_) => return bad("needs buffers of one length"),
+            Kind::ReduceScatter(_) => return bad("needs a send buffer size() times the receive"),
+            Kind::AllGather => return bad("needs a receive buffer size() times the send"),
+        })
+    }
+
+    /// Enqueues a collective on NCCL, its buffers ordered on the rank's stream (their uses
+    /// noted now, or at the end of the open [`group`], when NCCL enqueues its work).
+    fn enqueue_nccl<T: DeviceScalar>(
+        &self,
+        comm: &NcclComm,
+        kind: Kind,
+        part: Part,
+        send: &DeviceBuffer<T>,
+        recv: &DeviceBuffer<T>,
+    ) -> Result<()> {
+        let call = self.nccl_call(kind, &part)?;
+        let (Backend::Cuda(device), StreamHandle::Cuda(raw)) =
+            (&self.stream.context().inner.backend, self.stream.handle())
+        else {
+            return Err(Error::Unsupported {
+                what: "NCCL on a stream that is not a GPU's (or records a graph)".to_owned(),
+            });
+        };
+        let memory = vec![
+            (send.memory.clone(), Access::Read),
+            (recv.memory.clone(), Access::Write),
+        ];
+        let grouped = GROUP.with_borrow_mut(|g| match g {
+            Some(group) => {
+                if !group.nccl {
+                    nccl::group_start().map_err(|what| Error::Collective { what })?;
+                    group.nccl = true;
+                }
+                Ok::<bool, Error>(true)
+            }
+            None => Ok(false),
+        })?;
+        let held = ordering::hold_memory(&self.stream, &memory)?;
+        // SAFETY: both buffers are live allocations of this rank's device (checked by
+        // `part`), of the lengths `nccl_call` checked, held for this use on the stream.
+        unsafe { nccl::enqueue(comm, device, raw, part.elem, call, part.send.0, part.recv.0) }
+            .map_err(|what| Error::Collective { what })?;
+        if grouped {
+            drop(held);
+            GROUP.with_borrow_mut(|g| {
+                if let Some(group) = g {
+                    group.enqueued.push((self.stream.clone(), memory));
+                }
+            });
+            Ok(())
+        } else {
+            held.note_after()
+        }
     }
 
     /// This rank's part, its buffers checked to be of its context.
@@ -288,9 +433,12 @@ impl Communicator {
     }
 
     fn submit_or_group(&self, kind: Kind, part: Part) -> Result<()> {
+        let Link::Emulated(clique) = &self.link else {
+            return Ok(());
+        };
         let grouped = GROUP.with_borrow_mut(|g| match g {
-            Some(list) => {
-                list.push((self.clique.clone(), self.rank, kind, part));
+            Some(group) => {
+                group.emulated.push((clique.clone(), self.rank, kind, part));
                 None
             }
             None => Some(part),
@@ -298,8 +446,8 @@ impl Communicator {
         let Some(part) = grouped else {
             return Ok(());
         };
-        let seq = self.clique.submit(self.rank, kind, part)?;
-        self.clique.wait(self.rank, seq)
+        let seq = clique.submit(self.rank, kind, part)?;
+        clique.wait(self.rank, seq)
     }
 }
 

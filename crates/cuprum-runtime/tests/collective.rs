@@ -215,3 +215,36 @@ fn what_the_ranks_disagree_on_is_an_error_for_every_rank() {
         Err(Error::Collective { .. })
     ));
 }
+
+/// A clique of one on the device `CudaContext::new(0)` opens (NCCL with one rank on a GPU):
+/// each collective is a copy. Where the GPU's process finds no NCCL library, the typed
+/// refusal is checked instead.
+#[test]
+fn a_clique_of_one_on_the_default_device() {
+    let ctx = CudaContext::new(0).expect("a device");
+    let s = ctx.new_stream().expect("a stream");
+    let comms = match Communicator::from_streams(std::slice::from_ref(&s)) {
+        Ok(c) => c,
+        Err(Error::Unsupported { what }) => {
+            assert!(what.contains("NCCL"), "{what}");
+            eprintln!("skipped: {what}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!((comms[0].rank(), comms[0].size()), (0, 1));
+    let mut r = rng("collective_one");
+    let data: Vec<f32> = random(&mut r, 3001, -5.0f32, 5.0);
+    let send = upload(&s, &data);
+    let mut recv = upload(&s, &vec![f32::NAN; data.len()]);
+    comms[0]
+        .all_reduce(&send, &mut recv, ReduceOp::Sum)
+        .expect("all_reduce");
+    assert_eq!(recv.to_host_vec(&s).expect("download"), data);
+    let mut gathered = upload(&s, &vec![f32::NAN; data.len()]);
+    group(|| comms[0].all_gather(&send, &mut gathered)).expect("all_gather");
+    assert_eq!(gathered.to_host_vec(&s).expect("download"), data);
+    let mut buffer = upload(&s, &data);
+    comms[0].broadcast(&mut buffer, 0).expect("broadcast");
+    assert_eq!(buffer.to_host_vec(&s).expect("download"), data);
+}

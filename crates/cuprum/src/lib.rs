@@ -74,8 +74,8 @@ pub use cuprum_ir as ir;
 pub use cuprum_iter as iter;
 pub use cuprum_macros::{DeviceCopy, cuda_module, launch};
 /// Collectives across devices in NCCL's shape (all-reduce, all-gather, reduce-scatter,
-/// broadcast on [`DeviceBuffer`]s, one [`collective::Communicator`] per device): on the
-/// emulator's devices (`CUPRUM_EMU_DEVICES`); NCCL on GPUs is not wired yet.
+/// broadcast on [`DeviceBuffer`]s, one [`collective::Communicator`] per device): NCCL on GPUs
+/// (loaded at run time), the emulator's own definition on its devices (`CUPRUM_EMU_DEVICES`).
 pub use cuprum_runtime::collective;
 /// Modules cuprum did not compile (PTX, cubins) and raw launches (`launch!`).
 pub use cuprum_runtime::external;

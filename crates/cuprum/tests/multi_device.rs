@@ -1,5 +1,5 @@
 //! Data-parallel steps over several devices with `cuprum::collective`, on three emulated
-//! devices opened here (whatever `CUPRUM_DEVICE` says, since NCCL on GPUs is not wired yet):
+//! devices opened here (whatever `CUPRUM_DEVICE` says: a GPU machine may have one GPU):
 //! a sum in the iterator track (each device sums its part of a vector, an all-reduce adds
 //! the partial sums) and a GEMM in the tile track split by rows (each device multiplies its
 //! rows, an all-gather gives every device the whole product), each checked against plain

@@ -33,6 +33,7 @@ mod foreign;
 mod graph;
 mod memory;
 mod module;
+pub(crate) mod nccl;
 mod streams;
 
 use std::ffi::c_void;
