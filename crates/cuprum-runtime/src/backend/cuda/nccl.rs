@@ -48,6 +48,34 @@ pub(crate) fn init_all(devices: &[&CudaDevice]) -> Result<Vec<NcclComm>, String>
     Ok(raw.into_iter().map(|raw| NcclComm { raw }).collect())
 }
 
+/// A new clique's id (`ncclGetUniqueId`), as bytes.
+pub(crate) fn unique_id() -> Result<[u8; 128], String> {
+    let id = result::get_uniqueid().map_err(|e| format!("ncclGetUniqueId failed: {e:?}"))?;
+    Ok(id.internal.map(|c| c as u8))
+}
+
+/// Rank `rank` of a clique of `size` processes with id `id` on `device` (`ncclCommInitRank`).
+pub(crate) fn init_rank(
+    device: &CudaDevice,
+    size: usize,
+    id: [u8; 128],
+    rank: usize,
+) -> Result<NcclComm, String> {
+    let (n, r) = (
+        c_int::try_from(size).map_err(|_| "too many ranks".to_owned())?,
+        c_int::try_from(rank).map_err(|_| "rank out of range".to_owned())?,
+    );
+    bind(device.ctx).map_err(|e| format!("{e:?}"))?;
+    let id = sys::ncclUniqueId {
+        internal: id.map(|b| b as std::ffi::c_char),
+    };
+    let mut raw: sys::ncclComm_t = std::ptr::null_mut();
+    // SAFETY: a valid out pointer; the id is what `ncclGetUniqueId` made in some process.
+    unsafe { result::comm_init_rank(&mut raw, n, id, r) }
+        .map_err(|e| format!("ncclCommInitRank failed: {e:?}"))?;
+    Ok(NcclComm { raw })
+}
+
 /// NCCL's element type for `elem`, where it has one.
 pub(crate) fn data_type(elem: ScalarType) -> Option<sys::ncclDataType_t> {
     use sys::ncclDataType_t as D;

@@ -35,6 +35,10 @@ use crate::error::{Error, Result};
 use crate::host_work::HostRegion;
 use crate::ordering::{self, Access, Memory};
 
+mod processes;
+
+pub use processes::UniqueId;
+
 /// How long a rank waits for the other ranks of a collective before it fails.
 pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -108,8 +112,10 @@ struct State {
 
 /// How a rank reaches the others.
 enum Link {
-    /// Emulated devices: the clique's shared state.
+    /// Emulated devices of this process: the clique's shared state.
     Emulated(Arc<Clique>),
+    /// An emulated device in a clique of processes: the rendezvous folder.
+    Files(processes::Files),
     /// GPUs: the rank's NCCL communicator.
     Nccl(NcclComm),
 }
@@ -246,11 +252,7 @@ impl Communicator {
             });
         }
         if !nccl::available() {
-            return Err(Error::Unsupported {
-                what: "collectives on GPUs need NCCL, and `libnccl.so.2` was not found: install \
-                       NCCL (or PyTorch's nvidia-nccl wheel) where the dynamic loader finds it"
-                    .to_owned(),
-            });
+            return Err(processes::nccl_missing());
         }
         let comms = nccl::init_all(&devices).map_err(|what| Error::Collective { what })?;
         Ok(streams
@@ -337,6 +339,7 @@ impl Communicator {
         let part = self.part(elem, send, recv)?;
         match &self.link {
             Link::Emulated(_) => self.submit_or_group(kind, part),
+            Link::Files(files) => files.call(self, kind, part.elem, part.send, part.recv),
             Link::Nccl(comm) => self.enqueue_nccl(comm, kind, part, send, recv),
         }
     }
@@ -593,115 +596,91 @@ fn combine(op: ReduceOp, elem: ScalarType, acc: &mut [u64], x: &[u64]) -> Result
     Ok(())
 }
 
-/// The reduction of every rank's elements `range` of its send buffer.
-fn reduce(op: ReduceOp, parts: &[&Part], range: std::ops::Range<usize>) -> Result<Vec<u64>> {
-    let elem = parts[0].elem;
-    let mut acc: Option<Vec<u64>> = None;
-    for p in parts {
-        let x = read(
-            &p.stream,
-            elem,
-            p.send.0 + (range.start * elem.size_bytes() as usize) as u64,
-            range.len(),
-        )?;
-        match &mut acc {
-            None => acc = Some(x),
-            Some(a) => combine(op, elem, a, &x)?,
-        }
+/// Checks what every rank gave collective `kind`: `(element type, send length, receive
+/// length)` per rank, in rank order (the one definition of what the ranks must agree on).
+fn check_shapes(kind: Kind, shapes: &[(ScalarType, usize, usize)]) -> Result<()> {
+    let (elem, send_len, _) = shapes[0];
+    let n = shapes.len();
+    if let Some((other, _, _)) = shapes.iter().find(|s| s.0 != elem) {
+        return Err(Error::Collective {
+            what: format!(
+                "{} of `{elem}` on rank 0 but `{other}` on another rank",
+                kind.name()
+            ),
+        });
     }
-    let mut acc = acc.unwrap_or_default();
-    if op == ReduceOp::Avg {
-        let n = cast_constant(Constant::u64(parts.len() as u64), elem).bits;
-        for a in &mut acc {
-            let mut out = [0u64];
-            binary::<1>(BinaryOp::Div, elem, &[*a], &[n], &mut out, 1).map_err(|_| {
-                Error::Collective {
-                    what: format!("Avg of `{elem}` elements is not defined"),
-                }
-            })?;
-            *a = out[0];
-        }
+    let fits = |&(_, send, recv): &(ScalarType, usize, usize)| match kind {
+        Kind::AllReduce(_) => send == send_len && recv == send_len,
+        Kind::ReduceScatter(_) => send == send_len && recv * n == send_len,
+        Kind::AllGather => send == send_len && recv == send_len * n,
+        Kind::Broadcast { .. } => send == send_len,
+    };
+    if shapes.iter().all(fits) {
+        return Ok(());
     }
-    Ok(acc)
+    let rule = match kind {
+        Kind::AllReduce(_) => "send and receive buffers of one length on every rank",
+        Kind::ReduceScatter(_) => "sends of one length, size() times each receive buffer's",
+        Kind::AllGather => "sends of one length and receive buffers size() times as long",
+        Kind::Broadcast { .. } => "buffers of one length on every rank",
+    };
+    Err(Error::Collective {
+        what: format!("{} needs {rule} (rank 0 sends {send_len})", kind.name()),
+    })
+}
+
+/// What rank `rank` receives from collective `kind`, given every rank's sent values (checked
+/// by [`check_shapes`]); `None` where it receives nothing (a broadcast's root).
+fn received(
+    kind: Kind,
+    elem: ScalarType,
+    sends: &[Vec<u64>],
+    rank: usize,
+) -> Result<Option<Vec<u64>>> {
+    let n = sends.len();
+    let reduce = |op: ReduceOp, range: std::ops::Range<usize>| -> Result<Vec<u64>> {
+        let mut acc = sends[0][range.clone()].to_vec();
+        for s in &sends[1..] {
+            combine(op, elem, &mut acc, &s[range.clone()])?;
+        }
+        if op == ReduceOp::Avg {
+            let count = cast_constant(Constant::u64(n as u64), elem).bits;
+            for a in &mut acc {
+                let mut out = [0u64];
+                binary::<1>(BinaryOp::Div, elem, &[*a], &[count], &mut out, 1).map_err(|_| {
+                    Error::Collective {
+                        what: format!("Avg of `{elem}` elements is not defined"),
+                    }
+                })?;
+                *a = out[0];
+            }
+        }
+        Ok(acc)
+    };
+    let len = sends[0].len();
+    Ok(match kind {
+        Kind::AllReduce(op) => Some(reduce(op, 0..len)?),
+        Kind::ReduceScatter(op) => {
+            let part = len / n;
+            Some(reduce(op, rank * part..(rank + 1) * part)?)
+        }
+        Kind::AllGather => Some(sends.concat()),
+        Kind::Broadcast { root } => (rank != root).then(|| sends[root].clone()),
+    })
 }
 
 /// Performs collective `kind` with every rank's part (in rank order).
 fn perform(kind: Kind, parts: &[&Part]) -> Result<()> {
+    let shapes: Vec<_> = parts.iter().map(|p| (p.elem, p.send.1, p.recv.1)).collect();
+    check_shapes(kind, &shapes)?;
     let elem = parts[0].elem;
-    let n = parts.len();
-    if let Some(p) = parts.iter().find(|p| p.elem != elem) {
-        return Err(Error::Collective {
-            what: format!(
-                "{} of `{elem}` on rank 0 but `{}` on another rank",
-                kind.name(),
-                p.elem
-            ),
-        });
-    }
-    let send_len = parts[0].send.1;
-    let mismatch = |what: String| Err(Error::Collective { what });
-    match kind {
-        Kind::AllReduce(op) => {
-            if parts
-                .iter()
-                .any(|p| p.send.1 != send_len || p.recv.1 != send_len)
-            {
-                return mismatch(format!(
-                    "all_reduce needs send and receive buffers of one length on every rank \
-                     (rank 0 sends {send_len})"
-                ));
-            }
-            let sum = reduce(op, parts, 0..send_len)?;
-            for p in parts {
-                write(&p.stream, elem, p.recv.0, &sum)?;
-            }
-        }
-        Kind::ReduceScatter(op) => {
-            let part_len = send_len / n;
-            if parts
-                .iter()
-                .any(|p| p.send.1 != send_len || p.recv.1 * n != send_len)
-            {
-                return mismatch(format!(
-                    "reduce_scatter needs sends of one length, {n} times each receive buffer's \
-                     (rank 0 sends {send_len})"
-                ));
-            }
-            for (r, p) in parts.iter().enumerate() {
-                let sum = reduce(op, parts, r * part_len..(r + 1) * part_len)?;
-                write(&p.stream, elem, p.recv.0, &sum)?;
-            }
-        }
-        Kind::AllGather => {
-            if parts
-                .iter()
-                .any(|p| p.send.1 != send_len || p.recv.1 != send_len * n)
-            {
-                return mismatch(format!(
-                    "all_gather needs sends of one length and receive buffers {n} times as long \
-                     (rank 0 sends {send_len})"
-                ));
-            }
-            let mut all = Vec::with_capacity(send_len * n);
-            for p in parts {
-                all.extend(read(&p.stream, elem, p.send.0, send_len)?);
-            }
-            for p in parts {
-                write(&p.stream, elem, p.recv.0, &all)?;
-            }
-        }
-        Kind::Broadcast { root } => {
-            if parts.iter().any(|p| p.send.1 != send_len) {
-                return mismatch(format!(
-                    "broadcast needs buffers of one length on every rank (rank 0 has {send_len})"
-                ));
-            }
-            let data = read(&parts[root].stream, elem, parts[root].send.0, send_len)?;
-            for (r, p) in parts.iter().enumerate() {
-                if r != root {
-                    write(&p.stream, elem, p.recv.0, &data)?;
-                }
-            }
+    let sends = parts
+        .iter()
+        .map(|p| read(&p.stream, elem, p.send.0, p.send.1))
+        .collect::<Result<Vec<_>>>()?;
+    for (rank, p) in parts.iter().enumerate() {
+        if let Some(values) = received(kind, elem, &sends, rank)? {
+            write(&p.stream, elem, p.recv.0, &values)?;
         }
     }
     Ok(())
