@@ -124,6 +124,14 @@ fn ranks_in_separate_processes_agree() {
         let status = child.wait().expect("the child's end");
         assert!(status.success(), "rank {} failed: {status}", i + 1);
     }
+    // Every rank was dropped: the rendezvous folder is gone.
+    let id_text = String::from_utf8_lossy(&id.to_bytes()).into_owned();
+    let folder = id_text
+        .trim_end_matches('\0')
+        .split_once(':')
+        .map(|(_, path)| std::path::PathBuf::from(path))
+        .expect("an emulated clique's folder");
+    assert!(!folder.exists(), "{} is left", folder.display());
 }
 
 #[test]

@@ -105,6 +105,21 @@ pub(super) fn nccl_missing() -> Error {
 pub(super) struct Files {
     folder: PathBuf,
     calls: AtomicU64,
+    rank: usize,
+    size: usize,
+}
+
+/// A rank that is dropped calls no more collectives: it leaves a `<rank>.closed` marker, and
+/// the last rank to close removes the rendezvous folder.
+impl Drop for Files {
+    fn drop(&mut self) {
+        let closed = |r: usize| self.folder.join(format!("{r}.closed"));
+        if std::fs::write(closed(self.rank), b"").is_ok()
+            && (0..self.size).all(|r| closed(r).exists())
+        {
+            let _ = std::fs::remove_dir_all(&self.folder);
+        }
+    }
 }
 
 impl Communicator {
@@ -131,6 +146,8 @@ impl Communicator {
                 Link::Files(Files {
                     folder,
                     calls: AtomicU64::new(0),
+                    rank,
+                    size,
                 })
             }
             Backend::Cuda(device) => {
