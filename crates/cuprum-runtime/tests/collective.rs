@@ -248,3 +248,24 @@ fn a_clique_of_one_on_the_default_device() {
     comms[0].broadcast(&mut buffer, 0).expect("broadcast");
     assert_eq!(buffer.to_host_vec(&s).expect("download"), data);
 }
+
+/// A receive buffer dropped inside a group, before the group performs its collective, stays
+/// allocated until then: a buffer allocated after the drop is never written by it.
+#[test]
+fn a_buffer_dropped_inside_a_group_is_not_reused_before_the_group_ends() {
+    let ss = streams(2);
+    let comms = Communicator::from_streams(&ss).expect("clique");
+    let n = 512;
+    let sends: Vec<_> = ss.iter().map(|s| upload(s, &vec![3u32; n])).collect();
+    let mut r0 = upload(&ss[0], &vec![0u32; n]);
+    let mut r1 = upload(&ss[1], &vec![0u32; n]);
+    let fresh = group(|| {
+        comms[0].all_reduce(&sends[0], &mut r0, ReduceOp::Sum)?;
+        comms[1].all_reduce(&sends[1], &mut r1, ReduceOp::Sum)?;
+        drop(r0);
+        DeviceBuffer::from_host(&ss[0], &vec![7u32; n])
+    })
+    .expect("the group");
+    assert_eq!(fresh.to_host_vec(&ss[0]).expect("download"), vec![7; n]);
+    assert_eq!(r1.to_host_vec(&ss[1]).expect("download"), vec![6; n]);
+}

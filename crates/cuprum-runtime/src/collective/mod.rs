@@ -83,6 +83,9 @@ struct Part {
     elem: ScalarType,
     send: (u64, usize),
     recv: (u64, usize),
+    /// The buffers' allocations, kept until the collective is performed: a buffer dropped
+    /// inside a [`group`] before its end must not be freed (and its memory reused) first.
+    _keep: [Arc<Memory>; 2],
 }
 
 /// A collective some ranks have called.
@@ -432,6 +435,7 @@ impl Communicator {
             elem,
             send: (send.device_address(), send.len()),
             recv: (recv.device_address(), recv.len()),
+            _keep: [send.memory.clone(), recv.memory.clone()],
         })
     }
 
