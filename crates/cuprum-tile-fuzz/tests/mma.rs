@@ -754,17 +754,13 @@ fn tensor_core_mma_on_hopper_matches_the_interpreter_bit_for_bit() {
     check_all("tensor-core mma (Hopper)", &cases);
 }
 
-#[test]
-fn chained_mmas_match_the_interpreter_bit_for_bit() {
-    let seed = seed("chained_mmas");
-    // (query rows, keys, head dimension) and tiles [bm, bn]: several key tiles, ragged
-    // queries and keys (padding rows and keys read zeros), and a block of 64 rows whose
-    // warps split the rows only.
-    let shapes = [
-        ((64, 96, 32), [64, 32]),
-        ((40, 50, 16), [32, 16]),
-        ((128, 64, 64), [128, 64]),
-    ];
+/// A chain case's (query rows, keys, head dimension) and its tiles `[bm, bn]`.
+type ChainShape = ((u64, u64, u32), [u32; 2]);
+
+/// Every chain case of `shapes` ((query rows, keys, head dimension) and tiles), in `f16` and
+/// `bf16`, q loaded directly and through a reshape in turn, lowered with `options` and
+/// checked three ways bit for bit.
+fn check_chains(what: &str, seed: u64, shapes: &[ChainShape], options: LowerOptions) {
     let cases: Vec<Case> = [S::F16, S::BF16]
         .into_iter()
         .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
@@ -776,11 +772,25 @@ fn chained_mmas_match_the_interpreter_bit_for_bit() {
                 sizes,
                 tiles,
                 i % 2 == 1,
-                LowerOptions::default(),
+                options.clone(),
             )
         })
         .collect();
-    check_all("chained mma", &cases);
+    check_all(what, &cases);
+}
+
+#[test]
+fn chained_mmas_match_the_interpreter_bit_for_bit() {
+    let seed = seed("chained_mmas");
+    // (query rows, keys, head dimension) and tiles [bm, bn]: several key tiles, ragged
+    // queries and keys (padding rows and keys read zeros), and a block of 64 rows whose
+    // warps split the rows only.
+    let shapes = [
+        ((64, 96, 32), [64, 32]),
+        ((40, 50, 16), [32, 16]),
+        ((128, 64, 64), [128, 64]),
+    ];
+    check_chains("chained mma", seed, &shapes, LowerOptions::default());
 }
 
 #[test]
@@ -797,15 +807,7 @@ fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
         ((64, 40, 16), [64, 16]),
         ((40, 50, 16), [32, 16]),
     ];
-    let cases: Vec<Case> = [S::F16, S::BF16]
-        .into_iter()
-        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
-        .enumerate()
-        .map(|(i, (ty, (sizes, tiles)))| {
-            chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1, hopper(None))
-        })
-        .collect();
-    check_all("chained mma (Hopper)", &cases);
+    check_chains("chained mma (Hopper)", seed, &shapes, hopper(None));
 }
 
 #[test]
@@ -819,15 +821,12 @@ fn chained_mmas_on_hopper_with_128_keys_per_tile_match_the_interpreter() {
         ((64, 256, 64), [64, 128]),
         ((128, 256, 64), [128, 128]),
     ];
-    let cases: Vec<Case> = [S::F16, S::BF16]
-        .into_iter()
-        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
-        .enumerate()
-        .map(|(i, (ty, (sizes, tiles)))| {
-            chain_case(seed + i as u64, ty, sizes, tiles, i % 2 == 1, hopper(None))
-        })
-        .collect();
-    check_all("chained mma (Hopper, 128 keys per tile)", &cases);
+    check_chains(
+        "chained mma (Hopper, 128 keys per tile)",
+        seed,
+        &shapes,
+        hopper(None),
+    );
 }
 
 /// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
