@@ -168,19 +168,20 @@ impl Communicator {
     }
 }
 
-/// The header line of a part: what the rank calls and with which lengths.
-fn header(kind: Kind, elem: ScalarType, send: usize, recv: usize) -> String {
+/// What a rank calls, as its part's header names it: the operation, its reduction and root.
+fn call_text(kind: Kind) -> String {
     let (op, root) = match kind {
         Kind::AllReduce(op) | Kind::ReduceScatter(op) => (format!("{op:?}"), 0),
         Kind::AllGather => ("-".to_owned(), 0),
         Kind::Broadcast { root } => ("-".to_owned(), root),
     };
-    format!("{} {op} {root} {elem} {send} {recv}\n", kind.name())
+    format!("{} {op} {root}", kind.name())
 }
 
-/// A part read back: its header's fields and its elements.
+/// A part read back: its header's fields (what was called, the element type, the lengths)
+/// and its elements.
 struct ReadPart {
-    header: String,
+    call: String,
     elem: String,
     send: usize,
     recv: usize,
@@ -189,12 +190,14 @@ struct ReadPart {
 
 fn parse(bytes: &[u8], size: usize) -> Option<ReadPart> {
     let end = bytes.iter().position(|&b| b == b'\n')?;
-    let header = std::str::from_utf8(&bytes[..end]).ok()?.to_owned();
-    let fields: Vec<&str> = header.split(' ').collect();
-    let [_, _, _, elem, send, recv] = fields.as_slice() else {
-        return None;
-    };
-    let (send, recv) = (send.parse().ok()?, recv.parse().ok()?);
+    let header = std::str::from_utf8(&bytes[..end]).ok()?;
+    let mut fields = header.rsplitn(4, ' ');
+    let (recv, send, elem, call) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
     let values = bytes[end + 1..]
         .chunks_exact(size)
         .map(|c| {
@@ -204,10 +207,10 @@ fn parse(bytes: &[u8], size: usize) -> Option<ReadPart> {
         })
         .collect();
     Some(ReadPart {
-        elem: (*elem).to_owned(),
-        header,
-        send,
-        recv,
+        call: call.to_owned(),
+        elem: elem.to_owned(),
+        send: send.parse().ok()?,
+        recv: recv.parse().ok()?,
         values,
     })
 }
@@ -235,7 +238,8 @@ impl Files {
         let done = |r: usize| self.folder.join(format!("{k}.{r}.done"));
         let values = read(&comm.stream, elem, send.0, send.1)?;
         let bytes_per = elem.size_bytes() as usize;
-        let mut bytes = header(kind, elem, send.1, recv.1).into_bytes();
+        let call = call_text(kind);
+        let mut bytes = format!("{call} {elem} {} {}\n", send.1, recv.1).into_bytes();
         for v in &values {
             bytes.extend_from_slice(&v.to_le_bytes()[..bytes_per]);
         }
@@ -271,18 +275,11 @@ impl Files {
             std::thread::sleep(Duration::from_millis(1));
         }
         let parts: Vec<ReadPart> = parts.into_iter().flatten().collect();
-        let mine = header(kind, elem, send.1, recv.1);
-        if let Some(other) = parts.iter().find(|p| {
-            p.header
-                .split(' ')
-                .take(3)
-                .ne(mine.trim_end().split(' ').take(3))
-        }) {
+        if let Some(other) = parts.iter().find(|p| p.call != call) {
             return Err(Error::Collective {
                 what: format!(
-                    "collective {k} is `{}` on one rank but `{}` on rank {rank}",
-                    other.header,
-                    mine.trim_end()
+                    "collective {k} is `{}` on one rank but `{call}` on rank {rank}",
+                    other.call
                 ),
             });
         }
