@@ -18,12 +18,7 @@ use crate::lanes::Lanes;
 /// An A or B element of `shape`: half `half` of a fragment register.
 #[inline]
 pub(crate) fn element(shape: MmaShape, bits: u64, half: usize) -> Num {
-    let h = bits >> (16 * half) & 0xFFFF;
-    match shape {
-        MmaShape::M16n8k16F16 => Num::f16(h),
-        MmaShape::M16n8k16Bf16 => Num::bf16(h),
-        MmaShape::M16n8k8Tf32 => Num::tf32(bits & 0xFFFF_FFFF),
-    }
+    shape.element(bits >> (16 * half))
 }
 
 /// `D = A * B + C` for a whole warp: `a`, `b`, `c` are the lanes' fragment registers, the

@@ -169,9 +169,38 @@ fn decode(ty: ScalarType, b: u64) -> Exact {
         S::U8 | S::U16 | S::U32 | S::U64 => Exact::I(b as i128),
         S::F16 => Exact::F(f16::from_bits(b as u16).to_f64()),
         S::BF16 => Exact::F(bf16::from_bits(b as u16).to_f64()),
-        S::F32 => Exact::F(f32::from_bits(b as u32) as f64),
+        S::F32 | S::Tf32 => Exact::F(f32::from_bits(b as u32) as f64),
         S::F64 => Exact::F(f64::from_bits(b)),
     }
+}
+
+/// The `tf32` nearest to `f` (ties away from zero), found by search over the four nearest
+/// `tf32` magnitudes; a NaN is the canonical `tf32` NaN.
+fn nearest_tf32(f: f32) -> u64 {
+    if f.is_nan() {
+        return 0x7FFF_E000;
+    }
+    if f.is_infinite() {
+        return u64::from(f.to_bits());
+    }
+    let magnitude = |b: u32| {
+        if b >= 0x7F80_0000 {
+            2f64.powi(128)
+        } else {
+            f64::from(f32::from_bits(b))
+        }
+    };
+    let base = (f.to_bits() & 0x7FFF_E000).saturating_sub(0x2000);
+    let target = f64::from(f.abs());
+    let mut best = base;
+    for k in 1..4 {
+        let c = base + k * 0x2000;
+        // `<=`: a tie goes to the larger magnitude.
+        if (magnitude(c) - target).abs() <= (magnitude(best) - target).abs() {
+            best = c;
+        }
+    }
+    u64::from(best.min(0x7F80_0000) | f.to_bits() & 0x8000_0000)
 }
 
 /// The correctly rounded (ties to even) half of `x`, found by search over the bit patterns.
@@ -258,6 +287,10 @@ fn reference_cast(from: ScalarType, to: ScalarType, bits: u64) -> u64 {
         S::F64 => prim!(f64, |v: f64| v.to_bits()),
         S::F16 => nearest_half(x, false) as u64,
         S::BF16 => nearest_half(x, true) as u64,
+        S::Tf32 => nearest_tf32(match x {
+            Exact::I(i) => i as f32,
+            Exact::F(f) => f as f32,
+        }),
     }
 }
 
@@ -265,7 +298,7 @@ fn is_nan(ty: ScalarType, b: u64) -> bool {
     match ty {
         S::F16 => f16::from_bits(b as u16).is_nan(),
         S::BF16 => bf16::from_bits(b as u16).is_nan(),
-        S::F32 => f32::from_bits(b as u32).is_nan(),
+        S::F32 | S::Tf32 => f32::from_bits(b as u32).is_nan(),
         S::F64 => f64::from_bits(b).is_nan(),
         _ => false,
     }

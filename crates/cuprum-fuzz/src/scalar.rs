@@ -61,9 +61,31 @@ pub fn float(ty: ScalarType, bits: u64) -> f64 {
     match ty {
         S::F16 => f16::from_bits(bits as u16).to_f64(),
         S::BF16 => f64::from(f32::from_bits((bits as u32) << 16)),
-        S::F32 => f64::from(f32::from_bits(bits as u32)),
+        S::F32 | S::Tf32 => f64::from(f32::from_bits(bits as u32)),
         _ => f64::from_bits(bits),
     }
+}
+
+/// `x` rounded to `f32` and then to the nearest `tf32`, ties away from zero, NaNs to the
+/// canonical `tf32` NaN: by comparing the two neighbours' distances in `f64`.
+fn to_tf32(x: f64) -> u64 {
+    let f = x as f32;
+    if f.is_nan() {
+        return 0x7FFF_E000;
+    }
+    let toward_zero = f.to_bits() & 0xFFFF_E000;
+    let away = toward_zero + 0x2000;
+    if f.is_infinite() {
+        return u64::from(f.to_bits());
+    }
+    let away_value = if away & 0x7FFF_FFFF == 0x7F80_0000 {
+        2f64.powi(128)
+    } else {
+        f64::from(f32::from_bits(away)).abs()
+    };
+    let below = f64::from(f).abs() - f64::from(f32::from_bits(toward_zero)).abs();
+    let above = away_value - f64::from(f).abs();
+    u64::from(if below < above { toward_zero } else { away })
 }
 
 /// The value `(-1)^neg * m * 2^e`, rounded to nearest even into the 16-bit float format
@@ -135,10 +157,11 @@ fn f64_to_half(ty: ScalarType, x: f64) -> u64 {
 
 /// Rust's `as` from `from` to `to` (not to `Bool`).
 pub fn cast(from: ScalarType, to: ScalarType, bits: u64) -> u64 {
-    if from.is_float() {
+    if from.is_float() || from == S::Tf32 {
         let x = float(from, bits);
         return match to {
             S::F64 => x.to_bits(),
+            S::Tf32 => to_tf32(x),
             S::F32 => u64::from((x as f32).to_bits()),
             S::F16 | S::BF16 => f64_to_half(to, x),
             // Rust's float-to-int `as`: toward zero, saturating, NaN to 0.

@@ -58,6 +58,8 @@
 //!
 //! See [`CpAsyncCache`] and [`Stmt::CpAsync`](crate::Stmt::CpAsync).
 
+use crate::types::ScalarType;
+
 /// The shape and input type of a tensor-core [`Stmt::Mma`](crate::Stmt::Mma). Every shape
 /// multiplies row-major A by column-major B (`.row.col`) and accumulates in `f32`.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +80,37 @@ pub enum MmaShape {
 impl MmaShape {
     /// Every shape, in declaration order.
     pub const ALL: [MmaShape; 3] = [Self::M16n8k16F16, Self::M16n8k16Bf16, Self::M16n8k8Tf32];
+
+    /// The shape whose A and B elements have type `ty` (`F16`, `BF16` or `Tf32`), or `None`
+    /// when no tensor-core shape multiplies them.
+    pub const fn for_input(ty: ScalarType) -> Option<MmaShape> {
+        match ty {
+            ScalarType::F16 => Some(Self::M16n8k16F16),
+            ScalarType::BF16 => Some(Self::M16n8k16Bf16),
+            ScalarType::Tf32 => Some(Self::M16n8k8Tf32),
+            _ => None,
+        }
+    }
+
+    /// The type of the A and B elements.
+    pub const fn input_scalar(self) -> ScalarType {
+        match self {
+            Self::M16n8k16F16 => ScalarType::F16,
+            Self::M16n8k16Bf16 => ScalarType::BF16,
+            Self::M16n8k8Tf32 => ScalarType::Tf32,
+        }
+    }
+
+    /// An A or B element of this shape as the tensor cores read it, from its bits (the low
+    /// 16 of them for the 16-bit types; a `tf32` truncated, see [`Self::M16n8k8Tf32`]).
+    pub fn element(self, bits: u64) -> crate::tensor_core::Num {
+        use crate::tensor_core::Num;
+        match self {
+            Self::M16n8k16F16 => Num::f16(bits & 0xFFFF),
+            Self::M16n8k16Bf16 => Num::bf16(bits & 0xFFFF),
+            Self::M16n8k8Tf32 => Num::tf32(bits & 0xFFFF_FFFF),
+        }
+    }
     /// Rows of A, C and D.
     pub const M: usize = 16;
     /// Columns of B, C and D.

@@ -185,7 +185,7 @@ impl ArgClass {
         match ty {
             S::Bool | S::I8 | S::I16 | S::I32 | S::U8 | S::U16 | S::U32 => ArgClass::Int32,
             S::I64 | S::U64 => ArgClass::Int64,
-            S::F16 | S::BF16 | S::F32 | S::F64 => ArgClass::Double,
+            S::F16 | S::BF16 | S::F32 | S::F64 | S::Tf32 => ArgClass::Double,
         }
     }
 
@@ -372,7 +372,7 @@ impl Arg {
             S::I64 | S::U64 => Arg::Int64(bits),
             S::F16 => Arg::Double(f16::from_bits(bits as u16).to_f64()),
             S::BF16 => Arg::Double(bf16::from_bits(bits as u16).to_f64()),
-            S::F32 => Arg::Double(f64::from(f32::from_bits(bits as u32))),
+            S::F32 | S::Tf32 => Arg::Double(f64::from(f32::from_bits(bits as u32))),
             S::F64 => Arg::Double(f64::from_bits(bits)),
         }
     }

@@ -168,7 +168,9 @@ pub const fn tensor_map_data_type(ty: ScalarType) -> Option<u32> {
         ScalarType::Bool => return None,
         ScalarType::U8 | ScalarType::I8 => 0,
         ScalarType::U16 | ScalarType::I16 => 1,
-        ScalarType::U32 => 2,
+        // A `tf32` travels as its 32 bits: the driver's TFLOAT32 types are left alone, since
+        // what a copy does with their low bits was never measured.
+        ScalarType::U32 | ScalarType::Tf32 => 2,
         ScalarType::I32 => 3,
         ScalarType::U64 => 4,
         ScalarType::I64 => 5,

@@ -38,11 +38,18 @@ pub enum ScalarType {
     F32,
     /// IEEE binary64, `f64`.
     F64,
+    /// TensorFloat-32, the tensor cores' `tf32`: an `f32` whose low 13 mantissa bits are zero
+    /// (a sign, `f32`'s 8-bit exponent and 10 mantissa bits), held and stored as those 32
+    /// bits. A storage and operand type, not an arithmetic one: it has no arithmetic and no
+    /// comparisons; `F32` casts to it by rounding to the nearest `tf32`, ties away from zero
+    /// ([`crate::scalar::round_to_tf32`]), and it casts back to `F32` exactly. Tensor cores
+    /// multiply it (`mma.sync m16n8k8`, `wgmma ... k8`).
+    Tf32,
 }
 
 impl ScalarType {
     /// Every scalar type, in declaration order.
-    pub const ALL: [ScalarType; 13] = [
+    pub const ALL: [ScalarType; 14] = [
         Self::Bool,
         Self::I8,
         Self::I16,
@@ -56,6 +63,7 @@ impl ScalarType {
         Self::BF16,
         Self::F32,
         Self::F64,
+        Self::Tf32,
     ];
 
     /// Size in bytes in memory (`Bool` is one byte, as in Rust).
@@ -63,7 +71,7 @@ impl ScalarType {
         match self {
             Self::Bool | Self::I8 | Self::U8 => 1,
             Self::I16 | Self::U16 | Self::F16 | Self::BF16 => 2,
-            Self::I32 | Self::U32 | Self::F32 => 4,
+            Self::I32 | Self::U32 | Self::F32 | Self::Tf32 => 4,
             Self::I64 | Self::U64 | Self::F64 => 8,
         }
     }
@@ -79,6 +87,12 @@ impl ScalarType {
     /// Whether this is one of the four floating-point types (`F16`, `BF16`, `F32`, `F64`).
     pub const fn is_float(self) -> bool {
         matches!(self, Self::F16 | Self::BF16 | Self::F32 | Self::F64)
+    }
+
+    /// Whether values of this type have arithmetic and comparisons: every type but `Tf32`,
+    /// which is cast to `F32` first (the validator's rule).
+    pub const fn has_arithmetic(self) -> bool {
+        !matches!(self, Self::Tf32)
     }
 
     /// Whether this is a two's complement integer type (`I8` to `I64`).
@@ -118,6 +132,7 @@ impl ScalarType {
             Self::BF16 => "bf16",
             Self::F32 => "f32",
             Self::F64 => "f64",
+            Self::Tf32 => "tf32",
         }
     }
 
@@ -137,6 +152,7 @@ impl ScalarType {
             "bf16" => Self::BF16,
             "f32" => Self::F32,
             "f64" => Self::F64,
+            "tf32" => Self::Tf32,
             _ => return None,
         })
     }
@@ -222,6 +238,7 @@ impl fmt::Display for Constant {
                 write!(f, "{}{}", b, self.ty)
             }
             ScalarType::F32 => write!(f, "{:?}f32", f32::from_bits(b as u32)),
+            ScalarType::Tf32 => write!(f, "0x{b:08x}tf32"),
             ScalarType::F64 => write!(f, "{:?}f64", f64::from_bits(b)),
             ScalarType::F16 | ScalarType::BF16 => write!(f, "0x{:04x}{}", b, self.ty),
         }

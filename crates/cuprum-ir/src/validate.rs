@@ -69,6 +69,7 @@ pub fn result_type(
         Op::Special(_) => S::U32,
         Op::Unary(u, v) => {
             let t = value_ty(*v)?;
+            no_tf32_arithmetic(t, &format!("{u:?}"))?;
             if u.is_float_only() && !t.is_float() {
                 return Err(format!("{u:?} needs a float operand, got {t}"));
             }
@@ -82,6 +83,7 @@ pub fn result_type(
         }
         Op::Binary(b, l, r) => {
             let (lt, rt) = (value_ty(*l)?, value_ty(*r)?);
+            no_tf32_arithmetic(lt, &format!("{b:?}"))?;
             match b {
                 BinaryOp::Shl | BinaryOp::Shr => {
                     if !lt.is_int() || rt != S::U32 {
@@ -123,6 +125,7 @@ pub fn result_type(
             if lt != rt {
                 return Err(format!("comparison operands differ: {lt} vs {rt}"));
             }
+            no_tf32_arithmetic(lt, "comparison")?;
             S::Bool
         }
         Op::Select {
@@ -147,6 +150,11 @@ pub fn result_type(
             let from = value_ty(*value)?;
             if from.size_bytes() != to.size_bytes() || from == S::Bool || *to == S::Bool {
                 return Err(format!("bitcast between {from} and {to}"));
+            }
+            if *to == S::Tf32 && from != S::Tf32 {
+                return Err(format!(
+                    "bitcast from {from} to tf32 (a tf32's low 13 bits are zero: cast instead)"
+                ));
             }
             *to
         }
@@ -180,8 +188,10 @@ pub fn result_type(
                 return Err("atomics on local memory".into());
             }
             let t = value_ty(*value)?;
-            if !matches!(t.size_bytes(), 4 | 8) || t == S::Bool {
-                return Err(format!("atomic on {t}: only 32- and 64-bit types"));
+            if !matches!(t.size_bytes(), 4 | 8) || t == S::Bool || t == S::Tf32 {
+                return Err(format!(
+                    "atomic on {t}: only 32- and 64-bit integers and floats"
+                ));
             }
             let is_cas = *op == AtomicOp::CompareExchange;
             match compare {
@@ -810,6 +820,17 @@ fn check_atomic_access(space: AddressSpace, ty: ScalarType) -> Result<(), String
     }
     if !matches!(ty.size_bytes(), 4 | 8) || ty == ScalarType::Bool {
         return Err(format!("atomic on {ty}: only 32- and 64-bit types"));
+    }
+    Ok(())
+}
+
+/// Refuses `what` (an arithmetic operation or a comparison) on a type without arithmetic
+/// (`tf32`, which is cast to `f32` first: see [`ScalarType::has_arithmetic`]).
+fn no_tf32_arithmetic(ty: ScalarType, what: &str) -> Result<(), String> {
+    if !ty.has_arithmetic() {
+        return Err(format!(
+            "{what} on tf32: tf32 has no arithmetic; cast it to f32 first"
+        ));
     }
     Ok(())
 }

@@ -395,7 +395,8 @@ fn scope_name(scope: Scope) -> &'static str {
 /// The type of a store of `ty` (integers are stored by size; extension does not matter).
 fn store_type(ty: ScalarType) -> &'static str {
     match ty.size_bytes() {
-        _ if ty.is_float() => mem_type(ty),
+        // Values in float registers (a `tf32` is in an `f32` one) store as their type.
+        _ if ty.is_float() || ty == ScalarType::Tf32 => mem_type(ty),
         1 => "u8",
         2 => "u16",
         4 => "u32",

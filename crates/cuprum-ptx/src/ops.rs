@@ -110,7 +110,7 @@ impl KernelWriter<'_> {
             S::I64 | S::U64 if b <= i64::MAX as u64 => ins!(self, "mov.b64 {d}, {b}"),
             S::I64 | S::U64 => ins!(self, "mov.b64 {d}, 0x{b:016X}"),
             S::F16 | S::BF16 => ins!(self, "mov.b16 {d}, 0x{:04X}", b as u16),
-            S::F32 => ins!(self, "mov.f32 {d}, 0f{:08X}", b as u32),
+            S::F32 | S::Tf32 => ins!(self, "mov.f32 {d}, 0f{:08X}", b as u32),
             S::F64 => ins!(self, "mov.f64 {d}, 0d{b:016X}"),
         }
     }
@@ -339,6 +339,18 @@ impl KernelWriter<'_> {
             return Ok(());
         }
         match (from, to) {
+            // A `tf32` is the `f32` it stands for, in an `f32` register.
+            (S::Tf32, _) => return self.cast(S::F32, to, d, s),
+            (_, S::Tf32) => {
+                let f = if from == S::F32 {
+                    s
+                } else {
+                    let f = self.tmp(Class::F32);
+                    self.cast(from, S::F32, f, s)?;
+                    f
+                };
+                self.round_to_tf32(d, f);
+            }
             (_, S::Bool) => return Err(self.unsupported(format!("cast from {from} to bool"))),
             (S::Bool, _) => self.bool_to(to, d, s),
             _ if from.is_int() && to.is_int() => self.int_to_int(from, to, d, s),
@@ -347,6 +359,26 @@ impl KernelWriter<'_> {
             _ => self.float_to_float(from, to, d, s),
         }
         Ok(())
+    }
+
+    /// `d = f` rounded to `tf32` in integer instructions, exactly as
+    /// `cuprum_ir::scalar::round_to_tf32` defines it (not `cvt.rna.tf32.f32`, whose handling
+    /// of NaNs was never measured).
+    fn round_to_tf32(&mut self, d: Reg, f: Reg) {
+        let bits = self.tmp(Class::B32);
+        let magnitude = self.tmp(Class::B32);
+        let nan = self.tmp(Class::Pred);
+        ins!(self, "mov.b32 {bits}, {f}");
+        ins!(self, "and.b32 {magnitude}, {bits}, 2147483647");
+        ins!(self, "setp.gt.u32 {nan}, {magnitude}, 2139095040");
+        ins!(self, "add.u32 {bits}, {bits}, 4096");
+        ins!(self, "and.b32 {bits}, {bits}, -8192");
+        ins!(
+            self,
+            "selp.b32 {bits}, {}, {bits}, {nan}",
+            cuprum_ir::scalar::TF32_NAN
+        );
+        ins!(self, "mov.b32 {d}, {bits}");
     }
 
     fn bool_to(&mut self, to: ScalarType, d: Reg, s: Reg) {

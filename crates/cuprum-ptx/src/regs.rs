@@ -118,7 +118,8 @@ pub(crate) const fn class_of(ty: ScalarType) -> Class {
         S::I8 | S::I16 | S::I32 | S::U8 | S::U16 | S::U32 => Class::B32,
         S::I64 | S::U64 => Class::B64,
         S::F16 | S::BF16 => Class::B16,
-        S::F32 => Class::F32,
+        // A `tf32` is the `f32` it stands for.
+        S::F32 | S::Tf32 => Class::F32,
         S::F64 => Class::F64,
     }
 }
@@ -148,7 +149,7 @@ pub(crate) const fn mem_type(ty: ScalarType) -> &'static str {
         S::I64 => "s64",
         S::U64 => "u64",
         S::F16 | S::BF16 => "b16",
-        S::F32 => "f32",
+        S::F32 | S::Tf32 => "f32",
         S::F64 => "f64",
     }
 }

@@ -49,18 +49,20 @@ const CMP: [CmpOp; 6] = [
 ];
 
 fn unary_applies(u: UnaryOp, ty: ScalarType) -> bool {
-    match u {
-        UnaryOp::Not => !ty.is_float(),
-        UnaryOp::Neg => ty != S::Bool,
-        UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => ty.is_int(),
-        _ => ty.is_float(),
-    }
+    ty.has_arithmetic()
+        && match u {
+            UnaryOp::Not => !ty.is_float(),
+            UnaryOp::Neg => ty != S::Bool,
+            UnaryOp::CountOnes | UnaryOp::LeadingZeros | UnaryOp::TrailingZeros => ty.is_int(),
+            _ => ty.is_float(),
+        }
 }
 
 fn binary_applies(b: BinaryOp, ty: ScalarType) -> bool {
     let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
     match ty {
         S::Bool => logical,
+        S::Tf32 => false,
         t if t.is_float() => {
             !logical && !matches!(b, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::MulHigh)
         }
@@ -98,7 +100,7 @@ fn ops_on(ty: ScalarType) -> Kernel {
         let r = k.k.op(Op::Ternary(TernaryOp::MulAdd, a, b, c));
         k.output(r);
     }
-    for op in CMP {
+    for op in CMP.into_iter().filter(|_| ty.has_arithmetic()) {
         let r = k.k.cmp(op, a, b);
         k.output(r);
     }
@@ -151,8 +153,10 @@ fn every_cast_and_bitcast() {
             }
             let r = k.k.cast(v, to);
             k.output(r);
-            let bitcast_ok =
-                from != S::Bool && to != S::Bool && from.size_bytes() == to.size_bytes();
+            let bitcast_ok = from != S::Bool
+                && to != S::Bool
+                && from.size_bytes() == to.size_bytes()
+                && (to != S::Tf32 || from == S::Tf32);
             if bitcast_ok {
                 let r = k.k.op(Op::Bitcast { value: v, to });
                 k.output(r);
@@ -364,7 +368,7 @@ fn mem_name(ty: ScalarType) -> &'static str {
         S::I64 => "s64",
         S::U64 => "u64",
         S::F16 | S::BF16 => "b16",
-        S::F32 => "f32",
+        S::F32 | S::Tf32 => "f32",
         S::F64 => "f64",
     }
 }

@@ -133,7 +133,7 @@ fn printing_kernel(name: &str) -> Kernel {
         fmt += match ty {
             S::I64 => " %lld",
             S::U64 => " %llx",
-            _ if ty.is_float() => " %g",
+            _ if ty.is_float() || ty == S::Tf32 => " %g",
             S::I8 | S::I16 | S::I32 => " %+5d",
             _ => " %u",
         };
@@ -187,9 +187,9 @@ fn printf_every_argument_type() {
     ] {
         assert!(ptx.contains(s), "missing {s}\n{ptx}");
     }
-    // 13 arguments: 4-byte words for the small ones, 8-byte for i64/u64/floats, aligned.
+    // 14 arguments: 4-byte words for the small ones, 8-byte for i64/u64/floats, aligned.
     assert!(
-        ptx.contains("\t.local .align 8 .b8 $printf_args[80];"),
+        ptx.contains("\t.local .align 8 .b8 $printf_args[88];"),
         "{ptx}"
     );
     for ins in [

@@ -169,6 +169,12 @@ macro_rules! to_each {
             ScalarType::BF16 => $go::<N, $src, bf16>($a, $out),
             ScalarType::F32 => $go::<N, $src, f32>($a, $out),
             ScalarType::F64 => $go::<N, $src, f64>($a, $out),
+            ScalarType::Tf32 => {
+                $go::<N, $src, f32>($a, $out);
+                for bits in $out.iter_mut() {
+                    *bits = u64::from(round_to_tf32(*bits as u32));
+                }
+            }
         }
     };
 }
@@ -198,7 +204,25 @@ pub fn cast<const N: usize>(from: ScalarType, to: ScalarType, a: &[u64; N], out:
         S::BF16 => to_each!(to, from_float_src, bf16, a, out),
         S::F32 => to_each!(to, from_float_src, f32, a, out),
         S::F64 => to_each!(to, from_float_src, f64, a, out),
+        // A `tf32` is an `f32` value (its low mantissa bits zero).
+        S::Tf32 => to_each!(to, from_float_src, f32, a, out),
     }
+}
+
+/// The canonical `tf32` NaN: what every NaN becomes when cast to `tf32`.
+pub const TF32_NAN: u32 = 0x7FFF_E000;
+
+/// The `f32` with bits `bits` rounded to the nearest `tf32` (10 mantissa bits), ties away
+/// from zero, as the bits of an `f32` whose low 13 mantissa bits are zero: the one definition
+/// of `ScalarType::Tf32`'s rounding, which the PTX writer emits as integer instructions. A
+/// value beyond the largest `tf32` rounds to infinity; infinities stay; every NaN becomes
+/// [`TF32_NAN`]. Adding half of the dropped bits' weight to the sign-magnitude bits carries
+/// into the exponent exactly where the rounding crosses a binade (or reaches infinity).
+pub const fn round_to_tf32(bits: u32) -> u32 {
+    if bits & 0x7FFF_FFFF > 0x7F80_0000 {
+        return TF32_NAN;
+    }
+    bits.wrapping_add(0x1000) & 0xFFFF_E000
 }
 
 #[cfg(test)]
@@ -224,6 +248,60 @@ mod tests {
             }
         }
         best
+    }
+
+    /// `round_to_tf32` against the nearest of the two `tf32` neighbours, ties away from zero.
+    #[test]
+    fn tf32_rounds_to_nearest_ties_away() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut cases: Vec<u32> = vec![0, 0x8000_0000, 0x3F80_1000, 0xBF80_1000, 0x3F80_0FFF];
+        cases.extend([
+            0x7F7F_FFFF,
+            0x7F80_0000,
+            0xFF80_0000,
+            0x0000_1000,
+            0x0000_0FFF,
+        ]);
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            cases.push(seed as u32);
+        }
+        for bits in cases {
+            let x = f32::from_bits(bits);
+            let got = round_to_tf32(bits);
+            if x.is_nan() {
+                assert_eq!(got, TF32_NAN);
+                continue;
+            }
+            assert_eq!(got & 0x1FFF, 0, "{bits:#x}");
+            let down = f64::from(f32::from_bits(bits & 0xFFFF_E000));
+            let up_bits = (bits & 0xFFFF_E000) + 0x2000;
+            let x = f64::from(x);
+            // Past the largest finite `tf32` the next one up is 2^128 (which overflows).
+            let up = if up_bits & 0x7FFF_FFFF == 0x7F80_0000 {
+                2f64.powi(128).copysign(x)
+            } else {
+                f64::from(f32::from_bits(up_bits))
+            };
+            let want = if (x - down).abs() < (up - x).abs() || x.is_infinite() {
+                bits & 0xFFFF_E000
+            } else {
+                up_bits
+            };
+            assert_eq!(got, want, "{bits:#x}");
+        }
+        let mut out = [0u64; 1];
+        cast::<1>(
+            ScalarType::F64,
+            ScalarType::Tf32,
+            &[1.0f64.to_bits()],
+            &mut out,
+        );
+        assert_eq!(out[0], 0x3F80_0000);
+        cast::<1>(ScalarType::Tf32, ScalarType::F32, &[0x3F80_2000], &mut out);
+        assert_eq!(out[0], 0x3F80_2000);
     }
 
     #[test]

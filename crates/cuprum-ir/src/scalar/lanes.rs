@@ -219,6 +219,8 @@ pub fn unary<const N: usize>(
         S::F16 | S::BF16 if op == UnaryOp::Abs => map1::<N, u16, u16>(a, out, |x| x & 0x7fff),
         S::F16 => float_unary!(f16, op, a, out, f16::to_f32, f16::from_f32),
         S::BF16 => float_unary!(bf16, op, a, out, bf16::to_f32, bf16::from_f32),
+        // `tf32` has no arithmetic (see `ScalarType::Tf32`).
+        S::Tf32 => return Err(OpFault::Unsupported),
     }
     Ok(())
 }
@@ -345,6 +347,7 @@ pub fn binary<const N: usize>(
         S::F64 => float_binary!(f64, op, a, b, out, |x: f64| x, |x: f64| x),
         S::F16 => float_binary!(f16, op, a, b, out, f16::to_f32, f16::from_f32),
         S::BF16 => float_binary!(bf16, op, a, b, out, bf16::to_f32, bf16::from_f32),
+        S::Tf32 => return Err(OpFault::Unsupported),
     }
     Ok(())
 }
@@ -401,7 +404,8 @@ pub fn compare<const N: usize>(
         S::I16 => cmp_lanes!(i16, op, a, b, out, |x: i16| x),
         S::I32 => cmp_lanes!(i32, op, a, b, out, |x: i32| x),
         S::I64 => cmp_lanes!(i64, op, a, b, out, |x: i64| x),
-        S::F32 => cmp_lanes!(f32, op, a, b, out, |x: f32| x),
+        // A `tf32` compares as the `f32` it is (the validator refuses it; the value is defined).
+        S::F32 | S::Tf32 => cmp_lanes!(f32, op, a, b, out, |x: f32| x),
         S::F64 => cmp_lanes!(f64, op, a, b, out, |x: f64| x),
         S::F16 => cmp_lanes!(f16, op, a, b, out, f16::to_f32),
         S::BF16 => cmp_lanes!(bf16, op, a, b, out, bf16::to_f32),

@@ -15,7 +15,7 @@ mod cast;
 mod lanes;
 pub mod math;
 
-pub use cast::{cast, f64_to_f32_odd};
+pub use cast::{TF32_NAN, cast, f64_to_f32_odd, round_to_tf32};
 pub use lanes::{Num, OpFault, binary, compare, mul_add, select, unary};
 
 use crate::types::{Constant, ScalarType};

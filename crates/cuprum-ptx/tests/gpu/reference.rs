@@ -24,7 +24,7 @@ pub(crate) fn to_f64(ty: ScalarType, b: u64) -> f64 {
     match ty {
         S::F16 => f16::from_bits(b as u16).to_f64(),
         S::BF16 => bf16::from_bits(b as u16).to_f64(),
-        S::F32 => f32::from_bits(b as u32) as f64,
+        S::F32 | S::Tf32 => f32::from_bits(b as u32) as f64,
         _ => f64::from_bits(b),
     }
 }
@@ -64,6 +64,7 @@ pub(crate) fn from_f64(ty: ScalarType, x: f64) -> u64 {
         S::F32 => (x as f32).to_bits() as u64,
         S::F64 => x.to_bits(),
         S::F16 | S::BF16 => half_bits(ty, f32_odd(x)),
+        S::Tf32 => u64::from(cuprum_ir::scalar::round_to_tf32((x as f32).to_bits())),
     }
 }
 
@@ -86,12 +87,13 @@ pub(crate) fn from_i128(ty: ScalarType, v: i128) -> u64 {
             half_bits(ty, if v < 0 { -r } else { r })
         }
         S::Bool => (v != 0) as u64,
+        S::Tf32 => u64::from(cuprum_ir::scalar::round_to_tf32((v as f32).to_bits())),
         _ => mask(ty, v as u64),
     }
 }
 
 pub(crate) fn cast_ref(from: ScalarType, to: ScalarType, b: u64) -> u64 {
-    if from.is_float() {
+    if from.is_float() || from == S::Tf32 {
         from_f64(to, to_f64(from, b))
     } else {
         from_i128(to, to_i128(from, b))

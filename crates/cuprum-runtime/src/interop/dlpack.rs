@@ -62,7 +62,8 @@ pub fn dtype_of(ty: ScalarType) -> DLDataType {
         ScalarType::U64 => (Code::UINT, 64),
         ScalarType::F16 => (Code::FLOAT, 16),
         ScalarType::BF16 => (Code::BFLOAT, 16),
-        ScalarType::F32 => (Code::FLOAT, 32),
+        // DLPack has no `tf32`: its values are the `f32`s they stand for.
+        ScalarType::F32 | ScalarType::Tf32 => (Code::FLOAT, 32),
         ScalarType::F64 => (Code::FLOAT, 64),
     };
     DLDataType::scalar(code, bits)

@@ -576,7 +576,9 @@ impl Gen<'_> {
     fn bitcast_into(&mut self, ty: ScalarType, shape: &[u32]) -> R<TileValue> {
         let same: Vec<ScalarType> = ScalarType::ALL
             .into_iter()
-            .filter(|&t| t != ty && t != S::Bool && t.size_bytes() == ty.size_bytes())
+            .filter(|&t| {
+                t != ty && t != S::Bool && t.has_arithmetic() && t.size_bytes() == ty.size_bytes()
+            })
             .collect();
         let from = self.choose(&same);
         let x = self.operand(from, shape)?;

@@ -90,7 +90,8 @@ pub(crate) fn data_type(elem: ScalarType) -> Option<sys::ncclDataType_t> {
         ScalarType::BF16 => D::ncclBfloat16,
         ScalarType::F32 => D::ncclFloat32,
         ScalarType::F64 => D::ncclFloat64,
-        ScalarType::Bool | ScalarType::I16 | ScalarType::U16 => return None,
+        // A sum of `tf32` values is no `tf32`: collectives take them as `f32` buffers.
+        ScalarType::Bool | ScalarType::I16 | ScalarType::U16 | ScalarType::Tf32 => return None,
     })
 }
 
