@@ -73,9 +73,23 @@ fn input(
     ty: ScalarType,
     shape: &[u64],
 ) -> u32 {
+    noisy_input(cb, rng, (name, ty, shape), 0)
+}
+
+/// [`input`] with random bits under `noise` set in every nonzero element (low mantissa
+/// bits, which a conversion then rounds away).
+fn noisy_input(
+    cb: &mut CaseBuilder,
+    rng: &mut SmallRng,
+    (name, ty, shape): (&str, ScalarType, &[u64]),
+    noise: u64,
+) -> u32 {
     let mut t = random_tensor(rng, ty, shape, ViewKind::Any);
     for i in 0..t.len() as usize {
-        let bits = value_bits(rng, ty);
+        let mut bits = value_bits(rng, ty);
+        if bits != 0 {
+            bits |= rng.random::<u64>() & noise;
+        }
         set_element(&mut t.bytes, ty, i, bits);
     }
     cb.input_tensor(name, t, None)
@@ -112,13 +126,13 @@ fn load_tile(cb: &mut CaseBuilder, tensor: u32, tile: &[u32], index: Vec<TileVal
 }
 
 /// `for counter in start..end step { acc = mma(a tile, b tile, acc) }` from `acc0`: each
-/// operand `(tensor, tile shape)` loaded (zero padding) at the index `index(counter)` gives it;
-/// returns the loop's result.
+/// operand `(tensor, tile shape)` loaded (zero padding) at the index `index(counter)` gives it,
+/// converted to `convert` when given; returns the loop's result.
 fn k_loop(
     cb: &mut CaseBuilder,
     [start, end, step]: [TileValue; 3],
     acc0: TileValue,
-    operands: [(u32, Vec<u32>); 2],
+    (operands, convert): ([(u32, Vec<u32>); 2], Option<ScalarType>),
     index: impl FnOnce(TileValue) -> (Vec<TileValue>, Vec<TileValue>),
 ) -> TileValue {
     let counter = cb.b.value(TileType::scalar(S::I32));
@@ -130,8 +144,19 @@ fn k_loop(
     let [(a, a_tile), (b, b_tile)] = operands;
     let mut load =
         |tensor: u32, tile: Vec<u32>, index: Vec<TileValue>| load_tile(cb, tensor, &tile, index);
-    let ta = load(a, a_tile, ai);
-    let tb = load(b, b_tile, bi);
+    let mut ta = load(a, a_tile, ai);
+    let mut tb = load(b, b_tile, bi);
+    if let Some(to) = convert {
+        for t in [&mut ta, &mut tb] {
+            *t = def(
+                cb,
+                Op::Cast {
+                    value: *t,
+                    to: Elem::Known(to),
+                },
+            );
+        }
+    }
     let next = def(cb, Op::Mma { a: ta, b: tb, acc });
     let body = cb.b.end_block(vec![next]);
     cb.b.push(Stmt::For {
@@ -155,8 +180,24 @@ fn gemm_case(
     s: Sizes,
     options: LowerOptions,
 ) -> Case {
+    gemm_case_stored(seed, (input_ty, input_ty), acc_ty, s, options)
+}
+
+/// [`gemm_case`] with operands stored as `stored` and converted to `input_ty` after their
+/// loads (`f32` tensors multiplied as `tf32`, say): their values then have every mantissa
+/// bit, so that the conversion rounds.
+fn gemm_case_stored(
+    seed: u64,
+    (stored, input_ty): (ScalarType, ScalarType),
+    acc_ty: ScalarType,
+    s: Sizes,
+    options: LowerOptions,
+) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let name = format!("mma_{input_ty}_b{}_{}x{}x{}", s.batch, s.m, s.n, s.k);
+    let name = format!(
+        "mma_{stored}_{input_ty}_b{}_{}x{}x{}",
+        s.batch, s.m, s.n, s.k
+    );
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
     let batched = s.batch > 0;
     let lead = |v: &[u64]| -> Vec<u64> {
@@ -186,8 +227,9 @@ fn gemm_case(
         &lead(&[s.m, s.n]),
         out_kind,
     );
-    let a = input(&mut cb, &mut rng, "a", input_ty, &lead(&[s.m, s.k]));
-    let b = input(&mut cb, &mut rng, "b", input_ty, &lead(&[s.k, s.n]));
+    let noise = if stored == input_ty { 0 } else { 0x1FFF };
+    let a = noisy_input(&mut cb, &mut rng, ("a", stored, &lead(&[s.m, s.k])), noise);
+    let b = noisy_input(&mut cb, &mut rng, ("b", stored, &lead(&[s.k, s.n])), noise);
     let c = input(&mut cb, &mut rng, "c", acc_ty, &lead(&[s.m, s.n]));
 
     // Grid axes: (batch,) row tile, column tile.
@@ -219,7 +261,10 @@ fn gemm_case(
         &mut cb,
         bounds,
         acc0,
-        [(a, tile(&[s.tm, s.tk])), (b, tile(&[s.tk, s.tn]))],
+        (
+            [(a, tile(&[s.tm, s.tk])), (b, tile(&[s.tk, s.tn]))],
+            (stored != input_ty).then_some(input_ty),
+        ),
         |counter| (index([mi, counter]), index([counter, ni])),
     );
     cb.b.push(Stmt::Store {
@@ -303,6 +348,37 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
         .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, S::F32, s, LowerOptions::default()))
         .collect();
     check_all("tensor-core mma", &cases);
+}
+
+/// `tf32` GEMMs (`mma.sync m16n8k8`): `tf32` tensors multiplied as they are, and `f32`
+/// tensors with every mantissa bit converted to `tf32` (rounded) after their loads.
+#[test]
+fn tf32_mma_matches_the_interpreter_bit_for_bit() {
+    let seed = seed("tf32_mma");
+    let sizes = [
+        // One K step of 8, one block.
+        sizes(0, 16, 8, 8, 16, 8, 8),
+        // Ragged on every axis, several K steps, several warps' worth of 16x8 blocks.
+        sizes(0, 70, 45, 100, 32, 32, 32),
+        // Tiles that are multiples of 16 but not powers of two; K steps of 12 (a last
+        // tensor-core step of 4 products).
+        sizes(0, 50, 40, 60, 48, 24, 12),
+        // Batched.
+        sizes(3, 20, 17, 40, 16, 16, 16),
+        // K steps of 3 and 5: lanes whose fragment positions pass K hold zeros.
+        sizes(0, 32, 16, 7, 32, 16, 3),
+        sizes(0, 16, 16, 9, 16, 16, 5),
+    ];
+    let cases: Vec<Case> = [S::Tf32, S::F32]
+        .into_iter()
+        .flat_map(|stored| sizes.iter().map(move |&s| (stored, s)))
+        .enumerate()
+        .map(|(i, (stored, s))| {
+            let options = LowerOptions::default();
+            gemm_case_stored(seed + i as u64, (stored, S::Tf32), S::F32, s, options)
+        })
+        .collect();
+    check_all("tf32 mma", &cases);
 }
 
 #[test]
@@ -416,7 +492,7 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
         &mut cb,
         bounds,
         acc0,
-        [(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])],
+        ([(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])], None),
         |counter| (vec![mi, counter], vec![counter, ni]),
     );
     let stored = if rc.out == S::F32 {

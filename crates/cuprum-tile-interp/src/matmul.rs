@@ -6,7 +6,7 @@
 
 use cuprum_ir::ScalarType;
 use cuprum_ir::scalar::{self, OpFault};
-use cuprum_ir::tensor_core::{Num, Operand, dot_operands};
+use cuprum_ir::tensor_core::{Operand, dot_operands};
 use cuprum_tile_ir::MmaKind;
 
 /// The sizes of one `mma`: `batch` products of `[m, k]` by `[k, n]`.
@@ -48,18 +48,12 @@ pub(crate) fn mma(
         // B by columns, so that each tensor-core dot product reads both operands in order.
         let column = |j: usize| (0..d.k).map(move |kk| b[kk * d.n + j]);
         match kind {
-            MmaKind::TensorCore { input } => {
-                let decode = if input == ScalarType::BF16 {
-                    Num::bf16
-                } else {
-                    Num::f16
-                };
-                let an: Vec<Operand> = a.iter().map(|&x| Operand::new(decode(x))).collect();
-                let bt: Vec<Operand> = (0..d.n)
-                    .flat_map(column)
-                    .map(|x| Operand::new(decode(x)))
-                    .collect();
-                let step = MmaKind::TENSOR_CORE_K as usize;
+            MmaKind::TensorCore { .. } => {
+                let shape = kind.shape().ok_or(OpFault::Unsupported)?;
+                let decode = |x: u64| Operand::new(shape.element(x));
+                let an: Vec<Operand> = a.iter().map(|&x| decode(x)).collect();
+                let bt: Vec<Operand> = (0..d.n).flat_map(column).map(decode).collect();
+                let step = kind.k_step() as usize;
                 for i in 0..d.m {
                     let row = &an[i * d.k..][..d.k];
                     for j in 0..d.n {
@@ -197,7 +191,7 @@ fn fma_row(elem: ScalarType, x: u64, y: &[u64], d: &mut [u64]) -> Result<(), OpF
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuprum_ir::tensor_core::dot;
+    use cuprum_ir::tensor_core::{Num, dot};
     use rand::Rng;
 
     /// Operands decoded once add to the bits of the general tensor-core sum, for `f16` and

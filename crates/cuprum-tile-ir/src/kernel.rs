@@ -3,7 +3,9 @@
 //! The semantics every layer must agree on are in the crate docs ([`crate`]); each variant
 //! here says what its operands must be (the validator checks it) and what it computes.
 
-use cuprum_ir::{Arena, BinaryOp, CmpOp, Constant, Handle, ScalarType, TernaryOp, UnaryOp};
+use cuprum_ir::{
+    Arena, BinaryOp, CmpOp, Constant, Handle, MmaShape, ScalarType, TernaryOp, UnaryOp,
+};
 
 use crate::types::{Dim, Elem, Shape, TileType};
 
@@ -380,14 +382,17 @@ pub enum Op {
     /// type; the result has `acc`'s. The arithmetic is defined exactly, so that every
     /// backend agrees bit for bit (see [`MmaKind::of`] for the accepted types):
     ///
-    /// * `f16` or `bf16` inputs, `f32` accumulator ([`MmaKind::TensorCore`]): element
-    ///   `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and `d_{k+16}` is `d_k` plus the 16
-    ///   products `a[i][k..k+16] * b[k..k+16][j]` (fewer in the last step when `K` is not a
-    ///   multiple of 16: as if zeros padded it, which the tensor cores' sums skip) added as
-    ///   the tensor cores add (`cuprum_ir::tensor_core::dot`, the arithmetic `Stmt::Mma` of
-    ///   the kernel IR documents: exact products, alignment to the largest exponent,
-    ///   truncation, one exact sum, rounding toward zero). Both `mma.sync m16n8k16` and
-    ///   `wgmma` with K = 16 steps compute exactly these sums.
+    /// * `f16`, `bf16` or `tf32` inputs, `f32` accumulator ([`MmaKind::TensorCore`]):
+    ///   element `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and `d_{k+s}` is `d_k` plus the
+    ///   `s` products `a[i][k..k+s] * b[k..k+s][j]` (`s` is [`MmaKind::k_step`]: 16 for the
+    ///   16-bit inputs, 8 for `tf32`; fewer in the last step when `K` is not a multiple of
+    ///   `s`: as if zeros padded it, which the tensor cores' sums skip) added as the tensor
+    ///   cores add (`cuprum_ir::tensor_core::dot`, the arithmetic `Stmt::Mma` of the kernel
+    ///   IR documents: exact products, alignment to the largest exponent, truncation, one
+    ///   exact sum, rounding toward zero), each element read as `MmaShape::element` reads it
+    ///   (a `tf32` with low bits set, as one loaded from memory may have, is truncated).
+    ///   `mma.sync m16n8k16` (`m16n8k8` for `tf32`) and `wgmma` with K = 16 (8) steps compute
+    ///   exactly these sums.
     /// * `f32` or `f64` inputs and accumulator of the same type ([`MmaKind::FmaChain`]):
     ///   element `(i, j)` is `d_K`, where `d_0 = acc[i][j]` and
     ///   `d_{k+1} = fma(a[i][k], b[k][j], d_k)`, one IEEE fused multiply-add at a time in
@@ -709,10 +714,10 @@ impl Op {
 /// How an [`Op::Mma`] computes, fixed by its element types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MmaKind {
-    /// `f16` or `bf16` inputs with an `f32` accumulator, summed 16 products at a time as the
-    /// tensor cores sum.
+    /// `f16`, `bf16` or `tf32` inputs with an `f32` accumulator, summed [`MmaKind::k_step`]
+    /// products at a time as the tensor cores sum.
     TensorCore {
-        /// The input element type (`F16` or `BF16`).
+        /// The input element type (`F16`, `BF16` or `Tf32`).
         input: ScalarType,
     },
     /// `f32` or `f64` inputs and accumulator, one fused multiply-add per product.
@@ -723,9 +728,24 @@ pub enum MmaKind {
 }
 
 impl MmaKind {
-    /// The products one tensor-core step sums (the last step of a `K` that is not a multiple
-    /// of it sums fewer).
-    pub const TENSOR_CORE_K: u32 = 16;
+    /// The tensor-core instruction shape of a [`MmaKind::TensorCore`] `mma`: its fragments
+    /// and the K of one step.
+    pub const fn shape(self) -> Option<MmaShape> {
+        match self {
+            MmaKind::TensorCore { input } => MmaShape::for_input(input),
+            MmaKind::FmaChain { .. } => None,
+        }
+    }
+
+    /// The products one step sums: the tensor-core shape's K (16 for `f16`/`bf16`, 8 for
+    /// `tf32`; the last step of a `K` that is not a multiple of it sums fewer), or 1 for an
+    /// FMA chain.
+    pub const fn k_step(self) -> u32 {
+        match self.shape() {
+            Some(shape) => shape.k() as u32,
+            None => 1,
+        }
+    }
 
     /// The kind of an `mma` with inputs of type `input` and an accumulator of type `acc`,
     /// or `None` when no `mma` takes those types (the one rule the validator, the front end,
@@ -733,7 +753,7 @@ impl MmaKind {
     pub fn of(input: ScalarType, acc: ScalarType) -> Option<MmaKind> {
         use ScalarType as S;
         match (input, acc) {
-            (S::F16 | S::BF16, S::F32) => Some(MmaKind::TensorCore { input }),
+            (S::F16 | S::BF16 | S::Tf32, S::F32) => Some(MmaKind::TensorCore { input }),
             (S::F32, S::F32) | (S::F64, S::F64) => Some(MmaKind::FmaChain { elem: input }),
             _ => None,
         }

@@ -692,6 +692,7 @@ impl<'k> Validator<'k> {
             }
             Op::Unary(u, a) => {
                 let t = self.use_value(*a)?;
+                computes(t, &format!("{u:?}"))?;
                 if let Elem::Known(e) = t.elem {
                     if u.is_float_only() && !e.is_float() {
                         return Err(format!("{u:?} of {e}: a float type is required"));
@@ -714,6 +715,7 @@ impl<'k> Validator<'k> {
                 } else {
                     self.expect(ty, tx, &format!("the right operand of {b:?}"))?;
                 }
+                computes(tx, &format!("{b:?}"))?;
                 // The kernel IR's rules for which operator applies to which type.
                 if let Elem::Known(e) = tx.elem {
                     let logical = matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
@@ -731,6 +733,7 @@ impl<'k> Validator<'k> {
             }
             Op::Ternary(_, a, b, c) => {
                 let ta = self.use_value(*a)?;
+                computes(ta, "a fused multiply-add")?;
                 self.expect(self.use_value(*b)?, ta, "a ternary operand")?;
                 self.expect(self.use_value(*c)?, ta, "a ternary operand")?;
                 if let Elem::Known(e) = ta.elem
@@ -753,6 +756,7 @@ impl<'k> Validator<'k> {
             }
             Op::Compare(_, x, y) => {
                 let tx = self.use_value(*x)?;
+                computes(tx, "a comparison")?;
                 self.expect(self.use_value(*y)?, tx, "a comparison operand")?;
                 Ok(TileType {
                     elem: Elem::Known(ScalarType::Bool),
@@ -796,6 +800,10 @@ impl<'k> Validator<'k> {
                         return Err(format!(
                             "a bitcast from {a} to {b} (compare or select instead)"
                         ));
+                    }
+                    // A tf32's low 13 bits are zero, so bits become one only by a cast.
+                    if b == ScalarType::Tf32 && a != ScalarType::Tf32 {
+                        return Err(format!("a bitcast from {a} to tf32 (convert instead)"));
                     }
                 }
                 Ok(TileType {
@@ -875,6 +883,7 @@ impl<'k> Validator<'k> {
                 if *axis as usize >= t.rank() {
                     return Err(format!("a reduction along axis {axis} of {t}"));
                 }
+                computes(&t, "a reduction")?;
                 if let Combine::Closure {
                     a,
                     b,
@@ -1032,5 +1041,17 @@ impl fmt::Display for Literal {
             Literal::Float(x) => write!(f, "{x:?}"),
             Literal::Bool(b) => write!(f, "{b}"),
         }
+    }
+}
+
+/// Refuses `what` (arithmetic, a comparison or a reduction) on a tile whose element type has
+/// none (`tf32`, a tensor-core operand type: `ScalarType::has_arithmetic`), naming the cast
+/// that gives one.
+fn computes(t: &TileType, what: &str) -> Check {
+    match t.elem {
+        Elem::Known(e) if !e.has_arithmetic() => Err(format!(
+            "{what} of {t}: {e} tiles only feed `mma` and conversions; convert them to f32 first"
+        )),
+        _ => Ok(()),
     }
 }

@@ -51,15 +51,20 @@ pub(crate) fn row_coupled(kernel: &TileKernel) -> HashSet<TileValue> {
 
 /// Whether `mma(a, .., acc)` sums on the tensor cores (`MmaKind::TensorCore`).
 pub(crate) fn is_tensor_core(kernel: &TileKernel, a: TileValue, acc: TileValue) -> bool {
-    match (
-        kernel.values[a].elem.known(),
-        kernel.values[acc].elem.known(),
-    ) {
-        (Some(input), Some(accum)) => {
-            matches!(MmaKind::of(input, accum), Some(MmaKind::TensorCore { .. }))
-        }
-        _ => false,
-    }
+    tensor_core_shape(kernel, a, acc).is_some()
+}
+
+/// The tensor-core shape `mma(a, .., acc)` sums with, if it sums on the tensor cores.
+pub(crate) fn tensor_core_shape(
+    kernel: &TileKernel,
+    a: TileValue,
+    acc: TileValue,
+) -> Option<cuprum_ir::MmaShape> {
+    let (input, accum) = (
+        kernel.values[a].elem.known()?,
+        kernel.values[acc].elem.known()?,
+    );
+    MmaKind::of(input, accum)?.shape()
 }
 
 /// Per broadcast to a new shape, the other operands of the element-wise operations that

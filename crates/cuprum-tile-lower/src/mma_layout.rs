@@ -1,4 +1,5 @@
-//! The register layouts of `mma.sync m16n8k16`'s operands and accumulator, as [`Layout`]s,
+//! The register layouts of `mma.sync`'s operands and accumulator (`m16n8k16` for 16-bit
+//! inputs, `m16n8k8` for `tf32`), as [`Layout`]s,
 //! so that an `mma`'s accumulator stays in registers across a K loop and its operands reach
 //! their fragments through the ordinary layout conversions.
 //!
@@ -22,8 +23,11 @@ use crate::layout::{LANE_BITS, Layout};
 pub(crate) const BLOCK_M: u32 = 16;
 /// Columns of one result block.
 pub(crate) const BLOCK_N: u32 = 8;
-/// The K of one `mma.sync` step of 16-bit inputs.
-pub(crate) const BLOCK_K: u32 = 16;
+
+/// The K of one `mma.sync` step of `shape` (16 for 16-bit inputs, 8 for `tf32`).
+pub(crate) const fn block_k(shape: MmaShape) -> u32 {
+    shape.k() as u32
+}
 
 /// A fragment position as a function of the lane: `base + g * per_g + t * per_t` (row and
 /// column), where `g = lane / 4` and `t = lane % 4`.
@@ -137,21 +141,22 @@ impl WarpGrid {
     }
 }
 
-/// The fragment forms of `shape`: per register and half (for C, half 0 only) its lane-affine
-/// position, or `None` if the tables are not affine in the lane.
+/// The fragment forms of `shape`: per register and element of it (two halves of 16-bit
+/// inputs, one `tf32`; for C, one) its lane-affine position, or `None` if the tables are not
+/// affine in the lane.
 pub(crate) fn fragment_forms(shape: MmaShape, operand: Operand) -> Option<Vec<LaneAffine>> {
     let mut out = Vec::new();
     match operand {
         Operand::A => {
             for reg in 0..4 {
-                for half in 0..2 {
+                for half in 0..shape.elements_per_register() {
                     out.push(LaneAffine::of(|l| shape.a_position(l, reg, half))?);
                 }
             }
         }
         Operand::B => {
             for reg in 0..2 {
-                for half in 0..2 {
+                for half in 0..shape.elements_per_register() {
                     out.push(LaneAffine::of(|l| shape.b_position(l, reg, half))?);
                 }
             }
@@ -222,13 +227,17 @@ pub(crate) fn layout(
         Operand::A | Operand::C => (0..rows.div_ceil(BLOCK_M * grid.m))
             .map(|i| i * BLOCK_M * grid.m)
             .collect(),
-        Operand::B => (0..rows.div_ceil(BLOCK_K)).map(|i| i * BLOCK_K).collect(),
+        Operand::B => (0..rows.div_ceil(block_k(mma)))
+            .map(|i| i * block_k(mma))
+            .collect(),
     };
     let col_origins: Vec<u32> = match operand {
         Operand::B | Operand::C => (0..cols.div_ceil(BLOCK_N * grid.n))
             .map(|j| j * BLOCK_N * grid.n)
             .collect(),
-        Operand::A => (0..cols.div_ceil(BLOCK_K)).map(|j| j * BLOCK_K).collect(),
+        Operand::A => (0..cols.div_ceil(block_k(mma)))
+            .map(|j| j * block_k(mma))
+            .collect(),
     };
     let batches = if rank == 3 { shape[0] } else { 1 };
     let mut regs = Vec::new();
@@ -262,7 +271,7 @@ mod tests {
     /// each lane's position; a position that is not affine is refused.
     #[test]
     fn fragment_positions_are_affine_in_the_lane() {
-        for shape in [MmaShape::M16n8k16F16, MmaShape::M16n8k16Bf16] {
+        for shape in MmaShape::ALL {
             for reg in 0..4 {
                 for half in 0..2 {
                     let f = LaneAffine::of(|l| shape.a_position(l, reg, half)).unwrap();

@@ -621,11 +621,10 @@ impl Planner<'_> {
                  the tensor's edge)"
             )));
         }
-        let shape = if input == ScalarType::BF16 {
-            MmaShape::M16n8k16Bf16
-        } else {
-            MmaShape::M16n8k16F16
-        };
+        let shape = MmaShape::for_input(input).ok_or_else(|| LowerError::Internal {
+            kernel: self.kernel.name.clone(),
+            message: format!("a tensor-core mma of {input} inputs"),
+        })?;
         let warps = self.plan.threads / WARP_THREADS;
         let grid = if self.row_coupled.contains(&value) {
             WarpGrid::rows(m, n, warps)

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use cuprum_ir::MmaShape;
 use cuprum_tile_ir::{Block, Op, Stmt, TileKernel, TileValue, View};
 
 use crate::mma_layout;
@@ -109,21 +110,28 @@ pub(crate) fn reads_with_ldmatrix(
     a: TileValue,
     acc: TileValue,
 ) -> bool {
-    let tensor_core = crate::mma_chains::is_tensor_core(kernel, a, acc);
+    let Some(shape) = crate::mma_chains::tensor_core_shape(kernel, a, acc) else {
+        return false;
+    };
     let k = cuprum_tile_ir::known_sizes(&kernel.values[a].shape).and_then(|s| s.last().copied());
-    tensor_core
-        && plan
-            .mma_inputs(value)
-            .is_some_and(|ls| ldmatrix_reads(plan, k, ls))
+    plan.mma_inputs(value)
+        .is_some_and(|ls| ldmatrix_reads(plan, shape, k, ls))
 }
 
-/// Whether `ldmatrix` can read the operands of an `mma` whose `K` is `k` from shared memory,
-/// their fragment layouts being `layouts`: `K` whole steps of 16 (else it would read past
-/// the rows) and no warp reaching past the tile (whose registers must hold copies of the
-/// last row or column, which only the register path gives). The one rule `staged_loads`
-/// and `emit::matmul` ask.
-pub(crate) fn ldmatrix_reads(plan: &Plan, k: Option<u32>, layouts: [LayoutId; 2]) -> bool {
-    k.is_some_and(|k| k.is_multiple_of(mma_layout::BLOCK_K))
+/// Whether `ldmatrix` can read the operands of an `mma` of `shape` whose `K` is `k` from
+/// shared memory, their fragment layouts being `layouts`: 16-bit inputs (`ldmatrix` reads
+/// 16-bit elements; `tf32` fragments come from registers), `K` whole steps of 16 (else it
+/// would read past the rows) and no warp reaching past the tile (whose registers must hold
+/// copies of the last row or column, which only the register path gives). The one rule
+/// `staged_loads` and `emit::matmul` ask.
+pub(crate) fn ldmatrix_reads(
+    plan: &Plan,
+    shape: MmaShape,
+    k: Option<u32>,
+    layouts: [LayoutId; 2],
+) -> bool {
+    shape.elements_per_register() == 2
+        && k.is_some_and(|k| k.is_multiple_of(mma_layout::block_k(shape)))
         && layouts.iter().all(|&l| plan.layout(l).never_clamps())
 }
 

@@ -186,12 +186,10 @@ impl Emitter<'_> {
                 let regs = self.fma_chain(elem, dims, [ca, cb], out, acc_regs)?;
                 Ok(Lv::Dist { layout: out, regs })
             }
-            MmaKind::TensorCore { input } => {
-                let shape = if input == ScalarType::BF16 {
-                    MmaShape::M16n8k16Bf16
-                } else {
-                    MmaShape::M16n8k16F16
-                };
+            MmaKind::TensorCore { .. } => {
+                let shape = kind
+                    .shape()
+                    .ok_or_else(|| self.internal("a tensor-core mma without a shape"))?;
                 if let Some(regs) = self.try_wgmma(value, [a, b, acc], &acc_regs)? {
                     return Ok(Lv::Dist { layout: out, regs });
                 }
@@ -221,7 +219,7 @@ impl Emitter<'_> {
             ldmatrix_bases(shape, Operand::B, false),
         ];
         let ldmatrix_ok = plans.iter().all(Option::is_some)
-            && crate::staging::ldmatrix_reads(self.plan, k, [operands[0].1, operands[1].1]);
+            && crate::staging::ldmatrix_reads(self.plan, shape, k, [operands[0].1, operands[1].1]);
         let mut staged = Vec::new();
         let mut sources = [Source::Regs(Vec::new()), Source::Regs(Vec::new())];
         for (i, &(v, l)) in operands.iter().enumerate() {
@@ -463,7 +461,7 @@ impl Emitter<'_> {
                 *slot = self.register_at(lc, [batch, row0 + f.base.0, col0 + f.base.1])?;
             }
             let mut c = c_at.map(|i| c_regs[i]);
-            for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
+            for k0 in (0..d.k).step_by(mma_layout::block_k(shape) as usize) {
                 let mut get = |e: &mut Self,
                                (operand, forms): (Operand, &[LaneAffine]),
                                source: &Source,
@@ -473,7 +471,7 @@ impl Emitter<'_> {
                     if let Some(f) = fragments.get(&(operand, at)) {
                         return Ok(f.clone());
                     }
-                    let f = e.fragment((operand, forms), source, layout, at)?;
+                    let f = e.fragment((operand, shape, forms), source, layout, at)?;
                     fragments.insert((operand, at), f.clone());
                     Ok(f)
                 };
@@ -510,11 +508,11 @@ impl Emitter<'_> {
             .ok_or_else(|| self.internal(format!("no register at {v:?} of an mma operand")))
     }
 
-    /// The fragment registers (`U32`, two 16-bit elements each) of `operand` for the 16x16
-    /// (A) or 16x8 (B) block at `[batch, row, col]` of its tile.
+    /// The fragment registers (`U32`: two 16-bit elements each, or one `tf32`) of `operand`
+    /// of `shape` for the 16xK (A) or Kx8 (B) block at `[batch, row, col]` of its tile.
     pub(super) fn fragment(
         &mut self,
-        (operand, forms): (Operand, &[LaneAffine]),
+        (operand, shape, forms): (Operand, MmaShape, &[LaneAffine]),
         source: &Source,
         layout: LayoutId,
         [batch, row0, col0]: [u32; 3],
@@ -523,21 +521,27 @@ impl Emitter<'_> {
             Source::Packed(packed) => match packed.words.get(&[batch, row0, col0]) {
                 Some(words) => Ok(words.clone()),
                 None => self.fragment(
-                    (operand, forms),
+                    (operand, shape, forms),
                     &Source::Regs(packed.regs.clone()),
                     layout,
                     [batch, row0, col0],
                 ),
             },
             Source::Regs(regs) => forms
-                .chunks(2)
-                .map(|halves| {
+                .chunks(shape.elements_per_register())
+                .map(|elements| {
                     let mut words = Vec::with_capacity(2);
-                    for f in halves {
+                    // Each element's bits: 16 (packed in pairs below) or a whole `tf32`.
+                    let bits_ty = if elements.len() == 2 {
+                        ScalarType::U16
+                    } else {
+                        ScalarType::U32
+                    };
+                    for f in elements {
                         let at = [batch, row0 + f.base.0, col0 + f.base.1];
                         let shape = self.plan.layout(layout).shape();
                         let r = shape.len();
-                        let zero = self.konst(Constant::new(ScalarType::U16, 0));
+                        let zero = self.konst(Constant::new(bits_ty, 0));
                         // Past K (not a multiple of 16) a fragment holds zeros, which the
                         // sums skip: where the block's position is past it in every lane...
                         if at[1] >= shape[r - 2] || at[2] >= shape[r - 1] {
@@ -545,7 +549,7 @@ impl Emitter<'_> {
                             continue;
                         }
                         let reg = self.register_at(layout, at)?;
-                        let bits = self.bitcast(regs[reg], ScalarType::U16)?;
+                        let bits = self.bitcast(regs[reg], bits_ty)?;
                         // ...and where only some lanes' positions are (the layout gives them
                         // copies: clamped, or replicas where a lane bit's step passes K).
                         // K is A's columns and B's rows.
@@ -572,7 +576,10 @@ impl Emitter<'_> {
                     }
                     match words[..] {
                         [lo, hi] => self.pack_halves([lo, hi]),
-                        _ => Err(self.internal("a fragment register of other than two halves")),
+                        [word] => Ok(word),
+                        _ => {
+                            Err(self.internal("a fragment register of other than 1 or 2 elements"))
+                        }
                     }
                 })
                 .collect(),
@@ -651,16 +658,14 @@ impl Emitter<'_> {
         operand: Operand,
     ) -> R<Packed> {
         let regs = self.regs_in(value, layout)?;
-        let shape = if self.elem(value)? == ScalarType::BF16 {
-            MmaShape::M16n8k16Bf16
-        } else {
-            MmaShape::M16n8k16F16
-        };
+        let input = self.elem(value)?;
+        let shape = MmaShape::for_input(input)
+            .ok_or_else(|| self.internal(format!("{input} fragments for a tensor core")))?;
         let forms = mma_layout::fragment_forms(shape, operand)
             .ok_or_else(|| self.internal(format!("{shape:?}'s fragments are not lane-affine")))?;
         let (block_rows, block_cols) = match operand {
-            Operand::A => (mma_layout::BLOCK_M, mma_layout::BLOCK_K),
-            Operand::B => (mma_layout::BLOCK_K, mma_layout::BLOCK_N),
+            Operand::A => (mma_layout::BLOCK_M, mma_layout::block_k(shape)),
+            Operand::B => (mma_layout::block_k(shape), mma_layout::BLOCK_N),
             Operand::C => return Err(self.internal("an accumulator packed as an operand")),
         };
         let first = forms
@@ -686,7 +691,7 @@ impl Emitter<'_> {
         let source = Source::Regs(regs.clone());
         let mut words = HashMap::with_capacity(origins.len());
         for origin in origins {
-            let w = self.fragment((operand, &forms), &source, layout, origin)?;
+            let w = self.fragment((operand, shape, &forms), &source, layout, origin)?;
             words.insert(origin, w);
         }
         Ok(Packed { regs, words })

@@ -201,7 +201,7 @@ impl Emitter<'_> {
         let warps = self.plan.threads / 32;
         let qualifies = self.hopper
             && shape.is_valid()
-            && d.k.is_multiple_of(mma_layout::BLOCK_K)
+            && d.k.is_multiple_of(ty.k())
             && warps.is_multiple_of(WARPGROUP / 32)
             && d.m == mma_layout::BLOCK_M * warps
             && self.one_row_block_per_warp(la)
@@ -318,11 +318,16 @@ impl Emitter<'_> {
         };
         // Every operand register and descriptor is made before the fence: a register a
         // `wgmma` reads must not be written between `wgmma.fence` and it.
-        let mut steps = Vec::with_capacity((d.k / mma_layout::BLOCK_K) as usize);
-        for k0 in (0..d.k).step_by(mma_layout::BLOCK_K as usize) {
+        let mut steps = Vec::with_capacity((d.k / shape.ty.k()) as usize);
+        for k0 in (0..d.k).step_by(shape.ty.k() as usize) {
             let a_operand = match &a_src {
                 WgA::Fragments(source) => {
-                    let words = self.fragment((Operand::A, &fa), source, la, [0, 0, k0])?;
+                    let words = self.fragment(
+                        (Operand::A, shape.ty.mma_shape(), &fa),
+                        source,
+                        la,
+                        [0, 0, k0],
+                    )?;
                     let words: [Value; 4] = words
                         .try_into()
                         .map_err(|_| self.internal("an A fragment of other than 4 registers"))?;
