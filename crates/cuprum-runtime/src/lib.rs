@@ -62,6 +62,7 @@ mod peer;
 pub mod pinned;
 pub mod staged;
 pub mod sys;
+mod tensor_float;
 pub mod tensor_map;
 pub mod view;
 
@@ -84,5 +85,6 @@ pub use ordering::{AddressOwner, allocation_containing};
 pub use oxide::{ModuleFile, RowWidth};
 pub use pinned::PinnedBuffer;
 pub use staged::{PendingRead, PendingWrite};
+pub use tensor_float::tf32;
 pub use tensor_map::TensorMap;
 pub use view::{DeviceRead, DeviceSlice, DeviceSliceMut, DeviceWrite};

@@ -93,7 +93,7 @@ pub use cuprum_runtime::{
     BackendKind, CudaContext, DeviceBuffer, DeviceCopy, DeviceLimits, DeviceRead, DeviceScalar,
     DeviceSlice, DeviceSliceMut, DeviceWrite, DriverStatus, Error, Event, Graph, LaunchConfig,
     LaunchConfig1D, LaunchConfig2D, LaunchConfig3D, ModuleFile, PinnedBuffer, Result, RowWidth,
-    Stream, TensorMap, device_count, emulator_device_count,
+    Stream, TensorMap, device_count, emulator_device_count, tf32,
 };
 pub use cuprum_runtime::{ForeignOwner, RawBuffer, RawOwner};
 pub use half;

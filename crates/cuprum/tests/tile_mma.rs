@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use cuprum::tf32;
 use cuprum::tile::error::LaunchProblem;
 use cuprum::tile::prelude::*;
 use cuprum_testkit::compare::{assert_same, ok};
@@ -47,6 +48,27 @@ mod kernels {
         for i in 0i32..ceil_div(k, BK) {
             let a: Tile<H, { [BM, BK] }> = x.partition(const_shape![BM, BK]).load([pid.0, i]);
             let b: Tile<H, { [BK, BN] }> = y.partition(const_shape![BK, BN]).load([i, pid.1]);
+            acc = mma(a, b, acc);
+        }
+        z.store(acc);
+    }
+
+    /// An `f32` GEMM on the tensor cores: each loaded tile converted to `tf32` (rounded to
+    /// nearest), products summed 8 at a time.
+    #[cuprum::tile::entry()]
+    fn tf32_gemm<const BM: i32, const BN: i32, const BK: i32>(
+        z: &mut Tensor<f32, { [BM, BN] }>,
+        x: &Tensor<f32, { [-1, -1] }>,
+        y: &Tensor<f32, { [-1, -1] }>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let k: i32 = x.shape()[1];
+        let mut acc: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+        for i in 0i32..ceil_div(k, BK) {
+            let a: Tile<f32, { [BM, BK] }> = x.partition(const_shape![BM, BK]).load([pid.0, i]);
+            let b: Tile<f32, { [BK, BN] }> = y.partition(const_shape![BK, BN]).load([i, pid.1]);
+            let a: Tile<tf32, { [BM, BK] }> = convert_tile(a);
+            let b: Tile<tf32, { [BK, BN] }> = convert_tile(b);
             acc = mma(a, b, acc);
         }
         z.store(acc);
@@ -178,15 +200,16 @@ fn f32_gemm_is_exact_at_ragged_sizes() {
 }
 
 /// Checks `got` against the exact sum of `x · y` within the tensor cores' bound: each step of
-/// 16 products truncates its 17 addends by at most 2^-23 of the largest and rounds once.
+/// `step` products (16 for 16-bit inputs, 8 for `tf32`) truncates its `step + 1` addends by at
+/// most 2^-23 of the largest and rounds once.
 fn check_tensor_core_result(
     what: &str,
     got: &[f32],
-    x: &[f32],
-    y: &[f32],
+    (x, y): (&[f32], &[f32]),
     (m, n, k): (usize, usize, usize),
+    step: usize,
 ) {
-    let steps = k.div_ceil(16) as f64;
+    let steps = k.div_ceil(step) as f64;
     for i in 0..m {
         for j in 0..n {
             let (mut exact, mut mag) = (0f64, 0f64);
@@ -196,7 +219,7 @@ fn check_tensor_core_result(
                 mag += p.abs();
             }
             let g = f64::from(got[i * n + j]);
-            let bound = steps * 18.0 * 2f64.powi(-23) * mag + 1e-30;
+            let bound = steps * (step as f64 + 2.0) * 2f64.powi(-23) * mag + 1e-30;
             assert!(
                 (g - exact).abs() <= bound,
                 "{what}: element ({i}, {j}) is {g}, exact {exact}, bound {bound}"
@@ -233,7 +256,58 @@ fn half_gemm<H: DType + Into<f32>>(
     );
     let xf: Vec<f32> = x.into_iter().map(Into::into).collect();
     let yf: Vec<f32> = y.into_iter().map(Into::into).collect();
-    check_tensor_core_result(&format!("{ty} gemm {m}x{n}x{k}"), &got, &xf, &yf, (m, n, k));
+    let step = if ty == "tf32" { 8 } else { 16 };
+    let what = format!("{ty} gemm {m}x{n}x{k}");
+    check_tensor_core_result(&what, &got, (&xf, &yf), (m, n, k), step);
+}
+
+/// `x` rounded to the nearest `tf32` (10 mantissa bits), ties away from zero, by comparing
+/// its two `tf32` neighbours in `f64` (finite `x` well inside the range).
+fn nearest_tf32(x: f32) -> f32 {
+    let down = f32::from_bits(x.to_bits() & 0xFFFF_E000);
+    let up = f32::from_bits((x.to_bits() & 0xFFFF_E000) + 0x2000);
+    let (dd, du) = (
+        (f64::from(x) - f64::from(down)).abs(),
+        (f64::from(up) - f64::from(x)).abs(),
+    );
+    if dd < du { down } else { up }
+}
+
+/// `f32` data multiplied on the tensor cores as `tf32`: tensors of `tf32` (rounded on the
+/// host) and `f32` tensors converted in the kernel (`convert_tile`), each checked against the
+/// exact sum of the rounded inputs. Truncating instead of rounding would miss the bound by
+/// far (an input's error would be up to 2^-10 of it, not 2^-11).
+#[test]
+fn tf32_gemms_are_within_the_tensor_cores_bound() {
+    let s = stream();
+    let mut r = rng("tf32_gemms_are_within_the_tensor_cores_bound");
+    for (m, n, k, tiles) in [
+        (40, 24, 50, [32, 16, 32]),
+        (17, 9, 16, [16, 8, 8]),
+        (33, 20, 29, [16, 16, 8]),
+        (100, 90, 70, [48, 80, 24]),
+        (70, 64, 200, [64, 64, 16]),
+    ] {
+        let xs: Vec<f32> = random(&mut r, m * k, -2.0, 2.0);
+        let ys: Vec<f32> = random(&mut r, k * n, -2.0, 2.0);
+        half_gemm::<tf32>(&s, (&xs, &ys), (m, n, k), tiles, tf32::from_f32);
+        let [bm, bn, bk] = tiles;
+        let z = api::from_host(&vec![POISON; m * n], &[m, n]).partition([bm, bn]);
+        let got = ok(kernels::tf32_gemm(
+            z,
+            api::from_host(&xs, &[m, k]),
+            api::from_host(&ys, &[k, n]),
+        )
+        .generics([bm.to_string(), bn.to_string(), bk.to_string()])
+        .first()
+        .unpartition()
+        .to_host_vec()
+        .sync_on(&s));
+        let xr: Vec<f32> = xs.iter().map(|&v| nearest_tf32(v)).collect();
+        let yr: Vec<f32> = ys.iter().map(|&v| nearest_tf32(v)).collect();
+        let what = format!("f32 converted to tf32, gemm {m}x{n}x{k}");
+        check_tensor_core_result(&what, &got, (&xr, &yr), (m, n, k), 8);
+    }
 }
 
 #[test]

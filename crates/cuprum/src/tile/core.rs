@@ -23,4 +23,5 @@
 //!
 //! The front end's documentation (`cuprum-tile-front`) is the reference for what it accepts.
 
+pub use cuprum_runtime::tf32;
 pub use half::{bf16, f16};

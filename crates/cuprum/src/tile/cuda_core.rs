@@ -62,6 +62,7 @@ dtypes! {
     i64 => 0, 1;
     half::f16 => half::f16::ZERO, half::f16::ONE;
     half::bf16 => half::bf16::ZERO, half::bf16::ONE;
+    cuprum_runtime::tf32 => cuprum_runtime::tf32::ZERO, cuprum_runtime::tf32::ONE;
     f32 => 0.0, 1.0;
     f64 => 0.0, 1.0;
 }

@@ -582,7 +582,8 @@ scalar_values!(
     f32,
     f64,
     half::f16,
-    half::bf16
+    half::bf16,
+    cuprum_runtime::tf32
 );
 
 /// A host size (`usize`: tensor shapes, counts) given where a kernel takes an `i32` or `i64`

@@ -402,6 +402,7 @@ scalar_arguments!(
     u64,
     half::f16,
     half::bf16,
+    cuprum_runtime::tf32,
     f32,
     f64
 );
