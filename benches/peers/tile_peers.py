@@ -4,8 +4,8 @@ benchmarks (benches/run_all.sh): element-wise add of 2^28 f32, and row softmax, 
 layer norm of 16384x4096 f32, each checked once against float64, then timed as
 torch_peers.py times (median of 50 event-timed runs after 5 warm-ups). Prints the same JSON
 records (case names tile_add, tile_softmax, tile_rms_norm, tile_layer_norm, tile_gemm; impl
-torch, torch_compile, triton or cublas: PyTorch's bf16 and f16 matmuls at 4096^3 and 8192^3;
-case names tile_gemm and tile_gemm_f16;
+torch, torch_compile, triton or cublas: PyTorch's bf16, f16 and TF32 matmuls at 4096^3 and
+8192^3; case names tile_gemm, tile_gemm_f16 and tile_gemm_tf32;
 tile_attention: scaled_dot_product_attention in f16, batch 4, 32 heads, sequence 4096, head 128, and a Triton
 flash-attention forward, triton_attention.py; tile_attention_causal: the same with
 is_causal / a causal Triton kernel, counting half the flops) for benches/report.py.
@@ -109,6 +109,18 @@ def main():
                 c = a @ b
                 check(torch.allclose(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-1), f"{dtype} matmul")
                 result(name, "cublas", f"{g}x{g}x{g}", 6 * g * g, 2 * g ** 3, median_ms(lambda: a @ b))
+            # f32 tensors multiplied on the tensor cores as TF32 (cuBLAS's TF32 GEMM).
+            allowed = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                a = torch.rand(g, g, device="cuda", dtype=torch.float32) * 2 - 1
+                b = torch.rand(g, g, device="cuda", dtype=torch.float32) * 2 - 1
+                c = a @ b
+                check(torch.allclose(c.double(), a.double() @ b.double(), rtol=1e-2, atol=1e-1), "tf32 matmul")
+                result("tile_gemm_tf32", "cublas", f"{g}x{g}x{g}", 12 * g * g, 2 * g ** 3,
+                       median_ms(lambda: a @ b))
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = allowed
 
     def tile_attention():
         b, h, sq, d = (1, 2, 128, 128) if quick else (4, 32, 4096, 128)

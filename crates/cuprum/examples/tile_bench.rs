@@ -33,8 +33,8 @@ mod kernels {
         z.store(load_tile_like(x, z) + load_tile_like(y, z));
     }
 
-    /// GEMM in cuTile Rust's `gemm` shape: half-precision (`f16` or `bf16`) tiles, an f32
-    /// accumulator carried over the K loop, the result stored in the input type.
+    /// GEMM in cuTile Rust's `gemm` shape: tensor-core input tiles (`f16`, `bf16` or `tf32`),
+    /// an f32 accumulator carried over the K loop, the result stored in the input type.
     #[cuprum::tile::entry()]
     fn gemm<E: ElementType, const BM: i32, const BN: i32, const BK: i32>(
         z: &mut Tensor<E, { [BM, BN] }>,
@@ -301,14 +301,28 @@ fn check(case: &str, got: &[f32], want: &[f64], tol: f64) -> Result<(), Failure>
     Ok(())
 }
 
-/// `tile_gemm` (bf16) and `tile_gemm_f16`: `[n, n] x [n, n]` with an f32 accumulator, the
-/// result stored in the input type, in each of a few tile shapes (the fastest is recorded),
-/// each checked on sampled elements against an f64 sum of the rounded inputs. On an H200 the
-/// shapes of 64 or 128 rows by multiples of 64 columns take the Hopper recipe (TMA, wgmma).
+/// The tile shapes the 16-bit GEMMs try: on an H200 those of 64 or 128 rows by multiples
+/// of 64 columns take the Hopper recipe (TMA, wgmma).
+const HALF_GEMM_TILES: [(usize, usize, usize); 4] = [
+    (128, 256, 64),
+    (128, 128, 64),
+    (128, 128, 32),
+    (64, 128, 64),
+];
+
+/// The tile shapes the `tf32` GEMM tries (the `mma.sync m16n8k8` recipe on every GPU: an f32
+/// accumulator and 4-byte operands in registers, so smaller tiles than the halves').
+const TF32_GEMM_TILES: [(usize, usize, usize); 4] =
+    [(128, 128, 32), (128, 64, 32), (64, 128, 32), (64, 64, 32)];
+
+/// `tile_gemm` (bf16), `tile_gemm_f16` and `tile_gemm_tf32`: `[n, n] x [n, n]` with an f32
+/// accumulator, the result stored in the input type, in each of `shapes` (the fastest is
+/// recorded), each checked on sampled elements against an f64 sum of the rounded inputs.
+/// Its peer is PyTorch's matmul (cuBLAS; for `tf32`, f32 tensors with TF32 allowed).
 fn gemm<H: DType + Copy + Into<f32>>(
     stream: &Stream,
     n: usize,
-    case: &str,
+    (case, shapes): (&str, &[(usize, usize, usize)]),
     from_f32: fn(f32) -> H,
     nan: H,
 ) -> Result<(), Failure> {
@@ -322,13 +336,7 @@ fn gemm<H: DType + Copy + Into<f32>>(
     let size = format!("{n}x{n}x{n}");
     let flops = 2.0 * (n as f64).powi(3);
     let mut best = f64::INFINITY;
-    let shapes = [
-        (128usize, 256usize, 64usize),
-        (128, 128, 64),
-        (128, 128, 32),
-        (64, 128, 64),
-    ];
-    for (bm, bn, bk) in shapes {
+    for &(bm, bn, bk) in shapes {
         let mut z = api::full(nan, &[n, n]).sync_on(stream)?;
         let generics = [
             H::DTYPE.as_str().to_string(),
@@ -366,7 +374,8 @@ fn gemm<H: DType + Copy + Into<f32>>(
         );
         best = best.min(ms);
     }
-    record::result(case, &size, 6.0 * (n * n) as f64, flops, best);
+    let bytes = 3.0 * size_of::<H>() as f64 * (n * n) as f64;
+    record::result(case, &size, bytes, flops, best);
     Ok(())
 }
 
@@ -593,16 +602,23 @@ fn main() -> Result<(), Failure> {
         gemm(
             &stream,
             n,
-            "tile_gemm",
+            ("tile_gemm", &HALF_GEMM_TILES),
             half::bf16::from_f32,
             half::bf16::NAN,
         )?;
         gemm(
             &stream,
             n,
-            "tile_gemm_f16",
+            ("tile_gemm_f16", &HALF_GEMM_TILES),
             half::f16::from_f32,
             half::f16::NAN,
+        )?;
+        gemm(
+            &stream,
+            n,
+            ("tile_gemm_tf32", &TF32_GEMM_TILES),
+            cuprum::tf32::from_f32,
+            cuprum::tf32::from_f32(f32::NAN),
         )?;
     }
     attention(&stream, big, false)?;
