@@ -191,7 +191,7 @@ fn mma_errors_are_reported_at_the_call() {
         .replace("Tile<f32", "Tile<f16");
     assert_error(
         &half_acc,
-        "mma takes f16 or bf16 inputs with an f32 accumulator",
+        "mma takes f16, bf16 or tf32 inputs with an f32 accumulator",
         10,
         17,
     );
@@ -200,4 +200,30 @@ fn mma_errors_are_reported_at_the_call() {
         "mma(a.reshape(const_shape![128]), b, acc)",
     );
     assert_error(&rank, "all be matrices (rank 2) or all", 10, 17);
+}
+
+/// `tf32` tiles feed `mma` and conversions only: arithmetic on them is refused at the
+/// operation, naming the conversion to make, and a `tf32` accumulator is no accumulator.
+#[test]
+fn tf32_tiles_have_no_arithmetic() {
+    let tf32_add = MMA_ERRORS.replace("fn wrong_k(", "fn tf32_add(").replace(
+        "z.store(mma(a, b, acc));",
+        "let t: Tile<tf32, { [16, 8] }> = convert_tile(a);\n        z.store(convert_tile(t + t));",
+    );
+    assert_error(
+        &tf32_add,
+        "tf32 tiles only feed `mma` and conversions; convert them to f32 first",
+        11,
+        30,
+    );
+    let tf32_acc = MMA_ERRORS.replace("fn wrong_k(", "fn tf32_acc(").replace(
+        "z.store(mma(a, b, acc));",
+        "let t: Tile<tf32, { [16, 16] }> = convert_tile(acc);\n        z.store(mma(b, b, t));",
+    );
+    assert_error(
+        &tf32_acc,
+        "mma of f32 inputs into a tf32 accumulator",
+        11,
+        17,
+    );
 }

@@ -137,8 +137,9 @@ fn mma_type(a: &TileType, b: &TileType, acc: &TileType) -> Check {
         && MmaKind::of(input, accum).is_none()
     {
         return Err(format!(
-            "mma of {input} inputs into a {accum} accumulator: mma takes f16 or bf16 inputs \
-             with an f32 accumulator, or f32 or f64 inputs with an accumulator of the same type"
+            "mma of {input} inputs into a {accum} accumulator: mma takes f16, bf16 or tf32 \
+             inputs with an f32 accumulator, or f32 or f64 inputs with an accumulator of the \
+             same type"
         ));
     }
     Ok(())
