@@ -247,6 +247,76 @@ fn a_clique_of_one_on_the_default_device() {
     let mut buffer = upload(&s, &data);
     comms[0].broadcast(&mut buffer, 0).expect("broadcast");
     assert_eq!(buffer.to_host_vec(&s).expect("download"), data);
+    // Types NCCL has no element type for move as bytes (NCCL's path on a GPU).
+    let halves: Vec<i16> = random(&mut r, 1001, -3000i16, 3000);
+    let send = upload(&s, &halves);
+    let mut gathered = upload(&s, &vec![i16::MIN; halves.len()]);
+    comms[0]
+        .all_gather(&send, &mut gathered)
+        .expect("all_gather of i16");
+    assert_eq!(gathered.to_host_vec(&s).expect("download"), halves);
+    let flags: Vec<bool> = halves.iter().map(|&h| h > 0).collect();
+    let mut buffer = upload(&s, &flags);
+    comms[0]
+        .broadcast(&mut buffer, 0)
+        .expect("broadcast of bool");
+    assert_eq!(buffer.to_host_vec(&s).expect("download"), flags);
+}
+
+/// Reductions take NCCL's element types on every backend (the emulator could add `i16`s,
+/// but a program it passed would then fail on GPUs); gathers and broadcasts move any type.
+#[test]
+fn reductions_refuse_the_types_nccl_does_not_reduce_and_moves_take_any() {
+    let mut r = rng("collective_types");
+    let ss = streams(3);
+    let comms = Communicator::from_streams(&ss).expect("clique");
+    let halves: Vec<Vec<i16>> = (0..3).map(|_| random(&mut r, 257, -100i16, 100)).collect();
+    let sends: Vec<_> = ss.iter().zip(&halves).map(|(s, d)| upload(s, d)).collect();
+    let mut recvs: Vec<_> = ss.iter().map(|s| upload(s, &[i16::MIN; 257])).collect();
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        match comms[0].all_reduce(&sends[0], &mut recvs[0], op) {
+            Err(Error::Collective { what }) => {
+                assert!(
+                    what.contains("`i16`") && what.contains("NCCL's types"),
+                    "{what}"
+                )
+            }
+            other => panic!("an all_reduce of i16 gave {other:?}"),
+        }
+    }
+    let mut scattered = upload(&ss[0], &[true; 1]);
+    let flags = upload(&ss[0], &[true, false, true]);
+    assert!(matches!(
+        comms[0].reduce_scatter(&flags, &mut scattered, ReduceOp::Sum),
+        Err(Error::Collective { .. })
+    ));
+    // Gathers of i16 in rank order, and a broadcast of bools from rank 2.
+    let mut gathered: Vec<_> = ss.iter().map(|s| upload(s, &[i16::MIN; 3 * 257])).collect();
+    group(|| {
+        for ((c, send), recv) in comms.iter().zip(&sends).zip(&mut gathered) {
+            c.all_gather(send, recv)?;
+        }
+        Ok(())
+    })
+    .expect("all_gather of i16");
+    let want = halves.concat();
+    for (s, g) in ss.iter().zip(&gathered) {
+        assert_eq!(g.to_host_vec(s).expect("download"), want);
+    }
+    let flags: Vec<Vec<bool>> = (0..3)
+        .map(|_| random(&mut r, 99, 0u8, 2).iter().map(|&b| b == 1).collect())
+        .collect();
+    let mut buffers: Vec<_> = ss.iter().zip(&flags).map(|(s, f)| upload(s, f)).collect();
+    group(|| {
+        for (c, b) in comms.iter().zip(&mut buffers) {
+            c.broadcast(b, 2)?;
+        }
+        Ok(())
+    })
+    .expect("broadcast of bool");
+    for (s, b) in ss.iter().zip(&buffers) {
+        assert_eq!(b.to_host_vec(s).expect("download"), flags[2]);
+    }
 }
 
 /// A receive buffer dropped inside a group, before the group performs its collective, stays

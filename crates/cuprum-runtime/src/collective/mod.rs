@@ -339,6 +339,15 @@ impl Communicator {
         send: &DeviceBuffer<T>,
         recv: &DeviceBuffer<T>,
     ) -> Result<()> {
+        if matches!(kind, Kind::AllReduce(_) | Kind::ReduceScatter(_)) && !reduces(elem) {
+            return Err(Error::Collective {
+                what: format!(
+                    "{} of `{elem}` elements: collectives reduce i8, u8, i32, u32, i64, u64, \
+                     f16, bf16, f32 and f64 (NCCL's types); gathers and broadcasts move any",
+                    kind.name()
+                ),
+            });
+        }
         let part = self.part(elem, send, recv)?;
         match &self.link {
             Link::Emulated(_) => self.submit_or_group(kind, part),
@@ -580,6 +589,17 @@ fn write(stream: &Stream, elem: ScalarType, address: u64, values: &[u64]) -> Res
             Ok(())
         })
     }
+}
+
+/// Whether collectives reduce elements of `elem`: NCCL's reduction types, on every backend
+/// (the emulator could add `i16`s, but a program it passes would then fail on GPUs).
+/// Gathers and broadcasts move elements of every type.
+pub(crate) const fn reduces(elem: ScalarType) -> bool {
+    use ScalarType as S;
+    matches!(
+        elem,
+        S::I8 | S::U8 | S::I32 | S::U32 | S::I64 | S::U64 | S::F16 | S::BF16 | S::F32 | S::F64
+    )
 }
 
 /// `acc = acc op x`, element by element, with the kernels' arithmetic.

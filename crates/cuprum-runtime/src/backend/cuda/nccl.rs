@@ -76,7 +76,8 @@ pub(crate) fn init_rank(
     Ok(NcclComm { raw })
 }
 
-/// NCCL's element type for `elem`, where it has one.
+/// NCCL's element type for `elem`, where it has one: exactly the types
+/// `collective::reduces` accepts.
 pub(crate) fn data_type(elem: ScalarType) -> Option<sys::ncclDataType_t> {
     use sys::ncclDataType_t as D;
     Some(match elem {
@@ -129,7 +130,15 @@ pub(crate) unsafe fn enqueue(
     send: u64,
     recv: u64,
 ) -> Result<(), String> {
-    let dtype = data_type(elem).ok_or_else(|| format!("NCCL has no `{elem}` elements"))?;
+    // A type NCCL has none of is moved as its bytes, which only gathers and broadcasts do
+    // (the collective module refuses to reduce it, on every backend).
+    let (dtype, scale) = match (data_type(elem), call) {
+        (Some(dtype), _) => (dtype, 1),
+        (None, NcclCall::AllGather { .. } | NcclCall::Broadcast { .. }) => {
+            (sys::ncclDataType_t::ncclUint8, elem.size_bytes() as usize)
+        }
+        (None, _) => return Err(format!("NCCL reduces no `{elem}` elements")),
+    };
     bind(device.ctx).map_err(|e| format!("{e:?}"))?;
     let (s, r) = (send as *const c_void, recv as *mut c_void);
     let st = stream.raw as sys::cudaStream_t;
@@ -143,11 +152,11 @@ pub(crate) unsafe fn enqueue(
                 result::reduce_scatter(s, r, recv_count, dtype, red_op(op), comm.raw, st)
             }
             NcclCall::AllGather { send_count } => {
-                result::all_gather(s, r, send_count, dtype, comm.raw, st)
+                result::all_gather(s, r, send_count * scale, dtype, comm.raw, st)
             }
             NcclCall::Broadcast { root, count } => {
                 let root = c_int::try_from(root).map_err(|_| "root out of range".to_owned())?;
-                result::broadcast(s, r, count, dtype, root, comm.raw, st)
+                result::broadcast(s, r, count * scale, dtype, root, comm.raw, st)
             }
         }
     };
@@ -166,4 +175,21 @@ pub(crate) fn group_end() -> Result<(), String> {
     result::group_end()
         .map(drop)
         .map_err(|e| format!("ncclGroupEnd failed: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NCCL's element types are exactly the types collectives reduce.
+    #[test]
+    fn nccl_has_exactly_the_reduced_types() {
+        for elem in ScalarType::ALL {
+            assert_eq!(
+                data_type(elem).is_some(),
+                crate::collective::reduces(elem),
+                "{elem}"
+            );
+        }
+    }
 }
