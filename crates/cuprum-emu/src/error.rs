@@ -446,14 +446,15 @@ pub enum EmuError {
         message: String,
     },
 
-    /// A TMA store read shared memory that a thread wrote through the generic proxy
-    /// (ordinary stores) with no `fence.proxy.async` after the write, by the writer or by
-    /// the issuing thread: on the GPU the TMA may read stale bytes.
+    /// The async proxy (a TMA store, or a `wgmma` reading an operand) read shared memory
+    /// that a thread wrote through the generic proxy (ordinary stores, `cp.async`) with no
+    /// `fence.proxy.async` after the write, by the writer or by the issuing thread: on the
+    /// GPU it may read stale bytes.
     #[error(
-        "kernel `{kernel}`, block {block:?}, thread {thread:?}: TMA store reads shared offset \
-         {address:#x}, which thread {writer:?} wrote with no `fence.proxy.async` since (call \
-         `fence_proxy_async()` after writing the tile and before the barrier that precedes \
-         the store)"
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: a TMA store or a wgmma reads \
+         shared offset {address:#x} through the async proxy, which thread {writer:?} wrote \
+         with no `fence.proxy.async` since (call `fence_proxy_async()` after writing the tile \
+         and before the barrier that precedes the store or the wgmma)"
     )]
     MissingProxyFence {
         /// The kernel's name.

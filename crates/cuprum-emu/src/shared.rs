@@ -210,6 +210,27 @@ impl SharedMem {
         size: u32,
         issuer: u32,
     ) -> Result<u64, SharedFault> {
+        self.check_proxy_fenced(off, size, issuer)?;
+        self.load(off, size, self.agent)
+    }
+
+    /// A `wgmma`'s read of an operand's `size` bytes at `off`, through the async proxy, for
+    /// the warp whose lane 0 is `reader`: every byte a thread wrote (ordinary stores,
+    /// `cp.async`) must have been fenced for the async proxy since, by its writer or by the
+    /// reader, as for the TMA; the read is then race-checked as `reader`'s.
+    pub(crate) fn async_proxy_load(
+        &mut self,
+        off: u32,
+        size: u32,
+        reader: u32,
+    ) -> Result<u64, SharedFault> {
+        self.check_proxy_fenced(off, size, reader)?;
+        self.load(off, size, reader)
+    }
+
+    /// Whether every byte of `size` at `off` that a thread wrote was fenced for the async
+    /// proxy since, by its writer or by `issuer`.
+    fn check_proxy_fenced(&mut self, off: u32, size: u32, issuer: u32) -> Result<(), SharedFault> {
         let at = self.check(off, size)?;
         for (i, t) in self.track[at..at + size as usize].iter().enumerate() {
             let w = t.writer;
@@ -227,7 +248,7 @@ impl SharedMem {
                 }
             }
         }
-        self.load(off, size, self.agent)
+        Ok(())
     }
 
     /// The TMA writes the low `size` bytes of `value` at `off` (a load landing).

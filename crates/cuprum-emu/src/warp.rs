@@ -194,7 +194,12 @@ impl<'k> Exec<'_, 'k> {
             top.pc += 1;
             let mask = top.mask;
             match stmt {
-                Stmt::Def { value, op } => self.def(*value, op, mask)?,
+                Stmt::Def { value, op } => {
+                    if self.wg.in_flight != 0 {
+                        crate::wgmma::check_value_definition(ctx, self.wg, *value)?;
+                    }
+                    self.def(*value, op, mask)?
+                }
                 Stmt::WriteVar { var, value } => {
                     if !ctx.launch.wgmma_vars.is_empty() {
                         self.wgmma_var_access(*var, true)?;

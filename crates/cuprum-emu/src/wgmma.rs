@@ -15,6 +15,9 @@
 //! What the PTX ISA leaves undefined is reported ([`EmuError::WgmmaMisuse`]):
 //! * reading or writing an accumulator variable between its `mma_async` and the covering
 //!   wait (an *early accumulator access*);
+//! * defining a register-A value again (the next iteration of a loop: its register rewritten)
+//!   between the `mma_async` that reads it and the covering wait (an *overwritten register
+//!   A*);
 //! * an operand's shared-memory bytes that changed between the `mma_async` and the wait (an
 //!   *overwritten operand*; a write of the same bytes is not seen);
 //! * an `mma_async` with no `wgmma.fence` before it, or whose accumulators were written
@@ -95,6 +98,8 @@ pub(crate) struct WarpState<'k> {
     pub(crate) in_flight: u32,
     /// Per variable: how many operations in flight use it as an accumulator.
     locked: Vec<u16>,
+    /// Per value: how many operations in flight read it as a register of A.
+    a_locked: Vec<u16>,
     /// Per variable: written (by `WriteVar`) since the last `wgmma.fence`.
     dirty: Vec<bool>,
     /// Whether a `wgmma.fence` has run in this warp.
@@ -113,6 +118,7 @@ impl WarpState<'_> {
         self.groups.clear();
         self.in_flight = 0;
         self.locked.fill(0);
+        self.a_locked.fill(0);
         self.dirty.fill(false);
         self.fenced = false;
         self.log.clear();
@@ -340,6 +346,17 @@ impl<'k> Exec<'_, 'k> {
                 *c += 1;
             }
         }
+        if let WgmmaA::Registers(regs) = &m.a {
+            let nvalues = self.ctx.launch.kernel.values.len();
+            if self.wg.a_locked.len() != nvalues {
+                self.wg.a_locked = vec![0; nvalues];
+            }
+            for v in regs {
+                if let Some(c) = self.wg.a_locked.get_mut(v.index()) {
+                    *c += 1;
+                }
+            }
+        }
         self.wg.in_flight += 1;
         self.wg.open.push(p);
         Ok(())
@@ -363,6 +380,13 @@ impl<'k> Exec<'_, 'k> {
                 for v in &p.m.acc {
                     if let Some(c) = self.wg.locked.get_mut(v.index()) {
                         *c = c.saturating_sub(1);
+                    }
+                }
+                if let WgmmaA::Registers(regs) = &p.m.a {
+                    for v in regs {
+                        if let Some(c) = self.wg.a_locked.get_mut(v.index()) {
+                            *c = c.saturating_sub(1);
+                        }
                     }
                 }
                 self.wg.in_flight = self.wg.in_flight.saturating_sub(1);
@@ -404,7 +428,7 @@ impl<'k> Exec<'_, 'k> {
             let v = self
                 .mem
                 .shared
-                .load(a, bytes, reader)
+                .async_proxy_load(a, bytes, reader)
                 .map_err(|f| ctx.shared_fault(f, 0, u64::from(a), bytes, AccessKind::Load))?;
             values.push(v);
         }
@@ -653,6 +677,32 @@ pub(crate) fn check_var_access(
                 "early accumulator access: accumulator variable {var:?} is {verb} while a \
                  `wgmma.mma_async` that uses it is in flight; wait for it with \
                  `wgmma_wait_group` first"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A `Def` of `value` by a warp whose wgmma state is `wg`: an error while an operation in
+/// flight reads `value` as a register of A. Each value has one PTX register, which a second
+/// definition (the next iteration of a loop) rewrites while the tensor cores may still read
+/// it, which the PTX ISA leaves undefined: the emulator, which took A's values at the issue,
+/// would otherwise compute what the GPU need not.
+#[cold]
+pub(crate) fn check_value_definition(
+    ctx: Ctx,
+    wg: &WarpState,
+    value: Value,
+) -> Result<(), EmuError> {
+    if wg.a_locked.get(value.index()).is_some_and(|&c| c > 0) {
+        return Err(EmuError::WgmmaMisuse {
+            kernel: ctx.kernel_name(),
+            block: ctx.block_idx,
+            thread: ctx.thread(0),
+            message: format!(
+                "overwritten register A: value {value:?}, a register of A of a \
+                 `wgmma.mma_async` in flight, is defined again (its register rewritten) before \
+                 the `wgmma_wait_group` that covers it"
             ),
         });
     }

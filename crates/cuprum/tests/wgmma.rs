@@ -318,6 +318,11 @@ enum Bug {
     OverwriteB,
     MissingFence,
     Diverged,
+    /// No `fence.proxy.async` between writing the operands and the `wgmma` reading them.
+    MissingProxyFence,
+    /// Register A defined again (a loop's next iteration) while the `wgmma` reading it is in
+    /// flight.
+    RedefinedA,
 }
 
 fn kernel(c: &Case, bug: Bug) -> Kernel {
@@ -336,6 +341,11 @@ fn kernel(c: &Case, bug: Bug) -> Kernel {
         let w = k.load(img, i, S::U32);
         let i32_ = k.cast(i, S::U32);
         k.store_shared(i32_, w);
+    }
+    // wgmma reads shared memory through the async proxy: the generic writes are fenced for
+    // it before the barrier (PTX ISA, wgmma's async proxy).
+    if bug != Bug::MissingProxyFence {
+        k.push(Stmt::FenceProxyAsync);
     }
     k.barrier();
     let nacc = c.n / 2;
@@ -359,6 +369,14 @@ fn kernel(c: &Case, bug: Bug) -> Kernel {
     let da = k.add(da, units);
     let db = k.load(descs, one, S::U64);
     let db = k.add(db, units);
+    // The planted redefinition: the issue (A's registers loaded, fence, mma, commit) in a
+    // loop of two rounds with no wait inside.
+    let round = (bug == Bug::RedefinedA).then(|| {
+        let zero = k.u32(0);
+        let round = k.var("round", S::U32, zero);
+        k.b.begin_block();
+        round
+    });
     let a = if c.a_regs {
         let four = k.u64(4);
         let at = k.mul(tid64, four);
@@ -394,6 +412,20 @@ fn kernel(c: &Case, bug: Bug) -> Kernel {
         k.b.wgmma_mma(m).unwrap_or_else(|e| panic!("{e}"));
     }
     k.push(Stmt::WgmmaCommit);
+    if let Some(round) = round {
+        let r = k.read(round);
+        let one = k.u32(1);
+        let next = k.add(r, one);
+        k.push(Stmt::WriteVar {
+            var: round,
+            value: next,
+        });
+        let two = k.u32(2);
+        let done = k.cmp(CmpOp::Ge, next, two);
+        k.if_(done, |k| k.push(Stmt::Break));
+        let body = k.b.end_block();
+        k.push(Stmt::Loop { body });
+    }
     if bug == Bug::EarlyRead {
         let x = k.read(acc[0]);
         let i = k.u64(0);
@@ -682,7 +714,7 @@ fn misuse(bug: Bug) -> Option<String> {
         ty: WgmmaType::Bf16,
         n: 16,
         swizzle: Swizzle::B128,
-        a_regs: false,
+        a_regs: bug == Bug::RedefinedA,
         trans_a: false,
         trans_b: false,
         accumulate: true,
@@ -692,7 +724,7 @@ fn misuse(bug: Bug) -> Option<String> {
     let z = vec![1.0f32; 64 * 256];
     match run(&c, &z, &z, &z, bug) {
         Err(Error::Emulator {
-            source: e @ EmuError::WgmmaMisuse { .. },
+            source: e @ (EmuError::WgmmaMisuse { .. } | EmuError::MissingProxyFence { .. }),
             ..
         }) => Some(e.to_string()),
         Err(e) => panic!("{e}"),
@@ -722,6 +754,22 @@ fn a_missing_fence_is_reported() {
         return;
     };
     assert!(m.contains("missing `wgmma.fence`"), "{m}");
+}
+
+#[test]
+fn operands_written_without_a_proxy_fence_are_reported() {
+    let Some(m) = misuse(Bug::MissingProxyFence) else {
+        return;
+    };
+    assert!(m.contains("no `fence.proxy.async`"), "{m}");
+}
+
+#[test]
+fn register_a_redefined_before_the_wait_is_reported() {
+    let Some(m) = misuse(Bug::RedefinedA) else {
+        return;
+    };
+    assert!(m.contains("overwritten register A"), "{m}");
 }
 
 #[test]

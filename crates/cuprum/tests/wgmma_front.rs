@@ -21,7 +21,7 @@ use common::ctx;
 use cuprum::ir::Swizzle;
 use cuprum::ir::wgmma::{Descriptor, Major, WgmmaType};
 use cuprum::simt::wgmma::*;
-use cuprum::simt::{SharedArray, kernel, max_registers, sync_threads, thread};
+use cuprum::simt::{SharedArray, fence_proxy_async, kernel, max_registers, sync_threads, thread};
 use cuprum::{BackendKind, DeviceBuffer, Error, LaunchConfig, cuda_module};
 use cuprum_emu::EmuError;
 use cuprum_testkit::poison::poisoned;
@@ -48,6 +48,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -80,6 +82,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let mut acc = [[0.0f32; 8]; 16];
@@ -113,6 +117,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -141,6 +147,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let mut acc = [0.0f32; 12];
@@ -181,6 +189,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let db = make_smem_desc_swizzled(base.add(B_AT as usize), 16, 1024, 128);
@@ -227,6 +237,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -264,6 +276,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let mut acc = [[0.0f32; 8]; 8];
@@ -346,6 +360,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -385,6 +401,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let mut acc = [[0.0f32; 8]; 2];
@@ -416,6 +434,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -445,6 +465,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
@@ -467,6 +489,8 @@ mod kernels {
             for j in 0..IMAGE_WORDS / 128 {
                 SMEM[t + 128 * j] = img[t + 128 * j];
             }
+            // wgmma reads through the async proxy: the generic writes are fenced for it.
+            fence_proxy_async();
             sync_threads();
             let base = &raw const SMEM as *const u8;
             let da = make_smem_desc_swizzled(base, 16, 1024, 128);

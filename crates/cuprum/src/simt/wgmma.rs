@@ -26,9 +26,12 @@
 //! Between the call and the covering wait, the tensor cores own the accumulator's registers
 //! and read the operands' shared memory: reading or writing `acc`, or overwriting A or B,
 //! before `wgmma_wait_group` says the group completed is a data race no type rules out, as is
-//! a descriptor that does not describe the operands' layout. The emulator reports each such
-//! misuse (`WgmmaMisuse`: an early accumulator access, an operand overwritten before the
-//! wait, a missing `wgmma_fence`, a warpgroup whose threads do not all take part). The
+//! a descriptor that does not describe the operands' layout, a register of A defined again
+//! before the wait, or operands written by ordinary stores with no `fence_proxy_async()`
+//! after them (the MMA reads shared memory through the async proxy). The emulator reports
+//! each such misuse (`WgmmaMisuse`: an early accumulator access, an operand overwritten
+//! before the wait, a register of A redefined, a missing `wgmma_fence`, a warpgroup whose
+//! threads do not all take part; `MissingProxyFence`). The
 //! fence, commit and wait themselves cannot break memory safety and are safe, as in
 //! cuda-oxide.
 //!
@@ -63,7 +66,7 @@
 //! use cuprum::ir::wgmma::{Descriptor, Major, accumulator_position};
 //! use cuprum::ir::Swizzle;
 //! use cuprum::simt::wgmma::*;
-//! use cuprum::simt::{SharedArray, kernel, sync_threads, thread};
+//! use cuprum::simt::{SharedArray, fence_proxy_async, kernel, sync_threads, thread};
 //! use cuprum::{cuda_module, CudaContext, DeviceBuffer, LaunchConfig};
 //!
 //! #[cuda_module]
@@ -76,12 +79,14 @@
 //!         // A: 64 rows of 128 bytes at 0; B: 8 rows at 8192.
 //!         static mut SMEM: SharedArray<u32, 2304, 1024> = SharedArray::UNINIT;
 //!         let t = thread::threadIdx_x() as usize;
-//!         // SAFETY: each thread copies its words before the block barrier; the MMA reads
-//!         // the tiles its descriptors describe, and `acc` is read after the wait.
+//!         // SAFETY: each thread copies its words and fences them for the async proxy (which
+//!         // wgmma reads shared memory through) before the block barrier; the MMA reads the
+//!         // tiles its descriptors describe, and `acc` is read after the wait.
 //!         unsafe {
 //!             for j in 0..18 {
 //!                 SMEM[t + 128 * j] = img[t + 128 * j];
 //!             }
+//!             fence_proxy_async();
 //!             sync_threads();
 //!             let base = &raw const SMEM as *const u8;
 //!             let da = make_smem_desc_swizzled(base, 16, 1024, 128);
