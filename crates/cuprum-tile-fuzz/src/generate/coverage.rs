@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use cuprum_ir::ScalarType;
 use cuprum_tile_ir::{Combine, Op, Stmt, TensorAccess, View};
 
 use crate::{ArgData, Case};
@@ -20,6 +21,7 @@ pub const COVERED: &[&str] = &[
     "iota",
     "mma",
     "mma on the tensor cores",
+    "mma of tf32 on the tensor cores",
     "unary Neg",
     "unary Not",
     "unary Abs",
@@ -154,12 +156,14 @@ pub fn coverage(case: &Case) -> BTreeSet<&'static str> {
                     names.insert("reduce closure with an if".into());
                 }
                 if let Op::Mma { a, .. } = op
-                    && k.values[*a]
-                        .elem
-                        .known()
-                        .is_some_and(|e| e.size_bytes() == 2)
+                    && let Some(e) = k.values[*a].elem.known()
                 {
-                    names.insert("mma on the tensor cores".into());
+                    if e.size_bytes() == 2 {
+                        names.insert("mma on the tensor cores".into());
+                    }
+                    if e == ScalarType::Tf32 {
+                        names.insert("mma of tf32 on the tensor cores".into());
+                    }
                 }
                 op_name(op)
             }

@@ -476,7 +476,8 @@ impl Gen<'_> {
 
     /// `mma(a, b, acc)` giving a tile of `ty` (`F32` or `F64`) and `shape` (rank 2 or 3): a
     /// chain of fused multiply-adds of `ty` inputs, or for `F32` now and then one on the
-    /// tensor cores (`f16`/`bf16` inputs, K mostly a multiple of 16): of `shape` itself where its M
+    /// tensor cores (`f16`/`bf16` inputs, or `f32` values converted to `tf32`; K mostly a
+    /// multiple of 16): of `shape` itself where its M
     /// and N are multiples of 16 and 8, else of a small tile whose maximum (exact in any
     /// order) is spread over `shape`. Any NaN is made canonical (the payloads of NaN inputs
     /// are not part of the semantics).
@@ -484,7 +485,7 @@ impl Gen<'_> {
         let r = shape.len();
         let (m, n) = (shape[r - 2], shape[r - 1]);
         if ty == ScalarType::F32 && self.chance(0.6) {
-            let input = self.choose(&[ScalarType::F16, ScalarType::BF16]);
+            let input = self.choose(&[ScalarType::F16, ScalarType::BF16, ScalarType::Tf32]);
             // Multiples of 16 mostly; any K now and then (a shorter last step).
             let k = if self.chance(0.7) {
                 16 * (1 + self.below(3) as u32)
@@ -530,11 +531,24 @@ impl Gen<'_> {
         a_shape[r - 1] = k;
         let mut b_shape = shape.to_vec();
         b_shape[r - 2] = k;
-        let a = self.operand(input, &a_shape)?;
-        let b = self.operand(input, &b_shape)?;
+        let a = self.mma_operand(input, &a_shape)?;
+        let b = self.mma_operand(input, &b_shape)?;
         let acc = self.operand(acc_ty, shape)?;
         let d = self.def_hidden(Op::Mma { a, b, acc })?;
         self.canonical(d)
+    }
+
+    /// An `mma` operand of `input` and `shape`: made as any operand is, but a `tf32` one
+    /// (which has no arithmetic to make it with) is an `f32` operand converted (rounded).
+    fn mma_operand(&mut self, input: ScalarType, shape: &[u32]) -> R<TileValue> {
+        if input.has_arithmetic() {
+            return self.operand(input, shape);
+        }
+        let x = self.operand(ScalarType::F32, shape)?;
+        self.def_hidden(Op::Cast {
+            value: x,
+            to: Elem::Known(input),
+        })
     }
 
     /// `x op y` on floats, `+ 0.0` after `min`/`max` (the sign of their zero result is
