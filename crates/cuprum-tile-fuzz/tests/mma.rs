@@ -341,13 +341,21 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
         // lanes replicas; the fragments still want zeros there.
         sizes(0, 32, 16, 7, 32, 16, 3),
     ];
-    let cases: Vec<Case> = [S::F16, S::BF16]
-        .into_iter()
-        .flat_map(|ty| sizes.iter().map(move |&s| (ty, s)))
+    let kinds = [(S::F16, S::F16), (S::BF16, S::BF16)];
+    check_all("tensor-core mma", &tensor_core_gemms(seed, &kinds, &sizes));
+}
+
+/// A GEMM case into an `f32` accumulator per kind (operands stored as, and multiplied as)
+/// and size, seeds counted up from `seed`.
+fn tensor_core_gemms(seed: u64, kinds: &[(ScalarType, ScalarType)], sizes: &[Sizes]) -> Vec<Case> {
+    kinds
+        .iter()
+        .flat_map(|&kind| sizes.iter().map(move |&s| (kind, s)))
         .enumerate()
-        .map(|(i, (ty, s))| gemm_case(seed + i as u64, ty, S::F32, s, LowerOptions::default()))
-        .collect();
-    check_all("tensor-core mma", &cases);
+        .map(|(i, (kind, s))| {
+            gemm_case_stored(seed + i as u64, kind, S::F32, s, LowerOptions::default())
+        })
+        .collect()
 }
 
 /// `tf32` GEMMs (`mma.sync m16n8k8`): `tf32` tensors multiplied as they are, and `f32`
@@ -369,15 +377,7 @@ fn tf32_mma_matches_the_interpreter_bit_for_bit() {
         sizes(0, 32, 16, 7, 32, 16, 3),
         sizes(0, 16, 16, 9, 16, 16, 5),
     ];
-    let cases: Vec<Case> = [S::Tf32, S::F32]
-        .into_iter()
-        .flat_map(|stored| sizes.iter().map(move |&s| (stored, s)))
-        .enumerate()
-        .map(|(i, (stored, s))| {
-            let options = LowerOptions::default();
-            gemm_case_stored(seed + i as u64, (stored, S::Tf32), S::F32, s, options)
-        })
-        .collect();
+    let cases = tensor_core_gemms(seed, &[(S::Tf32, S::Tf32), (S::F32, S::Tf32)], &sizes);
     check_all("tf32 mma", &cases);
 }
 
