@@ -539,12 +539,12 @@ impl Emitter<'_> {
                     };
                     for f in elements {
                         let at = [batch, row0 + f.base.0, col0 + f.base.1];
-                        let shape = self.plan.layout(layout).shape();
-                        let r = shape.len();
+                        let extent = self.plan.layout(layout).shape();
+                        let r = extent.len();
                         let zero = self.konst(Constant::new(bits_ty, 0));
-                        // Past K (not a multiple of 16) a fragment holds zeros, which the
+                        // Past K (not a multiple of the step) a fragment holds zeros, which the
                         // sums skip: where the block's position is past it in every lane...
-                        if at[1] >= shape[r - 2] || at[2] >= shape[r - 1] {
+                        if at[1] >= extent[r - 2] || at[2] >= extent[r - 1] {
                             words.push(zero);
                             continue;
                         }
@@ -554,9 +554,9 @@ impl Emitter<'_> {
                         // copies: clamped, or replicas where a lane bit's step passes K).
                         // K is A's columns and B's rows.
                         let (base, per_g, per_t, k) = if operand == Operand::A {
-                            (at[2], f.per_g.1, f.per_t.1, shape[r - 1])
+                            (at[2], f.per_g.1, f.per_t.1, extent[r - 1])
                         } else {
-                            (at[1], f.per_g.0, f.per_t.0, shape[r - 2])
+                            (at[1], f.per_g.0, f.per_t.0, extent[r - 2])
                         };
                         let word = if base + 7 * per_g + 3 * per_t < k {
                             bits
