@@ -1,12 +1,14 @@
 //! cuda-oxide's packed half operations (`f16x2::*`, `bf16x2::*`, `tcgen05::cvt_f32x2_bf16x2`;
 //! issue 14): every operation on random packed pairs (including NaNs, infinities,
 //! subnormals and signed zeros), each half checked against a plain-Rust model of the PTX
-//! instruction the operation is named after, over outputs poisoned first.
+//! instruction the operation is named after, over outputs poisoned first; and
+//! `convert::cvt_rna_tf32_f32` against the nearest `tf32` found by comparing neighbours.
 
 mod common;
 
 use common::ctx;
 use cuprum::simt::bf16x2::*;
+use cuprum::simt::convert::cvt_rna_tf32_f32;
 use cuprum::simt::f16x2::*;
 use cuprum::simt::tcgen05::cvt_f32x2_bf16x2;
 use cuprum::simt::{DisjointSlice, cuda_module, kernel, thread};
@@ -142,6 +144,15 @@ mod kernels {
         let i = idx.get();
         if let Some(o) = out.get_mut(idx) {
             *o = cvt_f32x2_bf16x2(lo[i], hi[i]);
+        }
+    }
+
+    #[kernel]
+    pub fn round_tf32(x: &[f32], mut out: DisjointSlice<u32>) {
+        let idx = thread::index_1d();
+        let i = idx.get();
+        if let Some(o) = out.get_mut(idx) {
+            *o = cvt_rna_tf32_f32(x[i]);
         }
     }
 }
@@ -408,4 +419,82 @@ fn two_floats_pack_into_bf16x2() {
             wh.to_bits()
         );
     }
+}
+
+/// The `tf32` nearest to finite `x` (ties away from zero), as bits: the nearer of its two
+/// `tf32` neighbours in magnitude, compared in `f64` (2^128 past the largest finite one).
+fn nearest_tf32_bits(x: f32) -> u32 {
+    let down = x.to_bits() & 0xFFFF_E000;
+    let up = down + 0x2000;
+    let magnitude = |b: u32| {
+        if b & 0x7FFF_FFFF >= 0x7F80_0000 {
+            2f64.powi(128)
+        } else {
+            f64::from(f32::from_bits(b)).abs()
+        }
+    };
+    let target = f64::from(x).abs();
+    if target - magnitude(down) < magnitude(up) - target {
+        down
+    } else {
+        up
+    }
+}
+
+#[test]
+fn floats_round_to_tf32_to_nearest_ties_away() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut rng = rng("round_tf32");
+    let n = 4000;
+    let mut x: Vec<f32> = (0..n)
+        .map(|_| f32::from_bits(rng.random::<u32>()))
+        .collect();
+    // Ties both ways, just below and above them, the largest finite values, specials.
+    let tie = 1.0f32 + 2f32.powi(-11);
+    x[..12].copy_from_slice(&[
+        tie,
+        -tie,
+        f32::from_bits(tie.to_bits() - 1),
+        f32::from_bits(tie.to_bits() + 1),
+        f32::MAX,
+        -f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::from_bits(0x7F80_0001),
+        -0.0,
+        f32::from_bits(0x0000_1000),
+    ]);
+    let dx = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(n)).unwrap();
+    let module = kernels::load(ctx).unwrap();
+    // SAFETY: a 1-D launch of `n` threads over buffers of `n` elements.
+    unsafe {
+        module.round_tf32(
+            &stream,
+            LaunchConfig::for_num_elems(n as u32),
+            &dx,
+            &mut out,
+        )
+    }
+    .unwrap();
+    let got = out.to_host_vec(&stream).unwrap();
+    for (i, (&v, &g)) in x.iter().zip(&got).enumerate() {
+        let want = if v.is_nan() {
+            0x7FFF_E000
+        } else if v.is_infinite() {
+            v.to_bits()
+        } else {
+            nearest_tf32_bits(v)
+        };
+        assert_eq!(
+            g,
+            want,
+            "element {i}: {v:e} ({:#010x}) rounded to {g:#010x}, want {want:#010x}",
+            v.to_bits()
+        );
+    }
+    assert_eq!(got[0], 0x3F80_2000, "a tie rounds away from zero");
+    assert_eq!(got[4], 0x7F80_0000, "past the largest tf32: infinity");
 }

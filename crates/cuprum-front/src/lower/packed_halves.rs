@@ -1,6 +1,7 @@
 //! cuda-oxide's packed half-precision operations: `cuprum::simt::f16x2::add_f16x2(a, b)`,
 //! `bf16x2::fma_relu_bf16x2(a, b, c)`, ... on `u32`s that each hold two 16-bit floats (the
-//! low half is element 0), and `tcgen05::cvt_f32x2_bf16x2(lo, hi)`, which packs two `f32`s.
+//! low half is element 0), `tcgen05::cvt_f32x2_bf16x2(lo, hi)`, which packs two `f32`s, and
+//! `convert::cvt_rna_tf32_f32(x)`, an `f32` rounded to `tf32` bits for `mma.sync m16n8k8`.
 //!
 //! Each operation works on the two halves independently, as the PTX `f16x2`/`bf16x2`
 //! instruction it is named after: the halves are taken apart, computed with the IR's
@@ -111,13 +112,30 @@ impl Packed {
 }
 
 impl Lowerer<'_> {
-    /// `<op>_f16x2(..)`, `<op>_bf16x2(..)` and `cvt_f32x2_bf16x2(lo, hi)`, if `name` is one.
+    /// `<op>_f16x2(..)`, `<op>_bf16x2(..)`, `cvt_f32x2_bf16x2(lo, hi)` and
+    /// `cvt_rna_tf32_f32(value)` (an `f32` rounded to `tf32`, as its bits), if `name` is one.
     pub(super) fn packed_half_call(
         &mut self,
         name: &str,
         args: &[&syn::Expr],
         span: Span,
     ) -> Result<Option<Val>> {
+        if name == "cvt_rna_tf32_f32" {
+            let [x] = args else {
+                return err(span, "`cvt_rna_tf32_f32(value)` takes one `f32`");
+            };
+            let v = self.expr(x)?;
+            let v = self.materialize(v, S::F32, span)?;
+            let t = self.cast_value(v, S::Tf32, span)?;
+            let bits = self.def(
+                Op::Bitcast {
+                    value: t,
+                    to: S::U32,
+                },
+                span,
+            )?;
+            return Ok(Some(Val::Scalar(bits)));
+        }
         if name == "cvt_f32x2_bf16x2" {
             let [lo, hi] = args else {
                 return err(span, "`cvt_f32x2_bf16x2(lo, hi)` takes two `f32`s");

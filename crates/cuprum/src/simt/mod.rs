@@ -45,7 +45,7 @@ pub use atomic::AtomicSlice;
 pub use constant::ConstantMemory;
 pub use disjoint::DisjointSlice;
 pub use num::Num;
-pub use packed_halves::{bf16x2, f16x2, tcgen05};
+pub use packed_halves::{bf16x2, convert, f16x2, tcgen05};
 pub use phased::{
     SharedAtomic, SharedRead, SharedRead2d, SharedSplit, SharedWrite, SharedWrite2d, SyncPhases,
 };

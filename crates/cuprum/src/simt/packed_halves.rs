@@ -6,7 +6,8 @@
 //! and for `min`/`max`, `nan` (a NaN input gives the canonical NaN) and `xorsign_abs` (of the
 //! magnitudes, with the sign `sign(a) ^ sign(b)`). The halves compute with the IR's
 //! `f16`/`bf16` operations (`+ - *` correctly rounded, `fma` as an `f32` fma rounded once to
-//! the half type). The compiler's `packed_halves` module is the one definition.
+//! the half type). The compiler's `packed_halves` module is the one definition. Beside them,
+//! cuda-oxide's `convert::cvt_rna_tf32_f32` (an `f32` rounded to `tf32` bits).
 
 use super::shared::unreachable_on_host;
 
@@ -286,6 +287,21 @@ pub mod tcgen05 {
     /// only.
     pub fn cvt_f32x2_bf16x2(lo: f32, hi: f32) -> u32 {
         let _ = (lo, hi);
+        unreachable_on_host()
+    }
+}
+
+/// cuda-oxide's `cuda_device::convert` conversions that cuprum has: an `f32` rounded to a
+/// `tf32` operand for `mma.sync m16n8k8` (`cuprum::simt::mma`).
+pub mod convert {
+    use super::unreachable_on_host;
+
+    /// The bits of `value` rounded to `tf32`: to nearest, ties away from zero (PTX's
+    /// `cvt.rna.tf32.f32`), infinities kept, a NaN the canonical `tf32` NaN: the kernel IR's
+    /// cast to `tf32` (`cuprum_ir::scalar::round_to_tf32`), so the emulator and the GPU give
+    /// the same bits. In device code only.
+    pub fn cvt_rna_tf32_f32(value: f32) -> u32 {
+        let _ = value;
         unreachable_on_host()
     }
 }
