@@ -837,7 +837,7 @@ type ChainShape = ((u64, u64, u32), [u32; 2]);
 /// `bf16`, q loaded directly and through a reshape in turn, lowered with `options` and
 /// checked three ways bit for bit.
 fn check_chains(what: &str, seed: u64, shapes: &[ChainShape], options: LowerOptions) {
-    let cases: Vec<Case> = [S::F16, S::BF16]
+    let cases: Vec<Case> = [S::F16, S::BF16, S::Tf32]
         .into_iter()
         .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
         .enumerate()
