@@ -392,14 +392,14 @@ fn scope_name(scope: Scope) -> &'static str {
     }
 }
 
-/// The type of a store of `ty` (integers are stored by size; extension does not matter).
+/// The type of a store of `ty`: values in float registers (`tf32` too) and halves store as
+/// their memory type, integers by size (extension does not matter).
 fn store_type(ty: ScalarType) -> &'static str {
-    match ty.size_bytes() {
-        // Values in float registers (a `tf32` is in an `f32` one) store as their type.
-        _ if ty.is_float() || ty == ScalarType::Tf32 => mem_type(ty),
-        1 => "u8",
-        2 => "u16",
-        4 => "u32",
+    match (class_of(ty), ty.size_bytes()) {
+        (Class::F32 | Class::F64 | Class::B16, _) => mem_type(ty),
+        (_, 1) => "u8",
+        (_, 2) => "u16",
+        (_, 4) => "u32",
         _ => "u64",
     }
 }

@@ -532,7 +532,7 @@ impl Emitter<'_> {
                 .map(|elements| {
                     let mut words = Vec::with_capacity(2);
                     // Each element's bits: 16 (packed in pairs below) or a whole `tf32`.
-                    let bits_ty = if elements.len() == 2 {
+                    let bits_ty = if shape.elements_per_register() == 2 {
                         ScalarType::U16
                     } else {
                         ScalarType::U32
