@@ -515,6 +515,13 @@ impl Stream {
         &self.ctx
     }
 
+    /// The device this stream runs on: its context, which is the device's in cuprum (one
+    /// context per device), so `stream.device().ordinal()` is the device's ordinal as in
+    /// cuTile Rust.
+    pub fn device(&self) -> &CudaContext {
+        &self.ctx
+    }
+
     /// Whether this is its context's default stream.
     pub fn is_default(&self) -> bool {
         Arc::ptr_eq(&self.inner, &self.ctx.inner.default_stream)

@@ -222,6 +222,92 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         unsafe { Self::wrap_foreign(stream, address, len, owner, false) }
     }
 
+    /// A buffer of `len` elements at `address` in an allocation another party owns and keeps
+    /// alive for as long as `keep` is (cuTile Rust's `DeviceAllocation`: a framework's buffer
+    /// whose `Arc` is the liveness token), on both backends:
+    /// * inside one live buffer of this context (memory cuprum allocated and lent out, such
+    ///   as `cuprum::tile::cuda_core::malloc_async`'s, also on the emulator): the new buffer
+    ///   shares that allocation and its ordering, and keeps `keep` alive with it;
+    /// * in no live buffer (memory of another library, on a GPU): as
+    ///   [`from_raw_parts`](Self::from_raw_parts), `keep` dropped by the owner's release.
+    ///
+    /// `stream`'s work so far counts as the buffer's last write either way.
+    ///
+    /// Errors: [`Error::Interop`] when the range is not aligned for `T`, does not fit in the
+    /// address space, lies (even partly) in another context's buffer or runs past the end
+    /// of the live buffer it starts in, or on the emulator lies in no emulated buffer; and
+    /// those of `from_raw_parts` on a GPU.
+    ///
+    /// # Safety
+    /// As [`from_raw_parts`](Self::from_raw_parts): the range is device memory of this
+    /// context holding valid `T`s, alive while `keep` is, and nothing outside cuprum writes
+    /// it (or reads it other than after cuprum's work) while the buffer lives.
+    pub unsafe fn borrow_allocation(
+        stream: &Stream,
+        address: u64,
+        len: usize,
+        keep: Arc<dyn Any + Send + Sync>,
+    ) -> Result<Self> {
+        let () = T::__ASSERT_NO_PADDING;
+        let ctx = stream.context().clone();
+        let what = || format!("device memory at {address:#x}");
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .and_then(|b| u64::try_from(b).ok())
+            .filter(|&b| address.checked_add(b).is_some())
+            .ok_or_else(|| Error::Interop {
+                what: what(),
+                reason: format!(
+                    "{len} elements of `{}` from there do not fit in the address space",
+                    std::any::type_name::<T>()
+                ),
+            })?;
+        if !address.is_multiple_of(align_of::<T>() as u64) {
+            return Err(Error::Interop {
+                what: what(),
+                reason: format!(
+                    "it is not aligned for `{}` ({} bytes)",
+                    std::any::type_name::<T>(),
+                    align_of::<T>()
+                ),
+            });
+        }
+        if bytes == 0 {
+            drop(keep);
+            let memory = Memory::register(&ctx, 0, 0);
+            return Ok(Self::from_memory(ctx, 0, len, memory));
+        }
+        let owner = ordering::owners(&ctx, &[(address, bytes)]).pop();
+        match owner {
+            Some(ordering::Owner::Own(memory)) => {
+                ordering::hold(stream, &[(&memory.uses, Access::Write)])?.note_after()?;
+                Ok(DeviceBuffer::sharing(ctx, address, len, memory, keep))
+            }
+            Some(ordering::Owner::Foreign) => Err(Error::Interop {
+                what: what(),
+                reason: "it is a buffer of another device's context: borrow it on that \
+                         device's stream"
+                    .to_owned(),
+            }),
+            Some(ordering::Owner::Unknown) | None
+                if ctx.backend() == crate::BackendKind::Emulator =>
+            {
+                Err(Error::Interop {
+                    what: format!("{} ({bytes} bytes)", what()),
+                    reason: "the emulator's memory holds no such range: on the emulator only \
+                             memory cuprum allocated (a buffer, `malloc_async`) can be \
+                             borrowed, whole or in part"
+                        .to_owned(),
+                })
+            }
+            Some(ordering::Owner::Unknown) | None => {
+                let owner = ForeignOwner::new("foreign allocation", move || drop(keep));
+                // SAFETY: the caller's contract.
+                unsafe { Self::from_raw_parts(stream, address, len, owner) }
+            }
+        }
+    }
+
     /// [`from_raw_parts`](Self::from_raw_parts) of memory lent for a scope: no graph may
     /// keep it (recording refuses it).
     ///

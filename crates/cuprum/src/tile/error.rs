@@ -170,6 +170,19 @@ pub enum TensorError {
         /// The shape asked for.
         shape: Vec<usize>,
     },
+    /// A tensor over another framework's memory (`Tensor::from_foreign`) whose shape and
+    /// strides do not fit it.
+    #[error(
+        "cannot make a tensor of shape {shape:?} with strides {strides:?} over a foreign allocation: {reason}"
+    )]
+    Foreign {
+        /// The shape asked for.
+        shape: Vec<i32>,
+        /// The strides asked for, in elements.
+        strides: Vec<i32>,
+        /// Which rule they break.
+        reason: String,
+    },
     /// A shape whose element count or byte size overflows `usize`.
     #[error("a tensor of shape {shape:?} of `{elem}` has more bytes than fit in memory")]
     TooLarge {

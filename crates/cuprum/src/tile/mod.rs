@@ -57,6 +57,7 @@ pub mod api;
 pub mod core;
 pub mod cuda_core;
 pub mod error;
+mod foreign;
 mod graph;
 pub mod jit_cache;
 pub(crate) mod launch;
@@ -79,8 +80,10 @@ mod sealed {
 
 /// Lazy device operations (`cuda_async` in cuTile Rust).
 pub mod cuda_async {
-    /// Raw device pointers (`Tensor::device_pointer`), for `unsafe` entries taking `*mut T`.
+    /// Raw device pointers (`Tensor::device_pointer`), for `unsafe` entries taking `*mut T`, and
+    /// other frameworks' allocations that `Tensor::from_foreign` borrows.
     pub mod device_buffer {
+        pub use crate::tile::foreign::DeviceAllocation;
         pub use crate::tile::pointer::DevicePointer;
     }
 

@@ -90,6 +90,22 @@ impl<T: DType> Tensor<T> {
         })
     }
 
+    /// A tensor of `shape` with `strides` over `buffer` from its first element; the caller
+    /// has checked that every index lies inside the buffer and names its own element
+    /// (`foreign`).
+    pub(crate) fn from_strided_buffer(
+        buffer: DeviceBuffer<T>,
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+    ) -> Self {
+        Self {
+            storage: Arc::new(buffer),
+            offset: 0,
+            shape,
+            strides,
+        }
+    }
+
     /// A contiguous tensor of `shape` over all of `buffer`, without a copy (a SIMT kernel's
     /// output, a collective's result); `buffer`'s length must be the shape's element count.
     pub fn from_device_buffer(buffer: DeviceBuffer<T>, shape: &[usize]) -> Result<Self, Error> {
