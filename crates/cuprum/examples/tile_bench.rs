@@ -272,6 +272,17 @@ fn data(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
         .collect()
 }
 
+/// Submits an operation without waiting for it: what the timing loops queue.
+trait Submit: DeviceOp {
+    fn submit(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error> {
+        // SAFETY: the outputs are partitions of device tensors, read on the host only after
+        // the timing loop has synchronized the stream.
+        unsafe { self.execute(ctx) }
+    }
+}
+
+impl<D: DeviceOp> Submit for D {}
+
 /// The median time of `launch` (which submits its work to `ctx`'s stream).
 fn time(
     stream: &Stream,
@@ -347,7 +358,7 @@ fn gemm<H: DType + Copy + Into<f32>>(
         let ms = time(stream, |ctx| {
             kernels::gemm((&mut z).partition([bm, bn]), &a, &b)
                 .generics(generics.clone())
-                .execute(ctx)
+                .submit(ctx)
                 .map(drop)
         })?;
         let got = z.to_host_vec().sync_on(stream)?;
@@ -420,12 +431,12 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
             if causal {
                 kernels::attention_causal(out, &q, &k, &v, scale)
                     .generics(generics.clone())
-                    .execute(ctx)
+                    .submit(ctx)
                     .map(drop)
             } else {
                 kernels::attention(out, &q, &k, &v, scale)
                     .generics(generics.clone())
-                    .execute(ctx)
+                    .submit(ctx)
                     .map(drop)
             }
         })?;
@@ -486,7 +497,7 @@ fn main() -> Result<(), Failure> {
     let mut z = api::full(f32::NAN, &[n]).sync_on(&stream)?;
     let ms = time(&stream, |ctx| {
         kernels::add((&mut z).partition([1024]), &x, &y)
-            .execute(ctx)
+            .submit(ctx)
             .map(drop)
     })?;
     let got = z.to_host_vec().sync_on(&stream)?;
@@ -518,7 +529,7 @@ fn main() -> Result<(), Failure> {
     let mut y = poisoned()?;
     let ms = time(&stream, |ctx| {
         kernels::softmax((&mut y).partition([1, cols]), &x)
-            .execute(ctx)
+            .submit(ctx)
             .map(drop)
     })?;
     let got = y.to_host_vec().sync_on(&stream)?;
@@ -542,7 +553,7 @@ fn main() -> Result<(), Failure> {
     let ms = time(&stream, |ctx| {
         kernels::rms_norm((&mut y).partition([1, cols]), &x, &w, eps)
             .generics(vec![cols.to_string(), cols.to_string()])
-            .execute(ctx)
+            .submit(ctx)
             .map(drop)
     })?;
     let got = y.to_host_vec().sync_on(&stream)?;
@@ -567,7 +578,7 @@ fn main() -> Result<(), Failure> {
     let mut y = poisoned()?;
     let ms = time(&stream, |ctx| {
         kernels::layer_norm((&mut y).partition([1, cols]), &x, &w, &b, eps)
-            .execute(ctx)
+            .submit(ctx)
             .map(drop)
     })?;
     let got = y.to_host_vec().sync_on(&stream)?;

@@ -254,7 +254,7 @@ fn a_launch_configs_block_and_shared_memory_are_honoured_or_refused() -> Result<
         CompileOptions::default(),
         kernels::_SOURCE_HASH,
     )?;
-    let lowered = function.block_dim();
+    let lowered = function.block_dim().expect("a tile kernel has its block");
     assert!(
         lowered.0 >= 32 && lowered.1 == 1 && lowered.2 == 1,
         "a lowered block of whole warps along x: {lowered:?}"
@@ -430,9 +430,12 @@ fn tuning_hints_choose_the_block_and_change_no_result() -> Result<(), Error> {
         )
     };
     let (declared, _) = compile(CompileOptions::default())?;
-    assert_eq!(declared.block_dim(), (if on_sm90 { 512 } else { 64 }, 1, 1));
+    assert_eq!(
+        declared.block_dim(),
+        Some((if on_sm90 { 512 } else { 64 }, 1, 1))
+    );
     let (overridden, _) = compile(CompileOptions::default().num_worker_warps_per_cta(8))?;
-    assert_eq!(overridden.block_dim(), (256, 1, 1));
+    assert_eq!(overridden.block_dim(), Some((256, 1, 1)));
 
     let mut rng = rng("tuning_hints");
     let n = 5000;

@@ -133,11 +133,16 @@ struct FromHost<T> {
 
 impl<T: DType> DeviceOp for FromHost<T> {
     type Output = Tensor<T>;
-    type Pending = Deferred<Tensor<T>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
         Tensor::from_slice(ctx.stream(), &self.data, self.shape)
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<Tensor<T>>, Error> {
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, Tensor<T>>, Error>
+    where
+        Self: 's,
+    {
         Tensor::from_slice_deferred(ctx.stream(), &self.data, self.shape)
     }
 }
@@ -219,9 +224,9 @@ pub struct ReshapeOp<D> {
 
 impl<T: DType, D: DeviceOp<Output = Tensor<T>>> DeviceOp for ReshapeOp<D> {
     type Output = Tensor<T>;
-    type Pending = Deferred<Tensor<T>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
-        self.op.execute(ctx)?.reshape(&self.shape)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Tensor<T>, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { self.op.execute(ctx) }?.reshape(&self.shape)
     }
 }
 crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Tensor<T>>] ReshapeOp<D> => Tensor<T>);
@@ -248,9 +253,9 @@ pub struct ReshapeSharedOp<D> {
 
 impl<T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>> DeviceOp for ReshapeSharedOp<D> {
     type Output = Arc<Tensor<T>>;
-    type Pending = Deferred<Arc<Tensor<T>>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<Tensor<T>>, Error> {
-        (&self.op.execute(ctx)?).reshape(&self.shape)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Arc<Tensor<T>>, Error> {
+        // SAFETY: the caller's contract.
+        (&unsafe { self.op.execute(ctx) }?).reshape(&self.shape)
     }
 }
 crate::tile::op::awaitable!([T: DType, D: DeviceOp<Output = Arc<Tensor<T>>>] ReshapeSharedOp<D> => Arc<Tensor<T>>);

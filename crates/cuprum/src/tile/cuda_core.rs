@@ -132,6 +132,31 @@ impl Device {
     pub fn context(&self) -> &RuntimeContext {
         &self.ctx
     }
+
+    /// Loads PTX text cuprum did not write (hand-written, or another compiler's) on this
+    /// device (cuTile Rust's name): the driver JIT-compiles it on a GPU; the emulator
+    /// translates it into cuprum's IR (see `cuprum::external`), refusing what it does not
+    /// model with a typed error.
+    pub fn load_module_from_ptx_src(&self, ptx: &str) -> Result<Arc<Module>, Error> {
+        Ok(Arc::new(Module {
+            inner: crate::external::Module::from_ptx(&self.ctx, ptx)?,
+        }))
+    }
+}
+
+/// A module cuprum did not compile, loaded on a device (cuTile Rust's `Module`): its kernels
+/// launch through [`AsyncKernelLaunch`](crate::tile::cuda_async::launch::AsyncKernelLaunch).
+#[derive(Debug)]
+pub struct Module {
+    inner: crate::external::Module,
+}
+
+impl Module {
+    /// The kernel `name` (as the PTX spells it); [`crate::Error::KernelNotFound`] if the
+    /// module has none.
+    pub fn load_function(&self, name: &str) -> Result<Function, Error> {
+        Ok(Function::external(self.inner.get_function(name)?))
+    }
 }
 
 /// How a launch of cuTile Rust's lower-level API is shaped (`AsyncKernelLaunch::

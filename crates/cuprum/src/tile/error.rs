@@ -332,6 +332,18 @@ pub enum LaunchProblem {
         /// What is wrong with it.
         reason: String,
     },
+    /// A launch of a kernel cuprum did not compile without a launch configuration: its grid
+    /// and block are the program's to give.
+    #[error(
+        "a kernel cuprum did not compile needs its grid and block: call `set_launch_config` before launching it"
+    )]
+    MissingConfig,
+    /// A raw device address (`AsyncKernelLaunch::push_device_ptr`) pushed for a tile kernel,
+    /// whose parameters take tensors and scalars.
+    #[error(
+        "a raw device address was pushed for a tile kernel: push the tensor (`push_arg`), or its `device_pointer()` for an `unsafe` entry's `*mut T`"
+    )]
+    RawAddress,
     /// A launch configuration (`AsyncKernelLaunch::set_launch_config`) whose block is neither
     /// cuTile Rust's `(1, 1, 1)` nor the block cuprum's lowering chose for the kernel.
     #[error(

@@ -16,7 +16,7 @@ use cuprum_runtime::Graph;
 
 use crate::tile::cuda_core::Stream;
 use crate::tile::error::Error;
-use crate::tile::op::{Deferred, DeviceOp, ExecutionContext};
+use crate::tile::op::{DeviceOp, ExecutionContext};
 
 /// A recorded and instantiated graph, ready for replay, with the output the recorded
 /// operation gave (its tensors' metadata; their contents are computed by each replay).
@@ -64,7 +64,9 @@ impl<T: Send> CudaGraph<T> {
     /// recorded, not run (the first [`launch`](Self::launch) computes them); its output is
     /// [`take_output`](Self::take_output)'s.
     pub fn capture(stream: Arc<Stream>, op: impl DeviceOp<Output = T>) -> Result<Self, Error> {
-        let (graph, output) = record_graph(&stream, |ctx| op.execute(ctx))?;
+        // SAFETY: recorded, not run: the output describes what replays compute, read only
+        // through the operations that follow them on a stream.
+        let (graph, output) = record_graph(&stream, |ctx| unsafe { op.execute(ctx) })?;
         Ok(Self {
             graph: Arc::new(graph),
             stream,
@@ -79,8 +81,9 @@ impl<T: Send> CudaGraph<T> {
 
     /// Runs `op` now on the graph's stream (not recorded): how new inputs reach the buffers
     /// a graph reads before a [`launch`](Self::launch) on that stream.
+    /// Returns once the stream's work up to here has completed.
     pub fn update<O: Send>(&self, op: impl DeviceOp<Output = O>) -> Result<O, Error> {
-        op.execute(&ExecutionContext::new((*self.stream).clone()))
+        op.sync_on(&self.stream)
     }
 
     /// The operation that replays the graph on the stream it is run on.
@@ -133,7 +136,8 @@ impl Scope {
     /// Records `op`'s kernel launches and device copies; its output describes tensors whose
     /// contents a replay computes.
     pub fn record<T: Send>(&self, op: impl DeviceOp<Output = T>) -> Result<T, Error> {
-        op.execute(&self.ctx)
+        // SAFETY: recorded, not run (as in `CudaGraph::capture`).
+        unsafe { op.execute(&self.ctx) }
     }
 }
 
@@ -144,8 +148,7 @@ pub struct GraphLaunch {
 
 impl DeviceOp for GraphLaunch {
     type Output = ();
-    type Pending = Deferred<()>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
         Ok(self.graph.launch(ctx.stream())?)
     }
 }

@@ -117,7 +117,9 @@ pub mod cuda_async {
 
     /// Each device's scheduling policy.
     pub mod device_context {
-        pub use crate::tile::op::global_policy;
+        pub use crate::tile::op::{
+            global_policy, load_module_from_ptx, with_default_device_policy,
+        };
     }
 
     /// Launches of compiled kernels with their arguments pushed one by one.

@@ -57,6 +57,7 @@
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -109,9 +110,11 @@ impl ExecutionContext {
 
 /// An operation's output, or what gives it once the stream's work up to the operation has
 /// completed: a copy to the host that the device may still be making
-/// ([`DeviceOp::execute_deferred`]).
+/// ([`DeviceOp::execute_deferred`]). `'s` is what the parts may borrow: an output that
+/// borrows from the caller (a partition of a `&mut Tensor`) waits beside a copy without
+/// being made `'static`.
 #[doc(hidden)]
-pub enum Deferred<O> {
+pub enum Deferred<'s, O> {
     /// The output.
     Ready(O),
     /// The output, usable on the stream now, and what must live until the stream's work has
@@ -120,12 +123,12 @@ pub enum Deferred<O> {
     /// Gives the output; to be called once the work has completed (it waits otherwise). The
     /// list is what must live until then too.
     After(
-        Box<dyn FnOnce() -> Result<O, Error> + Send>,
+        Box<dyn FnOnce() -> Result<O, Error> + Send + 's>,
         Vec<Box<dyn Send>>,
     ),
 }
 
-impl<O> Deferred<O> {
+impl<'s, O: Send + 's> Deferred<'s, O> {
     /// The output (waiting for a copy that has not ended).
     pub fn finish(self) -> Result<O, Error> {
         match self {
@@ -151,69 +154,51 @@ impl<O> Deferred<O> {
             after @ Deferred::After(..) => Ok((after.finish()?, None)),
         }
     }
+
+    /// Whether the output is still on its way.
+    fn is_after(&self) -> bool {
+        matches!(self, Deferred::After(..))
+    }
+
+    /// The output with `keep` also kept until the work has completed (`then`: the first
+    /// step's kept memory beside the second step's output).
+    fn keeping(self, keep: KeepAlive) -> Self {
+        let Some(keep) = keep else {
+            return self;
+        };
+        match self {
+            Deferred::Ready(out) => Deferred::Kept(out, keep),
+            Deferred::Kept(out, kept) => Deferred::Kept(out, Box::new((kept, keep))),
+            Deferred::After(finish, mut kept) => {
+                kept.push(keep);
+                Deferred::After(finish, kept)
+            }
+        }
+    }
+
+    /// `f` applied to the output when it is there: at once, or once a copy has ended.
+    fn map<P: Send + 's>(self, f: impl FnOnce(O) -> P + Send + 's) -> Deferred<'s, P> {
+        match self {
+            Deferred::Ready(out) => Deferred::Ready(f(out)),
+            Deferred::Kept(out, keep) => Deferred::Kept(f(out), keep),
+            Deferred::After(finish, keep) => {
+                Deferred::After(Box::new(move || finish().map(f)), keep)
+            }
+        }
+    }
+
+    /// An output already there, kept with `keep` (`None`: nothing to keep).
+    fn with_kept(out: O, keep: KeepAlive) -> Self {
+        match keep {
+            None => Deferred::Ready(out),
+            Some(keep) => Deferred::Kept(out, keep),
+        }
+    }
 }
 
 /// What must live until the stream's work has completed (`None`: nothing).
 #[doc(hidden)]
 pub type KeepAlive = Option<Box<dyn Send>>;
-
-/// What an awaited operation's first poll leaves to finish once the stream's work up to the
-/// operation has completed ([`DeviceOp::execute_deferred`]): a [`Deferred`] output, or a
-/// tuple of them (`zip!`), or a function still to apply to one (`map`). Generic, not boxed,
-/// so that an output borrowing from the caller (a partition of a `&mut Tensor`) can wait
-/// beside a copy to the host without either being made `'static`.
-#[doc(hidden)]
-pub trait Pending: Send + Sized {
-    /// The output it gives.
-    type Output;
-    /// An output that is already there.
-    fn ready(out: Self::Output) -> Self;
-    /// The output (waiting for a copy that has not ended).
-    fn finish(self) -> Result<Self::Output, Error>;
-    /// The output now, with what must live until the work has completed (`None`: nothing);
-    /// parts still on their way are finished first (they wait).
-    fn now(self) -> Result<(Self::Output, KeepAlive), Error>;
-}
-
-impl<O: Send> Pending for Deferred<O> {
-    type Output = O;
-    fn ready(out: O) -> Self {
-        Deferred::Ready(out)
-    }
-    fn finish(self) -> Result<O, Error> {
-        Deferred::finish(self)
-    }
-    fn now(self) -> Result<(O, KeepAlive), Error> {
-        Deferred::now(self)
-    }
-}
-
-/// A pending output and what must live until the work has completed with it (`then`: the
-/// first step's kept memory beside the second step's output).
-#[doc(hidden)]
-pub struct Keeping<P> {
-    pending: P,
-    keep: KeepAlive,
-}
-
-impl<P: Pending> Pending for Keeping<P> {
-    type Output = P::Output;
-    fn ready(out: P::Output) -> Self {
-        Keeping {
-            pending: P::ready(out),
-            keep: None,
-        }
-    }
-    fn finish(self) -> Result<P::Output, Error> {
-        let out = self.pending.finish();
-        drop(self.keep);
-        out
-    }
-    fn now(self) -> Result<(P::Output, KeepAlive), Error> {
-        let (out, keep) = self.pending.now()?;
-        Ok((out, join_kept(keep, self.keep)))
-    }
-}
 
 /// Both of what must live until the work has completed.
 fn join_kept(a: KeepAlive, b: KeepAlive) -> KeepAlive {
@@ -221,42 +206,6 @@ fn join_kept(a: KeepAlive, b: KeepAlive) -> KeepAlive {
         (None, b) => b,
         (a, None) => a,
         (Some(a), Some(b)) => Some(Box::new((a, b))),
-    }
-}
-
-/// A pending output and the function `map` applies to it once it is there.
-#[doc(hidden)]
-pub enum Mapping<P, F, O> {
-    /// The mapped output.
-    Ready(O),
-    /// The output to map, and the function.
-    Pending(P, F),
-}
-
-impl<P, F, O> Pending for Mapping<P, F, O>
-where
-    P: Pending,
-    F: FnOnce(P::Output) -> O + Send,
-    O: Send,
-{
-    type Output = O;
-    fn ready(out: O) -> Self {
-        Mapping::Ready(out)
-    }
-    fn finish(self) -> Result<O, Error> {
-        match self {
-            Mapping::Ready(out) => Ok(out),
-            Mapping::Pending(pending, f) => pending.finish().map(f),
-        }
-    }
-    fn now(self) -> Result<(O, KeepAlive), Error> {
-        match self {
-            Mapping::Ready(out) => Ok((out, None)),
-            Mapping::Pending(pending, f) => {
-                let (out, keep) = pending.now()?;
-                Ok((f(out), keep))
-            }
-        }
     }
 }
 
@@ -272,29 +221,44 @@ pub trait DeviceOp:
     /// What the operation gives when it has run.
     type Output: Send;
 
-    /// What [`execute_deferred`](Self::execute_deferred) leaves to finish: `Deferred<Output>`
-    /// for every operation but the combinators that keep their parts' own.
-    #[doc(hidden)]
-    type Pending: Pending<Output = <Self as DeviceOp>::Output>;
-
     /// Submits the operation's work to `ctx`'s stream and returns its output. The work may
-    /// still be running on the device when this returns; the runtime orders every later use
-    /// of its buffers after it. Programs call [`sync_on`](Self::sync_on) instead.
-    fn execute(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error>;
+    /// still be running on the device when this returns. Programs call
+    /// [`sync_on`](Self::sync_on) or `.await` instead; an operation a program writes itself
+    /// implements this (cuTile Rust's signature).
+    ///
+    /// # Safety
+    /// The output may be memory the device is still writing: the caller does not read it on
+    /// the host, or hand it to code that does, before the stream's work up to here has
+    /// completed. (cuprum's runtime orders every later use of its buffers on the device after
+    /// this work, and its own operations finish their copies to the host before returning;
+    /// `unsafe` is cuTile Rust's contract, which operations written for it rely on.)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<<Self as DeviceOp>::Output, Error>;
 
     /// As [`execute`](Self::execute), except that an output a copy to the host is still
     /// filling may come back as [`Deferred::After`], to be finished once the stream's work up
     /// to here has completed: what an awaited operation's first poll calls, so that it does
     /// not block (see the module docs). Operations without such a copy keep this default.
+    ///
+    /// # Safety
+    /// As [`execute`](Self::execute).
     #[doc(hidden)]
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
-        self.execute(ctx).map(Pending::ready)
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, <Self as DeviceOp>::Output>, Error>
+    where
+        Self: 's,
+        <Self as DeviceOp>::Output: 's,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { self.execute(ctx) }.map(Deferred::Ready)
     }
 
     /// Runs on `stream` and waits until the stream's work has finished.
     fn sync_on(self, stream: &Stream) -> Result<<Self as DeviceOp>::Output, Error> {
         let ctx = ExecutionContext::new(stream.clone());
-        let out = self.execute(&ctx)?;
+        // SAFETY: nothing sees the output before the stream's work has completed.
+        let out = unsafe { self.execute(&ctx) }?;
         stream.synchronize()?;
         Ok(out)
     }
@@ -306,27 +270,38 @@ pub trait DeviceOp:
     }
 
     /// The operation `f` makes of this one's output, run after it on the same stream.
-    fn then<B, F>(self, f: F) -> AndThen<Self, F>
+    fn then<B, F>(self, f: F) -> AndThen<Self, F, B>
     where
         B: DeviceOp,
         F: FnOnce(<Self as DeviceOp>::Output) -> B + Send,
     {
-        AndThen { op: self, f }
+        AndThen {
+            op: self,
+            f,
+            next: PhantomData,
+        }
     }
 
     /// As [`then`](Self::then), `f` also given the execution context (the stream both run
     /// on).
-    fn and_then_with_context<B, F>(self, f: F) -> AndThenWithContext<Self, F>
+    fn and_then_with_context<B, F>(self, f: F) -> AndThenWithContext<Self, F, B>
     where
         B: DeviceOp,
         F: FnOnce(&ExecutionContext, <Self as DeviceOp>::Output) -> B + Send,
     {
-        AndThenWithContext { op: self, f }
+        AndThenWithContext {
+            op: self,
+            f,
+            next: PhantomData,
+        }
     }
 
     /// The operation as a future that runs it on a stream `policy` gives when first polled
     /// (see [`DeviceFuture`]).
-    fn schedule(self, policy: &Arc<dyn SchedulingPolicy>) -> Result<DeviceFuture<Self>, Error> {
+    fn schedule(
+        self,
+        policy: &Arc<dyn SchedulingPolicy>,
+    ) -> Result<DeviceFuture<<Self as DeviceOp>::Output, Self>, Error> {
         let stream = policy.next_stream()?;
         Ok(DeviceFuture::on(self, stream))
     }
@@ -358,7 +333,7 @@ pub trait DeviceOp:
     fn boxed(self) -> BoxedDeviceOp<<Self as DeviceOp>::Output>
     where
         Self: 'static,
-        Self::Pending: 'static,
+        <Self as DeviceOp>::Output: 'static,
     {
         BoxedDeviceOp { op: Box::new(self) }
     }
@@ -371,9 +346,11 @@ pub trait DeviceOp:
         <Self as DeviceOp>::Output: Sync,
     {
         SharedDeviceOp {
-            state: Arc::new(Mutex::new(SharedState::Pending(Box::new(move |ctx| {
-                self.execute(ctx)
-            })))),
+            // SAFETY (of the call): `SharedDeviceOp::execute`'s caller's contract, which
+            // covers this work and its output.
+            state: Arc::new(Mutex::new(SharedState::Pending(Box::new(
+                move |ctx| unsafe { self.execute(ctx) },
+            )))),
         }
     }
 }
@@ -393,23 +370,29 @@ pub trait DeviceOp:
 /// On the emulator, work is done when submitted, so the first poll is ready. Dropping the
 /// future while its work runs blocks until the work has ended, so that nothing the work uses
 /// is dropped before it.
-pub struct DeviceFuture<D: DeviceOp> {
-    state: FutureState<D>,
+///
+/// The output type comes first, as in cuTile Rust (`DeviceFuture<Output, Op>`), so that an
+/// operation a program writes can name its future in its own `IntoFuture` impl.
+pub struct DeviceFuture<T: Send, D: DeviceOp<Output = T>> {
+    state: FutureState<T, D>,
 }
 
-enum FutureState<D: DeviceOp> {
+enum FutureState<T: Send, D> {
     /// Not polled yet: nothing has run.
     Unstarted { op: D, stream: Option<Stream> },
-    /// Submitted; `output` is given out (finished) when `completion` is.
+    /// Submitted; `output` is given out (finished) when `completion` is. Its lifetime is
+    /// erased (see [`DeviceFuture::poll`]): it borrows at most what `D` does.
     Running {
         completion: Completion,
-        output: <D as DeviceOp>::Pending,
+        output: Deferred<'static, T>,
     },
-    /// Its result was given out (or it failed to start).
+    /// Could not start: the error, for the first poll.
+    Failed(Error),
+    /// Its result was given out.
     Finished,
 }
 
-impl<D: DeviceOp> DeviceFuture<D> {
+impl<T: Send, D: DeviceOp<Output = T>> DeviceFuture<T, D> {
     /// The future of `op`, run on the default stream of device 0.
     pub fn new(op: D) -> Self {
         Self {
@@ -427,14 +410,30 @@ impl<D: DeviceOp> DeviceFuture<D> {
         }
     }
 
+    /// The future of `op`, run on the stream of `ctx` (cuTile Rust's name).
+    pub fn scheduled(op: D, ctx: ExecutionContext) -> Self {
+        Self::on(op, ctx.stream)
+    }
+
+    /// A future whose first poll gives `error` (an operation that could not be scheduled,
+    /// cuTile Rust's name).
+    pub fn failed(error: Error) -> Self {
+        Self {
+            state: FutureState::Failed(error),
+        }
+    }
+
     /// The future of work already submitted, whose output is `output` once `completion` is
     /// complete (for tests of the future's states on every backend).
     #[cfg(test)]
-    fn running(completion: Completion, output: <D as DeviceOp>::Output) -> Self {
+    fn running(completion: Completion, output: T) -> Self
+    where
+        T: 'static,
+    {
         Self {
             state: FutureState::Running {
                 completion,
-                output: Pending::ready(output),
+                output: Deferred::Ready(output),
             },
         }
     }
@@ -443,9 +442,9 @@ impl<D: DeviceOp> DeviceFuture<D> {
     fn poll_running(
         &mut self,
         completion: Completion,
-        output: <D as DeviceOp>::Pending,
+        output: Deferred<'static, T>,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
+    ) -> Poll<Result<T, Error>> {
         match completion.poll_complete(cx) {
             // The work before `completion` has ended, so finishing does not wait.
             Poll::Ready(Ok(())) => Poll::Ready(output.finish()),
@@ -459,11 +458,26 @@ impl<D: DeviceOp> DeviceFuture<D> {
     }
 }
 
-// The operation and its output are moved, never pinned, so the future may move.
-impl<D: DeviceOp> Unpin for DeviceFuture<D> {}
+/// `deferred` with the lifetime of what it borrows erased, to be kept in a
+/// [`DeviceFuture<T, D>`] until given out.
+///
+/// # Safety
+/// `deferred` borrows only what an operation of type `D` borrows (its `execute_deferred`
+/// made it, taking the operation by value, so it can hold nothing of a shorter life), and
+/// the result is kept only inside a `DeviceFuture<T, D>`: that future's type names `D`, so
+/// it cannot outlive anything `D` borrows (its `Drop` impl makes the borrow checker require
+/// that those borrows outlive it), and it never gives the `'static` value out, only the
+/// output `T`, whose type says what it borrows.
+unsafe fn erase_lifetime<T: Send>(deferred: Deferred<'_, T>) -> Deferred<'static, T> {
+    // SAFETY: the types differ only in a lifetime (same layout); see the function's contract.
+    unsafe { std::mem::transmute::<Deferred<'_, T>, Deferred<'static, T>>(deferred) }
+}
 
-impl<D: DeviceOp> Future for DeviceFuture<D> {
-    type Output = Result<<D as DeviceOp>::Output, Error>;
+// The operation and its output are moved, never pinned, so the future may move.
+impl<T: Send, D: DeviceOp<Output = T>> Unpin for DeviceFuture<T, D> {}
+
+impl<T: Send, D: DeviceOp<Output = T>> Future for DeviceFuture<T, D> {
+    type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -476,8 +490,12 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
                         Err(e) => return Poll::Ready(Err(e)),
                     },
                 };
-                let output = match op.execute_deferred(&ExecutionContext::new(stream.clone())) {
-                    Ok(output) => output,
+                let ctx = ExecutionContext::new(stream.clone());
+                // SAFETY: the output is given out only once the stream's work up to here
+                // has completed (below, or in a later poll).
+                let output = match unsafe { op.execute_deferred(&ctx) } {
+                    // SAFETY: made by `D`'s `execute_deferred` and kept in this future.
+                    Ok(output) => unsafe { erase_lifetime(output) },
                     Err(e) => return Poll::Ready(Err(e)),
                 };
                 match stream.completion() {
@@ -493,6 +511,7 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
             FutureState::Running { completion, output } => {
                 this.poll_running(completion, output, cx)
             }
+            FutureState::Failed(e) => Poll::Ready(Err(e)),
             FutureState::Finished => Poll::Ready(Err(Error::SharedOpFailed {
                 message: "a device operation's future was polled after it completed".into(),
             })),
@@ -503,7 +522,7 @@ impl<D: DeviceOp> Future for DeviceFuture<D> {
 /// A future dropped while its work runs waits, blocking, for the work to end before its
 /// output (the tensors the work writes, which may borrow from the caller) is dropped: the
 /// device never uses memory that has been given back.
-impl<D: DeviceOp> Drop for DeviceFuture<D> {
+impl<T: Send, D: DeviceOp<Output = T>> Drop for DeviceFuture<T, D> {
     fn drop(&mut self) {
         if let FutureState::Running { completion, .. } = &self.state {
             // The outcome has nowhere to go; a fault is sticky and the next use reports it.
@@ -518,7 +537,7 @@ macro_rules! awaitable {
     ([$($gen:tt)*] $ty:ty => $out:ty $(, where $($bound:tt)+)?) => {
         impl<$($gen)*> ::std::future::IntoFuture for $ty $(where $($bound)+)? {
             type Output = Result<$out, $crate::tile::error::Error>;
-            type IntoFuture = $crate::tile::op::DeviceFuture<Self>;
+            type IntoFuture = $crate::tile::op::DeviceFuture<$out, Self>;
             fn into_future(self) -> Self::IntoFuture {
                 $crate::tile::op::DeviceFuture::new(self)
             }
@@ -607,8 +626,7 @@ macro_rules! size_args {
 
         impl DeviceOp for SizeArg<$t> {
             type Output = $t;
-            type Pending = Deferred<$t>;
-            fn execute(self, _ctx: &ExecutionContext) -> Result<$t, Error> {
+            unsafe fn execute(self, _ctx: &ExecutionContext) -> Result<$t, Error> {
                 <$t>::try_from(self.size).map_err(|_| Error::InvalidLaunch {
                     kernel: "(a size argument)".into(),
                     problem: LaunchProblem::SizeRange {
@@ -642,8 +660,7 @@ pub fn value<T: Send>(x: T) -> Value<T> {
 
 impl<T: Send> DeviceOp for Value<T> {
     type Output = T;
-    type Pending = Deferred<T>;
-    fn execute(self, _ctx: &ExecutionContext) -> Result<T, Error> {
+    unsafe fn execute(self, _ctx: &ExecutionContext) -> Result<T, Error> {
         Ok(self.0)
     }
 }
@@ -664,33 +681,44 @@ where
 }
 
 /// See [`with_context`].
-pub struct WithContext<F>(F);
+///
+/// `D`, the operation `F` makes, is part of the type (as a function's result, which asks
+/// nothing of it) so that what the operation borrows is known to outlive it.
+pub struct WithContext<F, D>(F, PhantomData<fn() -> D>);
 
 /// The operation that, when executed, makes an operation with `f` from the execution
 /// context (its stream, its device) and runs it there: cuTile Rust's `with_context`.
-pub fn with_context<D, F>(f: F) -> WithContext<F>
+pub fn with_context<D, F>(f: F) -> WithContext<F, D>
 where
     D: DeviceOp,
     F: FnOnce(&ExecutionContext) -> D + Send,
 {
-    WithContext(f)
+    WithContext(f, PhantomData)
 }
 
-impl<D, F> DeviceOp for WithContext<F>
+impl<D, F> DeviceOp for WithContext<F, D>
 where
     D: DeviceOp,
     F: FnOnce(&ExecutionContext) -> D + Send,
 {
     type Output = <D as DeviceOp>::Output;
-    type Pending = <D as DeviceOp>::Pending;
-    fn execute(self, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
-        (self.0)(ctx).execute(ctx)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { (self.0)(ctx).execute(ctx) }
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<D::Pending, Error> {
-        (self.0)(ctx).execute_deferred(ctx)
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, <D as DeviceOp>::Output>, Error>
+    where
+        Self: 's,
+        <D as DeviceOp>::Output: 's,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { (self.0)(ctx).execute_deferred(ctx) }
     }
 }
-awaitable!([D, F] WithContext<F> => <D as DeviceOp>::Output, where D: DeviceOp, F: FnOnce(&ExecutionContext) -> D + Send);
+awaitable!([D, F] WithContext<F, D> => <D as DeviceOp>::Output, where D: DeviceOp, F: FnOnce(&ExecutionContext) -> D + Send);
 
 impl<O, F> DeviceOp for FromFn<F>
 where
@@ -698,68 +726,92 @@ where
     F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send,
 {
     type Output = O;
-    type Pending = Deferred<O>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
         (self.0)(ctx)
     }
 }
 awaitable!([O, F] FromFn<F> => O, where O: Send, F: FnOnce(&ExecutionContext) -> Result<O, Error> + Send);
 
 /// See [`DeviceOp::then`].
-pub struct AndThen<A, F> {
+///
+/// `B`, the operation `F` makes, is part of the type (see [`WithContext`]).
+pub struct AndThen<A, F, B> {
     op: A,
     f: F,
+    next: PhantomData<fn() -> B>,
 }
 
-impl<A, B, F> DeviceOp for AndThen<A, F>
+impl<A, B, F> DeviceOp for AndThen<A, F, B>
 where
     A: DeviceOp,
     B: DeviceOp,
     F: FnOnce(<A as DeviceOp>::Output) -> B + Send,
 {
     type Output = <B as DeviceOp>::Output;
-    type Pending = Keeping<B::Pending>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
-        let out = self.op.execute(ctx)?;
-        (self.f)(out).execute(ctx)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
+        // SAFETY: the caller's contract; the second step runs after the first on the stream.
+        unsafe {
+            let out = self.op.execute(ctx)?;
+            (self.f)(out).execute(ctx)
+        }
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Keeping<B::Pending>, Error> {
-        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
-        Ok(Keeping {
-            pending: (self.f)(out).execute_deferred(ctx)?,
-            keep,
-        })
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, <B as DeviceOp>::Output>, Error>
+    where
+        Self: 's,
+        <B as DeviceOp>::Output: 's,
+    {
+        // SAFETY: the caller's contract; the first step's output is finished (`now`) before
+        // the second step is made from it.
+        unsafe {
+            let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
+            Ok((self.f)(out).execute_deferred(ctx)?.keeping(keep))
+        }
     }
 }
-awaitable!([A, B, F] AndThen<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
+awaitable!([A, B, F] AndThen<A, F, B> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(<A as DeviceOp>::Output) -> B + Send);
 
 /// See [`DeviceOp::and_then_with_context`].
-pub struct AndThenWithContext<A, F> {
+///
+/// `B`, the operation `F` makes, is part of the type (see [`WithContext`]).
+pub struct AndThenWithContext<A, F, B> {
     op: A,
     f: F,
+    next: PhantomData<fn() -> B>,
 }
 
-impl<A, B, F> DeviceOp for AndThenWithContext<A, F>
+impl<A, B, F> DeviceOp for AndThenWithContext<A, F, B>
 where
     A: DeviceOp,
     B: DeviceOp,
     F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send,
 {
     type Output = <B as DeviceOp>::Output;
-    type Pending = Keeping<B::Pending>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
-        let out = self.op.execute(ctx)?;
-        (self.f)(ctx, out).execute(ctx)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<<B as DeviceOp>::Output, Error> {
+        // SAFETY: as `AndThen`'s.
+        unsafe {
+            let out = self.op.execute(ctx)?;
+            (self.f)(ctx, out).execute(ctx)
+        }
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Keeping<B::Pending>, Error> {
-        let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
-        Ok(Keeping {
-            pending: (self.f)(ctx, out).execute_deferred(ctx)?,
-            keep,
-        })
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, <B as DeviceOp>::Output>, Error>
+    where
+        Self: 's,
+        <B as DeviceOp>::Output: 's,
+    {
+        // SAFETY: as `AndThen`'s.
+        unsafe {
+            let (out, keep) = self.op.execute_deferred(ctx)?.now()?;
+            Ok((self.f)(ctx, out).execute_deferred(ctx)?.keeping(keep))
+        }
     }
 }
-awaitable!([A, B, F] AndThenWithContext<A, F> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
+awaitable!([A, B, F] AndThenWithContext<A, F, B> => <B as DeviceOp>::Output, where A: DeviceOp, B: DeviceOp, F: FnOnce(&ExecutionContext, <A as DeviceOp>::Output) -> B + Send);
 
 /// See [`DeviceOp::map`].
 pub struct Map<A, F> {
@@ -774,15 +826,20 @@ where
     F: FnOnce(<A as DeviceOp>::Output) -> O + Send,
 {
     type Output = O;
-    type Pending = Mapping<A::Pending, F, O>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
-        Ok((self.f)(self.op.execute(ctx)?))
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<O, Error> {
+        // SAFETY: the caller's contract.
+        Ok((self.f)(unsafe { self.op.execute(ctx) }?))
     }
     /// The function is applied when the output is there: at once, or, after a copy to the
     /// host, once the copy has ended (so that an awaited `to_host_vec().map(..)` does not
     /// block its first poll).
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
-        Ok(Mapping::Pending(self.op.execute_deferred(ctx)?, self.f))
+    unsafe fn execute_deferred<'s>(self, ctx: &ExecutionContext) -> Result<Deferred<'s, O>, Error>
+    where
+        Self: 's,
+        O: 's,
+    {
+        // SAFETY: the caller's contract.
+        Ok(unsafe { self.op.execute_deferred(ctx) }?.map(self.f))
     }
 }
 awaitable!([A, O, F] Map<A, F> => O, where A: DeviceOp, O: Send, F: FnOnce(<A as DeviceOp>::Output) -> O + Send);
@@ -799,9 +856,9 @@ where
     F: FnOnce(&<A as DeviceOp>::Output) + Send,
 {
     type Output = <A as DeviceOp>::Output;
-    type Pending = Deferred<<A as DeviceOp>::Output>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<<A as DeviceOp>::Output, Error> {
-        let out = self.op.execute(ctx)?;
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<<A as DeviceOp>::Output, Error> {
+        // SAFETY: the caller's contract.
+        let out = unsafe { self.op.execute(ctx) }?;
         (self.f)(&out);
         Ok(out)
     }
@@ -815,9 +872,9 @@ pub struct ArcOp<A> {
 
 impl<A: DeviceOp<Output: Sync>> DeviceOp for ArcOp<A> {
     type Output = Arc<<A as DeviceOp>::Output>;
-    type Pending = Deferred<Arc<<A as DeviceOp>::Output>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<<A as DeviceOp>::Output>, Error> {
-        Ok(Arc::new(self.op.execute(ctx)?))
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Arc<<A as DeviceOp>::Output>, Error> {
+        // SAFETY: the caller's contract.
+        Ok(Arc::new(unsafe { self.op.execute(ctx) }?))
     }
 }
 awaitable!([A: DeviceOp<Output: Sync>] ArcOp<A> => Arc<<A as DeviceOp>::Output>);
@@ -830,39 +887,51 @@ pub struct BoxedDeviceOp<T: Send> {
 /// An operation behind a box, run either way ([`DeviceOp::execute`] or
 /// [`DeviceOp::execute_deferred`]), so that boxing changes neither.
 trait ErasedOp<T>: Send {
-    fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<T, Error>;
-    fn run_deferred(self: Box<Self>, ctx: &ExecutionContext) -> Result<Deferred<T>, Error>;
+    /// # Safety
+    /// As [`DeviceOp::execute`].
+    unsafe fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<T, Error>;
+    /// # Safety
+    /// As [`DeviceOp::execute`].
+    unsafe fn run_deferred(
+        self: Box<Self>,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'static, T>, Error>;
 }
 
 impl<D> ErasedOp<<D as DeviceOp>::Output> for D
 where
-    D: DeviceOp<Pending: 'static>,
+    D: DeviceOp + 'static,
+    <D as DeviceOp>::Output: 'static,
 {
-    fn run(self: Box<Self>, ctx: &ExecutionContext) -> Result<<D as DeviceOp>::Output, Error> {
-        (*self).execute(ctx)
-    }
-    fn run_deferred(
+    unsafe fn run(
         self: Box<Self>,
         ctx: &ExecutionContext,
-    ) -> Result<Deferred<<D as DeviceOp>::Output>, Error> {
-        Ok(erase((*self).execute_deferred(ctx)?))
+    ) -> Result<<D as DeviceOp>::Output, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { (*self).execute(ctx) }
     }
-}
-
-/// A pending output as a [`Deferred`] (behind a box), for [`BoxedDeviceOp`]: a part
-/// still on its way stays on its way.
-fn erase<P: Pending + 'static>(pending: P) -> Deferred<P::Output> {
-    Deferred::After(Box::new(move || pending.finish()), Vec::new())
+    unsafe fn run_deferred(
+        self: Box<Self>,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'static, <D as DeviceOp>::Output>, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { (*self).execute_deferred(ctx) }
+    }
 }
 
 impl<T: Send> DeviceOp for BoxedDeviceOp<T> {
     type Output = T;
-    type Pending = Deferred<T>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
-        self.op.run(ctx)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<T, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { self.op.run(ctx) }
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<T>, Error> {
-        self.op.run_deferred(ctx)
+    unsafe fn execute_deferred<'s>(self, ctx: &ExecutionContext) -> Result<Deferred<'s, T>, Error>
+    where
+        Self: 's,
+        T: 's,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { self.op.run_deferred(ctx) }
     }
 }
 awaitable!([T: Send] BoxedDeviceOp<T> => T);
@@ -892,7 +961,7 @@ impl<T: Send + 'static> DeviceOpVec<T> {
     }
 
     /// Appends `op`.
-    pub fn push<D: DeviceOp<Output = T, Pending: 'static> + 'static>(&mut self, op: D) {
+    pub fn push<D: DeviceOp<Output = T> + 'static>(&mut self, op: D) {
         self.ops.push(op.boxed());
     }
 
@@ -925,9 +994,12 @@ impl<T: Send + 'static> From<Vec<BoxedDeviceOp<T>>> for DeviceOpVec<T> {
 
 impl<T: Send> DeviceOp for DeviceOpVec<T> {
     type Output = Vec<T>;
-    type Pending = Deferred<Vec<T>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Vec<T>, Error> {
-        self.ops.into_iter().map(|op| op.execute(ctx)).collect()
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Vec<T>, Error> {
+        self.ops
+            .into_iter()
+            // SAFETY: the caller's contract; the operations run in order on the stream.
+            .map(|op| unsafe { op.execute(ctx) })
+            .collect()
     }
 }
 awaitable!([T: Send] DeviceOpVec<T> => Vec<T>);
@@ -966,8 +1038,7 @@ pub fn shared<T: Send + Sync>(value: Arc<T>) -> SharedDeviceOp<T> {
 
 impl<T: Send + Sync> DeviceOp for SharedDeviceOp<T> {
     type Output = Arc<T>;
-    type Pending = Deferred<Arc<T>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Arc<T>, Error> {
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Arc<T>, Error> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let run = match std::mem::replace(&mut *state, SharedState::Failed(String::new())) {
             SharedState::Done(v) => {
@@ -1046,7 +1117,8 @@ impl<D: DeviceOp, S> Gate<D, S> {
             && let GateState::Pending(op) =
                 std::mem::replace(&mut *state, GateState::Failed(String::new()))
         {
-            match op.execute(ctx) {
+            // SAFETY: `take`'s caller's contract (each branch's `execute`'s).
+            match unsafe { op.execute(ctx) } {
                 Ok(out) => *state = GateState::Ready(split(out)),
                 Err(e) => {
                     *state = GateState::Failed(e.to_string());
@@ -1083,37 +1155,56 @@ pub trait Zippable {
     {
         Zip(self)
     }
-    /// What the elements leave to finish when awaited: the tuple of theirs.
-    #[doc(hidden)]
-    type Pending: Pending<Output = Self::Output>;
     /// Runs every element in order.
+    ///
+    /// # Safety
+    /// As [`DeviceOp::execute`].
     #[doc(hidden)]
-    fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error>;
+    unsafe fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error>;
     /// Runs every element in order as an awaited operation's first poll does: each
     /// element's copy to the host may still be on its way.
+    ///
+    /// # Safety
+    /// As [`DeviceOp::execute`].
     #[doc(hidden)]
-    fn execute_all_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error>;
+    unsafe fn execute_all_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, Self::Output>, Error>
+    where
+        Self: 's,
+        Self::Output: 's;
 }
 
 impl<T: Zippable + Send> DeviceOp for Zip<T> {
     type Output = T::Output;
-    type Pending = T::Pending;
-    fn execute(self, ctx: &ExecutionContext) -> Result<T::Output, Error> {
-        self.0.execute_all(ctx)
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<T::Output, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { self.0.execute_all(ctx) }
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<T::Pending, Error> {
-        self.0.execute_all_deferred(ctx)
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, T::Output>, Error>
+    where
+        Self: 's,
+        T::Output: 's,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { self.0.execute_all_deferred(ctx) }
     }
 }
 awaitable!([T: Zippable + Send] Zip<T> => T::Output);
 
 impl Zippable for () {
     type Output = ();
-    type Pending = Deferred<()>;
-    fn execute_all(self, _ctx: &ExecutionContext) -> Result<(), Error> {
+    unsafe fn execute_all(self, _ctx: &ExecutionContext) -> Result<(), Error> {
         Ok(())
     }
-    fn execute_all_deferred(self, _ctx: &ExecutionContext) -> Result<Deferred<()>, Error> {
+    unsafe fn execute_all_deferred<'s>(
+        self,
+        _ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, ()>, Error> {
         Ok(Deferred::Ready(()))
     }
 }
@@ -1145,33 +1236,35 @@ macro_rules! tuples {
     ($( $Unzip:ident: ($($T:ident $D:ident $i:tt),+) first $F:ident, last $L:ident $l:tt; )*) => { $(
         impl<$($D: DeviceOp),+> Zippable for ($($D,)+) {
             type Output = ($(<$D as DeviceOp>::Output,)+);
-            type Pending = ($(<$D as DeviceOp>::Pending,)+);
-            fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error> {
-                Ok(($(self.$i.execute(ctx)?,)+))
+            unsafe fn execute_all(self, ctx: &ExecutionContext) -> Result<Self::Output, Error> {
+                // SAFETY: the caller's contract; the elements run in order on the stream.
+                unsafe { Ok(($(self.$i.execute(ctx)?,)+)) }
             }
-            fn execute_all_deferred(self, ctx: &ExecutionContext) -> Result<Self::Pending, Error> {
-                Ok(($(self.$i.execute_deferred(ctx)?,)+))
-            }
-        }
-
-        /// The elements' pending outputs, finished in order.
-        impl<$($T: Pending),+> Pending for ($($T,)+) {
-            type Output = ($($T::Output,)+);
-            #[allow(non_snake_case)]
-            fn ready(($($T,)+): Self::Output) -> Self {
-                ($($T::ready($T),)+)
-            }
-            fn finish(self) -> Result<Self::Output, Error> {
-                Ok(($(self.$i.finish()?,)+))
-            }
-            fn now(self) -> Result<(Self::Output, KeepAlive), Error> {
+            /// The elements' outputs: kept together while none is on its way, else
+            /// finished in order once the work has completed.
+            unsafe fn execute_all_deferred<'s>(
+                self,
+                ctx: &ExecutionContext,
+            ) -> Result<Deferred<'s, Self::Output>, Error>
+            where
+                Self: 's,
+                Self::Output: 's,
+            {
+                // SAFETY: the caller's contract; the elements run in order on the stream.
+                let parts = unsafe { ($(self.$i.execute_deferred(ctx)?,)+) };
+                if $(parts.$i.is_after())||+ {
+                    return Ok(Deferred::After(
+                        Box::new(move || Ok(($(parts.$i.finish()?,)+))),
+                        Vec::new(),
+                    ));
+                }
                 let mut kept = None;
                 let out = ($({
-                    let (out, keep) = self.$i.now()?;
+                    let (out, keep) = parts.$i.now()?;
                     kept = join_kept(kept, keep);
                     out
                 },)+);
-                Ok((out, kept))
+                Ok(Deferred::with_kept(out, kept))
             }
         }
 
@@ -1283,6 +1376,25 @@ impl SchedulingPolicy for SingleStream {
     }
 }
 
+/// `f` of the default device's scheduling policy (device 0's, [`global_policy`]), as cuTile
+/// Rust's `with_default_device_policy`: what an operation a program writes uses to schedule
+/// itself in its `IntoFuture` impl.
+pub fn with_default_device_policy<F, R>(f: F) -> Result<R, Error>
+where
+    F: FnOnce(&Arc<dyn SchedulingPolicy>) -> R,
+{
+    Ok(f(&global_policy(0)?))
+}
+
+/// The kernels of PTX text cuprum did not write, loaded on device `device_id` (cuTile Rust's
+/// `load_module_from_ptx`; see [`Device::load_module_from_ptx_src`]).
+pub fn load_module_from_ptx(
+    ptx_src: &str,
+    device_id: usize,
+) -> Result<Arc<crate::tile::cuda_core::Module>, Error> {
+    Device::new(device_id)?.load_module_from_ptx_src(ptx_src)
+}
+
 /// The policy of device `device_id` ([`Device::new`]): the device's default stream, on
 /// which `.sync()` and `.await` run too, so that scheduled work and awaited work are
 /// ordered as written.
@@ -1322,7 +1434,7 @@ mod tests {
     }
 
     fn poll<D: DeviceOp>(
-        f: &mut DeviceFuture<D>,
+        f: &mut DeviceFuture<<D as DeviceOp>::Output, D>,
         w: &Waker,
     ) -> Poll<Result<<D as DeviceOp>::Output, Error>> {
         Pin::new(f).poll(&mut Context::from_waker(w))
@@ -1331,7 +1443,7 @@ mod tests {
     #[test]
     fn a_running_future_is_pending_until_its_work_completes() {
         let (completion, signal) = Completion::manual();
-        let mut f = DeviceFuture::<Value<Vec<u32>>>::running(completion, vec![4, 5, 6]);
+        let mut f = DeviceFuture::<Vec<u32>, Value<Vec<u32>>>::running(completion, vec![4, 5, 6]);
         let ((first, first_waker), (second, second_waker)) = (waker(), waker());
         assert!(poll(&mut f, &first_waker).is_pending());
         assert!(poll(&mut f, &second_waker).is_pending());
@@ -1355,7 +1467,7 @@ mod tests {
     #[test]
     fn work_that_fails_after_submission_is_the_futures_error() {
         let (completion, signal) = Completion::manual();
-        let mut f = DeviceFuture::<Value<u8>>::running(completion, 1);
+        let mut f = DeviceFuture::<u8, Value<u8>>::running(completion, 1);
         let (_, w) = waker();
         assert!(poll(&mut f, &w).is_pending());
         signal.complete(Err(crate::Error::Unsupported {
@@ -1387,7 +1499,7 @@ mod tests {
         let (completion, signal) = Completion::manual();
         let work_ended = Arc::new(AtomicBool::new(false));
         let dropped_after_work = Arc::new(AtomicBool::new(false));
-        let mut f = DeviceFuture::<Value<Witness>>::running(
+        let mut f = DeviceFuture::<Witness, Value<Witness>>::running(
             completion,
             Witness {
                 work_ended: work_ended.clone(),

@@ -206,7 +206,9 @@ where
         let filled = if len == 0 {
             flat
         } else {
-            fill(flat, key).execute(ctx)?
+            // SAFETY: the fill is kernel launches on the stream; their output is a device
+            // tensor, whose later uses the runtime orders after them.
+            unsafe { fill(flat, key).execute(ctx) }?
         };
         filled.reshape(&shape)
     })

@@ -178,7 +178,7 @@ impl<T: DType> Tensor<T> {
         stream: &Stream,
         data: &[T],
         shape: Vec<usize>,
-    ) -> Result<Deferred<Self>, Error> {
+    ) -> Result<Deferred<'static, Self>, Error> {
         if element_count(&shape) != Some(data.len()) {
             return Err(TensorError::HostLength {
                 len: data.len(),
@@ -340,7 +340,10 @@ impl<T: DType> Tensor<T> {
     /// [`read_on`](Self::read_on) that returns before the copy has ended, where the backend
     /// can (see `cuprum_runtime::staged`): the elements come from the `Deferred` once the
     /// stream's work up to the copy has completed.
-    pub(crate) fn read_deferred_on(&self, stream: &Stream) -> Result<Deferred<Vec<T>>, Error> {
+    pub(crate) fn read_deferred_on(
+        &self,
+        stream: &Stream,
+    ) -> Result<Deferred<'static, Vec<T>>, Error> {
         let pending = self.storage.read_pending(stream)?;
         let view = self.geometry();
         Ok(Deferred::After(
@@ -610,11 +613,16 @@ pub struct ReadToHost<S> {
 
 impl<S: TensorSource> DeviceOp for ReadToHost<S> {
     type Output = Vec<S::Elem>;
-    type Pending = Deferred<Vec<S::Elem>>;
-    fn execute(self, ctx: &ExecutionContext) -> Result<Vec<S::Elem>, Error> {
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<Vec<S::Elem>, Error> {
         self.source.tensor().read_on(ctx.stream())
     }
-    fn execute_deferred(self, ctx: &ExecutionContext) -> Result<Deferred<Vec<S::Elem>>, Error> {
+    unsafe fn execute_deferred<'s>(
+        self,
+        ctx: &ExecutionContext,
+    ) -> Result<Deferred<'s, Vec<S::Elem>>, Error>
+    where
+        Self: 's,
+    {
         self.source.tensor().read_deferred_on(ctx.stream())
     }
 }

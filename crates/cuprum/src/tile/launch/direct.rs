@@ -24,11 +24,11 @@ use std::sync::Arc;
 
 use crate::CudaContext;
 use crate::tile::cuda_core::{DType, LaunchConfig};
-use crate::tile::error::Error;
+use crate::tile::error::{Error, LaunchProblem};
 use crate::tile::launch::bind::{self, ArgDesc, BlockRequest, TensorDesc};
 use crate::tile::launch::compile;
 use crate::tile::launch::{CompileOptions, Entry, Lowering, Request, launch};
-use crate::tile::op::{Deferred, DeviceOp, ExecutionContext};
+use crate::tile::op::{DeviceOp, ExecutionContext};
 use crate::tile::sealed::Sealed;
 use crate::tile::tensor::{Partition, PartitionTarget, Tensor};
 
@@ -67,13 +67,23 @@ pub struct SpecializationBits {}
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DivHint {}
 
-/// One kernel of a module, specialized and compiled, ready for [`AsyncKernelLaunch`]es.
+/// One kernel ready for [`AsyncKernelLaunch`]es: a tile kernel specialized and compiled
+/// ([`compile_from_context`]), or a kernel of a module cuprum did not compile
+/// ([`Module::load_function`](crate::tile::cuda_core::Module::load_function), such as
+/// hand-written PTX).
 pub struct Function {
-    entry: &'static Entry,
-    generics: Vec<String>,
-    options: CompileOptions,
+    kind: FunctionKind,
     name: String,
-    block: (u32, u32, u32),
+}
+
+enum FunctionKind {
+    Tile {
+        entry: &'static Entry,
+        generics: Vec<String>,
+        options: CompileOptions,
+        block: (u32, u32, u32),
+    },
+    External(crate::external::Function),
 }
 
 impl Function {
@@ -82,10 +92,22 @@ impl Function {
         &self.name
     }
 
-    /// The block cuprum's lowering compiled the kernel for (cuprum's own): what a
-    /// [`LaunchConfig`]'s `block_dim` may give besides cuTile Rust's `(1, 1, 1)`.
-    pub fn block_dim(&self) -> (u32, u32, u32) {
-        self.block
+    /// The block cuprum's lowering compiled a tile kernel for (cuprum's own): what a
+    /// [`LaunchConfig`]'s `block_dim` may give besides cuTile Rust's `(1, 1, 1)`; `None` for
+    /// a kernel cuprum did not compile, whose block is the launch's.
+    pub fn block_dim(&self) -> Option<(u32, u32, u32)> {
+        match &self.kind {
+            FunctionKind::Tile { block, .. } => Some(*block),
+            FunctionKind::External(_) => None,
+        }
+    }
+
+    /// A kernel of a module cuprum did not compile.
+    pub(crate) fn external(function: crate::external::Function) -> Function {
+        Function {
+            name: function.name().to_owned(),
+            kind: FunctionKind::External(function),
+        }
     }
 }
 
@@ -174,11 +196,13 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
     )?;
     compile::loaded(ctx.context(), &compiled)?;
     let function = Function {
-        entry,
-        generics: function_generics,
-        options: compile_options,
+        kind: FunctionKind::Tile {
+            entry,
+            generics: function_generics,
+            options: compile_options,
+            block: (compiled.block_threads, 1, 1),
+        },
         name: kernel.name.clone(),
-        block: (compiled.block_threads, 1, 1),
     };
     let validator = Validator {
         params: kernel.params.iter().map(|p| p.name.clone()).collect(),
@@ -192,6 +216,8 @@ enum Held {
         ty: cuprum_ir::ScalarType,
         bits: u64,
     },
+    /// A raw device address ([`AsyncKernelLaunch::push_device_ptr`]).
+    Pointer(u64),
     Tensor {
         elem: cuprum_ir::ScalarType,
         shape: Vec<usize>,
@@ -221,12 +247,15 @@ impl Held {
         }
     }
 
-    fn desc(&self) -> ArgDesc<'_> {
-        match self {
+    /// The argument as a tile launch checks it; `None` for a raw address, which only a
+    /// kernel cuprum did not compile takes.
+    fn desc(&self) -> Option<ArgDesc<'_>> {
+        Some(match self {
             Held::Scalar { ty, bits } => ArgDesc::Scalar {
                 ty: *ty,
                 bits: *bits,
             },
+            Held::Pointer(_) => return None,
             Held::Tensor {
                 elem,
                 shape,
@@ -248,6 +277,33 @@ impl Held {
                     ctx,
                 },
                 tile: tile.as_deref(),
+            },
+        })
+    }
+
+    /// The argument of a kernel cuprum did not compile: a number, or an address (a tensor's
+    /// is its first element's, passed as a buffer so that the launch is ordered with the
+    /// tensor's other uses).
+    fn raw(&self) -> crate::external::RawArg {
+        use crate::external::RawArg;
+        match self {
+            Held::Scalar { ty, bits } => RawArg::Scalar {
+                ty: *ty,
+                bits: *bits,
+            },
+            Held::Pointer(address) => RawArg::Scalar {
+                ty: cuprum_ir::ScalarType::U64,
+                bits: *address,
+            },
+            Held::Tensor {
+                elem,
+                offset,
+                address,
+                alloc_len,
+                ..
+            } => RawArg::Buffer {
+                address: address.wrapping_add(*offset as u64 * u64::from(elem.size_bytes())),
+                len: alloc_len.saturating_sub(*offset) as u64,
             },
         }
     }
@@ -340,6 +396,18 @@ impl AsyncKernelLaunch {
         self
     }
 
+    /// Adds the next argument, a raw device address (cuTile Rust's `push_device_ptr`): for
+    /// kernels cuprum did not compile, whose pointer parameters take addresses.
+    ///
+    /// # Safety
+    /// The kernel's accesses through the address stay inside live memory of the launch's
+    /// device, and nothing else uses that memory while the launch may run: addresses are not
+    /// ordered with other work (pass a tensor with [`push_arg`](Self::push_arg) for that).
+    pub unsafe fn push_device_ptr(&mut self, address: u64) -> &mut Self {
+        self.args.push(Held::Pointer(address));
+        self
+    }
+
     /// Sets the grid (`cfg.grid_dim`; it must be the partitions' grid when there are
     /// partitions), the block (`(1, 1, 1)` or the lowered kernel's) and the dynamic shared
     /// memory reserved beyond the kernel's own (see [`AsyncKernelLaunch`]). Without it, the grid
@@ -352,21 +420,49 @@ impl AsyncKernelLaunch {
 
 impl DeviceOp for AsyncKernelLaunch {
     type Output = ();
-    type Pending = Deferred<()>;
 
-    fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
-        let descs: Vec<ArgDesc<'_>> = self.args.iter().map(Held::desc).collect();
+    /// A tile kernel's launch is checked as every tile launch is; a kernel cuprum did not
+    /// compile is launched raw with the launch configuration (which it needs), its argument
+    /// count and sizes checked against its PTX.
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<(), Error> {
+        let (entry, generics, options) = match &self.function.kind {
+            FunctionKind::Tile {
+                entry,
+                generics,
+                options,
+                ..
+            } => (*entry, generics, *options),
+            FunctionKind::External(function) => {
+                let config = self.config.ok_or_else(|| Error::InvalidLaunch {
+                    kernel: self.function.name.clone(),
+                    problem: LaunchProblem::MissingConfig,
+                })?;
+                let args: Vec<crate::external::RawArg> = self.args.iter().map(Held::raw).collect();
+                let config = crate::LaunchConfig {
+                    grid_dim: config.grid_dim,
+                    block_dim: config.block_dim,
+                    shared_mem_bytes: config.shared_mem_bytes,
+                };
+                // SAFETY: the caller's contract, and `push_device_ptr`'s.
+                return Ok(unsafe { function.launch(ctx.stream(), &config, &args) }?);
+            }
+        };
+        let descs: Option<Vec<ArgDesc<'_>>> = self.args.iter().map(Held::desc).collect();
+        let descs = descs.ok_or_else(|| Error::InvalidLaunch {
+            kernel: self.function.name.clone(),
+            problem: LaunchProblem::RawAddress,
+        })?;
         let request = Request {
-            generics: Some(&self.function.generics),
+            generics: Some(generics),
             grid: self.config.map(|c| c.grid_dim),
             block: self.config.map(|c| BlockRequest {
                 block: c.block_dim,
                 shared_bytes: c.shared_mem_bytes,
             }),
-            options: self.function.options,
+            options,
             lowering: Lowering::DEFAULT,
         };
-        launch(self.function.entry, request, ctx, &descs)
+        launch(entry, request, ctx, &descs)
     }
 }
 crate::tile::op::awaitable!([] AsyncKernelLaunch => ());

@@ -22,7 +22,7 @@ use cuprum_runtime::{DeviceScalar, LaunchConfig};
 
 use crate::tile::cuda_core::DType;
 use crate::tile::error::Error;
-use crate::tile::op::{Deferred, DeviceOp, ExecutionContext, Zip, Zippable};
+use crate::tile::op::{DeviceOp, ExecutionContext, Zip, Zippable};
 use crate::tile::sealed::Sealed;
 use crate::tile::tensor::{Partition, PartitionTarget, Tensor, TensorView};
 
@@ -149,10 +149,11 @@ where
     A::Output: LaunchArgs,
 {
     type Output = A::Output;
-    type Pending = Deferred<A::Output>;
 
-    fn execute(self, ctx: &ExecutionContext) -> Result<A::Output, Error> {
-        let values = self.args.execute(ctx)?;
+    unsafe fn execute(self, ctx: &ExecutionContext) -> Result<A::Output, Error> {
+        // SAFETY: the caller's contract; the arguments' work precedes the launch on the
+        // stream.
+        let values = unsafe { self.args.execute(ctx) }?;
         let descs = values.descriptions();
         let request = Request {
             generics: self.generics.as_deref(),
