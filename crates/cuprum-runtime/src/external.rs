@@ -15,8 +15,10 @@
 //! as for cuprum's own kernels (each counted as written: later work on other streams, and the
 //! buffer's free, wait for the launch); addresses passed as numbers are not.
 //!
-//! The emulator runs cuprum's IR, not PTX: loading external code there is
-//! [`Error::Unsupported`], saying to run on a GPU.
+//! The emulator runs cuprum's IR: PTX loaded there is translated into it first
+//! (`cuprum_ptx_import`: a subset of PTX, the rest refused with [`Error::ModuleLoad`] naming
+//! the line), and its kernels launch as on a GPU, raw arguments and all, with the emulator's
+//! checks of every access. A cubin cannot run there ([`Error::Unsupported`]).
 
 use std::sync::Arc;
 
@@ -147,6 +149,8 @@ pub struct Module {
 struct ModuleInner {
     // Declared before `ctx`: the module is unloaded while its context lives.
     handle: Option<ExternalHandle>,
+    /// PTX translated into cuprum's IR for the emulator (`cuprum_ptx_import`).
+    imported: Option<Arc<LoadedModule>>,
     /// The kernels the PTX declares (`None` for a cubin, whose parameters are not read).
     entries: Option<Vec<PtxEntry>>,
     ctx: CudaContext,
@@ -174,8 +178,25 @@ impl std::fmt::Debug for Module {
 
 impl Module {
     /// Loads PTX text into `ctx`: the driver JIT-compiles it for the device (a refusal is
-    /// [`Error::ModuleLoad`] with the driver's log). On the emulator: [`Error::Unsupported`].
+    /// [`Error::ModuleLoad`] with the driver's log). On the emulator it is translated into
+    /// cuprum's IR (`cuprum_ptx_import`); PTX it does not model is [`Error::ModuleLoad`]
+    /// naming the line and what is missing.
     pub fn from_ptx(ctx: &CudaContext, ptx: &str) -> Result<Module> {
+        if ctx.backend() == crate::BackendKind::Emulator {
+            let ir = cuprum_ptx_import::import(ptx).map_err(|e| Error::ModuleLoad {
+                message: format!("the emulator could not import the PTX: {e}"),
+                log: String::new(),
+            })?;
+            return Ok(Module {
+                inner: Arc::new(ModuleInner {
+                    handle: None,
+                    imported: Some(Arc::new(LoadedModule::load(ctx, Arc::new(ir))?)),
+                    entries: Some(ptx_entries(ptx)),
+                    ctx: ctx.clone(),
+                }),
+                cuprum: None,
+            });
+        }
         Self::load(ctx, Image::Ptx(ptx), Some(ptx_entries(ptx)))
     }
 
@@ -190,6 +211,7 @@ impl Module {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 handle: Some(handle),
+                imported: None,
                 entries,
                 ctx: ctx.clone(),
             }),
@@ -204,6 +226,7 @@ impl Module {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 handle: None,
+                imported: None,
                 entries: None,
                 ctx: ctx.clone(),
             }),
@@ -219,6 +242,17 @@ impl Module {
     /// The kernel called `name` (as the PTX spells it: `extern "C"` names as they are, C++
     /// ones mangled); [`Error::KernelNotFound`] if the module has none.
     pub fn get_function(&self, name: &str) -> Result<Function> {
+        if let Some(loaded) = &self.inner.imported {
+            let index = loaded.kernel_index(name)?;
+            return Ok(Function {
+                inner: FunctionInner::Imported {
+                    module: self.inner.clone(),
+                    loaded: loaded.clone(),
+                    index,
+                },
+                name: Arc::from(name),
+            });
+        }
         let (Some(handle), None) = (&self.inner.handle, &self.cuprum) else {
             return match &self.cuprum {
                 Some(m) => Function::of_loaded(m.clone(), name),
@@ -277,6 +311,12 @@ enum FunctionInner {
     },
     Loaded {
         module: Arc<LoadedModule>,
+        index: usize,
+    },
+    /// A kernel of PTX the emulator imported: launched raw, as on a GPU.
+    Imported {
+        module: Arc<ModuleInner>,
+        loaded: Arc<LoadedModule>,
         index: usize,
     },
 }
@@ -338,6 +378,64 @@ impl Function {
                 let args: Vec<KernelArg> = args.iter().filter_map(RawArg::kernel_arg).collect();
                 // SAFETY: the caller's contract, which includes LoadedModule::launch's.
                 unsafe { module.launch(stream, *index, config, &args) }
+            }
+            FunctionInner::Imported {
+                module,
+                loaded,
+                index,
+            } => {
+                let ctx = &module.ctx;
+                ctx.check_same(stream.context())?;
+                let bytes: Vec<Vec<u8>> = args.iter().map(RawArg::bytes).collect();
+                let kernel = &loaded.ir().kernels[*index];
+                let types: Vec<ScalarType> = kernel
+                    .params
+                    .iter()
+                    .map(|p| match p.kind {
+                        cuprum_ir::ParamKind::Scalar(t) => t,
+                        _ => ScalarType::U64,
+                    })
+                    .collect();
+                // The PTX's parameters (a struct passed by value is one), then their bytes
+                // over the IR's (such a struct is one `U8` parameter per byte).
+                let declared = module
+                    .entries
+                    .as_ref()
+                    .and_then(|es| es.iter().find(|e| *e.name == *self.name))
+                    .map(|e| e.params.clone())
+                    .unwrap_or_else(|| types.iter().map(|t| t.size_bytes()).collect());
+                check_sizes(&self.name, &declared, &bytes)?;
+                let mut all = bytes.concat().into_iter();
+                let bytes: Vec<Vec<u8>> = types
+                    .iter()
+                    .map(|t| all.by_ref().take(t.size_bytes() as usize).collect())
+                    .collect();
+                if stream.recording().is_some() {
+                    return Err(Error::Unsupported {
+                        what: format!(
+                            "recording kernel `{}` of imported PTX in a graph on the emulator:                              launch it outside the graph",
+                            self.name
+                        ),
+                    });
+                }
+                let kernel_args: Vec<KernelArg> = types
+                    .iter()
+                    .zip(&bytes)
+                    .map(|(&ty, b)| {
+                        let mut word = [0u8; 8];
+                        word[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+                        KernelArg::Scalar {
+                            ty,
+                            bits: u64::from_le_bytes(word),
+                        }
+                    })
+                    .collect();
+                let buffers = buffers(stream, args)?;
+                let held = ordering::hold_memory(stream, &buffers)?;
+                // SAFETY: the caller's contract; the arguments have the kernel's parameter
+                // types (checked by size against the PTX's).
+                unsafe { loaded.launch(stream, *index, config, &kernel_args) }?;
+                held.note_after()
             }
             FunctionInner::External {
                 module,

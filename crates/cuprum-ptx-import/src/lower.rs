@@ -1,0 +1,1292 @@
+//! The kernels `syntax` read, as cuprum's kernel IR: each register a variable, each
+//! instruction the IR operations that compute what the PTX ISA says it computes, and the
+//! branches a loop over the basic blocks (see the crate docs).
+
+use std::collections::HashMap;
+
+use cuprum_ir::{
+    AddressSpace, ArrayDecl, AtomicOp, BinaryOp, BuildError, CmpOp, Constant, Dim, Eviction,
+    Kernel, KernelBuilder, MemOrder, Op, ParamKind, ScalarType as S, Scope, Special, Stmt,
+    TernaryOp, UnaryOp, Value, Var,
+};
+
+use crate::ImportError;
+use crate::syntax::{Entry, Inst, Item, Operand, parse_int};
+
+type R<T> = Result<T, ImportError>;
+
+/// The element type a PTX type word names (`.u32`, `.f16`, `.pred`).
+pub(crate) fn elem_type(word: &str) -> Option<S> {
+    Some(match word {
+        ".pred" => S::Bool,
+        ".b8" | ".u8" => S::U8,
+        ".s8" => S::I8,
+        ".b16" | ".u16" => S::U16,
+        ".s16" => S::I16,
+        ".b32" | ".u32" => S::U32,
+        ".s32" => S::I32,
+        ".b64" | ".u64" => S::U64,
+        ".s64" => S::I64,
+        ".f16" => S::F16,
+        ".bf16" => S::BF16,
+        ".f32" => S::F32,
+        ".f64" => S::F64,
+        _ => return None,
+    })
+}
+
+/// The unsigned type of `bytes` bytes (what registers hold: bits).
+fn bits_type(bytes: u32) -> S {
+    match bytes {
+        1 => S::U8,
+        2 => S::U16,
+        4 => S::U32,
+        _ => S::U64,
+    }
+}
+
+/// A shared-memory symbol: a static array, or the dynamic shared memory.
+#[derive(Clone, Copy)]
+enum SharedSym {
+    Static(u32),
+    Dynamic,
+}
+
+/// Where a PTX parameter is among the IR's: one scalar, or an array of bytes (a struct
+/// passed by value), one `U8` parameter per byte.
+#[derive(Clone, Copy)]
+enum ParamLoc {
+    Scalar(u32),
+    Bytes { first: u32, count: u32 },
+}
+
+/// Where block `i` of a kernel goes when it ends.
+enum Exit {
+    /// To the next block (or out of the kernel after the last).
+    Fall,
+    /// `bra`: to the label, when the guard (if any) holds.
+    Branch {
+        target: u32,
+        guard: Option<(String, bool)>,
+    },
+    /// `ret`/`exit`, when the guard (if any) holds.
+    Return { guard: Option<(String, bool)> },
+}
+
+struct Lowerer {
+    b: KernelBuilder,
+    regs: HashMap<String, Var>,
+    params: HashMap<String, ParamLoc>,
+    shared: HashMap<String, SharedSym>,
+    line: usize,
+}
+
+/// Lowers one entry, with the module's shared arrays.
+pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
+    let mut l = Lowerer {
+        b: KernelBuilder::new(entry.name.clone()),
+        regs: HashMap::new(),
+        params: HashMap::new(),
+        shared: HashMap::new(),
+        line: entry.line,
+    };
+    for p in &entry.params {
+        l.line = p.line;
+        let ty = elem_type(&p.ty)
+            .filter(|t| *t != S::Bool)
+            .ok_or_else(|| l.err(format!("parameter `{}` of type {}", p.name, p.ty)))?;
+        let loc = match p.count {
+            None => ParamLoc::Scalar(l.b.param(p.name.clone(), ParamKind::Scalar(ty))),
+            Some(n) => {
+                let count = n * ty.size_bytes();
+                let first = l.b.kernel().params.len() as u32;
+                for k in 0..count {
+                    l.b.param(format!("{}_byte{k}", p.name), ParamKind::Scalar(S::U8));
+                }
+                ParamLoc::Bytes { first, count }
+            }
+        };
+        l.params.insert(p.name.clone(), loc);
+    }
+    if let Some(block) = entry.reqntid {
+        l.b.set_block(Some(block));
+    }
+    l.line = entry.line;
+    for item in module_shared.iter().chain(&entry.body) {
+        match item {
+            Item::Reg { ty, names } => {
+                let t = elem_type(ty).ok_or_else(|| l.err(format!("registers of type {ty}")))?;
+                let vt = if t == S::Bool {
+                    S::Bool
+                } else {
+                    bits_type(t.size_bytes())
+                };
+                for n in names {
+                    let v = l.b.var(n.clone(), vt);
+                    l.regs.insert(n.clone(), v);
+                }
+            }
+            Item::Shared {
+                ty,
+                name,
+                len,
+                align,
+                dynamic,
+            } => {
+                let elem = elem_type(ty)
+                    .filter(|t| *t != S::Bool)
+                    .ok_or_else(|| l.err(format!("shared array `{name}` of type {ty}")))?;
+                let align = (*align).max(elem.size_bytes()).max(1);
+                let sym = if *dynamic {
+                    l.b.align_dyn_shared(align);
+                    SharedSym::Dynamic
+                } else {
+                    let decl = ArrayDecl {
+                        name: name.clone(),
+                        elem,
+                        len: *len,
+                    };
+                    SharedSym::Static(l.b.shared_array_aligned(decl, align))
+                };
+                l.shared.insert(name.clone(), sym);
+            }
+            Item::Label(_) | Item::Inst(_) => {}
+        }
+    }
+    // Basic blocks: a label starts one, and so does whatever follows a branch or a return.
+    let mut blocks: Vec<Vec<&Inst>> = vec![Vec::new()];
+    let mut labels = HashMap::new();
+    for item in &entry.body {
+        match item {
+            Item::Label(name) => {
+                if !blocks.last().is_some_and(Vec::is_empty) {
+                    blocks.push(Vec::new());
+                }
+                labels.insert(name.clone(), (blocks.len() - 1) as u32);
+            }
+            Item::Inst(inst) => {
+                let ends = matches!(base(&inst.opcode), "bra" | "ret" | "exit");
+                if let Some(block) = blocks.last_mut() {
+                    block.push(inst);
+                }
+                if ends {
+                    blocks.push(Vec::new());
+                }
+            }
+            _ => {}
+        }
+    }
+    let exits: Vec<Exit> = blocks
+        .iter()
+        .map(|insts| match insts.last() {
+            Some(last) if base(&last.opcode) == "bra" => {
+                let Some(Operand::Name(target)) = last.operands.first() else {
+                    return Err(ImportError::new(last.line, "a branch without a label"));
+                };
+                let target = *labels.get(target).ok_or_else(|| {
+                    ImportError::new(last.line, format!("no label `{target}` in the kernel"))
+                })?;
+                Ok(Exit::Branch {
+                    target,
+                    guard: last.guard.clone(),
+                })
+            }
+            Some(last) if matches!(base(&last.opcode), "ret" | "exit") => Ok(Exit::Return {
+                guard: last.guard.clone(),
+            }),
+            _ => Ok(Exit::Fall),
+        })
+        .collect::<R<_>>()?;
+    fn body<'a, 'b>(insts: &'a [&'b Inst], exit: &Exit) -> &'a [&'b Inst] {
+        match exit {
+            Exit::Fall => insts,
+            _ => &insts[..insts.len() - 1],
+        }
+    }
+    let straight = blocks.len() <= 2
+        && blocks.get(1).is_none_or(Vec::is_empty)
+        && !matches!(exits[0], Exit::Branch { .. });
+    if straight {
+        // One block: no dispatch loop.
+        for inst in body(&blocks[0], &exits[0]) {
+            l.inst(inst)?;
+        }
+        if let Exit::Return { guard: Some(g) } = &exits[0] {
+            let cond = l.guard(g)?;
+            l.b.begin_block();
+            l.b.push(Stmt::Return);
+            let then = l.b.end_block();
+            l.b.push(Stmt::If {
+                cond,
+                then,
+                otherwise: Default::default(),
+            });
+        }
+        return Ok(l.b.finish());
+    }
+    // The blocks in a loop, each run by the lanes whose `pc` names it; a branch forward is
+    // taken in the same pass, a branch back in the next (see the crate docs).
+    let pc = l.b.var("%pc", S::U32);
+    let zero = l.b.constant(Constant::new(S::U32, 0));
+    l.b.push(Stmt::WriteVar {
+        var: pc,
+        value: zero,
+    });
+    l.b.begin_block();
+    let count = blocks.len() as u32;
+    for (i, (insts, exit)) in blocks.iter().zip(&exits).enumerate() {
+        let i = i as u32;
+        let here = l.b.def(Op::ReadVar(pc)).map_err(|e| l.built(e))?;
+        let me = l.b.constant(Constant::new(S::U32, u64::from(i)));
+        let mine = l.b.compare(CmpOp::Eq, here, me).map_err(|e| l.built(e))?;
+        l.b.begin_block();
+        for inst in body(insts, exit) {
+            l.inst(inst)?;
+        }
+        let next = i + 1;
+        match exit {
+            Exit::Fall if next >= count => l.b.push(Stmt::Return),
+            Exit::Fall => l.set_pc(pc, next)?,
+            Exit::Branch {
+                target,
+                guard: None,
+            } => l.set_pc(pc, *target)?,
+            Exit::Branch {
+                target,
+                guard: Some(g),
+            } => {
+                let taken = l.guard(g)?;
+                let t = l.b.constant(Constant::new(S::U32, u64::from(*target)));
+                let f = l.b.constant(Constant::new(S::U32, u64::from(next)));
+                let to = l.b.select(taken, t, f).map_err(|e| l.built(e))?;
+                l.b.push(Stmt::WriteVar { var: pc, value: to });
+            }
+            Exit::Return { guard: None } => l.b.push(Stmt::Return),
+            Exit::Return { guard: Some(g) } => {
+                let cond = l.guard(g)?;
+                l.b.begin_block();
+                l.b.push(Stmt::Return);
+                let then = l.b.end_block();
+                l.b.push(Stmt::If {
+                    cond,
+                    then,
+                    otherwise: Default::default(),
+                });
+                if next >= count {
+                    l.b.push(Stmt::Return);
+                } else {
+                    l.set_pc(pc, next)?;
+                }
+            }
+        }
+        let then = l.b.end_block();
+        l.b.push(Stmt::If {
+            cond: mine,
+            then,
+            otherwise: Default::default(),
+        });
+    }
+    let body = l.b.end_block();
+    l.b.push(Stmt::Loop { body });
+    Ok(l.b.finish())
+}
+
+/// The opcode's first part (`ld` of `ld.global.f32`).
+fn base(opcode: &str) -> &str {
+    opcode.split('.').next().unwrap_or(opcode)
+}
+
+impl Lowerer {
+    fn err(&self, message: impl Into<String>) -> ImportError {
+        ImportError::new(self.line, message)
+    }
+
+    fn unsupported(&self, what: impl std::fmt::Display) -> ImportError {
+        self.err(format!(
+            "{what} is not imported (the emulator runs a subset of PTX: see cuprum-ptx-import's \
+             docs; run on a GPU for the rest)"
+        ))
+    }
+
+    fn built(&self, e: BuildError) -> ImportError {
+        self.err(format!("an ill-typed instruction: {}", String::from(e)))
+    }
+
+    fn def(&mut self, op: Op) -> R<Value> {
+        self.b.def(op).map_err(|e| self.built(e))
+    }
+
+    fn konst(&mut self, ty: S, bits: u64) -> Value {
+        self.b.constant(Constant::new(ty, bits))
+    }
+
+    fn bin(&mut self, op: BinaryOp, a: Value, c: Value) -> R<Value> {
+        self.def(Op::Binary(op, a, c))
+    }
+
+    fn cmp(&mut self, op: CmpOp, a: Value, c: Value) -> R<Value> {
+        self.def(Op::Compare(op, a, c))
+    }
+
+    fn select(&mut self, cond: Value, t: Value, f: Value) -> R<Value> {
+        self.b.select(cond, t, f).map_err(|e| self.built(e))
+    }
+
+    fn set_pc(&mut self, pc: Var, to: u32) -> R<()> {
+        let v = self.konst(S::U32, u64::from(to));
+        self.b.push(Stmt::WriteVar { var: pc, value: v });
+        Ok(())
+    }
+
+    /// `value`'s bits as type `to`: reinterpreted where the sizes agree, else truncated or
+    /// zero-extended as bits (how PTX reads a register wider or narrower than the
+    /// instruction's type).
+    fn convert_bits(&mut self, value: Value, to: S) -> R<Value> {
+        let from = self.b.type_of(value);
+        if from == to {
+            return Ok(value);
+        }
+        if from == S::Bool || to == S::Bool {
+            return Err(self.err(format!("a {from} where a {to} is expected")));
+        }
+        if from.size_bytes() == to.size_bytes() {
+            return self.b.bitcast(value, to).map_err(|e| self.built(e));
+        }
+        let bits = self
+            .b
+            .bitcast(value, bits_type(from.size_bytes()))
+            .map_err(|e| self.built(e))?;
+        let resized = self
+            .b
+            .cast(bits, bits_type(to.size_bytes()))
+            .map_err(|e| self.built(e))?;
+        self.b.bitcast(resized, to).map_err(|e| self.built(e))
+    }
+
+    fn reg(&self, name: &str) -> R<Var> {
+        self.regs
+            .get(name)
+            .copied()
+            .ok_or_else(|| self.err(format!("`{name}` is not a declared register")))
+    }
+
+    /// Writes `value` to register `name` (converted to the register's bits).
+    fn set(&mut self, name: &str, value: Value) -> R<()> {
+        let var = self.reg(name)?;
+        let vt = self.b.kernel().vars[var].ty;
+        let value = self.convert_bits(value, vt)?;
+        self.b.push(Stmt::WriteVar { var, value });
+        Ok(())
+    }
+
+    /// The guard's value (`!p` negated).
+    fn guard(&mut self, (name, negated): &(String, bool)) -> R<Value> {
+        let p = self.read(&Operand::Name(name.clone()), S::Bool)?;
+        if *negated {
+            self.def(Op::Unary(UnaryOp::Not, p))
+        } else {
+            Ok(p)
+        }
+    }
+
+    /// An operand's value as type `ty`: a register, a special register, a shared symbol's
+    /// address, or a number.
+    fn read(&mut self, op: &Operand, ty: S) -> R<Value> {
+        match op {
+            Operand::Name(name) => {
+                if let Some(&var) = self.regs.get(name) {
+                    let v = self.def(Op::ReadVar(var))?;
+                    return self.convert_bits(v, ty);
+                }
+                if let Some(special) = special(name) {
+                    let v = match special {
+                        Some(s) => self.def(Op::Special(s))?,
+                        None => self.konst(S::U32, 32),
+                    };
+                    return self.int_resize(v, ty);
+                }
+                if let Some(&sym) = self.shared.get(name) {
+                    let addr = self.shared_base(sym)?;
+                    return self.int_resize(addr, ty);
+                }
+                Err(self.err(format!(
+                    "`{name}` is not a register, a special register or a shared array"
+                )))
+            }
+            Operand::Number(text) => {
+                let bits = number_bits(text, ty)
+                    .ok_or_else(|| self.err(format!("`{text}` is not a {ty}")))?;
+                Ok(self.konst(ty, bits))
+            }
+            other => Err(self.err(format!("{other:?} where a value is expected"))),
+        }
+    }
+
+    /// An unsigned index value (a special register, an address) as `ty`.
+    fn int_resize(&mut self, v: Value, ty: S) -> R<Value> {
+        let bits = self
+            .b
+            .cast(v, bits_type(ty.size_bytes()))
+            .map_err(|e| self.built(e))?;
+        self.convert_bits(bits, ty)
+    }
+
+    fn shared_base(&mut self, sym: SharedSym) -> R<Value> {
+        match sym {
+            SharedSym::Static(i) => self.def(Op::SharedAddr(i)),
+            SharedSym::Dynamic => self.def(Op::DynSharedAddr),
+        }
+    }
+
+    /// The address an `[..]` operand names in `space` (`U64` global, `U32` shared).
+    fn address(&mut self, op: &Operand, space: AddressSpace) -> R<Value> {
+        let Operand::Address { base, offset } = op else {
+            return Err(self.err(format!("{op:?} where an address `[..]` is expected")));
+        };
+        let at = if space == AddressSpace::Global {
+            S::U64
+        } else {
+            S::U32
+        };
+        let start = match base {
+            None => self.konst(at, 0),
+            Some(name) => match self.shared.get(name).copied() {
+                Some(sym) if space == AddressSpace::Shared => self.shared_base(sym)?,
+                Some(_) => {
+                    return Err(self.unsupported(format!(
+                        "a generic or global access to shared array `{name}`"
+                    )));
+                }
+                None => self.read(&Operand::Name(name.clone()), at)?,
+            },
+        };
+        if *offset == 0 {
+            return Ok(start);
+        }
+        let off = self.konst(at, *offset as u64 & mask(at));
+        self.bin(BinaryOp::Add, start, off)
+    }
+
+    /// One instruction, under its guard.
+    fn inst(&mut self, inst: &Inst) -> R<()> {
+        self.line = inst.line;
+        match &inst.guard {
+            None => self.unguarded(inst),
+            Some(g) => {
+                let cond = self.guard(g)?;
+                self.b.begin_block();
+                self.unguarded(inst)?;
+                let then = self.b.end_block();
+                self.b.push(Stmt::If {
+                    cond,
+                    then,
+                    otherwise: Default::default(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn unguarded(&mut self, inst: &Inst) -> R<()> {
+        let parts: Vec<&str> = inst.opcode.split('.').collect();
+        let mods: Vec<&str> = parts[1..].to_vec();
+        let types: Vec<S> = mods
+            .iter()
+            .filter_map(|m| elem_type(&format!(".{m}")))
+            .collect();
+        let has = |m: &str| mods.contains(&m);
+        let ops = &inst.operands;
+        let ty = types.last().copied();
+        let need_ty = || ty.ok_or_else(|| self.err(format!("`{}` has no type", inst.opcode)));
+        let arg = |i: usize| {
+            ops.get(i).ok_or_else(|| {
+                ImportError::new(
+                    inst.line,
+                    format!("`{}` needs operand {}", inst.opcode, i + 1),
+                )
+            })
+        };
+        let dst = |i: usize| match ops.get(i) {
+            Some(Operand::Name(n)) => Ok(n.clone()),
+            _ => Err(ImportError::new(
+                inst.line,
+                format!("`{}`'s operand {} is not a register", inst.opcode, i + 1),
+            )),
+        };
+        for m in ["rz", "rm", "rp"] {
+            if has(m) && !matches!(parts[0], "cvt") {
+                return Err(self.unsupported(format!("rounding mode `.{m}` of `{}`", inst.opcode)));
+            }
+        }
+        match parts[0] {
+            "mov" => {
+                let t = need_ty()?;
+                let v = self.read(arg(1)?, t)?;
+                self.set(&dst(0)?, v)
+            }
+            "ld" | "st" => self.memory(inst, &mods, need_ty()?),
+            "cvta" => {
+                if !has("global") {
+                    return Err(
+                        self.unsupported(format!("`{}` (only global addresses)", inst.opcode))
+                    );
+                }
+                let v = self.read(arg(1)?, S::U64)?;
+                self.set(&dst(0)?, v)
+            }
+            "add" | "sub" | "min" | "max" | "and" | "or" | "xor" => {
+                let t = need_ty()?;
+                if has("cc") || has("sat") && !t.is_float() {
+                    return Err(self.unsupported(format!("`{}`", inst.opcode)));
+                }
+                let (a, c) = (self.read(arg(1)?, t)?, self.read(arg(2)?, t)?);
+                let (a, c) = (self.flush(a, &mods)?, self.flush(c, &mods)?);
+                let op = match parts[0] {
+                    "add" => BinaryOp::Add,
+                    "sub" => BinaryOp::Sub,
+                    "min" => BinaryOp::Min,
+                    "max" => BinaryOp::Max,
+                    "and" => BinaryOp::And,
+                    "or" => BinaryOp::Or,
+                    _ => BinaryOp::Xor,
+                };
+                let v = self.bin(op, a, c)?;
+                let v = self.float_result(v, &mods)?;
+                self.set(&dst(0)?, v)
+            }
+            "mul" | "mad" => self.multiply(inst, &mods, need_ty()?),
+            "fma" => {
+                let t = need_ty()?;
+                let a = self.read(arg(1)?, t)?;
+                let c = self.read(arg(2)?, t)?;
+                let d = self.read(arg(3)?, t)?;
+                let (a, c, d) = (
+                    self.flush(a, &mods)?,
+                    self.flush(c, &mods)?,
+                    self.flush(d, &mods)?,
+                );
+                let v = self.def(Op::Ternary(TernaryOp::MulAdd, a, c, d))?;
+                let v = self.float_result(v, &mods)?;
+                self.set(&dst(0)?, v)
+            }
+            "div" | "rem" => {
+                let t = need_ty()?;
+                let (a, c) = (self.read(arg(1)?, t)?, self.read(arg(2)?, t)?);
+                let op = if parts[0] == "div" {
+                    BinaryOp::Div
+                } else {
+                    BinaryOp::Rem
+                };
+                let v = if t.is_float() {
+                    let (a, c) = (self.flush(a, &mods)?, self.flush(c, &mods)?);
+                    let v = self.bin(op, a, c)?;
+                    self.float_result(v, &mods)?
+                } else {
+                    self.int_divide(op, a, c, t)?
+                };
+                self.set(&dst(0)?, v)
+            }
+            "neg" | "abs" | "not" | "sqrt" | "rsqrt" | "rcp" | "ex2" | "lg2" | "sin" | "cos"
+            | "tanh" | "popc" | "clz" => self.unary(inst, parts[0], &mods, need_ty()?),
+            "shl" | "shr" => {
+                let t = need_ty()?;
+                let t = if parts[0] == "shr" || !t.is_signed_int() {
+                    t
+                } else {
+                    bits_type(t.size_bytes())
+                };
+                let a = self.read(arg(1)?, t)?;
+                let n = self.read(arg(2)?, S::U32)?;
+                let op = if parts[0] == "shl" {
+                    BinaryOp::Shl
+                } else {
+                    BinaryOp::Shr
+                };
+                // PTX clamps the amount at the width; the IR takes it modulo the width.
+                let width = self.konst(S::U32, u64::from(t.size_bytes() * 8));
+                let over = self.cmp(CmpOp::Ge, n, width)?;
+                let last = self.konst(S::U32, u64::from(t.size_bytes() * 8 - 1));
+                let clamped = self.select(over, last, n)?;
+                let shifted = self.bin(op, a, clamped)?;
+                let v = if op == BinaryOp::Shr && t.is_signed_int() {
+                    shifted
+                } else {
+                    let zero = self.konst(t, 0);
+                    let normal = self.bin(op, a, n)?;
+                    self.select(over, zero, normal)?
+                };
+                self.set(&dst(0)?, v)
+            }
+            "setp" => self.setp(inst, &mods, need_ty()?),
+            "selp" => {
+                let t = need_ty()?;
+                let a = self.read(arg(1)?, t)?;
+                let c = self.read(arg(2)?, t)?;
+                let p = self.read(arg(3)?, S::Bool)?;
+                let v = self.select(p, a, c)?;
+                self.set(&dst(0)?, v)
+            }
+            "cvt" => self.convert(inst, &mods, &types),
+            "bar" | "barrier" => {
+                let first = mods.first().copied().unwrap_or("sync");
+                let id_zero = matches!(ops.first(), Some(Operand::Number(n)) if n == "0");
+                if !matches!(first, "sync" | "aligned") || ops.len() != 1 || !id_zero {
+                    return Err(self.unsupported(format!(
+                        "`{}` other than a whole-block `bar.sync 0`",
+                        inst.opcode
+                    )));
+                }
+                self.b.push(Stmt::Barrier);
+                Ok(())
+            }
+            "membar" | "fence" => {
+                let scope = if has("cta") {
+                    Scope::Block
+                } else if has("sys") {
+                    Scope::System
+                } else {
+                    Scope::Device
+                };
+                self.b.push(Stmt::Fence { scope });
+                Ok(())
+            }
+            "atom" | "red" => self.atomic(inst, &mods, need_ty()?),
+            other => Err(self.unsupported(format!("instruction `{other}` (`{}`)", inst.opcode))),
+        }
+    }
+
+    /// `.ftz`: a subnormal input or result is a zero of its sign (for `f32`).
+    fn flush(&mut self, v: Value, mods: &[&str]) -> R<Value> {
+        let t = self.b.type_of(v);
+        if !mods.contains(&"ftz") || t != S::F32 {
+            return Ok(v);
+        }
+        let abs = self.def(Op::Unary(UnaryOp::Abs, v))?;
+        let least = self.konst(S::F32, u64::from(f32::MIN_POSITIVE.to_bits()));
+        let tiny = self.cmp(CmpOp::Lt, abs, least)?;
+        let zero = self.konst(S::F32, 0);
+        let signed_zero = self.bin(BinaryOp::Mul, v, zero)?;
+        self.select(tiny, signed_zero, v)
+    }
+
+    /// A float result under `.ftz` and `.sat` (clamped to `[0, 1]`, NaN to 0).
+    fn float_result(&mut self, v: Value, mods: &[&str]) -> R<Value> {
+        let t = self.b.type_of(v);
+        if !t.is_float() {
+            return Ok(v);
+        }
+        let v = self.flush(v, mods)?;
+        if !mods.contains(&"sat") {
+            return Ok(v);
+        }
+        let one = self.konst(t, Constant::f64_in(t, 1.0));
+        let zero = self.konst(t, 0);
+        let low = self.bin(BinaryOp::Min, v, one)?;
+        let clamped = self.bin(BinaryOp::Max, low, zero)?;
+        let nan = self.cmp(CmpOp::Ne, v, v)?;
+        self.select(nan, zero, clamped)
+    }
+
+    /// Integer `div`/`rem`, with the results the PTX ISA leaves unspecified made definite: a
+    /// zero divisor gives all ones (`div`) or the dividend (`rem`), `MIN / -1` wraps.
+    fn int_divide(&mut self, op: BinaryOp, a: Value, c: Value, t: S) -> R<Value> {
+        let zero = self.konst(t, 0);
+        let one = self.konst(t, 1);
+        let by_zero = self.cmp(CmpOp::Eq, c, zero)?;
+        let mut bad = by_zero;
+        if t.is_signed_int() {
+            let minus_one = self.konst(t, mask(t));
+            let min = self.konst(t, 1u64 << (t.size_bytes() * 8 - 1));
+            let is_min = self.cmp(CmpOp::Eq, a, min)?;
+            let is_m1 = self.cmp(CmpOp::Eq, c, minus_one)?;
+            let overflow = self.bin(BinaryOp::And, is_min, is_m1)?;
+            bad = self.bin(BinaryOp::Or, by_zero, overflow)?;
+        }
+        let safe = self.select(bad, one, c)?;
+        let q = self.bin(op, a, safe)?;
+        // MIN / -1 = MIN (wrapped), MIN % -1 = 0; x / 0 = all ones, x % 0 = x.
+        let wrapped = match op {
+            BinaryOp::Div => self.def(Op::Unary(UnaryOp::Neg, a))?,
+            _ => zero,
+        };
+        let on_zero = match op {
+            BinaryOp::Div => self.konst(t, mask(t)),
+            _ => a,
+        };
+        let v = self.select(bad, wrapped, q)?;
+        self.select(by_zero, on_zero, v)
+    }
+
+    fn multiply(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
+        let ops = &inst.operands;
+        let get = |i: usize| {
+            ops.get(i)
+                .ok_or_else(|| ImportError::new(inst.line, "a missing operand"))
+        };
+        let mad = inst.opcode.starts_with("mad");
+        let Some(Operand::Name(d)) = ops.first() else {
+            return Err(self.err("a multiply without a destination register"));
+        };
+        let d = d.clone();
+        let a = self.read(get(1)?, t)?;
+        let c = self.read(get(2)?, t)?;
+        if t.is_float() {
+            let (a, c) = (self.flush(a, mods)?, self.flush(c, mods)?);
+            let v = if mad {
+                // `mad` on floats is a fused multiply-add (`mad.rn.f32` = `fma.rn.f32`).
+                let e = self.read(get(3)?, t)?;
+                let e = self.flush(e, mods)?;
+                self.def(Op::Ternary(TernaryOp::MulAdd, a, c, e))?
+            } else {
+                self.bin(BinaryOp::Mul, a, c)?
+            };
+            let v = self.float_result(v, mods)?;
+            return self.set(&d, v);
+        }
+        let wide = mods.contains(&"wide");
+        let (product, rt) = if wide {
+            let wt = match t {
+                S::I16 => S::I32,
+                S::U16 => S::U32,
+                S::I32 => S::I64,
+                S::U32 => S::U64,
+                _ => return Err(self.unsupported(format!("`{}`", inst.opcode))),
+            };
+            let a = self.b.cast(a, wt).map_err(|e| self.built(e))?;
+            let c = self.b.cast(c, wt).map_err(|e| self.built(e))?;
+            (self.bin(BinaryOp::Mul, a, c)?, wt)
+        } else if mods.contains(&"hi") {
+            (self.bin(BinaryOp::MulHigh, a, c)?, t)
+        } else {
+            (self.bin(BinaryOp::Mul, a, c)?, t)
+        };
+        let v = if mad {
+            let e = self.read(get(3)?, rt)?;
+            self.bin(BinaryOp::Add, product, e)?
+        } else {
+            product
+        };
+        self.set(&d, v)
+    }
+
+    fn unary(&mut self, inst: &Inst, name: &str, mods: &[&str], t: S) -> R<()> {
+        let (Some(Operand::Name(d)), Some(a)) = (inst.operands.first(), inst.operands.get(1))
+        else {
+            return Err(self.err(format!("`{}` needs a register and an operand", inst.opcode)));
+        };
+        let d = d.clone();
+        let a = self.read(a, t)?;
+        let a = self.flush(a, mods)?;
+        let float = |l: &Self| {
+            if t.is_float() {
+                Ok(())
+            } else {
+                Err(l.err(format!("`{}` on integers", inst.opcode)))
+            }
+        };
+        let v = match name {
+            "neg" => self.def(Op::Unary(UnaryOp::Neg, a))?,
+            "not" if t == S::Bool || !t.is_float() => self.def(Op::Unary(UnaryOp::Not, a))?,
+            "abs" if t.is_float() => self.def(Op::Unary(UnaryOp::Abs, a))?,
+            "abs" => {
+                let zero = self.konst(t, 0);
+                let negative = self.cmp(CmpOp::Lt, a, zero)?;
+                let n = self.def(Op::Unary(UnaryOp::Neg, a))?;
+                self.select(negative, n, a)?
+            }
+            "popc" => self.def(Op::Unary(UnaryOp::CountOnes, a))?,
+            "clz" => self.def(Op::Unary(UnaryOp::LeadingZeros, a))?,
+            // The approximate forms (`.approx`) are computed as their correctly rounded
+            // counterparts (see the crate docs).
+            "sqrt" => {
+                float(self)?;
+                self.def(Op::Unary(UnaryOp::Sqrt, a))?
+            }
+            "rsqrt" => {
+                float(self)?;
+                let s = self.def(Op::Unary(UnaryOp::Sqrt, a))?;
+                let one = self.konst(t, Constant::f64_in(t, 1.0));
+                self.bin(BinaryOp::Div, one, s)?
+            }
+            "rcp" => {
+                float(self)?;
+                let one = self.konst(t, Constant::f64_in(t, 1.0));
+                self.bin(BinaryOp::Div, one, a)?
+            }
+            "ex2" => self.def(Op::Unary(UnaryOp::Exp2, a))?,
+            "lg2" => self.def(Op::Unary(UnaryOp::Log2, a))?,
+            "sin" => self.def(Op::Unary(UnaryOp::Sin, a))?,
+            "cos" => self.def(Op::Unary(UnaryOp::Cos, a))?,
+            "tanh" => self.def(Op::Unary(UnaryOp::Tanh, a))?,
+            _ => return Err(self.unsupported(format!("`{}`", inst.opcode))),
+        };
+        let v = self.float_result(v, mods)?;
+        self.set(&d, v)
+    }
+
+    fn setp(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
+        let ops = &inst.operands;
+        let (p, q) = match ops.first() {
+            Some(Operand::Name(p)) => (p.clone(), None),
+            Some(Operand::Pair(p, q)) => (p.clone(), Some(q.clone())),
+            _ => return Err(self.err("`setp` without a predicate")),
+        };
+        let (Some(a), Some(c)) = (ops.get(1), ops.get(2)) else {
+            return Err(self.err("`setp` needs two operands"));
+        };
+        let a = self.read(a, t)?;
+        let c = self.read(c, t)?;
+        let (a, c) = (self.flush(a, mods)?, self.flush(c, mods)?);
+        let cmp = mods
+            .first()
+            .copied()
+            .ok_or_else(|| self.err("`setp` without a comparison"))?;
+        let unordered = |l: &mut Self| -> R<Value> {
+            let na = l.cmp(CmpOp::Ne, a, a)?;
+            let nc = l.cmp(CmpOp::Ne, c, c)?;
+            l.bin(BinaryOp::Or, na, nc)
+        };
+        let plain = |l: &mut Self, op: CmpOp| l.cmp(op, a, c);
+        let v = match cmp {
+            "eq" => plain(self, CmpOp::Eq)?,
+            "ne" if t.is_float() => {
+                let ne = plain(self, CmpOp::Ne)?;
+                let u = unordered(self)?;
+                let ordered = self.def(Op::Unary(UnaryOp::Not, u))?;
+                self.bin(BinaryOp::And, ne, ordered)?
+            }
+            "ne" | "neu" => plain(self, CmpOp::Ne)?,
+            "lt" | "lo" => plain(self, CmpOp::Lt)?,
+            "le" | "ls" => plain(self, CmpOp::Le)?,
+            "gt" | "hi" => plain(self, CmpOp::Gt)?,
+            "ge" | "hs" => plain(self, CmpOp::Ge)?,
+            "equ" | "ltu" | "leu" | "gtu" | "geu" => {
+                let op = match cmp {
+                    "equ" => CmpOp::Eq,
+                    "ltu" => CmpOp::Lt,
+                    "leu" => CmpOp::Le,
+                    "gtu" => CmpOp::Gt,
+                    _ => CmpOp::Ge,
+                };
+                let r = plain(self, op)?;
+                let u = unordered(self)?;
+                self.bin(BinaryOp::Or, r, u)?
+            }
+            "num" => {
+                let u = unordered(self)?;
+                self.def(Op::Unary(UnaryOp::Not, u))?
+            }
+            "nan" => unordered(self)?,
+            other => return Err(self.unsupported(format!("comparison `{other}` of `setp`"))),
+        };
+        // `.and`/`.or`/`.xor` with a third predicate operand.
+        let v = match (mods.get(1).copied(), ops.get(3)) {
+            (Some(m @ ("and" | "or" | "xor")), Some(r)) => {
+                let r = self.read(r, S::Bool)?;
+                let op = match m {
+                    "and" => BinaryOp::And,
+                    "or" => BinaryOp::Or,
+                    _ => BinaryOp::Xor,
+                };
+                self.bin(op, v, r)?
+            }
+            _ => v,
+        };
+        if let Some(q) = q {
+            let nv = self.def(Op::Unary(UnaryOp::Not, v))?;
+            self.set(&q, nv)?;
+        }
+        self.set(&p, v)
+    }
+
+    fn convert(&mut self, inst: &Inst, mods: &[&str], types: &[S]) -> R<()> {
+        let [to, from] = types else {
+            return Err(self.err(format!("`{}` needs two types", inst.opcode)));
+        };
+        let (to, from) = (*to, *from);
+        let (Some(Operand::Name(d)), Some(a)) = (inst.operands.first(), inst.operands.get(1))
+        else {
+            return Err(self.err("`cvt` needs a register and an operand"));
+        };
+        let d = d.clone();
+        let a = self.read(a, from)?;
+        let a = self.flush(a, mods)?;
+        let has = |m: &str| mods.contains(&m);
+        if has("sat") && !to.is_float() {
+            return Err(self.unsupported(format!("`{}`", inst.opcode)));
+        }
+        let v = if from.is_float() && to.is_float() {
+            let integral = if has("rni") {
+                Some(self.round_even(a)?)
+            } else if has("rzi") {
+                Some(self.def(Op::Unary(UnaryOp::Trunc, a))?)
+            } else if has("rmi") {
+                Some(self.def(Op::Unary(UnaryOp::Floor, a))?)
+            } else if has("rpi") {
+                Some(self.def(Op::Unary(UnaryOp::Ceil, a))?)
+            } else {
+                None
+            };
+            if integral.is_none() && to.size_bytes() < from.size_bytes() && !has("rn") {
+                return Err(self.unsupported(format!("rounding of `{}`", inst.opcode)));
+            }
+            let v = integral.unwrap_or(a);
+            self.b.cast(v, to).map_err(|e| self.built(e))?
+        } else if from.is_float() {
+            // To an integer: `.rzi` truncates (the cast), the others round first.
+            let r = if has("rni") {
+                self.round_even(a)?
+            } else if has("rmi") {
+                self.def(Op::Unary(UnaryOp::Floor, a))?
+            } else if has("rpi") {
+                self.def(Op::Unary(UnaryOp::Ceil, a))?
+            } else if has("rzi") {
+                a
+            } else {
+                return Err(
+                    self.unsupported(format!("`{}` without an integer rounding", inst.opcode))
+                );
+            };
+            self.b.cast(r, to).map_err(|e| self.built(e))?
+        } else if to.is_float() {
+            if has("rz") || has("rm") || has("rp") {
+                return Err(self.unsupported(format!("rounding of `{}`", inst.opcode)));
+            }
+            self.b.cast(a, to).map_err(|e| self.built(e))?
+        } else {
+            self.b.cast(a, to).map_err(|e| self.built(e))?
+        };
+        let v = self.float_result(v, mods)?;
+        self.set(&d, v)
+    }
+
+    /// Rounds a float to the nearest integral value, ties to even (`.rni`): adding and
+    /// subtracting 2^23 (2^52 for `f64`) with the value's sign rounds it so where it is
+    /// smaller than that; larger values are integral already.
+    fn round_even(&mut self, a: Value) -> R<Value> {
+        let t = self.b.type_of(a);
+        let big = if t == S::F64 {
+            2f64.powi(52)
+        } else {
+            2f64.powi(23)
+        };
+        let big_v = self.konst(t, Constant::f64_in(t, big));
+        let abs = self.def(Op::Unary(UnaryOp::Abs, a))?;
+        let small = self.cmp(CmpOp::Lt, abs, big_v)?;
+        let up = self.bin(BinaryOp::Add, abs, big_v)?;
+        let rounded = self.bin(BinaryOp::Sub, up, big_v)?;
+        let zero = self.konst(t, 0);
+        let negative = self.cmp(CmpOp::Lt, a, zero)?;
+        let neg = self.def(Op::Unary(UnaryOp::Neg, rounded))?;
+        let signed = self.select(negative, neg, rounded)?;
+        // Keep the sign of a zero result (`-0.4` rounds to `-0.0`).
+        let signed = {
+            let is_zero = self.cmp(CmpOp::Eq, signed, zero)?;
+            let sz = self.bin(BinaryOp::Mul, a, zero)?;
+            self.select(is_zero, sz, signed)?
+        };
+        self.select(small, signed, a)
+    }
+
+    fn memory(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
+        let load = inst.opcode.starts_with("ld");
+        let has = |m: &str| mods.contains(&m);
+        for m in ["acquire", "release", "relaxed", "local", "const", "mmio"] {
+            if has(m) {
+                return Err(self.unsupported(format!("`.{m}` of `{}`", inst.opcode)));
+            }
+        }
+        let ops = &inst.operands;
+        if has("param") {
+            let (
+                Some(dst),
+                Some(Operand::Address {
+                    base: Some(name),
+                    offset,
+                }),
+            ) = (ops.first(), ops.get(1))
+            else {
+                return Err(self.unsupported(format!("the operands of `{}`", inst.opcode)));
+            };
+            let names = match dst {
+                Operand::Name(d) => vec![d.clone()],
+                Operand::Vector(ds) => ds.clone(),
+                _ => return Err(self.err("a parameter load into something not a register")),
+            };
+            for (j, d) in names.iter().enumerate() {
+                let at = *offset + (j as u32 * t.size_bytes()) as i64;
+                let v = self.param_value(name, at, t)?;
+                self.set(d, v)?;
+            }
+            return Ok(());
+        }
+        let space = if has("shared") {
+            AddressSpace::Shared
+        } else {
+            AddressSpace::Global
+        };
+        let vector = mods.iter().find_map(|m| match *m {
+            "v2" => Some(2usize),
+            "v4" => Some(4),
+            _ => None,
+        });
+        let (value_at, addr_at) = if load { (0, 1) } else { (1, 0) };
+        let addr_op = ops
+            .get(addr_at)
+            .ok_or_else(|| self.err(format!("`{}` needs an address", inst.opcode)))?;
+        let addr = self.address(addr_op, space)?;
+        // Registers narrower than 16 bits hold `.b8`/`.u8`/`.s8` values widened.
+        match (vector, ops.get(value_at)) {
+            (None, Some(value)) => {
+                if load {
+                    let Operand::Name(d) = value else {
+                        return Err(self.err("a load into something not a register"));
+                    };
+                    let v = self.def(Op::Load {
+                        space,
+                        ty: t,
+                        addr,
+                        eviction: Eviction::Normal,
+                    })?;
+                    let v = if t.size_bytes() == 1 {
+                        let wide = if t.is_signed_int() { S::I32 } else { S::U32 };
+                        self.b.cast(v, wide).map_err(|e| self.built(e))?
+                    } else {
+                        v
+                    };
+                    self.set(&d.clone(), v)
+                } else {
+                    let v = if t.size_bytes() == 1 {
+                        let wide = self.read(value, S::U32)?;
+                        self.b.cast(wide, t).map_err(|e| self.built(e))?
+                    } else {
+                        self.read(value, t)?
+                    };
+                    self.b.push(Stmt::Store {
+                        space,
+                        addr,
+                        value: v,
+                    });
+                    Ok(())
+                }
+            }
+            (Some(n), Some(Operand::Vector(names))) if names.len() == n && t.size_bytes() > 1 => {
+                if load {
+                    let built = self
+                        .b
+                        .vector_load(space, t, addr, n)
+                        .map_err(|e| self.built(e))?;
+                    for (name, v) in names.iter().zip(built) {
+                        if name != "_" {
+                            self.set(name, v)?;
+                        }
+                    }
+                    Ok(())
+                } else {
+                    let values = names
+                        .iter()
+                        .map(|name| self.read(&Operand::Name(name.clone()), t))
+                        .collect::<R<Vec<_>>>()?;
+                    self.b
+                        .vector_store(space, addr, values)
+                        .map_err(|e| self.built(e))
+                }
+            }
+            _ => Err(self.unsupported(format!("the operands of `{}`", inst.opcode))),
+        }
+    }
+
+    /// The `t` at byte `offset` of parameter `name` (a scalar's own value, or bytes of a
+    /// struct parameter put together little-endian).
+    fn param_value(&mut self, name: &str, offset: i64, t: S) -> R<Value> {
+        let loc = *self
+            .params
+            .get(name)
+            .ok_or_else(|| self.err(format!("`{name}` is not a parameter")))?;
+        match loc {
+            ParamLoc::Scalar(index) if offset == 0 => {
+                let v = self.def(Op::Param(index))?;
+                self.convert_bits(v, t)
+            }
+            ParamLoc::Scalar(_) => Err(self.unsupported(format!(
+                "a load at byte {offset} of scalar parameter `{name}`"
+            ))),
+            ParamLoc::Bytes { first, count } => {
+                let size = t.size_bytes();
+                let inside = u32::try_from(offset)
+                    .ok()
+                    .filter(|o| o.checked_add(size).is_some_and(|end| end <= count));
+                let Some(offset) = inside else {
+                    return Err(self.err(format!(
+                        "a {size}-byte load at byte {offset} of the {count}-byte parameter `{name}`"
+                    )));
+                };
+                let mut acc = self.konst(S::U64, 0);
+                for k in 0..size {
+                    let byte = self.def(Op::Param(first + offset + k))?;
+                    let wide = self.b.cast(byte, S::U64).map_err(|e| self.built(e))?;
+                    let by = self.konst(S::U32, u64::from(8 * k));
+                    let placed = self.bin(BinaryOp::Shl, wide, by)?;
+                    acc = self.bin(BinaryOp::Or, acc, placed)?;
+                }
+                let bits = self
+                    .b
+                    .cast(acc, bits_type(size))
+                    .map_err(|e| self.built(e))?;
+                self.convert_bits(bits, t)
+            }
+        }
+    }
+
+    fn atomic(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
+        let reduction = inst.opcode.starts_with("red");
+        let has = |m: &str| mods.contains(&m);
+        let space = if has("shared") {
+            AddressSpace::Shared
+        } else {
+            AddressSpace::Global
+        };
+        let op = if has("add") {
+            AtomicOp::Add
+        } else if has("min") {
+            AtomicOp::Min
+        } else if has("max") {
+            AtomicOp::Max
+        } else if has("exch") {
+            AtomicOp::Exchange
+        } else if has("cas") {
+            AtomicOp::CompareExchange
+        } else if has("and") {
+            AtomicOp::And
+        } else if has("or") {
+            AtomicOp::Or
+        } else if has("xor") {
+            AtomicOp::Xor
+        } else {
+            return Err(self.unsupported(format!("`{}`", inst.opcode)));
+        };
+        let scope = if has("cta") {
+            Scope::Block
+        } else if has("sys") {
+            Scope::System
+        } else {
+            Scope::Device
+        };
+        let ops = &inst.operands;
+        let first = usize::from(!reduction);
+        let addr_op = ops
+            .get(first)
+            .ok_or_else(|| self.err("an atomic without an address"))?;
+        let addr = self.address(addr_op, space)?;
+        let (value, compare) = if op == AtomicOp::CompareExchange {
+            let c = ops
+                .get(first + 1)
+                .ok_or_else(|| self.err("`cas` needs a compare value"))?;
+            let v = ops
+                .get(first + 2)
+                .ok_or_else(|| self.err("`cas` needs a new value"))?;
+            (self.read(v, t)?, Some(self.read(c, t)?))
+        } else {
+            let v = ops
+                .get(first + 1)
+                .ok_or_else(|| self.err("an atomic without an operand"))?;
+            (self.read(v, t)?, None)
+        };
+        let old = self.def(Op::Atomic {
+            op,
+            space,
+            scope,
+            order: MemOrder::Relaxed,
+            addr,
+            value,
+            compare,
+        })?;
+        if !reduction {
+            let Some(Operand::Name(d)) = ops.first() else {
+                return Err(self.err("an atomic without a destination register"));
+            };
+            self.set(&d.clone(), old)?;
+        }
+        Ok(())
+    }
+}
+
+/// A special register: `Some(register)`, or `None` for `WARP_SZ`/`%warpsize` (32).
+fn special(name: &str) -> Option<Option<Special>> {
+    let dim = |d: &str| match d {
+        "x" => Some(Dim::X),
+        "y" => Some(Dim::Y),
+        "z" => Some(Dim::Z),
+        _ => None,
+    };
+    if name == "WARP_SZ" {
+        return Some(None);
+    }
+    if name == "%laneid" {
+        return Some(Some(Special::LaneId));
+    }
+    let (reg, d) = name.split_once('.')?;
+    let d = dim(d)?;
+    Some(Some(match reg {
+        "%tid" => Special::ThreadIdx(d),
+        "%ntid" => Special::BlockDim(d),
+        "%ctaid" => Special::BlockIdx(d),
+        "%nctaid" => Special::GridDim(d),
+        _ => return None,
+    }))
+}
+
+/// All ones in `t`'s bits.
+fn mask(t: S) -> u64 {
+    match t.size_bytes() {
+        8 => u64::MAX,
+        n => (1u64 << (n * 8)) - 1,
+    }
+}
+
+/// A number as a `ty`'s bits: integers (decimal, hexadecimal, negative), `0f`/`0d` float
+/// bits, decimal floats, `0`/`1` for predicates.
+fn number_bits(text: &str, ty: S) -> Option<u64> {
+    let body = text.trim_start_matches('-');
+    if ty.is_float() {
+        let value = if let Some(hex) = body.strip_prefix("0f").or_else(|| body.strip_prefix("0F")) {
+            f64::from(f32::from_bits(u32::from_str_radix(hex, 16).ok()?))
+        } else if let Some(hex) = body.strip_prefix("0d").or_else(|| body.strip_prefix("0D")) {
+            f64::from_bits(u64::from_str_radix(hex, 16).ok()?)
+        } else {
+            body.parse::<f64>().ok()?
+        };
+        let value = if text.starts_with('-') { -value } else { value };
+        return Some(Constant::f64_in(ty, value));
+    }
+    let v = match parse_int(text) {
+        Some(v) => v as u64,
+        None => {
+            let hex = body
+                .strip_prefix("0x")
+                .or_else(|| body.strip_prefix("0X"))?;
+            u64::from_str_radix(hex.trim_end_matches('U'), 16).ok()?
+        }
+    };
+    if ty == S::Bool {
+        return (v <= 1).then_some(v);
+    }
+    Some(v & mask(ty))
+}
+
+/// Conversions of a host `f64` to a float type's bits.
+trait FloatBits {
+    fn f64_in(ty: S, v: f64) -> u64;
+}
+
+impl FloatBits for Constant {
+    fn f64_in(ty: S, v: f64) -> u64 {
+        match ty {
+            S::F64 => v.to_bits(),
+            S::F32 => u64::from((v as f32).to_bits()),
+            S::F16 => u64::from(half::f16::from_f64(v).to_bits()),
+            S::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
+            _ => v as i64 as u64,
+        }
+    }
+}
