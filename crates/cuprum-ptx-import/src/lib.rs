@@ -9,18 +9,20 @@
 //! `.entry` kernels with scalar and pointer parameters (`.u32`, `.f32`, `.u64 .ptr`, ...),
 //! `.reg` declarations, static and dynamic (`.extern .shared`) shared arrays, labels and
 //! branches, and the instructions of plain kernels: `ld`/`st` (`.param`, `.global` and
-//! generic as global, `.shared`; scalar and `.v2`/`.v4`; cache qualifiers ignored), `mov`,
+//! generic as global, `.shared`; scalar and `.v2`/`.v4`; cache qualifiers ignored), `mov`
+//! (also packing and unpacking `{a, b}`),
 //! `cvta.to.global`, integer and float `add`, `sub`, `mul` (`.lo`, `.hi`, `.wide`), `mad`,
 //! `fma`, `div`, `rem`, `min`, `max`, `neg`, `abs`, `and`, `or`, `xor`, `not`, `shl`, `shr`,
 //! `popc`, `clz`, `setp` (every comparison, `p|q`, `.and`/`.or`/`.xor`), `selp`, `cvt`,
 //! `sqrt`, `rsqrt`, `rcp`, `ex2`, `lg2`, `sin`, `cos`, `tanh`, `bar.sync 0`, `membar`/`fence`,
-//! `atom` and `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`), `ret`
-//! and `exit`, each under an optional guard (`@p`, `@!p`). The special registers `%tid`,
+//! `atom` and `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`),
+//! `shfl.sync` and `vote.sync` over the whole warp (member mask `-1`; a shuffle's `p` result
+//! too), `ret` and `exit`, each under an optional guard (`@p`, `@!p`). The special registers `%tid`,
 //! `%ntid`, `%ctaid`, `%nctaid` (`.x`, `.y`, `.z`), `%laneid` and `WARP_SZ`.
 //!
 //! Everything else is refused with an [`ImportError`] naming the line and what is missing
-//! (device functions, local memory, constant and global variables, struct parameters,
-//! warp shuffles and votes, textures, tensor-core instructions, directed rounding modes):
+//! (device functions, local memory, constant and global variables, warp operations over part
+//! of a warp, textures, tensor-core instructions, directed rounding modes):
 //! nothing is run that the importer does not model.
 //!
 //! # Semantics

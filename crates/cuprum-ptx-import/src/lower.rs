@@ -521,9 +521,20 @@ impl Lowerer {
         match parts[0] {
             "mov" => {
                 let t = need_ty()?;
-                let v = self.read(arg(1)?, t)?;
-                self.set(&dst(0)?, v)
+                match (arg(0)?, arg(1)?) {
+                    (Operand::Vector(parts), src) => self.unpack(parts, src, t),
+                    (Operand::Name(d), Operand::Vector(parts)) => {
+                        let v = self.pack(parts, t)?;
+                        self.set(&d.clone(), v)
+                    }
+                    (_, src) => {
+                        let v = self.read(src, t)?;
+                        self.set(&dst(0)?, v)
+                    }
+                }
             }
+            "shfl" => self.shuffle(inst, &mods),
+            "vote" => self.vote(inst, &mods),
             "ld" | "st" => self.memory(inst, &mods, need_ty()?),
             "cvta" => {
                 if !has("global") {
@@ -653,6 +664,136 @@ impl Lowerer {
             "atom" | "red" => self.atomic(inst, &mods, need_ty()?),
             other => Err(self.unsupported(format!("instruction `{other}` (`{}`)", inst.opcode))),
         }
+    }
+
+    /// `mov.b64 {a, b}, x`: `x`'s bits split into equal parts, lowest first.
+    fn unpack(&mut self, parts: &[String], src: &Operand, t: S) -> R<()> {
+        let n = parts.len() as u32;
+        if n < 2 || !t.size_bytes().is_multiple_of(n) {
+            return Err(self.err("a `mov` splitting a value into uneven parts"));
+        }
+        let part = bits_type(t.size_bytes() / n);
+        let whole = self.read(src, bits_type(t.size_bytes()))?;
+        for (k, name) in parts.iter().enumerate() {
+            let by = self.konst(S::U32, u64::from(k as u32 * part.size_bytes() * 8));
+            let shifted = self.bin(BinaryOp::Shr, whole, by)?;
+            let piece = self.b.cast(shifted, part).map_err(|e| self.built(e))?;
+            if name != "_" {
+                self.set(name, piece)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `mov.b64 x, {a, b}`: the parts' bits put together, lowest first.
+    fn pack(&mut self, parts: &[String], t: S) -> R<Value> {
+        let n = parts.len() as u32;
+        if n < 2 || !t.size_bytes().is_multiple_of(n) {
+            return Err(self.err("a `mov` joining uneven parts"));
+        }
+        let whole_t = bits_type(t.size_bytes());
+        let part = bits_type(t.size_bytes() / n);
+        let mut acc = self.konst(whole_t, 0);
+        for (k, name) in parts.iter().enumerate() {
+            let piece = self.read(&Operand::Name(name.clone()), part)?;
+            let wide = self.b.cast(piece, whole_t).map_err(|e| self.built(e))?;
+            let by = self.konst(S::U32, u64::from(k as u32 * part.size_bytes() * 8));
+            let placed = self.bin(BinaryOp::Shl, wide, by)?;
+            acc = self.bin(BinaryOp::Or, acc, placed)?;
+        }
+        self.convert_bits(acc, t)
+    }
+
+    /// The member mask of a warp instruction, which must name the whole warp: cuprum's warp
+    /// operations act on the lanes that execute them together.
+    fn full_warp(&self, op: Option<&Operand>, inst: &Inst) -> R<()> {
+        match op {
+            Some(Operand::Number(m)) if number_bits(m, S::U32) == Some(u64::from(u32::MAX)) => {
+                Ok(())
+            }
+            _ => Err(self.unsupported(format!(
+                "`{}` with a member mask other than the whole warp (-1)",
+                inst.opcode
+            ))),
+        }
+    }
+
+    /// `shfl.sync.mode.b32 d[|p], a, b, c, membermask` over the whole warp.
+    fn shuffle(&mut self, inst: &Inst, mods: &[&str]) -> R<()> {
+        let ops = &inst.operands;
+        let mode = match mods.get(1).copied() {
+            Some("up") => cuprum_ir::ShuffleMode::Up,
+            Some("down") => cuprum_ir::ShuffleMode::Down,
+            Some("bfly") => cuprum_ir::ShuffleMode::Xor,
+            Some("idx") => cuprum_ir::ShuffleMode::Idx,
+            _ => return Err(self.unsupported(format!("`{}`", inst.opcode))),
+        };
+        if mods.first() != Some(&"sync") || ops.len() != 5 {
+            return Err(self.unsupported(format!(
+                "`{}` (only `shfl.sync` with five operands)",
+                inst.opcode
+            )));
+        }
+        self.full_warp(ops.get(4), inst)?;
+        // The clamp operand of a whole-warp shuffle: 0 for `up`, 31 for the others.
+        let whole = if mode == cuprum_ir::ShuffleMode::Up {
+            0
+        } else {
+            31
+        };
+        if !matches!(&ops[3], Operand::Number(c) if number_bits(c, S::U32) == Some(whole)) {
+            return Err(self.unsupported(format!(
+                "`{}` over segments of the warp (its third operand must be {whole})",
+                inst.opcode
+            )));
+        }
+        let value = self.read(&ops[1], S::U32)?;
+        let lane = self.read(&ops[2], S::U32)?;
+        let v = self.def(Op::Shuffle { mode, value, lane })?;
+        let (d, p) = match &ops[0] {
+            Operand::Name(d) => (d.clone(), None),
+            Operand::Pair(d, p) => (d.clone(), Some(p.clone())),
+            _ => return Err(self.err("a shuffle without a destination register")),
+        };
+        self.set(&d, v)?;
+        if let Some(p) = p {
+            // Whether the source lane was inside the warp.
+            let me = self.def(Op::Special(Special::LaneId))?;
+            let bits = self.konst(S::U32, 31);
+            let delta = self.bin(BinaryOp::And, lane, bits)?;
+            let inside = match mode {
+                cuprum_ir::ShuffleMode::Up => self.cmp(CmpOp::Ge, me, delta)?,
+                cuprum_ir::ShuffleMode::Down => {
+                    let to = self.bin(BinaryOp::Add, me, delta)?;
+                    self.cmp(CmpOp::Le, to, bits)?
+                }
+                _ => self.b.constant(Constant::new(S::Bool, 1)),
+            };
+            self.set(&p, inside)?;
+        }
+        Ok(())
+    }
+
+    /// `vote.sync.{all,any,ballot}.{pred,b32} d, p, membermask` over the whole warp.
+    fn vote(&mut self, inst: &Inst, mods: &[&str]) -> R<()> {
+        let ops = &inst.operands;
+        let mode = match mods.get(1).copied() {
+            Some("all") => cuprum_ir::VoteMode::All,
+            Some("any") => cuprum_ir::VoteMode::Any,
+            Some("ballot") => cuprum_ir::VoteMode::Ballot,
+            _ => return Err(self.unsupported(format!("`{}`", inst.opcode))),
+        };
+        if mods.first() != Some(&"sync") || ops.len() != 3 {
+            return Err(self.unsupported(format!("`{}` (only `vote.sync`)", inst.opcode)));
+        }
+        self.full_warp(ops.get(2), inst)?;
+        let Operand::Name(d) = &ops[0] else {
+            return Err(self.err("a vote without a destination register"));
+        };
+        let d = d.clone();
+        let pred = self.read(&ops[1], S::Bool)?;
+        let v = self.def(Op::Vote { mode, pred })?;
+        self.set(&d, v)
     }
 
     /// `.ftz`: a subnormal input or result is a zero of its sign (for `f32`).

@@ -609,6 +609,79 @@ fn atomics_on_global_and_dynamic_shared_memory() {
     }
 }
 
+/// Whole-warp operations: a warp sum by `shfl.sync.down`, its broadcast by `idx`, an `up`
+/// with its in-range predicate, a ballot, and `mov.b64` packing and unpacking.
+const WARP_OPS: &str = r#"
+.visible .entry warp_ops(.param .u64 x_ptr, .param .u64 out_ptr)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [x_ptr];
+    ld.param.u64 %rd2, [out_ptr];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r5, [%rd4];
+    shfl.sync.down.b32 %r6, %r5, 16, 31, -1;
+    add.s32 %r5, %r5, %r6;
+    shfl.sync.down.b32 %r6, %r5, 8, 31, -1;
+    add.s32 %r5, %r5, %r6;
+    shfl.sync.down.b32 %r6, %r5, 4, 31, -1;
+    add.s32 %r5, %r5, %r6;
+    shfl.sync.down.b32 %r6, %r5, 2, 31, -1;
+    add.s32 %r5, %r5, %r6;
+    shfl.sync.down.b32 %r6, %r5, 1, 31, -1;
+    add.s32 %r5, %r5, %r6;
+    shfl.sync.idx.b32 %r7, %r5, 0, 31, 0xffffffff;
+    shfl.sync.up.b32 %r8|%p1, %r4, 3, 0, -1;
+    selp.u32 %r9, %r8, 12345, %p1;
+    and.b32 %r10, %r4, 1;
+    setp.ne.u32 %p2, %r10, 0;
+    vote.sync.ballot.b32 %r11, %p2, -1;
+    mov.b64 %rd5, {%r7, %r11};
+    mov.b64 {%r12, %r13}, %rd5;
+    xor.b32 %r14, %r12, %r13;
+    mul.lo.s32 %r15, %r4, 12;
+    cvt.u64.u32 %rd6, %r15;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.u32 [%rd7], %r7;
+    st.global.u32 [%rd7+4], %r9;
+    st.global.u32 [%rd7+8], %r14;
+    ret;
+}
+"#;
+
+#[test]
+fn whole_warp_shuffles_votes_and_packed_moves() {
+    let module = load(WARP_OPS);
+    let f = module.get_function("warp_ops").expect("kernel");
+    let stream = ctx().default_stream();
+    let mut r = rng("whole_warp_shuffles_votes_and_packed_moves");
+    let n = 64 * 5;
+    let x: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let dx = DeviceBuffer::from_host(&stream, &x).expect("x");
+    let out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(3 * n)).expect("out");
+    // SAFETY: n threads, each reading x[i] and writing out[3 i .. 3 i + 3].
+    unsafe { launch!(f<<<(n / 64) as u32, 64, 0, stream>>>(&dx, &out)) }.expect("launch");
+    let want: Vec<u32> = (0..n)
+        .flat_map(|g| {
+            let warp = &x[g / 32 * 32..g / 32 * 32 + 32];
+            let sum = warp.iter().fold(0u32, |a, v| a.wrapping_add(*v));
+            let up = if g % 32 >= 3 { (g - 3) as u32 } else { 12345 };
+            [sum, up, sum ^ 0xAAAA_AAAA]
+        })
+        .collect();
+    assert_same(
+        "warp results",
+        &out.to_host_vec(&stream).expect("out"),
+        &want,
+    );
+}
+
 #[test]
 fn what_the_importer_does_not_model_is_a_load_error_naming_the_line() {
     if ctx().backend() != BackendKind::Emulator {
@@ -617,9 +690,9 @@ fn what_the_importer_does_not_model_is_a_load_error_naming_the_line() {
     }
     for (ptx, line, what) in [
         (
-            ".visible .entry k()\n{\n .reg .b32 %r<2>;\n shfl.sync.bfly.b32 %r1, %r0, 1, 31, -1;\n ret;\n}\n",
+            ".visible .entry k()\n{\n .reg .b32 %r<2>;\n shfl.sync.bfly.b32 %r1, %r0, 1, 15, -1;\n ret;\n}\n",
             7,
-            "shfl",
+            "segments",
         ),
         (
             ".visible .entry k()\n{\n .local .align 4 .b8 stack[16];\n ret;\n}\n",
