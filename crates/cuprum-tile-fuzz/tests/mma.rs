@@ -26,10 +26,12 @@ use rand::{Rng, SeedableRng};
 use ScalarType as S;
 
 /// One GEMM case's sizes: `batch` (0: no batch axis), the tensors' `m`, `n`, `k` and the tile
-/// `[tm, tn]` of the output and `tk` of the K steps.
+/// `[tm, tn]` of the output and `tk` of the K steps; `tb` batches per tile (1 but in
+/// [`Sizes::batch_tiles`]).
 #[derive(Clone, Copy, Debug)]
 struct Sizes {
     batch: u32,
+    tb: u32,
     m: u64,
     n: u64,
     k: u64,
@@ -42,12 +44,20 @@ struct Sizes {
 fn sizes(batch: u32, m: u64, n: u64, k: u64, tm: u32, tn: u32, tk: u32) -> Sizes {
     Sizes {
         batch,
+        tb: 1,
         m,
         n,
         k,
         tm,
         tn,
         tk,
+    }
+}
+
+impl Sizes {
+    /// These sizes with `tb` batches in each tile (the tile's leading size).
+    fn batch_tiles(self, tb: u32) -> Sizes {
+        Sizes { tb, ..self }
     }
 }
 
@@ -195,8 +205,16 @@ fn gemm_case_stored(
 ) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!(
-        "mma_{stored}_{input_ty}_b{}_{}x{}x{}",
-        s.batch, s.m, s.n, s.k
+        "mma_{stored}_{input_ty}_b{}_{}x{}x{}_tiles{}x{}x{}x{}_w{}",
+        s.batch,
+        s.m,
+        s.n,
+        s.k,
+        s.tb,
+        s.tm,
+        s.tn,
+        s.tk,
+        options.num_warps.unwrap_or(0)
     );
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
     let batched = s.batch > 0;
@@ -210,7 +228,7 @@ fn gemm_case_stored(
         out
     };
     let tile = |v: &[u32]| -> Vec<u32> {
-        let mut out = if batched { vec![1] } else { vec![] };
+        let mut out = if batched { vec![s.tb] } else { vec![] };
         out.extend_from_slice(v);
         out
     };
@@ -343,6 +361,47 @@ fn tensor_core_mma_matches_the_interpreter_bit_for_bit() {
     ];
     let kinds = [(S::F16, S::F16), (S::BF16, S::BF16)];
     check_all("tensor-core mma", &tensor_core_gemms(seed, &kinds, &sizes));
+}
+
+/// Tiles of several batches: the warps the result's 16x8 blocks leave over each take
+/// their own batches (`WarpGrid::batched`), on operands from registers and from shared
+/// memory through `ldmatrix`, ragged batches (the last tile's outside loads padded, its
+/// stores dropped), in 4 and 8 warps; `tf32` and the FMA chains too.
+#[test]
+fn tiles_of_several_batches_share_them_out_among_the_warps() {
+    let seed = seed("batch_tiles");
+    let sizes = [
+        // 16x16 results: two warps along N, then two along the batches.
+        sizes(7, 20, 17, 40, 16, 16, 16).batch_tiles(4),
+        // 16x8 results: every warp its own batches; ragged K.
+        sizes(9, 16, 8, 23, 16, 8, 16).batch_tiles(8),
+        // More warps than batches and blocks: the rest hold copies.
+        sizes(2, 33, 9, 16, 16, 8, 16).batch_tiles(2),
+    ];
+    let mut cases = Vec::new();
+    for (i, s) in sizes.iter().enumerate() {
+        for (j, (stored, input)) in [(S::F16, S::F16), (S::BF16, S::BF16), (S::Tf32, S::Tf32)]
+            .into_iter()
+            .enumerate()
+        {
+            for (w, warps) in [None, Some(8)].into_iter().enumerate() {
+                let options = LowerOptions {
+                    num_warps: warps,
+                    ..LowerOptions::default()
+                };
+                let at = seed + (i * 16 + j * 2 + w) as u64;
+                cases.push(gemm_case_stored(at, (stored, input), S::F32, *s, options));
+            }
+        }
+        cases.push(gemm_case(
+            seed + 100 + i as u64,
+            S::F32,
+            S::F32,
+            *s,
+            LowerOptions::default(),
+        ));
+    }
+    check_all("batch tiles", &cases);
 }
 
 /// A GEMM case into an `f32` accumulator per kind (operands stored as, and multiplied as)

@@ -83,9 +83,9 @@
 //! emitted whole by the Hopper recipe (`emit::wgmma_gemm`: TMA into a ring of swizzled
 //! stages, mbarriers, a producer warpgroup and one or two `wgmma` consumer warpgroups, tiles
 //! in a grouped order), bit for bit the same sums; its operands then travel as
-//! [`ArgSlot::TensorMap`]s. Every
-//! thread holds fragments of every batch of a rank-3 `mma` (warps are not spread over the
-//! batch axis), so many batches in one tile run out of registers.
+//! [`ArgSlot::TensorMap`]s. A rank-3 `mma` gives the warps its result's 16x8 blocks
+//! leave over to the batch axis (as many as divide the tile's batches), so each warp holds
+//! the fragments of its own batches only; beyond that, warps hold copies.
 //!
 //! Sub-tile stores (`Stmt::StorePart`, the source's `partition_mut(..).store(t, index)`)
 //! are stores like any other, at the sub-tile's place in the own tile, with the elements

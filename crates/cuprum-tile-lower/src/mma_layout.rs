@@ -10,8 +10,10 @@
 //! position in lane 0. A block's warps form a `warps_m x warps_n` grid ([`WarpGrid`]) over
 //! 16x8 result blocks, interleaved (warp `w` takes every `warps_m`-th block row), as
 //! Triton's MMA layout; registers repeat over the blocks each warp takes, and over `K` in
-//! steps of 16 for the operands. Warps that a small tile leaves without a block of their own
-//! hold copies (replication bits). The three layouts agree: the thread holding accumulator
+//! steps of 16 for the operands. Warps the result's blocks leave over go to the batch axis
+//! of a rank-3 `mma` (each warp then multiplies its own batches: [`WarpGrid::batched`]);
+//! warps that a small tile still leaves without a block of their own hold copies
+//! (replication bits). The three layouts agree: the thread holding accumulator
 //! block `(i, j)`'s fragment holds A's fragments for block row `i` and B's for block column
 //! `j` at every K step.
 
@@ -90,9 +92,11 @@ pub(crate) enum Operand {
 /// How a block's warps share the result's 16x8 blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WarpGrid {
-    /// Warps along M, then along N (powers of two); any more warps hold copies.
+    /// Warps along M, then along N, then along the batch axis (powers of two); any more
+    /// warps hold copies.
     pub(crate) m: u32,
     pub(crate) n: u32,
+    pub(crate) batch: u32,
     /// All warps of the block.
     pub(crate) warps: u32,
 }
@@ -118,8 +122,21 @@ impl WarpGrid {
         WarpGrid {
             m: wm,
             n: wn,
+            batch: 1,
             warps,
         }
+    }
+
+    /// The grid of a rank-3 `mma` of `batches` `[m, n]` results: [`new`](Self::new)'s, then
+    /// the warps it leaves over along the batch axis, as long as they divide the batches
+    /// (so every warp has as many), so that many small batches in one tile are shared out
+    /// rather than held by every warp.
+    pub(crate) fn batched(batches: u32, m: u32, n: u32, warps: u32) -> WarpGrid {
+        let mut grid = Self::new(m, n, warps);
+        while grid.m * grid.n * grid.batch < warps && batches.is_multiple_of(grid.batch * 2) {
+            grid.batch *= 2;
+        }
+        grid
     }
 
     /// The grid of a chained `mma` (`mma_chains`): the warps split the rows as far as there
@@ -136,6 +153,7 @@ impl WarpGrid {
         WarpGrid {
             m: wm,
             n: wn,
+            batch: 1,
             warps,
         }
     }
@@ -217,7 +235,16 @@ pub(crate) fn layout(
     let along_n = matches!(operand, Operand::B | Operand::C);
     thread_bits.extend(warp_bits(grid.m, (BLOCK_M, 0), along_m));
     thread_bits.extend(warp_bits(grid.n, (0, BLOCK_N), along_n));
-    let used = grid.m * grid.n;
+    // Warps along the batch axis (every operand has it): warp bit i steps 2^i batches.
+    if grid.batch > 1 && rank != 3 {
+        return Err(format!("a batch grid for an operand of rank {rank}"));
+    }
+    thread_bits.extend((0..grid.batch.ilog2()).map(|i| {
+        let mut v = vec![0; rank];
+        v[0] = 1 << i;
+        v
+    }));
+    let used = grid.m * grid.n * grid.batch;
     thread_bits.extend(warp_bits((grid.warps / used).max(1), (0, 0), false));
 
     // Register origins: per batch, per block row (A, C) or K step (B), per block column (B, C)
@@ -241,7 +268,7 @@ pub(crate) fn layout(
     };
     let batches = if rank == 3 { shape[0] } else { 1 };
     let mut regs = Vec::new();
-    for b in 0..batches {
+    for b in (0..batches).step_by(grid.batch as usize) {
         for &row in &row_origins {
             for &col in &col_origins {
                 for f in &forms {
@@ -283,6 +310,69 @@ mod tests {
             }
         }
         assert!(LaneAffine::of(|l| ((l * l) as usize, 0)).is_none());
+    }
+
+    /// A batch grid takes the warps the result's blocks leave over, as long as they divide
+    /// the batches; its layouts cover each batch's tiles once, and the warp holding
+    /// accumulator element `(b, i, j)` holds A's row `i` and B's column `j` of batch `b`.
+    #[test]
+    fn batch_grids_share_batches_out_and_cover_their_tiles() {
+        let grid = |b, m, n, w| {
+            let g = WarpGrid::batched(b, m, n, w);
+            (g.m, g.n, g.batch)
+        };
+        assert_eq!(grid(4, 16, 16, 4), (1, 2, 2));
+        assert_eq!(grid(8, 16, 8, 4), (1, 1, 4));
+        assert_eq!(grid(6, 16, 8, 4), (1, 1, 2));
+        assert_eq!(grid(3, 16, 8, 4), (1, 1, 1));
+        assert_eq!(grid(8, 64, 64, 4), (2, 2, 1));
+        let shape = MmaShape::M16n8k16F16;
+        for (batches, m, n, k, warps) in [(4, 16, 16, 16, 4), (8, 16, 8, 32, 8), (6, 32, 8, 16, 8)]
+        {
+            let grid = WarpGrid::batched(batches, m, n, warps);
+            assert!(grid.batch > 1);
+            let threads = warps * 32;
+            let a = layout(shape, Operand::A, &[batches, m, k], grid).unwrap();
+            let b = layout(shape, Operand::B, &[batches, k, n], grid).unwrap();
+            let c = layout(shape, Operand::C, &[batches, m, n], grid).unwrap();
+            for (l, [d0, d1, d2]) in [
+                (&a, [batches, m, k]),
+                (&b, [batches, k, n]),
+                (&c, [batches, m, n]),
+            ] {
+                assert_eq!(l.threads(), threads);
+                let mut seen = vec![0u32; (d0 * d1 * d2) as usize];
+                for t in 0..threads {
+                    for reg in 0..l.registers() {
+                        if l.is_owner(t, reg) {
+                            let x = l.coords(t, reg);
+                            seen[((x[0] * d1 + x[1]) * d2 + x[2]) as usize] += 1;
+                        }
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&s| s == 1),
+                    "{batches}x{m}x{n}x{k} in {warps} warps"
+                );
+            }
+            for warp in 0..warps {
+                let lanes = warp * 32..(warp + 1) * 32;
+                let held = |l: &Layout, axes: [usize; 2]| -> Vec<(u32, u32)> {
+                    lanes
+                        .clone()
+                        .flat_map(|t| (0..l.registers()).map(move |r| l.coords(t, r)))
+                        .map(|x| (x[axes[0]], x[axes[1]]))
+                        .collect()
+                };
+                let (a_rows, b_cols) = (held(&a, [0, 1]), held(&b, [0, 2]));
+                for t in lanes.clone() {
+                    for reg in 0..c.registers() {
+                        let x = c.coords(t, reg);
+                        assert!(a_rows.contains(&(x[0], x[1])) && b_cols.contains(&(x[0], x[2])));
+                    }
+                }
+            }
+        }
     }
 
     /// Each layout covers every element of its tile exactly once among its owners, and the

@@ -628,6 +628,8 @@ impl Planner<'_> {
         let warps = self.plan.threads / WARP_THREADS;
         let grid = if self.row_coupled.contains(&value) {
             WarpGrid::rows(m, n, warps)
+        } else if r == 3 {
+            WarpGrid::batched(sc[0], m, n, warps)
         } else {
             WarpGrid::new(m, n, warps)
         };

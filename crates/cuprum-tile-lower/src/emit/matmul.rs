@@ -634,6 +634,15 @@ impl Emitter<'_> {
                 let stride_c = self.u32c(stride);
                 let index = self.mul(row, stride_c)?;
                 let index = self.add(index, col)?;
+                // A warp of a batch grid reads its own batches (`WarpGrid::batched`).
+                let index = if self.plan.layout(layout).rank() == 3 {
+                    let warp_batches = self.warp_axis_offset(layout, 0)?;
+                    let per_batch = self.u32c(rows * stride);
+                    let skip = self.mul(warp_batches, per_batch)?;
+                    self.add(index, skip)?
+                } else {
+                    index
+                };
                 let lane_addr = self.shared_addr(claim, index, ScalarType::U16)?;
                 let block_bytes = ((batch * rows + origin.0) * stride + origin.1) * 2;
                 let addr = if block_bytes == 0 {
@@ -718,8 +727,13 @@ impl Emitter<'_> {
     /// What this thread's warp adds to the raw coordinates of `layout` (an operand layout)
     /// along its row (`which` 0) or column (1) axis: the sum of the offsets of its warp bits.
     fn warp_offset(&mut self, layout: LayoutId, which: usize) -> R<Value> {
+        let axis = self.plan.layout(layout).rank() - 2 + which;
+        self.warp_axis_offset(layout, axis)
+    }
+
+    /// What this thread's warp adds to the raw coordinate `axis` of `layout`.
+    fn warp_axis_offset(&mut self, layout: LayoutId, axis: usize) -> R<Value> {
         let l = self.plan.layout(layout);
-        let axis = l.rank() - 2 + which;
         let bits: Vec<(usize, u32)> = (LANE_BITS..l.thread_bit_count())
             .map(|b| (b, l.thread_bit(b)[axis]))
             .filter(|&(_, off)| off != 0)
