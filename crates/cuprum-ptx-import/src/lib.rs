@@ -7,9 +7,11 @@
 //! # What it reads
 //!
 //! `.entry` kernels with scalar and pointer parameters (`.u32`, `.f32`, `.u64 .ptr`, ...),
-//! `.reg` declarations, static and dynamic (`.extern .shared`) shared arrays, labels and
+//! `.reg` declarations, static and dynamic (`.extern .shared`) shared arrays, a thread's
+//! `.local` arrays (nvcc's stack, addressed as `.local`), labels and
 //! branches, and the instructions of plain kernels: `ld`/`st` (`.param`, `.global` and
-//! generic as global, `.shared`; scalar and `.v2`/`.v4`; cache qualifiers ignored), `mov`
+//! generic as global, `.shared`, `.local`; scalar and `.v2`/`.v4`; cache qualifiers
+//! ignored), `mov`
 //! (also packing and unpacking `{a, b}`),
 //! `cvta.to.global`, integer and float `add`, `sub`, `mul` (`.lo`, `.hi`, `.wide`), `mad`,
 //! `fma`, `div`, `rem`, `min`, `max`, `neg`, `abs`, `and`, `or`, `xor`, `not`, `shl`, `shr`,
@@ -21,8 +23,9 @@
 //! `%ntid`, `%ctaid`, `%nctaid` (`.x`, `.y`, `.z`), `%laneid` and `WARP_SZ`.
 //!
 //! Everything else is refused with an [`ImportError`] naming the line and what is missing
-//! (device functions, local memory, constant and global variables, warp operations over part
-//! of a warp, textures, tensor-core instructions, directed rounding modes):
+//! (device functions, generic addresses of local or shared memory, constant and global
+//! variables, warp operations over part of a warp, textures, tensor-core instructions,
+//! directed rounding modes):
 //! nothing is run that the importer does not model.
 //!
 //! # Semantics

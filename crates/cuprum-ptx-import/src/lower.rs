@@ -45,11 +45,12 @@ fn bits_type(bytes: u32) -> S {
     }
 }
 
-/// A shared-memory symbol: a static array, or the dynamic shared memory.
+/// A memory symbol: a static shared array, the dynamic shared memory, or a local array.
 #[derive(Clone, Copy)]
 enum SharedSym {
     Static(u32),
     Dynamic,
+    Local(u32),
 }
 
 /// Where a PTX parameter is among the IR's: one scalar, or an array of bytes (a struct
@@ -132,12 +133,27 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
                 len,
                 align,
                 dynamic,
+                local,
             } => {
                 let elem = elem_type(ty)
                     .filter(|t| *t != S::Bool)
                     .ok_or_else(|| l.err(format!("shared array `{name}` of type {ty}")))?;
                 let align = (*align).max(elem.size_bytes()).max(1);
-                let sym = if *dynamic {
+                let sym = if *local {
+                    // A thread's array of bytes, as elements of its alignment so that every
+                    // access the alignment allows is aligned in the IR too.
+                    let bytes = len * elem.size_bytes();
+                    let unit = [8u32, 4, 2, 1]
+                        .into_iter()
+                        .find(|&u| align.is_multiple_of(u) && bytes.is_multiple_of(u))
+                        .unwrap_or(1);
+                    let decl = ArrayDecl {
+                        name: name.clone(),
+                        elem: bits_type(unit),
+                        len: bytes / unit,
+                    };
+                    SharedSym::Local(l.b.local_array(decl))
+                } else if *dynamic {
                     l.b.align_dyn_shared(align);
                     SharedSym::Dynamic
                 } else {
@@ -435,6 +451,7 @@ impl Lowerer {
         match sym {
             SharedSym::Static(i) => self.def(Op::SharedAddr(i)),
             SharedSym::Dynamic => self.def(Op::DynSharedAddr),
+            SharedSym::Local(i) => self.def(Op::LocalAddr(i)),
         }
     }
 
@@ -443,15 +460,18 @@ impl Lowerer {
         let Operand::Address { base, offset } = op else {
             return Err(self.err(format!("{op:?} where an address `[..]` is expected")));
         };
-        let at = if space == AddressSpace::Global {
-            S::U64
-        } else {
-            S::U32
-        };
+        let at = space.address_type();
         let start = match base {
             None => self.konst(at, 0),
             Some(name) => match self.shared.get(name).copied() {
-                Some(sym) if space == AddressSpace::Shared => self.shared_base(sym)?,
+                Some(sym @ SharedSym::Local(_)) if space == AddressSpace::Local => {
+                    self.shared_base(sym)?
+                }
+                Some(sym @ (SharedSym::Static(_) | SharedSym::Dynamic))
+                    if space == AddressSpace::Shared =>
+                {
+                    self.shared_base(sym)?
+                }
                 Some(_) => {
                     return Err(self.unsupported(format!(
                         "a generic or global access to shared array `{name}`"
@@ -1132,7 +1152,7 @@ impl Lowerer {
     fn memory(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
         let load = inst.opcode.starts_with("ld");
         let has = |m: &str| mods.contains(&m);
-        for m in ["acquire", "release", "relaxed", "local", "const", "mmio"] {
+        for m in ["acquire", "release", "relaxed", "const", "mmio"] {
             if has(m) {
                 return Err(self.unsupported(format!("`.{m}` of `{}`", inst.opcode)));
             }
@@ -1163,6 +1183,8 @@ impl Lowerer {
         }
         let space = if has("shared") {
             AddressSpace::Shared
+        } else if has("local") {
+            AddressSpace::Local
         } else {
             AddressSpace::Global
         };

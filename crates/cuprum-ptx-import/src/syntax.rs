@@ -110,13 +110,15 @@ pub(crate) enum Item {
         ty: String,
         names: Vec<String>,
     },
-    /// `.shared .align a .ty name[n];` (`extern`: the dynamic shared memory, `name[]`).
+    /// `.shared .align a .ty name[n];` (`extern`: the dynamic shared memory, `name[]`), or
+    /// with `local`, `.local` (a thread's own array: nvcc's stack, `__local_depot`).
     Shared {
         ty: String,
         name: String,
         len: u32,
         align: u32,
         dynamic: bool,
+        local: bool,
     },
     Label(String),
     Inst(Inst),
@@ -338,6 +340,7 @@ fn shared_decl(p: &mut Parser, dynamic: bool) -> Result<Item, ImportError> {
                     len,
                     align,
                     dynamic: dynamic || unsized_,
+                    local: false,
                 });
             }
         }
@@ -457,9 +460,36 @@ fn body(p: &mut Parser) -> Result<Vec<Item>, ImportError> {
                 items.push(Item::Reg { ty, names });
             }
             ".shared" => items.push(shared_decl(p, false)?),
+            ".local" => match shared_decl(p, false)? {
+                Item::Shared {
+                    dynamic: true,
+                    name,
+                    ..
+                } => {
+                    return Err(ImportError::new(
+                        line,
+                        format!("local array `{name}` without a size"),
+                    ));
+                }
+                Item::Shared {
+                    ty,
+                    name,
+                    len,
+                    align,
+                    ..
+                } => items.push(Item::Shared {
+                    ty,
+                    name,
+                    len,
+                    align,
+                    dynamic: false,
+                    local: true,
+                }),
+                other => items.push(other),
+            },
             ".loc" | ".file" => p.skip_line(),
             ".pragma" => p.skip_statement()?,
-            ".local" | ".const" | ".global" | ".param" => {
+            ".const" | ".global" | ".param" => {
                 return Err(ImportError::new(
                     line,
                     format!("`{}` declarations inside a kernel are not imported", t.text),

@@ -6,8 +6,9 @@
 //! divergent loop (branches back and forth), a shared-memory reduction with `bar.sync` in a
 //! loop, integer arithmetic at its edges (division by zero and `MIN / -1`, clamped shifts,
 //! high and wide products, bit counts), float conversions and comparisons with NaNs and
-//! ties, `.sat` and `.ftz`, vector accesses, dynamic shared memory and atomics; and the
-//! refusals of what the importer does not model, with the line.
+//! ties, `.sat` and `.ftz`, vector accesses, dynamic shared memory, a thread's local array,
+//! whole-warp shuffles and votes, and atomics; and the refusals of what the importer does not
+//! model, with the line.
 
 mod common;
 
@@ -682,6 +683,92 @@ fn whole_warp_shuffles_votes_and_packed_moves() {
     );
 }
 
+/// A thread's own array (nvcc's stack for a dynamically indexed array, `.local`): eight
+/// counters zeroed in a loop, bumped at indices computed from `x[i]`, read back as vectors.
+const LOCAL_ARRAY: &str = r#"
+.visible .entry local_counts(.param .u64 x_ptr, .param .u64 out_ptr, .param .u32 n)
+{
+    .local .align 16 .b8 depot[32];
+    .reg .pred %p<4>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [x_ptr];
+    ld.param.u64 %rd2, [out_ptr];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra $DONE;
+    mov.u64 %rd3, depot;
+    mov.u32 %r6, 0;
+    mov.u32 %r7, 0;
+$ZERO:
+    mul.wide.u32 %rd4, %r6, 4;
+    add.s64 %rd5, %rd3, %rd4;
+    st.local.u32 [%rd5], %r7;
+    add.s32 %r6, %r6, 1;
+    setp.lt.u32 %p2, %r6, 8;
+    @%p2 bra $ZERO;
+    mul.wide.u32 %rd6, %r5, 4;
+    add.s64 %rd7, %rd1, %rd6;
+    ld.global.u32 %r8, [%rd7];
+    mov.u32 %r9, 0;
+$COUNT:
+    mul.lo.s32 %r10, %r9, 3;
+    shr.u32 %r11, %r8, %r10;
+    and.b32 %r12, %r11, 7;
+    mul.wide.u32 %rd8, %r12, 4;
+    add.s64 %rd9, %rd3, %rd8;
+    ld.local.u32 %r13, [%rd9];
+    add.s32 %r14, %r9, 1;
+    add.s32 %r13, %r13, %r14;
+    st.local.u32 [%rd9], %r13;
+    mov.u32 %r9, %r14;
+    setp.lt.u32 %p3, %r9, 6;
+    @%p3 bra $COUNT;
+    ld.local.v4.u32 {%r15, %r16, %r17, %r18}, [depot];
+    ld.local.v4.u32 {%r19, %r20, %r21, %r22}, [depot+16];
+    mul.wide.u32 %rd10, %r5, 32;
+    add.s64 %rd11, %rd2, %rd10;
+    st.global.v4.u32 [%rd11], {%r15, %r16, %r17, %r18};
+    st.global.v4.u32 [%rd11+16], {%r19, %r20, %r21, %r22};
+$DONE:
+    ret;
+}
+"#;
+
+#[test]
+fn a_threads_own_local_array_indexed_at_run_time() {
+    let module = load(LOCAL_ARRAY);
+    let f = module.get_function("local_counts").expect("kernel");
+    let stream = ctx().default_stream();
+    let mut r = rng("a_threads_own_local_array_indexed_at_run_time");
+    let n = 1500;
+    let x: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let dx = DeviceBuffer::from_host(&stream, &x).expect("x");
+    let out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(8 * n)).expect("out");
+    // SAFETY: thread i < n reads x[i] and writes out[8 i .. 8 i + 8].
+    unsafe { launch!(f<<<(n as u32).div_ceil(128), 128, 0, stream>>>(&dx, &out, n as u32)) }
+        .expect("launch");
+    let want: Vec<u32> = x
+        .iter()
+        .flat_map(|&v| {
+            let mut counts = [0u32; 8];
+            for j in 0..6 {
+                counts[((v >> (3 * j)) & 7) as usize] += j + 1;
+            }
+            counts
+        })
+        .collect();
+    assert_same(
+        "local counts",
+        &out.to_host_vec(&stream).expect("out"),
+        &want,
+    );
+}
+
 #[test]
 fn what_the_importer_does_not_model_is_a_load_error_naming_the_line() {
     if ctx().backend() != BackendKind::Emulator {
@@ -695,9 +782,9 @@ fn what_the_importer_does_not_model_is_a_load_error_naming_the_line() {
             "segments",
         ),
         (
-            ".visible .entry k()\n{\n .local .align 4 .b8 stack[16];\n ret;\n}\n",
-            6,
-            ".local",
+            ".visible .entry k()\n{\n .local .align 4 .b8 stack[16];\n .reg .b64 %rd<3>;\n mov.u64 %rd1, stack;\n cvta.local.u64 %rd2, %rd1;\n ret;\n}\n",
+            9,
+            "only global addresses",
         ),
         (".func f()\n{\n ret;\n}\n", 4, ".func"),
         (
