@@ -1181,13 +1181,7 @@ impl Lowerer {
             }
             return Ok(());
         }
-        let space = if has("shared") {
-            AddressSpace::Shared
-        } else if has("local") {
-            AddressSpace::Local
-        } else {
-            AddressSpace::Global
-        };
+        let space = space_of(mods);
         let vector = mods.iter().find_map(|m| match *m {
             "v2" => Some(2usize),
             "v4" => Some(4),
@@ -1304,30 +1298,23 @@ impl Lowerer {
     fn atomic(&mut self, inst: &Inst, mods: &[&str], t: S) -> R<()> {
         let reduction = inst.opcode.starts_with("red");
         let has = |m: &str| mods.contains(&m);
-        let space = if has("shared") {
-            AddressSpace::Shared
-        } else {
-            AddressSpace::Global
-        };
-        let op = if has("add") {
-            AtomicOp::Add
-        } else if has("min") {
-            AtomicOp::Min
-        } else if has("max") {
-            AtomicOp::Max
-        } else if has("exch") {
-            AtomicOp::Exchange
-        } else if has("cas") {
-            AtomicOp::CompareExchange
-        } else if has("and") {
-            AtomicOp::And
-        } else if has("or") {
-            AtomicOp::Or
-        } else if has("xor") {
-            AtomicOp::Xor
-        } else {
-            return Err(self.unsupported(format!("`{}`", inst.opcode)));
-        };
+        let space = space_of(mods);
+        if space == AddressSpace::Local {
+            return Err(self.err(format!("`{}` on local memory", inst.opcode)));
+        }
+        let op = [
+            ("add", AtomicOp::Add),
+            ("min", AtomicOp::Min),
+            ("max", AtomicOp::Max),
+            ("exch", AtomicOp::Exchange),
+            ("cas", AtomicOp::CompareExchange),
+            ("and", AtomicOp::And),
+            ("or", AtomicOp::Or),
+            ("xor", AtomicOp::Xor),
+        ]
+        .into_iter()
+        .find_map(|(m, op)| has(m).then_some(op))
+        .ok_or_else(|| self.unsupported(format!("`{}`", inst.opcode)))?;
         let scope = if has("cta") {
             Scope::Block
         } else if has("sys") {
@@ -1371,6 +1358,18 @@ impl Lowerer {
             self.set(&d.clone(), old)?;
         }
         Ok(())
+    }
+}
+
+/// The state space an instruction's modifiers name: `.shared`, `.local`, else global (also
+/// for generic addresses, which the importer takes as global ones).
+fn space_of(mods: &[&str]) -> AddressSpace {
+    if mods.contains(&"shared") {
+        AddressSpace::Shared
+    } else if mods.contains(&"local") {
+        AddressSpace::Local
+    } else {
+        AddressSpace::Global
     }
 }
 
