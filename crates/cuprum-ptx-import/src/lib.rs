@@ -15,17 +15,19 @@
 //! (also packing and unpacking `{a, b}`),
 //! `cvta.to.global`, integer and float `add`, `sub`, `mul` (`.lo`, `.hi`, `.wide`), `mad`,
 //! `fma`, `div`, `rem`, `min`, `max`, `neg`, `abs`, `and`, `or`, `xor`, `not`, `shl`, `shr`,
-//! `popc`, `clz`, `setp` (every comparison, `p|q`, `.and`/`.or`/`.xor`), `selp`, `cvt`,
+//! `popc`, `clz`, `brev`, `copysign`, `setp` (every comparison, `p|q`, `.and`/`.or`/`.xor`),
+//! `selp`, `cvt` (to integers in every rounding; `.rz` from integers and `f64`), `add.rz`,
 //! `sqrt`, `rsqrt`, `rcp`, `ex2`, `lg2`, `sin`, `cos`, `tanh`, `bar.sync 0`, `membar`/`fence`,
 //! `atom` and `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`),
-//! `shfl.sync` and `vote.sync` over the whole warp (member mask `-1`; a shuffle's `p` result
-//! too), `ret` and `exit`, each under an optional guard (`@p`, `@!p`). The special registers `%tid`,
+//! `shfl.sync` and `vote.sync` (member mask `-1`, or a register taken to name the lanes that
+//! execute together; a shuffle's `p` result too), `trap`, `ret` and `exit`, each under an
+//! optional guard (`@p`, `@!p`); predicate operands may be negated (`!p`). The special registers `%tid`,
 //! `%ntid`, `%ctaid`, `%nctaid` (`.x`, `.y`, `.z`), `%laneid` and `WARP_SZ`.
 //!
 //! Everything else is refused with an [`ImportError`] naming the line and what is missing
 //! (device functions, generic addresses of local or shared memory, constant and global
 //! variables, warp operations over part of a warp, textures, tensor-core instructions,
-//! directed rounding modes):
+//! directed rounding but `.rz` additions and conversions):
 //! nothing is run that the importer does not model.
 //!
 //! # Semantics
@@ -40,19 +42,25 @@
 //! approximate instructions (`.approx`: `rcp`, `sqrt`, `rsqrt`, `ex2`, `lg2`, `sin`, `cos`,
 //! `tanh`, `div.approx`/`div.full`) compute the correctly rounded result, which lies within
 //! the ISA's error bounds of what a GPU computes: results of such kernels may differ from
-//! the GPU's in their last bits.
+//! the GPU's in their last bits. A `trap` stops the kernel with a typed error naming its line.
 //!
-//! Control flow: the basic blocks become one loop whose body runs each block, in the order
-//! of the text, for the lanes whose block counter names it; a branch sets the counter, so a
-//! branch forward is taken in the same pass and a branch back in the next. Lanes that
-//! branch apart meet again at the first block they share, which is where a GPU reconverges
-//! them for the structured code compilers emit, so a `bar.sync` that every thread reaches
-//! in CUDA is reached by the whole block here too. A kernel without branches is emitted
-//! straight.
+//! The importer is held to the PTX writer: random kernels of the fuzzer, written as PTX and
+//! imported back, give the host reference's results (`cuprum-fuzz`'s `ptx_round_trip` test;
+//! every kernel the writer makes imports).
+//!
+//! Control flow: the basic blocks become one loop; each pass runs, for the lanes at it, the
+//! first block (in an order where no block can be reached from one after it but through a
+//! loop's back edge, and every block of a loop comes before the blocks it exits to) that a
+//! lane of the warp is at, found with votes; a branch sets the lanes' block counter. So
+//! lanes that branch apart wait for each other where their paths join and at a loop's exit,
+//! which is where a GPU reconverges them, and a `bar.sync` that every thread reaches in CUDA
+//! is reached by each whole warp together here too (an irreducible graph keeps the text's
+//! order). A kernel without branches is emitted straight.
 
 #![warn(missing_docs)]
 
 mod lower;
+mod order;
 mod syntax;
 
 /// Why PTX could not be imported: the line and what was wrong or is not modelled.

@@ -240,8 +240,28 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
         }
         return Ok(l.b.finish());
     }
-    // The blocks in a loop, each run by the lanes whose `pc` names it; a branch forward is
-    // taken in the same pass, a branch back in the next (see the crate docs).
+    // The blocks in a loop: each pass runs the first block (in `order`'s ranks) that a lane
+    // of the warp is at, for the lanes at it (see the crate docs).
+    let successors: Vec<Vec<usize>> = exits
+        .iter()
+        .enumerate()
+        .map(|(i, exit)| {
+            let next = (i + 1 < blocks.len()).then_some(i + 1);
+            match exit {
+                Exit::Fall | Exit::Return { guard: Some(_) } => next.into_iter().collect(),
+                Exit::Branch {
+                    target,
+                    guard: None,
+                } => vec![*target as usize],
+                Exit::Branch {
+                    target,
+                    guard: Some(_),
+                } => std::iter::once(*target as usize).chain(next).collect(),
+                Exit::Return { guard: None } => Vec::new(),
+            }
+        })
+        .collect();
+    let order = crate::order::order(&successors);
     let pc = l.b.var("%pc", S::U32);
     let zero = l.b.constant(Constant::new(S::U32, 0));
     l.b.push(Stmt::WriteVar {
@@ -249,33 +269,74 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
         value: zero,
     });
     l.b.begin_block();
-    let count = blocks.len() as u32;
+    let here = l.b.def(Op::ReadVar(pc)).map_err(|e| l.built(e))?;
+    let first = l.warp_min(here, order.count)?;
+    // The loops' latches: their lanes go on to the header together.
+    for (&header, &turn) in &order.latch {
+        let me = l.b.constant(Constant::new(S::U32, u64::from(turn)));
+        let its_turn = l.b.compare(CmpOp::Eq, first, me).map_err(|e| l.built(e))?;
+        l.b.begin_block();
+        let mine = l.b.compare(CmpOp::Eq, here, me).map_err(|e| l.built(e))?;
+        l.b.begin_block();
+        l.set_pc(pc, order.rank[header])?;
+        let then = l.b.end_block();
+        l.b.push(Stmt::If {
+            cond: mine,
+            then,
+            otherwise: Default::default(),
+        });
+        let then = l.b.end_block();
+        l.b.push(Stmt::If {
+            cond: its_turn,
+            then,
+            otherwise: Default::default(),
+        });
+    }
     for (i, (insts, exit)) in blocks.iter().zip(&exits).enumerate() {
-        let i = i as u32;
-        let here = l.b.def(Op::ReadVar(pc)).map_err(|e| l.built(e))?;
-        let me = l.b.constant(Constant::new(S::U32, u64::from(i)));
+        let me =
+            l.b.constant(Constant::new(S::U32, u64::from(order.rank[i])));
+        let its_turn = l.b.compare(CmpOp::Eq, first, me).map_err(|e| l.built(e))?;
+        l.b.begin_block();
         let mine = l.b.compare(CmpOp::Eq, here, me).map_err(|e| l.built(e))?;
         l.b.begin_block();
         for inst in body(insts, exit) {
             l.inst(inst)?;
         }
         let next = i + 1;
+        let ranked = |b: usize| order.target(i, b);
         match exit {
-            Exit::Fall if next >= count => l.b.push(Stmt::Return),
-            Exit::Fall => l.set_pc(pc, next)?,
+            Exit::Fall if next >= blocks.len() => l.b.push(Stmt::Return),
+            Exit::Fall => l.set_pc(pc, ranked(next))?,
             Exit::Branch {
                 target,
                 guard: None,
-            } => l.set_pc(pc, *target)?,
+            } => l.set_pc(pc, ranked(*target as usize))?,
             Exit::Branch {
                 target,
                 guard: Some(g),
             } => {
                 let taken = l.guard(g)?;
-                let t = l.b.constant(Constant::new(S::U32, u64::from(*target)));
-                let f = l.b.constant(Constant::new(S::U32, u64::from(next)));
-                let to = l.b.select(taken, t, f).map_err(|e| l.built(e))?;
-                l.b.push(Stmt::WriteVar { var: pc, value: to });
+                if next >= blocks.len() {
+                    // Not taken, the lane runs off the kernel's end.
+                    let off =
+                        l.b.def(Op::Unary(UnaryOp::Not, taken))
+                            .map_err(|e| l.built(e))?;
+                    l.b.begin_block();
+                    l.b.push(Stmt::Return);
+                    let then = l.b.end_block();
+                    l.b.push(Stmt::If {
+                        cond: off,
+                        then,
+                        otherwise: Default::default(),
+                    });
+                    l.set_pc(pc, ranked(*target as usize))?;
+                } else {
+                    let t =
+                        l.b.constant(Constant::new(S::U32, u64::from(ranked(*target as usize))));
+                    let f = l.b.constant(Constant::new(S::U32, u64::from(ranked(next))));
+                    let to = l.b.select(taken, t, f).map_err(|e| l.built(e))?;
+                    l.b.push(Stmt::WriteVar { var: pc, value: to });
+                }
             }
             Exit::Return { guard: None } => l.b.push(Stmt::Return),
             Exit::Return { guard: Some(g) } => {
@@ -288,16 +349,22 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
                     then,
                     otherwise: Default::default(),
                 });
-                if next >= count {
+                if next >= blocks.len() {
                     l.b.push(Stmt::Return);
                 } else {
-                    l.set_pc(pc, next)?;
+                    l.set_pc(pc, ranked(next))?;
                 }
             }
         }
         let then = l.b.end_block();
         l.b.push(Stmt::If {
             cond: mine,
+            then,
+            otherwise: Default::default(),
+        });
+        let then = l.b.end_block();
+        l.b.push(Stmt::If {
+            cond: its_turn,
             then,
             otherwise: Default::default(),
         });
@@ -348,6 +415,24 @@ impl Lowerer {
         self.b.select(cond, t, f).map_err(|e| self.built(e))
     }
 
+    /// The least `pc` (below `count`) of the warp's active lanes, the same in each: one
+    /// vote per bit, from the highest.
+    fn warp_min(&mut self, pc: Value, count: u32) -> R<Value> {
+        let bits = u32::BITS - count.saturating_sub(1).leading_zeros();
+        let mut least = self.konst(S::U32, 0);
+        for b in (0..bits).rev() {
+            let step = self.konst(S::U32, 1 << b);
+            let candidate = self.bin(BinaryOp::Add, least, step)?;
+            let below = self.cmp(CmpOp::Lt, pc, candidate)?;
+            let any = self.def(Op::Vote {
+                mode: cuprum_ir::VoteMode::Any,
+                pred: below,
+            })?;
+            least = self.select(any, least, candidate)?;
+        }
+        Ok(least)
+    }
+
     fn set_pc(&mut self, pc: Var, to: u32) -> R<()> {
         let v = self.konst(S::U32, u64::from(to));
         self.b.push(Stmt::WriteVar { var: pc, value: v });
@@ -386,10 +471,23 @@ impl Lowerer {
             .ok_or_else(|| self.err(format!("`{name}` is not a declared register")))
     }
 
-    /// Writes `value` to register `name` (converted to the register's bits).
+    /// Writes `value` to register `name` (converted to the register's bits). A narrower
+    /// value is extended as PTX extends it into a wider register: by its sign where its type
+    /// is a signed integer (`ld.param.s16` into a `.b32` register), with zeros otherwise.
     fn set(&mut self, name: &str, value: Value) -> R<()> {
         let var = self.reg(name)?;
         let vt = self.b.kernel().vars[var].ty;
+        let from = self.b.type_of(value);
+        let value = if from.is_signed_int() && from.size_bytes() < vt.size_bytes() {
+            let wide = match vt.size_bytes() {
+                2 => S::I16,
+                4 => S::I32,
+                _ => S::I64,
+            };
+            self.b.cast(value, wide).map_err(|e| self.built(e))?
+        } else {
+            value
+        };
         let value = self.convert_bits(value, vt)?;
         self.b.push(Stmt::WriteVar { var, value });
         Ok(())
@@ -428,6 +526,13 @@ impl Lowerer {
                 Err(self.err(format!(
                     "`{name}` is not a register, a special register or a shared array"
                 )))
+            }
+            Operand::Not(name) => {
+                let p = self.read(&Operand::Name(name.clone()), S::Bool)?;
+                if ty != S::Bool {
+                    return Err(self.err(format!("`!{name}` where a {ty} is expected")));
+                }
+                self.def(Op::Unary(UnaryOp::Not, p))
             }
             Operand::Number(text) => {
                 let bits = number_bits(text, ty)
@@ -534,7 +639,8 @@ impl Lowerer {
             )),
         };
         for m in ["rz", "rm", "rp"] {
-            if has(m) && !matches!(parts[0], "cvt") {
+            let toward_zero_sum = m == "rz" && matches!(parts[0], "add" | "sub");
+            if has(m) && !matches!(parts[0], "cvt") && !toward_zero_sum {
                 return Err(self.unsupported(format!("rounding mode `.{m}` of `{}`", inst.opcode)));
             }
         }
@@ -581,7 +687,17 @@ impl Lowerer {
                     "or" => BinaryOp::Or,
                     _ => BinaryOp::Xor,
                 };
-                let v = self.bin(op, a, c)?;
+                let v = if has("rz") && matches!(op, BinaryOp::Add | BinaryOp::Sub) && t.is_float()
+                {
+                    let c = if op == BinaryOp::Sub {
+                        self.def(Op::Unary(UnaryOp::Neg, c))?
+                    } else {
+                        c
+                    };
+                    self.sum_toward_zero(a, c)?
+                } else {
+                    self.bin(op, a, c)?
+                };
                 let v = self.float_result(v, &mods)?;
                 self.set(&dst(0)?, v)
             }
@@ -682,6 +798,32 @@ impl Lowerer {
                 Ok(())
             }
             "atom" | "red" => self.atomic(inst, &mods, need_ty()?),
+            "trap" => {
+                self.b.push(Stmt::Trap(cuprum_ir::TrapKind::Assert {
+                    message: format!("the PTX's `trap` at line {}", inst.line),
+                }));
+                Ok(())
+            }
+            "copysign" => {
+                // `copysign d, a, b`: b's magnitude with a's sign.
+                let t = need_ty()?;
+                let bits_t = bits_type(t.size_bytes());
+                let a = self.read(arg(1)?, bits_t)?;
+                let c = self.read(arg(2)?, bits_t)?;
+                let sign = self.konst(bits_t, 1u64 << (t.size_bytes() * 8 - 1));
+                let rest = self.konst(bits_t, mask(bits_t) >> 1);
+                let a_sign = self.bin(BinaryOp::And, a, sign)?;
+                let c_rest = self.bin(BinaryOp::And, c, rest)?;
+                let v = self.bin(BinaryOp::Or, a_sign, c_rest)?;
+                self.set(&dst(0)?, v)
+            }
+            "brev" => {
+                let t = need_ty()?;
+                let bits_t = bits_type(t.size_bytes());
+                let v = self.read(arg(1)?, bits_t)?;
+                let v = self.reverse_bits(v, bits_t)?;
+                self.set(&dst(0)?, v)
+            }
             other => Err(self.unsupported(format!("instruction `{other}` (`{}`)", inst.opcode))),
         }
     }
@@ -724,13 +866,16 @@ impl Lowerer {
         self.convert_bits(acc, t)
     }
 
-    /// The member mask of a warp instruction, which must name the whole warp: cuprum's warp
-    /// operations act on the lanes that execute them together.
+    /// The member mask of a warp instruction: the whole warp (`-1`), or a register, taken
+    /// to name the lanes that execute the instruction together (as a well-formed program's
+    /// masks do: cuprum's warp operations act on exactly those lanes). A constant naming
+    /// part of the warp is refused.
     fn full_warp(&self, op: Option<&Operand>, inst: &Inst) -> R<()> {
         match op {
             Some(Operand::Number(m)) if number_bits(m, S::U32) == Some(u64::from(u32::MAX)) => {
                 Ok(())
             }
+            Some(Operand::Name(r)) if self.regs.contains_key(r) => Ok(()),
             _ => Err(self.unsupported(format!(
                 "`{}` with a member mask other than the whole warp (-1)",
                 inst.opcode
@@ -814,6 +959,31 @@ impl Lowerer {
         let pred = self.read(&ops[1], S::Bool)?;
         let v = self.def(Op::Vote { mode, pred })?;
         self.set(&d, v)
+    }
+
+    /// `v`'s bits in reverse order: swaps of ever larger neighbouring groups.
+    fn reverse_bits(&mut self, mut v: Value, t: S) -> R<Value> {
+        let width = t.size_bytes() * 8;
+        let mut group = 1u32;
+        while group < width {
+            // The low half of each pair of groups.
+            let mut low_mask = 0u64;
+            let mut at = 0;
+            while at < width {
+                low_mask |= ((1u64 << group) - 1) << at;
+                at += 2 * group;
+            }
+            let low = self.konst(t, low_mask & mask(t));
+            let high = self.konst(t, !low_mask & mask(t));
+            let by = self.konst(S::U32, u64::from(group));
+            let lo = self.bin(BinaryOp::And, v, low)?;
+            let lo = self.bin(BinaryOp::Shl, lo, by)?;
+            let hi = self.bin(BinaryOp::And, v, high)?;
+            let hi = self.bin(BinaryOp::Shr, hi, by)?;
+            v = self.bin(BinaryOp::Or, lo, hi)?;
+            group *= 2;
+        }
+        Ok(v)
     }
 
     /// `.ftz`: a subnormal input or result is a zero of its sign (for `f32`).
@@ -1088,11 +1258,15 @@ impl Lowerer {
             } else {
                 None
             };
-            if integral.is_none() && to.size_bytes() < from.size_bytes() && !has("rn") {
-                return Err(self.unsupported(format!("rounding of `{}`", inst.opcode)));
+            if integral.is_none() && has("rz") && (from, to) == (S::F64, S::F32) {
+                self.toward_zero(a, to)?
+            } else {
+                if integral.is_none() && to.size_bytes() < from.size_bytes() && !has("rn") {
+                    return Err(self.unsupported(format!("rounding of `{}`", inst.opcode)));
+                }
+                let v = integral.unwrap_or(a);
+                self.b.cast(v, to).map_err(|e| self.built(e))?
             }
-            let v = integral.unwrap_or(a);
-            self.b.cast(v, to).map_err(|e| self.built(e))?
         } else if from.is_float() {
             // To an integer: `.rzi` truncates (the cast), the others round first.
             let r = if has("rni") {
@@ -1110,15 +1284,118 @@ impl Lowerer {
             };
             self.b.cast(r, to).map_err(|e| self.built(e))?
         } else if to.is_float() {
-            if has("rz") || has("rm") || has("rp") {
+            if has("rz") && from.size_bytes() <= 4 && matches!(to, S::F32 | S::F64) {
+                self.toward_zero(a, to)?
+            } else if has("rz") && from.size_bytes() == 8 && to == S::F32 {
+                self.wide_int_to_f32_toward_zero(a, from)?
+            } else if has("rz") || has("rm") || has("rp") {
                 return Err(self.unsupported(format!("rounding of `{}`", inst.opcode)));
+            } else {
+                self.b.cast(a, to).map_err(|e| self.built(e))?
             }
-            self.b.cast(a, to).map_err(|e| self.built(e))?
         } else {
             self.b.cast(a, to).map_err(|e| self.built(e))?
         };
         let v = self.float_result(v, mods)?;
         self.set(&d, v)
+    }
+
+    /// An integer of at most 32 bits, or an `f64`, as a float rounded toward zero
+    /// (`cvt.rz`): the nearest float, one step toward zero where that rounded away from it
+    /// (judged in `f64`, which holds every such value exactly).
+    fn toward_zero(&mut self, a: Value, to: S) -> R<Value> {
+        let nearest = self.b.cast(a, to).map_err(|e| self.built(e))?;
+        if to == S::F64 {
+            return Ok(nearest);
+        }
+        let exact = self.b.cast(a, S::F64).map_err(|e| self.built(e))?;
+        let back = self.b.cast(nearest, S::F64).map_err(|e| self.built(e))?;
+        let exact = self.def(Op::Unary(UnaryOp::Abs, exact))?;
+        let back = self.def(Op::Unary(UnaryOp::Abs, back))?;
+        let away = self.cmp(CmpOp::Gt, back, exact)?;
+        let bits = self.b.bitcast(nearest, S::U32).map_err(|e| self.built(e))?;
+        let one = self.konst(S::U32, 1);
+        let smaller = self.bin(BinaryOp::Sub, bits, one)?;
+        let bits = self.select(away, smaller, bits)?;
+        self.b.bitcast(bits, S::F32).map_err(|e| self.built(e))
+    }
+
+    /// `a + b` rounded toward zero (`add.rz`): the nearest sum, one step toward zero where
+    /// the exact error (TwoSum's, exact in round-to-nearest arithmetic) says it rounded away
+    /// from zero; an overflow of finite operands is the largest finite value.
+    fn sum_toward_zero(&mut self, a: Value, b: Value) -> R<Value> {
+        let t = self.b.type_of(a);
+        let s = self.bin(BinaryOp::Add, a, b)?;
+        let bb = self.bin(BinaryOp::Sub, s, a)?;
+        let s_bb = self.bin(BinaryOp::Sub, s, bb)?;
+        let da = self.bin(BinaryOp::Sub, a, s_bb)?;
+        let db = self.bin(BinaryOp::Sub, b, bb)?;
+        let err = self.bin(BinaryOp::Add, da, db)?;
+        let zero = self.konst(t, 0);
+        let s_pos = self.cmp(CmpOp::Gt, s, zero)?;
+        let s_neg = self.cmp(CmpOp::Lt, s, zero)?;
+        let e_neg = self.cmp(CmpOp::Lt, err, zero)?;
+        let e_pos = self.cmp(CmpOp::Gt, err, zero)?;
+        let up = self.bin(BinaryOp::And, s_pos, e_neg)?;
+        let down = self.bin(BinaryOp::And, s_neg, e_pos)?;
+        let away = self.bin(BinaryOp::Or, up, down)?;
+        // Overflow: the sum is infinite, the operands are not.
+        let inf = self.konst(t, Constant::f64_in(t, f64::INFINITY));
+        let finite = |l: &mut Self, x: Value| -> R<Value> {
+            let ax = l.def(Op::Unary(UnaryOp::Abs, x))?;
+            l.cmp(CmpOp::Lt, ax, inf)
+        };
+        let (fa, fb) = (finite(self, a)?, finite(self, b)?);
+        let fs = finite(self, s)?;
+        let s_inf = {
+            let is_nan = self.cmp(CmpOp::Ne, s, s)?;
+            let not_nan = self.def(Op::Unary(UnaryOp::Not, is_nan))?;
+            let not_finite = self.def(Op::Unary(UnaryOp::Not, fs))?;
+            self.bin(BinaryOp::And, not_nan, not_finite)?
+        };
+        let operands_finite = self.bin(BinaryOp::And, fa, fb)?;
+        let overflow = self.bin(BinaryOp::And, s_inf, operands_finite)?;
+        let step = self.bin(BinaryOp::Or, away, overflow)?;
+        let bits_t = bits_type(t.size_bytes());
+        let bits = self.b.bitcast(s, bits_t).map_err(|e| self.built(e))?;
+        let one = self.konst(bits_t, 1);
+        let smaller = self.bin(BinaryOp::Sub, bits, one)?;
+        let bits = self.select(step, smaller, bits)?;
+        self.b.bitcast(bits, t).map_err(|e| self.built(e))
+    }
+
+    /// A 64-bit integer as an `f32` rounded toward zero: its top 24 significant bits,
+    /// truncated, times a power of two (both exact), with the sign put back.
+    fn wide_int_to_f32_toward_zero(&mut self, a: Value, from: S) -> R<Value> {
+        let zero = self.konst(from, 0);
+        let negative = if from.is_signed_int() {
+            self.cmp(CmpOp::Lt, a, zero)?
+        } else {
+            self.b.constant(Constant::new(S::Bool, 0))
+        };
+        let neg = self.def(Op::Unary(UnaryOp::Neg, a))?;
+        let magnitude = self.select(negative, neg, a)?;
+        let magnitude = self
+            .b
+            .bitcast(magnitude, S::U64)
+            .map_err(|e| self.built(e))?;
+        let lz = self.def(Op::Unary(UnaryOp::LeadingZeros, magnitude))?;
+        let lz = self.b.cast(lz, S::U32).map_err(|e| self.built(e))?;
+        let forty = self.konst(S::U32, 40);
+        let over = self.cmp(CmpOp::Lt, lz, forty)?;
+        let diff = self.bin(BinaryOp::Sub, forty, lz)?;
+        let none = self.konst(S::U32, 0);
+        let shift = self.select(over, diff, none)?;
+        let top = self.bin(BinaryOp::Shr, magnitude, shift)?;
+        let top = self.b.cast(top, S::F32).map_err(|e| self.built(e))?;
+        let bias = self.konst(S::U32, 127);
+        let exponent = self.bin(BinaryOp::Add, shift, bias)?;
+        let by = self.konst(S::U32, 23);
+        let scale = self.bin(BinaryOp::Shl, exponent, by)?;
+        let scale = self.b.bitcast(scale, S::F32).map_err(|e| self.built(e))?;
+        let r = self.bin(BinaryOp::Mul, top, scale)?;
+        let nr = self.def(Op::Unary(UnaryOp::Neg, r))?;
+        self.select(negative, nr, r)
     }
 
     /// Rounds a float to the nearest integral value, ties to even (`.rni`): adding and
@@ -1227,7 +1504,7 @@ impl Lowerer {
                     Ok(())
                 }
             }
-            (Some(n), Some(Operand::Vector(names))) if names.len() == n && t.size_bytes() > 1 => {
+            (Some(n), Some(Operand::Vector(names))) if names.len() == n => {
                 if load {
                     let built = self
                         .b

@@ -89,6 +89,8 @@ pub(crate) enum Operand {
     Vector(Vec<String>),
     /// `p|q` (a `setp` writing a predicate and its complement).
     Pair(String, String),
+    /// `!p`: a predicate operand negated.
+    Not(String),
 }
 
 /// One instruction: `@p op.mods a, b, c;`.
@@ -570,6 +572,9 @@ fn operand(p: &mut Parser) -> Result<Operand, ImportError> {
             p.expect(",")?;
         }
         return Ok(Operand::Vector(names));
+    }
+    if p.eat("!") {
+        return Ok(Operand::Not(p.next()?.text));
     }
     let negative = p.eat("-");
     let t = p.next()?;

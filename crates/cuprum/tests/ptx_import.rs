@@ -788,7 +788,7 @@ fn what_the_importer_does_not_model_is_a_load_error_naming_the_line() {
         ),
         (".func f()\n{\n ret;\n}\n", 4, ".func"),
         (
-            ".visible .entry k(.param .u64 p)\n{\n .reg .f32 %f<2>;\n add.rz.f32 %f1, %f0, %f0;\n ret;\n}\n",
+            ".visible .entry k(.param .u64 p)\n{\n .reg .f32 %f<2>;\n mul.rz.f32 %f1, %f0, %f0;\n ret;\n}\n",
             7,
             ".rz",
         ),
