@@ -46,8 +46,28 @@ pub use generate::{Config, Level, generate};
 pub use inputs::{Fault, Inputs, Outcome, TrapClass, random_bits};
 pub use program::Program;
 
+/// How a kernel takes the program's slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceArgs {
+    /// As IR slice parameters (the kernel `lower` made, optimized or not).
+    Slice,
+    /// As two `U64` parameters each, address then length: how the PTX writer lays them
+    /// out, so what a kernel imported from that PTX takes.
+    AddressAndLength,
+}
+
 /// Runs `kernel` (the IR of `program`, optimized or not) on the emulator on `inputs`.
 pub fn emulate(kernel: &Kernel, program: &Program, inputs: &Inputs) -> Outcome {
+    emulate_as(kernel, program, inputs, SliceArgs::Slice)
+}
+
+/// [`emulate`], the slices passed as `slices` says.
+pub fn emulate_as(
+    kernel: &Kernel,
+    program: &Program,
+    inputs: &Inputs,
+    slices: SliceArgs,
+) -> Outcome {
     let mem = Memory::new();
     let mut args = Vec::with_capacity(program.params.len());
     let mut bases = Vec::new();
@@ -60,10 +80,14 @@ pub fn emulate(kernel: &Kernel, program: &Program, inputs: &Inputs) -> Outcome {
         let base = mem.alloc(bytes.len().max(1)).map_err(fail)?;
         mem.write(base, bytes).map_err(fail)?;
         bases.push((i, base));
-        args.push(ArgValue::Slice {
-            base,
-            len: u64::from(program.buffer_len(i as u32)),
-        });
+        let len = u64::from(program.buffer_len(i as u32));
+        match slices {
+            SliceArgs::Slice => args.push(ArgValue::Slice { base, len }),
+            SliceArgs::AddressAndLength => {
+                args.push(ArgValue::Scalar(base));
+                args.push(ArgValue::Scalar(len));
+            }
+        }
     }
     let dims = LaunchDims {
         grid: [program.grid, 1, 1],

@@ -7,7 +7,6 @@
 //! Kernels the importer refuses (instructions it does not model) are counted, and must stay
 //! a small share.
 
-use cuprum_emu::{ArgValue, LaunchDims, Memory};
 use cuprum_fuzz::*;
 use rayon::prelude::*;
 
@@ -17,40 +16,6 @@ fn cases() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300)
-}
-
-/// Runs an imported kernel: a slice parameter of the program is the PTX's two (address and
-/// length), as the PTX writer lays them out.
-fn run_imported(kernel: &cuprum_ir::Kernel, case: &Case) -> Outcome {
-    let (program, inputs) = (&case.program, &case.inputs);
-    let mem = Memory::new();
-    let mut args = Vec::new();
-    let mut bases = Vec::new();
-    let fail = |e: cuprum_emu::EmuError| Fault::Invalid(format!("emulator: {e}"));
-    for (i, bytes) in inputs.buffers.iter().enumerate() {
-        if matches!(program.params[i], program::Param::Scalar(_)) {
-            args.push(ArgValue::Scalar(inputs.scalars[i]));
-            continue;
-        }
-        let base = mem.alloc(bytes.len().max(1)).map_err(fail)?;
-        mem.write(base, bytes).map_err(fail)?;
-        bases.push((i, base));
-        args.push(ArgValue::Scalar(base));
-        args.push(ArgValue::Scalar(u64::from(program.buffer_len(i as u32))));
-    }
-    let dims = LaunchDims {
-        grid: [program.grid, 1, 1],
-        block: [program.block, 1, 1],
-        dynamic_shared_bytes: 0,
-    };
-    cuprum_emu::launch(&mem, kernel, dims, &args).map_err(|e| classify(&e))?;
-    let mut out: Vec<Vec<u8>> = vec![Vec::new(); program.params.len()];
-    for (i, base) in bases {
-        let mut bytes = vec![0u8; inputs.buffers[i].len()];
-        mem.read(base, &mut bytes).map_err(fail)?;
-        out[i] = bytes;
-    }
-    Ok(out)
 }
 
 /// What one kernel's round trip gave: `None` where the importer refused the PTX (with its
@@ -69,7 +34,12 @@ fn round_trip(
         Err(e) => return Err(e.message),
     };
     let expected = case.reference();
-    let got = run_imported(&imported.kernels[0], case);
+    let got = emulate_as(
+        &imported.kernels[0],
+        &case.program,
+        &case.inputs,
+        SliceArgs::AddressAndLength,
+    );
     // A trap stops the kernel on both sides; the PTX's `trap` does not say why.
     if let (Err(Fault::Trap(_)), Err(Fault::Invalid(m))) = (&expected, &got)
         && m.contains("trap")

@@ -213,12 +213,6 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
             _ => Ok(Exit::Fall),
         })
         .collect::<R<_>>()?;
-    fn body<'a, 'b>(insts: &'a [&'b Inst], exit: &Exit) -> &'a [&'b Inst] {
-        match exit {
-            Exit::Fall => insts,
-            _ => &insts[..insts.len() - 1],
-        }
-    }
     let straight = blocks.len() <= 2
         && blocks.get(1).is_none_or(Vec::is_empty)
         && !matches!(exits[0], Exit::Branch { .. });
@@ -229,149 +223,23 @@ pub(crate) fn kernel(entry: &Entry, module_shared: &[Item]) -> R<Kernel> {
         }
         if let Exit::Return { guard: Some(g) } = &exits[0] {
             let cond = l.guard(g)?;
-            l.b.begin_block();
-            l.b.push(Stmt::Return);
-            let then = l.b.end_block();
-            l.b.push(Stmt::If {
-                cond,
-                then,
-                otherwise: Default::default(),
-            });
-        }
-        return Ok(l.b.finish());
-    }
-    // The blocks in a loop: each pass runs the first block (in `order`'s ranks) that a lane
-    // of the warp is at, for the lanes at it (see the crate docs).
-    let successors: Vec<Vec<usize>> = exits
-        .iter()
-        .enumerate()
-        .map(|(i, exit)| {
-            let next = (i + 1 < blocks.len()).then_some(i + 1);
-            match exit {
-                Exit::Fall | Exit::Return { guard: Some(_) } => next.into_iter().collect(),
-                Exit::Branch {
-                    target,
-                    guard: None,
-                } => vec![*target as usize],
-                Exit::Branch {
-                    target,
-                    guard: Some(_),
-                } => std::iter::once(*target as usize).chain(next).collect(),
-                Exit::Return { guard: None } => Vec::new(),
-            }
-        })
-        .collect();
-    let order = crate::order::order(&successors);
-    let pc = l.b.var("%pc", S::U32);
-    let zero = l.b.constant(Constant::new(S::U32, 0));
-    l.b.push(Stmt::WriteVar {
-        var: pc,
-        value: zero,
-    });
-    l.b.begin_block();
-    let here = l.b.def(Op::ReadVar(pc)).map_err(|e| l.built(e))?;
-    let first = l.warp_min(here, order.count)?;
-    // The loops' latches: their lanes go on to the header together.
-    for (&header, &turn) in &order.latch {
-        let me = l.b.constant(Constant::new(S::U32, u64::from(turn)));
-        let its_turn = l.b.compare(CmpOp::Eq, first, me).map_err(|e| l.built(e))?;
-        l.b.begin_block();
-        let mine = l.b.compare(CmpOp::Eq, here, me).map_err(|e| l.built(e))?;
-        l.b.begin_block();
-        l.set_pc(pc, order.rank[header])?;
-        let then = l.b.end_block();
-        l.b.push(Stmt::If {
-            cond: mine,
-            then,
-            otherwise: Default::default(),
-        });
-        let then = l.b.end_block();
-        l.b.push(Stmt::If {
-            cond: its_turn,
-            then,
-            otherwise: Default::default(),
-        });
-    }
-    for (i, (insts, exit)) in blocks.iter().zip(&exits).enumerate() {
-        let me =
-            l.b.constant(Constant::new(S::U32, u64::from(order.rank[i])));
-        let its_turn = l.b.compare(CmpOp::Eq, first, me).map_err(|e| l.built(e))?;
-        l.b.begin_block();
-        let mine = l.b.compare(CmpOp::Eq, here, me).map_err(|e| l.built(e))?;
-        l.b.begin_block();
-        for inst in body(insts, exit) {
-            l.inst(inst)?;
-        }
-        let next = i + 1;
-        let ranked = |b: usize| order.target(i, b);
-        match exit {
-            Exit::Fall if next >= blocks.len() => l.b.push(Stmt::Return),
-            Exit::Fall => l.set_pc(pc, ranked(next))?,
-            Exit::Branch {
-                target,
-                guard: None,
-            } => l.set_pc(pc, ranked(*target as usize))?,
-            Exit::Branch {
-                target,
-                guard: Some(g),
-            } => {
-                let taken = l.guard(g)?;
-                if next >= blocks.len() {
-                    // Not taken, the lane runs off the kernel's end.
-                    let off =
-                        l.b.def(Op::Unary(UnaryOp::Not, taken))
-                            .map_err(|e| l.built(e))?;
-                    l.b.begin_block();
-                    l.b.push(Stmt::Return);
-                    let then = l.b.end_block();
-                    l.b.push(Stmt::If {
-                        cond: off,
-                        then,
-                        otherwise: Default::default(),
-                    });
-                    l.set_pc(pc, ranked(*target as usize))?;
-                } else {
-                    let t =
-                        l.b.constant(Constant::new(S::U32, u64::from(ranked(*target as usize))));
-                    let f = l.b.constant(Constant::new(S::U32, u64::from(ranked(next))));
-                    let to = l.b.select(taken, t, f).map_err(|e| l.built(e))?;
-                    l.b.push(Stmt::WriteVar { var: pc, value: to });
-                }
-            }
-            Exit::Return { guard: None } => l.b.push(Stmt::Return),
-            Exit::Return { guard: Some(g) } => {
-                let cond = l.guard(g)?;
-                l.b.begin_block();
+            l.when(cond, |l| {
                 l.b.push(Stmt::Return);
-                let then = l.b.end_block();
-                l.b.push(Stmt::If {
-                    cond,
-                    then,
-                    otherwise: Default::default(),
-                });
-                if next >= blocks.len() {
-                    l.b.push(Stmt::Return);
-                } else {
-                    l.set_pc(pc, ranked(next))?;
-                }
-            }
+                Ok(())
+            })?;
         }
-        let then = l.b.end_block();
-        l.b.push(Stmt::If {
-            cond: mine,
-            then,
-            otherwise: Default::default(),
-        });
-        let then = l.b.end_block();
-        l.b.push(Stmt::If {
-            cond: its_turn,
-            then,
-            otherwise: Default::default(),
-        });
+    } else {
+        l.dispatch(&blocks, &exits)?;
     }
-    let body = l.b.end_block();
-    l.b.push(Stmt::Loop { body });
     Ok(l.b.finish())
+}
+
+/// The instructions of a block but its last, when that is its exit (a branch or a return).
+fn body<'a, 'b>(insts: &'a [&'b Inst], exit: &Exit) -> &'a [&'b Inst] {
+    match exit {
+        Exit::Fall => insts,
+        _ => &insts[..insts.len() - 1],
+    }
 }
 
 /// The opcode's first part (`ld` of `ld.global.f32`).
@@ -380,6 +248,136 @@ fn base(opcode: &str) -> &str {
 }
 
 impl Lowerer {
+    /// The blocks in one loop: each pass runs, for the lanes at it, the first block in
+    /// `order`'s turns that a lane of the warp is at, and the loops' latches send their
+    /// lanes on to the header together (see the crate docs).
+    fn dispatch(&mut self, blocks: &[Vec<&Inst>], exits: &[Exit]) -> R<()> {
+        let successors: Vec<Vec<usize>> = exits
+            .iter()
+            .enumerate()
+            .map(|(i, exit)| {
+                let next = (i + 1 < blocks.len()).then_some(i + 1);
+                match exit {
+                    Exit::Fall | Exit::Return { guard: Some(_) } => next.into_iter().collect(),
+                    Exit::Branch {
+                        target,
+                        guard: None,
+                    } => vec![*target as usize],
+                    Exit::Branch {
+                        target,
+                        guard: Some(_),
+                    } => std::iter::once(*target as usize).chain(next).collect(),
+                    Exit::Return { guard: None } => Vec::new(),
+                }
+            })
+            .collect();
+        let order = crate::order::order(&successors);
+        let pc = self.b.var("%pc", S::U32);
+        let zero = self.konst(S::U32, 0);
+        self.b.push(Stmt::WriteVar {
+            var: pc,
+            value: zero,
+        });
+        self.b.begin_block();
+        let here = self.def(Op::ReadVar(pc))?;
+        let first = self.warp_min(here, order.count)?;
+        for (&header, &turn) in &order.latch {
+            self.turn([first, here], turn, |l| l.set_pc(pc, order.rank[header]))?;
+        }
+        for (i, (insts, exit)) in blocks.iter().zip(exits).enumerate() {
+            self.turn([first, here], order.rank[i], |l| {
+                for inst in body(insts, exit) {
+                    l.inst(inst)?;
+                }
+                l.leave(pc, exit, [i, blocks.len()], &order)
+            })?;
+        }
+        let body = self.b.end_block();
+        self.b.push(Stmt::Loop { body });
+        Ok(())
+    }
+
+    /// Block `i` (of `count`) ending by `exit`: the lane's next turn, or its end.
+    fn leave(
+        &mut self,
+        pc: Var,
+        exit: &Exit,
+        [i, count]: [usize; 2],
+        order: &crate::order::Order,
+    ) -> R<()> {
+        let next = i + 1;
+        let ranked = |b: usize| order.target(i, b);
+        let end = |l: &mut Self| {
+            l.b.push(Stmt::Return);
+            Ok(())
+        };
+        match exit {
+            Exit::Fall if next >= count => end(self),
+            Exit::Fall => self.set_pc(pc, ranked(next)),
+            Exit::Branch {
+                target,
+                guard: None,
+            } => self.set_pc(pc, ranked(*target as usize)),
+            Exit::Branch {
+                target,
+                guard: Some(g),
+            } => {
+                let taken = self.guard(g)?;
+                if next >= count {
+                    // Not taken, the lane runs off the kernel's end.
+                    let off = self.def(Op::Unary(UnaryOp::Not, taken))?;
+                    self.when(off, end)?;
+                    self.set_pc(pc, ranked(*target as usize))
+                } else {
+                    let t = self.konst(S::U32, u64::from(ranked(*target as usize)));
+                    let f = self.konst(S::U32, u64::from(ranked(next)));
+                    let to = self.select(taken, t, f)?;
+                    self.b.push(Stmt::WriteVar { var: pc, value: to });
+                    Ok(())
+                }
+            }
+            Exit::Return { guard: None } => end(self),
+            Exit::Return { guard: Some(g) } => {
+                let cond = self.guard(g)?;
+                self.when(cond, end)?;
+                if next >= count {
+                    end(self)
+                } else {
+                    self.set_pc(pc, ranked(next))
+                }
+            }
+        }
+    }
+
+    /// `body` for the lanes where `cond` holds.
+    fn when(&mut self, cond: Value, body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        self.b.begin_block();
+        body(self)?;
+        let then = self.b.end_block();
+        self.b.push(Stmt::If {
+            cond,
+            then,
+            otherwise: Default::default(),
+        });
+        Ok(())
+    }
+
+    /// `body` in the pass where `turn` is the warp's `first`, for the lanes whose block
+    /// counter (`here`) is at it.
+    fn turn(
+        &mut self,
+        [first, here]: [Value; 2],
+        turn: u32,
+        body: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
+        let me = self.konst(S::U32, u64::from(turn));
+        let its_turn = self.cmp(CmpOp::Eq, first, me)?;
+        self.when(its_turn, |l| {
+            let mine = l.cmp(CmpOp::Eq, here, me)?;
+            l.when(mine, body)
+        })
+    }
+
     fn err(&self, message: impl Into<String>) -> ImportError {
         ImportError::new(self.line, message)
     }
@@ -599,15 +597,7 @@ impl Lowerer {
             None => self.unguarded(inst),
             Some(g) => {
                 let cond = self.guard(g)?;
-                self.b.begin_block();
-                self.unguarded(inst)?;
-                let then = self.b.end_block();
-                self.b.push(Stmt::If {
-                    cond,
-                    then,
-                    otherwise: Default::default(),
-                });
-                Ok(())
+                self.when(cond, |l| l.unguarded(inst))
             }
         }
     }
