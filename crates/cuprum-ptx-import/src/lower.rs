@@ -777,14 +777,9 @@ impl Lowerer {
                 Ok(())
             }
             "membar" | "fence" => {
-                let scope = if has("cta") {
-                    Scope::Block
-                } else if has("sys") {
-                    Scope::System
-                } else {
-                    Scope::Device
-                };
-                self.b.push(Stmt::Fence { scope });
+                self.b.push(Stmt::Fence {
+                    scope: scope_of(&mods),
+                });
                 Ok(())
             }
             "atom" | "red" => self.atomic(inst, &mods, need_ty()?),
@@ -1582,13 +1577,7 @@ impl Lowerer {
         .into_iter()
         .find_map(|(m, op)| has(m).then_some(op))
         .ok_or_else(|| self.unsupported(format!("`{}`", inst.opcode)))?;
-        let scope = if has("cta") {
-            Scope::Block
-        } else if has("sys") {
-            Scope::System
-        } else {
-            Scope::Device
-        };
+        let scope = scope_of(mods);
         let ops = &inst.operands;
         let first = usize::from(!reduction);
         let addr_op = ops
@@ -1637,6 +1626,18 @@ fn space_of(mods: &[&str]) -> AddressSpace {
         AddressSpace::Local
     } else {
         AddressSpace::Global
+    }
+}
+
+/// The scope an instruction's modifiers name (`.cta`, `.sys`), else the device's (`.gpu`,
+/// and PTX's default for `membar.gl` and atomics).
+fn scope_of(mods: &[&str]) -> Scope {
+    if mods.contains(&"cta") {
+        Scope::Block
+    } else if mods.contains(&"sys") {
+        Scope::System
+    } else {
+        Scope::Device
     }
 }
 
