@@ -395,7 +395,7 @@ impl<'k> Exec<'_, 'k> {
                 // (`crate::tma`); it orders nothing between threads.
                 // Line information only.
                 Stmt::SourceLine { .. } => {}
-                Stmt::FenceProxyAsync => {
+                Stmt::FenceProxyAsync { .. } => {
                     for l in crate::access::lanes_of(mask) {
                         self.mem.shared.proxy_fence(ctx.tid(l));
                     }

@@ -225,7 +225,9 @@ fn store_kernel(x: i32, y: i32, fence: bool, rewrite: bool) -> Kernel {
         k.store_shared(tile, i, v);
     }
     if fence {
-        k.push(Stmt::FenceProxyAsync);
+        k.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
     }
     k.barrier();
     let zero = k.u32(0);

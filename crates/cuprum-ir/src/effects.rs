@@ -348,7 +348,7 @@ impl Stmt {
             | Stmt::Return
             | Stmt::Barrier
             | Stmt::Fence { .. }
-            | Stmt::FenceProxyAsync
+            | Stmt::FenceProxyAsync { .. }
             | Stmt::SourceLine { .. }
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
@@ -410,7 +410,7 @@ impl Stmt {
             | Stmt::Return
             | Stmt::Barrier
             | Stmt::Fence { .. }
-            | Stmt::FenceProxyAsync
+            | Stmt::FenceProxyAsync { .. }
             | Stmt::SourceLine { .. }
             | Stmt::Trap(_)
             | Stmt::CpAsyncCommit
@@ -626,7 +626,7 @@ impl Stmt {
                 fence: true,
                 ..none
             },
-            Stmt::Fence { .. } | Stmt::FenceProxyAsync => Effects {
+            Stmt::Fence { .. } | Stmt::FenceProxyAsync { .. } => Effects {
                 fence: true,
                 ..none
             },

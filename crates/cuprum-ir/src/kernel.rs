@@ -482,8 +482,14 @@ pub enum Stmt {
     /// before it is visible to an asynchronous operation this thread starts after it, and
     /// an asynchronous operation's writes that this thread has waited for are visible to its
     /// ordinary loads after it. Needs compute capability 9.0 (a PTX writer error on sm_80).
+    /// `space` is the memory it orders: what a tile kernel or a TMA program needs is the
+    /// block's shared memory alone, the cheaper fence (`.shared::cta`; on an H200 the
+    /// all-spaces form also waits for the thread's memory accesses to reach the whole GPU).
     /// The emulator has one proxy, where program order already gives this.
-    FenceProxyAsync,
+    FenceProxyAsync {
+        /// The state space the fence orders.
+        space: ProxyFenceSpace,
+    },
     /// Line information: the statements after it (up to the next one) come from `line`,
     /// `column` of source file `file` (a path as the compiler saw it). It does nothing: the
     /// PTX writer turns it into `.file`/`.loc` directives (what Nsight Compute's source view
@@ -826,6 +832,16 @@ pub enum Eviction {
     First,
     /// Evicted after other lines: data read again soon.
     Last,
+}
+
+/// The memory a `fence.proxy.async` orders ([`Stmt::FenceProxyAsync`]).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProxyFenceSpace {
+    /// The block's shared memory (`fence.proxy.async.shared::cta`): what staging tiles for
+    /// `wgmma` or a TMA store, and initialising mbarriers for TMA loads, need.
+    SharedCta,
+    /// Every state space (`fence.proxy.async`).
+    All,
 }
 
 /// The set of threads an atomic or fence is coherent with.

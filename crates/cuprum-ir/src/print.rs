@@ -163,7 +163,12 @@ impl Printer<'_> {
             Stmt::Return => writeln!(self.out, "{pad}return"),
             Stmt::Barrier => writeln!(self.out, "{pad}barrier"),
             Stmt::Fence { scope } => writeln!(self.out, "{pad}fence.{scope:?}"),
-            Stmt::FenceProxyAsync => writeln!(self.out, "{pad}fence.proxy.async"),
+            Stmt::FenceProxyAsync { space } => match space {
+                ProxyFenceSpace::SharedCta => {
+                    writeln!(self.out, "{pad}fence.proxy.async.shared::cta")
+                }
+                ProxyFenceSpace::All => writeln!(self.out, "{pad}fence.proxy.async"),
+            },
             Stmt::SourceLine { file, line, column } => {
                 writeln!(self.out, "{pad}// {file}:{line}:{column}")
             }

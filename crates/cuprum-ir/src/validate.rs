@@ -676,7 +676,7 @@ impl Walk<'_> {
             Stmt::Return
             | Stmt::Barrier
             | Stmt::Fence { .. }
-            | Stmt::FenceProxyAsync
+            | Stmt::FenceProxyAsync { .. }
             | Stmt::SourceLine { .. } => {}
             Stmt::Trap(TrapKind::BoundsCheck { index, len, .. }) => {
                 if self.visible(*index)? != ScalarType::U64

@@ -502,13 +502,18 @@ impl<'k> KernelWriter<'k> {
                 })?;
                 let _ = writeln!(self.out, "\t.loc {} {line} {column}", index + 1);
             }
-            Stmt::FenceProxyAsync => {
+            Stmt::FenceProxyAsync { space } => {
                 if self.target == crate::Target::Sm80 {
                     return Err(self.unsupported(
                         "`fence.proxy.async` on sm_80 (it needs compute capability 9.0)",
                     ));
                 }
-                ins!(self, "fence.proxy.async")
+                match space {
+                    cuprum_ir::ProxyFenceSpace::SharedCta => {
+                        ins!(self, "fence.proxy.async.shared::cta")
+                    }
+                    cuprum_ir::ProxyFenceSpace::All => ins!(self, "fence.proxy.async"),
+                }
             }
             Stmt::Trap(_) => ins!(self, "trap"),
             Stmt::Mma { shape, a, b, c, d } => self.mma(*shape, a, b, c, d),

@@ -375,23 +375,33 @@ fn mem_name(ty: ScalarType) -> &'static str {
 
 #[test]
 fn the_async_proxy_fence_needs_sm_90() {
-    let mut k = K::new("proxy_fence");
-    k.b.push(Stmt::FenceProxyAsync);
-    let module = one(k.finish());
-    let ptx = match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm90) {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
-    };
-    assert!(ptx.contains("\tfence.proxy.async;\n"), "{ptx}");
-    if let Err(e) = cuprum_testkit::ptxas::check(&ptx, cuprum_ptx::Target::Sm90.name()) {
-        panic!("{e}\n{ptx}");
-    }
-    match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm80) {
-        Err(cuprum_ptx::PtxError::Unsupported { kernel, what }) => {
-            assert_eq!(kernel, "proxy_fence");
-            assert!(what.contains("compute capability 9.0"), "{what}");
+    // Both state spaces: the shared-memory form is what tile kernels and TMA programs emit
+    // (cheaper on an H200), the all-spaces form what `fence_proxy_async()` promises.
+    for (space, text) in [
+        (cuprum_ir::ProxyFenceSpace::All, "\tfence.proxy.async;\n"),
+        (
+            cuprum_ir::ProxyFenceSpace::SharedCta,
+            "\tfence.proxy.async.shared::cta;\n",
+        ),
+    ] {
+        let mut k = K::new("proxy_fence");
+        k.b.push(Stmt::FenceProxyAsync { space });
+        let module = one(k.finish());
+        let ptx = match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm90) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(ptx.contains(text), "{space:?}: {ptx}");
+        if let Err(e) = cuprum_testkit::ptxas::check(&ptx, cuprum_ptx::Target::Sm90.name()) {
+            panic!("{e}\n{ptx}");
         }
-        other => panic!("sm_80 accepted fence.proxy.async: {other:?}"),
+        match cuprum_ptx::write_module(&module, cuprum_ptx::Target::Sm80) {
+            Err(cuprum_ptx::PtxError::Unsupported { kernel, what }) => {
+                assert_eq!(kernel, "proxy_fence");
+                assert!(what.contains("compute capability 9.0"), "{what}");
+            }
+            other => panic!("sm_80 accepted fence.proxy.async: {other:?}"),
+        }
     }
 }
 

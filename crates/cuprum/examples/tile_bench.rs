@@ -423,7 +423,7 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
     let full = 4.0 * (bh * s * s * d) as f64;
     let flops = if causal { full / 2.0 } else { full };
     let mut best = f64::INFINITY;
-    for (bm, bn) in [(64usize, 64usize), (128, 64), (128, 32), (64, 32)] {
+    for (bm, bn) in attention_tiles()? {
         let mut z = api::full(f16::NAN, &[bh, s, d]).sync_on(stream)?;
         let generics = [bm.to_string(), bn.to_string(), d.to_string()];
         let ms = time(stream, |ctx| {
@@ -472,6 +472,25 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
     }
     record::result(case, &size, (4 * bh * s * d * 2) as f64, flops, best);
     Ok(())
+}
+
+/// The attention tile shapes `(BM, BN)` to time: `TILE_BENCH_ATTENTION_TILES` (e.g.
+/// `128x128,64x64`, to profile or tune one shape), else the shapes the kernels are known
+/// right in on the H200.
+fn attention_tiles() -> Result<Vec<(usize, usize)>, Failure> {
+    let Ok(list) = std::env::var("TILE_BENCH_ATTENTION_TILES") else {
+        return Ok(vec![(64, 64), (128, 64), (128, 32), (64, 32)]);
+    };
+    list.split(',')
+        .map(|shape| {
+            let parsed = shape
+                .split_once('x')
+                .and_then(|(m, n)| Some((m.trim().parse().ok()?, n.trim().parse().ok()?)));
+            parsed.ok_or_else(|| {
+                format!("TILE_BENCH_ATTENTION_TILES: `{shape}` is not a shape like 128x64").into()
+            })
+        })
+        .collect()
 }
 
 fn main() -> Result<(), Failure> {

@@ -345,7 +345,9 @@ fn kernel(c: &Case, bug: Bug) -> Kernel {
     // wgmma reads shared memory through the async proxy: the generic writes are fenced for
     // it before the barrier (PTX ISA, wgmma's async proxy).
     if bug != Bug::MissingProxyFence {
-        k.push(Stmt::FenceProxyAsync);
+        k.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
     }
     k.barrier();
     let nacc = c.n / 2;

@@ -552,7 +552,9 @@ impl Lowerer<'_> {
             ("fence_device", 0) => return self.fence(Scope::Device),
             ("fence_system", 0) => return self.fence(Scope::System),
             ("fence_proxy_async", 0) => {
-                self.b.push(Stmt::FenceProxyAsync);
+                self.b.push(Stmt::FenceProxyAsync {
+                    space: cuprum_ir::ProxyFenceSpace::All,
+                });
                 return Ok(Val::Unit);
             }
             ("index_2d", 0) => {

@@ -43,7 +43,9 @@ impl Lowerer<'_> {
     ) -> Result<Option<Val>> {
         match name {
             "fence_proxy_async_shared_cta" if args.is_empty() => {
-                self.b.push(Stmt::FenceProxyAsync);
+                self.b.push(Stmt::FenceProxyAsync {
+                    space: cuprum_ir::ProxyFenceSpace::SharedCta,
+                });
                 return Ok(Some(Val::Unit));
             }
             "cp_async_bulk_commit_group" if args.is_empty() => {

@@ -216,7 +216,9 @@ impl Emitter<'_> {
         let pending = u32::try_from(frame.rings.len() - 1)
             .map_err(|_| self.internal("too many rings in one loop"))?;
         self.push(Stmt::CpAsyncWaitGroup { pending });
-        self.push(Stmt::FenceProxyAsync);
+        self.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
         self.barrier();
         let distance = self.u32c(ring.distance);
         let this = self.mul(frame.parity, distance)?;

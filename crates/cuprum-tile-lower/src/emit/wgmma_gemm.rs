@@ -388,7 +388,9 @@ impl Emitter<'_> {
                 let n = e.u32c(WARPGROUP * r.consumers());
                 e.mbarrier(MbarrierOp::Init, empty, Some(n))?;
             }
-            e.push(Stmt::FenceProxyAsync);
+            e.push(Stmt::FenceProxyAsync {
+                space: cuprum_ir::ProxyFenceSpace::SharedCta,
+            });
             Ok(())
         })?;
         self.push(Stmt::Barrier);

@@ -397,7 +397,9 @@ impl Emitter<'_> {
             out.push(tile);
         }
         self.push(Stmt::CpAsyncWaitAll);
-        self.push(Stmt::FenceProxyAsync);
+        self.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
         self.scratch_written(claim);
         Ok(out)
     }

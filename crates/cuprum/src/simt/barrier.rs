@@ -212,8 +212,9 @@ pub unsafe fn mbarrier_inval(bar: *mut Barrier) {
 }
 
 /// cuda-oxide's name for [`fence_proxy_async`](super::fence_proxy_async) as its TMA programs
-/// use it after `mbarrier_init` (`fence.proxy.async.shared::cta`; cuprum emits the fence for
-/// every state space, which includes it).
+/// use it after `mbarrier_init`: the fence for the block's shared memory only
+/// (`fence.proxy.async.shared::cta`), which is all a TMA program's barriers and staged tiles
+/// need and cheaper than the all-spaces form.
 ///
 /// # Safety
 ///
