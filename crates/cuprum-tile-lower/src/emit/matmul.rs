@@ -324,7 +324,11 @@ impl Emitter<'_> {
                     self.write_tile_strided(part, *layout, regs, &strides)?;
                 }
                 Staged::Global(load) => {
-                    self.stage_from_global(super::staged::Dest::Rows { part, stride }, *load)?;
+                    self.stage_from_global(
+                        super::staged::Dest::Rows { part, stride },
+                        *load,
+                        false,
+                    )?;
                     copies = true;
                 }
             }

@@ -360,10 +360,15 @@ impl Emitter<'_> {
         index: Value,
         ty: ScalarType,
     ) -> R<Value> {
+        let off = self.element_bytes(index, ty)?;
+        self.add(base, off)
+    }
+
+    /// The bytes (`U64`) `index` (`I64`) elements of `ty` take.
+    pub(super) fn element_bytes(&mut self, index: Value, ty: ScalarType) -> R<Value> {
         let i = self.cast(index, ScalarType::U64)?;
         let size = self.konst(cuprum_ir::Constant::u64(u64::from(ty.size_bytes())));
-        let off = self.mul(i, size)?;
-        self.add(base, off)
+        self.mul(i, size)
     }
 
     /// Whether the whole tile lies inside the tensor (`negative_origin`: whether the origin

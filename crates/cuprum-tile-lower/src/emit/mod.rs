@@ -87,6 +87,9 @@ pub(crate) struct Emitter<'k> {
     staged_loads: std::collections::HashSet<TileValue>,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
+    /// The copy patterns of the staged loads the rings being emitted copy, computed before
+    /// their loops (`ring`, `staged::CopyPattern`).
+    copy_patterns: std::collections::HashMap<TileValue, staged::CopyPattern>,
     /// Shared memory below this is reserved (rings' buffers): scratch claims go above it.
     scratch_floor: u32,
     /// Each value's defining operation.
@@ -156,6 +159,7 @@ impl<'k> Emitter<'k> {
             fragments: std::collections::HashMap::new(),
             staged_loads: crate::staging::staged_loads(kernel, plan),
             ring_frames: Vec::new(),
+            copy_patterns: std::collections::HashMap::new(),
             scratch_floor: 0,
             defs: definitions(kernel),
             params: Vec::new(),

@@ -169,7 +169,7 @@ impl Emitter<'_> {
         start: Value,
     ) -> R<()> {
         for ring in rings {
-            self.copy_ring_tile(ring, counter, start, ring.tile)?;
+            self.copy_ring_tile(ring, counter, start, ring.tile, true)?;
             self.push(Stmt::CpAsyncCommit);
         }
         Ok(())
@@ -227,7 +227,7 @@ impl Emitter<'_> {
         let other = self.mul(other_parity, distance)?;
         let next_tile = ring.tile.at(other);
         self.if_(frame.more, |e| {
-            e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile)
+            e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, false)
         })?;
         self.push(Stmt::CpAsyncCommit);
         Ok(Some(ring.tile.at(this)))
@@ -235,18 +235,24 @@ impl Emitter<'_> {
 
     /// Leaves the loop whose rings were entered: its copies are all waited for.
     pub(super) fn leave_rings(&mut self) {
-        self.ring_frames.pop();
+        if let Some(frame) = self.ring_frames.pop() {
+            for ring in &frame.rings {
+                self.copy_patterns.remove(&ring.load);
+            }
+        }
         self.push(Stmt::CpAsyncWaitAll);
     }
 
     /// Copies `ring`'s tile for counter value `at` into `tile`: its index statements
-    /// emitted again with the counter at `at`, then the staged copy.
+    /// emitted again with the counter at `at`, then the staged copy (`prime`: the first,
+    /// before the loop, which computes the copies' pattern for the loop's).
     fn copy_ring_tile(
         &mut self,
         ring: &Ring,
         counter: TileValue,
         at: Value,
         tile: SwizzledTile,
+        prime: bool,
     ) -> R<()> {
         let saved: Vec<(TileValue, Option<Lv>)> = std::iter::once(counter)
             .chain(ring.index_defs.iter().map(|(v, _)| *v))
@@ -264,7 +270,7 @@ impl Emitter<'_> {
             }
         }
         if done.is_ok() {
-            done = self.stage_from_global(Dest::Swizzled(tile), ring.load);
+            done = self.stage_from_global(Dest::Swizzled(tile), ring.load, prime);
         }
         for (v, lv) in saved {
             self.restore(v, lv);

@@ -26,6 +26,39 @@ pub(super) enum Dest {
     Swizzled(SwizzledTile),
 }
 
+/// Rows of a 128-byte swizzle's period: rows this many apart have their 16-byte chunks in
+/// the same order.
+const SWIZZLE_PERIOD_ROWS: u32 = 8;
+
+/// The shape of a staged tile's copy: `rows` of `cols` elements of `ty`, `per_copy`
+/// elements per `cp.async`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CopyShape {
+    pub(super) rows: u32,
+    pub(super) cols: u32,
+    pub(super) per_copy: u32,
+    pub(super) ty: ScalarType,
+}
+
+/// Where one thread's `cp.async`s of a staged tile go and come from. Copy `k` of thread
+/// `t` moves chunk `t + k * threads` of the tile; when the threads cover whole rows per
+/// round, every copy of a thread has the same column and the next copy is a fixed number
+/// of rows further, in the tensor and in shared memory (where the swizzle repeats every
+/// [`SWIZZLE_PERIOD_ROWS`]). So the addresses are computed once (for a ring, once before
+/// its loop) and each copy adds a step, instead of dividing, multiplying and swizzling
+/// per copy and per iteration.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CopyPattern {
+    /// The first copy's shared address (`U32`), without a ring buffer's offset.
+    dst: Value,
+    /// Bytes between successive copies' shared addresses.
+    dst_step: u32,
+    /// The first copy's source: bytes (`U64`) from the tile's first element.
+    src: Value,
+    /// Bytes (`U64`) between successive copies' sources.
+    src_step: Value,
+}
+
 impl Emitter<'_> {
     /// For a staged load: nothing is loaded yet; its registers are placeholders no use
     /// reads (every use stages it). `None` for other loads.
@@ -71,7 +104,14 @@ impl Emitter<'_> {
 
     /// Writes staged load `load`'s tile to `dest` (the caller waits for the copies and
     /// meets the block at a barrier).
-    pub(super) fn stage_from_global(&mut self, dest: Dest, load: TileValue) -> R<()> {
+    /// `keep_pattern`: compute the copies' pattern here, where the code dominates a ring's
+    /// loop, and keep it for the loop's copies (`ring`).
+    pub(super) fn stage_from_global(
+        &mut self,
+        dest: Dest,
+        load: TileValue,
+        keep_pattern: bool,
+    ) -> R<()> {
         // From the load's definition, not from where it was met: a ring (`ring`) copies a
         // loop's first tile before the loop.
         let Some(cuprum_tile_ir::Op::Load { view, padding }) = self.definition(load).cloned()
@@ -92,12 +132,28 @@ impl Emitter<'_> {
         let rank = place.shape.len();
         let (rows, cols) = (place.shape[rank - 2], place.shape[rank - 1]);
         let per_copy = COPY_BYTES / ty.size_bytes();
+        let shape = CopyShape {
+            rows,
+            cols,
+            per_copy,
+            ty,
+        };
+        if keep_pattern {
+            let strides = self.fast_strides(place.tensor, per_copy)?;
+            if let Some(pattern) = self.new_copy_pattern(dest, shape, strides[rank - 2])? {
+                self.copy_patterns.insert(load, pattern);
+            }
+        }
         let inside = self.tile_inside(&place, true)?;
         let aligned = self.runs_aligned(place.tensor, per_copy)?;
         let copies = |e: &mut Self, _w: u32| -> R<()> {
             let strides = e.fast_strides(place.tensor, per_copy)?;
             let base_index = e.tensor_index(place.tensor, &place.origin, &strides)?;
             let base = e.tensor(place.tensor)?.base;
+            if let Some(pattern) = e.copy_pattern(load, dest, shape, strides[rank - 2])? {
+                let first = e.element_address(base, base_index, ty)?;
+                return e.patterned_copies(dest, shape, pattern, first);
+            }
             let per_row = cols / per_copy;
             let total = rows * per_row;
             let threads = e.plan.threads;
@@ -149,6 +205,124 @@ impl Emitter<'_> {
             }
         };
         self.inside_or_edge(inside, aligned, per_copy, &copies, through_registers)?;
+        Ok(())
+    }
+
+    /// The pattern of this thread's copies of staged load `load` into `dest`: the one a ring
+    /// computed before its loop (`ring`), else one computed here; `None` where the copies
+    /// follow none (see [`CopyPattern`]).
+    fn copy_pattern(
+        &mut self,
+        load: TileValue,
+        dest: Dest,
+        shape: CopyShape,
+        row_stride: Value,
+    ) -> R<Option<CopyPattern>> {
+        if let Some(&pattern) = self.copy_patterns.get(&load) {
+            return Ok(Some(pattern));
+        }
+        self.new_copy_pattern(dest, shape, row_stride)
+    }
+
+    /// Computes the pattern of this thread's copies of a `shape` tile into `dest` (any ring
+    /// buffer offset of `dest` left out), rows `row_stride` elements (`I64`) apart in the
+    /// tensor; `None` where the copies follow none.
+    pub(super) fn new_copy_pattern(
+        &mut self,
+        dest: Dest,
+        shape: CopyShape,
+        row_stride: Value,
+    ) -> R<Option<CopyPattern>> {
+        let per_row = shape.cols / shape.per_copy;
+        let threads = self.plan.threads;
+        if !threads.is_multiple_of(per_row) {
+            return Ok(None);
+        }
+        let rows_per_round = threads / per_row;
+        let dst_step = match dest {
+            Dest::Rows { stride, .. } => rows_per_round * stride * shape.ty.size_bytes(),
+            // Rows a multiple of the swizzle's period apart keep their chunks' order.
+            Dest::Swizzled(tile) if rows_per_round.is_multiple_of(SWIZZLE_PERIOD_ROWS) => {
+                rows_per_round * tile.row_bytes()
+            }
+            Dest::Swizzled(_) => return Ok(None),
+        };
+        let dest = match dest {
+            Dest::Swizzled(tile) => Dest::Swizzled(tile.unshifted()),
+            rows => rows,
+        };
+        let pr = self.u32c(per_row);
+        let tid = self.tid();
+        let row = self.bin(BinaryOp::Div, tid, pr)?;
+        let chunk = self.bin(BinaryOp::Rem, tid, pr)?;
+        let pc = self.u32c(shape.per_copy);
+        let col = self.mul(chunk, pc)?;
+        let dst = self.staged_element_addr(dest, row, col, shape.ty)?;
+        let row64 = self.cast(row, ScalarType::I64)?;
+        let col64 = self.cast(col, ScalarType::I64)?;
+        let down = self.mul(row64, row_stride)?;
+        let at = self.add(down, col64)?;
+        let src = self.element_bytes(at, shape.ty)?;
+        let step = self.i64c(i64::from(rows_per_round));
+        let step = self.mul(step, row_stride)?;
+        let src_step = self.element_bytes(step, shape.ty)?;
+        Ok(Some(CopyPattern {
+            dst,
+            dst_step,
+            src,
+            src_step,
+        }))
+    }
+
+    /// The copies of a `shape` tile whose first element is at `first` (`U64`) into `dest`
+    /// along `pattern`: per copy, one addition to the source address and a constant offset
+    /// from the destination's.
+    fn patterned_copies(
+        &mut self,
+        dest: Dest,
+        shape: CopyShape,
+        pattern: CopyPattern,
+        first: Value,
+    ) -> R<()> {
+        let per_row = shape.cols / shape.per_copy;
+        let total = shape.rows * per_row;
+        let threads = self.plan.threads;
+        let mut dst = pattern.dst;
+        if let Dest::Swizzled(SwizzledTile {
+            offset: Some(buffer),
+            ..
+        }) = dest
+        {
+            dst = self.add(dst, buffer)?;
+        }
+        let mut src = self.add(first, pattern.src)?;
+        for (k, first_chunk) in (0..total).step_by(threads as usize).enumerate() {
+            let k = u32::try_from(k).map_err(|_| self.internal("too many copies"))?;
+            if k > 0 {
+                src = self.add(src, pattern.src_step)?;
+            }
+            let off = self.u32c(k * pattern.dst_step);
+            let at = self.add(dst, off)?;
+            let copy = |e: &mut Self| -> R<()> {
+                e.push(Stmt::CpAsync {
+                    cache: CpAsyncCache::Cg,
+                    size: COPY_BYTES,
+                    dst: at,
+                    src,
+                    src_size: None,
+                });
+                Ok(())
+            };
+            if first_chunk + threads <= total {
+                copy(self)?;
+            } else {
+                let c = self.u32c(first_chunk);
+                let c = self.add(self.tid(), c)?;
+                let n = self.u32c(total);
+                let live = self.cmp(CmpOp::Lt, c, n)?;
+                self.if_some(Some(live), copy)?;
+            }
+        }
         Ok(())
     }
 

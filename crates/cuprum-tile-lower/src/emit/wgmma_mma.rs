@@ -106,6 +106,19 @@ impl SwizzledTile {
         }
     }
 
+    /// This tile without a ring buffer's offset: buffer 0's.
+    pub(super) fn unshifted(self) -> SwizzledTile {
+        SwizzledTile {
+            offset: None,
+            ..self
+        }
+    }
+
+    /// Bytes from one row of a panel to the next.
+    pub(super) fn row_bytes(self) -> u32 {
+        self.span()
+    }
+
     /// Bytes of one panel row.
     fn span(self) -> u32 {
         self.swizzle.span_bytes().unwrap_or(16)
@@ -393,7 +406,7 @@ impl Emitter<'_> {
             let tile = SwizzledTile::new(claim.part(at, bytes), rows, cols)
                 .ok_or_else(|| self.internal("a staged tile no swizzle takes"))?;
             at += bytes;
-            self.stage_from_global(Dest::Swizzled(tile), load)?;
+            self.stage_from_global(Dest::Swizzled(tile), load, false)?;
             out.push(tile);
         }
         self.push(Stmt::CpAsyncWaitAll);
