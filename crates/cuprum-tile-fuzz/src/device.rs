@@ -17,6 +17,12 @@ use cuprum_tile_lower::{ArgSlot, LowerOptions, Lowered, lower_with};
 
 use crate::{ArgData, Case, Fault, Outcome, TrapClass};
 
+/// The multiprocessors a persistent kernel's launch here is sized for
+/// ([`cuprum_tile_lower::BlockCount::grid`]), whatever the device has: few, so that each
+/// block runs several tiles, which is what such a kernel's loop (and whatever it carries
+/// from one tile to the next) must get right.
+pub const PERSISTENT_MULTIPROCESSORS: u32 = 2;
+
 /// A case's kernel, lowered: as the lowering emits it and after the optimizer.
 #[derive(Clone, Debug)]
 pub struct Compiled {
@@ -178,8 +184,9 @@ fn launch(
         };
         args.push(arg);
     }
+    let [x, y, z] = lowered.blocks.grid(case.grid, PERSISTENT_MULTIPROCESSORS);
     let config = LaunchConfig {
-        grid_dim: (case.grid[0], case.grid[1], case.grid[2]),
+        grid_dim: (x, y, z),
         block_dim: (lowered.block_threads, 1, 1),
         shared_mem_bytes: lowered.shared_bytes,
     };

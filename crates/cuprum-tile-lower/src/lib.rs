@@ -8,12 +8,15 @@
 //!
 //! # The launch contract ([`Lowered`])
 //!
-//! A lowered kernel is launched with one thread block of exactly [`Lowered::block_threads`]
+//! A lowered kernel is launched with thread blocks of exactly [`Lowered::block_threads`]
 //! threads (along `x`; the kernel declares it as its required block shape, so any other
-//! block is refused) per tile block, the grid the tile IR's semantics give (tile block
-//! `(x, y, z)` is grid block `(x, y, z)`: `BlockId(a)` reads `blockIdx` along axis `a`, and
-//! the tile a block owns of a partitioned tensor is at its block index along each tensor
-//! axis), and [`Lowered::shared_bytes`] of dynamic shared memory. Its kernel IR parameters
+//! block is refused), [`Lowered::shared_bytes`] of dynamic shared memory, and the grid
+//! [`BlockCount::grid`] gives for the tile grid the tile IR's semantics give: for most
+//! kernels ([`BlockCount::PerTile`]) that grid itself (tile block `(x, y, z)` is grid block
+//! `(x, y, z)`: `BlockId(a)` reads `blockIdx` along axis `a`, and the tile a block owns of a
+//! partitioned tensor is at its block index along each tensor axis); for a persistent one
+//! ([`BlockCount::Persistent`], the Hopper GEMM recipe) one block per multiprocessor, each
+//! looping over tile blocks, which it deals itself from the partitioned tensor's sizes. Its kernel IR parameters
 //! are, in order, [`Lowered::args`]: the host passes each slot's value:
 //!
 //! * [`ArgSlot::TensorData`]: a slice parameter (`&[T]` for a read-only tensor, read-write
@@ -169,6 +172,22 @@ impl ArgSlot {
     }
 }
 
+/// How many thread blocks a launch of a lowered kernel runs (see the crate docs): the one
+/// definition of a lowered kernel's launch grid, which every launcher asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlockCount {
+    /// One thread block per tile block, at the tile block's place in the grid.
+    #[default]
+    PerTile,
+    /// A persistent kernel: at most `per_multiprocessor` thread blocks per multiprocessor
+    /// (never more than the tile blocks), along `x`; the kernel deals the tile blocks to its
+    /// thread blocks itself.
+    Persistent {
+        /// Thread blocks per multiprocessor.
+        per_multiprocessor: u32,
+    },
+}
+
 /// A tile kernel lowered to the kernel IR, with how to launch it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
@@ -183,6 +202,28 @@ pub struct Lowered {
     pub shared_bytes: u32,
     /// What each of the kernel's parameters carries, in order.
     pub args: Vec<ArgSlot>,
+    /// How many thread blocks a launch runs ([`BlockCount::grid`]).
+    pub blocks: BlockCount,
+}
+
+impl BlockCount {
+    /// The grid to launch for a launch whose tile grid (`cuprum_tile_ir::grid_of`) is
+    /// `tiles`, on a device of `multiprocessors` multiprocessors: `tiles` itself, or for a
+    /// persistent kernel as many blocks along `x` as the device holds at once, at most one
+    /// per tile block (none when there is no tile block).
+    pub fn grid(self, tiles: [u32; 3], multiprocessors: u32) -> [u32; 3] {
+        match self {
+            BlockCount::PerTile => tiles,
+            BlockCount::Persistent { per_multiprocessor } => {
+                let all: u64 = tiles.iter().map(|&n| u64::from(n)).product();
+                let resident =
+                    u64::from(multiprocessors.max(1)) * u64::from(per_multiprocessor.max(1));
+                // A grid axis holds a `u32`: clamped, should a device ever hold more.
+                let blocks = u32::try_from(all.min(resident)).unwrap_or(u32::MAX);
+                [blocks, 1, 1]
+            }
+        }
+    }
 }
 
 /// Why a tile kernel cannot be lowered.
@@ -286,6 +327,9 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
             block_threads: recipe.threads(),
             shared_bytes,
             args,
+            blocks: BlockCount::Persistent {
+                per_multiprocessor: 1,
+            },
         });
     }
     let mut warps = choose_warps(kernel, options)?;
@@ -317,6 +361,7 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         block_threads: threads,
         shared_bytes,
         args,
+        blocks: BlockCount::PerTile,
     })
 }
 

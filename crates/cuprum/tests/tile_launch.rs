@@ -395,6 +395,7 @@ fn lower_axpy(kernel: &TileKernel) -> Result<Lowered, LowerError> {
         block_threads: threads,
         shared_bytes: 0,
         args: slots,
+        blocks: cuprum_tile_lower::BlockCount::PerTile,
     })
 }
 

@@ -122,6 +122,9 @@ pub(crate) struct Emitter<'k> {
     /// to the hardware's blocks in an order of its own (`wgmma_gemm`'s grouped order);
     /// `None`: the block's own `ctaid`.
     pub(super) block_index: Option<[Value; 2]>,
+    /// The tile grid along axes x and y (`U32`) where a persistent recipe's blocks loop over
+    /// the tile blocks (`wgmma_gemm`); `None`: the launch's `nctaid`.
+    pub(super) grid_dims: Option<[Value; 2]>,
     /// Whether the kernel is for compute capability 9.0 (sm_90a code): tensor-core `mma`s
     /// whose layouts are warpgroups' take `wgmma` (`wgmma_mma`).
     pub(crate) hopper: bool,
@@ -176,6 +179,7 @@ impl<'k> Emitter<'k> {
             evictions: crate::evict::plan(kernel),
             args: Vec::new(),
             block_index: None,
+            grid_dims: None,
             hopper: false,
         };
         e.declare_params(facts)?;

@@ -84,8 +84,9 @@ impl Emitter<'_> {
             2 => Dim::Z,
             _ => return Err(self.unsupported(format!("grid axis {axis} does not exist"))),
         };
-        let dealt = match (self.block_index, special(dim)) {
-            (Some(index), Special::BlockIdx(_)) => index.get(axis as usize).copied(),
+        let dealt = match (self.block_index, self.grid_dims, special(dim)) {
+            (Some(index), _, Special::BlockIdx(_)) => index.get(axis as usize).copied(),
+            (_, Some(grid), Special::GridDim(_)) => grid.get(axis as usize).copied(),
             _ => None,
         };
         let v = match dealt {

@@ -16,6 +16,12 @@
 //! - the consumers convert and store their accumulators, predicated at the tensor's edges
 //!   (pairs of columns as one store where the output's runs are aligned).
 //!
+//! The kernel is persistent ([`crate::BlockCount::Persistent`]): one block per
+//! multiprocessor loops over the tiles (in a grouped order), the producer and the consumers
+//! each walking the same sequence, the ring's stages and phases carried from one tile to the
+//! next. So the producer fills the next tile's stages while the consumers store this one's
+//! result, and no block pays a launch, an mbarrier set-up or an empty pipeline per tile.
+//!
 //! The sums are the tile IR's: each `wgmma` adds 16 products of K to the accumulator in
 //! increasing K, exactly as `Op::Mma` defines (the tile interpreter's `mma`); TMA fills
 //! elements outside the tensors with zeros, which is the loads' padding, so ragged edges
@@ -44,7 +50,7 @@ const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
 const B_BOX_COLUMNS: u32 = 64;
 /// The most shared memory the ring may take (of the H100/H200's 227 KiB per block).
 const RING_BUDGET: u32 = 200 * 1024;
-/// Rows of tiles a group of consecutive blocks covers (see `grouped_block_index`).
+/// Rows of tiles a group of consecutive tile blocks covers (see `grouped_index`).
 const GROUP_ROWS: u32 = 8;
 /// The most stages of the ring.
 const MAX_STAGES: u32 = 8;
@@ -352,27 +358,9 @@ impl Emitter<'_> {
             self.b.set_max_registers(Some(REGISTER_CAP));
         }
         self.b.align_dyn_shared(1024);
-        let index = self.grouped_block_index()?;
-        self.block_index = Some(index);
         let a_map = self.tensor_map_param(r.a, [r.sk, r.bm], r.a_swizzle())?;
         let b_map = self.tensor_map_param(r.b, [B_BOX_COLUMNS, r.sk], Swizzle::B128)?;
-        for s in &self.kernel.body.stmts[..r.prologue] {
-            if !matches!(s, TStmt::Def { value, .. } if *value == r.acc_value) {
-                self.stmt(s)?;
-            }
-        }
-        // The loop's sub-stages: SK-deep slices of each BK step.
-        let start = self.uniform(r.start)?;
-        let end = self.uniform(r.end)?;
-        let (start, end) = (
-            self.cast(start, ScalarType::I64)?,
-            self.cast(end, ScalarType::I64)?,
-        );
-        let steps = self.bin(BinaryOp::Sub, end, start)?;
-        let zero = self.i64c(0);
-        let steps = self.bin(BinaryOp::Max, steps, zero)?;
-        let per_step = self.i64c(i64::from(r.bk / r.sk));
-        let total = self.mul(steps, per_step)?;
+        let tiles = self.tile_grid(r)?;
 
         let bars = r.stages * r.stage_bytes();
         self.shared_bytes = bars + 16 * r.stages;
@@ -406,7 +394,13 @@ impl Emitter<'_> {
                         count: PRODUCER_REGISTERS,
                     });
                 }
-                e.if_(first, |e| e.produce(r, [a_map, b_map], start, total, bars))
+                e.if_(first, |e| {
+                    let ring = e.ring_position();
+                    e.for_each_tile(tiles, |e| {
+                        let (start, total) = e.tile_prologue(r)?;
+                        e.produce(r, [a_map, b_map], start, total, bars, &ring)
+                    })
+                })
             },
             |e| {
                 if two_consumers {
@@ -418,25 +412,101 @@ impl Emitter<'_> {
                 let one = e.u32c(1);
                 let w = e.bin(BinaryOp::Sub, warpgroup, one)?;
                 let wt = e.bin(BinaryOp::Rem, tid, wg_size)?;
-                e.consume(r, w, wt, total, bars)
+                let acc: Vec<Var> = (0..r.bn / 2).map(|_| e.var(ScalarType::F32)).collect();
+                let ring = e.ring_position();
+                e.for_each_tile(tiles, |e| {
+                    let (_, total) = e.tile_prologue(r)?;
+                    e.consume(r, w, wt, total, bars, &ring, &acc)
+                })
             },
         )?;
         Ok((self.b.finish(), self.shared_bytes, self.args))
     }
 
-    /// The tile block this hardware block runs: blocks are launched x fastest, and taking
-    /// them as they come, [`GROUP_ROWS`] rows of tiles at a time, column by column (Triton's
-    /// grouped order), lets the blocks running at once share rows of A and columns of B in
-    /// L2 rather than each wave sweeping all of A. A bijection of the grid, so each tile is
-    /// still one block's.
-    fn grouped_block_index(&mut self) -> R<[Value; 2]> {
+    /// The tile grid of the launch (`I64`): `ceil(size / tile)` blocks along each axis of the
+    /// output, `cuprum_tile_ir::grid_of`'s rule (the output is the kernel's partitioned
+    /// tensor, so it gives the grid).
+    fn tile_grid(&mut self, r: &GemmRecipe) -> R<[Value; 2]> {
+        let dims = self.tensor(r.out)?.dims.clone();
+        let mut grid = [dims[0]; 2];
+        for (g, (&d, n)) in grid.iter_mut().zip(dims.iter().zip([r.bm, r.bn])) {
+            let n = self.i64c(i64::from(n));
+            let one = self.i64c(1);
+            let up = self.add(d, n)?;
+            let up = self.bin(BinaryOp::Sub, up, one)?;
+            *g = self.bin(BinaryOp::Div, up, n)?;
+        }
+        Ok(grid)
+    }
+
+    /// The persistent loop: this block runs tile blocks `ctaid.x, ctaid.x + nctaid.x, ..`
+    /// of the `tiles` grid (linear, in launch order), each dealt by
+    /// [`grouped_index`](Self::grouped_index) and run by `body` with the tile block's index
+    /// and the grid as the tile IR's `BlockId` and `NumBlocks` see them.
+    fn for_each_tile(&mut self, tiles: [Value; 2], body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        let [rows, cols] = tiles;
+        let count = self.mul(rows, cols)?;
         let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
-        let y = self.def(Op::Special(Special::BlockIdx(Dim::Y)))?;
-        let rows = self.def(Op::Special(Special::GridDim(Dim::X)))?;
-        let cols = self.def(Op::Special(Special::GridDim(Dim::Y)))?;
-        let at = self.mul(y, rows)?;
-        let linear = self.add(at, x)?;
-        let group = self.u32c(GROUP_ROWS);
+        let x = self.cast(x, ScalarType::I64)?;
+        let blocks = self.def(Op::Special(Special::GridDim(Dim::X)))?;
+        let blocks = self.cast(blocks, ScalarType::I64)?;
+        let t = self.var(ScalarType::I64);
+        self.write(t, x);
+        let block = self.block(|e| {
+            let tv = e.read(t)?;
+            let more = e.cmp(CmpOp::Lt, tv, count)?;
+            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+            e.if_(done, |e| {
+                e.push(Stmt::Break);
+                Ok(())
+            })?;
+            let [row, col] = e.grouped_index(tv, rows, cols)?;
+            let index = [e.cast(row, ScalarType::U32)?, e.cast(col, ScalarType::U32)?];
+            let grid = [
+                e.cast(rows, ScalarType::U32)?,
+                e.cast(cols, ScalarType::U32)?,
+            ];
+            e.block_index = Some(index);
+            e.grid_dims = Some(grid);
+            body(e)?;
+            let next = e.add(tv, blocks)?;
+            e.write(t, next);
+            Ok(())
+        })?;
+        self.push(Stmt::Loop { body: block });
+        Ok(())
+    }
+
+    /// The statements before the K loop (rank-0 values), for the tile block at hand, and the
+    /// loop's start step and count of ring sub-stages (`I64`).
+    fn tile_prologue(&mut self, r: &GemmRecipe) -> R<(Value, Value)> {
+        for s in &self.kernel.body.stmts[..r.prologue] {
+            if !matches!(s, TStmt::Def { value, .. } if *value == r.acc_value) {
+                self.stmt(s)?;
+            }
+        }
+        // The loop's sub-stages: SK-deep slices of each BK step.
+        let start = self.uniform(r.start)?;
+        let end = self.uniform(r.end)?;
+        let (start, end) = (
+            self.cast(start, ScalarType::I64)?,
+            self.cast(end, ScalarType::I64)?,
+        );
+        let steps = self.bin(BinaryOp::Sub, end, start)?;
+        let zero = self.i64c(0);
+        let steps = self.bin(BinaryOp::Max, steps, zero)?;
+        let per_step = self.i64c(i64::from(r.bk / r.sk));
+        let total = self.mul(steps, per_step)?;
+        Ok((start, total))
+    }
+
+    /// Tile block `(row, col)` (`I64`) of linear index `linear` in a `rows x cols` grid:
+    /// taking them in order, [`GROUP_ROWS`] rows of tiles at a time, column by column
+    /// (Triton's grouped order), lets the blocks running at once share rows of A and
+    /// columns of B in L2 rather than each wave sweeping all of A. A bijection of the grid,
+    /// so each tile is still one block's.
+    fn grouped_index(&mut self, linear: Value, rows: Value, cols: Value) -> R<[Value; 2]> {
+        let group = self.i64c(i64::from(GROUP_ROWS));
         let per_group = self.mul(cols, group)?;
         let g = self.bin(BinaryOp::Div, linear, per_group)?;
         let first = self.mul(g, group)?;
@@ -487,51 +557,75 @@ impl Emitter<'_> {
         self.add(at, offset)
     }
 
-    /// A loop over the ring's sub-stages `0..total`: `body(e, u, stage, phase)` with the
-    /// stage (`U32`) and its fill's parity (`U32`) carried along.
+    /// The ring's position, carried over the tiles a thread runs: how many sub-stages it has
+    /// gone through (`I64`), the stage the next one uses and that stage's fill parity
+    /// (`U32`), all starting at 0.
+    fn ring_position(&mut self) -> RingPosition {
+        let pos = RingPosition {
+            count: self.var(ScalarType::I64),
+            stage: self.var(ScalarType::U32),
+            phase: self.var(ScalarType::U32),
+        };
+        let zero = self.i64c(0);
+        self.write(pos.count, zero);
+        let zero32 = self.u32c(0);
+        self.write(pos.stage, zero32);
+        self.write(pos.phase, zero32);
+        pos
+    }
+
+    /// A loop over one tile's ring sub-stages `0..total`: `body(e, j, count, stage, phase)`
+    /// with the sub-stage `j` (`I64`) and the ring's position before it (see
+    /// [`ring_position`](Self::ring_position)), which the loop advances.
     fn ring_loop(
         &mut self,
         r: &GemmRecipe,
         total: Value,
-        body: impl FnOnce(&mut Self, Value, Value, Value) -> R<()>,
+        pos: &RingPosition,
+        body: impl FnOnce(&mut Self, Value, Value, Value, Value) -> R<()>,
     ) -> R<()> {
-        let (u, stage, phase) = (
-            self.var(ScalarType::I64),
-            self.var(ScalarType::U32),
-            self.var(ScalarType::U32),
-        );
+        let j = self.var(ScalarType::I64);
         let zero = self.i64c(0);
-        self.write(u, zero);
-        let zero32 = self.u32c(0);
-        self.write(stage, zero32);
-        self.write(phase, zero32);
+        self.write(j, zero);
         let stages = r.stages;
         let block = self.block(|e| {
-            let uv = e.read(u)?;
-            let more = e.cmp(CmpOp::Lt, uv, total)?;
+            let jv = e.read(j)?;
+            let more = e.cmp(CmpOp::Lt, jv, total)?;
             let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
             e.if_(done, |e| {
                 e.push(Stmt::Break);
                 Ok(())
             })?;
-            let (s, p) = (e.read(stage)?, e.read(phase)?);
-            body(e, uv, s, p)?;
+            let (n, s, p) = (e.read(pos.count)?, e.read(pos.stage)?, e.read(pos.phase)?);
+            body(e, jv, n, s, p)?;
             let one = e.i64c(1);
-            let next = e.add(uv, one)?;
-            e.write(u, next);
+            let next = e.add(jv, one)?;
+            e.write(j, next);
+            let next = e.add(n, one)?;
+            e.write(pos.count, next);
             let one = e.u32c(1);
             let s1 = e.add(s, one)?;
             let last = e.u32c(stages);
             let wrap = e.cmp(CmpOp::Eq, s1, last)?;
+            let zero32 = e.u32c(0);
             let s2 = e.select(wrap, zero32, s1)?;
-            e.write(stage, s2);
+            e.write(pos.stage, s2);
             let flipped = e.bin(BinaryOp::Xor, p, one)?;
             let p2 = e.select(wrap, flipped, p)?;
-            e.write(phase, p2);
+            e.write(pos.phase, p2);
             Ok(())
         })?;
         self.push(Stmt::Loop { body: block });
         Ok(())
+    }
+
+    /// The ring stage before `stage` (`U32`).
+    fn previous_stage(&mut self, r: &GemmRecipe, stage: Value) -> R<Value> {
+        let stages = self.u32c(r.stages);
+        let one = self.u32c(1);
+        let back = self.add(stage, stages)?;
+        let back = self.bin(BinaryOp::Sub, back, one)?;
+        self.bin(BinaryOp::Rem, back, stages)
     }
 
     /// The producer's thread: each sub-stage waits for its stage to be released, announces
@@ -543,6 +637,7 @@ impl Emitter<'_> {
         start: Value,
         total: Value,
         bars: u32,
+        ring: &RingPosition,
     ) -> R<()> {
         let a_row = self.uniform(r.a_row)?;
         let a_row = self.cast(a_row, ScalarType::I32)?;
@@ -553,9 +648,10 @@ impl Emitter<'_> {
         let bn = self.konst(Constant::i32(r.bn as i32));
         let n0 = self.mul(b_col, bn)?;
         let per_step = r.bk / r.sk;
-        self.ring_loop(r, total, |e, u, stage, phase| {
+        self.ring_loop(r, total, ring, |e, u, filled, stage, phase| {
+            // A stage filled before (by this tile or an earlier one) waits for its release.
             let stages = e.i64c(i64::from(r.stages));
-            let refill = e.cmp(CmpOp::Ge, u, stages)?;
+            let refill = e.cmp(CmpOp::Ge, filled, stages)?;
             e.if_(refill, |e| {
                 let empty = e.barrier_addr_at(bars, r.stages, stage)?;
                 let one = e.u32c(1);
@@ -633,15 +729,25 @@ impl Emitter<'_> {
         self.bin(BinaryOp::Or, start, fixed)
     }
 
-    /// A consumer warpgroup (`w`, thread `wt` of it): the accumulator's start, the MMAs of
-    /// every sub-stage, the epilogue.
-    fn consume(&mut self, r: &GemmRecipe, w: Value, wt: Value, total: Value, bars: u32) -> R<()> {
-        let acc: Vec<Var> = (0..r.bn / 2).map(|_| self.var(ScalarType::F32)).collect();
+    /// A consumer warpgroup (`w`, thread `wt` of it) on one tile: the accumulator's (`acc`)
+    /// start, the MMAs of every sub-stage, each stage released once the MMAs reading it
+    /// have completed, the epilogue.
+    #[allow(clippy::too_many_arguments)]
+    fn consume(
+        &mut self,
+        r: &GemmRecipe,
+        w: Value,
+        wt: Value,
+        total: Value,
+        bars: u32,
+        ring: &RingPosition,
+        acc: &[Var],
+    ) -> R<()> {
         let place = self.own_place(r, w, wt)?;
         match r.acc_init {
             AccInit::Const(c) => {
                 let c = self.konst(Constant::f32(c));
-                for &v in &acc {
+                for &v in acc {
                     self.write(v, c);
                 }
             }
@@ -666,7 +772,7 @@ impl Emitter<'_> {
         let a_rows = self.u32c(64 * r.sk * 2);
         let a_offset = self.mul(w, a_rows)?;
         let sbo_a = 8 * r.sk * 2;
-        self.ring_loop(r, total, |e, u, stage, phase| {
+        self.ring_loop(r, total, ring, |e, u, _, stage, phase| {
             let full = e.barrier_addr_at(bars, 0, stage)?;
             e.mbarrier(MbarrierOp::WaitParity, full, Some(phase))?;
             e.push(Stmt::WgmmaFence);
@@ -687,7 +793,7 @@ impl Emitter<'_> {
                     negate_b: false,
                     trans_a: false,
                     trans_b: true,
-                    acc: acc.clone(),
+                    acc: acc.to_vec(),
                 })));
             }
             e.push(Stmt::WgmmaCommit);
@@ -696,18 +802,24 @@ impl Emitter<'_> {
             let later = e.cmp(CmpOp::Gt, u, zero)?;
             e.if_(later, |e| {
                 // The previous sub-stage's MMAs have completed: release its stage.
-                let stages = e.u32c(r.stages);
-                let one = e.u32c(1);
-                let back = e.add(stage, stages)?;
-                let back = e.bin(BinaryOp::Sub, back, one)?;
-                let prev = e.bin(BinaryOp::Rem, back, stages)?;
+                let prev = e.previous_stage(r, stage)?;
                 let empty = e.barrier_addr_at(bars, r.stages, prev)?;
                 e.mbarrier(MbarrierOp::Arrive, empty, None)
             })?;
             Ok(())
         })?;
         self.push(Stmt::WgmmaWait { pending: 0 });
-        self.epilogue(r, &place, &acc)
+        // The tile's last stage, released now that every MMA has completed (the producer
+        // may be filling the next tile's stages during the epilogue).
+        let zero = self.i64c(0);
+        let used = self.cmp(CmpOp::Gt, total, zero)?;
+        self.if_(used, |e| {
+            let stage = e.read(ring.stage)?;
+            let last = e.previous_stage(r, stage)?;
+            let empty = e.barrier_addr_at(bars, r.stages, last)?;
+            e.mbarrier(MbarrierOp::Arrive, empty, None)
+        })?;
+        self.epilogue(r, &place, acc)
     }
 
     /// The consumer thread's first accumulator element's place in the output: its row and
@@ -869,6 +981,13 @@ impl Emitter<'_> {
         }
         Ok(())
     }
+}
+
+/// Where a thread is in the ring (see `Emitter::ring_position`).
+struct RingPosition {
+    count: Var,
+    stage: Var,
+    phase: Var,
 }
 
 /// A consumer thread's first accumulator element in the output: row and column (`I64`).

@@ -468,7 +468,11 @@ pub fn launch_grid(
         kargs.push(k);
     }
     let config = LaunchConfig {
-        grid_dim: grid_of(&c.tile, args, grid),
+        grid_dim: {
+            let (x, y, z) = grid_of(&c.tile, args, grid);
+            let [x, y, z] = c.lowered.blocks.grid([x, y, z], 2);
+            (x, y, z)
+        },
         block_dim: (c.lowered.block_threads, 1, 1),
         shared_mem_bytes: c.lowered.shared_bytes,
     };

@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use cuprum_ir::Module;
 use cuprum_tile_ir::Specialization;
-use cuprum_tile_lower::{ArgSlot, LowerOptions};
+use cuprum_tile_lower::{ArgSlot, BlockCount, LowerOptions};
 
 /// A place to keep compiled specializations, by key. Keys are 32 lowercase hex digits;
 /// values are opaque bytes. Implementations must never let a reader see part of a value
@@ -235,6 +235,7 @@ pub(crate) struct Entry {
     pub block_threads: u32,
     pub shared_bytes: u32,
     pub args: Vec<ArgSlot>,
+    pub blocks: BlockCount,
 }
 
 /// Where an [`Entry`] came from.
@@ -358,12 +359,18 @@ fn key(
 }
 
 /// The first bytes of an entry, with its format's version.
-const MAGIC: &[u8; 16] = b"cuprum-tile-jit2";
+const MAGIC: &[u8; 16] = b"cuprum-tile-jit3";
 
 fn encode(entry: &Entry) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend(entry.block_threads.to_le_bytes());
     out.extend(entry.shared_bytes.to_le_bytes());
+    // Thread blocks per multiprocessor of a persistent kernel, 0 for one per tile block.
+    let per_multiprocessor = match entry.blocks {
+        BlockCount::PerTile => 0,
+        BlockCount::Persistent { per_multiprocessor } => per_multiprocessor.max(1),
+    };
+    out.extend(per_multiprocessor.to_le_bytes());
     out.extend((entry.args.len() as u32).to_le_bytes());
     for slot in &entry.args {
         // A tag, the parameter, then three words: an axis, or a map's box and swizzle.
@@ -398,6 +405,10 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
     };
     let block_threads = u32_()?;
     let shared_bytes = u32_()?;
+    let blocks = match u32_()? {
+        0 => BlockCount::PerTile,
+        per_multiprocessor => BlockCount::Persistent { per_multiprocessor },
+    };
     let count = u32_()?;
     let mut args = Vec::new();
     for _ in 0..count {
@@ -433,6 +444,7 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
         block_threads,
         shared_bytes,
         args,
+        blocks,
     })
 }
 
@@ -464,11 +476,15 @@ mod tests {
                     swizzle: cuprum_ir::Swizzle::None,
                 },
             ],
+            blocks: BlockCount::Persistent {
+                per_multiprocessor: 2,
+            },
         };
         let bytes = encode(&entry);
         let back = decode(&bytes).expect("decodes");
         assert_eq!(back.block_threads, 256);
         assert_eq!(back.shared_bytes, 1024);
+        assert_eq!(back.blocks, entry.blocks);
         assert_eq!(back.args, entry.args);
         assert_eq!(back.ir, entry.ir);
         assert!(decode(&bytes[..bytes.len() / 2]).is_none(), "a cut entry");
@@ -517,6 +533,7 @@ mod tests {
             block_threads: 64,
             shared_bytes: 0,
             args: vec![ArgSlot::Scalar { param: 0 }],
+            blocks: BlockCount::PerTile,
         };
         let mut compiled = 0;
         let fetch = |compiled: &mut i32| {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cuprum_ir::Module;
 use cuprum_runtime::{KernelArg, LoadedModule};
 use cuprum_tile_ir::{Specialization, TileKernel, TileModule, decode_module, specialize};
-use cuprum_tile_lower::{ArgSlot, LowerError, LowerOptions, Lowered, TensorFacts};
+use cuprum_tile_lower::{ArgSlot, BlockCount, LowerError, LowerOptions, Lowered, TensorFacts};
 
 use crate::CudaContext;
 use crate::tile::error::Error;
@@ -88,6 +88,8 @@ pub(crate) struct Compiled {
     pub shared_bytes: u32,
     /// What each kernel IR parameter carries.
     pub args: Vec<ArgSlot>,
+    /// How many thread blocks a launch runs.
+    pub blocks: BlockCount,
 }
 
 /// `B = 128, T = f32`: a specialization, by the kernel's parameter names.
@@ -290,6 +292,7 @@ pub(crate) fn compiled(
                 block_threads: lowered.block_threads,
                 shared_bytes: lowered.shared_bytes,
                 args: lowered.args,
+                blocks: lowered.blocks,
             })
         },
     )?;
@@ -339,6 +342,7 @@ pub(crate) fn compiled(
         block_threads: entry.block_threads,
         shared_bytes: entry.shared_bytes,
         args: entry.args,
+        blocks: entry.blocks,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache

@@ -243,8 +243,12 @@ fn launch(
         )?;
     let module = compile::loaded(ctx.context(), &compiled)?;
     let kernel_args = compile::kernel_args(&compiled, args)?;
+    let [x, y, z] = compiled.blocks.grid(
+        [plan.grid.0, plan.grid.1, plan.grid.2],
+        ctx.context().limits().multiprocessor_count,
+    );
     let config = LaunchConfig {
-        grid_dim: plan.grid,
+        grid_dim: (x, y, z),
         block_dim: block,
         shared_mem_bytes,
     };
