@@ -501,12 +501,20 @@ fn main() -> Result<(), Failure> {
     let n = if big { 1 << 28 } else { 1 << 16 };
     let (rows, cols) = if big { (16384, 4096) } else { (64, 4096) };
     let sampled: Vec<usize> = (0..rows).step_by((rows / 16).max(1)).collect();
-    // `TILE_BENCH_ONLY=attention`: only the attention cases (to profile or tune them).
-    if std::env::var("TILE_BENCH_ONLY").is_ok_and(|v| v == "attention") {
-        attention(&stream, big, false)?;
-        attention(&stream, big, true)?;
-        println!("PASSED");
-        return Ok(());
+    // `TILE_BENCH_ONLY=attention` or `gemm`: only those cases (to profile or tune them).
+    match std::env::var("TILE_BENCH_ONLY").as_deref() {
+        Ok("attention") => {
+            attention(&stream, big, false)?;
+            attention(&stream, big, true)?;
+            println!("PASSED");
+            return Ok(());
+        }
+        Ok("gemm") => {
+            gemms(&stream, big)?;
+            println!("PASSED");
+            return Ok(());
+        }
+        _ => {}
     }
 
     // add
@@ -627,32 +635,38 @@ fn main() -> Result<(), Failure> {
     );
     record::result("tile_layer_norm", &size, bytes, 8.0 * e as f64, ms);
 
+    gemms(&stream, big)?;
+    attention(&stream, big, false)?;
+    attention(&stream, big, true)?;
+    println!("PASSED");
+    Ok(())
+}
+
+/// Every GEMM case at every size.
+fn gemms(stream: &Stream, big: bool) -> Result<(), Failure> {
     let sizes: &[usize] = if big { &[4096, 8192] } else { &[128] };
     for &n in sizes {
         gemm(
-            &stream,
+            stream,
             n,
             ("tile_gemm", &HALF_GEMM_TILES),
             half::bf16::from_f32,
             half::bf16::NAN,
         )?;
         gemm(
-            &stream,
+            stream,
             n,
             ("tile_gemm_f16", &HALF_GEMM_TILES),
             half::f16::from_f32,
             half::f16::NAN,
         )?;
         gemm(
-            &stream,
+            stream,
             n,
             ("tile_gemm_tf32", &TF32_GEMM_TILES),
             cuprum::tf32::from_f32,
             cuprum::tf32::from_f32(f32::NAN),
         )?;
     }
-    attention(&stream, big, false)?;
-    attention(&stream, big, true)?;
-    println!("PASSED");
     Ok(())
 }
