@@ -605,6 +605,19 @@ impl<'k> Emitter<'k> {
         Ok(block.stmts.last().is_some_and(TStmt::is_terminator))
     }
 
+    /// The head of a counted loop's body: reads `counter` and leaves the loop unless it is
+    /// below `limit` (both of one integer type); returns the value read.
+    pub(super) fn break_unless_below(&mut self, counter: Var, limit: Value) -> R<Value> {
+        let c = self.read(counter)?;
+        let more = self.cmp(CmpOp::Lt, c, limit)?;
+        let done = self.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
+        self.if_(done, |e| {
+            e.push(Stmt::Break);
+            Ok(())
+        })?;
+        Ok(c)
+    }
+
     fn stmt(&mut self, s: &TStmt) -> R<()> {
         match s {
             TStmt::Def {
@@ -876,13 +889,7 @@ impl<'k> Emitter<'k> {
         };
         let body = self.scratch_loop(|e| {
             e.block(|e| {
-                let c = e.read(counter_var)?;
-                let more = e.cmp(CmpOp::Lt, c, end)?;
-                let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
-                e.if_(done, |e| {
-                    e.push(Stmt::Break);
-                    Ok(())
-                })?;
+                let c = e.break_unless_below(counter_var, end)?;
                 enter(e, c)?;
                 e.loop_body(frame, body)
             })

@@ -453,13 +453,7 @@ impl Emitter<'_> {
         let t = self.var(ScalarType::I64);
         self.write(t, x);
         let block = self.block(|e| {
-            let tv = e.read(t)?;
-            let more = e.cmp(CmpOp::Lt, tv, count)?;
-            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
-            e.if_(done, |e| {
-                e.push(Stmt::Break);
-                Ok(())
-            })?;
+            let tv = e.break_unless_below(t, count)?;
             let [row, col] = e.grouped_index(tv, rows, cols)?;
             let index = [e.cast(row, ScalarType::U32)?, e.cast(col, ScalarType::U32)?];
             let grid = [
@@ -589,13 +583,7 @@ impl Emitter<'_> {
         self.write(j, zero);
         let stages = r.stages;
         let block = self.block(|e| {
-            let jv = e.read(j)?;
-            let more = e.cmp(CmpOp::Lt, jv, total)?;
-            let done = e.def(Op::Unary(cuprum_ir::UnaryOp::Not, more))?;
-            e.if_(done, |e| {
-                e.push(Stmt::Break);
-                Ok(())
-            })?;
+            let jv = e.break_unless_below(j, total)?;
             let (n, s, p) = (e.read(pos.count)?, e.read(pos.stage)?, e.read(pos.phase)?);
             body(e, jv, n, s, p)?;
             let one = e.i64c(1);
