@@ -206,6 +206,19 @@ pub struct Lowered {
     pub blocks: BlockCount,
 }
 
+impl std::fmt::Display for BlockCount {
+    /// How `print_ir` and the like describe the grid: `one block per tile block`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlockCount::PerTile => write!(f, "one block per tile block"),
+            BlockCount::Persistent { per_multiprocessor } => write!(
+                f,
+                "persistent: {per_multiprocessor} block(s) per multiprocessor, looping over the tile blocks"
+            ),
+        }
+    }
+}
+
 impl BlockCount {
     /// The grid to launch for a launch whose tile grid (`cuprum_tile_ir::grid_of`) is
     /// `tiles`, on a device of `multiprocessors` multiprocessors: `tiles` itself, or for a

@@ -324,13 +324,14 @@ pub(crate) fn compiled(
     }
     if print_ir {
         eprintln!(
-            "cuprum: tile kernel `{}` ({}{}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory):\n{}",
+            "cuprum: tile kernel `{}` ({}{}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory, {}):\n{}",
             kernel.name,
             spec_text(kernel, spec),
             facts_text(kernel, facts),
             cuprum_tile_ir::print_kernel(&tile),
             entry.block_threads,
             entry.shared_bytes,
+            entry.blocks,
             cuprum_ir::print_module(&ir)
         );
     }
