@@ -420,3 +420,25 @@ fn choose_warps(kernel: &TileKernel, options: &LowerOptions) -> Result<u32, Lowe
     }
     Ok(warps)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BlockCount;
+
+    #[test]
+    fn a_persistent_grid_is_one_row_of_at_most_the_resident_blocks() {
+        let persistent = BlockCount::Persistent {
+            per_multiprocessor: 1,
+        };
+        assert_eq!(BlockCount::PerTile.grid([5, 7, 2], 132), [5, 7, 2]);
+        assert_eq!(persistent.grid([32, 16, 1], 132), [132, 1, 1]);
+        assert_eq!(persistent.grid([3, 5, 1], 132), [15, 1, 1]);
+        assert_eq!(persistent.grid([4, 0, 1], 132), [0, 1, 1]);
+        let two = BlockCount::Persistent {
+            per_multiprocessor: 2,
+        };
+        assert_eq!(two.grid([100, 100, 1], 66), [132, 1, 1]);
+        // A device that does not say how many multiprocessors it has still runs a block.
+        assert_eq!(persistent.grid([9, 9, 1], 0), [1, 1, 1]);
+    }
+}
