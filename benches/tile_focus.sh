@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The tile track's GPU check in one short device call, for sessions whose device time is
+# scarce: the tile, Hopper and collective test binaries, the GEMM cases with cuBLAS and the
+# attention cases with PyTorch's SDPA and Triton, peers in the same run.
+#
+#   here:           bash benches/tile_focus.sh pack   (gpu-pack, keeps the binaries this
+#                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
+#   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
+#
+# Environment for `run`: TILE_TESTS (a regex of test binaries), ATTENTION_TILES (default
+# 64x64,128x128). NCCL for the collective tests is PyTorch's copy when there is one.
+set -u
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+pack)
+  set -e
+  ../shared/tools/gpu-pack
+  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
+  (cd .gpu/bin && ls | grep -Ev "$keep" | xargs -r rm -f)
+  XZ_OPT="-6 -T2" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
+  rm -rf .gpu/bin
+  du -h .gpu/tiles.tar.xz
+  ;;
+run)
+  OUT=${OUT:-/tmp/tile_focus}
+  mkdir -p "$OUT"
+  [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  export CUPRUM_DEVICE=cuda
+  nccl=$(find $(python3 -c "import site; print(' '.join(site.getsitepackages()))") -name 'libnccl.so.2' 2>/dev/null | head -n 1)
+  [ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" NCCL_NVLS_ENABLE=0
+  echo "nccl: ${nccl:-none}"
+  timeout 200 bash .gpu/run.sh "test-(${TILE_TESTS:-mma|ops|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|collective|multi_device|gpu_semantics})" 2>&1 | tail -n 80
+  echo "=== gemm"
+  TILE_BENCH_ONLY=gemm timeout 80 .gpu/bin/example-tile_bench >"$OUT/gemm.txt" 2>&1; echo "rc=$?"
+  grep -v '^{"record"' "$OUT/gemm.txt" | tail -n 30
+  timeout 60 python3 benches/peers/tile_peers.py --only tile_gemm >"$OUT/gemm_peers.txt" 2>&1; echo "rc=$?"
+  grep '^{"record"' "$OUT/gemm_peers.txt" | cut -c1-160
+  echo "=== attention"
+  TILE_BENCH_ONLY=attention TILE_BENCH_ATTENTION_TILES=${ATTENTION_TILES:-64x64,128x128} \
+    timeout 80 .gpu/bin/example-tile_bench >"$OUT/attention.txt" 2>&1; echo "rc=$?"
+  grep -v '^{"record"' "$OUT/attention.txt" | tail -n 12
+  for case in tile_attention tile_attention_causal; do
+    timeout 60 python3 benches/peers/tile_peers.py --only $case >"$OUT/$case.txt" 2>&1; echo "rc=$?"
+    grep '^{"record"' "$OUT/$case.txt" | cut -c1-160
+  done
+  ;;
+*)
+  echo "usage: bash benches/tile_focus.sh pack|run" >&2
+  exit 2
+  ;;
+esac
