@@ -105,6 +105,34 @@ fn elementwise(
     }
 }
 
+/// Divisors (as `ty`'s bits) whose divisions ptxas strength-reduces in different ways:
+/// powers of two, odd and even others, the extremes, and negative ones of signed types.
+fn constant_divisors(ty: ScalarType) -> Vec<u64> {
+    let bits = ty.bits();
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let mut ds: Vec<u64> = vec![1, 2, 3, 7, 64, 100, 1000, 65537, 0x7FFF_FFFF, 0xFFFF_FFFF];
+    ds.push(mask >> 1);
+    ds.push(mask);
+    if ty.is_signed_int() {
+        for d in [1u64, 3, 64, 1000] {
+            ds.push(d.wrapping_neg());
+        }
+        ds.push(1u64 << (bits - 1));
+    }
+    let mut ds: Vec<u64> = ds
+        .into_iter()
+        .map(|d| d & mask)
+        .filter(|&d| d != 0)
+        .collect();
+    ds.sort_unstable();
+    ds.dedup();
+    ds
+}
+
 fn all_cases() -> Vec<Case> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut cases = Vec::new();
@@ -209,6 +237,33 @@ fn all_cases() -> Vec<Case> {
                 },
                 Tol::Exact,
             ));
+        }
+        // Divisions by constants, which the PTX writer gives ptxas as immediates.
+        if ty != S::Bool {
+            let xs: Vec<u64> = operands(ty, &mut rng, 400);
+            for divisor in constant_divisors(ty) {
+                for op in [BinaryOp::Div, BinaryOp::Rem] {
+                    let min = |x: u64| {
+                        ty.is_signed_int() && to_i128(ty, x) == -(1i128 << (ty.bits() - 1))
+                    };
+                    let inputs: Vec<(u64, u64)> = xs
+                        .iter()
+                        .filter(|&&x| !(min(x) && to_i128(ty, divisor) == -1))
+                        .map(|&x| (x, 0))
+                        .collect();
+                    cases.push(elementwise(
+                        format!("{op:?}_{ty}_by_constant_{divisor:x}"),
+                        (ty, S::U8),
+                        &inputs,
+                        |k, a, _| {
+                            let d = k.c(Constant::new(ty, divisor));
+                            k.bin(op, a, d)
+                        },
+                        |a, _| int_binary(op, ty, a, divisor),
+                        Tol::Exact,
+                    ));
+                }
+            }
         }
         let unary: &[UnaryOp] = if ty == S::Bool {
             &[UnaryOp::Not]
