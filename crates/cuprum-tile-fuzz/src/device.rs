@@ -184,7 +184,15 @@ fn launch(
         };
         args.push(arg);
     }
-    let [x, y, z] = lowered.blocks.grid(case.grid, PERSISTENT_MULTIPROCESSORS);
+    let [x, y, z] = lowered
+        .blocks
+        .grid(case.grid, PERSISTENT_MULTIPROCESSORS)
+        .ok_or_else(|| {
+            Fault::Failed(format!(
+                "the grid {:?} has more tile blocks than a persistent kernel counts",
+                case.grid
+            ))
+        })?;
     let config = LaunchConfig {
         grid_dim: (x, y, z),
         block_dim: (lowered.block_threads, 1, 1),

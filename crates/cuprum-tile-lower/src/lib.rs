@@ -172,6 +172,10 @@ impl ArgSlot {
     }
 }
 
+/// The most tile blocks a launch of a persistent kernel ([`BlockCount::Persistent`]) may
+/// have: `i32::MAX`, so that its 32-bit tile index and the next one a block takes never wrap.
+pub const MAX_PERSISTENT_TILE_BLOCKS: u64 = i32::MAX as u64;
+
 /// How many thread blocks a launch of a lowered kernel runs (see the crate docs): the one
 /// definition of a lowered kernel's launch grid, which every launcher asks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -223,17 +227,22 @@ impl BlockCount {
     /// The grid to launch for a launch whose tile grid (`cuprum_tile_ir::grid_of`) is
     /// `tiles`, on a device of `multiprocessors` multiprocessors: `tiles` itself, or for a
     /// persistent kernel as many blocks along `x` as the device holds at once, at most one
-    /// per tile block (none when there is no tile block).
-    pub fn grid(self, tiles: [u32; 3], multiprocessors: u32) -> [u32; 3] {
+    /// per tile block (none when there is no tile block). `None`: a persistent kernel
+    /// counts its tile blocks in 32-bit arithmetic, and `tiles` has more than
+    /// [`MAX_PERSISTENT_TILE_BLOCKS`].
+    pub fn grid(self, tiles: [u32; 3], multiprocessors: u32) -> Option<[u32; 3]> {
         match self {
-            BlockCount::PerTile => tiles,
+            BlockCount::PerTile => Some(tiles),
             BlockCount::Persistent { per_multiprocessor } => {
                 let all: u64 = tiles.iter().map(|&n| u64::from(n)).product();
+                if all > MAX_PERSISTENT_TILE_BLOCKS {
+                    return None;
+                }
                 let resident =
                     u64::from(multiprocessors.max(1)) * u64::from(per_multiprocessor.max(1));
-                // A grid axis holds a `u32`: clamped, should a device ever hold more.
-                let blocks = u32::try_from(all.min(resident)).unwrap_or(u32::MAX);
-                [blocks, 1, 1]
+                // Below `MAX_PERSISTENT_TILE_BLOCKS`, so a `u32`.
+                let blocks = u32::try_from(all.min(resident)).ok()?;
+                Some([blocks, 1, 1])
             }
         }
     }
@@ -430,15 +439,23 @@ mod tests {
         let persistent = BlockCount::Persistent {
             per_multiprocessor: 1,
         };
-        assert_eq!(BlockCount::PerTile.grid([5, 7, 2], 132), [5, 7, 2]);
-        assert_eq!(persistent.grid([32, 16, 1], 132), [132, 1, 1]);
-        assert_eq!(persistent.grid([3, 5, 1], 132), [15, 1, 1]);
-        assert_eq!(persistent.grid([4, 0, 1], 132), [0, 1, 1]);
+        assert_eq!(BlockCount::PerTile.grid([5, 7, 2], 132), Some([5, 7, 2]));
+        assert_eq!(persistent.grid([32, 16, 1], 132), Some([132, 1, 1]));
+        assert_eq!(persistent.grid([3, 5, 1], 132), Some([15, 1, 1]));
+        assert_eq!(persistent.grid([4, 0, 1], 132), Some([0, 1, 1]));
         let two = BlockCount::Persistent {
             per_multiprocessor: 2,
         };
-        assert_eq!(two.grid([100, 100, 1], 66), [132, 1, 1]);
+        assert_eq!(two.grid([100, 100, 1], 66), Some([132, 1, 1]));
         // A device that does not say how many multiprocessors it has still runs a block.
-        assert_eq!(persistent.grid([9, 9, 1], 0), [1, 1, 1]);
+        assert_eq!(persistent.grid([9, 9, 1], 0), Some([1, 1, 1]));
+        // The kernel's 32-bit tile index: at most `i32::MAX` tile blocks.
+        assert_eq!(persistent.grid([65536, 32767, 1], 132), Some([132, 1, 1]));
+        assert_eq!(persistent.grid([65536, 32768, 1], 132), None);
+        assert_eq!(persistent.grid([u32::MAX, u32::MAX, 1], 132), None);
+        assert_eq!(
+            BlockCount::PerTile.grid([u32::MAX, 2, 1], 132),
+            Some([u32::MAX, 2, 1])
+        );
     }
 }

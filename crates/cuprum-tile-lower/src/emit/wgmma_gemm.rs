@@ -423,18 +423,22 @@ impl Emitter<'_> {
         Ok((self.b.finish(), self.shared_bytes, self.args))
     }
 
-    /// The tile grid of the launch (`I64`): `ceil(size / tile)` blocks along each axis of the
+    /// The tile grid of the launch (`U32`): `ceil(size / tile)` blocks along each axis of the
     /// output, `cuprum_tile_ir::grid_of`'s rule (the output is the kernel's partitioned
-    /// tensor, so it gives the grid).
+    /// tensor, so it gives the grid, whose axes hold `u32`s).
     fn tile_grid(&mut self, r: &GemmRecipe) -> R<[Value; 2]> {
         let dims = self.tensor(r.out)?.dims.clone();
         let mut grid = [dims[0]; 2];
-        for (g, (&d, n)) in grid.iter_mut().zip(dims.iter().zip([r.bm, r.bn])) {
-            let n = self.i64c(i64::from(n));
-            let one = self.i64c(1);
-            let up = self.add(d, n)?;
-            let up = self.bin(BinaryOp::Sub, up, one)?;
-            *g = self.bin(BinaryOp::Div, up, n)?;
+        for (g, (&d, tile)) in grid.iter_mut().zip(dims.iter().zip([r.bm, r.bn])) {
+            let last = self.i64c(i64::from(tile) - 1);
+            let up = self.add(d, last)?;
+            // Unsigned (sizes are not negative), so the optimizer makes the division by a
+            // power of two a shift: ptxas divides by a constant as by any number, and a
+            // 64-bit division is a subroutine.
+            let up = self.cast(up, ScalarType::U64)?;
+            let tile = self.konst(Constant::u64(u64::from(tile)));
+            let blocks = self.bin(BinaryOp::Div, up, tile)?;
+            *g = self.cast(blocks, ScalarType::U32)?;
         }
         Ok(grid)
     }
@@ -442,26 +446,21 @@ impl Emitter<'_> {
     /// The persistent loop: this block runs tile blocks `ctaid.x, ctaid.x + nctaid.x, ..`
     /// of the `tiles` grid (linear, in launch order), each dealt by
     /// [`grouped_index`](Self::grouped_index) and run by `body` with the tile block's index
-    /// and the grid as the tile IR's `BlockId` and `NumBlocks` see them.
+    /// and the grid as the tile IR's `BlockId` and `NumBlocks` see them. In `U32`
+    /// arithmetic (no 64-bit divisions, which are long in SASS and slow to compile): a
+    /// persistent launch has at most `i32::MAX` tile blocks ([`crate::BlockCount::grid`]), so
+    /// neither the count nor a block's next index wraps.
     fn for_each_tile(&mut self, tiles: [Value; 2], body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
         let [rows, cols] = tiles;
         let count = self.mul(rows, cols)?;
         let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
-        let x = self.cast(x, ScalarType::I64)?;
         let blocks = self.def(Op::Special(Special::GridDim(Dim::X)))?;
-        let blocks = self.cast(blocks, ScalarType::I64)?;
-        let t = self.var(ScalarType::I64);
+        let t = self.var(ScalarType::U32);
         self.write(t, x);
         let block = self.block(|e| {
             let tv = e.break_unless_below(t, count)?;
-            let [row, col] = e.grouped_index(tv, rows, cols)?;
-            let index = [e.cast(row, ScalarType::U32)?, e.cast(col, ScalarType::U32)?];
-            let grid = [
-                e.cast(rows, ScalarType::U32)?,
-                e.cast(cols, ScalarType::U32)?,
-            ];
-            e.block_index = Some(index);
-            e.grid_dims = Some(grid);
+            e.block_index = Some(e.grouped_index(tv, rows, cols)?);
+            e.grid_dims = Some([rows, cols]);
             body(e)?;
             let next = e.add(tv, blocks)?;
             e.write(t, next);
@@ -494,19 +493,22 @@ impl Emitter<'_> {
         Ok((start, total))
     }
 
-    /// Tile block `(row, col)` (`I64`) of linear index `linear` in a `rows x cols` grid:
-    /// taking them in order, [`GROUP_ROWS`] rows of tiles at a time, column by column
-    /// (Triton's grouped order), lets the blocks running at once share rows of A and
-    /// columns of B in L2 rather than each wave sweeping all of A. A bijection of the grid,
-    /// so each tile is still one block's.
+    /// Tile block `(row, col)` (`U32`) of linear index `linear < rows * cols` in a
+    /// `rows x cols` grid: taking them in order, [`GROUP_ROWS`] rows of tiles at a time,
+    /// column by column (Triton's grouped order), lets the blocks running at once share rows
+    /// of A and columns of B in L2 rather than each wave sweeping all of A. A bijection of
+    /// the grid, so each tile is still one block's. (The group is `linear / cols /
+    /// GROUP_ROWS`, which equals `linear / (cols * GROUP_ROWS)` without forming that
+    /// product, which may not fit.)
     fn grouped_index(&mut self, linear: Value, rows: Value, cols: Value) -> R<[Value; 2]> {
-        let group = self.i64c(i64::from(GROUP_ROWS));
-        let per_group = self.mul(cols, group)?;
-        let g = self.bin(BinaryOp::Div, linear, per_group)?;
+        let group = self.u32c(GROUP_ROWS);
+        let row_of_tiles = self.bin(BinaryOp::Div, linear, cols)?;
+        let g = self.bin(BinaryOp::Div, row_of_tiles, group)?;
         let first = self.mul(g, group)?;
+        let before = self.mul(first, cols)?;
+        let within = self.bin(BinaryOp::Sub, linear, before)?;
         let left = self.bin(BinaryOp::Sub, rows, first)?;
         let height = self.bin(BinaryOp::Min, left, group)?;
-        let within = self.bin(BinaryOp::Rem, linear, per_group)?;
         let down = self.bin(BinaryOp::Rem, within, height)?;
         let row = self.add(first, down)?;
         let col = self.bin(BinaryOp::Div, within, height)?;
@@ -635,7 +637,6 @@ impl Emitter<'_> {
         let b_col = self.cast(b_col, ScalarType::I32)?;
         let bn = self.konst(Constant::i32(r.bn as i32));
         let n0 = self.mul(b_col, bn)?;
-        let per_step = r.bk / r.sk;
         self.ring_loop(r, total, ring, |e, u, filled, stage, phase| {
             // A stage filled before (by this tile or an earlier one) waits for its release.
             let stages = e.i64c(i64::from(r.stages));
@@ -649,15 +650,12 @@ impl Emitter<'_> {
             let full = e.barrier_addr_at(bars, 0, stage)?;
             let bytes = e.u32c(r.stage_bytes());
             e.mbarrier(MbarrierOp::ArriveExpectTx, full, Some(bytes))?;
-            // K of this sub-stage: (start + u / per_step) * BK + (u % per_step) * SK.
-            let per = e.i64c(i64::from(per_step));
-            let step = e.bin(BinaryOp::Div, u, per)?;
-            let sub = e.bin(BinaryOp::Rem, u, per)?;
-            let i = e.add(start, step)?;
+            // K of this sub-stage: (start + u / per_step) * BK + (u % per_step) * SK, which
+            // is start * BK + u * SK (BK = per_step * SK), without a division.
             let bk = e.i64c(i64::from(r.bk));
-            let k0 = e.mul(i, bk)?;
+            let k0 = e.mul(start, bk)?;
             let sk = e.i64c(i64::from(r.sk));
-            let k1 = e.mul(sub, sk)?;
+            let k1 = e.mul(u, sk)?;
             let k = e.add(k0, k1)?;
             let k = e.cast(k, ScalarType::I32)?;
             let zero = e.u32c(0);

@@ -470,7 +470,11 @@ pub fn launch_grid(
     let config = LaunchConfig {
         grid_dim: {
             let (x, y, z) = grid_of(&c.tile, args, grid);
-            let [x, y, z] = c.lowered.blocks.grid([x, y, z], 2);
+            let [x, y, z] = c
+                .lowered
+                .blocks
+                .grid([x, y, z], 2)
+                .expect("the tests' grids are small");
             (x, y, z)
         },
         block_dim: (c.lowered.block_threads, 1, 1),

@@ -332,6 +332,17 @@ pub enum LaunchProblem {
         /// What is wrong with it.
         reason: String,
     },
+    /// A launch with more tile blocks than a persistent kernel (the Hopper GEMM recipe,
+    /// `cuprum_tile_lower::BlockCount::Persistent`) counts.
+    #[error(
+        "the launch has {tiles:?} tile blocks, more than the {most} a persistent kernel counts: split the problem into several launches"
+    )]
+    TooManyTileBlocks {
+        /// The launch's tile grid.
+        tiles: (u32, u32, u32),
+        /// The most tile blocks such a kernel counts.
+        most: u64,
+    },
     /// A launch of a kernel cuprum did not compile without a launch configuration: its grid
     /// and block are the program's to give.
     #[error(

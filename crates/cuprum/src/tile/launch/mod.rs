@@ -243,10 +243,19 @@ fn launch(
         )?;
     let module = compile::loaded(ctx.context(), &compiled)?;
     let kernel_args = compile::kernel_args(&compiled, args)?;
-    let [x, y, z] = compiled.blocks.grid(
-        [plan.grid.0, plan.grid.1, plan.grid.2],
-        ctx.context().limits().multiprocessor_count,
-    );
+    let [x, y, z] = compiled
+        .blocks
+        .grid(
+            [plan.grid.0, plan.grid.1, plan.grid.2],
+            ctx.context().limits().multiprocessor_count,
+        )
+        .ok_or_else(|| Error::InvalidLaunch {
+            kernel: kernel.name.clone(),
+            problem: crate::tile::error::LaunchProblem::TooManyTileBlocks {
+                tiles: plan.grid,
+                most: cuprum_tile_lower::MAX_PERSISTENT_TILE_BLOCKS,
+            },
+        })?;
     let config = LaunchConfig {
         grid_dim: (x, y, z),
         block_dim: block,
