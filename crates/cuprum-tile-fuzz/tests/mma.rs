@@ -646,24 +646,15 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         ..case(S::BF16, S::F32, Some(1.0), s)
     });
     // Late starts with several stages per K step (two of 64, three of 16).
-    cases.push(RecipeCase {
-        steps: (1, 5),
-        ..case(
-            S::F16,
-            S::F32,
-            Some(0.0),
-            sizes(0, 64, 128, 600, 64, 128, 128),
-        )
-    });
-    cases.push(RecipeCase {
-        steps: (2, 5),
-        ..case(
-            S::BF16,
-            S::BF16,
-            Some(0.0),
-            sizes(0, 100, 64, 230, 64, 64, 48),
-        )
-    });
+    for (steps, input, out, s) in [
+        ((1, 5), S::F16, S::F32, sizes(0, 64, 128, 600, 64, 128, 128)),
+        ((2, 5), S::BF16, S::BF16, sizes(0, 100, 64, 230, 64, 64, 48)),
+    ] {
+        cases.push(RecipeCase {
+            steps,
+            ..case(input, out, Some(0.0), s)
+        });
+    }
     // Outputs whose rows are padded to 16-byte runs, so column pairs are one store, with an
     // odd width (the last column alone) and even ones.
     for (out, n) in [(S::BF16, 131), (S::F32, 190), (S::F16, 64)] {

@@ -341,33 +341,6 @@ impl Emitter<'_> {
         Ok(out)
     }
 
-    /// Runs `body(k)` for `k = start, start + step, ...` while `k < end` (all `U32`, `end`
-    /// and `step` the same in every iteration), as one kernel IR loop.
-    fn counted_loop(
-        &mut self,
-        start: Value,
-        end: Value,
-        step: Value,
-        body: impl FnOnce(&mut Self, Value) -> R<()>,
-    ) -> R<()> {
-        let counter = self.var(ScalarType::U32);
-        self.write(counter, start);
-        let block = self.block(|e| {
-            let k = e.read(counter)?;
-            let done = e.cmp(CmpOp::Ge, k, end)?;
-            e.if_(done, |e| {
-                e.push(Stmt::Break);
-                Ok(())
-            })?;
-            body(e, k)?;
-            let next = e.add(k, step)?;
-            e.write(counter, next);
-            Ok(())
-        })?;
-        self.push(Stmt::Loop { body: block });
-        Ok(())
-    }
-
     /// The `f32`/`f64` recipe: each register of the result is its accumulator element plus
     /// a chain of fused multiply-adds along `k`.
     fn fma_chain(

@@ -605,6 +605,29 @@ impl<'k> Emitter<'k> {
         Ok(block.stmts.last().is_some_and(TStmt::is_terminator))
     }
 
+    /// Runs `body(k)` for `k = start, start + step, ...` while `k < end` (one integer type;
+    /// `end` and `step` the same in every iteration), as one kernel IR loop.
+    pub(super) fn counted_loop(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: Value,
+        body: impl FnOnce(&mut Self, Value) -> R<()>,
+    ) -> R<()> {
+        let ty = self.b.type_of(start);
+        let counter = self.var(ty);
+        self.write(counter, start);
+        let block = self.block(|e| {
+            let k = e.break_unless_below(counter, end)?;
+            body(e, k)?;
+            let next = e.add(k, step)?;
+            e.write(counter, next);
+            Ok(())
+        })?;
+        self.push(Stmt::Loop { body: block });
+        Ok(())
+    }
+
     /// The head of a counted loop's body: reads `counter` and leaves the loop unless it is
     /// below `limit` (both of one integer type); returns the value read.
     pub(super) fn break_unless_below(&mut self, counter: Var, limit: Value) -> R<Value> {

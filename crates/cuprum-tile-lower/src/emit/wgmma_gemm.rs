@@ -455,19 +455,11 @@ impl Emitter<'_> {
         let count = self.mul(rows, cols)?;
         let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
         let blocks = self.def(Op::Special(Special::GridDim(Dim::X)))?;
-        let t = self.var(ScalarType::U32);
-        self.write(t, x);
-        let block = self.block(|e| {
-            let tv = e.break_unless_below(t, count)?;
-            e.block_index = Some(e.grouped_index(tv, rows, cols)?);
+        self.counted_loop(x, count, blocks, |e, t| {
+            e.block_index = Some(e.grouped_index(t, rows, cols)?);
             e.grid_dims = Some([rows, cols]);
-            body(e)?;
-            let next = e.add(tv, blocks)?;
-            e.write(t, next);
-            Ok(())
-        })?;
-        self.push(Stmt::Loop { body: block });
-        Ok(())
+            body(e)
+        })
     }
 
     /// The statements before the K loop (rank-0 values), for the tile block at hand, and the
@@ -580,22 +572,16 @@ impl Emitter<'_> {
         pos: &RingPosition,
         body: impl FnOnce(&mut Self, Value, Value, Value, Value) -> R<()>,
     ) -> R<()> {
-        let j = self.var(ScalarType::I64);
-        let zero = self.i64c(0);
-        self.write(j, zero);
-        let stages = r.stages;
-        let block = self.block(|e| {
-            let jv = e.break_unless_below(j, total)?;
+        let (zero, one) = (self.i64c(0), self.i64c(1));
+        self.counted_loop(zero, total, one, |e, j| {
             let (n, s, p) = (e.read(pos.count)?, e.read(pos.stage)?, e.read(pos.phase)?);
-            body(e, jv, n, s, p)?;
+            body(e, j, n, s, p)?;
             let one = e.i64c(1);
-            let next = e.add(jv, one)?;
-            e.write(j, next);
             let next = e.add(n, one)?;
             e.write(pos.count, next);
             let one = e.u32c(1);
             let s1 = e.add(s, one)?;
-            let last = e.u32c(stages);
+            let last = e.u32c(r.stages);
             let wrap = e.cmp(CmpOp::Eq, s1, last)?;
             let zero32 = e.u32c(0);
             let s2 = e.select(wrap, zero32, s1)?;
@@ -604,9 +590,7 @@ impl Emitter<'_> {
             let p2 = e.select(wrap, flipped, p)?;
             e.write(pos.phase, p2);
             Ok(())
-        })?;
-        self.push(Stmt::Loop { body: block });
-        Ok(())
+        })
     }
 
     /// The ring stage before `stage` (`U32`).
