@@ -439,6 +439,11 @@ impl Ranges<'_> {
                     B::Shr | B::Div if nonneg(ty, xh) && (b == B::Shr || both_nonneg) => {
                         Some((0, xh as u64))
                     }
+                    // The high half of the product (an unsigned division by a constant,
+                    // `crate::divide`).
+                    B::MulHigh if !ty.is_signed_int() => {
+                        Some((((xl * yl) >> width) as u64, ((xh * yh) >> width) as u64))
+                    }
                     B::And => Some((0, xh.min(yh) as u64)),
                     B::Rem if yl >= 1 && both_nonneg => Some((0, xh.min(yh - 1) as u64)),
                     B::Min if both_nonneg => Some((xl.min(yl) as u64, xh.min(yh) as u64)),

@@ -220,9 +220,7 @@ impl Folder<'_> {
                     _ => None,
                 }
             }
-            Op::Binary(b, l, r) => self
-                .binary(b, l, r)
-                .or_else(|| self.power_of_two(b, l, r, out)),
+            Op::Binary(b, l, r) => self.binary(b, l, r),
             Op::Ternary(_, a, b, c) => {
                 eval::mul_add(self.konst(a)?, self.konst(b)?, self.konst(c)?).map(R::Const)
             }
@@ -360,33 +358,6 @@ impl Folder<'_> {
             }
             _ => None,
         }
-    }
-
-    /// Unsigned `x / 2^k` is `x >> k` and `x % 2^k` is `x & (2^k - 1)` (exactly, for every
-    /// `x`; the divisor is not zero, so there is no error to keep). ptxas does not always
-    /// see the constant divisor through our registers and emits a full division.
-    fn power_of_two(
-        &mut self,
-        b: BinaryOp,
-        l: Value,
-        r: Value,
-        out: &mut Vec<Stmt>,
-    ) -> Option<Simplified> {
-        let ty = self.ty(l);
-        if !ty.is_unsigned_int() || !matches!(b, BinaryOp::Div | BinaryOp::Rem) {
-            return None;
-        }
-        let k = self.konst(r)?.bits;
-        if k < 2 || !k.is_power_of_two() {
-            return None;
-        }
-        Some(Simplified::Op(if b == BinaryOp::Div {
-            let shift = self.new_const(Constant::new(S::U32, u64::from(k.trailing_zeros())), out);
-            Op::Binary(BinaryOp::Shr, l, shift)
-        } else {
-            let mask = self.new_const(Constant::new(ty, k - 1), out);
-            Op::Binary(BinaryOp::And, l, mask)
-        }))
     }
 
     fn compare(&mut self, c: CmpOp, l: Value, r: Value, out: &mut Vec<Stmt>) -> Option<Simplified> {

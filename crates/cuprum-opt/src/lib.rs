@@ -22,7 +22,8 @@
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | again, on the unrolled copies |
 //! | [`conditions`] | drops tests already decided by a dominating branch, by value ranges, or by the kernel's launch requirements |
 //! | [`narrow`] | 64-bit index arithmetic whose result fits in 32 bits is done in 32 bits |
-//! | [`fold`] | cleans up after `conditions` and `narrow` |
+//! | [`divide`] | integer divisions and remainders by constants become multiply-highs and shifts |
+//! | [`fold`] | cleans up after `conditions`, `narrow` and `divide` |
 //! | [`promote`] | local arrays accessed only at constant positions become variables |
 //! | [`fold`], [`hoist`], [`vars`], [`cse`] | once more, on what promotion exposed |
 //! | [`checks`] | bounds checks move ahead of the loads and stores they guard and out of branches |
@@ -56,6 +57,7 @@ pub mod checks;
 pub mod conditions;
 pub mod cse;
 pub mod dce;
+pub mod divide;
 mod eval;
 mod facts;
 pub mod fold;
@@ -105,6 +107,7 @@ pub const PASSES: &[Pass] = &[
     pass("cse", |k, _| cse::run(k)),
     pass("conditions", conditions::run_with),
     pass("narrow", narrow::run_with),
+    pass("divide", divide::run_with),
     pass("fold", |k, _| fold::run(k)),
     pass("promote", promote::run_with),
     pass("fold", |k, _| fold::run(k)),

@@ -7,7 +7,10 @@
 //! and ptxas does not know that thread indices are small.
 //!
 //! Truncation to 32 bits commutes with wrapping `+`, `-`, `*`, `&`, `|`, `^` and with shifts
-//! by a constant below 32, so `(a op b) as u32 == (a as u32) op (b as u32)` always. When, in
+//! by a constant below 32, so `(a op b) as u32 == (a as u32) op (b as u32)` always, and with
+//! unsigned `/` and `%` when both operands are below `2^32` (a 64-bit division costs a
+//! subroutine call, and a division by a constant becomes a 32-bit multiply-high in
+//! [`crate::divide`] only once narrowed). When, in
 //! addition, the known range of a `U64` result (`crate::facts`, with the launch limits on
 //! thread and block indices) lies below `2^32`, the result equals the zero extension of that
 //! 32-bit value. So its definition `v = a op b` becomes `n = a' op b'` in `U32` (operands:
@@ -123,6 +126,7 @@ impl Narrow {
             | BinaryOp::Or
             | BinaryOp::Xor => true,
             BinaryOp::Shl => self.defs.konst(r).is_some_and(|s| s < 32),
+            BinaryOp::Div | BinaryOp::Rem => true,
             _ => false,
         };
         if !shift_ok {
@@ -133,6 +137,16 @@ impl Narrow {
             facts: &self.facts,
             locals: &[],
         };
+        let below_2_32 = |v: Value| {
+            ranges
+                .of(v)
+                .is_some_and(|(_, hi)| hi <= u64::from(u32::MAX))
+        };
+        if matches!(b, BinaryOp::Div | BinaryOp::Rem) && !(below_2_32(l) && below_2_32(r)) {
+            // Truncation does not commute with division; operands that fit in 32 bits do
+            // (the quotient and the remainder are no larger than the dividend).
+            return None;
+        }
         let (_, hi) = ranges.of(value)?;
         if hi > u64::from(u32::MAX) {
             return None;

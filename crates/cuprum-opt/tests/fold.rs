@@ -210,34 +210,3 @@ fn faulting_divisions_stay() {
     assert_eq!(print_kernel(&opt).matches("Div").count(), 1);
     assert!(common::run(&opt, 0, T, 32, T as u64).is_err());
 }
-
-#[test]
-fn unsigned_division_by_a_power_of_two_is_a_shift() {
-    // `v / 16 + v % 64 + (v as u64 / 4) as u32 + v / 12`, and `s / 16` on `s = v as i32`:
-    // the unsigned divisions by powers of two become shifts and masks; division by 12 and
-    // signed division (which rounds toward zero) stay.
-    let kernel = elementwise(S::U32, |k, v| {
-        let (d16, d64, d12) = (k.u32(16), k.u32(64), k.u32(12));
-        let a = k.bin(BinaryOp::Div, v, d16);
-        let b = k.bin(BinaryOp::Rem, v, d64);
-        let w = k.cast(v, S::U64);
-        let four = k.u64(4);
-        let c = k.bin(BinaryOp::Div, w, four);
-        let c = k.cast(c, S::U32);
-        let d = k.bin(BinaryOp::Div, v, d12);
-        let s = k.cast(v, S::I32);
-        let s16 = k.c(Constant::new(S::I32, 16));
-        let e = k.bin(BinaryOp::Div, s, s16);
-        let e = k.cast(e, S::U32);
-        let r = k.add(a, b);
-        let r = k.add(r, c);
-        let r = k.add(r, d);
-        k.add(r, e)
-    });
-    let opt = same_behaviour(&kernel, &passes(&["fold", "dce"]), T, 32, T as u64);
-    let text = print_kernel(&opt);
-    assert_eq!(text.matches("= Div").count(), 2, "{text}");
-    assert_eq!(text.matches("= Shr").count(), 2, "{text}");
-    assert_eq!(text.matches("= And").count(), 1, "{text}");
-    assert!(has(&opt, "const 63u32"), "{text}");
-}
