@@ -6,6 +6,8 @@
 #   here:           bash benches/tile_focus.sh pack   (gpu-pack, keeps the binaries this
 #                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
 #   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
+#                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
+#                   the first launch of a fresh process)
 #
 # Environment for `run`: TILE_TESTS (a regex of test binaries), ATTENTION_TILES (default
 # 64x64,128x128). NCCL for the collective tests is PyTorch's copy when there is one.
@@ -15,7 +17,7 @@ case "${1:-}" in
 pack)
   set -e
   ../shared/tools/gpu-pack
-  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
+  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
   (cd .gpu/bin && ls | grep -Ev "$keep" | xargs -r rm -f)
   XZ_OPT="-6 -T2" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
   rm -rf .gpu/bin
@@ -30,7 +32,7 @@ run)
   nccl=$(find $(python3 -c "import site; print(' '.join(site.getsitepackages()))") -name 'libnccl.so.2' 2>/dev/null | head -n 1)
   [ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" NCCL_NVLS_ENABLE=0
   echo "nccl: ${nccl:-none}"
-  timeout 200 bash .gpu/run.sh "test-(${TILE_TESTS:-mma|ops|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|collective|multi_device|gpu_semantics})" 2>&1 | tail -n 80
+  timeout 200 bash .gpu/run.sh "test-(${TILE_TESTS:-mma|ops|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics})" 2>&1 | tail -n 80
   echo "=== gemm"
   TILE_BENCH_ONLY=gemm timeout 80 .gpu/bin/example-tile_bench >"$OUT/gemm.txt" 2>&1; echo "rc=$?"
   grep -v '^{"record"' "$OUT/gemm.txt" | tail -n 30
@@ -45,8 +47,29 @@ run)
     grep '^{"record"' "$OUT/$case.txt" | cut -c1-160
   done
   ;;
+profile)
+  # ncu on one launch of the attention kernel (64x64 tiles, or ATTENTION_TILES) and of the
+  # GEMM at the benchmark sizes, and the first launch of a fresh process (startup).
+  OUT=${OUT:-/tmp/tile_focus}
+  mkdir -p "$OUT"
+  [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
+  export CUPRUM_DEVICE=cuda
+  sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  echo "=== ncu attention"
+  TILE_BENCH_ONLY=attention TILE_BENCH_ATTENTION_TILES=${ATTENTION_TILES:-64x64} timeout 150 \
+    ncu --clock-control none -k regex:attention --launch-skip 2 --launch-count 1 $sections \
+    .gpu/bin/example-tile_bench >"$OUT/ncu_attention.txt" 2>&1; echo "rc=$?"
+  grep -vE '^\{"record"|^==PROF==' "$OUT/ncu_attention.txt" | grep -E 'attention|Duration|Throughput|Registers|Occupancy|Warp Cycles|Issued|Eligible|No Eligible|Stall|Block Limit|Pipe|Executed Ipc|L2 Hit|Shared Memory' | head -n 60
+  echo "=== ncu gemm"
+  TILE_BENCH_ONLY=gemm timeout 150 \
+    ncu --clock-control none -k regex:gemm --launch-skip 2 --launch-count 1 $sections \
+    .gpu/bin/example-tile_bench >"$OUT/ncu_gemm.txt" 2>&1; echo "rc=$?"
+  grep -vE '^\{"record"|^==PROF==' "$OUT/ncu_gemm.txt" | grep -E 'gemm|Duration|Throughput|Registers|Occupancy|Warp Cycles|Issued|Eligible|No Eligible|Stall|Block Limit|Pipe|Executed Ipc|L2 Hit|Shared Memory' | head -n 60
+  echo "=== startup"
+  timeout 120 .gpu/bin/example-startup --procs 5 2>&1 | tail -n 20
+  ;;
 *)
-  echo "usage: bash benches/tile_focus.sh pack|run" >&2
+  echo "usage: bash benches/tile_focus.sh pack|run|profile" >&2
   exit 2
   ;;
 esac
