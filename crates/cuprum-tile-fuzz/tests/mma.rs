@@ -985,22 +985,46 @@ struct LoopWork {
     ldmatrices: usize,
     group_waits: usize,
     full_waits: usize,
+    /// Accumulator variables of the loop's `wgmma`s that are also read after the loop: the
+    /// loop's own carried variables, accumulated in place.
+    carried_accumulators: usize,
 }
 
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
-    fn visit(b: &cuprum_ir::Block, k: &cuprum_ir::Kernel, in_loop: bool, w: &mut LoopWork) {
+    use std::collections::HashSet;
+    #[derive(Default)]
+    struct Vars {
+        accumulators: HashSet<cuprum_ir::Var>,
+        read_outside: HashSet<cuprum_ir::Var>,
+    }
+    fn visit(
+        b: &cuprum_ir::Block,
+        k: &cuprum_ir::Kernel,
+        in_loop: bool,
+        w: &mut LoopWork,
+        vars: &mut Vars,
+    ) {
         for s in &b.stmts {
             match s {
-                cuprum_ir::Stmt::Loop { body } => visit(body, k, true, w),
+                cuprum_ir::Stmt::Loop { body } => visit(body, k, true, w, vars),
                 cuprum_ir::Stmt::If {
                     then, otherwise, ..
                 } => {
-                    visit(then, k, in_loop, w);
-                    visit(otherwise, k, in_loop, w);
+                    visit(then, k, in_loop, w, vars);
+                    visit(otherwise, k, in_loop, w, vars);
+                }
+                cuprum_ir::Stmt::WgmmaMma(m) if in_loop => {
+                    w.wgmmas += 1;
+                    vars.accumulators.extend(m.acc.iter().copied());
+                }
+                cuprum_ir::Stmt::Def {
+                    op: cuprum_ir::Op::ReadVar(v),
+                    ..
+                } if !in_loop => {
+                    vars.read_outside.insert(*v);
                 }
                 cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
-                cuprum_ir::Stmt::WgmmaMma(_) if in_loop => w.wgmmas += 1,
                 cuprum_ir::Stmt::CpAsyncWaitGroup { .. } if in_loop => w.group_waits += 1,
                 cuprum_ir::Stmt::CpAsyncWaitAll if in_loop => w.full_waits += 1,
                 cuprum_ir::Stmt::LdMatrix { .. } if in_loop => w.ldmatrices += 1,
@@ -1014,7 +1038,9 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
         }
     }
     let mut w = LoopWork::default();
-    visit(&kernel.body, kernel, false, &mut w);
+    let mut vars = Vars::default();
+    visit(&kernel.body, kernel, false, &mut w, &mut vars);
+    w.carried_accumulators = vars.accumulators.intersection(&vars.read_outside).count();
     w
 }
 
@@ -1069,6 +1095,14 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
                 // copy from an iteration ago, never for all copies.
                 assert_eq!(w.group_waits, 2, "{sizes:?} {tiles:?}: {w:?}");
                 assert_eq!(w.full_waits, 0, "{sizes:?} {tiles:?}: {w:?}");
+                // The output's accumulator (head dimension / 2 registers a thread) is the
+                // loop's own variables, accumulated in place: no copies in and out of the
+                // wgmma's registers every iteration.
+                assert_eq!(
+                    w.carried_accumulators,
+                    sizes.2 as usize / 2,
+                    "{sizes:?} {tiles:?}: {w:?}"
+                );
             }
             None => assert_eq!(w.wgmmas, 0, "{sizes:?} {tiles:?}: {w:?}"),
         }

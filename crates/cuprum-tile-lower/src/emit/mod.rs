@@ -71,6 +71,8 @@ struct LoopVars {
     args: Vec<TileValue>,
     /// For a `For` loop: the counter variable and the step.
     counter: Option<(Var, Value)>,
+    /// The values the body yields into the variables, once the body is being emitted.
+    yields: Vec<TileValue>,
 }
 
 /// The state of one lowering.
@@ -768,6 +770,20 @@ impl<'k> Emitter<'k> {
         Ok((0..n).map(|_| self.var(ty)).collect())
     }
 
+    /// The innermost loop's variables that `value` is yielded into at the end of the body,
+    /// when they hold it in its own representation (register `r` in variable `r`): a product
+    /// accumulated in place there needs no copy in and out of the loop's registers.
+    pub(super) fn carried_vars_of(&self, value: TileValue) -> Option<Vec<Var>> {
+        let frame = self.loops.last()?;
+        let at = frame.yields.iter().position(|&y| y == value)?;
+        let arg = *frame.args.get(at)?;
+        let same = matches!(
+            (self.plan.repr(arg), self.plan.repr(value)),
+            (Some(Repr::Dist(a)), Some(Repr::Dist(v))) if a == v
+        );
+        same.then(|| frame.vars.get(at).cloned()).flatten()
+    }
+
     /// Writes `value`, converted to `like`'s representation, into `vars`.
     fn write_vars(&mut self, vars: &[Var], value: TileValue, like: TileValue) -> R<()> {
         let regs = self.in_repr_of(value, like)?;
@@ -909,6 +925,7 @@ impl<'k> Emitter<'k> {
             vars,
             args: args.to_vec(),
             counter: Some((counter_var, step)),
+            yields: Vec::new(),
         };
         let body = self.scratch_loop(|e| {
             e.block(|e| {
@@ -1029,6 +1046,7 @@ impl<'k> Emitter<'k> {
             vars,
             args: args.to_vec(),
             counter: None,
+            yields: Vec::new(),
         };
         let body = self.scratch_loop(|e| e.block(|e| e.loop_body(frame, body)))?;
         self.push(Stmt::Loop { body });
@@ -1048,10 +1066,11 @@ impl<'k> Emitter<'k> {
 
     /// One iteration: the carried values from their variables, the body, the yields back
     /// into the variables and the counter advanced.
-    fn loop_body(&mut self, frame: LoopVars, body: &cuprum_tile_ir::Block) -> R<()> {
+    fn loop_body(&mut self, mut frame: LoopVars, body: &cuprum_tile_ir::Block) -> R<()> {
         for (vs, &a) in frame.vars.iter().zip(&frame.args) {
             self.read_vars(vs, a)?;
         }
+        frame.yields = body.yields.clone();
         self.loops.push(frame);
         let ended = self.stmts(body)?;
         if !ended {

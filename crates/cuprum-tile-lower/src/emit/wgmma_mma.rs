@@ -308,10 +308,19 @@ impl Emitter<'_> {
             Some(source) => WgA::Fragments(source),
             None => WgA::Shared(staged[1]),
         };
+        // The accumulator's variables: the loop's own where the product is what the loop
+        // carries (attention's output), so that the registers stay put across iterations;
+        // fresh ones otherwise.
+        let carried = self
+            .carried_vars_of(value)
+            .filter(|vs| vs.len() == acc.len());
         let vars: Vec<_> = order
             .iter()
             .map(|&r| {
-                let v = self.var(ScalarType::F32);
+                let v = match &carried {
+                    Some(vs) => vs[r],
+                    None => self.var(ScalarType::F32),
+                };
                 self.write(v, acc[r]);
                 v
             })
