@@ -26,6 +26,12 @@
 //! the result is bit for bit the interpreter's. The `wgmma`s of one `mma` are committed as one
 //! group and waited for at once, so the accumulator is ready where the `mma`'s result is
 //! used, and the shared memory read is free after it.
+//!
+//! The accumulator is a set of `F32` variables the `wgmma`s update in place. Where the
+//! `mma`'s result is what the body yields into the innermost loop's variables (attention's
+//! output, `acc = mma(p, v, acc)`), those variables are the accumulator
+//! (`Emitter::carried_vars_of`), so its registers stay put from one iteration to the next
+//! instead of being copied into the `wgmma`'s and back (ptxas kept those copies).
 
 use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType, accumulator_position};
 use cuprum_ir::{BinaryOp, ScalarType, Stmt, Swizzle, Value};
