@@ -90,44 +90,39 @@ pub(crate) struct Division {
 
 impl Division {
     /// The recipe for dividing `ty` values by the constant whose bits are `divisor`, or
-    /// `None` for a zero divisor (left to the division, which reports it).
+    /// `None` for a zero divisor (left to the division, which reports it). Multiply-highs run
+    /// at 32 bits at least (see the module docs).
     pub(crate) fn of(ty: ScalarType, divisor: u64) -> Option<Self> {
         let width = ty.bits();
         if !ty.is_int() || !(8..=64).contains(&width) {
             return None;
         }
-        let signed = ty.is_signed_int();
         let value = eval::int_value(Constant::new(ty, divisor));
+        Self::at_width(ty.is_signed_int(), value, width, width.max(32))
+    }
+
+    /// The recipe for `width`-bit dividends and the nonzero divisor `value`, its multiply-
+    /// highs at `magic_bits` (at least `width`; shifts stay at `width`).
+    fn at_width(signed: bool, value: i128, width: u32, magic_bits: u32) -> Option<Self> {
         if value == 0 {
             return None;
         }
         let magnitude = value.unsigned_abs();
         let negate = value < 0;
-        if magnitude == 1 {
-            return Some(Self {
-                quotient: Quotient::Dividend,
-                negate,
-                bits: width,
-            });
-        }
-        if magnitude.is_power_of_two() {
+        let (quotient, bits) = if magnitude == 1 {
+            (Quotient::Dividend, width)
+        } else if magnitude.is_power_of_two() {
             let shift = magnitude.trailing_zeros();
-            let quotient = if signed {
+            let q = if signed {
                 Quotient::SignedShift { shift }
             } else {
                 Quotient::Shift { shift }
             };
-            return Some(Self {
-                quotient,
-                negate,
-                bits: width,
-            });
-        }
-        let bits = width.max(32);
-        let quotient = if signed {
-            signed_magic(magnitude, bits)?
+            (q, width)
+        } else if signed {
+            (signed_magic(magnitude, magic_bits)?, magic_bits)
         } else {
-            unsigned_magic(magnitude, bits)?
+            (unsigned_magic(magnitude, magic_bits)?, magic_bits)
         };
         Some(Self {
             quotient,
@@ -494,32 +489,8 @@ mod tests {
     /// The recipes run at the type's own width in these tests, so 8- and 16-bit types can be
     /// checked for every dividend and divisor (the pass runs them at 32 bits).
     fn at_own_width(ty: ScalarType, divisor: i128) -> Option<Division> {
-        let bits = Constant::new(ty, divisor as u64 & mask(ty)).bits;
-        let d = eval::int_value(Constant::new(ty, bits));
-        let n = ty.bits();
-        let m = d.unsigned_abs();
-        let quotient = if m == 1 {
-            Quotient::Dividend
-        } else if m.is_power_of_two() {
-            if ty.is_signed_int() {
-                Quotient::SignedShift {
-                    shift: m.trailing_zeros(),
-                }
-            } else {
-                Quotient::Shift {
-                    shift: m.trailing_zeros(),
-                }
-            }
-        } else if ty.is_signed_int() {
-            signed_magic(m, n)?
-        } else {
-            unsigned_magic(m, n)?
-        };
-        Some(Division {
-            quotient,
-            negate: d < 0,
-            bits: n,
-        })
+        let d = eval::int_value(Constant::new(ty, divisor as u64 & mask(ty)));
+        Division::at_width(ty.is_signed_int(), d, ty.bits(), ty.bits())
     }
 
     #[test]

@@ -12,48 +12,9 @@ use ScalarType as S;
 
 const T: u32 = 256;
 
-/// Divisors of `ty` (as bits) that take every recipe: powers of two, odd and even others,
-/// one, the extremes, and negative ones of signed types.
+/// Divisors of `ty` (as bits) that take every recipe.
 fn divisors(ty: ScalarType) -> Vec<u64> {
-    let n = ty.bits();
-    let mask = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-    let mut ds = vec![
-        1,
-        2,
-        3,
-        5,
-        6,
-        7,
-        10,
-        12,
-        25,
-        64,
-        100,
-        641,
-        1000,
-        0x7FFF_FFFF,
-    ];
-    ds.extend([
-        mask >> 1,
-        (mask >> 1) + 1,
-        (mask >> 1) + 2,
-        mask,
-        mask - 1,
-        mask / 3,
-    ]);
-    if ty.is_signed_int() {
-        for d in [1u64, 2, 3, 7, 64, 1000] {
-            ds.push(d.wrapping_neg());
-        }
-    }
-    let mut ds: Vec<u64> = ds
-        .into_iter()
-        .map(|d| d & mask)
-        .filter(|&d| d != 0)
-        .collect();
-    ds.sort_unstable();
-    ds.dedup();
-    ds
+    cuprum_testkit::divisors::constant_divisors(ty.bits(), ty.is_signed_int())
 }
 
 /// `q_s[i] = shape_s(x[i]) / d` and `r_s[i] = shape_s(x[i]) % d` for three shapes of the

@@ -105,32 +105,9 @@ fn elementwise(
     }
 }
 
-/// Divisors (as `ty`'s bits) whose divisions ptxas strength-reduces in different ways:
-/// powers of two, odd and even others, the extremes, and negative ones of signed types.
+/// Divisors (as `ty`'s bits) that take every way of dividing by a constant.
 fn constant_divisors(ty: ScalarType) -> Vec<u64> {
-    let bits = ty.bits();
-    let mask = if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    let mut ds: Vec<u64> = vec![1, 2, 3, 7, 64, 100, 1000, 65537, 0x7FFF_FFFF, 0xFFFF_FFFF];
-    ds.push(mask >> 1);
-    ds.push(mask);
-    if ty.is_signed_int() {
-        for d in [1u64, 3, 64, 1000] {
-            ds.push(d.wrapping_neg());
-        }
-        ds.push(1u64 << (bits - 1));
-    }
-    let mut ds: Vec<u64> = ds
-        .into_iter()
-        .map(|d| d & mask)
-        .filter(|&d| d != 0)
-        .collect();
-    ds.sort_unstable();
-    ds.dedup();
-    ds
+    cuprum_testkit::divisors::constant_divisors(ty.bits(), ty.is_signed_int())
 }
 
 fn all_cases() -> Vec<Case> {

@@ -2,7 +2,8 @@
 //! `tests/common/mod.rs` and `examples/*.rs`: seeded random data ([`random`]), poison
 //! values for outputs ([`poison`]), element-by-element comparison with messages that say
 //! where a result went wrong ([`compare`]), the `ptxas` policy of the PTX tests ([`ptxas`]),
-//! the medians of the timing examples ([`timing`]), and a fake NVTX tool for the tests of
+//! the medians of the timing examples ([`timing`]), constant divisors for division tests
+//! ([`divisors`]), and a fake NVTX tool for the tests of
 //! cuprum's NVTX ranges ([`nvtx_probe`]).
 //!
 //! A dev-dependency only (`publish = false`), and it depends on no cuprum crate, so that any
@@ -11,6 +12,7 @@
 //! and kernel builder, and the examples adapt their stream to [`timing::EventClock`].
 
 pub mod compare;
+pub mod divisors;
 pub mod nvtx_probe;
 pub mod poison;
 pub mod ptxas;
