@@ -44,8 +44,9 @@ impl Compiled {
 }
 
 /// Lowers `case`'s kernel with `options`, optimizes it and writes its PTX for sm_80 and
-/// sm_90, or for sm_90a only where the options name a compute capability 9.0 device (thrown away: only a refusal
-/// matters); `Err` says which step failed and why.
+/// sm_90, or for sm_90a only where the options name a compute capability 9.0 device (thrown
+/// away, unless `CUPRUM_PTX_DUMP` names a folder to write it to, as the runtime's launches
+/// do); `Err` says which step failed and why.
 pub fn compile(case: &Case, options: &LowerOptions) -> Result<Compiled, String> {
     let lowered = lower_with(&case.kernel, options).map_err(|e| format!("the lowering: {e}"))?;
     let mut optimized = lowered.kernel.clone();
@@ -61,9 +62,15 @@ pub fn compile(case: &Case, options: &LowerOptions) -> Result<Compiled, String> 
     } else {
         &[cuprum_ptx::Target::Sm80, cuprum_ptx::Target::Sm90]
     };
+    let dump = std::env::var_os("CUPRUM_PTX_DUMP").map(std::path::PathBuf::from);
     for &target in targets {
-        cuprum_ptx::write_module(&module, target)
+        let ptx = cuprum_ptx::write_module(&module, target)
             .map_err(|e| format!("the PTX writer ({}): {e}", target.name()))?;
+        if let Some(dir) = &dump {
+            let path = dir.join(format!("{}.{}.ptx", case.kernel.name, target.name()));
+            std::fs::write(&path, ptx)
+                .map_err(|e| format!("CUPRUM_PTX_DUMP: writing {}: {e}", path.display()))?;
+        }
     }
     Ok(Compiled { lowered, optimized })
 }
