@@ -663,6 +663,39 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
             ..case(S::F16, out, Some(0.25), sizes(0, 140, n, 48, 128, 128, 16))
         });
     }
+    // tf32 (the swapped product, `Cᵀ = Bᵀ Aᵀ`): two consumers of two column blocks each
+    // with 32-deep stages; one consumer of one block with 8-deep stages and the accumulator
+    // from the output; three blocks (one consumer), a tf32 result; ragged everywhere.
+    cases.extend([
+        case(
+            S::Tf32,
+            S::F32,
+            Some(0.0),
+            sizes(0, 200, 300, 100, 128, 256, 32),
+        ),
+        case(S::Tf32, S::F32, None, sizes(0, 70, 50, 44, 64, 64, 8)),
+        case(
+            S::Tf32,
+            S::Tf32,
+            Some(0.5),
+            sizes(0, 90, 200, 72, 64, 192, 24),
+        ),
+        case(
+            S::Tf32,
+            S::F16,
+            Some(0.0),
+            sizes(0, 128, 128, 64, 128, 128, 16),
+        ),
+    ]);
+    cases.push(RecipeCase {
+        padded_out: true,
+        ..case(
+            S::Tf32,
+            S::BF16,
+            Some(0.25),
+            sizes(0, 140, 131, 48, 128, 128, 16),
+        )
+    });
     let cases: Vec<Case> = cases
         .into_iter()
         .enumerate()
@@ -1110,3 +1143,4 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
         assert!(w.barriers <= 3, "{sizes:?} {tiles:?}: {w:?}");
     }
 }
+// CUPRUM_DEVICE=cuda <bin> chain_bisect --ignored --nocapture.

@@ -321,10 +321,16 @@ const HALF_GEMM_TILES: [(usize, usize, usize); 4] = [
     (64, 128, 64),
 ];
 
-/// The tile shapes the `tf32` GEMM tries (the `mma.sync m16n8k8` recipe on every GPU: an f32
-/// accumulator and 4-byte operands in registers, so smaller tiles than the halves').
-const TF32_GEMM_TILES: [(usize, usize, usize); 4] =
-    [(128, 128, 32), (128, 64, 32), (64, 128, 32), (64, 64, 32)];
+/// The tile shapes the `tf32` GEMM tries: on an H100/H200 the Hopper recipe's swapped
+/// product (`Cᵀ = Bᵀ Aᵀ`, B's fragments from registers), elsewhere `mma.sync m16n8k8` with
+/// 4-byte operands in registers (the smaller tiles).
+const TF32_GEMM_TILES: [(usize, usize, usize); 5] = [
+    (128, 256, 32),
+    (128, 128, 32),
+    (128, 64, 32),
+    (64, 128, 32),
+    (64, 64, 32),
+];
 
 /// `tile_gemm` (bf16), `tile_gemm_f16` and `tile_gemm_tf32`: `[n, n] x [n, n]` with an f32
 /// accumulator, the result stored in the input type, in each of `shapes` (the fastest is

@@ -22,14 +22,26 @@
 //! next. So the producer fills the next tile's stages while the consumers store this one's
 //! result, and no block pays a launch, an mbarrier set-up or an empty pipeline per tile.
 //!
-//! The sums are the tile IR's: each `wgmma` adds 16 products of K to the accumulator in
-//! increasing K, exactly as `Op::Mma` defines (the tile interpreter's `mma`); TMA fills
-//! elements outside the tensors with zeros, which is the loads' padding, so ragged edges
-//! agree bit for bit too. [`find`] says when a kernel qualifies: a device of compute
-//! capability 9.0 (the code is sm_90a's), `f16` or
-//! `bf16` operands whose tensors a tensor map can describe ([`crate::TensorFacts::tensor_map`]),
-//! `BM` 64 or 128, `BN` a multiple of 64 up to 256, `BK` a multiple of 16, zero padding, a
-//! loop step of 1; anything else takes the portable recipe of [`super::matmul`].
+//! **`tf32`.** `wgmma` reads `tf32` operands from shared memory only K-major, and B (a
+//! row-major `[K, N]` tensor, as TMA copies it) is MN-major. So the consumers compute the
+//! transposed product `Cᵀ = Bᵀ Aᵀ`: `wgmma`'s A is `Bᵀ`, read from the stage into registers
+//! (two 8-byte loads per `m64k8` fragment: each thread's two fragment rows stand for two
+//! neighbouring columns of C, spread so that no half-warp's loads meet in a bank), its B is
+//! A's stage as it is (K-major); each consumer multiplies `m64` blocks of the tile's columns
+//! by all `BM` rows, one or two consumers splitting the blocks. A stage's `wgmma`s are waited
+//! for before the next stage's fragments reuse their registers, and the stage is released
+//! at once. The epilogue stores the accumulator transposed back, column pairs of C still
+//! one store. The products and their order in K are the same, so the sums are too.
+//!
+//! The sums are the tile IR's: each `wgmma` adds K's products (16, or 8 for `tf32`) to the
+//! accumulator in increasing K, exactly as `Op::Mma` defines (the tile interpreter's
+//! `mma`); TMA fills elements outside the tensors with zeros, which is the loads' padding,
+//! so ragged edges agree bit for bit too. [`find`] says when a kernel qualifies: a device
+//! of compute capability 9.0 (the code is sm_90a's), `f16`, `bf16` or `tf32` operands whose
+//! tensors a tensor map can describe ([`crate::TensorFacts::tensor_map`]), `BM` 64 or 128,
+//! `BN` a multiple of 64 up to 256 (`tf32`: at most 128 accumulator registers per
+//! thread), `BK` a multiple of `wgmma`'s K, zero padding, a loop step of 1; anything else
+//! takes the portable recipe of [`super::matmul`].
 
 use cuprum_ir::wgmma::{Descriptor, ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType};
 use cuprum_ir::{
@@ -46,8 +58,14 @@ use crate::{ArgSlot, LowerOptions};
 
 /// Threads of a warpgroup.
 const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
-/// Columns of B in one TMA box: one 128-byte swizzled row of 16-bit elements.
-const B_BOX_COLUMNS: u32 = 64;
+/// Bytes of one row of a B box: one 128-byte swizzled row.
+const B_BOX_ROW_BYTES: u32 = 128;
+/// Columns of B (of `f16`/`bf16`) that the tile's N must be a multiple of: one box of
+/// 16-bit elements, and one `m64` block of the `tf32` recipe's swapped product.
+const N_MULTIPLE: u32 = 64;
+/// Accumulator registers per consumer thread the `tf32` recipe allows (its `m64` blocks
+/// times `BM / 2`), as the 16-bit recipe's widest tile (`BN = 256`) has.
+const MAX_ACCUMULATORS: u32 = 128;
 /// The most shared memory the ring may take (of the H100/H200's 227 KiB per block).
 const RING_BUDGET: u32 = 200 * 1024;
 /// Rows of tiles a group of consecutive tile blocks covers (see `grouped_index`).
@@ -99,34 +117,93 @@ pub(crate) struct GemmRecipe {
 }
 
 impl GemmRecipe {
-    /// Threads per block: the producer warpgroup and one consumer warpgroup per 64 rows.
+    /// Threads per block: the producer warpgroup and the consumer warpgroups.
     pub(crate) fn threads(&self) -> u32 {
         WARPGROUP * (1 + self.consumers())
     }
 
+    /// Whether the consumers compute `Cᵀ = Bᵀ Aᵀ` (`tf32`; see the module docs).
+    fn swapped(&self) -> bool {
+        self.ty == WgmmaType::Tf32
+    }
+
+    /// Consumer warpgroups: one per 64 rows of the tile; for `tf32`, two when the tile's
+    /// `m64` blocks of columns split evenly, else one.
     fn consumers(&self) -> u32 {
-        self.bm / 64
+        if !self.swapped() {
+            self.bm / 64
+        } else if (self.bn / N_MULTIPLE).is_multiple_of(2) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `tf32`: the `m64` blocks of the tile's columns each consumer multiplies.
+    fn blocks(&self) -> u32 {
+        self.bn / N_MULTIPLE / self.consumers()
+    }
+
+    /// Accumulator registers per consumer thread.
+    fn accumulators(&self) -> u32 {
+        if self.swapped() {
+            self.blocks() * self.bm / 2
+        } else {
+            self.bn / 2
+        }
+    }
+
+    /// Bytes of an element of A and B.
+    fn elem_bytes(&self) -> u32 {
+        self.ty.bytes()
+    }
+
+    /// Columns of B in one TMA box (one 128-byte row).
+    fn b_box_columns(&self) -> u32 {
+        B_BOX_ROW_BYTES / self.elem_bytes()
     }
 
     fn a_bytes(&self) -> u32 {
-        self.bm * self.sk * 2
+        self.bm * self.sk * self.elem_bytes()
     }
 
     fn b_box_bytes(&self) -> u32 {
-        self.sk * B_BOX_COLUMNS * 2
+        self.sk * B_BOX_ROW_BYTES
     }
 
     fn stage_bytes(&self) -> u32 {
-        self.a_bytes() + self.bn * self.sk * 2
+        self.a_bytes() + self.bn * self.sk * self.elem_bytes()
     }
 
     /// A's swizzle: one row of a stage is `SK` elements.
     fn a_swizzle(&self) -> Swizzle {
-        match self.sk * 2 {
+        match self.sk * self.elem_bytes() {
             32 => Swizzle::B32,
             64 => Swizzle::B64,
             _ => Swizzle::B128,
         }
+    }
+
+    /// Where accumulator register `i` of a consumer thread is in the output, relative to
+    /// the thread's place (`Emitter::own_place`): `(rows, columns)`. The 16-bit recipe's
+    /// registers are `wgmma`'s accumulator layout (`accumulator_position`) as they are;
+    /// the swapped recipe's are its blocks' transposed, each fragment row `r` (a column of
+    /// C) at the thread's column pair (`tf32_pair`) plus `r >= 8`.
+    fn acc_offset(&self, i: u32) -> (u32, u32) {
+        if self.swapped() {
+            let (block, reg) = (i / (self.bm / 2), i % (self.bm / 2));
+            (8 * (reg / 4) + reg % 2, N_MULTIPLE * block + (reg / 2) % 2)
+        } else {
+            (8 * ((i / 2) % 2), 8 * (i / 4) + i % 2)
+        }
+    }
+
+    /// The register whose element is in the same row as register `i`'s and in the next
+    /// column, when `i` is the first of such a pair.
+    fn pair_of(&self, i: u32) -> Option<u32> {
+        let next = if self.swapped() { i + 2 } else { i + 1 };
+        let (r, c) = self.acc_offset(i);
+        (next < self.accumulators() && self.acc_offset(next) == (r, c + 1)).then_some(next)
     }
 }
 
@@ -229,17 +306,8 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         return None;
     };
     let (bm, bk, bn) = (*bm, *bk, *bn);
-    if bk != *bk2
-        || !(bm == 64 || bm == 128)
-        || bn == 0
-        || !bn.is_multiple_of(B_BOX_COLUMNS)
-        || bn > 256
-        || bk == 0
-        || !bk.is_multiple_of(16)
-    {
-        return None;
-    }
-    // The operands: read-only rank-2 tensors of one 16-bit type, tensor maps possible.
+    // The operands: read-only rank-2 tensors of one 16-bit type or tf32, tensor maps
+    // possible.
     let elem = kernel.values[*a].elem.known()?;
     if kernel.values[*b].elem.known()? != elem
         || kernel.values[*acc].elem.known()? != ScalarType::F32
@@ -249,8 +317,19 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
     let ty = match elem {
         ScalarType::F16 => WgmmaType::F16,
         ScalarType::BF16 => WgmmaType::Bf16,
+        ScalarType::Tf32 => WgmmaType::Tf32,
         _ => return None,
     };
+    if bk != *bk2
+        || !(bm == 64 || bm == 128)
+        || bn == 0
+        || !bn.is_multiple_of(N_MULTIPLE)
+        || bn > 256
+        || bk == 0
+        || !bk.is_multiple_of(ty.k())
+    {
+        return None;
+    }
     for t in [ta, tb] {
         let TParamKind::Tensor(p) = &kernel.params.get(t as usize)?.kind else {
             return None;
@@ -291,7 +370,7 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         || known_sizes(&kernel.values[stored].shape)? != [bm, bn]
         || !matches!(
             out_elem,
-            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16
+            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 | ScalarType::Tf32
         )
     {
         return None;
@@ -307,7 +386,11 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         },
         _ => return None,
     };
-    let sk = [64, 32, 16].into_iter().find(|s| bk.is_multiple_of(*s))?;
+    // K per stage: rows of at most 128 bytes (one swizzled row of A), whole `wgmma`s.
+    let sk = [4, 2, 1]
+        .into_iter()
+        .map(|n| n * 32 / ty.bytes())
+        .find(|s| bk.is_multiple_of(*s) && s.is_multiple_of(ty.k()))?;
     let mut recipe = GemmRecipe {
         prologue: at,
         acc_value: *init,
@@ -328,7 +411,7 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         stages: 0,
     };
     recipe.stages = (RING_BUDGET / recipe.stage_bytes()).min(MAX_STAGES);
-    (recipe.stages >= 2).then_some(recipe)
+    (recipe.stages >= 2 && recipe.accumulators() <= MAX_ACCUMULATORS).then_some(recipe)
 }
 
 /// The bits of `literal` as an element of type `ty` (0 is a positive zero).
@@ -359,7 +442,7 @@ impl Emitter<'_> {
         }
         self.b.align_dyn_shared(1024);
         let a_map = self.tensor_map_param(r.a, [r.sk, r.bm], r.a_swizzle())?;
-        let b_map = self.tensor_map_param(r.b, [B_BOX_COLUMNS, r.sk], Swizzle::B128)?;
+        let b_map = self.tensor_map_param(r.b, [r.b_box_columns(), r.sk], Swizzle::B128)?;
         let tiles = self.tile_grid(r)?;
 
         let bars = r.stages * r.stage_bytes();
@@ -412,11 +495,25 @@ impl Emitter<'_> {
                 let one = e.u32c(1);
                 let w = e.bin(BinaryOp::Sub, warpgroup, one)?;
                 let wt = e.bin(BinaryOp::Rem, tid, wg_size)?;
-                let acc: Vec<Var> = (0..r.bn / 2).map(|_| e.var(ScalarType::F32)).collect();
+                let acc: Vec<Var> = (0..r.accumulators())
+                    .map(|_| e.var(ScalarType::F32))
+                    .collect();
                 let ring = e.ring_position();
+                let fragments = if r.swapped() {
+                    Some(e.tf32_fragment_offsets(r, w, wt)?)
+                } else {
+                    None
+                };
                 e.for_each_tile(tiles, |e| {
                     let (_, total) = e.tile_prologue(r)?;
-                    e.consume(r, w, wt, total, bars, &ring, &acc)
+                    let consumer = Consumer {
+                        w,
+                        wt,
+                        total,
+                        bars,
+                        fragments,
+                    };
+                    e.consume(r, &consumer, &ring, &acc)
                 })
             },
         )?;
@@ -650,10 +747,10 @@ impl Emitter<'_> {
                 dst,
                 mbar: full,
             }));
-            for j in 0..r.bn / B_BOX_COLUMNS {
+            for j in 0..r.bn / r.b_box_columns() {
                 let off = e.u32c(r.a_bytes() + j * r.b_box_bytes());
                 let dst = e.stage_addr(r, stage, off)?;
-                let col = e.konst(Constant::i32((j * B_BOX_COLUMNS) as i32));
+                let col = e.konst(Constant::i32((j * r.b_box_columns()) as i32));
                 let n = e.add(n0, col)?;
                 e.push(Stmt::Tma(TmaOp::LoadTile {
                     map: TensorMapRef::Param(b_map),
@@ -699,26 +796,16 @@ impl Emitter<'_> {
         self.bin(BinaryOp::Or, start, fixed)
     }
 
-    /// A consumer warpgroup (`w`, thread `wt` of it) on one tile: the accumulator's (`acc`)
-    /// start, the MMAs of every sub-stage, each stage released once the MMAs reading it
-    /// have completed, the epilogue.
-    #[allow(clippy::too_many_arguments)]
-    fn consume(
-        &mut self,
-        r: &GemmRecipe,
-        w: Value,
-        wt: Value,
-        total: Value,
-        bars: u32,
-        ring: &RingPosition,
-        acc: &[Var],
-    ) -> R<()> {
-        let place = self.own_place(r, w, wt)?;
+    /// A consumer warpgroup on one tile: the accumulator's (`acc`) start, the MMAs of every
+    /// sub-stage, each stage released once the MMAs reading it have completed, the
+    /// epilogue.
+    fn consume(&mut self, r: &GemmRecipe, c: &Consumer, ring: &RingPosition, acc: &[Var]) -> R<()> {
+        let place = self.own_place(r, c.w, c.wt)?;
         match r.acc_init {
-            AccInit::Const(c) => {
-                let c = self.konst(Constant::f32(c));
+            AccInit::Const(k) => {
+                let k = self.konst(Constant::f32(k));
                 for &v in acc {
-                    self.write(v, c);
+                    self.write(v, k);
                 }
             }
             AccInit::Own { padding } => {
@@ -739,19 +826,52 @@ impl Emitter<'_> {
                 }
             }
         }
-        let a_rows = self.u32c(64 * r.sk * 2);
+        let (w, bars) = (c.w, c.bars);
+        let a_rows = self.u32c(64 * r.sk * r.elem_bytes());
         let a_offset = self.mul(w, a_rows)?;
-        let sbo_a = 8 * r.sk * 2;
-        self.ring_loop(r, total, ring, |e, u, _, stage, phase| {
+        let sbo_a = 8 * r.sk * r.elem_bytes();
+        let k_bytes = r.ty.k() * r.elem_bytes();
+        self.ring_loop(r, c.total, ring, |e, u, _, stage, phase| {
             let full = e.barrier_addr_at(bars, 0, stage)?;
             e.mbarrier(MbarrierOp::WaitParity, full, Some(phase))?;
+            if let Some(offsets) = c.fragments {
+                // tf32, swapped: per K step, its fragments into registers (fresh ones: the
+                // step before may still be reading its own), then its MMAs; the stage's
+                // MMAs are waited for before the next stage's fragments reuse the registers.
+                for kk in 0..r.sk / r.ty.k() {
+                    let fragments = e.tf32_fragments(r, stage, offsets, kk)?;
+                    e.push(Stmt::WgmmaFence);
+                    let off = e.u32c(k_bytes * kk);
+                    let a_addr = e.stage_addr(r, stage, off)?;
+                    let da = e.descriptor(a_addr, 16, sbo_a, r.a_swizzle())?;
+                    for (block, &fragment) in (0..r.blocks()).zip(&fragments) {
+                        let regs = r.bm / 2;
+                        let first = (block * regs) as usize;
+                        e.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
+                            shape: WgmmaShape { ty: r.ty, n: r.bm },
+                            a: WgmmaA::Registers(fragment),
+                            b: da,
+                            scale_d: ScaleD::Const(true),
+                            negate_a: false,
+                            negate_b: false,
+                            trans_a: false,
+                            trans_b: false,
+                            acc: acc[first..first + regs as usize].to_vec(),
+                        })));
+                    }
+                }
+                e.push(Stmt::WgmmaCommit);
+                e.push(Stmt::WgmmaWait { pending: 0 });
+                let empty = e.barrier_addr_at(bars, r.stages, stage)?;
+                return e.mbarrier(MbarrierOp::Arrive, empty, None);
+            }
             e.push(Stmt::WgmmaFence);
-            for kk in 0..r.sk / 16 {
-                let off = e.u32c(32 * kk);
+            for kk in 0..r.sk / r.ty.k() {
+                let off = e.u32c(k_bytes * kk);
                 let off = e.add(a_offset, off)?;
                 let a_addr = e.stage_addr(r, stage, off)?;
                 let da = e.descriptor(a_addr, 16, sbo_a, r.a_swizzle())?;
-                let off = e.u32c(r.a_bytes() + kk * 16 * 128);
+                let off = e.u32c(r.a_bytes() + kk * r.ty.k() * B_BOX_ROW_BYTES);
                 let b_addr = e.stage_addr(r, stage, off)?;
                 let db = e.descriptor(b_addr, r.b_box_bytes(), 1024, Swizzle::B128)?;
                 e.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
@@ -778,38 +898,50 @@ impl Emitter<'_> {
             })?;
             Ok(())
         })?;
-        self.push(Stmt::WgmmaWait { pending: 0 });
-        // The tile's last stage, released now that every MMA has completed (the producer
-        // may be filling the next tile's stages during the epilogue).
-        let zero = self.i64c(0);
-        let used = self.cmp(CmpOp::Gt, total, zero)?;
-        self.if_(used, |e| {
-            let stage = e.read(ring.stage)?;
-            let last = e.previous_stage(r, stage)?;
-            let empty = e.barrier_addr_at(bars, r.stages, last)?;
-            e.mbarrier(MbarrierOp::Arrive, empty, None)
-        })?;
+        if !r.swapped() {
+            self.push(Stmt::WgmmaWait { pending: 0 });
+            // The tile's last stage, released now that every MMA has completed (the
+            // producer may be filling the next tile's stages during the epilogue).
+            let zero = self.i64c(0);
+            let used = self.cmp(CmpOp::Gt, c.total, zero)?;
+            self.if_(used, |e| {
+                let stage = e.read(ring.stage)?;
+                let last = e.previous_stage(r, stage)?;
+                let empty = e.barrier_addr_at(bars, r.stages, last)?;
+                e.mbarrier(MbarrierOp::Arrive, empty, None)
+            })?;
+        }
         self.epilogue(r, &place, acc)
     }
 
-    /// The consumer thread's first accumulator element's place in the output: its row and
-    /// column (`I64`) in the tensor, and the tensor's sizes.
+    /// The consumer thread's place in the output (`I64` row and column in the tensor), from
+    /// which [`GemmRecipe::acc_offset`] places each accumulator register. 16-bit operands:
+    /// `accumulator_position`'s row `16 (wt / 32) + (wt % 32) / 4` of the warpgroup's 64 rows
+    /// and column `2 (wt % 4)`. `tf32` (swapped, the fragment's rows are columns of C): row
+    /// `2 (wt % 4)`, column `2 tf32_pair` of the warpgroup's first block.
     fn own_place(&mut self, r: &GemmRecipe, w: Value, wt: Value) -> R<OwnPlace> {
-        // accumulator_position: row 16 (wt / 32) + (wt % 32) / 4, column 2 (wt % 4).
         let c32 = self.u32c(32);
         let c4 = self.u32c(4);
         let warp = self.bin(BinaryOp::Div, wt, c32)?;
         let lane = self.bin(BinaryOp::Rem, wt, c32)?;
-        let c16 = self.u32c(16);
-        let row = self.mul(warp, c16)?;
         let g = self.bin(BinaryOp::Div, lane, c4)?;
-        let row = self.add(row, g)?;
-        let c64 = self.u32c(64);
-        let wrow = self.mul(w, c64)?;
-        let row = self.add(row, wrow)?;
         let q = self.bin(BinaryOp::Rem, lane, c4)?;
         let two = self.u32c(2);
-        let col = self.mul(q, two)?;
+        let q2 = self.mul(q, two)?;
+        let (row, col) = if r.swapped() {
+            let pair = self.tf32_pair(warp, g)?;
+            let col = self.mul(pair, two)?;
+            let width = self.u32c(N_MULTIPLE * r.blocks());
+            let first = self.mul(w, width)?;
+            (q2, self.add(col, first)?)
+        } else {
+            let c16 = self.u32c(16);
+            let row = self.mul(warp, c16)?;
+            let row = self.add(row, g)?;
+            let c64 = self.u32c(64);
+            let wrow = self.mul(w, c64)?;
+            (self.add(row, wrow)?, q2)
+        };
         let index = self
             .block_index
             .ok_or_else(|| self.internal("the GEMM recipe's block index is unset"))?;
@@ -827,10 +959,113 @@ impl Emitter<'_> {
         })
     }
 
+    /// `tf32`: the pair of columns of C (`U32`, within the warpgroup's block of 64) that
+    /// fragment rows `g` and `g + 8` of warp `warp` of a warpgroup stand for, columns
+    /// `2 pair` and `2 pair + 1`: the two elements a thread reads for registers 0 and 1 of
+    /// its fragment (and 2 and 3) are neighbours in B's row, one 8-byte load. The pairs
+    /// are spread so that the 16 threads of each half-warp load from 16 different 8-byte
+    /// bank pairs through the 128-byte swizzle (`pair` bits: `g`'s bit 0, `g`'s bit 2, `warp`'s
+    /// bit 0, `g`'s bit 1, `warp`'s bit 1, from the lowest).
+    fn tf32_pair(&mut self, warp: Value, g: Value) -> R<Value> {
+        let mut pair = None;
+        for (of_warp, bit, to) in TF32_PAIR_BITS {
+            let from = if of_warp { warp } else { g };
+            let shift = self.u32c(bit);
+            let x = self.bin(BinaryOp::Shr, from, shift)?;
+            let one = self.u32c(1);
+            let x = self.bin(BinaryOp::And, x, one)?;
+            let shift = self.u32c(to);
+            let x = self.bin(BinaryOp::Shl, x, shift)?;
+            pair = Some(match pair {
+                None => x,
+                Some(p) => self.bin(BinaryOp::Or, p, x)?,
+            });
+        }
+        pair.ok_or_else(|| self.internal("an empty pair"))
+    }
+
+    /// `tf32`: the byte offsets (`U32`) in a stage of the consumer thread's two 8-byte
+    /// fragment loads (registers 0 and 1, then 2 and 3) of its first block and first K step:
+    /// B's rows `k = wt % 4` and `k + 4`, columns `2 tf32_pair` and the next, in B's boxes of
+    /// 32 columns under the 128-byte swizzle (16-byte chunk `column / 4` is chunk
+    /// `column / 4 ^ k % 8` of its row). Other blocks and K steps are constant offsets
+    /// (the swizzle's pattern repeats every 8 rows).
+    fn tf32_fragment_offsets(&mut self, r: &GemmRecipe, w: Value, wt: Value) -> R<[Value; 2]> {
+        let c32 = self.u32c(32);
+        let c4 = self.u32c(4);
+        let warp = self.bin(BinaryOp::Div, wt, c32)?;
+        let lane = self.bin(BinaryOp::Rem, wt, c32)?;
+        let g = self.bin(BinaryOp::Div, lane, c4)?;
+        let t = self.bin(BinaryOp::Rem, lane, c4)?;
+        let pair = self.tf32_pair(warp, g)?;
+        let two = self.u32c(2);
+        let col = self.mul(pair, two)?;
+        let width = self.u32c(N_MULTIPLE * r.blocks());
+        let first = self.mul(w, width)?;
+        let n = self.add(first, col)?;
+        let columns = self.u32c(r.b_box_columns());
+        let b_box = self.bin(BinaryOp::Div, n, columns)?;
+        let col = self.bin(BinaryOp::Rem, n, columns)?;
+        let box_bytes = self.u32c(r.b_box_bytes());
+        let box_at = self.mul(b_box, box_bytes)?;
+        let a_bytes = self.u32c(r.a_bytes());
+        let box_at = self.add(box_at, a_bytes)?;
+        let chunk = self.bin(BinaryOp::Div, col, c4)?;
+        let within = self.bin(BinaryOp::Rem, col, c4)?;
+        let within = self.mul(within, c4)?;
+        let mut offsets = [box_at; 2];
+        for (h, offset) in offsets.iter_mut().enumerate() {
+            let four_h = self.u32c(4 * h as u32);
+            let k = self.add(t, four_h)?;
+            let row_bytes = self.u32c(B_BOX_ROW_BYTES);
+            let row = self.mul(k, row_bytes)?;
+            let swizzled = self.bin(BinaryOp::Xor, chunk, k)?;
+            let sixteen = self.u32c(16);
+            let swizzled = self.mul(swizzled, sixteen)?;
+            let at = self.add(box_at, row)?;
+            let at = self.add(at, swizzled)?;
+            *offset = self.add(at, within)?;
+        }
+        Ok(offsets)
+    }
+
+    /// `tf32`: the consumer thread's `wgmma` A fragments (`Bᵀ`'s) of K step `kk` of stage
+    /// `stage`, block by block (`tf32_fragment_offsets`).
+    fn tf32_fragments(
+        &mut self,
+        r: &GemmRecipe,
+        stage: Value,
+        offsets: [Value; 2],
+        kk: u32,
+    ) -> R<Vec<[Value; 4]>> {
+        let mut all = Vec::new();
+        {
+            for block in 0..r.blocks() {
+                let mut regs = Vec::with_capacity(4);
+                for offset in offsets {
+                    let step = 2 * block * r.b_box_bytes() + kk * r.ty.k() * B_BOX_ROW_BYTES;
+                    let step = self.u32c(step);
+                    let off = self.add(offset, step)?;
+                    let addr = self.stage_addr(r, stage, off)?;
+                    let pair = self
+                        .b
+                        .vector_load(AddressSpace::Shared, ScalarType::U32, addr, 2);
+                    regs.extend(self.built(pair)?);
+                }
+                let regs: [Value; 4] = regs
+                    .try_into()
+                    .map_err(|_| self.internal("a tf32 fragment of other than 4 registers"))?;
+                all.push(regs);
+            }
+        }
+        Ok(all)
+    }
+
     /// Whether accumulator register `reg`'s element is inside the output, and its address.
     fn out_element(&mut self, r: &GemmRecipe, place: &OwnPlace, reg: u32) -> R<(Value, Value)> {
-        let dr = self.i64c(i64::from(8 * ((reg / 2) % 2)));
-        let dc = self.i64c(i64::from(8 * (reg / 4) + reg % 2));
+        let (dr, dc) = r.acc_offset(reg);
+        let dr = self.i64c(i64::from(dr));
+        let dc = self.i64c(i64::from(dc));
         let row = self.add(place.row, dr)?;
         let col = self.add(place.col, dc)?;
         let t = self.tensor(r.out)?;
@@ -853,12 +1088,13 @@ impl Emitter<'_> {
     }
 
     /// Stores the accumulator (converted to the output's type) at the consumer thread's
-    /// elements. A thread's elements lie on two rows and, per block of eight columns, on a
-    /// pair of neighbouring columns: the row tests and row addresses are computed once, and
-    /// each pair is one store at a constant offset from its row's address, guarded by one
-    /// comparison with the columns left (`dim1 - col0`), where the output's runs are aligned;
-    /// element by element otherwise. Where the launch knows every tile is whole, nothing is
-    /// tested. (Compact code matters: ptxas compiles it at the kernel's first launch.)
+    /// elements ([`GemmRecipe::acc_offset`]). A thread's elements lie on a few rows and, on
+    /// each, in pairs of neighbouring columns ([`GemmRecipe::pair_of`]): the row tests and
+    /// row addresses are computed once, and each pair is one store at a constant offset
+    /// from its row's address, guarded by one comparison with the columns left (`dim1 -
+    /// col0`), where the output's runs are aligned; element by element otherwise. Where the
+    /// launch knows every tile is whole, nothing is tested. (Compact code matters: ptxas
+    /// compiles it at the kernel's first launch.)
     fn epilogue(&mut self, r: &GemmRecipe, place: &OwnPlace, acc: &[Var]) -> R<()> {
         let t = self.tensor(r.out)?;
         let (base, offset) = (t.base, t.offset);
@@ -866,12 +1102,17 @@ impl Emitter<'_> {
         let paired = t.facts.aligned_runs;
         let whole = t.facts.whole_tiles(&[r.bm, r.bn]);
         let size = i64::from(r.out_elem.size_bytes());
-        // The two rows: whether each is inside, and its first element's address.
-        let mut rows = Vec::with_capacity(2);
-        for h in 0..2 {
-            let dr = self.i64c(8 * h);
-            let row = self.add(place.row, dr)?;
-            let inside = if whole {
+        // Columns from the thread's first one to the tensor's end (negative past it).
+        let left = self.bin(BinaryOp::Sub, dims[1], place.col)?;
+        // Row by row (each row's test and address made where its stores are, so that few
+        // are live at once: a thread of the swapped recipe has 32 rows), its pairs.
+        let mut row_offsets: Vec<u32> = (0..r.accumulators()).map(|i| r.acc_offset(i).0).collect();
+        row_offsets.sort_unstable();
+        row_offsets.dedup();
+        for dr in row_offsets {
+            let dr64 = self.i64c(i64::from(dr));
+            let row = self.add(place.row, dr64)?;
+            let row_inside = if whole {
                 None
             } else {
                 let x = self.cast(row, ScalarType::U64)?;
@@ -882,70 +1123,74 @@ impl Emitter<'_> {
             let at = self.add(offset, at)?;
             let col = self.mul(place.col, strides[1])?;
             let at = self.add(at, col)?;
-            rows.push((inside, self.element_address(base, at, r.out_elem)?));
-        }
-        // Columns from the thread's first one to the tensor's end (negative past it).
-        let left = self.bin(BinaryOp::Sub, dims[1], place.col)?;
-        for reg in (0..r.bn / 2).step_by(2) {
-            let (row_inside, row_addr) = rows[((reg / 2) % 2) as usize];
-            let dc = i64::from(8 * (reg / 4));
-            let mut values = Vec::with_capacity(2);
-            for v in [acc[reg as usize], acc[reg as usize + 1]] {
-                let x = self.read(v)?;
-                values.push(if r.out_elem == ScalarType::F32 {
-                    x
-                } else {
-                    self.cast(x, r.out_elem)?
-                });
-            }
-            // Column `dc + k` of the thread is inside when `dc + k < left`.
-            let column_inside = |e: &mut Self, k: i64| -> R<Option<Value>> {
-                if whole {
-                    return Ok(None);
+            let row_addr = self.element_address(base, at, r.out_elem)?;
+            for first in 0..r.accumulators() {
+                let Some(second) = r.pair_of(first) else {
+                    continue;
+                };
+                let (pair_row, dc) = r.acc_offset(first);
+                if pair_row != dr {
+                    continue;
                 }
-                let c = e.i64c(dc + k);
-                let lt = e.cmp(CmpOp::Lt, c, left)?;
-                e.and(row_inside, Some(lt))
-            };
-            let address = |e: &mut Self, k: i64| -> R<Value> {
-                let stride = if paired { e.i64c(1) } else { strides[1] };
-                let c = e.i64c(dc + k);
-                let off = e.mul(c, stride)?;
-                let bytes = e.i64c(size);
-                let off = e.mul(off, bytes)?;
-                let off = e.cast(off, ScalarType::U64)?;
-                e.add(row_addr, off)
-            };
-            let store = |e: &mut Self, inside: Option<Value>, addr: Value, v: Value| {
-                e.if_some(inside, |e| {
-                    e.push(Stmt::Store {
-                        space: AddressSpace::Global,
-                        addr,
-                        value: v,
+                let dc = i64::from(dc);
+                let mut values = Vec::with_capacity(2);
+                for v in [acc[first as usize], acc[second as usize]] {
+                    let x = self.read(v)?;
+                    values.push(if r.out_elem == ScalarType::F32 {
+                        x
+                    } else {
+                        self.cast(x, r.out_elem)?
                     });
-                    Ok(())
-                })
-            };
-            if paired {
-                let addr = address(self, 0)?;
-                let both = column_inside(self, 1)?;
-                let pair = values.clone();
-                self.if_some(both, |e| {
-                    let built = e.b.vector_store(AddressSpace::Global, addr, pair);
-                    e.built(built)
-                })?;
-                if !whole {
-                    // The tensor's last column alone (an odd width): the pair's first element.
-                    let c = self.i64c(dc + 1);
-                    let last = self.cmp(CmpOp::Eq, c, left)?;
-                    let only = self.and(row_inside, Some(last))?;
-                    store(self, only, addr, values[0])?;
                 }
-            } else {
-                for (k, &v) in values.iter().enumerate() {
-                    let addr = address(self, k as i64)?;
-                    let inside = column_inside(self, k as i64)?;
-                    store(self, inside, addr, v)?;
+                // Column `dc + k` of the thread is inside when `dc + k < left`.
+                let column_inside = |e: &mut Self, k: i64| -> R<Option<Value>> {
+                    if whole {
+                        return Ok(None);
+                    }
+                    let c = e.i64c(dc + k);
+                    let lt = e.cmp(CmpOp::Lt, c, left)?;
+                    e.and(row_inside, Some(lt))
+                };
+                let address = |e: &mut Self, k: i64| -> R<Value> {
+                    let stride = if paired { e.i64c(1) } else { strides[1] };
+                    let c = e.i64c(dc + k);
+                    let off = e.mul(c, stride)?;
+                    let bytes = e.i64c(size);
+                    let off = e.mul(off, bytes)?;
+                    let off = e.cast(off, ScalarType::U64)?;
+                    e.add(row_addr, off)
+                };
+                let store = |e: &mut Self, inside: Option<Value>, addr: Value, v: Value| {
+                    e.if_some(inside, |e| {
+                        e.push(Stmt::Store {
+                            space: AddressSpace::Global,
+                            addr,
+                            value: v,
+                        });
+                        Ok(())
+                    })
+                };
+                if paired {
+                    let addr = address(self, 0)?;
+                    let both = column_inside(self, 1)?;
+                    let pair = values.clone();
+                    self.if_some(both, |e| {
+                        let built = e.b.vector_store(AddressSpace::Global, addr, pair);
+                        e.built(built)
+                    })?;
+                    if !whole {
+                        // The tensor's last column alone (an odd width): the pair's first element.
+                        let c = self.i64c(dc + 1);
+                        let last = self.cmp(CmpOp::Eq, c, left)?;
+                        let only = self.and(row_inside, Some(last))?;
+                        store(self, only, addr, values[0])?;
+                    }
+                } else {
+                    for (k, &v) in values.iter().enumerate() {
+                        let addr = address(self, k as i64)?;
+                        let inside = column_inside(self, k as i64)?;
+                        store(self, inside, addr, v)?;
+                    }
                 }
             }
         }
@@ -960,8 +1205,84 @@ struct RingPosition {
     phase: Var,
 }
 
-/// A consumer thread's first accumulator element in the output: row and column (`I64`).
+/// Where the bits of `tf32`'s column pair come from (`Emitter::tf32_pair`): `(from the
+/// warp rather than the group, bit, bit of the pair)`.
+const TF32_PAIR_BITS: [(bool, u32, u32); 5] = [
+    (false, 0, 0),
+    (false, 2, 1),
+    (true, 0, 2),
+    (false, 1, 3),
+    (true, 1, 4),
+];
+
+/// [`TF32_PAIR_BITS`] on numbers: the column pair of fragment rows `g` and `g + 8` of warp
+/// `warp` of a warpgroup.
+#[cfg(test)]
+fn tf32_pair_of(warp: u32, g: u32) -> u32 {
+    TF32_PAIR_BITS
+        .iter()
+        .map(|&(of_warp, bit, to)| (((if of_warp { warp } else { g }) >> bit) & 1) << to)
+        .sum()
+}
+
+/// A consumer warpgroup's part in a tile: its index `w` among the consumers, the thread's
+/// index `wt` in it, the tile's count of ring sub-stages (`I64`), where the mbarriers start,
+/// and (`tf32`) the thread's fragment offsets (`Emitter::tf32_fragment_offsets`).
+struct Consumer {
+    w: Value,
+    wt: Value,
+    total: Value,
+    bars: u32,
+    fragments: Option<[Value; 2]>,
+}
+
+/// A consumer thread's place in the output: row and column (`I64`).
 struct OwnPlace {
     row: Value,
     col: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tf32_column_pairs_cover_the_block_once() {
+        let mut seen = [false; 32];
+        for warp in 0..4 {
+            for g in 0..8 {
+                let p = tf32_pair_of(warp, g) as usize;
+                assert!(!seen[p], "pair {p} twice");
+                seen[p] = true;
+            }
+        }
+    }
+
+    /// Each half-warp's 8-byte fragment loads (rows `k = t` or `t + 4` of a 128-byte
+    /// swizzled box, columns `2 pair` and the next) fall in 16 different bank pairs, for
+    /// every warp and every row of the swizzle's period.
+    #[test]
+    fn tf32_fragment_loads_meet_in_no_bank() {
+        for warp in 0..4 {
+            for half_warp in 0..2 {
+                for k_base in [0, 4] {
+                    let mut banks = [false; 32];
+                    for lane in 16 * half_warp..16 * half_warp + 16 {
+                        let (g, t) = (lane / 4, lane % 4);
+                        let k = t + k_base;
+                        let col = (2 * tf32_pair_of(warp, g)) % 32;
+                        let byte = k * B_BOX_ROW_BYTES + (((col / 4) ^ k) << 4) + (col % 4) * 4;
+                        let bank = (byte / 4) % 32;
+                        for b in [bank, bank + 1] {
+                            assert!(
+                                !banks[b as usize],
+                                "warp {warp} lane {lane}: bank {b} twice"
+                            );
+                            banks[b as usize] = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
