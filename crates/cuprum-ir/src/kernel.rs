@@ -198,6 +198,16 @@ impl Kernel {
         self.dyn_shared_align.max(DYN_SHARED_MIN_ALIGN)
     }
 
+    /// Bytes a GPU launch adds to the dynamic shared memory it is given: the PTX declares
+    /// the dynamic region [`DYN_SHARED_MIN_ALIGN`]-aligned (the most the driver's linker
+    /// keeps, so that the kernel can be linked into a cubin and cached) and rounds its start
+    /// up to [`dyn_shared_alignment`](Self::dyn_shared_alignment) in the kernel, which may
+    /// move it this far. The emulator places the region aligned and needs none, but both
+    /// backends count it against the device's shared memory per block.
+    pub fn dyn_shared_padding(&self) -> u32 {
+        self.dyn_shared_alignment() - DYN_SHARED_MIN_ALIGN
+    }
+
     /// The alignment in bytes of static shared array `i` (at least [`ARRAY_ALIGN`]).
     pub fn shared_alignment(&self, i: usize) -> u32 {
         self.shared_align

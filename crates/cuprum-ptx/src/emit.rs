@@ -33,18 +33,11 @@ macro_rules! ins {
 pub(crate) use ins;
 
 /// The module-scope symbol of dynamic shared memory (one for the whole module; the hardware
-/// places it after the static shared memory of whichever kernel runs).
-const DYN_SHARED_SYMBOL: &str = "$cuprum_dsmem";
-
-/// The module-scope symbol of dynamic shared memory aligned to `align` bytes: one per
-/// alignment, so each kernel's starts where it asked (the default keeps the plain name).
-pub(crate) fn dyn_shared_symbol(align: u32) -> String {
-    if align <= cuprum_ir::DYN_SHARED_MIN_ALIGN {
-        DYN_SHARED_SYMBOL.to_string()
-    } else {
-        format!("{DYN_SHARED_SYMBOL}_align{align}")
-    }
-}
+/// places it after the static shared memory of whichever kernel runs), declared
+/// [`cuprum_ir::DYN_SHARED_MIN_ALIGN`]-aligned: a kernel that asks for more rounds its start
+/// up itself ([`cuprum_ir::Kernel::dyn_shared_padding`]), since the driver's linker drops a
+/// larger declared alignment.
+pub(crate) const DYN_SHARED_SYMBOL: &str = "$cuprum_dsmem";
 /// The function-scope symbol of the static shared arrays of a kernel.
 const SHARED_SYMBOL: &str = "$smem";
 /// The function-scope symbol of the local arrays of a kernel.
@@ -591,8 +584,15 @@ impl<'k> KernelWriter<'k> {
                 self.symbol_address(d, LOCAL_SYMBOL, off);
             }
             Op::DynSharedAddr => {
-                let symbol = dyn_shared_symbol(self.kernel.dyn_shared_alignment());
-                self.symbol_address(d, &symbol, 0)
+                self.symbol_address(d, DYN_SHARED_SYMBOL, 0);
+                let padding = self.kernel.dyn_shared_padding();
+                if padding > 0 {
+                    // Up to the next multiple of the alignment: the launch gave `padding`
+                    // bytes more (the region starts 16-byte aligned).
+                    let mask = !(self.kernel.dyn_shared_alignment() - 1);
+                    ins!(self, "add.u32 {d}, {d}, {padding}");
+                    ins!(self, "and.b32 {d}, {d}, 0x{mask:08X}");
+                }
             }
             Op::Special(s) => {
                 let dim = |d: &Dim| match d {

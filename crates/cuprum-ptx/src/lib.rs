@@ -216,20 +216,18 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
     );
     let uses =
         |pred: &dyn Fn(&Op) -> bool| module.kernels.iter().any(|k| emit::uses_op(&k.body, &pred));
-    // One dynamic shared symbol per alignment the module's kernels ask for.
-    let mut dyn_aligns: Vec<u32> = module
+    // One dynamic shared symbol, 16-byte aligned (kernels that ask for more align their
+    // start themselves: `emit::DYN_SHARED_SYMBOL`).
+    if module
         .kernels
         .iter()
-        .filter(|k| emit::uses_op(&k.body, &|op| matches!(op, Op::DynSharedAddr)))
-        .map(|k| k.dyn_shared_alignment())
-        .collect();
-    dyn_aligns.sort_unstable();
-    dyn_aligns.dedup();
-    for align in dyn_aligns {
+        .any(|k| emit::uses_op(&k.body, &|op| matches!(op, Op::DynSharedAddr)))
+    {
         let _ = writeln!(
             out,
-            "\n.extern .shared .align {align} .b8 {}[];",
-            emit::dyn_shared_symbol(align)
+            "\n.extern .shared .align {} .b8 {}[];",
+            cuprum_ir::DYN_SHARED_MIN_ALIGN,
+            emit::DYN_SHARED_SYMBOL
         );
     }
     if module

@@ -198,6 +198,37 @@ fn shared_memory_barrier_and_dynamic_shared() {
     assert!(ptx.contains("st.shared.u8"));
 }
 
+/// Dynamic shared memory that must start 1024-aligned (TMA's 128-byte swizzle) is declared
+/// 16-byte aligned, which the driver's linker keeps, and rounded up in the kernel, into the
+/// padding the launch adds (`Kernel::dyn_shared_padding`).
+#[test]
+fn dynamic_shared_memory_aligned_above_16_bytes_rounds_its_start_up() {
+    let mut k = K::new("aligned_dynamic");
+    let out = k.slice("out", S::U32, SliceAccess::Disjoint);
+    k.b.align_dyn_shared(1024);
+    let base = k.op(Op::DynSharedAddr);
+    let tid = k.special(Special::ThreadIdx(Dim::X));
+    let four = k.u32(4);
+    let off = k.bin(BinaryOp::Mul, tid, four);
+    let addr = k.bin(BinaryOp::Add, base, off);
+    k.store(AddressSpace::Shared, addr, tid);
+    let t64 = k.cast(tid, S::U64);
+    let p = k.elem_addr(out, t64, S::U32);
+    k.store(AddressSpace::Global, p, base);
+    let kernel = k.finish();
+    assert_eq!(kernel.dyn_shared_padding(), 1008);
+    let ptx = write_and_assemble(&one(kernel));
+    assert!(
+        ptx.contains(".extern .shared .align 16 .b8 $cuprum_dsmem[];"),
+        "{ptx}"
+    );
+    assert!(!ptx.contains(".align 1024"), "{ptx}");
+    assert!(
+        ptx.contains(", 1008;") && ptx.contains(", 0xFFFFFC00;"),
+        "{ptx}"
+    );
+}
+
 #[test]
 fn local_arrays() {
     let mut k = K::new("locals");

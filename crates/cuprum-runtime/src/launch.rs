@@ -82,6 +82,7 @@ impl LaunchContract {
             KernelFacts {
                 max_threads: self.max_threads,
                 static_shared_bytes: 0,
+                dyn_shared_padding: 0,
                 block: Some(self.block),
             },
             config,
@@ -292,6 +293,7 @@ impl LoadedModule {
                 facts: KernelFacts {
                     max_threads: k.launch_bounds.map(|b| b.max_threads),
                     static_shared_bytes: k.shared_layout().1,
+                    dyn_shared_padding: k.dyn_shared_padding(),
                     block: k.block,
                 },
                 stored_maps: stored_maps(k),

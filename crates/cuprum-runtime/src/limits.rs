@@ -76,6 +76,9 @@ pub(crate) struct KernelFacts {
     pub max_threads: Option<u32>,
     /// Bytes of static shared memory the kernel declares.
     pub static_shared_bytes: u32,
+    /// Bytes a GPU launch adds to the dynamic shared memory, so that the kernel can align
+    /// it ([`cuprum_ir::Kernel::dyn_shared_padding`]); counted on both backends.
+    pub dyn_shared_padding: u32,
     /// The exact block shape the kernel declares (`#[launch_contract(block = ...)]`), which
     /// every launch, raw ones included, must have: the compiler relies on it.
     pub block: Option<(u32, u32, u32)>,
@@ -162,12 +165,14 @@ pub(crate) fn check_config(
             ));
         }
     }
-    let shared = u64::from(config.shared_mem_bytes) + u64::from(facts.static_shared_bytes);
+    let shared = u64::from(config.shared_mem_bytes)
+        + u64::from(facts.static_shared_bytes)
+        + u64::from(facts.dyn_shared_padding);
     if shared > u64::from(limits.max_shared_per_block_optin) {
-        let static_note = if facts.static_shared_bytes > 0 {
+        let static_note = if facts.static_shared_bytes > 0 || facts.dyn_shared_padding > 0 {
             format!(
-                " ({} dynamic + {} static)",
-                config.shared_mem_bytes, facts.static_shared_bytes
+                " ({} dynamic + {} static + {} to align the dynamic region)",
+                config.shared_mem_bytes, facts.static_shared_bytes, facts.dyn_shared_padding
             )
         } else {
             String::new()

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{SCALAR_PARAMS, ctx, module, rng, scalars_kernel, vecadd_kernel};
+use common::{
+    SCALAR_PARAMS, aligned_dynamic_shared_kernel, ctx, module, rng, scalars_kernel, vecadd_kernel,
+};
 use cuprum_runtime::{
     BackendKind, DeviceBuffer, Error, KernelArg, LaunchConfig, LaunchConfig1D, LoadedModule,
 };
@@ -287,6 +289,42 @@ fn raw_launches_check_limits_and_launch_bounds() {
     assert_eq!(out.to_host_vec(&stream).unwrap(), vec![0.0; 300]);
     launch(LaunchConfig1D::new(3, 128, 0).into(), &mut out).unwrap();
     assert_eq!(out.to_host_vec(&stream).unwrap(), vec![2.0; 300]);
+}
+
+/// A kernel whose dynamic shared memory must start 1024-aligned gets it aligned on both
+/// backends (on a GPU the kernel rounds the start up into padding the launch adds), and the
+/// padding counts against the device's shared memory per block.
+#[test]
+fn dynamic_shared_memory_aligned_above_16_bytes_starts_aligned() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let kernel = aligned_dynamic_shared_kernel();
+    let padding = kernel.dyn_shared_padding();
+    assert_eq!(padding, 1008);
+    let m = LoadedModule::load(&ctx, module(vec![kernel])).unwrap();
+    let mut out = DeviceBuffer::from_host(&stream, &poisoned::<u32>(128)).unwrap();
+    let launch = |shared: u32, out: &mut DeviceBuffer<u32>| {
+        // SAFETY: the argument matches the kernel.
+        unsafe {
+            m.launch(
+                &stream,
+                0,
+                &LaunchConfig1D::new(1, 128, shared).into(),
+                &[KernelArg::slice_mut(out)],
+            )
+        }
+    };
+    launch(128 * 4, &mut out).unwrap();
+    let want: Vec<u32> = (0..128).rev().collect();
+    assert_eq!(out.to_host_vec(&stream).unwrap(), want);
+    let over = ctx.limits().max_shared_per_block_optin - padding + 1;
+    match launch(over, &mut out) {
+        Err(Error::InvalidLaunch { reason, .. }) => assert!(
+            reason.contains("1008 to align the dynamic region"),
+            "{reason}"
+        ),
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
 }
 
 #[test]

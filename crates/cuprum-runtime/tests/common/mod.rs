@@ -191,6 +191,63 @@ pub fn trap_kernel() -> Kernel {
     b.finish()
 }
 
+/// `reversed(out: DisjointSlice<u32>)`, one block of 128 threads whose dynamic shared memory
+/// must start 1024-aligned: thread `t` writes `t` to word `127 - t` of it, then, after a
+/// barrier, `out[t] = word t + (start % 1024)`, which is `127 - t` when the start is aligned.
+pub fn aligned_dynamic_shared_kernel() -> Kernel {
+    let mut b = KernelBuilder::new("reversed");
+    let pout = b.param(
+        "out",
+        ParamKind::Slice {
+            elem: ScalarType::U32,
+            access: SliceAccess::Disjoint,
+        },
+    );
+    b.set_block(Some((128, 1, 1)));
+    b.align_dyn_shared(1024);
+    let base = def(&mut b, Op::DynSharedAddr);
+    let tid = def(&mut b, Op::Special(Special::ThreadIdx(Dim::X)));
+    let last = b.constant(Constant::u32(127));
+    let four = b.constant(Constant::u32(4));
+    let mirrored = def(&mut b, Op::Binary(BinaryOp::Sub, last, tid));
+    let off = def(&mut b, Op::Binary(BinaryOp::Mul, mirrored, four));
+    let at = def(&mut b, Op::Binary(BinaryOp::Add, base, off));
+    b.push(Stmt::Store {
+        space: AddressSpace::Shared,
+        addr: at,
+        value: tid,
+    });
+    b.push(Stmt::Barrier);
+    let off = def(&mut b, Op::Binary(BinaryOp::Mul, tid, four));
+    let at = def(&mut b, Op::Binary(BinaryOp::Add, base, off));
+    let word = def(
+        &mut b,
+        Op::Load {
+            space: AddressSpace::Shared,
+            ty: ScalarType::U32,
+            addr: at,
+            eviction: cuprum_ir::Eviction::Normal,
+        },
+    );
+    let mask = b.constant(Constant::u32(1023));
+    let misalignment = def(&mut b, Op::Binary(BinaryOp::And, base, mask));
+    let value = def(&mut b, Op::Binary(BinaryOp::Add, word, misalignment));
+    let i = def(
+        &mut b,
+        Op::Cast {
+            value: tid,
+            to: ScalarType::U64,
+        },
+    );
+    let addr = element_addr(&mut b, pout, i, 4);
+    b.push(Stmt::Store {
+        space: AddressSpace::Global,
+        addr,
+        value,
+    });
+    b.finish()
+}
+
 pub fn module(kernels: Vec<Kernel>) -> Arc<Module> {
     let module = Module { kernels };
     if let Err(e) = cuprum_ir::validate_module(&module) {

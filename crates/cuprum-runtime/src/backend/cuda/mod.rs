@@ -393,8 +393,12 @@ impl Device for CudaDevice {
             .iter_mut()
             .map(|slot| (slot as *mut compile::ParamSlot).cast::<c_void>())
             .collect();
-        let needs_opt_in = u64::from(config.shared_mem_bytes)
-            + u64::from(kernel.static_shared_bytes)
+        // The kernel rounds the dynamic region's start up to its alignment: the padding
+        // that may take is given on top of what the launch asked for.
+        let dynamic = config
+            .shared_mem_bytes
+            .saturating_add(kernel.ir.dyn_shared_padding());
+        let needs_opt_in = u64::from(dynamic) + u64::from(kernel.static_shared_bytes)
             > u64::from(self.max_shared_per_block);
         // SAFETY: `pointers` has one pointer per PTX parameter, each at an 8-byte slot holding
         // the value in its first `size` bytes; `storage` outlives the call (the driver copies
@@ -404,7 +408,7 @@ impl Device for CudaDevice {
                 function,
                 config.grid_dim,
                 config.block_dim,
-                config.shared_mem_bytes,
+                dynamic,
                 needs_opt_in,
                 stream,
                 &mut pointers,
