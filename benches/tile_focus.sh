@@ -17,7 +17,7 @@ case "${1:-}" in
 pack)
   set -e
   ../shared/tools/gpu-pack
-  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
+  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import|launch)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
   (cd .gpu/bin && ls | grep -Ev "$keep" | xargs -r rm -f)
   XZ_OPT="-6 -T2" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
   rm -rf .gpu/bin
