@@ -847,17 +847,15 @@ impl Emitter<'_> {
                     for (block, &fragment) in (0..r.blocks()).zip(&fragments) {
                         let regs = r.bm / 2;
                         let first = (block * regs) as usize;
-                        e.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
-                            shape: WgmmaShape { ty: r.ty, n: r.bm },
-                            a: WgmmaA::Registers(fragment),
-                            b: da,
-                            scale_d: ScaleD::Const(true),
-                            negate_a: false,
-                            negate_b: false,
-                            trans_a: false,
-                            trans_b: false,
-                            acc: acc[first..first + regs as usize].to_vec(),
-                        })));
+                        let block_acc = &acc[first..first + regs as usize];
+                        e.accumulate(
+                            r.ty,
+                            r.bm,
+                            WgmmaA::Registers(fragment),
+                            da,
+                            false,
+                            block_acc,
+                        );
                     }
                 }
                 e.push(Stmt::WgmmaCommit);
@@ -874,17 +872,7 @@ impl Emitter<'_> {
                 let off = e.u32c(r.a_bytes() + kk * r.ty.k() * B_BOX_ROW_BYTES);
                 let b_addr = e.stage_addr(r, stage, off)?;
                 let db = e.descriptor(b_addr, r.b_box_bytes(), 1024, Swizzle::B128)?;
-                e.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
-                    shape: WgmmaShape { ty: r.ty, n: r.bn },
-                    a: WgmmaA::Descriptor(da),
-                    b: db,
-                    scale_d: ScaleD::Const(true),
-                    negate_a: false,
-                    negate_b: false,
-                    trans_a: false,
-                    trans_b: true,
-                    acc: acc.to_vec(),
-                })));
+                e.accumulate(r.ty, r.bn, WgmmaA::Descriptor(da), db, true, acc);
             }
             e.push(Stmt::WgmmaCommit);
             e.push(Stmt::WgmmaWait { pending: 1 });
@@ -912,6 +900,30 @@ impl Emitter<'_> {
             })?;
         }
         self.epilogue(r, &place, acc)
+    }
+
+    /// One `wgmma` of `m64n{n}` adding `a · b` (B transposed: MN-major, when `trans_b`) to
+    /// the accumulator variables `acc`.
+    fn accumulate(
+        &mut self,
+        ty: WgmmaType,
+        n: u32,
+        a: WgmmaA,
+        b: Value,
+        trans_b: bool,
+        acc: &[Var],
+    ) {
+        self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
+            shape: WgmmaShape { ty, n },
+            a,
+            b,
+            scale_d: ScaleD::Const(true),
+            negate_a: false,
+            negate_b: false,
+            trans_a: false,
+            trans_b,
+            acc: acc.to_vec(),
+        })));
     }
 
     /// The consumer thread's place in the output (`I64` row and column in the tensor), from
