@@ -116,13 +116,20 @@ impl Emitter<'_> {
         self.claim_scratch_aligned(count * u64::from(shared_type(ty).size_bytes()), ALIGN)
     }
 
+    /// The most dynamic shared memory the block may use: what a block has, less the padding
+    /// a launch adds so that the kernel can align the region's start
+    /// (`cuprum_ir::Kernel::dyn_shared_padding`, as the alignment asked so far requires).
+    fn shared_limit(&self) -> u64 {
+        u64::from(cuprum_ir::MAX_SHARED_BYTES) - u64::from(self.b.kernel().dyn_shared_padding())
+    }
+
     /// Claims `bytes` for one exchange starting at a multiple of `align` (a power of two of
     /// at least 16, at most 1024: a swizzled tile's period), as [`Emitter::claim_scratch`].
     pub(crate) fn claim_scratch_aligned(&mut self, bytes: u64, align: u32) -> R<Claim> {
         if align > ALIGN {
             self.b.align_dyn_shared(align);
         }
-        let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        let limit = self.shared_limit();
         if bytes > limit {
             return Err(self.unsupported(format!(
                 "moving tiles between warps needs {bytes} bytes of shared memory at once, \
@@ -153,7 +160,7 @@ impl Emitter<'_> {
     /// Where `bytes` fit after everything in use, starting at a multiple of `align`, if they
     /// do.
     fn free_from(&self, bytes: u32, align: u32) -> Option<u32> {
-        let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        let limit = self.shared_limit();
         let floor = self.scratch_floor;
         match self.scratch_in_use {
             InUse::Nothing => Some(floor.next_multiple_of(align)),
@@ -183,7 +190,7 @@ impl Emitter<'_> {
         };
         let start = in_use.max(self.scratch_floor).next_multiple_of(align);
         let end = u64::from(start) + u64::from(bytes);
-        let limit = u64::from(cuprum_ir::MAX_SHARED_BYTES);
+        let limit = self.shared_limit();
         if end > limit {
             return Err(self.unsupported(format!(
                 "a loop's copy buffers need {end} bytes of shared memory, more than a block \
