@@ -270,9 +270,16 @@ impl WgmmaMma {
                     "wgmma accumulator {i} must be an f32 variable, not {t}"
                 ));
             }
-            if self.acc[..i].contains(&v) {
-                return Err(format!("wgmma accumulator variable {v:?} appears twice"));
-            }
+        }
+        // Sorted, a repeated variable is next to itself (up to 128 of them: no pairwise
+        // search, which PTX writing, repeated per module load, paid for).
+        let mut sorted = self.acc.clone();
+        sorted.sort_unstable();
+        if let Some(pair) = sorted.windows(2).find(|p| p[0] == p[1]) {
+            return Err(format!(
+                "wgmma accumulator variable {:?} appears twice",
+                pair[0]
+            ));
         }
         Ok(())
     }
@@ -390,6 +397,35 @@ pub const MAX_BARRIER_ID: u32 = 15;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Accumulators must be distinct `f32` variables, wherever a repeated one stands.
+    #[test]
+    fn a_repeated_accumulator_variable_is_refused() {
+        let vars: Vec<Var> = (0..64).map(Var::from_index).collect();
+        let value = Value::from_index(0);
+        let mma = |acc: Vec<Var>| WgmmaMma {
+            shape: WgmmaShape {
+                ty: WgmmaType::F16,
+                n: 128,
+            },
+            a: WgmmaA::Descriptor(value),
+            b: value,
+            scale_d: ScaleD::Const(true),
+            negate_a: false,
+            negate_b: false,
+            trans_a: false,
+            trans_b: false,
+            acc,
+        };
+        let check = |m: &WgmmaMma| m.check(|_| Ok(ScalarType::U64), |_| Ok(ScalarType::F32));
+        assert_eq!(check(&mma(vars.clone())), Ok(()));
+        for (i, j) in [(0, 1), (0, 63), (40, 17)] {
+            let mut acc = vars.clone();
+            acc[i] = acc[j];
+            let err = check(&mma(acc)).expect_err("a repeated accumulator");
+            assert!(err.contains("appears twice"), "{err}");
+        }
+    }
 
     #[test]
     fn descriptor_fields_round_trip() {
