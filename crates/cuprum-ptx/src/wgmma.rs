@@ -10,6 +10,8 @@
 //! predicate register; a constant one gets a fresh predicate set right before the instruction,
 //! which touches no accumulator.
 
+use std::fmt::Write as _;
+
 use cuprum_ir::{ScaleD, Value, WgmmaA, WgmmaMma};
 
 use crate::emit::{KernelWriter, ins};
@@ -48,7 +50,12 @@ impl KernelWriter<'_> {
 
     pub(crate) fn wgmma_mma(&mut self, m: &WgmmaMma) -> Result<(), PtxError> {
         self.arch_specific("wgmma.mma_async")?;
-        let acc: Vec<String> = m.acc.iter().map(|&v| self.var(v).to_string()).collect();
+        // One string, not one per register (a wgmma names up to 128).
+        let mut acc = String::with_capacity(m.acc.len() * 7);
+        for (i, &v) in m.acc.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(acc, "{sep}{}", self.var(v));
+        }
         let scale_d = match m.scale_d {
             ScaleD::Pred(p) => self.reg(p),
             ScaleD::Const(c) => {
@@ -77,7 +84,7 @@ impl KernelWriter<'_> {
             self,
             "wgmma.mma_async.sync.aligned.{}.f32.{t}.{t} {{{}}}, {a}, {b}, {scale_d}, {sa}, {sb}{trans}",
             m.shape.ptx_shape(),
-            acc.join(", ")
+            acc
         );
         Ok(())
     }
