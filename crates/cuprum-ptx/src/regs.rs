@@ -85,8 +85,33 @@ pub(crate) struct Reg {
 }
 
 impl fmt::Display for Reg {
+    /// `%` and the class's prefix and the index (`%rd12`), as one `write_str`: every operand
+    /// of every instruction is one of these, and the general formatting machinery was a third
+    /// of writing a large kernel's PTX.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "%{}{}", self.class.prefix(), self.index)
+        // `%`, a prefix of at most 2 bytes, at most 10 digits.
+        let mut text = [0u8; 13];
+        text[0] = b'%';
+        let prefix = self.class.prefix().as_bytes();
+        text[1..1 + prefix.len()].copy_from_slice(prefix);
+        let mut digits = [0u8; 10];
+        let mut first = digits.len();
+        let mut n = self.index;
+        loop {
+            first -= 1;
+            digits[first] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let start = 1 + prefix.len();
+        let end = start + digits.len() - first;
+        text[start..end].copy_from_slice(&digits[first..]);
+        match std::str::from_utf8(&text[..end]) {
+            Ok(s) => f.write_str(s),
+            Err(_) => Err(fmt::Error),
+        }
     }
 }
 
@@ -165,4 +190,26 @@ pub(crate) const fn float_type(ty: ScalarType) -> &'static str {
 /// Whether `ty` is one of the 16-bit floats computed through `f32`.
 pub(crate) const fn is_half(ty: ScalarType) -> bool {
     matches!(ty, ScalarType::F16 | ScalarType::BF16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_are_written_as_ptx_names() {
+        for class in [
+            Class::Pred,
+            Class::B16,
+            Class::B32,
+            Class::B64,
+            Class::F32,
+            Class::F64,
+        ] {
+            for index in [0, 7, 10, 99, 1234, u32::MAX] {
+                let reg = Reg { class, index };
+                assert_eq!(reg.to_string(), format!("%{}{index}", class.prefix()));
+            }
+        }
+    }
 }
