@@ -1,6 +1,7 @@
 //! Names the compiler that this build of cuprum carries, for the tile JIT cache's keys
 //! (`tile::jit_cache`): its entries are kernel IR made by the tile lowering and the
-//! optimizer, so an entry made by another compiler must never be read. In a workspace
+//! optimizer, and the PTX written from it, so an entry made by another compiler must never
+//! be read. In a workspace
 //! checkout the name is a hash of those crates' sources (an edit changes it without a version
 //! bump); a published crate cannot see its siblings' sources, and its version names it.
 
@@ -8,11 +9,12 @@ use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 
 /// The crates whose code makes what the tile JIT cache keeps.
-const COMPILER_CRATES: [&str; 4] = [
+const COMPILER_CRATES: [&str; 5] = [
     "cuprum-tile-ir",
     "cuprum-tile-lower",
     "cuprum-opt",
     "cuprum-ir",
+    "cuprum-ptx",
 ];
 
 /// Every `.rs` file under `dir`, in a fixed order.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use cuprum_ir::{Kernel, ParamKind};
 
-use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, module_label};
+use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, PtxText, module_label};
 use crate::buffer::{DeviceCopy, DeviceScalar};
 use crate::cache::ModuleRoute;
 pub use crate::config::{KernelArg, LaunchConfig, LaunchConfig1D, LaunchConfig2D, LaunchConfig3D};
@@ -236,7 +236,23 @@ impl LoadedModule {
     /// driver's output for this PTX, device and driver; emulator: keeps the IR. Either way the
     /// IR is validated first (once per process for one `Arc`).
     pub fn load(ctx: &CudaContext, ir: Arc<cuprum_ir::Module>) -> Result<Self> {
-        Ok(Self::load_inner(ctx, ir, None, &ModuleRoute::Default)?.0)
+        Ok(Self::load_inner(ctx, ir, PtxText::FromIr, &ModuleRoute::Default)?.0)
+    }
+
+    /// Like [`load`](Self::load), with `ptx`: what `cuprum_ptx::write_module(&ir, target)`
+    /// returned, kept from an earlier process (the tile JIT cache keeps it with the IR), so
+    /// that the load does not write it again. The caller vouches that it is exactly that
+    /// text; it is used where `target` is the device's PTX target, and the PTX is written
+    /// from `ir` otherwise. The emulator runs `ir`.
+    #[doc(hidden)]
+    pub fn load_written(
+        ctx: &CudaContext,
+        ir: Arc<cuprum_ir::Module>,
+        target: cuprum_ptx::Target,
+        ptx: String,
+    ) -> Result<Self> {
+        let written = PtxText::Written { target, ptx };
+        Ok(Self::load_inner(ctx, ir, written, &ModuleRoute::Default)?.0)
     }
 
     /// Like [`load`](Self::load), but the CUDA backend compiles the module the way `route`
@@ -249,7 +265,7 @@ impl LoadedModule {
         ir: Arc<cuprum_ir::Module>,
         route: &ModuleRoute,
     ) -> Result<(Self, Option<Vec<u8>>)> {
-        Self::load_inner(ctx, ir, None, route)
+        Self::load_inner(ctx, ir, PtxText::FromIr, route)
     }
 
     /// The registers per thread the driver gave kernel number `kernel`
@@ -275,13 +291,13 @@ impl LoadedModule {
         ir: Arc<cuprum_ir::Module>,
         ptx: String,
     ) -> Result<Self> {
-        Ok(Self::load_inner(ctx, ir, Some(ptx), &ModuleRoute::Default)?.0)
+        Ok(Self::load_inner(ctx, ir, PtxText::Override(ptx), &ModuleRoute::Default)?.0)
     }
 
     fn load_inner(
         ctx: &CudaContext,
         ir: Arc<cuprum_ir::Module>,
-        ptx_override: Option<String>,
+        ptx: PtxText,
         route: &ModuleRoute,
     ) -> Result<(Self, Option<Vec<u8>>)> {
         crate::cache::stats::validate_once(&ir)?;
@@ -303,7 +319,7 @@ impl LoadedModule {
             &ir,
             LoadRequest {
                 limits: ctx.limits(),
-                ptx_override,
+                ptx,
                 route,
             },
         )?;

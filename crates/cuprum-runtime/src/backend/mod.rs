@@ -89,12 +89,27 @@ pub(crate) fn module_label(ir: &cuprum_ir::Module) -> String {
     }
 }
 
+/// Where the PTX a CUDA module load compiles comes from (the emulator runs the IR).
+pub(crate) enum PtxText {
+    /// The PTX writer makes it from the IR.
+    FromIr,
+    /// What the PTX writer made of this IR for `target`, kept by the caller (the tile JIT
+    /// cache keeps it with the IR, so a warm process does not write it again); used when
+    /// `target` is the device's, else written again.
+    Written {
+        target: cuprum_ptx::Target,
+        ptx: String,
+    },
+    /// Other PTX, loaded instead (tools and runtime tests); never cached per kernel.
+    Override(String),
+}
+
 /// What a module load needs besides the IR.
 pub(crate) struct LoadRequest<'a> {
     /// The device's limits (its compute capability picks the PTX target).
     pub(crate) limits: &'a DeviceLimits,
-    /// PTX to load instead of what the PTX writer makes of the IR (tools and runtime tests).
-    pub(crate) ptx_override: Option<String>,
+    /// Where the PTX comes from.
+    pub(crate) ptx: PtxText,
     /// How the CUDA driver compiles the module (the emulator ignores it).
     pub(crate) route: &'a ModuleRoute,
 }

@@ -236,6 +236,9 @@ pub(crate) struct Entry {
     pub shared_bytes: u32,
     pub args: Vec<ArgSlot>,
     pub blocks: BlockCount,
+    /// What the PTX writer made of `ir` for a GPU's target, when it was compiled for one
+    /// (loading it again needs no PTX writing: `LoadedModule::load_written`).
+    pub ptx: Option<(cuprum_ptx::Target, String)>,
 }
 
 /// Where an [`Entry`] came from.
@@ -359,7 +362,7 @@ fn key(
 }
 
 /// The first bytes of an entry, with its format's version.
-const MAGIC: &[u8; 16] = b"cuprum-tile-jit3";
+const MAGIC: &[u8; 16] = b"cuprum-tile-jit4";
 
 fn encode(entry: &Entry) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
@@ -392,9 +395,30 @@ fn encode(entry: &Entry) -> Vec<u8> {
             out.extend(w.to_le_bytes());
         }
     }
+    // The PTX: its target's position in `PTX_TARGETS` plus one (0: none), its length, the text.
+    let (target, ptx) = match &entry.ptx {
+        Some((target, ptx)) => {
+            let at = PTX_TARGETS
+                .iter()
+                .position(|t| t == target)
+                .map_or(0, |i| i + 1);
+            (at as u32, ptx.as_bytes())
+        }
+        None => (0, &[][..]),
+    };
+    out.extend(target.to_le_bytes());
+    out.extend((ptx.len() as u32).to_le_bytes());
+    out.extend(ptx);
     out.extend(cuprum_ir::encode_module(&entry.ir));
     out
 }
+
+/// The PTX targets an entry's PTX may be for, by position in the encoding.
+const PTX_TARGETS: [cuprum_ptx::Target; 3] = [
+    cuprum_ptx::Target::Sm80,
+    cuprum_ptx::Target::Sm90,
+    cuprum_ptx::Target::Sm90a,
+];
 
 fn decode(bytes: &[u8]) -> Option<Entry> {
     let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
@@ -437,6 +461,25 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
             _ => return None,
         });
     }
+    let mut word = || {
+        let (head, tail) = rest.split_first_chunk::<4>()?;
+        rest = tail;
+        Some(u32::from_le_bytes(*head))
+    };
+    let target = word()?;
+    let len = word()? as usize;
+    if rest.len() < len {
+        return None;
+    }
+    let (text, tail) = rest.split_at(len);
+    rest = tail;
+    let ptx = match target {
+        0 => None,
+        at => Some((
+            *PTX_TARGETS.get(at as usize - 1)?,
+            String::from_utf8(text.to_vec()).ok()?,
+        )),
+    };
     let ir = cuprum_ir::decode_module(rest).ok()?;
     cuprum_ir::validate_module(&ir).ok()?;
     Some(Entry {
@@ -445,6 +488,7 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
         shared_bytes,
         args,
         blocks,
+        ptx,
     })
 }
 
@@ -479,6 +523,7 @@ mod tests {
             blocks: BlockCount::Persistent {
                 per_multiprocessor: 2,
             },
+            ptx: Some((cuprum_ptx::Target::Sm90a, "// the PTX\n".to_owned())),
         };
         let bytes = encode(&entry);
         let back = decode(&bytes).expect("decodes");
@@ -487,6 +532,9 @@ mod tests {
         assert_eq!(back.blocks, entry.blocks);
         assert_eq!(back.args, entry.args);
         assert_eq!(back.ir, entry.ir);
+        assert_eq!(back.ptx, entry.ptx);
+        let without = Entry { ptx: None, ..entry };
+        assert_eq!(decode(&encode(&without)).expect("decodes").ptx, None);
         assert!(decode(&bytes[..bytes.len() / 2]).is_none(), "a cut entry");
         let mut other = bytes.clone();
         other[0] ^= 1;
@@ -534,6 +582,7 @@ mod tests {
             shared_bytes: 0,
             args: vec![ArgSlot::Scalar { param: 0 }],
             blocks: BlockCount::PerTile,
+            ptx: None,
         };
         let mut compiled = 0;
         let fetch = |compiled: &mut i32| {

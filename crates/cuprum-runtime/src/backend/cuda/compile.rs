@@ -9,8 +9,8 @@ use cuprum_ir::{Kernel, ParamKind};
 use super::CudaDevice;
 use super::cached::{self, PerKernel, PerKernelPtx};
 use super::module::{CudaModule, LinkInput};
-use crate::backend::LoadRequest;
 use crate::backend::module_label;
+use crate::backend::{LoadRequest, PtxText};
 use crate::cache::ModuleRoute;
 use crate::cache::occupancy::SmLimits;
 use crate::config::KernelArg;
@@ -88,13 +88,16 @@ impl CudaDevice {
         request: LoadRequest<'_>,
     ) -> Result<(CudaProgram, Option<Vec<u8>>)> {
         let target = target_for(request.limits, ir)?;
-        let from_ir = request.ptx_override.is_none();
-        let ptx = match request.ptx_override {
-            Some(ptx) => ptx,
-            None => cuprum_ptx::write_module(ir, target).map_err(|e| Error::Compile {
-                kernel: module_label(ir),
-                message: e.to_string(),
-            })?,
+        let (ptx, from_ir) = match request.ptx {
+            PtxText::Override(ptx) => (ptx, false),
+            PtxText::Written { target: t, ptx } if t == target => (ptx, true),
+            PtxText::FromIr | PtxText::Written { .. } => {
+                let ptx = cuprum_ptx::write_module(ir, target).map_err(|e| Error::Compile {
+                    kernel: module_label(ir),
+                    message: e.to_string(),
+                })?;
+                (ptx, true)
+            }
         };
         let machine_sizes = ir
             .kernels

@@ -90,6 +90,8 @@ pub(crate) struct Compiled {
     pub args: Vec<ArgSlot>,
     /// How many thread blocks a launch runs.
     pub blocks: BlockCount,
+    /// The PTX written from `ir` for a GPU's target, kept with it by the tile JIT cache.
+    pub ptx: Option<(cuprum_ptx::Target, String)>,
 }
 
 /// `B = 128, T = f32`: a specialization, by the kernel's parameter names.
@@ -227,8 +229,9 @@ struct CompileKey {
 
 /// Kernel `index` of `module` specialized with `spec` and lowered by `lowering` with the
 /// tuning `hints` for tensors with `facts` on a device of `compute_capability`, compiled once
-/// per process. With `print_ir`, the first compile prints the specialized tile IR and the
-/// kernel IR on stderr.
+/// per process; for a GPU (`gpu`) with its PTX, which the tile JIT cache keeps with the IR.
+/// With `print_ir`, the first compile prints the specialized tile IR and the kernel IR on
+/// stderr.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compiled(
     module: &'static EmbeddedModule,
@@ -237,6 +240,7 @@ pub(crate) fn compiled(
     facts: &[TensorFacts],
     hints: CompileOptions,
     compute_capability: (u32, u32),
+    gpu: bool,
     lowering: Lowering,
     print_ir: bool,
 ) -> Result<Arc<Compiled>, Error> {
@@ -287,12 +291,22 @@ pub(crate) fn compiled(
                     "the lowered kernel is not valid kernel IR ({e}); this is a bug of the tile lowering"
                 ))
             })?;
+            // The PTX the load would write (a failure is left for the load to report).
+            let (major, minor) = compute_capability;
+            let ptx = gpu
+                .then(|| cuprum_ptx::Target::for_module(&ir, major, minor).ok())
+                .flatten()
+                .and_then(|target| {
+                    let ptx = cuprum_ptx::write_module(&ir, target).ok()?;
+                    Some((target, ptx))
+                });
             Ok::<_, Error>(jit_cache::Entry {
                 ir,
                 block_threads: lowered.block_threads,
                 shared_bytes: lowered.shared_bytes,
                 args: lowered.args,
                 blocks: lowered.blocks,
+                ptx,
             })
         },
     )?;
@@ -344,6 +358,7 @@ pub(crate) fn compiled(
         shared_bytes: entry.shared_bytes,
         args: entry.args,
         blocks: entry.blocks,
+        ptx: entry.ptx,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache
@@ -398,7 +413,12 @@ pub(crate) fn loaded(
     if let Some(m) = modules.get(&key) {
         return Ok(m.clone());
     }
-    let module = Arc::new(LoadedModule::load(ctx, compiled.ir.clone())?);
+    let module = Arc::new(match &compiled.ptx {
+        Some((target, ptx)) => {
+            LoadedModule::load_written(ctx, compiled.ir.clone(), *target, ptx.clone())?
+        }
+        None => LoadedModule::load(ctx, compiled.ir.clone())?,
+    });
     modules.insert(key, module.clone());
     Ok(module)
 }

@@ -191,6 +191,7 @@ pub fn compile_from_context<F: Fn() -> ModuleAst>(
         &[],
         entry.hints(ctx.context(), compile_options),
         ctx.context().limits().compute_capability,
+        ctx.context().backend() == cuprum_runtime::BackendKind::Cuda,
         Lowering::DEFAULT,
         entry.print_ir,
     )?;

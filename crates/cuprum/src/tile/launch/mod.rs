@@ -231,6 +231,7 @@ fn launch(
         &facts,
         entry.hints(ctx.context(), options),
         ctx.context().limits().compute_capability,
+        ctx.context().backend() == cuprum_runtime::BackendKind::Cuda,
         lowering,
         entry.print_ir,
     )?;
