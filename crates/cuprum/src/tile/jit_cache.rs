@@ -5,10 +5,13 @@
 //!
 //! What a store keeps is what cuprum compiles per specialization: the tile kernel lowered
 //! to the kernel IR and optimized, with its launch contract (block size, shared memory,
-//! argument slots), under a content-addressed key (a 128-bit BLAKE3 hash of the module's
+//! argument slots) and, when it was compiled for a GPU, the PTX written from that IR for
+//! the GPU's target (so a warm process loads the module without writing PTX), under a
+//! content-addressed key (a 128-bit BLAKE3 hash of the module's
 //! embedded tile IR, the kernel, the specialization, the tensors' facts and tuning hints, the lowering and
 //! cuprum's version). A
-//! hit skips the lowering and the optimizer; the driver's machine code is cached apart, by
+//! hit skips the lowering, the optimizer and the PTX writer; the driver's machine code is
+//! cached apart, by
 //! cuprum's runtime compile cache (`CUPRUM_CACHE_DIR`). An entry that does not decode, or whose
 //! kernel IR does not validate, is a miss and is compiled and stored again.
 //!
@@ -18,7 +21,7 @@
 //! (`CUPRUM_CACHE=off`), so that a process's first launch of a kernel compiled before costs a
 //! lookup instead of a lowering and an optimizer run. The key also names the compiler that
 //! made an entry (`COMPILER_FINGERPRINT`: in a workspace checkout, a hash of the tile IR,
-//! lowering, optimizer and kernel IR sources, made by the build script; the version
+//! lowering, optimizer, kernel IR and PTX writer sources, made by the build script; the version
 //! otherwise), so an edited compiler never reads its predecessor's entries.
 
 use std::io;
