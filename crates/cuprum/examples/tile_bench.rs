@@ -429,7 +429,9 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
     let full = 4.0 * (bh * s * s * d) as f64;
     let flops = if causal { full / 2.0 } else { full };
     let mut best = f64::INFINITY;
-    for (bm, bn) in attention_tiles()? {
+    // A tile shape that computes a wrong result is reported, and the others still run.
+    let mut failures = Vec::new();
+    'shapes: for (bm, bn) in attention_tiles()? {
         let mut z = api::full(f16::NAN, &[bh, s, d]).sync_on(stream)?;
         let generics = [bm.to_string(), bn.to_string(), d.to_string()];
         let ms = time(stream, |ctx| {
@@ -463,10 +465,12 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
                 let g = f64::from(got[(head * s + row) * d + c].to_f32());
                 // f16 probabilities and result: within a few f16 ulps of the largest value.
                 if (g - want).abs() > 4e-3 {
-                    return Err(format!(
+                    let failure = format!(
                         "FAILED: {case} {bm}x{bn}: head {head} row {row} col {c} is {g}, want {want}"
-                    )
-                    .into());
+                    );
+                    println!("{failure}");
+                    failures.push(failure);
+                    continue 'shapes;
                 }
             }
         }
@@ -476,8 +480,14 @@ fn attention(stream: &Stream, big: bool, causal: bool) -> Result<(), Failure> {
         );
         best = best.min(ms);
     }
-    record::result(case, &size, (4 * bh * s * d * 2) as f64, flops, best);
-    Ok(())
+    if best.is_finite() {
+        record::result(case, &size, (4 * bh * s * d * 2) as f64, flops, best);
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; ").into())
+    }
 }
 
 /// The attention tile shapes `(BM, BN)` to time: `TILE_BENCH_ATTENTION_TILES` (e.g.
@@ -510,8 +520,10 @@ fn main() -> Result<(), Failure> {
     // `TILE_BENCH_ONLY=attention` or `gemm`: only those cases (to profile or tune them).
     match std::env::var("TILE_BENCH_ONLY").as_deref() {
         Ok("attention") => {
-            attention(&stream, big, false)?;
+            // The causal case runs even when the other fails.
+            let plain = attention(&stream, big, false);
             attention(&stream, big, true)?;
+            plain?;
             println!("PASSED");
             return Ok(());
         }
@@ -642,8 +654,9 @@ fn main() -> Result<(), Failure> {
     record::result("tile_layer_norm", &size, bytes, 8.0 * e as f64, ms);
 
     gemms(&stream, big)?;
-    attention(&stream, big, false)?;
+    let plain = attention(&stream, big, false);
     attention(&stream, big, true)?;
+    plain?;
     println!("PASSED");
     Ok(())
 }
