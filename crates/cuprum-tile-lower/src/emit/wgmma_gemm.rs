@@ -1050,25 +1050,24 @@ impl Emitter<'_> {
         offsets: [Value; 2],
         kk: u32,
     ) -> R<Vec<[Value; 4]>> {
-        let mut all = Vec::new();
-        {
-            for block in 0..r.blocks() {
-                let mut regs = Vec::with_capacity(4);
-                for offset in offsets {
-                    let step = 2 * block * r.b_box_bytes() + kk * r.ty.k() * B_BOX_ROW_BYTES;
-                    let step = self.u32c(step);
-                    let off = self.add(offset, step)?;
-                    let addr = self.stage_addr(r, stage, off)?;
-                    let pair = self
-                        .b
-                        .vector_load(AddressSpace::Shared, ScalarType::U32, addr, 2);
-                    regs.extend(self.built(pair)?);
-                }
-                let regs: [Value; 4] = regs
-                    .try_into()
-                    .map_err(|_| self.internal("a tf32 fragment of other than 4 registers"))?;
-                all.push(regs);
+        let mut all = Vec::with_capacity(r.blocks() as usize);
+        for block in 0..r.blocks() {
+            let mut regs = Vec::with_capacity(4);
+            for offset in offsets {
+                // The block's two boxes of 32 columns further, the K step's rows further.
+                let step = 2 * block * r.b_box_bytes() + kk * r.ty.k() * B_BOX_ROW_BYTES;
+                let step = self.u32c(step);
+                let off = self.add(offset, step)?;
+                let addr = self.stage_addr(r, stage, off)?;
+                let pair = self
+                    .b
+                    .vector_load(AddressSpace::Shared, ScalarType::U32, addr, 2);
+                regs.extend(self.built(pair)?);
             }
+            let regs: [Value; 4] = regs
+                .try_into()
+                .map_err(|_| self.internal("a tf32 fragment of other than 4 registers"))?;
+            all.push(regs);
         }
         Ok(all)
     }
