@@ -198,14 +198,7 @@ mod tests {
 
     #[test]
     fn registers_are_written_as_ptx_names() {
-        for class in [
-            Class::Pred,
-            Class::B16,
-            Class::B32,
-            Class::B64,
-            Class::F32,
-            Class::F64,
-        ] {
+        for class in Class::ALL {
             for index in [0, 7, 10, 99, 1234, u32::MAX] {
                 let reg = Reg { class, index };
                 assert_eq!(reg.to_string(), format!("%{}{index}", class.prefix()));

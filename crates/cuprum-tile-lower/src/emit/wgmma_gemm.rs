@@ -932,20 +932,11 @@ impl Emitter<'_> {
     /// and column `2 (wt % 4)`. `tf32` (swapped, the fragment's rows are columns of C): row
     /// `2 (wt % 4)`, column `2 tf32_pair` of the warpgroup's first block.
     fn own_place(&mut self, r: &GemmRecipe, w: Value, wt: Value) -> R<OwnPlace> {
-        let c32 = self.u32c(32);
-        let c4 = self.u32c(4);
-        let warp = self.bin(BinaryOp::Div, wt, c32)?;
-        let lane = self.bin(BinaryOp::Rem, wt, c32)?;
-        let g = self.bin(BinaryOp::Div, lane, c4)?;
-        let q = self.bin(BinaryOp::Rem, lane, c4)?;
+        let [warp, g, q] = self.lane_coordinates(wt)?;
         let two = self.u32c(2);
         let q2 = self.mul(q, two)?;
         let (row, col) = if r.swapped() {
-            let pair = self.tf32_pair(warp, g)?;
-            let col = self.mul(pair, two)?;
-            let width = self.u32c(N_MULTIPLE * r.blocks());
-            let first = self.mul(w, width)?;
-            (q2, self.add(col, first)?)
+            (q2, self.tf32_column(r, w, warp, g)?)
         } else {
             let c16 = self.u32c(16);
             let row = self.mul(warp, c16)?;
@@ -969,6 +960,30 @@ impl Emitter<'_> {
             row: self.add(origin[0], row)?,
             col: self.add(origin[1], col)?,
         })
+    }
+
+    /// A warpgroup thread `wt`'s warp, and its lane's group (`lane / 4`) and place in the
+    /// group (`lane % 4`), the coordinates of `wgmma`'s fragment layouts (`U32`).
+    fn lane_coordinates(&mut self, wt: Value) -> R<[Value; 3]> {
+        let c32 = self.u32c(32);
+        let c4 = self.u32c(4);
+        let warp = self.bin(BinaryOp::Div, wt, c32)?;
+        let lane = self.bin(BinaryOp::Rem, wt, c32)?;
+        let g = self.bin(BinaryOp::Div, lane, c4)?;
+        let t = self.bin(BinaryOp::Rem, lane, c4)?;
+        Ok([warp, g, t])
+    }
+
+    /// `tf32`: the first of the two columns of the tile (`U32`) that fragment rows `g` and
+    /// `g + 8` of warp `warp` of consumer `w` stand for in its first block: the consumer's
+    /// blocks' start plus `2 tf32_pair`.
+    fn tf32_column(&mut self, r: &GemmRecipe, w: Value, warp: Value, g: Value) -> R<Value> {
+        let pair = self.tf32_pair(warp, g)?;
+        let two = self.u32c(2);
+        let col = self.mul(pair, two)?;
+        let width = self.u32c(N_MULTIPLE * r.blocks());
+        let first = self.mul(w, width)?;
+        self.add(first, col)
     }
 
     /// `tf32`: the pair of columns of C (`U32`, within the warpgroup's block of 64) that
@@ -1003,18 +1018,9 @@ impl Emitter<'_> {
     /// `column / 4 ^ k % 8` of its row). Other blocks and K steps are constant offsets
     /// (the swizzle's pattern repeats every 8 rows).
     fn tf32_fragment_offsets(&mut self, r: &GemmRecipe, w: Value, wt: Value) -> R<[Value; 2]> {
-        let c32 = self.u32c(32);
+        let [warp, g, t] = self.lane_coordinates(wt)?;
+        let n = self.tf32_column(r, w, warp, g)?;
         let c4 = self.u32c(4);
-        let warp = self.bin(BinaryOp::Div, wt, c32)?;
-        let lane = self.bin(BinaryOp::Rem, wt, c32)?;
-        let g = self.bin(BinaryOp::Div, lane, c4)?;
-        let t = self.bin(BinaryOp::Rem, lane, c4)?;
-        let pair = self.tf32_pair(warp, g)?;
-        let two = self.u32c(2);
-        let col = self.mul(pair, two)?;
-        let width = self.u32c(N_MULTIPLE * r.blocks());
-        let first = self.mul(w, width)?;
-        let n = self.add(first, col)?;
         let columns = self.u32c(r.b_box_columns());
         let b_box = self.bin(BinaryOp::Div, n, columns)?;
         let col = self.bin(BinaryOp::Rem, n, columns)?;
