@@ -1016,6 +1016,8 @@ struct LoopWork {
     shared_f32_stores: usize,
     wgmmas: usize,
     ldmatrices: usize,
+    /// The loop's `wgmma`s that read `A` from registers.
+    register_a_wgmmas: usize,
     group_waits: usize,
     full_waits: usize,
     /// Accumulator variables of the loop's `wgmma`s that are also read after the loop: the
@@ -1048,6 +1050,9 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 }
                 cuprum_ir::Stmt::WgmmaMma(m) if in_loop => {
                     w.wgmmas += 1;
+                    if matches!(m.a, cuprum_ir::wgmma::WgmmaA::Registers(_)) {
+                        w.register_a_wgmmas += 1;
+                    }
                     vars.accumulators.extend(m.acc.iter().copied());
                 }
                 cuprum_ir::Stmt::Def {
@@ -1107,11 +1112,33 @@ fn chained_mmas_keep_their_rows_in_registers() {
 #[test]
 fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
     // Four or eight warps of 16 rows each: both products are `wgmma`s (kᵀ and v read from
-    // swizzled shared memory, copied an iteration ahead, p and q from registers), one per
-    // 16 of K, and nothing is read with `ldmatrix`; two warps keep `mma.sync`.
+    // swizzled shared memory, copied an iteration ahead, p from registers), one per 16 of K,
+    // and nothing is read with `ldmatrix`; two warps keep `mma.sync`. The loop-invariant q
+    // is read from registers (fragments packed before the loop) by products of 64 keys, and
+    // from a swizzled tile of its own, written once before the loop, by products of 128
+    // keys (which came out wrong on the H100 with q in registers). `want`: the loop's
+    // `wgmma`s, and those reading `A` from registers.
     for (sizes, tiles, want) in [
-        ((70, 200, 128), [64, 64], Some(128 / 16 + 64 / 16)),
-        ((128, 64, 64), [128, 64], Some(64 / 16 + 64 / 16)),
+        (
+            (70, 200, 128),
+            [64, 64],
+            Some((128 / 16 + 64 / 16, 128 / 16 + 64 / 16)),
+        ),
+        (
+            (128, 64, 64),
+            [128, 64],
+            Some((64 / 16 + 64 / 16, 64 / 16 + 64 / 16)),
+        ),
+        (
+            (64, 256, 128),
+            [64, 128],
+            Some((128 / 16 + 128 / 16, 128 / 16)),
+        ),
+        (
+            (128, 256, 128),
+            [128, 128],
+            Some((128 / 16 + 128 / 16, 128 / 16)),
+        ),
         ((40, 50, 16), [32, 16], None),
         // Rows of 32 elements: no 128-byte panels, so `mma.sync`.
         ((64, 96, 32), [64, 32], None),
@@ -1121,8 +1148,12 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
             .unwrap_or_else(|e| panic!("{e}"));
         let w = loop_work(&lowered.kernel);
         match want {
-            Some(n) => {
+            Some((n, register_a)) => {
                 assert_eq!(w.wgmmas, n, "{sizes:?} {tiles:?}: {w:?}");
+                assert_eq!(
+                    w.register_a_wgmmas, register_a,
+                    "{sizes:?} {tiles:?}: {w:?}"
+                );
                 assert_eq!(w.ldmatrices, 0, "{sizes:?} {tiles:?}: {w:?}");
                 // kᵀ and v each come from a two-buffer ring: each mma waits for its own
                 // copy from an iteration ago, never for all copies.

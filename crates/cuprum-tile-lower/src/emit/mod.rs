@@ -87,6 +87,9 @@ pub(crate) struct Emitter<'k> {
     fragments: std::collections::HashMap<TileValue, (LayoutId, matmul::Packed)>,
     /// The loads staged for the `mma`s that read them (`crate::staging`).
     staged_loads: std::collections::HashSet<TileValue>,
+    /// Loop-invariant `wgmma` operands kept in shared memory since their definition
+    /// (`wgmma_mma`, `Emitter::keep_resident`).
+    resident: std::collections::HashMap<TileValue, wgmma_mma::SwizzledTile>,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
     /// The copy patterns of the staged loads the rings being emitted copy, computed before
@@ -163,6 +166,7 @@ impl<'k> Emitter<'k> {
             vals: vec![None; kernel.values.len()],
             fragments: std::collections::HashMap::new(),
             staged_loads: crate::staging::staged_loads(kernel, plan),
+            resident: std::collections::HashMap::new(),
             ring_frames: Vec::new(),
             copy_patterns: std::collections::HashMap::new(),
             scratch_floor: 0,
@@ -658,8 +662,12 @@ impl<'k> Emitter<'k> {
                 let lv = self.op(*value, op)?;
                 self.set(*value, lv)?;
                 if let Some((layout, operand)) = self.plan.eager_layout(*value) {
-                    let packed = self.packed_fragments(*value, layout, operand)?;
-                    self.fragments.insert(*value, (layout, packed));
+                    if operand == crate::mma_layout::Operand::A && self.stays_resident(*value)? {
+                        self.keep_resident(*value, layout)?;
+                    } else {
+                        let packed = self.packed_fragments(*value, layout, operand)?;
+                        self.fragments.insert(*value, (layout, packed));
+                    }
                 }
                 Ok(())
             }

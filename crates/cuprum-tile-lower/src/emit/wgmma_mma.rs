@@ -27,6 +27,19 @@
 //! group and waited for at once, so the accumulator is ready where the `mma`'s result is
 //! used, and the shared memory read is free after it.
 //!
+//! An `A` defined outside the loops that read it (attention's `q`, `Plan::eager_layout`)
+//! and read only as the `A` of such `mma`s with `N` of at least [`RESIDENT_MIN_N`] is
+//! written once, where it is defined, into a [`SwizzledTile`] of its own that stays for the
+//! rest of the kernel (`Emitter::keep_resident`), and read through descriptors like a
+//! staged `A`, as FlashAttention-3 keeps `q` in shared memory. With its fragments held in
+//! registers across the loop instead, attention with 128 keys per tile and head dimension
+//! 128 (both products reading `A` from registers, `N = 128` each) came out wrong on an H100
+//! whenever ptxas optimized (level 1 and above; level 0, `mma.sync` for either product, or
+//! `q` read from shared memory all came out right), while 64, 80 and 96 keys per tile, and
+//! 128 keys at head dimension 64, were right. Narrower products keep the fragments: the
+//! tile's shared memory would cost a 64-row block of attention a third of its occupancy
+//! (2.85 ms with fragments against 3.58 ms resident at 64x64 tiles on the H100).
+//!
 //! The accumulator is a set of `F32` variables the `wgmma`s update in place. Where the
 //! `mma`'s result is what the body yields into the innermost loop's variables (attention's
 //! output, `acc = mma(p, v, acc)`), those variables are the accumulator
@@ -51,6 +64,9 @@ const WARPGROUP: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
 const WARPGROUP_ROWS: u32 = cuprum_ir::wgmma::M;
 /// The alignment of a swizzled tile: the longest swizzle's period.
 pub(super) const SWIZZLE_ALIGN: u32 = 1024;
+/// The narrowest `N` of the `mma`s reading a loop-invariant `A` that keeps that `A` in
+/// shared memory rather than in fragments (see the module docs).
+const RESIDENT_MIN_N: u32 = 128;
 
 /// A 16-bit tile in shared memory as `wgmma`'s descriptors read it (see the module docs):
 /// panel `p` holds columns `p * span / 2 ..` of every row, `span` bytes per row, panels one
@@ -173,11 +189,22 @@ pub(super) struct WgmmaChoice {
     la: LayoutId,
     lc: LayoutId,
     b_major: Major,
-    /// Whether `A` is a staged tile (read through a descriptor) rather than fragments.
-    a_staged: bool,
+    /// Where `A` is read from.
+    a_source: ASource,
     /// The staged loads read from shared memory, `B`'s first: each with its rows and
     /// columns.
     pub(super) tiles: Vec<(TileValue, u32, u32)>,
+}
+
+/// Where a `wgmma`'s `A` is read from, as [`Emitter::wgmma_choice`] finds it.
+#[derive(Clone, Copy, Debug)]
+enum ASource {
+    /// Fragments in registers.
+    Fragments,
+    /// A staged load's tile, copied where the `mma` stands (the choice's second tile).
+    Staged,
+    /// A tile kept in shared memory since its definition ([`Emitter::keep_resident`]).
+    Resident(SwizzledTile),
 }
 
 /// Where `A` comes from.
@@ -234,11 +261,12 @@ impl Emitter<'_> {
             return Ok(None);
         };
         let b_major = if b_transposed { Major::K } else { Major::Mn };
-        // A: a staged load as it is, or fragments.
-        let a_load = match self.staged_origin(false, a) {
-            Some((load, false)) => Some(load),
-            Some((_, true)) => return Ok(None),
-            None => None,
+        // A: a resident tile, a staged load as it is, or fragments.
+        let (a_source, a_load) = match (self.resident.get(&a), self.staged_origin(false, a)) {
+            (Some(&tile), _) => (ASource::Resident(tile), None),
+            (None, Some((load, false))) => (ASource::Staged, Some(load)),
+            (None, Some((_, true))) => return Ok(None),
+            (None, None) => (ASource::Fragments, None),
         };
         let mut tiles = Vec::with_capacity(2);
         for load in std::iter::once(b_load).chain(a_load) {
@@ -255,7 +283,7 @@ impl Emitter<'_> {
             la,
             lc,
             b_major,
-            a_staged: a_load.is_some(),
+            a_source,
             tiles,
         }))
     }
@@ -277,7 +305,7 @@ impl Emitter<'_> {
             la,
             lc,
             b_major,
-            a_staged,
+            a_source,
             ref tiles,
         } = choice;
         // The accumulator's registers in wgmma's order: register `i` of thread 0 is where
@@ -287,10 +315,9 @@ impl Emitter<'_> {
             let (row, col) = accumulator_position(0, i);
             order.push(self.register_at(lc, [0, row, col])?);
         }
-        let a_fragments = if a_staged {
-            None
-        } else {
-            Some(self.fragment_source(a, la)?)
+        let a_fragments = match a_source {
+            ASource::Fragments => Some(self.fragment_source(a, la)?),
+            ASource::Staged | ASource::Resident(_) => None,
         };
         // Tiles with a ring in this loop are read from it (waited for, the next one's copy
         // started); the others are staged here.
@@ -310,9 +337,10 @@ impl Emitter<'_> {
             .collect::<Option<_>>()
             .ok_or_else(|| self.internal("a wgmma operand tile was not staged"))?;
         let b_tile = staged[0];
-        let a_src = match a_fragments {
-            Some(source) => WgA::Fragments(source),
-            None => WgA::Shared(staged[1]),
+        let a_src = match (a_fragments, a_source) {
+            (Some(source), _) => WgA::Fragments(source),
+            (None, ASource::Resident(tile)) => WgA::Shared(tile),
+            (None, _) => WgA::Shared(staged[1]),
         };
         // The accumulator's variables: the loop's own where the product is what the loop
         // carries (attention's output), so that the registers stay put across iterations;
@@ -488,6 +516,61 @@ impl Emitter<'_> {
         }
     }
 
+    /// Whether tensor-core operand `value`, defined outside the loops that read it
+    /// (`Plan::eager_layout`), is read only as the `A` of `mma`s that take `wgmma` with `N`
+    /// of at least [`RESIDENT_MIN_N`] and has rows a swizzle takes: then it is kept in shared
+    /// memory ([`Emitter::keep_resident`]).
+    pub(super) fn stays_resident(&self, value: TileValue) -> R<bool> {
+        if !self.hopper {
+            return Ok(false);
+        }
+        let shape = self.shape(value)?;
+        if shape.len() != 2 || SwizzledTile::swizzle_for(shape[1]).is_none() {
+            return Ok(false);
+        }
+        let mut users = Vec::new();
+        let mut other_use = false;
+        visit_uses(&self.kernel.body, value, &mut |s| match s {
+            Some(cuprum_tile_ir::Stmt::Def {
+                value: v,
+                op: cuprum_tile_ir::Op::Mma { a, b, acc },
+            }) if *a == value && *b != value && *acc != value => users.push((*v, *b, *acc)),
+            _ => other_use = true,
+        });
+        if other_use || users.is_empty() {
+            return Ok(false);
+        }
+        for (v, b, acc) in users {
+            match self.wgmma_choice(v, value, b, acc)? {
+                Some(choice) if choice.d.n >= RESIDENT_MIN_N => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes `value` (see [`Emitter::stays_resident`]) into a swizzled tile of its own,
+    /// which no later claim of shared memory reuses, and makes it visible to the tensor
+    /// cores: its `mma`s read it from there.
+    pub(super) fn keep_resident(&mut self, value: TileValue, fragments: LayoutId) -> R<()> {
+        let shape = self.shape(value)?;
+        let (rows, cols) = (shape[0], shape[1]);
+        let claim = self.reserve_shared(SwizzledTile::bytes(rows, cols), SWIZZLE_ALIGN)?;
+        let tile = SwizzledTile::new(claim, rows, cols)
+            .ok_or_else(|| self.internal("a resident tile no swizzle takes"))?;
+        let (layout, regs) = match self.get(value)? {
+            super::Lv::Dist { layout, regs } => (layout, regs),
+            _ => (fragments, self.regs_in(value, fragments)?),
+        };
+        self.write_tile_swizzled(tile, layout, &regs)?;
+        self.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
+        self.barrier();
+        self.resident.insert(value, tile);
+        Ok(())
+    }
+
     /// Writes a tile's registers (`layout`) into `tile`'s swizzled panels.
     pub(super) fn write_tile_swizzled(
         &mut self,
@@ -508,6 +591,26 @@ impl Emitter<'_> {
             }
             Ok(())
         })
+    }
+}
+
+/// Calls `f` with every statement of `block` (nested blocks too) that reads `value`, and
+/// with `None` for every block that yields it.
+fn visit_uses(
+    block: &cuprum_tile_ir::Block,
+    value: TileValue,
+    f: &mut impl FnMut(Option<&cuprum_tile_ir::Stmt>),
+) {
+    for s in &block.stmts {
+        if s.operands().contains(&value) {
+            f(Some(s));
+        }
+        for b in s.nested() {
+            visit_uses(b, value, f);
+        }
+    }
+    if block.yields.contains(&value) {
+        f(None);
     }
 }
 
