@@ -76,6 +76,10 @@ pub enum TargetArg {
     /// Hopper (H100, H200).
     #[value(name = "sm_90")]
     Sm90,
+    /// Hopper with its architecture-specific instructions (`wgmma`, `setmaxnreg`): tile
+    /// kernels lowered as a launch on an H100 or H200 lowers them.
+    #[value(name = "sm_90a")]
+    Sm90a,
 }
 
 impl TargetArg {
@@ -84,6 +88,7 @@ impl TargetArg {
         match self {
             Self::Sm80 => cuprum_ptx::Target::Sm80,
             Self::Sm90 => cuprum_ptx::Target::Sm90,
+            Self::Sm90a => cuprum_ptx::Target::Sm90a,
         }
     }
 }
@@ -241,6 +246,12 @@ mod tests {
         }
         assert!(parse(&["c", "test", "--both", "--device", "cuda"]).is_err());
         assert!(parse(&["c", "emit", "--target", "sm_70"]).is_err());
+        match parse(&["c", "cuprum", "emit", "--target", "sm_90a"]) {
+            Ok(Cli {
+                command: Command::Emit(e),
+            }) => assert_eq!(e.target.target(), cuprum_ptx::Target::Sm90a),
+            other => panic!("{other:?}"),
+        }
         // --specialize names the specialization of the kernel given by --kernel.
         assert!(parse(&["c", "emit", "--specialize", "T=f32"]).is_err());
         match parse(&[

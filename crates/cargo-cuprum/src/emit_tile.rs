@@ -82,7 +82,19 @@ pub fn emit_tile_module(
         };
         let lowered = cuprum_tile_ir::specialize(kernel, &spec)
             .map_err(|e| e.to_string())
-            .and_then(|k| cuprum_tile_lower::lower(&k).map_err(|e| e.to_string()));
+            .and_then(|k| {
+                // sm_90a code is what a launch on compute capability 9.0 runs: the lowering
+                // takes Hopper's instructions there.
+                let hopper = cuprum_tile_lower::LowerOptions {
+                    compute_capability: Some((9, 0)),
+                    ..cuprum_tile_lower::LowerOptions::default()
+                };
+                match options.target {
+                    cuprum_ptx::Target::Sm90a => cuprum_tile_lower::lower_with(&k, &hopper),
+                    _ => cuprum_tile_lower::lower(&k),
+                }
+                .map_err(|e| e.to_string())
+            });
         let mut lowered = match lowered {
             Ok(l) => l,
             Err(e) => {
@@ -254,22 +266,64 @@ mod kernels {
 }
 "#;
 
+    /// Attention's two chained products, without the softmax.
+    const CHAIN_SOURCE: &str = r#"
+#[cuprum::tile::module]
+mod kernels {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn chain<const BM: i32, const BN: i32, const D: i32>(
+        out: &mut Tensor<f32, { [BM, D] }>,
+        q: &Tensor<f16, { [-1, D] }>,
+        k: &Tensor<f16, { [-1, D] }>,
+        v: &Tensor<f16, { [-1, D] }>,
+    ) {
+        let pid: (i32, i32, i32) = get_tile_block_id();
+        let tq: Tile<f16, { [BM, D] }> = q.partition(const_shape![BM, D]).load([pid.0, 0i32]);
+        let k_part = k.partition(const_shape![BN, D]);
+        let v_part = v.partition(const_shape![BN, D]);
+        let mut acc: Tile<f32, { [BM, D] }> = constant(0.0f32, const_shape![BM, D]);
+        let n: i32 = k.shape()[0];
+        for j in 0i32..ceil_div(n, BN) {
+            let kt: Tile<f16, { [BN, D] }> = k_part.load([j, 0i32]);
+            let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
+            let s: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero);
+            let p: Tile<f16, { [BM, BN] }> = convert_tile(s);
+            let vt: Tile<f16, { [BN, D] }> = v_part.load([j, 0i32]);
+            acc = mma(p, vt, acc);
+        }
+        out.store(acc);
+    }
+}
+"#;
+
     fn emit(kernel: Option<&str>, spec: Option<SpecArgs>) -> crate::emit::EmitOutput {
+        emit_for(SOURCE, kernel, spec, cuprum_ptx::Target::Sm90)
+    }
+
+    fn emit_for(
+        source: &str,
+        kernel: Option<&str>,
+        spec: Option<SpecArgs>,
+        target: cuprum_ptx::Target,
+    ) -> crate::emit::EmitOutput {
         let dir = std::env::temp_dir().join(format!(
-            "cuprum-emit-tile-{}-{}",
+            "cuprum-emit-tile-{}-{}-{}",
             std::process::id(),
-            kernel.unwrap_or("all")
+            kernel.unwrap_or("all"),
+            target.name()
         ));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let file = dir.join("k.rs");
-        std::fs::write(&file, SOURCE).expect("the source written");
+        std::fs::write(&file, source).expect("the source written");
         let options = EmitOptions {
             kernel: kernel.map(str::to_owned),
             spec,
             optimize: true,
             ir: true,
             ptx: true,
-            target: cuprum_ptx::Target::Sm90,
+            target,
         };
         let out = emit_path(&file, &dir, &options);
         let _ = std::fs::remove_dir_all(&dir);
@@ -294,6 +348,37 @@ mod kernels {
             "{:?}",
             out.notes
         );
+    }
+
+    #[test]
+    fn sm_90a_lowers_tile_kernels_for_hopper() {
+        // The same kernel: warpgroup MMAs for sm_90a (what a launch on an H100 or H200
+        // runs), `mma.sync` for sm_90.
+        let sizes = || {
+            Some(SpecArgs::Positional(vec![
+                "64".into(),
+                "64".into(),
+                "128".into(),
+            ]))
+        };
+        let hopper = emit_for(
+            CHAIN_SOURCE,
+            Some("chain"),
+            sizes(),
+            cuprum_ptx::Target::Sm90a,
+        );
+        assert!(hopper.errors.is_empty(), "{:?}", hopper.errors);
+        assert!(hopper.text.contains(".target sm_90a"), "{}", hopper.text);
+        assert!(hopper.text.contains("wgmma.mma_async"), "{}", hopper.text);
+        let portable = emit_for(
+            CHAIN_SOURCE,
+            Some("chain"),
+            sizes(),
+            cuprum_ptx::Target::Sm90,
+        );
+        assert!(portable.errors.is_empty(), "{:?}", portable.errors);
+        assert!(portable.text.contains("mma.sync"), "{}", portable.text);
+        assert!(!portable.text.contains("wgmma"), "{}", portable.text);
     }
 
     #[test]
