@@ -111,6 +111,8 @@ pub(crate) struct KernelWriter<'k> {
     pub(crate) printf_args_size: u32,
     /// The `F32`/`F64` values defined as the constant `1.0`: `1.0 / x` is `rcp.rn`.
     pub(crate) float_ones: std::collections::HashSet<Value>,
+    /// Words that are two 16-bit floats packed (`pack`), with their halves: `mov.b32 {lo, hi}`.
+    pub(crate) half_pairs: std::collections::HashMap<Value, (Value, Value)>,
     /// The module's source files (`.file` index - 1), for `.loc`.
     pub(crate) files: &'k [String],
     /// Addresses defined as another value plus a small constant, written `[base+offset]`.
@@ -222,6 +224,7 @@ pub(crate) fn write_kernel(
         format_strings: Vec::new(),
         printf_args_size: 0,
         float_ones: float_ones(kernel),
+        half_pairs: crate::pack::half_pairs(kernel),
         files,
     };
     // Variables hold zero until first written (the IR's rule); ptxas drops the moves a

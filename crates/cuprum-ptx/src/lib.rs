@@ -47,6 +47,7 @@ mod f64math;
 mod math;
 mod mbarrier;
 mod ops;
+mod pack;
 mod printf;
 mod regs;
 mod tma;

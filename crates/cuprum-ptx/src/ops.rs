@@ -18,6 +18,12 @@ impl KernelWriter<'_> {
     pub(crate) fn def(&mut self, value: Value, op: &Op) -> Result<(), PtxError> {
         let d = self.reg(value);
         let ty = self.ty(value);
+        // Two 16-bit floats packed into a word (`pack`): one vector move.
+        if let Some(&(lo, hi)) = self.half_pairs.get(&value) {
+            let (lo, hi) = (self.reg(lo), self.reg(hi));
+            ins!(self, "mov.b32 {d}, {{{lo}, {hi}}}");
+            return Ok(());
+        }
         match op {
             Op::Const(c) => self.constant(d, *c),
             Op::Param(_)

@@ -496,3 +496,61 @@ fn float_to_int_casts_map_nan_to_zero() {
     assert!(ptx.contains("cvt.rzi.s64.f64"));
     assert!(ptx.contains("setp.num.f64"));
 }
+
+/// `out[i]` = `f16(x[i])` in the low half and `f16(y[i])` in the high half, packed as the IR
+/// spells it (bits zero-extended, the high one shifted left by 16, or-ed); with `floats`
+/// false, two `u16` loads packed the same way.
+fn packed_pair(floats: bool) -> Kernel {
+    let mut k = K::new("packed_pair");
+    let elem = if floats { S::F32 } else { S::U16 };
+    let x = k.slice("x", elem, SliceAccess::ReadOnly);
+    let y = k.slice("y", elem, SliceAccess::ReadOnly);
+    let out = k.slice("out", S::U32, SliceAccess::Disjoint);
+    let i = k.global_index();
+    let len = k.op(Op::SliceLen(out));
+    let inb = k.cmp(CmpOp::Lt, i, len);
+    k.if_(inb, |k| {
+        let half_bits = |k: &mut K, slice: u32| {
+            let at = k.elem_addr(slice, i, elem);
+            let v = k.load(AddressSpace::Global, elem, at);
+            let bits = if floats {
+                let h = k.cast(v, S::F16);
+                k.op(Op::Bitcast {
+                    value: h,
+                    to: S::U16,
+                })
+            } else {
+                v
+            };
+            k.cast(bits, S::U32)
+        };
+        let lo = half_bits(k, x);
+        let hi = half_bits(k, y);
+        let sixteen = k.u32(16);
+        let hi = k.bin(BinaryOp::Shl, hi, sixteen);
+        let word = k.bin(BinaryOp::Or, lo, hi);
+        let at = k.elem_addr(out, i, S::U32);
+        k.store(AddressSpace::Global, at, word);
+    });
+    k.finish()
+}
+
+#[test]
+fn two_halves_packed_into_a_word_are_one_vector_move() {
+    // Two f16 conversions packed: `mov.b32 d, {lo, hi}`, which ptxas makes one
+    // `F2FP.PACK_AB`, instead of widening, shifting and or-ing.
+    let ptx = write_and_assemble(&one(packed_pair(true)));
+    assert_eq!(ptx.matches("cvt.rn.f16.f32").count(), 2, "{ptx}");
+    let pack = ptx
+        .lines()
+        .find(|l| l.contains("mov.b32") && l.contains('{'))
+        .unwrap_or_else(|| panic!("no vector move: {ptx}"));
+    assert!(pack.contains("%h") && pack.contains("%r"), "{pack}");
+    assert!(!ptx.contains("or.b32"), "{ptx}");
+    // Integer halves keep the shift and the or: the pattern is the float one only.
+    let ints = write_and_assemble(&one(packed_pair(false)));
+    assert!(
+        ints.contains("shl.b32") && ints.contains("or.b32"),
+        "{ints}"
+    );
+}
