@@ -992,12 +992,15 @@ fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
 fn chained_mmas_on_hopper_with_128_keys_per_tile_match_the_interpreter() {
     let seed = seed("chained_mmas_hopper_wide");
     // Key tiles of 128 (the first `mma`'s N and the second's K): one and two warpgroups,
-    // head dimensions of one and two 128-byte panels.
+    // head dimensions of one and two 128-byte panels (q kept in shared memory), and ragged
+    // queries and keys (q's padding rows written to its tile, the last key tile staged
+    // through registers).
     let shapes = [
         ((128, 256, 128), [128, 128]),
         ((64, 256, 128), [64, 128]),
         ((64, 256, 64), [64, 128]),
         ((128, 256, 64), [128, 128]),
+        ((70, 200, 128), [64, 128]),
     ];
     check_chains(
         "chained mma (Hopper, 128 keys per tile)",
