@@ -70,3 +70,74 @@ pub(crate) fn half_pairs(kernel: &Kernel) -> HashMap<Value, (Value, Value)> {
     }
     pairs
 }
+
+#[cfg(test)]
+mod tests {
+    use cuprum_ir::{KernelBuilder, ParamKind};
+
+    use super::*;
+
+    /// A kernel packing two `half`-typed scalar parameters with `shift` and the or's operands
+    /// in `order` (`true`: the widened low half first), and how each half reaches `u16`
+    /// (`bitcast`: from the half; otherwise an integer parameter as is).
+    fn packing(half: ScalarType, shift: u32, low_first: bool) -> (Kernel, Value, [Value; 2]) {
+        let mut b = KernelBuilder::new("pack");
+        let mut halves = [None, None];
+        let mut words = Vec::new();
+        for (i, name) in ["lo", "hi"].into_iter().enumerate() {
+            let p = b.param(name, ParamKind::Scalar(half));
+            let h = b.def(Op::Param(p)).expect("a parameter");
+            halves[i] = Some(h);
+            let bits = if half.size_bytes() == 2 && half.is_float() {
+                b.def(Op::Bitcast {
+                    value: h,
+                    to: ScalarType::U16,
+                })
+                .expect("a bitcast")
+            } else {
+                h
+            };
+            words.push(
+                b.def(Op::Cast {
+                    value: bits,
+                    to: ScalarType::U32,
+                })
+                .expect("a cast"),
+            );
+        }
+        let k = b.def(Op::Const(Constant::u32(shift))).expect("a constant");
+        let raised = b
+            .def(Op::Binary(BinaryOp::Shl, words[1], k))
+            .expect("a shift");
+        let (l, r) = if low_first {
+            (words[0], raised)
+        } else {
+            (raised, words[0])
+        };
+        let word = b.def(Op::Binary(BinaryOp::Or, l, r)).expect("an or");
+        let halves = halves.map(|h| h.expect("both halves"));
+        (b.finish(), word, halves)
+    }
+
+    #[test]
+    fn float_halves_packed_either_way_round_are_found() {
+        for half in [ScalarType::F16, ScalarType::BF16] {
+            for low_first in [true, false] {
+                let (kernel, word, [lo, hi]) = packing(half, 16, low_first);
+                assert_eq!(
+                    half_pairs(&kernel).get(&word),
+                    Some(&(lo, hi)),
+                    "{half} {low_first}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_shifts_and_integer_halves_are_not_pairs() {
+        let (kernel, _, _) = packing(ScalarType::F16, 8, true);
+        assert!(half_pairs(&kernel).is_empty());
+        let (kernel, _, _) = packing(ScalarType::U16, 16, true);
+        assert!(half_pairs(&kernel).is_empty());
+    }
+}
