@@ -532,12 +532,22 @@ pub(crate) fn print_unit(
                     text.push('\n');
                 }
             }
-            Err(e) => out.errors.push(format!(
-                "{}:{}: mod {}: PTX: {e}",
-                shown.display(),
-                found.line,
-                found.name
-            )),
+            Err(e) => {
+                // Hopper's instructions need the architecture-specific target: say which.
+                let hint = if !options.target.is_arch_specific()
+                    && unit.kernels.iter().any(|k| k.needs_arch_specific())
+                {
+                    " (`--target sm_90a` writes it)"
+                } else {
+                    ""
+                };
+                out.errors.push(format!(
+                    "{}:{}: mod {}: PTX: {e}{hint}",
+                    shown.display(),
+                    found.line,
+                    found.name
+                ))
+            }
         }
     }
     text.push('\n');
@@ -733,6 +743,42 @@ mod broken {
         assert!(out.errors[0].starts_with("k.rs:15:"), "{:?}", out.errors);
         assert!(out.text.contains("mod kernels (kernel: fill)"));
         assert!(out.text.contains("// ----- PTX (sm_90) -----"));
+    }
+
+    #[test]
+    fn hopper_kernels_need_sm_90a_and_the_error_says_so() {
+        let source = r#"
+#[cuda_module]
+mod kernels {
+    #[kernel]
+    pub fn fenced(mut o: DisjointSlice<u32>) {
+        wgmma_fence();
+        if let Some(x) = o.get_mut(thread::index_1d()) { *x = 1; }
+    }
+}
+"#;
+        let ast = syn::parse_file(source).unwrap_or_else(|e| panic!("{e}"));
+        let emit = |target| {
+            let mut out = EmitOutput::default();
+            for found in find_modules(Path::new("k.rs"), &ast) {
+                let options = EmitOptions {
+                    target,
+                    ..options(None)
+                };
+                emit_module(&found, Path::new("k.rs"), &options, &mut out);
+            }
+            out
+        };
+        let portable = emit(cuprum_ptx::Target::Sm90);
+        assert_eq!(portable.errors.len(), 1, "{:?}", portable.errors);
+        assert!(
+            portable.errors[0].ends_with("(`--target sm_90a` writes it)"),
+            "{:?}",
+            portable.errors
+        );
+        let hopper = emit(cuprum_ptx::Target::Sm90a);
+        assert!(hopper.errors.is_empty(), "{:?}", hopper.errors);
+        assert!(hopper.text.contains("wgmma.fence"), "{}", hopper.text);
     }
 
     #[test]
