@@ -77,9 +77,10 @@ mod tests {
 
     use super::*;
 
-    /// A kernel packing two `half`-typed scalar parameters with `shift` and the or's operands
-    /// in `order` (`true`: the widened low half first), and how each half reaches `u16`
-    /// (`bitcast`: from the half; otherwise an integer parameter as is).
+    /// A kernel packing two scalar parameters of type `half` as the IR does, the high one
+    /// shifted by `shift`, the or's first operand the widened low half when `low_first`
+    /// (16-bit floats reach `u16` by a bitcast, integers are widened as they are); the
+    /// packed word and the two halves.
     fn packing(half: ScalarType, shift: u32, low_first: bool) -> (Kernel, Value, [Value; 2]) {
         let mut b = KernelBuilder::new("pack");
         let mut halves = [None, None];

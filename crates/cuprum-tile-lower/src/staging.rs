@@ -18,8 +18,7 @@ use crate::plan::{LayoutId, Plan, Repr};
 /// rank-2 load or a reshape of a load that drops its leading axes of size 1 (as
 /// `partition([1, BN, D]).load(..).reshape([BN, D])` is).
 pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValue> {
-    let mut uses: HashMap<TileValue, usize> = HashMap::new();
-    count_uses(&kernel.body, &mut uses);
+    let uses = use_counts(&kernel.body);
     let mut loads = HashSet::new();
     // Per staged-tile candidate (a rank-2 load, or a unit reshape of a load), its load.
     let mut tiles: HashMap<TileValue, TileValue> = HashMap::new();
@@ -135,7 +134,15 @@ pub(crate) fn ldmatrix_reads(
         && layouts.iter().all(|&l| plan.layout(l).never_clamps())
 }
 
-/// Every read of each value: statements' operands and blocks' yields.
+/// How many times each value is read in `block` (nested blocks too): statements' operands
+/// and blocks' yields.
+pub(crate) fn use_counts(block: &Block) -> HashMap<TileValue, usize> {
+    let mut uses = HashMap::new();
+    count_uses(block, &mut uses);
+    uses
+}
+
+/// Adds every read of each value in `block` to `uses`.
 fn count_uses(block: &Block, uses: &mut HashMap<TileValue, usize>) {
     for s in &block.stmts {
         for o in s.operands() {

@@ -528,16 +528,25 @@ impl Emitter<'_> {
         if shape.len() != 2 || SwizzledTile::swizzle_for(shape[1]).is_none() {
             return Ok(false);
         }
+        // Its reads as an `A` (and as nothing else of the same `mma`): all of its reads.
         let mut users = Vec::new();
-        let mut other_use = false;
-        visit_uses(&self.kernel.body, value, &mut |s| match s {
-            Some(cuprum_tile_ir::Stmt::Def {
+        self.kernel.body.visit(&mut |s| {
+            if let cuprum_tile_ir::Stmt::Def {
                 value: v,
                 op: cuprum_tile_ir::Op::Mma { a, b, acc },
-            }) if *a == value && *b != value && *acc != value => users.push((*v, *b, *acc)),
-            _ => other_use = true,
+            } = s
+                && *a == value
+                && *b != value
+                && *acc != value
+            {
+                users.push((*v, *b, *acc));
+            }
         });
-        if other_use || users.is_empty() {
+        let reads = crate::staging::use_counts(&self.kernel.body)
+            .get(&value)
+            .copied()
+            .unwrap_or(0);
+        if users.is_empty() || users.len() != reads {
             return Ok(false);
         }
         for (v, b, acc) in users {
@@ -591,26 +600,6 @@ impl Emitter<'_> {
             }
             Ok(())
         })
-    }
-}
-
-/// Calls `f` with every statement of `block` (nested blocks too) that reads `value`, and
-/// with `None` for every block that yields it.
-fn visit_uses(
-    block: &cuprum_tile_ir::Block,
-    value: TileValue,
-    f: &mut impl FnMut(Option<&cuprum_tile_ir::Stmt>),
-) {
-    for s in &block.stmts {
-        if s.operands().contains(&value) {
-            f(Some(s));
-        }
-        for b in s.nested() {
-            visit_uses(b, value, f);
-        }
-    }
-    if block.yields.contains(&value) {
-        f(None);
     }
 }
 
