@@ -85,15 +85,11 @@ pub fn emit_tile_module(
             .and_then(|k| {
                 // sm_90a code is what a launch on compute capability 9.0 runs: the lowering
                 // takes Hopper's instructions there.
-                let hopper = cuprum_tile_lower::LowerOptions {
-                    compute_capability: Some((9, 0)),
+                let lower_options = cuprum_tile_lower::LowerOptions {
+                    compute_capability: options.target.is_arch_specific().then_some((9, 0)),
                     ..cuprum_tile_lower::LowerOptions::default()
                 };
-                match options.target {
-                    cuprum_ptx::Target::Sm90a => cuprum_tile_lower::lower_with(&k, &hopper),
-                    _ => cuprum_tile_lower::lower(&k),
-                }
-                .map_err(|e| e.to_string())
+                cuprum_tile_lower::lower_with(&k, &lower_options).map_err(|e| e.to_string())
             });
         let mut lowered = match lowered {
             Ok(l) => l,
