@@ -231,8 +231,8 @@ fn launch(
         .collect()
 }
 
-/// The tensor map [`ArgSlot::TensorMap`] asks for, of rank-2 tensor `t` in buffer `b`: its
-/// sizes and strides from its first element, zero fill (as the tile launch makes it).
+/// The tensor map [`ArgSlot::TensorMap`] asks for (`cuprum_tile_lower::slot_tensor_map`), of
+/// tensor `t` in buffer `b`, from its first element.
 fn tensor_map(
     ctx: &CudaContext,
     t: &crate::Tensor,
@@ -242,13 +242,18 @@ fn tensor_map(
 ) -> Result<KernelArg, Error> {
     let size = u64::from(t.elem.size_bytes());
     let start = t.offset * size;
-    let mut desc = cuprum_ir::TensorMapDesc::new(t.elem, 2, 0);
-    desc.address = b.device_address() + start;
-    desc.dims[..2].copy_from_slice(&[t.shape[1], t.shape[0]]);
-    desc.strides[0] = t.strides[0].unsigned_abs() * size;
-    desc.box_dims[..2].copy_from_slice(&box_dims);
-    desc.swizzle = swizzle;
-    desc.oob_fill = cuprum_ir::OobFill::Zero;
+    let strides: Vec<u64> = t.strides.iter().map(|s| s.unsigned_abs()).collect();
+    let desc = cuprum_tile_lower::slot_tensor_map(
+        t.elem,
+        b.device_address() + start,
+        &t.shape,
+        &strides,
+        box_dims,
+        swizzle,
+    )
+    .ok_or(Error::TensorMap {
+        problem: cuprum_ir::TensorMapProblem::Rank(t.shape.len()),
+    })?;
     let have = (t.bytes.len() as u64).saturating_sub(start);
     let map = cuprum_runtime::tensor_map::encode(ctx.backend(), &desc, Some(have))?;
     Ok(KernelArg::TensorMap {

@@ -481,22 +481,44 @@ fn tma_tensor(
     rows: u64,
     cols: u64,
 ) -> cuprum_tile_fuzz::Tensor {
+    mapped_tensor(rng, ty, &[rows, cols], value_bits)
+}
+
+/// A tensor of `shape` a tensor map can describe (rows padded to a multiple of 16 bytes and
+/// a few chunks more, at an aligned offset into its allocation, poison between), its
+/// elements `bits(rng, ty)`.
+fn mapped_tensor(
+    rng: &mut SmallRng,
+    ty: ScalarType,
+    shape: &[u64],
+    bits: fn(&mut SmallRng, ScalarType) -> u64,
+) -> cuprum_tile_fuzz::Tensor {
     let per16 = 16 / u64::from(ty.size_bytes());
-    let pitch = cols.next_multiple_of(per16) + per16 * rng.random_range(0..3);
+    let rank = shape.len();
+    let mut strides = vec![1i64; rank];
+    let mut extent = shape[rank - 1].next_multiple_of(per16) + per16 * rng.random_range(0..3);
+    for axis in (0..rank - 1).rev() {
+        strides[axis] = extent as i64;
+        extent *= shape[axis];
+    }
     let offset = per16 * rng.random_range(0..3);
-    let len = offset + pitch * rows;
+    let len = offset + extent;
     let mut t = cuprum_tile_fuzz::Tensor {
         elem: ty,
-        shape: vec![rows, cols],
-        strides: vec![pitch as i64, 1],
+        shape: shape.to_vec(),
+        strides,
         offset,
         bytes: vec![poison::BYTE; (len * u64::from(ty.size_bytes())) as usize],
     };
-    for r in 0..rows {
-        for c in 0..cols {
-            let bits = value_bits(rng, ty);
-            set_element(&mut t.bytes, ty, (offset + r * pitch + c) as usize, bits);
+    let count: u64 = shape.iter().product();
+    for i in 0..count {
+        let (mut rest, mut at) = (i, offset);
+        for axis in (0..rank).rev() {
+            at += (rest % shape[axis]) * t.strides[axis] as u64;
+            rest /= shape[axis];
         }
+        let b = bits(rng, ty);
+        set_element(&mut t.bytes, ty, at as usize, b);
     }
     t
 }
@@ -753,6 +775,33 @@ fn chain_case(
     q_reshaped: bool,
     options: LowerOptions,
 ) -> Case {
+    chain_case_in(
+        seed,
+        input_ty,
+        (rows, keys, d),
+        [bm, bn],
+        q_reshaped,
+        options,
+        false,
+    )
+}
+
+/// Heads of the key and value tensors of a mapped chain case; the chain reads the last.
+const MAPPED_HEADS: u64 = 2;
+
+/// [`chain_case`]; `mapped`: q a tensor a tensor map can describe, k and v rank-3 ones of
+/// [`MAPPED_HEADS`] heads whose last the chain reads (`[1, bn, d]` tiles, reshaped, as
+/// cuTile Rust's attention loads them), the case lowered with the tensors' facts, so that
+/// the tensor memory accelerator copies the key and value tiles.
+fn chain_case_in(
+    seed: u64,
+    input_ty: ScalarType,
+    (rows, keys, d): (u64, u64, u32),
+    [bm, bn]: [u32; 2],
+    q_reshaped: bool,
+    options: LowerOptions,
+    mapped: bool,
+) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
@@ -764,23 +813,47 @@ fn chain_case(
         &[rows, u64::from(d)],
         ViewKind::Injective,
     );
-    let mut tensor = |cb: &mut CaseBuilder, name: &str, n: u64| {
-        let mut t = random_tensor(&mut rng, input_ty, &[n, u64::from(d)], ViewKind::Any);
-        for i in 0..t.len() as usize {
-            let bits = small_bits(&mut rng, input_ty);
-            set_element(&mut t.bytes, input_ty, i, bits);
-        }
+    let mut tensor = |cb: &mut CaseBuilder, name: &str, n: u64, heads: Option<u64>| {
+        let t = match heads {
+            Some(h) => mapped_tensor(&mut rng, input_ty, &[h, n, u64::from(d)], small_bits),
+            None if mapped => mapped_tensor(&mut rng, input_ty, &[n, u64::from(d)], small_bits),
+            None => {
+                let mut t = random_tensor(&mut rng, input_ty, &[n, u64::from(d)], ViewKind::Any);
+                for i in 0..t.len() as usize {
+                    let bits = small_bits(&mut rng, input_ty);
+                    set_element(&mut t.bytes, input_ty, i, bits);
+                }
+                t
+            }
+        };
         cb.input_tensor(name, t, None)
     };
+    let heads = mapped.then_some(MAPPED_HEADS);
     let (q, k, v) = (
-        tensor(&mut cb, "q", rows),
-        tensor(&mut cb, "k", keys),
-        tensor(&mut cb, "v", keys),
+        tensor(&mut cb, "q", rows, None),
+        tensor(&mut cb, "k", keys, heads),
+        tensor(&mut cb, "v", keys, heads),
     );
+    let last_head = int(&mut cb, MAPPED_HEADS as i64 - 1);
     let row = def(&mut cb, Op::BlockId(0));
     let zero_i = int(&mut cb, 0);
     let load = |cb: &mut CaseBuilder, tensor: u32, tile: [u32; 2], index: Vec<TileValue>| {
         load_tile(cb, tensor, &tile, index)
+    };
+    // A key or value tile: of the last head, reshaped, where the tensors have heads.
+    let kv_load = |cb: &mut CaseBuilder, tensor: u32, index: Vec<TileValue>| match heads {
+        Some(_) => {
+            let index = std::iter::once(last_head).chain(index).collect();
+            let t = load_tile(cb, tensor, &[1, bn, d], index);
+            def(
+                cb,
+                Op::Reshape {
+                    value: t,
+                    shape: shape_of(&[bn, d]),
+                },
+            )
+        }
+        None => load_tile(cb, tensor, &[bn, d], index),
     };
     let constant = |cb: &mut CaseBuilder, shape: &[u32]| {
         def(
@@ -818,7 +891,7 @@ fn chain_case(
     let (m_out, acc_out) = (cb.b.value(m_ty), cb.b.value(acc_ty));
     cb.b.begin_block();
     let zero_j = int(&mut cb, 0);
-    let kt = load(&mut cb, k, [bn, d], vec![counter, zero_j]);
+    let kt = kv_load(&mut cb, k, vec![counter, zero_j]);
     let kt_t = def(
         &mut cb,
         Op::Permute {
@@ -866,7 +939,7 @@ fn chain_case(
         &mut cb,
         Op::Binary(cuprum_ir::BinaryOp::Add, acc, alpha_wide),
     );
-    let vt = load(&mut cb, v, [bn, d], vec![counter, zero_j]);
+    let vt = kv_load(&mut cb, v, vec![counter, zero_j]);
     let next = def(
         &mut cb,
         Op::Mma {
@@ -895,8 +968,14 @@ fn chain_case(
         tensor: out,
         value: result,
     });
-    cb.finish(Tolerance::Exact, options)
-        .unwrap_or_else(|e| panic!("{e}"))
+    let case = cb
+        .finish(Tolerance::Exact, options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    if mapped {
+        case.with_tensor_facts()
+    } else {
+        case
+    }
 }
 
 /// Options for compute capability 9.0 (the `wgmma` lowering of `mma`s whose layouts are
@@ -984,6 +1063,9 @@ fn chained_mmas_on_hopper_match_the_interpreter_bit_for_bit() {
         ((70, 200, 128), [64, 64]),
         ((64, 40, 16), [64, 16]),
         ((40, 50, 16), [32, 16]),
+        // Head dimension 64 and 64 keys per tile over several key tiles: wrong on the H100
+        // while q stayed in registers.
+        ((64, 136, 64), [64, 64]),
     ];
     check_chains("chained mma (Hopper)", seed, &shapes, hopper(None));
 }
@@ -1010,6 +1092,51 @@ fn chained_mmas_on_hopper_with_128_keys_per_tile_match_the_interpreter() {
     );
 }
 
+#[test]
+fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
+    let seed = seed("chained_mmas_hopper_tma");
+    // As the Hopper chains above, the key and value tensors rank 3 and mappable (a launch's
+    // facts), so the tensor memory accelerator copies their tiles: one and two warpgroups,
+    // 64 and 128 keys per tile, head dimensions of one and two panels, ragged queries and
+    // keys (the boxes' rows past the keys read zeros, as the loads' padding).
+    let shapes: [ChainShape; 5] = [
+        ((70, 200, 128), [64, 64]),
+        ((128, 64, 64), [128, 64]),
+        ((64, 256, 128), [64, 128]),
+        ((128, 136, 128), [128, 128]),
+        ((40, 72, 64), [64, 64]),
+    ];
+    let mut cases = Vec::new();
+    for (i, (ty, (sizes, tiles))) in [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+    {
+        let options = hopper(None);
+        let case = chain_case_in(seed + i as u64, ty, sizes, tiles, i % 2 == 0, options, true);
+        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let w = loop_work(&lowered.kernel);
+        // Per iteration: kᵀ's and v's next tiles, a box per 64 columns of the head
+        // dimension each, no `cp.async`; each product waits for its own tile's mbarrier.
+        let panels = sizes.2 as usize / 64;
+        assert_eq!(w.tma_copies, 2 * panels, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(
+            (w.copies, w.group_waits),
+            (0, 0),
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
+        // Every thread waits for its tiles' full mbarriers, thread 0 also for the other
+        // buffers' empty ones before refilling them; the block never meets in the loop.
+        assert_eq!(w.mbarrier_waits, 4, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.mbarrier_arrivals, 2, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.barriers, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        cases.push(case);
+    }
+    check_all("chained mma (Hopper, tensor memory accelerator)", &cases);
+}
+
 /// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
 /// and shared-memory stores of `f32` values (the one loop of a chain case).
 #[derive(Debug, Default)]
@@ -1023,6 +1150,11 @@ struct LoopWork {
     register_a_wgmmas: usize,
     group_waits: usize,
     full_waits: usize,
+    /// The tensor memory accelerator's tile copies, and mbarrier waits.
+    tma_copies: usize,
+    mbarrier_waits: usize,
+    /// Plain mbarrier arrivals (a thread done reading a ring's buffer).
+    mbarrier_arrivals: usize,
     /// Accumulator variables of the loop's `wgmma`s that are also read after the loop: the
     /// loop's own carried variables, accumulated in place.
     carried_accumulators: usize,
@@ -1068,6 +1200,17 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
                 cuprum_ir::Stmt::CpAsyncWaitGroup { .. } if in_loop => w.group_waits += 1,
                 cuprum_ir::Stmt::CpAsyncWaitAll if in_loop => w.full_waits += 1,
+                cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::LoadTile { .. }) if in_loop => {
+                    w.tma_copies += 1
+                }
+                cuprum_ir::Stmt::Mbarrier {
+                    op: cuprum_ir::MbarrierOp::WaitParity,
+                    ..
+                } if in_loop => w.mbarrier_waits += 1,
+                cuprum_ir::Stmt::Mbarrier {
+                    op: cuprum_ir::MbarrierOp::Arrive,
+                    ..
+                } if in_loop => w.mbarrier_arrivals += 1,
                 cuprum_ir::Stmt::LdMatrix { .. } if in_loop => w.ldmatrices += 1,
                 cuprum_ir::Stmt::Store {
                     space: cuprum_ir::AddressSpace::Shared,
@@ -1119,7 +1262,8 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
     // and nothing is read with `ldmatrix`; two warps keep `mma.sync`. The loop-invariant q
     // is read from registers (fragments packed before the loop) by products of 64 keys, and
     // from a swizzled tile of its own, written once before the loop, by products of 128
-    // keys (which came out wrong on the H100 with q in registers). `want`: the loop's
+    // keys or of the other product's N (which came out wrong on the H100 with q in
+    // registers). `want`: the loop's
     // `wgmma`s, and those reading `A` from registers.
     for (sizes, tiles, want) in [
         (
@@ -1127,11 +1271,9 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
             [64, 64],
             Some((128 / 16 + 64 / 16, 128 / 16 + 64 / 16)),
         ),
-        (
-            (128, 64, 64),
-            [128, 64],
-            Some((64 / 16 + 64 / 16, 64 / 16 + 64 / 16)),
-        ),
+        // 64 keys per tile and head dimension 64: both products' N is 64, so q is resident
+        // too (with both in registers the H100 computed wrong results).
+        ((128, 64, 64), [128, 64], Some((64 / 16 + 64 / 16, 64 / 16))),
         (
             (64, 256, 128),
             [64, 128],

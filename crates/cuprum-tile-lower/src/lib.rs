@@ -143,11 +143,13 @@ pub enum ArgSlot {
         /// The tile kernel's parameter index.
         param: u32,
     },
-    /// A tensor map (`cuprum_ir::ParamKind::TensorMap`) of rank-2 tensor `param` for the
-    /// tensor memory accelerator: its sizes and strides (axis 1 innermost, contiguous), its
-    /// first element, out-of-bounds elements read as zero, copied in boxes of `box_dims`
-    /// elements (innermost first) laid out in shared memory under `swizzle`. Only kernels
-    /// lowered for sm_90 with [`TensorFacts::tensor_map`] known for `param` have one.
+    /// A tensor map (`cuprum_ir::ParamKind::TensorMap`) of tensor `param` (rank 2 to 5) for
+    /// the tensor memory accelerator: its sizes and strides (the last axis innermost,
+    /// contiguous), its first element, out-of-bounds elements read as zero, copied in boxes
+    /// of `box_dims` elements along the two innermost axes (innermost first) and one along
+    /// every other, laid out in shared memory under `swizzle`: [`slot_tensor_map`]. Only
+    /// kernels lowered for sm_90 with [`TensorFacts::tensor_map`] known for `param` have
+    /// one.
     TensorMap {
         /// The tile kernel's parameter index.
         param: u32,
@@ -170,6 +172,38 @@ impl ArgSlot {
             | ArgSlot::TensorMap { param, .. } => param,
         }
     }
+}
+
+/// The tensor map an [`ArgSlot::TensorMap`] with `box_dims` and `swizzle` asks for, of a
+/// tensor of `elem` whose element `(0, .., 0)` is at `address`, of `shape` and `strides`
+/// (in elements, in the tensor's axis order): its axes innermost first, its byte strides,
+/// the box as the slot says, zero fill. The one definition every launcher encodes (after
+/// `cuprum_ir::TensorMapDesc::check`); `None` where the rank is not 2 to 5 or `shape` and
+/// `strides` differ in length.
+pub fn slot_tensor_map(
+    elem: cuprum_ir::ScalarType,
+    address: u64,
+    shape: &[u64],
+    strides: &[u64],
+    box_dims: [u32; 2],
+    swizzle: cuprum_ir::Swizzle,
+) -> Option<cuprum_ir::TensorMapDesc> {
+    let rank = shape.len();
+    if !(2..=cuprum_ir::tma::MAX_RANK).contains(&rank) || strides.len() != rank {
+        return None;
+    }
+    let size = u64::from(elem.size_bytes());
+    let mut desc = cuprum_ir::TensorMapDesc::new(elem, rank, address);
+    for d in 0..rank {
+        desc.dims[d] = shape[rank - 1 - d];
+        if d > 0 {
+            desc.strides[d - 1] = strides[rank - 1 - d].saturating_mul(size);
+        }
+    }
+    desc.box_dims[..2].copy_from_slice(&box_dims);
+    desc.swizzle = swizzle;
+    desc.oob_fill = cuprum_ir::OobFill::Zero;
+    Some(desc)
 }
 
 /// The most tile blocks a launch of a persistent kernel ([`BlockCount::Persistent`]) may

@@ -893,10 +893,13 @@ impl<'k> Emitter<'k> {
                 |e, c| e.set(counter, Lv::Uniform(c)),
             );
         }
-        self.prime_rings(&rings, counter, start)?;
+        self.prime_rings(&rings, counter, [start, end])?;
         let parity = self.var(ScalarType::U32);
+        let phase = self.var(ScalarType::U32);
         let zero = self.u32c(0);
         self.write(parity, zero);
+        self.write(phase, zero);
+        let kept = rings.clone();
         self.carried_counted_loop(
             ty,
             [start, end, step],
@@ -904,10 +907,10 @@ impl<'k> Emitter<'k> {
             body,
             |e, c| {
                 e.set(counter, Lv::Uniform(c))?;
-                e.enter_rings(counter, rings, [c, step, end], parity)
+                e.enter_rings(counter, rings, [c, step, end], [parity, phase])
             },
         )?;
-        self.leave_rings();
+        self.leave_rings(&kept)?;
         // The rings' buffers are free after the loop once the block has met (threads may
         // still be reading them until then).
         self.scratch_floor = floor;

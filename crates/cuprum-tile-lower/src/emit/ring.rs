@@ -27,17 +27,52 @@
 //! The copies are those `emit::staged` makes (`cp.async` where the tile is inside and
 //! aligned, registers otherwise), so the bytes the `wgmma`s read are the same as without the
 //! ring and the results stay bit for bit the interpreter's.
+//!
+//! **By the tensor memory accelerator.** Where a tensor map can describe the load's tensor
+//! ([`crate::TensorFacts::tensor_map`]), its view is a plain tiled one whose tile is one
+//! `[rows, cols]` matrix (every other axis 1, `rows` a multiple of 8 up to 256, `cols` a
+//! multiple of 64) and its padding is `+0` (what TMA reads outside the tensor), one thread
+//! copies the tile instead: one box of 64 columns per 128-byte panel of the
+//! [`SwizzledTile`] (the same bytes, swizzled by the copy as the descriptors read them),
+//! counted on the buffer's *full* mbarrier. Each buffer also has an *empty* mbarrier, on
+//! which every thread arrives once the `wgmma`s that read the buffer have completed (right
+//! after the `mma`'s wait). The four are set up before the loop (and invalidated after it,
+//! so that a loop run again starts in phase 0). At its `mma` in iteration `i`, thread 0
+//! waits until the other buffer's readers of iteration `i - 1` have all arrived (long
+//! since, as a rule: they arrived right after that iteration's `mma`), starts the copy of
+//! iteration `i + 1`'s tile into it, and every thread waits for buffer `i % 2`'s full
+//! mbarrier to complete phase `(i / 2) % 2`. No block barrier, no thread computing
+//! addresses, testing the tile's edges or fencing the copies for the tensor cores (the
+//! copies are in their proxy already), and the copy runs while the thread that started it
+//! goes on.
 
-use cuprum_ir::{BinaryOp, CmpOp, Stmt, Value};
+use cuprum_ir::{
+    BinaryOp, CmpOp, MbarrierOp, ParamKind, ScalarType, Stmt, Swizzle, TensorMapRef, TmaOp, Value,
+};
 use cuprum_tile_ir::{Block, Op, Stmt as TStmt, TileValue, View};
 
+use super::scratch::Claim;
 use super::staged::Dest;
 use super::wgmma_mma::{SWIZZLE_ALIGN, SwizzledTile};
 use super::{Emitter, Lv, R};
+use crate::ArgSlot;
 
 /// The most shared memory a loop's rings may take (of the 227 KiB a block may have), so
 /// that they do not push the scratch past what a block has.
 const RING_BUDGET: u32 = 160 * 1024;
+
+/// Columns of one box of a tensor-memory-accelerator ring: one 128-byte swizzled panel of
+/// 16-bit elements.
+const BOX_COLUMNS: u32 = 64;
+/// The most rows of a box.
+const MAX_BOX_ROWS: u32 = 256;
+/// Rows of the 128-byte swizzle's period: a panel of a multiple of them starts where the
+/// swizzle does.
+const SWIZZLE_ROWS: u32 = 8;
+/// Bytes of one mbarrier.
+const MBARRIER_BYTES: u32 = 8;
+/// A tensor-memory-accelerator ring's mbarriers: full and empty, per buffer.
+const RING_BARRIERS: u32 = 4;
 
 /// One staged load's ring.
 #[derive(Clone, Debug)]
@@ -49,6 +84,19 @@ pub(super) struct Ring {
     /// The statements of the body that compute the load's tile index from the counter, in
     /// order.
     index_defs: Vec<(TileValue, Op)>,
+    /// Copied by the tensor memory accelerator (see the module docs); `cp.async` if `None`.
+    tma: Option<TmaCopy>,
+}
+
+/// How a ring's tiles are copied by the tensor memory accelerator.
+#[derive(Clone, Copy, Debug)]
+struct TmaCopy {
+    /// The kernel IR parameter of the load's tensor map.
+    map: u32,
+    /// The mbarriers: the full ones (buffer 0's first), then the empty ones.
+    bars: Claim,
+    /// Bytes of one tile (what each buffer's mbarrier counts).
+    bytes: u32,
 }
 
 /// The rings of the loop being emitted, with this iteration's state.
@@ -58,6 +106,9 @@ pub(super) struct RingFrame {
     rings: Vec<Ring>,
     /// `U32`: this iteration's buffer (0 or 1).
     parity: Value,
+    /// `U32`: the phase of this iteration's buffer's mbarriers that its copy completes (0
+    /// or 1: iteration `i`'s is `(i / 2) % 2`).
+    phase: Value,
     /// The next iteration's counter, and whether there is one (`Bool`).
     next: Value,
     more: Value,
@@ -121,7 +172,9 @@ impl Emitter<'_> {
         }
         let total: u32 = candidates
             .iter()
-            .map(|&(_, rows, cols, _)| 2 * SwizzledTile::bytes(rows, cols))
+            .map(|&(_, rows, cols, _)| {
+                2 * SwizzledTile::bytes(rows, cols) + RING_BARRIERS * MBARRIER_BYTES
+            })
             .sum();
         if candidates.is_empty() || total > RING_BUDGET {
             return Ok(Vec::new());
@@ -129,17 +182,99 @@ impl Emitter<'_> {
         let mut rings = Vec::with_capacity(candidates.len());
         for (load, rows, cols, index_defs) in candidates {
             let bytes = SwizzledTile::bytes(rows, cols);
-            let claim = self.reserve_shared(2 * bytes, SWIZZLE_ALIGN)?;
+            let tensor = self.tma_tensor(load, rows, cols)?;
+            let bars = if tensor.is_some() {
+                RING_BARRIERS * MBARRIER_BYTES
+            } else {
+                0
+            };
+            let claim = self.reserve_shared(2 * bytes + bars, SWIZZLE_ALIGN)?;
             let tile = SwizzledTile::new(claim.part(0, bytes), rows, cols)
                 .ok_or_else(|| self.internal("a ring's tile no swizzle takes"))?;
+            let tma = match tensor {
+                Some((param, rank)) => Some(TmaCopy {
+                    map: self.ring_tensor_map(param, rank, rows)?,
+                    bars: claim.part(2 * bytes, bars),
+                    bytes: rows * cols * 2,
+                }),
+                None => None,
+            };
             rings.push(Ring {
                 load,
                 tile,
                 distance: bytes,
                 index_defs,
+                tma,
             });
         }
         Ok(rings)
+    }
+
+    /// The tensor parameter and rank of staged load `load` (a `[rows, cols]` tile of 16-bit
+    /// elements) if a tensor-memory-accelerator ring can copy its tiles (see the module
+    /// docs); `None` otherwise.
+    fn tma_tensor(&self, load: TileValue, rows: u32, cols: u32) -> R<Option<(u32, usize)>> {
+        let Some(Op::Load {
+            view: View::Tiled { tensor, .. },
+            padding,
+        }) = self.defs.get(&load)
+        else {
+            return Ok(None);
+        };
+        let ty = self.elem(load)?;
+        let zero_padding = padding.to_constant(ty).is_some_and(|c| c.bits == 0);
+        let shape = self.shape(load)?;
+        let rank = shape.len();
+        let one_matrix = (2..=cuprum_ir::tma::MAX_RANK).contains(&rank)
+            && shape[..rank - 2].iter().all(|&n| n == 1)
+            && shape[rank - 2..] == [rows, cols];
+        let fits = ty.size_bytes() == 2
+            && rows.is_multiple_of(SWIZZLE_ROWS)
+            && rows <= MAX_BOX_ROWS
+            && cols.is_multiple_of(BOX_COLUMNS);
+        let mappable = self.tensor(*tensor)?.facts.tensor_map;
+        Ok((zero_padding && one_matrix && fits && mappable).then_some((*tensor, rank)))
+    }
+
+    /// A tensor-map parameter of rank-`rank` tensor parameter `param` whose boxes are one
+    /// panel of a ring's tile: 64 columns by `rows`, 128-byte swizzled; its kernel IR index.
+    fn ring_tensor_map(&mut self, param: u32, rank: usize, rows: u32) -> R<u32> {
+        let elem = self.elem_of_param(param)?;
+        let rank = u8::try_from(rank).map_err(|_| self.internal("a tensor map's rank"))?;
+        let name = format!(
+            "{}_map{}",
+            self.kernel.params[param as usize].name,
+            self.args.len()
+        );
+        let index = self.b.param(name, ParamKind::TensorMap { elem, rank });
+        self.args.push(ArgSlot::TensorMap {
+            param,
+            box_dims: [BOX_COLUMNS, rows],
+            swizzle: Swizzle::B128,
+        });
+        Ok(index)
+    }
+
+    /// The element type of tensor parameter `param`.
+    fn elem_of_param(&self, param: u32) -> R<ScalarType> {
+        match &self.kernel.params[param as usize].kind {
+            cuprum_tile_ir::ParamKind::Tensor(t) => t.elem.known(),
+            cuprum_tile_ir::ParamKind::Scalar(_) => None,
+        }
+        .ok_or_else(|| self.internal("a ring's tensor that is not a typed tensor"))
+    }
+
+    /// The shared address (`U32`) of `tma`'s full mbarrier of buffer `buffer` (`U32`, 0 or
+    /// 1).
+    fn ring_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+        self.shared_addr(tma.bars, buffer, ScalarType::U64)
+    }
+
+    /// The shared address (`U32`) of `tma`'s empty mbarrier of buffer `buffer` (`U32`).
+    fn ring_empty_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+        let two = self.u32c(2);
+        let at = self.add(buffer, two)?;
+        self.shared_addr(tma.bars, at, ScalarType::U64)
     }
 
     /// How many operands of `mma`s anywhere in the kernel are `load`'s tile.
@@ -160,35 +295,72 @@ impl Emitter<'_> {
         count
     }
 
-    /// Before the loop: each ring's first tile (counter `start`) into buffer 0, one group
-    /// per ring.
+    /// Before the loop (whose counter runs from `start` while below `end`): each ring's
+    /// first tile into buffer 0, one group per `cp.async` ring; the mbarriers of the others
+    /// set up, and their first copies started if the loop runs at all.
     pub(super) fn prime_rings(
         &mut self,
         rings: &[Ring],
         counter: TileValue,
-        start: Value,
+        [start, end]: [Value; 2],
     ) -> R<()> {
-        for ring in rings {
-            self.copy_ring_tile(ring, counter, start, ring.tile, true)?;
+        if rings.iter().any(|r| r.tma.is_some()) {
+            let zero = self.u32c(0);
+            let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
+            let runs = self.cmp(CmpOp::Lt, start, end)?;
+            self.if_(first, |e| {
+                for tma in rings.iter().filter_map(|r| r.tma) {
+                    for buffer in 0..2 {
+                        let b = e.u32c(buffer);
+                        let full = e.ring_barrier(tma, b)?;
+                        let one = e.u32c(1);
+                        e.mbarrier(MbarrierOp::Init, full, Some(one))?;
+                        let empty = e.ring_empty_barrier(tma, b)?;
+                        let threads = e.u32c(e.plan.threads);
+                        e.mbarrier(MbarrierOp::Init, empty, Some(threads))?;
+                    }
+                }
+                // The copies' completions come from the async proxy.
+                e.push(Stmt::FenceProxyAsync {
+                    space: cuprum_ir::ProxyFenceSpace::SharedCta,
+                });
+                e.if_(runs, |e| {
+                    for ring in rings.iter().filter(|r| r.tma.is_some()) {
+                        let zero = e.u32c(0);
+                        e.copy_ring_tile(ring, counter, start, ring.tile, zero)?;
+                    }
+                    Ok(())
+                })
+            })?;
+            // Nobody waits on a barrier before it is set up.
+            self.barrier();
+        }
+        for ring in rings.iter().filter(|r| r.tma.is_none()) {
+            let zero = self.u32c(0);
+            self.copy_ring_tile(ring, counter, start, ring.tile, zero)?;
             self.push(Stmt::CpAsyncCommit);
         }
         Ok(())
     }
 
-    /// At the top of an iteration with counter `c`: this iteration's buffer and the next
-    /// counter, kept for the rings' `mma`s. `parity` is the rings' variable (0 before the
-    /// loop), flipped here.
+    /// At the top of an iteration with counter `c`: this iteration's buffer and phase and
+    /// the next counter, kept for the rings' `mma`s. `parity` and `phase` are the rings'
+    /// variables (0 before the loop), advanced here: the buffer flips every iteration, the
+    /// phase every second one.
     pub(super) fn enter_rings(
         &mut self,
         counter: TileValue,
         rings: Vec<Ring>,
         [c, step, end]: [Value; 3],
-        parity: cuprum_ir::Var,
+        [parity, phase]: [cuprum_ir::Var; 2],
     ) -> R<()> {
         let p = self.read(parity)?;
         let one = self.u32c(1);
         let flipped = self.bin(BinaryOp::Xor, p, one)?;
         self.write(parity, flipped);
+        let ph = self.read(phase)?;
+        let next_phase = self.bin(BinaryOp::Xor, ph, p)?;
+        self.write(phase, next_phase);
         let next = self.add(c, step)?;
         let below = self.cmp(CmpOp::Lt, next, end)?;
         let forward = self.cmp(CmpOp::Gt, next, c)?;
@@ -197,6 +369,7 @@ impl Emitter<'_> {
             counter,
             rings,
             parity: p,
+            phase: ph,
             next,
             more,
         });
@@ -213,47 +386,113 @@ impl Emitter<'_> {
         let Some(ring) = frame.rings.iter().find(|r| r.load == load).cloned() else {
             return Ok(None);
         };
-        let pending = u32::try_from(frame.rings.len() - 1)
-            .map_err(|_| self.internal("too many rings in one loop"))?;
-        self.push(Stmt::CpAsyncWaitGroup { pending });
-        self.push(Stmt::FenceProxyAsync {
-            space: cuprum_ir::ProxyFenceSpace::SharedCta,
-        });
-        self.barrier();
         let distance = self.u32c(ring.distance);
         let this = self.mul(frame.parity, distance)?;
         let one = self.u32c(1);
         let other_parity = self.bin(BinaryOp::Xor, frame.parity, one)?;
         let other = self.mul(other_parity, distance)?;
         let next_tile = ring.tile.at(other);
+        if let Some(tma) = ring.tma {
+            // Thread 0 waits until last iteration's readers of the other buffer have all
+            // arrived on its empty mbarrier (that read was the other buffer's
+            // `(i - 1) / 2`-th, of parity `phase ^ parity ^ 1`; in iteration 0 the parity
+            // of the phase before the first, which has completed), starts the next tile's
+            // copy into it, then everyone waits for this one's.
+            let zero = self.u32c(0);
+            let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
+            let go = self.bin(BinaryOp::And, first, frame.more)?;
+            self.if_(go, |e| {
+                let empty = e.ring_empty_barrier(tma, other_parity)?;
+                let read = e.bin(BinaryOp::Xor, frame.phase, other_parity)?;
+                e.mbarrier(MbarrierOp::WaitParity, empty, Some(read))?;
+                e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
+            })?;
+            let full = self.ring_barrier(tma, frame.parity)?;
+            self.mbarrier(MbarrierOp::WaitParity, full, Some(frame.phase))?;
+            return Ok(Some(ring.tile.at(this)));
+        }
+        // The `cp.async` rings' groups are committed in the body's order, one per ring and
+        // iteration.
+        let copying = frame.rings.iter().filter(|r| r.tma.is_none()).count();
+        let pending =
+            u32::try_from(copying - 1).map_err(|_| self.internal("too many rings in one loop"))?;
+        self.push(Stmt::CpAsyncWaitGroup { pending });
+        self.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
+        self.barrier();
         self.if_(frame.more, |e| {
-            e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, false)
+            e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
         })?;
         self.push(Stmt::CpAsyncCommit);
         Ok(Some(ring.tile.at(this)))
     }
 
-    /// Leaves the loop whose rings were entered: its copies are all waited for.
-    pub(super) fn leave_rings(&mut self) {
+    /// After the `wgmma`s that read `load`'s tile from a tensor-memory-accelerator ring
+    /// of the innermost loop were waited for: this thread is done with this iteration's
+    /// buffer (an arrival on its empty mbarrier).
+    pub(super) fn release_ring_tile(&mut self, load: TileValue) -> R<()> {
+        let Some(frame) = self.ring_frames.last() else {
+            return Ok(());
+        };
+        let Some(tma) = frame
+            .rings
+            .iter()
+            .find(|r| r.load == load)
+            .and_then(|r| r.tma)
+        else {
+            return Ok(());
+        };
+        let parity = frame.parity;
+        let empty = self.ring_empty_barrier(tma, parity)?;
+        self.mbarrier(MbarrierOp::Arrive, empty, None)
+    }
+
+    /// Leaves the loop whose rings were entered: its copies are all waited for (every
+    /// copy of a tensor-memory-accelerator ring was, in the iteration that read it), and
+    /// the mbarriers invalidated once nobody waits on them any more.
+    pub(super) fn leave_rings(&mut self, rings: &[Ring]) -> R<()> {
         if let Some(frame) = self.ring_frames.pop() {
             for ring in &frame.rings {
                 self.copy_patterns.remove(&ring.load);
             }
         }
-        self.push(Stmt::CpAsyncWaitAll);
+        if rings.iter().any(|r| r.tma.is_none()) {
+            self.push(Stmt::CpAsyncWaitAll);
+        }
+        if rings.iter().any(|r| r.tma.is_some()) {
+            self.barrier();
+            let zero = self.u32c(0);
+            let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
+            self.if_(first, |e| {
+                for tma in rings.iter().filter_map(|r| r.tma) {
+                    for buffer in 0..2 {
+                        let b = e.u32c(buffer);
+                        let full = e.ring_barrier(tma, b)?;
+                        e.mbarrier(MbarrierOp::Inval, full, None)?;
+                        let empty = e.ring_empty_barrier(tma, b)?;
+                        e.mbarrier(MbarrierOp::Inval, empty, None)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
-    /// Copies `ring`'s tile for counter value `at` into `tile`: its index statements
-    /// emitted again with the counter at `at`, then the staged copy (`prime`: the first,
-    /// before the loop, which computes the copies' pattern for the loop's).
+    /// Copies `ring`'s tile for counter value `at` into `tile`, buffer `buffer` (`U32`): its
+    /// index statements emitted again with the counter at `at`, then the staged copy (before
+    /// the loop, where `tile` has no buffer offset, the first, which computes the copies'
+    /// pattern for the loop's) or the tensor memory accelerator's.
     fn copy_ring_tile(
         &mut self,
         ring: &Ring,
         counter: TileValue,
         at: Value,
         tile: SwizzledTile,
-        prime: bool,
+        buffer: Value,
     ) -> R<()> {
+        let prime = tile.offset.is_none();
         let saved: Vec<(TileValue, Option<Lv>)> = std::iter::once(counter)
             .chain(ring.index_defs.iter().map(|(v, _)| *v))
             .map(|v| (v, self.get(v).ok()))
@@ -270,12 +509,65 @@ impl Emitter<'_> {
             }
         }
         if done.is_ok() {
-            done = self.stage_from_global(Dest::Swizzled(tile), ring.load, prime);
+            done = match ring.tma {
+                Some(tma) => self.tma_ring_copy(ring.load, tma, tile, buffer),
+                None => self.stage_from_global(Dest::Swizzled(tile), ring.load, prime),
+            };
         }
         for (v, lv) in saved {
             self.restore(v, lv);
         }
         done
+    }
+}
+
+impl Emitter<'_> {
+    /// The tensor memory accelerator's copy of staged load `load`'s tile (its index values
+    /// set) into `tile`, counted on `tma`'s mbarrier of buffer `buffer`: one box per panel.
+    /// Each coordinate is clamped to `-extent ..= size` first, which keeps it in an `i32`
+    /// and a box outside the tensor outside it (all zeros either way).
+    fn tma_ring_copy(
+        &mut self,
+        load: TileValue,
+        tma: TmaCopy,
+        tile: SwizzledTile,
+        buffer: Value,
+    ) -> R<()> {
+        let Some(Op::Load { view, .. }) = self.defs.get(&load).cloned() else {
+            return Err(self.internal("a ring's tile that is not a load"));
+        };
+        let place = self.placement(load, &view)?;
+        let mut coords = Vec::with_capacity(place.origin.len());
+        for (axis, (&origin, &extent)) in place.origin.iter().zip(&place.shape).enumerate().rev() {
+            let size = self.tensor_dim(place.tensor, axis as u32)?;
+            let low = self.i64c(-i64::from(extent));
+            let c = self.bin(BinaryOp::Max, origin, low)?;
+            let c = self.bin(BinaryOp::Min, c, size)?;
+            coords.push(self.cast(c, ScalarType::I32)?);
+        }
+        let full = self.ring_barrier(tma, buffer)?;
+        let bytes = self.u32c(tma.bytes);
+        self.mbarrier(MbarrierOp::ArriveExpectTx, full, Some(bytes))?;
+        let zero = self.u32c(0);
+        let mut start = self.shared_addr(tile.claim, zero, ScalarType::U8)?;
+        if let Some(offset) = tile.offset {
+            start = self.add(start, offset)?;
+        }
+        let panels = place.shape[place.shape.len() - 1] / BOX_COLUMNS;
+        for p in 0..panels {
+            let off = self.u32c(p * tile.panel_bytes());
+            let dst = self.add(start, off)?;
+            let mut at = coords.clone();
+            let columns = self.konst(cuprum_ir::Constant::i32((p * BOX_COLUMNS) as i32));
+            at[0] = self.add(coords[0], columns)?;
+            self.push(Stmt::Tma(TmaOp::LoadTile {
+                map: TensorMapRef::Param(tma.map),
+                coords: at,
+                dst,
+                mbar: full,
+            }));
+        }
+        Ok(())
     }
 }
 

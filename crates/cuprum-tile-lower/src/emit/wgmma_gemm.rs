@@ -629,7 +629,7 @@ impl Emitter<'_> {
         self.add(self.shared_base, off)
     }
 
-    fn mbarrier(&mut self, op: MbarrierOp, addr: Value, arg: Option<Value>) -> R<()> {
+    pub(super) fn mbarrier(&mut self, op: MbarrierOp, addr: Value, arg: Option<Value>) -> R<()> {
         let r = self.b.mbarrier(op, addr, arg);
         self.built(r).map(drop)
     }

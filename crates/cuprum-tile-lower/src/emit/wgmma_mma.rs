@@ -28,7 +28,8 @@
 //! used, and the shared memory read is free after it.
 //!
 //! An `A` defined outside the loops that read it (attention's `q`, `Plan::eager_layout`)
-//! and read only as the `A` of such `mma`s with `N` of at least [`RESIDENT_MIN_N`] is
+//! and read only as the `A` of such `mma`s with `N` of at least [`RESIDENT_MIN_N`], or
+//! with the `N` of the kernel's other register-`A` `wgmma` (attention's PV), is
 //! written once, where it is defined, into a [`SwizzledTile`] of its own that stays for the
 //! rest of the kernel (`Emitter::keep_resident`), and read through descriptors like a
 //! staged `A`, as FlashAttention-3 keeps `q` in shared memory. With its fragments held in
@@ -36,8 +37,13 @@
 //! 128 (both products reading `A` from registers, `N = 128` each) came out wrong on an H100
 //! whenever ptxas optimized (level 1 and above; level 0, `mma.sync` for either product, or
 //! `q` read from shared memory all came out right), while 64, 80 and 96 keys per tile, and
-//! 128 keys at head dimension 64, were right. Narrower products keep the fragments: the
-//! tile's shared memory would cost a 64-row block of attention a third of its occupancy
+//! 128 keys at head dimension 64, were right. A later probe on the H100 (two or more key
+//! tiles, `q` in fragments) found the same at 64 keys and head dimension 64 (both `N = 64`),
+//! and right results at every other pair of keys per tile and head dimension tried: 64/128,
+//! 64/192, 96/64, 96/128, 128/64, 192/64 and 192/192. So a product whose `N` is
+//! the other register-`A` product's keeps `q` in shared memory too (at head dimension 64 a
+//! tile of 8 KiB). Other narrower products keep the fragments: the tile's shared memory
+//! would cost a 64-row block of attention at head dimension 128 a third of its occupancy
 //! (2.85 ms with fragments against 3.58 ms resident at 64x64 tiles on the H100).
 //!
 //! The accumulator is a set of `F32` variables the `wgmma`s update in place. Where the
@@ -152,7 +158,7 @@ impl SwizzledTile {
     }
 
     /// Bytes of one panel.
-    fn panel_bytes(self) -> u32 {
+    pub(super) fn panel_bytes(self) -> u32 {
         self.rows * self.span()
     }
 
@@ -413,6 +419,9 @@ impl Emitter<'_> {
         }
         self.push(Stmt::WgmmaCommit);
         self.push(Stmt::WgmmaWait { pending: 0 });
+        for &(load, _, _) in tiles {
+            self.release_ring_tile(load)?;
+        }
         let mut out = acc.to_vec();
         for (&r, &v) in order.iter().zip(&vars) {
             out[r] = self.read(v)?;
@@ -518,7 +527,8 @@ impl Emitter<'_> {
 
     /// Whether tensor-core operand `value`, defined outside the loops that read it
     /// (`Plan::eager_layout`), is read only as the `A` of `mma`s that take `wgmma` with `N`
-    /// of at least [`RESIDENT_MIN_N`] and has rows a swizzle takes: then it is kept in shared
+    /// of at least [`RESIDENT_MIN_N`], or with the `N` of another `wgmma` of the kernel that
+    /// reads its `A` from registers, and has rows a swizzle takes: then it is kept in shared
     /// memory ([`Emitter::keep_resident`]).
     pub(super) fn stays_resident(&self, value: TileValue) -> R<bool> {
         if !self.hopper {
@@ -549,9 +559,28 @@ impl Emitter<'_> {
         if users.is_empty() || users.len() != reads {
             return Ok(false);
         }
+        // The widths of the other `wgmma`s that read `A` from registers (attention's PV).
+        let mut others = Vec::new();
+        let mut found = Ok(());
+        self.kernel.body.visit(&mut |s| {
+            if let cuprum_tile_ir::Stmt::Def {
+                value: v,
+                op: cuprum_tile_ir::Op::Mma { a, b, acc },
+            } = s
+                && *a != value
+                && found.is_ok()
+            {
+                match self.wgmma_choice(*v, *a, *b, *acc) {
+                    Ok(Some(c)) if matches!(c.a_source, ASource::Fragments) => others.push(c.d.n),
+                    Ok(_) => {}
+                    Err(e) => found = Err(e),
+                }
+            }
+        });
+        found?;
         for (v, b, acc) in users {
             match self.wgmma_choice(v, value, b, acc)? {
-                Some(choice) if choice.d.n >= RESIDENT_MIN_N => {}
+                Some(choice) if choice.d.n >= RESIDENT_MIN_N || others.contains(&choice.d.n) => {}
                 _ => return Ok(false),
             }
         }

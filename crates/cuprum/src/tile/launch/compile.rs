@@ -498,10 +498,9 @@ pub(crate) fn kernel_args(
         .collect()
 }
 
-/// The tensor map of a rank-2 tensor that [`ArgSlot::TensorMap`] asks for: its sizes and
-/// byte strides (axis 1 innermost), from its first element, zero fill; checked by
-/// `cuprum_ir::TensorMapDesc::check` against the allocation and encoded for the tensor's
-/// context's backend.
+/// The tensor map that [`ArgSlot::TensorMap`] asks for (`cuprum_tile_lower::slot_tensor_map`),
+/// from the tensor's first element; checked by `cuprum_ir::TensorMapDesc::check` against
+/// the allocation and encoded for the tensor's context's backend.
 fn tensor_map_arg(
     kernel: &str,
     tensor: &crate::tile::launch::bind::TensorDesc<'_>,
@@ -513,27 +512,30 @@ fn tensor_map_arg(
         specialization: String::new(),
         message,
     };
-    let ([rows, cols], [row_stride, _]) = (tensor.shape, tensor.strides) else {
-        return Err(fail(format!(
-            "a tensor map of a rank-{} tensor (the lowering asks for rank 2; this is a bug of \
-             the tile lowering)",
-            tensor.shape.len()
-        )));
-    };
     let size = u64::from(tensor.elem.size_bytes());
     let start = (tensor.offset as u64).saturating_mul(size);
-    let mut desc = cuprum_ir::TensorMapDesc::new(tensor.elem, 2, 0);
-    desc.address = tensor.address.saturating_add(start);
-    desc.dims[..2].copy_from_slice(&[*cols as u64, *rows as u64]);
-    desc.strides[0] = (*row_stride as u64).saturating_mul(size);
-    desc.box_dims[..2].copy_from_slice(&box_dims);
-    desc.swizzle = swizzle;
-    desc.oob_fill = cuprum_ir::OobFill::Zero;
+    let shape: Vec<u64> = tensor.shape.iter().map(|&n| n as u64).collect();
+    let strides: Vec<u64> = tensor.strides.iter().map(|&s| s as u64).collect();
+    let desc = cuprum_tile_lower::slot_tensor_map(
+        tensor.elem,
+        tensor.address.saturating_add(start),
+        &shape,
+        &strides,
+        box_dims,
+        swizzle,
+    )
+    .ok_or_else(|| {
+        fail(format!(
+            "a tensor map of a rank-{} tensor (the lowering asks for rank 2 to 5; this is a bug \
+             of the tile lowering)",
+            tensor.shape.len()
+        ))
+    })?;
     let have = (tensor.alloc_len as u64)
         .saturating_mul(size)
         .saturating_sub(start);
     let map = cuprum_runtime::tensor_map::encode(tensor.ctx.backend(), &desc, Some(have))
-        .map_err(|e| fail(format!("the tensor map of a GEMM operand: {e}")))?;
+        .map_err(|e| fail(format!("the tensor map of a tile kernel's tensor: {e}")))?;
     Ok(KernelArg::TensorMap {
         map,
         address: desc.address,
