@@ -34,17 +34,24 @@
 //! multiple of 64) and its padding is `+0` (what TMA reads outside the tensor), one thread
 //! copies the tile instead: one box of 64 columns per 128-byte panel of the
 //! [`SwizzledTile`] (the same bytes, swizzled by the copy as the descriptors read them),
-//! counted on the buffer's *full* mbarrier. Each buffer also has an *empty* mbarrier, on
-//! which every thread arrives once the `wgmma`s that read the buffer have completed (right
-//! after the `mma`'s wait). The four are set up before the loop (and invalidated after it,
-//! so that a loop run again starts in phase 0). At its `mma` in iteration `i`, thread 0
-//! waits until the other buffer's readers of iteration `i - 1` have all arrived (long
-//! since, as a rule: they arrived right after that iteration's `mma`), starts the copy of
-//! iteration `i + 1`'s tile into it, and every thread waits for buffer `i % 2`'s full
-//! mbarrier to complete phase `(i / 2) % 2`. No block barrier, no thread computing
-//! addresses, testing the tile's edges or fencing the copies for the tensor cores (the
-//! copies are in their proxy already), and the copy runs while the thread that started it
-//! goes on.
+//! counted on the buffer's *full* mbarrier, which every thread waits on before its `mma`
+//! reads the buffer (phase `(i / 2) % 2` in iteration `i`). The mbarriers are set up
+//! before the loop (and invalidated after it, so that a loop run again starts in phase 0).
+//! No thread computes addresses, tests the tile's edges or fences the copies for the
+//! tensor cores (the copies are in their proxy already), and the copy runs while the
+//! thread that started it goes on. Before thread 0 refills the other buffer with iteration
+//! `i + 1`'s tile, everyone must be done reading it (iteration `i - 1`'s `wgmma`s):
+//!
+//! * in a block of one warpgroup, the block meets at a barrier there, as the `cp.async`
+//!   ring does;
+//! * in a block of several, each buffer also has an *empty* mbarrier, on which every warp
+//!   arrives (its lane 0, after the warp-synchronous wait) right after the `mma` that read
+//!   the buffer, and thread 0 alone waits for those arrivals: the warpgroups never meet in
+//!   the loop.
+//!
+//! (On the H100, attention with 128-row blocks of two warpgroups took 2-4% less time with
+//! the empty mbarriers than with the barrier; 64-row blocks of one took 5-7% more, with
+//! lane 0 of each warp arriving or every thread alike.)
 
 use cuprum_ir::{
     BinaryOp, CmpOp, MbarrierOp, ParamKind, ScalarType, Stmt, Swizzle, TensorMapRef, TmaOp, Value,
@@ -69,6 +76,9 @@ const MAX_BOX_ROWS: u32 = 256;
 /// Rows of the 128-byte swizzle's period: a panel of a multiple of them starts where the
 /// swizzle does.
 const SWIZZLE_ROWS: u32 = 8;
+/// Threads of a warp, and of a warpgroup.
+const WARP: u32 = 32;
+const WARPGROUP_THREADS: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
 /// Bytes of one mbarrier.
 const MBARRIER_BYTES: u32 = 8;
 /// A tensor-memory-accelerator ring's mbarriers: full and empty, per buffer.
@@ -97,6 +107,9 @@ struct TmaCopy {
     bars: Claim,
     /// Bytes of one tile (what each buffer's mbarrier counts).
     bytes: u32,
+    /// Whether the buffers are released through their empty mbarriers (blocks of several
+    /// warpgroups) rather than by meeting the block at a barrier (see the module docs).
+    empties: bool,
 }
 
 /// The rings of the loop being emitted, with this iteration's state.
@@ -196,6 +209,7 @@ impl Emitter<'_> {
                     map: self.ring_tensor_map(param, rank, rows)?,
                     bars: claim.part(2 * bytes, bars),
                     bytes: rows * cols * 2,
+                    empties: self.plan.threads > WARPGROUP_THREADS,
                 }),
                 None => None,
             };
@@ -315,9 +329,11 @@ impl Emitter<'_> {
                         let full = e.ring_barrier(tma, b)?;
                         let one = e.u32c(1);
                         e.mbarrier(MbarrierOp::Init, full, Some(one))?;
-                        let empty = e.ring_empty_barrier(tma, b)?;
-                        let threads = e.u32c(e.plan.threads);
-                        e.mbarrier(MbarrierOp::Init, empty, Some(threads))?;
+                        if tma.empties {
+                            let empty = e.ring_empty_barrier(tma, b)?;
+                            let warps = e.u32c(e.plan.threads / WARP);
+                            e.mbarrier(MbarrierOp::Init, empty, Some(warps))?;
+                        }
                     }
                 }
                 // The copies' completions come from the async proxy.
@@ -393,18 +409,23 @@ impl Emitter<'_> {
         let other = self.mul(other_parity, distance)?;
         let next_tile = ring.tile.at(other);
         if let Some(tma) = ring.tma {
-            // Thread 0 waits until last iteration's readers of the other buffer have all
-            // arrived on its empty mbarrier (that read was the other buffer's
+            // Once last iteration's readers of the other buffer are done (the block met, or
+            // every warp arrived on its empty mbarrier: that read was the other buffer's
             // `(i - 1) / 2`-th, of parity `phase ^ parity ^ 1`; in iteration 0 the parity
-            // of the phase before the first, which has completed), starts the next tile's
-            // copy into it, then everyone waits for this one's.
+            // of the phase before the first, which has completed), thread 0 starts the next
+            // tile's copy into it; then everyone waits for this one's.
+            if !tma.empties {
+                self.barrier();
+            }
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             let go = self.bin(BinaryOp::And, first, frame.more)?;
             self.if_(go, |e| {
-                let empty = e.ring_empty_barrier(tma, other_parity)?;
-                let read = e.bin(BinaryOp::Xor, frame.phase, other_parity)?;
-                e.mbarrier(MbarrierOp::WaitParity, empty, Some(read))?;
+                if tma.empties {
+                    let empty = e.ring_empty_barrier(tma, other_parity)?;
+                    let read = e.bin(BinaryOp::Xor, frame.phase, other_parity)?;
+                    e.mbarrier(MbarrierOp::WaitParity, empty, Some(read))?;
+                }
                 e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
             })?;
             let full = self.ring_barrier(tma, frame.parity)?;
@@ -429,7 +450,7 @@ impl Emitter<'_> {
     }
 
     /// After the `wgmma`s that read `load`'s tile from a tensor-memory-accelerator ring
-    /// of the innermost loop were waited for: this thread is done with this iteration's
+    /// of the innermost loop were waited for: this warp is done with this iteration's
     /// buffer (an arrival on its empty mbarrier).
     pub(super) fn release_ring_tile(&mut self, load: TileValue) -> R<()> {
         let Some(frame) = self.ring_frames.last() else {
@@ -443,9 +464,20 @@ impl Emitter<'_> {
         else {
             return Ok(());
         };
+        if !tma.empties {
+            return Ok(());
+        }
         let parity = frame.parity;
-        let empty = self.ring_empty_barrier(tma, parity)?;
-        self.mbarrier(MbarrierOp::Arrive, empty, None)
+        // Lane 0 of each warp, for the whole warp: the `wgmma` wait before this is
+        // warp-synchronous, so every lane of the warp is past it.
+        let warp = self.u32c(WARP);
+        let lane = self.bin(BinaryOp::Rem, self.tid(), warp)?;
+        let zero = self.u32c(0);
+        let first = self.cmp(CmpOp::Eq, lane, zero)?;
+        self.if_(first, |e| {
+            let empty = e.ring_empty_barrier(tma, parity)?;
+            e.mbarrier(MbarrierOp::Arrive, empty, None)
+        })
     }
 
     /// Leaves the loop whose rings were entered: its copies are all waited for (every
@@ -470,8 +502,10 @@ impl Emitter<'_> {
                         let b = e.u32c(buffer);
                         let full = e.ring_barrier(tma, b)?;
                         e.mbarrier(MbarrierOp::Inval, full, None)?;
-                        let empty = e.ring_empty_barrier(tma, b)?;
-                        e.mbarrier(MbarrierOp::Inval, empty, None)?;
+                        if tma.empties {
+                            let empty = e.ring_empty_barrier(tma, b)?;
+                            e.mbarrier(MbarrierOp::Inval, empty, None)?;
+                        }
                     }
                 }
                 Ok(())
