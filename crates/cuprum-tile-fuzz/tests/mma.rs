@@ -782,17 +782,29 @@ fn chain_case(
         [bm, bn],
         q_reshaped,
         options,
-        false,
+        ChainTensors::Any,
     )
 }
 
 /// Heads of the key and value tensors of a mapped chain case; the chain reads the last.
 const MAPPED_HEADS: u64 = 2;
 
-/// [`chain_case`]; `mapped`: q a tensor a tensor map can describe, k and v rank-3 ones of
-/// [`MAPPED_HEADS`] heads whose last the chain reads (`[1, bn, d]` tiles, reshaped, as
-/// cuTile Rust's attention loads them), the case lowered with the tensors' facts, so that
-/// the tensor memory accelerator copies the key and value tiles.
+/// The tensors of a chain case.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChainTensors {
+    /// In random views, the case lowered without facts.
+    Any,
+    /// q a tensor a tensor map can describe, k and v rank-3 ones of [`MAPPED_HEADS`] heads
+    /// whose last the chain reads (`[1, bn, d]` tiles, reshaped, as cuTile Rust's attention
+    /// loads them), the case lowered with the tensors' facts, so that the tensor memory
+    /// accelerator copies the key and value tiles.
+    Mapped,
+    /// As `Mapped`, the loop running no iteration (as causal attention's first loop does
+    /// for the first block of queries): the result is the loop's initial values.
+    MappedNoIteration,
+}
+
+/// [`chain_case`] with `tensors`.
 fn chain_case_in(
     seed: u64,
     input_ty: ScalarType,
@@ -800,8 +812,9 @@ fn chain_case_in(
     [bm, bn]: [u32; 2],
     q_reshaped: bool,
     options: LowerOptions,
-    mapped: bool,
+    tensors: ChainTensors,
 ) -> Case {
+    let mapped = tensors != ChainTensors::Any;
     let mut rng = SmallRng::seed_from_u64(seed);
     let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
@@ -881,7 +894,10 @@ fn chain_case_in(
     };
     let m0 = constant(&mut cb, &[bm, 1]);
     let acc0 = constant(&mut cb, &[bm, d]);
-    let steps = keys.div_ceil(u64::from(bn)) as i64;
+    let steps = match tensors {
+        ChainTensors::MappedNoIteration => 0,
+        _ => keys.div_ceil(u64::from(bn)) as i64,
+    };
     let [start, end, step] = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
 
     let counter = cb.b.value(TileType::scalar(S::I32));
@@ -1098,22 +1114,35 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
     // As the Hopper chains above, the key and value tensors rank 3 and mappable (a launch's
     // facts), so the tensor memory accelerator copies their tiles: one and two warpgroups,
     // 64 and 128 keys per tile, head dimensions of one and two panels, ragged queries and
-    // keys (the boxes' rows past the keys read zeros, as the loads' padding).
-    let shapes: [ChainShape; 5] = [
-        ((70, 200, 128), [64, 64]),
-        ((128, 64, 64), [128, 64]),
-        ((64, 256, 128), [64, 128]),
-        ((128, 136, 128), [128, 128]),
-        ((40, 72, 64), [64, 64]),
+    // keys (the boxes' rows past the keys read zeros, as the loads' padding), and loops that
+    // run no iteration (their first copies never started, their mbarriers set up and
+    // invalidated all the same).
+    let shapes: [(ChainShape, ChainTensors); 7] = [
+        (((70, 200, 128), [64, 64]), ChainTensors::Mapped),
+        (((128, 64, 64), [128, 64]), ChainTensors::Mapped),
+        (((64, 256, 128), [64, 128]), ChainTensors::Mapped),
+        (((128, 136, 128), [128, 128]), ChainTensors::Mapped),
+        (((40, 72, 64), [64, 64]), ChainTensors::Mapped),
+        (((64, 128, 128), [64, 64]), ChainTensors::MappedNoIteration),
+        (((128, 128, 64), [128, 64]), ChainTensors::MappedNoIteration),
     ];
     let mut cases = Vec::new();
-    for (i, (ty, (sizes, tiles))) in [S::F16, S::BF16]
+    for (i, (ty, ((sizes, tiles), tensors))) in [S::F16, S::BF16]
         .into_iter()
         .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
         .enumerate()
     {
         let options = hopper(None);
-        let case = chain_case_in(seed + i as u64, ty, sizes, tiles, i % 2 == 0, options, true);
+        let q_reshaped = i % 2 == 0;
+        let case = chain_case_in(
+            seed + i as u64,
+            ty,
+            sizes,
+            tiles,
+            q_reshaped,
+            options,
+            tensors,
+        );
         let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
             .unwrap_or_else(|e| panic!("{e}"));
         let w = loop_work(&lowered.kernel);

@@ -492,4 +492,48 @@ mod tests {
             Some([u32::MAX, 2, 1])
         );
     }
+
+    #[test]
+    fn a_tensor_map_slot_maps_the_two_innermost_axes_and_one_of_every_other() {
+        use cuprum_ir::{OobFill, ScalarType, Swizzle};
+        // A `[heads, rows, cols]` f16 tensor with padded rows, boxes of 64 columns by 32 rows.
+        let desc = super::slot_tensor_map(
+            ScalarType::F16,
+            0x1000,
+            &[3, 100, 64],
+            &[7200, 72, 1],
+            [64, 32],
+            Swizzle::B128,
+        )
+        .expect("rank 3 is mappable");
+        assert_eq!(desc.rank, 3);
+        assert_eq!(desc.address, 0x1000);
+        assert_eq!(desc.dims[..3], [64, 100, 3]);
+        assert_eq!(desc.strides[..2], [144, 14400]);
+        assert_eq!(desc.box_dims[..3], [64, 32, 1]);
+        assert_eq!(desc.box_bytes(), 64 * 32 * 2);
+        assert_eq!(
+            (desc.swizzle, desc.oob_fill),
+            (Swizzle::B128, OobFill::Zero)
+        );
+        assert_eq!(desc.check(Some(3 * 14400)), Ok(()));
+        // Rank 2 is the GEMM recipe's map; ranks a tensor map cannot have, or a shape and
+        // strides of different ranks, are none.
+        let gemm =
+            super::slot_tensor_map(ScalarType::BF16, 0, &[4, 8], &[8, 1], [8, 4], Swizzle::B128);
+        assert_eq!(
+            gemm.map(|d| (d.rank, d.dims[..2].to_vec())),
+            Some((2, vec![8, 4]))
+        );
+        let one = super::slot_tensor_map(ScalarType::F16, 0, &[8], &[1], [8, 1], Swizzle::None);
+        assert!(one.is_none());
+        let six = [2u64; 6];
+        assert!(
+            super::slot_tensor_map(ScalarType::F16, 0, &six, &six, [2, 2], Swizzle::None).is_none()
+        );
+        assert!(
+            super::slot_tensor_map(ScalarType::F16, 0, &[2, 2], &[2], [2, 2], Swizzle::None)
+                .is_none()
+        );
+    }
 }
