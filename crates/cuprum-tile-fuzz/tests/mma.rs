@@ -760,32 +760,6 @@ fn broadcast(cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]) -> TileVal
     )
 }
 
-/// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
-/// query rows, over key tiles of `bn`, `s = q kᵀ`, the running row maximum `m`, `p = s - m`
-/// broadcast, `acc = (acc + (m_old - m) broadcast) + f16(p) v`, and after the loop
-/// `acc - m` broadcast. Two chained tensor-core `mma`s (the first's result, through a row
-/// reduction and broadcast, is the second's left operand), a loop-invariant left operand,
-/// row broadcasts onto both results' layouts: the lowering's row-only warp grids, in-place
-/// broadcasts and fragments made once before the loop, checked bit for bit.
-fn chain_case(
-    seed: u64,
-    input_ty: ScalarType,
-    (rows, keys, d): (u64, u64, u32),
-    [bm, bn]: [u32; 2],
-    q_reshaped: bool,
-    options: LowerOptions,
-) -> Case {
-    chain_case_in(
-        seed,
-        input_ty,
-        (rows, keys, d),
-        [bm, bn],
-        q_reshaped,
-        options,
-        ChainTensors::Any,
-    )
-}
-
 /// Heads of the key and value tensors of a mapped chain case; the chain reads the last.
 const MAPPED_HEADS: u64 = 2;
 
@@ -804,8 +778,15 @@ enum ChainTensors {
     MappedNoIteration,
 }
 
-/// [`chain_case`] with `tensors`.
-fn chain_case_in(
+/// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
+/// query rows, over key tiles of `bn`, `s = q kᵀ`, the running row maximum `m`, `p = s - m`
+/// broadcast, `acc = (acc + (m_old - m) broadcast) + f16(p) v`, and after the loop
+/// `acc - m` broadcast. Two chained tensor-core `mma`s (the first's result, through a row
+/// reduction and broadcast, is the second's left operand), a loop-invariant left operand,
+/// row broadcasts onto both results' layouts: the lowering's row-only warp grids, in-place
+/// broadcasts and fragments made once before the loop, checked bit for bit.
+/// Its tensors as `tensors` says.
+fn chain_case(
     seed: u64,
     input_ty: ScalarType,
     (rows, keys, d): (u64, u64, u32),
@@ -1046,6 +1027,7 @@ fn check_chains(what: &str, seed: u64, shapes: &[ChainShape], options: LowerOpti
                 tiles,
                 i % 2 == 1,
                 options.clone(),
+                ChainTensors::Any,
             )
         })
         .collect();
@@ -1134,7 +1116,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
     {
         let options = hopper(None);
         let q_reshaped = i % 2 == 0;
-        let case = chain_case_in(
+        let case = chain_case(
             seed + i as u64,
             ty,
             sizes,
@@ -1271,7 +1253,16 @@ fn chained_mmas_keep_their_rows_in_registers() {
     // the block at no more barriers than those two stagings need.
     for (sizes, tiles) in [((128, 256, 64), [128, 64]), ((64, 96, 32), [64, 32])] {
         let work = |q_reshaped| {
-            let case = chain_case(1, S::F16, sizes, tiles, q_reshaped, LowerOptions::default());
+            let options = LowerOptions::default();
+            let case = chain_case(
+                1,
+                S::F16,
+                sizes,
+                tiles,
+                q_reshaped,
+                options,
+                ChainTensors::Any,
+            );
             let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
                 .unwrap_or_else(|e| panic!("{e}"));
             loop_work(&lowered.kernel)
@@ -1323,7 +1314,15 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
         // Rows of 32 elements: no 128-byte panels, so `mma.sync`.
         ((64, 96, 32), [64, 32], None),
     ] {
-        let case = chain_case(1, S::F16, sizes, tiles, true, hopper(None));
+        let case = chain_case(
+            1,
+            S::F16,
+            sizes,
+            tiles,
+            true,
+            hopper(None),
+            ChainTensors::Any,
+        );
         let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
             .unwrap_or_else(|e| panic!("{e}"));
         let w = loop_work(&lowered.kernel);
