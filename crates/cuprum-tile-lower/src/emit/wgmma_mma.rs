@@ -53,7 +53,7 @@
 //! instead of being copied into the `wgmma`'s and back (ptxas kept those copies).
 
 use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType, accumulator_position};
-use cuprum_ir::{BinaryOp, ScalarType, Stmt, Swizzle, Value};
+use cuprum_ir::{BinaryOp, Constant, ScalarType, Stmt, Swizzle, Value};
 use cuprum_tile_ir::TileValue;
 
 use super::matmul::{Dims, Source};
@@ -380,8 +380,14 @@ impl Emitter<'_> {
         };
         // Every operand register and descriptor is made before the fence: a register a
         // `wgmma` reads must not be written between `wgmma.fence` and it.
-        let mut steps = Vec::with_capacity((d.k / shape.ty.k()) as usize);
-        for k0 in (0..d.k).step_by(shape.ty.k() as usize) {
+        let ks: Vec<u32> = (0..d.k).step_by(shape.ty.k() as usize).collect();
+        let a_descriptors = match &a_src {
+            WgA::Shared(tile) => self.tile_descriptors(*tile, Major::K, &ks, a_group_offset)?,
+            WgA::Fragments(_) => Vec::new(),
+        };
+        let b_descriptors = self.tile_descriptors(b_tile, b_major, &ks, None)?;
+        let mut steps = Vec::with_capacity(ks.len());
+        for (i, &k0) in ks.iter().enumerate() {
             let a_operand = match &a_src {
                 WgA::Fragments(source) => {
                     let words = self.fragment(
@@ -395,13 +401,9 @@ impl Emitter<'_> {
                         .map_err(|_| self.internal("an A fragment of other than 4 registers"))?;
                     WgmmaA::Registers(words)
                 }
-                WgA::Shared(tile) => {
-                    let d = self.tile_descriptor(*tile, Major::K, k0, a_group_offset)?;
-                    WgmmaA::Descriptor(d)
-                }
+                WgA::Shared(_) => WgmmaA::Descriptor(a_descriptors[i]),
             };
-            let b_desc = self.tile_descriptor(b_tile, b_major, k0, None)?;
-            steps.push((a_operand, b_desc));
+            steps.push((a_operand, b_descriptors[i]));
         }
         self.push(Stmt::WgmmaFence);
         for (a_operand, b_desc) in steps {
@@ -478,18 +480,55 @@ impl Emitter<'_> {
         k0: u32,
         rows: Option<Value>,
     ) -> R<Value> {
-        let (start, lbo) = match major {
-            // K-major: 8-row groups one period apart; the leading offset is unused.
-            Major::K => (tile.k_major_start(0, k0), 16),
-            // MN-major: rows are K; panels (of N) one panel apart.
-            Major::Mn => (k0 * tile.span(), tile.panel_bytes()),
-        };
+        let (start, lbo) = Self::descriptor_start(tile, major, k0);
         let mut start = self.u32c(start);
         for extra in [rows, tile.offset].into_iter().flatten() {
             start = self.add(start, extra)?;
         }
         let addr = self.shared_addr(tile.claim, start, ScalarType::U8)?;
         self.descriptor(addr, lbo, 8 * tile.span(), tile.swizzle)
+    }
+
+    /// The descriptors of the 16s of `K` from each of `ks` of `tile` (as
+    /// [`Emitter::tile_descriptor`] makes each): the first made whole, each other one the
+    /// first plus its distance in 16-byte units, which the start address field (bits 0..14,
+    /// the address over 16) takes without a carry, shared addresses being below 2^18.
+    fn tile_descriptors(
+        &mut self,
+        tile: SwizzledTile,
+        major: Major,
+        ks: &[u32],
+        rows: Option<Value>,
+    ) -> R<Vec<Value>> {
+        let Some(&first) = ks.first() else {
+            return Ok(Vec::new());
+        };
+        let base = self.tile_descriptor(tile, major, first, rows)?;
+        let (from, _) = Self::descriptor_start(tile, major, first);
+        let mut out = Vec::with_capacity(ks.len());
+        for &k0 in ks {
+            let (at, _) = Self::descriptor_start(tile, major, k0);
+            match at.checked_sub(from) {
+                Some(0) => out.push(base),
+                Some(d) if d % 16 == 0 => {
+                    let step = self.konst(Constant::u64(u64::from(d / 16)));
+                    out.push(self.add(base, step)?);
+                }
+                _ => out.push(self.tile_descriptor(tile, major, k0, rows)?),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The byte offset (before the swizzle) in `tile` of the 16 of `K` from `k0`, and the
+    /// descriptor's leading byte offset, stored `major`.
+    fn descriptor_start(tile: SwizzledTile, major: Major, k0: u32) -> (u32, u32) {
+        match major {
+            // K-major: 8-row groups one period apart; the leading offset is unused.
+            Major::K => (tile.k_major_start(0, k0), 16),
+            // MN-major: rows are K; panels (of N) one panel apart.
+            Major::Mn => (k0 * tile.span(), tile.panel_bytes()),
+        }
     }
 
     /// The swizzled byte offset (`U32`) of element `(row, col)` (`U32`) in `tile`, from its
