@@ -42,8 +42,9 @@
 //! thread that started it goes on. Before thread 0 refills the other buffer with iteration
 //! `i + 1`'s tile, everyone must be done reading it (iteration `i - 1`'s `wgmma`s):
 //!
-//! * in a block of one warpgroup, the block meets at a barrier there, as the `cp.async`
-//!   ring does;
+//! * in a block of one warpgroup, the block meets at a barrier once an iteration, at the
+//!   first such ring's `mma`, and thread 0 refills every ring's other buffer there (all of
+//!   them were read in the iteration before), so later rings' next tiles start early too;
 //! * in a block of several, each buffer also has an *empty* mbarrier, on which every warp
 //!   arrives (its lane 0, after the warp-synchronous wait) right after the `mma` that read
 //!   the buffer, and thread 0 alone waits for those arrivals: the warpgroups never meet in
@@ -125,6 +126,9 @@ pub(super) struct RingFrame {
     /// The next iteration's counter, and whether there is one (`Bool`).
     next: Value,
     more: Value,
+    /// Whether this iteration's refill of the block-barrier TMA rings has been emitted (at
+    /// the first of their `mma`s, for all of them).
+    refilled: bool,
 }
 
 impl Emitter<'_> {
@@ -388,6 +392,7 @@ impl Emitter<'_> {
             phase: ph,
             next,
             more,
+            refilled: false,
         });
         Ok(())
     }
@@ -414,20 +419,40 @@ impl Emitter<'_> {
             // `(i - 1) / 2`-th, of parity `phase ^ parity ^ 1`; in iteration 0 the parity
             // of the phase before the first, which has completed), thread 0 starts the next
             // tile's copy into it; then everyone waits for this one's.
-            if !tma.empties {
-                self.barrier();
-            }
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             let go = self.bin(BinaryOp::And, first, frame.more)?;
-            self.if_(go, |e| {
-                if tma.empties {
+            if tma.empties {
+                self.if_(go, |e| {
                     let empty = e.ring_empty_barrier(tma, other_parity)?;
                     let read = e.bin(BinaryOp::Xor, frame.phase, other_parity)?;
                     e.mbarrier(MbarrierOp::WaitParity, empty, Some(read))?;
+                    e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
+                })?;
+            } else if !frame.refilled {
+                // The block meets once an iteration, at the first such ring's `mma`: every
+                // block-barrier TMA ring's other buffer was read in the iteration before
+                // (whose `wgmma`s were all waited for), so thread 0 refills them all here.
+                self.barrier();
+                let refilled: Vec<Ring> = frame
+                    .rings
+                    .iter()
+                    .filter(|r| r.tma.is_some_and(|t| !t.empties))
+                    .cloned()
+                    .collect();
+                self.if_(go, |e| {
+                    for r in &refilled {
+                        let distance = e.u32c(r.distance);
+                        let other = e.mul(other_parity, distance)?;
+                        let tile = r.tile.at(other);
+                        e.copy_ring_tile(r, frame.counter, frame.next, tile, other_parity)?;
+                    }
+                    Ok(())
+                })?;
+                if let Some(f) = self.ring_frames.last_mut() {
+                    f.refilled = true;
                 }
-                e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
-            })?;
+            }
             let full = self.ring_barrier(tma, frame.parity)?;
             self.mbarrier(MbarrierOp::WaitParity, full, Some(frame.phase))?;
             return Ok(Some(ring.tile.at(this)));
