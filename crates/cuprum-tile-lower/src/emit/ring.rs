@@ -55,7 +55,7 @@
 //! lane 0 of each warp arriving or every thread alike.)
 
 use cuprum_ir::{
-    BinaryOp, CmpOp, MbarrierOp, ParamKind, ScalarType, Stmt, Swizzle, TensorMapRef, TmaOp, Value,
+    BinaryOp, CmpOp, MbarrierOp, ScalarType, Stmt, Swizzle, TensorMapRef, TmaOp, Value,
 };
 use cuprum_tile_ir::{Block, Op, Stmt as TStmt, TileValue, View};
 
@@ -63,7 +63,6 @@ use super::scratch::Claim;
 use super::staged::Dest;
 use super::wgmma_mma::{SWIZZLE_ALIGN, SwizzledTile};
 use super::{Emitter, Lv, R};
-use crate::ArgSlot;
 
 /// The most shared memory a loop's rings may take (of the 227 KiB a block may have), so
 /// that they do not push the scratch past what a block has.
@@ -209,8 +208,8 @@ impl Emitter<'_> {
             let tile = SwizzledTile::new(claim.part(0, bytes), rows, cols)
                 .ok_or_else(|| self.internal("a ring's tile no swizzle takes"))?;
             let tma = match tensor {
-                Some((param, rank)) => Some(TmaCopy {
-                    map: self.ring_tensor_map(param, rank, rows)?,
+                Some(param) => Some(TmaCopy {
+                    map: self.tensor_map_param(param, [BOX_COLUMNS, rows], Swizzle::B128)?,
                     bars: claim.part(2 * bytes, bars),
                     bytes: rows * cols * 2,
                     empties: self.plan.threads > WARPGROUP_THREADS,
@@ -228,10 +227,10 @@ impl Emitter<'_> {
         Ok(rings)
     }
 
-    /// The tensor parameter and rank of staged load `load` (a `[rows, cols]` tile of 16-bit
+    /// The tensor parameter of staged load `load` (a `[rows, cols]` tile of 16-bit
     /// elements) if a tensor-memory-accelerator ring can copy its tiles (see the module
     /// docs); `None` otherwise.
-    fn tma_tensor(&self, load: TileValue, rows: u32, cols: u32) -> R<Option<(u32, usize)>> {
+    fn tma_tensor(&self, load: TileValue, rows: u32, cols: u32) -> R<Option<u32>> {
         let Some(Op::Load {
             view: View::Tiled { tensor, .. },
             padding,
@@ -251,35 +250,7 @@ impl Emitter<'_> {
             && rows <= MAX_BOX_ROWS
             && cols.is_multiple_of(BOX_COLUMNS);
         let mappable = self.tensor(*tensor)?.facts.tensor_map;
-        Ok((zero_padding && one_matrix && fits && mappable).then_some((*tensor, rank)))
-    }
-
-    /// A tensor-map parameter of rank-`rank` tensor parameter `param` whose boxes are one
-    /// panel of a ring's tile: 64 columns by `rows`, 128-byte swizzled; its kernel IR index.
-    fn ring_tensor_map(&mut self, param: u32, rank: usize, rows: u32) -> R<u32> {
-        let elem = self.elem_of_param(param)?;
-        let rank = u8::try_from(rank).map_err(|_| self.internal("a tensor map's rank"))?;
-        let name = format!(
-            "{}_map{}",
-            self.kernel.params[param as usize].name,
-            self.args.len()
-        );
-        let index = self.b.param(name, ParamKind::TensorMap { elem, rank });
-        self.args.push(ArgSlot::TensorMap {
-            param,
-            box_dims: [BOX_COLUMNS, rows],
-            swizzle: Swizzle::B128,
-        });
-        Ok(index)
-    }
-
-    /// The element type of tensor parameter `param`.
-    fn elem_of_param(&self, param: u32) -> R<ScalarType> {
-        match &self.kernel.params[param as usize].kind {
-            cuprum_tile_ir::ParamKind::Tensor(t) => t.elem.known(),
-            cuprum_tile_ir::ParamKind::Scalar(_) => None,
-        }
-        .ok_or_else(|| self.internal("a ring's tensor that is not a typed tensor"))
+        Ok((zero_padding && one_matrix && fits && mappable).then_some(*tensor))
     }
 
     /// The shared address (`U32`) of `tma`'s full mbarrier of buffer `buffer` (`U32`, 0 or

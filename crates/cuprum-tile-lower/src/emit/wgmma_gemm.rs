@@ -604,16 +604,26 @@ impl Emitter<'_> {
         Ok([row, col])
     }
 
-    /// A tensor-map parameter of tile parameter `param` (boxes of `box_dims`, innermost
-    /// first, under `swizzle`); returns its kernel IR parameter index.
-    fn tensor_map_param(&mut self, param: u32, box_dims: [u32; 2], swizzle: Swizzle) -> R<u32> {
-        let elem = match &self.kernel.params[param as usize].kind {
-            TParamKind::Tensor(t) => t.elem.known(),
-            TParamKind::Scalar(_) => None,
-        }
-        .ok_or_else(|| self.internal("a GEMM operand that is not a typed tensor"))?;
-        let name = format!("{}_map", self.kernel.params[param as usize].name);
-        let index = self.b.param(name, ParamKind::TensorMap { elem, rank: 2 });
+    /// A tensor-map parameter of tile tensor parameter `param`, of the tensor's rank, whose
+    /// boxes are `box_dims` along its two innermost axes (innermost first) and one along
+    /// any other, under `swizzle` ([`crate::ArgSlot::TensorMap`]); returns its kernel IR
+    /// parameter index. Each call makes a parameter of its own (a tensor may have several).
+    pub(super) fn tensor_map_param(
+        &mut self,
+        param: u32,
+        box_dims: [u32; 2],
+        swizzle: Swizzle,
+    ) -> R<u32> {
+        let p = &self.kernel.params[param as usize];
+        let (elem, rank) = match &p.kind {
+            TParamKind::Tensor(t) => (t.elem.known(), u8::try_from(t.rank()).ok()),
+            TParamKind::Scalar(_) => (None, None),
+        };
+        let (Some(elem), Some(rank)) = (elem, rank) else {
+            return Err(self.internal("a tensor map of a parameter that is not a typed tensor"));
+        };
+        let name = format!("{}_map{}", p.name, self.args.len());
+        let index = self.b.param(name, ParamKind::TensorMap { elem, rank });
         self.args.push(ArgSlot::TensorMap {
             param,
             box_dims,
