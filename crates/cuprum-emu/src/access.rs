@@ -9,6 +9,7 @@
 use cuprum_ir::{AddressSpace, AtomicOp, MemOrder, ScalarType, Scope};
 
 use crate::atomic;
+use crate::cluster::ClusterPorts;
 use crate::error::{AccessKind, Dim3, EmuError};
 use crate::exec::Launch;
 use crate::global::{ATOMIC, BlockRaces, Found, READ, Tracker, WRITE, WarpAccesses};
@@ -22,6 +23,11 @@ pub(crate) struct Ctx<'a, 'k> {
     pub(crate) launch: &'a Launch<'k>,
     pub(crate) block_idx: Dim3,
     pub(crate) block_linear: u64,
+    /// The block's cluster, numbered as the grid's clusters are (`%clusterid`, x fastest):
+    /// the unit the launch schedules and stops (the block's own index without a cluster).
+    pub(crate) cluster_linear: u64,
+    /// The block's rank in its cluster (`%cluster_ctarank`).
+    pub(crate) rank: u32,
     pub(crate) warp_index: u32,
 }
 
@@ -130,12 +136,15 @@ impl Ctx<'_, '_> {
             },
             SharedFault::Pending { offset, pending } => {
                 let issuer = self.launch.thread_coords(pending.issuer);
+                let origin = pending
+                    .origin
+                    .map_or(String::new(), |b| format!(" of block {b:?} (a multicast)"));
                 let message = if pending.load {
                     format!(
-                        "this thread touches the destination of a TMA load thread {issuer:?} \
-                         issued, before observing the completion of the mbarrier phase its \
-                         bytes complete on (wait on that barrier's phase first, with the right \
-                         parity)"
+                        "this thread touches the destination of a TMA load thread {issuer:?}\
+                         {origin} issued, before observing the completion of the mbarrier phase \
+                         its bytes complete on (wait on that barrier's phase first, with the \
+                         right parity)"
                     )
                 } else {
                     format!(
@@ -197,13 +206,15 @@ pub(crate) fn shared_error(
 }
 
 /// The memory one warp may touch besides global memory: the block's shared memory, this
-/// warp's local memory (32 lanes of `launch.local_size` bytes), the global lookup hint and the
-/// block's half of the global race tracker.
+/// warp's local memory (32 lanes of `launch.local_size` bytes), the global lookup hint, the
+/// block's half of the global race tracker, and its cluster's other blocks with the order
+/// between them.
 pub(crate) struct Ports<'a> {
     pub(crate) shared: &'a mut SharedMem,
     pub(crate) local: &'a mut [u8],
     pub(crate) hint: &'a mut usize,
     pub(crate) races: &'a mut BlockRaces,
+    pub(crate) cluster: ClusterPorts<'a>,
 }
 
 impl Ports<'_> {
@@ -251,7 +262,11 @@ impl Ports<'_> {
         match space {
             AddressSpace::Global => {
                 let global = &ctx.launch.global;
-                let mut track = Tracker::new(ctx.launch.races.as_ref(), self.races);
+                let mut track = Tracker::new(
+                    ctx.launch.races.as_ref(),
+                    self.races,
+                    self.cluster.order.view(ctx.rank),
+                );
                 let mut accesses = WarpAccesses::new();
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
@@ -337,7 +352,11 @@ impl Ports<'_> {
         match space {
             AddressSpace::Global => {
                 let global = &ctx.launch.global;
-                let mut track = Tracker::new(ctx.launch.races.as_ref(), self.races);
+                let mut track = Tracker::new(
+                    ctx.launch.races.as_ref(),
+                    self.races,
+                    self.cluster.order.view(ctx.rank),
+                );
                 let mut accesses = WarpAccesses::new();
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
@@ -462,7 +481,11 @@ impl Ports<'_> {
                 let Some((alloc, off)) = ctx.launch.global.locate(s, read, self.hint) else {
                     return Err(ctx.oob(l, s, read as u32, global, AccessKind::Load));
                 };
-                if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
+                if let Some(mut t) = Tracker::new(
+                    ctx.launch.races.as_ref(),
+                    self.races,
+                    self.cluster.order.view(ctx.rank),
+                ) {
                     t.access(ctx.tid(l), *self.hint, alloc, off, read as u32, READ)
                         .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Load))?;
                 }
@@ -576,7 +599,11 @@ impl Ports<'_> {
                     if !a.is_multiple_of(size64) {
                         return Err(ctx.misaligned(l, a, size, space));
                     }
-                    if let Some(mut t) = Tracker::new(ctx.launch.races.as_ref(), self.races) {
+                    if let Some(mut t) = Tracker::new(
+                        ctx.launch.races.as_ref(),
+                        self.races,
+                        self.cluster.order.view(ctx.rank),
+                    ) {
                         t.access(ctx.tid(l), *self.hint, alloc, off, size, ATOMIC)
                             .map_err(|f| Self::race_error(ctx, l, &f, AccessKind::Atomic))?;
                     }

@@ -516,6 +516,42 @@ pub enum EmuError {
         message: String,
     },
 
+    /// A misuse of a thread-block cluster's statements that the GPU leaves undefined: a
+    /// thread arriving at the cluster barrier twice without waiting, or waiting without an
+    /// arrival since its last wait; a remote mbarrier arrival or a multicast copy naming a
+    /// rank outside the cluster, or aimed at a block whose threads have all returned (its
+    /// shared memory is gone); a block that returned while another block's arrival on its
+    /// mbarriers or multicast copy into its shared memory was not ordered before the return.
+    #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: cluster misuse: {message}")]
+    ClusterMisuse {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread that failed (`blockIdx`).
+        block: Dim3,
+        /// The thread that failed, within its block (`threadIdx`).
+        thread: Dim3,
+        /// What was wrong, and what orders it correctly.
+        message: String,
+    },
+
+    /// Threads wait at a cluster barrier (`barrier.cluster.wait`) whose phase can never
+    /// complete: threads of the cluster that have not arrived wait elsewhere (at a block
+    /// barrier, on an mbarrier, at another cluster wait). On the GPU the cluster hangs.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: cluster barrier deadlock: \
+         {message}"
+    )]
+    ClusterBarrierDeadlock {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the waiting thread (`blockIdx`).
+        block: Dim3,
+        /// A waiting thread, within its block (`threadIdx`).
+        thread: Dim3,
+        /// What it waits for and where the others are.
+        message: String,
+    },
+
     /// A misuse of Hopper's warpgroup statements (`wgmma`, `setmaxnreg`) that the GPU
     /// leaves undefined: an early accumulator access, an overwritten operand, a missing
     /// `wgmma.fence`, a statement not executed by the whole warpgroup together.

@@ -1,38 +1,50 @@
 //! Launches: checks a launch against the kernel and the GPU's limits, prepares what every
 //! thread needs (value types, argument bits, memory layouts, a snapshot of device memory),
-//! spreads the blocks over the CPU cores with rayon and schedules the warps of each block
-//! around its barriers.
+//! spreads the clusters of blocks over the CPU cores with rayon and schedules the warps of
+//! each cluster around their barriers.
 //!
-//! Inside a block, warps run one after another on one CPU thread: each runs until it finishes
-//! or stops at a barrier; when all have stopped, the scheduler checks that every warp still
-//! running waits at the same barrier statement, starts a new race-tracking epoch and resumes
-//! them. A warp that waits on an mbarrier phase (or polls one that is incomplete) stops too,
-//! and runs again in the next round while the warps at a barrier stay there; a round in which
-//! no warp moves on while some wait on mbarriers is a deadlock, reported as
-//! [`EmuError::MbarrierDeadlock`]. Blocks share nothing but global memory, so they run in
-//! parallel.
+//! The unit of scheduling is the cluster ([`Kernel::cluster`]; without one, every block is a
+//! cluster of one, which is the common case and costs nothing more). A cluster's blocks run
+//! together on one CPU thread, their warps interleaved in rounds, rank by rank: each warp runs
+//! until it finishes or stops. Each block keeps its own registers, local and shared memory,
+//! block barrier, named barriers and mbarriers (in its shared memory); what the blocks share
+//! (the cluster barrier, remote arrivals, multicast copies) is [`crate::cluster`]'s.
 //!
-//! The first failure stops the launch: blocks after the failing one stop at their next loop
-//! back edge or never start, blocks before it run to the end, and the error of the lowest
-//! failing block is returned, so which error a faulty launch reports does not depend on timing
-//! (unless blocks race on global memory). The step budget is the exception that makes this
-//! safe for runaway kernels: each worker takes steps from the launch's shared counter in
-//! chunks, and once the budget is spent every block fails at its next chunk, earlier blocks
-//! included, so an endless loop in any block ends the launch.
+//! A warp stops at a block barrier; when every warp of its block that is still running has
+//! stopped at one, the scheduler checks that they wait at the same barrier statement, starts a
+//! new race-tracking epoch and resumes them. A warp that waits on an mbarrier phase, a named
+//! barrier or the cluster barrier (or polls an mbarrier phase that is incomplete) stops too,
+//! and runs again in the next round while the warps at a block barrier stay there. A round in
+//! which no warp of the cluster moves on and no block barrier lets warps past is a deadlock
+//! (a warp may wait for another block's warp, so the whole cluster counts), reported for the
+//! first waiting warp as [`EmuError::MbarrierDeadlock`], [`EmuError::NamedBarrierDeadlock`]
+//! or [`EmuError::ClusterBarrierDeadlock`]. When a block's last warp finishes, its pending
+//! bulk stores are written and its warpgroups and cluster obligations checked. Clusters share
+//! nothing but global memory, so they run in parallel.
 //!
-//! A launch also owns the global race tracker ([`crate::global`]); each worker's block state
-//! holds the block's half of it (clock, synchronisation), advanced at every barrier.
+//! The first failure stops the launch: clusters after the failing one stop at their next
+//! loop back edge or never start, clusters before it run to the end, and the error of the
+//! lowest failing cluster (the first its scheduler found) is returned, so which error a
+//! faulty launch reports does not depend on timing (unless clusters race on global memory).
+//! The step budget is the exception that makes this safe for runaway kernels: each worker
+//! takes steps from the launch's shared counter in chunks, and once the budget is spent every
+//! cluster fails at its next chunk, earlier ones included, so an endless loop in any block
+//! ends the launch.
+//!
+//! A launch also owns the global race tracker ([`crate::global`]); each block state holds the
+//! block's half of it (clock, synchronisation), advanced at every barrier.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use cuprum_ir::{
-    ArrayDecl, Kernel, MemOrder, Op, ParamKind, ScalarType, SliceAccess, Stmt, array_layout,
-    array_layout_size, validate_kernel,
+    ArrayDecl, Kernel, MAX_CLUSTER_BLOCKS, MemOrder, Op, ParamKind, ScalarType, SliceAccess, Stmt,
+    array_layout, array_layout_size, validate_kernel,
 };
 use rayon::prelude::*;
 
 use crate::access::{Ctx, Ports};
+use crate::cluster::{ClusterOrder, ClusterPorts};
 use crate::error::{Dim3, EmuError};
 use crate::global::{BlockRaces, GlobalRaces};
 use crate::lanes::Lanes;
@@ -99,6 +111,13 @@ pub(crate) struct Launch<'k> {
     pub(crate) local_size: u32,
     pub(crate) grid: Dim3,
     pub(crate) block: Dim3,
+    /// The cluster's shape in blocks (`[1, 1, 1]` without [`Kernel::cluster`]) and its
+    /// number of blocks.
+    pub(crate) cluster: Dim3,
+    pub(crate) cluster_blocks: u32,
+    /// Whether the kernel synchronises a cluster's blocks ([`crate::cluster::synchronises`]):
+    /// only then are the cluster barrier and the order across blocks kept.
+    pub(crate) cluster_sync: bool,
     pub(crate) threads: u32,
     pub(crate) warps: u32,
     /// `threadIdx.{x,y,z}` of every lane of every warp (`warps * 32` entries each).
@@ -115,7 +134,8 @@ pub(crate) struct Launch<'k> {
     /// The step budget (`u64::MAX`: none) and how many steps a worker takes at a time.
     pub(crate) step_limit: u64,
     pub(crate) step_chunk: u64,
-    /// Lowest block index that failed so far (`u64::MAX`: none).
+    /// Lowest cluster index (block index without clusters) that failed so far (`u64::MAX`:
+    /// none).
     first_failed: AtomicU64,
     error: Mutex<Option<(u64, EmuError)>>,
 }
@@ -135,6 +155,26 @@ impl Launch<'_> {
             ((b / gx) % gy) as u32,
             (b / (gx * gy)) as u32,
         ]
+    }
+
+    /// Block `rank` of cluster `cluster_linear` (clusters numbered over the grid's clusters,
+    /// x fastest): its `blockIdx` and linear block index.
+    pub(crate) fn cluster_member(&self, cluster_linear: u64, rank: u32) -> (Dim3, u64) {
+        if self.cluster_blocks == 1 {
+            return (self.block_coords(cluster_linear), cluster_linear);
+        }
+        let [cx, cy, cz] = self.cluster;
+        let [nx, ny, _] = [0, 1, 2].map(|d| u64::from(self.grid[d] / self.cluster[d]));
+        let c = [
+            cluster_linear % nx,
+            (cluster_linear / nx) % ny,
+            cluster_linear / (nx * ny),
+        ];
+        let r = [rank % cx, (rank / cx) % cy, rank / (cx * cy) % cz];
+        let idx = [0, 1, 2].map(|d| (c[d] * u64::from(self.cluster[d]) + u64::from(r[d])) as u32);
+        let [gx, gy, _] = self.grid.map(u64::from);
+        let linear = u64::from(idx[0]) + gx * (u64::from(idx[1]) + gy * u64::from(idx[2]));
+        (idx, linear)
     }
 
     /// The slice parameters whose elements hold global address `addr`: `(parameter index,
@@ -196,10 +236,11 @@ impl Launch<'_> {
         }
     }
 
-    /// Whether a block before `block_linear` has failed, so this one should stop.
+    /// Whether a cluster before `cluster_linear` (a block, without clusters) has failed, so
+    /// this one should stop.
     #[inline]
-    pub(crate) fn stopped(&self, block_linear: u64) -> bool {
-        self.first_failed.load(Relaxed) < block_linear
+    pub(crate) fn stopped(&self, cluster_linear: u64) -> bool {
+        self.first_failed.load(Relaxed) < cluster_linear
     }
 
     /// Takes the next chunk of steps from the launch's budget for a worker; false when the
@@ -210,27 +251,28 @@ impl Launch<'_> {
         taken.saturating_add(self.step_chunk) <= self.step_limit
     }
 
-    fn fail(&self, block_linear: u64, error: EmuError) {
-        self.first_failed.fetch_min(block_linear, Relaxed);
+    fn fail(&self, cluster_linear: u64, error: EmuError) {
+        self.first_failed.fetch_min(cluster_linear, Relaxed);
         let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|(b, _)| block_linear < *b) {
-            *slot = Some((block_linear, error));
+        if slot.as_ref().is_none_or(|(c, _)| cluster_linear < *c) {
+            *slot = Some((cluster_linear, error));
         }
     }
 }
 
-/// Per-worker state, reused from block to block.
+/// One block of the cluster a worker runs: its warps and everything they keep but shared
+/// memory, which the cluster's other blocks reach too, so it lives beside (`Worker::shared`).
 struct BlockState<'k> {
+    block_idx: Dim3,
+    block_linear: u64,
     warps: Vec<Warp<'k>>,
     at_barrier: Vec<Option<usize>>,
     done: Vec<bool>,
+    /// Warps not done yet (0: every thread of the block has returned).
+    running: usize,
     regs: Vec<Lanes>,
     vars: Vec<Lanes>,
-    shared: SharedMem,
     local: Vec<u8>,
-    hint: usize,
-    /// Steps left in the chunk this worker took from the budget.
-    steps_left: u64,
     races: BlockRaces,
     /// Each warp's wgmma and named-barrier state.
     wg: Vec<crate::wgmma::WarpState<'k>>,
@@ -242,182 +284,323 @@ impl<'k> BlockState<'k> {
     fn new(launch: &Launch<'k>) -> Self {
         let w = launch.warps as usize;
         Self {
+            block_idx: [0; 3],
+            block_linear: 0,
             warps: (0..w).map(|_| Warp::new()).collect(),
             at_barrier: vec![None; w],
             done: vec![false; w],
+            running: 0,
             regs: vec![[0; 32]; w * launch.types.len()],
             vars: vec![[0; 32]; w * launch.kernel.vars.len()],
-            shared: SharedMem::new(),
             local: vec![0; w * 32 * launch.local_size as usize],
-            hint: 0,
-            steps_left: 0,
             races: BlockRaces::new(),
             wg: (0..w).map(|_| crate::wgmma::WarpState::default()).collect(),
             cp: (0..w).map(|_| crate::cp_async::Queues::default()).collect(),
         }
     }
-}
 
-fn run_block<'k>(
-    launch: &Launch<'k>,
-    st: &mut BlockState<'k>,
-    block_linear: u64,
-) -> Result<(), EmuError> {
-    let block_idx = launch.block_coords(block_linear);
-    let nwarps = launch.warps as usize;
-    let nvalues = launch.types.len();
-    let nvars = launch.kernel.vars.len();
-    let local_per_warp = 32 * launch.local_size as usize;
-    for (w, warp) in st.warps.iter_mut().enumerate() {
-        let first = w as u32 * 32;
-        let n = (launch.threads - first).min(32);
-        let valid = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-        warp.reset(&launch.kernel.body.stmts, valid);
-    }
-    st.done.fill(false);
-    st.at_barrier.fill(None);
-    st.wg.iter_mut().for_each(crate::wgmma::WarpState::reset);
-    st.cp.iter_mut().for_each(crate::cp_async::Queues::reset);
-    st.vars.fill([0; 32]);
-    st.local.fill(crate::memory::POISON);
-    st.shared.begin_block(launch.shared_size, launch.threads);
-    st.races
-        .begin_block(launch.races.as_ref(), block_linear, launch.threads);
-    loop {
-        // Whether any warp moved on in this round, and the first that waits on an mbarrier.
-        let mut progress = false;
-        let mut blocked = None;
-        for w in 0..nwarps {
-            if st.done[w] || st.at_barrier[w].is_some() {
-                continue;
-            }
-            let mut exec = Exec {
-                ctx: Ctx {
-                    launch,
-                    block_idx,
-                    block_linear,
-                    warp_index: w as u32,
-                },
-                regs: &mut st.regs[w * nvalues..(w + 1) * nvalues],
-                vars: &mut st.vars[w * nvars..(w + 1) * nvars],
-                mem: Ports {
-                    shared: &mut st.shared,
-                    local: &mut st.local[w * local_per_warp..(w + 1) * local_per_warp],
-                    hint: &mut st.hint,
-                    races: &mut st.races,
-                },
-                steps_left: st.steps_left,
-                wg: &mut st.wg[w],
-                cp: &mut st.cp[w],
-            };
-            let stop = exec.run(&mut st.warps[w]);
-            st.steps_left = exec.steps_left;
-            match stop? {
-                Stop::Done => {
-                    st.done[w] = true;
-                    progress = true;
-                }
-                Stop::Barrier(id) => {
-                    st.at_barrier[w] = Some(id);
-                    progress = true;
-                }
-                Stop::Yield => progress = true,
-                Stop::Blocked { off, lane, first } => {
-                    progress |= !first;
-                    blocked = blocked.or(Some((w, off, lane)));
-                }
-                Stop::Aborted => return Ok(()),
-            }
+    /// Starts block `block_linear` (`blockIdx` `block_idx`): every warp at the top of the
+    /// body, nothing left of the block before.
+    fn begin(&mut self, launch: &Launch<'k>, block_idx: Dim3, block_linear: u64) {
+        self.block_idx = block_idx;
+        self.block_linear = block_linear;
+        for (w, warp) in self.warps.iter_mut().enumerate() {
+            let first = w as u32 * 32;
+            let n = (launch.threads - first).min(32);
+            let valid = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+            warp.reset(&launch.kernel.body.stmts, valid);
         }
-        let mut waiting = (0..nwarps).filter(|&w| !st.done[w]);
+        self.done.fill(false);
+        self.running = self.warps.len();
+        self.at_barrier.fill(None);
+        self.wg.iter_mut().for_each(crate::wgmma::WarpState::reset);
+        self.cp.iter_mut().for_each(crate::cp_async::Queues::reset);
+        self.vars.fill([0; 32]);
+        self.local.fill(crate::memory::POISON);
+        self.races
+            .begin_block(launch.races.as_ref(), block_linear, launch.threads);
+    }
+
+    /// When every warp that has not finished waits at a block barrier: checks that they wait
+    /// at the same one and lets them past it (true); false while some warps run or wait on
+    /// something else.
+    fn release_barrier(
+        &mut self,
+        launch: &Launch,
+        shared: &mut SharedMem,
+    ) -> Result<bool, EmuError> {
+        let mut waiting = (0..self.warps.len()).filter(|&w| !self.done[w]);
         let Some(first) = waiting.next() else {
-            let ctx = Ctx {
-                launch,
-                block_idx,
-                block_linear,
-                warp_index: 0,
-            };
-            crate::tma::finish_block(ctx, &mut st.shared);
-            return crate::wgmma::check_warpgroups(launch, block_idx, &st.wg);
+            return Ok(false);
         };
         if !waiting
             .clone()
             .chain([first])
-            .all(|w| st.at_barrier[w].is_some())
+            .all(|w| self.at_barrier[w].is_some())
         {
-            // Some warps wait on mbarriers (or let others run): another round, unless
-            // nothing moved in this one, when nothing ever will.
-            if progress {
-                continue;
-            }
-            return Err(mbarrier_deadlock(launch, st, block_idx, blocked));
+            return Ok(false);
         }
-        // Every warp not done now waits at a barrier: they must all wait at the same one.
-        if let Some(other) = waiting.find(|&w| st.at_barrier[w] != st.at_barrier[first]) {
-            let lane = st.warps[other].live().trailing_zeros();
+        if let Some(other) = waiting.find(|&w| self.at_barrier[w] != self.at_barrier[first]) {
+            let lane = self.warps[other].live().trailing_zeros();
+            let first_lane = self.warps[first].live().trailing_zeros();
             return Err(EmuError::BarrierDivergence {
                 kernel: launch.kernel.name.clone(),
-                block: block_idx,
+                block: self.block_idx,
                 thread: launch.thread_coords(other as u32 * 32 + lane),
                 message: format!(
                     "warp {first} (thread {:?}) waits at one barrier and warp {other} (this \
                      thread) at a different barrier statement; every thread of the block that \
                      has not returned must reach the same barrier",
-                    launch
-                        .thread_coords(first as u32 * 32 + st.warps[first].live().trailing_zeros())
+                    launch.thread_coords(first as u32 * 32 + first_lane)
                 ),
             });
         }
-        st.at_barrier.fill(None);
-        st.shared.next_epoch();
-        st.races.barrier(launch.races.as_ref());
+        self.at_barrier.fill(None);
+        shared.next_epoch();
+        self.races.barrier(launch.races.as_ref());
+        Ok(true)
+    }
+
+    /// How many of its warps have finished, wait at a block barrier, and wait on something
+    /// else (an mbarrier, a named barrier, the cluster barrier).
+    fn warp_counts(&self) -> [usize; 3] {
+        let done = self.done.iter().filter(|&&d| d).count();
+        let at_barrier = (0..self.done.len())
+            .filter(|&w| !self.done[w] && self.at_barrier[w].is_some())
+            .count();
+        [done, at_barrier, self.done.len() - done - at_barrier]
     }
 }
 
-/// The error of a block in which no warp can move on: some wait on mbarrier phases that no
-/// thread left can complete (`blocked`: the first such warp, the barrier and the lane).
+/// Per-worker state, reused from cluster to cluster (without [`Kernel::cluster`], a cluster
+/// is one block): one block state and one shared memory per rank, the cluster's order, and
+/// what the worker's warps share.
+struct Worker<'k> {
+    blocks: Vec<BlockState<'k>>,
+    shared: Vec<SharedMem>,
+    order: ClusterOrder,
+    hint: usize,
+    /// Steps left in the chunk this worker took from the budget.
+    steps_left: u64,
+}
+
+impl<'k> Worker<'k> {
+    fn new(launch: &Launch<'k>) -> Self {
+        let n = launch.cluster_blocks as usize;
+        Self {
+            blocks: (0..n).map(|_| BlockState::new(launch)).collect(),
+            shared: (0..n).map(|_| SharedMem::new()).collect(),
+            order: ClusterOrder::default(),
+            hint: 0,
+            steps_left: 0,
+        }
+    }
+}
+
+/// A warp that cannot move on: its block's rank, the warp, the `off` of its `Stop::Blocked`
+/// and the lane it names.
+type Blocked = (usize, usize, u32, u32);
+
+/// Runs cluster `cluster_linear` (see the module docs): its blocks' warps in one scheduler.
+fn run_cluster<'k>(
+    launch: &Launch<'k>,
+    st: &mut Worker<'k>,
+    cluster_linear: u64,
+) -> Result<(), EmuError> {
+    let nwarps = launch.warps as usize;
+    let nvalues = launch.types.len();
+    let nvars = launch.kernel.vars.len();
+    let local_per_warp = 32 * launch.local_size as usize;
+    let mut members = [([0; 3], 0); MAX_CLUSTER_BLOCKS as usize];
+    for (rank, b) in st.blocks.iter_mut().enumerate() {
+        let (block_idx, block_linear) = launch.cluster_member(cluster_linear, rank as u32);
+        b.begin(launch, block_idx, block_linear);
+        if let Some(m) = members.get_mut(rank) {
+            *m = (block_idx, block_linear);
+        }
+    }
+    for shared in &mut st.shared {
+        shared.begin_block(launch.shared_size, launch.threads);
+    }
+    let n = st.blocks.len().min(members.len());
+    st.order.begin_cluster(launch, &members[..n]);
+    loop {
+        // Whether any warp moved on (or a block barrier let warps past) in this round, and
+        // the first warp that waits on something.
+        let mut progress = false;
+        let mut blocked: Option<Blocked> = None;
+        let Worker {
+            blocks,
+            shared,
+            order,
+            hint,
+            steps_left,
+        } = &mut *st;
+        for (rank, b) in blocks.iter_mut().enumerate() {
+            if b.running == 0 {
+                continue;
+            }
+            let (below, rest) = shared.split_at_mut(rank);
+            let Some((own, above)) = rest.split_first_mut() else {
+                return Err(EmuError::Internal {
+                    kernel: launch.kernel.name.clone(),
+                    message: format!("cluster rank {rank} has no shared memory"),
+                });
+            };
+            for w in 0..nwarps {
+                if b.done[w] || b.at_barrier[w].is_some() {
+                    continue;
+                }
+                let ctx = Ctx {
+                    launch,
+                    block_idx: b.block_idx,
+                    block_linear: b.block_linear,
+                    cluster_linear,
+                    rank: rank as u32,
+                    warp_index: w as u32,
+                };
+                let mut exec = Exec {
+                    ctx,
+                    regs: &mut b.regs[w * nvalues..(w + 1) * nvalues],
+                    vars: &mut b.vars[w * nvars..(w + 1) * nvars],
+                    mem: Ports {
+                        shared: own,
+                        local: &mut b.local[w * local_per_warp..(w + 1) * local_per_warp],
+                        hint,
+                        races: &mut b.races,
+                        cluster: ClusterPorts {
+                            below,
+                            above,
+                            order,
+                        },
+                    },
+                    steps_left: *steps_left,
+                    wg: &mut b.wg[w],
+                    cp: &mut b.cp[w],
+                };
+                let stop = exec.run(&mut b.warps[w]);
+                *steps_left = exec.steps_left;
+                match stop? {
+                    Stop::Done => {
+                        b.done[w] = true;
+                        b.running -= 1;
+                        progress = true;
+                        if b.running == 0 {
+                            // The block's last thread returned.
+                            crate::tma::finish_block(ctx, own);
+                            crate::wgmma::check_warpgroups(launch, b.block_idx, &b.wg)?;
+                            crate::cluster::finish_block(launch, rank as u32, own, order)?;
+                        }
+                    }
+                    Stop::Barrier(id) => {
+                        b.at_barrier[w] = Some(id);
+                        progress = true;
+                    }
+                    Stop::Yield => progress = true,
+                    Stop::Blocked { off, lane, first } => {
+                        progress |= !first;
+                        blocked = blocked.or(Some((rank, w, off, lane)));
+                    }
+                    Stop::Aborted => return Ok(()),
+                }
+            }
+            if b.running > 0 {
+                progress |= b.release_barrier(launch, own)?;
+            }
+        }
+        if st.blocks.iter().all(|b| b.running == 0) {
+            return Ok(());
+        }
+        if !progress {
+            // Some warps wait on mbarriers, named barriers or the cluster barrier, and
+            // nothing moved in this round: nothing ever will.
+            return Err(deadlock(launch, st, cluster_linear, blocked));
+        }
+    }
+}
+
+/// The error of a cluster in which no warp can move on: some wait on something that no
+/// thread left can complete (`blocked`: the first such warp).
 #[cold]
-fn mbarrier_deadlock(
+fn deadlock(
     launch: &Launch,
-    st: &BlockState,
-    block: crate::error::Dim3,
-    blocked: Option<(usize, u32, u32)>,
+    st: &Worker,
+    cluster_linear: u64,
+    blocked: Option<Blocked>,
 ) -> EmuError {
     let kernel = launch.kernel.name.clone();
-    let Some((w, off, lane)) = blocked else {
+    let Some((rank, w, off, lane)) = blocked else {
         return EmuError::Internal {
             kernel,
-            message: "no warp of a block moved on, yet none waits".into(),
+            message: "no warp of a cluster moved on, yet none waits".into(),
         };
     };
-    let count = |f: &dyn Fn(usize) -> bool| (0..st.done.len()).filter(|&v| f(v)).count();
-    let done = count(&|v| st.done[v]);
-    let at_barrier = count(&|v| !st.done[v] && st.at_barrier[v].is_some());
-    let waiting = st.done.len() - done - at_barrier;
+    let (Some(b), Some(shared)) = (st.blocks.get(rank), st.shared.get(rank)) else {
+        return EmuError::Internal {
+            kernel,
+            message: format!("cluster rank {rank} has no block"),
+        };
+    };
+    let ctx = Ctx {
+        launch,
+        block_idx: b.block_idx,
+        block_linear: b.block_linear,
+        cluster_linear,
+        rank: rank as u32,
+        warp_index: w as u32,
+    };
+    let [done, at_barrier, waiting] = b.warp_counts();
+    let nwarps = b.done.len();
+    // Where the cluster's other blocks' warps are.
+    let others = if st.blocks.len() > 1 {
+        let [d, a, x] = st
+            .blocks
+            .iter()
+            .enumerate()
+            .filter(|&(r, _)| r != rank)
+            .map(|(_, o)| o.warp_counts())
+            .fold([0; 3], |s, c| [s[0] + c[0], s[1] + c[1], s[2] + c[2]]);
+        format!(
+            "; of the warps of the cluster's other {} blocks, {d} have finished, {a} wait at a \
+             `sync_threads()` barrier and {x} wait on mbarriers, named barriers or the cluster \
+             barrier",
+            st.blocks.len() - 1
+        )
+    } else {
+        String::new()
+    };
+    let thread = launch.thread_coords(w as u32 * 32 + lane);
+    if off == crate::cluster::CLUSTER_BLOCKED {
+        let summary = format!(
+            "of the block's {nwarps} warps, {done} have finished, {at_barrier} wait at a \
+             `sync_threads()` barrier and {waiting} wait on mbarriers, named barriers or the \
+             cluster barrier{others}"
+        );
+        return crate::cluster::deadlock(ctx, lane, &st.order, &summary);
+    }
     if let Some(id) = off.checked_sub(crate::wgmma::NAMED_BLOCKED_BASE) {
         return EmuError::NamedBarrierDeadlock {
             kernel,
-            block,
-            thread: launch.thread_coords(w as u32 * 32 + lane),
+            block: b.block_idx,
+            thread,
             message: format!(
-                "warp {w} (this thread) waits at `bar.sync`, but {}; of the block's {} warps, \
-                 {done} have finished, {at_barrier} wait at a `sync_threads()` barrier and \
-                 {waiting} wait on named barriers or mbarriers, so no thread is left to arrive",
-                st.shared.named.describe(id),
-                st.done.len()
+                "warp {w} (this thread) waits at `bar.sync`, but {}; of the block's {nwarps} \
+                 warps, {done} have finished, {at_barrier} wait at a `sync_threads()` barrier \
+                 and {waiting} wait on named barriers or mbarriers{others}, so no thread is \
+                 left to arrive",
+                shared.named.describe(id),
             ),
         };
     }
     EmuError::MbarrierDeadlock {
         kernel,
-        block,
-        thread: launch.thread_coords(w as u32 * 32 + lane),
+        block: b.block_idx,
+        thread,
         message: format!(
-            "warp {w} (this thread) waits for a phase to complete, but {}; of the block's {} \
-             warps, {done} have finished, {at_barrier} wait at a `sync_threads()` barrier and \
-             {waiting} wait on mbarriers, so no thread is left to arrive",
-            st.shared.mbar.describe(off),
-            st.done.len()
+            "warp {w} (this thread) waits for a phase to complete, but {}; of the block's \
+             {nwarps} warps, {done} have finished, {at_barrier} wait at a `sync_threads()` \
+             barrier and {waiting} wait on mbarriers{others}, so no thread is left to arrive",
+            shared.mbar.describe(off),
         ),
     }
 }
@@ -538,6 +721,31 @@ fn check_dims(kernel: &Kernel, dims: &LaunchDims) -> Result<(u32, u32), EmuError
     }
     let threads = threads as u32;
     Ok((threads, threads.div_ceil(32)))
+}
+
+/// The cluster shape of `kernel` (`[1, 1, 1]` without one), after checking that it cuts
+/// `grid` into whole clusters.
+fn check_cluster(kernel: &Kernel, grid: Dim3) -> Result<Dim3, EmuError> {
+    let Some((x, y, z)) = kernel.cluster else {
+        return Ok([1, 1, 1]);
+    };
+    let cluster = [x, y, z];
+    if let Some(d) = (0..3).find(|&d| !grid[d].is_multiple_of(cluster[d])) {
+        let axis = ["x", "y", "z"][d];
+        let fitted = [0, 1, 2].map(|d| grid[d].next_multiple_of(cluster[d]));
+        return Err(invalid_launch(
+            kernel,
+            format!(
+                "grid {grid:?} is not a whole number of the kernel's clusters of [{x}, {y}, {z}] \
+                 blocks ({axis}: {} is not a multiple of {}): a cluster's blocks run together, \
+                 so each grid dimension must be a multiple of the cluster's; launch a grid of \
+                 {fitted:?} (with the extra blocks doing nothing) or declare a cluster shape \
+                 that divides the grid",
+                grid[d], cluster[d]
+            ),
+        ));
+    }
+    Ok(cluster)
 }
 
 /// Layout of `arrays` after checking that the sizes cannot overflow.
@@ -691,6 +899,7 @@ pub fn launch_with(
         message: e.message,
     })?;
     let (threads, warps) = check_dims(kernel, &dims)?;
+    let cluster = check_cluster(kernel, dims.grid)?;
     let static_size = kernel.shared_layout_size();
     if static_size > u64::from(MAX_SHARED_BYTES) {
         return Err(invalid_launch(
@@ -734,6 +943,9 @@ pub fn launch_with(
         local_size,
         grid: dims.grid,
         block: dims.block,
+        cluster,
+        cluster_blocks: cluster.iter().product(),
+        cluster_sync: crate::cluster::synchronises(kernel),
         threads,
         warps,
         thread_index: thread_index_tables(dims.block, warps),
@@ -749,20 +961,22 @@ pub fn launch_with(
     };
 
     let workers = rayon::current_num_threads().max(1) as u64;
-    let nchunks = nblocks.min(workers * 8);
-    let per_chunk = nblocks.div_ceil(nchunks);
-    // Block states are pooled so a chunk reuses the registers and trackers of an earlier one.
-    let pool: Mutex<Vec<BlockState>> = Mutex::new(Vec::new());
+    // Workers take whole clusters (single blocks without clusters).
+    let nclusters = nblocks / u64::from(launch.cluster_blocks);
+    let nchunks = nclusters.min(workers * 8);
+    let per_chunk = nclusters.div_ceil(nchunks);
+    // Worker states are pooled so a chunk reuses the registers and trackers of an earlier one.
+    let pool: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
     let run_chunk = |c: u64| {
         let reused = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut state = reused.unwrap_or_else(|| BlockState::new(&launch));
+        let mut state = reused.unwrap_or_else(|| Worker::new(&launch));
         let start = c * per_chunk;
-        for b in start..(start + per_chunk).min(nblocks) {
-            if launch.stopped(b) {
+        for cluster in start..(start + per_chunk).min(nclusters) {
+            if launch.stopped(cluster) {
                 break;
             }
-            if let Err(e) = run_block(&launch, &mut state, b) {
-                launch.fail(b, e);
+            if let Err(e) = run_cluster(&launch, &mut state, cluster) {
+                launch.fail(cluster, e);
                 break;
             }
         }

@@ -19,10 +19,11 @@
 //! with atomics, and a plain read of a location that others update atomically is allowed: it
 //! sees one of the location's values, which is what a compare-exchange loop's first guess or
 //! a poll wants; the IR has no atomic load.) Ordered means: the same thread; threads of one
-//! block with a barrier between the accesses (the block clock's barrier tick); or a
-//! release/acquire through an atomic, which [`crate::sync`] decides. A write by a second
-//! thread to an element of a `DisjointSlice` parameter is reported whatever orders it, with
-//! its own error.
+//! block with a barrier between the accesses (the block clock's barrier tick); a
+//! release/acquire through an atomic, which [`crate::sync`] decides; or, between threads of
+//! one cluster, a cluster barrier phase or a remote mbarrier arrival, which
+//! [`crate::cluster`] decides. A write by a second thread to an element of a `DisjointSlice`
+//! parameter is reported whatever orders it, with its own error.
 //!
 //! Records are 64 bits: kind (2), bytes (4), the block's clock, the thread in its block (10)
 //! and the block's number; the block number gets the bits the grid needs and the clock the
@@ -33,6 +34,7 @@
 
 use std::sync::OnceLock;
 
+use crate::cluster::ClusterOrder;
 use crate::error::{AccessKind, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
 use crate::exec::Launch;
 use crate::memory::{Allocation, GlobalView};
@@ -91,6 +93,13 @@ impl Layout {
     #[inline]
     fn thread_of(self, r: u64) -> u64 {
         r >> self.tid_shift()
+    }
+
+    /// The number records give block `block_linear` (its linear index, modulo the field's
+    /// size).
+    #[inline]
+    pub(crate) fn block_number(self, block_linear: u64) -> u64 {
+        self.block_of(self.record(block_linear, 0, 0))
     }
 
     /// The block number of a record (the block's linear index, modulo the field's size).
@@ -240,6 +249,16 @@ impl BlockRaces {
         }
     }
 
+    /// A release of the block's threads that the cluster's order keeps (a cluster barrier
+    /// arrival, a remote mbarrier arrival, threads returning): advances the clock, so that the
+    /// releasing threads' accesses so far are below it; returns the new clock and the block's
+    /// last barrier, or `None` where nothing is tracked.
+    pub(crate) fn release_clock(&mut self, races: Option<&GlobalRaces>) -> Option<(u64, u64)> {
+        let races = races.filter(|_| self.on)?;
+        let clock = self.tick(races);
+        Some((clock, self.barrier_clock))
+    }
+
     /// A release by an atomic of the block's threads (one warp instruction): advances the
     /// clock, so that the releasing threads' accesses so far are before it; returns the new
     /// clock and the block's last barrier, or `None` where nothing is tracked.
@@ -264,22 +283,32 @@ impl BlockRaces {
     }
 }
 
+/// The order a cluster's synchronisation gives the accesses of its blocks, and the rank of
+/// the accessing thread's block in it (`None` for kernels without cluster synchronisation).
+pub(crate) type ClusterView<'a> = Option<(&'a ClusterOrder, u32)>;
+
 /// Checks the global accesses of one warp instruction: the tracker and the block looked up
 /// once, the shadow of the last allocation remembered.
 pub(crate) struct Tracker<'a> {
     races: &'a GlobalRaces,
     block: &'a BlockRaces,
+    cluster: ClusterView<'a>,
     cached: Option<(usize, Option<&'a Shadow>)>,
 }
 
 impl<'a> Tracker<'a> {
     /// The tracker for an instruction of a warp of `block`, if accesses are checked there.
     #[inline]
-    pub(crate) fn new(races: Option<&'a GlobalRaces>, block: &'a BlockRaces) -> Option<Self> {
+    pub(crate) fn new(
+        races: Option<&'a GlobalRaces>,
+        block: &'a BlockRaces,
+        cluster: ClusterView<'a>,
+    ) -> Option<Self> {
         let races = races?;
         block.on.then_some(Self {
             races,
             block,
+            cluster,
             cached: None,
         })
     }
@@ -300,7 +329,7 @@ impl<'a> Tracker<'a> {
         let Some(shadow) = self.shadow(index, alloc) else {
             return Ok(());
         };
-        let (races, block) = (self.races, self.block);
+        let (races, block, cluster) = (self.races, self.block, self.cluster);
         let who = block.accessor(races.layout, tid);
         let me = races.layout.block_of(who.record);
         // Aligned: one granule for up to 4 bytes, whole granules beyond.
@@ -314,7 +343,7 @@ impl<'a> Tracker<'a> {
         for granule in first..first + size.div_ceil(GRANULE) {
             let address = alloc.base + granule * GRANULE;
             shadow.update(granule, me, |s| {
-                races.decide(s, record, who, block, address)
+                races.decide(s, record, who, (block, cluster), address)
             })?;
         }
         Ok(())
@@ -496,7 +525,7 @@ impl GlobalRaces {
         s: [u64; 2],
         record: u64,
         who: Accessor,
-        block: &BlockRaces,
+        orders: (&BlockRaces, ClusterView),
         address: u64,
     ) -> Result<Option<[u64; 2]>, Found> {
         if s[0] == 0 {
@@ -507,7 +536,7 @@ impl GlobalRaces {
             // The same access again (its pairs with the other record were checked then).
             return Ok(None);
         }
-        match self.verdict(s, record, who, block, address) {
+        match self.verdict(s, record, who, orders, address) {
             Verdict::Unchanged => Ok(None),
             Verdict::Update(new) => Ok(Some(new)),
             Verdict::Conflict {
@@ -531,7 +560,7 @@ impl GlobalRaces {
         s: [u64; 2],
         a: u64,
         who: Accessor,
-        block: &BlockRaces,
+        (block, cluster): (&BlockRaces, ClusterView),
         address: u64,
     ) -> Verdict {
         let layout = self.layout;
@@ -574,7 +603,10 @@ impl GlobalRaces {
                 let same_block = layout.block_of(r) == a_block;
                 let barrier_between = same_block && layout.clock_of(r) < who.barrier_clock;
                 if conflicting {
-                    if !barrier_between && !self.synchronized(block, who, r) {
+                    let ordered = barrier_between
+                        || self.synchronized(block, who, r)
+                        || cluster.is_some_and(|(c, rank)| c.orders(layout, rank, a, r));
+                    if !ordered {
                         return Verdict::Conflict {
                             record: r,
                             disjoint: false,

@@ -7,6 +7,9 @@
 //! * [`launch`] runs a kernel over a grid: blocks spread over the CPU cores (rayon), warps of 32
 //!   lanes in lockstep with divergence masks, barriers, shared and local memory, atomics,
 //!   shuffles and votes. [`launch_with`] takes [`LaunchOptions`] (step budget, race checks).
+//! * Thread-block clusters (`Kernel::cluster`, sm_90): a cluster's blocks run together, with
+//!   the cluster specials, the cluster barrier, remote mbarrier arrivals and multicast tensor
+//!   copies (see below).
 //! * Tensor-core `mma.sync`, `ldmatrix`, `cp.async`, mbarriers and device `printf` (whose
 //!   text goes to stdout, or to [`capture_prints`]) run as `cuprum_ir::kernel` defines them;
 //!   a warp waiting on an mbarrier phase lets the others run, and a wait no thread can end
@@ -25,12 +28,46 @@
 //!
 //! A launch may run [`DEFAULT_STEP_LIMIT`] steps (statements executed by a warp, summed over
 //! all blocks; about 4 to 50 seconds of emulation on two cores) before it stops with
-//! [`EmuError::StepLimit`], which names the lowest-numbered block still running and its first
-//! active lane. Raise or remove it with the environment variable [`STEP_LIMIT_ENV`]
+//! [`EmuError::StepLimit`], which names the lowest-numbered block still running (with
+//! clusters, the block of the lowest-numbered cluster still running that asked for steps)
+//! and its first active lane. Raise or remove it with the environment variable [`STEP_LIMIT_ENV`]
 //! (`CUPRUM_EMU_STEP_LIMIT=100_000_000_000`, or `off`), read once per process by [`launch`],
 //! or per launch with [`LaunchOptions::step_limit`] and [`launch_with`]. Workers take steps
 //! from a shared counter in chunks of at most 4096, so the budget is exact to a few chunks;
 //! once it is spent every block stops at its next chunk.
+//!
+//! # Thread-block clusters
+//!
+//! A kernel that declares a cluster shape has its grid cut into clusters of that many blocks
+//! (a grid that is not a whole number of clusters is refused with
+//! [`EmuError::InvalidLaunch`]). The blocks of one cluster run on one worker, their warps
+//! interleaved in one scheduler, so a warp may wait for another block's; rayon spreads
+//! clusters, not blocks. Each block keeps its own registers, shared memory, block and named
+//! barriers and mbarriers. What the cluster shares:
+//! * the specials (`%cluster_ctarank`, `%cluster_ctaid`, `%cluster_nctaid`, `%clusterid`,
+//!   `%nclusterid`): without a cluster, rank 0 in a cluster of one block;
+//! * the cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`): each thread
+//!   alternates arrivals and waits, starting with an arrival (anything else is
+//!   [`EmuError::ClusterMisuse`]); a wait completes once every thread of every block of the
+//!   cluster has arrived or returned; both are executed by every lane of the warp that has
+//!   not returned. Everything a thread did before its arrival (shared memory of its block,
+//!   global memory) is ordered before everything after the waits that complete that phase,
+//!   for the race trackers; what it does between its arrival and its wait is not. Without a
+//!   cluster it is a barrier over the block;
+//! * remote mbarrier arrivals (`MbarrierOp::ArriveCluster`): a counted arrival on the barrier
+//!   at the same offset of another block's shared memory, releasing the arriving thread's
+//!   accesses (and what it learnt of other blocks') to the threads that observe the phase;
+//! * multicast tensor loads (`TmaOp::LoadTile`'s `multicast`): the box lands in every masked
+//!   block's shared memory and completes its bytes on each one's mbarrier, at the latest
+//!   legal point, as a unicast load does;
+//! * `fence.mbarrier_init` does nothing here: the emulator runs a block in program order, and
+//!   the order a remote use needs after an init is the cluster barrier's, which is checked.
+//!
+//! A rank or mask bit beyond the cluster, a remote arrival or multicast into a block whose
+//! threads have all returned, and a block returning while another block's arrival on its
+//! barriers (or multicast into it) is not ordered before the return are
+//! [`EmuError::ClusterMisuse`]: on the GPU that block's shared memory is gone. A cluster
+//! barrier no thread can complete is [`EmuError::ClusterBarrierDeadlock`].
 //!
 //! # Races on global memory
 //!
@@ -38,6 +75,9 @@
 //! different threads, at least one is a plain store, and nothing orders them. Ordered are:
 //! * accesses of one thread;
 //! * accesses of threads of one block with a barrier between them;
+//! * accesses of threads of one cluster ordered by a cluster barrier phase (before the
+//!   arrival, after the wait) or by a remote mbarrier arrival (before the arrival, after
+//!   observing the phase it arrived on);
 //! * an access before a *release* and one after the matching *acquire*: thread A's accesses
 //!   before a device (or system) fence, and its block's accesses before that fence's last
 //!   barrier, are ordered before thread B's accesses after B executed an atomic on the same
@@ -78,10 +118,14 @@
 //!   byte between barriers, one of them writing, race (there is no warp-synchronous memory
 //!   model). Atomics do not race with each other.
 //! * Within a block, warps run one after another between barriers, and an `If` runs its `then`
-//!   arm before its `otherwise` arm; blocks run in parallel and in no fixed order.
-//! * When several blocks fail, the error of the lowest-numbered failing block is returned. For
-//!   a race between two blocks, which of the two finds it (and so which access is `first`)
-//!   can depend on timing; that a race is reported does not.
+//!   arm before its `otherwise` arm; the blocks of a cluster take turns, rank by rank; clusters
+//!   (blocks, without clusters) run in parallel and in no fixed order.
+//! * A thread that returns counts as arrived at the cluster barrier from then on, and its
+//!   accesses before the return are ordered before the waits of the phases it is counted in.
+//! * When several clusters fail, the error of the lowest-numbered failing cluster (block,
+//!   without clusters) is returned. For a race between two blocks of different clusters,
+//!   which of the two finds it (and so which access is `first`) can depend on timing; that a
+//!   race is reported does not.
 //! * `mma.sync` adds as the tensor cores do (`Stmt::Mma`: alignment to the largest exponent,
 //!   truncation, one exact sum, rounding toward zero), which reproduced an H200's results bit
 //!   for bit; NaN results are the canonical NaN.
@@ -133,6 +177,7 @@
 
 mod access;
 mod atomic;
+mod cluster;
 mod cp_async;
 mod error;
 mod exec;

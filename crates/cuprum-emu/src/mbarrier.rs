@@ -29,12 +29,18 @@
 //! completed acquires the join of every completed phase (over-approximate: it can hide a race,
 //! never invent one). `cp.async.mbarrier.arrive` releases the thread's accesses when it
 //! executes, its copies included (they complete at once on the emulator).
+//!
+//! A remote arrival ([`MbarrierOp::ArriveCluster`], from another block of the cluster) joins
+//! into the phase what its thread knew of this block's threads (in these clocks) and, beside
+//! them, a [`Knowledge`] of the other blocks' accesses, which the phase's observers acquire
+//! ([`crate::cluster`]).
 
 use std::collections::HashMap;
 
 use cuprum_ir::{MbarrierOp, Value};
 
 use crate::access::{Ctx, lanes_of};
+use crate::cluster::Knowledge;
 use crate::error::EmuError;
 use crate::warp::Exec;
 
@@ -145,6 +151,17 @@ impl Clocks {
         ok
     }
 
+    /// Thread `t` acquires one entry of a collection: thread `w`'s accesses up to `stamp`.
+    pub(crate) fn acquire_one(&mut self, t: u32, w: u32, stamp: u32) {
+        self.ensure_known();
+        let n = self.threads;
+        if let Some(k) = self.known.get_mut(t as usize * n + w as usize)
+            && (w as usize) < n
+        {
+            *k = (*k).max(stamp);
+        }
+    }
+
     /// Thread `t` acquires a phase's collection `from`.
     pub(crate) fn acquire(&mut self, t: u32, from: &[u32]) {
         if from.is_empty() {
@@ -178,6 +195,15 @@ struct Object {
     last: Vec<u32>,
     /// What every completed phase's arrivals released.
     all: Vec<u32>,
+    /// What the current phase's remote arrivals released of other blocks' accesses (`None`
+    /// until one arrives), the last completed phase's, and every completed phase's.
+    remote: Option<Box<Knowledge>>,
+    remote_last: Option<Box<Knowledge>>,
+    remote_all: Option<Box<Knowledge>>,
+    /// Phases completed at this offset, counted across initialisations.
+    completions: u64,
+    /// `completions` when a thread of the block last observed a completion.
+    observed: u64,
 }
 
 /// A misuse of an mbarrier; the warp adds kernel, block and thread.
@@ -261,6 +287,10 @@ impl Mbarriers {
             .filter(|c| (1..=MAX_COUNT).contains(c))
             .ok_or(MbarFault::Count(count))?;
         let stamp = self.clocks.stamp(thread);
+        let (completions, observed) = self
+            .objects
+            .get(&off)
+            .map_or((0, 0), |o| (o.completions, o.observed));
         self.objects.insert(
             off,
             Object {
@@ -273,6 +303,11 @@ impl Mbarriers {
                 arrived: Vec::new(),
                 last: Vec::new(),
                 all: Vec::new(),
+                remote: None,
+                remote_last: None,
+                remote_all: None,
+                completions,
+                observed,
             },
         );
         Ok(())
@@ -347,6 +382,63 @@ impl Mbarriers {
         Ok((token, ok))
     }
 
+    /// A counted arrival from another block of the cluster: `known` is what its thread knew
+    /// of this block's threads (these clocks' stamps), which must order the initialisation
+    /// before it and joins the phase's collection; `released` is what it knew of the other
+    /// blocks. Returns how many phases had completed at `off` before the arrival's.
+    pub(crate) fn arrive_remote(
+        &mut self,
+        off: u32,
+        known: &[u32],
+        released: Knowledge,
+    ) -> Result<u64, MbarFault> {
+        let n = self.clocks.threads;
+        let o = self.objects.get_mut(&off).ok_or(MbarFault::Uninitialized)?;
+        if !o.live {
+            return Err(MbarFault::Invalidated);
+        }
+        let (by, stamp, _) = o.init;
+        if known.get(by as usize).is_none_or(|&k| k < stamp) {
+            return Err(MbarFault::UnorderedInit { init_thread: by });
+        }
+        if o.arrived.len() != n {
+            o.arrived = vec![0; n];
+        }
+        for (d, &k) in o.arrived.iter_mut().zip(known) {
+            *d = (*d).max(k);
+        }
+        match &mut o.remote {
+            Some(r) => r.join(&released),
+            None => o.remote = Some(Box::new(released)),
+        }
+        let before = o.completions;
+        o.pending = o.pending.saturating_sub(1);
+        complete_if_done(o);
+        Ok(before)
+    }
+
+    /// What remote arrivals released into the phase `probe` names, for an observer of its
+    /// completion (`None` when no remote arrival came).
+    pub(crate) fn remote_release(&self, off: u32, probe: Probe) -> Option<Knowledge> {
+        let o = self.objects.get(&off)?;
+        let latest = match probe {
+            Probe::Token(t) => o.phase.wrapping_sub(t as u32) == 1,
+            Probe::Parity(_) => true,
+        };
+        let k = if latest {
+            &o.remote_last
+        } else {
+            &o.remote_all
+        };
+        k.as_deref().cloned()
+    }
+
+    /// How many phases at `off` had completed when a thread of the block last observed a
+    /// completion there.
+    pub(crate) fn observed(&self, off: u32) -> u64 {
+        self.objects.get(&off).map_or(0, |o| o.observed)
+    }
+
     /// Whether the phase `probe` names has completed.
     pub(crate) fn test(
         &mut self,
@@ -371,9 +463,10 @@ impl Mbarriers {
     /// phase's arrivals released (for a token older than the last completed phase, what
     /// every completed phase's did).
     pub(crate) fn acquire(&mut self, off: u32, probe: Probe, thread: u32) {
-        let Some(o) = self.objects.get(&off) else {
+        let Some(o) = self.objects.get_mut(&off) else {
             return;
         };
+        o.observed = o.completions;
         let latest = match probe {
             Probe::Token(t) => o.phase.wrapping_sub(t as u32) == 1,
             Probe::Parity(_) => true,
@@ -410,6 +503,14 @@ fn complete_if_done(o: &mut Object) {
         }
         std::mem::swap(&mut o.last, &mut o.arrived);
         o.arrived.fill(0);
+        o.completions += 1;
+        if let Some(r) = &o.remote {
+            match &mut o.remote_all {
+                Some(all) => all.join(r),
+                None => o.remote_all = Some(r.clone()),
+            }
+        }
+        o.remote_last = o.remote.take();
     }
 }
 
@@ -441,6 +542,10 @@ impl Exec<'_, '_> {
         }
         let addrs = self.regs[addr.index()];
         let args = arg.map_or([0; 32], |a| self.regs[a.index()]);
+        if op == MbarrierOp::ArriveCluster {
+            self.arrive_cluster(&addrs, &args, mask)?;
+            return Ok(Flow::Next);
+        }
         let tests = matches!(
             op,
             MbarrierOp::Wait
@@ -471,6 +576,7 @@ impl Exec<'_, '_> {
             }
         }
         let shared = &mut *self.mem.shared;
+        let order = &mut *self.mem.cluster.order;
         let epoch = shared.epoch();
         let probe = |l: u32| match op {
             MbarrierOp::WaitParity | MbarrierOp::TryWaitParity => Probe::Parity(args[l as usize]),
@@ -493,9 +599,11 @@ impl Exec<'_, '_> {
                 }
             }
             for l in lanes_of(mask) {
-                shared
-                    .mbar
-                    .acquire(offsets[l as usize], probe(l), ctx.tid(l));
+                let (off, tid) = (offsets[l as usize], ctx.tid(l));
+                shared.mbar.acquire(off, probe(l), tid);
+                if let Some(k) = shared.mbar.remote_release(off, probe(l)) {
+                    order.acquire(ctx.rank, tid, &k, &mut shared.mbar.clocks);
+                }
             }
             return Ok(Flow::Next);
         }
@@ -524,12 +632,15 @@ impl Exec<'_, '_> {
                     m.test(off, probe(l), tid, epoch).map(|done| {
                         if done {
                             m.acquire(off, probe(l), tid);
+                            if let Some(k) = m.remote_release(off, probe(l)) {
+                                order.acquire(ctx.rank, tid, &k, &mut m.clocks);
+                            }
                         }
                         complete &= done;
                         out[l as usize] = u64::from(done);
                     })
                 }
-                MbarrierOp::Wait | MbarrierOp::WaitParity => Ok(()),
+                MbarrierOp::Wait | MbarrierOp::WaitParity | MbarrierOp::ArriveCluster => Ok(()),
             };
             done.map_err(|f| misuse(ctx, l, off.into(), &f))?;
         }
@@ -548,8 +659,20 @@ impl Exec<'_, '_> {
 
 /// The error for `lane`'s misuse `f` of the barrier at shared address `addr`.
 #[cold]
-fn misuse(ctx: Ctx, lane: u32, addr: u64, f: &MbarFault) -> EmuError {
-    let message = match f {
+pub(crate) fn misuse(ctx: Ctx, lane: u32, addr: u64, f: &MbarFault) -> EmuError {
+    EmuError::MbarrierMisuse {
+        kernel: ctx.kernel_name(),
+        block: ctx.block_idx,
+        thread: ctx.thread(lane),
+        address: addr,
+        message: fault_message(ctx, f),
+    }
+}
+
+/// What misuse `f` is, for a message.
+#[cold]
+pub(crate) fn fault_message(ctx: Ctx, f: &MbarFault) -> String {
+    match f {
         MbarFault::OutOfBounds => {
             "the 8-byte object does not lie inside the block's shared memory".to_string()
         }
@@ -574,13 +697,6 @@ fn misuse(ctx: Ctx, lane: u32, addr: u64, f: &MbarFault) -> EmuError {
             "used by this thread with nothing ordering the use after thread {:?}'s              `mbarrier_init` (a `sync_threads()` between them)",
             ctx.launch.thread_coords(*init_thread)
         ),
-    };
-    EmuError::MbarrierMisuse {
-        kernel: ctx.kernel_name(),
-        block: ctx.block_idx,
-        thread: ctx.thread(lane),
-        address: addr,
-        message,
     }
 }
 

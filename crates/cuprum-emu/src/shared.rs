@@ -89,6 +89,8 @@ pub(crate) struct Pending {
     pub(crate) load: bool,
     /// The issuing thread.
     pub(crate) issuer: u32,
+    /// The issuing thread's block, when another block of the cluster multicast the copy.
+    pub(crate) origin: Option<crate::error::Dim3>,
 }
 
 /// Why a shared access failed; the warp adds kernel, block and thread.

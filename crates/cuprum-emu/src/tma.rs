@@ -20,6 +20,13 @@
 //!   [`EmuError::AsyncProxyRace`]); it writes global memory when a plain `wait_group` covers
 //!   it, or when the block ends.
 //!
+//! A **multicast** load (`.multicast::cluster`) is one pending load per block its mask names,
+//! each in that block's list: it lands when a thread of that block tests or waits on that
+//! block's barrier, as above, and completes the box's bytes there. Its issuer's knowledge of
+//! that block's threads ([`crate::cluster`]) is what the block's agent acquires. A block must
+//! not return while a multicast from another block into it has not landed, nor be named by a
+//! multicast issued after it returned: both are [`EmuError::ClusterMisuse`].
+//!
 //! Shared addresses of a box: element `e` of the box (innermost dimension fastest) has byte
 //! offset `e * size` in a dense box, stored at `Swizzle::apply(base + offset)`. Out-of-bounds
 //! elements read as zero or as the canonical quiet NaN of the element type (the map's fill)
@@ -31,7 +38,7 @@ use cuprum_ir::{
 };
 
 use crate::access::{Ctx, lanes_of};
-use crate::error::EmuError;
+use crate::error::{Dim3, EmuError};
 use crate::mbarrier::MbarFault;
 use crate::shared::{Pending, SharedMem};
 use crate::warp::Exec;
@@ -39,19 +46,23 @@ use crate::warp::Exec;
 /// A load that has not landed.
 pub(crate) struct PendingLoad {
     /// The issuing thread and its lane (for errors).
-    issuer: u32,
+    pub(crate) issuer: u32,
     lane: u32,
     warp: u32,
+    /// The issuing thread's block (`blockIdx` and linear index), when another block of the
+    /// cluster multicast the load into this one.
+    pub(crate) origin: Option<(Dim3, u64)>,
     /// What to copy.
     what: Source,
     /// The shared destination and the barrier the bytes complete on.
-    dst: u32,
+    pub(crate) dst: u32,
     pub(crate) mbar: u32,
     /// What the issuer released to the agent.
     known: Vec<u32>,
 }
 
 /// Where a load's bytes come from.
+#[derive(Clone, Copy)]
 enum Source {
     /// A box of a tensor.
     Tile {
@@ -149,6 +160,7 @@ impl Exec<'_, '_> {
                     coords,
                     dst,
                     mbar,
+                    multicast,
                 } => {
                     let desc = self.tensor_map(*map, l)?;
                     let coords = self.coords(coords, l);
@@ -157,7 +169,15 @@ impl Exec<'_, '_> {
                     }
                     let dst = self.shared_box(*dst, l, desc.box_bytes(), &desc)?;
                     let mbar = self.lane_mbar(*mbar, l)?;
-                    self.issue_load(l, Source::Tile { desc, coords }, dst, mbar, &desc)?;
+                    let what = Source::Tile { desc, coords };
+                    match multicast {
+                        None => self.issue_load(l, what, dst, mbar, &desc)?,
+                        Some(m) => {
+                            // The mask is a `U16`: its register holds no higher bits.
+                            let mask = self.regs[m.index()][l as usize] as u16;
+                            self.issue_multicast(l, what, (dst, mbar), &desc, mask)?;
+                        }
+                    }
                 }
                 TmaOp::LoadBulk {
                     dst,
@@ -304,6 +324,7 @@ impl Exec<'_, '_> {
             .map_err(|f| misuse(self.ctx, l, format!("its mbarrier at {a:#x}: {f:?}")))
     }
 
+    /// A load into this block's shared memory.
     fn issue_load(
         &mut self,
         l: u32,
@@ -313,50 +334,87 @@ impl Exec<'_, '_> {
         desc: &TensorMapDesc,
     ) -> Result<(), EmuError> {
         let ctx = self.ctx;
-        let issuer = ctx.tid(l);
-        let bytes = match &what {
-            Source::Tile { .. } => desc
-                .box_bytes()
-                .next_multiple_of(u64::from(desc.swizzle.period_bytes())),
-            Source::Bulk { bytes, .. } => u64::from(*bytes),
-        };
         let shared = &mut *self.mem.shared;
-        // The destination must not be the TMA's already, nor touched since by a thread that
-        // nothing orders before this issue (checked when the bytes land).
-        let end = dst + bytes as u32;
-        if let Some(p) = shared.pending.iter().find(|p| p.start < end && dst < p.end) {
-            return Err(misuse(
+        let mut known = Vec::new();
+        if !shared.mbar.clocks.release(ctx.tid(l), &mut known) {
+            shared.clocks_restarted();
+        }
+        let load = self.pending_load(l, what, (dst, mbar), known, None);
+        add_load(ctx, self.mem.shared, load, span(&what, desc), None)
+    }
+
+    /// A multicast load into the shared memory of every block of the cluster whose rank is
+    /// set in `mask` (see the module docs).
+    fn issue_multicast(
+        &mut self,
+        l: u32,
+        what: Source,
+        (dst, mbar): (u32, u32),
+        desc: &TensorMapDesc,
+        mask: u16,
+    ) -> Result<(), EmuError> {
+        let ctx = self.ctx;
+        let blocks = ctx.launch.cluster_blocks;
+        if u32::from(mask) >> blocks != 0 {
+            return Err(crate::cluster::misuse(
                 ctx,
                 l,
                 format!(
-                    "the destination {dst:#x}..{end:#x} overlaps shared bytes another copy of \
-                     thread {:?} still owns ({:#x}..{:#x})",
-                    ctx.launch.thread_coords(p.issuer),
-                    p.start,
-                    p.end
+                    "the multicast mask {mask:#06x} names ranks at or above the cluster's \
+                     {blocks} blocks (bits 0..{blocks} only)"
                 ),
             ));
         }
-        let mut known = Vec::new();
-        if !shared.mbar.clocks.release(issuer, &mut known) {
-            shared.clocks_restarted();
+        for rank in lanes_of(u32::from(mask)) {
+            if rank == ctx.rank {
+                self.issue_load(l, what, dst, mbar, desc)?;
+                continue;
+            }
+            let issuer = ctx.tid(l);
+            let cluster = &mut self.mem.cluster;
+            if cluster.order.finished(rank) {
+                return Err(crate::cluster::misuse(
+                    ctx,
+                    l,
+                    format!(
+                        "a multicast copy names cluster rank {rank}, block {:?}, whose threads \
+                         have all returned (its shared memory is gone): end the kernel with a \
+                         cluster barrier (arrive and wait) so that no block returns while \
+                         others still copy into it",
+                        cluster.order.block_idx(rank)
+                    ),
+                ));
+            }
+            let known = cluster.order.stamps_known(ctx.rank, issuer, rank);
+            let target_block = cluster.order.block_idx(rank);
+            let origin = Some((ctx.block_idx, ctx.block_linear));
+            let load = self.pending_load(l, what, (dst, mbar), known, origin);
+            let Some(target) = self.mem.cluster.peer(ctx.rank, rank) else {
+                return Err(ctx.internal(format!("cluster rank {rank} has no shared memory")));
+            };
+            add_load(ctx, target, load, span(&what, desc), Some(target_block))?;
         }
-        shared.pending.push(Pending {
-            start: dst,
-            end,
-            load: true,
-            issuer,
-        });
-        shared.tma.loads.push(PendingLoad {
-            issuer,
+        Ok(())
+    }
+
+    fn pending_load(
+        &self,
+        l: u32,
+        what: Source,
+        (dst, mbar): (u32, u32),
+        known: Vec<u32>,
+        origin: Option<(Dim3, u64)>,
+    ) -> PendingLoad {
+        PendingLoad {
+            issuer: self.ctx.tid(l),
             lane: l,
-            warp: ctx.warp_index,
+            warp: self.ctx.warp_index,
+            origin,
             what,
             dst,
             mbar,
             known,
-        });
-        Ok(())
+        }
     }
 
     /// Lands every pending load that completes on the mbarrier at `off`, in issue order.
@@ -371,20 +429,31 @@ impl Exec<'_, '_> {
     }
 
     fn land(&mut self, load: PendingLoad) -> Result<(), EmuError> {
-        let ctx = Ctx {
+        // Faults of the agent's writes are this block's (its shared memory); the rest are
+        // the issuer's, who may be in another block of the cluster.
+        let here = Ctx {
             warp_index: load.warp,
             ..self.ctx
+        };
+        let ctx = match load.origin {
+            Some((block_idx, block_linear)) => Ctx {
+                block_idx,
+                block_linear,
+                ..here
+            },
+            None => here,
         };
         let l = load.lane;
         let global = &ctx.launch.global;
         let hint = &mut *self.mem.hint;
         let shared: &mut SharedMem = self.mem.shared;
-        shared
-            .pending
-            .retain(|p| !(p.load && p.start == load.dst && p.issuer == load.issuer));
+        let origin = load.origin.map(|(b, _)| b);
+        shared.pending.retain(|p| {
+            !(p.load && p.start == load.dst && p.issuer == load.issuer && p.origin == origin)
+        });
         let agent = shared.agent;
         shared.mbar.clocks.acquire(agent, &load.known);
-        let fault = |f| agent_fault(ctx, l, f);
+        let fault = |f| agent_fault(here, l, f);
         let bytes = match &load.what {
             Source::Tile { desc, coords } => {
                 let size = desc.elem.size_bytes();
@@ -445,15 +514,25 @@ impl Exec<'_, '_> {
                 shared.clocks_restarted();
                 Ok(())
             }
-            Err(f) => Err(misuse(
-                ctx,
-                l,
-                format!(
-                    "completing {bytes} bytes on the mbarrier at shared offset {}: {}",
-                    load.mbar,
-                    describe_mbar_fault(&f)
-                ),
-            )),
+            Err(f) => {
+                let whose = match load.origin {
+                    Some(_) => format!(
+                        " of block {:?} (a multicast: that block initialises it, then \
+                         `fence_mbarrier_init()` and a cluster barrier order the copy after)",
+                        here.block_idx
+                    ),
+                    None => String::new(),
+                };
+                Err(misuse(
+                    ctx,
+                    l,
+                    format!(
+                        "completing {bytes} bytes on the mbarrier at shared offset {}{whose}: {}",
+                        load.mbar,
+                        describe_mbar_fault(&f)
+                    ),
+                ))
+            }
         }
     }
 
@@ -491,6 +570,7 @@ impl Exec<'_, '_> {
             end: src + span,
             load: false,
             issuer: tid,
+            origin: None,
         });
         let group = *shared.tma.groups.entry(tid).or_insert(0);
         shared.tma.stores.push(PendingStore {
@@ -538,6 +618,61 @@ impl Exec<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// The shared bytes a load of `what` owns until it lands: a tile's box rounded up to its
+/// swizzle's period, or a bulk copy's bytes.
+fn span(what: &Source, desc: &TensorMapDesc) -> u64 {
+    match what {
+        Source::Tile { .. } => desc
+            .box_bytes()
+            .next_multiple_of(u64::from(desc.swizzle.period_bytes())),
+        Source::Bulk { bytes, .. } => u64::from(*bytes),
+    }
+}
+
+/// Makes `load` pending in `shared` (the shared memory of the block it lands in: the
+/// issuer's, or `target` of its cluster), owning its `bytes` bytes: they must not be another
+/// copy's already (a thread's unordered access of them since is checked when the bytes land).
+fn add_load(
+    ctx: Ctx,
+    shared: &mut SharedMem,
+    load: PendingLoad,
+    bytes: u64,
+    target: Option<Dim3>,
+) -> Result<(), EmuError> {
+    let dst = load.dst;
+    let end = dst + bytes as u32;
+    if let Some(p) = shared.pending.iter().find(|p| p.start < end && dst < p.end) {
+        let origin = p
+            .origin
+            .map_or(String::new(), |b| format!(" of block {b:?}"));
+        let whose = target.map_or(String::new(), |b| {
+            format!(" in block {b:?}'s shared memory")
+        });
+        return Err(misuse(
+            ctx,
+            load.lane,
+            format!(
+                "the destination {dst:#x}..{end:#x}{whose} overlaps bytes another copy of \
+                 thread {:?}{origin} still owns ({:#x}..{:#x}): wait until that copy's bytes \
+                 were consumed (an mbarrier phase its readers arrive on) before copying over \
+                 them",
+                ctx.launch.thread_coords(p.issuer),
+                p.start,
+                p.end
+            ),
+        ));
+    }
+    shared.pending.push(Pending {
+        start: dst,
+        end,
+        load: true,
+        issuer: load.issuer,
+        origin: load.origin.map(|(b, _)| b),
+    });
+    shared.tma.loads.push(load);
+    Ok(())
 }
 
 /// Does the global writes of `stores`.

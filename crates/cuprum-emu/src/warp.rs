@@ -14,7 +14,9 @@
 //!   (`exec`) then checks that every warp stopped at the same barrier statement.
 //! * A blocking mbarrier wait whose phase is incomplete stops the warp there ([`Stop::Blocked`],
 //!   resumed at the wait); a test that finds its phase incomplete lets the other warps run
-//!   ([`Stop::Yield`]); the rest is `mbarrier`'s.
+//!   ([`Stop::Yield`]); the rest is `mbarrier`'s. A cluster barrier wait whose phase is
+//!   incomplete stops it the same way; the cluster barrier, remote arrivals and lanes that
+//!   return (which count as arrived there) are `cluster`'s.
 //! * `Mma` and `LdMatrix` require all 32 lanes to be active (arithmetic in `tensor`);
 //!   `CpAsync` reads at once and writes when its lane waits (`cp_async`); `Print`
 //!   formats one text per active lane, in lane order (`printf`).
@@ -181,6 +183,9 @@ impl<'k> Exec<'_, 'k> {
             let Some(top) = warp.frames.last_mut() else {
                 // A thread's copies complete even if it never waits for them.
                 self.land_copies(u32::MAX, None)?;
+                if ctx.launch.cluster_sync {
+                    self.cluster_threads_returned(warp.live());
+                }
                 return Ok(Stop::Done);
             };
             let stmts = top.stmts;
@@ -322,6 +327,9 @@ impl<'k> Exec<'_, 'k> {
                         }
                     }
                     warp.exited |= mask;
+                    if ctx.launch.cluster_sync {
+                        self.cluster_threads_returned(mask);
+                    }
                 }
                 Stmt::Barrier => {
                     let live = warp.live();
@@ -432,6 +440,27 @@ impl<'k> Exec<'_, 'k> {
                     addr,
                     values,
                 } => self.stmatrix(*trans, *addr, values, mask)?,
+                Stmt::ClusterArrive => self.cluster_arrive(mask, warp.live())?,
+                Stmt::ClusterWait => {
+                    if let Some(lane) = self.cluster_wait(mask, warp.live())? {
+                        // Resume at the wait itself.
+                        if let Some(top) = warp.frames.last_mut() {
+                            top.pc -= 1;
+                        }
+                        return Ok(Stop::Blocked {
+                            off: crate::cluster::CLUSTER_BLOCKED,
+                            lane,
+                            first: was_first,
+                        });
+                    }
+                }
+                // It makes this thread's `mbarrier.init`s visible to the cluster's other
+                // blocks with its next cluster barrier arrival; the emulator runs every
+                // statement of a block in program order and keeps the mbarriers' state
+                // outside the bytes, so an init is already there for every later use (and
+                // the order a remote use needs after it is checked through the cluster
+                // barrier's clocks, `cluster`).
+                Stmt::FenceMbarrierInit => {}
                 Stmt::NamedBarrier {
                     arrive,
                     id,
@@ -499,7 +528,7 @@ impl<'k> Exec<'_, 'k> {
             }
             FrameKind::Loop { body, loop_mask } => {
                 if loop_mask != 0 {
-                    if self.ctx.launch.stopped(self.ctx.block_linear) {
+                    if self.ctx.launch.stopped(self.ctx.cluster_linear) {
                         return true;
                     }
                     warp.frames.push(Frame {
@@ -761,6 +790,13 @@ fn special(ctx: Ctx, s: Special, out: &mut Lanes) {
                 *o = lane as u64;
             }
         }
+        Special::ClusterCtaRank => *out = [u64::from(ctx.rank); 32],
+        Special::ClusterCtaIdx(d) => {
+            *out = [u64::from(ctx.block_idx[dim(d)] % l.cluster[dim(d)]); 32]
+        }
+        Special::ClusterDim(d) => *out = [u64::from(l.cluster[dim(d)]); 32],
+        Special::ClusterIdx(d) => *out = [u64::from(ctx.block_idx[dim(d)] / l.cluster[dim(d)]); 32],
+        Special::ClusterCount(d) => *out = [u64::from(l.grid[dim(d)] / l.cluster[dim(d)]); 32],
     }
 }
 

@@ -91,6 +91,7 @@ fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle)
             coords: vec![cx, cy],
             dst,
             mbar,
+            multicast: None,
         })
         .unwrap();
     });

@@ -69,6 +69,11 @@ impl KernelBuilder {
         self.kernel.launch_bounds = bounds;
     }
 
+    /// Declares the cluster shape every launch has ([`Kernel::cluster`]).
+    pub fn set_cluster(&mut self, cluster: Option<(u32, u32, u32)>) {
+        self.kernel.cluster = cluster;
+    }
+
     /// Declares the exact block shape every launch must have ([`Kernel::block`]).
     pub fn set_block(&mut self, block: Option<(u32, u32, u32)>) {
         self.kernel.block = block;

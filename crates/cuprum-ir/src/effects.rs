@@ -358,7 +358,10 @@ impl Stmt {
             | Stmt::WgmmaCommit
             | Stmt::WgmmaWait { .. }
             | Stmt::SetMaxNreg { .. }
-            | Stmt::NamedBarrier { .. } => {}
+            | Stmt::NamedBarrier { .. }
+            | Stmt::ClusterArrive
+            | Stmt::ClusterWait
+            | Stmt::FenceMbarrierInit => {}
         }
     }
 
@@ -420,7 +423,10 @@ impl Stmt {
             | Stmt::WgmmaCommit
             | Stmt::WgmmaWait { .. }
             | Stmt::SetMaxNreg { .. }
-            | Stmt::NamedBarrier { .. } => {}
+            | Stmt::NamedBarrier { .. }
+            | Stmt::ClusterArrive
+            | Stmt::ClusterWait
+            | Stmt::FenceMbarrierInit => {}
         }
     }
 
@@ -716,6 +722,17 @@ impl Stmt {
                 ..none
             },
             Stmt::Tma(op) => op.effects(),
+            // A cluster barrier orders memory both ways (release at the arrival, acquire at
+            // the wait) and waits for the cluster's other warps, as a named barrier does.
+            Stmt::ClusterArrive | Stmt::ClusterWait => Effects {
+                fence: true,
+                warp_collective: true,
+                ..none
+            },
+            Stmt::FenceMbarrierInit => Effects {
+                fence: true,
+                ..none
+            },
         }
     }
 
@@ -737,6 +754,7 @@ impl TmaOp {
                 coords,
                 dst,
                 mbar,
+                multicast,
             } => {
                 if let TensorMapRef::Global(m) = map {
                     out.push(m);
@@ -744,6 +762,7 @@ impl TmaOp {
                 out.extend(coords);
                 out.push(dst);
                 out.push(mbar);
+                out.extend(multicast);
             }
             TmaOp::StoreTile { map, coords, src } => {
                 if let TensorMapRef::Global(m) = map {
@@ -772,6 +791,7 @@ impl TmaOp {
                 coords,
                 dst,
                 mbar,
+                multicast,
             } => {
                 if let TensorMapRef::Global(m) = map {
                     out.push(m);
@@ -779,6 +799,7 @@ impl TmaOp {
                 out.extend(coords.iter_mut());
                 out.push(dst);
                 out.push(mbar);
+                out.extend(multicast.as_mut());
             }
             TmaOp::StoreTile { map, coords, src } => {
                 if let TensorMapRef::Global(m) = map {
@@ -806,10 +827,16 @@ impl TmaOp {
         };
         let mut out = Vec::new();
         match self {
-            TmaOp::LoadTile { map: m, coords, .. } => {
+            TmaOp::LoadTile {
+                map: m,
+                coords,
+                multicast,
+                ..
+            } => {
                 out.extend(map(m));
                 out.extend(coords.iter().map(|_| ScalarType::I32));
                 out.extend([ScalarType::U32, ScalarType::U32]);
+                out.extend(multicast.map(|_| ScalarType::U16));
             }
             TmaOp::StoreTile { map: m, coords, .. } => {
                 out.extend(map(m));
@@ -835,7 +862,16 @@ impl TmaOp {
         let shared = Spaces::of(AddressSpace::Shared);
         let global = Spaces::of(AddressSpace::Global);
         match self {
-            TmaOp::LoadTile { .. } | TmaOp::LoadBulk { .. } => Effects {
+            // A multicast load is sm_90a's.
+            TmaOp::LoadTile { multicast, .. } => Effects {
+                reads: global.union(shared),
+                writes: shared,
+                may_fault: true,
+                asynchronous: true,
+                arch_specific: multicast.is_some(),
+                ..none
+            },
+            TmaOp::LoadBulk { .. } => Effects {
                 reads: global.union(shared),
                 writes: shared,
                 may_fault: true,
@@ -868,7 +904,7 @@ impl MbarrierOp {
     /// The type of the operand `arg` of a [`Stmt::Mbarrier`] with this operation, or `None`
     /// when it takes none: the expected count of `Init` and the bytes of `ArriveExpectTx`
     /// and `ExpectTx` (`U32`), the token of the token waits (`U64`), the parity of the parity
-    /// waits (`U32`).
+    /// waits (`U32`), the target block's rank of `ArriveCluster` (`U32`).
     pub const fn operand(self) -> Option<ScalarType> {
         match self {
             Self::Init
@@ -877,6 +913,7 @@ impl MbarrierOp {
             | Self::TryWaitParity
             | Self::WaitParity => Some(ScalarType::U32),
             Self::TestWait | Self::TryWait | Self::Wait => Some(ScalarType::U64),
+            Self::ArriveCluster => Some(ScalarType::U32),
             Self::Arrive | Self::Inval | Self::CpAsyncArrive { .. } => None,
         }
     }
@@ -893,7 +930,8 @@ impl MbarrierOp {
             | Self::Wait
             | Self::WaitParity
             | Self::Inval
-            | Self::CpAsyncArrive { .. } => None,
+            | Self::CpAsyncArrive { .. }
+            | Self::ArriveCluster => None,
         }
     }
 
@@ -901,7 +939,7 @@ impl MbarrierOp {
     pub const fn arrives(self) -> bool {
         matches!(
             self,
-            Self::Arrive | Self::ArriveExpectTx | Self::CpAsyncArrive { .. }
+            Self::Arrive | Self::ArriveExpectTx | Self::CpAsyncArrive { .. } | Self::ArriveCluster
         )
     }
 

@@ -182,7 +182,23 @@ pub struct Kernel {
     /// `requires = (..)`): both backends refuse a launch in which one fails
     /// ([`crate::requires`]), so passes may rely on them.
     pub requires: Vec<crate::requires::Requirement>,
+    /// The thread-block cluster shape `(x, y, z)`, in blocks, every launch has, when the
+    /// kernel declares one (sm_90: `.reqnctapercluster`, with `.explicitcluster`). The
+    /// launch's grid is then cut into clusters of this shape: a grid dimension that is not a
+    /// multiple of the cluster's is refused by both backends. A cluster's blocks run at the
+    /// same time (on one GPU processing cluster), may wait for each other at cluster
+    /// barriers ([`Stmt::ClusterArrive`], [`Stmt::ClusterWait`]), arrive on each other's
+    /// mbarriers ([`MbarrierOp::ArriveCluster`]) and receive each other's multicast tensor
+    /// copies ([`crate::TmaOp::LoadTile`]'s `multicast`). Each dimension is at least 1 and
+    /// the product at most [`MAX_CLUSTER_BLOCKS`]. `None` is a cluster of one block: the
+    /// cluster statements and specials then mean what they mean for a cluster of 1.
+    #[serde(default)]
+    pub cluster: Option<(u32, u32, u32)>,
 }
+
+/// The most blocks one cluster may have ([`Kernel::cluster`]): the portable limit of sm_90
+/// (more needs a non-portable opt-in cuprum does not make).
+pub const MAX_CLUSTER_BLOCKS: u32 = 8;
 
 /// The alignment dynamic shared memory always has (the widest vector access).
 pub const DYN_SHARED_MIN_ALIGN: u32 = 16;
@@ -697,6 +713,27 @@ pub enum Stmt {
         /// The `U32` fragments, one per matrix (1, 2 or 4).
         values: Vec<Value>,
     },
+    /// `barrier.cluster.arrive.release.aligned`: this thread arrives at its cluster's
+    /// barrier, releasing its earlier memory accesses (shared memory of any block of the
+    /// cluster, and global memory) to the threads that complete the matching
+    /// [`Stmt::ClusterWait`]. It does not wait. Each thread alternates arrivals and waits,
+    /// starting with an arrival; a wait completes once every thread of every block of the
+    /// cluster has arrived or returned (PTX's `exit` releases barriers that only exited
+    /// threads hold up). A block must not return while others may still arrive on its
+    /// mbarriers or copy into its shared memory: kernels end with an arrival and a wait.
+    /// Warp-collective (`.aligned`: the whole warp runs it together). Without a cluster it
+    /// is a barrier of the block's threads. sm_90.
+    ClusterArrive,
+    /// `barrier.cluster.wait.acquire.aligned`: waits until every thread of the cluster has
+    /// made the arrival matching this thread's last [`Stmt::ClusterArrive`], then acquires
+    /// their released accesses. Warp-collective. sm_90.
+    ClusterWait,
+    /// `fence.mbarrier_init.release.cluster`: makes this thread's earlier `mbarrier.init`s
+    /// ([`MbarrierOp::Init`]) visible to the cluster with the release of its next
+    /// [`Stmt::ClusterArrive`], so that other blocks' remote arrivals and multicast copies
+    /// may use those barriers after the matching [`Stmt::ClusterWait`]. sm_90. The emulator
+    /// orders every statement in program order, where it changes nothing.
+    FenceMbarrierInit,
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).
@@ -756,6 +793,21 @@ pub enum MbarrierOp {
         /// Whether the arrival counts toward the expected count (`.noinc`).
         noinc: bool,
     },
+    /// `mapa.shared::cluster` then `mbarrier.arrive.shared::cluster.b64`: one arrival on the
+    /// mbarrier at the same shared address `addr` in the block of rank `arg` (`U32`,
+    /// [`Special::ClusterCtaRank`]'s numbering, below the cluster's block count; this
+    /// block's own rank is allowed) of this block's cluster. No result (a remote arrival
+    /// returns no token). sm_90.
+    ///
+    /// Its release has PTX's default scope, the block (`.cta`; a `.cluster` release costs a
+    /// memory barrier per arrival, which halved a clustered GEMM's speed on an H100): it
+    /// orders what this thread has finished reading (a stage whose `wgmma`s it waited for)
+    /// before what the target block does after observing the phase, which is how
+    /// pipelines hand buffers back across a cluster; writes meant for the target block's
+    /// threads need a fence at a wider scope first. The emulator orders it as it would a
+    /// cluster-scope release, so it does not report a kernel that publishes writes to
+    /// another block through such an arrival alone.
+    ArriveCluster,
 }
 
 /// Why a kernel stopped itself.
@@ -931,6 +983,21 @@ pub enum Special {
     GridDim(Dim),
     /// Lane within the warp, 0..32.
     LaneId,
+    /// The block's rank in its cluster (`%cluster_ctarank`), below the cluster's block
+    /// count: `x + y * cx + z * cx * cy` of [`Special::ClusterCtaIdx`] in a cluster of shape
+    /// `(cx, cy, cz)` ([`Kernel::cluster`]); 0 without a cluster.
+    ClusterCtaRank,
+    /// The block's index within its cluster along a dimension (`%cluster_ctaid`), below
+    /// [`Special::ClusterDim`]: the block index modulo the cluster's size.
+    ClusterCtaIdx(Dim),
+    /// The cluster's size along a dimension, in blocks (`%cluster_nctaid`); 1 without a
+    /// cluster.
+    ClusterDim(Dim),
+    /// The cluster's index within the grid along a dimension (`%clusterid`): the block index
+    /// divided by the cluster's size.
+    ClusterIdx(Dim),
+    /// The grid's size along a dimension, in clusters (`%nclusterid`).
+    ClusterCount(Dim),
 }
 
 /// One of the three dimensions of a block or a grid.

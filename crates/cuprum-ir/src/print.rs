@@ -68,6 +68,9 @@ impl Printer<'_> {
         if let Some((x, y, z)) = k.block {
             write!(self.out, " block({x}, {y}, {z})")?;
         }
+        if let Some((x, y, z)) = k.cluster {
+            write!(self.out, " cluster({x}, {y}, {z})")?;
+        }
         for r in &k.requires {
             write!(self.out, " requires({})", r.text)?;
         }
@@ -269,6 +272,7 @@ impl Printer<'_> {
                     MbarrierOp::Inval => "inval",
                     MbarrierOp::CpAsyncArrive { noinc: false } => "cp_async_arrive",
                     MbarrierOp::CpAsyncArrive { noinc: true } => "cp_async_arrive.noinc",
+                    MbarrierOp::ArriveCluster => "arrive.cluster",
                 };
                 let lhs = result.map_or(String::new(), |r| format!("%{} = ", r.index()));
                 let operand = arg.map_or(String::new(), |a| format!(", %{}", a.index()));
@@ -295,14 +299,16 @@ impl Printer<'_> {
                         coords,
                         dst,
                         mbar,
+                        multicast,
                     } => writeln!(
                         self.out,
-                        "{pad}tma.load.{}d shared[%{}], {}, {{{}}}, mbar shared[%{}]",
+                        "{pad}tma.load.{}d shared[%{}], {}, {{{}}}, mbar shared[%{}]{}",
                         coords.len(),
                         dst.index(),
                         map(m),
                         list(coords),
-                        mbar.index()
+                        mbar.index(),
+                        multicast.map_or(String::new(), |v| format!(", multicast %{}", v.index()))
                     ),
                     crate::tma::TmaOp::StoreTile {
                         map: m,
@@ -378,6 +384,9 @@ impl Printer<'_> {
                 "{pad}bar.{} {id}, {threads}",
                 if *arrive { "arrive" } else { "sync" }
             ),
+            Stmt::ClusterArrive => writeln!(self.out, "{pad}barrier.cluster.arrive"),
+            Stmt::ClusterWait => writeln!(self.out, "{pad}barrier.cluster.wait"),
+            Stmt::FenceMbarrierInit => writeln!(self.out, "{pad}fence.mbarrier_init.cluster"),
             Stmt::StMatrix {
                 trans,
                 addr,

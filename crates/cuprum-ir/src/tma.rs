@@ -78,6 +78,14 @@ pub enum TmaOp {
         dst: Value,
         /// The `U32` shared address of the mbarrier that counts the bytes.
         mbar: Value,
+        /// `.multicast::cluster` with this `U16` mask of cluster block ranks
+        /// ([`crate::Special::ClusterCtaRank`]): the box lands at `dst` in the shared memory
+        /// of every block of the cluster whose bit is set (this block only if its own bit
+        /// is), and each of those blocks' mbarrier at `mbar` gets the complete-tx of the
+        /// box's bytes. Bits at or above the cluster's block count must be clear. `None`:
+        /// this block alone. sm_90a.
+        #[serde(default)]
+        multicast: Option<Value>,
     },
     /// `cp.async.bulk.tensor.<N>d.global.shared::cta.tile.bulk_group [map, {coords}], [src]`:
     /// copies the box in shared memory at `src` (laid out as a load would leave it) to the

@@ -471,6 +471,16 @@ pub fn validate_kernel(kernel: &Kernel) -> Result<(), ValidationError> {
             )));
         }
     }
+    if let Some((x, y, z)) = kernel.cluster {
+        let blocks = u64::from(x) * u64::from(y) * u64::from(z);
+        if x == 0 || y == 0 || z == 0 || blocks > u64::from(crate::kernel::MAX_CLUSTER_BLOCKS) {
+            return Err(err(format!(
+                "cluster ({x}, {y}, {z}) out of range (each dimension at least 1, at most {} \
+                 blocks in all)",
+                crate::kernel::MAX_CLUSTER_BLOCKS
+            )));
+        }
+    }
     if let Some(problem) = kernel.requires.iter().find_map(|r| r.problem(kernel)) {
         return Err(err(problem));
     }
@@ -696,6 +706,7 @@ impl Walk<'_> {
             | Stmt::SetMaxNreg { .. }
             | Stmt::NamedBarrier { .. }
             | Stmt::StMatrix { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
+            Stmt::ClusterArrive | Stmt::ClusterWait | Stmt::FenceMbarrierInit => {}
             Stmt::WgmmaMma(m) => {
                 // A value defined since the fence is a register written since, unless it
                 // only reads a variable nothing wrote since the fence (the same register).

@@ -317,7 +317,8 @@ fn negate(op: CmpOp) -> CmpOp {
 /// limits that both backends enforce (CUDA refuses the launch, the emulator and the runtime
 /// report `InvalidLaunch`): blocks of at most 1024 threads and `[1024, 1024, 64]` per
 /// dimension, no more than the kernel's launch bounds, and the declared block shape; grids
-/// of at most `[2^31 - 1, 65535, 65535]` blocks; 32 lanes per warp.
+/// of at most `[2^31 - 1, 65535, 65535]` blocks; clusters of at most
+/// [`cuprum_ir::MAX_CLUSTER_BLOCKS`] blocks; 32 lanes per warp.
 pub(crate) fn special_range(
     s: Special,
     max_threads: u32,
@@ -341,6 +342,14 @@ pub(crate) fn special_range(
         Special::BlockIdx(d) => (0, grid(d) - 1),
         Special::GridDim(d) => (1, grid(d)),
         Special::LaneId => (0, 31),
+        // Clusters have at most `MAX_CLUSTER_BLOCKS` blocks (the validator's rule), so a
+        // block's place in one is below it; a cluster index is at most a block index.
+        Special::ClusterCtaRank | Special::ClusterCtaIdx(_) => {
+            (0, u64::from(cuprum_ir::MAX_CLUSTER_BLOCKS) - 1)
+        }
+        Special::ClusterDim(_) => (1, u64::from(cuprum_ir::MAX_CLUSTER_BLOCKS)),
+        Special::ClusterIdx(d) => (0, grid(d) - 1),
+        Special::ClusterCount(d) => (1, grid(d)),
     }
 }
 

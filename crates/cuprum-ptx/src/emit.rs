@@ -288,6 +288,7 @@ pub(crate) fn write_kernel(
     if let Some(r) = kernel.max_registers {
         let _ = writeln!(out, ".maxnreg {r}");
     }
+    crate::cluster::entry_directives(kernel, target, out)?;
     out.push_str("{\n");
     for class in Class::ALL {
         let count = w.regs.count(class);
@@ -547,6 +548,9 @@ impl<'k> KernelWriter<'k> {
                 addr,
                 values,
             } => self.stmatrix(*trans, *addr, values)?,
+            Stmt::ClusterArrive => self.cluster_barrier(false),
+            Stmt::ClusterWait => self.cluster_barrier(true),
+            Stmt::FenceMbarrierInit => self.fence_mbarrier_init(),
         }
         Ok(())
     }
@@ -597,6 +601,7 @@ impl<'k> KernelWriter<'k> {
                     ins!(self, "and.b32 {d}, {d}, 0x{mask:08X}");
                 }
             }
+            Op::Special(s) if crate::cluster::is_cluster_special(*s) => self.cluster_special(d, *s),
             Op::Special(s) => {
                 let dim = |d: &Dim| match d {
                     Dim::X => "x",
@@ -609,6 +614,7 @@ impl<'k> KernelWriter<'k> {
                     Special::BlockIdx(d) => ("ctaid", dim(d)),
                     Special::GridDim(d) => ("nctaid", dim(d)),
                     Special::LaneId => ("laneid", ""),
+                    _ => return,
                 };
                 let dot = if dim.is_empty() { "" } else { "." };
                 ins!(self, "mov.u32 {d}, %{reg}{dot}{dim}");

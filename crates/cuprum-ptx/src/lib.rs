@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+mod cluster;
 mod control;
 mod emit;
 mod f64math;
@@ -203,7 +204,7 @@ pub fn write_module(module: &Module, target: Target) -> Result<String, PtxError>
         return Err(PtxError::Unsupported {
             kernel: kernel.name.clone(),
             what: format!(
-                "an sm_90a-only instruction (wgmma, setmaxnreg) on target {}",
+                "an sm_90a-only instruction (wgmma, setmaxnreg, a multicast copy) on target {}",
                 target.name()
             ),
         });

@@ -34,6 +34,9 @@ impl KernelWriter<'_> {
                 "mbarrier {op:?} on sm_80 (the transaction count needs compute capability 9.0)"
             )));
         }
+        if let (MbarrierOp::ArriveCluster, Some(rank)) = (op, arg) {
+            return self.arrive_cluster(addr, rank);
+        }
         let a = self.reg(addr);
         let arg = arg.map(|v| self.reg(v));
         let result = result.map(|v| self.reg(v));
@@ -96,6 +99,11 @@ impl KernelWriter<'_> {
                 ins!(self, "@!{done} bra {again}");
             }
             MbarrierOp::Inval => ins!(self, "mbarrier.inval.shared::cta.b64 [{a}]"),
+            MbarrierOp::ArriveCluster => {
+                return Err(self.unsupported(
+                    "a remote mbarrier arrival without the block rank it needs (invalid IR)",
+                ));
+            }
             MbarrierOp::CpAsyncArrive { noinc } => {
                 let noinc = if noinc { ".noinc" } else { "" };
                 ins!(

@@ -34,15 +34,35 @@ impl KernelWriter<'_> {
                 coords,
                 dst,
                 mbar,
+                multicast,
             } => {
+                if multicast.is_some() && !self.target.is_arch_specific() {
+                    return Err(self.unsupported(format!(
+                        "a multicast TMA load (`.multicast::cluster`) on {} (it exists on \
+                         sm_90a only)",
+                        self.target.name()
+                    )));
+                }
                 let m = self.tensor_map(*map);
                 let c = self.coords(coords);
                 let (d, b) = (self.reg(*dst), self.reg(*mbar));
-                ins!(
-                    self,
-                    "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}}}], [{b}]",
-                    coords.len()
-                );
+                let rank = coords.len();
+                match multicast {
+                    None => ins!(
+                        self,
+                        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}}}], [{b}]"
+                    ),
+                    Some(mask) => {
+                        // A `U16` lives in a 32-bit register; the mask operand is `.b16`.
+                        let wide = self.reg(*mask);
+                        let k = self.tmp(Class::B16);
+                        ins!(self, "cvt.u16.u32 {k}, {wide}");
+                        ins!(
+                            self,
+                            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{c}}}], [{b}], {k}"
+                        );
+                    }
+                }
             }
             TmaOp::StoreTile { map, coords, src } => {
                 let m = self.tensor_map(*map);

@@ -58,6 +58,7 @@ fn kernel(rank: usize) -> cuprum_ir::Module {
             coords: coords.clone(),
             dst,
             mbar,
+            multicast: None,
         })
         .unwrap();
         k.b.tma(TmaOp::StoreTile {

@@ -84,6 +84,7 @@ impl LaunchContract {
                 static_shared_bytes: 0,
                 dyn_shared_padding: 0,
                 block: Some(self.block),
+                cluster: None,
             },
             config,
         )?;
@@ -311,6 +312,7 @@ impl LoadedModule {
                     static_shared_bytes: k.shared_layout().1,
                     dyn_shared_padding: k.dyn_shared_padding(),
                     block: k.block,
+                    cluster: k.cluster,
                 },
                 stored_maps: stored_maps(k),
             })

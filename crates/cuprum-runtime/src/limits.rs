@@ -82,6 +82,9 @@ pub(crate) struct KernelFacts {
     /// The exact block shape the kernel declares (`#[launch_contract(block = ...)]`), which
     /// every launch, raw ones included, must have: the compiler relies on it.
     pub block: Option<(u32, u32, u32)>,
+    /// The cluster shape the kernel declares ([`cuprum_ir::Kernel::cluster`]): the grid must
+    /// be made of whole clusters, on a device that has clusters (compute capability 9.0+).
+    pub cluster: Option<(u32, u32, u32)>,
 }
 
 fn fmt3(v: (u32, u32, u32)) -> String {
@@ -162,6 +165,29 @@ pub(crate) fn check_config(
             return invalid(format!(
                 "grid dimension {} is {}, above the device limit of {} ({})",
                 AXES[axis], grid[axis], limits.max_grid_dim[axis], limits.name
+            ));
+        }
+    }
+    if let Some(cluster) = facts.cluster {
+        if limits.compute_capability.0 < 9 {
+            return invalid(format!(
+                "the kernel runs in clusters of {} blocks, which need compute capability 9.0 \
+                 or later; {} has {}.{}",
+                fmt3(cluster),
+                limits.name,
+                limits.compute_capability.0,
+                limits.compute_capability.1
+            ));
+        }
+        let shape = [cluster.0, cluster.1, cluster.2];
+        if let Some(axis) = (0..3).find(|&a| !grid[a].is_multiple_of(shape[a])) {
+            return invalid(format!(
+                "grid {} is not made of whole clusters of {} blocks (the kernel's cluster \
+                 shape): grid dimension {} must be a multiple of {}",
+                fmt3(config.grid_dim),
+                fmt3(cluster),
+                AXES[axis],
+                shape[axis]
             ));
         }
     }

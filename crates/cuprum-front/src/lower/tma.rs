@@ -120,6 +120,7 @@ impl Lowerer<'_> {
                 coords,
                 dst: tile,
                 mbar,
+                multicast: None,
             }
         } else {
             TmaOp::StoreTile {
