@@ -470,6 +470,8 @@ struct RecipeCase {
     /// The output's rows padded to whole 16-byte runs (stores of column pairs), rather than
     /// contiguous.
     padded_out: bool,
+    /// Blocks per cluster ([`LowerOptions::cluster_blocks`]); `None`: the lowering's choice.
+    cluster: Option<u32>,
 }
 
 /// A row-major `[rows, cols]` tensor of `ty` holding [`value_bits`] that a tensor map can
@@ -593,6 +595,7 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
     });
     let options = LowerOptions {
         compute_capability: Some((9, 0)),
+        cluster_blocks: rc.cluster,
         ..LowerOptions::default()
     };
     let mut case = cb
@@ -629,6 +632,7 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         s,
         steps: steps(s),
         padded_out: false,
+        cluster: Some(1),
     };
     let mut cases = vec![
         // Ragged on every axis; two consumer warpgroups; K in one stage per step.
@@ -734,6 +738,101 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         );
     }
     check_all("Hopper GEMM recipe", &cases);
+}
+
+/// The Hopper GEMM recipe in clusters of two blocks, which take vertically neighbouring
+/// tiles and copy half of each stage's B boxes into both blocks' shared memory (TMA
+/// multicast): bit for bit the interpreter's, with an odd number of tile rows (the last
+/// pair's second block computes past the tensor and stores nothing), several pairs per
+/// cluster, both consumer counts, the accumulator from the output, padded outputs and a
+/// loop that never runs; the lowered kernel is a cluster kernel that multicasts B.
+#[test]
+fn hopper_gemm_recipe_in_clusters_of_two_matches_the_interpreter_bit_for_bit() {
+    let seed = seed("hopper_gemm_recipe_clusters");
+    let steps = |s: Sizes| (0, s.k.div_ceil(u64::from(s.tk)) as i64);
+    let case = |input, out, init, s: Sizes| RecipeCase {
+        input,
+        out,
+        init,
+        s,
+        steps: steps(s),
+        padded_out: false,
+        cluster: Some(2),
+    };
+    let mut cases = vec![
+        // Three rows of tiles (an odd count), two columns, two consumers, n = 128.
+        case(
+            S::BF16,
+            S::F32,
+            Some(0.0),
+            sizes(0, 300, 250, 200, 128, 128, 64),
+        ),
+        // The widest MMA (four B boxes, two per block), a bf16 result, ragged K.
+        case(
+            S::BF16,
+            S::BF16,
+            Some(0.0),
+            sizes(0, 260, 300, 72, 128, 256, 32),
+        ),
+        // One consumer, five rows of tiles, the accumulator from the output.
+        case(S::F16, S::F32, None, sizes(0, 300, 128, 100, 64, 128, 16)),
+        // One tile row: the pair's second block has nothing to store.
+        case(
+            S::F16,
+            S::F16,
+            Some(0.5),
+            sizes(0, 50, 256, 64, 64, 128, 64),
+        ),
+        // Whole tiles (the epilogue tests no edge) in an odd number of rows: the pair's
+        // second block past the last row must not store.
+        case(
+            S::BF16,
+            S::BF16,
+            Some(0.0),
+            sizes(0, 192, 256, 64, 64, 128, 32),
+        ),
+    ];
+    cases.push(RecipeCase {
+        steps: (3, 3),
+        ..case(
+            S::BF16,
+            S::F32,
+            Some(1.0),
+            sizes(0, 130, 128, 100, 64, 128, 16),
+        )
+    });
+    cases.push(RecipeCase {
+        padded_out: true,
+        ..case(
+            S::F16,
+            S::BF16,
+            Some(0.25),
+            sizes(0, 140, 131, 48, 64, 128, 16),
+        )
+    });
+    let cases: Vec<Case> = cases
+        .into_iter()
+        .enumerate()
+        .map(|(i, rc)| recipe_case(seed + i as u64, rc))
+        .collect();
+    for c in &cases {
+        let compiled = cuprum_tile_fuzz::device::compile(c, &c.options)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.kernel.name));
+        let kernel = &compiled.lowered.kernel;
+        assert_eq!(kernel.cluster, Some((2, 1, 1)), "{}", c.kernel.name);
+        let mut multicasts = 0;
+        kernel.body.visit(&mut |s| {
+            multicasts += usize::from(matches!(
+                s,
+                cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::LoadTile {
+                    multicast: Some(_),
+                    ..
+                })
+            ));
+        });
+        assert!(multicasts > 0, "{}: no multicast copy", c.kernel.name);
+    }
+    check_all("Hopper GEMM recipe in clusters", &cases);
 }
 
 /// A random value of `ty` of at most 1 in magnitude with few significant bits (one in

@@ -223,6 +223,10 @@ pub enum BlockCount {
     Persistent {
         /// Thread blocks per multiprocessor.
         per_multiprocessor: u32,
+        /// Thread blocks per cluster along `x` (the kernel's `cluster`; 1 without one):
+        /// the grid is made of whole clusters, and each cluster takes this many tile blocks
+        /// at a time.
+        cluster_blocks: u32,
     },
 }
 
@@ -249,10 +253,19 @@ impl std::fmt::Display for BlockCount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BlockCount::PerTile => write!(f, "one block per tile block"),
-            BlockCount::Persistent { per_multiprocessor } => write!(
-                f,
-                "persistent: {per_multiprocessor} block(s) per multiprocessor, looping over the tile blocks"
-            ),
+            BlockCount::Persistent {
+                per_multiprocessor,
+                cluster_blocks,
+            } => {
+                write!(
+                    f,
+                    "persistent: {per_multiprocessor} block(s) per multiprocessor, looping over the tile blocks"
+                )?;
+                if *cluster_blocks > 1 {
+                    write!(f, ", in clusters of {cluster_blocks} blocks")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -261,21 +274,28 @@ impl BlockCount {
     /// The grid to launch for a launch whose tile grid (`cuprum_tile_ir::grid_of`) is
     /// `tiles`, on a device of `multiprocessors` multiprocessors: `tiles` itself, or for a
     /// persistent kernel as many blocks along `x` as the device holds at once, at most one
-    /// per tile block (none when there is no tile block). `None`: a persistent kernel
+    /// per tile block (none when there is no tile block), in whole clusters: as many
+    /// clusters as the resident blocks make, at most one per `cluster_blocks` tile blocks
+    /// (at least one cluster when there is a tile block). `None`: a persistent kernel
     /// counts its tile blocks in 32-bit arithmetic, and `tiles` has more than
     /// [`MAX_PERSISTENT_TILE_BLOCKS`].
     pub fn grid(self, tiles: [u32; 3], multiprocessors: u32) -> Option<[u32; 3]> {
         match self {
             BlockCount::PerTile => Some(tiles),
-            BlockCount::Persistent { per_multiprocessor } => {
+            BlockCount::Persistent {
+                per_multiprocessor,
+                cluster_blocks,
+            } => {
                 let all: u64 = tiles.iter().map(|&n| u64::from(n)).product();
                 if all > MAX_PERSISTENT_TILE_BLOCKS {
                     return None;
                 }
+                let cluster = u64::from(cluster_blocks.max(1));
                 let resident =
                     u64::from(multiprocessors.max(1)) * u64::from(per_multiprocessor.max(1));
-                // Below `MAX_PERSISTENT_TILE_BLOCKS`, so a `u32`.
-                let blocks = u32::try_from(all.min(resident)).ok()?;
+                let clusters = (resident / cluster).max(1).min(all.div_ceil(cluster));
+                // At most `MAX_PERSISTENT_TILE_BLOCKS` plus one cluster, so a `u32`.
+                let blocks = u32::try_from(clusters * cluster).ok()?;
                 Some([blocks, 1, 1])
             }
         }
@@ -330,6 +350,12 @@ pub struct LowerOptions {
     /// (`emit::wgmma_gemm`: TMA, mbarriers, `wgmma`, warp specialization; sm_90a code, which
     /// runs on 9.0 only). `None`: code for any device (sm_80 and up) only.
     pub compute_capability: Option<(u32, u32)>,
+    /// Blocks per cluster (cuTile's `num_cta_in_cga` hint): the Hopper GEMM recipe runs
+    /// clusters of this many blocks (1 or 2), which share the tiles of B they load (each
+    /// block copies part of them into both blocks' shared memory, TMA multicast), where the
+    /// kernel allows it (16-bit operands, an even number of B's 64-column boxes, a K loop
+    /// the same for every tile). `None`: the lowering chooses. It changes no result.
+    pub cluster_blocks: Option<u32>,
 }
 
 /// The default number of warps per block aims at this many elements of the largest tile per
@@ -385,6 +411,7 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
             args,
             blocks: BlockCount::Persistent {
                 per_multiprocessor: 1,
+                cluster_blocks: recipe.cluster_blocks(),
             },
         });
     }
@@ -472,6 +499,7 @@ mod tests {
     fn a_persistent_grid_is_one_row_of_at_most_the_resident_blocks() {
         let persistent = BlockCount::Persistent {
             per_multiprocessor: 1,
+            cluster_blocks: 1,
         };
         assert_eq!(BlockCount::PerTile.grid([5, 7, 2], 132), Some([5, 7, 2]));
         assert_eq!(persistent.grid([32, 16, 1], 132), Some([132, 1, 1]));
@@ -479,8 +507,21 @@ mod tests {
         assert_eq!(persistent.grid([4, 0, 1], 132), Some([0, 1, 1]));
         let two = BlockCount::Persistent {
             per_multiprocessor: 2,
+            cluster_blocks: 1,
         };
         assert_eq!(two.grid([100, 100, 1], 66), Some([132, 1, 1]));
+        // Clusters: whole ones, as many as the resident blocks make, at most one per
+        // cluster's worth of tile blocks, at least one.
+        let pairs = BlockCount::Persistent {
+            per_multiprocessor: 1,
+            cluster_blocks: 2,
+        };
+        assert_eq!(pairs.grid([32, 16, 1], 132), Some([132, 1, 1]));
+        assert_eq!(pairs.grid([32, 16, 1], 131), Some([130, 1, 1]));
+        assert_eq!(pairs.grid([3, 3, 1], 132), Some([10, 1, 1]));
+        assert_eq!(pairs.grid([1, 1, 1], 132), Some([2, 1, 1]));
+        assert_eq!(pairs.grid([4, 0, 1], 132), Some([0, 1, 1]));
+        assert_eq!(pairs.grid([9, 9, 1], 1), Some([2, 1, 1]));
         // A device that does not say how many multiprocessors it has still runs a block.
         assert_eq!(persistent.grid([9, 9, 1], 0), Some([1, 1, 1]));
         // The kernel's 32-bit tile index: at most `i32::MAX` tile blocks.

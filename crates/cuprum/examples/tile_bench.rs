@@ -12,6 +12,7 @@
 
 use cuprum::tile::cuda_async::device_operation::ExecutionContext;
 use cuprum::tile::prelude::*;
+use cuprum::tile::tile_kernel::CompileOptions;
 
 #[path = "common/record.rs"]
 mod record;
@@ -353,8 +354,14 @@ fn gemm<H: DType + Copy + Into<f32>>(
     let size = format!("{n}x{n}x{n}");
     let flops = 2.0 * (n as f64).powi(3);
     let mut best = f64::INFINITY;
-    for &(bm, bn, bk) in shapes {
+    for ((bm, bn, bk), cluster) in shapes
+        .iter()
+        .flat_map(|&shape| gemm_clusters().into_iter().map(move |c| (shape, c)))
+    {
         let mut z = api::full(nan, &[n, n]).sync_on(stream)?;
+        let options = cluster.map_or_else(CompileOptions::default, |c| {
+            CompileOptions::default().num_cta_in_cga(c)
+        });
         let generics = [
             H::DTYPE.as_str().to_string(),
             bm.to_string(),
@@ -364,6 +371,7 @@ fn gemm<H: DType + Copy + Into<f32>>(
         let ms = time(stream, |ctx| {
             kernels::gemm((&mut z).partition([bm, bn]), &a, &b)
                 .generics(generics.clone())
+                .compile_options(options)
                 .submit(ctx)
                 .map(drop)
         })?;
@@ -385,8 +393,9 @@ fn gemm<H: DType + Copy + Into<f32>>(
                 }
             }
         }
+        let clusters = cluster.map_or(String::new(), |c| format!(" cluster {c}"));
         println!(
-            "cuprum {case} {size} tiles {bm}x{bn}x{bk} median {ms:.4} ms {:.1} TFLOP/s",
+            "cuprum {case} {size} tiles {bm}x{bn}x{bk}{clusters} median {ms:.4} ms {:.1} TFLOP/s",
             flops / (ms * 1e9)
         );
         best = best.min(ms);
@@ -394,6 +403,15 @@ fn gemm<H: DType + Copy + Into<f32>>(
     let bytes = 3.0 * size_of::<H>() as f64 * (n * n) as f64;
     record::result(case, &size, bytes, flops, best);
     Ok(())
+}
+
+/// The blocks per cluster to time each GEMM shape with: `TILE_BENCH_GEMM_CLUSTERS` (e.g.
+/// `1,2`, to compare them), else the lowering's choice alone.
+fn gemm_clusters() -> Vec<Option<u32>> {
+    std::env::var("TILE_BENCH_GEMM_CLUSTERS").map_or_else(
+        |_| vec![None],
+        |list| list.split(',').map(|c| c.trim().parse().ok()).collect(),
+    )
 }
 
 /// `tile_attention` and `tile_attention_causal`: attention forward in f16, batch 4, 32

@@ -595,6 +595,7 @@ impl Emitter<'_> {
                 coords: at,
                 dst,
                 mbar: full,
+                multicast: None,
             }));
         }
         Ok(())

@@ -77,6 +77,9 @@ const MAX_STAGES: u32 = 8;
 const PRODUCER_REGISTERS: u32 = 40;
 const CONSUMER_REGISTERS: u32 = 232;
 const REGISTER_CAP: u32 = 168;
+/// Whether the recipe runs pairs of blocks as clusters unless told otherwise
+/// ([`crate::LowerOptions::cluster_blocks`]).
+const DEFAULT_PAIRS: bool = false;
 
 /// How the accumulator starts.
 #[derive(Clone, Copy, Debug)]
@@ -114,9 +117,28 @@ pub(crate) struct GemmRecipe {
     /// K per stage of the ring.
     sk: u32,
     stages: u32,
+    /// Blocks per cluster along `x` (1 or 2; see [`GemmRecipe::cluster_blocks`]).
+    cluster: u32,
 }
 
 impl GemmRecipe {
+    /// Blocks per cluster: with 2, the blocks of a cluster take vertically neighbouring
+    /// tiles (the same columns of B) and each copies half of every stage's B boxes into
+    /// both blocks' shared memory (TMA multicast), so B is read from L2 once per pair.
+    pub(crate) fn cluster_blocks(&self) -> u32 {
+        self.cluster
+    }
+
+    /// Arrivals that release a stage ([`Emitter::release_stage`]): every consumer thread,
+    /// or in a cluster one lane of every consumer warp of every block of the cluster.
+    fn releases_per_stage(&self) -> u32 {
+        if self.cluster == 1 {
+            WARPGROUP * self.consumers()
+        } else {
+            WARPGROUP / 32 * self.consumers() * self.cluster
+        }
+    }
+
     /// Threads per block: the producer warpgroup and the consumer warpgroups.
     pub(crate) fn threads(&self) -> u32 {
         WARPGROUP * (1 + self.consumers())
@@ -409,8 +431,31 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         bk,
         sk,
         stages: 0,
+        cluster: 1,
     };
     recipe.stages = (RING_BUDGET / recipe.stage_bytes()).min(MAX_STAGES);
+    // Pairs of blocks sharing B: 16-bit operands (the swapped `tf32` product reads B
+    // through registers), B's boxes split evenly between the two, and the same K loop for
+    // every tile (the pair's rings advance together), so no value before the loop may
+    // depend on the tile block.
+    let mut per_block: Vec<TileValue> = Vec::new();
+    for s in &stmts[..at] {
+        if let TStmt::Def { value, op } = s
+            && (matches!(op, TOp::BlockId(_) | TOp::NumBlocks(_))
+                || op.operands().iter().any(|v| per_block.contains(v)))
+        {
+            per_block.push(*value);
+        }
+    }
+    let per_tile = per_block.contains(start) || per_block.contains(end);
+    let pairs =
+        !recipe.swapped() && (recipe.bn / recipe.b_box_columns()).is_multiple_of(2) && !per_tile;
+    recipe.cluster = match options.cluster_blocks {
+        Some(2) if pairs => 2,
+        Some(_) => 1,
+        None if pairs && DEFAULT_PAIRS => 2,
+        None => 1,
+    };
     (recipe.stages >= 2 && recipe.accumulators() <= MAX_ACCUMULATORS).then_some(recipe)
 }
 
@@ -440,6 +485,10 @@ impl Emitter<'_> {
         if two_consumers {
             self.b.set_max_registers(Some(REGISTER_CAP));
         }
+        let clustered = r.cluster > 1;
+        if clustered {
+            self.b.set_cluster(Some((r.cluster, 1, 1)));
+        }
         self.b.align_dyn_shared(1024);
         let a_map = self.tensor_map_param(r.a, [r.sk, r.bm], r.a_swizzle())?;
         let b_map = self.tensor_map_param(r.b, [r.b_box_columns(), r.sk], Swizzle::B128)?;
@@ -456,15 +505,19 @@ impl Emitter<'_> {
                 let one = e.u32c(1);
                 e.mbarrier(MbarrierOp::Init, full, Some(one))?;
                 let empty = e.barrier_addr(bars, r.stages + s)?;
-                let n = e.u32c(WARPGROUP * r.consumers());
+                let n = e.u32c(r.releases_per_stage());
                 e.mbarrier(MbarrierOp::Init, empty, Some(n))?;
             }
             e.push(Stmt::FenceProxyAsync {
                 space: cuprum_ir::ProxyFenceSpace::SharedCta,
             });
+            if clustered {
+                e.push(Stmt::FenceMbarrierInit);
+            }
             Ok(())
         })?;
-        self.push(Stmt::Barrier);
+        // The barriers are set up before any block of the cluster uses them.
+        self.cluster_barrier(clustered);
         let wg_size = self.u32c(WARPGROUP);
         let warpgroup = self.bin(BinaryOp::Div, tid, wg_size)?;
         let producer = self.cmp(CmpOp::Eq, warpgroup, zero32)?;
@@ -479,7 +532,7 @@ impl Emitter<'_> {
                 }
                 e.if_(first, |e| {
                     let ring = e.ring_position();
-                    e.for_each_tile(tiles, |e| {
+                    e.for_each_tile(r, tiles, |e| {
                         let (start, total) = e.tile_prologue(r)?;
                         e.produce(r, [a_map, b_map], start, total, bars, &ring)
                     })
@@ -504,7 +557,7 @@ impl Emitter<'_> {
                 } else {
                     None
                 };
-                e.for_each_tile(tiles, |e| {
+                e.for_each_tile(r, tiles, |e| {
                     let (_, total) = e.tile_prologue(r)?;
                     let consumer = Consumer {
                         w,
@@ -517,7 +570,22 @@ impl Emitter<'_> {
                 })
             },
         )?;
+        if clustered {
+            // No block leaves while the other may still copy into its shared memory or
+            // release its stages.
+            self.cluster_barrier(true);
+        }
         Ok((self.b.finish(), self.shared_bytes, self.args))
+    }
+
+    /// A barrier of the whole cluster (`clustered`: arrive and wait), else of the block.
+    fn cluster_barrier(&mut self, clustered: bool) {
+        if clustered {
+            self.push(Stmt::ClusterArrive);
+            self.push(Stmt::ClusterWait);
+        } else {
+            self.push(Stmt::Barrier);
+        }
     }
 
     /// The tile grid of the launch (`U32`): `ceil(size / tile)` blocks along each axis of the
@@ -547,13 +615,44 @@ impl Emitter<'_> {
     /// arithmetic (no 64-bit divisions, which are long in SASS and slow to compile): a
     /// persistent launch has at most `i32::MAX` tile blocks ([`crate::BlockCount::grid`]), so
     /// neither the count nor a block's next index wraps.
-    fn for_each_tile(&mut self, tiles: [Value; 2], body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+    ///
+    /// In clusters of two ([`GemmRecipe::cluster_blocks`]) the loop runs over pairs of tile
+    /// rows instead: cluster `clusterid.x` takes pairs `clusterid.x, clusterid.x +
+    /// nclusterid.x, ..` of the `ceil(rows / 2) x cols` grid of pairs (in the grouped
+    /// order), and its block of rank `r` the pair's row `2 row + r`, so both blocks read the
+    /// same columns of B. Past the last row (an odd number of rows), a block computes a tile
+    /// of zeros (TMA fills A's rows beyond the tensor) that it does not store (its stores
+    /// are predicated at the tensor's edges), so that its pair's rings still advance.
+    fn for_each_tile(
+        &mut self,
+        r: &GemmRecipe,
+        tiles: [Value; 2],
+        body: impl FnOnce(&mut Self) -> R<()>,
+    ) -> R<()> {
         let [rows, cols] = tiles;
-        let count = self.mul(rows, cols)?;
-        let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
-        let blocks = self.def(Op::Special(Special::GridDim(Dim::X)))?;
-        self.counted_loop(x, count, blocks, |e, t| {
-            e.block_index = Some(e.grouped_index(t, rows, cols)?);
+        if r.cluster == 1 {
+            let count = self.mul(rows, cols)?;
+            let x = self.def(Op::Special(Special::BlockIdx(Dim::X)))?;
+            let blocks = self.def(Op::Special(Special::GridDim(Dim::X)))?;
+            return self.counted_loop(x, count, blocks, |e, t| {
+                e.block_index = Some(e.grouped_index(t, rows, cols)?);
+                e.grid_dims = Some([rows, cols]);
+                body(e)
+            });
+        }
+        let cluster = self.u32c(r.cluster);
+        let last = self.u32c(r.cluster - 1);
+        let up = self.add(rows, last)?;
+        let pair_rows = self.bin(BinaryOp::Div, up, cluster)?;
+        let count = self.mul(pair_rows, cols)?;
+        let x = self.def(Op::Special(Special::ClusterIdx(Dim::X)))?;
+        let clusters = self.def(Op::Special(Special::ClusterCount(Dim::X)))?;
+        let rank = self.def(Op::Special(Special::ClusterCtaRank))?;
+        self.counted_loop(x, count, clusters, |e, t| {
+            let [pair_row, col] = e.grouped_index(t, pair_rows, cols)?;
+            let first = e.mul(pair_row, cluster)?;
+            let row = e.add(first, rank)?;
+            e.block_index = Some([row, col]);
             e.grid_dims = Some([rows, cols]);
             body(e)
         })
@@ -756,21 +855,65 @@ impl Emitter<'_> {
                 coords: vec![k, m0],
                 dst,
                 mbar: full,
+                multicast: None,
             }));
-            for j in 0..r.bn / r.b_box_columns() {
-                let off = e.u32c(r.a_bytes() + j * r.b_box_bytes());
-                let dst = e.stage_addr(r, stage, off)?;
-                let col = e.konst(Constant::i32((j * r.b_box_columns()) as i32));
-                let n = e.add(n0, col)?;
-                e.push(Stmt::Tma(TmaOp::LoadTile {
-                    map: TensorMapRef::Param(b_map),
-                    coords: vec![n, k],
-                    dst,
-                    mbar: full,
-                }));
+            let boxes = r.bn / r.b_box_columns();
+            if r.cluster == 1 {
+                for j in 0..boxes {
+                    let j = e.u32c(j);
+                    e.copy_b_box(r, b_map, stage, [n0, k], j, full, None)?;
+                }
+                return Ok(());
+            }
+            // This block's share of B's boxes, into both blocks' stage.
+            let share = boxes / r.cluster;
+            let rank = e.def(Op::Special(Special::ClusterCtaRank))?;
+            let per_rank = e.u32c(share);
+            let mine = e.mul(rank, per_rank)?;
+            let everyone = e.konst(Constant {
+                ty: ScalarType::U16,
+                bits: (1 << r.cluster) - 1,
+            });
+            for i in 0..share {
+                let i = e.u32c(i);
+                let j = e.add(mine, i)?;
+                e.copy_b_box(r, b_map, stage, [n0, k], j, full, Some(everyone))?;
             }
             Ok(())
         })
+    }
+
+    /// Copies box `j` (`U32`) of B's `[SK, BN]` slice at `(k, n0)` into stage `stage`,
+    /// counting its bytes on the mbarrier `full`; `multicast`: into the stage of every
+    /// block of the mask (`U16`) instead.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_b_box(
+        &mut self,
+        r: &GemmRecipe,
+        b_map: u32,
+        stage: Value,
+        [n0, k]: [Value; 2],
+        j: Value,
+        full: Value,
+        multicast: Option<Value>,
+    ) -> R<()> {
+        let box_bytes = self.u32c(r.b_box_bytes());
+        let off = self.mul(j, box_bytes)?;
+        let a_bytes = self.u32c(r.a_bytes());
+        let off = self.add(a_bytes, off)?;
+        let dst = self.stage_addr(r, stage, off)?;
+        let j = self.cast(j, ScalarType::I32)?;
+        let columns = self.konst(Constant::i32(r.b_box_columns() as i32));
+        let col = self.mul(j, columns)?;
+        let n = self.add(n0, col)?;
+        self.push(Stmt::Tma(TmaOp::LoadTile {
+            map: TensorMapRef::Param(b_map),
+            coords: vec![n, k],
+            dst,
+            mbar: full,
+            multicast,
+        }));
+        Ok(())
     }
 
     /// The address of barrier `first + stage` (`stage` a `U32` value).
@@ -892,7 +1035,7 @@ impl Emitter<'_> {
                 // The previous sub-stage's MMAs have completed: release its stage.
                 let prev = e.previous_stage(r, stage)?;
                 let empty = e.barrier_addr_at(bars, r.stages, prev)?;
-                e.mbarrier(MbarrierOp::Arrive, empty, None)
+                e.release_stage(r, empty)
             })?;
             Ok(())
         })?;
@@ -906,10 +1049,41 @@ impl Emitter<'_> {
                 let stage = e.read(ring.stage)?;
                 let last = e.previous_stage(r, stage)?;
                 let empty = e.barrier_addr_at(bars, r.stages, last)?;
-                e.mbarrier(MbarrierOp::Arrive, empty, None)
+                e.release_stage(r, empty)
             })?;
         }
-        self.epilogue(r, &place, acc)
+        if r.cluster == 1 {
+            return self.epilogue(r, &place, acc);
+        }
+        // A pair's second block past the last row of tiles stores nothing (the epilogue
+        // tests no edge where the launch knows every tile is whole).
+        let (Some([row, _]), Some([rows, _])) = (self.block_index, self.grid_dims) else {
+            return Err(self.internal("a clustered tile without its place in the grid"));
+        };
+        let in_grid = self.cmp(CmpOp::Lt, row, rows)?;
+        self.if_(in_grid, |e| e.epilogue(r, &place, acc))
+    }
+
+    /// A consumer thread's release of the stage whose *empty* mbarrier is at `empty`, once
+    /// the MMAs reading it have completed: every thread arrives; in a cluster, lane 0 of
+    /// each warp arrives on the barrier of every block of the cluster (the stage holds B's
+    /// boxes that every block copied into it, so each of them waits for the release; the
+    /// warp's MMAs are the warpgroup's, complete for every lane after its wait, and the
+    /// emulator counts their reads as lane 0's).
+    fn release_stage(&mut self, r: &GemmRecipe, empty: Value) -> R<()> {
+        if r.cluster == 1 {
+            return self.mbarrier(MbarrierOp::Arrive, empty, None);
+        }
+        let lane = self.def(Op::Special(Special::LaneId))?;
+        let zero = self.u32c(0);
+        let signals = self.cmp(CmpOp::Eq, lane, zero)?;
+        self.if_(signals, |e| {
+            for rank in 0..r.cluster {
+                let rank = e.u32c(rank);
+                e.mbarrier(MbarrierOp::ArriveCluster, empty, Some(rank))?;
+            }
+            Ok(())
+        })
     }
 
     /// One `wgmma` of `m64n{n}` adding `a · b` (B transposed: MN-major, when `trans_b`) to

@@ -336,7 +336,7 @@ fn key(
     for t in &spec.types {
         field(t.rust_name().as_bytes());
     }
-    for choice in [options.num_warps, options.occupancy] {
+    for choice in [options.num_warps, options.occupancy, options.cluster_blocks] {
         field(&choice.map_or(0, |n| u64::from(n) + 1).to_le_bytes());
     }
     let (major, minor) = options.compute_capability.unwrap_or((0, 0));
@@ -365,18 +365,23 @@ fn key(
 }
 
 /// The first bytes of an entry, with its format's version.
-const MAGIC: &[u8; 16] = b"cuprum-tile-jit4";
+const MAGIC: &[u8; 16] = b"cuprum-tile-jit5";
 
 fn encode(entry: &Entry) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend(entry.block_threads.to_le_bytes());
     out.extend(entry.shared_bytes.to_le_bytes());
-    // Thread blocks per multiprocessor of a persistent kernel, 0 for one per tile block.
-    let per_multiprocessor = match entry.blocks {
-        BlockCount::PerTile => 0,
-        BlockCount::Persistent { per_multiprocessor } => per_multiprocessor.max(1),
+    // Thread blocks per multiprocessor of a persistent kernel and its blocks per cluster,
+    // both 0 for one block per tile block.
+    let (per_multiprocessor, cluster_blocks) = match entry.blocks {
+        BlockCount::PerTile => (0, 0),
+        BlockCount::Persistent {
+            per_multiprocessor,
+            cluster_blocks,
+        } => (per_multiprocessor.max(1), cluster_blocks.max(1)),
     };
     out.extend(per_multiprocessor.to_le_bytes());
+    out.extend(cluster_blocks.to_le_bytes());
     out.extend((entry.args.len() as u32).to_le_bytes());
     for slot in &entry.args {
         // A tag, the parameter, then three words: an axis, or a map's box and swizzle.
@@ -432,9 +437,12 @@ fn decode(bytes: &[u8]) -> Option<Entry> {
     };
     let block_threads = u32_()?;
     let shared_bytes = u32_()?;
-    let blocks = match u32_()? {
-        0 => BlockCount::PerTile,
-        per_multiprocessor => BlockCount::Persistent { per_multiprocessor },
+    let blocks = match (u32_()?, u32_()?) {
+        (0, _) => BlockCount::PerTile,
+        (per_multiprocessor, cluster_blocks) => BlockCount::Persistent {
+            per_multiprocessor,
+            cluster_blocks: cluster_blocks.max(1),
+        },
     };
     let count = u32_()?;
     let mut args = Vec::new();
@@ -525,6 +533,7 @@ mod tests {
             ],
             blocks: BlockCount::Persistent {
                 per_multiprocessor: 2,
+                cluster_blocks: 2,
             },
             ptx: Some((cuprum_ptx::Target::Sm90a, "// the PTX\n".to_owned())),
         };
@@ -669,6 +678,7 @@ mod tests {
             occupancy,
             tensor_facts: facts,
             compute_capability: None,
+            cluster_blocks: None,
         };
         let none = with(vec![], None, None);
         let aligned = with(
@@ -737,6 +747,17 @@ mod tests {
                 &spec(128),
                 &LowerOptions {
                     compute_capability: Some((9, 0)),
+                    ..none.clone()
+                },
+                "lower",
+            ),
+            key(
+                "m",
+                b"ir",
+                0,
+                &spec(128),
+                &LowerOptions {
+                    cluster_blocks: Some(2),
                     ..none.clone()
                 },
                 "lower",

@@ -10,10 +10,12 @@ use cuprum_tile_lower::LowerOptions;
 
 /// Options of a tile kernel's compilation (cuTile Rust's `CompileOptions`): hints, which
 /// change no result. cuprum honours `num_worker_warps_per_cta` (warps per block; cuprum's
-/// lowering otherwise chooses) and `occupancy` (blocks per multiprocessor: the PTX
-/// compiler keeps registers within what that many blocks leave each thread). It accepts
-/// `num_cta_in_cga` (cuprum launches no clusters) and `max_divisibility` (cuprum specializes
-/// on what each launch's tensors are, see `cuprum_tile_lower::TensorFacts`) and ignores them.
+/// lowering otherwise chooses), `occupancy` (blocks per multiprocessor: the PTX compiler
+/// keeps registers within what that many blocks leave each thread) and `num_cta_in_cga`
+/// (blocks per cluster: the Hopper GEMM recipe runs pairs of blocks sharing B's tiles
+/// with 2, single blocks with 1; other kernels run no clusters). It accepts
+/// `max_divisibility` (cuprum specializes on what each launch's tensors are, see
+/// `cuprum_tile_lower::TensorFacts`) and ignores it.
 ///
 /// ```
 /// use cuprum::tile::tile_kernel::CompileOptions;
@@ -51,7 +53,9 @@ impl CompileOptions {
         self
     }
 
-    /// Blocks per cluster: accepted and ignored (cuprum launches no clusters).
+    /// Blocks per cluster: 2 runs the Hopper GEMM recipe's tiles in pairs of blocks that
+    /// share B's tiles (TMA multicast), 1 runs single blocks; kernels of other shapes run
+    /// no clusters.
     pub const fn num_cta_in_cga(mut self, blocks: u32) -> Self {
         self.num_cta_in_cga = Some(blocks);
         self
@@ -105,6 +109,7 @@ impl CompileOptions {
         LowerOptions {
             num_warps: self.num_worker_warps_per_cta,
             occupancy: self.occupancy,
+            cluster_blocks: self.num_cta_in_cga,
             ..LowerOptions::default()
         }
     }
