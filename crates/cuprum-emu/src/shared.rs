@@ -203,23 +203,11 @@ impl SharedMem {
         }
     }
 
-    /// The TMA reads `size` bytes at `off` for a store `issuer` issued: checked as a load by
-    /// the agent, and every byte a thread wrote must have been fenced for the async proxy
-    /// since (by its writer, or by the issuer).
-    pub(crate) fn agent_load(
-        &mut self,
-        off: u32,
-        size: u32,
-        issuer: u32,
-    ) -> Result<u64, SharedFault> {
-        self.check_proxy_fenced(off, size, issuer)?;
-        self.load(off, size, self.agent)
-    }
-
-    /// A `wgmma`'s read of an operand's `size` bytes at `off`, through the async proxy, for
-    /// the warp whose lane 0 is `reader`: every byte a thread wrote (ordinary stores,
+    /// An async-proxy read of `size` bytes at `off` for `reader`: a `wgmma`'s read of an
+    /// operand (`reader`: the warp's lane 0) or a TMA store's read of its source (`reader`:
+    /// the issuer, when it issues it). Every byte a thread wrote (ordinary stores,
     /// `cp.async`) must have been fenced for the async proxy since, by its writer or by the
-    /// reader, as for the TMA; the read is then race-checked as `reader`'s.
+    /// reader; the read is then race-checked as `reader`'s.
     pub(crate) fn async_proxy_load(
         &mut self,
         off: u32,

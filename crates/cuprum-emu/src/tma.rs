@@ -555,7 +555,11 @@ impl Exec<'_, '_> {
             }
             if let Some(o) = desc.stored_element_offset(index) {
                 let at = desc.swizzle.apply(src + b as u32);
-                match shared.agent_load(at, size, tid) {
+                // Read as the issuer's (the store reads its source when issued, as far as
+                // races go: its bytes stay the store's until a `.read` wait covers it), so
+                // whatever orders a write before the issue (a named barrier's clocks, not
+                // only a block barrier's epoch) orders it before the read.
+                match shared.async_proxy_load(at, size, tid) {
                     Ok(v) => writes.push((desc.address + o, size, v)),
                     Err(f) => result = Err(agent_fault(ctx, l, f)),
                 }

@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cuprum_ir::{Kernel, ParamKind};
+use cuprum_ir::{Kernel, ParamKind, SliceAccess};
 
 use crate::backend::{Failure, LaunchTarget, LoadRequest, ModuleHandle, PtxText, module_label};
 use crate::buffer::{DeviceCopy, DeviceScalar};
@@ -169,9 +169,13 @@ fn stored_maps(k: &Kernel) -> Vec<u32> {
 }
 
 /// Refuses a launch in which the tensor of a map the kernel stores through overlaps another
-/// argument's memory: both come from shared borrows on the host (a `TensorMap` borrows its
-/// buffer as `&[T]` does), so the borrow checker cannot, and a read-only slice may be read
-/// through the non-coherent cache while the TMA writes it.
+/// map's or a read-only slice's memory: both come from shared borrows on the host (a
+/// `TensorMap` borrows its buffer as `&[T]` does), so the borrow checker cannot, and a
+/// read-only slice may be read through the non-coherent cache while the TMA writes it. A
+/// writable slice comes from an exclusive borrow, which the borrow checker already keeps
+/// apart from a map's shared one; where one does cover a stored map's tensor, it is the
+/// same output on purpose (a tile kernel's partitioned output, stored tile by tile through
+/// a map of it).
 fn check_stored_maps(name: &str, ir: &Kernel, stored: &[u32], args: &[KernelArg]) -> Result<()> {
     let range = |arg: &KernelArg, param: &cuprum_ir::Param| match (*arg, param.kind) {
         (KernelArg::TensorMap { address, bytes, .. }, _) => Some((address, bytes)),
@@ -189,6 +193,10 @@ fn check_stored_maps(name: &str, ir: &Kernel, stored: &[u32], args: &[KernelArg]
             continue;
         };
         for (j, (other, p)) in args.iter().zip(&ir.params).enumerate() {
+            if matches!(p.kind, ParamKind::Slice { access, .. } if access != SliceAccess::ReadOnly)
+            {
+                continue;
+            }
             let Some((o, n)) = range(other, p).filter(|r| r.1 > 0) else {
                 continue;
             };

@@ -681,6 +681,20 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
             ..case(input, out, Some(0.0), s)
         });
     }
+    // Whole columns, so the tiles go out through shared memory with TMA stores: an odd
+    // number of 128-byte chunks per tile (three, and one), several tiles per block.
+    cases.push(case(
+        S::BF16,
+        S::BF16,
+        Some(0.0),
+        sizes(0, 128, 384, 64, 64, 192, 32),
+    ));
+    cases.push(case(
+        S::F16,
+        S::F16,
+        Some(0.5),
+        sizes(0, 200, 128, 40, 64, 64, 16),
+    ));
     // Outputs whose rows are padded to 16-byte runs, so column pairs are one store, with an
     // odd width (the last column alone) and even ones.
     for (out, n) in [(S::BF16, 131), (S::F32, 190), (S::F16, 64)] {
@@ -727,6 +741,9 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         .enumerate()
         .map(|(i, rc)| recipe_case(seed + i as u64, rc))
         .collect();
+    // Outputs a tensor map describes with whole rows of 16-byte chunks go out through
+    // shared memory with TMA stores; the others are stored by the threads.
+    let mut staged = 0;
     for c in &cases {
         let compiled = cuprum_tile_fuzz::device::compile(c, &c.options)
             .unwrap_or_else(|e| panic!("{}: {e}", c.kernel.name));
@@ -736,8 +753,23 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
             "{}: the Hopper recipe did not take it ({threads} threads per block)",
             c.kernel.name
         );
+        staged += usize::from(stores_tiles(&compiled.lowered.kernel));
     }
+    assert!(
+        (3..cases.len()).contains(&staged),
+        "{staged} of {} cases take the staged epilogue",
+        cases.len()
+    );
     check_all("Hopper GEMM recipe", &cases);
+}
+
+/// Whether `kernel` stores tiles with TMA (the GEMM recipe's staged epilogue).
+fn stores_tiles(kernel: &cuprum_ir::Kernel) -> bool {
+    let mut stores = false;
+    kernel.body.visit(&mut |s| {
+        stores |= matches!(s, cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::StoreTile { .. }));
+    });
+    stores
 }
 
 /// The Hopper GEMM recipe in clusters of two blocks, which take vertically neighbouring

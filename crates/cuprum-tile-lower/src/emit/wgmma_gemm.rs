@@ -68,6 +68,15 @@ const N_MULTIPLE: u32 = 64;
 const MAX_ACCUMULATORS: u32 = 128;
 /// The most shared memory the ring may take (of the H100/H200's 227 KiB per block).
 const RING_BUDGET: u32 = 200 * 1024;
+/// The most the ring and the staged epilogue's buffers take together (with the mbarriers
+/// and the dynamic region's alignment, within the 227 KiB a block may have).
+const STAGED_BUDGET: u32 = 224 * 1024;
+/// Rows of a staged epilogue's chunk (a consumer's rows) and its bytes per row (one
+/// 128-byte swizzled row: 64 columns of 16 bits, 32 of `f32`).
+const CHUNK_ROWS: u32 = 64;
+const CHUNK_ROW_BYTES: u32 = 128;
+/// Chunk buffers per consumer: one written while the previous one is stored.
+const CHUNK_BUFFERS: u32 = 2;
 /// Rows of tiles a group of consecutive tile blocks covers (see `grouped_index`).
 const GROUP_ROWS: u32 = 8;
 /// The most stages of the ring.
@@ -119,6 +128,11 @@ pub(crate) struct GemmRecipe {
     stages: u32,
     /// Blocks per cluster along `x` (1 or 2; see [`GemmRecipe::cluster_blocks`]).
     cluster: u32,
+    /// Whether the consumers store their tiles through shared memory with TMA (see
+    /// [`Emitter::staged_epilogue`]): 16-bit operands (the accumulator's own layout) and an
+    /// `f32`, `f16` or `bf16` output that a tensor map can describe, with rows of whole
+    /// 16-byte chunks (a tile store writes a row's last chunk whole).
+    staged: bool,
 }
 
 impl GemmRecipe {
@@ -136,6 +150,20 @@ impl GemmRecipe {
             WARPGROUP * self.consumers()
         } else {
             WARPGROUP / 32 * self.consumers() * self.cluster
+        }
+    }
+
+    /// Columns of the output in one staged chunk.
+    fn chunk_columns(&self) -> u32 {
+        CHUNK_ROW_BYTES / self.out_elem.size_bytes()
+    }
+
+    /// Bytes of the staged epilogue's buffers (none without it).
+    fn staging_bytes(&self) -> u32 {
+        if self.staged {
+            self.consumers() * CHUNK_BUFFERS * CHUNK_ROWS * CHUNK_ROW_BYTES
+        } else {
+            0
         }
     }
 
@@ -432,8 +460,29 @@ pub(crate) fn find(kernel: &TileKernel, options: &LowerOptions) -> Option<GemmRe
         sk,
         stages: 0,
         cluster: 1,
+        staged: false,
     };
-    recipe.stages = (RING_BUDGET / recipe.stage_bytes()).min(MAX_STAGES);
+    // A tile store writes each row's last 16-byte chunk whole (`stored_row_elems`): only
+    // where the rows are whole chunks does it write nothing past the tensor's columns.
+    let out_mapped = options.tensor_facts.get(*out as usize).is_some_and(|f| {
+        f.tensor_map
+            && f.size_divisors.get(1).is_some_and(|&d| {
+                (d * u64::from(out_elem.size_bytes()))
+                    .is_multiple_of(u64::from(cuprum_ir::tma::BOX_START_ALIGN))
+            })
+    });
+    recipe.staged = !recipe.swapped()
+        && out_mapped
+        && matches!(
+            out_elem,
+            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16
+        );
+    let budget = if recipe.staged {
+        STAGED_BUDGET - recipe.staging_bytes()
+    } else {
+        RING_BUDGET
+    };
+    recipe.stages = (budget / recipe.stage_bytes()).min(MAX_STAGES);
     // Pairs of blocks sharing B: 16-bit operands (the swapped `tf32` product reads B
     // through registers), B's boxes split evenly between the two, and the same K loop for
     // every tile (the pair's rings advance together), so no value before the loop may
@@ -492,9 +541,17 @@ impl Emitter<'_> {
         self.b.align_dyn_shared(1024);
         let a_map = self.tensor_map_param(r.a, [r.sk, r.bm], r.a_swizzle())?;
         let b_map = self.tensor_map_param(r.b, [r.b_box_columns(), r.sk], Swizzle::B128)?;
+        let out_map = if r.staged {
+            let box_dims = [r.chunk_columns(), CHUNK_ROWS];
+            Some(self.tensor_map_param(r.out, box_dims, Swizzle::B128)?)
+        } else {
+            None
+        };
         let tiles = self.tile_grid(r)?;
 
-        let bars = r.stages * r.stage_bytes();
+        // Shared memory: the ring's stages, the staged epilogue's buffers, the mbarriers.
+        let staging = r.stages * r.stage_bytes();
+        let bars = staging + r.staging_bytes();
         self.shared_bytes = bars + 16 * r.stages;
         let tid = self.tid;
         let zero32 = self.u32c(0);
@@ -565,9 +622,23 @@ impl Emitter<'_> {
                         total,
                         bars,
                         fragments,
+                        staging: out_map.map(|map| (map, staging)),
                     };
                     e.consume(r, &consumer, &ring, &acc)
-                })
+                })?;
+                if r.staged {
+                    // The last tiles' stores complete before the block leaves.
+                    let zero = e.u32c(0);
+                    let issuer = e.cmp(CmpOp::Eq, wt, zero)?;
+                    e.if_(issuer, |e| {
+                        e.push(Stmt::Tma(TmaOp::WaitGroup {
+                            pending: 0,
+                            read: false,
+                        }));
+                        Ok(())
+                    })?;
+                }
+                Ok(())
             },
         )?;
         if clustered {
@@ -1052,6 +1123,11 @@ impl Emitter<'_> {
                 e.release_stage(r, empty)
             })?;
         }
+        if let Some(staging) = c.staging {
+            // TMA stores only what lies inside the tensor: a pair's second block past the
+            // last row of tiles stores nothing.
+            return self.staged_epilogue(r, c, staging, acc);
+        }
         if r.cluster == 1 {
             return self.epilogue(r, &place, acc);
         }
@@ -1062,6 +1138,154 @@ impl Emitter<'_> {
         };
         let in_grid = self.cmp(CmpOp::Lt, row, rows)?;
         self.if_(in_grid, |e| e.epilogue(r, &place, acc))
+    }
+
+    /// The staged epilogue: the consumer's `64 x BN` part of the tile goes out in chunks of
+    /// 64 rows by 128 bytes. The consumer's threads convert and write a chunk into one of
+    /// its two buffers in TMA's 128-byte-swizzled box layout (a thread's pair of columns as
+    /// one 4- or 8-byte store; with the swizzle a warp's stores meet in no bank), fence the
+    /// writes for the async proxy and meet at the consumer's named barrier; its first
+    /// thread stores the box with TMA (which writes only the elements inside the tensor)
+    /// and waits until the box before has been read, and the consumer meets again before
+    /// that box's buffer is written. The stores run while the consumer goes on (to the
+    /// next chunk, and to the next tile's MMAs); before a tile's first chunk the first
+    /// thread waits for the previous tile's last box to have been read.
+    fn staged_epilogue(
+        &mut self,
+        r: &GemmRecipe,
+        c: &Consumer,
+        (out_map, buffers): (u32, u32),
+        acc: &[Var],
+    ) -> R<()> {
+        let (w, wt) = (c.w, c.wt);
+        let [warp, g, q] = self.lane_coordinates(wt)?;
+        let zero = self.u32c(0);
+        let issuer = self.cmp(CmpOp::Eq, wt, zero)?;
+        // The thread's rows in the consumer's 64: `16 warp + g` and 8 below; in TMA's
+        // swizzle a row's 16-byte units are permuted by the row modulo 8, which is `g`.
+        let c16 = self.u32c(16);
+        let row = self.mul(warp, c16)?;
+        let row = self.add(row, g)?;
+        let row_bytes = self.u32c(CHUNK_ROW_BYTES);
+        let row_at = self.mul(row, row_bytes)?;
+        let elem = r.out_elem.size_bytes();
+        let q_bytes = self.u32c(2 * elem);
+        let q_bytes = self.mul(q, q_bytes)?;
+        // This consumer's buffers.
+        let per_consumer = self.u32c(CHUNK_BUFFERS * CHUNK_ROWS * CHUNK_ROW_BYTES);
+        let mine = self.mul(w, per_consumer)?;
+        let first_buffer = self.u32c(buffers);
+        let mine = self.add(first_buffer, mine)?;
+        let mine = self.add(self.shared_base, mine)?;
+        // The box's place: the tile's columns and this consumer's rows.
+        let index = self
+            .block_index
+            .ok_or_else(|| self.internal("the GEMM recipe's block index is unset"))?;
+        let (row_tile, col_tile) = (
+            self.cast(index[0], ScalarType::I32)?,
+            self.cast(index[1], ScalarType::I32)?,
+        );
+        let bm = self.konst(Constant::i32(r.bm as i32));
+        let m0 = self.mul(row_tile, bm)?;
+        let w32 = self.cast(w, ScalarType::I32)?;
+        let rows = self.konst(Constant::i32(CHUNK_ROWS as i32));
+        let m = self.mul(w32, rows)?;
+        let m = self.add(m0, m)?;
+        let bn = self.konst(Constant::i32(r.bn as i32));
+        let n0 = self.mul(col_tile, bn)?;
+        // The previous tile's last box has been read before its buffer is written again.
+        self.if_(issuer, |e| {
+            e.push(Stmt::Tma(TmaOp::WaitGroup {
+                pending: 0,
+                read: true,
+            }));
+            Ok(())
+        })?;
+        self.consumer_barrier(r, w)?;
+        let width = r.chunk_columns();
+        let chunks = r.bn / width;
+        for chunk in 0..chunks {
+            let offset = self.u32c((chunk % CHUNK_BUFFERS) * CHUNK_ROWS * CHUNK_ROW_BYTES);
+            let buffer = self.add(mine, offset)?;
+            for first in 0..r.accumulators() {
+                let Some(second) = r.pair_of(first) else {
+                    continue;
+                };
+                let (dr, dc) = r.acc_offset(first);
+                if dc / width != chunk {
+                    continue;
+                }
+                // Byte `(dc - chunk * width + 2 q) * elem` of row `row + dr`, swizzled.
+                let byte = self.u32c((dc - chunk * width) * elem);
+                let byte = self.add(byte, q_bytes)?;
+                let four = self.u32c(4);
+                let unit = self.bin(BinaryOp::Shr, byte, four)?;
+                let unit = self.bin(BinaryOp::Xor, unit, g)?;
+                let unit = self.bin(BinaryOp::Shl, unit, four)?;
+                let fifteen = self.u32c(15);
+                let within = self.bin(BinaryOp::And, byte, fifteen)?;
+                let below = self.u32c(dr * CHUNK_ROW_BYTES);
+                let at = self.add(buffer, row_at)?;
+                let at = self.add(at, below)?;
+                let at = self.add(at, unit)?;
+                let at = self.add(at, within)?;
+                let mut pair = Vec::with_capacity(2);
+                for v in [acc[first as usize], acc[second as usize]] {
+                    let x = self.read(v)?;
+                    pair.push(if r.out_elem == ScalarType::F32 {
+                        x
+                    } else {
+                        self.cast(x, r.out_elem)?
+                    });
+                }
+                let built = self.b.vector_store(AddressSpace::Shared, at, pair);
+                self.built(built)?;
+            }
+            self.push(Stmt::FenceProxyAsync {
+                space: cuprum_ir::ProxyFenceSpace::SharedCta,
+            });
+            self.consumer_barrier(r, w)?;
+            let column = self.konst(Constant::i32((chunk * width) as i32));
+            let n = self.add(n0, column)?;
+            self.if_(issuer, |e| {
+                e.push(Stmt::Tma(TmaOp::StoreTile {
+                    map: TensorMapRef::Param(out_map),
+                    coords: vec![n, m],
+                    src: buffer,
+                }));
+                e.push(Stmt::Tma(TmaOp::Commit));
+                // The box before this one (in the other buffer) has been read.
+                e.push(Stmt::Tma(TmaOp::WaitGroup {
+                    pending: 1,
+                    read: true,
+                }));
+                Ok(())
+            })?;
+            if chunk >= 1 && chunk + 1 < chunks {
+                // The next chunk's buffer (the box before's) is written only after that
+                // wait (the first two buffers were free from the start).
+                self.consumer_barrier(r, w)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A barrier of consumer `w`'s 128 threads: named barrier `1 + w`.
+    fn consumer_barrier(&mut self, r: &GemmRecipe, w: Value) -> R<()> {
+        let barrier = |e: &mut Self, id: u32| {
+            e.push(Stmt::NamedBarrier {
+                arrive: false,
+                id,
+                threads: WARPGROUP,
+            });
+            Ok(())
+        };
+        if r.consumers() == 1 {
+            return barrier(self, 1);
+        }
+        let zero = self.u32c(0);
+        let first = self.cmp(CmpOp::Eq, w, zero)?;
+        self.if_else(first, |e| barrier(e, 1), |e| barrier(e, 2))
     }
 
     /// A consumer thread's release of the stage whose *empty* mbarrier is at `empty`, once
@@ -1428,13 +1652,16 @@ fn tf32_pair_of(warp: u32, g: u32) -> u32 {
 
 /// A consumer warpgroup's part in a tile: its index `w` among the consumers, the thread's
 /// index `wt` in it, the tile's count of ring sub-stages (`I64`), where the mbarriers start,
-/// and (`tf32`) the thread's fragment offsets (`Emitter::tf32_fragment_offsets`).
+/// (`tf32`) the thread's fragment offsets (`Emitter::tf32_fragment_offsets`), and the
+/// staged epilogue's map and buffers.
 struct Consumer {
     w: Value,
     wt: Value,
     total: Value,
     bars: u32,
     fragments: Option<[Value; 2]>,
+    /// The staged epilogue's output tensor-map parameter and where its buffers start.
+    staging: Option<(u32, u32)>,
 }
 
 /// A consumer thread's place in the output: row and column (`I64`).
