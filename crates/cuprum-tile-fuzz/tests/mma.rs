@@ -695,6 +695,19 @@ fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
         Some(0.5),
         sizes(0, 200, 128, 40, 64, 64, 16),
     ));
+    // Ragged columns in rows of whole 16-byte chunks: TMA stores clip the last tiles.
+    cases.push(case(
+        S::F16,
+        S::F16,
+        Some(0.0),
+        sizes(0, 150, 200, 64, 64, 128, 32),
+    ));
+    cases.push(case(
+        S::BF16,
+        S::F32,
+        Some(0.0),
+        sizes(0, 100, 132, 48, 64, 128, 16),
+    ));
     // Outputs whose rows are padded to 16-byte runs, so column pairs are one store, with an
     // odd width (the last column alone) and even ones.
     for (out, n) in [(S::BF16, 131), (S::F32, 190), (S::F16, 64)] {

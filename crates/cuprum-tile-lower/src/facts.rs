@@ -29,8 +29,9 @@ pub struct TensorFacts {
     /// rank 1 to 5, runs aligned as above, every other stride positive and below 2^40
     /// bytes, every size 1 to 2^31 - 1 (so that tile coordinates fit the copies' `i32`s).
     pub tensor_map: bool,
-    /// Per axis, a number its size is a multiple of (1: nothing known); empty: nothing known
-    /// on any axis.
+    /// Per axis, a number its size is a multiple of (1: nothing known): the access extent
+    /// where it divides the size, else on the last axis the elements of a 16-byte chunk
+    /// where rows are whole chunks; empty: nothing known on any axis.
     pub size_divisors: Vec<u64>,
 }
 
@@ -65,10 +66,30 @@ impl TensorFacts {
             && rest
                 .iter()
                 .all(|&s| s > 0 && i128::from(s) * i128::from(elem_bytes) < 1 << 40);
+        // The extent where it divides the size; else, on the last axis of a matrix a tensor
+        // map describes, the elements of a 16-byte chunk where the rows are whole chunks
+        // (what a tile store needs: it writes a row's last chunk whole). Contiguous such
+        // matrices always have them (their row stride is aligned), so this splits no
+        // specialization of theirs.
+        let chunk = if tensor_map && shape.len() >= 2 && elem_bytes > 0 && 16 % elem_bytes == 0 {
+            16 / elem_bytes
+        } else {
+            1
+        };
+        let last_axis = shape.len() - 1;
         let size_divisors = shape
             .iter()
             .zip(extents)
-            .map(|(&n, &e)| if e > 1 && n.is_multiple_of(e) { e } else { 1 })
+            .enumerate()
+            .map(|(axis, (&n, &e))| {
+                if e > 1 && n.is_multiple_of(e) {
+                    e
+                } else if axis == last_axis && chunk > 1 && n.is_multiple_of(chunk) {
+                    chunk
+                } else {
+                    1
+                }
+            })
             .collect();
         TensorFacts {
             aligned_runs,
@@ -205,10 +226,15 @@ mod tests {
         assert!(!TensorFacts::of(4, 256, 0, &[64, 4095], &[4095, 1], &[1, 1]).aligned_runs);
         assert!(!TensorFacts::of(4, 256, 0, &[64, 2048], &[4096, 2], &[1, 1]).aligned_runs);
         assert!(!TensorFacts::of(4, 8, 0, &[64, 4096], &[4096, 1], &[1, 1]).aligned_runs);
-        // A size the extent does not divide: nothing known on that axis.
+        // A size the extent does not divide: nothing known on that axis, but for the rows of
+        // a matrix a tensor map describes, whether they are whole 16-byte chunks.
         let ragged = TensorFacts::of(4, 256, 0, &[1000], &[1], &[128]);
         assert_eq!(ragged.size_divisors, vec![1]);
         assert!(!ragged.whole_tiles(&[128]));
+        let odd = TensorFacts::of(2, 256, 0, &[300, 1001], &[1008, 1], &[128, 128]);
+        assert_eq!(odd.size_divisors, vec![1, 1]);
+        let rows = TensorFacts::of(2, 256, 0, &[300, 1000], &[1008, 1], &[128, 128]);
+        assert_eq!(rows.size_divisors, vec![1, 8]);
         // Another rank than the extents: nothing.
         assert_eq!(
             TensorFacts::of(4, 256, 0, &[8, 8], &[8, 1], &[8]),
