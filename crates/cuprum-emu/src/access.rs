@@ -227,6 +227,53 @@ impl Ports<'_> {
         }
     }
 
+    /// Whether another block of the cluster reached this block's shared memory (distributed
+    /// shared memory, `crate::dsmem`), so that its accesses need [`Ports::check_remote`]: one
+    /// test per statement in every other block. Local accesses never make it true.
+    #[inline]
+    fn remote(&self) -> bool {
+        !self.shared.remote.is_empty()
+    }
+
+    /// Checks `lane`'s access of the `size` shared bytes at `off` against other blocks'
+    /// accesses of them (`crate::dsmem`), where [`Ports::remote`] says there are any.
+    #[cold]
+    fn check_remote(
+        &mut self,
+        ctx: Ctx,
+        lane: u32,
+        off: u32,
+        size: u32,
+        access: AccessKind,
+    ) -> Result<(), EmuError> {
+        crate::dsmem::check_local(
+            ctx,
+            self.shared,
+            self.cluster.order,
+            lane,
+            (off, size),
+            access,
+        )
+    }
+
+    /// [`Ports::check_remote`] for the access of `size` bytes at `addr[l]` of each lane `l`
+    /// in `mask`, before any of them is made (kept out of the loops of the accesses).
+    #[cold]
+    #[inline(never)]
+    fn check_remote_lanes(
+        &mut self,
+        ctx: Ctx,
+        addr: &Lanes,
+        mask: u32,
+        size: u32,
+        access: AccessKind,
+    ) -> Result<(), EmuError> {
+        for l in lanes_of(mask) {
+            self.check_remote(ctx, l, addr[l as usize] as u32, size, access)?;
+        }
+        Ok(())
+    }
+
     /// The byte offset of `lane`'s local access `[off, off + size)` in this warp's local
     /// memory, after the bounds and alignment checks.
     fn local_at(
@@ -287,6 +334,9 @@ impl Ports<'_> {
                 }
             }
             AddressSpace::Shared => {
+                if self.remote() {
+                    self.check_remote_lanes(ctx, addr, mask, size, AccessKind::Load)?;
+                }
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
                     out[l as usize] = self
@@ -377,6 +427,9 @@ impl Ports<'_> {
                 }
             }
             AddressSpace::Shared => {
+                if self.remote() {
+                    self.check_remote_lanes(ctx, addr, mask, size, AccessKind::Store)?;
+                }
                 for l in lanes_of(mask) {
                     let a = addr[l as usize];
                     self.shared
@@ -417,6 +470,9 @@ impl Ports<'_> {
                     let Some(off) = (a as u32).checked_add(8 * half) else {
                         return Err(ctx.oob(lane, a, 16, space, AccessKind::Load));
                     };
+                    if self.remote() {
+                        self.check_remote(ctx, lane, off, 8, AccessKind::Load)?;
+                    }
                     let v = self
                         .shared
                         .load(off, 8, ctx.tid(lane))
@@ -528,6 +584,9 @@ impl Ports<'_> {
         pieces: &[crate::cp_async::Piece],
     ) -> Result<(), EmuError> {
         for p in pieces {
+            if self.remote() {
+                self.check_remote(ctx, lane, p.at, p.bytes, AccessKind::Store)?;
+            }
             let fault = |f| ctx.shared_fault(f, lane, p.copy_dst, p.copy_size, AccessKind::Store);
             self.shared
                 .store(p.at, p.bytes, p.value, ctx.tid(lane))
@@ -621,10 +680,14 @@ impl Ports<'_> {
                         _ => alloc.rmw(off, size, f),
                     }
                 }
-                AddressSpace::Shared => self
-                    .shared
-                    .atomic(a as u32, size, ctx.tid(l), f)
-                    .map_err(|e| ctx.shared_fault(e, l, a, size, AccessKind::Atomic))?,
+                AddressSpace::Shared => {
+                    if self.remote() {
+                        self.check_remote(ctx, l, a as u32, size, AccessKind::Atomic)?;
+                    }
+                    self.shared
+                        .atomic(a as u32, size, ctx.tid(l), f)
+                        .map_err(|e| ctx.shared_fault(e, l, a, size, AccessKind::Atomic))?
+                }
                 AddressSpace::Local => return Err(ctx.internal("atomic on local memory")),
             };
         }

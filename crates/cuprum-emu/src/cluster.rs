@@ -35,14 +35,23 @@
 //! * A remote mbarrier arrival joins what its thread knew of the target block into the
 //!   phase's collection (the target's clocks) and releases, beside it, a [`Knowledge`] of
 //!   the other blocks: the phase it passed, its own stamp and what it knew of its own block
-//!   (as stamps of that block), its block clock and its block's last barrier, and the
-//!   knowledge it had acquired the same way. The phase's observers acquire that knowledge.
+//!   (as stamps of that block), its block clock and its block's last barrier, its block's
+//!   shared-memory epoch (every access of that block in an earlier epoch is ordered before
+//!   it: what distributed shared memory asks), and the knowledge it had acquired the same
+//!   way. The phase's observers acquire that knowledge.
+//! * A block barrier passes what any thread of the block acquired that way (and the most
+//!   cluster barrier phases one of them waited for) on to all of them.
 //!
-//! A block must not return while another block's arrival on its mbarriers or multicast copy
-//! into its shared memory is not ordered before the return: such an arrival or copy after
-//! the return (the shared memory is gone on the GPU), a multicast into it that has not
-//! landed, or an arrival that none of its threads observed (by a phase of that mbarrier, or
-//! a cluster barrier phase that the arriving thread's next arrival completed) are
+//! Distributed shared memory (`crate::dsmem`) asks the same order: whether a thread knows
+//! another thread's access of a block's shared memory ([`ClusterOrder::knows_remote`]), and
+//! what a thread knows of a block's own threads ([`ClusterOrder::target_view`]).
+//!
+//! A block must not return while another block's arrival on its mbarriers, multicast copy
+//! into its shared memory or access of it is not ordered before the return: such an
+//! arrival, copy or access after the return (the shared memory is gone on the GPU), a
+//! multicast into it that has not landed, or an arrival or access that none of its threads
+//! observed (by a phase of that mbarrier, or a cluster barrier phase that the arriving or
+//! accessing thread's next arrival completed) are
 //! [`EmuError::ClusterMisuse`]: the first at the arrival or copy, the others when the
 //! block's last thread returns, so that the report does not depend on which block the
 //! scheduler happened to run first.
@@ -50,6 +59,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::access::{Ctx, lanes_of};
+use crate::dsmem::RemoteAccess;
 use crate::error::{Dim3, EmuError};
 use crate::exec::Launch;
 use crate::global::Layout;
@@ -96,6 +106,10 @@ pub(crate) struct Knowledge {
     /// Per rank: a block clock below which all of that block's global accesses are known
     /// (its last barrier before a release).
     barriers: HashMap<u32, u64>,
+    /// Per rank: a shared-memory epoch of that block below which all of its threads'
+    /// accesses are known (the epoch at a release: every earlier epoch ended at a block
+    /// barrier the releasing thread passed); what orders distributed shared memory.
+    epochs: HashMap<u32, u32>,
 }
 
 impl Knowledge {
@@ -114,6 +128,18 @@ impl Knowledge {
             let e = self.barriers.entry(k).or_insert(0);
             *e = (*e).max(c);
         }
+        for (&k, &c) in &other.epochs {
+            let e = self.epochs.entry(k).or_insert(0);
+            *e = (*e).max(c);
+        }
+    }
+
+    /// Whether it covers the distributed shared-memory access `a`.
+    fn covers_remote(&self, a: &RemoteAccess) -> bool {
+        self.stamps
+            .get(&(a.rank, a.tid))
+            .is_some_and(|&s| s >= a.stamp)
+            || self.epochs.get(&a.rank).is_some_and(|&e| e > a.epoch)
     }
 
     /// Whether it covers the global access of thread `tid` of block `rank` at block clock
@@ -154,6 +180,10 @@ struct Member {
     finished: bool,
     /// The latest remote arrival on its mbarriers of each `(rank, thread)` of another block.
     remote: BTreeMap<(u32, u32), RemoteArrival>,
+    /// What every thread of the block knows since its last block barrier: the join of what
+    /// its threads had acquired from remote arrivals before it, and the most cluster barrier
+    /// phases one of them had waited for (a block barrier passes knowledge on).
+    barrier: Knowledge,
 }
 
 impl Member {
@@ -207,6 +237,7 @@ impl ClusterOrder {
             m.finished = false;
             m.max_waits = 0;
             m.remote.clear();
+            m.barrier = Knowledge::default();
             m.number = layout.map(|l| l.block_number(linear));
             m.state.clear();
             m.state.resize(threads, ThreadPhase::Idle);
@@ -261,7 +292,7 @@ impl ClusterOrder {
     }
 
     /// Thread `tid` of block `rank`'s arrivals at the cluster barrier so far.
-    fn arrivals(&self, rank: u32, tid: u32) -> u32 {
+    pub(crate) fn arrivals(&self, rank: u32, tid: u32) -> u32 {
         self.waits(rank, tid) + u32::from(self.state(rank, tid) == ThreadPhase::Arrived)
     }
 
@@ -269,7 +300,19 @@ impl ClusterOrder {
     /// it waited for, or a later one a remote arrival passed on.
     fn phase_known(&self, rank: u32, tid: u32) -> u32 {
         let acquired = self.knowledge.get(&(rank, tid)).map_or(0, |k| k.phase);
-        self.waits(rank, tid).max(acquired)
+        let block = self
+            .members
+            .get(rank as usize)
+            .map_or(0, |m| m.barrier.phase);
+        self.waits(rank, tid).max(acquired).max(block)
+    }
+
+    /// What thread `tid` of block `rank` acquired beyond the phases it knows: its own
+    /// knowledge and its block's since the last block barrier.
+    fn acquired(&self, rank: u32, tid: u32) -> impl Iterator<Item = &Knowledge> {
+        let own = self.knowledge.get(&(rank, tid));
+        let block = self.members.get(rank as usize).map(|m| &m.barrier);
+        own.into_iter().chain(block)
     }
 
     /// The slot to look `phase` up in: one of the two completed phases kept (a live thread
@@ -286,7 +329,7 @@ impl ClusterOrder {
             return Vec::new();
         };
         let mut known = m.stamps[self.lookup_slot(self.phase_known(rank, tid))].clone();
-        if let Some(k) = self.knowledge.get(&(rank, tid)) {
+        for k in self.acquired(rank, tid) {
             for (&(r, t), &s) in &k.stamps {
                 if r == target {
                     if known.len() <= t as usize {
@@ -301,21 +344,24 @@ impl ClusterOrder {
 
     /// What a remote arrival by thread `tid` of block `rank` on block `target`'s mbarrier
     /// releases of the blocks other than `target`: `own` is its stamps (its release in its
-    /// block's clocks), `clock` its block clock and its block's last barrier.
+    /// block's clocks), `epoch` its block's shared-memory epoch, `clock` its block clock and
+    /// its block's last barrier.
     fn released_by(
         &self,
         (rank, tid): (u32, u32),
         target: u32,
-        own: &[u32],
+        (own, epoch): (&[u32], u32),
         clock: Option<(u64, u64)>,
     ) -> Knowledge {
-        let mut k = self
-            .knowledge
-            .get(&(rank, tid))
-            .cloned()
-            .unwrap_or_default();
-        k.phase = k.phase.max(self.waits(rank, tid));
+        let mut k = Knowledge::default();
+        for a in self.acquired(rank, tid) {
+            k.join(a);
+        }
+        k.phase = self.phase_known(rank, tid);
         k.stamps.retain(|&(r, _), _| r != target);
+        k.epochs.retain(|&r, _| r != target);
+        let e = k.epochs.entry(rank).or_insert(0);
+        *e = (*e).max(epoch);
         for (w, &s) in own.iter().enumerate() {
             if s != 0 {
                 let e = k.stamps.entry((rank, w as u32)).or_insert(0);
@@ -350,6 +396,78 @@ impl ClusterOrder {
         let mine = self.knowledge.entry((rank, tid)).or_default();
         mine.join(k);
         mine.stamps.retain(|&(r, _), _| r != rank);
+        mine.epochs.retain(|&r, _| r != rank);
+    }
+
+    /// A block barrier of block `rank`: what any of its threads knows becomes what all of
+    /// them know.
+    pub(crate) fn block_barrier(&mut self, rank: u32) {
+        if !self.active {
+            return;
+        }
+        let Some(m) = self.members.get(rank as usize) else {
+            return;
+        };
+        let mut all = m.barrier.clone();
+        all.phase = all.phase.max(m.max_waits);
+        for (_, k) in self.knowledge.iter().filter(|((r, _), _)| *r == rank) {
+            all.join(k);
+        }
+        if let Some(m) = self.members.get_mut(rank as usize) {
+            m.barrier = all;
+        }
+    }
+
+    /// Whether thread `tid` of block `rank` knows the distributed shared-memory access `a`
+    /// (made by another thread, of any block): a cluster barrier phase after it, a remote
+    /// arrival's release after it that this thread (or its block, before a block barrier)
+    /// acquired, or, for `a` of this thread's own block, what orders the block's own
+    /// accesses (`own`: the block's current shared-memory epoch and its clocks).
+    pub(crate) fn knows_remote(
+        &self,
+        (rank, tid): (u32, u32),
+        a: &RemoteAccess,
+        own: Option<(u32, &Clocks)>,
+    ) -> bool {
+        if a.rank == rank {
+            if a.tid == tid {
+                return true;
+            }
+            if let Some((epoch, clocks)) = own
+                && (a.epoch != epoch || clocks.ordered(a.tid, a.stamp, tid))
+            {
+                return true;
+            }
+        }
+        self.phase_known(rank, tid) > a.arrivals
+            || self.acquired(rank, tid).any(|k| k.covers_remote(a))
+    }
+
+    /// What thread `tid` of block `rank` knows of the accesses of block `target`'s own
+    /// threads to its shared memory, for a distributed shared-memory access of it: per
+    /// thread of `target`, the newest stamp of its clocks known, and an epoch of `target`
+    /// before which all of its accesses are known (0: none).
+    pub(crate) fn target_view(&self, rank: u32, tid: u32, target: u32) -> (Vec<u32>, u32) {
+        let epoch = self
+            .acquired(rank, tid)
+            .filter_map(|k| k.epochs.get(&target).copied())
+            .max()
+            .unwrap_or(0);
+        (self.stamps_known(rank, tid, target), epoch)
+    }
+
+    /// Whether some thread of block `target` knows the distributed shared-memory access `a`
+    /// of it, so that the access happens before the block's threads have all returned.
+    fn known_by_block(&self, target: u32, a: &RemoteAccess) -> bool {
+        let Some(m) = self.members.get(target as usize) else {
+            return false;
+        };
+        m.max_waits > a.arrivals
+            || m.barrier.covers_remote(a)
+            || self
+                .knowledge
+                .iter()
+                .any(|((r, _), k)| *r == target && (k.phase > a.arrivals || k.covers_remote(a)))
     }
 
     /// Whether the cluster's synchronisation orders the global access recorded in `earlier`
@@ -366,9 +484,8 @@ impl ClusterOrder {
             .get(t as usize)
             .is_some_and(|&k| c < k)
             || self
-                .knowledge
-                .get(&(rank, tid))
-                .is_some_and(|k| k.covers_global(r as u32, t, c))
+                .acquired(rank, tid)
+                .any(|k| k.covers_global(r as u32, t, c))
     }
 
     /// Thread `tid` of block `rank` arrives at the cluster barrier (its alternation checked
@@ -665,7 +782,8 @@ impl Exec<'_, '_> {
             if !shared.mbar.clocks.release(tid, &mut own) {
                 shared.clocks_restarted();
             }
-            let released = order.released_by((ctx.rank, tid), rank, &own, clock.flatten());
+            let epoch = self.mem.shared.epoch();
+            let released = order.released_by((ctx.rank, tid), rank, (&own, epoch), clock.flatten());
             let Some(peer) = self.mem.cluster.peer(ctx.rank, rank) else {
                 return Err(ctx.internal(format!("cluster rank {rank} has no shared memory")));
             };
@@ -711,8 +829,8 @@ fn remote_mbarrier_misuse(ctx: Ctx, lane: u32, off: u32, target: Dim3, f: &MbarF
 }
 
 /// The end of block `rank` (its last thread returned): every other block's arrival on its
-/// mbarriers and multicast copy into its shared memory must be ordered before it (see the
-/// module docs).
+/// mbarriers, multicast copy into its shared memory and access of it (`crate::dsmem`) must
+/// be ordered before it (see the module docs).
 pub(crate) fn finish_block(
     launch: &Launch,
     rank: u32,
@@ -762,6 +880,26 @@ pub(crate) fn finish_block(
             ),
         });
     }
+    if let Some(((r, t), last)) = shared
+        .remote
+        .latest()
+        .find(|(_, last)| !order.known_by_block(rank, &last.access))
+    {
+        return Err(EmuError::ClusterMisuse {
+            kernel,
+            block: order.block_idx(r),
+            thread: launch.thread_coords(t),
+            message: format!(
+                "this thread's {} of block {block:?}'s shared memory at offset {off:#x} is not \
+                 ordered before that block's threads all returned (none of them waited for a \
+                 cluster barrier phase after it, nor observed a release after it), so on the \
+                 GPU it may reach shared memory that is gone: end the kernel with a cluster \
+                 barrier (arrive and wait) after the last access of another block's memory",
+                if last.write { "write" } else { "read" },
+                off = last.off
+            ),
+        });
+    }
     Ok(())
 }
 
@@ -793,8 +931,9 @@ pub(crate) fn deadlock(ctx: Ctx, lane: u32, order: &ClusterOrder, where_others: 
     }
 }
 
-/// Whether `kernel` has statements that synchronise a cluster's blocks: cluster barriers,
-/// remote mbarrier arrivals, multicast copies.
+/// Whether `kernel` has statements that synchronise a cluster's blocks or reach another
+/// block: cluster barriers, remote mbarrier arrivals, multicast copies, distributed shared
+/// memory.
 pub(crate) fn synchronises(kernel: &cuprum_ir::Kernel) -> bool {
     use cuprum_ir::{MbarrierOp, Stmt, TmaOp};
     let mut found = false;
@@ -811,6 +950,8 @@ pub(crate) fn synchronises(kernel: &cuprum_ir::Kernel) -> bool {
                     multicast: Some(_),
                     ..
                 })
+                | Stmt::ClusterLoad { .. }
+                | Stmt::ClusterStore { .. }
         );
     });
     found

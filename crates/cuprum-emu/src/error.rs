@@ -98,6 +98,37 @@ pub struct GlobalRace {
     pub kind: RaceKind,
 }
 
+/// Two threads of a cluster touched the same byte of one block's shared memory, at least one
+/// of them from another block (distributed shared memory) and at least one writing, and
+/// nothing orders the accesses: for a thread of another block, a block barrier of the owner
+/// orders nothing; a cluster barrier phase does (accesses before a thread's arrival happen
+/// before accesses after the waits of that phase), and so does a remote mbarrier arrival
+/// whose phase the other thread observes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: distributed shared-memory {} race at offset {address:#x} of block \
+     {owner:?}'s shared memory: {} by thread {:?} of block {:?}, then {} by thread {:?} of \
+     block {:?}, with nothing ordering them (put a cluster barrier, `cluster::cluster_sync()`, \
+     between the accesses; a `sync_threads()` of one block does not order another block's \
+     threads)",
+    race_name(.kind), .first.access.name(), .first.thread, .first.block,
+    .second.access.name(), .second.thread, .second.block
+)]
+pub struct ClusterSharedRace {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The block whose shared memory both accesses touched (`blockIdx`).
+    pub owner: Dim3,
+    /// The access the emulator made first.
+    pub first: RaceAccess,
+    /// The access that found the race.
+    pub second: RaceAccess,
+    /// The byte offset into the owner's shared memory.
+    pub address: u64,
+    /// Whether both threads wrote, or one wrote and one read.
+    pub kind: RaceKind,
+}
+
 /// Two threads stored to the same element of a `DisjointSlice` parameter, which gives each
 /// element to one thread, whatever orders the stores (atomics are not counted: they never
 /// race with each other). The safe API makes this impossible; an `unsafe`
@@ -369,6 +400,34 @@ pub enum EmuError {
     #[error(transparent)]
     DisjointWrite(Box<DisjointWrite>),
 
+    /// Two threads of a cluster touched the same byte of one block's shared memory, one of
+    /// them through distributed shared memory, with nothing ordering the accesses (see
+    /// [`ClusterSharedRace`]).
+    #[error(transparent)]
+    ClusterSharedRace(Box<ClusterSharedRace>),
+
+    /// A thread read bytes of another block's shared memory (distributed shared memory) that
+    /// nothing in that block has written.
+    #[error(
+        "kernel `{kernel}`, block {block:?}, thread {thread:?}: read of {size} bytes of \
+         uninitialized shared memory at offset {address:#x} of block {owner:?} (distributed \
+         shared memory: nothing in that block wrote it)"
+    )]
+    UninitializedClusterSharedRead {
+        /// The kernel's name.
+        kernel: String,
+        /// The block of the thread that read (`blockIdx`).
+        block: Dim3,
+        /// The thread that read, within its block (`threadIdx`).
+        thread: Dim3,
+        /// The block whose shared memory it read (`blockIdx`).
+        owner: Dim3,
+        /// The byte offset of the read into the owner's shared memory.
+        address: u64,
+        /// The size of the read in bytes.
+        size: u32,
+    },
+
     /// A read of shared memory that nothing in the block has written since the launch.
     #[error(
         "kernel `{kernel}`, block {block:?}, thread {thread:?}: read of {size} bytes of \
@@ -518,10 +577,11 @@ pub enum EmuError {
 
     /// A misuse of a thread-block cluster's statements that the GPU leaves undefined: a
     /// thread arriving at the cluster barrier twice without waiting, or waiting without an
-    /// arrival since its last wait; a remote mbarrier arrival or a multicast copy naming a
-    /// rank outside the cluster, or aimed at a block whose threads have all returned (its
-    /// shared memory is gone); a block that returned while another block's arrival on its
-    /// mbarriers or multicast copy into its shared memory was not ordered before the return.
+    /// arrival since its last wait; a remote mbarrier arrival, a multicast copy or a
+    /// distributed shared-memory access naming a rank outside the cluster, or aimed at a
+    /// block whose threads have all returned (its shared memory is gone); a block that
+    /// returned while another block's arrival on its mbarriers, multicast copy into its
+    /// shared memory or access of it was not ordered before the return.
     #[error("kernel `{kernel}`, block {block:?}, thread {thread:?}: cluster misuse: {message}")]
     ClusterMisuse {
         /// The kernel's name.

@@ -504,8 +504,9 @@ fn run_cluster<'k>(
                     Stop::Aborted => return Ok(()),
                 }
             }
-            if b.running > 0 {
-                progress |= b.release_barrier(launch, own)?;
+            if b.running > 0 && b.release_barrier(launch, own)? {
+                progress = true;
+                order.block_barrier(rank as u32);
             }
         }
         if st.blocks.iter().all(|b| b.running == 0) {

@@ -60,12 +60,18 @@
 //! * multicast tensor loads (`TmaOp::LoadTile`'s `multicast`): the box lands in every masked
 //!   block's shared memory and completes its bytes on each one's mbarrier, at the latest
 //!   legal point, as a unicast load does;
+//! * distributed shared memory (`Stmt::ClusterLoad`, `Stmt::ClusterStore`): loads and stores
+//!   of another block's shared memory, race-tracked against that block's own threads and the
+//!   cluster's other blocks, ordered by the cluster barrier and remote arrivals (not by the
+//!   owner's block barriers): a conflict is [`EmuError::ClusterSharedRace`], a read of bytes
+//!   the owner never wrote [`EmuError::UninitializedClusterSharedRead`];
 //! * `fence.mbarrier_init` does nothing here: the emulator runs a block in program order, and
 //!   the order a remote use needs after an init is the cluster barrier's, which is checked.
 //!
-//! A rank or mask bit beyond the cluster, a remote arrival or multicast into a block whose
-//! threads have all returned, and a block returning while another block's arrival on its
-//! barriers (or multicast into it) is not ordered before the return are
+//! A rank or mask bit beyond the cluster, a remote arrival, multicast or distributed
+//! shared-memory access into a block whose threads have all returned, and a block returning
+//! while another block's arrival on its barriers (or multicast into it, or access of it) is
+//! not ordered before the return are
 //! [`EmuError::ClusterMisuse`]: on the GPU that block's shared memory is gone. A cluster
 //! barrier no thread can complete is [`EmuError::ClusterBarrierDeadlock`].
 //!
@@ -179,6 +185,7 @@ mod access;
 mod atomic;
 mod cluster;
 mod cp_async;
+mod dsmem;
 mod error;
 mod exec;
 mod global;
@@ -195,7 +202,9 @@ mod tma;
 mod warp;
 mod wgmma;
 
-pub use error::{AccessKind, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind};
+pub use error::{
+    AccessKind, ClusterSharedRace, Dim3, DisjointWrite, EmuError, GlobalRace, RaceAccess, RaceKind,
+};
 pub use exec::{
     ArgValue, LaunchDims, MAX_LOCAL_BYTES, MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK, launch,
     launch_with,

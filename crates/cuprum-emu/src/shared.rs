@@ -148,6 +148,10 @@ pub(crate) struct SharedMem {
     pub(crate) tma: crate::tma::BulkState,
     /// The block's named barriers (`bar.sync id, n`), ordered through `mbar`'s clocks.
     pub(crate) named: crate::wgmma::NamedBarriers,
+    /// Other blocks' accesses of these bytes (distributed shared memory, `crate::dsmem`).
+    pub(crate) remote: crate::dsmem::RemoteLog,
+    /// The block's first epoch: records of earlier ones are another block's.
+    first_epoch: u32,
 }
 
 impl SharedMem {
@@ -165,6 +169,8 @@ impl SharedMem {
             fenced: Vec::new(),
             tma: crate::tma::BulkState::default(),
             named: crate::wgmma::NamedBarriers::new(),
+            remote: crate::dsmem::RemoteLog::default(),
+            first_epoch: 0,
         }
     }
 
@@ -193,6 +199,8 @@ impl SharedMem {
         self.fenced.resize(threads as usize + 1, 0);
         self.tma.clear();
         self.named.begin_block();
+        self.remote.clear();
+        self.first_epoch = self.epoch;
     }
 
     /// `fence.proxy.async` by `thread`: its generic writes so far may be read by the TMA.
@@ -295,6 +303,87 @@ impl SharedMem {
         }
         self.epoch = 1;
         self.block_gen = 1;
+        self.first_epoch = 1;
+    }
+
+    /// An access of `size` bytes at `off` by a thread of another block of the cluster
+    /// (distributed shared memory, `crate::dsmem`): a store of `store`'s value, or a load
+    /// (`None`), whose value it returns. Every access this block's threads (and its TMA
+    /// agent) made of those bytes in this block, in any epoch (this block's barriers order
+    /// nothing for another block's thread), must be one that `known(thread, stamp, epoch)`
+    /// says happens before it; a load's bytes must have been written in this block. A race
+    /// is a [`SharedFault::Race`] whose `second` is `u32::MAX` (the accessor is not one of
+    /// this block's threads). A store replaces the bytes' records: what is ordered after it
+    /// is ordered after them, and what is not conflicts with it (`crate::dsmem` keeps it).
+    pub(crate) fn remote_access(
+        &mut self,
+        off: u32,
+        size: u32,
+        store: Option<u64>,
+        known: impl Fn(u32, u32, u32) -> bool,
+    ) -> Result<u64, SharedFault> {
+        let at = self.check(off, size)?;
+        let end = off + size;
+        if let Some(p) = self
+            .pending
+            .iter()
+            .find(|p| p.start < end && off < p.end && (p.load || store.is_some()))
+        {
+            return Err(SharedFault::Pending {
+                offset: off.max(p.start),
+                pending: *p,
+            });
+        }
+        let (gen_, first) = (self.block_gen, self.first_epoch);
+        let race = |offset: u32, thread: u32, kind: RaceKind| SharedFault::Race {
+            first: thread,
+            second: NONE,
+            offset,
+            kind,
+        };
+        // The threads of a pair whose accesses of this block nothing orders before it.
+        let unordered = |p: &Pair| {
+            [(p.first, p.first_stamp), (p.second, p.second_stamp)]
+                .into_iter()
+                .find(|&(t, s)| p.epoch >= first && t != NONE && !known(t, s, p.epoch))
+                .map(|(t, _)| t)
+        };
+        for (i, t) in self.track[at..at + size as usize].iter().enumerate() {
+            let offset = off + i as u32;
+            if store.is_none() && t.init != gen_ {
+                return Err(SharedFault::Uninitialized { offset });
+            }
+            let write = if store.is_some() {
+                RaceKind::WriteWrite
+            } else {
+                RaceKind::ReadWrite
+            };
+            if t.write_epoch >= first
+                && t.writer != NONE
+                && !known(t.writer, t.write_stamp, t.write_epoch)
+            {
+                return Err(race(offset, t.writer, write));
+            }
+            if let Some(a) = unordered(&t.atomics) {
+                return Err(race(offset, a, write));
+            }
+            if store.is_some()
+                && let Some(r) = unordered(&t.readers)
+            {
+                return Err(race(offset, r, RaceKind::ReadWrite));
+            }
+        }
+        let Some(value) = store else {
+            return Ok(self.value(at, size));
+        };
+        for t in &mut self.track[at..at + size as usize] {
+            *t = Track {
+                init: gen_,
+                ..CLEAN
+            };
+        }
+        self.bytes[at..at + size as usize].copy_from_slice(&value.to_le_bytes()[..size as usize]);
+        Ok(value)
     }
 
     #[inline]

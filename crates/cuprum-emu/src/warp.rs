@@ -461,6 +461,15 @@ impl<'k> Exec<'_, 'k> {
                 // the order a remote use needs after it is checked through the cluster
                 // barrier's clocks, `cluster`).
                 Stmt::FenceMbarrierInit => {}
+                Stmt::ClusterLoad {
+                    result,
+                    ty,
+                    addr,
+                    rank,
+                } => self.cluster_load(*result, *ty, (*addr, *rank), mask)?,
+                Stmt::ClusterStore { addr, rank, value } => {
+                    self.cluster_store((*addr, *rank), *value, mask)?
+                }
                 Stmt::NamedBarrier {
                     arrive,
                     id,

@@ -3,15 +3,18 @@
 //! shared memory (and its absence, or a write after the arrival, reported as a race); remote
 //! mbarrier arrivals handing data to another block; multicast tensor loads landing in every
 //! masked block; a GEMM-like multicast pipeline whose consumers release stages with remote
-//! arrivals; returned threads counting as arrived; and the misuses (a grid of partial
-//! clusters, ranks and mask bits beyond the cluster, double arrivals, waits without an
-//! arrival, a block that returns while another still arrives on its barrier, a cluster
-//! barrier nobody completes) reported with their errors.
+//! arrivals; returned threads counting as arrived; distributed shared memory (loads and
+//! stores of other blocks' shared memory in every block of 2-D clusters, compared with a
+//! plain-Rust reference, ordered by cluster barriers and by remote arrivals passed on by a
+//! block barrier, and their races); and the misuses (a grid of partial clusters, ranks and
+//! mask bits beyond the cluster, double arrivals, waits without an arrival, a block that
+//! returns while another still arrives on its barrier or reads its memory, reads of
+//! unwritten bytes, a cluster barrier nobody completes) reported with their errors.
 
 mod common;
 
 use common::*;
-use cuprum_emu::{ArgValue, EmuError, LaunchDims, Memory, launch};
+use cuprum_emu::{ArgValue, EmuError, LaunchDims, Memory, RaceKind, launch};
 use cuprum_ir::*;
 use cuprum_testkit::poison::BYTE;
 use rand::Rng;
@@ -1027,4 +1030,506 @@ fn a_cluster_barrier_that_no_one_completes_deadlocks() {
         }
         other => panic!("no deadlock reported: {other:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Distributed shared memory
+
+/// Blocks per cluster of the distributed shared-memory kernels (x by y).
+const DS: (u32, u32) = (2, 2);
+const DS_BLOCKS: u32 = DS.0 * DS.1;
+
+/// How the distributed shared-memory kernel orders its local writes before the other
+/// blocks' accesses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum DsOrder {
+    /// Local writes, a cluster barrier, remote accesses, a cluster barrier, local reads, and
+    /// a last cluster barrier.
+    Barriers,
+    /// No cluster barrier between the local writes and the remote reads.
+    NoFirstBarrier,
+    /// The local writes between the arrival and the wait.
+    WriteAfterArrive,
+    /// A block barrier, not a cluster barrier, between the remote writes and the local reads.
+    BlockBarrierOnly,
+}
+
+/// `(r + k) % DS_BLOCKS` for the block's rank `r`.
+fn rank_plus(k: &mut K, r: Value, plus: u32) -> Value {
+    let plus = k.u32(plus);
+    let n = k.u32(DS_BLOCKS);
+    let s = k.add(r, plus);
+    k.bin(BinaryOp::Rem, s, n)
+}
+
+/// Each thread writes `a[tid] = data[g] * 5 + rank` (u32) and `f[tid] = -(data[g] as f32)`
+/// in its block; then reads the reversed thread's `a` and `f` of the block `pull` ranks on
+/// (`ClusterLoad`), and writes `data[g] ^ 0xA5A5_A5A5` into `b[tid]` and `data[g] & 1 != 0`
+/// into `flags[tid]` of the block `push` ranks on (`ClusterStore`); after the second barrier,
+/// its own `b` and `flags`. Outputs: `out[4 g ..4 g + 4]` = the pulled `a`, the pulled `f`'s
+/// bits, its own `b`, its own `flags` (0 or 1).
+fn dsmem_kernel(order: DsOrder, (pull, push): (u32, u32)) -> Kernel {
+    let mut k = K::new("cluster_dsmem");
+    k.b.set_cluster(Some((DS.0, DS.1, 1)));
+    let data = k.slice("data", ScalarType::U32, SliceAccess::ReadOnly);
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let shared = |k: &mut K, name: &str, elem| {
+        k.b.shared_array(ArrayDecl {
+            name: name.into(),
+            elem,
+            len: BLOCK,
+        })
+    };
+    let a = shared(&mut k, "a", ScalarType::U32);
+    let f = shared(&mut k, "f", ScalarType::F32);
+    let b = shared(&mut k, "b", ScalarType::U32);
+    let flags = shared(&mut k, "flags", ScalarType::Bool);
+    let tid = k.tid();
+    let g = block_linear(&mut k);
+    let w = k.u32(BLOCK);
+    let g = k.mul(g, w);
+    let g = k.add(g, tid);
+    let g = u64_of(&mut k, g);
+    let x = k.load(data, g);
+    let r = rank(&mut k);
+    let five = k.u32(5);
+    let v = k.mul(x, five);
+    let v = k.add(v, r);
+    if order == DsOrder::WriteAfterArrive {
+        k.push(Stmt::ClusterArrive);
+    }
+    k.store_shared(a, tid, v);
+    let xf = k.cast(x, ScalarType::F32);
+    let xf = k.un(UnaryOp::Neg, xf);
+    k.store_shared(f, tid, xf);
+    match order {
+        DsOrder::WriteAfterArrive => k.push(Stmt::ClusterWait),
+        DsOrder::NoFirstBarrier => {}
+        _ => cluster_sync(&mut k),
+    }
+    let from = rank_plus(&mut k, r, pull);
+    let last = k.u32(BLOCK - 1);
+    let mirror = k.bin(BinaryOp::Sub, last, tid);
+    let at = k.shared_addr(a, mirror);
+    let got_a = k.b.cluster_load(ScalarType::U32, at, from).unwrap();
+    let at = k.shared_addr(f, mirror);
+    let got_f = k.b.cluster_load(ScalarType::F32, at, from).unwrap();
+    let to = rank_plus(&mut k, r, push);
+    let mask = k.u32(0xA5A5_A5A5);
+    let pushed = k.bin(BinaryOp::Xor, x, mask);
+    let at = k.shared_addr(b, tid);
+    k.b.cluster_store(at, to, pushed).unwrap();
+    let one = k.u32(1);
+    let odd = k.bin(BinaryOp::And, x, one);
+    let zero = k.u32(0);
+    let odd = k.cmp(CmpOp::Ne, odd, zero);
+    let at = k.shared_addr(flags, tid);
+    k.b.cluster_store(at, to, odd).unwrap();
+    match order {
+        DsOrder::BlockBarrierOnly => k.barrier(),
+        _ => cluster_sync(&mut k),
+    }
+    let own_b = k.load_shared(b, tid);
+    let own_flag = k.load_shared(flags, tid);
+    let own_flag = k.cast(own_flag, ScalarType::U32);
+    let four = k.u64(4);
+    let base = k.mul(g, four);
+    let bits = k.op(Op::Bitcast {
+        value: got_f,
+        to: ScalarType::U32,
+    });
+    for (i, v) in [got_a, bits, own_b, own_flag].into_iter().enumerate() {
+        let i = k.u64(i as u64);
+        let at = k.add(base, i);
+        k.store(out, at, v);
+    }
+    cluster_sync(&mut k);
+    k.finish()
+}
+
+/// What `dsmem_kernel` writes, for a grid of `grid` blocks (x by y) in clusters of `DS`.
+fn dsmem_reference(data: &[u32], grid: (u32, u32), (pull, push): (u32, u32)) -> Vec<u32> {
+    let n = DS_BLOCKS;
+    // Block (bx, by) has rank `bx % cx + (by % cy) * cx`; the block of rank `q` in its
+    // cluster is at the cluster's corner plus `(q % cx, q / cx)`.
+    let block_of = |bx: u32, by: u32, q: u32| {
+        let (x0, y0) = (bx - bx % DS.0, by - by % DS.1);
+        (x0 + q % DS.0, y0 + q / DS.0)
+    };
+    let linear = |bx: u32, by: u32| by * grid.0 + bx;
+    let mut want = vec![0u32; data.len() * 4];
+    for by in 0..grid.1 {
+        for bx in 0..grid.0 {
+            let r = bx % DS.0 + (by % DS.1) * DS.0;
+            for t in 0..BLOCK {
+                let g = (linear(bx, by) * BLOCK + t) as usize;
+                let (fx, fy) = block_of(bx, by, (r + pull) % n);
+                let src = (linear(fx, fy) * BLOCK + BLOCK - 1 - t) as usize;
+                want[4 * g] = data[src].wrapping_mul(5).wrapping_add((r + pull) % n);
+                want[4 * g + 1] = (-(data[src] as f32)).to_bits();
+                // Its own `b` and `flags` come from the block whose push lands here.
+                let (px, py) = block_of(bx, by, (r + n - push % n) % n);
+                let from = (linear(px, py) * BLOCK + t) as usize;
+                want[4 * g + 2] = data[from] ^ 0xA5A5_A5A5;
+                want[4 * g + 3] = data[from] & 1;
+            }
+        }
+    }
+    want
+}
+
+fn run_dsmem(order: DsOrder, ranks: (u32, u32)) -> (Result<(), EmuError>, Vec<u32>, Vec<u32>) {
+    let grid = (4, 2);
+    let mem = Memory::new();
+    let mut rng = cuprum_testkit::random::rng("cluster_dsmem");
+    let n = (grid.0 * grid.1 * BLOCK) as usize;
+    let data: Vec<u32> = (0..n).map(|_| rng.random_range(0..1 << 24)).collect();
+    let args = [upload(&mem, &data), output(&mem, ScalarType::U32, 4 * n)];
+    let d = dims([grid.0, grid.1, 1], [BLOCK, 1, 1]);
+    let result = launch(&mem, &dsmem_kernel(order, ranks), d, &args);
+    let want = dsmem_reference(&data, grid, ranks);
+    (result, download(&mem, args[1]), want)
+}
+
+#[test]
+fn distributed_shared_memory_reads_and_writes_other_blocks_between_cluster_barriers() {
+    // Pull from the next block and push to the previous one, pull from and push to the
+    // block two on, and (rank + 0) the block's own memory, which is an ordinary access.
+    for ranks in [(1, DS_BLOCKS - 1), (2, 2), (0, 0), (3, 1)] {
+        let (result, got, want) = run_dsmem(DsOrder::Barriers, ranks);
+        result.unwrap_or_else(|e| panic!("{ranks:?}: {e}"));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g,
+                w,
+                "{ranks:?}: out[{i}] (thread {}, field {})",
+                i / 4,
+                i % 4
+            );
+        }
+    }
+}
+
+/// A distributed shared-memory race between two blocks of one cluster.
+#[track_caller]
+fn assert_dsmem_race(result: Result<(), EmuError>, kind: RaceKind, what: &str) {
+    match result {
+        Err(EmuError::ClusterSharedRace(race)) => {
+            assert_eq!(race.kind, kind, "{what}: {race:?}");
+            assert_ne!(race.first.block, race.second.block, "{what}: {race:?}");
+            let text = EmuError::ClusterSharedRace(race).to_string();
+            assert!(text.contains("cluster_sync"), "{what}: {text}");
+        }
+        other => panic!("{what}: no distributed shared-memory race reported: {other:?}"),
+    }
+}
+
+#[test]
+fn distributed_shared_memory_without_a_cluster_barrier_is_a_race() {
+    // Rank 0 runs first, up to the cluster barrier after its reads: the bytes it reads are
+    // not even written yet.
+    match run_dsmem(DsOrder::NoFirstBarrier, (1, 3)).0 {
+        Err(EmuError::UninitializedClusterSharedRead { owner, block, .. }) => {
+            assert_eq!((owner, block), ([1, 0, 0], [0, 0, 0]));
+        }
+        other => panic!("no uninitialized read reported: {other:?}"),
+    }
+    assert_dsmem_race(
+        run_dsmem(DsOrder::WriteAfterArrive, (1, 3)).0,
+        RaceKind::ReadWrite,
+        "write after the arrival",
+    );
+    // The target's block barrier orders its own threads, not another block's store.
+    assert_dsmem_race(
+        run_dsmem(DsOrder::BlockBarrierOnly, (1, 3)).0,
+        RaceKind::ReadWrite,
+        "block barrier only",
+    );
+}
+
+/// cuda-oxide's ring exchange: thread 0 of each block writes `1000 + rank` to its `s`, the
+/// cluster synchronises, thread 0 reads the next rank's `s` into `out[block]`; then, if
+/// `last_sync`, the cluster synchronises again so that no block returns while read.
+fn ring_kernel(cluster: u32, last_sync: bool) -> Kernel {
+    let mut k = K::new("cluster_dsmem_ring");
+    k.b.set_cluster(Some((cluster, 1, 1)));
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::U32,
+        len: 1,
+    });
+    let tid = k.tid();
+    let t0 = eq(&mut k, tid, 0);
+    let r = rank(&mut k);
+    let zero = k.u32(0);
+    k.if_(t0, |k| {
+        let v = k.u32(1000);
+        let v = k.add(v, r);
+        k.store_shared(s, zero, v);
+    });
+    k.barrier();
+    cluster_sync(&mut k);
+    k.if_(t0, |k| {
+        let one = k.u32(1);
+        let n = k.special(Special::ClusterDim(Dim::X));
+        let next = k.add(r, one);
+        let next = k.bin(BinaryOp::Rem, next, n);
+        let at = k.shared_addr(s, zero);
+        let v = k.b.cluster_load(ScalarType::U32, at, next).unwrap();
+        let bx = k.special(Special::BlockIdx(Dim::X));
+        let bx = u64_of(k, bx);
+        k.store(out, bx, v);
+    });
+    if last_sync {
+        cluster_sync(&mut k);
+    }
+    k.finish()
+}
+
+#[test]
+fn a_block_that_returns_while_others_still_read_it_is_reported() {
+    let mem = Memory::new();
+    for cluster in [2, 4, 8] {
+        let d = dims([2 * cluster, 1, 1], [32, 1, 1]);
+        let out = output(&mem, ScalarType::U32, 2 * cluster as usize);
+        launch(&mem, &ring_kernel(cluster, true), d, &[out])
+            .unwrap_or_else(|e| panic!("cluster {cluster}: {e}"));
+        let got: Vec<u32> = download(&mem, out);
+        let want: Vec<u32> = (0..2 * cluster).map(|b| 1000 + (b + 1) % cluster).collect();
+        assert_eq!(got, want, "cluster {cluster}");
+        // As cuda-oxide's example writes it, without the last barrier: a block may be gone
+        // when its neighbour reads it, whichever order the blocks run in.
+        match launch(&mem, &ring_kernel(cluster, false), d, &[out]) {
+            Err(e @ EmuError::ClusterMisuse { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("shared memory"), "{text}");
+                assert!(text.contains("cluster barrier (arrive and wait)"), "{text}");
+            }
+            other => panic!("cluster {cluster}: no misuse reported: {other:?}"),
+        }
+    }
+}
+
+/// Thread 0 of every rank but 0 stores `value` at word 0 of rank 0's shared memory (after
+/// it initialised it), with `order` between the stores.
+fn two_writers_kernel(ordered: bool) -> Kernel {
+    let mut k = K::new("cluster_dsmem_writers");
+    k.b.set_cluster(Some((4, 1, 1)));
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::U32,
+        len: 4,
+    });
+    let tid = k.tid();
+    let r = rank(&mut k);
+    let t0 = eq(&mut k, tid, 0);
+    let zero = k.u32(0);
+    k.if_(t0, |k| k.store_shared(s, zero, zero));
+    cluster_sync(&mut k);
+    let at = k.shared_addr(s, zero);
+    for writer in 1..4 {
+        let me = eq(&mut k, r, writer);
+        let who = and(&mut k, me, t0);
+        k.if_(who, |k| {
+            let v = k.u32(writer);
+            k.b.cluster_store(at, zero, v).unwrap();
+        });
+        if ordered {
+            cluster_sync(&mut k);
+        }
+    }
+    cluster_sync(&mut k);
+    k.finish()
+}
+
+#[test]
+fn two_blocks_writing_one_word_of_a_third_race_unless_ordered() {
+    let mem = Memory::new();
+    let d = dims([4, 1, 1], [32, 1, 1]);
+    launch(&mem, &two_writers_kernel(true), d, &[]).unwrap();
+    assert_dsmem_race(
+        launch(&mem, &two_writers_kernel(false), d, &[]),
+        RaceKind::WriteWrite,
+        "two remote writers",
+    );
+}
+
+/// Rank 1's threads store into rank 0's `s` and arrive on rank 0's mbarrier; on rank 0
+/// only thread 0 waits for the phase, then a block barrier passes what it learnt to the
+/// other threads, which read `s`. `out[t]` = what thread `t` of rank 0 read.
+fn handoff_kernel(block_barrier: bool) -> Kernel {
+    let mut k = K::new("cluster_dsmem_handoff");
+    k.b.set_cluster(Some((2, 1, 1)));
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::U32,
+        len: BLOCK,
+    });
+    let bar_array = u64_shared(&mut k, "bar", 1);
+    let bar = k.op(Op::SharedAddr(bar_array));
+    init_for_cluster(&mut k, bar, BLOCK);
+    let tid = k.tid();
+    let r = rank(&mut k);
+    let is0 = eq(&mut k, r, 0);
+    k.if_else(
+        is0,
+        |k| {
+            let t0 = eq(k, tid, 0);
+            k.if_(t0, |k| {
+                let zero = k.u32(0);
+                mbarrier(k, MbarrierOp::WaitParity, bar, Some(zero));
+            });
+            if block_barrier {
+                k.barrier();
+            }
+            let got = k.load_shared(s, tid);
+            let g = u64_of(k, tid);
+            k.store(out, g, got);
+        },
+        |k| {
+            let seven = k.u32(7);
+            let v = k.mul(tid, seven);
+            let at = k.shared_addr(s, tid);
+            let zero = k.u32(0);
+            k.b.cluster_store(at, zero, v).unwrap();
+            mbarrier(k, MbarrierOp::ArriveCluster, bar, Some(zero));
+        },
+    );
+    k.finish()
+}
+
+#[test]
+fn a_remote_arrival_orders_distributed_stores_and_a_block_barrier_passes_it_on() {
+    let mem = Memory::new();
+    let d = dims([2, 1, 1], [BLOCK, 1, 1]);
+    let out = output(&mem, ScalarType::U32, BLOCK as usize);
+    launch(&mem, &handoff_kernel(true), d, &[out]).unwrap();
+    let got: Vec<u32> = download(&mem, out);
+    let want: Vec<u32> = (0..BLOCK).map(|t| t * 7).collect();
+    assert_eq!(got, want);
+    // Without the block barrier only thread 0 observed the phase.
+    assert_dsmem_race(
+        launch(&mem, &handoff_kernel(false), d, &[out]),
+        RaceKind::ReadWrite,
+        "threads that did not observe the phase",
+    );
+}
+
+/// Thread 0 of rank 0 reads word `word` of rank `target`'s `s`, which thread 0 of every
+/// block wrote (word 0 only).
+fn read_rank_kernel(cluster: Cluster, target: u32, word: u32) -> Kernel {
+    let mut k = K::new("cluster_dsmem_rank");
+    k.b.set_cluster(cluster);
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::U32,
+        len: 2,
+    });
+    let tid = k.tid();
+    let t0 = eq(&mut k, tid, 0);
+    let r = rank(&mut k);
+    let zero = k.u32(0);
+    k.if_(t0, |k| {
+        let v = k.u32(41);
+        let v = k.add(v, r);
+        k.store_shared(s, zero, v);
+    });
+    cluster_sync(&mut k);
+    let r0 = eq(&mut k, r, 0);
+    let who = and(&mut k, t0, r0);
+    k.if_(who, |k| {
+        let w = k.u32(word);
+        let at = k.shared_addr(s, w);
+        let t = k.u32(target);
+        let v = k.b.cluster_load(ScalarType::U32, at, t).unwrap();
+        let bx = k.special(Special::BlockIdx(Dim::X));
+        let bx = u64_of(k, bx);
+        k.store(out, bx, v);
+    });
+    cluster_sync(&mut k);
+    k.finish()
+}
+
+#[test]
+fn ranks_beyond_the_cluster_and_unwritten_bytes_are_reported() {
+    let mem = Memory::new();
+    let d = dims([4, 1, 1], [32, 1, 1]);
+    let out = output(&mem, ScalarType::U32, 4);
+    launch(&mem, &read_rank_kernel(Some((2, 1, 1)), 1, 0), d, &[out]).unwrap();
+    let got: Vec<u32> = download(&mem, out);
+    assert_eq!(got, [42, POISON, 42, POISON]);
+    for (cluster, target) in [(Some((2, 1, 1)), 2), (None, 1)] {
+        match launch(&mem, &read_rank_kernel(cluster, target, 0), d, &[out]) {
+            Err(e @ EmuError::ClusterMisuse { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(&format!("rank {target}")), "{text}");
+            }
+            other => panic!("{cluster:?}: rank {target} not reported: {other:?}"),
+        }
+    }
+    match launch(&mem, &read_rank_kernel(Some((2, 1, 1)), 1, 1), d, &[out]) {
+        Err(EmuError::UninitializedClusterSharedRead {
+            owner,
+            block,
+            address,
+            ..
+        }) => {
+            assert_eq!((owner, block, address), ([1, 0, 0], [0, 0, 0], 4));
+        }
+        other => panic!("no uninitialized read reported: {other:?}"),
+    }
+}
+
+/// Thread 0 of rank 0 writes word 0 of its `s`; after a cluster barrier, thread 0 of rank 1
+/// reads it (distributed shared memory) while rank 0's thread 0 writes it again, before
+/// (`ordered`: after) a second cluster barrier.
+fn overwrite_kernel(ordered: bool) -> Kernel {
+    let mut k = K::new("cluster_dsmem_overwrite");
+    k.b.set_cluster(Some((2, 1, 1)));
+    let s = k.b.shared_array(ArrayDecl {
+        name: "s".into(),
+        elem: ScalarType::U32,
+        len: 1,
+    });
+    let tid = k.tid();
+    let t0 = eq(&mut k, tid, 0);
+    let r = rank(&mut k);
+    let r0 = eq(&mut k, r, 0);
+    let r1 = eq(&mut k, r, 1);
+    let owner = and(&mut k, t0, r0);
+    let reader = and(&mut k, t0, r1);
+    let zero = k.u32(0);
+    k.if_(owner, |k| {
+        let v = k.u32(5);
+        k.store_shared(s, zero, v);
+    });
+    cluster_sync(&mut k);
+    k.if_(reader, |k| {
+        let at = k.shared_addr(s, zero);
+        k.b.cluster_load(ScalarType::U32, at, zero).unwrap();
+    });
+    if ordered {
+        cluster_sync(&mut k);
+    }
+    k.if_(owner, |k| {
+        let v = k.u32(6);
+        k.store_shared(s, zero, v);
+    });
+    cluster_sync(&mut k);
+    k.finish()
+}
+
+#[test]
+fn the_owner_overwriting_what_another_block_reads_races_unless_ordered() {
+    let mem = Memory::new();
+    let d = dims([2, 1, 1], [32, 1, 1]);
+    launch(&mem, &overwrite_kernel(true), d, &[]).unwrap();
+    assert_dsmem_race(
+        launch(&mem, &overwrite_kernel(false), d, &[]),
+        RaceKind::ReadWrite,
+        "the owner's write after another block's read",
+    );
 }

@@ -43,6 +43,9 @@ pub struct KernelInfo {
     /// `#[max_registers(N)]`: the register cap ptxas gets (`.maxnreg`), which `setmaxnreg`
     /// needs.
     pub max_registers: Option<u32>,
+    /// `#[cluster_launch(x, y, z)]`: the thread-block cluster shape every launch runs in
+    /// ([`cuprum_ir::Kernel::cluster`]).
+    pub cluster: Option<(u32, u32, u32)>,
     /// What `#[launch_contract(...)]` declared, if present; only kernels with one get a safe
     /// launch method.
     pub contract: Option<ContractInfo>,
@@ -150,11 +153,12 @@ pub fn attr_is(attr: &syn::Attribute, name: &str) -> bool {
 }
 
 /// The cuprum attributes that `#[cuda_module]` consumes.
-pub const CUPRUM_ATTRS: [&str; 4] = [
+pub const CUPRUM_ATTRS: [&str; 5] = [
     "kernel",
     "launch_bounds",
     "launch_contract",
     "max_registers",
+    "cluster_launch",
 ];
 
 pub fn scan_module(module: &syn::ItemMod) -> syn::Result<ModuleInfo> {
@@ -406,6 +410,7 @@ fn scan_kernel(
     }
     let mut launch_bounds = None;
     let mut max_registers = None;
+    let mut cluster = None;
     let mut contract = None;
     let mut requires = Vec::new();
     let mut launch_context = None;
@@ -423,6 +428,11 @@ fn scan_kernel(
         } else if attr_is(attr, "max_registers") {
             match parse_max_registers(attr) {
                 Ok(n) => max_registers = Some(n),
+                Err(e) => errors.push(e),
+            }
+        } else if attr_is(attr, "cluster_launch") {
+            match parse_cluster_launch(attr) {
+                Ok(shape) => cluster = Some(shape),
                 Err(e) => errors.push(e),
             }
         } else if attr_is(attr, "launch_contract") {
@@ -462,6 +472,7 @@ fn scan_kernel(
         params,
         launch_bounds,
         max_registers,
+        cluster,
         contract,
         is_unsafe,
         type_params,
@@ -566,6 +577,60 @@ fn parse_max_registers(attr: &syn::Attribute) -> syn::Result<u32> {
         ));
     }
     Ok(n)
+}
+
+/// `#[cluster_launch(x)]`, `(x, y)` or `(x, y, z)` (cuda-oxide's attribute; the missing
+/// dimensions are 1): each at least 1, at most [`cuprum_ir::MAX_CLUSTER_BLOCKS`] blocks in
+/// all.
+fn parse_cluster_launch(attr: &syn::Attribute) -> syn::Result<(u32, u32, u32)> {
+    const FORM: &str = "#[cluster_launch(x, y, z)] (or `(x)`, `(x, y)`)";
+    let max = cuprum_ir::MAX_CLUSTER_BLOCKS;
+    if matches!(attr.meta, syn::Meta::Path(_)) {
+        return Err(syn::Error::new(
+            attr.path().span(),
+            format!("{FORM} needs the cluster's shape in blocks, at most {max} in all"),
+        ));
+    }
+    let args = attr.parse_args_with(
+        syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+    )?;
+    if args.is_empty() || args.len() > 3 {
+        return Err(syn::Error::new(
+            attr.path().span(),
+            format!(
+                "{FORM} takes 1 to 3 block counts, not {}: the cluster's shape in blocks",
+                args.len()
+            ),
+        ));
+    }
+    let mut dims = [1u32; 3];
+    for (d, e) in dims.iter_mut().zip(&args) {
+        *d = lit_u32(e).map_err(|_| {
+            syn::Error::new(
+                e.span(),
+                format!("{FORM} takes integer literals: the cluster's blocks along each axis"),
+            )
+        })?;
+        if *d == 0 {
+            return Err(syn::Error::new(
+                e.span(),
+                "a cluster has at least 1 block along each axis",
+            ));
+        }
+    }
+    let blocks = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+    if blocks > u64::from(max) {
+        return Err(syn::Error::new(
+            attr.path().span(),
+            format!(
+                "a cluster of {} x {} x {} = {blocks} blocks is more than the {max} a cluster may \
+                 have (sm_90's portable limit): choose a shape of at most {max} blocks, e.g. \
+                 #[cluster_launch(2, 2, 1)]",
+                dims[0], dims[1], dims[2]
+            ),
+        ));
+    }
+    Ok((dims[0], dims[1], dims[2]))
 }
 
 fn parse_contract(

@@ -123,10 +123,18 @@ fn what_the_tma_api_refuses_says_what_to_write() {
         "#[kernel] pub fn k(map: TensorMap<f32, 2>) {
             static mut T: SharedArray<f32, 64, 128> = SharedArray::UNINIT;
             static mut BAR: Barrier = Barrier::UNINIT;
-            unsafe { cp_async_bulk_tensor_2d_g2s_multicast(&raw mut T as *mut u8, map.as_ptr(), 0, 0, &raw mut BAR, 3) }
+            unsafe { cp_async_bulk_tensor_2d_g2s_multicast_cg2(&raw mut T as *mut u8, map.as_ptr(), 0, 0, &raw mut BAR, 3) }
         }",
     );
-    assert!(e.contains("multicast"), "{e}");
+    assert!(e.contains("sm_100a"), "{e}");
+    let e = compile_err(
+        "#[kernel] pub fn k(map: TensorMap<f32, 2>) {
+            static mut T: SharedArray<f32, 64, 128> = SharedArray::UNINIT;
+            static mut BAR: Barrier = Barrier::UNINIT;
+            unsafe { cp_async_bulk_tensor_2d_g2s_multicast(&raw mut T as *mut u8, map.as_ptr(), 0, 0, &raw mut BAR) }
+        }",
+    );
+    assert!(e.contains("`u16` mask of cluster ranks"), "{e}");
     let e = compile_err(
         "#[kernel] pub fn k(map: TensorMap<f32, 2>) {
             static mut BAR: Barrier = Barrier::UNINIT;

@@ -332,6 +332,42 @@ impl KernelBuilder {
         Ok(d)
     }
 
+    /// Appends a [`Stmt::ClusterLoad`] of a `ty` at shared address `addr` of the cluster's
+    /// block `rank`, and returns the loaded value.
+    pub fn cluster_load(
+        &mut self,
+        ty: ScalarType,
+        addr: Value,
+        rank: Value,
+    ) -> Result<Value, BuildError> {
+        // The result is allocated only once the operands type (see `mma`).
+        self.check(&Stmt::ClusterLoad {
+            result: addr,
+            ty,
+            addr,
+            rank,
+        })?;
+        let result = self.kernel.values.append(ValueDef { ty });
+        self.push(Stmt::ClusterLoad {
+            result,
+            ty,
+            addr,
+            rank,
+        });
+        Ok(result)
+    }
+
+    /// Appends a [`Stmt::ClusterStore`] of `value` at shared address `addr` of the cluster's
+    /// block `rank`.
+    pub fn cluster_store(
+        &mut self,
+        addr: Value,
+        rank: Value,
+        value: Value,
+    ) -> Result<(), BuildError> {
+        self.push_checked(Stmt::ClusterStore { addr, rank, value })
+    }
+
     /// Appends a [`Stmt::VectorStore`] of `values` (2 or 4, of one type) at `addr`.
     pub fn vector_store(
         &mut self,

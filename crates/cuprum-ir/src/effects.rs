@@ -342,6 +342,15 @@ impl Stmt {
                 f(*addr);
                 values.iter().for_each(|&v| f(v));
             }
+            Stmt::ClusterLoad { addr, rank, .. } => {
+                f(*addr);
+                f(*rank);
+            }
+            Stmt::ClusterStore { addr, rank, value } => {
+                f(*addr);
+                f(*rank);
+                f(*value);
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -407,6 +416,15 @@ impl Stmt {
                 f(addr);
                 values.iter_mut().for_each(f);
             }
+            Stmt::ClusterLoad { addr, rank, .. } => {
+                f(addr);
+                f(rank);
+            }
+            Stmt::ClusterStore { addr, rank, value } => {
+                f(addr);
+                f(rank);
+                f(value);
+            }
             Stmt::Loop { .. }
             | Stmt::Break
             | Stmt::Continue
@@ -431,13 +449,15 @@ impl Stmt {
     }
 
     /// The values the statement defines: a `Def`'s value, the results of `Mma`, `LdMatrix`
-    /// and `VectorLoad`, and an `Mbarrier`'s result (a token or a completion flag).
+    /// and `VectorLoad`, an `Mbarrier`'s result (a token or a completion flag) and a
+    /// `ClusterLoad`'s.
     pub fn results(&self) -> &[Value] {
         match self {
             Stmt::Def { value, .. } => std::slice::from_ref(value),
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
             Stmt::Mbarrier { result, .. } => result.as_slice(),
+            Stmt::ClusterLoad { result, .. } => std::slice::from_ref(result),
             _ => &[],
         }
     }
@@ -449,6 +469,7 @@ impl Stmt {
             Stmt::Mma { d, .. } => d,
             Stmt::LdMatrix { d, .. } | Stmt::VectorLoad { d, .. } => d,
             Stmt::Mbarrier { result, .. } => result.as_mut_slice(),
+            Stmt::ClusterLoad { result, .. } => std::slice::from_mut(result),
             _ => &mut [],
         }
     }
@@ -480,6 +501,7 @@ impl Stmt {
             Stmt::LdMatrix { .. } => Some(ScalarType::U32),
             Stmt::VectorLoad { ty, .. } => Some(*ty),
             Stmt::Mbarrier { op, .. } => op.result(),
+            Stmt::ClusterLoad { ty, .. } => Some(*ty),
             _ => None,
         }
     }
@@ -731,6 +753,18 @@ impl Stmt {
             },
             Stmt::FenceMbarrierInit => Effects {
                 fence: true,
+                ..none
+            },
+            // Another block's shared memory (or this block's, for its own rank): no plain
+            // `Access`, so no pass merges, forwards or promotes it as one of the block's own.
+            Stmt::ClusterLoad { .. } => Effects {
+                reads: Spaces::of(AddressSpace::Shared),
+                may_fault: true,
+                ..none
+            },
+            Stmt::ClusterStore { .. } => Effects {
+                writes: Spaces::of(AddressSpace::Shared),
+                may_fault: true,
                 ..none
             },
         }

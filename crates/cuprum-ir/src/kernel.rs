@@ -63,6 +63,9 @@
 //!   toward the current phase, waits block the waiting thread (not the block) until a phase
 //!   completes, and a completed phase orders the arrivers' earlier accesses before the
 //!   waiters' later ones (see the statement's docs).
+//! * Distributed shared memory ([`Stmt::ClusterLoad`], [`Stmt::ClusterStore`]): a thread may
+//!   read and write the shared memory of the other blocks of its cluster ([`Kernel::cluster`]),
+//!   ordered by the cluster barrier and remote mbarrier arrivals (see the statements' docs).
 //! * [`Stmt::Tma`] starts a bulk copy by the tensor memory accelerator, an asynchronous
 //!   agent of its own ([`crate::tma::TmaOp`] says when its bytes land and what orders them).
 //! * Atomics ([`Op::Atomic`], [`Op::AtomicLoad`], [`Stmt::AtomicStore`]) are indivisible at
@@ -87,7 +90,7 @@ use crate::types::{Constant, ScalarType};
 use crate::wgmma::WgmmaMma;
 
 /// An SSA value: defined once, by [`Stmt::Def`] or as a result of [`Stmt::Mma`],
-/// [`Stmt::LdMatrix`] or [`Stmt::VectorLoad`].
+/// [`Stmt::LdMatrix`], [`Stmt::VectorLoad`], [`Stmt::Mbarrier`] or [`Stmt::ClusterLoad`].
 pub type Value = Handle<ValueDef>;
 /// A mutable, per-thread variable (`let mut`).
 pub type Var = Handle<VarDef>;
@@ -188,8 +191,9 @@ pub struct Kernel {
     /// multiple of the cluster's is refused by both backends. A cluster's blocks run at the
     /// same time (on one GPU processing cluster), may wait for each other at cluster
     /// barriers ([`Stmt::ClusterArrive`], [`Stmt::ClusterWait`]), arrive on each other's
-    /// mbarriers ([`MbarrierOp::ArriveCluster`]) and receive each other's multicast tensor
-    /// copies ([`crate::TmaOp::LoadTile`]'s `multicast`). Each dimension is at least 1 and
+    /// mbarriers ([`MbarrierOp::ArriveCluster`]), read and write each other's shared memory
+    /// ([`Stmt::ClusterLoad`], [`Stmt::ClusterStore`]) and receive each other's multicast
+    /// tensor copies ([`crate::TmaOp::LoadTile`]'s `multicast`). Each dimension is at least 1 and
     /// the product at most [`MAX_CLUSTER_BLOCKS`]. `None` is a cluster of one block: the
     /// cluster statements and specials then mean what they mean for a cluster of 1.
     #[serde(default)]
@@ -734,6 +738,49 @@ pub enum Stmt {
     /// may use those barriers after the matching [`Stmt::ClusterWait`]. sm_90. The emulator
     /// orders every statement in program order, where it changes nothing.
     FenceMbarrierInit,
+    /// Distributed shared memory (`mapa.shared::cluster`, then `ld.shared::cluster`): loads a
+    /// `ty` (any type; a `Bool` reads one byte, nonzero being true, as [`Op::Load`]'s) from
+    /// the shared memory of the block of rank `rank` of this block's cluster, at the offset
+    /// `addr` names in this block's shared memory, and defines `result` as it.
+    ///
+    /// `addr` is a `U32` shared address ([`Op::SharedAddr`] plus offsets: every block of a
+    /// kernel has the same layout, so it names the same variable in every block), aligned to
+    /// the size of `ty`. `rank` is a `U32` below the cluster's block count
+    /// ([`Special::ClusterCtaRank`]'s numbering; this block's own rank reads its own shared
+    /// memory, and without [`Kernel::cluster`] only rank 0 exists). A rank beyond the cluster,
+    /// or a block whose threads have all returned, is undefined behaviour (the emulator
+    /// reports both as misuse): a kernel whose blocks read each other's memory ends with a
+    /// cluster barrier ([`Stmt::ClusterArrive`] then [`Stmt::ClusterWait`]) so that no block
+    /// leaves while others may still reach its memory.
+    ///
+    /// It is an ordinary (weak) access: it races with another block's write of the same bytes
+    /// unless something orders the two: the cluster barrier (accesses before a thread's
+    /// arrival happen before accesses after the waits of that phase), or a remote mbarrier
+    /// arrival ([`MbarrierOp::ArriveCluster`]) whose phase the other thread observes. Within
+    /// the target block, its own threads' accesses are ordered with it by the same means
+    /// (a block barrier of the target orders nothing for a thread of another block). sm_90.
+    ClusterLoad {
+        /// The loaded value, of type `ty`.
+        result: Value,
+        /// The element type.
+        ty: ScalarType,
+        /// The `U32` shared address, as in this block's window.
+        addr: Value,
+        /// The `U32` rank of the block whose shared memory is read.
+        rank: Value,
+    },
+    /// Distributed shared memory (`mapa.shared::cluster`, then `st.shared::cluster`): stores
+    /// `value` (any type; a `Bool` writes one byte, 0 or 1) at the offset `addr` names in the
+    /// shared memory of the block of rank `rank` of this block's cluster. The same operands,
+    /// rules and ordering as [`Stmt::ClusterLoad`]. sm_90.
+    ClusterStore {
+        /// The `U32` shared address, as in this block's window.
+        addr: Value,
+        /// The `U32` rank of the block whose shared memory is written.
+        rank: Value,
+        /// The value stored; its type decides how many bytes are written.
+        value: Value,
+    },
     /// Device `printf`: every executing lane formats `format` with `args` (C semantics for
     /// the subset defined in [`crate::printf`], which also gives the argument promotions) and
     /// prints the text (see the module docs).

@@ -387,6 +387,25 @@ impl Printer<'_> {
             Stmt::ClusterArrive => writeln!(self.out, "{pad}barrier.cluster.arrive"),
             Stmt::ClusterWait => writeln!(self.out, "{pad}barrier.cluster.wait"),
             Stmt::FenceMbarrierInit => writeln!(self.out, "{pad}fence.mbarrier_init.cluster"),
+            Stmt::ClusterLoad {
+                result,
+                ty,
+                addr,
+                rank,
+            } => writeln!(
+                self.out,
+                "{pad}%{} = load.cluster.{ty} shared[%{}] of rank %{}",
+                result.index(),
+                addr.index(),
+                rank.index()
+            ),
+            Stmt::ClusterStore { addr, rank, value } => writeln!(
+                self.out,
+                "{pad}store.cluster shared[%{}] of rank %{} = %{}",
+                addr.index(),
+                rank.index(),
+                value.index()
+            ),
             Stmt::StMatrix {
                 trans,
                 addr,

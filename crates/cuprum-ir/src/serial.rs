@@ -16,7 +16,7 @@ const HEADER_LEN: usize = 24;
 
 /// The format of the bytes this build writes and reads. It changes whenever the IR's types
 /// change shape; the crate version is part of the payload check too (see [`encode_module`]).
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Why bytes are not a module this build can use.
 #[derive(Debug, thiserror::Error)]

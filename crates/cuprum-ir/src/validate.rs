@@ -242,7 +242,8 @@ pub fn result_type(
 }
 
 /// The values a statement defines besides [`Stmt::Def`] (the results of [`Stmt::Mma`],
-/// [`Stmt::LdMatrix`] and [`Stmt::VectorLoad`]), with the type each must have.
+/// [`Stmt::LdMatrix`], [`Stmt::VectorLoad`], [`Stmt::Mbarrier`] and [`Stmt::ClusterLoad`]),
+/// with the type each must have.
 pub fn stmt_results(stmt: &Stmt) -> Vec<(Value, ScalarType)> {
     match stmt.result_type() {
         Some(ty) => stmt.results().iter().map(|&v| (v, ty)).collect(),
@@ -370,6 +371,15 @@ pub fn check_stmt_operands(
             }
             expect("stmatrix value", values, S::U32)?;
         }
+        Stmt::ClusterLoad { addr, rank, .. } => {
+            check_address(AddressSpace::Shared, value_ty(*addr)?)?;
+            check_rank(value_ty(*rank)?)?;
+        }
+        Stmt::ClusterStore { addr, rank, value } => {
+            check_address(AddressSpace::Shared, value_ty(*addr)?)?;
+            check_rank(value_ty(*rank)?)?;
+            value_ty(*value)?;
+        }
         Stmt::SetMaxNreg { count, .. } if !crate::wgmma::valid_register_count(*count) => {
             return Err(format!(
                 "setmaxnreg asks for a multiple of 8 in 24..=256 registers, not {count}"
@@ -400,6 +410,14 @@ pub fn check_stmt_operands(
             crate::printf::check_print(format, &types)?;
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// A distributed shared-memory access's block rank: a `U32`, as `%cluster_ctarank` is.
+fn check_rank(ty: ScalarType) -> Result<(), String> {
+    if ty != ScalarType::U32 {
+        return Err(format!("a cluster block rank must be u32, got {ty}"));
     }
     Ok(())
 }
@@ -707,6 +725,11 @@ impl Walk<'_> {
             | Stmt::NamedBarrier { .. }
             | Stmt::StMatrix { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
             Stmt::ClusterArrive | Stmt::ClusterWait | Stmt::FenceMbarrierInit => {}
+            Stmt::ClusterStore { .. } => check_stmt_operands(stmt, |v| self.visible(v))?,
+            Stmt::ClusterLoad { result, ty, .. } => {
+                check_stmt_operands(stmt, |v| self.visible(v))?;
+                self.define(*result, *ty, || "the cluster load".into())?;
+            }
             Stmt::WgmmaMma(m) => {
                 // A value defined since the fence is a register written since, unless it
                 // only reads a variable nothing wrote since the fence (the same register).

@@ -123,6 +123,16 @@ pub fn max_registers(attr: TokenStream, item: TokenStream) -> TokenStream {
     marker("max_registers", attr, item)
 }
 
+/// `#[cluster_launch(x, y, z)]` (or `(x)`, `(x, y)`) on a kernel inside a `#[cuda_module]`:
+/// every launch runs its blocks in thread-block clusters of that shape (PTX's
+/// `.reqnctapercluster`; compute capability 9.0, at most 8 blocks per cluster), so a plain
+/// launch of it runs clusters, and its grid must be whole clusters. See
+/// `cuprum::simt::cluster`.
+#[proc_macro_attribute]
+pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
+    marker("cluster_launch", attr, item)
+}
+
 /// `#[launch_contract(domain = N, block = (x, y, z))]` on a kernel inside a `#[cuda_module]`,
 /// with the optional keys `dynamic_shared = bytes`, `coordinates = u32` and
 /// `requires = (relations between the arguments)`. On an `unsafe` kernel the block alone,

@@ -7,16 +7,18 @@
 //! that shape. A kernel without one runs clusters of one block, which is what sm_80 code
 //! means by the same statements: there the specials are constants (or the block's own
 //! indices), the cluster barrier is the block's barrier at the wait (an arrival alone orders
-//! nothing a later `bar.sync` does not), and the fence is empty. A remote arrival and a
-//! multicast copy have no sm_80 form ([`PtxError::Unsupported`]).
+//! nothing a later `bar.sync` does not), and the fence is empty. A remote arrival, a
+//! multicast copy and distributed shared memory (`mapa` with `ld`/`st.shared::cluster`) have
+//! no sm_80 form ([`PtxError::Unsupported`]).
 
 use std::fmt::Write as _;
 
-use cuprum_ir::{Dim, Kernel, Special, Value};
+use cuprum_ir::{Dim, Kernel, ScalarType, Special, Value};
 
 use crate::PtxError;
 use crate::Target;
-use crate::emit::{KernelWriter, ins};
+use crate::emit::{KernelWriter, ins, store_type};
+use crate::regs::mem_type;
 use crate::regs::{Class, Reg};
 
 /// The entry's cluster directives, if the kernel declares a cluster.
@@ -116,6 +118,64 @@ impl KernelWriter<'_> {
         let remote = self.tmp(Class::B32);
         ins!(self, "mapa.shared::cluster.u32 {remote}, {a}, {r}");
         ins!(self, "mbarrier.arrive.shared::cluster.b64 _, [{remote}]");
+        Ok(())
+    }
+
+    /// `mapa.shared::cluster`: the address of `addr` in the shared memory of the cluster's
+    /// block `rank`, for a distributed shared-memory access (`what` names it for sm_80).
+    fn map_rank(&mut self, addr: Value, rank: Value, what: &str) -> Result<Reg, PtxError> {
+        if self.target == Target::Sm80 {
+            return Err(self.unsupported(format!(
+                "{what} of another block's shared memory on sm_80 (distributed shared memory \
+                 needs compute capability 9.0)"
+            )));
+        }
+        let (a, r) = (self.reg(addr), self.reg(rank));
+        let remote = self.tmp(Class::B32);
+        ins!(self, "mapa.shared::cluster.u32 {remote}, {a}, {r}");
+        Ok(remote)
+    }
+
+    /// `result = ` the `ty` at `addr` of the cluster's block `rank` (`ld.shared::cluster`).
+    pub(crate) fn cluster_load(
+        &mut self,
+        result: Value,
+        ty: ScalarType,
+        addr: Value,
+        rank: Value,
+    ) -> Result<(), PtxError> {
+        let remote = self.map_rank(addr, rank, "a load")?;
+        let d = self.reg(result);
+        if ty == ScalarType::Bool {
+            let t = self.tmp(Class::B32);
+            ins!(self, "ld.shared::cluster.u8 {t}, [{remote}]");
+            ins!(self, "setp.ne.u32 {d}, {t}, 0");
+        } else {
+            ins!(self, "ld.shared::cluster.{} {d}, [{remote}]", mem_type(ty));
+        }
+        Ok(())
+    }
+
+    /// Stores `value` at `addr` of the cluster's block `rank` (`st.shared::cluster`).
+    pub(crate) fn cluster_store(
+        &mut self,
+        addr: Value,
+        rank: Value,
+        value: Value,
+    ) -> Result<(), PtxError> {
+        let remote = self.map_rank(addr, rank, "a store")?;
+        let (v, ty) = (self.reg(value), self.ty(value));
+        if ty == ScalarType::Bool {
+            let t = self.tmp(Class::B32);
+            ins!(self, "selp.u32 {t}, 1, 0, {v}");
+            ins!(self, "st.shared::cluster.u8 [{remote}], {t}");
+        } else {
+            ins!(
+                self,
+                "st.shared::cluster.{} [{remote}], {v}",
+                store_type(ty)
+            );
+        }
         Ok(())
     }
 }

@@ -391,7 +391,7 @@ fn scope_name(scope: Scope) -> &'static str {
 
 /// The type of a store of `ty`: values in float registers (`tf32` too) and halves store as
 /// their memory type, integers by size (extension does not matter).
-fn store_type(ty: ScalarType) -> &'static str {
+pub(crate) fn store_type(ty: ScalarType) -> &'static str {
     match (class_of(ty), ty.size_bytes()) {
         (Class::F32 | Class::F64 | Class::B16, _) => mem_type(ty),
         (_, 1) => "u8",
@@ -551,6 +551,13 @@ impl<'k> KernelWriter<'k> {
             Stmt::ClusterArrive => self.cluster_barrier(false),
             Stmt::ClusterWait => self.cluster_barrier(true),
             Stmt::FenceMbarrierInit => self.fence_mbarrier_init(),
+            Stmt::ClusterLoad {
+                result,
+                ty,
+                addr,
+                rank,
+            } => self.cluster_load(*result, *ty, *addr, *rank)?,
+            Stmt::ClusterStore { addr, rank, value } => self.cluster_store(*addr, *rank, *value)?,
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! Thread-block clusters in PTX: a cluster kernel's entry directives, its special registers,
 //! the cluster barrier, the mbarrier-initialisation fence, remote arrivals and multicast tile
-//! loads; that ptxas assembles them (sm_90a); what sm_80 writes for a kernel without a
-//! cluster (constants, the block barrier) and what it and sm_90 refuse.
+//! loads, distributed shared memory; that ptxas assembles them (sm_90, sm_90a); what sm_80
+//! writes for a kernel without a cluster (constants, the block barrier) and what it and
+//! sm_90 refuse.
 
 mod common;
 
@@ -203,4 +204,145 @@ fn cluster_shapes_out_of_range_are_refused() {
         assert!(e.message.contains("cluster"), "{}", e.message);
     }
     cuprum_ir::validate_kernel(&kernel(Some((2, 2, 2)), true)).unwrap();
+}
+
+/// A kernel that reads and writes its neighbour's shared memory (distributed shared memory)
+/// in every element type, `bool` included, between cluster barriers.
+fn dsmem_kernel(cluster: Option<(u32, u32, u32)>) -> cuprum_ir::Kernel {
+    let mut k = K::new("neighbours");
+    k.b.set_cluster(cluster);
+    let out = k.slice("out", S::U64, SliceAccess::ReadWrite);
+    let words = k.b.shared_array(ArrayDecl {
+        name: "words".into(),
+        elem: S::U64,
+        len: 64,
+    });
+    let base = k.op(Op::SharedAddr(words));
+    let rank = k.special(Special::ClusterCtaRank);
+    let size = k.special(Special::ClusterDim(Dim::X));
+    let one = k.u32(1);
+    let next = k.bin(cuprum_ir::BinaryOp::Add, rank, one);
+    let next = k.bin(cuprum_ir::BinaryOp::Rem, next, size);
+    k.b.push(Stmt::ClusterArrive);
+    k.b.push(Stmt::ClusterWait);
+    let i = k.global_index();
+    for (n, ty) in [
+        S::Bool,
+        S::U8,
+        S::I16,
+        S::F16,
+        S::BF16,
+        S::U32,
+        S::F32,
+        S::I64,
+        S::F64,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let at = k.u32(8 * n as u32);
+        let addr = k.bin(cuprum_ir::BinaryOp::Add, base, at);
+        let v = k.b.cluster_load(ty, addr, next).unwrap();
+        k.b.cluster_store(addr, next, v).unwrap();
+        if ty.is_int() || ty == S::Bool {
+            let wide = k.cast(v, S::U64);
+            let at = k.u64(n as u64);
+            let at = k.bin(cuprum_ir::BinaryOp::Add, i, at);
+            let dst = k.elem_addr(out, at, S::U64);
+            k.store(AddressSpace::Global, dst, wide);
+        }
+    }
+    k.b.push(Stmt::ClusterArrive);
+    k.b.push(Stmt::ClusterWait);
+    k.finish()
+}
+
+#[test]
+fn distributed_shared_memory_maps_the_address_to_the_rank() {
+    let module = one(dsmem_kernel(Some((4, 1, 1))));
+    assert!(
+        !module.needs_arch_specific(),
+        "distributed shared memory is sm_90's"
+    );
+    let ptx = write_module(&module, Target::Sm90).unwrap_or_else(|e| panic!("{e}"));
+    for text in [
+        "mapa.shared::cluster.u32 %r",
+        "ld.shared::cluster.u8 %r",
+        "st.shared::cluster.u8 [%r",
+        "ld.shared::cluster.s16 %r",
+        "ld.shared::cluster.b16 %h",
+        "st.shared::cluster.b16 [%r",
+        "ld.shared::cluster.u32 %r",
+        "st.shared::cluster.u32 [%r",
+        "ld.shared::cluster.f32 %f",
+        "st.shared::cluster.f32 [%r",
+        "ld.shared::cluster.s64 %rd",
+        "st.shared::cluster.u64 [%r",
+        "ld.shared::cluster.f64 %fd",
+        "st.shared::cluster.f64 [%r",
+    ] {
+        assert!(ptx.contains(text), "{text}\n{}", numbered(&ptx));
+    }
+    // One `mapa` per access, each access through the address it made.
+    assert_eq!(
+        ptx.matches("mapa.shared::cluster").count(),
+        18,
+        "{}",
+        numbered(&ptx)
+    );
+    for target in [Target::Sm90, Target::Sm90a] {
+        let ptx = write_module(&module, target).unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = ptxas::check(&ptx, target.name()) {
+            panic!("{e}\n--- PTX ---\n{}", numbered(&ptx));
+        }
+    }
+    // Without a declared cluster (a cluster of one block), sm_90 still has the forms.
+    let alone = one(dsmem_kernel(None));
+    let ptx = write_module(&alone, Target::Sm90).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.contains("ld.shared::cluster.u32"), "{}", numbered(&ptx));
+    if let Err(e) = ptxas::check(&ptx, Target::Sm90.name()) {
+        panic!("{e}\n--- PTX ---\n{}", numbered(&ptx));
+    }
+}
+
+#[test]
+fn sm_80_refuses_distributed_shared_memory() {
+    match write_module(&one(dsmem_kernel(None)), Target::Sm80) {
+        Err(PtxError::Unsupported { kernel, what }) => {
+            assert_eq!(kernel, "neighbours");
+            assert!(what.contains("another block's shared memory"), "{what}");
+            assert!(what.contains("compute capability 9.0"), "{what}");
+        }
+        other => panic!("sm_80 accepted distributed shared memory: {other:?}"),
+    }
+}
+
+/// The validator and the builder refuse a rank or an address of the wrong type.
+#[test]
+fn distributed_shared_memory_operands_are_typed() {
+    let mut k = K::new("typed");
+    let words = k.b.shared_array(ArrayDecl {
+        name: "words".into(),
+        elem: S::U32,
+        len: 4,
+    });
+    let base = k.op(Op::SharedAddr(words));
+    let wide_rank = k.u64(1);
+    let e = k.b.cluster_load(S::U32, base, wide_rank).unwrap_err();
+    assert!(e.reason.contains("rank must be u32"), "{}", e.reason);
+    let rank = k.u32(0);
+    let global = k.u64(0);
+    let e = k.b.cluster_store(global, rank, rank).unwrap_err();
+    assert!(
+        e.reason.contains("Shared address must be u32"),
+        "{}",
+        e.reason
+    );
+    let v = k.b.cluster_load(S::U32, base, rank).unwrap();
+    k.b.cluster_store(base, rank, v).unwrap();
+    let kernel = k.finish();
+    cuprum_ir::validate_kernel(&kernel).unwrap();
+    let text = cuprum_ir::print_module(&one(kernel));
+    assert!(text.contains("load.cluster.u32 shared[%"), "{text}");
+    assert!(text.contains("store.cluster shared[%"), "{text}");
 }

@@ -83,6 +83,10 @@ impl Lowerer<'_> {
                 let v = receiver.clone();
                 return self.pointer_method(m, v);
             }
+            (Val::ClusterPtr { .. }, _) => {
+                let v = receiver.clone();
+                return self.cluster_pointer_method(m, v);
+            }
             (Val::AtomicCell { .. }, _) => {
                 let v = receiver.clone();
                 return self.atomic_cell_method(m, v);
@@ -121,6 +125,14 @@ impl Lowerer<'_> {
             (Val::Slice(p), "len") if args.is_empty() => {
                 let p = *p;
                 return Ok(Val::Scalar(self.slice_len(p, span)?));
+            }
+            (Val::Slice(p), "is_empty") if args.is_empty() => {
+                let p = *p;
+                let len = self.slice_len(p, span)?;
+                let zero = self.constant(Constant::u64(0));
+                return Ok(Val::Scalar(
+                    self.def(Op::Compare(CmpOp::Eq, len, zero), span)?,
+                ));
             }
             // cuda-oxide's `row_width()` of a `DisjointSlice<T, Runtime2DIndex>`: the width
             // the host bound, as the `u32` it gave.
@@ -538,6 +550,9 @@ impl Lowerer<'_> {
             return Ok(v);
         }
         if let Some(v) = self.tma_call(&last, &args, span)? {
+            return Ok(v);
+        }
+        if let Some(v) = self.cluster_call(&last, &args, span)? {
             return Ok(v);
         }
         if let Some(v) = self.wgmma_call(&p.path, &last, &args, span)? {

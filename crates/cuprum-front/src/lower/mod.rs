@@ -18,6 +18,7 @@ mod arrays;
 mod atomic_cells;
 mod calls;
 mod closures;
+mod cluster;
 mod control;
 mod disjoint;
 mod helpers;
@@ -197,6 +198,15 @@ enum Val {
         mutable: bool,
         space: AddressSpace,
     },
+    /// cuda-oxide's `map_shared_rank{,_mut}(p, rank)`: the `U32` shared address `addr` (of
+    /// this block's window) mapped to the shared memory of the cluster's block `rank` (a
+    /// `U32`), read and written through distributed shared memory (`cluster`).
+    ClusterPtr {
+        addr: Value,
+        rank: Value,
+        elem: S,
+        mutable: bool,
+    },
     /// A reference to an aggregate element of global memory (`get_mut` of a
     /// `DisjointSlice<[f32; 4]>`).
     AggRef(memory::MemRef),
@@ -311,6 +321,13 @@ enum Place {
     Mem {
         space: AddressSpace,
         addr: Value,
+        elem: S,
+    },
+    /// An element of another block's shared memory (`*p = v` through `map_shared_rank_mut`):
+    /// the `U32` shared address `addr` in the cluster's block `rank`.
+    Cluster {
+        addr: Value,
+        rank: Value,
         elem: S,
     },
     /// An element at a run-time position of an array kept in variables
@@ -484,6 +501,7 @@ impl<'a> Lowerer<'a> {
         let k = self.kernel;
         self.b.set_launch_bounds(k.launch_bounds);
         self.b.set_max_registers(k.max_registers);
+        self.b.set_cluster(k.cluster);
         self.contract = match k.contract {
             Some(c) => Some(
                 c.resolved(&k.const_params, |name| {
@@ -1812,6 +1830,7 @@ fn describe(v: &Val) -> String {
         Val::Slice(_) => "a slice".into(),
         Val::Array(a) => format!("an array `{}`", a.type_name()),
         Val::Ptr { .. } => "a raw pointer".into(),
+        Val::ClusterPtr { .. } => "a pointer into another block's shared memory".into(),
         Val::Tuple(_) => "a tuple".into(),
         Val::Struct(name, _) => format!("a `{name}`"),
         Val::Atomic(_) => "an atomic slice".into(),

@@ -304,6 +304,9 @@ impl Lowerer<'_> {
                     },
                     span,
                 )?)),
+                Val::ClusterPtr {
+                    addr, rank, elem, ..
+                } => Ok(Val::Scalar(self.cluster_read(addr, rank, elem, span)?)),
                 // A reference passed to a helper is the place itself (see `references`):
                 // reading it is reading the place.
                 v @ (Val::Scalar(_)
@@ -352,6 +355,12 @@ impl Lowerer<'_> {
             return match self.expr(&c.expr)? {
                 // `map.as_ptr() as *const TmaDescriptor`: still the map.
                 v @ Val::TensorMap(_) if super::tma::is_tma_descriptor(&target.elem) => Ok(v),
+                Val::ClusterPtr { addr, rank, .. } => Ok(Val::ClusterPtr {
+                    addr,
+                    rank,
+                    elem: self.resolve_scalar(&target.elem)?,
+                    mutable: target.mutability.is_some(),
+                }),
                 Val::Ptr { addr, space, .. } => Ok(Val::Ptr {
                     addr,
                     // `as *mut Barrier`: an mbarrier is one `u64` (`mbarrier`), so a shared

@@ -131,6 +131,9 @@ impl Lowerer<'_> {
             Place::Reg { vars, index, .. } => {
                 Val::Scalar(self.read_register_choice(&vars, index, span)?)
             }
+            Place::Cluster { addr, rank, elem } => {
+                Val::Scalar(self.cluster_read(addr, rank, elem, span)?)
+            }
         })
     }
 
@@ -164,6 +167,10 @@ impl Lowerer<'_> {
             Place::Reg { vars, index, elem } => {
                 let x = self.materialize(v, elem, span)?;
                 self.write_register_choice(&vars, index, x, span)?;
+            }
+            Place::Cluster { addr, rank, elem } => {
+                let x = self.materialize(v, elem, span)?;
+                self.cluster_write(addr, rank, x, span)?;
             }
         }
         Ok(())

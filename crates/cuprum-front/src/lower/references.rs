@@ -198,6 +198,17 @@ impl Lowerer<'_> {
                 space,
             } => Ok(Place::Mem { space, addr, elem }),
             Val::Ptr { .. } => err(whole.span(), "cannot write through a `*const` pointer"),
+            Val::ClusterPtr {
+                addr,
+                rank,
+                elem,
+                mutable: true,
+            } => Ok(Place::Cluster { addr, rank, elem }),
+            Val::ClusterPtr { .. } => err(
+                whole.span(),
+                "cannot write through `map_shared_rank`'s `*const` pointer: map a `*mut` one \
+                 with `map_shared_rank_mut`",
+            ),
             other => err(
                 expr.span(),
                 format!("cannot dereference {}", describe(&other)),
@@ -318,6 +329,13 @@ fn place_as_binding(place: Place, span: Span) -> Result<Binding> {
             elem,
             mutable: true,
         }),
+        Place::Cluster { .. } => {
+            return err(
+                span,
+                "an element of another block's shared memory cannot be passed by reference: \
+                 pass the `map_shared_rank_mut` pointer, or read it into a `let`",
+            );
+        }
         Place::Reg { .. } => {
             return err(
                 span,

@@ -1,5 +1,6 @@
 //! cuda-oxide's TMA API (`cuprum::simt::tma`) read as the IR's
 //! [`Stmt::Tma`](cuprum_ir::Stmt::Tma): bulk tensor loads and stores of 1 to 5 dimensions,
+//! multicast loads into the blocks of a cluster (`_g2s_multicast`, a `u16` mask of ranks),
 //! bulk-group commits and waits, and `fence_proxy_async_shared_cta`.
 //!
 //! A tensor map is a [`Val::TensorMap`]: a `TensorMap<T, RANK>` parameter (and its
@@ -18,8 +19,17 @@ pub(super) fn is_tma_descriptor(ty: &syn::Type) -> bool {
     matches!(ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "TmaDescriptor"))
 }
 
-/// Which copy a `cp_async_bulk_tensor_<n>d_<dir>` name is: its rank and whether it loads.
-fn tensor_copy(name: &str) -> Option<(usize, bool)> {
+/// What a `cp_async_bulk_tensor_<n>d_<dir>` name copies.
+#[derive(Clone, Copy, PartialEq)]
+enum CopyKind {
+    Load,
+    /// `_g2s_multicast`: a load into the blocks of a cluster mask.
+    Multicast,
+    Store,
+}
+
+/// Which copy a `cp_async_bulk_tensor_<n>d_<dir>` name is: its rank and what it copies.
+fn tensor_copy(name: &str) -> Option<(usize, CopyKind)> {
     let rest = name.strip_prefix("cp_async_bulk_tensor_")?;
     let (rank, dir) = rest.split_once("d_")?;
     let rank: usize = rank.parse().ok()?;
@@ -27,8 +37,9 @@ fn tensor_copy(name: &str) -> Option<(usize, bool)> {
         return None;
     }
     match dir {
-        "g2s" => Some((rank, true)),
-        "s2g" => Some((rank, false)),
+        "g2s" => Some((rank, CopyKind::Load)),
+        "g2s_multicast" => Some((rank, CopyKind::Multicast)),
+        "s2g" => Some((rank, CopyKind::Store)),
         _ => None,
     }
 }
@@ -79,24 +90,34 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
-        if name.starts_with("cp_async_bulk_tensor_") && name.contains("multicast") {
+        if name.starts_with("cp_async_bulk_tensor_") && name.ends_with("_cg2") {
             return err(
                 span,
                 format!(
-                    "`{name}` copies to the shared memory of several blocks of a cluster; \
-                     cuprum does not launch clusters yet, so multicast copies are not supported"
+                    "`{name}` copies for a pair of blocks' tensor cores (`.cta_group::2`), \
+                     which sm_100a has and cuprum's targets (sm_80, sm_90, sm_90a) do not: use \
+                     the plain multicast copy"
                 ),
             );
         }
-        let Some((rank, load)) = tensor_copy(name) else {
+        let Some((rank, copy)) = tensor_copy(name) else {
             return Ok(None);
         };
-        let want = if load { rank + 3 } else { rank + 2 };
+        let want = match copy {
+            CopyKind::Load => rank + 3,
+            CopyKind::Multicast => rank + 4,
+            CopyKind::Store => rank + 2,
+        };
         if args.len() != want {
-            let what = if load {
-                "a shared destination, a tensor map, {rank} coordinates and a `Barrier`"
-            } else {
-                "a shared source, a tensor map and {rank} coordinates"
+            let what = match copy {
+                CopyKind::Load => {
+                    "a shared destination, a tensor map, {rank} coordinates and a `Barrier`"
+                }
+                CopyKind::Multicast => {
+                    "a shared destination, a tensor map, {rank} coordinates, a `Barrier` and a \
+                     `u16` mask of cluster ranks"
+                }
+                CopyKind::Store => "a shared source, a tensor map and {rank} coordinates",
             };
             return err(
                 span,
@@ -113,14 +134,22 @@ impl Lowerer<'_> {
             let v = self.expr(c)?;
             coords.push(self.materialize(v, S::I32, c.span())?);
         }
-        let op = if load {
+        let op = if copy != CopyKind::Store {
             let mbar = self.shared_pointer(name, args[2 + rank], "the `Barrier`")?;
+            let multicast = match copy {
+                CopyKind::Multicast => {
+                    let m = args[3 + rank];
+                    let v = self.expr(m)?;
+                    Some(self.materialize(v, S::U16, m.span())?)
+                }
+                _ => None,
+            };
             TmaOp::LoadTile {
                 map,
                 coords,
                 dst: tile,
                 mbar,
-                multicast: None,
+                multicast,
             }
         } else {
             TmaOp::StoreTile {

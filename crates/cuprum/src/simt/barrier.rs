@@ -211,6 +211,20 @@ pub unsafe fn mbarrier_inval(bar: *mut Barrier) {
     unreachable_on_host()
 }
 
+/// Makes this thread's earlier [`mbarrier_init`]s visible to the other blocks of its
+/// cluster (`fence.mbarrier_init.release.cluster`), with the release of its next cluster
+/// barrier arrival: initialise, fence, then [`cluster_sync`](super::cluster::cluster_sync),
+/// and other blocks may arrive on the barrier or multicast copies into it. Compute
+/// capability 9.0 (nothing on older targets, where no other block sees the barrier). The
+/// emulator checks the order the cluster barrier gives instead: a remote use of a barrier
+/// that nothing orders after its initialisation is an `EmuError::MbarrierMisuse`.
+///
+/// # Safety
+///
+/// None beyond the fence's own (it is `unsafe` in cuda-oxide, so its programs call it in
+/// `unsafe` blocks).
+pub unsafe fn fence_mbarrier_init_release_cluster() {}
+
 /// cuda-oxide's name for [`fence_proxy_async`](super::fence_proxy_async) as its TMA programs
 /// use it after `mbarrier_init`: the fence for the block's shared memory only
 /// (`fence.proxy.async.shared::cta`), which is all a TMA program's barriers and staged tiles

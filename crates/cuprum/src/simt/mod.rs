@@ -19,12 +19,15 @@ use std::marker::PhantomData;
 /// The same macro as [`cuprum::cuda_module`](crate::cuda_module), where cuda-oxide's device
 /// crate has it.
 pub use cuprum_macros::cuda_module;
-pub use cuprum_macros::{constant, device, kernel, launch_bounds, launch_contract, max_registers};
+pub use cuprum_macros::{
+    cluster_launch, constant, device, kernel, launch_bounds, launch_contract, max_registers,
+};
 
 pub mod async_copy;
 pub mod atomic;
 mod atomic_cells;
 pub mod barrier;
+pub mod cluster;
 pub mod constant;
 pub mod disjoint;
 pub mod mma;

@@ -188,6 +188,44 @@ tensor_copies! {
     cp_async_bulk_tensor_5d_g2s, cp_async_bulk_tensor_5d_s2g, "5": coord0, coord1, coord2, coord3, coord4;
 }
 
+macro_rules! multicast_copies {
+    ($($load:ident, $n:literal: $($c:ident),+;)*) => {$(
+        #[doc = concat!(
+            "As `cp_async_bulk_tensor_", $n, "d_g2s`, but the box lands in the shared memory \
+             of every block of this block's thread-block cluster whose rank \
+             (`cluster::block_rank()`) has its bit set in `cta_mask`, at `dst` and completing \
+             its bytes on the mbarrier at `barrier` of each of them \
+             (`...multicast::cluster`; sm_90a). The kernel runs in clusters \
+             (`#[cluster_launch]`).\n\n# Safety\n\nAs `cp_async_bulk_tensor_", $n, "d_g2s`, \
+             in every block the mask names: no bit at or above `cluster::cluster_size()`; \
+             each of those blocks' barriers initialised and made visible to the cluster \
+             (`fence_mbarrier_init_release_cluster`, then `cluster::cluster_sync()`) before \
+             the copy, its phase expecting the bytes; and each of those blocks waits for the \
+             phase before it returns."
+        )]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $load(
+            dst: *mut u8,
+            tensor_map: *const TmaDescriptor,
+            $($c: i32,)+
+            barrier: *mut Barrier,
+            cta_mask: u16,
+        ) {
+            let _ = (dst, tensor_map, $($c,)+ barrier, cta_mask);
+            unreachable_on_host()
+        }
+    )*};
+}
+
+// cuda-oxide has the 2-D one; cuprum the others too (the IR's copies are of any rank).
+multicast_copies! {
+    cp_async_bulk_tensor_1d_g2s_multicast, "1": coord0;
+    cp_async_bulk_tensor_2d_g2s_multicast, "2": coord0, coord1;
+    cp_async_bulk_tensor_3d_g2s_multicast, "3": coord0, coord1, coord2;
+    cp_async_bulk_tensor_4d_g2s_multicast, "4": coord0, coord1, coord2, coord3;
+    cp_async_bulk_tensor_5d_g2s_multicast, "5": coord0, coord1, coord2, coord3, coord4;
+}
+
 /// Closes this thread's current bulk group: the stores it started since the last commit
 /// (`cp.async.bulk.commit_group`).
 pub fn cp_async_bulk_commit_group() {
