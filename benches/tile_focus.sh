@@ -6,6 +6,8 @@
 #   here:           bash benches/tile_focus.sh pack   (gpu-pack, keeps the binaries this
 #                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
 #   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
+#                   bash benches/tile_focus.sh final  (on an H200 also benches/run_all.sh,
+#                   for BENCHMARKS.md; elsewhere `run` and the first launch of a process)
 #                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
 #                   the first launch of a fresh process)
 #
@@ -17,11 +19,34 @@ case "${1:-}" in
 pack)
   set -e
   ../shared/tools/gpu-pack
-  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import|launch)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm))$'
+  keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_cluster|cluster|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import|launch)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm|oxide_cluster))$'
+  # The rest of benches/run_all.sh's examples, apart, for a run that gets an H200.
+  bench='^example-(bench_vecadd|reduce|sgemm|transpose|histogram|scan|nbody|bench_simt|iter_bench|compile_latency)$'
+  mkdir -p .gpu/bench/bin
+  (cd .gpu/bin && ls | grep -E "$bench" | xargs -r -I{} mv {} ../bench/bin/)
   (cd .gpu/bin && ls | grep -Ev "$keep" | xargs -r rm -f)
   XZ_OPT="-6 -T2" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
-  rm -rf .gpu/bin
-  du -h .gpu/tiles.tar.xz
+  XZ_OPT="-6 -T2" tar -cJf .gpu/bench.tar.xz -C .gpu/bench bin
+  rm -rf .gpu/bin .gpu/bench
+  du -h .gpu/tiles.tar.xz .gpu/bench.tar.xz
+  ;;
+final)
+  # One call for a session's last check: on an H200 the whole suite for BENCHMARKS.md
+  # (benches/run_all.sh, its files under $OUT) and the tile tests; on another GPU the tile
+  # check (`run`) and the first launch of a fresh process.
+  OUT=${OUT:-/tmp/tile_focus}
+  mkdir -p "$OUT"
+  [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -f .gpu/bench.tar.xz ]; then
+    tar -xJf .gpu/bench.tar.xz -C .gpu
+    OUT=$OUT timeout 420 bash benches/run_all.sh >"$OUT/run_all.txt" 2>&1; echo "run_all rc=$?"
+    tail -n 40 "$OUT/run_all.txt"
+    CUPRUM_DEVICE=cuda timeout 150 bash .gpu/run.sh "test-(mma|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|simt_cluster|cluster)" 2>&1 | tail -n 30
+  else
+    bash "$0" run
+    echo "=== startup"
+    CUPRUM_DEVICE=cuda timeout 120 .gpu/bin/example-startup --procs 5 2>&1 | tail -n 12
+  fi
   ;;
 run)
   OUT=${OUT:-/tmp/tile_focus}
@@ -32,7 +57,7 @@ run)
   nccl=$(find $(python3 -c "import site; print(' '.join(site.getsitepackages()))") -name 'libnccl.so.2' 2>/dev/null | head -n 1)
   [ -n "$nccl" ] && export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" NCCL_NVLS_ENABLE=0
   echo "nccl: ${nccl:-none}"
-  timeout 200 bash .gpu/run.sh "test-(${TILE_TESTS:-mma|ops|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|simt_constant_division|collective|multi_device|gpu_semantics})" 2>&1 | tail -n 80
+  timeout 200 bash .gpu/run.sh "(test-(${TILE_TESTS:-mma|ops|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|simt_cluster|cluster|simt_constant_division|collective|multi_device|gpu_semantics})|example-oxide_cluster)" 2>&1 | tail -n 80
   echo "=== gemm"
   TILE_BENCH_ONLY=gemm timeout 80 .gpu/bin/example-tile_bench >"$OUT/gemm.txt" 2>&1; echo "rc=$?"
   grep -v '^{"record"' "$OUT/gemm.txt" | tail -n 30
@@ -69,7 +94,7 @@ profile)
   timeout 120 .gpu/bin/example-startup --procs 5 2>&1 | tail -n 20
   ;;
 *)
-  echo "usage: bash benches/tile_focus.sh pack|run|profile" >&2
+  echo "usage: bash benches/tile_focus.sh pack|run|profile|final" >&2
   exit 2
   ;;
 esac
