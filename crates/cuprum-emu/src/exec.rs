@@ -280,6 +280,26 @@ struct BlockState<'k> {
     cp: Vec<crate::cp_async::Queues>,
 }
 
+impl BlockState<'_> {
+    /// The context of this block's warp `w`, rank `rank` of cluster `cluster_linear`.
+    fn warp_ctx<'a, 'k>(
+        &self,
+        launch: &'a Launch<'k>,
+        cluster_linear: u64,
+        rank: usize,
+        w: usize,
+    ) -> Ctx<'a, 'k> {
+        Ctx {
+            launch,
+            block_idx: self.block_idx,
+            block_linear: self.block_linear,
+            cluster_linear,
+            rank: rank as u32,
+            warp_index: w as u32,
+        }
+    }
+}
+
 impl<'k> BlockState<'k> {
     fn new(launch: &Launch<'k>) -> Self {
         let w = launch.warps as usize;
@@ -451,14 +471,7 @@ fn run_cluster<'k>(
                 if b.done[w] || b.at_barrier[w].is_some() {
                     continue;
                 }
-                let ctx = Ctx {
-                    launch,
-                    block_idx: b.block_idx,
-                    block_linear: b.block_linear,
-                    cluster_linear,
-                    rank: rank as u32,
-                    warp_index: w as u32,
-                };
+                let ctx = b.warp_ctx(launch, cluster_linear, rank, w);
                 let mut exec = Exec {
                     ctx,
                     regs: &mut b.regs[w * nvalues..(w + 1) * nvalues],
@@ -542,14 +555,7 @@ fn deadlock(
             message: format!("cluster rank {rank} has no block"),
         };
     };
-    let ctx = Ctx {
-        launch,
-        block_idx: b.block_idx,
-        block_linear: b.block_linear,
-        cluster_linear,
-        rank: rank as u32,
-        warp_index: w as u32,
-    };
+    let ctx = b.warp_ctx(launch, cluster_linear, rank, w);
     let [done, at_barrier, waiting] = b.warp_counts();
     let nwarps = b.done.len();
     // Where the cluster's other blocks' warps are.

@@ -474,6 +474,27 @@ struct RecipeCase {
     cluster: Option<u32>,
 }
 
+impl RecipeCase {
+    /// The loop over all of K's steps, a contiguous output, `cluster` blocks per cluster.
+    fn whole_loop(
+        input: ScalarType,
+        out: ScalarType,
+        init: Option<f64>,
+        s: Sizes,
+        cluster: u32,
+    ) -> RecipeCase {
+        RecipeCase {
+            input,
+            out,
+            init,
+            s,
+            steps: (0, s.k.div_ceil(u64::from(s.tk)) as i64),
+            padded_out: false,
+            cluster: Some(cluster),
+        }
+    }
+}
+
 /// A row-major `[rows, cols]` tensor of `ty` holding [`value_bits`] that a tensor map can
 /// describe: its row pitch a random multiple of 16 bytes at least `cols`, at an offset of a
 /// random multiple of 16 bytes.
@@ -624,16 +645,7 @@ fn recipe_case(seed: u64, rc: RecipeCase) -> Case {
 #[test]
 fn hopper_gemm_recipe_matches_the_interpreter_bit_for_bit() {
     let seed = seed("hopper_gemm_recipe");
-    let steps = |s: Sizes| (0, s.k.div_ceil(u64::from(s.tk)) as i64);
-    let case = |input, out, init, s: Sizes| RecipeCase {
-        input,
-        out,
-        init,
-        s,
-        steps: steps(s),
-        padded_out: false,
-        cluster: Some(1),
-    };
+    let case = |input, out, init, s| RecipeCase::whole_loop(input, out, init, s, 1);
     let mut cases = vec![
         // Ragged on every axis; two consumer warpgroups; K in one stage per step.
         case(
@@ -794,16 +806,7 @@ fn stores_tiles(kernel: &cuprum_ir::Kernel) -> bool {
 #[test]
 fn hopper_gemm_recipe_in_clusters_of_two_matches_the_interpreter_bit_for_bit() {
     let seed = seed("hopper_gemm_recipe_clusters");
-    let steps = |s: Sizes| (0, s.k.div_ceil(u64::from(s.tk)) as i64);
-    let case = |input, out, init, s: Sizes| RecipeCase {
-        input,
-        out,
-        init,
-        s,
-        steps: steps(s),
-        padded_out: false,
-        cluster: Some(2),
-    };
+    let case = |input, out, init, s| RecipeCase::whole_loop(input, out, init, s, 2);
     let mut cases = vec![
         // Three rows of tiles (an odd count), two columns, two consumers, n = 128.
         case(
