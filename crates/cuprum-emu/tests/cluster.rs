@@ -282,8 +282,18 @@ fn exchange_reference(data: &[u32], cluster: u32) -> Vec<u32> {
 }
 
 fn run_exchange(order: Order) -> (Result<(), EmuError>, Vec<u32>, Vec<u32>) {
+    run_on_random_words(
+        &exchange_kernel(order, Some((CLUSTER, 1, 1))),
+        "cluster_exchange",
+    )
+}
+
+/// Launches `kernel` over `GRID` blocks of `BLOCK` threads with a random `u32` per thread
+/// (`seed` names the stream) and two poisoned outputs; the launch's result, the data and
+/// the second output.
+fn run_on_random_words(kernel: &Kernel, seed: &str) -> (Result<(), EmuError>, Vec<u32>, Vec<u32>) {
     let mem = Memory::new();
-    let mut rng = cuprum_testkit::random::rng("cluster_exchange");
+    let mut rng = cuprum_testkit::random::rng(seed);
     let n = (GRID * BLOCK) as usize;
     let data: Vec<u32> = (0..n).map(|_| rng.random()).collect();
     let args = [
@@ -291,8 +301,7 @@ fn run_exchange(order: Order) -> (Result<(), EmuError>, Vec<u32>, Vec<u32>) {
         output(&mem, ScalarType::U32, n),
         output(&mem, ScalarType::U32, n),
     ];
-    let kernel = exchange_kernel(order, Some((CLUSTER, 1, 1)));
-    let result = launch(&mem, &kernel, dims([GRID, 1, 1], [BLOCK, 1, 1]), &args);
+    let result = launch(&mem, kernel, dims([GRID, 1, 1], [BLOCK, 1, 1]), &args);
     (result, data, download(&mem, args[2]))
 }
 
@@ -363,23 +372,8 @@ fn early_return_kernel() -> Kernel {
 
 #[test]
 fn returned_threads_count_as_arrived_at_the_cluster_barrier() {
-    let mem = Memory::new();
-    let mut rng = cuprum_testkit::random::rng("cluster_early_return");
-    let n = (GRID * BLOCK) as usize;
-    let data: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-    let args = [
-        upload(&mem, &data),
-        output(&mem, ScalarType::U32, n),
-        output(&mem, ScalarType::U32, n),
-    ];
-    launch(
-        &mem,
-        &early_return_kernel(),
-        dims([GRID, 1, 1], [BLOCK, 1, 1]),
-        &args,
-    )
-    .unwrap();
-    let got: Vec<u32> = download(&mem, args[2]);
+    let (result, data, got) = run_on_random_words(&early_return_kernel(), "cluster_early_return");
+    result.unwrap();
     let returned = |b: u32, t: u32| b % 2 == 1 && (t == 5 || t == 6);
     for g in 0..GRID * BLOCK {
         let (b, t) = (g / BLOCK, g % BLOCK);
@@ -492,23 +486,9 @@ fn remote_arrival_kernel() -> Kernel {
 
 #[test]
 fn a_remote_arrival_hands_data_to_the_block_that_waits() {
-    let mem = Memory::new();
-    let mut rng = cuprum_testkit::random::rng("cluster_remote_arrival");
-    let n = (GRID * BLOCK) as usize;
-    let data: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-    let args = [
-        upload(&mem, &data),
-        output(&mem, ScalarType::U32, n),
-        output(&mem, ScalarType::U32, n),
-    ];
-    launch(
-        &mem,
-        &remote_arrival_kernel(),
-        dims([GRID, 1, 1], [BLOCK, 1, 1]),
-        &args,
-    )
-    .unwrap();
-    let got: Vec<u32> = download(&mem, args[2]);
+    let (result, data, got) =
+        run_on_random_words(&remote_arrival_kernel(), "cluster_remote_arrival");
+    result.unwrap();
     for g in 0..GRID * BLOCK {
         let (b, t) = (g / BLOCK, g % BLOCK);
         let want = if b % 2 == 0 {

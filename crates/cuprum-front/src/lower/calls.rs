@@ -823,6 +823,32 @@ impl Lowerer<'_> {
     }
 
     /// `p.add(i)`, `p.offset(i)`, `p.sub(i)`, `p.read()`, `p.write(v)` on raw device pointers.
+    /// `addr` stepped by `method` (`add`, `sub`, `offset` or their `wrapping_` forms) and
+    /// `n` elements of `elem`, wrapping in the address's own width (shared addresses are 32
+    /// bits): what a pointer's `p.add(n)` and a cluster pointer's compute.
+    pub(super) fn stepped_address(
+        &mut self,
+        method: &str,
+        addr: Value,
+        n: &syn::Expr,
+        elem: S,
+        span: proc_macro2::Span,
+    ) -> Result<Value> {
+        let signed = method.contains("offset");
+        let n = self.expr(n)?;
+        let n = self.materialize(n, if signed { S::I64 } else { S::U64 }, span)?;
+        let width = self.ty(addr);
+        let n = self.cast_value(n, width, span)?;
+        let size = self.constant(Constant::new(width, u64::from(elem.size_bytes())));
+        let bytes = self.def(Op::Binary(BinaryOp::Mul, n, size), span)?;
+        let op = if method.ends_with("sub") {
+            BinaryOp::Sub
+        } else {
+            BinaryOp::Add
+        };
+        self.def(Op::Binary(op, addr, bytes), span)
+    }
+
     pub(super) fn pointer_method(&mut self, m: &syn::ExprMethodCall, p: Val) -> Result<Val> {
         let Val::Ptr {
             addr,
@@ -841,20 +867,7 @@ impl Lowerer<'_> {
                 "add" | "sub" | "offset" | "wrapping_add" | "wrapping_sub" | "wrapping_offset",
                 [n],
             ) => {
-                let signed = method.contains("offset");
-                let n = self.expr(n)?;
-                let n = self.materialize(n, if signed { S::I64 } else { S::U64 }, span)?;
-                // Addresses wrap in their own width (shared ones are 32 bits).
-                let width = self.ty(addr);
-                let n = self.cast_value(n, width, span)?;
-                let size = self.constant(Constant::new(width, u64::from(elem.size_bytes())));
-                let bytes = self.def(Op::Binary(BinaryOp::Mul, n, size), span)?;
-                let op = if method.ends_with("sub") {
-                    BinaryOp::Sub
-                } else {
-                    BinaryOp::Add
-                };
-                let addr = self.def(Op::Binary(op, addr, bytes), span)?;
+                let addr = self.stepped_address(&method, addr, n, elem, span)?;
                 Ok(Val::Ptr {
                     addr,
                     elem,

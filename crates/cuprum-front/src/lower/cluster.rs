@@ -11,7 +11,7 @@
 //!
 //! The cluster's shape comes from the kernel's `#[cluster_launch(x, y, z)]` (`items`).
 
-use cuprum_ir::{BinaryOp, Constant, Dim, Op, ScalarType as S, Special, Stmt, Value};
+use cuprum_ir::{BinaryOp, Dim, Op, ScalarType as S, Special, Stmt, Value};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
@@ -215,19 +215,8 @@ impl Lowerer<'_> {
                 "add" | "sub" | "offset" | "wrapping_add" | "wrapping_sub" | "wrapping_offset",
                 [n],
             ) => {
-                let signed = method.contains("offset");
-                let n = self.expr(n)?;
-                let n = self.materialize(n, if signed { S::I64 } else { S::U64 }, span)?;
-                // Shared addresses wrap in 32 bits.
-                let n = self.cast_value(n, S::U32, span)?;
-                let size = self.constant(Constant::new(S::U32, u64::from(elem.size_bytes())));
-                let bytes = self.def(Op::Binary(BinaryOp::Mul, n, size), span)?;
-                let op = if method.ends_with("sub") {
-                    BinaryOp::Sub
-                } else {
-                    BinaryOp::Add
-                };
-                let addr = self.def(Op::Binary(op, addr, bytes), span)?;
+                // A shared address: it wraps in 32 bits.
+                let addr = self.stepped_address(&method, addr, n, elem, span)?;
                 Ok(Val::ClusterPtr {
                     addr,
                     rank,
