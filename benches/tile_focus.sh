@@ -7,7 +7,8 @@
 #                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
 #   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
 #                   bash benches/tile_focus.sh final  (on an H200 also benches/run_all.sh,
-#                   for BENCHMARKS.md; elsewhere `run` and the first launch of a process)
+#                   for BENCHMARKS.md; elsewhere `run` and the first launch of a process;
+#                   with H200_ONLY set, nothing but exit 3 on another GPU)
 #                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
 #                   the first launch of a fresh process)
 #
@@ -37,6 +38,11 @@ final)
   OUT=${OUT:-/tmp/tile_focus}
   mkdir -p "$OUT"
   [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
+  if [ -n "${H200_ONLY:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    # A call made only for the H200's benchmarks: nothing to do on another GPU.
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    exit 3
+  fi
   if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -f .gpu/bench.tar.xz ]; then
     tar -xJf .gpu/bench.tar.xz -C .gpu
     OUT=$OUT timeout 420 bash benches/run_all.sh >"$OUT/run_all.txt" 2>&1; echo "run_all rc=$?"
