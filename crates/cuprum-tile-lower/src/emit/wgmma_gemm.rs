@@ -13,14 +13,20 @@
 //! - the other `BM / 64` warpgroups, the *consumers*, each multiply their 64 rows of a stage
 //!   into an `m64nBNk16` accumulator in registers (`wgmma`, B transposed), keep one group of
 //!   MMAs in flight and release the previous stage on its *empty* mbarrier;
-//! - the consumers convert and store their accumulators, predicated at the tensor's edges
-//!   (pairs of columns as one store where the output's runs are aligned).
+//! - the consumers convert their accumulators and store them: where a tensor map describes
+//!   the output with rows of whole 16-byte chunks, through two swizzled shared buffers per
+//!   consumer that one of its threads stores with TMA while the others go on
+//!   ([`Emitter::staged_epilogue`]); otherwise from registers, predicated at the tensor's
+//!   edges (pairs of columns as one store where the output's runs are aligned).
 //!
 //! The kernel is persistent ([`crate::BlockCount::Persistent`]): one block per
 //! multiprocessor loops over the tiles (in a grouped order), the producer and the consumers
 //! each walking the same sequence, the ring's stages and phases carried from one tile to the
 //! next. So the producer fills the next tile's stages while the consumers store this one's
 //! result, and no block pays a launch, an mbarrier set-up or an empty pipeline per tile.
+//! With [`crate::LowerOptions::cluster_blocks`] 2 the blocks run in clusters of two that take
+//! neighbouring rows of tiles and share B's boxes by TMA multicast
+//! ([`GemmRecipe::cluster_blocks`]).
 //!
 //! **`tf32`.** `wgmma` reads `tf32` operands from shared memory only K-major, and B (a
 //! row-major `[K, N]` tensor, as TMA copies it) is MN-major. So the consumers compute the
