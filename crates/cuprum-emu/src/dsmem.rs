@@ -415,18 +415,17 @@ impl Exec<'_, '_> {
         let value = match shared.remote_access(off, size, values.map(|v| v[l as usize]), known) {
             Ok(v) => v,
             Err(SharedFault::Race { first, offset, .. }) if first == agent => {
-                return Err(EmuError::AsyncProxyRace {
-                    kernel: ctx.kernel_name(),
-                    block: ctx.block_idx,
-                    thread: ctx.thread(l),
-                    address: u64::from(offset),
-                    message: format!(
+                return Err(proxy_race(
+                    ctx,
+                    l,
+                    offset,
+                    format!(
                         "a TMA copy wrote or read these bytes of block {target:?}'s shared \
                          memory, and nothing orders this thread's {what} of them after it (a \
                          cluster barrier phase after a thread of that block observed the \
                          copy's mbarrier phase)"
                     ),
-                });
+                ));
             }
             Err(SharedFault::Race {
                 first,
@@ -454,18 +453,17 @@ impl Exec<'_, '_> {
                 });
             }
             Err(SharedFault::Pending { offset, pending }) => {
-                return Err(EmuError::AsyncProxyRace {
-                    kernel: ctx.kernel_name(),
-                    block: ctx.block_idx,
-                    thread: ctx.thread(l),
-                    address: u64::from(offset),
-                    message: format!(
+                return Err(proxy_race(
+                    ctx,
+                    l,
+                    offset,
+                    format!(
                         "this thread's distributed shared-memory {what} touches bytes of block \
                          {target:?} that a TMA {} thread {:?} issued still owns",
                         if pending.load { "load" } else { "store" },
                         ctx.launch.thread_coords(pending.issuer)
                     ),
-                });
+                ));
             }
             Err(f) => return Err(ctx.shared_fault(f, l, a, size, access)),
         };
@@ -473,5 +471,17 @@ impl Exec<'_, '_> {
             order.knows_remote((ctx.rank, tid), x, own_view)
         });
         Ok(value)
+    }
+}
+
+/// An `AsyncProxyRace` of lane `l`'s distributed shared-memory access at `offset`.
+#[cold]
+fn proxy_race(ctx: Ctx, l: u32, offset: u32, message: String) -> EmuError {
+    EmuError::AsyncProxyRace {
+        kernel: ctx.kernel_name(),
+        block: ctx.block_idx,
+        thread: ctx.thread(l),
+        address: u64::from(offset),
+        message,
     }
 }

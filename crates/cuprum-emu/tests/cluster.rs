@@ -96,12 +96,16 @@ fn init_for_cluster(k: &mut K, bar: Value, count: u32) {
     cluster_sync(k);
 }
 
-fn u64_shared(k: &mut K, name: &str, len: u32) -> u32 {
+fn shared(k: &mut K, name: &str, elem: ScalarType, len: u32) -> u32 {
     k.b.shared_array(ArrayDecl {
         name: name.into(),
-        elem: ScalarType::U64,
+        elem,
         len,
     })
+}
+
+fn u64_shared(k: &mut K, name: &str, len: u32) -> u32 {
+    shared(k, name, ScalarType::U64, len)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -399,11 +403,7 @@ fn shared_exchange_kernel(cluster: Cluster, barrier: bool) -> Kernel {
     k.b.set_cluster(cluster);
     let data = k.slice("data", ScalarType::U32, SliceAccess::ReadOnly);
     let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: BLOCK,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, BLOCK);
     let tid = k.tid();
     let g = k.global_id();
     let x = k.load(data, g);
@@ -1053,17 +1053,10 @@ fn dsmem_kernel(order: DsOrder, (pull, push): (u32, u32)) -> Kernel {
     k.b.set_cluster(Some((DS.0, DS.1, 1)));
     let data = k.slice("data", ScalarType::U32, SliceAccess::ReadOnly);
     let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let shared = |k: &mut K, name: &str, elem| {
-        k.b.shared_array(ArrayDecl {
-            name: name.into(),
-            elem,
-            len: BLOCK,
-        })
-    };
-    let a = shared(&mut k, "a", ScalarType::U32);
-    let f = shared(&mut k, "f", ScalarType::F32);
-    let b = shared(&mut k, "b", ScalarType::U32);
-    let flags = shared(&mut k, "flags", ScalarType::Bool);
+    let a = shared(&mut k, "a", ScalarType::U32, BLOCK);
+    let f = shared(&mut k, "f", ScalarType::F32, BLOCK);
+    let b = shared(&mut k, "b", ScalarType::U32, BLOCK);
+    let flags = shared(&mut k, "flags", ScalarType::Bool, BLOCK);
     let tid = k.tid();
     let g = block_linear(&mut k);
     let w = k.u32(BLOCK);
@@ -1234,11 +1227,7 @@ fn ring_kernel(cluster: u32, last_sync: bool) -> Kernel {
     let mut k = K::new("cluster_dsmem_ring");
     k.b.set_cluster(Some((cluster, 1, 1)));
     let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: 1,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, 1);
     let tid = k.tid();
     let t0 = eq(&mut k, tid, 0);
     let r = rank(&mut k);
@@ -1296,11 +1285,7 @@ fn a_block_that_returns_while_others_still_read_it_is_reported() {
 fn two_writers_kernel(ordered: bool) -> Kernel {
     let mut k = K::new("cluster_dsmem_writers");
     k.b.set_cluster(Some((4, 1, 1)));
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: 4,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, 4);
     let tid = k.tid();
     let r = rank(&mut k);
     let t0 = eq(&mut k, tid, 0);
@@ -1342,11 +1327,7 @@ fn handoff_kernel(block_barrier: bool) -> Kernel {
     let mut k = K::new("cluster_dsmem_handoff");
     k.b.set_cluster(Some((2, 1, 1)));
     let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: BLOCK,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, BLOCK);
     let bar_array = u64_shared(&mut k, "bar", 1);
     let bar = k.op(Op::SharedAddr(bar_array));
     init_for_cluster(&mut k, bar, BLOCK);
@@ -1403,11 +1384,7 @@ fn read_rank_kernel(cluster: Cluster, target: u32, word: u32) -> Kernel {
     let mut k = K::new("cluster_dsmem_rank");
     k.b.set_cluster(cluster);
     let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: 2,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, 2);
     let tid = k.tid();
     let t0 = eq(&mut k, tid, 0);
     let r = rank(&mut k);
@@ -1469,11 +1446,7 @@ fn ranks_beyond_the_cluster_and_unwritten_bytes_are_reported() {
 fn overwrite_kernel(ordered: bool) -> Kernel {
     let mut k = K::new("cluster_dsmem_overwrite");
     k.b.set_cluster(Some((2, 1, 1)));
-    let s = k.b.shared_array(ArrayDecl {
-        name: "s".into(),
-        elem: ScalarType::U32,
-        len: 1,
-    });
+    let s = shared(&mut k, "s", ScalarType::U32, 1);
     let tid = k.tid();
     let t0 = eq(&mut k, tid, 0);
     let r = rank(&mut k);
