@@ -16,6 +16,34 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use ScalarType as S;
 
+/// `2^x` with PTX's `.ftz`, written out here independently of the IR's definition: an `f32`
+/// subnormal operand is a zero of its sign, an `f32` subnormal result `+0`; `f64` unchanged.
+trait Exp2Flushing {
+    fn exp2_flushing(self) -> Self;
+}
+
+impl Exp2Flushing for f32 {
+    fn exp2_flushing(self) -> f32 {
+        let x = if self != 0.0 && self.abs() < f32::MIN_POSITIVE {
+            if self < 0.0 { -0.0 } else { 0.0 }
+        } else {
+            self
+        };
+        let y = x.exp2();
+        if y != 0.0 && y < f32::MIN_POSITIVE {
+            0.0
+        } else {
+            y
+        }
+    }
+}
+
+impl Exp2Flushing for f64 {
+    fn exp2_flushing(self) -> f64 {
+        self.exp2()
+    }
+}
+
 /// Runs `out[i] = f(in0[i], in1[i], ...)` and returns the output bits.
 fn run_map(
     mem: &Memory,
@@ -610,6 +638,7 @@ macro_rules! float_un {
             UnaryOp::Trunc => $x.trunc(),
             UnaryOp::Exp => $x.exp(),
             UnaryOp::Exp2 => $x.exp2(),
+            UnaryOp::Exp2Ftz => $x.exp2_flushing(),
             UnaryOp::Ln => $x.ln(),
             UnaryOp::Log2 => $x.log2(),
             UnaryOp::Sin => $x.sin(),

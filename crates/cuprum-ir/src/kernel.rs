@@ -1233,6 +1233,12 @@ pub enum UnaryOp {
     Exp,
     /// `2^x` (approximate, see `Exp`).
     Exp2,
+    /// `2^x` computed with `f32` subnormals flushed to zero (PTX's `ex2.approx.ftz.f32`,
+    /// cuTile's `exp2(x, ftz::Enabled)`): an `f32` subnormal operand counts as a zero of its
+    /// sign and an `f32` subnormal result becomes `+0`. `F16` and `BF16` compute in `f32`,
+    /// so the flushes apply there; `F64` is `Exp2`. Approximate, see `Exp`. On the GPU it is
+    /// one instruction where `Exp2` of an `f32` is three (the subnormal range needs scaling).
+    Exp2Ftz,
     /// Natural logarithm (approximate, see `Exp`); NaN for negative operands, `-inf` at zero.
     Ln,
     /// Base-2 logarithm (approximate, see `Exp`).
@@ -1287,6 +1293,7 @@ impl UnaryOp {
             self,
             Self::Exp
                 | Self::Exp2
+                | Self::Exp2Ftz
                 | Self::Ln
                 | Self::Log2
                 | Self::Sin

@@ -5,7 +5,8 @@
 //!
 //! Every float arithmetic instruction carries an explicit rounding modifier (`add.rn.f32`,
 //! `mul.rn.f32`, ...): with it ptxas may not contract a multiply and an add into an `fma`,
-//! which the IR forbids. Nothing uses `.ftz` where a subnormal could matter.
+//! which the IR forbids. Nothing uses `.ftz` where a subnormal could matter, but `Exp2Ftz`,
+//! whose meaning flushes them.
 //!
 //! `f16`/`bf16` arithmetic is done in `f32` and rounded back once (`cvt.rn`), as the IR
 //! says; for `+ - * / sqrt` this equals the correctly rounded 16-bit result.
@@ -19,6 +20,7 @@
 //! | `Rem` | subtraction loop | exact (Rust's `%`, C's `fmod`) |
 //! | `Exp` | `2^n * 2^f`, `ex2.approx.ftz` on `f` in about [0, 1) | 2 ulp |
 //! | `Exp2` | `ex2.approx.f32` | 2 ulp |
+//! | `Exp2Ftz` | `ex2.approx.ftz.f32` (one instruction; `Exp2`'s subnormal range costs two more) | 2 ulp |
 //! | `Ln`, `Log2` | `x = 2^e m`, `m` in [2/3, 4/3), `ln m = 2 atanh((m-1)/(m+1))` series | 1 ulp |
 //! | `Sin`, `Cos` | Cody–Waite reduction below 105615, exact (Payne–Hanek) above; Taylor polynomials | 1 ulp, whole range |
 //! | `Tanh` | abs(x) >= 0.6: `1 - 2/(2^(2x log2 e) + 1)` with `ex2.approx`, `rcp.approx`; below: odd minimax polynomial | 2 ulp |
@@ -249,6 +251,7 @@ impl KernelWriter<'_> {
             }
             UnaryOp::Exp => self.exp_f32(d, a),
             UnaryOp::Exp2 => ins!(self, "ex2.approx.f32 {d}, {a}"),
+            UnaryOp::Exp2Ftz => ins!(self, "ex2.approx.ftz.f32 {d}, {a}"),
             UnaryOp::Ln => self.log_f32(d, a, false),
             UnaryOp::Log2 => self.log_f32(d, a, true),
             UnaryOp::Sin => self.sin_cos_f32(d, a, false),

@@ -304,3 +304,43 @@ fn layer_norm_in_f16_computes_in_f32_and_masks_the_padding() {
         assert!(s.is_specialized());
     }
 }
+
+#[test]
+fn exp2_flushes_subnormals_only_where_asked() {
+    // `ftz::Enabled` and `exp2_ftz` are the IR's `Exp2Ftz`; `ftz::Disabled` and no marker
+    // are `Exp2`.
+    let m = compile(
+        r#"
+mod my_module {
+    use cuprum::tile::core::*;
+
+    #[cuprum::tile::entry()]
+    fn exps<const B: i32>(y: &mut Tensor<f32, { [B] }>, x: &Tensor<f32, { [-1] }>) {
+        let t: Tile<f32, { [B] }> = load_tile_like(x, y);
+        let a: Tile<f32, { [B] }> = exp2(t, ftz::Enabled);
+        let b: Tile<f32, { [B] }> = exp2(t, ftz::Disabled);
+        let c: Tile<f32, { [B] }> = exp2_ftz(t);
+        let d: Tile<f32, { [B] }> = exp2(t);
+        y.store(a + b + c + d);
+    }
+}
+"#,
+    );
+    let k = kernel(&m, "exps");
+    let exps: Vec<UnaryOp> = defs(k)
+        .into_iter()
+        .filter_map(|(op, _)| match op {
+            Op::Unary(u @ (UnaryOp::Exp2 | UnaryOp::Exp2Ftz), _) => Some(*u),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        exps,
+        [
+            UnaryOp::Exp2Ftz,
+            UnaryOp::Exp2,
+            UnaryOp::Exp2Ftz,
+            UnaryOp::Exp2
+        ]
+    );
+}

@@ -241,6 +241,7 @@ fn transcendental_functions_within_their_stated_bounds() {
             for u in [
                 UnaryOp::Exp,
                 UnaryOp::Exp2,
+                UnaryOp::Exp2Ftz,
                 UnaryOp::Ln,
                 UnaryOp::Log2,
                 UnaryOp::Sin,

@@ -170,6 +170,9 @@ macro_rules! float_unary {
             UnaryOp::Trunc => map1::<N, $t, $t>($a, $out, |x| from(to(x).trunc())),
             UnaryOp::Exp => map1::<N, $t, $t>($a, $out, |x| from(to(x).exp())),
             UnaryOp::Exp2 => map1::<N, $t, $t>($a, $out, |x| from(to(x).exp2())),
+            UnaryOp::Exp2Ftz => {
+                map1::<N, $t, $t>($a, $out, |x| from(to(x).flushed().exp2().flushed()))
+            }
             UnaryOp::Ln => map1::<N, $t, $t>($a, $out, |x| from(to(x).ln())),
             UnaryOp::Log2 => map1::<N, $t, $t>($a, $out, |x| from(to(x).log2())),
             UnaryOp::Sin => map1::<N, $t, $t>($a, $out, |x| from(to(x).sin())),

@@ -20,6 +20,9 @@ pub trait Real: Copy {
     fn via(self, f: fn(f64) -> f64) -> Self;
     /// `f(self, other)` computed in `f64`, rounded once to `Self`.
     fn via2(self, other: Self, f: fn(f64, f64) -> f64) -> Self;
+    /// `self`, or a zero of its sign where it is an `f32` subnormal: PTX's `.ftz` (flush to
+    /// zero), which applies to `f32` only, so `f64` keeps every value.
+    fn flushed(self) -> Self;
 }
 
 impl Real for f64 {
@@ -29,6 +32,9 @@ impl Real for f64 {
     fn via2(self, other: f64, f: fn(f64, f64) -> f64) -> f64 {
         f(self, other)
     }
+    fn flushed(self) -> f64 {
+        self
+    }
 }
 
 impl Real for f32 {
@@ -37,6 +43,13 @@ impl Real for f32 {
     }
     fn via2(self, other: f32, f: fn(f64, f64) -> f64) -> f32 {
         f(f64::from(self), f64::from(other)) as f32
+    }
+    fn flushed(self) -> f32 {
+        if self.is_subnormal() {
+            0.0f32.copysign(self)
+        } else {
+            self
+        }
     }
 }
 

@@ -30,7 +30,48 @@ pub fn cast_constant(value: Constant, to: ScalarType) -> Constant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BinaryOp, ScalarType};
+    use crate::{BinaryOp, ScalarType, UnaryOp};
+
+    #[test]
+    fn exp2_ftz_flushes_f32_subnormal_operands_and_results() {
+        let exp2 = |op, ty, bits: u64| {
+            let mut out = [0u64];
+            unary(op, ty, &[bits], &mut out).expect("a float operation");
+            out[0]
+        };
+        let f = |x: f32| u64::from(x.to_bits());
+        let subnormal = f32::from_bits(1);
+        // A subnormal operand counts as zero: 2^0.
+        assert_eq!(
+            exp2(UnaryOp::Exp2Ftz, ScalarType::F32, f(-subnormal)),
+            f(1.0)
+        );
+        // A subnormal result becomes +0; `Exp2` keeps it.
+        assert_eq!(exp2(UnaryOp::Exp2Ftz, ScalarType::F32, f(-130.0)), f(0.0));
+        assert_eq!(
+            exp2(UnaryOp::Exp2, ScalarType::F32, f(-130.0)),
+            f(2f32.powi(-130))
+        );
+        // Normal results are `Exp2`'s.
+        for x in [-126.0f32, -3.5, 0.0, 1.0, 10.25, 127.9] {
+            assert_eq!(
+                exp2(UnaryOp::Exp2Ftz, ScalarType::F32, f(x)),
+                exp2(UnaryOp::Exp2, ScalarType::F32, f(x)),
+                "{x}"
+            );
+        }
+        // `f64` has no flush.
+        let d = (-1030.0f64).to_bits();
+        assert_eq!(
+            exp2(UnaryOp::Exp2Ftz, ScalarType::F64, d),
+            exp2(UnaryOp::Exp2, ScalarType::F64, d)
+        );
+        assert_ne!(exp2(UnaryOp::Exp2Ftz, ScalarType::F64, d), 0);
+        // `bf16` computes in `f32`: its subnormal results flush there.
+        let b = u64::from(half::bf16::from_f32(-130.0).to_bits());
+        assert_eq!(exp2(UnaryOp::Exp2Ftz, ScalarType::BF16, b), 0);
+        assert_ne!(exp2(UnaryOp::Exp2, ScalarType::BF16, b), 0);
+    }
 
     #[test]
     fn one_lane_and_thirty_two_lanes_agree() {

@@ -510,7 +510,8 @@ impl Arith for Ptx<'_, '_> {
 pub(crate) fn unary<A: Arith>(m: &mut A, op: UnaryOp, x: A::F) -> Option<A::F> {
     Some(match op {
         UnaryOp::Exp => exp::exp(m, x),
-        UnaryOp::Exp2 => exp::exp2(m, x),
+        // `.ftz` flushes `f32` subnormals only.
+        UnaryOp::Exp2 | UnaryOp::Exp2Ftz => exp::exp2(m, x),
         UnaryOp::Sinh => exp::sinh_cosh(m, x, false),
         UnaryOp::Cosh => exp::sinh_cosh(m, x, true),
         UnaryOp::Tanh => exp::tanh(m, x),

@@ -3,8 +3,8 @@
 //! functions (inlined by `helpers`), and methods, dispatched on what they are called on.
 //!
 //! A built-in's arguments are lowered first; cutile's mode markers (`ftz::Disabled`,
-//! `rounding::Zero`, `None`, ...) are dropped, and the rest must match the signature's
-//! count. A closure argument (`reduce`'s combiner) is kept aside unlowered.
+//! `rounding::Zero`, `None`, ...) are dropped (`ftz::Enabled` noted: `exp2` then flushes
+//! subnormals), and the rest must match the signature's count. A closure argument (`reduce`'s combiner) is kept aside unlowered.
 
 use cuprum_ir::{BinaryOp, CmpOp, UnaryOp};
 use proc_macro2::Span;
@@ -189,7 +189,7 @@ const BUILTINS: &[(&str, Builtin, &str, Form)] = &[
     ),
     (
         "exp2_ftz",
-        B::Math(MathFn::Unary(UnaryOp::Exp2)),
+        B::Math(MathFn::Unary(UnaryOp::Exp2Ftz)),
         "exp2_ftz(x)",
         Function,
     ),
@@ -666,7 +666,13 @@ pub(super) struct Args<'e> {
     pub turbofish: Vec<&'e syn::GenericArgument>,
     /// The whole call.
     pub span: Span,
+    /// Whether cutile's `ftz::Enabled` marker was among the arguments.
+    pub flush_to_zero: bool,
 }
+
+/// cutile's marker that asks for `f32` subnormals flushed to zero, which `exp2` honours
+/// (`UnaryOp::Exp2Ftz`); the other functions take it and keep subnormals.
+const FLUSH_TO_ZERO: &str = "ftz::Enabled";
 
 impl Args<'_> {
     pub fn val(&self, i: usize) -> Val {
@@ -879,6 +885,7 @@ impl<'m> Lowerer<'m> {
         let mut vals = Vec::new();
         let mut closure = None;
         let mut operand_type: Option<Ty> = None;
+        let mut flush_to_zero = false;
         for (i, e) in exprs.enumerate() {
             if let syn::Expr::Closure(c) = e {
                 if closure.is_some() {
@@ -902,8 +909,9 @@ impl<'m> Lowerer<'m> {
                 let t = self.ty(*t);
                 operand_type = Some(Ty::Tile(t.elem, t.shape));
             }
-            if !matches!(v, Val::Marker(_)) {
-                vals.push((v, e.span()));
+            match v {
+                Val::Marker(m) => flush_to_zero |= m == FLUSH_TO_ZERO,
+                v => vals.push((v, e.span())),
             }
         }
         Ok(Args {
@@ -912,6 +920,7 @@ impl<'m> Lowerer<'m> {
             closure,
             turbofish,
             span,
+            flush_to_zero,
         })
     }
 

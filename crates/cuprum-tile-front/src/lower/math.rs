@@ -10,8 +10,10 @@
 //! | `rsqrt` | `1 / sqrt(x)` |
 //! | `pow(a, b)` | `exp2(b * log2(abs(a)))`, negated for a negative `a` and an odd integer `b`, NaN for a negative `a` and a non-integer `b`, and 1 when `b == 0` |
 //!
-//! The `_ftz` variants (`exp2_ftz`, `sqrt_ftz`, `maxf_ftz`, `fma_ftz`, ...) are the plain
-//! functions: flush-to-zero is **not** applied (subnormals are kept), and rounding-mode
+//! `exp2_ftz(x)` and `exp2(x, ftz::Enabled)` are `Exp2Ftz` (`f32` subnormals flushed to
+//! zero, one instruction on the GPU). The other `_ftz` variants (`sqrt_ftz`, `maxf_ftz`,
+//! `fma_ftz`, ...) are the plain functions: flush-to-zero is **not** applied (subnormals are
+//! kept), and rounding-mode
 //! arguments (`rounding::NegativeInf`, ...) are accepted and ignored: every operation rounds
 //! as the kernel IR defines (to nearest even; transcendental functions approximately).
 

@@ -6,12 +6,13 @@
 //! `iota(shape)` counts along axis 0 at any rank (cutile's is rank 1 only): the element at
 //! `[i, j, ..]` is `i`. An `iota` of a float type counts in `i32` and converts.
 
-use cuprum_ir::{BinaryOp, CmpOp, ScalarType};
+use cuprum_ir::{BinaryOp, CmpOp, ScalarType, UnaryOp};
 use cuprum_tile_ir::{Combine, Dim, Elem, Op, TileType, TileValue};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 use super::calls::{Args, Builtin, Conversion, Reduction};
+use super::math::MathFn;
 use super::*;
 
 impl<'m> Lowerer<'m> {
@@ -230,6 +231,12 @@ impl<'m> Lowerer<'m> {
                 other => err(span, format!("`shape` of {}", other.kind())),
             },
             Builtin::Math(f) => {
+                let f = match f {
+                    MathFn::Unary(UnaryOp::Exp2) if args.flush_to_zero => {
+                        MathFn::Unary(UnaryOp::Exp2Ftz)
+                    }
+                    f => f,
+                };
                 let tiles = self.unify_all(&args, f.arity(), &what, expect)?;
                 self.math(f, &tiles, span).map(Val::Tile)
             }
