@@ -58,9 +58,11 @@ mod kernels {
     /// rounded to f16), in the shape of cuTile Rust's `flash_attention`: one `[BM, D]` block of
     /// queries per tile block, keys and values in steps of `BN`, an online softmax in base 2
     /// (`qk_scale` is `log2(e) / sqrt(D)`). Tensors are `(batch * heads, sequence, D)`.
-    /// The exponentials flush `f32` subnormals (`ftz::Enabled`, as FlashAttention's and
-    /// cuDNN's do; cuTile's example passes `ftz::Disabled`, which costs the GPU two more
-    /// instructions per exponential: 2.147 against 1.949 ms on an H100, 2026-12-06).
+    /// As FlashAttention computes it (cuTile's example rounds twice and keeps subnormals):
+    /// the exponent `qk * scale - m` is one `fma` (the row maximum taken before scaling,
+    /// which rounding's monotony makes the maximum of the scaled scores), and the
+    /// exponentials flush `f32` subnormals (`ftz::Enabled`; `ftz::Disabled` costs the GPU two
+    /// more instructions per exponential: 2.147 against 1.949 ms on an H100, 2026-12-06).
     #[cuprum::tile::entry()]
     fn attention<const BM: i32, const BN: i32, const D: i32>(
         out: &mut Tensor<f16, { [1, BM, D] }>,
@@ -85,11 +87,14 @@ mod kernels {
             let kt: Tile<f16, { [BN, D] }> =
                 k_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
             let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
-            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) * scale;
-            let qk_max: Tile<f32, { [BM, 1] }> = reduce_max(qk, 1).reshape(const_shape![BM, 1]);
+            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero);
+            // The scaled row maximum (rounding is monotone: the maximum of the scaled
+            // scores), and the exponent `qk * scale - m` in one rounding.
+            let qk_max: Tile<f32, { [BM, 1] }> =
+                reduce_max(qk, 1).reshape(const_shape![BM, 1]) * qk_scale;
             let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
-            let p: Tile<f32, { [BM, BN] }> =
-                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Enabled);
+            let shift: Tile<f32, { [BM, BN] }> = negf(m_ij).broadcast(const_shape![BM, BN]);
+            let p: Tile<f32, { [BM, BN] }> = exp2(fma(qk, scale, shift), ftz::Enabled);
             let l_ij: Tile<f32, { [BM, 1] }> = reduce_sum(p, 1).reshape(const_shape![BM, 1]);
             let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Enabled);
             l_i = l_i * alpha + l_ij;
@@ -136,11 +141,14 @@ mod kernels {
             let kt: Tile<f16, { [BN, D] }> =
                 k_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
             let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
-            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) * scale;
-            let qk_max: Tile<f32, { [BM, 1] }> = reduce_max(qk, 1).reshape(const_shape![BM, 1]);
+            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero);
+            // The scaled row maximum (rounding is monotone: the maximum of the scaled
+            // scores), and the exponent `qk * scale - m` in one rounding.
+            let qk_max: Tile<f32, { [BM, 1] }> =
+                reduce_max(qk, 1).reshape(const_shape![BM, 1]) * qk_scale;
             let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
-            let p: Tile<f32, { [BM, BN] }> =
-                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Enabled);
+            let shift: Tile<f32, { [BM, BN] }> = negf(m_ij).broadcast(const_shape![BM, BN]);
+            let p: Tile<f32, { [BM, BN] }> = exp2(fma(qk, scale, shift), ftz::Enabled);
             let l_ij: Tile<f32, { [BM, 1] }> = reduce_sum(p, 1).reshape(const_shape![BM, 1]);
             let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Enabled);
             l_i = l_i * alpha + l_ij;
@@ -168,11 +176,12 @@ mod kernels {
             let keys: Tile<i32, { [BM, BN] }> =
                 broadcast_scalar(j * BN, const_shape![BM, BN]) + offs_n;
             let mask: Tile<f32, { [BM, BN] }> = select(ge_tile(offs_m, keys), visible, hidden);
-            let qk: Tile<f32, { [BM, BN] }> = (mma(tq, kt.transpose(), zero) + mask) * scale;
-            let qk_max: Tile<f32, { [BM, 1] }> = reduce_max(qk, 1).reshape(const_shape![BM, 1]);
+            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) + mask;
+            let qk_max: Tile<f32, { [BM, 1] }> =
+                reduce_max(qk, 1).reshape(const_shape![BM, 1]) * qk_scale;
             let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
-            let p: Tile<f32, { [BM, BN] }> =
-                exp2(qk - m_ij.broadcast(const_shape![BM, BN]), ftz::Enabled);
+            let shift: Tile<f32, { [BM, BN] }> = negf(m_ij).broadcast(const_shape![BM, BN]);
+            let p: Tile<f32, { [BM, BN] }> = exp2(fma(qk, scale, shift), ftz::Enabled);
             let l_ij: Tile<f32, { [BM, 1] }> = reduce_sum(p, 1).reshape(const_shape![BM, 1]);
             let alpha: Tile<f32, { [BM, 1] }> = exp2(m_i - m_ij, ftz::Enabled);
             l_i = l_i * alpha + l_ij;
