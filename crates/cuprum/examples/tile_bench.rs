@@ -159,24 +159,24 @@ mod kernels {
             acc = mma(p16, vt, acc);
             m_i = m_ij;
         }
-        let offs_n: Tile<i32, { [BN] }> = iota(const_shape![BN]);
-        let offs_n: Tile<i32, { [BM, BN] }> = offs_n
-            .reshape(const_shape![1, BN])
-            .broadcast(const_shape![BM, BN]);
-        let offs_m: Tile<i32, { [BM] }> = iota(const_shape![BM]);
-        let offs_m: Tile<i32, { [BM, 1] }> =
-            broadcast_scalar(pid.1 * BM, const_shape![BM, 1]) + offs_m.reshape(const_shape![BM, 1]);
-        let offs_m: Tile<i32, { [BM, BN] }> = offs_m.broadcast(const_shape![BM, BN]);
-        let visible: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
         let hidden: Tile<f32, { [BM, BN] }> = constant(f32::NEG_INFINITY, const_shape![BM, BN]);
         for j in mask_start..end {
             let kt: Tile<f16, { [BN, D] }> =
                 k_part.load([pid.0, j, 0i32]).reshape(const_shape![BN, D]);
             let zero: Tile<f32, { [BM, BN] }> = constant(0.0f32, const_shape![BM, BN]);
-            let keys: Tile<i32, { [BM, BN] }> =
-                broadcast_scalar(j * BN, const_shape![BM, BN]) + offs_n;
-            let mask: Tile<f32, { [BM, BN] }> = select(ge_tile(offs_m, keys), visible, hidden);
-            let qk: Tile<f32, { [BM, BN] }> = mma(tq, kt.transpose(), zero) + mask;
+            // Query row `i` of the block sees key column `c` of this tile where
+            // `pid.1 * BM + i >= j * BN + c`: a row index against a column index, made here
+            // (index tiles made before the loop hold [BM, BN] registers through it), and
+            // the hidden scores replaced by `-inf` (no [BM, BN] mask tile added).
+            let rows: Tile<i32, { [BM, 1] }> =
+                broadcast_scalar(pid.1 * BM - j * BN, const_shape![BM, 1])
+                    + iota(const_shape![BM]).reshape(const_shape![BM, 1]);
+            let cols: Tile<i32, { [1, BN] }> = iota(const_shape![BN]).reshape(const_shape![1, BN]);
+            let seen: Tile<bool, { [BM, BN] }> = ge_tile(
+                rows.broadcast(const_shape![BM, BN]),
+                cols.broadcast(const_shape![BM, BN]),
+            );
+            let qk: Tile<f32, { [BM, BN] }> = select(seen, mma(tq, kt.transpose(), zero), hidden);
             let qk_max: Tile<f32, { [BM, 1] }> =
                 reduce_max(qk, 1).reshape(const_shape![BM, 1]) * qk_scale;
             let m_ij: Tile<f32, { [BM, 1] }> = max_tile(m_i, qk_max);
