@@ -4,7 +4,8 @@
 //!
 //! A built-in's arguments are lowered first; cutile's mode markers (`ftz::Disabled`,
 //! `rounding::Zero`, `None`, ...) are dropped (`ftz::Enabled` noted: `exp2` then flushes
-//! subnormals), and the rest must match the signature's count. A closure argument (`reduce`'s combiner) is kept aside unlowered.
+//! subnormals), and the rest must match the signature's count. A closure argument
+//! (`reduce`'s combiner) is kept aside unlowered.
 
 use cuprum_ir::{BinaryOp, CmpOp, UnaryOp};
 use proc_macro2::Span;
