@@ -1501,3 +1501,170 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
     }
 }
 // CUPRUM_DEVICE=cuda <bin> chain_bisect --ignored --nocapture.
+
+/// `rows + shift >= cols` over a `[tm, tn]` tile: a row and a column iota made in one axis,
+/// reshaped and broadcast, and `shift` (an `i32` scalar) broadcast, as a causal mask is.
+fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
+    let iota = |cb: &mut CaseBuilder, n: u32, as_shape: [u32; 2]| {
+        let line = def(
+            cb,
+            Op::Iota {
+                elem: Elem::Known(S::I32),
+                shape: shape_of(&[n]),
+                axis: 0,
+            },
+        );
+        let shaped = def(
+            cb,
+            Op::Reshape {
+                value: line,
+                shape: shape_of(&as_shape),
+            },
+        );
+        def(
+            cb,
+            Op::Broadcast {
+                value: shaped,
+                shape: shape_of(&[tm, tn]),
+            },
+        )
+    };
+    let rows = iota(cb, tm, [tm, 1]);
+    let cols = iota(cb, tn, [1, tn]);
+    let unit = def(
+        cb,
+        Op::Reshape {
+            value: shift,
+            shape: shape_of(&[1, 1]),
+        },
+    );
+    let shift = def(
+        cb,
+        Op::Broadcast {
+            value: unit,
+            shape: shape_of(&[tm, tn]),
+        },
+    );
+    let shifted = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, rows, shift));
+    def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, shifted, cols))
+}
+
+/// Masks meeting `mma` results, the product of `input_ty` tiles into `f32`: inside the K
+/// loop, each step's product kept only where `rows + step >= cols` (a mask a loop makes,
+/// held in the anchor layout, which meets the product in the product's layout), and after
+/// it the whole product kept where `rows + row_tile - col_tile >= cols`, else `-1` (a mask
+/// made outside loops, recomputed per register in the layout its `select` reads).
+fn masked_product_case(seed: u64, input_ty: ScalarType, s: Sizes, options: LowerOptions) -> Case {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let name = format!(
+        "masked_mma_{input_ty}_{}x{}x{}_tiles{}x{}x{}_sm{}",
+        s.m,
+        s.n,
+        s.k,
+        s.tm,
+        s.tn,
+        s.tk,
+        options
+            .compute_capability
+            .map_or(80, |(major, minor)| major * 10 + minor)
+    );
+    let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
+    let out = cb.output(
+        &mut rng,
+        "out",
+        S::F32,
+        &[s.tm, s.tn],
+        &[s.m, s.n],
+        ViewKind::Contiguous,
+    );
+    let a = input(&mut cb, &mut rng, "a", input_ty, &[s.m, s.k]);
+    let b = input(&mut cb, &mut rng, "b", input_ty, &[s.k, s.n]);
+    let (mi, ni) = (def(&mut cb, Op::BlockId(0)), def(&mut cb, Op::BlockId(1)));
+    let acc0 = def(
+        &mut cb,
+        Op::Const {
+            value: Literal::Float(0.0),
+            elem: Elem::Known(S::F32),
+            shape: shape_of(&[s.tm, s.tn]),
+        },
+    );
+    let steps = s.k.div_ceil(u64::from(s.tk)) as i64;
+    let [start, end, step] = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
+    let counter = cb.b.value(TileType::scalar(S::I32));
+    let acc_ty = cb.b.ty(acc0).clone();
+    let acc = cb.b.value(acc_ty.clone());
+    let product = cb.b.value(acc_ty);
+    cb.b.begin_block();
+    let ta = load_tile(&mut cb, a, &[s.tm, s.tk], vec![mi, counter]);
+    let tb = load_tile(&mut cb, b, &[s.tk, s.tn], vec![counter, ni]);
+    let next = def(&mut cb, Op::Mma { a: ta, b: tb, acc });
+    let seen = causal_mask(&mut cb, counter, [s.tm, s.tn]);
+    let kept = def(
+        &mut cb,
+        Op::Select {
+            cond: seen,
+            if_true: next,
+            if_false: acc,
+        },
+    );
+    let body = cb.b.end_block(vec![kept]);
+    cb.b.push(Stmt::For {
+        counter,
+        start,
+        end,
+        step,
+        args: vec![acc],
+        inits: vec![acc0],
+        body,
+        results: vec![product],
+    });
+    let diagonal = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, mi, ni));
+    let seen = causal_mask(&mut cb, diagonal, [s.tm, s.tn]);
+    let hidden = def(
+        &mut cb,
+        Op::Const {
+            value: Literal::Float(-1.0),
+            elem: Elem::Known(S::F32),
+            shape: shape_of(&[s.tm, s.tn]),
+        },
+    );
+    let masked = def(
+        &mut cb,
+        Op::Select {
+            cond: seen,
+            if_true: product,
+            if_false: hidden,
+        },
+    );
+    cb.b.push(Stmt::Store {
+        tensor: out,
+        value: masked,
+    });
+    cb.finish(Tolerance::Exact, options)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn masks_of_iotas_meet_mma_results_in_their_layout() {
+    let seed = seed("masked_mma");
+    let sizes = [
+        sizes(0, 70, 45, 100, 32, 32, 32),
+        sizes(0, 128, 128, 192, 64, 64, 64),
+    ];
+    let mut cases = Vec::new();
+    for (i, s) in sizes.iter().enumerate() {
+        for (j, options) in [LowerOptions::default(), hopper(Some(4))]
+            .into_iter()
+            .enumerate()
+        {
+            let ty = if j == 0 { S::F16 } else { S::BF16 };
+            cases.push(masked_product_case(
+                seed + (i * 2 + j) as u64,
+                ty,
+                *s,
+                options,
+            ));
+        }
+    }
+    check_all("masked mma", &cases);
+}

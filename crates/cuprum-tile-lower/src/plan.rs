@@ -9,11 +9,18 @@
 //!   thread holds the value (control flow on them is uniform over the block);
 //! * an iota is [`Repr::Iota`]: each register computes its own coordinate where it is used,
 //!   in whatever layout the use needs, so it never needs moving;
+//! * outside loops, element-wise arithmetic of iotas and uniform values, and broadcasts,
+//!   permutations and unit reshapes of it (indices, masks: a few operations per element),
+//!   is [`Repr::Computed`]: recomputed from the coordinates wherever it is used (Triton's
+//!   rematerialization), in whatever layout the use needs, so a mask never moves through
+//!   shared memory to meet what it selects (inside a loop it takes the anchor layout: see
+//!   [`Planner::computed`]);
 //! * loads take the coalesced layout of their tile shape ([`Plan::anchor`]: 16 bytes per
 //!   thread along the last axis, for the narrowest element type the kernel moves in that
 //!   shape), and stores convert to it;
 //! * element-wise operations keep their operands' layout (the first operand's that every
-//!   other operand reaches without moving data, else the first operand's);
+//!   other operand reaches without moving data, else, in a loop, a tensor-core result's
+//!   among them, else the first operand's);
 //! * a reduction gives the slice of its operand's layout; a permutation or a reshape that
 //!   only inserts or removes axes of size 1 gives the same registers under a changed layout;
 //!   a broadcast to another shape or a general reshape gives the anchor layout of its shape (free when the
@@ -52,7 +59,15 @@ pub(crate) enum Repr {
     },
     /// Registers in a layout.
     Dist(LayoutId),
+    /// An element-wise function of coordinates and uniform values (see the module docs),
+    /// computed where it is used. Two computed values are different values: a join never
+    /// keeps this representation.
+    Computed,
 }
+
+/// The most operations one [`Repr::Computed`] value recomputes at each use; a larger
+/// expression is held in registers instead.
+const MAX_COMPUTED_OPERATIONS: usize = 16;
 
 /// The most elements of one tile a thread may hold in registers (32-bit words: an `f64`
 /// element counts twice).
@@ -123,6 +138,7 @@ impl Plan {
             row_coupled: crate::mma_chains::row_coupled(kernel),
             broadcast_partners: crate::mma_chains::broadcast_partners(kernel),
             def_depth: HashMap::new(),
+            computed_ops: HashMap::new(),
         };
         planner.block(&kernel.body)?;
         Ok(planner.plan)
@@ -215,6 +231,8 @@ struct Planner<'k> {
     broadcast_partners: HashMap<TileValue, Vec<TileValue>>,
     /// Per value a `Def` defines, the loops around it.
     def_depth: HashMap<TileValue, usize>,
+    /// Per [`Repr::Computed`] value, the operations its expression recomputes at each use.
+    computed_ops: HashMap<TileValue, usize>,
 }
 
 impl Planner<'_> {
@@ -281,6 +299,7 @@ impl Planner<'_> {
             return Repr::Uniform;
         }
         if let Some(first) = flows.first()
+            && *first != Repr::Computed
             && flows.iter().all(|f| f == first)
         {
             return first.clone();
@@ -343,7 +362,7 @@ impl Planner<'_> {
                 let operands: Vec<TileValue> =
                     [*value, *offsets].into_iter().chain(*mask).collect();
                 let repr = match self.elementwise(&shape, &operands)? {
-                    Repr::Iota { .. } => Repr::Dist(self.plan.anchor_id(&shape)),
+                    Repr::Iota { .. } | Repr::Computed => Repr::Dist(self.plan.anchor_id(&shape)),
                     other => other,
                 };
                 self.plan.scatters.insert((*offsets, *value), repr);
@@ -483,19 +502,23 @@ impl Planner<'_> {
                     Repr::Iota { axis }
                 }
             }
-            Op::Unary(_, a) | Op::Cast { value: a, .. } | Op::Bitcast { value: a, .. } => {
-                self.elementwise(&shape, &[*a])?
+            Op::Unary(..)
+            | Op::Cast { .. }
+            | Op::Bitcast { .. }
+            | Op::Binary(..)
+            | Op::Compare(..)
+            | Op::Ternary(..)
+            | Op::Select { .. } => {
+                let operands = op.operands();
+                match self.elementwise(&shape, &operands)? {
+                    Repr::Iota { .. } | Repr::Computed => self.computed(value, op, &shape)?,
+                    other => other,
+                }
             }
-            Op::Binary(_, a, b) | Op::Compare(_, a, b) => self.elementwise(&shape, &[*a, *b])?,
-            Op::Ternary(_, a, b, c) => self.elementwise(&shape, &[*a, *b, *c])?,
-            Op::Select {
-                cond,
-                if_true,
-                if_false,
-            } => self.elementwise(&shape, &[*cond, *if_true, *if_false])?,
             Op::Broadcast { value: a, .. } => match self.repr(*a)? {
                 Repr::Uniform => Repr::Uniform,
                 Repr::Iota { axis } => Repr::Iota { axis },
+                Repr::Computed => self.computed(value, op, &shape)?,
                 // Broadcasting to the same shape moves nothing.
                 Repr::Dist(id) if self.shape(*a)? == shape => Repr::Dist(id),
                 Repr::Dist(id) => {
@@ -516,6 +539,10 @@ impl Planner<'_> {
                         },
                         CoordMap::RowMajor => Repr::Dist(self.plan.anchor_id(&shape)),
                     },
+                    Repr::Computed => match CoordMap::reshape(&from, &shape) {
+                        CoordMap::Axes(_) => self.computed(value, op, &shape)?,
+                        CoordMap::RowMajor => Repr::Dist(self.plan.anchor_id(&shape)),
+                    },
                     Repr::Dist(id) => match self.plan.layout(id).reshape_unit(&shape) {
                         Some(l) => Repr::Dist(self.plan.intern(l)),
                         None => Repr::Dist(self.plan.anchor_id(&shape)),
@@ -528,6 +555,7 @@ impl Planner<'_> {
                     Some(d) => Repr::Iota { axis: d },
                     None => Repr::Uniform,
                 },
+                Repr::Computed => self.computed(value, op, &shape)?,
                 Repr::Dist(id) => {
                     let l = self.plan.layout(id).permute(perm);
                     Repr::Dist(self.plan.intern(l))
@@ -546,7 +574,7 @@ impl Planner<'_> {
                 }
                 let input = match self.repr(*a)? {
                     Repr::Dist(id) => id,
-                    Repr::Uniform | Repr::Iota { .. } => {
+                    Repr::Uniform | Repr::Iota { .. } | Repr::Computed => {
                         let from = self.shape(*a)?;
                         self.plan.anchor_id(&from)
                     }
@@ -583,7 +611,7 @@ impl Planner<'_> {
             Op::Gather { offsets, mask, .. } => {
                 let operands: Vec<TileValue> = [*offsets].into_iter().chain(*mask).collect();
                 match self.elementwise(&shape, &operands)? {
-                    Repr::Iota { .. } => Repr::Dist(self.plan.anchor_id(&shape)),
+                    Repr::Iota { .. } | Repr::Computed => Repr::Dist(self.plan.anchor_id(&shape)),
                     other => other,
                 }
             }
@@ -694,11 +722,34 @@ impl Planner<'_> {
     fn dist_or_anchor(&mut self, v: TileValue) -> Result<LayoutId, LowerError> {
         Ok(match self.repr(v)? {
             Repr::Dist(id) => id,
-            Repr::Uniform | Repr::Iota { .. } => {
+            Repr::Uniform | Repr::Iota { .. } | Repr::Computed => {
                 let shape = self.shape(v)?;
                 self.plan.anchor_id(&shape)
             }
         })
+    }
+
+    /// `value = op`, whose operands are uniform, iotas or computed: [`Repr::Computed`] when
+    /// recomputing it at each use is cheap and safe, else registers in the anchor layout.
+    /// An integer division or remainder checks its divisors where it is defined, so it is
+    /// never recomputed.
+    fn computed(&mut self, value: TileValue, op: &Op, shape: &[u32]) -> Result<Repr, LowerError> {
+        let checked = matches!(op, Op::Binary(cuprum_ir::BinaryOp::Div | cuprum_ir::BinaryOp::Rem, a, _)
+            if self.elem(*a)?.is_int());
+        let operations = 1 + op
+            .operands()
+            .iter()
+            .map(|o| self.computed_ops.get(o).copied().unwrap_or(0))
+            .sum::<usize>();
+        // Inside a loop the PTX compiler hoists each register's loop-invariant part (its
+        // coordinates) out of the loop, one register each: more than the anchor layout's
+        // registers cost (measured: attention's causal mask, 168 -> 181 registers).
+        let in_loop = !self.loops.is_empty();
+        if checked || in_loop || operations > MAX_COMPUTED_OPERATIONS {
+            return Ok(Repr::Dist(self.plan.anchor_id(shape)));
+        }
+        self.computed_ops.insert(value, operations);
+        Ok(Repr::Computed)
     }
 
     /// Element-wise operations keep their operands' layout (see the module docs).
@@ -719,7 +770,9 @@ impl Planner<'_> {
             }
         }
         let Some(&first) = dists.first() else {
-            return Ok(Repr::Dist(self.plan.anchor_id(shape)));
+            // Iotas and computed values with uniform ones: computed where used, when the
+            // operation can be (see `computed`).
+            return Ok(Repr::Computed);
         };
         let identity = CoordMap::identity(shape.len());
         let chosen = dists.iter().copied().find(|&cand| {
@@ -729,7 +782,14 @@ impl Planner<'_> {
                         .is_some()
             })
         });
-        Ok(Repr::Dist(chosen.unwrap_or(first)))
+        // In a loop, operands that disagree meet in a tensor-core result's layout when one
+        // is among them (what a loop computes from a product mostly flows into products and
+        // accumulators again): the others move, not the product and all that follows it.
+        let product = dists
+            .iter()
+            .copied()
+            .find(|id| !self.loops.is_empty() && self.plan.mma_results.contains(id));
+        Ok(Repr::Dist(chosen.or(product).unwrap_or(first)))
     }
 
     /// Plans a reduce closure's body, whose values are per-thread scalars: only operations

@@ -6,6 +6,8 @@
 //! * `values`: operations on tiles: scalars, element-wise operations (with the integer
 //!   division checks), shape operations and layout conversions (in registers when the
 //!   layouts allow, else through shared memory);
+//! * `computed`: values recomputed where they are used (index and mask arithmetic of
+//!   iotas), and the one per-element definition of every element-wise operation;
 //! * `memory`: kernel parameters, loads and stores (a fast path for tiles wholly inside the
 //!   tensor, with 16-byte vector accesses where strides allow, and a predicated path for edge
 //!   tiles);
@@ -22,6 +24,7 @@
 //! plus a constant, recomputed where it is used; the optimizer's CSE merges the copies. No
 //! value is cached across kernel IR blocks, so none is used outside the block defining it.
 
+mod computed;
 mod matmul;
 mod memory;
 mod raw;
@@ -53,6 +56,8 @@ pub(crate) enum Lv {
     Iota { axis: usize },
     /// Registers in a layout, in the layout's register order.
     Dist { layout: LayoutId, regs: Vec<Value> },
+    /// An expression evaluated where it is used ([`Repr::Computed`]).
+    Computed(std::rc::Rc<computed::Computed>),
 }
 
 /// The per-thread part of a layout's coordinates, computed once at the top of the kernel.
@@ -451,6 +456,7 @@ impl<'k> Emitter<'k> {
         let fits = match (&planned, &lv) {
             (Repr::Uniform, Lv::Uniform(_)) => true,
             (Repr::Iota { axis: a }, Lv::Iota { axis: b }) => a == b,
+            (Repr::Computed, Lv::Computed(_)) => true,
             (Repr::Dist(a), Lv::Dist { layout: b, regs }) => {
                 a == b && regs.len() == self.plan.layout(*a).registers()
             }
@@ -773,6 +779,7 @@ impl<'k> Emitter<'k> {
         let n = match self.repr(v)? {
             Repr::Uniform => 1,
             Repr::Iota { .. } => 0,
+            Repr::Computed => return Err(self.internal("a loop variable planned as computed")),
             Repr::Dist(id) => self.plan.layout(id).registers(),
         };
         Ok((0..n).map(|_| self.var(ty)).collect())
@@ -814,6 +821,7 @@ impl<'k> Emitter<'k> {
                     .ok_or_else(|| self.internal("a uniform value without its variable"))?,
             ),
             Repr::Iota { axis } => Lv::Iota { axis },
+            Repr::Computed => return Err(self.internal("a loop variable planned as computed")),
             Repr::Dist(layout) => Lv::Dist { layout, regs },
         };
         self.set(v, lv)

@@ -119,7 +119,9 @@ impl Emitter<'_> {
                 let first = self.cmp(CmpOp::Eq, self.tid, zero)?;
                 elements.push((o, v, m, Some(first)));
             }
-            Repr::Iota { .. } => return Err(self.internal("a scatter planned as an iota")),
+            Repr::Iota { .. } | Repr::Computed => {
+                return Err(self.internal("a scatter planned as an iota or computed"));
+            }
         }
         for (o, v, m, owner) in elements {
             let (inside, index) = self.raw_element(tensor, o)?;

@@ -129,7 +129,9 @@ impl Emitter<'_> {
                 })?))
             }
             Repr::Dist(layout) => Ok(Lv::Dist { layout, regs }),
-            Repr::Iota { .. } => Err(self.internal("a reduction planned as an iota")),
+            Repr::Iota { .. } | Repr::Computed => {
+                Err(self.internal("a reduction planned as an iota or computed"))
+            }
         }
     }
 

@@ -34,25 +34,18 @@ impl Emitter<'_> {
                 // Along an axis of size 1 every element is 0.
                 _ => Ok(Lv::Uniform(self.konst(Constant::new(ty, 0)))),
             },
-            TOp::Unary(u, a) => self.elementwise(value, &[*a], |e, x| e.def(Op::Unary(*u, x[0]))),
-            TOp::Binary(b, x, y) => self.binary(value, *b, *x, *y),
-            TOp::Ternary(t, a, b, c) => self.elementwise(value, &[*a, *b, *c], |e, x| {
-                e.def(Op::Ternary(*t, x[0], x[1], x[2]))
-            }),
-            TOp::Compare(c, x, y) => {
-                self.elementwise(value, &[*x, *y], |e, v| e.cmp(*c, v[0], v[1]))
+            TOp::Binary(b, x, y) => {
+                if ty.is_int() && matches!(b, BinaryOp::Div | BinaryOp::Rem) {
+                    self.check_divisors(value, *b, *x, *y, ty)?;
+                }
+                self.pointwise_value(value, op)
             }
-            TOp::Select {
-                cond,
-                if_true,
-                if_false,
-            } => self.elementwise(value, &[*cond, *if_true, *if_false], |e, v| {
-                e.select(v[0], v[1], v[2])
-            }),
-            TOp::Cast { value: a, .. } => self.elementwise(value, &[*a], |e, x| e.cast(x[0], ty)),
-            TOp::Bitcast { value: a, .. } => {
-                self.elementwise(value, &[*a], |e, x| e.bitcast(x[0], ty))
-            }
+            TOp::Unary(..)
+            | TOp::Ternary(..)
+            | TOp::Compare(..)
+            | TOp::Select { .. }
+            | TOp::Cast { .. }
+            | TOp::Bitcast { .. } => self.pointwise_value(value, op),
             TOp::Broadcast { value: a, .. } => {
                 let (from, to) = (self.shape(*a)?, self.shape(value)?);
                 self.reshaped(value, *a, CoordMap::broadcast(&from, &to))
@@ -125,18 +118,22 @@ impl Emitter<'_> {
                 }
                 Ok(Lv::Dist { layout, regs })
             }
-            Repr::Iota { .. } => Err(self.internal("an element-wise result planned as an iota")),
+            Repr::Iota { .. } | Repr::Computed => Err(self.internal(
+                "an element-wise result planned as an iota or computed, made in registers",
+            )),
         }
     }
 
-    /// A binary operation; integer division and remainder first check their divisors, as
-    /// Rust does: a zero divisor (or a signed `MIN / -1`) stops the launch.
-    fn binary(&mut self, value: TileValue, op: BinaryOp, x: TileValue, y: TileValue) -> R<Lv> {
-        let ty = self.elem(x)?;
-        if ty.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem) {
-            self.check_divisors(value, op, x, y, ty)?;
+    /// An element-wise operation `value = op`: an expression when it is planned as computed,
+    /// else [`Emitter::pointwise`] once (uniform) or per register. Integer division and
+    /// remainder have checked their divisors first, as Rust does: a zero divisor (or a
+    /// signed `MIN / -1`) stops the launch (the plan never computes them lazily).
+    fn pointwise_value(&mut self, value: TileValue, op: &TOp) -> R<Lv> {
+        if self.is_computed(value)? {
+            return self.computed_pointwise(value, op);
         }
-        self.elementwise(value, &[x, y], |e, v| e.bin(op, v[0], v[1]))
+        let ty = self.elem(value)?;
+        self.elementwise(value, &op.operands(), |e, xs| e.pointwise(op, ty, xs))
     }
 
     fn check_divisors(
@@ -202,9 +199,15 @@ impl Emitter<'_> {
                     let ty = self.elem(value)?;
                     Ok(Lv::Uniform(self.konst(Constant::new(ty, 0))))
                 }
+                // Every element of a one-element tile is the one at the origin.
+                Lv::Computed(c) => {
+                    let origin = vec![self.u32c(0); self.shape(source)?.len()];
+                    Ok(Lv::Uniform(self.evaluate(&c, &origin)?))
+                }
                 Lv::Dist { .. } => Err(self.internal("a tile planned as uniform")),
             },
             Repr::Iota { axis } => Ok(Lv::Iota { axis }),
+            Repr::Computed => self.computed_remap(source, &map),
             Repr::Dist(layout) => {
                 let from = self.shape(source)?;
                 let lv = self.get(source)?;
@@ -229,6 +232,7 @@ impl Emitter<'_> {
         match self.repr(like)? {
             Repr::Uniform => Ok(vec![self.uniform(value)?]),
             Repr::Iota { .. } => Ok(Vec::new()),
+            Repr::Computed => Err(self.internal("a joined value planned as computed")),
             Repr::Dist(layout) => self.regs_in(value, layout),
         }
     }
@@ -246,6 +250,7 @@ impl Emitter<'_> {
         let n = self.plan.layout(to).registers();
         match lv {
             Lv::Uniform(u) => Ok(vec![*u; n]),
+            Lv::Computed(c) => self.computed_in(c, from, to, map),
             Lv::Iota { axis } => (0..n)
                 .map(|r| {
                     let c = self.source_coord(to, r, from, map, *axis)?;
@@ -265,7 +270,7 @@ impl Emitter<'_> {
 
     /// The source coordinate along source axis `axis` (`U32`) of register `reg` of layout
     /// `to`, under `map` from a source of shape `from`.
-    fn source_coord(
+    pub(super) fn source_coord(
         &mut self,
         to: LayoutId,
         reg: usize,
