@@ -140,10 +140,22 @@ fn load_tile(cb: &mut CaseBuilder, tensor: u32, tile: &[u32], index: Vec<TileVal
 /// converted to `convert` when given; returns the loop's result.
 fn k_loop(
     cb: &mut CaseBuilder,
+    bounds: [TileValue; 3],
+    acc0: TileValue,
+    operands: ([(u32, Vec<u32>); 2], Option<ScalarType>),
+    index: impl FnOnce(TileValue) -> (Vec<TileValue>, Vec<TileValue>),
+) -> TileValue {
+    k_loop_keeping(cb, bounds, acc0, operands, index, |_, _, next, _| next)
+}
+
+/// [`k_loop`] whose body carries `keep(counter, product, acc)` instead of the product.
+fn k_loop_keeping(
+    cb: &mut CaseBuilder,
     [start, end, step]: [TileValue; 3],
     acc0: TileValue,
     (operands, convert): ([(u32, Vec<u32>); 2], Option<ScalarType>),
     index: impl FnOnce(TileValue) -> (Vec<TileValue>, Vec<TileValue>),
+    keep: impl FnOnce(&mut CaseBuilder, TileValue, TileValue, TileValue) -> TileValue,
 ) -> TileValue {
     let counter = cb.b.value(TileType::scalar(S::I32));
     let acc_ty = cb.b.ty(acc0).clone();
@@ -168,7 +180,8 @@ fn k_loop(
         }
     }
     let next = def(cb, Op::Mma { a: ta, b: tb, acc });
-    let body = cb.b.end_block(vec![next]);
+    let kept = keep(cb, counter, next, acc);
+    let body = cb.b.end_block(vec![kept]);
     cb.b.push(Stmt::For {
         counter,
         start,
@@ -1589,35 +1602,25 @@ fn masked_product_case(seed: u64, input_ty: ScalarType, s: Sizes, options: Lower
         },
     );
     let steps = s.k.div_ceil(u64::from(s.tk)) as i64;
-    let [start, end, step] = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
-    let counter = cb.b.value(TileType::scalar(S::I32));
-    let acc_ty = cb.b.ty(acc0).clone();
-    let acc = cb.b.value(acc_ty.clone());
-    let product = cb.b.value(acc_ty);
-    cb.b.begin_block();
-    let ta = load_tile(&mut cb, a, &[s.tm, s.tk], vec![mi, counter]);
-    let tb = load_tile(&mut cb, b, &[s.tk, s.tn], vec![counter, ni]);
-    let next = def(&mut cb, Op::Mma { a: ta, b: tb, acc });
-    let seen = causal_mask(&mut cb, counter, [s.tm, s.tn]);
-    let kept = def(
+    let bounds = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
+    let product = k_loop_keeping(
         &mut cb,
-        Op::Select {
-            cond: seen,
-            if_true: next,
-            if_false: acc,
+        bounds,
+        acc0,
+        ([(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])], None),
+        |counter| (vec![mi, counter], vec![counter, ni]),
+        |cb, counter, next, acc| {
+            let seen = causal_mask(cb, counter, [s.tm, s.tn]);
+            def(
+                cb,
+                Op::Select {
+                    cond: seen,
+                    if_true: next,
+                    if_false: acc,
+                },
+            )
         },
     );
-    let body = cb.b.end_block(vec![kept]);
-    cb.b.push(Stmt::For {
-        counter,
-        start,
-        end,
-        step,
-        args: vec![acc],
-        inits: vec![acc0],
-        body,
-        results: vec![product],
-    });
     let diagonal = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, mi, ni));
     let seen = causal_mask(&mut cb, diagonal, [s.tm, s.tn]);
     let hidden = def(
