@@ -12,6 +12,8 @@
 #                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
 #                   the first launch of a fresh process)
 #
+# Comparing attention kernels built from different commits: benches/attention_ab.sh.
+#
 # Environment for `run`: TILE_TESTS (a regex of test binaries), ATTENTION_TILES (default
 # 64x64,128x64,128x128). NCCL for the collective tests is PyTorch's copy when there is one.
 set -u
