@@ -22,9 +22,10 @@
 //!   axis 0); a float `iota` counts in `i32` and converts.
 //! * **Modes are mostly not distinguished**: flush-to-zero (`*_ftz`, `ftz::Enabled`) is
 //!   applied by `exp2` only (`exp2_ftz(x)`, `exp2(x, ftz::Enabled)`: the kernel IR's
-//!   `Exp2Ftz`, one instruction on the GPU), elsewhere not, and rounding modes (`rounding::..`) are ignored; every operation rounds as the kernel IR
-//!   defines it (conversions are Rust's `as`). cutile's ordering, scope, latency and TMA
-//!   arguments are accepted and dropped, as are its compiler hints (`assume_*`, the
+//!   `Exp2Ftz`, one instruction on the GPU), elsewhere not, and rounding modes
+//!   (`rounding::..`) are ignored; every operation rounds as the kernel IR defines it
+//!   (conversions are Rust's `as`). cutile's ordering, scope, latency and TMA arguments are
+//!   accepted and dropped, as are its compiler hints (`assume_*`, the
 //!   `preconditions` entry option): cuprum's edge tiles pad loads and drop stores, so no
 //!   access needs a check. The `optimization_hints` entry option is not part of the tile
 //!   IR: `#[cuprum::tile::entry]` reads it and the launch hands it to the lowering.

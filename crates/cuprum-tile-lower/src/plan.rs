@@ -734,8 +734,8 @@ impl Planner<'_> {
     /// An integer division or remainder checks its divisors where it is defined, so it is
     /// never recomputed.
     fn computed(&mut self, value: TileValue, op: &Op, shape: &[u32]) -> Result<Repr, LowerError> {
-        let checked = matches!(op, Op::Binary(cuprum_ir::BinaryOp::Div | cuprum_ir::BinaryOp::Rem, a, _)
-            if self.elem(*a)?.is_int());
+        use cuprum_ir::BinaryOp::{Div, Rem};
+        let checked = matches!(op, Op::Binary(Div | Rem, a, _) if self.elem(*a)?.is_int());
         let operations = 1 + op
             .operands()
             .iter()

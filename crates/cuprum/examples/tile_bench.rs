@@ -113,7 +113,7 @@ mod kernels {
     /// Causal attention forward in f16, in the shape of cuTile Rust's
     /// `flash_attention_causal` (query `i` sees keys `0..=i`): the key blocks below the
     /// block's diagonal in one loop without a mask, the blocks on it in a second loop that
-    /// adds `-inf` where a key follows its query. Tensors are `(batch * heads, sequence, D)`,
+    /// replaces the score by `-inf` where a key follows its query. Tensors are `(batch * heads, sequence, D)`,
     /// `BM` a multiple of `BN`. Exponentials as in `attention`.
     #[cuprum::tile::entry()]
     fn attention_causal<const BM: i32, const BN: i32, const D: i32>(

@@ -13,9 +13,9 @@
 //! `exp2_ftz(x)` and `exp2(x, ftz::Enabled)` are `Exp2Ftz` (`f32` subnormals flushed to
 //! zero, one instruction on the GPU). The other `_ftz` variants (`sqrt_ftz`, `maxf_ftz`,
 //! `fma_ftz`, ...) are the plain functions: flush-to-zero is **not** applied (subnormals are
-//! kept), and rounding-mode
-//! arguments (`rounding::NegativeInf`, ...) are accepted and ignored: every operation rounds
-//! as the kernel IR defines (to nearest even; transcendental functions approximately).
+//! kept), and rounding-mode arguments (`rounding::NegativeInf`, ...) are accepted and
+//! ignored: every operation rounds as the kernel IR defines (to nearest even; transcendental
+//! functions approximately).
 
 use cuprum_ir::{BinaryOp, CmpOp, UnaryOp};
 use cuprum_tile_ir::{Elem, Op, TileValue};
