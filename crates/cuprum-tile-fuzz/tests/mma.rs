@@ -936,6 +936,10 @@ enum ChainTensors {
     /// As `Mapped`, the loop running no iteration (as causal attention's first loop does
     /// for the first block of queries): the result is the loop's initial values.
     MappedNoIteration,
+    /// As `Mapped`, the scores of every iteration but the first passing through a branch
+    /// that masks them (`rows + j >= cols`, else `-1`), as causal attention written as one
+    /// loop masks the tiles on the diagonal: the chain runs through the branch's result.
+    MappedMaskedBranch,
 }
 
 /// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
@@ -1065,6 +1069,10 @@ fn chain_case(
             acc: zero,
         },
     );
+    let s = match tensors {
+        ChainTensors::MappedMaskedBranch => masking_branch(&mut cb, counter, s, [bm, bn]),
+        _ => s,
+    };
     let max = def(
         &mut cb,
         Op::Reduce {
@@ -1133,6 +1141,47 @@ fn chain_case(
     } else {
         case
     }
+}
+
+/// `if j >= 1 { select(rows + j >= cols, scores, -1) } else { scores }`: the scores of
+/// iteration `j` masked past the first, through a branch.
+fn masking_branch(
+    cb: &mut CaseBuilder,
+    counter: TileValue,
+    scores: TileValue,
+    tile: [u32; 2],
+) -> TileValue {
+    let one = int(cb, 1);
+    let later = def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, counter, one));
+    cb.b.begin_block();
+    let seen = causal_mask(cb, counter, tile);
+    let hidden = def(
+        cb,
+        Op::Const {
+            value: Literal::Float(-1.0),
+            elem: Elem::Known(S::F32),
+            shape: shape_of(&tile),
+        },
+    );
+    let masked = def(
+        cb,
+        Op::Select {
+            cond: seen,
+            if_true: scores,
+            if_false: hidden,
+        },
+    );
+    let then = cb.b.end_block(vec![masked]);
+    cb.b.begin_block();
+    let otherwise = cb.b.end_block(vec![scores]);
+    let result = cb.b.value(cb.b.ty(scores).clone());
+    cb.b.push(Stmt::If {
+        cond: later,
+        then,
+        otherwise,
+        results: vec![result],
+    });
+    result
 }
 
 /// Options for compute capability 9.0 (the `wgmma` lowering of `mma`s whose layouts are
@@ -1312,6 +1361,45 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         cases.push(case);
     }
     check_all("chained mma (Hopper, tensor memory accelerator)", &cases);
+}
+
+#[test]
+fn chained_mmas_through_a_masking_branch_keep_wgmma_and_registers() {
+    let seed = seed("chained_mmas_masking_branch");
+    // Causal attention written as one loop: the scores pass through a branch that masks
+    // them on some iterations. The chain is still one (the branch's result reaches the
+    // second product), so on Hopper both products take `wgmma` with row-only warp grids,
+    // the probabilities the second one's `A` in registers; one and two warpgroups, ragged
+    // keys, bit for bit against the interpreter.
+    let shapes: [ChainShape; 3] = [
+        ((64, 200, 128), [64, 64]),
+        ((128, 136, 64), [128, 64]),
+        ((70, 256, 64), [64, 128]),
+    ];
+    let mut cases = Vec::new();
+    for (i, (ty, (sizes, tiles))) in [S::F16, S::BF16]
+        .into_iter()
+        .flat_map(|ty| shapes.iter().map(move |&s| (ty, s)))
+        .enumerate()
+    {
+        let case = chain_case(
+            seed + i as u64,
+            ty,
+            sizes,
+            tiles,
+            i % 2 == 0,
+            hopper(None),
+            ChainTensors::MappedMaskedBranch,
+        );
+        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let w = loop_work(&lowered.kernel);
+        assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert!(w.register_a_wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.ldmatrices, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        cases.push(case);
+    }
+    check_all("chained mma through a masking branch (Hopper)", &cases);
 }
 
 /// What the loop of a lowered kernel does per iteration: block barriers, `cp.async` copies
