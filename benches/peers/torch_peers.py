@@ -14,6 +14,7 @@ Usage: python3 benches/peers/torch_peers.py [--quick]   (--quick: small sizes, f
 """
 
 import json
+import os
 import statistics
 import sys
 import traceback
@@ -21,7 +22,8 @@ import traceback
 import torch
 
 WARMUP = 5
-REPS = 50
+# BENCH_REPS: more runs, for a measurement under sustained load (benches/attention_clocks.sh).
+REPS = int(os.environ.get("BENCH_REPS", "50"))
 FAILED = []
 
 

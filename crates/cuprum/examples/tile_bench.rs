@@ -303,7 +303,15 @@ fn time(
 ) -> Result<f64, Failure> {
     let ctx = ExecutionContext::new(stream.clone());
     let mut failure = None;
-    let ms = timing::median_ms_queued(stream, 5, 50, || {
+    // `BENCH_REPS=n`: n timed runs instead of 50, for a measurement under sustained load
+    // (benches/attention_clocks.sh), as the Python peers read it.
+    let reps = match std::env::var("BENCH_REPS") {
+        Ok(n) => n
+            .parse()
+            .map_err(|_| format!("BENCH_REPS: `{n}` is not a count"))?,
+        Err(_) => 50,
+    };
+    let ms = timing::median_ms_queued(stream, 5, reps, || {
         if let Err(e) = launch(&ctx) {
             failure.get_or_insert(e);
         }
