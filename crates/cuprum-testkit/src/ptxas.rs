@@ -76,6 +76,12 @@ pub fn check_messages(ptx: &str, arch: &str) -> Result<Option<String>, String> {
 
 /// [`assemble`], returning ptxas's output (its warnings) on success.
 pub fn assemble_with_messages(ptx: &str, arch: &str) -> Result<String, String> {
+    assemble_with_options(ptx, arch, &[])
+}
+
+/// [`assemble_with_messages`] with more ptxas options (`-c`: relocatable code, as the
+/// driver's linker compiles its inputs).
+pub fn assemble_with_options(ptx: &str, arch: &str, options: &[&str]) -> Result<String, String> {
     let ptxas =
         find().ok_or("ptxas not found (set CUPRUM_PTXAS or pip install nvidia-cuda-nvcc)")?;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -85,6 +91,7 @@ pub fn assemble_with_messages(ptx: &str, arch: &str) -> Result<String, String> {
     std::fs::write(&input, ptx).map_err(|e| format!("writing {}: {e}", input.display()))?;
     let result = Command::new(&ptxas)
         .arg(format!("-arch={arch}"))
+        .args(options)
         .arg(&input)
         .arg("-o")
         .arg(&output)

@@ -58,6 +58,15 @@
 //! says that `hgemm_mma` has no such cap: 88 registers hold 5 of its 128-thread blocks per SM
 //! instead of 6 (`cache_speed --module simt` shows what each cap gives it, and times it).
 //!
+//! **Serialized `wgmma`s.** In relocatable code ptxas's helper routines (the slow paths of
+//! `f32` division and of 64-bit integer division) are external calls, and with a call in a
+//! kernel ptxas makes each `wgmma` wait for the one before (advisory C7509); the JIT's
+//! whole-program compile keeps them in flight. The tile track's attention kernels divide in
+//! their epilogue (ptxas 13 `-c` serializes them; on H100s in 2026-12 they ran about 15%
+//! faster in processes that had missed the cache, which run the JIT's code, than in later
+//! ones). A link whose log reports `wgmma`s serialized for a reason the JIT's log does not
+//! give is worse than the JIT's code, whatever the registers say.
+//!
 //! **Not cacheable.** A module for which the linker makes no cubin as good as the JIT's code
 //! is not cached: this process runs the JIT's module, and an entry on disk records the
 //! verdict (the reason, under the key [`CacheKey::not_cacheable`]), so that later processes,

@@ -176,8 +176,10 @@ impl std::fmt::Display for Raised {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum NoCubin {
     /// The linker's code would be worse than the JIT's (spills, or fewer blocks per SM at
-    /// every cap that stops the spills). The same PTX, device, driver and recipe give the same
-    /// verdict, so it is kept on disk for later processes.
+    /// every cap that stops the spills, or a performance loss ptxas reported for relocatable
+    /// code only: [`lost_performance`]). The
+    /// same PTX, device, driver and recipe give the same verdict, so it is kept on disk for
+    /// later processes.
     Worse(String),
     /// Something failed on the way (the PTX cannot be split, the linker refused, its cubin
     /// did not load, the driver did not answer): remembered by this process only.
@@ -198,6 +200,27 @@ impl From<&str> for NoCubin {
     }
 }
 
+/// A linked cubin, loaded, with what ptxas wrote making it.
+struct Linked {
+    cubin: Vec<u8>,
+    module: CudaModule,
+    log: String,
+}
+
+impl Linked {
+    /// `self`, unless ptxas reported a performance loss making it that the JIT's compile of
+    /// the same PTX (which wrote `jit_log`) did not ([`lost_performance`]): then `Worse`.
+    fn no_loss_against(self, jit_log: &str) -> Result<Self, NoCubin> {
+        match lost_performance(&self.log, jit_log) {
+            Some(line) => Err(NoCubin::Worse(format!(
+                "the linker's relocatable compile lost what the JIT's whole-program compile \
+                 keeps (ptxas: {line})"
+            ))),
+            None => Ok(self),
+        }
+    }
+}
+
 /// Links `texts` (one kernel each) into one cubin, kernel `i` capped at `caps[i]` registers,
 /// and loads it.
 fn link_capped(
@@ -205,7 +228,7 @@ fn link_capped(
     texts: &[&str],
     caps: &[u32],
     names: &[&str],
-) -> Result<(Vec<u8>, CudaModule), NoCubin> {
+) -> Result<Linked, NoCubin> {
     let options: Vec<Vec<LinkOption>> = caps
         .iter()
         .map(|&cap| {
@@ -220,11 +243,7 @@ fn link_capped(
 
 /// Links `texts` (one kernel each) into one cubin with the linker's own choices, and loads it:
 /// what a miss links on another thread while the JIT compiles (see [`load_cuda`]).
-fn link_uncapped(
-    device: &CudaDevice,
-    texts: &[String],
-    names: &[&str],
-) -> Result<(Vec<u8>, CudaModule), NoCubin> {
+fn link_uncapped(device: &CudaDevice, texts: &[String], names: &[&str]) -> Result<Linked, NoCubin> {
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let options = vec![Vec::new(); texts.len()];
     link_inputs(device, &texts, &options, names)
@@ -236,19 +255,54 @@ fn link_inputs(
     texts: &[&str],
     options: &[Vec<LinkOption>],
     names: &[&str],
-) -> Result<(Vec<u8>, CudaModule), NoCubin> {
+) -> Result<Linked, NoCubin> {
     let inputs: Vec<LinkInput<'_>> = texts
         .iter()
         .zip(options)
         .map(|(ptx, options)| LinkInput { ptx, options })
         .collect();
-    let cubin = device
+    let linked = device
         .link_ptx(&[], &inputs)
         .map_err(|e| NoCubin::Failed(format!("the linker refused: {e}")))?;
     let module = device
-        .load_cubin(&cubin, names)
+        .load_cubin(&linked.cubin, names)
         .map_err(|e| NoCubin::Failed(format!("the linked cubin does not load: {e}")))?;
-    Ok((cubin, module))
+    Ok(Linked {
+        cubin: linked.cubin,
+        module,
+        log: linked.log,
+    })
+}
+
+/// The first line of ptxas's log of a link (`linked`) saying that it serialized `wgmma`
+/// instructions ("Potential Performance Loss: wgmma.mma_async instructions are serialized",
+/// advisories C7509 to C7515) for a reason its log of the JIT's compile of the same PTX
+/// (`jit`) does not give (by advisory code), if there is one.
+///
+/// Why the cache asks: relocatable code, what the linker compiles, loses what whole-program
+/// code keeps. ptxas's own helper routines (the slow paths of `f32` division and of 64-bit
+/// integer division) become external calls there, and with a call anywhere in a kernel ptxas
+/// makes every `wgmma` wait for the one before (C7509; the tile track's attention kernels
+/// divide in their epilogue); it also ignores `setmaxnreg` there (C7504), so a consumer
+/// warpgroup keeps the launch's registers and may have too few to keep its `wgmma`s in
+/// flight (C7512). Checked with ptxas 13 (`-c`); on H100s in 2026-12 the attention kernels
+/// ran about 15% faster in processes that had missed the cache (the JIT's code) than in
+/// later ones (the cached cubin). An ignored `setmaxnreg` alone is left to the register and
+/// spill rules ([`occupancy::judge`]): what it costs has not been measured, and keeping the
+/// Hopper GEMMs' cubins is what makes their first launch from the cache take under a
+/// millisecond.
+fn lost_performance<'a>(linked: &'a str, jit: &str) -> Option<&'a str> {
+    /// The advisory's code, `(C7509)`, or the whole line where there is none.
+    fn code(line: &str) -> &str {
+        line.find("(C")
+            .and_then(|at| line[at..].find(')').map(|end| &line[at..=at + end]))
+            .unwrap_or(line)
+    }
+    linked
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.contains("Performance Loss") && line.contains("serialized"))
+        .find(|line| !jit.contains(code(line)))
 }
 
 /// What the driver gave kernel `index` of `module`.
@@ -269,11 +323,12 @@ fn climb(
     sm: &SmLimits,
     sizes: BlockSizes,
     jit: KernelUse,
+    jit_log: &str,
 ) -> Result<u32, NoCubin> {
     let mut tried = Vec::new();
     for cap in occupancy::raised_caps(sm, sizes, jit.registers) {
-        let (_, module) = link_capped(device, &[ptx], &[cap], &[name])?;
-        match occupancy::judge(Some(sm), sizes, jit, used(device, &module, 0)?) {
+        let linked = link_capped(device, &[ptx], &[cap], &[name])?.no_loss_against(jit_log)?;
+        match occupancy::judge(Some(sm), sizes, jit, used(device, &linked.module, 0)?) {
             Ok(()) => return Ok(cap),
             Err(why) => tried.push(format!("capped at {cap}, {why}")),
         }
@@ -321,9 +376,13 @@ fn uncapped_if_as_good(
     jit: &CudaModule,
     names: &[&str],
     facts: &PerKernel<'_>,
-    linked: Result<(Vec<u8>, CudaModule), NoCubin>,
+    linked: Result<Linked, NoCubin>,
 ) -> Option<Vec<u8>> {
-    let (cubin, linked) = linked.ok()?;
+    let Linked {
+        cubin,
+        module: linked,
+        ..
+    } = linked.ok()?.no_loss_against(&jit.jit_log).ok()?;
     if facts.exact_block.len() != names.len() {
         return None;
     }
@@ -374,8 +433,13 @@ fn capped_cubin_of(
     let sizes = block_sizes(facts, &jit_use);
     let sm = facts.sm.as_ref();
     let mut caps: Vec<u32> = jit_use.iter().map(|u| u.registers).collect();
-    let (mut cubin, mut linked) = link_capped(device, &texts, &caps, names)?;
+    let Linked {
+        mut cubin,
+        module: mut linked,
+        ..
+    } = link_capped(device, &texts, &caps, names)?.no_loss_against(&jit.jit_log)?;
     let mut raise = false;
+    let jit_log = jit.jit_log.as_str();
     for (i, name) in names.iter().enumerate() {
         let (jit, got) = (jit_use[i], used(device, &linked, i)?);
         let at_jit_cap = |why: &dyn std::fmt::Display| {
@@ -388,13 +452,14 @@ fn capped_cubin_of(
             (Ok(()), _) => {}
             // Spills at the JIT's count: try the caps that keep the occupancy.
             (Err(spills @ Shortfall::Spills { .. }), Some(sm)) => {
-                caps[i] =
-                    climb(device, texts[i], name, sm, sizes[i], jit).map_err(|e| match e {
+                caps[i] = climb(device, texts[i], name, sm, sizes[i], jit, jit_log).map_err(
+                    |e| match e {
                         NoCubin::Worse(why) => {
                             NoCubin::Worse(format!("{}; {why}", at_jit_cap(&spills)))
                         }
                         failed => failed,
-                    })?;
+                    },
+                )?;
                 raise = true;
             }
             (Err(why), _) => return Err(NoCubin::Worse(at_jit_cap(&why))),
@@ -410,7 +475,11 @@ fn capped_cubin_of(
     // One cubin with every kernel at its cap; each input is compiled on its own with its own
     // options, so each kernel comes out as it did alone. Checked again all the same.
     drop(linked);
-    (cubin, linked) = link_capped(device, &texts, &caps, names)?;
+    Linked {
+        cubin,
+        module: linked,
+        ..
+    } = link_capped(device, &texts, &caps, names)?.no_loss_against(jit_log)?;
     let mut raised = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let (jit, got) = (jit_use[i], used(device, &linked, i)?);
@@ -641,6 +710,118 @@ fn keep_cubin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two `wgmma`s and an `f32` division: ptxas keeps the `wgmma`s in flight when it compiles
+    /// the whole program and serializes them in relocatable code (the division's slow path is
+    /// a call there).
+    const WGMMA_AND_DIVISION: &str = "\
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry serialized(.param .u64 out, .param .u64 desc, .param .f32 divisor)
+.maxntid 128, 1, 1
+{
+\t.reg .b64 %rd<4>;
+\t.reg .f32 %f<8>;
+\tld.param.u64 %rd0, [out];
+\tld.param.u64 %rd1, [desc];
+\tld.param.f32 %f5, [divisor];
+\tmov.f32 %f0, 0f00000000;
+\tmov.f32 %f1, 0f00000000;
+\tmov.f32 %f2, 0f00000000;
+\tmov.f32 %f3, 0f00000000;
+\twgmma.fence.sync.aligned;
+\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd1, 1, 1, 1, 0, 0;
+\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd1, 1, 1, 1, 0, 0;
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 0;
+\tadd.f32 %f4, %f0, %f1;
+\tadd.f32 %f4, %f4, %f2;
+\tadd.f32 %f4, %f4, %f3;
+\tdiv.rn.f32 %f6, %f4, %f5;
+\tcvta.to.global.u64 %rd2, %rd0;
+\tst.global.f32 [%rd2], %f6;
+\tret;
+}
+";
+
+    /// Warpgroups that give and take registers: ptxas honours `setmaxnreg` when it compiles
+    /// the whole program and ignores it in relocatable code (C7504), which the cache leaves to
+    /// its register and spill rules.
+    const REGISTER_HANDOVER: &str = "\
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry specialized(.param .u64 out)
+.maxntid 256, 1, 1
+.maxnreg 168
+{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<4>;
+\t.reg .pred %p<2>;
+\tmov.u32 %r0, %tid.x;
+\tsetp.lt.u32 %p0, %r0, 128;
+\t@%p0 bra PRODUCER;
+\tsetmaxnreg.inc.sync.aligned.u32 232;
+\tbra DONE;
+PRODUCER:
+\tsetmaxnreg.dec.sync.aligned.u32 40;
+DONE:
+\tld.param.u64 %rd0, [out];
+\tcvta.to.global.u64 %rd1, %rd0;
+\tst.global.u32 [%rd1], %r0;
+\tret;
+}
+";
+
+    #[test]
+    fn performance_lost_to_relocatable_code_is_read_from_ptxas_logs() {
+        let serialized = "ptxas info    : (C7509) Potential Performance Loss: wgmma.mma_async \
+                          instructions are serialized due to the presence of Extern calls in \
+                          the function 'k' in line 29";
+        let registers = "ptxas info    : Used 40 registers";
+        let linked = format!("{registers}\n{serialized}\n");
+        assert_eq!(lost_performance(&linked, registers), Some(serialized));
+        assert_eq!(lost_performance(&linked, ""), Some(serialized));
+        // Lost by the JIT's compile as well (by code): not a reason to prefer the JIT's.
+        let jit = "ptxas info    : (C7509) Potential Performance Loss: wgmma.mma_async \
+                   instructions are serialized due to the presence of Extern calls in the \
+                   function 'k' in line 31";
+        assert_eq!(lost_performance(&linked, jit), None);
+        assert_eq!(lost_performance(registers, ""), None);
+        assert_eq!(lost_performance("", ""), None);
+        let ignored = "ptxas info    : (C7504) Potential Performance Loss: 'setmaxnreg' \
+                       ignored to maintain compatibility across compilation units.";
+        assert_eq!(lost_performance(ignored, ""), None);
+        // What ptxas itself writes, whole-program (the JIT's compile) and relocatable (the
+        // linker's) (without ptxas: the test policy, a notice or, under
+        // CUPRUM_REQUIRE_PTXAS, a failure).
+        for (ptx, code) in [
+            (WGMMA_AND_DIVISION, Some("C7509")),
+            (REGISTER_HANDOVER, None),
+        ] {
+            if cuprum_testkit::ptxas::find().is_none() {
+                cuprum_testkit::ptxas::check(ptx, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
+                continue;
+            }
+            let run = |options: &[&str]| {
+                cuprum_testkit::ptxas::assemble_with_options(ptx, "sm_90a", options)
+                    .unwrap_or_else(|e| panic!("{e}"))
+            };
+            let (whole, relocatable) = (run(&[]), run(&["-c"]));
+            assert_eq!(lost_performance(&whole, ""), None, "{whole}");
+            match code {
+                Some(code) => assert!(
+                    lost_performance(&relocatable, &whole).is_some_and(|l| l.contains(code)),
+                    "ptxas -c no longer reports {code}: {relocatable}"
+                ),
+                None => {
+                    assert!(relocatable.contains("C7504"), "{relocatable}");
+                    assert_eq!(lost_performance(&relocatable, &whole), None);
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_raised_cap_names_the_kernel_its_registers_and_the_blocks_kept() {

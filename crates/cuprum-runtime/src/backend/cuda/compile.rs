@@ -161,8 +161,8 @@ impl CudaDevice {
                         options: input,
                     }],
                 )?;
-                let module = self.load_cubin(&linked, &names)?;
-                cubin = Some(linked);
+                let module = self.load_cubin(&linked.cubin, &names)?;
+                cubin = Some(linked.cubin);
                 module
             }
             ModuleRoute::LinkCapped => {

@@ -85,13 +85,7 @@ impl CudaDevice {
                 log: log_text(&error_log),
             });
         }
-        // ptxas's warnings go to the error log even when the load succeeds; its notes to the
-        // info log. Both are kept, warnings first.
-        let jit_log = [log_text(&error_log), log_text(&info_log)]
-            .into_iter()
-            .filter(|t| !t.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let jit_log = joined_logs(&error_log, &info_log);
         let mut cuda_module = CudaModule {
             raw: module,
             ctx: self.ctx,
@@ -128,27 +122,32 @@ impl CudaDevice {
     /// Compiles `inputs` (PTX texts, each with its own options) for this context's device with
     /// the driver's linker (`cuLinkCreate` with `options`, one `cuLinkAddData(CU_JIT_INPUT_PTX)`
     /// per input, `cuLinkComplete`) and returns the cubin, which
-    /// [`load_cubin`](Self::load_cubin) loads without compiling again. The linker compiles each
-    /// input as relocatable code. A refused PTX or option is [`Error::ModuleLoad`] with the
-    /// linker's error log.
+    /// [`load_cubin`](Self::load_cubin) loads without compiling again, with what ptxas wrote.
+    /// The linker compiles each input as relocatable code. A refused PTX or option is
+    /// [`Error::ModuleLoad`] with the linker's error log.
     pub(crate) fn link_ptx(
         &self,
         options: &[LinkOption],
         inputs: &[LinkInput<'_>],
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Linked, Error> {
         let images = inputs
             .iter()
             .map(|input| ptx_image(input.ptx))
             .collect::<Result<Vec<_>, _>>()?;
         self.bind().map_err(|f| f.into_error(None))?;
         let mut error_log = vec![0u8; LOG_SIZE];
+        let mut info_log = vec![0u8; LOG_SIZE];
         let (mut keys, mut values) = jit_options(options);
         keys.extend([
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
         ]);
         values.extend([
             error_log.as_mut_ptr().cast::<c_void>(),
+            LOG_SIZE as *mut c_void,
+            info_log.as_mut_ptr().cast::<c_void>(),
             LOG_SIZE as *mut c_void,
         ]);
         let mut state: sys::CUlinkState = std::ptr::null_mut();
@@ -213,7 +212,11 @@ impl CudaDevice {
         })();
         // SAFETY: destroyed once; the cubin was copied out.
         let _ = unsafe { sys::cuLinkDestroy(state) };
-        linked
+        let cubin = linked?;
+        Ok(Linked {
+            cubin,
+            log: joined_logs(&error_log, &info_log),
+        })
     }
 
     /// What the driver allocated to kernel `index` of `module`: registers per thread
@@ -299,6 +302,23 @@ impl CudaModule {
             dynamic_shared_opt_in: AtomicU32::new(0),
         })
     }
+}
+
+/// What [`CudaDevice::link_ptx`] made: the cubin, and what ptxas wrote making it.
+pub(crate) struct Linked {
+    pub(crate) cubin: Vec<u8>,
+    /// ptxas's warnings, then its notes (as [`joined_logs`] keeps them).
+    pub(crate) log: String,
+}
+
+/// ptxas's warnings (they go to the error log even when a compile succeeds) and its notes (to
+/// the info log), warnings first, as one text.
+fn joined_logs(error_log: &[u8], info_log: &[u8]) -> String {
+    [log_text(error_log), log_text(info_log)]
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One PTX input of [`CudaDevice::link_ptx`] and the options it is compiled with.
