@@ -136,19 +136,23 @@ impl CudaDevice {
             .collect::<Result<Vec<_>, _>>()?;
         self.bind().map_err(|f| f.into_error(None))?;
         let mut error_log = vec![0u8; LOG_SIZE];
-        let mut info_log = vec![0u8; LOG_SIZE];
+        // ptxas's notes, verbose (so that its performance advisories are among them, which
+        // the compile cache reads): a few lines per kernel, hence the larger buffer.
+        let mut info_log = vec![0u8; LINK_INFO_LOG_SIZE];
         let (mut keys, mut values) = jit_options(options);
         keys.extend([
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
             sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_LOG_VERBOSE,
         ]);
         values.extend([
             error_log.as_mut_ptr().cast::<c_void>(),
             LOG_SIZE as *mut c_void,
             info_log.as_mut_ptr().cast::<c_void>(),
-            LOG_SIZE as *mut c_void,
+            LINK_INFO_LOG_SIZE as *mut c_void,
+            std::ptr::without_provenance_mut::<c_void>(1),
         ]);
         let mut state: sys::CUlinkState = std::ptr::null_mut();
         // SAFETY: the options and values arrays have the length given; the log buffer outlives
@@ -359,6 +363,8 @@ fn ptx_image(ptx: &str) -> Result<CString, Error> {
 
 /// Size of the driver's JIT error log buffers.
 const LOG_SIZE: usize = 16 * 1024;
+/// Size of the linker's verbose info log buffer.
+const LINK_INFO_LOG_SIZE: usize = 256 * 1024;
 
 /// The text the driver wrote into a log buffer (up to its first NUL).
 fn log_text(buffer: &[u8]) -> String {
