@@ -176,10 +176,9 @@ impl std::fmt::Display for Raised {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum NoCubin {
     /// The linker's code would be worse than the JIT's (spills, or fewer blocks per SM at
-    /// every cap that stops the spills, or a performance loss ptxas reported for relocatable
-    /// code only: [`lost_performance`]). The
-    /// same PTX, device, driver and recipe give the same verdict, so it is kept on disk for
-    /// later processes.
+    /// every cap that stops the spills, or `wgmma`s that ptxas serialized in relocatable code
+    /// only: [`lost_performance`]). The same PTX, device, driver and recipe give the same
+    /// verdict, so it is kept on disk for later processes.
     Worse(String),
     /// Something failed on the way (the PTX cannot be split, the linker refused, its cubin
     /// did not load, the driver did not answer): remembered by this process only.
@@ -276,7 +275,7 @@ fn link_inputs(
 
 /// The first line of ptxas's log of a link (`linked`) saying that it serialized `wgmma`
 /// instructions ("Potential Performance Loss: wgmma.mma_async instructions are serialized",
-/// advisories C7509 to C7515) for a reason its log of the JIT's compile of the same PTX
+/// advisories such as C7509, C7510 and C7512) for a reason its log of the JIT's compile of the same PTX
 /// (`jit`) does not give (by advisory code), if there is one.
 ///
 /// Why the cache asks: relocatable code, what the linker compiles, loses what whole-program

@@ -129,7 +129,7 @@ impl CudaDevice {
         &self,
         options: &[LinkOption],
         inputs: &[LinkInput<'_>],
-    ) -> Result<Linked, Error> {
+    ) -> Result<LinkOutput, Error> {
         let images = inputs
             .iter()
             .map(|input| ptx_image(input.ptx))
@@ -217,7 +217,7 @@ impl CudaDevice {
         // SAFETY: destroyed once; the cubin was copied out.
         let _ = unsafe { sys::cuLinkDestroy(state) };
         let cubin = linked?;
-        Ok(Linked {
+        Ok(LinkOutput {
             cubin,
             log: joined_logs(&error_log, &info_log),
         })
@@ -309,7 +309,7 @@ impl CudaModule {
 }
 
 /// What [`CudaDevice::link_ptx`] made: the cubin, and what ptxas wrote making it.
-pub(crate) struct Linked {
+pub(crate) struct LinkOutput {
     pub(crate) cubin: Vec<u8>,
     /// ptxas's warnings, then its notes (as [`joined_logs`] keeps them).
     pub(crate) log: String,
