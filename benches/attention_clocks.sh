@@ -5,8 +5,9 @@
 # taken while the GPU was busy.
 #
 # Why: in 2026-12 on the H100s lent, our 64x64 attention kernel was 0.84 of SDPA's time at
-# locked base clocks (ncu) but 0.66-0.72 at real clocks, while 128x128 tiles gained 1.2x
-# from base to real clocks and 64x64 none. One suspect is power: the 64-row blocks read
+# locked base clocks (ncu) but 0.66-0.72 at real clocks. Most of that turned out to be the
+# compile cache's cubin, whose `wgmma`s ptxas had serialized (see cuprum-runtime's cache
+# docs); should a real-clock gap remain, power is the next suspect: the 64-row blocks read
 # every key and value tile from L2 once per 64 query rows (L2 throughput 76% against
 # cuDNN's 43%), and a power-capped GPU lowers its clock. The 50 runs a benchmark times are
 # too short for nvidia-smi to see; this keeps each kernel busy long enough.
