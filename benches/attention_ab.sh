@@ -13,6 +13,11 @@
 #            `ab/` is not ignored, so a device call carries it)
 #   device:  bash benches/attention_ab.sh    (ROUNDS=3, TILES=64x64, GAP=2 seconds, NCU=1)
 #
+# Mind the compile cache: a binary's first process runs the JIT's code, later ones the
+# cached cubin, and before 2026-12-06 (c0dea4a) that cubin had attention's `wgmma`s
+# serialized (about 15% slower); with binaries that old, set CUPRUM_CACHE=off (every process
+# then runs the JIT's code) or give each run a fresh CUPRUM_CACHE_DIR.
+#
 # Prints a line per run, then a table: per variant and case the median over the rounds and
 # its ratio to SDPA's median; with NCU=1, each kernel's duration at base clocks.
 set -u
