@@ -241,6 +241,18 @@ pub mod __private {
         }
     }
 
+    /// The name (without target and extension) of `ir`'s PTX files in `CUPRUM_PTX_DUMP`'s
+    /// folder: its first kernel and a hash of `source` (what tells modules apart).
+    pub(crate) fn ptx_file_stem(source: &str, ir: &cuprum_ir::Module) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut hasher);
+        match ir.kernels.first() {
+            Some(k) => format!("{}-{:016x}", k.name, hasher.finish()),
+            None => format!("empty-{:016x}", hasher.finish()),
+        }
+    }
+
     /// Writes `ir`'s PTX for every target that can express it into `dir` (`CUPRUM_PTX_DUMP`),
     /// named after its first kernel and a hash of `source` (what tells modules apart).
     pub(crate) fn dump_ptx(
@@ -248,13 +260,7 @@ pub mod __private {
         source: &str,
         ir: &cuprum_ir::Module,
     ) -> Result<(), String> {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        source.hash(&mut hasher);
-        let stem = match ir.kernels.first() {
-            Some(k) => format!("{}-{:016x}", k.name, hasher.finish()),
-            None => format!("empty-{:016x}", hasher.finish()),
-        };
+        let stem = ptx_file_stem(source, ir);
         // A module with Hopper-only statements is also written for sm_90a, the one target
         // that has them (CI fails on ptxas's warnings that a wgmma was serialized or a
         // setmaxnreg ignored).

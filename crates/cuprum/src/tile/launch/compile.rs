@@ -321,21 +321,31 @@ pub(crate) fn compiled(
         );
     }
     let ir = entry.ir;
-    // CI assembles every kernel the tests build with ptxas: tile kernels too.
-    if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+    let dump_key = || {
         let hints_text = match (options.num_warps, options.occupancy) {
             (None, None) => String::new(),
             (warps, occupancy) => format!(", warps {warps:?}, occupancy {occupancy:?}"),
         };
-        let key = format!(
+        format!(
             "{}/{}/{}{}{hints_text}",
             module.name,
             kernel.name,
             spec_text(kernel, spec),
             facts_text(kernel, facts)
-        );
-        crate::__private::dump_ptx(std::path::Path::new(&dir), &key, &ir).map_err(fail)?;
+        )
+    };
+    // CI assembles every kernel the tests build with ptxas: tile kernels too.
+    if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
+        crate::__private::dump_ptx(std::path::Path::new(&dir), &dump_key(), &ir).map_err(fail)?;
     }
+    let ptx = match (entry.ptx, std::env::var_os(PTX_OVERRIDE_ENV)) {
+        (Some((target, ptx)), Some(dir)) => {
+            let stem = crate::__private::ptx_file_stem(&dump_key(), &ir);
+            let path = std::path::Path::new(&dir).join(format!("{stem}.{}.ptx", target.name()));
+            Some((target, overridden_ptx(&path, ptx).map_err(fail)?))
+        }
+        (ptx, _) => ptx,
+    };
     if print_ir {
         eprintln!(
             "cuprum: tile kernel `{}` ({}{}):\n{}\nlowered ({} threads per block, {} bytes of dynamic shared memory, {}):\n{}",
@@ -358,7 +368,7 @@ pub(crate) fn compiled(
         shared_bytes: entry.shared_bytes,
         args: entry.args,
         blocks: entry.blocks,
-        ptx: entry.ptx,
+        ptx,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache
@@ -367,6 +377,35 @@ pub(crate) fn compiled(
         .entry(key)
         .or_insert(compiled)
         .clone())
+}
+
+/// `CUPRUM_PTX_OVERRIDE=<dir>`: a tile kernel whose PTX file (named as `CUPRUM_PTX_DUMP`
+/// names it) is in `<dir>` is loaded from that file instead of the lowering's PTX, on the
+/// GPU (the emulator runs the lowered IR as ever). For trying a hand-edited kernel on the
+/// GPU (dump, edit, run) before teaching the lowering; the argument contract is the
+/// lowering's, so only the code may change.
+pub const PTX_OVERRIDE_ENV: &str = "CUPRUM_PTX_OVERRIDE";
+
+/// The PTX at `path` where that file exists, `ptx` otherwise; either way said on stderr,
+/// as an override must never go unnoticed nor silently miss.
+fn overridden_ptx(path: &std::path::Path, ptx: String) -> Result<String, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            eprintln!("cuprum: {PTX_OVERRIDE_ENV}: loading {}", path.display());
+            Ok(text)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "cuprum: {PTX_OVERRIDE_ENV}: no {}; the lowering's PTX is loaded",
+                path.display()
+            );
+            Ok(ptx)
+        }
+        Err(e) => Err(format!(
+            "{PTX_OVERRIDE_ENV}: reading {}: {e}",
+            path.display()
+        )),
+    }
 }
 
 /// Kernel `index` of `module`.
@@ -541,4 +580,29 @@ fn tensor_map_arg(
         address: desc.address,
         bytes: u64::try_from(desc.store_extent_bytes()).unwrap_or(u64::MAX),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overridden_ptx;
+
+    #[test]
+    fn an_override_file_replaces_the_ptx_and_a_missing_one_leaves_it() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("attention-0123456789abcdef.sm_90a.ptx");
+        let lowered = String::from("// the lowering's PTX");
+        assert_eq!(
+            overridden_ptx(&path, lowered.clone()).as_deref(),
+            Ok(lowered.as_str())
+        );
+        std::fs::write(&path, "// edited by hand").expect("writing the override");
+        assert_eq!(
+            overridden_ptx(&path, lowered.clone()).as_deref(),
+            Ok("// edited by hand")
+        );
+        // A path that cannot be read as a file is an error that names it, not a silent miss.
+        let unreadable = dir.path().to_path_buf();
+        let err = overridden_ptx(&unreadable, lowered).expect_err("a folder is no PTX file");
+        assert!(err.contains(&unreadable.display().to_string()), "{err}");
+    }
 }
