@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """FlashAttention-3's in-warpgroup overlap, tried by hand on the lowering's attention PTX.
 
-    python3 benches/attention_rotate.py DUMPED.ptx OVERRIDE_DIR/DUMPED.ptx
+    python3 benches/attention_rotate.py [--fence=membar|acq_rel|none] DUMPED.ptx OVERRIDE_DIR/DUMPED.ptx
 
 takes the non-causal `attention` kernel of `tile_bench` as the lowering writes it
 (`CUPRUM_PTX_DUMP`; blocks of one warpgroup, 64x64 tiles, or two, 128x64) and rewrites its
@@ -14,15 +14,28 @@ key loop so that the product `p v` of step j is issued in step j + 1, after that
              p_j = f16(exp); wait v_j; pack p_j
     after:   issue and wait o += p_last v_last
 
-so the tensor cores multiply `p v` while the same warpgroup computes its exponentials. Each
+so the tensor cores multiply `p v` while the same warpgroup computes its exponentials.
+ptxas schedules a `wgmma.wait_group` as early as its operands allow, which is before the
+exponentials (none of them reads the product), so a fence (`--fence`, `membar.cta` by
+default; `MEMBAR.SC.CTA` in the SASS) stands before the second wait to keep it after them:
+without it the SASS waits for `p v` right after the row maxima. Each
 output element sees the same operations in the same order as before (bit for bit the
 interpreter's). The rewritten file goes into a folder that `CUPRUM_PTX_OVERRIDE` names,
 under the dumped name. The patterns matched are those of the lowering of 2026-12-06 (register
 numbers of the loop's carried output `%f3..%f66`/`%f515..`, the loop label `$L__5`, the ring's
 refill block); a later lowering may need the patterns updated. Not for the causal kernel (two
 loops).
+
+Measured (H100, 2026-12-06, `tile_bench` at batch 4, 32 heads, sequence 4096, head 128, the
+plain kernel in the same call): slower, 64x64 2.63-2.64 ms against 2.20, 128x64 2.83-2.84
+against 2.68 (see the README's attention paragraph for what is not separated yet).
 """
 import re, sys
+args = [a for a in sys.argv[1:] if not a.startswith('--fence=')]
+fences = {'membar': '\tmembar.cta;', 'acq_rel': '\tfence.acq_rel.cta;', 'none': ''}
+fence = next((a.split('=', 1)[1] for a in sys.argv[1:] if a.startswith('--fence=')), 'membar')
+FENCE = fences[fence]
+sys.argv[1:] = args
 src = open(sys.argv[1]).read().split('\n')
 L = lambda n: src[n-1]
 def find(pat, start=1, end=None):
@@ -72,7 +85,7 @@ for n in range(1, len(src)+1):
         out += [f'\t@{F} bra $LROT0;'] + pv + ['\twgmma.wait_group.sync.aligned 1;', '\tbra.uni $LROT1;', '$LROT0:', '\twgmma.wait_group.sync.aligned 0;', '$LROT1:']
         continue
     if n == scale_acc:
-        out += ['\twgmma.wait_group.sync.aligned 0;'] + moved_release + [L(k) for k in acc_copy] + [L(k) for k in refill]
+        out += [FENCE] * bool(FENCE) + ['\twgmma.wait_group.sync.aligned 0;'] + moved_release + [L(k) for k in acc_copy] + [L(k) for k in refill]
     if pv_fence <= n <= pv_wait:
         if n == pv_wait:
             out.append(f'\tsetp.ne.u32 {F}, 0, 0;')

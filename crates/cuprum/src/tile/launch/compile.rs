@@ -92,6 +92,9 @@ pub(crate) struct Compiled {
     pub blocks: BlockCount,
     /// The PTX written from `ir` for a GPU's target, kept with it by the tile JIT cache.
     pub ptx: Option<(cuprum_ptx::Target, String)>,
+    /// Whether `ptx` came from [`PTX_OVERRIDE_ENV`]'s folder rather than from `ir`: then the
+    /// compile cache is told so, and keeps no cubin it would make from `ir`'s own PTX.
+    pub ptx_overridden: bool,
 }
 
 /// `B = 128, T = f32`: a specialization, by the kernel's parameter names.
@@ -338,13 +341,16 @@ pub(crate) fn compiled(
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
         crate::__private::dump_ptx(std::path::Path::new(&dir), &dump_key(), &ir).map_err(fail)?;
     }
-    let ptx = match (entry.ptx, std::env::var_os(PTX_OVERRIDE_ENV)) {
+    let (ptx, ptx_overridden) = match (entry.ptx, std::env::var_os(PTX_OVERRIDE_ENV)) {
         (Some((target, ptx)), Some(dir)) => {
             let stem = crate::__private::ptx_file_stem(&dump_key(), &ir);
             let path = std::path::Path::new(&dir).join(format!("{stem}.{}.ptx", target.name()));
-            Some((target, overridden_ptx(&path, ptx).map_err(fail)?))
+            match overridden_ptx(&path).map_err(fail)? {
+                Some(edited) => (Some((target, edited)), true),
+                None => (Some((target, ptx)), false),
+            }
         }
-        (ptx, _) => ptx,
+        (ptx, _) => (ptx, false),
     };
     if print_ir {
         eprintln!(
@@ -369,6 +375,7 @@ pub(crate) fn compiled(
         args: entry.args,
         blocks: entry.blocks,
         ptx,
+        ptx_overridden,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache
@@ -386,20 +393,20 @@ pub(crate) fn compiled(
 /// lowering's, so only the code may change.
 pub const PTX_OVERRIDE_ENV: &str = "CUPRUM_PTX_OVERRIDE";
 
-/// The PTX at `path` where that file exists, `ptx` otherwise; either way said on stderr,
+/// The PTX at `path` where that file exists, `None` otherwise; either way said on stderr,
 /// as an override must never go unnoticed nor silently miss.
-fn overridden_ptx(path: &std::path::Path, ptx: String) -> Result<String, String> {
+fn overridden_ptx(path: &std::path::Path) -> Result<Option<String>, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             eprintln!("cuprum: {PTX_OVERRIDE_ENV}: loading {}", path.display());
-            Ok(text)
+            Ok(Some(text))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             eprintln!(
                 "cuprum: {PTX_OVERRIDE_ENV}: no {}; the lowering's PTX is loaded",
                 path.display()
             );
-            Ok(ptx)
+            Ok(None)
         }
         Err(e) => Err(format!(
             "{PTX_OVERRIDE_ENV}: reading {}: {e}",
@@ -453,6 +460,10 @@ pub(crate) fn loaded(
         return Ok(m.clone());
     }
     let module = Arc::new(match &compiled.ptx {
+        // Not the IR's PTX: the cache must not make a cubin of the IR for this module's key.
+        Some((_, ptx)) if compiled.ptx_overridden => {
+            LoadedModule::load_with_ptx(ctx, compiled.ir.clone(), ptx.clone())?
+        }
         Some((target, ptx)) => {
             LoadedModule::load_written(ctx, compiled.ir.clone(), *target, ptx.clone())?
         }
@@ -587,22 +598,18 @@ mod tests {
     use super::overridden_ptx;
 
     #[test]
-    fn an_override_file_replaces_the_ptx_and_a_missing_one_leaves_it() {
+    fn an_override_file_is_read_and_a_missing_one_is_none() {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join("attention-0123456789abcdef.sm_90a.ptx");
-        let lowered = String::from("// the lowering's PTX");
-        assert_eq!(
-            overridden_ptx(&path, lowered.clone()).as_deref(),
-            Ok(lowered.as_str())
-        );
+        assert_eq!(overridden_ptx(&path), Ok(None));
         std::fs::write(&path, "// edited by hand").expect("writing the override");
         assert_eq!(
-            overridden_ptx(&path, lowered.clone()).as_deref(),
-            Ok("// edited by hand")
+            overridden_ptx(&path),
+            Ok(Some(String::from("// edited by hand")))
         );
         // A path that cannot be read as a file is an error that names it, not a silent miss.
         let unreadable = dir.path().to_path_buf();
-        let err = overridden_ptx(&unreadable, lowered).expect_err("a folder is no PTX file");
+        let err = overridden_ptx(&unreadable).expect_err("a folder is no PTX file");
         assert!(err.contains(&unreadable.display().to_string()), "{err}");
     }
 }
