@@ -90,11 +90,17 @@ pub(crate) struct Compiled {
     pub args: Vec<ArgSlot>,
     /// How many thread blocks a launch runs.
     pub blocks: BlockCount,
-    /// The PTX written from `ir` for a GPU's target, kept with it by the tile JIT cache.
-    pub ptx: Option<(cuprum_ptx::Target, String)>,
-    /// Whether `ptx` came from [`PTX_OVERRIDE_ENV`]'s folder rather than from `ir`: then the
-    /// compile cache is told so, and keeps no cubin it would make from `ir`'s own PTX.
-    pub ptx_overridden: bool,
+    /// The PTX the GPU loads (`None` on the emulator).
+    pub ptx: Option<ModulePtx>,
+}
+
+/// Where a compiled tile kernel's PTX came from.
+pub(crate) enum ModulePtx {
+    /// Written from `ir` for a GPU's target, kept with it by the tile JIT cache.
+    Written(cuprum_ptx::Target, String),
+    /// Read from [`PTX_OVERRIDE_ENV`]'s folder: loaded as given PTX, so that the compile
+    /// cache keeps no cubin it would make from `ir`'s own PTX under this PTX's key.
+    Edited(String),
 }
 
 /// `B = 128, T = f32`: a specialization, by the kernel's parameter names.
@@ -341,16 +347,16 @@ pub(crate) fn compiled(
     if let Some(dir) = std::env::var_os("CUPRUM_PTX_DUMP") {
         crate::__private::dump_ptx(std::path::Path::new(&dir), &dump_key(), &ir).map_err(fail)?;
     }
-    let (ptx, ptx_overridden) = match (entry.ptx, std::env::var_os(PTX_OVERRIDE_ENV)) {
+    let ptx = match (entry.ptx, std::env::var_os(PTX_OVERRIDE_ENV)) {
         (Some((target, ptx)), Some(dir)) => {
             let stem = crate::__private::ptx_file_stem(&dump_key(), &ir);
             let path = std::path::Path::new(&dir).join(format!("{stem}.{}.ptx", target.name()));
-            match overridden_ptx(&path).map_err(fail)? {
-                Some(edited) => (Some((target, edited)), true),
-                None => (Some((target, ptx)), false),
-            }
+            Some(match overridden_ptx(&path).map_err(fail)? {
+                Some(edited) => ModulePtx::Edited(edited),
+                None => ModulePtx::Written(target, ptx),
+            })
         }
-        (ptx, _) => (ptx, false),
+        (ptx, _) => ptx.map(|(target, ptx)| ModulePtx::Written(target, ptx)),
     };
     if print_ir {
         eprintln!(
@@ -375,7 +381,6 @@ pub(crate) fn compiled(
         args: entry.args,
         blocks: entry.blocks,
         ptx,
-        ptx_overridden,
     });
     // Another thread may have compiled the same kernel meanwhile: everyone uses the first.
     Ok(cache
@@ -460,11 +465,10 @@ pub(crate) fn loaded(
         return Ok(m.clone());
     }
     let module = Arc::new(match &compiled.ptx {
-        // Not the IR's PTX: the cache must not make a cubin of the IR for this module's key.
-        Some((_, ptx)) if compiled.ptx_overridden => {
+        Some(ModulePtx::Edited(ptx)) => {
             LoadedModule::load_with_ptx(ctx, compiled.ir.clone(), ptx.clone())?
         }
-        Some((target, ptx)) => {
+        Some(ModulePtx::Written(target, ptx)) => {
             LoadedModule::load_written(ctx, compiled.ir.clone(), *target, ptx.clone())?
         }
         None => LoadedModule::load(ctx, compiled.ir.clone())?,
