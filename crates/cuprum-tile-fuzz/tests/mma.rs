@@ -1346,18 +1346,24 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
             (0, 0),
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
-        // Every thread waits for its tiles' full mbarriers. With two warpgroups, thread 0
-        // also waits for the other buffers' empty ones (every warp arrives after its
-        // product) before refilling them, and the block never meets in the loop; with one,
-        // the block meets once an iteration, where thread 0 refills both rings.
-        let (waits, arrivals, barriers) = if tiles[0] > 64 { (4, 2, 0) } else { (2, 0, 1) };
-        assert_eq!(w.mbarrier_waits, waits, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        // Every thread waits for its tiles' full mbarriers, and for nothing else. With two
+        // warpgroups each warp counts itself done with a buffer (an atomic add), the last
+        // refills it, and the block never meets in the loop; with one, the block meets
+        // once an iteration, where thread 0 refills both rings.
+        let (releases, barriers) = if tiles[0] > 64 { (2, 0) } else { (0, 1) };
+        assert_eq!(w.mbarrier_waits, 2, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.mbarrier_arrivals, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(
-            w.mbarrier_arrivals, arrivals,
+            w.shared_atomics, releases,
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
         assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(w.barriers, barriers, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        // With two warpgroups the second product is deferred: issued in the next
+        // iteration after the first, whose wait leaves it in flight; with one (no registers
+        // to spare at three blocks per multiprocessor) each product is waited for at once.
+        let deferred = usize::from(tiles[0] > 64);
+        assert_eq!(w.partial_waits, deferred, "{ty} {sizes:?} {tiles:?}: {w:?}");
         cases.push(case);
     }
     check_all("chained mma (Hopper, tensor memory accelerator)", &cases);
@@ -1418,8 +1424,13 @@ struct LoopWork {
     /// The tensor memory accelerator's tile copies, and mbarrier waits.
     tma_copies: usize,
     mbarrier_waits: usize,
-    /// Plain mbarrier arrivals (a thread done reading a ring's buffer).
+    /// Plain mbarrier arrivals.
     mbarrier_arrivals: usize,
+    /// Atomics on shared memory (a warp counting itself done with a ring's buffer).
+    shared_atomics: usize,
+    /// `wgmma` waits that leave a group in flight (a product deferred to the next
+    /// iteration, issued after that iteration's first: `emit::deferred`).
+    partial_waits: usize,
     /// Accumulator variables of the loop's `wgmma`s that are also read after the loop: the
     /// loop's own carried variables, accumulated in place.
     carried_accumulators: usize,
@@ -1477,6 +1488,17 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                     ..
                 } if in_loop => w.mbarrier_arrivals += 1,
                 cuprum_ir::Stmt::LdMatrix { .. } if in_loop => w.ldmatrices += 1,
+                cuprum_ir::Stmt::Def {
+                    op:
+                        cuprum_ir::Op::Atomic {
+                            space: cuprum_ir::AddressSpace::Shared,
+                            ..
+                        },
+                    ..
+                } if in_loop => w.shared_atomics += 1,
+                cuprum_ir::Stmt::WgmmaWait { pending } if in_loop && *pending > 0 => {
+                    w.partial_waits += 1
+                }
                 cuprum_ir::Stmt::Store {
                     space: cuprum_ir::AddressSpace::Shared,
                     value,

@@ -25,6 +25,7 @@
 //! value is cached across kernel IR blocks, so none is used outside the block defining it.
 
 mod computed;
+mod deferred;
 mod matmul;
 mod memory;
 mod raw;
@@ -97,6 +98,8 @@ pub(crate) struct Emitter<'k> {
     resident: std::collections::HashMap<TileValue, wgmma_mma::SwizzledTile>,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
+    /// The loop being emitted whose last product is issued an iteration late (`deferred`).
+    deferred: Option<deferred::Deferred>,
     /// The copy patterns of the staged loads the rings being emitted copy, computed before
     /// their loops (`ring`, `staged::CopyPattern`).
     copy_patterns: std::collections::HashMap<TileValue, staged::CopyPattern>,
@@ -173,6 +176,7 @@ impl<'k> Emitter<'k> {
             staged_loads: crate::staging::staged_loads(kernel, plan),
             resident: std::collections::HashMap::new(),
             ring_frames: Vec::new(),
+            deferred: None,
             copy_patterns: std::collections::HashMap::new(),
             scratch_floor: 0,
             defs: definitions(kernel),
@@ -611,6 +615,7 @@ impl<'k> Emitter<'k> {
                     self.make_pending_read(v)?;
                 }
             }
+            self.ready_deferred(s)?;
             self.stmt(s)?;
         }
         self.make_pending_reads()?;
@@ -799,6 +804,13 @@ impl<'k> Emitter<'k> {
         same.then(|| frame.vars.get(at).cloned()).flatten()
     }
 
+    /// The innermost loop's variables of carried value `arg`.
+    pub(super) fn loop_vars_of(&self, arg: TileValue) -> Option<Vec<Var>> {
+        let frame = self.loops.last()?;
+        let at = frame.args.iter().position(|&a| a == arg)?;
+        frame.vars.get(at).cloned()
+    }
+
     /// Writes `value`, converted to `like`'s representation, into `vars`.
     fn write_vars(&mut self, vars: &[Var], value: TileValue, like: TileValue) -> R<()> {
         let regs = self.in_repr_of(value, like)?;
@@ -901,7 +913,8 @@ impl<'k> Emitter<'k> {
                 |e, c| e.set(counter, Lv::Uniform(c)),
             );
         }
-        self.prime_rings(&rings, counter, [start, end])?;
+        self.deferred = self.plan_deferred(body, args, &rings)?;
+        self.prime_rings(&rings, counter, [start, end, step])?;
         let parity = self.var(ScalarType::U32);
         let phase = self.var(ScalarType::U32);
         let zero = self.u32c(0);
@@ -954,6 +967,8 @@ impl<'k> Emitter<'k> {
             })
         })?;
         self.push(Stmt::Loop { body });
+        // A product the loop deferred (planned for this loop: none nests in its body).
+        self.finish_deferred()?;
         self.finish_carried(results)
     }
 
@@ -1086,8 +1101,12 @@ impl<'k> Emitter<'k> {
     /// One iteration: the carried values from their variables, the body, the yields back
     /// into the variables and the counter advanced.
     fn loop_body(&mut self, mut frame: LoopVars, body: &cuprum_tile_ir::Block) -> R<()> {
+        // A deferred product's accumulator is read where the body first reads it.
+        self.deferred_iteration_starts();
         for (vs, &a) in frame.vars.iter().zip(&frame.args) {
-            self.read_vars(vs, a)?;
+            if !self.read_late(a) {
+                self.read_vars(vs, a)?;
+            }
         }
         frame.yields = body.yields.clone();
         self.loops.push(frame);

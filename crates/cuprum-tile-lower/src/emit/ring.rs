@@ -39,16 +39,23 @@
 //! before the loop (and invalidated after it, so that a loop run again starts in phase 0).
 //! No thread computes addresses, tests the tile's edges or fences the copies for the
 //! tensor cores (the copies are in their proxy already), and the copy runs while the
-//! thread that started it goes on. Before thread 0 refills the other buffer with iteration
-//! `i + 1`'s tile, everyone must be done reading it (iteration `i - 1`'s `wgmma`s):
+//! thread that started it goes on. Before a buffer is refilled, everyone must be done
+//! reading it:
 //!
 //! * in a block of one warpgroup, the block meets at a barrier once an iteration, at the
-//!   first such ring's `mma`, and thread 0 refills every ring's other buffer there (all of
-//!   them were read in the iteration before), so later rings' next tiles start early too;
-//! * in a block of several, each buffer also has an *empty* mbarrier, on which every warp
-//!   arrives (its lane 0, after the warp-synchronous wait) right after the `mma` that read
-//!   the buffer, and thread 0 alone waits for those arrivals: the warpgroups never meet in
-//!   the loop.
+//!   first such ring's `mma`, and thread 0 refills every ring's other buffer with iteration
+//!   `i + 1`'s tile there (all of them were read in the iteration before), so later rings'
+//!   next tiles start early too;
+//! * in a block of several, nobody waits for anybody: both buffers are filled before the
+//!   loop, and each has a count of the warps done with it (a `U32` in shared memory). Right
+//!   after the `wgmma`s that read a buffer are waited for, lane 0 of each warp adds one to
+//!   its count (acquire-release at block scope: the last adder's copy follows every warp's
+//!   reads); the warp that finds every other warp counted resets the count and copies
+//!   the tile two iterations on into the buffer (`release_ring_buffer`). The warpgroups
+//!   never meet in the loop, and no thread stops for the others' reads (before 2026-12-06
+//!   thread 0 waited on an *empty* mbarrier per buffer before refilling it, which tied its
+//!   warpgroup to the slowest warp of the block; a product deferred to the next iteration,
+//!   `emit::deferred`, releases its buffers there).
 //!
 //! (On the H100, attention with 128-row blocks of two warpgroups took 2-4% less time with
 //! the empty mbarriers than with the barrier; 64-row blocks of one took 5-7% more, with
@@ -81,13 +88,14 @@ const WARP: u32 = 32;
 const WARPGROUP_THREADS: u32 = cuprum_ir::wgmma::WARPGROUP_THREADS;
 /// Bytes of one mbarrier.
 const MBARRIER_BYTES: u32 = 8;
-/// A tensor-memory-accelerator ring's mbarriers: full and empty, per buffer.
+/// A tensor-memory-accelerator ring's 8-byte slots: a full mbarrier per buffer, then a
+/// count per buffer of the warps done with it (blocks of several warpgroups).
 const RING_BARRIERS: u32 = 4;
 
 /// One staged load's ring.
 #[derive(Clone, Debug)]
 pub(super) struct Ring {
-    load: TileValue,
+    pub(super) load: TileValue,
     /// Its tile in buffer 0 (buffer 1 is `distance` bytes further).
     tile: SwizzledTile,
     distance: u32,
@@ -95,21 +103,22 @@ pub(super) struct Ring {
     /// order.
     index_defs: Vec<(TileValue, Op)>,
     /// Copied by the tensor memory accelerator (see the module docs); `cp.async` if `None`.
-    tma: Option<TmaCopy>,
+    pub(super) tma: Option<TmaCopy>,
 }
 
 /// How a ring's tiles are copied by the tensor memory accelerator.
 #[derive(Clone, Copy, Debug)]
-struct TmaCopy {
+pub(super) struct TmaCopy {
     /// The kernel IR parameter of the load's tensor map.
     map: u32,
-    /// The mbarriers: the full ones (buffer 0's first), then the empty ones.
+    /// The full mbarriers (buffer 0's first), then the counts.
     bars: Claim,
     /// Bytes of one tile (what each buffer's mbarrier counts).
     bytes: u32,
-    /// Whether the buffers are released through their empty mbarriers (blocks of several
-    /// warpgroups) rather than by meeting the block at a barrier (see the module docs).
-    empties: bool,
+    /// Whether the buffers are released by counting the warps done with them, the last
+    /// refilling (blocks of several warpgroups), rather than by meeting the block at a
+    /// barrier (see the module docs).
+    pub(super) counted: bool,
 }
 
 /// The rings of the loop being emitted, with this iteration's state.
@@ -118,13 +127,16 @@ pub(super) struct RingFrame {
     counter: TileValue,
     rings: Vec<Ring>,
     /// `U32`: this iteration's buffer (0 or 1).
-    parity: Value,
+    pub(super) parity: Value,
     /// `U32`: the phase of this iteration's buffer's mbarriers that its copy completes (0
     /// or 1: iteration `i`'s is `(i / 2) % 2`).
     phase: Value,
     /// The next iteration's counter, and whether there is one (`Bool`).
-    next: Value,
-    more: Value,
+    pub(super) next: Value,
+    pub(super) more: Value,
+    /// The loop's step and end.
+    step: Value,
+    end: Value,
     /// Whether this iteration's refill of the block-barrier TMA rings has been emitted (at
     /// the first of their `mma`s, for all of them).
     refilled: bool,
@@ -212,7 +224,7 @@ impl Emitter<'_> {
                     map: self.tensor_map_param(param, [BOX_COLUMNS, rows], Swizzle::B128)?,
                     bars: claim.part(2 * bytes, bars),
                     bytes: rows * cols * 2,
-                    empties: self.plan.threads > WARPGROUP_THREADS,
+                    counted: self.plan.threads > WARPGROUP_THREADS,
                 }),
                 None => None,
             };
@@ -259,8 +271,10 @@ impl Emitter<'_> {
         self.shared_addr(tma.bars, buffer, ScalarType::U64)
     }
 
-    /// The shared address (`U32`) of `tma`'s empty mbarrier of buffer `buffer` (`U32`).
-    fn ring_empty_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+    /// The shared address (`U32`) of the count of warps done with `tma`'s buffer `buffer`
+    /// (`U32`), in rings released by every warp (see the module docs): a `U32` in the
+    /// slot after the full mbarriers.
+    fn ring_release_count(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
         let two = self.u32c(2);
         let at = self.add(buffer, two)?;
         self.shared_addr(tma.bars, at, ScalarType::U64)
@@ -291,12 +305,18 @@ impl Emitter<'_> {
         &mut self,
         rings: &[Ring],
         counter: TileValue,
-        [start, end]: [Value; 2],
+        [start, end, step]: [Value; 3],
     ) -> R<()> {
         if rings.iter().any(|r| r.tma.is_some()) {
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             let runs = self.cmp(CmpOp::Lt, start, end)?;
+            // The second tile, where rings whose buffers the last warp done with them
+            // refills copy two ahead.
+            let second = self.add(start, step)?;
+            let below = self.cmp(CmpOp::Lt, second, end)?;
+            let forward = self.cmp(CmpOp::Gt, second, start)?;
+            let two = self.bin(BinaryOp::And, below, forward)?;
             self.if_(first, |e| {
                 for tma in rings.iter().filter_map(|r| r.tma) {
                     for buffer in 0..2 {
@@ -304,10 +324,14 @@ impl Emitter<'_> {
                         let full = e.ring_barrier(tma, b)?;
                         let one = e.u32c(1);
                         e.mbarrier(MbarrierOp::Init, full, Some(one))?;
-                        if tma.empties {
-                            let empty = e.ring_empty_barrier(tma, b)?;
-                            let warps = e.u32c(e.plan.threads / WARP);
-                            e.mbarrier(MbarrierOp::Init, empty, Some(warps))?;
+                        if tma.counted {
+                            let count = e.ring_release_count(tma, b)?;
+                            let zero = e.u32c(0);
+                            e.push(Stmt::Store {
+                                space: cuprum_ir::AddressSpace::Shared,
+                                addr: count,
+                                value: zero,
+                            });
                         }
                     }
                 }
@@ -319,6 +343,15 @@ impl Emitter<'_> {
                     for ring in rings.iter().filter(|r| r.tma.is_some()) {
                         let zero = e.u32c(0);
                         e.copy_ring_tile(ring, counter, start, ring.tile, zero)?;
+                    }
+                    Ok(())
+                })?;
+                e.if_(two, |e| {
+                    for ring in rings.iter().filter(|r| r.tma.is_some_and(|t| t.counted)) {
+                        let one = e.u32c(1);
+                        let distance = e.u32c(ring.distance);
+                        let tile = ring.tile.at(distance);
+                        e.copy_ring_tile(ring, counter, second, tile, one)?;
                     }
                     Ok(())
                 })
@@ -363,6 +396,8 @@ impl Emitter<'_> {
             phase: ph,
             next,
             more,
+            step,
+            end,
             refilled: false,
         });
         Ok(())
@@ -385,22 +420,14 @@ impl Emitter<'_> {
         let other = self.mul(other_parity, distance)?;
         let next_tile = ring.tile.at(other);
         if let Some(tma) = ring.tma {
-            // Once last iteration's readers of the other buffer are done (the block met, or
-            // every warp arrived on its empty mbarrier: that read was the other buffer's
-            // `(i - 1) / 2`-th, of parity `phase ^ parity ^ 1`; in iteration 0 the parity
-            // of the phase before the first, which has completed), thread 0 starts the next
-            // tile's copy into it; then everyone waits for this one's.
+            // In a block of one warpgroup, once the block met (last iteration's readers of
+            // the other buffer are done), thread 0 starts the next tile's copy into it;
+            // counted rings are refilled by the last warp done with a buffer
+            // (`release_ring_buffer`). Then everyone waits for this iteration's copy.
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             let go = self.bin(BinaryOp::And, first, frame.more)?;
-            if tma.empties {
-                self.if_(go, |e| {
-                    let empty = e.ring_empty_barrier(tma, other_parity)?;
-                    let read = e.bin(BinaryOp::Xor, frame.phase, other_parity)?;
-                    e.mbarrier(MbarrierOp::WaitParity, empty, Some(read))?;
-                    e.copy_ring_tile(&ring, frame.counter, frame.next, next_tile, other_parity)
-                })?;
-            } else if !frame.refilled {
+            if !tma.counted && !frame.refilled {
                 // The block meets once an iteration, at the first such ring's `mma`: every
                 // block-barrier TMA ring's other buffer was read in the iteration before
                 // (whose `wgmma`s were all waited for), so thread 0 refills them all here.
@@ -408,7 +435,7 @@ impl Emitter<'_> {
                 let refilled: Vec<Ring> = frame
                     .rings
                     .iter()
-                    .filter(|r| r.tma.is_some_and(|t| !t.empties))
+                    .filter(|r| r.tma.is_some_and(|t| !t.counted))
                     .cloned()
                     .collect();
                 self.if_(go, |e| {
@@ -446,33 +473,93 @@ impl Emitter<'_> {
     }
 
     /// After the `wgmma`s that read `load`'s tile from a tensor-memory-accelerator ring
-    /// of the innermost loop were waited for: this warp is done with this iteration's
-    /// buffer (an arrival on its empty mbarrier).
+    /// of the innermost loop were waited for, in a block of several warpgroups: this warp
+    /// is done with this iteration's buffer, and the last warp to be refills it with the
+    /// tile two iterations on ([`Emitter::release_ring_buffer`]).
     pub(super) fn release_ring_tile(&mut self, load: TileValue) -> R<()> {
-        let Some(frame) = self.ring_frames.last() else {
+        let Some(frame) = self.ring_frames.last().cloned() else {
             return Ok(());
         };
-        let Some(tma) = frame
+        if !frame
             .rings
             .iter()
-            .find(|r| r.load == load)
-            .and_then(|r| r.tma)
-        else {
-            return Ok(());
-        };
-        if !tma.empties {
+            .any(|r| r.load == load && r.tma.is_some_and(|t| t.counted))
+        {
             return Ok(());
         }
-        let parity = frame.parity;
-        // Lane 0 of each warp, for the whole warp: the `wgmma` wait before this is
-        // warp-synchronous, so every lane of the warp is past it.
+        let after = self.add(frame.next, frame.step)?;
+        let below = self.cmp(CmpOp::Lt, after, frame.end)?;
+        let forward = self.cmp(CmpOp::Gt, after, frame.next)?;
+        let more = self.bin(BinaryOp::And, below, forward)?;
+        let more = self.bin(BinaryOp::And, more, frame.more)?;
+        self.release_ring_buffer(load, frame.parity, Some((after, more)))
+    }
+
+    /// Warp by warp (lane 0, for the whole warp: the `wgmma` wait before this is
+    /// warp-synchronous), done with buffer `buffer` (`U32`) of `load`'s ring in the
+    /// innermost loop: a count of the warps done (an acquire-release add on the buffer's
+    /// count, so that the last one's copy follows every warp's reads); the last one resets
+    /// the count and, where `refill` says there is one (`(counter, Bool)`), copies that
+    /// counter's tile into the buffer. No thread waits for the others (FlashAttention-3's
+    /// producer warp waits on an mbarrier instead).
+    pub(super) fn release_ring_buffer(
+        &mut self,
+        load: TileValue,
+        buffer: Value,
+        refill: Option<(Value, Value)>,
+    ) -> R<()> {
+        let Some(frame) = self.ring_frames.last().cloned() else {
+            return Err(self.internal("a ring buffer released outside its loop"));
+        };
+        let Some(ring) = frame
+            .rings
+            .iter()
+            .find(|r| r.load == load && r.tma.is_some_and(|t| t.counted))
+            .cloned()
+        else {
+            return Err(self.internal("a released tile without a ring of counted buffers"));
+        };
+        let Some(tma) = ring.tma else {
+            return Err(self.internal("a counted ring without the tensor memory accelerator"));
+        };
         let warp = self.u32c(WARP);
         let lane = self.bin(BinaryOp::Rem, self.tid(), warp)?;
         let zero = self.u32c(0);
-        let first = self.cmp(CmpOp::Eq, lane, zero)?;
-        self.if_(first, |e| {
-            let empty = e.ring_empty_barrier(tma, parity)?;
-            e.mbarrier(MbarrierOp::Arrive, empty, None)
+        let lane0 = self.cmp(CmpOp::Eq, lane, zero)?;
+        self.if_(lane0, |e| {
+            let count = e.ring_release_count(tma, buffer)?;
+            let one = e.u32c(1);
+            let before = e.def(cuprum_ir::Op::Atomic {
+                op: cuprum_ir::AtomicOp::Add,
+                space: cuprum_ir::AddressSpace::Shared,
+                scope: cuprum_ir::Scope::Block,
+                order: cuprum_ir::MemOrder::AcqRel,
+                addr: count,
+                value: one,
+                compare: None,
+            })?;
+            let last = e.u32c(e.plan.threads / WARP - 1);
+            let is_last = e.cmp(CmpOp::Eq, before, last)?;
+            e.if_(is_last, |e| {
+                // Atomic too: the adds of the other warps are not ordered before it.
+                let zero = e.u32c(0);
+                e.push(Stmt::AtomicStore {
+                    space: cuprum_ir::AddressSpace::Shared,
+                    scope: cuprum_ir::Scope::Block,
+                    order: cuprum_ir::MemOrder::Relaxed,
+                    addr: count,
+                    value: zero,
+                });
+                let Some((at, more)) = refill else {
+                    return Ok(());
+                };
+                e.if_(more, |e| {
+                    let distance = e.u32c(ring.distance);
+                    let offset = e.mul(buffer, distance)?;
+                    let tile = ring.tile.at(offset);
+                    e.copy_ring_tile(&ring, frame.counter, at, tile, buffer)
+                })
+            })
         })
     }
 
@@ -498,9 +585,15 @@ impl Emitter<'_> {
                         let b = e.u32c(buffer);
                         let full = e.ring_barrier(tma, b)?;
                         e.mbarrier(MbarrierOp::Inval, full, None)?;
-                        if tma.empties {
-                            let empty = e.ring_empty_barrier(tma, b)?;
-                            e.mbarrier(MbarrierOp::Inval, empty, None)?;
+                        if tma.counted {
+                            // A deferred product's last buffer is never counted.
+                            let count = e.ring_release_count(tma, b)?;
+                            let zero = e.u32c(0);
+                            e.push(Stmt::Store {
+                                space: cuprum_ir::AddressSpace::Shared,
+                                addr: count,
+                                value: zero,
+                            });
                         }
                     }
                 }

@@ -52,7 +52,7 @@
 //! (`Emitter::carried_vars_of`), so its registers stay put from one iteration to the next
 //! instead of being copied into the `wgmma`'s and back (ptxas kept those copies).
 
-use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType, accumulator_position};
+use cuprum_ir::wgmma::{WgmmaA, WgmmaShape, WgmmaType, accumulator_position};
 use cuprum_ir::{BinaryOp, Constant, ScalarType, Stmt, Swizzle, Value};
 use cuprum_tile_ir::TileValue;
 
@@ -189,14 +189,14 @@ pub(super) enum Major {
 /// How an `mma` takes `wgmma` ([`Emitter::wgmma_choice`]).
 #[derive(Clone, Debug)]
 pub(super) struct WgmmaChoice {
-    shape: WgmmaShape,
-    d: Dims,
+    pub(super) shape: WgmmaShape,
+    pub(super) d: Dims,
     /// The fragment layouts of `A` and of the accumulator.
     la: LayoutId,
     lc: LayoutId,
-    b_major: Major,
+    pub(super) b_major: Major,
     /// Where `A` is read from.
-    a_source: ASource,
+    pub(super) a_source: ASource,
     /// The staged loads read from shared memory, `B`'s first: each with its rows and
     /// columns.
     pub(super) tiles: Vec<(TileValue, u32, u32)>,
@@ -204,7 +204,7 @@ pub(super) struct WgmmaChoice {
 
 /// Where a `wgmma`'s `A` is read from, as [`Emitter::wgmma_choice`] finds it.
 #[derive(Clone, Copy, Debug)]
-enum ASource {
+pub(super) enum ASource {
     /// Fragments in registers.
     Fragments,
     /// A staged load's tile, copied where the `mma` stands (the choice's second tile).
@@ -305,22 +305,16 @@ impl Emitter<'_> {
         let Some(choice) = self.wgmma_choice(value, a, b, acc_value)? else {
             return Ok(None);
         };
+        let order = self.accumulator_order(&choice)?;
         let WgmmaChoice {
             shape,
             d,
             la,
-            lc,
             b_major,
             a_source,
             ref tiles,
+            ..
         } = choice;
-        // The accumulator's registers in wgmma's order: register `i` of thread 0 is where
-        // every thread's register `i` is (the layout's warp bits are wgmma's rows).
-        let mut order = Vec::with_capacity(d.n as usize / 2);
-        for i in 0..d.n / 2 {
-            let (row, col) = accumulator_position(0, i);
-            order.push(self.register_at(lc, [0, row, col])?);
-        }
         let a_fragments = match a_source {
             ASource::Fragments => Some(self.fragment_source(a, la)?),
             ASource::Staged | ASource::Resident(_) => None,
@@ -405,22 +399,19 @@ impl Emitter<'_> {
             };
             steps.push((a_operand, b_descriptors[i]));
         }
-        self.push(Stmt::WgmmaFence);
-        for (a_operand, b_desc) in steps {
-            self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
-                shape,
-                a: a_operand,
-                b: b_desc,
-                scale_d: ScaleD::Const(true),
-                negate_a: false,
-                negate_b: false,
-                trans_a: false,
-                trans_b: matches!(b_major, Major::Mn),
-                acc: vars.clone(),
-            })));
+        // The loop's deferred product (`emit::deferred`) keeps its operands for the next
+        // iteration; the product it follows issues it (its operands read before the fence).
+        if self.defer_product(value, &steps)? {
+            return Ok(Some(acc.to_vec()));
         }
+        let deferred = self.deferred_operands(value)?;
+        self.push(Stmt::WgmmaFence);
+        self.push_wgmmas(&choice, steps, &vars);
         self.push(Stmt::WgmmaCommit);
-        self.push(Stmt::WgmmaWait { pending: 0 });
+        match deferred {
+            Some(operands) => self.issue_deferred_then_wait(operands)?,
+            None => self.push(Stmt::WgmmaWait { pending: 0 }),
+        }
         for &(load, _, _) in tiles {
             self.release_ring_tile(load)?;
         }
@@ -429,6 +420,17 @@ impl Emitter<'_> {
             out[r] = self.read(v)?;
         }
         Ok(Some(out))
+    }
+
+    /// The accumulator's registers in `wgmma`'s order: register `i` of thread 0 is where
+    /// every thread's register `i` is (the layout's warp bits are `wgmma`'s rows).
+    pub(super) fn accumulator_order(&self, choice: &WgmmaChoice) -> R<Vec<usize>> {
+        (0..choice.d.n / 2)
+            .map(|i| {
+                let (row, col) = accumulator_position(0, i);
+                self.register_at(choice.lc, [0, row, col])
+            })
+            .collect()
     }
 
     /// Whether `layout` (rank 2) gives warp `w` rows `16 w ..` of the tile and nothing else
