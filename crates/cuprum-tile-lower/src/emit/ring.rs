@@ -280,6 +280,21 @@ impl Emitter<'_> {
         self.shared_addr(tma.bars, at, ScalarType::U64)
     }
 
+    /// Sets the count of buffer `buffer` (`U32`) of a counted ring to zero (before its loop,
+    /// and after it, so that a loop run again starts counting afresh); nothing for others.
+    fn reset_release_count(&mut self, tma: TmaCopy, buffer: Value) -> R<()> {
+        if tma.counted {
+            let count = self.ring_release_count(tma, buffer)?;
+            let zero = self.u32c(0);
+            self.push(Stmt::Store {
+                space: cuprum_ir::AddressSpace::Shared,
+                addr: count,
+                value: zero,
+            });
+        }
+        Ok(())
+    }
+
     /// How many operands of `mma`s anywhere in the kernel are `load`'s tile.
     fn staging_mmas(&self, load: TileValue) -> usize {
         let mut count = 0;
@@ -324,15 +339,7 @@ impl Emitter<'_> {
                         let full = e.ring_barrier(tma, b)?;
                         let one = e.u32c(1);
                         e.mbarrier(MbarrierOp::Init, full, Some(one))?;
-                        if tma.counted {
-                            let count = e.ring_release_count(tma, b)?;
-                            let zero = e.u32c(0);
-                            e.push(Stmt::Store {
-                                space: cuprum_ir::AddressSpace::Shared,
-                                addr: count,
-                                value: zero,
-                            });
-                        }
+                        e.reset_release_count(tma, b)?;
                     }
                 }
                 // The copies' completions come from the async proxy.
@@ -585,16 +592,8 @@ impl Emitter<'_> {
                         let b = e.u32c(buffer);
                         let full = e.ring_barrier(tma, b)?;
                         e.mbarrier(MbarrierOp::Inval, full, None)?;
-                        if tma.counted {
-                            // A deferred product's last buffer is never counted.
-                            let count = e.ring_release_count(tma, b)?;
-                            let zero = e.u32c(0);
-                            e.push(Stmt::Store {
-                                space: cuprum_ir::AddressSpace::Shared,
-                                addr: count,
-                                value: zero,
-                            });
-                        }
+                        // (A deferred product's last buffer is never counted.)
+                        e.reset_release_count(tma, b)?;
                     }
                 }
                 Ok(())
