@@ -62,9 +62,9 @@ use crate::plan::Repr;
 #[derive(Clone, Debug)]
 pub(super) struct Deferred {
     /// The first product of the body, after whose issue the deferred one is issued.
-    pub(super) early: TileValue,
+    first: TileValue,
     /// The deferred product's value.
-    pub(super) deferred: TileValue,
+    product: TileValue,
     /// The carried value the deferred product accumulates into.
     arg: TileValue,
     /// How the deferred product takes `wgmma`.
@@ -185,8 +185,8 @@ impl Emitter<'_> {
         let a_words = fresh(self, ScalarType::U32, 4 * steps, zero32);
         let b_descriptors = fresh(self, ScalarType::U64, steps, zero64);
         Ok(Some(Deferred {
-            early,
-            deferred,
+            first: early,
+            product: deferred,
             arg,
             choice,
             pending,
@@ -253,7 +253,7 @@ impl Emitter<'_> {
         let Some(d) = self.deferred.clone() else {
             return Ok(None);
         };
-        if d.early != value {
+        if d.first != value {
             return Ok(None);
         }
         self.operands_of(&d).map(Some)
@@ -315,7 +315,7 @@ impl Emitter<'_> {
         let Some(d) = self.deferred.clone() else {
             return Ok(false);
         };
-        if d.deferred != value {
+        if d.product != value {
             return Ok(false);
         }
         if steps.len() != d.b_descriptors.len() {
