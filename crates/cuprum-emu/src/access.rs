@@ -620,6 +620,8 @@ impl Ports<'_> {
         let size64 = u64::from(size);
         let device = scope != Scope::Block;
         let races = ctx.launch.races.as_ref();
+        // Shared memory's tracker orders through its clocks, per location.
+        let (shared_release, shared_acquire) = (order.releases(), order.acquires());
         let mut order = order;
         if order == MemOrder::SeqCst {
             self.races
@@ -681,12 +683,21 @@ impl Ports<'_> {
                     }
                 }
                 AddressSpace::Shared => {
-                    if self.remote() {
+                    let remote = self.remote();
+                    if remote {
                         self.check_remote(ctx, l, a as u32, size, AccessKind::Atomic)?;
                     }
-                    self.shared
+                    if shared_acquire && !remote {
+                        self.shared.atomic_acquire(a as u32, ctx.tid(l));
+                    }
+                    let old = self
+                        .shared
                         .atomic(a as u32, size, ctx.tid(l), f)
-                        .map_err(|e| ctx.shared_fault(e, l, a, size, AccessKind::Atomic))?
+                        .map_err(|e| ctx.shared_fault(e, l, a, size, AccessKind::Atomic))?;
+                    if shared_release && !remote {
+                        self.shared.atomic_release(a as u32, ctx.tid(l));
+                    }
+                    old
                 }
                 AddressSpace::Local => return Err(ctx.internal("atomic on local memory")),
             };

@@ -23,6 +23,12 @@
 //! a reader or atomic record of a third thread replaces one that happens before it (a later
 //! access that conflicts with the replaced one conflicts with the new one too).
 //!
+//! Ordered atomics on shared memory order the same way, per location: a releasing one
+//! (`Release`, `AcqRel`, `SeqCst`) publishes its thread's accesses and knowledge on the
+//! location, an acquiring one there makes what was published known to its thread
+//! (`SharedMem::atomic_release`, `atomic_acquire`; the tile lowering's counted rings, a last
+//! warp reading what the others wrote). Relaxed ones order nothing.
+//!
 //! Epoch and block counters only grow, so nothing is cleared between blocks or barriers; the
 //! tracker is sized once per worker and reused. The block's mbarrier objects live here too
 //! (their bytes are shared memory; their state is [`Mbarriers`]).
@@ -152,6 +158,9 @@ pub(crate) struct SharedMem {
     pub(crate) remote: crate::dsmem::RemoteLog,
     /// The block's first epoch: records of earlier ones are another block's.
     first_epoch: u32,
+    /// Per location of an ordered atomic: what releasing atomics on it published (through
+    /// `mbar`'s clocks), for acquiring ones to make known (see [`SharedMem::atomic_release`]).
+    atomic_releases: std::collections::HashMap<u32, Vec<u32>>,
 }
 
 impl SharedMem {
@@ -171,6 +180,7 @@ impl SharedMem {
             named: crate::wgmma::NamedBarriers::new(),
             remote: crate::dsmem::RemoteLog::default(),
             first_epoch: 0,
+            atomic_releases: std::collections::HashMap::new(),
         }
     }
 
@@ -193,6 +203,7 @@ impl SharedMem {
             self.next_epoch();
         }
         self.agent = threads;
+        self.atomic_releases.clear();
         self.pending.clear();
         self.tick = 0;
         self.fenced.clear();
@@ -282,7 +293,28 @@ impl SharedMem {
     /// The clocks started over ([`Mbarriers::begin_block`]): every recorded stamp is
     /// meaningless now, so start a new epoch, in which no earlier access conflicts.
     pub(crate) fn clocks_restarted(&mut self) {
+        self.atomic_releases.clear();
         self.next_epoch();
+    }
+
+    /// A releasing atomic (`Release`, `AcqRel`, `SeqCst`) of `thread` at `off`: what the
+    /// thread did and knows so far is published on the location, for a later acquiring
+    /// atomic there (by the block's own threads) to order after it, as an mbarrier phase
+    /// does. Publications add up, so an acquire that reads the last of a chain of
+    /// read-modify-writes orders every release before it (a release sequence).
+    pub(crate) fn atomic_release(&mut self, off: u32, thread: u32) {
+        let published = self.atomic_releases.entry(off).or_default();
+        if !self.mbar.clocks.release(thread, published) {
+            self.clocks_restarted();
+        }
+    }
+
+    /// An acquiring atomic (`Acquire`, `AcqRel`, `SeqCst`) of `thread` at `off`: what
+    /// releasing atomics published there happens before the thread's later accesses.
+    pub(crate) fn atomic_acquire(&mut self, off: u32, thread: u32) {
+        if let Some(published) = self.atomic_releases.get(&off) {
+            self.mbar.clocks.acquire(thread, published);
+        }
     }
 
     /// A barrier: accesses before it no longer conflict with accesses after it.

@@ -811,3 +811,101 @@ fn sub_word_shared_accesses_are_not_races() {
         assert_eq!(got[t].to_bits(), want.to_bits(), "thread {t}");
     }
 }
+
+/// The last warp done adds up what every warp left in shared memory, with no barrier: each
+/// warp's lane 0 stores its partial sum, then counts itself done with an atomic add on a
+/// shared count; the one that finds every other warp counted reads all the partials (the
+/// tile lowering's counted rings refill a buffer this way). With an acquire-release add the
+/// reads are ordered after every store (the adds form a release sequence): right result, no
+/// race. With a relaxed add nothing orders them: a read/write race on a partial.
+fn last_warp_sums(order: MemOrder) -> Result<Vec<u32>, cuprum_emu::EmuError> {
+    const WARPS: u32 = 4;
+    let mut k = K::new("last_warp_sums");
+    let x = k.slice("x", ScalarType::U32, SliceAccess::ReadOnly);
+    let out = k.slice("out", ScalarType::U32, SliceAccess::ReadWrite);
+    let partials = k.b.shared_array(ArrayDecl {
+        name: "partials".into(),
+        elem: ScalarType::U32,
+        len: WARPS,
+    });
+    let count = k.b.shared_array(ArrayDecl {
+        name: "count".into(),
+        elem: ScalarType::U32,
+        len: 1,
+    });
+    let tid = k.tid();
+    let zero = k.u32(0);
+    let first = k.cmp(CmpOp::Eq, tid, zero);
+    k.if_(first, |k| {
+        let z = k.u32(0);
+        let c = k.u32(0);
+        k.store_shared(count, c, z);
+    });
+    k.barrier();
+    let warp_size = k.u32(32);
+    let warp = k.bin(BinaryOp::Div, tid, warp_size);
+    let lane = k.bin(BinaryOp::Rem, tid, warp_size);
+    let lane0 = k.cmp(CmpOp::Eq, lane, zero);
+    k.if_(lane0, |k| {
+        let w64 = k.cast(warp, ScalarType::U64);
+        let v = k.load(x, w64);
+        k.store_shared(partials, warp, v);
+        let z = k.u32(0);
+        let addr = k.shared_addr(count, z);
+        let one = k.u32(1);
+        let before = k.op(Op::Atomic {
+            op: AtomicOp::Add,
+            space: AddressSpace::Shared,
+            scope: Scope::Block,
+            order,
+            addr,
+            value: one,
+            compare: None,
+        });
+        let last = k.u32(WARPS - 1);
+        let is_last = k.cmp(CmpOp::Eq, before, last);
+        k.if_(is_last, |k| {
+            let mut sum = k.u32(0);
+            for w in 0..WARPS {
+                let i = k.u32(w);
+                let p = k.load_shared(partials, i);
+                sum = k.add(sum, p);
+            }
+            let z = k.u32(0);
+            let z64 = k.cast(z, ScalarType::U64);
+            k.store(out, z64, sum);
+        });
+    });
+    let kernel = k.finish();
+    let mem = Memory::new();
+    let mut rng = StdRng::seed_from_u64(25);
+    let xs: Vec<u32> = (0..WARPS).map(|_| rng.random_range(0..1000)).collect();
+    let dx = upload(&mem, &xs);
+    let dout = upload(&mem, &[0xDEAD_BEEFu32]);
+    launch(
+        &mem,
+        &kernel,
+        dims1(u64::from(32 * WARPS), 32 * WARPS),
+        &[dx, dout],
+    )?;
+    let got: Vec<u32> = download(&mem, dout);
+    assert_eq!(got, vec![xs.iter().sum::<u32>()], "{order:?}");
+    Ok(got)
+}
+
+#[test]
+fn an_acquire_release_count_orders_the_last_warps_reads_of_shared_memory() {
+    for order in [MemOrder::AcqRel, MemOrder::SeqCst] {
+        if let Err(e) = last_warp_sums(order) {
+            panic!("{order:?}: {e}");
+        }
+    }
+    for order in [MemOrder::Relaxed, MemOrder::Release] {
+        match last_warp_sums(order) {
+            Err(cuprum_emu::EmuError::SharedRace { kind, .. }) => {
+                assert_eq!(kind, cuprum_emu::RaceKind::ReadWrite, "{order:?}");
+            }
+            other => panic!("{order:?}: expected a shared-memory race, got {other:?}"),
+        }
+    }
+}
