@@ -49,12 +49,12 @@
 //! 2.69 ms, as the same schedule made by hand on the PTX: 2.83): that wait tied the
 //! warpgroups together.
 
-use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma};
+use cuprum_ir::wgmma::WgmmaA;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value, Var};
 use cuprum_tile_ir::{Block, Op, Stmt as TStmt, TileValue};
 
 use super::ring::Ring;
-use super::wgmma_mma::{ASource, Major, WgmmaChoice};
+use super::wgmma_mma::{ASource, WgmmaChoice};
 use super::{Emitter, R};
 use crate::plan::Repr;
 
@@ -351,28 +351,6 @@ impl Emitter<'_> {
             e.push(Stmt::WgmmaWait { pending: 0 });
             Ok(())
         })
-    }
-
-    /// One `wgmma` per step of `choice`'s product into accumulator variables `acc`.
-    pub(super) fn push_wgmmas(
-        &mut self,
-        choice: &WgmmaChoice,
-        steps: Vec<(WgmmaA, Value)>,
-        acc: &[Var],
-    ) {
-        for (a, b) in steps {
-            self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
-                shape: choice.shape,
-                a,
-                b,
-                scale_d: ScaleD::Const(true),
-                negate_a: false,
-                negate_b: false,
-                trans_a: false,
-                trans_b: matches!(choice.b_major, Major::Mn),
-                acc: acc.to_vec(),
-            })));
-        }
     }
 }
 

@@ -328,10 +328,7 @@ impl Emitter<'_> {
             let runs = self.cmp(CmpOp::Lt, start, end)?;
             // The second tile, where rings whose buffers the last warp done with them
             // refills copy two ahead.
-            let second = self.add(start, step)?;
-            let below = self.cmp(CmpOp::Lt, second, end)?;
-            let forward = self.cmp(CmpOp::Gt, second, start)?;
-            let two = self.bin(BinaryOp::And, below, forward)?;
+            let (second, two) = self.counter_after(start, [step, end])?;
             self.if_(first, |e| {
                 for tma in rings.iter().filter_map(|r| r.tma) {
                     for buffer in 0..2 {
@@ -374,6 +371,15 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// The counter one `step` after `c` and whether the loop runs it (`Bool`: below `end`,
+    /// and not wrapped past the type's range).
+    fn counter_after(&mut self, c: Value, [step, end]: [Value; 2]) -> R<(Value, Value)> {
+        let next = self.add(c, step)?;
+        let below = self.cmp(CmpOp::Lt, next, end)?;
+        let forward = self.cmp(CmpOp::Gt, next, c)?;
+        Ok((next, self.bin(BinaryOp::And, below, forward)?))
+    }
+
     /// At the top of an iteration with counter `c`: this iteration's buffer and phase and
     /// the next counter, kept for the rings' `mma`s. `parity` and `phase` are the rings'
     /// variables (0 before the loop), advanced here: the buffer flips every iteration, the
@@ -392,10 +398,7 @@ impl Emitter<'_> {
         let ph = self.read(phase)?;
         let next_phase = self.bin(BinaryOp::Xor, ph, p)?;
         self.write(phase, next_phase);
-        let next = self.add(c, step)?;
-        let below = self.cmp(CmpOp::Lt, next, end)?;
-        let forward = self.cmp(CmpOp::Gt, next, c)?;
-        let more = self.bin(BinaryOp::And, below, forward)?;
+        let (next, more) = self.counter_after(c, [step, end])?;
         self.ring_frames.push(RingFrame {
             counter,
             rings,
@@ -494,10 +497,7 @@ impl Emitter<'_> {
         {
             return Ok(());
         }
-        let after = self.add(frame.next, frame.step)?;
-        let below = self.cmp(CmpOp::Lt, after, frame.end)?;
-        let forward = self.cmp(CmpOp::Gt, after, frame.next)?;
-        let more = self.bin(BinaryOp::And, below, forward)?;
+        let (after, more) = self.counter_after(frame.next, [frame.step, frame.end])?;
         let more = self.bin(BinaryOp::And, more, frame.more)?;
         self.release_ring_buffer(load, frame.parity, Some((after, more)))
     }
@@ -518,16 +518,12 @@ impl Emitter<'_> {
         let Some(frame) = self.ring_frames.last().cloned() else {
             return Err(self.internal("a ring buffer released outside its loop"));
         };
-        let Some(ring) = frame
-            .rings
-            .iter()
-            .find(|r| r.load == load && r.tma.is_some_and(|t| t.counted))
-            .cloned()
-        else {
+        let Some((ring, tma)) = frame.rings.iter().find_map(|r| {
+            r.tma
+                .filter(|t| r.load == load && t.counted)
+                .map(|t| (r.clone(), t))
+        }) else {
             return Err(self.internal("a released tile without a ring of counted buffers"));
-        };
-        let Some(tma) = ring.tma else {
-            return Err(self.internal("a counted ring without the tensor memory accelerator"));
         };
         let warp = self.u32c(WARP);
         let lane = self.bin(BinaryOp::Rem, self.tid(), warp)?;
@@ -548,7 +544,7 @@ impl Emitter<'_> {
             let last = e.u32c(e.plan.threads / WARP - 1);
             let is_last = e.cmp(CmpOp::Eq, before, last)?;
             e.if_(is_last, |e| {
-                // Atomic too: the adds of the other warps are not ordered before it.
+                // Atomic, as every other access of the count in the loop is.
                 let zero = e.u32c(0);
                 e.push(Stmt::AtomicStore {
                     space: cuprum_ir::AddressSpace::Shared,

@@ -52,8 +52,8 @@
 //! (`Emitter::carried_vars_of`), so its registers stay put from one iteration to the next
 //! instead of being copied into the `wgmma`'s and back (ptxas kept those copies).
 
-use cuprum_ir::wgmma::{WgmmaA, WgmmaShape, WgmmaType, accumulator_position};
-use cuprum_ir::{BinaryOp, Constant, ScalarType, Stmt, Swizzle, Value};
+use cuprum_ir::wgmma::{ScaleD, WgmmaA, WgmmaMma, WgmmaShape, WgmmaType, accumulator_position};
+use cuprum_ir::{BinaryOp, Constant, ScalarType, Stmt, Swizzle, Value, Var};
 use cuprum_tile_ir::TileValue;
 
 use super::matmul::{Dims, Source};
@@ -420,6 +420,28 @@ impl Emitter<'_> {
             out[r] = self.read(v)?;
         }
         Ok(Some(out))
+    }
+
+    /// One `wgmma` per step of `choice`'s product into accumulator variables `acc`.
+    pub(super) fn push_wgmmas(
+        &mut self,
+        choice: &WgmmaChoice,
+        steps: Vec<(WgmmaA, Value)>,
+        acc: &[Var],
+    ) {
+        for (a, b) in steps {
+            self.push(Stmt::WgmmaMma(Box::new(WgmmaMma {
+                shape: choice.shape,
+                a,
+                b,
+                scale_d: ScaleD::Const(true),
+                negate_a: false,
+                negate_b: false,
+                trans_a: false,
+                trans_b: matches!(choice.b_major, Major::Mn),
+                acc: acc.to_vec(),
+            })));
+        }
     }
 
     /// The accumulator's registers in `wgmma`'s order: register `i` of thread 0 is where
