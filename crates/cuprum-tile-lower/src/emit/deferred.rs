@@ -39,7 +39,24 @@
 //! back edge (16 and 8 more at 64 keys per step), which blocks of several warpgroups, one
 //! per multiprocessor, have to spare; a block of one warpgroup, three per multiprocessor at
 //! 160 registers, has not (measured by hand on the H100 on 2026-12-06: 171 registers, two
-//! blocks per multiprocessor, slower), and keeps its products in place.
+//! blocks per multiprocessor, slower), and keeps its products in place. Ways to make the
+//! room were all slower on the H100 (2026-12-07, 64x64 tiles of the attention below, ncu at
+//! base clocks; products in place with the block barrier: 2.24 ms, tensor pipe 63%):
+//!
+//! | one warpgroup, deferred | registers | ms |
+//! |---|---:|---:|
+//! | `q` in shared memory, one key buffer (1) | 139 | 2.69 |
+//! | `q` in registers, two key buffers, three blocks forced (2) | 168 | 3.17 |
+//! | the same with one key buffer | 167 | 3.16 |
+//!
+//! (1) `q kᵀ` reads both operands from shared memory; one key buffer, refilled as soon as
+//! `q kᵀ` is done, so that three blocks' shared memory still fits; tensor pipe 52%,
+//! short-scoreboard stalls per issue 0.33 -> 1.03. (2) `.minnctapersm 3`: 32 bytes
+//! spilled. Real clocks: (1) 2.45-2.47 ms against 2.08-2.20. The code is on branch
+//! `experiment/one-warpgroup-deferral`. Those 64-row blocks also read every key and value
+//! tile once per block: 14.9 GB through L2 for the run, 74% of L2's peak throughput,
+//! against 6.5 GB (28%) with 128-row blocks and 7.2 GB (40%) for cuDNN's kernel (76% tensor
+//! pipe); the deferral's place is the blocks of several warpgroups.
 //!
 //! Measured (H100, 2026-12-06, `tile_bench`'s attention at batch 4, 32 heads, sequence 4096,
 //! head 128): with the rings' buffers counted free warp by warp (`ring`), 128x64 tiles
