@@ -1308,11 +1308,13 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
     // keys (the boxes' rows past the keys read zeros, as the loads' padding), and loops that
     // run no iteration (their first copies never started, their mbarriers set up and
     // invalidated all the same).
-    let shapes: [(ChainShape, ChainTensors); 7] = [
+    let shapes: [(ChainShape, ChainTensors); 8] = [
         (((70, 200, 128), [64, 64]), ChainTensors::Mapped),
         (((128, 64, 64), [128, 64]), ChainTensors::Mapped),
         (((64, 256, 128), [64, 128]), ChainTensors::Mapped),
         (((128, 136, 128), [128, 128]), ChainTensors::Mapped),
+        // Two warpgroups over five key tiles: buffers refilled by the last warp done.
+        (((128, 320, 64), [128, 64]), ChainTensors::Mapped),
         (((40, 72, 64), [64, 64]), ChainTensors::Mapped),
         (((64, 128, 128), [64, 64]), ChainTensors::MappedNoIteration),
         (((128, 128, 64), [128, 64]), ChainTensors::MappedNoIteration),
