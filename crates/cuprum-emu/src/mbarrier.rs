@@ -162,6 +162,20 @@ impl Clocks {
         }
     }
 
+    /// Thread `t` knows exactly `from` from now on (zeros past its end): the tensor memory
+    /// accelerator's knowledge while it performs one copy is its issuer's at the issue, not
+    /// what earlier copies' issuers knew.
+    pub(crate) fn assume(&mut self, t: u32, from: &[u32]) {
+        self.ensure_known();
+        let n = self.threads;
+        let t = t as usize;
+        if let Some(row) = self.known.get_mut(t * n..(t + 1) * n) {
+            for (i, d) in row.iter_mut().enumerate() {
+                *d = from.get(i).copied().unwrap_or(0);
+            }
+        }
+    }
+
     /// Thread `t` acquires a phase's collection `from`.
     pub(crate) fn acquire(&mut self, t: u32, from: &[u32]) {
         if from.is_empty() {

@@ -13,7 +13,9 @@
 //! for the uninitialized check); up to two atomic threads per byte are remembered. Lanes of
 //! one warp are separate threads: two lanes storing to one byte in a single store race, and so
 //! does lane A reading a byte that lane B of the same warp writes before the next barrier (the
-//! IR has no warp-synchronous memory model).
+//! IR has no warp-synchronous memory model). The TMA's writes into a load's destination are
+//! checked against every epoch since the load's issue, not only the landing's (see
+//! [`crate::tma`]).
 //!
 //! An mbarrier phase orders less than a barrier: only the arriving threads' accesses before
 //! their arrivals before the observing threads' accesses after they saw the phase complete.
@@ -158,6 +160,10 @@ pub(crate) struct SharedMem {
     pub(crate) remote: crate::dsmem::RemoteLog,
     /// The block's first epoch: records of earlier ones are another block's.
     first_epoch: u32,
+    /// While the TMA performs a load: the epoch its issuer issued it in. Its writes race
+    /// with this block's accesses since then that nothing orders before the issue: a barrier
+    /// after the issue does not order the copy, which runs any time until it completes.
+    agent_since: Option<u32>,
     /// Per location of an ordered atomic: what releasing atomics on it published (through
     /// `mbar`'s clocks), for acquiring ones to make known (see [`SharedMem::atomic_release`]).
     atomic_releases: std::collections::HashMap<u32, Vec<u32>>,
@@ -180,6 +186,7 @@ impl SharedMem {
             named: crate::wgmma::NamedBarriers::new(),
             remote: crate::dsmem::RemoteLog::default(),
             first_epoch: 0,
+            agent_since: None,
             atomic_releases: std::collections::HashMap::new(),
         }
     }
@@ -266,8 +273,12 @@ impl SharedMem {
         off: u32,
         size: u32,
         value: u64,
+        issued: u32,
     ) -> Result<(), SharedFault> {
-        self.store(off, size, value, self.agent)
+        self.agent_since = Some(issued);
+        let stored = self.store(off, size, value, self.agent);
+        self.agent_since = None;
+        stored
     }
 
     /// The current epoch (barrier interval).
@@ -547,6 +558,10 @@ impl SharedMem {
         }
         let agent = self.agent;
         let (epoch, gen_) = (self.epoch, self.block_gen);
+        let since = match self.agent_since {
+            Some(issued) if thread == agent => issued.min(epoch),
+            _ => epoch,
+        };
         let clocks = &self.mbar.clocks;
         let stamp = clocks.stamp(thread);
         for (i, t) in self.track[at..at + size as usize].iter_mut().enumerate() {
@@ -555,7 +570,7 @@ impl SharedMem {
                 return Err(SharedFault::Uninitialized { offset });
             }
             for &(earlier, kind) in checks {
-                let first = t.other(earlier, epoch, thread, clocks);
+                let first = t.other(earlier, [since, epoch], thread, clocks);
                 if first != NONE && (first == agent || thread == agent) {
                     return Err(SharedFault::Agent {
                         offset,
@@ -590,17 +605,23 @@ impl Track {
     /// A thread other than `thread` that made an `earlier` access in `epoch` that nothing
     /// orders before `thread`'s accesses now, or `NONE`.
     #[inline]
-    fn other(&self, earlier: Earlier, epoch: u32, thread: u32, clocks: &Clocks) -> u32 {
+    fn other(
+        &self,
+        earlier: Earlier,
+        [since, epoch]: [u32; 2],
+        thread: u32,
+        clocks: &Clocks,
+    ) -> u32 {
         match earlier {
             Earlier::Writer
-                if self.write_epoch == epoch
+                if (since..=epoch).contains(&self.write_epoch)
                     && self.writer != thread
                     && !clocks.ordered(self.writer, self.write_stamp, thread) =>
             {
                 self.writer
             }
-            Earlier::Readers => self.readers.unordered(epoch, thread, clocks),
-            Earlier::Atomics => self.atomics.unordered(epoch, thread, clocks),
+            Earlier::Readers => self.readers.unordered([since, epoch], thread, clocks),
+            Earlier::Atomics => self.atomics.unordered([since, epoch], thread, clocks),
             _ => NONE,
         }
     }
@@ -610,8 +631,8 @@ impl Pair {
     /// A thread of the pair other than `thread` whose access in `epoch` is not ordered
     /// before `thread`'s accesses now, or `NONE`.
     #[inline]
-    fn unordered(&self, epoch: u32, thread: u32, clocks: &Clocks) -> u32 {
-        if self.epoch != epoch {
+    fn unordered(&self, [since, epoch]: [u32; 2], thread: u32, clocks: &Clocks) -> u32 {
+        if !(since..=epoch).contains(&self.epoch) {
             return NONE;
         }
         let conflicts = |t: u32, stamp: u32| t != thread && !clocks.ordered(t, stamp, thread);

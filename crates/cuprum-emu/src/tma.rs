@@ -4,7 +4,11 @@
 //! The TMA is one more thread of the block for the race tracker (`SharedMem::agent`, one past
 //! the last thread) with its own vector clock: issuing a copy releases the issuing thread's
 //! accesses to it, and a load's complete-tx releases the agent's writes into the mbarrier
-//! phase, which the threads that observe the phase acquire.
+//! phase, which the threads that observe the phase acquire. A load's writes follow what its
+//! own issuer released and nothing more (loads land late and in any order, so what the
+//! issuers of loads that landed earlier knew is not the agent's), and they race with the
+//! block's accesses since the epoch of the issue, not only those of the landing's epoch (a
+//! barrier after the issue does not order the copy, which may write any time after it).
 //!
 //! When things happen (each is a behaviour the GPU allows; they are the latest legal points,
 //! so that a program that relies on an earlier one fails here):
@@ -59,6 +63,9 @@ pub(crate) struct PendingLoad {
     pub(crate) mbar: u32,
     /// What the issuer released to the agent.
     known: Vec<u32>,
+    /// The shared-memory epoch of the destination's block it was issued in (`u32::MAX`
+    /// when another block of the cluster issued it).
+    epoch: u32,
 }
 
 /// Where a load's bytes come from.
@@ -414,6 +421,13 @@ impl Exec<'_, '_> {
             dst,
             mbar,
             known,
+            // Another block's epochs are not this one's: its copy is checked from the
+            // landing's epoch only.
+            epoch: if origin.is_some() {
+                u32::MAX
+            } else {
+                self.mem.shared.epoch()
+            },
         }
     }
 
@@ -452,7 +466,9 @@ impl Exec<'_, '_> {
             !(p.load && p.start == load.dst && p.issuer == load.issuer && p.origin == origin)
         });
         let agent = shared.agent;
-        shared.mbar.clocks.acquire(agent, &load.known);
+        // The copy's writes follow what its issuer knew when it issued it, and nothing
+        // later issuers knew: loads land lazily, possibly after later ones.
+        shared.mbar.clocks.assume(agent, &load.known);
         let fault = |f| agent_fault(here, l, f);
         let bytes = match &load.what {
             Source::Tile { desc, coords } => {
@@ -487,7 +503,9 @@ impl Exec<'_, '_> {
                         None => fill,
                     };
                     let at = desc.swizzle.apply(load.dst + b as u32);
-                    result = shared.agent_store(at, size, value).map_err(fault);
+                    result = shared
+                        .agent_store(at, size, value, load.epoch)
+                        .map_err(fault);
                 });
                 result?;
                 desc.box_bytes()
@@ -502,7 +520,9 @@ impl Exec<'_, '_> {
                 };
                 for i in (0..*bytes).step_by(8) {
                     let v = alloc.load(off + u64::from(i), 8);
-                    shared.agent_store(load.dst + i, 8, v).map_err(fault)?;
+                    shared
+                        .agent_store(load.dst + i, 8, v, load.epoch)
+                        .map_err(fault)?;
                 }
                 u64::from(*bytes)
             }

@@ -2,7 +2,9 @@
 //! in the swizzled layout with zero fill at the edges and complete their bytes on an
 //! mbarrier; tile stores clip at the edges; and the planted bugs (reading the destination
 //! before the wait, a store without `fence.proxy.async`, rewriting a store's source before
-//! `wait_group.read`, more bytes expected than arrive) are reported with their errors.
+//! `wait_group.read`, more bytes expected than arrive, a read the copy's issuer did not
+//! know of, across a barrier after the issue or behind a copy that landed first) are
+//! reported with their errors.
 
 mod common;
 
@@ -309,6 +311,187 @@ fn rewriting_a_store_source_before_the_read_wait_is_a_race() {
     match launch(&mem, &store_kernel(0, 0, true, true), dims(), &[arg]) {
         Err(e @ EmuError::AsyncProxyRace { .. }) => {
             assert!(e.to_string().contains("wait_group_read"), "{e}")
+        }
+        other => panic!("no race reported: {other:?}"),
+    }
+}
+
+/// Thread 1 reads word 0 of the tile (after everyone wrote it), thread 0 (another thread of
+/// its warp: lanes are not ordered by the warp's program order) loads a box into the tile, the block meets, and everyone waits for the box: the barrier comes after the
+/// issue, so it does not order the read before the copy, which may write any time after it
+/// is issued. With `met_before_issue` the block also meets between the read and the issue.
+fn read_then_load_kernel(met_before_issue: bool) -> Kernel {
+    let mut k = K::new("read_then_load");
+    let map = k.b.param(
+        "map",
+        ParamKind::TensorMap {
+            elem: ScalarType::F32,
+            rank: 2,
+        },
+    );
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let tile = k.b.shared_array_aligned(
+        ArrayDecl {
+            name: "tile".into(),
+            elem: ScalarType::U32,
+            len: BOX_W * BOX_H,
+        },
+        1024,
+    );
+    let bar = k.b.shared_array(ArrayDecl {
+        name: "bar".into(),
+        elem: ScalarType::U64,
+        len: 1,
+    });
+    let tid = k.tid();
+    let zero = k.u32(0);
+    let is0 = k.cmp(CmpOp::Eq, tid, zero);
+    let mbar = k.op(Op::SharedAddr(bar));
+    let dst = k.op(Op::SharedAddr(tile));
+    // Every thread writes two words of the tile; thread 0 sets up the barrier.
+    for half in 0..2u32 {
+        let off = k.u32(half * 128);
+        let i = k.add(tid, off);
+        k.store_shared(tile, i, i);
+    }
+    k.if_(is0, |k| {
+        let one = k.u32(1);
+        k.b.mbarrier(MbarrierOp::Init, mbar, Some(one)).unwrap();
+    });
+    k.barrier();
+    let one = k.u32(1);
+    let is1 = k.cmp(CmpOp::Eq, tid, one);
+    k.if_(is1, |k| {
+        let v = k.load_shared(tile, zero);
+        let at = k.cast(tid, ScalarType::U64);
+        k.store(out, at, v);
+    });
+    if met_before_issue {
+        k.barrier();
+    }
+    k.if_(is0, |k| {
+        let bytes = k.u32(BOX_W * BOX_H * 4);
+        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
+            .unwrap();
+        let c = k.i32(0);
+        k.b.tma(TmaOp::LoadTile {
+            map: TensorMapRef::Param(map),
+            coords: vec![c, c],
+            dst,
+            mbar,
+            multicast: None,
+        })
+        .unwrap();
+    });
+    k.barrier();
+    k.b.mbarrier(MbarrierOp::WaitParity, mbar, Some(zero))
+        .unwrap();
+    k.finish()
+}
+
+#[test]
+fn a_barrier_after_the_issue_does_not_order_an_earlier_read_before_the_copy() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::None);
+    let out = upload(&mem, &vec![0u32; 256]);
+    match launch(&mem, &read_then_load_kernel(false), dims(), &[arg, out]) {
+        Err(e @ EmuError::AsyncProxyRace { .. }) => {
+            assert!(e.to_string().contains("thread [1, 0, 0]"), "{e}")
+        }
+        other => panic!("no race reported: {other:?}"),
+    }
+    // Met between the read and the issue: ordered.
+    launch(&mem, &read_then_load_kernel(true), dims(), &[arg, out])
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Thread 1 reads word 0 of tile `a` and then loads a box into tile `b`; thread 0 (unordered
+/// with thread 1: lanes of one warp) loads a box into `a`. Everyone waits for `b`'s box,
+/// then for `a`'s: `a`'s copy follows what thread 0 knew when it issued it, not what
+/// `b`'s issuer knew, although `b`'s landed first.
+fn two_loads_kernel() -> Kernel {
+    let mut k = K::new("two_loads");
+    let map = k.b.param(
+        "map",
+        ParamKind::TensorMap {
+            elem: ScalarType::F32,
+            rank: 2,
+        },
+    );
+    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
+    let tiles: Vec<u32> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            k.b.shared_array_aligned(
+                ArrayDecl {
+                    name: name.into(),
+                    elem: ScalarType::U32,
+                    len: BOX_W * BOX_H,
+                },
+                1024,
+            )
+        })
+        .collect();
+    let bars = k.b.shared_array(ArrayDecl {
+        name: "bars".into(),
+        elem: ScalarType::U64,
+        len: 2,
+    });
+    let tid = k.tid();
+    let zero = k.u32(0);
+    let one = k.u32(1);
+    let is0 = k.cmp(CmpOp::Eq, tid, zero);
+    let is1 = k.cmp(CmpOp::Eq, tid, one);
+    let base = k.op(Op::SharedAddr(bars));
+    let eight = k.u32(8);
+    let mbar_b = k.add(base, eight);
+    for half in 0..2u32 {
+        let off = k.u32(half * 128);
+        let i = k.add(tid, off);
+        k.store_shared(tiles[0], i, i);
+    }
+    k.if_(is0, |k| {
+        for m in [base, mbar_b] {
+            k.b.mbarrier(MbarrierOp::Init, m, Some(one)).unwrap();
+        }
+    });
+    k.barrier();
+    let load = |k: &mut K, tile: u32, mbar: Value| {
+        let dst = k.op(Op::SharedAddr(tile));
+        let bytes = k.u32(BOX_W * BOX_H * 4);
+        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
+            .unwrap();
+        let c = k.i32(0);
+        k.b.tma(TmaOp::LoadTile {
+            map: TensorMapRef::Param(map),
+            coords: vec![c, c],
+            dst,
+            mbar,
+            multicast: None,
+        })
+        .unwrap();
+    };
+    k.if_(is1, |k| {
+        let v = k.load_shared(tiles[0], zero);
+        let at = k.cast(tid, ScalarType::U64);
+        k.store(out, at, v);
+        load(k, tiles[1], mbar_b);
+    });
+    k.if_(is0, |k| load(k, tiles[0], base));
+    for m in [mbar_b, base] {
+        k.b.mbarrier(MbarrierOp::WaitParity, m, Some(zero)).unwrap();
+    }
+    k.finish()
+}
+
+#[test]
+fn a_copy_follows_its_own_issuers_knowledge_not_an_earlier_landed_ones() {
+    let mem = Memory::new();
+    let (arg, _, _) = map(&mem, Swizzle::None);
+    let out = upload(&mem, &vec![0u32; 256]);
+    match launch(&mem, &two_loads_kernel(), dims(), &[arg, out]) {
+        Err(e @ EmuError::AsyncProxyRace { .. }) => {
+            assert!(e.to_string().contains("thread [1, 0, 0]"), "{e}")
         }
         other => panic!("no race reported: {other:?}"),
     }
