@@ -46,11 +46,8 @@ fn map(mem: &Memory, swizzle: Swizzle) -> (ArgValue, TensorMapDesc, Vec<f32>) {
     (ArgValue::TensorMap(d.encode_emulated()), d, data)
 }
 
-/// Thread 0 loads the box at `(x, y)` (unless `skip_wait`, every thread waits for it), then
-/// each thread copies words of the tile's raw shared bytes to `out`.
-fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle) -> Kernel {
-    let bw = box_w(swizzle);
-    let mut k = K::new("tma_load");
+/// The kernel's tensor-map parameter and its `out` slice of words.
+fn map_and_out(k: &mut K) -> (u32, u32) {
     let map = k.b.param(
         "map",
         ParamKind::TensorMap {
@@ -58,20 +55,55 @@ fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle)
             rank: 2,
         },
     );
-    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let tile = k.b.shared_array_aligned(
+    (map, k.slice("out", ScalarType::U32, SliceAccess::Disjoint))
+}
+
+/// A shared array of one box's words, aligned for every swizzle.
+fn box_tile(k: &mut K, name: &str) -> u32 {
+    k.b.shared_array_aligned(
         ArrayDecl {
-            name: "tile".into(),
+            name: name.into(),
             elem: ScalarType::U32,
             len: BOX_W * BOX_H,
         },
         1024,
-    );
-    let bar = k.b.shared_array(ArrayDecl {
-        name: "bar".into(),
+    )
+}
+
+/// A shared array of `n` mbarriers.
+fn mbarriers(k: &mut K, n: u32) -> u32 {
+    k.b.shared_array(ArrayDecl {
+        name: "bars".into(),
         elem: ScalarType::U64,
-        len: 1,
-    });
+        len: n,
+    })
+}
+
+/// The calling thread loads the unswizzled box at `(0, 0)` into `dst`, its bytes expected
+/// on `mbar`.
+fn load_box(k: &mut K, map: u32, dst: Value, mbar: Value) {
+    let bytes = k.u32(BOX_W * BOX_H * 4);
+    k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
+        .unwrap();
+    let c = k.i32(0);
+    k.b.tma(TmaOp::LoadTile {
+        map: TensorMapRef::Param(map),
+        coords: vec![c, c],
+        dst,
+        mbar,
+        multicast: None,
+    })
+    .unwrap();
+}
+
+/// Thread 0 loads the box at `(x, y)` (unless `skip_wait`, every thread waits for it), then
+/// each thread copies words of the tile's raw shared bytes to `out`.
+fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle) -> Kernel {
+    let bw = box_w(swizzle);
+    let mut k = K::new("tma_load");
+    let (map, out) = map_and_out(&mut k);
+    let tile = box_tile(&mut k, "tile");
+    let bar = mbarriers(&mut k, 1);
     let tid = k.tid();
     let zero = k.u32(0);
     let is0 = k.cmp(CmpOp::Eq, tid, zero);
@@ -317,32 +349,14 @@ fn rewriting_a_store_source_before_the_read_wait_is_a_race() {
 }
 
 /// Thread 1 reads word 0 of the tile (after everyone wrote it), thread 0 (another thread of
-/// its warp: lanes are not ordered by the warp's program order) loads a box into the tile, the block meets, and everyone waits for the box: the barrier comes after the
-/// issue, so it does not order the read before the copy, which may write any time after it
+/// its warp: lanes are not ordered by the warp's program order) loads a box into the tile,
+/// the block meets, and everyone waits for the box: the barrier comes after the issue, so it does not order the read before the copy, which may write any time after it
 /// is issued. With `met_before_issue` the block also meets between the read and the issue.
 fn read_then_load_kernel(met_before_issue: bool) -> Kernel {
     let mut k = K::new("read_then_load");
-    let map = k.b.param(
-        "map",
-        ParamKind::TensorMap {
-            elem: ScalarType::F32,
-            rank: 2,
-        },
-    );
-    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let tile = k.b.shared_array_aligned(
-        ArrayDecl {
-            name: "tile".into(),
-            elem: ScalarType::U32,
-            len: BOX_W * BOX_H,
-        },
-        1024,
-    );
-    let bar = k.b.shared_array(ArrayDecl {
-        name: "bar".into(),
-        elem: ScalarType::U64,
-        len: 1,
-    });
+    let (map, out) = map_and_out(&mut k);
+    let tile = box_tile(&mut k, "tile");
+    let bar = mbarriers(&mut k, 1);
     let tid = k.tid();
     let zero = k.u32(0);
     let is0 = k.cmp(CmpOp::Eq, tid, zero);
@@ -369,20 +383,7 @@ fn read_then_load_kernel(met_before_issue: bool) -> Kernel {
     if met_before_issue {
         k.barrier();
     }
-    k.if_(is0, |k| {
-        let bytes = k.u32(BOX_W * BOX_H * 4);
-        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
-            .unwrap();
-        let c = k.i32(0);
-        k.b.tma(TmaOp::LoadTile {
-            map: TensorMapRef::Param(map),
-            coords: vec![c, c],
-            dst,
-            mbar,
-            multicast: None,
-        })
-        .unwrap();
-    });
+    k.if_(is0, |k| load_box(k, map, dst, mbar));
     k.barrier();
     k.b.mbarrier(MbarrierOp::WaitParity, mbar, Some(zero))
         .unwrap();
@@ -411,32 +412,9 @@ fn a_barrier_after_the_issue_does_not_order_an_earlier_read_before_the_copy() {
 /// `b`'s issuer knew, although `b`'s landed first.
 fn two_loads_kernel() -> Kernel {
     let mut k = K::new("two_loads");
-    let map = k.b.param(
-        "map",
-        ParamKind::TensorMap {
-            elem: ScalarType::F32,
-            rank: 2,
-        },
-    );
-    let out = k.slice("out", ScalarType::U32, SliceAccess::Disjoint);
-    let tiles: Vec<u32> = ["a", "b"]
-        .into_iter()
-        .map(|name| {
-            k.b.shared_array_aligned(
-                ArrayDecl {
-                    name: name.into(),
-                    elem: ScalarType::U32,
-                    len: BOX_W * BOX_H,
-                },
-                1024,
-            )
-        })
-        .collect();
-    let bars = k.b.shared_array(ArrayDecl {
-        name: "bars".into(),
-        elem: ScalarType::U64,
-        len: 2,
-    });
+    let (map, out) = map_and_out(&mut k);
+    let tiles = [box_tile(&mut k, "a"), box_tile(&mut k, "b")];
+    let bars = mbarriers(&mut k, 2);
     let tid = k.tid();
     let zero = k.u32(0);
     let one = k.u32(1);
@@ -458,18 +436,7 @@ fn two_loads_kernel() -> Kernel {
     k.barrier();
     let load = |k: &mut K, tile: u32, mbar: Value| {
         let dst = k.op(Op::SharedAddr(tile));
-        let bytes = k.u32(BOX_W * BOX_H * 4);
-        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
-            .unwrap();
-        let c = k.i32(0);
-        k.b.tma(TmaOp::LoadTile {
-            map: TensorMapRef::Param(map),
-            coords: vec![c, c],
-            dst,
-            mbar,
-            multicast: None,
-        })
-        .unwrap();
+        load_box(k, map, dst, mbar);
     };
     k.if_(is1, |k| {
         let v = k.load_shared(tiles[0], zero);
