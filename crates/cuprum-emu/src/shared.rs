@@ -602,8 +602,9 @@ enum Earlier {
 }
 
 impl Track {
-    /// A thread other than `thread` that made an `earlier` access in `epoch` that nothing
-    /// orders before `thread`'s accesses now, or `NONE`.
+    /// A thread other than `thread` that made an `earlier` access in the epochs `since..=epoch`
+    /// (the current one, or since a TMA load's issue) that nothing orders before `thread`'s
+    /// accesses now, or `NONE`.
     #[inline]
     fn other(
         &self,
@@ -628,8 +629,8 @@ impl Track {
 }
 
 impl Pair {
-    /// A thread of the pair other than `thread` whose access in `epoch` is not ordered
-    /// before `thread`'s accesses now, or `NONE`.
+    /// A thread of the pair other than `thread` whose access in the epochs `since..=epoch` is
+    /// not ordered before `thread`'s accesses now, or `NONE`.
     #[inline]
     fn unordered(&self, [since, epoch]: [u32; 2], thread: u32, clocks: &Clocks) -> u32 {
         if !(since..=epoch).contains(&self.epoch) {
