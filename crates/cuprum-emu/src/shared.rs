@@ -273,9 +273,9 @@ impl SharedMem {
         off: u32,
         size: u32,
         value: u64,
-        issued: u32,
+        issued: Option<u32>,
     ) -> Result<(), SharedFault> {
-        self.agent_since = Some(issued);
+        self.agent_since = issued;
         let stored = self.store(off, size, value, self.agent);
         self.agent_since = None;
         stored
@@ -558,8 +558,9 @@ impl SharedMem {
         }
         let agent = self.agent;
         let (epoch, gen_) = (self.epoch, self.block_gen);
+        // Epochs only grow: a load's issue epoch is at most the current one.
         let since = match self.agent_since {
-            Some(issued) if thread == agent => issued.min(epoch),
+            Some(issued) if thread == agent => issued,
             _ => epoch,
         };
         let clocks = &self.mbar.clocks;

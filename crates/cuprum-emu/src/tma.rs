@@ -63,9 +63,10 @@ pub(crate) struct PendingLoad {
     pub(crate) mbar: u32,
     /// What the issuer released to the agent.
     known: Vec<u32>,
-    /// The shared-memory epoch of the destination's block it was issued in (`u32::MAX`
-    /// when another block of the cluster issued it).
-    epoch: u32,
+    /// The shared-memory epoch of the destination's block it was issued in (`None` when
+    /// another block of the cluster issued it: its epochs are not this one's, so its copy is
+    /// checked from the landing's epoch only).
+    epoch: Option<u32>,
 }
 
 /// Where a load's bytes come from.
@@ -421,13 +422,7 @@ impl Exec<'_, '_> {
             dst,
             mbar,
             known,
-            // Another block's epochs are not this one's: its copy is checked from the
-            // landing's epoch only.
-            epoch: if origin.is_some() {
-                u32::MAX
-            } else {
-                self.mem.shared.epoch()
-            },
+            epoch: origin.is_none().then(|| self.mem.shared.epoch()),
         }
     }
 
