@@ -96,11 +96,24 @@ fn load_box(k: &mut K, map: u32, dst: Value, mbar: Value) {
     .unwrap();
 }
 
-/// Thread 0 loads the box at `(x, y)` (unless `skip_wait`, every thread waits for it), then
-/// each thread copies words of the tile's raw shared bytes to `out`.
-fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle) -> Kernel {
-    let bw = box_w(swizzle);
-    let mut k = K::new("tma_load");
+/// What a kernel that loads one box into one tile starts with.
+struct OneBox {
+    map: u32,
+    out: u32,
+    tile: u32,
+    tid: Value,
+    zero: Value,
+    /// Whether this is thread 0.
+    is0: Value,
+    /// The tile's mbarrier and the tile, as shared addresses.
+    mbar: Value,
+    dst: Value,
+}
+
+/// A kernel named `name` with a map, an `out` slice, a box's tile and one mbarrier, which
+/// thread 0 sets up before the block meets.
+fn one_box_kernel(name: &str) -> (K, OneBox) {
+    let mut k = K::new(name);
     let (map, out) = map_and_out(&mut k);
     let tile = box_tile(&mut k, "tile");
     let bar = mbarriers(&mut k, 1);
@@ -114,35 +127,53 @@ fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle)
         k.b.mbarrier(MbarrierOp::Init, mbar, Some(one)).unwrap();
     });
     k.barrier();
-    k.if_(is0, |k| {
+    let parts = OneBox {
+        map,
+        out,
+        tile,
+        tid,
+        zero,
+        is0,
+        mbar,
+        dst,
+    };
+    (k, parts)
+}
+
+/// Thread 0 loads the box at `(x, y)` (unless `skip_wait`, every thread waits for it), then
+/// each thread copies words of the tile's raw shared bytes to `out`.
+fn load_kernel(x: i32, y: i32, skip_wait: bool, extra_tx: u32, swizzle: Swizzle) -> Kernel {
+    let bw = box_w(swizzle);
+    let (mut k, parts) = one_box_kernel("tma_load");
+    k.if_(parts.is0, |k| {
         let bytes = k.u32(bw * BOX_H * 4 + extra_tx);
-        k.b.mbarrier(MbarrierOp::ArriveExpectTx, mbar, Some(bytes))
+        k.b.mbarrier(MbarrierOp::ArriveExpectTx, parts.mbar, Some(bytes))
             .unwrap();
         let cx = k.i32(x);
         let cy = k.i32(y);
         k.b.tma(TmaOp::LoadTile {
-            map: TensorMapRef::Param(map),
+            map: TensorMapRef::Param(parts.map),
             coords: vec![cx, cy],
-            dst,
-            mbar,
+            dst: parts.dst,
+            mbar: parts.mbar,
             multicast: None,
         })
         .unwrap();
     });
     if !skip_wait {
-        k.b.mbarrier(MbarrierOp::WaitParity, mbar, Some(zero))
+        k.b.mbarrier(MbarrierOp::WaitParity, parts.mbar, Some(parts.zero))
             .unwrap();
     }
     // The box's words, up to two per thread.
     for half in 0..2u32 {
         let off = k.u32(half * 128);
-        let i = k.add(tid, off);
+        let i = k.add(parts.tid, off);
         let n = k.u32(bw * BOX_H);
         let inside = k.cmp(CmpOp::Lt, i, n);
         k.if_(inside, |k| {
-            let v = k.load_shared(tile, i);
+            let v = k.load_shared(parts.tile, i);
             let i64_ = k.cast(i, ScalarType::U64);
-            k.store(out, i64_, v);
+            k.store(parts.out, i64_, v);
         });
     }
     k.finish()
@@ -350,42 +381,31 @@ fn rewriting_a_store_source_before_the_read_wait_is_a_race() {
 
 /// Thread 1 reads word 0 of the tile (after everyone wrote it), thread 0 (another thread of
 /// its warp: lanes are not ordered by the warp's program order) loads a box into the tile,
-/// the block meets, and everyone waits for the box: the barrier comes after the issue, so it does not order the read before the copy, which may write any time after it
-/// is issued. With `met_before_issue` the block also meets between the read and the issue.
+/// the block meets, and everyone waits for the box: the barrier comes after the issue, so it
+/// does not order the read before the copy, which may write any time after it is issued.
+/// With `met_before_issue` the block also meets between the read and the issue.
 fn read_then_load_kernel(met_before_issue: bool) -> Kernel {
-    let mut k = K::new("read_then_load");
-    let (map, out) = map_and_out(&mut k);
-    let tile = box_tile(&mut k, "tile");
-    let bar = mbarriers(&mut k, 1);
-    let tid = k.tid();
-    let zero = k.u32(0);
-    let is0 = k.cmp(CmpOp::Eq, tid, zero);
-    let mbar = k.op(Op::SharedAddr(bar));
-    let dst = k.op(Op::SharedAddr(tile));
-    // Every thread writes two words of the tile; thread 0 sets up the barrier.
+    let (mut k, parts) = one_box_kernel("read_then_load");
+    // Every thread writes two words of the tile, then the block meets.
     for half in 0..2u32 {
         let off = k.u32(half * 128);
-        let i = k.add(tid, off);
-        k.store_shared(tile, i, i);
+        let i = k.add(parts.tid, off);
+        k.store_shared(parts.tile, i, i);
     }
-    k.if_(is0, |k| {
-        let one = k.u32(1);
-        k.b.mbarrier(MbarrierOp::Init, mbar, Some(one)).unwrap();
-    });
     k.barrier();
     let one = k.u32(1);
-    let is1 = k.cmp(CmpOp::Eq, tid, one);
+    let is1 = k.cmp(CmpOp::Eq, parts.tid, one);
     k.if_(is1, |k| {
-        let v = k.load_shared(tile, zero);
-        let at = k.cast(tid, ScalarType::U64);
-        k.store(out, at, v);
+        let v = k.load_shared(parts.tile, parts.zero);
+        let at = k.cast(parts.tid, ScalarType::U64);
+        k.store(parts.out, at, v);
     });
     if met_before_issue {
         k.barrier();
     }
-    k.if_(is0, |k| load_box(k, map, dst, mbar));
+    k.if_(parts.is0, |k| load_box(k, parts.map, parts.dst, parts.mbar));
     k.barrier();
-    k.b.mbarrier(MbarrierOp::WaitParity, mbar, Some(zero))
+    k.b.mbarrier(MbarrierOp::WaitParity, parts.mbar, Some(parts.zero))
         .unwrap();
     k.finish()
 }
