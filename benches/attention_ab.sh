@@ -18,8 +18,9 @@
 # serialized (about 15% slower); with binaries that old, set CUPRUM_CACHE=off (every process
 # then runs the JIT's code) or give each run a fresh CUPRUM_CACHE_DIR.
 #
-# Prints a line per run, then a table: per variant and case the median over the rounds and
-# its ratio to SDPA's median; with NCU=1, each kernel's duration at base clocks.
+# Prints a line per run, then a table: per variant, case and tile shape (`case@BMxBN`) the
+# median over the rounds and its ratio to SDPA's median; with NCU=1, each kernel's duration
+# at base clocks (the first shape of TILES only).
 set -u
 cd "$(dirname "$0")/.."
 export CUPRUM_DEVICE=cuda TILE_BENCH_ONLY=attention TILE_BENCH_ATTENTION_TILES=${TILES:-64x64}
@@ -33,7 +34,7 @@ for r in $(seq 1 "$rounds"); do
   for v in $variants; do
     sleep "$gap"
     timeout 90 "ab/tile_bench-$v" 2>&1 | grep -E 'median|FAILED' |
-      awk -v v="$v" '/FAILED/ {print "FAILED", v, $0; next} {print v, $2, $7}' | tee -a "$log"
+      awk -v v="$v" '/FAILED/ {print "FAILED", v, $0; next} {print v, $2 "@" $5, $7}' | tee -a "$log"
   done
   for c in tile_attention tile_attention_causal; do
     sleep "$gap"
@@ -54,7 +55,7 @@ print("| variant | case | median ms | runs | SDPA ms | ratio to SDPA |")
 print("|---|---|---:|---:|---:|---:|")
 for (who, case), v in sorted(runs.items()):
     m = statistics.median(v)
-    peer = sdpa.get(case)
+    peer = sdpa.get(case.split("@")[0])
     ratio = f"{peer / m:.2f}" if peer and who != "sdpa" else "-"
     print(f"| {who} | {case} | {m:.3f} | {len(v)} | {peer or 0:.3f} | {ratio} |")
 EOF
