@@ -940,6 +940,9 @@ enum ChainTensors {
     /// that masks them (`rows + j >= cols`, else `-1`), as causal attention written as one
     /// loop masks the tiles on the diagonal: the chain runs through the branch's result.
     MappedMaskedBranch,
+    /// As `Mapped`, the key tiles in two loops one after the other (the first half, then
+    /// the rest from the first loop's results), as causal attention runs them.
+    MappedTwoLoops,
 }
 
 /// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
@@ -961,7 +964,12 @@ fn chain_case(
 ) -> Case {
     let mapped = tensors != ChainTensors::Any;
     let mut rng = SmallRng::seed_from_u64(seed);
-    let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}");
+    let loops = if tensors == ChainTensors::MappedTwoLoops {
+        "_two_loops"
+    } else {
+        ""
+    };
+    let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}{loops}");
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
     let out = cb.output(
         &mut rng,
@@ -1043,87 +1051,98 @@ fn chain_case(
         ChainTensors::MappedNoIteration => 0,
         _ => keys.div_ceil(u64::from(bn)) as i64,
     };
-    let [start, end, step] = [int(&mut cb, 0), int(&mut cb, steps), int(&mut cb, 1)];
+    // The key loop over tiles `first..last`, from `inits`, giving its results.
+    let key_loop = |cb: &mut CaseBuilder, [first, last]: [i64; 2], inits: [TileValue; 2]| {
+        let [start, end, step] = [int(cb, first), int(cb, last), int(cb, 1)];
 
-    let counter = cb.b.value(TileType::scalar(S::I32));
-    let m_ty = cb.b.ty(m0).clone();
-    let acc_ty = cb.b.ty(acc0).clone();
-    let (m, acc) = (cb.b.value(m_ty.clone()), cb.b.value(acc_ty.clone()));
-    let (m_out, acc_out) = (cb.b.value(m_ty), cb.b.value(acc_ty));
-    cb.b.begin_block();
-    let zero_j = int(&mut cb, 0);
-    let kt = kv_load(&mut cb, k, vec![counter, zero_j]);
-    let kt_t = def(
-        &mut cb,
-        Op::Permute {
-            value: kt,
-            perm: vec![1, 0],
-        },
-    );
-    let zero = constant(&mut cb, &[bm, bn]);
-    let s = def(
-        &mut cb,
-        Op::Mma {
-            a: tq,
-            b: kt_t,
-            acc: zero,
-        },
-    );
-    let s = match tensors {
-        ChainTensors::MappedMaskedBranch => masking_branch(&mut cb, counter, s, [bm, bn]),
-        _ => s,
+        let counter = cb.b.value(TileType::scalar(S::I32));
+        let m_ty = cb.b.ty(m0).clone();
+        let acc_ty = cb.b.ty(acc0).clone();
+        let (m, acc) = (cb.b.value(m_ty.clone()), cb.b.value(acc_ty.clone()));
+        let (m_out, acc_out) = (cb.b.value(m_ty), cb.b.value(acc_ty));
+        cb.b.begin_block();
+        let zero_j = int(cb, 0);
+        let kt = kv_load(cb, k, vec![counter, zero_j]);
+        let kt_t = def(
+            cb,
+            Op::Permute {
+                value: kt,
+                perm: vec![1, 0],
+            },
+        );
+        let zero = constant(cb, &[bm, bn]);
+        let s = def(
+            cb,
+            Op::Mma {
+                a: tq,
+                b: kt_t,
+                acc: zero,
+            },
+        );
+        let s = match tensors {
+            ChainTensors::MappedMaskedBranch => masking_branch(cb, counter, s, [bm, bn]),
+            _ => s,
+        };
+        let max = def(
+            cb,
+            Op::Reduce {
+                value: s,
+                axis: 1,
+                combine: cuprum_tile_ir::Combine::Max,
+            },
+        );
+        let max = def(
+            cb,
+            Op::Reshape {
+                value: max,
+                shape: shape_of(&[bm, 1]),
+            },
+        );
+        let m_new = def(cb, Op::Binary(cuprum_ir::BinaryOp::Max, m, max));
+        let m_wide = broadcast(cb, m_new, [bm, bn]);
+        let p = def(cb, Op::Binary(cuprum_ir::BinaryOp::Sub, s, m_wide));
+        let p16 = def(
+            cb,
+            Op::Cast {
+                value: p,
+                to: Elem::Known(input_ty),
+            },
+        );
+        let alpha = def(cb, Op::Binary(cuprum_ir::BinaryOp::Sub, m, m_new));
+        let alpha_wide = broadcast(cb, alpha, [bm, d]);
+        let shifted = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, acc, alpha_wide));
+        let vt = kv_load(cb, v, vec![counter, zero_j]);
+        let next = def(
+            cb,
+            Op::Mma {
+                a: p16,
+                b: vt,
+                acc: shifted,
+            },
+        );
+        let body = cb.b.end_block(vec![m_new, next]);
+        cb.b.push(Stmt::For {
+            counter,
+            start,
+            end,
+            step,
+            args: vec![m, acc],
+            inits: inits.to_vec(),
+            body,
+            results: vec![m_out, acc_out],
+        });
+        [m_out, acc_out]
     };
-    let max = def(
-        &mut cb,
-        Op::Reduce {
-            value: s,
-            axis: 1,
-            combine: cuprum_tile_ir::Combine::Max,
-        },
-    );
-    let max = def(
-        &mut cb,
-        Op::Reshape {
-            value: max,
-            shape: shape_of(&[bm, 1]),
-        },
-    );
-    let m_new = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Max, m, max));
-    let m_wide = broadcast(&mut cb, m_new, [bm, bn]);
-    let p = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, s, m_wide));
-    let p16 = def(
-        &mut cb,
-        Op::Cast {
-            value: p,
-            to: Elem::Known(input_ty),
-        },
-    );
-    let alpha = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Sub, m, m_new));
-    let alpha_wide = broadcast(&mut cb, alpha, [bm, d]);
-    let shifted = def(
-        &mut cb,
-        Op::Binary(cuprum_ir::BinaryOp::Add, acc, alpha_wide),
-    );
-    let vt = kv_load(&mut cb, v, vec![counter, zero_j]);
-    let next = def(
-        &mut cb,
-        Op::Mma {
-            a: p16,
-            b: vt,
-            acc: shifted,
-        },
-    );
-    let body = cb.b.end_block(vec![m_new, next]);
-    cb.b.push(Stmt::For {
-        counter,
-        start,
-        end,
-        step,
-        args: vec![m, acc],
-        inits: vec![m0, acc0],
-        body,
-        results: vec![m_out, acc_out],
-    });
+    let [m_out, acc_out] = match tensors {
+        // Two loops, the second from the first's results, as causal attention runs its
+        // unmasked then its diagonal key tiles (a product deferred in each).
+        ChainTensors::MappedTwoLoops => {
+            let half = steps / 2;
+            let first = key_loop(&mut cb, [0, half], [m0, acc0]);
+            key_loop(&mut cb, [half, steps], first)
+        }
+        _ => key_loop(&mut cb, [0, steps], [m0, acc0]),
+    };
     let m_wide = broadcast(&mut cb, m_out, [bm, d]);
     let result = def(
         &mut cb,
@@ -1308,7 +1327,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
     // keys (the boxes' rows past the keys read zeros, as the loads' padding), and loops that
     // run no iteration (their first copies never started, their mbarriers set up and
     // invalidated all the same).
-    let shapes: [(ChainShape, ChainTensors); 8] = [
+    let shapes: [(ChainShape, ChainTensors); 11] = [
         (((70, 200, 128), [64, 64]), ChainTensors::Mapped),
         (((128, 64, 64), [128, 64]), ChainTensors::Mapped),
         (((64, 256, 128), [64, 128]), ChainTensors::Mapped),
@@ -1318,6 +1337,10 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         (((40, 72, 64), [64, 64]), ChainTensors::Mapped),
         (((64, 128, 128), [64, 64]), ChainTensors::MappedNoIteration),
         (((128, 128, 64), [128, 64]), ChainTensors::MappedNoIteration),
+        // Two loops in a row (two and three key tiles; one and one; two and two).
+        (((128, 320, 64), [128, 64]), ChainTensors::MappedTwoLoops),
+        (((128, 256, 128), [128, 128]), ChainTensors::MappedTwoLoops),
+        (((64, 256, 64), [64, 64]), ChainTensors::MappedTwoLoops),
     ];
     let mut cases = Vec::new();
     for (i, (ty, ((sizes, tiles), tensors))) in [S::F16, S::BF16]
@@ -1339,10 +1362,19 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
             .unwrap_or_else(|e| panic!("{e}"));
         let w = loop_work(&lowered.kernel);
-        // Per iteration: kᵀ's and v's next tiles, a box per 64 columns of the head
+        // Per loop and iteration: kᵀ's and v's next tiles, a box per 64 columns of the head
         // dimension each, no `cp.async`; each product waits for its own tile's mbarrier.
+        let loops = if tensors == ChainTensors::MappedTwoLoops {
+            2
+        } else {
+            1
+        };
         let panels = sizes.2 as usize / 64;
-        assert_eq!(w.tma_copies, 2 * panels, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(
+            w.tma_copies,
+            2 * panels * loops,
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
         assert_eq!(
             (w.copies, w.group_waits),
             (0, 0),
@@ -1353,7 +1385,12 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         // refills it, and the block never meets in the loop; with one, the block meets
         // once an iteration, where thread 0 refills both rings.
         let (releases, barriers) = if tiles[0] > 64 { (2, 0) } else { (0, 1) };
-        assert_eq!(w.mbarrier_waits, 2, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        let (releases, barriers) = (releases * loops, barriers * loops);
+        assert_eq!(
+            w.mbarrier_waits,
+            2 * loops,
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
         assert_eq!(w.mbarrier_arrivals, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(
             w.shared_atomics, releases,
@@ -1364,7 +1401,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         // With two warpgroups the second product is deferred: issued in the next
         // iteration after the first, whose wait leaves it in flight; with one (no registers
         // to spare at three blocks per multiprocessor) each product is waited for at once.
-        let deferred = usize::from(tiles[0] > 64);
+        let deferred = usize::from(tiles[0] > 64) * loops;
         assert_eq!(w.partial_waits, deferred, "{ty} {sizes:?} {tiles:?}: {w:?}");
         cases.push(case);
     }
