@@ -945,6 +945,17 @@ enum ChainTensors {
     MappedTwoLoops,
 }
 
+impl ChainTensors {
+    /// The key loops the chain runs its tiles in, one after the other.
+    fn loops(self) -> i64 {
+        if self == ChainTensors::MappedTwoLoops {
+            2
+        } else {
+            1
+        }
+    }
+}
+
 /// Attention's shape with exact arithmetic in place of the exponentials: per block of `bm`
 /// query rows, over key tiles of `bn`, `s = q kᵀ`, the running row maximum `m`, `p = s - m`
 /// broadcast, `acc = (acc + (m_old - m) broadcast) + f16(p) v`, and after the loop
@@ -964,10 +975,9 @@ fn chain_case(
 ) -> Case {
     let mapped = tensors != ChainTensors::Any;
     let mut rng = SmallRng::seed_from_u64(seed);
-    let loops = if tensors == ChainTensors::MappedTwoLoops {
-        "_two_loops"
-    } else {
-        ""
+    let loops = match tensors.loops() {
+        1 => String::new(),
+        n => format!("_{n}_loops"),
     };
     let name = format!("mma_chain_{input_ty}_{rows}x{keys}x{d}_tiles_{bm}x{bn}{loops}");
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
@@ -1133,16 +1143,13 @@ fn chain_case(
         });
         [m_out, acc_out]
     };
-    let [m_out, acc_out] = match tensors {
-        // Two loops, the second from the first's results, as causal attention runs its
-        // unmasked then its diagonal key tiles (a product deferred in each).
-        ChainTensors::MappedTwoLoops => {
-            let half = steps / 2;
-            let first = key_loop(&mut cb, [0, half], [m0, acc0]);
-            key_loop(&mut cb, [half, steps], first)
-        }
-        _ => key_loop(&mut cb, [0, steps], [m0, acc0]),
-    };
+    // With several loops, each from the last one's results, as causal attention runs its
+    // unmasked then its diagonal key tiles (a product deferred in each).
+    let loops = tensors.loops();
+    let [m_out, acc_out] = (0..loops).fold([m0, acc0], |inits, i| {
+        let bounds = [i * steps / loops, (i + 1) * steps / loops];
+        key_loop(&mut cb, bounds, inits)
+    });
     let m_wide = broadcast(&mut cb, m_out, [bm, d]);
     let result = def(
         &mut cb,
@@ -1364,11 +1371,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         let w = loop_work(&lowered.kernel);
         // Per loop and iteration: kᵀ's and v's next tiles, a box per 64 columns of the head
         // dimension each, no `cp.async`; each product waits for its own tile's mbarrier.
-        let loops = if tensors == ChainTensors::MappedTwoLoops {
-            2
-        } else {
-            1
-        };
+        let loops = tensors.loops() as usize;
         let panels = sizes.2 as usize / 64;
         assert_eq!(
             w.tma_copies,
