@@ -65,6 +65,34 @@
 //! before each refill, as the rings did before, deferring was slower (128x64 2.81 against
 //! 2.69 ms, as the same schedule made by hand on the PTX: 2.83): that wait tied the
 //! warpgroups together.
+//!
+//! **What ptxas makes of it** (ptxas 13, SASS read on 2026-12-07). ptxas moves a
+//! `wgmma.wait_group` up towards the top of its basic block. In attention's loop the wait
+//! for the deferred product shares a block with the row maxima and exponentials (the block
+//! starts after the branches that release the key buffer), so the warpgroup waits for
+//! `p v` *before* its exponentials: the overlap inside a warpgroup drawn above does not
+//! happen, and what deferring gains comes from the products of both warpgroups being queued
+//! back to back. (Nothing between the two waits touches `p v`'s registers or shared memory;
+//! making `p`'s words live past the wait, or the wait unconditional, changes nothing; a wait
+//! inside a branch makes ptxas serialize every `wgmma`, C7515/C7517.) A block boundary
+//! between the exponentials and the wait keeps it where it stands: releasing the first
+//! product's buffers just before that wait, instead of right after the first product's
+//! own, does (checked in the SASS, branch `experiment/late-release`), but was slower on the
+//! H100 (2026-12-07, real clocks, medians of 3 runs in one call: 128x128 tiles 2.22 ms
+//! against 2.15, 128x64 2.92 against 2.54; ncu at base clocks, 128x128: 2.58 against 2.51
+//! ms, tensor pipe 55.7% against 57.4%): the key buffer is refilled an exponentials' time
+//! later.
+//!
+//! **Turns** (FlashAttention-3's ping-pong: the two warpgroups take turns at named barriers
+//! to issue their products, branch `experiment/turns`) changed nothing there either (same
+//! call: 128x128 2.22 ms, 128x64 2.65; under ncu 2.52 ms, tensor pipe 57.3%). ncu's stall
+//! sampling of 128x128 on main says why: a warp spends about a quarter of its time on the
+//! tensor cores (waiting at `WARPGROUP.DEPBAR` 12%, issuing `HGMMA` 14%) and the rest on the
+//! softmax, whose 668 instructions a step run at about 0.25 per cycle; the 66 `MUFU.EX2` a
+//! warp issues per step alone hold its scheduler's MUFU pipe (16 results a cycle per
+//! multiprocessor) for 528 cycles, twice that with two warps per scheduler, against about
+//! 2,050 cycles of tensor work per step for the multiprocessor. A warpgroup's softmax takes
+//! longer than the other's products, so taking turns cannot hide it; it has to get shorter.
 
 use cuprum_ir::wgmma::WgmmaA;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value, Var};
