@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Where a kernel's warps spend their time, from ncu's per-instruction stall sampling.
+
+Why: a kernel below its peer is explained by what its warps wait on (the tensor cores, a
+barrier, the MUFU pipe, a dependency chain), instruction by instruction; ncu samples that,
+but its source page is a CSV of a thousand rows and sixty columns. This reads that CSV and
+prints the stall reasons overall, the samples per opcode, and the instructions with the
+most samples with their main reasons.
+
+On the GPU machine (one kernel, a few launches in):
+
+    ncu --clock-control base -k regex:'^attention$' --launch-skip 6 --launch-count 1 \\
+        --section WarpStateStats --section SourceCounters -o $OUT/k BINARY
+    ncu -i $OUT/k.ncu-rep --page source --print-source sass --csv > $OUT/k.csv
+
+Here:  python3 benches/ncu_stalls.py k.csv [--top 25]
+"""
+
+import argparse
+import collections
+import csv
+import re
+import sys
+
+SAMPLES = "Warp Stall Sampling (All Samples)"
+
+
+def opcode(source):
+    """`@!P0 FMNMX.FTZ R1, ...` -> `FMNMX`."""
+    text = re.sub(r"^@!?U?P\w+\s+", "", source.strip())
+    return text.split(" ")[0].split(".")[0]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("csv", help="ncu --page source --print-source sass --csv output")
+    parser.add_argument("--top", type=int, default=25, help="instructions to list")
+    args = parser.parse_args()
+
+    with open(args.csv, newline="") as f:
+        rows = list(csv.reader(f))
+    header_at = next((i for i, r in enumerate(rows) if "Source" in r and SAMPLES in r), None)
+    if header_at is None:
+        sys.exit(f"{args.csv}: no `Source` and `{SAMPLES}` columns (was it --page source --csv?)")
+    header = rows[header_at]
+    col = {name: i for i, name in enumerate(header)}
+    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
+    data = [r for r in rows[header_at + 1 :] if len(r) >= len(header)]
+
+    def count(row, name):
+        value = row[col[name]].replace(",", "")
+        return int(value) if value.isdigit() else 0
+
+    total = sum(count(r, SAMPLES) for r in data)
+    if total == 0:
+        sys.exit(f"{args.csv}: no samples")
+    print(f"{len(data)} instructions, {total} samples")
+
+    by_reason = collections.Counter()
+    by_opcode = collections.Counter()
+    opcode_count = collections.Counter()
+    for r in data:
+        for reason in reasons:
+            by_reason[reason] += count(r, reason)
+        op = opcode(r[col["Source"]])
+        by_opcode[op] += count(r, SAMPLES)
+        opcode_count[op] += 1
+
+    print("\n| stall reason | samples | share |\n|---|---:|---:|")
+    for reason, n in by_reason.most_common(12):
+        print(f"| {reason} | {n} | {100 * n / total:.1f}% |")
+    print("\n| opcode | instructions | samples | share |\n|---|---:|---:|---:|")
+    for op, n in by_opcode.most_common(20):
+        print(f"| {op} | {opcode_count[op]} | {n} | {100 * n / total:.1f}% |")
+    print("\n| samples | instruction | main reasons |\n|---:|---|---|")
+    for r in sorted(data, key=lambda r: -count(r, SAMPLES))[: args.top]:
+        main_reasons = sorted(((count(r, c), c) for c in reasons), reverse=True)[:3]
+        said = ", ".join(f"{c[len('stall_'):]} {n}" for n, c in main_reasons if n)
+        # Samples of a reason the CSV has no column for (an HGMMA waiting for the tensor
+        # cores to take it, on Hopper) are counted in the total only.
+        other = count(r, SAMPLES) - sum(count(r, c) for c in reasons)
+        if other > 0:
+            said += f", no column {other}"
+        print(f"| {count(r, SAMPLES)} | `{r[col['Source']].strip()[:60]}` | {said} |")
+
+
+if __name__ == "__main__":
+    main()
