@@ -1406,6 +1406,12 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         // to spare at three blocks per multiprocessor) each product is waited for at once.
         let deferred = usize::from(tiles[0] > 64) * loops;
         assert_eq!(w.partial_waits, deferred, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        // A deferred product carries one `B` descriptor to the next iteration; the others
+        // (one per 16 of K) are made from it where it is issued.
+        assert_eq!(
+            w.u64_var_writes, deferred,
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
         cases.push(case);
     }
     check_all("chained mma (Hopper, tensor memory accelerator)", &cases);
@@ -1476,6 +1482,8 @@ struct LoopWork {
     /// Accumulator variables of the loop's `wgmma`s that are also read after the loop: the
     /// loop's own carried variables, accumulated in place.
     carried_accumulators: usize,
+    /// Writes of 64-bit variables (a deferred product's carried `B` descriptor).
+    u64_var_writes: usize,
 }
 
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
@@ -1513,6 +1521,11 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                     ..
                 } if !in_loop => {
                     vars.read_outside.insert(*v);
+                }
+                cuprum_ir::Stmt::WriteVar { value, .. }
+                    if in_loop && k.values[*value].ty == S::U64 =>
+                {
+                    w.u64_var_writes += 1
                 }
                 cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,

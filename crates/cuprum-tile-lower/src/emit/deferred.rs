@@ -14,7 +14,7 @@
 //!   wait until one group is pending (s_j is done; the product runs on)
 //!   row maxima, exponentials, sums           <- while the tensor cores compute p v
 //!   wait for every group; [j > 0: release v_{j-1}'s buffer]; acc is read: acc * alpha ...
-//!   at p vⱼ's place: keep its register A (p's fragment words) and B's descriptors in
+//!   at p vⱼ's place: keep its register A (p's fragment words) and B's first descriptor in
 //!   variables the loop carries; the accumulator's variables get acc * alpha
 //! after the loop: [if any step ran: issue and wait acc += p_last v_last]
 //! ```
@@ -35,8 +35,12 @@
 //! value's first read. The carried value is then read from its variables at that first read
 //! (after the wait), not at the top of the body.
 //!
-//! Its cost is registers: `p`'s fragment words and the descriptors live across the loop's
-//! back edge (16 and 8 more at 64 keys per step), which blocks of several warpgroups, one
+//! Its cost is registers: `p`'s fragment words and `B`'s first descriptor live across the
+//! loop's back edge (16 and 2 more at 64 keys per step; the other descriptors are the
+//! first plus constants, made where the product is issued, in the uniform registers a
+//! `wgmma` reads: carried, all eight took 4 more registers and 33 more instructions a step of 128x128
+//! attention in ptxas's code, 2026-12-07),
+//! which blocks of several warpgroups, one
 //! per multiprocessor, have to spare; a block of one warpgroup, three per multiprocessor at
 //! 160 registers, has not (measured by hand on the H100 on 2026-12-06: 171 registers, two
 //! blocks per multiprocessor, slower), and keeps its products in place. Ways to make the
@@ -118,8 +122,12 @@ pub(super) struct Deferred {
     pending: Var,
     /// `U32`: the deferred product's register `A`, four words per 16 of `K`.
     a_words: Vec<Var>,
-    /// `U64`: its `B` descriptors, one per 16 of `K`.
-    b_descriptors: Vec<Var>,
+    /// `U64`: its `B` descriptor for the first 16 of `K`; the others are it plus
+    /// `b_offsets` (made where the product is issued, so that they stay in the uniform
+    /// registers the `wgmma`s read instead of being carried and moved there).
+    b_first: Var,
+    /// Each 16 of `K`'s descriptor less the first's (`WgmmaChoice::descriptor_offsets`).
+    b_offsets: Vec<u64>,
     /// Whether the carried value has been read in the iteration being emitted.
     ready: bool,
 }
@@ -212,6 +220,24 @@ impl Emitter<'_> {
         let Some(early) = early else {
             return Ok(None);
         };
+        // `B`'s descriptors: the first one carried, the others a constant from it.
+        let Some(b_tile) = choice
+            .tiles
+            .first()
+            .and_then(|&(load, _, _)| rings.iter().find(|r| r.load == load))
+            .map(|r| r.tile)
+        else {
+            return Ok(None);
+        };
+        let ks: Vec<u32> = (0..choice.d.k)
+            .step_by(choice.shape.ty.k() as usize)
+            .collect();
+        let Some(b_offsets) = Self::descriptor_offsets(b_tile, choice.b_major, &ks)
+            .into_iter()
+            .collect::<Option<Vec<u64>>>()
+        else {
+            return Ok(None);
+        };
         // The variables, written before the loop (the operands are read in every
         // iteration, issued only once one is pending).
         let steps = choice.d.k / choice.shape.ty.k();
@@ -228,7 +254,7 @@ impl Emitter<'_> {
         };
         let pending = fresh(self, ScalarType::U32, 1, zero32)[0];
         let a_words = fresh(self, ScalarType::U32, 4 * steps, zero32);
-        let b_descriptors = fresh(self, ScalarType::U64, steps, zero64);
+        let b_first = fresh(self, ScalarType::U64, 1, zero64)[0];
         Ok(Some(Deferred {
             first: early,
             product: deferred,
@@ -236,7 +262,8 @@ impl Emitter<'_> {
             choice,
             pending,
             a_words,
-            b_descriptors,
+            b_first,
+            b_offsets,
             ready: false,
         }))
     }
@@ -311,8 +338,9 @@ impl Emitter<'_> {
         let order = self.accumulator_order(&d.choice)?;
         let acc = order.iter().map(|&r| carried[r]).collect();
         let pending = self.read(d.pending)?;
-        let mut steps = Vec::with_capacity(d.b_descriptors.len());
-        for (i, &desc) in d.b_descriptors.iter().enumerate() {
+        let first = self.read(d.b_first)?;
+        let mut steps = Vec::with_capacity(d.b_offsets.len());
+        for (i, &offset) in d.b_offsets.iter().enumerate() {
             let words = d.a_words[4 * i..4 * i + 4]
                 .iter()
                 .map(|&w| self.read(w))
@@ -320,7 +348,14 @@ impl Emitter<'_> {
             let words: [Value; 4] = words
                 .try_into()
                 .map_err(|_| self.internal("a deferred A fragment of other than 4 words"))?;
-            steps.push((WgmmaA::Registers(words), self.read(desc)?));
+            let desc = match offset {
+                0 => first,
+                _ => {
+                    let offset = self.konst(cuprum_ir::Constant::u64(offset));
+                    self.add(first, offset)?
+                }
+            };
+            steps.push((WgmmaA::Registers(words), desc));
         }
         Ok(DeferredOperands {
             pending,
@@ -363,7 +398,7 @@ impl Emitter<'_> {
         if d.product != value {
             return Ok(false);
         }
-        if steps.len() != d.b_descriptors.len() {
+        if steps.len() != d.b_offsets.len() {
             return Err(self.internal("a deferred product's steps changed"));
         }
         for (i, (a, desc)) in steps.iter().enumerate() {
@@ -373,7 +408,9 @@ impl Emitter<'_> {
             for (&var, &w) in d.a_words[4 * i..4 * i + 4].iter().zip(words) {
                 self.write(var, w);
             }
-            self.write(d.b_descriptors[i], *desc);
+            if i == 0 {
+                self.write(d.b_first, *desc);
+            }
         }
         let one = self.u32c(1);
         self.write(d.pending, one);

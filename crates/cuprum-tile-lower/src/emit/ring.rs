@@ -101,7 +101,7 @@ const RING_BARRIERS: u32 = 4;
 pub(super) struct Ring {
     pub(super) load: TileValue,
     /// Its tile in buffer 0 (buffer 1 is `distance` bytes further).
-    tile: SwizzledTile,
+    pub(super) tile: SwizzledTile,
     distance: u32,
     /// The statements of the body that compute the load's tile index from the counter, in
     /// order.

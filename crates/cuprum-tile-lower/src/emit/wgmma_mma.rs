@@ -528,20 +528,40 @@ impl Emitter<'_> {
             return Ok(Vec::new());
         };
         let base = self.tile_descriptor(tile, major, first, rows)?;
-        let (from, _) = Self::descriptor_start(tile, major, first);
         let mut out = Vec::with_capacity(ks.len());
-        for &k0 in ks {
-            let (at, _) = Self::descriptor_start(tile, major, k0);
-            match at.checked_sub(from) {
+        for (&k0, offset) in ks.iter().zip(Self::descriptor_offsets(tile, major, ks)) {
+            match offset {
                 Some(0) => out.push(base),
-                Some(d) if d % 16 == 0 => {
-                    let step = self.konst(Constant::u64(u64::from(d / 16)));
+                Some(d) => {
+                    let step = self.konst(Constant::u64(d));
                     out.push(self.add(base, step)?);
                 }
-                _ => out.push(self.tile_descriptor(tile, major, k0, rows)?),
+                None => out.push(self.tile_descriptor(tile, major, k0, rows)?),
             }
         }
         Ok(out)
+    }
+
+    /// For each 16 of `K` from `ks` in `tile` stored `major`: its descriptor as the first
+    /// one's plus a constant (a descriptor's start address counts 16 bytes), where it is
+    /// one; `None` where the step needs a descriptor of its own.
+    pub(super) fn descriptor_offsets(
+        tile: SwizzledTile,
+        major: Major,
+        ks: &[u32],
+    ) -> Vec<Option<u64>> {
+        let Some(&first) = ks.first() else {
+            return Vec::new();
+        };
+        let (from, _) = Self::descriptor_start(tile, major, first);
+        ks.iter()
+            .map(|&k0| {
+                let (at, _) = Self::descriptor_start(tile, major, k0);
+                at.checked_sub(from)
+                    .filter(|d| d % 16 == 0)
+                    .map(|d| u64::from(d / 16))
+            })
+            .collect()
     }
 
     /// The byte offset (before the swizzle) in `tile` of the 16 of `K` from `k0`, and the
