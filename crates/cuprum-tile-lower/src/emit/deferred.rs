@@ -126,7 +126,7 @@ pub(super) struct Deferred {
     /// `b_offsets` (made where the product is issued, so that they stay in the uniform
     /// registers the `wgmma`s read instead of being carried and moved there).
     b_first: Var,
-    /// Each 16 of `K`'s descriptor less the first's (`WgmmaChoice::descriptor_offsets`).
+    /// Each 16 of `K`'s descriptor less the first's ([`Emitter::descriptor_offsets`]).
     b_offsets: Vec<u64>,
     /// Whether the carried value has been read in the iteration being emitted.
     ready: bool,
@@ -240,7 +240,7 @@ impl Emitter<'_> {
         };
         // The variables, written before the loop (the operands are read in every
         // iteration, issued only once one is pending).
-        let steps = choice.d.k / choice.shape.ty.k();
+        let steps = ks.len() as u32;
         let zero32 = self.u32c(0);
         let zero64 = self.konst(cuprum_ir::Constant::u64(0));
         let fresh = |e: &mut Self, ty: ScalarType, n: u32, init: Value| {
@@ -348,13 +348,7 @@ impl Emitter<'_> {
             let words: [Value; 4] = words
                 .try_into()
                 .map_err(|_| self.internal("a deferred A fragment of other than 4 words"))?;
-            let desc = match offset {
-                0 => first,
-                _ => {
-                    let offset = self.konst(cuprum_ir::Constant::u64(offset));
-                    self.add(first, offset)?
-                }
-            };
+            let desc = self.descriptor_plus(first, offset)?;
             steps.push((WgmmaA::Registers(words), desc));
         }
         Ok(DeferredOperands {

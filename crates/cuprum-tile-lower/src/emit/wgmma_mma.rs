@@ -530,16 +530,22 @@ impl Emitter<'_> {
         let base = self.tile_descriptor(tile, major, first, rows)?;
         let mut out = Vec::with_capacity(ks.len());
         for (&k0, offset) in ks.iter().zip(Self::descriptor_offsets(tile, major, ks)) {
-            match offset {
-                Some(0) => out.push(base),
-                Some(d) => {
-                    let step = self.konst(Constant::u64(d));
-                    out.push(self.add(base, step)?);
-                }
-                None => out.push(self.tile_descriptor(tile, major, k0, rows)?),
-            }
+            out.push(match offset {
+                Some(d) => self.descriptor_plus(base, d)?,
+                None => self.tile_descriptor(tile, major, k0, rows)?,
+            });
         }
         Ok(out)
+    }
+
+    /// `U64`: descriptor `base` moved on by `offset` (in the 16 bytes its start address
+    /// counts; `base` itself for 0).
+    pub(super) fn descriptor_plus(&mut self, base: Value, offset: u64) -> R<Value> {
+        if offset == 0 {
+            return Ok(base);
+        }
+        let offset = self.konst(Constant::u64(offset));
+        self.add(base, offset)
     }
 
     /// For each 16 of `K` from `ks` in `tile` stored `major`: its descriptor as the first
