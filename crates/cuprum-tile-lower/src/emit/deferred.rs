@@ -229,9 +229,7 @@ impl Emitter<'_> {
         else {
             return Ok(None);
         };
-        let ks: Vec<u32> = (0..choice.d.k)
-            .step_by(choice.shape.ty.k() as usize)
-            .collect();
+        let ks = choice.k_steps();
         let Some(b_offsets) = Self::descriptor_offsets(b_tile, choice.b_major, &ks)
             .into_iter()
             .collect::<Option<Vec<u64>>>()

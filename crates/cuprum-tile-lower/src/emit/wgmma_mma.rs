@@ -202,6 +202,14 @@ pub(super) struct WgmmaChoice {
     pub(super) tiles: Vec<(TileValue, u32, u32)>,
 }
 
+impl WgmmaChoice {
+    /// Where each `wgmma` of the product starts along `K`: one per `K` of its shape (16 for
+    /// 16-bit inputs).
+    pub(super) fn k_steps(&self) -> Vec<u32> {
+        (0..self.d.k).step_by(self.shape.ty.k() as usize).collect()
+    }
+}
+
 /// Where a `wgmma`'s `A` is read from, as [`Emitter::wgmma_choice`] finds it.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum ASource {
@@ -308,7 +316,6 @@ impl Emitter<'_> {
         let order = self.accumulator_order(&choice)?;
         let WgmmaChoice {
             shape,
-            d,
             la,
             b_major,
             a_source,
@@ -374,7 +381,7 @@ impl Emitter<'_> {
         };
         // Every operand register and descriptor is made before the fence: a register a
         // `wgmma` reads must not be written between `wgmma.fence` and it.
-        let ks: Vec<u32> = (0..d.k).step_by(shape.ty.k() as usize).collect();
+        let ks = choice.k_steps();
         let a_descriptors = match &a_src {
             WgA::Shared(tile) => self.tile_descriptors(*tile, Major::K, &ks, a_group_offset)?,
             WgA::Fragments(_) => Vec::new(),
