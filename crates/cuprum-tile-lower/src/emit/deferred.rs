@@ -97,6 +97,24 @@
 //! multiprocessor) for 528 cycles, twice that with two warps per scheduler, against about
 //! 2,050 cycles of tensor work per step for the multiprocessor. A warpgroup's softmax takes
 //! longer than the other's products, so taking turns cannot hide it; it has to get shorter.
+//!
+//! **Neither the schedule nor the rings are what is missing** (H100, 2026-12-07, 128x128
+//! tiles, real clocks, medians of 3 to 5 runs in one call against main in the same call;
+//! each on an `experiment/` branch):
+//!
+//! | change | ms | main ms |
+//! |---|---:|---:|
+//! | the wait after the exponentials (a branch before it, `boundary-hack`) | 2.22 | 2.13 |
+//! | that and turns: FlashAttention-3's schedule (tensor pipe 56.6%) | 2.19 | 2.17 |
+//! | a third buffer for the values (`three-stages`) | 2.17 | 2.17 |
+//! | each warp's count looked at a statement later (`settle`) | 2.19 | 2.06 |
+//! | no count: thread 0 refills at once (`free-release-probe`, racy) | 2.06 | 2.11 |
+//!
+//! Looking at the count later delays the refill (causal 1.38 against 1.26 ms; warps waiting
+//! for a tile's copy went from 1.2% to 4.5% of ncu's samples). The racy probe bounds what a
+//! cheaper release (a producer warp's) could gain: 3% here, 10% at 128x64 (2.29 against
+//! 2.55 ms). ncu's samples put 30% of a warp's time on fixed-latency dependencies and 17%
+//! on issuing, with two warps per scheduler: the softmax's instruction stream is the cost.
 
 use cuprum_ir::wgmma::WgmmaA;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value, Var};
