@@ -13,7 +13,13 @@ On the GPU machine (one kernel, a few launches in):
         --section WarpStateStats --section SourceCounters -o $OUT/k BINARY
     ncu -i $OUT/k.ncu-rep --page source --print-source sass --csv > $OUT/k.csv
 
-Here:  python3 benches/ncu_stalls.py k.csv [--top 25]
+Here:  python3 benches/ncu_stalls.py k.csv [--top 25] [--loop]
+
+--loop adds the hottest loop's dynamic instruction mix: the instructions between the first
+and the last with the most frequent count above the kernel entry's (the loop's straight-line
+body) per warp and iteration, by opcode,
+and the loop's share of the samples, which counts what each warp issues a step rather than
+what the SASS holds (code only the last warp runs, as a refill, counts an eighth).
 """
 
 import argparse
@@ -35,6 +41,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("csv", help="ncu --page source --print-source sass --csv output")
     parser.add_argument("--top", type=int, default=25, help="instructions to list")
+    parser.add_argument("--loop", action="store_true", help="the hottest loop's mix per step")
     args = parser.parse_args()
 
     with open(args.csv, newline="") as f:
@@ -82,6 +89,35 @@ def main():
         if other > 0:
             said += f", no column {other}"
         print(f"| {count(r, SAMPLES)} | `{r[col['Source']].strip()[:60]}` | {said} |")
+    if args.loop:
+        hottest_loop(data, col, lambda r, name: count(r, name), total)
+
+
+def hottest_loop(data, col, count, total):
+    """Prints the dynamic instructions a warp issues per iteration of the hottest loop."""
+    executed = "Instructions Executed"
+    runs = [count(r, executed) for r in data]
+    # The loop body's count: the most frequent one above the kernel's entry (a wait's spin
+    # loop runs more often, but is a few instructions).
+    above = collections.Counter(n for n in runs if n > runs[0])
+    if not above:
+        print("\nno loop: every instruction ran at most as often as the first")
+        return
+    steps = above.most_common(1)[0][0]
+    at = [i for i, n in enumerate(runs) if n == steps]
+    body = data[at[0] : at[-1] + 1]
+    issued = collections.Counter()
+    for r in body:
+        issued[opcode(r[col["Source"]])] += count(r, executed)
+    per_step = sum(issued.values()) / steps
+    samples = sum(count(r, SAMPLES) for r in body)
+    print(
+        f"\nhottest loop: {len(body)} instructions in the SASS, {per_step:.1f} issued per warp "
+        f"and step ({steps} warp-steps), {100 * samples / total:.1f}% of the samples"
+    )
+    print("\n| opcode | per warp and step |\n|---|---:|")
+    for op, n in issued.most_common(24):
+        print(f"| {op} | {n / steps:.1f} |")
 
 
 if __name__ == "__main__":
