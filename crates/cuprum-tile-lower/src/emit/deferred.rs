@@ -110,11 +110,13 @@
 //! | each warp's count looked at a statement later (`settle`) | 2.19 | 2.06 |
 //! | no count: thread 0 refills at once (`free-release-probe`, racy) | 2.06 | 2.11 |
 //!
-//! Looking at the count later delays the refill (causal 1.38 against 1.26 ms; warps waiting
-//! for a tile's copy went from 1.2% to 4.5% of ncu's samples). The racy probe bounds what a
-//! cheaper release (a producer warp's) could gain: 3% here, 10% at 128x64 (2.29 against
-//! 2.55 ms). ncu's samples put 30% of a warp's time on fixed-latency dependencies and 17%
-//! on issuing, with two warps per scheduler: the softmax's instruction stream is the cost.
+//! Looking at the count later delays the refill (causal 1.38 against 1.26 ms; ncu's
+//! samples of warps waiting for the value tile's copy went from 1.1% to 4.9%). The racy
+//! probe bounds what a cheaper release (a producer warp's) could gain: 3% here, 10% at
+//! 128x64 (2.29 against 2.55 ms). ncu's samples put 30% of a warp's time on fixed-latency
+//! dependencies and 17% on issuing, with two warps per scheduler; a warp issues 527
+//! instructions a step, 368 of them arithmetic (`benches/ncu_stalls.py --loop`): the
+//! softmax's instruction stream is the cost.
 
 use cuprum_ir::wgmma::WgmmaA;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value, Var};
