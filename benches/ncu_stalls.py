@@ -15,11 +15,11 @@ On the GPU machine (one kernel, a few launches in):
 
 Here:  python3 benches/ncu_stalls.py k.csv [--top 25] [--loop]
 
---loop adds the hottest loop's dynamic instruction mix: the instructions between the first
-and the last with the most frequent count above the kernel entry's (the loop's straight-line
-body) per warp and iteration, by opcode,
-and the loop's share of the samples, which counts what each warp issues a step rather than
-what the SASS holds (code only the last warp runs, as a refill, counts an eighth).
+--loop adds the hottest loop's dynamic instruction mix, by opcode, per warp and iteration:
+the instructions from the first to the last whose count is the most frequent one above the
+kernel entry's (the loop's straight-line body), weighted by how often each ran, and the
+loop's share of the samples. That counts what a warp issues a step rather than what the SASS
+holds (code that only the last warp runs, as a refill, counts an eighth).
 """
 
 import argparse
@@ -90,7 +90,7 @@ def main():
             said += f", no column {other}"
         print(f"| {count(r, SAMPLES)} | `{r[col['Source']].strip()[:60]}` | {said} |")
     if args.loop:
-        hottest_loop(data, col, lambda r, name: count(r, name), total)
+        hottest_loop(data, col, count, total)
 
 
 def hottest_loop(data, col, count, total):

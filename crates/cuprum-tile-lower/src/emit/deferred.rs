@@ -99,12 +99,12 @@
 //! longer than the other's products, so taking turns cannot hide it; it has to get shorter.
 //!
 //! **Neither the schedule nor the rings are what is missing** (H100, 2026-12-07, 128x128
-//! tiles, real clocks, medians of 3 to 5 runs in one call against main in the same call;
-//! each on an `experiment/` branch):
+//! tiles, real clocks, medians of 3 to 5 runs, each against the build it changes in the
+//! same call; each on an `experiment/` branch):
 //!
-//! | change | ms | main ms |
+//! | change | ms | before ms |
 //! |---|---:|---:|
-//! | the wait after the exponentials (a branch before it, `boundary-hack`) | 2.22 | 2.13 |
+//! | the wait after the exponentials (a branch before it, `boundary-hack`) | 2.22 | 2.04 |
 //! | that and turns: FlashAttention-3's schedule (tensor pipe 56.6%) | 2.19 | 2.17 |
 //! | a third buffer for the values (`three-stages`) | 2.17 | 2.17 |
 //! | each warp's count looked at a statement later (`settle`) | 2.19 | 2.06 |
