@@ -16,8 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tiles=${1:-64x64,128x128}
 dir=${2:-/tmp/attention_sass}
+# ptxas and cuobjdump: beside CUPRUM_PTXAS (what .ci/run exports) if set, else in the package.
 tools=$(python3 - <<'PY'
 import glob, os, site, sys
+given = os.environ.get("CUPRUM_PTXAS")
+if given and os.path.exists(os.path.join(os.path.dirname(given), "cuobjdump")):
+    print(os.path.dirname(given)); sys.exit(0)
 for r in site.getsitepackages() + [site.getusersitepackages()]:
     for p in glob.glob(os.path.join(r, "nvidia", "cu*", "bin", "ptxas")):
         if os.path.exists(os.path.join(os.path.dirname(p), "cuobjdump")):

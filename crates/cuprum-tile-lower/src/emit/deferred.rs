@@ -38,10 +38,9 @@
 //! Its cost is registers: `p`'s fragment words and `B`'s first descriptor live across the
 //! loop's back edge (16 and 2 more at 64 keys per step; the other descriptors are the
 //! first plus constants, made where the product is issued, in the uniform registers a
-//! `wgmma` reads: carried, all eight took 4 more registers and 33 more instructions a step of 128x128
-//! attention in ptxas's code, 2026-12-07),
-//! which blocks of several warpgroups, one
-//! per multiprocessor, have to spare; a block of one warpgroup, three per multiprocessor at
+//! `wgmma` reads: carried, all eight took 4 more registers and 33 more instructions a step
+//! of 128x128 attention in ptxas's code, 2026-12-07), which blocks of several warpgroups,
+//! one per multiprocessor, have to spare; a block of one warpgroup, three per multiprocessor at
 //! 160 registers, has not (measured by hand on the H100 on 2026-12-06: 171 registers, two
 //! blocks per multiprocessor, slower), and keeps its products in place. Ways to make the
 //! room were all slower on the H100 (2026-12-07, 64x64 tiles of the attention below, ncu at
@@ -240,7 +239,8 @@ impl Emitter<'_> {
         let Some(early) = early else {
             return Ok(None);
         };
-        // `B`'s descriptors: the first one carried, the others a constant from it.
+        // `B`'s descriptors: the first one carried, the others a constant from it. (`A` is
+        // in fragments, so `B`'s is the only tile the product reads.)
         let Some(b_tile) = choice
             .tiles
             .first()
