@@ -1484,6 +1484,9 @@ struct LoopWork {
     carried_accumulators: usize,
     /// Writes of 64-bit variables (a deferred product's carried `B` descriptor).
     u64_var_writes: usize,
+    /// Waits for every `cp.async` before the first loop (a resident tile copied straight
+    /// from global memory, waited for once, before the loop).
+    full_waits_before: usize,
 }
 
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
@@ -1492,6 +1495,8 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
     struct Vars {
         accumulators: HashSet<cuprum_ir::Var>,
         read_outside: HashSet<cuprum_ir::Var>,
+        /// Whether a loop has been met (statements are visited in order).
+        looped: bool,
     }
     fn visit(
         b: &cuprum_ir::Block,
@@ -1502,7 +1507,10 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
     ) {
         for s in &b.stmts {
             match s {
-                cuprum_ir::Stmt::Loop { body } => visit(body, k, true, w, vars),
+                cuprum_ir::Stmt::Loop { body } => {
+                    vars.looped = true;
+                    visit(body, k, true, w, vars)
+                }
                 cuprum_ir::Stmt::If {
                     then, otherwise, ..
                 } => {
@@ -1531,6 +1539,7 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
                 cuprum_ir::Stmt::CpAsyncWaitGroup { .. } if in_loop => w.group_waits += 1,
                 cuprum_ir::Stmt::CpAsyncWaitAll if in_loop => w.full_waits += 1,
+                cuprum_ir::Stmt::CpAsyncWaitAll if !vars.looped => w.full_waits_before += 1,
                 cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::LoadTile { .. }) if in_loop => {
                     w.tma_copies += 1
                 }
@@ -1659,6 +1668,13 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
                     "{sizes:?} {tiles:?}: {w:?}"
                 );
                 assert_eq!(w.ldmatrices, 0, "{sizes:?} {tiles:?}: {w:?}");
+                // A resident q is copied from global memory into its tile (`cp.async`,
+                // not through registers) and waited for once, before the loop.
+                assert_eq!(
+                    w.full_waits_before,
+                    usize::from(register_a < n),
+                    "{sizes:?} {tiles:?}: {w:?}"
+                );
                 // kᵀ and v each come from a two-buffer ring: each mma waits for its own
                 // copy from an iteration ago, never for all copies.
                 assert_eq!(w.group_waits, 2, "{sizes:?} {tiles:?}: {w:?}");

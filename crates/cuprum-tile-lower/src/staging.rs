@@ -85,6 +85,51 @@ pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValu
         .collect()
 }
 
+/// Loads that may be copied straight into the shared memory of the loop-invariant tensor-core
+/// operand they make (`emit::wgmma_mma`'s resident tiles), per load that operand: a
+/// stageable load (see [`stageable_load`]) read once, by the operand (the load itself or a
+/// reshape that drops leading axes of size 1), which is defined outside the loops that read
+/// it ([`Plan::eager_layout`]). Whether the operand does stay in shared memory is the
+/// emitter's call (`Emitter::stays_resident`).
+pub(crate) fn resident_candidates(
+    kernel: &TileKernel,
+    plan: &Plan,
+) -> HashMap<TileValue, TileValue> {
+    let uses = use_counts(&kernel.body);
+    let once = |v: &TileValue| uses.get(v).copied() == Some(1);
+    let mut loads = HashSet::new();
+    let mut out = HashMap::new();
+    kernel.body.visit(&mut |s| {
+        let Stmt::Def { value, op } = s else {
+            return;
+        };
+        match op {
+            Op::Load {
+                view: View::Tiled { tensor, .. },
+                ..
+            } if stageable_load(kernel, plan, *value, *tensor) => {
+                loads.insert(*value);
+                if kernel.values[*value].shape.len() == 2 && plan.eager_layout(*value).is_some() {
+                    out.insert(*value, *value);
+                }
+            }
+            Op::Reshape { value: x, .. }
+                if loads.contains(x)
+                    && once(x)
+                    && plan.eager_layout(*value).is_some()
+                    && kernel.values[*value].shape.len() == 2
+                    && kernel.values[*x]
+                        .shape
+                        .ends_with(&kernel.values[*value].shape) =>
+            {
+                out.insert(*x, *value);
+            }
+            _ => {}
+        }
+    });
+    out
+}
+
 /// Whether `value = load(tensor, ..)` can be staged: a tile of 16-bit elements whose axes
 /// but the last two are of size 1 and whose rows are whole 16-byte copies, from a tensor
 /// nobody writes during the launch, planned in registers.

@@ -96,6 +96,12 @@ pub(crate) struct Emitter<'k> {
     /// Loop-invariant `wgmma` operands kept in shared memory since their definition
     /// (`wgmma_mma`, `Emitter::keep_resident`).
     resident: std::collections::HashMap<TileValue, wgmma_mma::SwizzledTile>,
+    /// Per load that may be copied straight into a resident tile, that tile's value
+    /// (`crate::staging::resident_candidates`); the loads it was done for, once met.
+    resident_candidates: std::collections::HashMap<TileValue, TileValue>,
+    resident_copies: std::collections::HashSet<TileValue>,
+    /// Whether resident tiles' copies are in flight (`Emitter::settle_resident_copies`).
+    resident_copies_pending: bool,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
     /// The loop being emitted whose last product is issued an iteration late (`deferred`).
@@ -175,6 +181,9 @@ impl<'k> Emitter<'k> {
             fragments: std::collections::HashMap::new(),
             staged_loads: crate::staging::staged_loads(kernel, plan),
             resident: std::collections::HashMap::new(),
+            resident_candidates: crate::staging::resident_candidates(kernel, plan),
+            resident_copies: std::collections::HashSet::new(),
+            resident_copies_pending: false,
             ring_frames: Vec::new(),
             deferred: None,
             copy_patterns: std::collections::HashMap::new(),
@@ -615,6 +624,11 @@ impl<'k> Emitter<'k> {
                     self.make_pending_read(v)?;
                 }
             }
+            // Resident copies in flight are waited for before control flow (a `for` loop
+            // waits after its rings' first copies, `for_stmt`).
+            if s.is_terminator() || !(s.nested().is_empty() || matches!(s, TStmt::For { .. })) {
+                self.settle_resident_copies();
+            }
             self.ready_deferred(s)?;
             self.stmt(s)?;
         }
@@ -905,6 +919,7 @@ impl<'k> Emitter<'k> {
         let floor = self.scratch_floor;
         let rings = self.plan_rings(counter, body)?;
         if rings.is_empty() {
+            self.settle_resident_copies();
             return self.carried_counted_loop(
                 ty,
                 [start, end, step],
@@ -915,6 +930,7 @@ impl<'k> Emitter<'k> {
         }
         self.deferred = self.plan_deferred(body, args, &rings)?;
         self.prime_rings(&rings, counter, [start, end, step])?;
+        self.settle_resident_copies();
         let parity = self.var(ScalarType::U32);
         let phase = self.var(ScalarType::U32);
         let zero = self.u32c(0);

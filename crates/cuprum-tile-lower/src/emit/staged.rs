@@ -62,8 +62,10 @@ pub(super) struct CopyPattern {
 impl Emitter<'_> {
     /// For a staged load: nothing is loaded yet; its registers are placeholders no use
     /// reads (every use stages it). `None` for other loads.
+    /// The same for a load copied straight into the resident tile it makes (see
+    /// [`Emitter::keep_resident`]).
     pub(super) fn defer_staged_load(&mut self, value: TileValue, pad: Value) -> R<Option<Lv>> {
-        if !self.staged_loads.contains(&value) {
+        if !self.staged_loads.contains(&value) && !self.copied_resident(value)? {
             return Ok(None);
         }
         let Repr::Dist(layout) = self.repr(value)? else {
@@ -71,6 +73,33 @@ impl Emitter<'_> {
         };
         let regs = vec![pad; self.plan.layout(layout).registers()];
         Ok(Some(Lv::Dist { layout, regs }))
+    }
+
+    /// Whether load `value` is not made where it stands but copied into the shared memory
+    /// of the resident `A` operand it makes, from global memory (`cp.async` where the tile
+    /// lies inside the tensor), without passing through registers.
+    fn copied_resident(&mut self, value: TileValue) -> R<bool> {
+        let Some(&tile) = self.resident_candidates.get(&value) else {
+            return Ok(false);
+        };
+        let a = matches!(
+            self.plan.eager_layout(tile),
+            Some((_, crate::mma_layout::Operand::A))
+        );
+        if !a || !self.stays_resident(tile)? {
+            return Ok(false);
+        }
+        self.resident_copies.insert(value);
+        Ok(true)
+    }
+
+    /// The load copied into resident tile `tile`'s shared memory, if one was.
+    pub(super) fn resident_copy_of(&self, tile: TileValue) -> Option<TileValue> {
+        let load = match self.definition(tile) {
+            Some(cuprum_tile_ir::Op::Reshape { value, .. }) => *value,
+            _ => tile,
+        };
+        self.resident_copies.contains(&load).then_some(load)
     }
 
     /// The staged load whose tile operand `v` is (operand `B` may be its transpose:

@@ -46,6 +46,15 @@
 //! would cost a 64-row block of attention at head dimension 128 a third of its occupancy
 //! (2.85 ms with fragments against 3.58 ms resident at 64x64 tiles on the H100).
 //!
+//! A resident `A` that is a load (or a unit reshape of one) from a tensor nobody writes
+//! during the launch (`crate::staging::resident_candidates`) never passes through registers:
+//! its tile is copied from global memory into the swizzled tile, sixteen bytes per
+//! `cp.async` where it lies inside the tensor, and waited for where the block next enters
+//! a loop, after that loop's rings have started their first copies, or first reads it
+//! (`Emitter::settle_resident_copies`). Through registers, attention's `q` cost 885
+//! instructions a warp before its loop (each element stored on its own) and 6% of the
+//! kernel's time on the H100 (ncu, 2026-12-07); copied, 2.9%.
+//!
 //! The accumulator is a set of `F32` variables the `wgmma`s update in place. Where the
 //! `mma`'s result is what the body yields into the innermost loop's variables (attention's
 //! output, `acc = mma(p, v, acc)`), those variables are the accumulator
@@ -324,7 +333,11 @@ impl Emitter<'_> {
         } = choice;
         let a_fragments = match a_source {
             ASource::Fragments => Some(self.fragment_source(a, la)?),
-            ASource::Staged | ASource::Resident(_) => None,
+            ASource::Staged => None,
+            ASource::Resident(_) => {
+                self.settle_resident_copies();
+                None
+            }
         };
         // Tiles with a ring in this loop are read from it (waited for, the next one's copy
         // started); the others are staged here.
@@ -685,13 +698,23 @@ impl Emitter<'_> {
 
     /// Writes `value` (see [`Emitter::stays_resident`]) into a swizzled tile of its own,
     /// which no later claim of shared memory reuses, and makes it visible to the tensor
-    /// cores: its `mma`s read it from there.
+    /// cores: its `mma`s read it from there. A load copied there from global memory (see
+    /// the module docs) is waited for later.
     pub(super) fn keep_resident(&mut self, value: TileValue, fragments: LayoutId) -> R<()> {
         let shape = self.shape(value)?;
         let (rows, cols) = (shape[0], shape[1]);
         let claim = self.reserve_shared(SwizzledTile::bytes(rows, cols), SWIZZLE_ALIGN)?;
         let tile = SwizzledTile::new(claim, rows, cols)
             .ok_or_else(|| self.internal("a resident tile no swizzle takes"))?;
+        self.resident.insert(value, tile);
+        if let Some(load) = self.resident_copy_of(value) {
+            // Copied straight from global memory; waited for where the block next enters
+            // a loop or the tile is first read, so that the copies overlap what comes
+            // between (a ring's first copies among it).
+            self.stage_from_global(Dest::Swizzled(tile), load, false)?;
+            self.resident_copies_pending = true;
+            return Ok(());
+        }
         let (layout, regs) = match self.get(value)? {
             super::Lv::Dist { layout, regs } => (layout, regs),
             _ => (fragments, self.regs_in(value, fragments)?),
@@ -701,8 +724,22 @@ impl Emitter<'_> {
             space: cuprum_ir::ProxyFenceSpace::SharedCta,
         });
         self.barrier();
-        self.resident.insert(value, tile);
         Ok(())
+    }
+
+    /// Where resident tiles copied from global memory ([`Emitter::keep_resident`]) are
+    /// still in flight: waits for the copies, makes them visible to the tensor cores and
+    /// meets the block (every thread copied part of each tile).
+    pub(super) fn settle_resident_copies(&mut self) {
+        if !self.resident_copies_pending {
+            return;
+        }
+        self.resident_copies_pending = false;
+        self.push(Stmt::CpAsyncWaitAll);
+        self.push(Stmt::FenceProxyAsync {
+            space: cuprum_ir::ProxyFenceSpace::SharedCta,
+        });
+        self.barrier();
     }
 
     /// Writes a tile's registers (`layout`) into `tile`'s swizzled panels.
