@@ -105,7 +105,10 @@ mod kernels {
             acc = mma(p16, vt, acc);
             m_i = m_ij;
         }
-        let acc: Tile<f32, { [BM, D] }> = true_div(acc, l_i.broadcast(const_shape![BM, D]));
+        // One division per row and a product per element, as FlashAttention normalizes.
+        let one: Tile<f32, { [BM, 1] }> = constant(1.0f32, const_shape![BM, 1]);
+        let inv_l: Tile<f32, { [BM, 1] }> = true_div(one, l_i);
+        let acc: Tile<f32, { [BM, D] }> = acc * inv_l.broadcast(const_shape![BM, D]);
         let out16: Tile<f16, { [BM, D] }> = convert_tile(acc);
         out.store(out16.reshape(const_shape![1, BM, D]));
     }
@@ -192,7 +195,10 @@ mod kernels {
             acc = mma(p16, vt, acc);
             m_i = m_ij;
         }
-        let acc: Tile<f32, { [BM, D] }> = true_div(acc, l_i.broadcast(const_shape![BM, D]));
+        // One division per row and a product per element, as FlashAttention normalizes.
+        let one: Tile<f32, { [BM, 1] }> = constant(1.0f32, const_shape![BM, 1]);
+        let inv_l: Tile<f32, { [BM, 1] }> = true_div(one, l_i);
+        let acc: Tile<f32, { [BM, D] }> = acc * inv_l.broadcast(const_shape![BM, D]);
         let out16: Tile<f16, { [BM, D] }> = convert_tile(acc);
         out.store(out16.reshape(const_shape![1, BM, D]));
     }
