@@ -1170,7 +1170,8 @@ fn chain_case(
 }
 
 /// `if j >= 1 { select(rows + j >= cols, scores, -1) } else { scores }`: the scores of
-/// iteration `j` masked past the first, through a branch.
+/// iteration `j` masked past the first, through a branch (the mask made as attention's
+/// causal kernel makes it, [`causal_mask_by_rows`]).
 fn masking_branch(
     cb: &mut CaseBuilder,
     counter: TileValue,
@@ -1180,7 +1181,7 @@ fn masking_branch(
     let one = int(cb, 1);
     let later = def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, counter, one));
     cb.b.begin_block();
-    let seen = causal_mask(cb, counter, tile);
+    let seen = causal_mask_by_rows(cb, counter, tile);
     let hidden = def(
         cb,
         Op::Const {
@@ -1451,6 +1452,8 @@ fn chained_mmas_through_a_masking_branch_keep_wgmma_and_registers() {
         assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert!(w.register_a_wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(w.ldmatrices, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        // The mask the branch makes is compared per register in the scores' layout.
+        assert_eq!(w.shared_other_stores, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         cases.push(case);
     }
     check_all("chained mma through a masking branch (Hopper)", &cases);
@@ -1484,6 +1487,10 @@ struct LoopWork {
     carried_accumulators: usize,
     /// Writes of 64-bit variables (a deferred product's carried `B` descriptor).
     u64_var_writes: usize,
+    /// Shared-memory stores in the loop of neither `f32` nor 16-bit values (the operands a
+    /// product stages through registers at a ragged edge are 16-bit): a mask moved between
+    /// layouts.
+    shared_other_stores: usize,
     /// Waits for every `cp.async` before the first loop (a resident tile copied straight
     /// from global memory, waited for once, before the loop).
     full_waits_before: usize,
@@ -1568,6 +1575,11 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                     value,
                     ..
                 } if in_loop && k.values[*value].ty == S::F32 => w.shared_f32_stores += 1,
+                cuprum_ir::Stmt::Store {
+                    space: cuprum_ir::AddressSpace::Shared,
+                    value,
+                    ..
+                } if in_loop && k.values[*value].ty.size_bytes() != 2 => w.shared_other_stores += 1,
                 _ => {}
             }
         }
@@ -1743,14 +1755,69 @@ fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> Ti
     def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, shifted, cols))
 }
 
+/// `rows + shift >= cols` over a `[tm, tn]` tile as attention's causal kernel makes it:
+/// the row indices a `[tm, 1]` column (an iota reshaped, plus `shift` broadcast), broadcast
+/// to the tile and compared with a row of column indices broadcast.
+fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
+    let line = |cb: &mut CaseBuilder, n: u32, as_shape: [u32; 2]| {
+        let iota = def(
+            cb,
+            Op::Iota {
+                elem: Elem::Known(S::I32),
+                shape: shape_of(&[n]),
+                axis: 0,
+            },
+        );
+        def(
+            cb,
+            Op::Reshape {
+                value: iota,
+                shape: shape_of(&as_shape),
+            },
+        )
+    };
+    let broadcast_to = |cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]| {
+        def(
+            cb,
+            Op::Broadcast {
+                value,
+                shape: shape_of(&shape),
+            },
+        )
+    };
+    let column = line(cb, tm, [tm, 1]);
+    let unit = def(
+        cb,
+        Op::Reshape {
+            value: shift,
+            shape: shape_of(&[1, 1]),
+        },
+    );
+    let shift = broadcast_to(cb, unit, [tm, 1]);
+    let rows = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, shift, column));
+    let rows = broadcast_to(cb, rows, [tm, tn]);
+    let cols = line(cb, tn, [1, tn]);
+    let cols = broadcast_to(cb, cols, [tm, tn]);
+    def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, rows, cols))
+}
+
 /// Masks meeting `mma` results, the product of `input_ty` tiles into `f32`: inside the K
 /// loop, each step's product kept only where `rows + step >= cols` (a mask a loop makes,
-/// held in the anchor layout, which meets the product in the product's layout), and after
-/// it the whole product kept where `rows + row_tile - col_tile >= cols`, else `-1` (a mask
-/// made outside loops, recomputed per register in the layout its `select` reads).
-fn masked_product_case(seed: u64, input_ty: ScalarType, s: Sizes, options: LowerOptions) -> Case {
+/// compared per register in the product's layout), and after it the whole product kept
+/// where `rows + row_tile - col_tile >= cols`, else `-1` (a mask made outside loops,
+/// recomputed per register in the layout its `select` reads). With `shift`, the loop's mask
+/// is made as attention's causal one is, its row indices a `[tm, 1]` column broadcast
+/// ([`causal_mask_by_rows`]), and `shift` (an `i32`, added with wrapping) is added to the
+/// step, to put the row indices where they wrap.
+fn masked_product_case(
+    seed: u64,
+    input_ty: ScalarType,
+    s: Sizes,
+    options: LowerOptions,
+    shift: Option<i64>,
+) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let name = format!(
+    let mut name = format!(
         "masked_mma_{input_ty}_{}x{}x{}_tiles{}x{}x{}_sm{}",
         s.m,
         s.n,
@@ -1762,6 +1829,9 @@ fn masked_product_case(seed: u64, input_ty: ScalarType, s: Sizes, options: Lower
             .compute_capability
             .map_or(80, |(major, minor)| major * 10 + minor)
     );
+    if let Some(shift) = shift {
+        name += &format!("_shift{}", shift as i32 as u32);
+    }
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
     let out = cb.output(
         &mut rng,
@@ -1791,7 +1861,14 @@ fn masked_product_case(seed: u64, input_ty: ScalarType, s: Sizes, options: Lower
         ([(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])], None),
         |counter| (vec![mi, counter], vec![counter, ni]),
         |cb, counter, next, acc| {
-            let seen = causal_mask(cb, counter, [s.tm, s.tn]);
+            let seen = match shift {
+                None => causal_mask(cb, counter, [s.tm, s.tn]),
+                Some(shift) => {
+                    let shift = int(cb, shift);
+                    let shifted = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, counter, shift));
+                    causal_mask_by_rows(cb, shifted, [s.tm, s.tn])
+                }
+            };
             def(
                 cb,
                 Op::Select {
@@ -1847,8 +1924,39 @@ fn masks_of_iotas_meet_mma_results_in_their_layout() {
                 ty,
                 *s,
                 options,
+                None,
             ));
         }
     }
     check_all("masked mma", &cases);
+}
+
+#[test]
+fn masks_a_loop_makes_compare_per_register_even_where_indices_wrap() {
+    let seed = seed("masked_mma_wrapping");
+    // The loop's mask `rows + step + shift >= cols` with the row indices past `i32::MAX`
+    // (wrapping to the most negative values) and at the most negative ones: the lowering
+    // compares each register against an immediate after a saturating subtraction, which
+    // must give the interpreter's bits here too; and nothing but the product's operands
+    // crosses shared memory in the loop.
+    let s = sizes(0, 128, 128, 192, 64, 64, 64);
+    let mut cases = Vec::new();
+    for (i, shift) in [i64::from(i32::MAX) - 40, i64::from(i32::MIN)]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, options) in [LowerOptions::default(), hopper(Some(4))]
+            .into_iter()
+            .enumerate()
+        {
+            let case =
+                masked_product_case(seed + (i * 2 + j) as u64, S::F16, s, options, Some(shift));
+            let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let w = loop_work(&lowered.kernel);
+            assert_eq!(w.shared_other_stores, 0, "shift {shift}: {w:?}");
+            cases.push(case);
+        }
+    }
+    check_all("masked mma (wrapping indices)", &cases);
 }

@@ -13,7 +13,8 @@
 //!   permutations and unit reshapes of it (indices, masks: a few operations per element),
 //!   is [`Repr::Computed`]: recomputed from the coordinates wherever it is used (Triton's
 //!   rematerialization), in whatever layout the use needs, so a mask never moves through
-//!   shared memory to meet what it selects (inside a loop it takes the anchor layout: see
+//!   shared memory to meet what it selects (inside a loop it takes the anchor layout, but
+//!   for affine indices that only feed comparisons, and those comparisons: see
 //!   [`Planner::computed`]);
 //! * loads take the coalesced layout of their tile shape ([`Plan::anchor`]: 16 bytes per
 //!   thread along the last axis, for the narrowest element type the kernel moves in that
@@ -139,6 +140,8 @@ impl Plan {
             broadcast_partners: crate::mma_chains::broadcast_partners(kernel),
             def_depth: HashMap::new(),
             computed_ops: HashMap::new(),
+            compare_inputs: compare_inputs(kernel),
+            affine: Default::default(),
         };
         planner.block(&kernel.body)?;
         Ok(planner.plan)
@@ -233,6 +236,11 @@ struct Planner<'k> {
     def_depth: HashMap<TileValue, usize>,
     /// Per [`Repr::Computed`] value, the operations its expression recomputes at each use.
     computed_ops: HashMap<TileValue, usize>,
+    /// The values whose every use is a comparison, or a broadcast, permutation or unit
+    /// reshape whose every use is ([`compare_inputs`]).
+    compare_inputs: std::collections::HashSet<TileValue>,
+    /// The computed values planned as affine indices in a loop ([`Planner::affine_in_loop`]).
+    affine: std::collections::HashSet<TileValue>,
 }
 
 impl Planner<'_> {
@@ -743,13 +751,55 @@ impl Planner<'_> {
             .sum::<usize>();
         // Inside a loop the PTX compiler hoists each register's loop-invariant part (its
         // coordinates) out of the loop, one register each: more than the anchor layout's
-        // registers cost (measured: attention's causal mask, 168 -> 181 registers).
-        let in_loop = !self.loops.is_empty();
+        // registers cost (measured: attention's causal mask, 168 -> 181 registers). Affine
+        // indices that only feed comparisons, and those comparisons, are the exception
+        // (see `affine_in_loop`).
+        let in_loop = !self.loops.is_empty() && !self.affine_in_loop(value, op)?;
         if checked || in_loop || operations > MAX_COMPUTED_OPERATIONS {
             return Ok(Repr::Dist(self.plan.anchor_id(shape)));
         }
         self.computed_ops.insert(value, operations);
         Ok(Repr::Computed)
+    }
+
+    /// Whether `value = op`, in a loop, stays computed where it is used: an affine index (a
+    /// signed integer iota plus a uniform value, or a broadcast, permutation or unit reshape
+    /// of one) whose every use is a comparison ([`compare_inputs`]), or a comparison of two
+    /// of them (or of one and an iota or uniform value). The emitter compares such a pair
+    /// per register against an immediate, from two per-thread values made in the
+    /// iteration (`emit::computed`'s affine comparisons), so that no per-register
+    /// coordinate lives across the loop; a causal mask then never crosses shared memory to
+    /// meet the scores it hides (attention's diagonal step: 1,348 instructions a warp at
+    /// 128x128 tiles with the mask moved through shared memory).
+    fn affine_in_loop(&mut self, value: TileValue, op: &Op) -> Result<bool, LowerError> {
+        let affine = |p: &Self, v: TileValue| -> Result<bool, LowerError> {
+            Ok(match p.repr(v)? {
+                Repr::Uniform | Repr::Iota { .. } => p.elem(v)?.is_signed_int(),
+                Repr::Computed => p.affine.contains(&v),
+                Repr::Dist(_) => false,
+            })
+        };
+        let index = match op {
+            // A uniform value plus an index (two indices added are no longer one
+            // coordinate plus a uniform value).
+            Op::Binary(cuprum_ir::BinaryOp::Add, a, b) => {
+                let uniform = |v: TileValue| matches!(self.repr(v), Ok(Repr::Uniform));
+                self.elem(value)?.is_signed_int()
+                    && (uniform(*a) || uniform(*b))
+                    && affine(self, *a)?
+                    && affine(self, *b)?
+            }
+            Op::Broadcast { value: a, .. }
+            | Op::Reshape { value: a, .. }
+            | Op::Permute { value: a, .. } => affine(self, *a)?,
+            Op::Compare(_, a, b) => return Ok(affine(self, *a)? && affine(self, *b)?),
+            _ => false,
+        };
+        let kept = index && self.compare_inputs.contains(&value);
+        if kept {
+            self.affine.insert(value);
+        }
+        Ok(kept)
     }
 
     /// Element-wise operations keep their operands' layout (see the module docs).
@@ -830,4 +880,44 @@ impl Planner<'_> {
         self.block(body)?;
         Ok(())
     }
+}
+
+/// The values of `kernel` whose every use is a comparison's operand, or the operand of a
+/// broadcast, permutation or unit reshape whose result is such a value (the indices a mask
+/// compares: [`Planner::affine_in_loop`]).
+fn compare_inputs(kernel: &TileKernel) -> std::collections::HashSet<TileValue> {
+    let uses = crate::staging::use_counts(&kernel.body);
+    // Per value, the `Def`s that read it: (the user, whether it compares, whether it remaps).
+    let mut users: HashMap<TileValue, Vec<(TileValue, bool)>> = HashMap::new();
+    let mut defs = Vec::new();
+    kernel.body.visit(&mut |s| {
+        if let Stmt::Def { value, op } = s {
+            defs.push(*value);
+            let compares = matches!(op, Op::Compare(..));
+            let remaps = matches!(
+                op,
+                Op::Broadcast { .. } | Op::Reshape { .. } | Op::Permute { .. }
+            );
+            if compares || remaps {
+                for o in op.operands() {
+                    users.entry(o).or_default().push((*value, compares));
+                }
+            }
+        }
+    });
+    // Users are defined after what they read: decide the last definitions first.
+    let mut out = std::collections::HashSet::new();
+    for &v in defs.iter().rev() {
+        let Some(us) = users.get(&v) else {
+            continue;
+        };
+        let all = uses.get(&v).copied().unwrap_or(0);
+        if all > 0
+            && us.len() == all
+            && us.iter().all(|&(u, compares)| compares || out.contains(&u))
+        {
+            out.insert(v);
+        }
+    }
+    out
 }

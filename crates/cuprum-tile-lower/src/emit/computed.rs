@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use cuprum_ir::{Op, ScalarType, Value};
+use cuprum_ir::{CmpOp, Op, ScalarType, Value};
 use cuprum_tile_ir::{Op as TOp, TileValue};
 
 use super::{Emitter, Lv, R};
@@ -129,7 +129,8 @@ impl Emitter<'_> {
     }
 
     /// The registers of layout `to` holding computed `expr` (a tile of shape `from`) under
-    /// `map`: each register evaluates it at its source coordinates.
+    /// `map`: each register evaluates it at its source coordinates (an affine comparison
+    /// more cheaply: [`Emitter::affine_comparison_in`]).
     pub(super) fn computed_in(
         &mut self,
         expr: &Computed,
@@ -137,6 +138,9 @@ impl Emitter<'_> {
         to: LayoutId,
         map: &CoordMap,
     ) -> R<Vec<Value>> {
+        if let Some(regs) = self.affine_comparison_in(expr, to, map)? {
+            return Ok(regs);
+        }
         (0..self.plan.layout(to).registers())
             .map(|r| {
                 let coords = (0..from.len())
@@ -150,5 +154,186 @@ impl Emitter<'_> {
     /// Whether `v` is planned as computed.
     pub(super) fn is_computed(&self, v: TileValue) -> R<bool> {
         Ok(self.repr(v)? == Repr::Computed)
+    }
+
+    /// `expr` in the registers of layout `to` (under `map`) where it compares an affine
+    /// index `u + c[i]` (a uniform `u`, a coordinate `c[i]`, either absent) with a
+    /// coordinate `c[j]`, in a signed integer type: a causal mask's `row + shift >= col`.
+    /// Each register's coordinates are its thread's base plus a constant of the layout, so
+    /// with `a = u + base[i] + off[i]` (a value per distinct `off[i]`, made here) the
+    /// comparison `a OP base[j] + off[j]` is `sat(a - base[j]) OP off[j]`, one comparison
+    /// with an immediate per register: exact, as `base[j]` and `off[j]` are non-negative
+    /// and the subtraction saturates where it would wrap (the comparison's outcome then
+    /// being that of the most negative `a`). Evaluated plainly, each register's coordinate
+    /// would be a loop-invariant value the PTX compiler keeps in a register of its own
+    /// (`Planner::affine_in_loop`). `None` where `expr` is no such comparison or a
+    /// coordinate may be clamped.
+    fn affine_comparison_in(
+        &mut self,
+        expr: &Computed,
+        to: LayoutId,
+        map: &CoordMap,
+    ) -> R<Option<Vec<Value>>> {
+        let Computed::Pointwise {
+            op: TOp::Compare(op, ..),
+            operands,
+            ..
+        } = expr
+        else {
+            return Ok(None);
+        };
+        let [x, y] = operands.as_slice() else {
+            return Ok(None);
+        };
+        let (Some(fx), Some(fy)) = (Affine::of(x), Affine::of(y)) else {
+            return Ok(None);
+        };
+        if fx.ty != fy.ty || !fx.ty.is_signed_int() {
+            return Ok(None);
+        }
+        // `a OP c[j]`: the side without a uniform part is the coordinate (operands swapped,
+        // the comparison mirrored).
+        let mirrored = match op {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            CmpOp::Eq | CmpOp::Ne => *op,
+        };
+        let (a, j, op) = match (fx, fy) {
+            (
+                a,
+                Affine {
+                    uniform: None,
+                    axis: Some(j),
+                    ..
+                },
+            ) => (a, j, *op),
+            (
+                Affine {
+                    uniform: None,
+                    axis: Some(j),
+                    ..
+                },
+                a,
+            ) => (a, j, mirrored),
+            _ => return Ok(None),
+        };
+        let ty = a.ty;
+        let CoordMap::Axes(axes) = map else {
+            return Ok(None);
+        };
+        let dest = |axis: usize| axes.iter().position(|&m| m == Some(axis));
+        let (a_dest, Some(j_dest)) = (a.axis.map(dest), dest(j)) else {
+            return Ok(None);
+        };
+        let a_dest = match a_dest {
+            Some(Some(d)) => Some(d),
+            Some(None) | None => None,
+        };
+        let registers = self.plan.layout(to).registers();
+        let layout = self.plan.layout(to);
+        let clamps = (0..registers)
+            .any(|r| layout.may_clamp(r, j_dest) || a_dest.is_some_and(|d| layout.may_clamp(r, d)));
+        if clamps {
+            return Ok(None);
+        }
+        let offsets: Vec<(u32, u32)> = (0..registers)
+            .map(|r| {
+                let at = layout.register(r);
+                (a_dest.map_or(0, |d| at[d]), at[j_dest])
+            })
+            .collect();
+        // Per thread: `u + base[i]` and `MIN + base[j]` (no wrap: `base[j]` >= 0).
+        let mut base_a = match &a.uniform {
+            Some(u) => Some(self.evaluate(u, &[])?),
+            None => None,
+        };
+        if let Some(d) = a_dest {
+            let b = self.coords[to].bases[d];
+            let b = self.cast(b, ty)?;
+            base_a = Some(match base_a {
+                Some(u) => self.add(u, b)?,
+                None => b,
+            });
+        }
+        let base_a = match base_a {
+            Some(v) => v,
+            None => self.konst(cuprum_ir::Constant::new(ty, 0)),
+        };
+        let base_j = self.coords[to].bases[j_dest];
+        let base_j = self.cast(base_j, ty)?;
+        let min = self.konst(cuprum_ir::Constant::new(ty, 1u64 << (ty.bits() - 1)));
+        let floor = self.add(min, base_j)?;
+        let mut shifted: std::collections::HashMap<u32, Value> = Default::default();
+        let mut out = Vec::with_capacity(registers);
+        for (off_a, off_j) in offsets {
+            let w = match shifted.get(&off_a) {
+                Some(&w) => w,
+                None => {
+                    let k = self.konst(cuprum_ir::Constant::new(ty, u64::from(off_a)));
+                    let a_here = self.add(base_a, k)?;
+                    let kept = self.bin(cuprum_ir::BinaryOp::Max, a_here, floor)?;
+                    let w = self.bin(cuprum_ir::BinaryOp::Sub, kept, base_j)?;
+                    shifted.insert(off_a, w);
+                    w
+                }
+            };
+            let k = self.konst(cuprum_ir::Constant::new(ty, u64::from(off_j)));
+            out.push(self.cmp(op, w, k)?);
+        }
+        Ok(Some(out))
+    }
+}
+
+/// An integer expression as `uniform + c[axis]` ([`Emitter::affine_comparison_in`]).
+struct Affine {
+    /// The uniform part's expression.
+    uniform: Option<Rc<Computed>>,
+    /// The coordinate's axis, in the expression's own coordinates.
+    axis: Option<usize>,
+    ty: ScalarType,
+}
+
+impl Affine {
+    fn of(expr: &Rc<Computed>) -> Option<Affine> {
+        match &**expr {
+            Computed::Coord { axis, ty } => Some(Affine {
+                uniform: None,
+                axis: Some(*axis),
+                ty: *ty,
+            }),
+            Computed::Pointwise {
+                op: TOp::Binary(cuprum_ir::BinaryOp::Add, ..),
+                ty,
+                operands,
+            } => {
+                let [x, y] = operands.as_slice() else {
+                    return None;
+                };
+                let uniform_of = |e: &Rc<Computed>| match &**e {
+                    Computed::Uniform(_) => Some(e.clone()),
+                    _ => None,
+                };
+                let (u, c) = match (uniform_of(x), uniform_of(y)) {
+                    (Some(u), None) => (u, Affine::of(y)?),
+                    (None, Some(u)) => (u, Affine::of(x)?),
+                    _ => return None,
+                };
+                (c.uniform.is_none() && c.ty == *ty).then_some(Affine {
+                    uniform: Some(u),
+                    axis: c.axis,
+                    ty: *ty,
+                })
+            }
+            Computed::Remap { axes, inner, .. } => {
+                let a = Affine::of(inner)?;
+                Some(Affine {
+                    axis: a.axis.and_then(|s| axes.iter().position(|&m| m == Some(s))),
+                    ..a
+                })
+            }
+            Computed::Uniform(_) | Computed::Pointwise { .. } => None,
+        }
     }
 }
