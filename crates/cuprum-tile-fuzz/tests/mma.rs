@@ -1931,6 +1931,91 @@ fn masks_of_iotas_meet_mma_results_in_their_layout() {
     check_all("masked mma", &cases);
 }
 
+/// A product over a triangle of K steps: output tile `(mi, ni)` sums the steps `0..=ni`
+/// (`for k in 0..ni + 1`, a loop that runs longer the further its block is along axis 1,
+/// as causal attention's does).
+fn triangular_product_case(seed: u64, s: Sizes, options: LowerOptions) -> Case {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let name = format!(
+        "triangular_mma_{}x{}x{}_tiles{}x{}x{}_sm{}",
+        s.m,
+        s.n,
+        s.k,
+        s.tm,
+        s.tn,
+        s.tk,
+        options
+            .compute_capability
+            .map_or(80, |(major, minor)| major * 10 + minor)
+    );
+    let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
+    let out = cb.output(
+        &mut rng,
+        "out",
+        S::F32,
+        &[s.tm, s.tn],
+        &[s.m, s.n],
+        ViewKind::Contiguous,
+    );
+    let a = input(&mut cb, &mut rng, "a", S::F16, &[s.m, s.k]);
+    let b = input(&mut cb, &mut rng, "b", S::F16, &[s.k, s.n]);
+    let (mi, ni) = (def(&mut cb, Op::BlockId(0)), def(&mut cb, Op::BlockId(1)));
+    let acc0 = def(
+        &mut cb,
+        Op::Const {
+            value: Literal::Float(0.0),
+            elem: Elem::Known(S::F32),
+            shape: shape_of(&[s.tm, s.tn]),
+        },
+    );
+    let one = int(&mut cb, 1);
+    let end = def(&mut cb, Op::Binary(cuprum_ir::BinaryOp::Add, ni, one));
+    let bounds = [int(&mut cb, 0), end, one];
+    let product = k_loop(
+        &mut cb,
+        bounds,
+        acc0,
+        ([(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])], None),
+        |counter| (vec![mi, counter], vec![counter, ni]),
+    );
+    cb.b.push(Stmt::Store {
+        tensor: out,
+        value: product,
+    });
+    cb.finish(Tolerance::Exact, options)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn loops_longer_along_axis_1_deal_the_longest_blocks_first() {
+    let seed = seed("triangular_mma");
+    // Blocks are dealt from the last along axis 1 down (its index read as `n1 - 1 - y`,
+    // so the grid's size along y is read), and the result is the interpreter's bit for bit.
+    let s = sizes(0, 128, 192, 192, 64, 64, 64);
+    let mut cases = Vec::new();
+    for (i, options) in [LowerOptions::default(), hopper(Some(4))]
+        .into_iter()
+        .enumerate()
+    {
+        let case = triangular_product_case(seed + i as u64, s, options);
+        let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut reads_grid_y = false;
+        lowered.kernel.body.visit(&mut |st| {
+            reads_grid_y |= matches!(
+                st,
+                cuprum_ir::Stmt::Def {
+                    op: cuprum_ir::Op::Special(cuprum_ir::Special::GridDim(cuprum_ir::Dim::Y)),
+                    ..
+                }
+            );
+        });
+        assert!(reads_grid_y, "{}", case.kernel.name);
+        cases.push(case);
+    }
+    check_all("triangular mma", &cases);
+}
+
 #[test]
 fn masks_a_loop_makes_compare_per_register_even_where_indices_wrap() {
     let seed = seed("masked_mma_wrapping");
