@@ -108,6 +108,8 @@
 //! | a third buffer for the values (`three-stages`) | 2.17 | 2.17 |
 //! | each warp's count looked at a statement later (`settle`) | 2.19 | 2.06 |
 //! | no count: thread 0 refills at once (`free-release-probe`, racy) | 2.06 | 2.11 |
+//! | settled after the first product's release: one softmax block (`early-settle`) | 2.08 | 2.10 |
+//! | that, the warpgroups taking turns at their softmax (`critical-turns`) | 2.15 | 2.10 |
 //!
 //! Looking at the count later delays the refill (causal 1.38 against 1.26 ms; ncu's
 //! samples of warps waiting for the value tile's copy went from 1.1% to 4.9%). The racy
@@ -116,6 +118,21 @@
 //! dependencies and 17% on issuing, with two warps per scheduler; a warp issues 527
 //! instructions a step, 368 of them arithmetic (`benches/ncu_stalls.py --loop`): the
 //! softmax's instruction stream is the cost.
+//!
+//! **The peer's loop** (ncu on the H100, 2026-12-07, `benches/attention_stalls.sh`): SDPA
+//! runs cuDNN's `sm90_flash_fprop_wgmma_f16_knob_7_64x128x128` kernel, two consumer
+//! warpgroups of 64 rows and 128 keys a step and a producer warp (named barriers of 256 and
+//! 288 threads). Its warps issue *more* per step than ours, 576 instructions against 527
+//! (`x * scale` and `- max` as an `FMUL` and an `FADD` where ours is one `FFMA`), and wait
+//! for every product at once (`wgmma.wait_group 0` after each, no product deferred); the
+//! warpgroups take turns (`bar.sync`/`bar.arrive`) from after the row maxima to the second
+//! product's issue, and a buffer is released with one predicated `mbarrier.arrive` to the
+//! producer. What differs is how the softmax is scheduled: its `MUFU.EX2`s sit between the
+//! other arithmetic, the output's rescale among them, and cost 5% of its samples against
+//! 14% of ours, where ptxas issues them back to back after all the exponents' `FFMA`s
+//! (each waiting about 7 cycles on the one before) and the rescale after them (neither the
+//! PTX's order nor a single basic block, above, changes that). At base clocks a step took
+//! about 2,600 cycles a warp for cuDNN and 3,000 for ours.
 
 use cuprum_ir::wgmma::WgmmaA;
 use cuprum_ir::{BinaryOp, CmpOp, ScalarType, Stmt, Value, Var};
