@@ -216,10 +216,8 @@ impl<'k> Emitter<'k> {
 
     /// Lowers the kernel's body and returns the kernel IR.
     pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
-        let fastest = crate::block_order::axis1_fastest(self.kernel);
-        let descending = crate::block_order::axis1_descending(self.kernel);
-        if fastest || descending {
-            let index = self.dealt_block_index(fastest, descending)?;
+        if crate::block_order::axis1_fastest(self.kernel) {
+            let index = self.axis1_fastest_index()?;
             self.block_index = Some(index);
         }
         let body = &self.kernel.body;
@@ -227,11 +225,10 @@ impl<'k> Emitter<'k> {
         Ok((self.b.finish(), self.shared_bytes, self.args))
     }
 
-    /// The tile block `(a0, a1)` this hardware block runs (`block_order`): when blocks go
-    /// axis 1 fastest (`fastest`), hardware block `l = x + y * n0` (`n0`, `n1` the grid's
-    /// sizes) runs `(l / n1, l % n1)`, computed in `U64` (the grid has up to 2^47 blocks),
-    /// else `(x, y)`; `descending`: axis 1 counted from its last block down (`n1 - 1 - a1`).
-    fn dealt_block_index(&mut self, fastest: bool, descending: bool) -> R<[Value; 2]> {
+    /// The tile block `(a0, a1)` this hardware block runs when blocks go axis 1 fastest
+    /// (`block_order`): hardware block `l = x + y * n0` (`n0`, `n1` the grid's sizes) runs
+    /// `(l / n1, l % n1)`, computed in `U64` (the grid has up to 2^47 blocks).
+    fn axis1_fastest_index(&mut self) -> R<[Value; 2]> {
         use cuprum_ir::{Dim, Special};
         let read = |e: &mut Self, s: Special| -> R<Value> {
             let v = e.def(Op::Special(s))?;
@@ -241,21 +238,10 @@ impl<'k> Emitter<'k> {
         let y = read(self, Special::BlockIdx(Dim::Y))?;
         let n0 = read(self, Special::GridDim(Dim::X))?;
         let n1 = read(self, Special::GridDim(Dim::Y))?;
-        let (a0, mut a1) = if fastest {
-            let at = self.mul(y, n0)?;
-            let linear = self.add(at, x)?;
-            (
-                self.bin(BinaryOp::Div, linear, n1)?,
-                self.bin(BinaryOp::Rem, linear, n1)?,
-            )
-        } else {
-            (x, y)
-        };
-        if descending {
-            let one = self.konst(Constant::u64(1));
-            let last = self.bin(BinaryOp::Sub, n1, one)?;
-            a1 = self.bin(BinaryOp::Sub, last, a1)?;
-        }
+        let at = self.mul(y, n0)?;
+        let linear = self.add(at, x)?;
+        let a0 = self.bin(BinaryOp::Div, linear, n1)?;
+        let a1 = self.bin(BinaryOp::Rem, linear, n1)?;
         Ok([
             self.cast(a0, ScalarType::U32)?,
             self.cast(a1, ScalarType::U32)?,
