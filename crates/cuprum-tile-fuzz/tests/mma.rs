@@ -1708,25 +1708,30 @@ fn chained_mmas_on_hopper_take_wgmma_where_warps_are_warpgroups() {
 }
 // CUPRUM_DEVICE=cuda <bin> chain_bisect --ignored --nocapture.
 
+/// `0..n` as `i32`, reshaped to `shape` (a row or a column of indices).
+fn iota_as(cb: &mut CaseBuilder, n: u32, shape: [u32; 2]) -> TileValue {
+    let line = def(
+        cb,
+        Op::Iota {
+            elem: Elem::Known(S::I32),
+            shape: shape_of(&[n]),
+            axis: 0,
+        },
+    );
+    def(
+        cb,
+        Op::Reshape {
+            value: line,
+            shape: shape_of(&shape),
+        },
+    )
+}
+
 /// `rows + shift >= cols` over a `[tm, tn]` tile: a row and a column iota made in one axis,
 /// reshaped and broadcast, and `shift` (an `i32` scalar) broadcast, as a causal mask is.
 fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
     let iota = |cb: &mut CaseBuilder, n: u32, as_shape: [u32; 2]| {
-        let line = def(
-            cb,
-            Op::Iota {
-                elem: Elem::Known(S::I32),
-                shape: shape_of(&[n]),
-                axis: 0,
-            },
-        );
-        let shaped = def(
-            cb,
-            Op::Reshape {
-                value: line,
-                shape: shape_of(&as_shape),
-            },
-        );
+        let shaped = iota_as(cb, n, as_shape);
         def(
             cb,
             Op::Broadcast {
@@ -1759,23 +1764,6 @@ fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> Ti
 /// the row indices a `[tm, 1]` column (an iota reshaped, plus `shift` broadcast), broadcast
 /// to the tile and compared with a row of column indices broadcast.
 fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
-    let line = |cb: &mut CaseBuilder, n: u32, as_shape: [u32; 2]| {
-        let iota = def(
-            cb,
-            Op::Iota {
-                elem: Elem::Known(S::I32),
-                shape: shape_of(&[n]),
-                axis: 0,
-            },
-        );
-        def(
-            cb,
-            Op::Reshape {
-                value: iota,
-                shape: shape_of(&as_shape),
-            },
-        )
-    };
     let broadcast_to = |cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]| {
         def(
             cb,
@@ -1785,7 +1773,7 @@ fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2
             },
         )
     };
-    let column = line(cb, tm, [tm, 1]);
+    let column = iota_as(cb, tm, [tm, 1]);
     let unit = def(
         cb,
         Op::Reshape {
@@ -1796,7 +1784,7 @@ fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2
     let shift = broadcast_to(cb, unit, [tm, 1]);
     let rows = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, shift, column));
     let rows = broadcast_to(cb, rows, [tm, tn]);
-    let cols = line(cb, tn, [1, tn]);
+    let cols = iota_as(cb, tn, [1, tn]);
     let cols = broadcast_to(cb, cols, [tm, tn]);
     def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, rows, cols))
 }

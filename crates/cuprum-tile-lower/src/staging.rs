@@ -19,9 +19,7 @@ use crate::plan::{LayoutId, Plan, Repr};
 /// `partition([1, BN, D]).load(..).reshape([BN, D])` is).
 pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValue> {
     let uses = use_counts(&kernel.body);
-    let mut loads = HashSet::new();
-    // Per staged-tile candidate (a rank-2 load, or a unit reshape of a load), its load.
-    let mut tiles: HashMap<TileValue, TileValue> = HashMap::new();
+    let (loads, tiles) = stageable_tiles(kernel, plan);
     let mut transposes: HashMap<TileValue, TileValue> = HashMap::new();
     // Per value, its uses as an operand read with `ldmatrix`, and those as a `B`.
     let (mut staged_uses, mut b_uses): (HashMap<_, usize>, HashMap<_, usize>) = Default::default();
@@ -30,24 +28,6 @@ pub(crate) fn staged_loads(kernel: &TileKernel, plan: &Plan) -> HashSet<TileValu
             return;
         };
         match op {
-            Op::Load {
-                view: View::Tiled { tensor, .. },
-                ..
-            } if stageable_load(kernel, plan, *value, *tensor) => {
-                loads.insert(*value);
-                if kernel.values[*value].shape.len() == 2 {
-                    tiles.insert(*value, *value);
-                }
-            }
-            Op::Reshape { value: x, .. }
-                if loads.contains(x)
-                    && kernel.values[*value].shape.len() == 2
-                    && kernel.values[*x]
-                        .shape
-                        .ends_with(&kernel.values[*value].shape) =>
-            {
-                tiles.insert(*value, *x);
-            }
             Op::Permute { value: x, perm } if perm[..] == [1, 0] => {
                 transposes.insert(*value, *x);
             }
@@ -96,9 +76,25 @@ pub(crate) fn resident_candidates(
     plan: &Plan,
 ) -> HashMap<TileValue, TileValue> {
     let uses = use_counts(&kernel.body);
-    let once = |v: &TileValue| uses.get(v).copied() == Some(1);
+    let (_, tiles) = stageable_tiles(kernel, plan);
+    tiles
+        .into_iter()
+        .filter(|&(tile, load)| {
+            plan.eager_layout(tile).is_some()
+                && (tile == load || uses.get(&load).copied() == Some(1))
+        })
+        .map(|(tile, load)| (load, tile))
+        .collect()
+}
+
+/// The stageable loads (see [`stageable_load`]), and per staged-tile candidate (a rank-2
+/// stageable load, or a reshape of one that drops leading axes of size 1) its load.
+fn stageable_tiles(
+    kernel: &TileKernel,
+    plan: &Plan,
+) -> (HashSet<TileValue>, HashMap<TileValue, TileValue>) {
     let mut loads = HashSet::new();
-    let mut out = HashMap::new();
+    let mut tiles = HashMap::new();
     kernel.body.visit(&mut |s| {
         let Stmt::Def { value, op } = s else {
             return;
@@ -109,25 +105,23 @@ pub(crate) fn resident_candidates(
                 ..
             } if stageable_load(kernel, plan, *value, *tensor) => {
                 loads.insert(*value);
-                if kernel.values[*value].shape.len() == 2 && plan.eager_layout(*value).is_some() {
-                    out.insert(*value, *value);
+                if kernel.values[*value].shape.len() == 2 {
+                    tiles.insert(*value, *value);
                 }
             }
             Op::Reshape { value: x, .. }
                 if loads.contains(x)
-                    && once(x)
-                    && plan.eager_layout(*value).is_some()
                     && kernel.values[*value].shape.len() == 2
                     && kernel.values[*x]
                         .shape
                         .ends_with(&kernel.values[*value].shape) =>
             {
-                out.insert(*x, *value);
+                tiles.insert(*value, *x);
             }
             _ => {}
         }
     });
-    out
+    (loads, tiles)
 }
 
 /// Whether `value = load(tensor, ..)` can be staged: a tile of 16-bit elements whose axes
