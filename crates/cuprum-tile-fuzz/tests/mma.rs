@@ -1789,20 +1789,31 @@ fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2
     def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, rows, cols))
 }
 
+/// The mask the loop of [`masked_product_case`] makes, at step `k`.
+#[derive(Clone, Copy, Debug)]
+enum LoopMask {
+    /// `rows + k >= cols`, its indices made `[tm, tn]` first ([`causal_mask`]).
+    Step,
+    /// `rows + k + shift >= cols` made as attention's causal mask is
+    /// ([`causal_mask_by_rows`]); `shift` (an `i32`, added with wrapping) puts the row
+    /// indices where they wrap.
+    ByRows(i64),
+    /// `cols < k + shift`: a bound, the uniform value on the comparison's right.
+    Bound(i64),
+}
+
 /// Masks meeting `mma` results, the product of `input_ty` tiles into `f32`: inside the K
 /// loop, each step's product kept only where `rows + step >= cols` (a mask a loop makes,
 /// compared per register in the product's layout), and after it the whole product kept
 /// where `rows + row_tile - col_tile >= cols`, else `-1` (a mask made outside loops,
-/// recomputed per register in the layout its `select` reads). With `shift`, the loop's mask
-/// is made as attention's causal one is, its row indices a `[tm, 1]` column broadcast
-/// ([`causal_mask_by_rows`]), and `shift` (an `i32`, added with wrapping) is added to the
-/// step, to put the row indices where they wrap.
+/// recomputed per register in the layout its `select` reads). The loop's mask can also be
+/// another ([`LoopMask`]).
 fn masked_product_case(
     seed: u64,
     input_ty: ScalarType,
     s: Sizes,
     options: LowerOptions,
-    shift: Option<i64>,
+    mask: LoopMask,
 ) -> Case {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut name = format!(
@@ -1817,8 +1828,10 @@ fn masked_product_case(
             .compute_capability
             .map_or(80, |(major, minor)| major * 10 + minor)
     );
-    if let Some(shift) = shift {
-        name += &format!("_shift{}", shift as i32 as u32);
+    match mask {
+        LoopMask::Step => {}
+        LoopMask::ByRows(shift) => name += &format!("_rows{}", shift as i32 as u32),
+        LoopMask::Bound(shift) => name += &format!("_bound{}", shift as i32 as u32),
     }
     let mut cb = CaseBuilder::new(name, seed, poison::BYTE);
     let out = cb.output(
@@ -1849,12 +1862,41 @@ fn masked_product_case(
         ([(a, vec![s.tm, s.tk]), (b, vec![s.tk, s.tn])], None),
         |counter| (vec![mi, counter], vec![counter, ni]),
         |cb, counter, next, acc| {
-            let seen = match shift {
-                None => causal_mask(cb, counter, [s.tm, s.tn]),
-                Some(shift) => {
-                    let shift = int(cb, shift);
-                    let shifted = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, counter, shift));
-                    causal_mask_by_rows(cb, shifted, [s.tm, s.tn])
+            let shifted = |cb: &mut CaseBuilder, shift: i64| {
+                let shift = int(cb, shift);
+                def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, counter, shift))
+            };
+            let seen = match mask {
+                LoopMask::Step => causal_mask(cb, counter, [s.tm, s.tn]),
+                LoopMask::ByRows(shift) => {
+                    let shift = shifted(cb, shift);
+                    causal_mask_by_rows(cb, shift, [s.tm, s.tn])
+                }
+                LoopMask::Bound(shift) => {
+                    let bound = shifted(cb, shift);
+                    let unit = def(
+                        cb,
+                        Op::Reshape {
+                            value: bound,
+                            shape: shape_of(&[1, 1]),
+                        },
+                    );
+                    let bound = def(
+                        cb,
+                        Op::Broadcast {
+                            value: unit,
+                            shape: shape_of(&[s.tm, s.tn]),
+                        },
+                    );
+                    let cols = iota_as(cb, s.tn, [1, s.tn]);
+                    let cols = def(
+                        cb,
+                        Op::Broadcast {
+                            value: cols,
+                            shape: shape_of(&[s.tm, s.tn]),
+                        },
+                    );
+                    def(cb, Op::Compare(cuprum_ir::CmpOp::Lt, cols, bound))
                 }
             };
             def(
@@ -1912,7 +1954,7 @@ fn masks_of_iotas_meet_mma_results_in_their_layout() {
                 ty,
                 *s,
                 options,
-                None,
+                LoopMask::Step,
             ));
         }
     }
@@ -1923,26 +1965,29 @@ fn masks_of_iotas_meet_mma_results_in_their_layout() {
 fn masks_a_loop_makes_compare_per_register_even_where_indices_wrap() {
     let seed = seed("masked_mma_wrapping");
     // The loop's mask `rows + step + shift >= cols` with the row indices past `i32::MAX`
-    // (wrapping to the most negative values) and at the most negative ones: the lowering
+    // (wrapping to the most negative values) and at the most negative ones, and a bound
+    // `cols < step + shift` near the most negative value and within the tile: the lowering
     // compares each register against an immediate after a saturating subtraction, which
     // must give the interpreter's bits here too; and nothing but the product's operands
     // crosses shared memory in the loop.
     let s = sizes(0, 128, 128, 192, 64, 64, 64);
     let mut cases = Vec::new();
-    for (i, shift) in [i64::from(i32::MAX) - 40, i64::from(i32::MIN)]
-        .into_iter()
-        .enumerate()
-    {
+    let masks = [
+        LoopMask::ByRows(i64::from(i32::MAX) - 40),
+        LoopMask::ByRows(i64::from(i32::MIN)),
+        LoopMask::Bound(i64::from(i32::MIN) + 40),
+        LoopMask::Bound(5),
+    ];
+    for (i, mask) in masks.into_iter().enumerate() {
         for (j, options) in [LowerOptions::default(), hopper(Some(4))]
             .into_iter()
             .enumerate()
         {
-            let case =
-                masked_product_case(seed + (i * 2 + j) as u64, S::F16, s, options, Some(shift));
+            let case = masked_product_case(seed + (i * 2 + j) as u64, S::F16, s, options, mask);
             let lowered = cuprum_tile_lower::lower_with(&case.kernel, &case.options)
                 .unwrap_or_else(|e| panic!("{e}"));
             let w = loop_work(&lowered.kernel);
-            assert_eq!(w.shared_other_stores, 0, "shift {shift}: {w:?}");
+            assert_eq!(w.shared_other_stores, 0, "{mask:?}: {w:?}");
             cases.push(case);
         }
     }

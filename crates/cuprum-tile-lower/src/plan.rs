@@ -764,8 +764,8 @@ impl Planner<'_> {
 
     /// Whether `value = op`, in a loop, stays computed where it is used: an affine index (a
     /// signed integer iota plus a uniform value, or a broadcast, permutation or unit reshape
-    /// of one) whose every use is a comparison ([`compare_inputs`]), or a comparison of two
-    /// of them (or of one and an iota or uniform value). The emitter compares such a pair
+    /// of one) whose every use is a comparison ([`compare_inputs`]), or a comparison of an
+    /// iota with one of them, another iota or a uniform value. The emitter compares such a pair
     /// per register against an immediate, from two per-thread values made in the
     /// iteration (`emit::computed`'s affine comparisons), so that no per-register
     /// coordinate lives across the loop; a causal mask then never crosses shared memory to
@@ -792,7 +792,11 @@ impl Planner<'_> {
             Op::Broadcast { value: a, .. }
             | Op::Reshape { value: a, .. }
             | Op::Permute { value: a, .. } => affine(self, *a)?,
-            Op::Compare(_, a, b) => return Ok(affine(self, *a)? && affine(self, *b)?),
+            // One side a coordinate alone (what the emitter compares against).
+            Op::Compare(_, a, b) => {
+                let iota = |v: TileValue| matches!(self.repr(v), Ok(Repr::Iota { .. }));
+                return Ok((iota(*a) || iota(*b)) && affine(self, *a)? && affine(self, *b)?);
+            }
             _ => false,
         };
         let kept = index && self.compare_inputs.contains(&value);

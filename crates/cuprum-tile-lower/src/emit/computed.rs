@@ -158,7 +158,8 @@ impl Emitter<'_> {
 
     /// `expr` in the registers of layout `to` (under `map`) where it compares an affine
     /// index `u + c[i]` (a uniform `u`, a coordinate `c[i]`, either absent) with a
-    /// coordinate `c[j]`, in a signed integer type: a causal mask's `row + shift >= col`.
+    /// coordinate `c[j]`, in a signed integer type: a causal mask's `row + shift >= col`,
+    /// a bound's `col < n`.
     /// Each register's coordinates are its thread's base plus a constant of the layout, so
     /// with `a = u + base[i] + off[i]` (a value per distinct `off[i]`, made here) the
     /// comparison `a OP base[j] + off[j]` is `sat(a - base[j]) OP off[j]`, one comparison
@@ -188,9 +189,9 @@ impl Emitter<'_> {
         let (Some(fx), Some(fy)) = (Affine::of(x), Affine::of(y)) else {
             return Ok(None);
         };
-        if fx.ty != fy.ty || !fx.ty.is_signed_int() {
+        let Some(ty) = fx.ty.or(fy.ty).filter(|t| t.is_signed_int()) else {
             return Ok(None);
-        }
+        };
         // `a OP c[j]`: the side without a uniform part is the coordinate (operands swapped,
         // the comparison mirrored).
         let mirrored = match op {
@@ -219,7 +220,6 @@ impl Emitter<'_> {
             ) => (a, j, mirrored),
             _ => return Ok(None),
         };
-        let ty = a.ty;
         let CoordMap::Axes(axes) = map else {
             return Ok(None);
         };
@@ -292,16 +292,23 @@ struct Affine {
     uniform: Option<Rc<Computed>>,
     /// The coordinate's axis, in the expression's own coordinates.
     axis: Option<usize>,
-    ty: ScalarType,
+    /// The type, where the expression says (a uniform value alone does not; a comparison's
+    /// operands are of one type).
+    ty: Option<ScalarType>,
 }
 
 impl Affine {
     fn of(expr: &Rc<Computed>) -> Option<Affine> {
         match &**expr {
+            Computed::Uniform(_) => Some(Affine {
+                uniform: Some(expr.clone()),
+                axis: None,
+                ty: None,
+            }),
             Computed::Coord { axis, ty } => Some(Affine {
                 uniform: None,
                 axis: Some(*axis),
-                ty: *ty,
+                ty: Some(*ty),
             }),
             Computed::Pointwise {
                 op: TOp::Binary(cuprum_ir::BinaryOp::Add, ..),
@@ -320,10 +327,10 @@ impl Affine {
                     (None, Some(u)) => (u, Affine::of(x)?),
                     _ => return None,
                 };
-                (c.uniform.is_none() && c.ty == *ty).then_some(Affine {
+                (c.uniform.is_none() && c.ty == Some(*ty)).then_some(Affine {
                     uniform: Some(u),
                     axis: c.axis,
-                    ty: *ty,
+                    ty: Some(*ty),
                 })
             }
             Computed::Remap { axes, inner, .. } => {
@@ -333,7 +340,7 @@ impl Affine {
                     ..a
                 })
             }
-            Computed::Uniform(_) | Computed::Pointwise { .. } => None,
+            Computed::Pointwise { .. } => None,
         }
     }
 }
