@@ -1727,35 +1727,26 @@ fn iota_as(cb: &mut CaseBuilder, n: u32, shape: [u32; 2]) -> TileValue {
     )
 }
 
-/// `rows + shift >= cols` over a `[tm, tn]` tile: a row and a column iota made in one axis,
-/// reshaped and broadcast, and `shift` (an `i32` scalar) broadcast, as a causal mask is.
-fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
-    let iota = |cb: &mut CaseBuilder, n: u32, as_shape: [u32; 2]| {
-        let shaped = iota_as(cb, n, as_shape);
-        def(
-            cb,
-            Op::Broadcast {
-                value: shaped,
-                shape: shape_of(&[tm, tn]),
-            },
-        )
-    };
-    let rows = iota(cb, tm, [tm, 1]);
-    let cols = iota(cb, tn, [1, tn]);
+/// Scalar `value` broadcast to a tile of `shape`, through a `[1, 1]` reshape.
+fn scalar_as(cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]) -> TileValue {
     let unit = def(
         cb,
         Op::Reshape {
-            value: shift,
+            value,
             shape: shape_of(&[1, 1]),
         },
     );
-    let shift = def(
-        cb,
-        Op::Broadcast {
-            value: unit,
-            shape: shape_of(&[tm, tn]),
-        },
-    );
+    broadcast(cb, unit, shape)
+}
+
+/// `rows + shift >= cols` over a `[tm, tn]` tile: a row and a column iota made in one axis,
+/// reshaped and broadcast, and `shift` (an `i32` scalar) broadcast, as a causal mask is.
+fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
+    let rows = iota_as(cb, tm, [tm, 1]);
+    let rows = broadcast(cb, rows, [tm, tn]);
+    let cols = iota_as(cb, tn, [1, tn]);
+    let cols = broadcast(cb, cols, [tm, tn]);
+    let shift = scalar_as(cb, shift, [tm, tn]);
     let shifted = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, rows, shift));
     def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, shifted, cols))
 }
@@ -1764,28 +1755,12 @@ fn causal_mask(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> Ti
 /// the row indices a `[tm, 1]` column (an iota reshaped, plus `shift` broadcast), broadcast
 /// to the tile and compared with a row of column indices broadcast.
 fn causal_mask_by_rows(cb: &mut CaseBuilder, shift: TileValue, [tm, tn]: [u32; 2]) -> TileValue {
-    let broadcast_to = |cb: &mut CaseBuilder, value: TileValue, shape: [u32; 2]| {
-        def(
-            cb,
-            Op::Broadcast {
-                value,
-                shape: shape_of(&shape),
-            },
-        )
-    };
     let column = iota_as(cb, tm, [tm, 1]);
-    let unit = def(
-        cb,
-        Op::Reshape {
-            value: shift,
-            shape: shape_of(&[1, 1]),
-        },
-    );
-    let shift = broadcast_to(cb, unit, [tm, 1]);
+    let shift = scalar_as(cb, shift, [tm, 1]);
     let rows = def(cb, Op::Binary(cuprum_ir::BinaryOp::Add, shift, column));
-    let rows = broadcast_to(cb, rows, [tm, tn]);
+    let rows = broadcast(cb, rows, [tm, tn]);
     let cols = iota_as(cb, tn, [1, tn]);
-    let cols = broadcast_to(cb, cols, [tm, tn]);
+    let cols = broadcast(cb, cols, [tm, tn]);
     def(cb, Op::Compare(cuprum_ir::CmpOp::Ge, rows, cols))
 }
 
@@ -1874,28 +1849,9 @@ fn masked_product_case(
                 }
                 LoopMask::Bound(shift) => {
                     let bound = shifted(cb, shift);
-                    let unit = def(
-                        cb,
-                        Op::Reshape {
-                            value: bound,
-                            shape: shape_of(&[1, 1]),
-                        },
-                    );
-                    let bound = def(
-                        cb,
-                        Op::Broadcast {
-                            value: unit,
-                            shape: shape_of(&[s.tm, s.tn]),
-                        },
-                    );
+                    let bound = scalar_as(cb, bound, [s.tm, s.tn]);
                     let cols = iota_as(cb, s.tn, [1, s.tn]);
-                    let cols = def(
-                        cb,
-                        Op::Broadcast {
-                            value: cols,
-                            shape: shape_of(&[s.tm, s.tn]),
-                        },
-                    );
+                    let cols = broadcast(cb, cols, [s.tm, s.tn]);
                     def(cb, Op::Compare(cuprum_ir::CmpOp::Lt, cols, bound))
                 }
             };
