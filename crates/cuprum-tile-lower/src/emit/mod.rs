@@ -97,9 +97,10 @@ pub(crate) struct Emitter<'k> {
     /// (`wgmma_mma`, `Emitter::keep_resident`).
     resident: std::collections::HashMap<TileValue, wgmma_mma::SwizzledTile>,
     /// Per load that may be copied straight into a resident tile, that tile's value
-    /// (`crate::staging::resident_candidates`); the loads it was done for, once met.
+    /// (`crate::staging::resident_candidates`).
     resident_candidates: std::collections::HashMap<TileValue, TileValue>,
-    resident_copies: std::collections::HashSet<TileValue>,
+    /// Per resident tile copied so, once its load is met, that load.
+    resident_copies: std::collections::HashMap<TileValue, TileValue>,
     /// Whether resident tiles' copies are in flight (`Emitter::settle_resident_copies`).
     resident_copies_pending: bool,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
@@ -182,7 +183,7 @@ impl<'k> Emitter<'k> {
             staged_loads: crate::staging::staged_loads(kernel, plan),
             resident: std::collections::HashMap::new(),
             resident_candidates: crate::staging::resident_candidates(kernel, plan),
-            resident_copies: std::collections::HashSet::new(),
+            resident_copies: std::collections::HashMap::new(),
             resident_copies_pending: false,
             ring_frames: Vec::new(),
             deferred: None,

@@ -89,17 +89,13 @@ impl Emitter<'_> {
         if !a || !self.stays_resident(tile)? {
             return Ok(false);
         }
-        self.resident_copies.insert(value);
+        self.resident_copies.insert(tile, value);
         Ok(true)
     }
 
     /// The load copied into resident tile `tile`'s shared memory, if one was.
     pub(super) fn resident_copy_of(&self, tile: TileValue) -> Option<TileValue> {
-        let load = match self.definition(tile) {
-            Some(cuprum_tile_ir::Op::Reshape { value, .. }) => *value,
-            _ => tile,
-        };
-        self.resident_copies.contains(&load).then_some(load)
+        self.resident_copies.get(&tile).copied()
     }
 
     /// The staged load whose tile operand `v` is (operand `B` may be its transpose:
