@@ -468,6 +468,22 @@ impl KernelBuilder {
         self.open_blocks[..outer].iter().map(Vec::len).collect()
     }
 
+    /// How many statements the kernel's top-level block holds so far: a place
+    /// [`insert_at_top`](Self::insert_at_top) can put statements later.
+    pub fn top_len(&self) -> usize {
+        self.open_blocks.first().map_or(0, Vec::len)
+    }
+
+    /// Inserts `stmts` into the kernel's top-level block before its statement `at` (a
+    /// [`top_len`](Self::top_len) taken earlier), for code built after what follows it
+    /// (it may read only values defined before `at` or by itself).
+    pub fn insert_at_top(&mut self, at: usize, stmts: Vec<Stmt>) {
+        if let Some(top) = self.open_blocks.first_mut() {
+            let at = at.min(top.len());
+            top.splice(at..at, stmts);
+        }
+    }
+
     /// Opens a nested block.
     pub fn begin_block(&mut self) {
         self.open_blocks.push(Vec::new());
