@@ -1375,31 +1375,45 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         let loops = tensors.loops() as usize;
         let panels = sizes.2 as usize / 64;
         assert_eq!(
-            w.tma_copies,
-            2 * panels * loops,
-            "{ty} {sizes:?} {tiles:?}: {w:?}"
-        );
-        assert_eq!(
             (w.copies, w.group_waits),
             (0, 0),
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
-        // Every thread waits for its tiles' full mbarriers, and for nothing else. With two
-        // warpgroups each warp counts itself done with a buffer (an atomic add), the last
-        // refills it, and the block never meets in the loop; with one, the block meets
-        // once an iteration, where thread 0 refills both rings.
-        let (releases, barriers) = if tiles[0] > 64 { (2, 0) } else { (0, 1) };
+        // Every consumer thread waits for its tiles' full mbarriers, and for nothing else.
+        // With two warpgroups a producer warpgroup copies every tile: each consumer thread
+        // arrives on a buffer's empty mbarrier once done with it, the producer waits on it
+        // before refilling the buffer (from the third iteration on), and the consumers
+        // never meet in the loop; with one, the block meets once an iteration, where thread
+        // 0 refills both rings.
+        let produced = tiles[0] > 64;
+        let (releases, barriers) = if produced { (2, 0) } else { (0, 1) };
         let (releases, barriers) = (releases * loops, barriers * loops);
+        let copies = 2 * panels * loops;
+        let (consumer_copies, producer_copies) = if produced { (0, copies) } else { (copies, 0) };
+        assert_eq!(
+            (w.tma_copies, w.producer.tma_copies),
+            (consumer_copies, producer_copies),
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
         assert_eq!(
             w.mbarrier_waits,
             2 * loops,
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
-        assert_eq!(w.mbarrier_arrivals, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        // The producer: per loop, one wait to start (the consumers set its mbarriers up)
+        // and one per ring for the buffer's release.
+        let starts = usize::from(produced) * loops;
         assert_eq!(
-            w.shared_atomics, releases,
+            w.producer.mbarrier_waits,
+            starts + releases,
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
+        assert_eq!(
+            w.mbarrier_arrivals, releases,
+            "{ty} {sizes:?} {tiles:?}: {w:?}"
+        );
+        assert_eq!(w.shared_atomics, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.named_barriers, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(w.barriers, barriers, "{ty} {sizes:?} {tiles:?}: {w:?}");
         // With two warpgroups the second product is deferred: issued in the next
@@ -1463,6 +1477,11 @@ fn chained_mmas_through_a_masking_branch_keep_wgmma_and_registers() {
 /// and shared-memory stores of `f32` values (the one loop of a chain case).
 #[derive(Debug, Default)]
 struct LoopWork {
+    /// What the producer warpgroup's loops do (`emit::producer`); the rest counts the
+    /// consumers' (or every thread's, without a producer).
+    producer: ProducerWork,
+    /// Named barriers in the consumers' loops.
+    named_barriers: usize,
     barriers: usize,
     copies: usize,
     shared_f32_stores: usize,
@@ -1496,6 +1515,30 @@ struct LoopWork {
     full_waits_before: usize,
 }
 
+/// Calls `f` on every statement of `b`, nested ones too, in order.
+fn each_stmt(b: &cuprum_ir::Block, f: &mut impl FnMut(&cuprum_ir::Stmt)) {
+    for s in &b.stmts {
+        f(s);
+        match s {
+            cuprum_ir::Stmt::If {
+                then, otherwise, ..
+            } => {
+                each_stmt(then, f);
+                each_stmt(otherwise, f);
+            }
+            cuprum_ir::Stmt::Loop { body } => each_stmt(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// The producer warpgroup's work (its code runs its loops alone).
+#[derive(Debug, Default)]
+struct ProducerWork {
+    tma_copies: usize,
+    mbarrier_waits: usize,
+}
+
 fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
     use std::collections::HashSet;
     #[derive(Default)]
@@ -1517,6 +1560,27 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                 cuprum_ir::Stmt::Loop { body } => {
                     vars.looped = true;
                     visit(body, k, true, w, vars)
+                }
+                // The producer warpgroup's branch: it gives registers back first.
+                cuprum_ir::Stmt::If { then, .. }
+                    if matches!(
+                        then.stmts.first(),
+                        Some(cuprum_ir::Stmt::SetMaxNreg {
+                            increase: false,
+                            ..
+                        })
+                    ) =>
+                {
+                    each_stmt(then, &mut |s| match s {
+                        cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::LoadTile { .. }) => {
+                            w.producer.tma_copies += 1
+                        }
+                        cuprum_ir::Stmt::Mbarrier {
+                            op: cuprum_ir::MbarrierOp::WaitParity,
+                            ..
+                        } => w.producer.mbarrier_waits += 1,
+                        _ => {}
+                    });
                 }
                 cuprum_ir::Stmt::If {
                     then, otherwise, ..
@@ -1543,6 +1607,7 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                     w.u64_var_writes += 1
                 }
                 cuprum_ir::Stmt::Barrier if in_loop => w.barriers += 1,
+                cuprum_ir::Stmt::NamedBarrier { .. } if in_loop => w.named_barriers += 1,
                 cuprum_ir::Stmt::CpAsync { .. } if in_loop => w.copies += 1,
                 cuprum_ir::Stmt::CpAsyncWaitGroup { .. } if in_loop => w.group_waits += 1,
                 cuprum_ir::Stmt::CpAsyncWaitAll if in_loop => w.full_waits += 1,

@@ -434,14 +434,14 @@ pub fn lower_with(kernel: &TileKernel, options: &LowerOptions) -> Result<Lowered
         .map(|n| n.min(MAX_THREADS_PER_SM / threads).max(1));
     let mut emitter = emit::Emitter::new(kernel, &plan, &options.tensor_facts, min_blocks_per_sm)?;
     emitter.hopper = options.compute_capability == Some((9, 0));
-    let (ir, shared_bytes, args) = emitter.run()?;
+    let (ir, shared_bytes, args, block_threads) = emitter.run()?;
     cuprum_ir::validate_kernel(&ir).map_err(|e| LowerError::Internal {
         kernel: kernel.name.clone(),
         message: format!("the kernel IR does not validate: {e}"),
     })?;
     Ok(Lowered {
         kernel: ir,
-        block_threads: threads,
+        block_threads,
         shared_bytes,
         args,
         blocks: BlockCount::PerTile,

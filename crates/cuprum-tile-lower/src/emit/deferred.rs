@@ -234,7 +234,7 @@ impl Emitter<'_> {
         let ringed = choice.tiles.iter().all(|&(load, _, _)| {
             rings
                 .iter()
-                .any(|r| r.load == load && r.tma.is_some_and(|t| t.counted))
+                .any(|r| r.load == load && r.tma.is_some_and(|t| t.per_warp()))
         });
         if !matches!(choice.a_source, ASource::Fragments) || !ringed {
             return Ok(None);

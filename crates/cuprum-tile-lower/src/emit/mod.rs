@@ -28,6 +28,7 @@ mod computed;
 mod deferred;
 mod matmul;
 mod memory;
+mod producer;
 mod raw;
 mod reduce;
 mod ring;
@@ -105,6 +106,8 @@ pub(crate) struct Emitter<'k> {
     resident_copies_pending: bool,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
+    /// The loop a producer warpgroup copies the rings' tiles for (`producer`).
+    producer: Option<producer::Producer>,
     /// The loop being emitted whose last product is issued an iteration late (`deferred`).
     deferred: Option<deferred::Deferred>,
     /// The copy patterns of the staged loads the rings being emitted copy, computed before
@@ -186,6 +189,7 @@ impl<'k> Emitter<'k> {
             resident_copies: std::collections::HashMap::new(),
             resident_copies_pending: false,
             ring_frames: Vec::new(),
+            producer: None,
             deferred: None,
             copy_patterns: std::collections::HashMap::new(),
             scratch_floor: 0,
@@ -215,15 +219,30 @@ impl<'k> Emitter<'k> {
         Ok(e)
     }
 
-    /// Lowers the kernel's body and returns the kernel IR.
-    pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>)> {
+    /// Lowers the kernel's body and returns the kernel IR, its dynamic shared memory and
+    /// arguments, and the threads of its blocks (the plan's, and a producer warpgroup's).
+    pub(crate) fn run(mut self) -> R<(cuprum_ir::Kernel, u32, Vec<ArgSlot>, u32)> {
         if crate::block_order::axis1_fastest(self.kernel) {
             let index = self.axis1_fastest_index()?;
             self.block_index = Some(index);
         }
+        let mut threads = self.plan.threads;
+        self.producer = self.plan_producer()?;
+        if self.producer.is_some() {
+            // One block per multiprocessor, its registers shared out by `setmaxnreg`.
+            threads += producer::PRODUCER_THREADS;
+            self.b.set_block(Some((threads, 1, 1)));
+            self.b.set_launch_bounds(Some(LaunchBounds {
+                max_threads: threads,
+                min_blocks_per_sm: Some(1),
+            }));
+            let (cap, _) = Self::producer_registers(self.plan.threads);
+            self.b.set_max_registers(Some(cap));
+        }
         let body = &self.kernel.body;
         self.stmts(body)?;
-        Ok((self.b.finish(), self.shared_bytes, self.args))
+        self.finish_producer()?;
+        Ok((self.b.finish(), self.shared_bytes, self.args, threads))
     }
 
     /// The tile block `(a0, a1)` this hardware block runs when blocks go axis 1 fastest
@@ -918,7 +937,11 @@ impl<'k> Emitter<'k> {
             },
         )?;
         let floor = self.scratch_floor;
-        let rings = self.plan_rings(counter, body)?;
+        let produced = self.start_produced_loop(counter, body)?;
+        let rings = match &produced {
+            Some(rings) => rings.clone(),
+            None => self.plan_rings(counter, body)?,
+        };
         if rings.is_empty() {
             self.settle_resident_copies();
             return self.carried_counted_loop(
@@ -930,7 +953,9 @@ impl<'k> Emitter<'k> {
             );
         }
         self.deferred = self.plan_deferred(body, args, &rings)?;
-        self.prime_rings(&rings, counter, [start, end, step])?;
+        if produced.is_none() {
+            self.prime_rings(&rings, counter, [start, end, step])?;
+        }
         self.settle_resident_copies();
         let parity = self.var(ScalarType::U32);
         let phase = self.var(ScalarType::U32);

@@ -46,8 +46,15 @@
 //!   first such ring's `mma`, and thread 0 refills every ring's other buffer with iteration
 //!   `i + 1`'s tile there (all of them were read in the iteration before), so later rings'
 //!   next tiles start early too;
-//! * in a block of several, nobody waits for anybody: both buffers are filled before the
-//!   loop, and each has a count of the warps done with it (a `U32` in shared memory). Right
+//! * in a block of several whose loop a producer warpgroup copies for (`emit::producer`:
+//!   a top-level loop whose bounds and tile indices the producer can compute again), the
+//!   producer waits on the buffer's *empty* mbarrier, on which every consumer thread
+//!   arrives right after the `wgmma`s that read the buffer were waited for, and refills it;
+//!   the consumers only wait on full mbarriers and arrive on empty ones
+//!   ([`Release::Producer`]);
+//! * in any other block of several, nobody waits for anybody: both buffers are filled
+//!   before the loop, and each has a count of the warps done with it (a `U32` in shared
+//!   memory, [`Release::Counted`]). Right
 //!   after the `wgmma`s that read a buffer are waited for, lane 0 of each warp adds one to
 //!   its count (acquire-release at block scope: the last adder's copy follows every warp's
 //!   reads); the warp that finds every other warp counted resets the count and copies
@@ -96,13 +103,26 @@ const MBARRIER_BYTES: u32 = 8;
 /// count per buffer of the warps done with it (blocks of several warpgroups).
 const RING_BARRIERS: u32 = 4;
 
+/// A staged load a ring can copy, before its buffers are reserved.
+pub(super) struct RingCandidate {
+    pub(super) load: TileValue,
+    rows: u32,
+    cols: u32,
+    /// What computes its tile index from the counter ([`Ring::index_defs`]).
+    index_defs: Vec<(TileValue, Op)>,
+    /// The values from outside the loop those statements read.
+    pub(super) outside: Vec<TileValue>,
+    /// The tensor parameter the tensor memory accelerator copies from, if it can.
+    pub(super) tma: Option<u32>,
+}
+
 /// One staged load's ring.
 #[derive(Clone, Debug)]
 pub(super) struct Ring {
     pub(super) load: TileValue,
     /// Its tile in buffer 0 (buffer 1 is `distance` bytes further).
     pub(super) tile: SwizzledTile,
-    distance: u32,
+    pub(super) distance: u32,
     /// The statements of the body that compute the load's tile index from the counter, in
     /// order.
     index_defs: Vec<(TileValue, Op)>,
@@ -119,10 +139,29 @@ pub(super) struct TmaCopy {
     bars: Claim,
     /// Bytes of one tile (what each buffer's mbarrier counts).
     bytes: u32,
-    /// Whether the buffers are released by counting the warps done with them, the last
-    /// refilling (blocks of several warpgroups), rather than by meeting the block at a
-    /// barrier (see the module docs).
-    pub(super) counted: bool,
+    /// How a buffer is known to be free for its refill (see the module docs).
+    pub(super) release: Release,
+}
+
+/// How a tensor-memory-accelerator ring's buffer is released and refilled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Release {
+    /// The block meets at a barrier once an iteration, where thread 0 refills (a block of
+    /// one warpgroup).
+    BlockBarrier,
+    /// Each warp counts itself done with the buffer; the last one refills it.
+    Counted,
+    /// Every consumer thread arrives on the buffer's *empty* mbarrier; the producer warpgroup
+    /// (`emit::producer`) waits on it and refills.
+    Producer,
+}
+
+impl TmaCopy {
+    /// Whether each warp releases a buffer on its own, right after the `wgmma`s that read
+    /// it were waited for (rather than at a block barrier).
+    pub(super) fn per_warp(&self) -> bool {
+        self.release != Release::BlockBarrier
+    }
 }
 
 /// The rings of the loop being emitted, with this iteration's state.
@@ -150,6 +189,25 @@ impl Emitter<'_> {
     /// The rings of `for counter in .. { body }` (see the module docs), their buffers
     /// reserved; none where the loop does not qualify.
     pub(super) fn plan_rings(&mut self, counter: TileValue, body: &Block) -> R<Vec<Ring>> {
+        let candidates = self.ring_candidates(counter, body, &|e: &Self, v| e.get(v).is_ok())?;
+        let release = if self.plan.threads > WARPGROUP_THREADS {
+            Release::Counted
+        } else {
+            Release::BlockBarrier
+        };
+        self.reserve_rings(candidates, release)
+    }
+
+    /// The staged loads of `for counter in .. { body }` that a ring can copy (see the module
+    /// docs), when their tile indices read, besides the counter, only values `defined` says
+    /// are defined before the loop; none where the loop does not qualify or the rings would
+    /// not fit [`RING_BUDGET`].
+    pub(super) fn ring_candidates(
+        &self,
+        counter: TileValue,
+        body: &Block,
+        defined: &dyn Fn(&Self, TileValue) -> bool,
+    ) -> R<Vec<RingCandidate>> {
         // Rings feed `wgmma`s only: nothing to look at for other devices.
         if !self.hopper {
             return Ok(Vec::new());
@@ -197,46 +255,60 @@ impl Emitter<'_> {
                 continue;
             };
             // The rest must be defined before the loop (not carried by it).
-            if found.outside.iter().any(|&v| self.get(v).is_err()) {
+            if found.outside.iter().any(|&v| !defined(self, v)) {
                 continue;
             }
-            candidates.push((*value, rows, cols, found.defs));
+            candidates.push(RingCandidate {
+                load: *value,
+                rows,
+                cols,
+                index_defs: found.defs,
+                outside: found.outside,
+                tma: self.tma_tensor(*value, rows, cols)?,
+            });
         }
         let total: u32 = candidates
             .iter()
-            .map(|&(_, rows, cols, _)| {
-                2 * SwizzledTile::bytes(rows, cols) + RING_BARRIERS * MBARRIER_BYTES
-            })
+            .map(|c| 2 * SwizzledTile::bytes(c.rows, c.cols) + RING_BARRIERS * MBARRIER_BYTES)
             .sum();
-        if candidates.is_empty() || total > RING_BUDGET {
+        if total > RING_BUDGET {
             return Ok(Vec::new());
         }
+        Ok(candidates)
+    }
+
+    /// The rings of `candidates`, their buffers reserved in shared memory; the
+    /// tensor-memory-accelerator ones released as `release` says.
+    pub(super) fn reserve_rings(
+        &mut self,
+        candidates: Vec<RingCandidate>,
+        release: Release,
+    ) -> R<Vec<Ring>> {
         let mut rings = Vec::with_capacity(candidates.len());
-        for (load, rows, cols, index_defs) in candidates {
-            let bytes = SwizzledTile::bytes(rows, cols);
-            let tensor = self.tma_tensor(load, rows, cols)?;
-            let bars = if tensor.is_some() {
+        for c in candidates {
+            let bytes = SwizzledTile::bytes(c.rows, c.cols);
+            let bars = if c.tma.is_some() {
                 RING_BARRIERS * MBARRIER_BYTES
             } else {
                 0
             };
             let claim = self.reserve_shared(2 * bytes + bars, SWIZZLE_ALIGN)?;
-            let tile = SwizzledTile::new(claim.part(0, bytes), rows, cols)
+            let tile = SwizzledTile::new(claim.part(0, bytes), c.rows, c.cols)
                 .ok_or_else(|| self.internal("a ring's tile no swizzle takes"))?;
-            let tma = match tensor {
+            let tma = match c.tma {
                 Some(param) => Some(TmaCopy {
-                    map: self.tensor_map_param(param, [BOX_COLUMNS, rows], Swizzle::B128)?,
+                    map: self.tensor_map_param(param, [BOX_COLUMNS, c.rows], Swizzle::B128)?,
                     bars: claim.part(2 * bytes, bars),
-                    bytes: rows * cols * 2,
-                    counted: self.plan.threads > WARPGROUP_THREADS,
+                    bytes: c.rows * c.cols * 2,
+                    release,
                 }),
                 None => None,
             };
             rings.push(Ring {
-                load,
+                load: c.load,
                 tile,
                 distance: bytes,
-                index_defs,
+                index_defs: c.index_defs,
                 tma,
             });
         }
@@ -271,7 +343,7 @@ impl Emitter<'_> {
 
     /// The shared address (`U32`) of `tma`'s full mbarrier of buffer `buffer` (`U32`, 0 or
     /// 1).
-    fn ring_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+    pub(super) fn ring_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
         self.shared_addr(tma.bars, buffer, ScalarType::U64)
     }
 
@@ -284,10 +356,17 @@ impl Emitter<'_> {
         self.shared_addr(tma.bars, at, ScalarType::U64)
     }
 
+    /// The shared address (`U32`) of the *empty* mbarrier of `tma`'s buffer `buffer` (`U32`)
+    /// in a ring a producer warpgroup refills (`emit::producer`): the slot a counted ring keeps
+    /// its count in.
+    pub(super) fn ring_empty_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+        self.ring_release_count(tma, buffer)
+    }
+
     /// Sets the count of buffer `buffer` (`U32`) of a counted ring to zero (before its loop,
     /// and after it, so that a loop run again starts counting afresh); nothing for others.
     fn reset_release_count(&mut self, tma: TmaCopy, buffer: Value) -> R<()> {
-        if tma.counted {
+        if tma.release == Release::Counted {
             let count = self.ring_release_count(tma, buffer)?;
             let zero = self.u32c(0);
             self.push(Stmt::Store {
@@ -355,7 +434,10 @@ impl Emitter<'_> {
                     Ok(())
                 })?;
                 e.if_(two, |e| {
-                    for ring in rings.iter().filter(|r| r.tma.is_some_and(|t| t.counted)) {
+                    for ring in rings
+                        .iter()
+                        .filter(|r| r.tma.is_some_and(|t| t.release == Release::Counted))
+                    {
                         let one = e.u32c(1);
                         let distance = e.u32c(ring.distance);
                         let tile = ring.tile.at(distance);
@@ -441,7 +523,7 @@ impl Emitter<'_> {
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             let go = self.bin(BinaryOp::And, first, frame.more)?;
-            if !tma.counted && !frame.refilled {
+            if tma.release == Release::BlockBarrier && !frame.refilled {
                 // The block meets once an iteration, at the first such ring's `mma`: every
                 // block-barrier TMA ring's other buffer was read in the iteration before
                 // (whose `wgmma`s were all waited for), so thread 0 refills them all here.
@@ -449,7 +531,7 @@ impl Emitter<'_> {
                 let refilled: Vec<Ring> = frame
                     .rings
                     .iter()
-                    .filter(|r| r.tma.is_some_and(|t| !t.counted))
+                    .filter(|r| r.tma.is_some_and(|t| t.release == Release::BlockBarrier))
                     .cloned()
                     .collect();
                 self.if_(go, |e| {
@@ -497,7 +579,7 @@ impl Emitter<'_> {
         if !frame
             .rings
             .iter()
-            .any(|r| r.load == load && r.tma.is_some_and(|t| t.counted))
+            .any(|r| r.load == load && r.tma.is_some_and(|t| t.per_warp()))
         {
             return Ok(());
         }
@@ -512,7 +594,7 @@ impl Emitter<'_> {
     /// count, so that the last one's copy follows every warp's reads); the last one resets
     /// the count and, where `refill` says there is one (`(counter, Bool)`), copies that
     /// counter's tile into the buffer. No thread waits for the others (FlashAttention-3's
-    /// producer warp waits on an mbarrier instead).
+    /// producer waits on an mbarrier instead, `emit::producer`).
     pub(super) fn release_ring_buffer(
         &mut self,
         load: TileValue,
@@ -524,11 +606,17 @@ impl Emitter<'_> {
         };
         let Some((ring, tma)) = frame.rings.iter().find_map(|r| {
             r.tma
-                .filter(|t| r.load == load && t.counted)
+                .filter(|t| r.load == load && t.per_warp())
                 .map(|t| (r.clone(), t))
         }) else {
             return Err(self.internal("a released tile without a ring of counted buffers"));
         };
+        if tma.release == Release::Producer {
+            // Every consumer thread arrives (its own reads were waited for); the producer
+            // warp waits for them all before it refills the buffer.
+            let empty = self.ring_empty_barrier(tma, buffer)?;
+            return self.mbarrier(MbarrierOp::Arrive, empty, None);
+        }
         let warp = self.u32c(WARP);
         let lane = self.bin(BinaryOp::Rem, self.tid(), warp)?;
         let zero = self.u32c(0);
@@ -592,6 +680,10 @@ impl Emitter<'_> {
                         let b = e.u32c(buffer);
                         let full = e.ring_barrier(tma, b)?;
                         e.mbarrier(MbarrierOp::Inval, full, None)?;
+                        if tma.release == Release::Producer {
+                            let empty = e.ring_empty_barrier(tma, b)?;
+                            e.mbarrier(MbarrierOp::Inval, empty, None)?;
+                        }
                         // (A deferred product's last buffer is never counted.)
                         e.reset_release_count(tma, b)?;
                     }
@@ -606,7 +698,7 @@ impl Emitter<'_> {
     /// index statements emitted again with the counter at `at`, then the staged copy (before
     /// the loop, where `tile` has no buffer offset, the first, which computes the copies'
     /// pattern for the loop's) or the tensor memory accelerator's.
-    fn copy_ring_tile(
+    pub(super) fn copy_ring_tile(
         &mut self,
         ring: &Ring,
         counter: TileValue,
@@ -694,6 +786,28 @@ impl Emitter<'_> {
     }
 }
 
+/// Whether `op` reads nothing but its operands and cannot trap, so that computing it again
+/// elsewhere (a ring's next tile index, the producer warpgroup's copy of a loop's bounds) gives
+/// the same value and no new failure.
+pub(super) fn computable_ahead(op: &Op) -> bool {
+    match op {
+        Op::Binary(b, ..) => !matches!(b, BinaryOp::Div | BinaryOp::Rem),
+        Op::Const { .. }
+        | Op::ConstParam(_)
+        | Op::Param(_)
+        | Op::BlockId(_)
+        | Op::NumBlocks(_)
+        | Op::TensorDim { .. }
+        | Op::Cast { .. }
+        | Op::Unary(..)
+        | Op::Compare(..)
+        | Op::Select { .. }
+        | Op::Reshape { .. }
+        | Op::Broadcast { .. } => true,
+        _ => false,
+    }
+}
+
 /// What computes a ring's tile index from the loop counter: the body's statements (in
 /// order) and the values from outside the loop they read.
 struct IndexDefs {
@@ -724,23 +838,7 @@ fn index_defs(before: &[TStmt], counter: TileValue, index: &[TileValue]) -> Opti
         if !needed.contains(value) {
             continue;
         }
-        let harmless = match op {
-            Op::Binary(b, ..) => !matches!(b, BinaryOp::Div | BinaryOp::Rem),
-            Op::Const { .. }
-            | Op::ConstParam(_)
-            | Op::Param(_)
-            | Op::BlockId(_)
-            | Op::NumBlocks(_)
-            | Op::TensorDim { .. }
-            | Op::Cast { .. }
-            | Op::Unary(..)
-            | Op::Compare(..)
-            | Op::Select { .. }
-            | Op::Reshape { .. }
-            | Op::Broadcast { .. } => true,
-            _ => false,
-        };
-        if !harmless {
+        if !computable_ahead(op) {
             return None;
         }
         needed.extend(op.operands());

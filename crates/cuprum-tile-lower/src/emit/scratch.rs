@@ -180,6 +180,12 @@ impl Emitter<'_> {
     /// above them.
     pub(crate) fn reserve_shared(&mut self, bytes: u32, align: u32) -> R<Claim> {
         self.barrier();
+        self.reserve_shared_unsynced(bytes, align)
+    }
+
+    /// [`Emitter::reserve_shared`] without its barrier, where no thread can be using the
+    /// scratch yet (the kernel's start).
+    pub(crate) fn reserve_shared_unsynced(&mut self, bytes: u32, align: u32) -> R<Claim> {
         if align > ALIGN {
             self.b.align_dyn_shared(align);
         }
@@ -225,7 +231,8 @@ impl Emitter<'_> {
             read.published = true;
             self.scratch_in_use = self.scratch_in_use.and_claim(read.claim);
         }
-        self.push(Stmt::Barrier);
+        let barrier = self.block_barrier();
+        self.push(barrier);
     }
 
     /// Makes the pending read of `value`, if there is one.
