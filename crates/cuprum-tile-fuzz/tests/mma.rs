@@ -943,6 +943,11 @@ enum ChainTensors {
     /// As `Mapped`, the key tiles in two loops one after the other (the first half, then
     /// the rest from the first loop's results), as causal attention runs them.
     MappedTwoLoops,
+    /// As `Mapped`, block 0 returning before the loop (its output left as it was): no
+    /// producer warpgroup can copy for a loop some blocks' consumers never reach.
+    MappedReturnBefore,
+    /// As `Mapped`, block 0 returning after the loop, before its store.
+    MappedReturnAfter,
 }
 
 impl ChainTensors {
@@ -1041,6 +1046,9 @@ fn chain_case(
             },
         )
     };
+    if tensors == ChainTensors::MappedReturnBefore {
+        return_in_block_0(&mut cb, row);
+    }
     let tq = load(&mut cb, q, [bm, d], vec![row, zero_i]);
     // cuTile's examples load q as a rank-3 tile and reshape it: the same tile, reached
     // through a reshape.
@@ -1150,6 +1158,9 @@ fn chain_case(
         let bounds = [i * steps / loops, (i + 1) * steps / loops];
         key_loop(&mut cb, bounds, inits)
     });
+    if tensors == ChainTensors::MappedReturnAfter {
+        return_in_block_0(&mut cb, row);
+    }
     let m_wide = broadcast(&mut cb, m_out, [bm, d]);
     let result = def(
         &mut cb,
@@ -1167,6 +1178,23 @@ fn chain_case(
     } else {
         case
     }
+}
+
+/// `if row == 0 { return }`: block 0 leaves the kernel there.
+fn return_in_block_0(cb: &mut CaseBuilder, row: TileValue) {
+    let zero = int(cb, 0);
+    let first = def(cb, Op::Compare(cuprum_ir::CmpOp::Eq, row, zero));
+    cb.b.begin_block();
+    cb.b.push(Stmt::Return);
+    let then = cb.b.end_block(vec![]);
+    cb.b.begin_block();
+    let otherwise = cb.b.end_block(vec![]);
+    cb.b.push(Stmt::If {
+        cond: first,
+        then,
+        otherwise,
+        results: vec![],
+    });
 }
 
 /// `if j >= 1 { select(rows + j >= cols, scores, -1) } else { scores }`: the scores of
@@ -1335,7 +1363,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
     // keys (the boxes' rows past the keys read zeros, as the loads' padding), and loops that
     // run no iteration (their first copies never started, their mbarriers set up and
     // invalidated all the same).
-    let shapes: [(ChainShape, ChainTensors); 11] = [
+    let shapes: [(ChainShape, ChainTensors); 13] = [
         (((70, 200, 128), [64, 64]), ChainTensors::Mapped),
         (((128, 64, 64), [128, 64]), ChainTensors::Mapped),
         (((64, 256, 128), [64, 128]), ChainTensors::Mapped),
@@ -1349,6 +1377,16 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         (((128, 320, 64), [128, 64]), ChainTensors::MappedTwoLoops),
         (((128, 256, 128), [128, 128]), ChainTensors::MappedTwoLoops),
         (((64, 256, 64), [64, 64]), ChainTensors::MappedTwoLoops),
+        // Two blocks, the first returning before the loop (counted buffers, no producer)
+        // or after it (a producer).
+        (
+            ((200, 320, 64), [128, 64]),
+            ChainTensors::MappedReturnBefore,
+        ),
+        (
+            ((200, 256, 128), [128, 128]),
+            ChainTensors::MappedReturnAfter,
+        ),
     ];
     let mut cases = Vec::new();
     for (i, (ty, ((sizes, tiles), tensors))) in [S::F16, S::BF16]
@@ -1385,9 +1423,19 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
         // before refilling the buffer (from the third iteration on), and the consumers
         // never meet in the loop; with one, the block meets once an iteration, where thread
         // 0 refills both rings.
-        let produced = tiles[0] > 64;
-        let (releases, barriers) = if produced { (2, 0) } else { (0, 1) };
+        // (A loop that some blocks never reach keeps the warps counting themselves done
+        // with a buffer, an atomic add each, the last one refilling it.)
+        let several = tiles[0] > 64;
+        let produced = several && tensors != ChainTensors::MappedReturnBefore;
+        let counted = usize::from(several && !produced) * 2 * loops;
+        let (releases, barriers) = if produced {
+            (2, 0)
+        } else {
+            (0, usize::from(!several))
+        };
         let (releases, barriers) = (releases * loops, barriers * loops);
+        let threads = 32 * (tiles[0] / 16) + if produced { 128 } else { 0 };
+        assert_eq!(lowered.block_threads, threads, "{ty} {sizes:?} {tiles:?}");
         let copies = 2 * panels * loops;
         let (consumer_copies, producer_copies) = if produced { (0, copies) } else { (copies, 0) };
         assert_eq!(
@@ -1412,7 +1460,7 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
             w.mbarrier_arrivals, releases,
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
-        assert_eq!(w.shared_atomics, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
+        assert_eq!(w.shared_atomics, counted, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(w.named_barriers, 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert!(w.wgmmas > 0, "{ty} {sizes:?} {tiles:?}: {w:?}");
         assert_eq!(w.barriers, barriers, "{ty} {sizes:?} {tiles:?}: {w:?}");
