@@ -38,7 +38,7 @@
 use cuprum_ir::{BinaryOp, CmpOp, MbarrierOp, ScalarType, Stmt, Value};
 use cuprum_tile_ir::{Op, Stmt as TStmt, TileValue};
 
-use super::ring::{Release, Ring, computable_ahead};
+use super::ring::{Release, Ring, computable_ahead, definitions_of};
 use super::scratch::Claim;
 use super::{Emitter, Lv, R};
 use crate::plan::Repr;
@@ -158,39 +158,21 @@ impl Emitter<'_> {
         before: &[TStmt],
         needed: impl IntoIterator<Item = TileValue>,
     ) -> R<Option<Vec<(TileValue, Op)>>> {
-        let mut needed: std::collections::HashSet<TileValue> = needed.into_iter().collect();
-        let mut slice = Vec::new();
-        for s in before.iter().rev() {
-            let TStmt::Def { value, op } = s else {
-                let results = match s {
-                    TStmt::If { results, .. }
-                    | TStmt::For { results, .. }
-                    | TStmt::Loop { results, .. }
-                    | TStmt::ForTiles { results, .. } => results.as_slice(),
-                    _ => &[],
-                };
-                if results.iter().any(|r| needed.contains(r)) {
-                    return Ok(None);
-                }
-                continue;
-            };
-            if !needed.remove(value) {
-                continue;
+        let mut uniform = std::collections::HashSet::new();
+        for s in before {
+            if let TStmt::Def { value, .. } = s
+                && self.shape(*value)?.is_empty()
+                && matches!(self.plan.repr(*value), Some(Repr::Uniform))
+            {
+                uniform.insert(*value);
             }
+        }
+        let found = definitions_of(before, needed, |value, op| {
             let division = matches!(op, Op::Binary(BinaryOp::Div | BinaryOp::Rem, ..));
-            let uniform = self.shape(*value)?.is_empty()
-                && matches!(self.plan.repr(*value), Some(Repr::Uniform));
-            if !(computable_ahead(op) || division) || !uniform {
-                return Ok(None);
-            }
-            needed.extend(op.operands());
-            slice.push((*value, op.clone()));
-        }
-        if !needed.is_empty() {
-            return Ok(None);
-        }
-        slice.reverse();
-        Ok(Some(slice))
+            uniform.contains(&value) && (computable_ahead(op) || division)
+        });
+        // Everything comes from the slice: nothing from outside it.
+        Ok(found.and_then(|f| f.outside.is_empty().then_some(f.defs)))
     }
 
     /// The loop with counter `counter` and body `body`, if a producer warpgroup copies for it:
@@ -223,17 +205,13 @@ impl Emitter<'_> {
         let zero = self.u32c(0);
         let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
         self.if_(first, |e| {
-            for tma in rings.iter().filter_map(|r| r.tma) {
-                for buffer in 0..2 {
-                    let b = e.u32c(buffer);
-                    let full = e.ring_barrier(tma, b)?;
-                    let one = e.u32c(1);
-                    e.mbarrier(MbarrierOp::Init, full, Some(one))?;
-                    let empty = e.ring_empty_barrier(tma, b)?;
-                    let all = e.u32c(consumers);
-                    e.mbarrier(MbarrierOp::Init, empty, Some(all))?;
-                }
-            }
+            e.each_ring_buffer(&rings, |e, tma, b, full| {
+                let one = e.u32c(1);
+                e.mbarrier(MbarrierOp::Init, full, Some(one))?;
+                let empty = e.ring_empty_barrier(tma, b)?;
+                let all = e.u32c(consumers);
+                e.mbarrier(MbarrierOp::Init, empty, Some(all))
+            })?;
             // The copies' completions come from the async proxy.
             e.push(Stmt::FenceProxyAsync {
                 space: cuprum_ir::ProxyFenceSpace::SharedCta,

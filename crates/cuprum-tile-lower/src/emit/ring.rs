@@ -263,7 +263,7 @@ impl Emitter<'_> {
                 rows,
                 cols,
                 index_defs: found.defs,
-                outside: found.outside,
+                outside: found.outside.into_iter().collect(),
                 tma: self.tma_tensor(*value, rows, cols)?,
             });
         }
@@ -341,9 +341,26 @@ impl Emitter<'_> {
         Ok((zero_padding && one_matrix && fits && mappable).then_some(*tensor))
     }
 
+    /// Runs `f(tma, buffer, full)` for both buffers of each tensor-memory-accelerator ring
+    /// of `rings` (`buffer` a `U32` constant, `full` its full mbarrier's address).
+    pub(super) fn each_ring_buffer(
+        &mut self,
+        rings: &[Ring],
+        mut f: impl FnMut(&mut Self, TmaCopy, Value, Value) -> R<()>,
+    ) -> R<()> {
+        for tma in rings.iter().filter_map(|r| r.tma) {
+            for buffer in 0..2 {
+                let b = self.u32c(buffer);
+                let full = self.ring_barrier(tma, b)?;
+                f(self, tma, b, full)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The shared address (`U32`) of `tma`'s full mbarrier of buffer `buffer` (`U32`, 0 or
     /// 1).
-    pub(super) fn ring_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
+    fn ring_barrier(&mut self, tma: TmaCopy, buffer: Value) -> R<Value> {
         self.shared_addr(tma.bars, buffer, ScalarType::U64)
     }
 
@@ -413,15 +430,11 @@ impl Emitter<'_> {
             // refills copy two ahead.
             let (second, two) = self.counter_after(start, [step, end])?;
             self.if_(first, |e| {
-                for tma in rings.iter().filter_map(|r| r.tma) {
-                    for buffer in 0..2 {
-                        let b = e.u32c(buffer);
-                        let full = e.ring_barrier(tma, b)?;
-                        let one = e.u32c(1);
-                        e.mbarrier(MbarrierOp::Init, full, Some(one))?;
-                        e.reset_release_count(tma, b)?;
-                    }
-                }
+                e.each_ring_buffer(rings, |e, tma, b, full| {
+                    let one = e.u32c(1);
+                    e.mbarrier(MbarrierOp::Init, full, Some(one))?;
+                    e.reset_release_count(tma, b)
+                })?;
                 // The copies' completions come from the async proxy.
                 e.push(Stmt::FenceProxyAsync {
                     space: cuprum_ir::ProxyFenceSpace::SharedCta,
@@ -675,19 +688,15 @@ impl Emitter<'_> {
             let zero = self.u32c(0);
             let first = self.cmp(CmpOp::Eq, self.tid(), zero)?;
             self.if_(first, |e| {
-                for tma in rings.iter().filter_map(|r| r.tma) {
-                    for buffer in 0..2 {
-                        let b = e.u32c(buffer);
-                        let full = e.ring_barrier(tma, b)?;
-                        e.mbarrier(MbarrierOp::Inval, full, None)?;
-                        if tma.release == Release::Producer {
-                            let empty = e.ring_empty_barrier(tma, b)?;
-                            e.mbarrier(MbarrierOp::Inval, empty, None)?;
-                        }
-                        // (A deferred product's last buffer is never counted.)
-                        e.reset_release_count(tma, b)?;
+                e.each_ring_buffer(rings, |e, tma, b, full| {
+                    e.mbarrier(MbarrierOp::Inval, full, None)?;
+                    if tma.release == Release::Producer {
+                        let empty = e.ring_empty_barrier(tma, b)?;
+                        e.mbarrier(MbarrierOp::Inval, empty, None)?;
                     }
-                }
+                    // (A deferred product's last buffer is never counted.)
+                    e.reset_release_count(tma, b)
+                })?;
                 Ok(())
             })?;
         }
@@ -808,21 +817,34 @@ pub(super) fn computable_ahead(op: &Op) -> bool {
     }
 }
 
-/// What computes a ring's tile index from the loop counter: the body's statements (in
-/// order) and the values from outside the loop they read.
-struct IndexDefs {
-    defs: Vec<(TileValue, Op)>,
-    outside: Vec<TileValue>,
+/// What computes some values from statements of a block: its definitions (in order) and
+/// the values from outside them they read (a ring's tile index: from the loop's counter and
+/// values from before the loop).
+pub(super) struct Definitions {
+    pub(super) defs: Vec<(TileValue, Op)>,
+    pub(super) outside: std::collections::HashSet<TileValue>,
 }
 
 /// The statements among `before` that compute `index` from `counter`, when they are all
 /// operations on rank-0 values that cannot trap; `None` otherwise.
-fn index_defs(before: &[TStmt], counter: TileValue, index: &[TileValue]) -> Option<IndexDefs> {
-    let mut needed: std::collections::HashSet<TileValue> = index.iter().copied().collect();
+fn index_defs(before: &[TStmt], counter: TileValue, index: &[TileValue]) -> Option<Definitions> {
+    let mut found = definitions_of(before, index.iter().copied(), |_, op| computable_ahead(op))?;
+    found.outside.remove(&counter);
+    Some(found)
+}
+
+/// The definitions among `before` (statements of one block) that `needed` depend on, in
+/// order, and the values they read that `before` does not define; `None` when one of them is
+/// not a plain definition `accept` takes (a branch's or an inner loop's result, say).
+pub(super) fn definitions_of(
+    before: &[TStmt],
+    needed: impl IntoIterator<Item = TileValue>,
+    accept: impl Fn(TileValue, &Op) -> bool,
+) -> Option<Definitions> {
+    let mut needed: std::collections::HashSet<TileValue> = needed.into_iter().collect();
     let mut out = Vec::new();
     for s in before.iter().rev() {
         let TStmt::Def { value, op } = s else {
-            // Results of a branch or an inner loop of the body: not computed ahead.
             let results = match s {
                 TStmt::If { results, .. }
                 | TStmt::For { results, .. }
@@ -835,22 +857,18 @@ fn index_defs(before: &[TStmt], counter: TileValue, index: &[TileValue]) -> Opti
             }
             continue;
         };
-        if !needed.contains(value) {
+        if !needed.remove(value) {
             continue;
         }
-        if !computable_ahead(op) {
+        if !accept(*value, op) {
             return None;
         }
         needed.extend(op.operands());
         out.push((*value, op.clone()));
     }
-    needed.remove(&counter);
-    for (v, _) in &out {
-        needed.remove(v);
-    }
     out.reverse();
-    Some(IndexDefs {
+    Some(Definitions {
         defs: out,
-        outside: needed.into_iter().collect(),
+        outside: needed,
     })
 }
