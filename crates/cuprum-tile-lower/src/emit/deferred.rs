@@ -114,7 +114,9 @@
 //! Looking at the count later delays the refill (causal 1.38 against 1.26 ms; ncu's
 //! samples of warps waiting for the value tile's copy went from 1.1% to 4.9%). The racy
 //! probe bounds what a cheaper release (a producer warp's) could gain: 3% here, 10% at
-//! 128x64 (2.29 against 2.55 ms). ncu's samples put 30% of a warp's time on fixed-latency
+//! 128x64 (2.29 against 2.55 ms). (It bounded nothing: the producer warpgroup that came
+//! next, `emit::producer`, took 14% off at 128x128 (base clocks) and 20% at 128x64 (real
+//! clocks), its consumers' code rid of the refills' branches as well.) ncu's samples put 30% of a warp's time on fixed-latency
 //! dependencies and 17% on issuing, with two warps per scheduler; a warp issues 527
 //! instructions a step, 368 of them arithmetic (`benches/ncu_stalls.py --loop`): the
 //! softmax's instruction stream is the cost.
