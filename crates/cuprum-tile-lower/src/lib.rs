@@ -236,8 +236,9 @@ pub struct Lowered {
     /// The kernel, named as the tile kernel. It is what the lowering emits, valid but not
     /// yet optimized: run `cuprum_opt::optimize_kernel` on it, as on every kernel.
     pub kernel: cuprum_ir::Kernel,
-    /// Threads per thread block, along `x` (one thread block per tile block). The kernel
-    /// declares it as its exact block shape (`Kernel::block`).
+    /// Threads per thread block, along `x` (one thread block per tile block): the layouts'
+    /// warps, and a producer warpgroup's 128 where one copies a loop's tiles
+    /// (`emit::producer`). The kernel declares it as its exact block shape (`Kernel::block`).
     pub block_threads: u32,
     /// Bytes of dynamic shared memory per block (0 when the kernel needs none; above 48 KiB
     /// a GPU launch must opt in, which the runtime does).

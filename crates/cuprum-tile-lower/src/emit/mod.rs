@@ -106,7 +106,7 @@ pub(crate) struct Emitter<'k> {
     resident_copies_pending: bool,
     /// The `cp.async` rings of the loops being emitted, innermost last (`ring`).
     ring_frames: Vec<ring::RingFrame>,
-    /// The loop a producer warpgroup copies the rings' tiles for (`producer`).
+    /// The loops a producer warpgroup copies the rings' tiles for (`producer`).
     producer: Option<producer::Producer>,
     /// The loop being emitted whose last product is issued an iteration late (`deferred`).
     deferred: Option<deferred::Deferred>,
