@@ -1418,8 +1418,9 @@ fn chained_mmas_on_hopper_copy_mapped_tiles_with_tma_bit_for_bit() {
             "{ty} {sizes:?} {tiles:?}: {w:?}"
         );
         // Every consumer thread waits for its tiles' full mbarriers, and for nothing else.
-        // With two warpgroups a producer warpgroup copies every tile: each consumer thread
-        // arrives on a buffer's empty mbarrier once done with it, the producer waits on it
+        // With two warpgroups a producer warpgroup copies every tile: lane 0 of each
+        // consumer warp arrives on a buffer's empty mbarrier once done with it (one
+        // arrival statement per release in the loop), the producer waits on it
         // before refilling the buffer (from the third iteration on), and the consumers
         // never meet in the loop; with one, the block meets once an iteration, where thread
         // 0 refills both rings.
