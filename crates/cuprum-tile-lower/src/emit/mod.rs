@@ -937,10 +937,9 @@ impl<'k> Emitter<'k> {
             },
         )?;
         let floor = self.scratch_floor;
-        let produced = self.start_produced_loop(counter, body)?;
-        let rings = match &produced {
-            Some(rings) => rings.clone(),
-            None => self.plan_rings(counter, body)?,
+        let (rings, produced) = match self.start_produced_loop(counter)? {
+            Some(rings) => (rings, true),
+            None => (self.plan_rings(counter, body)?, false),
         };
         if rings.is_empty() {
             self.settle_resident_copies();
@@ -953,7 +952,7 @@ impl<'k> Emitter<'k> {
             );
         }
         self.deferred = self.plan_deferred(body, args, &rings)?;
-        if produced.is_none() {
+        if !produced {
             self.prime_rings(&rings, counter, [start, end, step])?;
         }
         self.settle_resident_copies();

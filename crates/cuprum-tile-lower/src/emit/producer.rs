@@ -45,7 +45,7 @@
 use cuprum_ir::{BinaryOp, CmpOp, MbarrierOp, ScalarType, Stmt, Value};
 use cuprum_tile_ir::{Op, Stmt as TStmt, TileValue};
 
-use super::ring::{Release, Ring, computable_ahead, definitions_of};
+use super::ring::{Release, Ring, RingCandidate, computable_ahead, definitions_of};
 use super::scratch::Claim;
 use super::{Emitter, Lv, R};
 use crate::plan::Repr;
@@ -89,8 +89,8 @@ struct ProducedLoop {
     counter: TileValue,
     /// The loop's place among the body's top-level statements.
     at: usize,
-    /// The loads its rings copy.
-    loads: Vec<TileValue>,
+    /// Its rings, planned at the kernel's start (their buffers reserved at the loop).
+    candidates: Vec<RingCandidate>,
     /// The top-level definitions before the loop that its bounds and rings' tile indices
     /// read, in order.
     slice: Vec<(TileValue, Op)>,
@@ -141,8 +141,8 @@ impl Emitter<'_> {
             loops.push(ProducedLoop {
                 counter: *counter,
                 at,
-                loads: candidates.iter().map(|c| c.load).collect(),
                 slice,
+                candidates,
             });
         }
         if loops.is_empty() {
@@ -184,14 +184,10 @@ impl Emitter<'_> {
         Ok(found.and_then(|f| f.outside.is_empty().then_some(f.defs)))
     }
 
-    /// The loop with counter `counter` and body `body`, if a producer warpgroup copies for it:
-    /// its rings, their buffers reserved and their mbarriers set up, and the producer told
-    /// to start (see the module docs).
-    pub(super) fn start_produced_loop(
-        &mut self,
-        counter: TileValue,
-        body: &cuprum_tile_ir::Block,
-    ) -> R<Option<Vec<Ring>>> {
+    /// The loop with counter `counter`, if a producer warpgroup copies for it: its rings,
+    /// their buffers reserved and their mbarriers set up, and the producer told to start
+    /// (see the module docs).
+    pub(super) fn start_produced_loop(&mut self, counter: TileValue) -> R<Option<Vec<Ring>>> {
         let Some(produced) = self
             .producer
             .as_ref()
@@ -200,21 +196,7 @@ impl Emitter<'_> {
         else {
             return Ok(None);
         };
-        let candidates = self
-            .ring_candidates(counter, body, &|e: &Self, v| e.get(v).is_ok())?
-            .into_iter()
-            .filter(|c| produced.loads.contains(&c.load))
-            .collect::<Vec<_>>();
-        if candidates.len() != produced.loads.len() {
-            // The rings planned here differ from those planned at the start (more loads
-            // qualify with everything before the loop defined, past the rings' budget):
-            // the loop keeps counted buffers, and the producer never hears of it.
-            if let Some(p) = self.producer.as_mut() {
-                p.loops.retain(|l| l.counter != counter);
-            }
-            return Ok(None);
-        }
-        let rings = self.reserve_rings(candidates, Release::Producer)?;
+        let rings = self.reserve_rings(produced.candidates.clone(), Release::Producer)?;
         let consumers = self.plan.threads;
         let start = self.producer_start()?;
         let zero = self.u32c(0);

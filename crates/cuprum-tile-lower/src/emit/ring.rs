@@ -105,6 +105,7 @@ const MBARRIER_BYTES: u32 = 8;
 const RING_BARRIERS: u32 = 4;
 
 /// A staged load a ring can copy, before its buffers are reserved.
+#[derive(Clone, Debug)]
 pub(super) struct RingCandidate {
     pub(super) load: TileValue,
     rows: u32,
