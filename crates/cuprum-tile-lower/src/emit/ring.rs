@@ -586,21 +586,27 @@ impl Emitter<'_> {
     /// After the `wgmma`s that read `load`'s tile from a tensor-memory-accelerator ring
     /// of the innermost loop were waited for, in a block of several warpgroups: this warp
     /// is done with this iteration's buffer, and the last warp to be refills it with the
-    /// tile two iterations on ([`Emitter::release_ring_buffer`]).
+    /// tile two iterations on, or the producer warpgroup does ([`Emitter::release_ring_buffer`]).
     pub(super) fn release_ring_tile(&mut self, load: TileValue) -> R<()> {
         let Some(frame) = self.ring_frames.last().cloned() else {
             return Ok(());
         };
-        if !frame
+        let release = frame
             .rings
             .iter()
-            .any(|r| r.load == load && r.tma.is_some_and(|t| t.per_warp()))
-        {
-            return Ok(());
+            .find(|r| r.load == load)
+            .and_then(|r| r.tma)
+            .map(|t| t.release);
+        match release {
+            // The producer refills; nothing to compute for it here.
+            Some(Release::Producer) => self.release_ring_buffer(load, frame.parity, None),
+            Some(Release::Counted) => {
+                let (after, more) = self.counter_after(frame.next, [frame.step, frame.end])?;
+                let more = self.bin(BinaryOp::And, more, frame.more)?;
+                self.release_ring_buffer(load, frame.parity, Some((after, more)))
+            }
+            Some(Release::BlockBarrier) | None => Ok(()),
         }
-        let (after, more) = self.counter_after(frame.next, [frame.step, frame.end])?;
-        let more = self.bin(BinaryOp::And, more, frame.more)?;
-        self.release_ring_buffer(load, frame.parity, Some((after, more)))
     }
 
     /// Warp by warp (lane 0, for the whole warp: the `wgmma` wait before this is
