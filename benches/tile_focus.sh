@@ -6,9 +6,10 @@
 #   here:           bash benches/tile_focus.sh pack   (gpu-pack, keeps the binaries this
 #                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
 #   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
-#                   bash benches/tile_focus.sh final  (on an H200 also benches/run_all.sh,
-#                   for BENCHMARKS.md; elsewhere `run` and the first launch of a process;
-#                   with H200_ONLY set, nothing but exit 3 on another GPU)
+#                   bash benches/tile_focus.sh final  (on a Hopper GPU, H100 or H200,
+#                   benches/run_all.sh for BENCHMARKS.md and the Hopper tile tests;
+#                   elsewhere `run` and the first launch of a process; with H200_ONLY set,
+#                   nothing but exit 3 on another GPU than an H200)
 #                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
 #                   the first launch of a fresh process)
 #
@@ -34,9 +35,10 @@ pack)
   du -h .gpu/tiles.tar.xz .gpu/bench.tar.xz
   ;;
 final)
-  # One call for a session's last check: on an H200 the whole suite for BENCHMARKS.md
-  # (benches/run_all.sh, its files under $OUT) and the tile tests; on another GPU the tile
-  # check (`run`) and the first launch of a fresh process.
+  # One call for a session's last check: on a Hopper GPU the whole suite for BENCHMARKS.md
+  # (benches/run_all.sh, its files under $OUT; the report names the GPU, and every ratio is
+  # to a peer of the same run) and the tile tests; on another GPU the tile check (`run`) and
+  # the first launch of a fresh process.
   OUT=${OUT:-/tmp/tile_focus}
   mkdir -p "$OUT"
   [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
@@ -45,7 +47,7 @@ final)
     nvidia-smi --query-gpu=name --format=csv,noheader
     exit 3
   fi
-  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -f .gpu/bench.tar.xz ]; then
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q -E 'H100|H200' && [ -f .gpu/bench.tar.xz ]; then
     tar -xJf .gpu/bench.tar.xz -C .gpu
     OUT=$OUT timeout 420 bash benches/run_all.sh >"$OUT/run_all.txt" 2>&1; echo "run_all rc=$?"
     tail -n 40 "$OUT/run_all.txt"
