@@ -25,7 +25,7 @@ The first-launch section comes from the startup example's tile rows:
 (the smallest of each column when a case appears more than once), beside the goals of issue 16
 and cuTile Rust's published first launches on the same GPU.
 
-Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION]
+Usage: report.py LOG [--out DIR] [--gpu NAME] [--driver VERSION] [--date "YYYY-MM-DD HH:MM UTC"]
        report.py --self-test     (parses benches/testdata/sample.log and checks the rows)
 """
 
@@ -332,14 +332,14 @@ def write_png(rows, path):
     return True
 
 
-def report(lines, out=None, gpu="unknown GPU", driver="unknown"):
+def report(lines, out=None, gpu="unknown GPU", driver="unknown", date=None):
     recs, order, failures = parse(lines)
     rows, copy_bw = build_rows(recs, order)
     table = markdown(rows)
     print(table)
     if failures:
         print("\nFailures:\n" + "\n".join(f"- {f}" for f in failures))
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     latency, latency_table = latency_markdown(lines, gpu, driver, now)
     print("\n" + "\n".join(latency))
     if out:
@@ -388,11 +388,12 @@ FIRST_LAUNCH_EXPLANATION = """\
 Measured by `crates/cuprum/examples/startup.rs`: a fresh process's first launch of a tile kernel,
 from its embedded tile IR to a finished launch (specialized, lowered, optimized, written as PTX,
 compiled and loaded, launched and waited for): `tile_add` on 1024 f32, `tile_gemm` bf16
-256x256x256 in 128x256x64 tiles (on an H200 the Hopper recipe). **cold cache** is a process whose
-compile cache folder is empty, with the driver's own JIT cache off; **warm cache** the next
-process on the folder the cold one filled; **second launch** the same kernel again in the cold
-process. Medians over the processes the record names. The goals are issue 16's; cuTile Rust's
-figures are its published first launches on an H200 (it compiles with `tileiras` at run time)."""
+256x256x256 in 128x256x64 tiles (on an H100 or H200 the Hopper recipe). **cold cache** is a
+process whose compile cache folder is empty, with the driver's own JIT cache off; **warm cache**
+the next process on the folder the cold one filled; **second launch** the same kernel again in
+the cold process. Medians over the processes the record names. The goals are issue 16's; cuTile
+Rust's figures are its published first launches on an H200 (it compiles with `tileiras` at run
+time; most of either side's cold time is host compilation, so the GPU matters little)."""
 
 
 def first_launch_markdown(lines):
@@ -487,6 +488,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--gpu", default="unknown GPU")
     ap.add_argument("--driver", default="unknown")
+    # When a log is reported again later (the report's text changed): the run's own date.
+    ap.add_argument("--date", help='the run\'s date, "YYYY-MM-DD HH:MM UTC" (default: now)')
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:
@@ -495,7 +498,7 @@ def main():
     if not args.log:
         ap.error("a log file is needed")
     with open(args.log, errors="replace") as f:
-        report(f.readlines(), args.out, args.gpu, args.driver)
+        report(f.readlines(), args.out, args.gpu, args.driver, args.date)
     return 0
 
 
