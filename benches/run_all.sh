@@ -12,7 +12,8 @@
 # Run from anywhere in the repository, with the examples built in release mode and packed as
 # .gpu/bin/example-<name> (gpu-pack's layout). Environment: OUT (default /tmp/bench_out),
 # NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), PYTHON (default python3),
-# ROUNDS (default 1: how many times each program runs; the report keeps the faster median).
+# ROUNDS (default 1: how many times each program runs; the report keeps the faster median),
+# ATTENTION_ROUNDS (default 3: attention's extra rounds, below).
 # A case that fails to build, run or check is listed under Failures; the rest still run. Exits
 # 1 if anything failed, after writing everything.
 set -u
@@ -81,6 +82,22 @@ for round in $(seq 1 "$ROUNDS"); do
     fail "torch_peers(no-torch)" 127
   fi
 done
+
+# Attention again, each side in a process of its own after the same idle pause, in alternating
+# rounds (ATTENTION_ROUNDS, default 3), as benches/attention_ab.sh times it: these GPUs run
+# under a power cap, a kernel timed right after minutes of other work clocks lower, and above,
+# each side's attention follows different work in its process (tile_bench's 26 GEMM timings,
+# tile_peers.py's 6). The report keeps each side's fastest median, these rounds' or the above.
+if [ -x "$BIN/example-tile_bench" ] && "$PYTHON" -c "import torch" 2>/dev/null; then
+  for r in $(seq 1 "${ATTENTION_ROUNDS:-3}"); do
+    sleep 3
+    CUPRUM_DEVICE=cuda TILE_BENCH_ONLY=attention run "cuprum-attention-r$r" "$BIN/example-tile_bench"
+    for c in tile_attention tile_attention_causal; do
+      sleep 3
+      run "attention_peers-$c-r$r" "$PYTHON" benches/peers/tile_peers.py --only "$c"
+    done
+  done
+fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
