@@ -3,12 +3,15 @@
 # scarce: the tile, Hopper and collective test binaries, the GEMM cases with cuBLAS and the
 # attention cases with PyTorch's SDPA and Triton, peers in the same run.
 #
-#   here:           bash benches/tile_focus.sh pack   (gpu-pack, keeps the binaries this
-#                   check runs, compressed into .gpu/tiles.tar.xz: under the carry limit)
-#   on the device:  bash benches/tile_focus.sh run    (carry .gpu; OUT gets the logs)
-#                   bash benches/tile_focus.sh final  (on a Hopper GPU, H100 or H200,
-#                   benches/run_all.sh for BENCHMARKS.md and the Hopper tile tests;
-#                   elsewhere `run` and the first launch of a process; with H200_ONLY set,
+#   here:           bash benches/tile_focus.sh pack   (gpu-pack, then two archives, each
+#                   under the carry limit with the tracked tree: .gpu/tiles.tar.xz, every
+#                   binary `run` and `profile` use, and .gpu/final.tar.xz, what `final` uses)
+#   on the device:  bash benches/tile_focus.sh run    (carry .gpu/tiles.tar.xz and
+#                   .gpu/run.sh; OUT gets the logs)
+#                   bash benches/tile_focus.sh final  (carry .gpu/final.tar.xz and .gpu/run.sh:
+#                   on a Hopper GPU, H100 or H200, benches/run_all.sh for BENCHMARKS.md
+#                   (about 300 s) and the tensor-core tests and cuTile examples; elsewhere
+#                   those tests and the first launch of a process; with H200_ONLY set,
 #                   nothing but exit 3 on another GPU than an H200)
 #                   bash benches/tile_focus.sh profile (ncu on attention and the GEMM, and
 #                   the first launch of a fresh process)
@@ -24,36 +27,38 @@ pack)
   set -e
   ../shared/tools/gpu-pack
   keep='^(test-(mma|ops|tile_.*|cuprum_tile_examples|wgmma.*|tma.*|mbarrier.*|simt_hopper|simt_cluster|cluster|simt_constant_division|collective|multi_device|gpu_semantics|interop_cudarc|external|ptx_import|launch)(-[a-z_]+-[0-9a-f]+)?|example-(cutile_[a-z_]+|tile_[a-z_]+|startup|hopper_gemm|oxide_cluster))$'
-  # The rest of benches/run_all.sh's examples, apart, for a run that gets an H200.
-  bench='^example-(bench_vecadd|reduce|sgemm|transpose|histogram|scan|nbody|bench_simt|iter_bench|compile_latency)$'
-  mkdir -p .gpu/bench/bin
-  (cd .gpu/bin && ls | grep -E "$bench" | xargs -r -I{} mv {} ../bench/bin/)
+  # `final`: benches/run_all.sh's examples, the tensor-core tests and cuTile Rust's examples
+  # that multiply.
+  final='^(example-(bench_vecadd|reduce|sgemm|transpose|histogram|scan|nbody|bench_simt|iter_bench|compile_latency|startup|hopper_gemm|tile_bench|cutile_(flash_attention|flash_attention_causal|gemm|gemm_static|async_gemm|async_mlp|batch_matmul|persistent_gemm|book_examples|cuda_graphs|cuda_graphs_deviceop))|test-(mma|tile_mma|tile_kernels|cuprum_tile_examples|wgmma)(-[a-z_]+-[0-9a-f]+)?)$'
+  rm -rf .gpu/final && mkdir -p .gpu/final/bin
+  (cd .gpu/bin && ls | grep -E "$final" | xargs -r -I{} cp {} ../final/bin/)
   (cd .gpu/bin && ls | grep -Ev "$keep" | xargs -r rm -f)
-  XZ_OPT="-6 -T2" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
-  XZ_OPT="-6 -T2" tar -cJf .gpu/bench.tar.xz -C .gpu/bench bin
-  rm -rf .gpu/bin .gpu/bench
-  du -h .gpu/tiles.tar.xz .gpu/bench.tar.xz
+  XZ_OPT="-9 -T0" tar -cJf .gpu/final.tar.xz -C .gpu/final bin
+  XZ_OPT="-9 -T0" tar -cJf .gpu/tiles.tar.xz -C .gpu bin
+  rm -rf .gpu/bin .gpu/final .gpu/bench.tar.xz
+  du -h .gpu/tiles.tar.xz .gpu/final.tar.xz
   ;;
 final)
   # One call for a session's last check: on a Hopper GPU the whole suite for BENCHMARKS.md
   # (benches/run_all.sh, its files under $OUT; the report names the GPU, and every ratio is
-  # to a peer of the same run) and the tile tests; on another GPU the tile check (`run`) and
-  # the first launch of a fresh process.
+  # to a peer of the same run) and the tensor-core tests; on another GPU those tests and the
+  # first launch of a fresh process.
   OUT=${OUT:-/tmp/tile_focus}
   mkdir -p "$OUT"
-  [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
-  if [ -n "${H200_ONLY:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  tar -xJf .gpu/final.tar.xz -C .gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+  echo "$gpu"
+  if [ -n "${H200_ONLY:-}" ] && ! echo "$gpu" | grep -q H200; then
     # A call made only for the H200's benchmarks: nothing to do on another GPU.
-    nvidia-smi --query-gpu=name --format=csv,noheader
     exit 3
   fi
-  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q -E 'H100|H200' && [ -f .gpu/bench.tar.xz ]; then
-    tar -xJf .gpu/bench.tar.xz -C .gpu
-    OUT=$OUT timeout 420 bash benches/run_all.sh >"$OUT/run_all.txt" 2>&1; echo "run_all rc=$?"
+  tests="(test-(mma|tile_mma|tile_kernels|cuprum_tile_examples|wgmma)|example-cutile_)"
+  if echo "$gpu" | grep -q -E 'H100|H200'; then
+    OUT=$OUT timeout 450 bash benches/run_all.sh >"$OUT/run_all.txt" 2>&1; echo "run_all rc=$?"
     tail -n 40 "$OUT/run_all.txt"
-    CUPRUM_DEVICE=cuda timeout 150 bash .gpu/run.sh "test-(mma|tile_|cuprum_tile_examples|wgmma|tma|mbarrier|simt_hopper|simt_cluster|cluster)" 2>&1 | tail -n 30
+    CUPRUM_DEVICE=cuda timeout 130 bash .gpu/run.sh "$tests" 2>&1 | tail -n 30
   else
-    bash "$0" run
+    CUPRUM_DEVICE=cuda timeout 200 bash .gpu/run.sh "$tests" 2>&1 | tail -n 30
     echo "=== startup"
     CUPRUM_DEVICE=cuda timeout 120 .gpu/bin/example-startup --procs 5 2>&1 | tail -n 12
   fi
@@ -61,7 +66,7 @@ final)
 run)
   OUT=${OUT:-/tmp/tile_focus}
   mkdir -p "$OUT"
-  [ -d .gpu/bin ] || tar -xJf .gpu/tiles.tar.xz -C .gpu
+  tar -xJf .gpu/tiles.tar.xz -C .gpu
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   export CUPRUM_DEVICE=cuda
   nccl=$(find $(python3 -c "import site; print(' '.join(site.getsitepackages()))") -name 'libnccl.so.2' 2>/dev/null | head -n 1)
