@@ -111,7 +111,7 @@ impl Emitter<'_> {
         let mut loops = Vec::new();
         let mut before = std::collections::HashSet::new();
         for (at, s) in stmts.iter().enumerate() {
-            if may_return(std::slice::from_ref(s)) {
+            if may_return(s) {
                 break;
             }
             if let TStmt::Def { value, .. } = s {
@@ -395,14 +395,11 @@ impl Emitter<'_> {
     }
 }
 
-/// Whether any of `stmts` (or a statement nested in them) returns.
-fn may_return(stmts: &[TStmt]) -> bool {
-    let mut returns = false;
-    for s in stmts {
-        returns |= matches!(s, TStmt::Return);
-        for b in s.nested() {
-            b.visit(&mut |s| returns |= matches!(s, TStmt::Return));
-        }
+/// Whether `stmt` is a return or holds one in a nested block.
+fn may_return(stmt: &TStmt) -> bool {
+    let mut returns = matches!(stmt, TStmt::Return);
+    for b in stmt.nested() {
+        b.visit(&mut |s| returns |= matches!(s, TStmt::Return));
     }
     returns
 }
