@@ -1564,23 +1564,6 @@ struct LoopWork {
     full_waits_before: usize,
 }
 
-/// Calls `f` on every statement of `b`, nested ones too, in order.
-fn each_stmt(b: &cuprum_ir::Block, f: &mut impl FnMut(&cuprum_ir::Stmt)) {
-    for s in &b.stmts {
-        f(s);
-        match s {
-            cuprum_ir::Stmt::If {
-                then, otherwise, ..
-            } => {
-                each_stmt(then, f);
-                each_stmt(otherwise, f);
-            }
-            cuprum_ir::Stmt::Loop { body } => each_stmt(body, f),
-            _ => {}
-        }
-    }
-}
-
 /// The producer warpgroup's work (its code runs its loops alone).
 #[derive(Debug, Default)]
 struct ProducerWork {
@@ -1620,7 +1603,7 @@ fn loop_work(kernel: &cuprum_ir::Kernel) -> LoopWork {
                         })
                     ) =>
                 {
-                    each_stmt(then, &mut |s| match s {
+                    then.visit(&mut |s| match s {
                         cuprum_ir::Stmt::Tma(cuprum_ir::TmaOp::LoadTile { .. }) => {
                             w.producer.tma_copies += 1
                         }
